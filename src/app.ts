@@ -1,0 +1,22 @@
+import { Elysia } from 'elysia'
+import type { Deps } from './deps'
+import { openapiDocs } from './http/openapi'
+import { requestContext } from './http/request-context'
+import { keyRoutes } from './keys/routes'
+import { healthRoutes } from './observability/routes'
+import packageJson from '../package.json'
+
+/**
+ * Builds the gateway's Elysia app from its dependencies. No I/O of its own: tests call
+ * `app.handle(new Request(...))`; main.ts hands it to Bun.serve.
+ */
+export function createApp(deps: Deps) {
+  // normalize: false makes unknown body fields a validation error instead of silently dropping them.
+  return new Elysia({ normalize: false })
+    .use(requestContext(deps.logger))
+    .use(openapiDocs(packageJson.version))
+    .use(healthRoutes(deps.database))
+    .use(keyRoutes(deps.keys, deps.clock))
+}
+
+export type App = ReturnType<typeof createApp>

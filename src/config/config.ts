@@ -1,0 +1,25 @@
+import type { Nanos } from '../lib/money'
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
+
+/** A subscription plan from config. */
+export interface Plan {
+  readonly id: string
+  readonly monthlyAllowanceNanos: Nanos
+  readonly fusion: boolean
+}
+
+/** The whole, validated, frozen configuration. Built once at boot by loadConfig. */
+export interface Config {
+  readonly port: number
+  readonly databaseUrl: string
+  readonly databaseAuthToken: string | undefined
+  readonly logLevel: LogLevel
+  readonly bootstrap: { readonly enabled: boolean; readonly orgName: string; readonly ownerEmail: string }
+  readonly plans: ReadonlyMap<string, Plan>
+  /** First plan with Fusion access, else the first plan: the bootstrap org's plan and the CLI default. */
+  readonly defaultPlanId: string
+  readonly auth: { readonly cacheTtlMs: number; readonly cacheMaxEntries: number }
+  /** Where the file config came from: a path, or "embedded default". */
+  readonly source: string
+}

@@ -1,0 +1,102 @@
+import { Value } from '@sinclair/typebox/value'
+import { parseUsd } from '../lib/money'
+import type { Config, LogLevel, Plan } from './config'
+import defaultYaml from './default.yaml' with { type: 'text' }
+import { FileConfigSchema, type FileConfig } from './schema'
+
+/** Boot-time configuration failure; `problems` names every bad field. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+  }
+}
+
+type Env = Record<string, string | undefined>
+const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
+
+/**
+ * The only place that reads the environment. Parses env and the YAML/JSON file named by
+ * SVC_CONFIG (else the embedded default) into a frozen Config, or throws ConfigError
+ * listing every problem by name.
+ */
+export function loadConfig(env: Env = process.env, readText: (path: string) => string = readFileText): Config {
+  const problems: string[] = []
+  const port = parsePort(env.PORT, problems)
+  const logLevel = (env.SVC_LOG_LEVEL ?? 'info') as LogLevel
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`SVC_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got "${env.SVC_LOG_LEVEL}"`)
+  const bootstrapFlag = env.SVC_BOOTSTRAP ?? '1'
+  if (bootstrapFlag !== '0' && bootstrapFlag !== '1') problems.push(`SVC_BOOTSTRAP: must be 0 or 1, got "${bootstrapFlag}"`)
+  const databaseUrl = env.DATABASE_URL || 'file:data/svc.db'
+  if (!/^(file:|libsql:\/\/|https?:\/\/|:memory:$)/.test(databaseUrl)) {
+    problems.push(`DATABASE_URL: must start with file:, libsql://, http:// or https://, got "${databaseUrl}"`)
+  }
+
+  const source = env.SVC_CONFIG ? env.SVC_CONFIG : 'embedded default'
+  const file = parseFile(env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readText, problems) : defaultYaml, source, problems)
+  if (problems.length > 0 || !file) throw new ConfigError(problems)
+
+  const plans = new Map<string, Plan>()
+  for (const [id, plan] of Object.entries(file.plans)) {
+    // The schema already checked the decimal shape; parseUsd also bounds it to int64.
+    const allowance = parseUsd(plan.monthly_allowance)
+    if (allowance === null) problems.push(`plans.${id}.monthly_allowance: amount too large`)
+    plans.set(id, Object.freeze({ id, monthlyAllowanceNanos: allowance ?? 0n, fusion: plan.fusion }))
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  const planList = [...plans.values()]
+  const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id
+
+  return Object.freeze({
+    port,
+    databaseUrl,
+    databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
+    logLevel,
+    bootstrap: Object.freeze({
+      enabled: bootstrapFlag !== '0',
+      orgName: file.bootstrap?.org_name ?? 'default',
+      ownerEmail: file.bootstrap?.owner_email ?? 'owner@localhost',
+    }),
+    plans,
+    defaultPlanId,
+    auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
+    source,
+  })
+}
+
+function readFileText(path: string): string {
+  return require('node:fs').readFileSync(path, 'utf8')
+}
+
+function parsePort(raw: string | undefined, problems: string[]): number {
+  if (raw === undefined || raw === '') return 8080
+  const port = /^[0-9]{1,5}$/.test(raw) ? Number(raw) : NaN
+  if (!(port >= 0 && port <= 65535)) problems.push(`PORT: must be an integer from 0 to 65535, got "${raw}"`)
+  return port
+}
+
+function readConfigFile(path: string, readText: (path: string) => string, problems: string[]): string | undefined {
+  try {
+    return readText(path)
+  } catch (error) {
+    problems.push(`SVC_CONFIG: cannot read "${path}": ${(error as Error).message}`)
+    return undefined
+  }
+}
+
+function parseFile(text: string | undefined, source: string, problems: string[]): FileConfig | undefined {
+  if (text === undefined) return undefined
+  let raw: unknown
+  try {
+    raw = Bun.YAML.parse(text)
+  } catch (error) {
+    problems.push(`${source}: not valid YAML or JSON: ${(error as Error).message}`)
+    return undefined
+  }
+  if (Value.Check(FileConfigSchema, raw)) return raw
+  for (const error of Value.Errors(FileConfigSchema, raw)) {
+    const path = error.path.replace(/^\//, '').replaceAll('/', '.') || '(root)'
+    const hint = typeof error.value === 'number' && error.schema.pattern ? ' (write money as a quoted decimal string)' : ''
+    problems.push(`${path}: ${error.message}${hint}`)
+  }
+  return undefined
+}

@@ -1,0 +1,56 @@
+import { mkdirSync, existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { createClient, type Client } from '@libsql/client'
+import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql'
+import { migrate } from 'drizzle-orm/libsql/migrator'
+import { schema } from './schema'
+
+export type Db = LibSQLDatabase<typeof schema>
+
+/** One libSQL database: the raw client (for batches and PRAGMAs) and drizzle over it. */
+export interface Database {
+  readonly client: Client
+  readonly db: Db
+  readonly url: string
+  close(): void
+}
+
+/**
+ * Opens a libSQL database: a local `file:` path (WAL mode, directory created), `:memory:`,
+ * or a `libsql://` / `http(s)://` server. Integers come back as bigints so nanos stay exact.
+ */
+export async function openDatabase(url: string, authToken?: string): Promise<Database> {
+  const isFile = url.startsWith('file:')
+  if (isFile) {
+    const path = url.slice('file:'.length).split('?')[0]!
+    if (path && path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  }
+  // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one).
+  const client = createClient({ url, authToken, intMode: 'bigint', timeout: 5000 })
+  // WAL is stored in the file, so setting it once through any connection is enough.
+  if (isFile) await client.execute('PRAGMA journal_mode=WAL')
+  const db = drizzle(client, { schema })
+  return { client, db, url, close: () => client.close() }
+}
+
+/** The migrations folder: embedded next to the bundle in the compiled binary, else the repository's drizzle/. */
+export function migrationsFolder(): string {
+  const embedded = join(import.meta.dir, 'drizzle')
+  if (existsSync(join(embedded, 'meta', '_journal.json'))) return embedded
+  return join(import.meta.dir, '..', '..', 'drizzle')
+}
+
+/** Applies pending drizzle-kit migrations (idempotent; tracked in __drizzle_migrations). */
+export async function migrateDatabase(database: Database): Promise<void> {
+  await migrate(database.db, { migrationsFolder: migrationsFolder() })
+}
+
+/** True when a trivial query succeeds: backs /readyz. */
+export async function pingDatabase(database: Database): Promise<boolean> {
+  try {
+    await database.client.execute('SELECT 1')
+    return true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,94 @@
+import { Elysia } from 'elysia'
+import { hasAdminAuthority, type Principal, type VerifyFailure } from '../keys/principal'
+import type { KeyService } from '../keys/service'
+import { isWellFormedKeySecret, KEY_PREFIX } from '../keys/token'
+import { ApiError } from './errors'
+
+/**
+ * How a route authenticates (ARCHITECTURE.md §1.8):
+ * - `public`: no credential (model catalog, health, docs).
+ * - `inference`: an organization credential; inference buckets and concurrency.
+ * - `management`: an organization credential; management buckets, never inference slots.
+ * - `admin`: management, plus an admin key whose user is currently owner or admin.
+ * - `mcp`: only `svc_mcp_` tokens (the /mcp endpoint).
+ */
+export type AuthMode = 'public' | 'inference' | 'management' | 'admin' | 'mcp'
+
+const CLI_PREFIX = 'svc_cli_'
+const MCP_PREFIX = 'svc_mcp_'
+
+const FAILURE_MESSAGE: Record<VerifyFailure, string> = {
+  unknown: 'invalid API key',
+  revoked: 'this API key has been revoked',
+  expired: 'this API key has expired',
+}
+
+/** Reads the credential from `Authorization: Bearer` or `X-API-Key`. Cookies are never read. */
+export function credentialOf(headers: Headers): string {
+  const authorization = headers.get('authorization')
+  const apiKey = headers.get('x-api-key')
+  let bearer: string | undefined
+  if (authorization !== null) {
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)
+    if (!match) throw new ApiError('unauthorized', 'Authorization header must be "Bearer <API key>"')
+    bearer = match[1]
+  }
+  if (bearer !== undefined && apiKey !== null && apiKey.trim() !== bearer) {
+    throw new ApiError('unauthorized', 'Authorization and X-API-Key carry different credentials')
+  }
+  const credential = bearer ?? apiKey?.trim()
+  if (!credential) throw new ApiError('unauthorized', 'missing credential: send "Authorization: Bearer <API key>" or "X-API-Key"')
+  return credential
+}
+
+/**
+ * The auth step for one request: credential → principal, organization header check, admin
+ * authority. Throws ApiError (401/403); returns the principal on success.
+ */
+export async function authenticate(keys: KeyService, request: Request, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
+  const credential = credentialOf(request.headers)
+  let principal: Principal
+  if (credential.startsWith(MCP_PREFIX)) {
+    // MCP access tokens are audience-bound to /mcp; anywhere else they are not credentials.
+    throw new ApiError('unauthorized', 'MCP access tokens are accepted only on /mcp')
+  } else if (mode === 'mcp') {
+    throw new ApiError('unauthorized', '/mcp requires an MCP access token (svc_mcp_) from the OAuth flow')
+  } else if (credential.startsWith(CLI_PREFIX)) {
+    // No OAuth token store is configured in this build, so no svc_cli_ token can be valid.
+    throw new ApiError('unauthorized', 'invalid or expired CLI access token')
+  } else if (credential.startsWith(KEY_PREFIX)) {
+    if (!isWellFormedKeySecret(credential)) throw new ApiError('unauthorized', 'malformed API key (bad length or checksum)')
+    // Admin routes always read the key row and the user's current role (demotion is immediate).
+    const result = await keys.verify(credential, mode === 'admin')
+    if (!result.ok) throw new ApiError('unauthorized', FAILURE_MESSAGE[result.reason])
+    principal = result.principal
+  } else {
+    throw new ApiError('unauthorized', 'malformed credential: expected an API key starting with z_sk_')
+  }
+
+  const orgHeader = request.headers.get('x-org-id')
+  if (orgHeader !== null && orgHeader.trim() !== principal.orgId) {
+    throw new ApiError('forbidden', 'X-Org-ID does not match the organization of this credential')
+  }
+  if (mode === 'admin' && !hasAdminAuthority(principal)) {
+    throw new ApiError('forbidden', 'this route needs an admin key whose user is an owner or admin of the organization')
+  }
+  return principal
+}
+
+const SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKeyHeader: [] }]
+
+/**
+ * The `auth` macro: `{ auth: 'admin' }` on a route resolves `principal` before the handler
+ * and documents the route's security in OpenAPI.
+ */
+export function authMacro(keys: KeyService) {
+  return new Elysia().macro({
+    auth: (mode: Exclude<AuthMode, 'public'>) => ({
+      detail: { security: SECURITY },
+      async resolve({ request }) {
+        return { principal: await authenticate(keys, request, mode) }
+      },
+    }),
+  })
+}

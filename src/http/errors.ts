@@ -1,0 +1,88 @@
+/**
+ * The closed table of error codes (ARCHITECTURE.md §10). Every error the gateway sends
+ * has one of these codes; the status follows from the code.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  payload_too_large: 413,
+  rate_limited: 429,
+  insufficient_quota: 429,
+  internal_error: 500,
+  provider_error: 502,
+  unavailable: 503,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+/** The one error class routes throw for an expected failure. */
+export class ApiError extends Error {
+  readonly status: number
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly param?: string,
+    /** Extra response headers (Retry-After, X-RateLimit-*). */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message)
+    this.status = ERROR_STATUS[code]
+  }
+}
+
+/** Which envelope a path's clients expect. */
+export type Surface = 'api' | 'openai' | 'anthropic'
+
+export function surfaceOf(path: string): Surface {
+  if (path.startsWith('/v1/messages')) return 'anthropic'
+  if (path.startsWith('/v1/') || path === '/v1') return 'openai'
+  return 'api'
+}
+
+// OpenAI's `error.type` values, as its SDKs branch on them.
+const OPENAI_TYPE: Record<ErrorCode, string> = {
+  invalid_request: 'invalid_request_error',
+  unauthorized: 'authentication_error',
+  forbidden: 'permission_error',
+  not_found: 'invalid_request_error',
+  payload_too_large: 'invalid_request_error',
+  rate_limited: 'rate_limit_error',
+  insufficient_quota: 'insufficient_quota',
+  internal_error: 'server_error',
+  provider_error: 'server_error',
+  unavailable: 'server_error',
+}
+
+// Anthropic's `error.type` values (its SDK maps them to exception classes).
+const ANTHROPIC_TYPE: Record<ErrorCode, string> = {
+  invalid_request: 'invalid_request_error',
+  unauthorized: 'authentication_error',
+  forbidden: 'permission_error',
+  not_found: 'not_found_error',
+  payload_too_large: 'request_too_large',
+  rate_limited: 'rate_limit_error',
+  insufficient_quota: 'rate_limit_error',
+  internal_error: 'api_error',
+  provider_error: 'api_error',
+  unavailable: 'overloaded_error',
+}
+
+/** Renders an ApiError in the envelope of its surface, with the request id header. */
+export function renderError(error: ApiError, surface: Surface, requestId: string): Response {
+  let body: unknown
+  if (surface === 'openai') {
+    body = { error: { message: error.message, type: OPENAI_TYPE[error.code], param: error.param ?? null, code: error.code } }
+  } else if (surface === 'anthropic') {
+    body = { type: 'error', error: { type: ANTHROPIC_TYPE[error.code], message: error.message }, request_id: requestId }
+  } else {
+    const inner: Record<string, string> = { code: error.code, message: error.message }
+    if (error.param !== undefined) inner.param = error.param
+    inner.request_id = requestId
+    body = { error: inner }
+  }
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId, ...error.headers }
+  if (error.status === 401) headers['www-authenticate'] = 'Bearer'
+  return new Response(JSON.stringify(body), { status: error.status, headers })
+}

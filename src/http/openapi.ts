@@ -1,0 +1,57 @@
+import { openapi } from '@elysiajs/openapi'
+import { Elysia } from 'elysia'
+// `type: 'file'` gives a path that `bun build --compile` embeds, so /docs works offline.
+import swaggerBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
+import swaggerCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
+
+const ASSET_CACHE = 'public, max-age=86400'
+
+/**
+ * OpenAPI 3.1 at /openapi.json and Swagger UI at /docs, with the UI's script and stylesheet
+ * served by the gateway itself (the plugin's default is a public CDN).
+ */
+export function openapiDocs(version: string) {
+  return new Elysia()
+    .get(
+      '/docs-assets/swagger-ui-bundle.js',
+      () => new Response(Bun.file(swaggerBundle), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': ASSET_CACHE } }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/docs-assets/swagger-ui.css',
+      () => new Response(Bun.file(swaggerCss), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': ASSET_CACHE } }),
+      { detail: { hide: true } },
+    )
+    .use(
+      openapi({
+        path: '/docs',
+        specPath: '/openapi.json',
+        provider: 'swagger-ui',
+        swagger: { cdn: '/docs-assets/swagger-ui-bundle.js', theme: '/docs-assets/swagger-ui.css', autoDarkMode: false },
+        exclude: { paths: ['/docs', '/openapi.json'] },
+        documentation: {
+          openapi: '3.1.0',
+          info: {
+            title: 'svc-gateway',
+            version,
+            // The UI copies this into an HTML attribute unescaped: no double quotes or angle brackets.
+            description:
+              'Self-hostable HTTP/JSON gateway for LLM inference. /v1 speaks the OpenAI and Anthropic wire formats; ' +
+              '/api/v1 holds the platform routes. Money is integer USD nanos as decimal strings (1000000000 = 1 USD). ' +
+              'Errors on /api/v1 carry an error object with code, message, param (when a field is to blame) and request_id; ' +
+              'every response carries an x-request-id header.',
+          },
+          tags: [
+            { name: 'API keys', description: 'Organization keys (admin credentials)' },
+            { name: 'Health', description: 'Probes' },
+          ],
+          components: {
+            securitySchemes: {
+              bearerAuth: { type: 'http', scheme: 'bearer', description: 'An organization API key (z_sk_…)' },
+              apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same key, for clients that only send an API-key header' },
+            },
+          },
+        },
+      }),
+    )
+}

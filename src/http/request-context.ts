@@ -1,0 +1,62 @@
+import { Elysia, ValidationError } from 'elysia'
+import { requestIdFrom } from '../lib/ids'
+import type { Logger } from '../observability/logger'
+import { ApiError, renderError, surfaceOf } from './errors'
+
+const REQUEST_ID = 'x-request-id'
+
+/** The request id assigned to this request (set on the response headers by onRequest). */
+export function requestIdOf(set: { headers: Record<string, unknown> }): string {
+  return String(set.headers[REQUEST_ID] ?? '')
+}
+
+/**
+ * Global request plumbing: a request id on every response, and every failure, expected or
+ * not, rendered in the envelope of the route's surface. Nothing reaches the client as a
+ * bare 500 or as Elysia's default 422/HTML.
+ */
+export function requestContext(logger: Logger) {
+  return new Elysia()
+    .onRequest(({ request, set }) => {
+      set.headers[REQUEST_ID] = requestIdFrom(request.headers.get(REQUEST_ID))
+    })
+    .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
+      const requestId = requestIdOf(set) || requestIdFrom(null)
+      const apiError = toApiError(code, error, path, request.method)
+      if (apiError.code === 'internal_error') {
+        logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
+      }
+      return renderError(apiError, surfaceOf(path), requestId)
+    })
+}
+
+function toApiError(code: string | number, error: unknown, path: string, method: string): ApiError {
+  if (error instanceof ApiError) return error
+  const cause = (error as { cause?: unknown })?.cause
+  if (cause instanceof ApiError) return cause // thrown inside a parse hook, wrapped by Elysia
+  if (code === 'VALIDATION' && error instanceof ValidationError) return fromValidation(error)
+  if (code === 'PARSE') return new ApiError('invalid_request', 'request body is not valid JSON')
+  if (code === 'NOT_FOUND') return new ApiError('not_found', `no route for ${method} ${path}`)
+  return new ApiError('internal_error', 'internal error')
+}
+
+interface SchemaIssue {
+  path: string
+  message: string
+  summary?: string
+  schema?: { error?: unknown }
+}
+
+/** Maps a TypeBox failure to 400 invalid_request naming the offending field. */
+function fromValidation(error: ValidationError): ApiError {
+  const issue = (error.all as SchemaIssue[])[0]
+  const where = error.type === 'body' ? 'body' : error.type
+  if (!issue) return new ApiError('invalid_request', `invalid ${where}`)
+  const param = issue.path.replace(/^\//, '').replaceAll('/', '.') || undefined
+  // A schema may carry a human message in `error`; otherwise TypeBox's summary names the field.
+  const custom = typeof issue.schema?.error === 'string' ? issue.schema.error : undefined
+  let message = custom ?? issue.summary ?? issue.message
+  if (!custom && param === undefined) message = `${where}: ${message}`
+  if (!custom && issue.message === 'Unexpected property' && param) message = `unknown field "${param}"`
+  return new ApiError('invalid_request', message, param)
+}

@@ -1,0 +1,66 @@
+import { ApiError } from '../http/errors'
+
+const RELATIVE: Record<string, number> = {
+  '10m': 10 * 60_000,
+  '7d': 7 * 86_400_000,
+  '30d': 30 * 86_400_000,
+  '90d': 90 * 86_400_000,
+  '180d': 180 * 86_400_000,
+  '365d': 365 * 86_400_000,
+}
+
+/** The accepted `expires_in` forms, for messages and the OpenAPI description. */
+export const EXPIRES_IN_FORMS = `never, ${Object.keys(RELATIVE).join(', ')}, a UTC date (YYYY-MM-DD, meaning 00:00:00Z that day) or an RFC 3339 timestamp`
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/
+
+/**
+ * Turns an `expires_in` value into an absolute expiry in epoch ms (null = never).
+ * Throws invalid_request for an unknown form, an impossible calendar date, or an instant
+ * that is not in the future.
+ */
+export function parseExpiresIn(value: string | undefined, nowMs: number): number | null {
+  if (value === undefined || value === 'never') return null
+  const relative = RELATIVE[value]
+  let at: number
+  if (relative !== undefined) {
+    at = nowMs + relative
+  } else {
+    const parsed = parseDate(value) ?? parseTimestamp(value)
+    if (parsed === undefined) throw new ApiError('invalid_request', `expires_in must be one of: ${EXPIRES_IN_FORMS}`, 'expires_in')
+    at = parsed
+  }
+  if (at <= nowMs) throw new ApiError('invalid_request', `expires_in is in the past: ${new Date(at).toISOString()}`, 'expires_in')
+  return at
+}
+
+function utc(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number | undefined {
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second)
+  const check = new Date(ms)
+  // Date.UTC rolls 2026-02-30 over to March; a round trip catches impossible dates.
+  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return undefined
+  if (hour > 23 || minute > 59 || second > 59) return undefined
+  return ms
+}
+
+function parseDate(value: string): number | undefined {
+  const match = DATE.exec(value)
+  if (!match) return undefined
+  return utc(Number(match[1]), Number(match[2]), Number(match[3]))
+}
+
+function parseTimestamp(value: string): number | undefined {
+  const match = TIMESTAMP.exec(value)
+  if (!match) return undefined
+  const [, year, month, day, hour, minute, second, fraction, zone, sign, offsetHours, offsetMinutes] = match
+  const base = utc(Number(year), Number(month), Number(day), Number(hour), Number(minute), Number(second))
+  if (base === undefined) return undefined
+  const millis = fraction ? Math.floor(Number(`0${fraction}`) * 1000) : 0
+  let offset = 0
+  if (zone !== 'Z' && zone !== 'z') {
+    if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return undefined
+    offset = (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000 * (sign === '-' ? -1 : 1)
+  }
+  return base + millis - offset
+}

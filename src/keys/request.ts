@@ -1,0 +1,50 @@
+import type { SpendCapPeriod } from '../db/schema'
+import { ApiError } from '../http/errors'
+import { parseNanos } from '../lib/money'
+import { parseExpiresIn } from './expiry'
+
+/** Key options as the API and the CLI accept them. */
+export interface KeyOptionsInput {
+  name: string
+  admin?: boolean
+  expires_in?: string
+  spend_cap_period?: SpendCapPeriod
+  spend_cap_nanos?: string
+}
+
+export interface KeyOptions {
+  name: string
+  admin: boolean
+  expiresAtMs: number | null
+  spendCap: { period: SpendCapPeriod; nanos: bigint } | null
+}
+
+/**
+ * Validates the cross-field rules the schema cannot express: a nonblank trimmed name,
+ * expiry forms and their being in the future, and cap period and amount only together.
+ */
+export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptions {
+  const name = input.name.trim()
+  if (name.length === 0) throw new ApiError('invalid_request', 'name must not be blank', 'name')
+  if (name.length > 200) throw new ApiError('invalid_request', 'name must be at most 200 characters', 'name')
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw new ApiError('invalid_request', 'name must not contain control characters', 'name')
+  const expiresAtMs = parseExpiresIn(input.expires_in, nowMs)
+  const hasPeriod = input.spend_cap_period !== undefined
+  const hasAmount = input.spend_cap_nanos !== undefined
+  if (hasPeriod !== hasAmount) {
+    const missing = hasPeriod ? 'spend_cap_nanos' : 'spend_cap_period'
+    throw new ApiError('invalid_request', 'spend_cap_period and spend_cap_nanos must be given together', missing)
+  }
+  let spendCap: KeyOptions['spendCap'] = null
+  if (hasPeriod && hasAmount) {
+    const nanos = parseNanos(input.spend_cap_nanos!)
+    if (nanos === null || nanos <= 0n) {
+      throw new ApiError('invalid_request', 'spend_cap_nanos must be a positive decimal integer string of USD nanos', 'spend_cap_nanos')
+    }
+    if (!['daily', 'monthly', 'overall'].includes(input.spend_cap_period!)) {
+      throw new ApiError('invalid_request', 'spend_cap_period must be daily, monthly or overall', 'spend_cap_period')
+    }
+    spendCap = { period: input.spend_cap_period!, nanos }
+  }
+  return { name, admin: input.admin ?? false, expiresAtMs, spendCap }
+}

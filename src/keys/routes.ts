@@ -1,0 +1,69 @@
+import { Elysia, t } from 'elysia'
+import { authMacro } from '../http/auth'
+import { jsonBody, KiB } from '../http/body-limit'
+import { ApiError } from '../http/errors'
+import { ErrorResponse } from '../http/openapi-schemas'
+import type { Clock } from '../lib/clock'
+import { parseKeyOptions } from './request'
+import { CreateKeyBody, CreateKeyResponse, KeyIdParams, ListKeysResponse } from './schema'
+import type { KeyService } from './service'
+import { keyView } from './view'
+
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse }
+
+/** Organization key management (spec §4.1–4.3): admin credentials only. */
+export function keyRoutes(keys: KeyService, clock: Clock) {
+  return new Elysia({ prefix: '/api/v1/api-keys', tags: ['API keys'] })
+    .use(authMacro(keys))
+    .post(
+      '',
+      async ({ body, principal, set }) => {
+        const options = parseKeyOptions(body, clock.now())
+        // The new key belongs to the caller's user and organization; it inherits neither expiry nor cap.
+        const { key, secret } = await keys.create({ orgId: principal.orgId, userId: principal.userId, ...options })
+        set.status = 201
+        set.headers['cache-control'] = 'no-store'
+        return { key: { ...keyView(key), token: secret } } as typeof CreateKeyResponse.static
+      },
+      {
+        auth: 'admin',
+        parse: jsonBody(16 * KiB),
+        body: CreateKeyBody,
+        response: { 201: CreateKeyResponse, ...errors },
+        detail: {
+          summary: 'Create an API key',
+          description: 'Creates an organization key owned by the calling user. The secret is returned once, at `key.token`; only its SHA-256 is stored.',
+        },
+      },
+    )
+    .get(
+      '',
+      async ({ principal, set }) => {
+        set.headers['cache-control'] = 'no-store'
+        return { keys: (await keys.list(principal.orgId)).map(keyView) } as typeof ListKeysResponse.static
+      },
+      {
+        auth: 'admin',
+        response: { 200: ListKeysResponse, ...errors },
+        detail: { summary: 'List API keys', description: "Every key of the caller's organization, newest first. Never returns secrets or hashes." },
+      },
+    )
+    .delete(
+      '/:key_id',
+      async ({ params, principal }) => {
+        if (!(await keys.revoke(principal.orgId, params.key_id))) {
+          throw new ApiError('not_found', 'no active or expired key with this id in your organization', 'key_id')
+        }
+        return new Response(null, { status: 204 })
+      },
+      {
+        auth: 'admin',
+        params: KeyIdParams,
+        response: { 204: t.Void({ description: 'Revoked' }), ...errors, 404: ErrorResponse },
+        detail: {
+          summary: 'Revoke an API key',
+          description: 'Immediate and permanent. A missing, already revoked or other-organization key is 404.',
+        },
+      },
+    )
+}

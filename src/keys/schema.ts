@@ -1,0 +1,44 @@
+import { t } from 'elysia'
+import { EXPIRES_IN_FORMS } from './expiry'
+
+// Wire schemas for the key routes (spec §2.1, §4.1–4.3). Unknown body fields are rejected.
+
+export const CreateKeyBody = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 200, pattern: '\\S', error: 'name must be a nonblank string of at most 200 characters', examples: ['ci-deploy'] }),
+    admin: t.Optional(t.Boolean({ default: false, error: 'admin must be a boolean' })),
+    expires_in: t.Optional(t.String({ maxLength: 64, description: `One of: ${EXPIRES_IN_FORMS}. Default never.`, examples: ['30d'] })),
+    spend_cap_period: t.Optional(
+      t.Union([t.Literal('daily'), t.Literal('monthly'), t.Literal('overall')], { error: 'spend_cap_period must be daily, monthly or overall' }),
+    ),
+    spend_cap_nanos: t.Optional(
+      t.String({
+        pattern: '^[1-9][0-9]{0,18}$',
+        error: 'spend_cap_nanos must be a positive decimal integer string of USD nanos',
+        description: 'Positive decimal string, USD nanos (1000000000 = 1 USD); requires spend_cap_period',
+        examples: ['5000000000'],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const KeyFields = {
+  id: t.String({ format: 'uuid' }),
+  name: t.String(),
+  status: t.Union([t.Literal('active'), t.Literal('expired'), t.Literal('revoked')]),
+  created_at: t.String({ format: 'date-time' }),
+  admin: t.Boolean(),
+  expires_at: t.Optional(t.String({ format: 'date-time' })),
+  last_used_at: t.Optional(t.String({ format: 'date-time', description: 'Approximate: recorded at most once a minute' })),
+  revoked_at: t.Optional(t.String({ format: 'date-time' })),
+  spend_cap_period: t.Optional(t.Union([t.Literal('daily'), t.Literal('monthly'), t.Literal('overall')])),
+  spend_cap_nanos: t.Optional(t.String({ pattern: '^[1-9][0-9]*$' })),
+}
+
+export const KeyView = t.Object(KeyFields)
+export const CreatedKeyView = t.Object({ ...KeyFields, token: t.String({ description: 'The secret (z_sk_…), shown only in this response' }) })
+
+export const CreateKeyResponse = t.Object({ key: CreatedKeyView })
+export const ListKeysResponse = t.Object({ keys: t.Array(KeyView) })
+export const KeyIdParams = t.Object({ key_id: t.String({ format: 'uuid', error: 'key_id must be a UUID' }) })

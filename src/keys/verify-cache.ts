@@ -1,0 +1,50 @@
+import type { VerifyResult } from './principal'
+
+interface Entry {
+  result: VerifyResult
+  fetchedAtMs: number
+}
+
+/**
+ * secret hash → verification result, so the auth path does not read the database on every
+ * request. Entries live `ttlMs` (the bound on how stale another process's revocation or
+ * demotion can be here); this process's own revocations and role changes evict at once.
+ * Bounded: the oldest entries go first when full.
+ */
+export class VerifyCache {
+  private readonly entries = new Map<string, Entry>()
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+  ) {}
+
+  get(hash: string, nowMs: number): VerifyResult | undefined {
+    const entry = this.entries.get(hash)
+    if (entry === undefined) return undefined
+    if (nowMs - entry.fetchedAtMs >= this.ttlMs || nowMs < entry.fetchedAtMs) {
+      this.entries.delete(hash)
+      return undefined
+    }
+    return entry.result
+  }
+
+  set(hash: string, result: VerifyResult, nowMs: number): void {
+    if (this.ttlMs === 0) return
+    this.entries.delete(hash)
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next().value
+      if (oldest !== undefined) this.entries.delete(oldest)
+    }
+    this.entries.set(hash, { result, fetchedAtMs: nowMs })
+  }
+
+  /** Drops every entry for which `match` holds (revocation, role change: rare, so a scan is fine). */
+  evictWhere(match: (result: VerifyResult) => boolean): void {
+    for (const [hash, entry] of this.entries) if (match(entry.result)) this.entries.delete(hash)
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}

@@ -1,0 +1,124 @@
+import { and, eq, sql } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { memberships, orgs, users, type Role } from '../db/schema'
+import { ApiError } from '../http/errors'
+import type { Clock } from '../lib/clock'
+import { newId } from '../lib/ids'
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/
+
+/** Lower-cases and checks an email address; throws invalid_request naming the field. */
+export function normalizeEmail(email: string, param = 'email'): string {
+  const trimmed = email.trim().toLowerCase()
+  if (!EMAIL.test(trimmed)) throw new ApiError('invalid_request', `${param} must be an email address`, param)
+  return trimmed
+}
+
+export interface OrgRecord {
+  id: string
+  name: string
+  planId: string
+  createdAtMs: number
+}
+
+/** Organizations, users and their roles. Role changes notify listeners so auth caches drop at once. */
+export class OrgService {
+  private readonly roleListeners: Array<(userId: string) => void> = []
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly planIds: ReadonlySet<string>,
+  ) {}
+
+  /** Called with a user id whenever that user's role changes in any organization. */
+  onRoleChange(listener: (userId: string) => void): void {
+    this.roleListeners.push(listener)
+  }
+
+  /**
+   * Creates an organization and its owner. Without an email the owner is a placeholder user
+   * (an operator-created org whose keys are managed from the CLI).
+   */
+  async createOrg(input: { name: string; planId: string; ownerEmail?: string }): Promise<{ org: OrgRecord; ownerUserId: string }> {
+    const name = input.name.trim()
+    if (name.length === 0 || name.length > 200) throw new ApiError('invalid_request', 'name must be 1 to 200 characters', 'name')
+    if (!this.planIds.has(input.planId)) {
+      throw new ApiError('invalid_request', `unknown plan "${input.planId}" (configured: ${[...this.planIds].join(', ')})`, 'plan')
+    }
+    const org: OrgRecord = { id: newId(), name, planId: input.planId, createdAtMs: this.clock.now() }
+    const email = input.ownerEmail === undefined ? `owner+${org.id}@placeholder.invalid` : normalizeEmail(input.ownerEmail, 'owner')
+    const existing = await this.findUserByEmail(email)
+    const ownerUserId = existing ?? newId()
+    await this.db.batch([
+      this.db.insert(orgs).values(org),
+      ...(existing ? [] : [this.db.insert(users).values({ id: ownerUserId, email, createdAtMs: org.createdAtMs })]),
+      this.db.insert(memberships).values({ orgId: org.id, userId: ownerUserId, role: 'owner', createdAtMs: org.createdAtMs }),
+    ])
+    return { org, ownerUserId }
+  }
+
+  async getOrg(orgId: string): Promise<OrgRecord | undefined> {
+    const rows = await this.db.select().from(orgs).where(eq(orgs.id, orgId)).limit(1)
+    return rows[0]
+  }
+
+  async countOrgs(): Promise<number> {
+    const rows = await this.db.select({ n: sql<bigint>`count(*)` }).from(orgs)
+    return Number(rows[0]?.n ?? 0)
+  }
+
+  /** Adds a user to an organization with a role, creating the user when the email is new. */
+  async addUser(input: { orgId: string; email: string; role: Role }): Promise<{ userId: string; created: boolean }> {
+    await this.requireOrg(input.orgId)
+    const email = normalizeEmail(input.email)
+    const existing = await this.findUserByEmail(email)
+    const userId = existing ?? newId()
+    if (existing && (await this.roleOf(input.orgId, existing))) {
+      throw new ApiError('invalid_request', `${email} is already a member of this organization; use users set-role`, 'email')
+    }
+    const now = this.clock.now()
+    const membership = this.db.insert(memberships).values({ orgId: input.orgId, userId, role: input.role, createdAtMs: now })
+    if (existing) await membership
+    else await this.db.batch([this.db.insert(users).values({ id: userId, email, createdAtMs: now }), membership])
+    return { userId, created: !existing }
+  }
+
+  /** Changes a member's role. The last owner cannot be demoted (the org would be unmanageable). */
+  async setRole(input: { orgId: string; userId: string; role: Role }): Promise<void> {
+    const current = await this.roleOf(input.orgId, input.userId)
+    if (!current) throw new ApiError('not_found', 'no such member in this organization', 'user')
+    if (current === 'owner' && input.role !== 'owner') {
+      const owners = await this.db
+        .select({ n: sql<bigint>`count(*)` })
+        .from(memberships)
+        .where(and(eq(memberships.orgId, input.orgId), eq(memberships.role, 'owner')))
+      if (Number(owners[0]?.n ?? 0) <= 1) throw new ApiError('invalid_request', 'cannot demote the last owner of an organization', 'role')
+    }
+    await this.db
+      .update(memberships)
+      .set({ role: input.role })
+      .where(and(eq(memberships.orgId, input.orgId), eq(memberships.userId, input.userId)))
+    for (const listener of this.roleListeners) listener(input.userId)
+  }
+
+  async roleOf(orgId: string, userId: string): Promise<Role | undefined> {
+    const rows = await this.db
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId)))
+      .limit(1)
+    return rows[0]?.role
+  }
+
+  async requireOrg(orgId: string): Promise<OrgRecord> {
+    const org = await this.getOrg(orgId)
+    if (!org) throw new ApiError('not_found', `no organization ${orgId}`, 'org')
+    return org
+  }
+
+  private async findUserByEmail(email: string): Promise<string | undefined> {
+    const rows = await this.db.select({ id: users.id }).from(users).where(eq(users.email, email)).limit(1)
+    return rows[0]?.id
+  }
+}
