@@ -87,6 +87,12 @@ export class KeyService {
     return rows.map(({ secretHash: _hash, ...row }) => ({ ...row, status: effectiveStatus(row.status, row.expiresAtMs, now) }))
   }
 
+  /** The organization owning a key id (operator commands), or undefined. */
+  async orgOf(keyId: string): Promise<string | undefined> {
+    const rows = await this.db.select({ orgId: apiKeys.orgId }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1)
+    return rows[0]?.orgId
+  }
+
   /**
    * Revokes a key of `orgId`. False when it is missing, already revoked, or another
    * organization's (the caller cannot tell which). Takes effect in this process at once.

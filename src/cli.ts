@@ -1,0 +1,97 @@
+#!/usr/bin/env bun
+import type { Config } from './config/config'
+import { ConfigError, loadConfig } from './config/load'
+import { migrateDatabase } from './db/client'
+import { createDeps, type Deps } from './deps'
+import { ApiError } from './http/errors'
+import { serve } from './main'
+import { createLogger } from './observability/logger'
+import { UsageError, type CliIo } from './operator/io'
+import { keysCreate, keysList, keysRevoke } from './operator/keys'
+import { orgsCreate } from './operator/orgs'
+import { usersAdd, usersSetRole } from './operator/users'
+
+const USAGE = `svc — self-hostable LLM inference gateway
+
+Usage: svc [command] [options]
+
+  serve                         apply migrations, bootstrap an empty database, listen on PORT (default)
+  migrate                       apply pending migrations and exit
+  orgs create --name N [--owner EMAIL] [--plan P]
+                                create an organization, its owner and an admin key (printed once)
+  users add --org ORG --email E --role owner|admin|member
+  users set-role --org ORG --user USER_ID --role owner|admin|member
+  keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
+              [--spend-cap-period daily|monthly|overall --spend-cap-nanos N]
+  keys list --org ORG
+  keys revoke KEY_ID
+
+Every command that prints data accepts --json. Exit codes: 0 success, 1 failure, 2 usage error.
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP.`
+
+type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
+
+const COMMANDS: Record<string, Command> = {
+  'orgs create': orgsCreate,
+  'users add': usersAdd,
+  'users set-role': usersSetRole,
+  'keys create': keysCreate,
+  'keys list': keysList,
+  'keys revoke': keysRevoke,
+}
+
+const consoleIo: CliIo = { out: line => console.log(line), err: line => console.error(line) }
+
+/** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
+export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = consoleIo): Promise<number> {
+  const [first = 'serve', second] = argv
+  if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
+    io.out(USAGE)
+    return 0
+  }
+  let config: Config
+  try {
+    config = loadConfig(env)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    io.err(error.message)
+    return 1
+  }
+  const pair = `${first} ${second ?? ''}`.trim()
+  const command = COMMANDS[pair]
+  if (first === 'serve' && argv.length <= 1) {
+    await serve(config)
+    return 0
+  }
+  if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
+  if (!command) {
+    io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
+    return 2
+  }
+  return withDeps(config, io, deps => command(deps, argv.slice(2), io))
+}
+
+/** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */
+async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>): Promise<number> {
+  let deps: Deps | undefined
+  try {
+    deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
+    await migrateDatabase(deps.database)
+    await fn(deps)
+    return 0
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`usage error: ${error.message}\n\n${USAGE}`)
+      return 2
+    }
+    io.err(`error: ${error instanceof ApiError ? error.message : (error as Error).message}`)
+    return 1
+  } finally {
+    await deps?.close()
+  }
+}
+
+if (import.meta.main) {
+  const code = await runCli(process.argv.slice(2))
+  if (code !== 0 || !['serve', undefined].includes(process.argv[2])) process.exit(code)
+}

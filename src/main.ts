@@ -1,0 +1,48 @@
+import { createApp } from './app'
+import type { Config } from './config/config'
+import { migrateDatabase } from './db/client'
+import { createDeps } from './deps'
+import { MiB } from './http/body-limit'
+import { bootstrapIfEmpty } from './orgs/bootstrap'
+
+/**
+ * `svc serve`: migrate, bootstrap an empty database, listen on PORT. SIGTERM/SIGINT stop
+ * accepting connections, let in-flight requests finish, then close the database.
+ */
+export async function serve(config: Config, print: (line: string) => void = line => console.log(line)): Promise<void> {
+  const deps = await createDeps(config)
+  await migrateDatabase(deps.database)
+  const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
+  const app = createApp(deps).listen({
+    port: config.port,
+    // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
+    maxRequestBodySize: 65 * MiB,
+  })
+  const port = app.server?.port ?? config.port
+  if (boot) announceBootstrap(boot.secret, boot.orgId, port, print)
+  deps.logger.info('listening', { port, database: redactUrl(config.databaseUrl), config: config.source })
+
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    deps.logger.info('shutting down', { signal })
+    await app.server?.stop(false)
+    await deps.close()
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+function announceBootstrap(secret: string, orgId: string, port: number, print: (line: string) => void): void {
+  print('Created the default organization and its admin API key (shown once; store it now):')
+  print(`  organization: ${orgId}`)
+  print(`  admin key:    ${secret}`)
+  print(`Try it: curl -s http://localhost:${port}/api/v1/api-keys -H "Authorization: Bearer ${secret}"`)
+}
+
+/** Drops credentials from a database URL before logging it. */
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//[redacted]@').replace(/([?&]authToken=)[^&]*/i, '$1[redacted]')
+}

@@ -1,0 +1,44 @@
+import { parseArgs } from 'node:util'
+
+/** Where a CLI command writes; tests capture it. */
+export interface CliIo {
+  out(line: string): void
+  err(line: string): void
+}
+
+/** Bad command-line usage: exit code 2 with the message and the usage text. */
+export class UsageError extends Error {}
+
+type OptionSpec = Record<string, { type: 'string' | 'boolean' }>
+
+/**
+ * Strict option parsing: unknown flags, missing values and stray positionals are usage
+ * errors. `required` names flags that must be present.
+ */
+export function parseOptions<T extends OptionSpec>(
+  args: string[],
+  options: T,
+  required: Array<keyof T & string> = [],
+  positionals = 0,
+): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string } & { json?: boolean }; positionals: string[] } {
+  let parsed
+  try {
+    parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positionals > 0 })
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''))
+  }
+  if (parsed.positionals.length !== positionals) {
+    throw new UsageError(positionals === 0 ? `unexpected argument "${parsed.positionals[0]}"` : `expected ${positionals} argument(s)`)
+  }
+  for (const name of required) {
+    const value = (parsed.values as Record<string, unknown>)[name]
+    if (value === undefined || value === '') throw new UsageError(`--${name} is required`)
+  }
+  return parsed as never
+}
+
+/** Prints `data` as one JSON object with --json, else the human lines. */
+export function report(io: CliIo, json: boolean | undefined, data: Record<string, unknown>, lines: string[]): void {
+  if (json) io.out(JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)))
+  else for (const line of lines) io.out(line)
+}

@@ -1,0 +1,59 @@
+import type { Deps } from '../deps'
+import { ApiError } from '../http/errors'
+import { parseKeyOptions } from '../keys/request'
+import { keyView } from '../keys/view'
+import type { SpendCapPeriod } from '../db/schema'
+import { parseOptions, report, type CliIo } from './io'
+
+/** `svc keys create --org ORG --user USER --name N [--admin] [--expires-in X] [--spend-cap-period P --spend-cap-nanos N] [--json]` */
+export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(
+    args,
+    {
+      org: { type: 'string' },
+      user: { type: 'string' },
+      name: { type: 'string' },
+      admin: { type: 'boolean' },
+      'expires-in': { type: 'string' },
+      'spend-cap-period': { type: 'string' },
+      'spend-cap-nanos': { type: 'string' },
+    },
+    ['org', 'user', 'name'],
+  )
+  await deps.orgs.requireOrg(values.org!)
+  // The same rules as POST /api/v1/api-keys.
+  const options = parseKeyOptions(
+    {
+      name: values.name!,
+      admin: values.admin ?? false,
+      expires_in: values['expires-in'],
+      spend_cap_period: values['spend-cap-period'] as SpendCapPeriod | undefined,
+      spend_cap_nanos: values['spend-cap-nanos'],
+    },
+    deps.clock.now(),
+  )
+  const { key, secret } = await deps.keys.create({ orgId: values.org!, userId: values.user!, ...options })
+  report(io, values.json, { key: { ...keyView(key), token: secret } }, [`key ${key.id} (${key.name}${key.admin ? ', admin' : ''}): ${secret}`, 'The key is shown only once; store it now.'])
+}
+
+/** `svc keys list --org ORG [--json]` */
+export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(args, { org: { type: 'string' } }, ['org'])
+  await deps.orgs.requireOrg(values.org!)
+  const keys = (await deps.keys.list(values.org!)).map(keyView)
+  report(
+    io,
+    values.json,
+    { keys },
+    keys.length === 0 ? ['(no keys)'] : keys.map(key => `${key.id}  ${String(key.status).padEnd(7)}  ${key.admin ? 'admin' : '     '}  ${key.name}`),
+  )
+}
+
+/** `svc keys revoke KEY_ID [--json]`: the operator may revoke any organization's key. */
+export async function keysRevoke(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values, positionals } = parseOptions(args, {}, [], 1)
+  const keyId = positionals[0]!
+  const orgId = await deps.keys.orgOf(keyId)
+  if (orgId === undefined || !(await deps.keys.revoke(orgId, keyId))) throw new ApiError('not_found', `no active or expired key ${keyId}`)
+  report(io, values.json, { key_id: keyId, status: 'revoked' }, [`key ${keyId} revoked`])
+}

@@ -1,0 +1,26 @@
+import { ROLES, type Role } from '../db/schema'
+import type { Deps } from '../deps'
+import { parseOptions, report, UsageError, type CliIo } from './io'
+
+function parseRole(value: string): Role {
+  if (!(ROLES as readonly string[]).includes(value)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`)
+  return value as Role
+}
+
+/** `svc users add --org ORG --email E --role owner|admin|member [--json]` */
+export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(args, { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' } }, ['org', 'email', 'role'])
+  const role = parseRole(values.role!)
+  const { userId, created } = await deps.orgs.addUser({ orgId: values.org!, email: values.email!, role })
+  report(io, values.json, { user_id: userId, org_id: values.org, role, created }, [
+    `user ${userId} ${created ? 'created and ' : ''}added to ${values.org} as ${role}`,
+  ])
+}
+
+/** `svc users set-role --org ORG --user USER --role owner|admin|member [--json]` */
+export async function usersSetRole(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(args, { org: { type: 'string' }, user: { type: 'string' }, role: { type: 'string' } }, ['org', 'user', 'role'])
+  const role = parseRole(values.role!)
+  await deps.orgs.setRole({ orgId: values.org!, userId: values.user!, role })
+  report(io, values.json, { user_id: values.user, org_id: values.org, role }, [`user ${values.user} is now ${role} of ${values.org}`])
+}

@@ -1,0 +1,115 @@
+import { describe, expect, test } from 'bun:test'
+import type { AuthMode } from '../../src/http/auth'
+import { generateKeySecret } from '../../src/keys/token'
+import { buildTestApp, json, type TestApp } from './harness'
+
+export interface AuthedRoute {
+  method: string
+  path: string
+  mode: Exclude<AuthMode, 'public'>
+  /** A valid body, so that only credentials decide the outcome. */
+  body?: unknown
+  /** Status a valid credential gets (to prove the suite's credentials are otherwise fine). */
+  okStatus: number
+}
+
+/**
+ * The shared security suite every authenticated route runs (ARCHITECTURE.md §1.8): missing,
+ * malformed, unknown, revoked and expired credentials → 401; MCP tokens off /mcp → 401;
+ * X-Org-ID mismatch → 403; admin routes refuse ordinary keys and demoted owners → 403;
+ * cookies never authenticate.
+ */
+export function runAuthSuite(route: AuthedRoute): void {
+  const name = `${route.method} ${route.path} auth (${route.mode})`
+  describe(name, () => {
+    const send = (t: TestApp, headers: Record<string, string>) =>
+      t.request(route.method, route.path, { body: route.body, headers })
+
+    const withApp = (fn: (t: TestApp) => Promise<void>) => async () => {
+      const t = await buildTestApp()
+      try {
+        await fn(t)
+      } finally {
+        await t.close()
+      }
+    }
+
+    const expect401 = async (response: Response) => {
+      expect(response.status).toBe(401)
+      const body = await json(response)
+      expect(route.path.startsWith('/v1/') ? body.error.type : body.error.code).toBe(
+        route.path.startsWith('/v1/') ? 'authentication_error' : 'unauthorized',
+      )
+      expect(response.headers.get('x-request-id')).toBeTruthy()
+    }
+
+    test('a valid credential is accepted (Bearer and X-API-Key)', withApp(async t => {
+      const org = await t.createOrg()
+      expect((await send(t, { authorization: `Bearer ${org.adminKey}` })).status).toBe(route.okStatus)
+      expect((await send(t, { 'x-api-key': org.adminKey })).status).toBe(route.okStatus)
+      expect((await send(t, { authorization: `bearer ${org.adminKey}`, 'x-org-id': org.orgId })).status).toBe(route.okStatus)
+    }))
+
+    test('missing, malformed and unknown credentials are 401', withApp(async t => {
+      const org = await t.createOrg()
+      await expect401(await send(t, {}))
+      await expect401(await send(t, { authorization: org.adminKey }))
+      await expect401(await send(t, { authorization: `Basic ${btoa(`x:${org.adminKey}`)}` }))
+      await expect401(await send(t, { authorization: 'Bearer ' }))
+      await expect401(await send(t, { authorization: 'Bearer sk-openai-style-key' }))
+      await expect401(await send(t, { authorization: `Bearer ${org.adminKey.slice(0, -1)}x` }))
+      await expect401(await send(t, { authorization: `Bearer ${generateKeySecret()}` }))
+      await expect401(await send(t, { authorization: 'Bearer svc_cli_abcdefghijklmnopqrstuvwxyz012345' }))
+      await expect401(await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-api-key': generateKeySecret() }))
+    }))
+
+    test('cookies never authenticate', withApp(async t => {
+      const org = await t.createOrg()
+      await expect401(await send(t, { cookie: `session=${org.adminKey}; api_key=${org.adminKey}` }))
+    }))
+
+    test('svc_mcp_ tokens are refused off /mcp', withApp(async t => {
+      await expect401(await send(t, { authorization: 'Bearer svc_mcp_abcdefghijklmnopqrstuvwxyz012345' }))
+    }))
+
+    test('revoked and expired keys are 401', withApp(async t => {
+      const org = await t.createOrg()
+      const member = await t.createMember(org, 'owner', { admin: true })
+      await t.deps.keys.revoke(org.orgId, member.keyId)
+      await expect401(await send(t, { authorization: `Bearer ${member.key}` }))
+      const { secret } = await t.deps.keys.create({
+        orgId: org.orgId, userId: org.ownerUserId, name: 'short', admin: true, expiresAtMs: t.clock.now() + 60_000, spendCap: null,
+      })
+      expect((await send(t, { authorization: `Bearer ${secret}` })).status).toBe(route.okStatus)
+      t.clock.advance(60_000)
+      await expect401(await send(t, { authorization: `Bearer ${secret}` }))
+    }))
+
+    test('X-Org-ID of another organization is 403', withApp(async t => {
+      const org = await t.createOrg('one')
+      const other = await t.createOrg('two')
+      const response = await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-org-id': other.orgId })
+      expect(response.status).toBe(403)
+    }))
+
+    if (route.mode === 'admin') {
+      test('admin routes refuse non-admin keys and keys of members without admin role', withApp(async t => {
+        const org = await t.createOrg()
+        const plain = await t.createMember(org, 'owner', { admin: false })
+        expect((await send(t, { authorization: `Bearer ${plain.key}` })).status).toBe(403)
+        const member = await t.createMember(org, 'member', { admin: true })
+        expect((await send(t, { authorization: `Bearer ${member.key}` })).status).toBe(403)
+        const admin = await t.createMember(org, 'admin', { admin: true })
+        expect((await send(t, { authorization: `Bearer ${admin.key}` })).status).toBe(route.okStatus)
+      }))
+
+      test('demoting the key owner removes admin authority at once', withApp(async t => {
+        const org = await t.createOrg()
+        const admin = await t.createMember(org, 'admin', { admin: true })
+        expect((await send(t, { authorization: `Bearer ${admin.key}` })).status).toBe(route.okStatus)
+        await t.deps.orgs.setRole({ orgId: org.orgId, userId: admin.userId, role: 'member' })
+        expect((await send(t, { authorization: `Bearer ${admin.key}` })).status).toBe(403)
+      }))
+    }
+  })
+}

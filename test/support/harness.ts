@@ -1,0 +1,75 @@
+import { createApp, type App } from '../../src/app'
+import type { Config } from '../../src/config/config'
+import { loadConfig } from '../../src/config/load'
+import { migrateDatabase, openDatabase } from '../../src/db/client'
+import type { Role } from '../../src/db/schema'
+import { createDeps, type Deps } from '../../src/deps'
+import { silentLogger } from '../../src/observability/logger'
+import { FakeClock } from './fake-clock'
+
+export interface TestApp {
+  app: App
+  deps: Deps
+  clock: FakeClock
+  /** Sends a request through app.handle; a non-string body is sent as JSON. */
+  request(method: string, path: string, options?: { body?: unknown; key?: string; headers?: Record<string, string> }): Promise<Response>
+  /** A new organization with an owner and an admin key. */
+  createOrg(name?: string): Promise<TestOrg>
+  /** A user with `role` in `org` and a key for them. */
+  createMember(org: TestOrg, role: Role, options?: { admin?: boolean }): Promise<{ userId: string; key: string; keyId: string }>
+  close(): Promise<void>
+}
+
+export interface TestOrg {
+  orgId: string
+  ownerUserId: string
+  adminKey: string
+  adminKeyId: string
+}
+
+let emailCounter = 0
+
+/** A fresh app on a fresh in-memory libSQL database with the real migrations and a fake clock. */
+export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config): Promise<TestApp> {
+  const clock = new FakeClock()
+  const database = await openDatabase(':memory:')
+  await migrateDatabase(database)
+  const deps = await createDeps(config ?? loadConfig(env), { clock, database, logger: silentLogger })
+  const app = createApp(deps)
+
+  const request: TestApp['request'] = (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+    let body: string | undefined
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    return app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
+  }
+
+  const createMember: TestApp['createMember'] = async (org, role, options = {}) => {
+    const { userId } = await deps.orgs.addUser({ orgId: org.orgId, email: `user${++emailCounter}@example.test`, role })
+    const { key, secret } = await deps.keys.create({ orgId: org.orgId, userId, name: `${role} key`, admin: options.admin ?? false, expiresAtMs: null, spendCap: null })
+    return { userId, key: secret, keyId: key.id }
+  }
+
+  return {
+    app,
+    deps,
+    clock,
+    request,
+    createMember,
+    async createOrg(name = 'acme') {
+      const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail: `owner${++emailCounter}@example.test` })
+      const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
+      return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
+    },
+    close: () => deps.close(),
+  }
+}
+
+/** Reads a JSON body (typed loosely: tests assert on it). */
+export async function json(response: Response): Promise<any> {
+  return response.json()
+}

@@ -1,0 +1,5 @@
+// Loaded before every test file (bunfig.toml): fixed time zone, and unhandled rejections fail loudly.
+process.env.TZ = 'UTC'
+process.on('unhandledRejection', error => {
+  throw error
+})
