@@ -1,0 +1,149 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createApp } from '../../src/app'
+import { runCli } from '../../src/cli'
+import { loadConfig } from '../../src/config/load'
+import { createDeps } from '../../src/deps'
+import { silentLogger } from '../../src/observability/logger'
+
+let dir: string
+let env: Record<string, string>
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-cli-'))
+  env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+})
+afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+async function cli(...argv: string[]) {
+  const out: string[] = []
+  const err: string[] = []
+  const code = await runCli(argv, env, { out: line => out.push(line), err: line => err.push(line) })
+  return { code, out: out.join('\n'), err: err.join('\n') }
+}
+
+async function cliJson(...argv: string[]) {
+  const result = await cli(...argv, '--json')
+  expect(result.err).toBe('')
+  expect(result.code).toBe(0)
+  return JSON.parse(result.out)
+}
+
+/** The API over the same database file the CLI wrote. */
+async function api(path: string, key: string, init: RequestInit = {}) {
+  const deps = await createDeps(loadConfig(env), { logger: silentLogger })
+  try {
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    return await createApp(deps).handle(new Request(`http://localhost${path}`, { ...init, headers }))
+  } finally {
+    await deps.close()
+  }
+}
+
+describe('svc CLI', () => {
+  test('migrate on an empty database succeeds and is idempotent', async () => {
+    expect((await cli('migrate')).code).toBe(0)
+    expect((await cli('migrate')).code).toBe(0)
+  })
+
+  test('orgs create prints an org, its owner and an admin key that works on the API', async () => {
+    const created = await cliJson('orgs', 'create', '--name', 'Acme', '--owner', 'Boss@Example.com', '--plan', 'payg')
+    expect(created.plan).toBe('payg')
+    expect(created.key).toMatch(/^z_sk_/)
+    const response = await api('/api/v1/api-keys', created.key)
+    expect(response.status).toBe(200)
+    const { keys } = (await response.json()) as { keys: Array<{ id: string; admin: boolean }> }
+    expect(keys).toEqual([expect.objectContaining({ id: created.key_id, admin: true })])
+  })
+
+  test('human output shows the key once with a warning', async () => {
+    const result = await cli('orgs', 'create', '--name', 'Plain')
+    expect(result.code).toBe(0)
+    expect(result.out).toMatch(/admin key: +z_sk_[0-9A-Za-z]+/)
+    expect(result.out).toContain('shown only once')
+  })
+
+  test('users add, keys create, set-role, keys list and keys revoke', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    const user = await cliJson('users', 'add', '--org', org.org_id, '--email', 'dev@example.com', '--role', 'admin')
+    expect(user.created).toBe(true)
+    const created = await cliJson('keys', 'create', '--org', org.org_id, '--user', user.user_id, '--name', 'dev admin', '--admin', '--expires-in', '30d')
+    expect(created.key.admin).toBe(true)
+    expect(created.key.expires_at).toBeString()
+    expect((await api('/api/v1/api-keys', created.key.token)).status).toBe(200)
+
+    await cliJson('users', 'set-role', '--org', org.org_id, '--user', user.user_id, '--role', 'member')
+    expect((await api('/api/v1/api-keys', created.key.token)).status).toBe(403)
+
+    const listed = await cliJson('keys', 'list', '--org', org.org_id)
+    expect(listed.keys.map((key: { name: string }) => key.name).sort()).toEqual(['admin', 'dev admin'])
+    expect(JSON.stringify(listed)).not.toContain('z_sk_')
+
+    await cliJson('keys', 'revoke', created.key.id)
+    expect((await api('/api/v1/api-keys', created.key.token)).status).toBe(401)
+    const again = await cli('keys', 'revoke', created.key.id)
+    expect(again.code).toBe(1)
+    expect(again.err).toContain('no active or expired key')
+  })
+
+  test('the last owner cannot be demoted', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Solo')
+    const result = await cli('users', 'set-role', '--org', org.org_id, '--user', org.owner_user_id, '--role', 'admin')
+    expect(result.code).toBe(1)
+    expect(result.err).toContain('last owner')
+  })
+
+  test('bad arguments are usage errors (exit 2) with a clear message', async () => {
+    const cases: Array<[string[], string]> = [
+      [['orgs', 'create'], '--name is required'],
+      [['orgs', 'create', '--name'], "--name"],
+      [['orgs', 'create', '--name', 'x', '--bogus'], 'bogus'],
+      [['users', 'add', '--org', 'o', '--email', 'e@x.y', '--role', 'king'], '--role must be one of owner, admin, member'],
+      [['keys', 'revoke'], 'expected 1 argument'],
+      [['frobnicate'], 'unknown command "frobnicate"'],
+    ]
+    for (const [argv, message] of cases) {
+      const result = await cli(...argv)
+      expect(result.code).toBe(2)
+      expect(result.err).toContain(message)
+    }
+  })
+
+  test('domain failures exit 1 naming the problem', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    const cases: Array<[string[], string]> = [
+      [['orgs', 'create', '--name', 'x', '--plan', 'gold'], 'unknown plan "gold"'],
+      [['orgs', 'create', '--name', 'x', '--owner', 'not-an-email'], 'owner must be an email address'],
+      [['keys', 'list', '--org', 'nope'], 'no organization nope'],
+      [['keys', 'create', '--org', org.org_id, '--user', 'nobody', '--name', 'k'], 'not a member'],
+      [['keys', 'create', '--org', org.org_id, '--user', org.owner_user_id, '--name', 'k', '--expires-in', '2001-01-01'], 'in the past'],
+      [['keys', 'create', '--org', org.org_id, '--user', org.owner_user_id, '--name', 'k', '--spend-cap-period', 'daily'], 'together'],
+      [['users', 'add', '--org', org.org_id, '--email', 'dup@example.com', '--role', 'member'], ''],
+      [['users', 'add', '--org', org.org_id, '--email', 'DUP@example.com', '--role', 'member'], 'already a member'],
+    ]
+    for (const [argv, message] of cases) {
+      const result = await cli(...argv)
+      if (message === '') {
+        expect(result.code).toBe(0)
+        continue
+      }
+      expect(result.code).toBe(1)
+      expect(result.err).toContain(message)
+    }
+  })
+
+  test('invalid configuration stops with a message naming the field', async () => {
+    env.PORT = 'eighty'
+    const result = await cli('migrate')
+    expect(result.code).toBe(1)
+    expect(result.err).toContain('PORT')
+  })
+
+  test('help prints usage', async () => {
+    const result = await cli('--help')
+    expect(result.code).toBe(0)
+    expect(result.out).toContain('keys create')
+  })
+})
