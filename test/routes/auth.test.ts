@@ -1,6 +1,28 @@
-import { runAuthSuite } from '../support/auth-suite'
+import { expect, test } from 'bun:test'
+import { runAuthSuite, type AuthedRoute } from '../support/auth-suite'
+import { buildTestApp } from '../support/harness'
 
 // Every authenticated route is listed here and runs the shared security suite.
-runAuthSuite({ method: 'GET', path: '/api/v1/api-keys', mode: 'admin', okStatus: 200 })
-runAuthSuite({ method: 'POST', path: '/api/v1/api-keys', mode: 'admin', body: { name: 'suite' }, okStatus: 201 })
-runAuthSuite({ method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 })
+const AUTHENTICATED: AuthedRoute[] = [
+  { method: 'GET', path: '/api/v1/api-keys', mode: 'admin', okStatus: 200 },
+  { method: 'POST', path: '/api/v1/api-keys', mode: 'admin', body: { name: 'suite' }, okStatus: 201 },
+  { method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 },
+]
+
+// Routes that take no credential, on purpose.
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
+
+for (const route of AUTHENTICATED) runAuthSuite(route)
+
+test('every route is either in the auth suite or deliberately public', async () => {
+  const t = await buildTestApp()
+  const suite = new Set(AUTHENTICATED.map(route => `${route.method} ${route.path.replace(/[0-9a-f-]{36}$/, ':key_id')}`))
+  for (const route of t.app.routes) {
+    const name = `${route.method} ${route.path}`
+    // The auth macro documents its security requirement on the route; that marks it authenticated.
+    const secured = Boolean((route.hooks as { detail?: { security?: unknown[] } }).detail?.security?.length)
+    if (secured) expect(suite.has(name) ? name : `${name} is authenticated but not in the auth suite`).toBe(name)
+    else expect(PUBLIC.includes(name) ? name : `${name} has no auth and is not listed as public`).toBe(name)
+  }
+  await t.close()
+})
