@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value'
 import { parseUsd } from '../lib/money'
-import type { Config, LogLevel, Plan } from './config'
+import type { BucketRule, Config, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
 import { FileConfigSchema, type FileConfig } from './schema'
 
@@ -43,6 +43,9 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     plans.set(id, Object.freeze({ id, monthlyAllowanceNanos: allowance ?? 0n, fusion: plan.fusion }))
   }
   if (problems.length > 0) throw new ConfigError(problems)
+  const bootstrapCredit = parseUsd(file.ledger?.bootstrap_credit ?? '5')
+  if (bootstrapCredit === null) problems.push('ledger.bootstrap_credit: amount too large')
+  if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id
 
@@ -58,9 +61,28 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     }),
     plans,
     defaultPlanId,
+    limits: Object.freeze({
+      inference: Object.freeze({
+        key: bucket(file.limits?.inference?.key, { burst: 60, perSecond: 1 }),
+        org: bucket(file.limits?.inference?.org, { burst: 600, perSecond: 10 }),
+      }),
+      management: Object.freeze({
+        key: bucket(file.limits?.management?.key, { burst: 30, perSecond: 0.5 }),
+        org: bucket(file.limits?.management?.org, { burst: 120, perSecond: 2 }),
+      }),
+      orgInferenceConcurrency: file.limits?.org_inference_concurrency ?? 32,
+    }),
+    ledger: Object.freeze({
+      bootstrapCreditNanos: bootstrapCredit ?? 0n,
+      instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
+    }),
     auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
     source,
   })
+}
+
+function bucket(raw: { burst: number; per_second: number } | undefined, fallback: BucketRule): BucketRule {
+  return Object.freeze(raw ? { burst: raw.burst, perSecond: raw.per_second } : fallback)
 }
 
 function readFileText(path: string): string {

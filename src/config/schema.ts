@@ -11,6 +11,17 @@ const Plan = t.Object(
   { additionalProperties: false },
 )
 
+/** A token bucket: up to `burst` requests at once, refilled at `per_second`. */
+const Bucket = t.Object(
+  {
+    burst: t.Integer({ minimum: 1, maximum: 1_000_000 }),
+    per_second: t.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }),
+  },
+  { additionalProperties: false },
+)
+
+const BucketPair = t.Object({ key: Bucket, org: Bucket }, { additionalProperties: false })
+
 /**
  * The YAML file named by SVC_CONFIG (or the embedded default). Unknown keys are errors:
  * a typo must stop the boot rather than silently change behaviour.
@@ -23,6 +34,27 @@ export const FileConfigSchema = t.Object(
         {
           org_name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
           owner_email: t.Optional(t.String({ minLength: 3, maxLength: 320 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    limits: t.Optional(
+      t.Object(
+        {
+          inference: t.Optional(BucketPair),
+          management: t.Optional(BucketPair),
+          org_inference_concurrency: t.Optional(t.Integer({ minimum: 1, maximum: 100_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    ledger: t.Optional(
+      t.Object(
+        {
+          // Prepaid credit granted to the organization created at first boot.
+          bootstrap_credit: t.Optional(Usd),
+          // Seconds without a heartbeat after which another instance's leases are returned.
+          instance_stale_after_s: t.Optional(t.Integer({ minimum: 5, maximum: 3600 })),
         },
         { additionalProperties: false },
       ),
