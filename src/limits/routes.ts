@@ -1,0 +1,50 @@
+import { Elysia } from 'elysia'
+import { authMacro } from '../http/auth'
+import { ErrorResponse } from '../http/openapi-schemas'
+import type { KeyService } from '../keys/service'
+import { toRfc3339 } from '../lib/clock'
+import type { Limits } from './admission'
+import type { RateSnapshot } from './limiter'
+import { RateLimitsResponse } from './schema'
+
+const errors = { 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse }
+
+function windowView(snapshot: RateSnapshot) {
+  return {
+    limit: snapshot.limit,
+    remaining: snapshot.remaining,
+    reset_at: toRfc3339(snapshot.resetAt * 1000),
+    refill_per_second: snapshot.refillPerSecond,
+  }
+}
+
+/**
+ * GET /api/v1/rate-limits (spec §4.13, SECURITY-NOTES L10): the caller's request windows and
+ * inference slots, for any organization key (no admin needed). It reads with `peek` only; the
+ * management take for this request belongs to the auth step, like every management route.
+ */
+export function rateLimitRoutes(keys: KeyService, limits: Limits) {
+  return new Elysia({ prefix: '/api/v1/rate-limits', tags: ['Rate limits'] }).use(authMacro(keys)).get(
+    '',
+    ({ principal, set }) => {
+      const snapshot = limits.snapshot(principal)
+      set.headers['cache-control'] = 'no-store'
+      return {
+        inference: { key: windowView(snapshot.inference.key), org: windowView(snapshot.inference.org) },
+        management: { key: windowView(snapshot.management.key), org: windowView(snapshot.management.org) },
+        concurrency: { in_use: snapshot.concurrency.inUse, limit: snapshot.concurrency.limit },
+      } satisfies typeof RateLimitsResponse.static
+    },
+    {
+      auth: 'management',
+      response: { 200: RateLimitsResponse, ...errors },
+      detail: {
+        summary: 'Get rate limits',
+        description:
+          "Non-consuming snapshots of the caller's request windows (inference and management, per key and per organization) " +
+          'and of its organization’s inference concurrency. Limits are per gateway instance. Reading them takes nothing from any window ' +
+          'beyond the management request this call itself is.',
+      },
+    },
+  )
+}

@@ -1,0 +1,134 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { Elysia } from 'elysia'
+import { requestContext } from '../../src/http/request-context'
+import { Limits } from '../../src/limits/admission'
+import { rateLimitRoutes } from '../../src/limits/routes'
+import { silentLogger } from '../../src/observability/logger'
+import { buildTestApp, json, type TestApp } from '../support/harness'
+
+// The lead wires rateLimitRoutes into app.ts; until then this file builds its own app around
+// the harness's deps (the auth suite entry belongs in test/routes/auth.test.ts once wired).
+
+let current: TestApp | undefined
+afterEach(async () => {
+  await current?.close()
+  current = undefined
+})
+
+async function setup() {
+  const t = await buildTestApp()
+  current = t
+  const limits = new Limits(t.deps.config.limits, t.clock)
+  const app = new Elysia({ normalize: false }).use(requestContext(silentLogger)).use(rateLimitRoutes(t.deps.keys, limits))
+  const get = (key?: string, headers: Record<string, string> = {}) =>
+    app.handle(
+      new Request('http://localhost/api/v1/rate-limits', {
+        headers: key === undefined ? headers : { authorization: `Bearer ${key}`, ...headers },
+      }),
+    )
+  return { t, limits, app, get }
+}
+
+describe('GET /api/v1/rate-limits happy', () => {
+  test('shows the four windows and the concurrency gate from config', async () => {
+    const { t, get } = await setup()
+    const org = await t.createOrg()
+    const response = await get(org.adminKey)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    const resetAt = new Date(t.clock.now()).toISOString()
+    const { limits } = t.deps.config
+    const window = (rule: { burst: number; perSecond: number }) => ({
+      limit: rule.burst,
+      remaining: rule.burst,
+      reset_at: resetAt,
+      refill_per_second: rule.perSecond,
+    })
+    expect(await json(response)).toEqual({
+      inference: { key: window(limits.inference.key), org: window(limits.inference.org) },
+      management: { key: window(limits.management.key), org: window(limits.management.org) },
+      concurrency: { in_use: 0, limit: limits.orgInferenceConcurrency },
+    })
+  })
+
+  test('100 calls leave every remaining unchanged', async () => {
+    const { t, limits, get } = await setup()
+    const org = await t.createOrg()
+    const principal = { orgId: org.orgId, keyId: org.adminKeyId }
+    // Drain a little of each window first, so "unchanged" is not just "full".
+    limits.checkInference(principal)
+    limits.checkInference(principal)
+    limits.checkManagement(principal)
+    const release = limits.acquireInferenceSlot(org.orgId)
+    const first = await json(await get(org.adminKey))
+    expect(first.inference.key.remaining).toBe(t.deps.config.limits.inference.key.burst - 2)
+    expect(first.management.org.remaining).toBe(t.deps.config.limits.management.org.burst - 1)
+    expect(first.concurrency.in_use).toBe(1)
+    for (let i = 0; i < 100; i++) {
+      const response = await get(org.adminKey)
+      expect(response.status).toBe(200)
+      expect(await json(response)).toEqual(first)
+    }
+    release()
+  })
+
+  test('an ordinary (non-admin) member key may read its own windows', async () => {
+    const { t, limits, get } = await setup()
+    const org = await t.createOrg()
+    const member = await t.createMember(org, 'member')
+    limits.checkInference({ orgId: org.orgId, keyId: member.keyId })
+    const body = await json(await get(member.key))
+    expect(body.inference.key.remaining).toBe(t.deps.config.limits.inference.key.burst - 1)
+    expect(body.inference.org.remaining).toBe(t.deps.config.limits.inference.org.burst - 1)
+    // The admin key of the same org has its own key window but shares the org window.
+    const admin = await json(await get(org.adminKey))
+    expect(admin.inference.key.remaining).toBe(t.deps.config.limits.inference.key.burst)
+    expect(admin.inference.org.remaining).toBe(body.inference.org.remaining)
+  })
+
+  test('remaining refills with time and reset_at is an RFC 3339 whole second', async () => {
+    const { t, limits, get } = await setup()
+    const org = await t.createOrg()
+    const principal = { orgId: org.orgId, keyId: org.adminKeyId }
+    const rule = t.deps.config.limits.management.key
+    for (let i = 0; i < rule.burst; i++) limits.checkManagement(principal)
+    const drained = await json(await get(org.adminKey))
+    expect(drained.management.key.remaining).toBe(0)
+    expect(drained.management.key.reset_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/)
+    expect(Date.parse(drained.management.key.reset_at)).toBe(t.clock.now() + Math.ceil((rule.burst / rule.perSecond) * 1000))
+    t.clock.advance(Math.ceil(1000 / rule.perSecond))
+    expect((await json(await get(org.adminKey))).management.key.remaining).toBe(1)
+  })
+})
+
+describe('GET /api/v1/rate-limits errors', () => {
+  test('no credential is 401 and an X-Org-ID mismatch is 403, in the /api/v1 envelope', async () => {
+    const { t, get } = await setup()
+    const org = await t.createOrg()
+    const missing = await get()
+    expect(missing.status).toBe(401)
+    expect((await json(missing)).error.code).toBe('unauthorized')
+    const mismatch = await get(org.adminKey, { 'x-org-id': 'another-org' })
+    expect(mismatch.status).toBe(403)
+    expect((await json(mismatch)).error.code).toBe('forbidden')
+  })
+
+  test('a revoked key is 401', async () => {
+    const { t, get } = await setup()
+    const org = await t.createOrg()
+    const member = await t.createMember(org, 'member')
+    await t.deps.keys.revoke(org.orgId, member.keyId)
+    expect((await get(member.key)).status).toBe(401)
+  })
+})
+
+describe('GET /api/v1/rate-limits docs', () => {
+  test('is documented under "Rate limits" with a security requirement', async () => {
+    const { app } = await setup()
+    const route = app.routes.find(r => r.method === 'GET' && r.path === '/api/v1/rate-limits')
+    const detail = (route?.hooks as { detail?: { tags?: string[]; security?: unknown[]; summary?: string } }).detail
+    expect(detail?.tags).toContain('Rate limits')
+    expect(detail?.security?.length).toBeGreaterThan(0)
+    expect(detail?.summary).toBe('Get rate limits')
+  })
+})
