@@ -27,7 +27,10 @@ export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptio
   const name = input.name.trim()
   if (name.length === 0) throw new ApiError('invalid_request', 'name must not be blank', 'name')
   if (name.length > 200) throw new ApiError('invalid_request', 'name must be at most 200 characters', 'name')
-  if (/[\u0000-\u001f\u007f]/.test(name)) throw new ApiError('invalid_request', 'name must not contain control characters', 'name')
+  // C0, DEL and C1 (U+0080–U+009F, e.g. the 8-bit CSI U+009B) are all terminal controls.
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw new ApiError('invalid_request', 'name must not contain control characters', 'name')
+  // An unpaired surrogate cannot be stored as UTF-8: the database would hand back U+FFFD.
+  if (!name.isWellFormed()) throw new ApiError('invalid_request', 'name must be valid Unicode text (no unpaired surrogates)', 'name')
   const expiresAtMs = parseExpiresIn(input.expires_in, nowMs)
   const hasPeriod = input.spend_cap_period !== undefined
   const hasAmount = input.spend_cap_nanos !== undefined
