@@ -2,7 +2,9 @@ import { Elysia } from 'elysia'
 import type { Deps } from './deps'
 import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
+import { billingRoutes } from './billing/routes'
 import { keyRoutes } from './keys/routes'
+import { rateLimitRoutes } from './limits/routes'
 import { healthRoutes } from './observability/routes'
 import packageJson from '../package.json'
 
@@ -16,7 +18,9 @@ export function createApp(deps: Deps) {
     .use(requestContext(deps.logger))
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
-    .use(keyRoutes(deps.keys, deps.clock))
+    .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
+    .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
+    .use(rateLimitRoutes(deps.keys, deps.limits))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -1,7 +1,15 @@
+import { readBalance, type BalanceView } from './billing/balance'
+import { createExecutor, type BatchExecutor } from './billing/executor'
+import { loadIdentity } from './billing/identity'
+import { Ledger, type Identity } from './billing/ledger'
+import { LedgerWriter } from './billing/ledger-writer'
+import { Plans } from './billing/plans'
+import { Sweeper } from './billing/sweeper'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
 import { systemClock, type Clock } from './lib/clock'
+import { Limits } from './limits/admission'
 import { createLogger, type Logger } from './observability/logger'
 import { OrgService } from './orgs/service'
 
@@ -13,6 +21,14 @@ export interface Deps {
   readonly database: Database
   readonly orgs: OrgService
   readonly keys: KeyService
+  readonly plans: Plans
+  readonly identity: Identity
+  readonly writer: LedgerWriter
+  readonly ledger: Ledger
+  readonly sweeper: Sweeper
+  readonly limits: Limits
+  /** The read path of the balance (never fabricates zero: errors propagate). */
+  balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
 }
 
@@ -21,6 +37,8 @@ export interface DepsOverrides {
   clock?: Clock
   logger?: Logger
   database?: Database
+  executor?: BatchExecutor
+  identity?: Identity
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -31,15 +49,20 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const keys = new KeyService(database.db, clock, logger, { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries })
   // A demoted user's keys lose admin authority at once in this process.
   orgs.onRoleChange(userId => keys.evictUser(userId))
+  const plans = new Plans(config)
+  const identity = overrides.identity ?? loadIdentity(config.instanceId, database.url)
+  const executor = overrides.executor ?? createExecutor(database.url, database.client)
+  const writer = new LedgerWriter(executor)
+  const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
+  const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
+  const limits = new Limits(config.limits, clock)
   return {
-    config,
-    clock,
-    logger,
-    database,
-    orgs,
-    keys,
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits,
+    balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
+      await sweeper.stop()
       await keys.idle()
+      executor.close()
       database.close()
     },
   }

@@ -28,6 +28,8 @@ export interface Config {
   readonly databaseUrl: string
   readonly databaseAuthToken: string | undefined
   readonly logLevel: LogLevel
+  /** SVC_INSTANCE_ID: a stable name for this instance's ledger leases (else kept beside a local database). */
+  readonly instanceId: string | undefined
   readonly bootstrap: { readonly enabled: boolean; readonly orgName: string; readonly ownerEmail: string }
   readonly plans: ReadonlyMap<string, Plan>
   /** First plan with Fusion access, else the first plan: the bootstrap org's plan and the CLI default. */

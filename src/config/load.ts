@@ -31,6 +31,9 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     problems.push(`DATABASE_URL: must start with file:, libsql://, http:// or https://, got "${databaseUrl}"`)
   }
 
+  if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {
+    problems.push(`SVC_INSTANCE_ID: must be 1 to 64 letters, digits, dots, dashes or underscores, got "${env.SVC_INSTANCE_ID}"`)
+  }
   const source = env.SVC_CONFIG ? env.SVC_CONFIG : 'embedded default'
   const file = parseFile(env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readText, problems) : defaultYaml, source, problems)
   if (problems.length > 0 || !file) throw new ConfigError(problems)
@@ -54,6 +57,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     databaseUrl,
     databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
     logLevel,
+    instanceId: env.SVC_INSTANCE_ID || undefined,
     bootstrap: Object.freeze({
       enabled: bootstrapFlag !== '0',
       orgName: file.bootstrap?.org_name ?? 'default',

@@ -28,7 +28,8 @@ const BucketPair = t.Object({ key: Bucket, org: Bucket }, { additionalProperties
  */
 export const FileConfigSchema = t.Object(
   {
-    plans: t.Record(t.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' }), Plan, { minProperties: 1 }),
+    // additionalProperties: false makes a key outside the id pattern an error (else it is not checked at all).
+    plans: t.Record(t.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' }), Plan, { minProperties: 1, additionalProperties: false }),
     bootstrap: t.Optional(
       t.Object(
         {

@@ -75,4 +75,117 @@ export const apiKeys = sqliteTable(
   ],
 )
 
-export const schema = { orgs, users, memberships, apiKeys }
+
+
+// ---------------------------------------------------------------------------------------------
+// Ledger (ARCHITECTURE.md §7). Amounts are integer USD nanos. `ledger_entries` is append-only
+// (a trigger refuses UPDATE and DELETE); the running totals below are kept in step with it in
+// the same transaction, and `svc ledger verify` checks that they still agree.
+
+export type EntryKind = 'top_up' | 'settle' | 'adjust'
+export type FundingSource = 'allowance' | 'top_up'
+
+/** Money movements. A settle is split per funding source, one entry each. */
+export const ledgerEntries = sqliteTable(
+  'ledger_entries',
+  {
+    id: nanos('id').primaryKey(),
+    opId: text('op_id').notNull(),
+    // The claim of an idempotent op (a billing key, a top-up reference): one arbitrated insert.
+    idempotencyKey: text('idempotency_key'),
+    orgId: text('org_id').notNull(),
+    keyId: text('key_id'),
+    kind: text('kind').$type<EntryKind>().notNull(),
+    source: text('source').$type<FundingSource>().notNull(),
+    amountNanos: nanos('amount_nanos').notNull(),
+    // Allowance period charged (source allowance) and key cap window charged (keys with a cap).
+    periodStartMs: epochMs('period_start_ms'),
+    capWindowStartMs: epochMs('cap_window_start_ms'),
+    purpose: text('purpose'),
+    requestId: text('request_id'),
+    note: text('note'),
+    createdAtMs: epochMs('created_at_ms').notNull(),
+  },
+  table => [
+    uniqueIndex('ledger_entries_idempotency_key_unique').on(table.idempotencyKey),
+    index('ledger_entries_op').on(table.opId),
+    index('ledger_entries_org').on(table.orgId, table.kind, table.source),
+    index('ledger_entries_key').on(table.keyId, table.capWindowStartMs),
+    check('ledger_entries_kind_check', sql`${table.kind} in ('top_up', 'settle', 'adjust')`),
+    check('ledger_entries_source_check', sql`${table.source} in ('allowance', 'top_up')`),
+    check('ledger_entries_amount_check', sql`${table.kind} = 'adjust' or ${table.amountNanos} >= 0`),
+  ],
+)
+
+/** Prepaid money per organization: what is left (may dip below zero by one estimator overshoot) and how much is leased out. */
+export const balances = sqliteTable('balances', {
+  orgId: text('org_id').primaryKey(),
+  prepaidNanos: nanos('prepaid_nanos').notNull(),
+  prepaidLeasedNanos: nanos('prepaid_leased_nanos').notNull(),
+})
+
+/** A plan's allowance for one UTC calendar month, created lazily by the first lease of the period. */
+export const allowances = sqliteTable(
+  'allowances',
+  {
+    orgId: text('org_id').notNull(),
+    periodStartMs: epochMs('period_start_ms').notNull(),
+    grantedNanos: nanos('granted_nanos').notNull(),
+    usedNanos: nanos('used_nanos').notNull(),
+    leasedNanos: nanos('leased_nanos').notNull(),
+  },
+  table => [primaryKey({ columns: [table.orgId, table.periodStartMs] })],
+)
+
+/** Spend per key and cap window (UTC day, UTC month, or 0 for an overall cap). */
+export const keySpend = sqliteTable(
+  'key_spend',
+  {
+    keyId: text('key_id').notNull(),
+    windowStartMs: epochMs('window_start_ms').notNull(),
+    spentNanos: nanos('spent_nanos').notNull(),
+    leasedNanos: nanos('leased_nanos').notNull(),
+  },
+  table => [primaryKey({ columns: [table.keyId, table.windowStartMs] })],
+)
+
+export type LeaseScope = 'prepaid' | 'allowance' | 'key_cap'
+
+/**
+ * Money (or cap room) moved out of the database into one process boot, which may then hold
+ * it in memory without a round trip. Returned on idle and shutdown; the sweeper returns the
+ * leases of dead boots and stale instances.
+ */
+export const leases = sqliteTable(
+  'leases',
+  {
+    id: text('id').primaryKey(),
+    instanceId: text('instance_id').notNull(),
+    bootId: text('boot_id').notNull(),
+    scope: text('scope').$type<LeaseScope>().notNull(),
+    orgId: text('org_id').notNull(),
+    keyId: text('key_id'),
+    // Allowance period or key cap window; 0 for prepaid and overall caps.
+    periodStartMs: epochMs('period_start_ms').notNull(),
+    amountNanos: nanos('amount_nanos').notNull(),
+    // What the last top-up granted: read back through RETURNING, since SQLite cannot return old values.
+    lastGrantNanos: nanos('last_grant_nanos').notNull(),
+    updatedAtMs: epochMs('updated_at_ms').notNull(),
+  },
+  table => [
+    index('leases_instance').on(table.instanceId, table.bootId),
+    index('leases_org').on(table.orgId, table.scope, table.periodStartMs),
+    index('leases_key').on(table.keyId, table.periodStartMs),
+    check('leases_scope_check', sql`${table.scope} in ('prepaid', 'allowance', 'key_cap')`),
+    check('leases_amount_check', sql`${table.amountNanos} >= 0`),
+  ],
+)
+
+/** Process heartbeats: how the sweeper tells a live instance from a dead one. */
+export const instances = sqliteTable('instances', {
+  instanceId: text('instance_id').primaryKey(),
+  bootId: text('boot_id').notNull(),
+  startedAtMs: epochMs('started_at_ms').notNull(),
+  heartbeatAtMs: epochMs('heartbeat_at_ms').notNull(),
+})
+export const schema = { orgs, users, memberships, apiKeys, ledgerEntries, balances, allowances, keySpend, leases, instances }

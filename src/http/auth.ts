@@ -2,6 +2,9 @@ import { Elysia } from 'elysia'
 import { hasAdminAuthority, type Principal, type VerifyFailure } from '../keys/principal'
 import type { KeyService } from '../keys/service'
 import { isWellFormedKeySecret, KEY_PREFIX } from '../keys/token'
+import { rateLimitHeaders } from '../limits/headers'
+import type { Limits } from '../limits/admission'
+import { jsonBody } from './body-limit'
 import { ApiError } from './errors'
 
 /**
@@ -78,17 +81,52 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
 
 const SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKeyHeader: [] }]
 
+type Set = { headers: Record<string, string | number> }
+
 /**
- * The `auth` macro: `{ auth: 'admin' }` on a route resolves `principal` before the handler
- * and documents the route's security in OpenAPI.
+ * The auth step (ARCHITECTURE.md §8 step 2): credential → principal, then the key and org
+ * buckets of the route's surface in the same step; success responses carry X-RateLimit-*.
  */
-export function authMacro(keys: KeyService) {
+async function admit(keys: KeyService, limits: Limits | null, request: Request, set: Set, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
+  const principal = await authenticate(keys, request, mode)
+  if (limits === null) return principal
+  const decision = mode === 'inference' ? limits.checkInference(principal) : limits.checkManagement(principal)
+  Object.assign(set.headers, rateLimitHeaders(decision))
+  return principal
+}
+
+/**
+ * A route's auth: the mode, plus the JSON body cap for routes that take a body. `rateLimited:
+ * false` is only for GET /api/v1/rate-limits, whose snapshots must consume nothing (L10).
+ */
+export type AuthOption = Exclude<AuthMode, 'public'> | { mode: Exclude<AuthMode, 'public'>; jsonBody?: number; rateLimited?: false }
+
+/**
+ * The `auth` route macro. It authenticates and rate-limits in the parse phase, before any body
+ * byte is read, so an unauthenticated caller gets 401 and never a validation answer; for a
+ * body route it then reads the JSON body under its cap (one hook, so the order cannot slip).
+ * It resolves `principal` and documents the route's security in OpenAPI.
+ */
+export function authMacro(keys: KeyService, limits: Limits) {
+  const admitted = new WeakMap<Request, Principal>()
   return new Elysia().macro({
-    auth: (mode: Exclude<AuthMode, 'public'>) => ({
-      detail: { security: SECURITY },
-      async resolve({ request }) {
-        return { principal: await authenticate(keys, request, mode) }
-      },
-    }),
+    auth: (option: AuthOption) => {
+      const mode = typeof option === 'string' ? option : option.mode
+      const readBody = typeof option === 'string' || option.jsonBody === undefined ? undefined : jsonBody(option.jsonBody)
+      const routeLimits = typeof option !== 'string' && option.rateLimited === false ? null : limits
+      const parse = async (context: { request: Request; set: Set }): Promise<unknown> => {
+        admitted.set(context.request, await admit(keys, routeLimits, context.request, context.set, mode))
+        return readBody?.(context)
+      }
+      return {
+        detail: { security: SECURITY },
+        // The trailing content-type name only informs OpenAPI; Elysia's macro type omits it.
+        parse: (readBody ? [parse, 'application/json'] : [parse]) as unknown as Array<(context: { request: Request }) => Promise<unknown>>,
+        async resolve({ request, set }) {
+          // Routes without a body never run the parse phase: authenticate here.
+          return { principal: admitted.get(request) ?? (await admit(keys, routeLimits, request, set, mode)) }
+        },
+      }
+    },
   })
 }

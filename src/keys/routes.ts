@@ -1,24 +1,27 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
-import { jsonBody, KiB } from '../http/body-limit'
+import { KiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
 import type { Clock } from '../lib/clock'
+import type { Limits } from '../limits/admission'
+import type { BalanceView } from '../billing/balance'
 import { parseKeyOptions } from './request'
 import { CreateKeyBody, CreateKeyResponse, KeyIdParams, ListKeysResponse } from './schema'
 import type { KeyService } from './service'
 import { keyView } from './view'
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse }
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse }
 
 /** Organization key management (spec §4.1–4.3): admin credentials only. */
-export function keyRoutes(keys: KeyService, clock: Clock) {
+export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balance: (orgId: string) => Promise<BalanceView>) {
   return new Elysia({ prefix: '/api/v1/api-keys', tags: ['API keys'] })
-    .use(authMacro(keys))
+    .use(authMacro(keys, limits))
     .post(
       '',
       async ({ body, principal, set }) => {
         const options = parseKeyOptions(body, clock.now())
+        await requireFunding(balance, principal.orgId)
         // The new key belongs to the caller's user and organization; it inherits neither expiry nor cap.
         const { key, secret } = await keys.create({ orgId: principal.orgId, userId: principal.userId, ...options })
         set.status = 201
@@ -26,8 +29,7 @@ export function keyRoutes(keys: KeyService, clock: Clock) {
         return { key: { ...keyView(key), token: secret } } as typeof CreateKeyResponse.static
       },
       {
-        auth: 'admin',
-        parse: jsonBody(16 * KiB),
+        auth: { mode: 'admin', jsonBody: 16 * KiB },
         body: CreateKeyBody,
         response: { 201: CreateKeyResponse, ...errors },
         detail: {
@@ -66,4 +68,17 @@ export function keyRoutes(keys: KeyService, clock: Clock) {
         },
       },
     )
+}
+
+/** Key creation needs a funded organization (spec §3.1, §4.1): allowance or prepaid left. */
+async function requireFunding(balance: (orgId: string) => Promise<BalanceView>, orgId: string): Promise<void> {
+  let available: bigint
+  try {
+    available = (await balance(orgId)).availableNanos
+  } catch {
+    throw new ApiError('unavailable', 'the ledger is unavailable; try again shortly')
+  }
+  if (available <= 0n) {
+    throw new ApiError('insufficient_quota', 'the organization has no plan allowance or prepaid balance left; add credit before creating keys')
+  }
 }

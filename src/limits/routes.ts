@@ -24,7 +24,7 @@ function windowView(snapshot: RateSnapshot) {
  * management take for this request belongs to the auth step, like every management route.
  */
 export function rateLimitRoutes(keys: KeyService, limits: Limits) {
-  return new Elysia({ prefix: '/api/v1/rate-limits', tags: ['Rate limits'] }).use(authMacro(keys)).get(
+  return new Elysia({ prefix: '/api/v1/rate-limits', tags: ['Rate limits'] }).use(authMacro(keys, limits)).get(
     '',
     ({ principal, set }) => {
       const snapshot = limits.snapshot(principal)
@@ -36,7 +36,8 @@ export function rateLimitRoutes(keys: KeyService, limits: Limits) {
       } satisfies typeof RateLimitsResponse.static
     },
     {
-      auth: 'management',
+      // Inspecting the windows must not consume them, so this route takes no bucket itself.
+      auth: { mode: 'management', rateLimited: false },
       response: { 200: RateLimitsResponse, ...errors },
       detail: {
         summary: 'Get rate limits',

@@ -13,8 +13,8 @@ export interface TestApp {
   clock: FakeClock
   /** Sends a request through app.handle; a non-string body is sent as JSON. */
   request(method: string, path: string, options?: { body?: unknown; key?: string; headers?: Record<string, string> }): Promise<Response>
-  /** A new organization with an owner and an admin key. */
-  createOrg(name?: string): Promise<TestOrg>
+  /** A new organization with an owner, an admin key and `credit` nanos of prepaid balance (default 10 USD). */
+  createOrg(name?: string, credit?: bigint): Promise<TestOrg>
   /** A user with `role` in `org` and a key for them. */
   createMember(org: TestOrg, role: Role, options?: { admin?: boolean }): Promise<{ userId: string; key: string; keyId: string }>
   close(): Promise<void>
@@ -60,9 +60,10 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
     clock,
     request,
     createMember,
-    async createOrg(name = 'acme') {
+    async createOrg(name = 'acme', credit = 10_000_000_000n) {
       const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail: `owner${++emailCounter}@example.test` })
       const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
+      if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
       return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
     },
     close: () => deps.close(),

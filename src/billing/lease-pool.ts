@@ -1,0 +1,60 @@
+import type { LeaseScope } from '../db/schema'
+import type { LeaseRef } from './ledger-ops'
+
+/**
+ * This process's view of one lease: `leased` is what the database has moved to this boot for
+ * the scope (less what settlements have drawn), `held` the sum of open reservations against it.
+ * JavaScript is single-threaded, so check-and-hold on these numbers cannot race.
+ */
+export class LeasePool {
+  leased = 0n
+  held = 0n
+  lastUsedMs: number
+  /** A top-up op in flight; concurrent reservations wait for it instead of asking again. */
+  growing: Promise<void> | null = null
+  /** While set (epoch ms), the scope had nothing free: skip asking the database until then. */
+  emptyUntilMs = 0
+
+  constructor(
+    readonly ref: LeaseRef,
+    nowMs: number,
+  ) {
+    this.lastUsedMs = nowMs
+  }
+
+  get free(): bigint {
+    return this.leased - this.held
+  }
+}
+
+/** All lease pools of this boot, by scope identity. */
+export class LeasePools {
+  private readonly pools = new Map<string, LeasePool>()
+
+  constructor(private readonly bootId: string) {}
+
+  get(scope: LeaseScope, orgId: string, keyId: string | null, periodStartMs: number, nowMs: number): LeasePool {
+    const name = `${scope}|${scope === 'key_cap' ? keyId : orgId}|${periodStartMs}`
+    let pool = this.pools.get(name)
+    if (pool === undefined) {
+      pool = new LeasePool({ id: `${this.bootId}|${name}`, scope, orgId, keyId, periodStartMs }, nowMs)
+      this.pools.set(name, pool)
+    }
+    return pool
+  }
+
+  /** Pools with leased money and no open holds, idle since before `idleBeforeMs`. */
+  idle(idleBeforeMs: number): LeasePool[] {
+    return [...this.pools.values()].filter(pool => pool.held === 0n && pool.growing === null && pool.lastUsedMs < idleBeforeMs)
+  }
+
+  all(): LeasePool[] {
+    return [...this.pools.values()]
+  }
+
+  /** Forgets a pool whose lease went back to the database. */
+  drop(pool: LeasePool): void {
+    if (pool.held !== 0n) return
+    this.pools.delete(pool.ref.id.slice(this.bootId.length + 1))
+  }
+}

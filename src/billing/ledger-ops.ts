@@ -1,0 +1,239 @@
+import type { InValue } from '@libsql/client'
+import type { FundingSource, LeaseScope } from '../db/schema'
+import type { Statement } from './executor'
+
+// SQL for every ledger operation. Guards live in SQL so that one write transaction decides
+// them against the current database, whatever other processes did (ARCHITECTURE.md §7.2).
+// Leased totals on balances, allowances and key_spend are always recomputed from the leases
+// rows, so they cannot drift from Σ open leases.
+
+const statement = (sql: string, ...args: InValue[]): Statement => ({ sql, args })
+
+/** Identifies one lease row: a process boot's slice of one funding scope. */
+export interface LeaseRef {
+  readonly id: string
+  readonly scope: LeaseScope
+  readonly orgId: string
+  readonly keyId: string | null
+  readonly periodStartMs: number
+}
+
+/** Recomputes the parent row's leased total from its leases. */
+export function recomputeLeased(lease: LeaseRef): Statement {
+  if (lease.scope === 'prepaid') {
+    return statement(
+      `UPDATE balances SET prepaid_leased_nanos =
+         (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ?1 AND scope = 'prepaid') WHERE org_id = ?1`,
+      lease.orgId,
+    )
+  }
+  if (lease.scope === 'allowance') {
+    return statement(
+      `UPDATE allowances SET leased_nanos =
+         (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ?1 AND scope = 'allowance' AND period_start_ms = ?2)
+       WHERE org_id = ?1 AND period_start_ms = ?2`,
+      lease.orgId,
+      lease.periodStartMs,
+    )
+  }
+  return statement(
+    `UPDATE key_spend SET leased_nanos =
+       (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE key_id = ?1 AND scope = 'key_cap' AND period_start_ms = ?2)
+     WHERE key_id = ?1 AND window_start_ms = ?2`,
+    lease.keyId,
+    lease.periodStartMs,
+  )
+}
+
+/** SQL expression for the free amount of a scope, evaluated against its parent row. */
+function freeExpression(scope: LeaseScope): { table: string; free: string; where: string } {
+  if (scope === 'prepaid') return { table: 'balances', free: 'prepaid_nanos - prepaid_leased_nanos', where: 'org_id = ?4' }
+  if (scope === 'allowance') {
+    return { table: 'allowances', free: 'granted_nanos - used_nanos - leased_nanos', where: 'org_id = ?4 AND period_start_ms = ?5' }
+  }
+  return { table: 'key_spend', free: '?6 - spent_nanos - leased_nanos', where: 'key_id = ?7 AND window_start_ms = ?5' }
+}
+
+export interface LeaseGrantInput {
+  lease: LeaseRef
+  instanceId: string
+  bootId: string
+  /** The grant is refused unless at least this much is free. */
+  needNanos: bigint
+  /** Grant up to this much (never more than is free). */
+  targetNanos: bigint
+  nowMs: number
+  /** allowance scope: SQL CASE mapping the org's plan to its monthly allowance. */
+  planGrantSql?: { sql: string; args: InValue[] }
+  /** key_cap scope: the key's cap. */
+  capNanos?: bigint
+}
+
+/**
+ * Moves up to `target` (at least `need`) from the free part of a scope into this boot's lease.
+ * Statement results: [..., the lease UPDATE … RETURNING amount_nanos, last_grant_nanos (no row =
+ * refused), recompute, key status row (key_cap only)].
+ */
+export function leaseGrant(input: LeaseGrantInput): Statement[] {
+  const { lease } = input
+  const statements: Statement[] = []
+  if (lease.scope === 'prepaid') {
+    statements.push(statement('INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?, 0, 0) ON CONFLICT(org_id) DO NOTHING', lease.orgId))
+  } else if (lease.scope === 'allowance') {
+    // The period rolls over lazily: its row appears with the plan's allowance on first use.
+    const plan = input.planGrantSql!
+    statements.push({
+      sql: `INSERT INTO allowances (org_id, period_start_ms, granted_nanos, used_nanos, leased_nanos)
+            VALUES (?, ?, ${plan.sql}, 0, 0) ON CONFLICT(org_id, period_start_ms) DO NOTHING`,
+      args: [lease.orgId, lease.periodStartMs, ...plan.args],
+    })
+  } else {
+    statements.push(statement('INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) VALUES (?, ?, 0, 0) ON CONFLICT DO NOTHING', lease.keyId, lease.periodStartMs))
+  }
+  statements.push(
+    statement(
+      `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT(id) DO NOTHING`,
+      lease.id, input.instanceId, input.bootId, lease.scope, lease.orgId, lease.keyId, lease.periodStartMs, input.nowMs,
+    ),
+  )
+  const { table, free, where } = freeExpression(lease.scope)
+  // ?1 target, ?2 need, ?3 lease id, ?4 org, ?5 period, ?6 cap, ?7 key, ?8 now. The grant
+  // subquery runs twice in one statement on one snapshot, so both uses see the same value.
+  const grant = `(SELECT MIN(?1, ${free}) FROM ${table} WHERE ${where} AND ${free} >= ?2)`
+  const keyActive = lease.scope === 'key_cap' ? ` AND EXISTS (SELECT 1 FROM api_keys WHERE id = ?7 AND status = 'active')` : ''
+  statements.push(
+    statement(
+      `UPDATE leases SET amount_nanos = amount_nanos + ${grant}, last_grant_nanos = ${grant}, updated_at_ms = ?8
+       WHERE id = ?3 AND ${grant} IS NOT NULL${keyActive}
+       RETURNING amount_nanos, last_grant_nanos`,
+      input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, input.nowMs,
+    ),
+  )
+  statements.push(recomputeLeased(lease))
+  return statements
+}
+
+/** Returns a whole lease to its scope (idle, shutdown, sweeper). Safe to race: a gone row adds nothing. */
+export function leaseReturn(lease: LeaseRef): Statement[] {
+  return [statement('DELETE FROM leases WHERE id = ?', lease.id), recomputeLeased(lease)]
+}
+
+/** One ledger entry row. */
+export interface EntryRow {
+  opId: string
+  idempotencyKey: string | null
+  orgId: string
+  keyId: string | null
+  kind: 'top_up' | 'settle' | 'adjust'
+  source: FundingSource
+  amountNanos: bigint
+  periodStartMs: number | null
+  capWindowStartMs: number | null
+  purpose: string | null
+  requestId: string | null
+  note: string | null
+  createdAtMs: number
+}
+
+const ENTRY_COLUMNS =
+  'op_id, idempotency_key, org_id, key_id, kind, source, amount_nanos, period_start_ms, cap_window_start_ms, purpose, request_id, note, created_at_ms'
+const ENTRY_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+
+function entryArgs(row: EntryRow): InValue[] {
+  return [
+    row.opId, row.idempotencyKey, row.orgId, row.keyId, row.kind, row.source, row.amountNanos,
+    row.periodStartMs, row.capWindowStartMs, row.purpose, row.requestId, row.note, row.createdAtMs,
+  ]
+}
+
+/** A multi-row INSERT (one prepared statement per row count, reused). */
+export function insertEntries(rows: readonly EntryRow[]): Statement {
+  return {
+    sql: `INSERT INTO ledger_entries (${ENTRY_COLUMNS}) VALUES ${Array(rows.length).fill(ENTRY_PLACEHOLDERS).join(', ')}`,
+    args: rows.flatMap(entryArgs),
+  }
+}
+
+/**
+ * The arbitrated claim of an idempotent op: inserts the op's first entry unless the key was
+ * used before. Later statements of the op are guarded by `claimed(opId)`.
+ */
+export function claimEntry(row: EntryRow): Statement {
+  return { sql: `INSERT INTO ledger_entries (${ENTRY_COLUMNS}) VALUES ${ENTRY_PLACEHOLDERS} ON CONFLICT(idempotency_key) DO NOTHING`, args: entryArgs(row) }
+}
+
+/** Inserts a further entry of an op only if the op's claim went in. */
+export function insertEntryIfClaimed(row: EntryRow): Statement {
+  return {
+    sql: `INSERT INTO ledger_entries (${ENTRY_COLUMNS}) SELECT ${ENTRY_PLACEHOLDERS.slice(1, -1)} WHERE ${CLAIMED}`,
+    args: [...entryArgs(row), row.opId],
+  }
+}
+
+/** SQL condition: the op's claim was inserted in this transaction. Bind the op id. */
+export const CLAIMED = 'EXISTS (SELECT 1 FROM ledger_entries WHERE op_id = ?)'
+
+/** Adds `delta` to an org's prepaid balance (creating the row), optionally guarded by a claim. */
+export function addPrepaid(orgId: string, delta: bigint, claimOpId?: string): Statement {
+  if (claimOpId === undefined) {
+    return statement(
+      `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?1, ?2, 0)
+       ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2`,
+      orgId, delta,
+    )
+  }
+  return statement(
+    `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) SELECT ?1, ?2, 0 WHERE ${CLAIMED.replace('?', '?3')}
+     ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2`,
+    orgId, delta, claimOpId,
+  )
+}
+
+/** Adds to an allowance period's used total. */
+export function addAllowanceUsed(orgId: string, periodStartMs: number, amount: bigint, claimOpId?: string): Statement {
+  const guard = claimOpId === undefined ? '' : ` AND ${CLAIMED.replace('?', '?4')}`
+  return statement(
+    `UPDATE allowances SET used_nanos = used_nanos + ?3 WHERE org_id = ?1 AND period_start_ms = ?2${guard}`,
+    ...[orgId, periodStartMs, amount, ...(claimOpId === undefined ? [] : [claimOpId])],
+  )
+}
+
+/** Adds to a key's spend in a cap window (creating the row). */
+export function addKeySpend(keyId: string, windowStartMs: number, amount: bigint, claimOpId?: string): Statement {
+  const guard = claimOpId === undefined ? '' : ` WHERE ${CLAIMED.replace('?', '?4')}`
+  return statement(
+    `INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) SELECT ?1, ?2, ?3, 0${guard}
+     ON CONFLICT(key_id, window_start_ms) DO UPDATE SET spent_nanos = spent_nanos + ?3`,
+    ...[keyId, windowStartMs, amount, ...(claimOpId === undefined ? [] : [claimOpId])],
+  )
+}
+
+/** Takes spent money out of a lease (never below zero: a swept lease must not fail a settlement). */
+export function drawLease(leaseId: string, amount: bigint, nowMs: number, claimOpId?: string): Statement {
+  const guard = claimOpId === undefined ? '' : ` AND ${CLAIMED.replace('?', '?4')}`
+  return statement(
+    `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - ?2), updated_at_ms = ?3 WHERE id = ?1${guard}`,
+    ...[leaseId, amount, nowMs, ...(claimOpId === undefined ? [] : [claimOpId])],
+  )
+}
+
+/** An overall cap that is used up turns its key `expired` in the same transaction. */
+export function expireExhaustedKey(keyId: string): Statement {
+  return statement(
+    `UPDATE api_keys SET status = 'expired'
+     WHERE id = ?1 AND status = 'active' AND spend_cap_period = 'overall'
+       AND spend_cap_nanos <= (SELECT spent_nanos FROM key_spend WHERE key_id = ?1 AND window_start_ms = 0)`,
+    keyId,
+  )
+}
+
+/** Heartbeat of this process (also records a new boot). */
+export function heartbeat(instanceId: string, bootId: string, nowMs: number): Statement {
+  return statement(
+    `INSERT INTO instances (instance_id, boot_id, started_at_ms, heartbeat_at_ms) VALUES (?1, ?2, ?3, ?3)
+     ON CONFLICT(instance_id) DO UPDATE SET boot_id = ?2, heartbeat_at_ms = ?3,
+       started_at_ms = CASE WHEN boot_id = ?2 THEN started_at_ms ELSE ?3 END`,
+    instanceId, bootId, nowMs,
+  )
+}

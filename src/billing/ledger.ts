@@ -1,0 +1,349 @@
+import type { SpendCapPeriod } from '../db/schema'
+import { ApiError } from '../http/errors'
+import { utcDay, utcMonth, type Clock, type Window } from '../lib/clock'
+import { newId } from '../lib/ids'
+import { formatUsd, type Nanos } from '../lib/money'
+import type { Logger } from '../observability/logger'
+import type { Principal } from '../keys/principal'
+import { LeasePools, type LeasePool } from './lease-pool'
+import { addPrepaid, claimEntry, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
+import { settleStatementsGuarded } from './settle-guarded'
+import type { LedgerWriter, SettleOp } from './ledger-writer'
+import type { Plans } from './plans'
+
+/** What a billed call is for (one entry `purpose`). */
+export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_parse'
+
+/** An in-memory hold (a pending transfer): ends exactly once, by settle or release. */
+export interface Reservation {
+  readonly id: string
+  readonly orgId: string
+  readonly keyId: string
+  readonly amount: Nanos
+  readonly purpose: Purpose
+  readonly billingKey: string | undefined
+  readonly requestId: string | undefined
+  /** @internal holds per funding source */
+  readonly holds: Holds
+  /** @internal */
+  state: 'held' | 'settling' | 'settled' | 'released'
+  /** @internal the settlement in flight, so a second settle call waits for the first */
+  settling?: Promise<void>
+}
+
+interface Holds {
+  allowance: { pool: LeasePool; amount: Nanos } | null
+  prepaid: { pool: LeasePool; amount: Nanos } | null
+  key: { pool: LeasePool; amount: Nanos; window: Window; period: SpendCapPeriod; cap: Nanos } | null
+}
+
+export type AdmitResult = { ok: true; reservation: Reservation } | { ok: false; error: ApiError }
+
+/** Where this process sits: leases are recorded against it. */
+export interface Identity {
+  readonly instanceId: string
+  readonly bootId: string
+}
+
+// A lease is topped up by at least this much so that small requests rarely wait on the database.
+const MIN_LEASE = 100_000_000n // 0.10 USD
+const LEASE_MULTIPLE = 8n
+// After a scope reported nothing free, re-ask the database no more often than this.
+const EMPTY_RECHECK_MS = 1000
+const SETTLE_TRIES = 3
+
+/**
+ * The prepaid ledger (ARCHITECTURE.md §7). Reserves are in-memory holds against leases moved
+ * out of the database by guarded ops; settlements are durable, group-committed by the one
+ * writer, and committed before the caller finishes its response.
+ */
+export class Ledger {
+  readonly pools: LeasePools
+
+  constructor(
+    private readonly writer: LedgerWriter,
+    private readonly plans: Plans,
+    private readonly clock: Clock,
+    private readonly identity: Identity,
+    private readonly logger: Logger,
+    /** Called when a settlement used up a key's overall cap (the key is now expired). */
+    private readonly onKeyExpired: (keyId: string) => void,
+  ) {
+    this.pools = new LeasePools(identity.bootId)
+  }
+
+  /**
+   * Admits a billed call: holds `estimate` against the key's cap window and the organization's
+   * allowance, then prepaid balance. A typed refusal (429 insufficient_quota, 401 for a key that
+   * stopped being active, 503 on a ledger outage) leaves the ledger unchanged.
+   */
+  async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }): Promise<AdmitResult> {
+    const { principal, estimate } = input
+    if (estimate < 0n) throw new RangeError('estimate must be non-negative')
+    const now = this.clock.now()
+    const month = utcMonth(now)
+    const allowance = this.pools.get('allowance', principal.orgId, null, month.startMs, now)
+    const prepaid = this.pools.get('prepaid', principal.orgId, null, 0, now)
+    const cap = principal.spendCap
+    const window = cap ? capWindow(cap.period, now) : null
+    const keyPool = cap ? this.pools.get('key_cap', principal.orgId, principal.keyId, window!.startMs, now) : null
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        const holds = this.tryHold(estimate, allowance, prepaid, keyPool)
+        if (holds) {
+          if (keyPool) holds.key = { pool: keyPool, amount: estimate, window: window!, period: cap!.period, cap: cap!.nanos }
+          return { ok: true, reservation: this.reservation(input, holds) }
+        }
+        if (keyPool && keyPool.free < estimate) {
+          const active = await this.grow(keyPool, estimate - keyPool.free, cap!.nanos)
+          if (!active) return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
+          if (keyPool.free < estimate) return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now) }
+        }
+        if (allowance.free + prepaid.free < estimate) {
+          if (allowance.free < estimate) await this.grow(allowance, 1n)
+          const short = estimate - allowance.free - prepaid.free
+          if (short > 0n) await this.grow(prepaid, short)
+          if (allowance.free + prepaid.free < estimate) return { ok: false, error: fundsRefusal(estimate) }
+        }
+      }
+      return { ok: false, error: fundsRefusal(estimate) }
+    } catch (error) {
+      if (error instanceof ApiError) return { ok: false, error }
+      this.logger.error('ledger admit failed', { org_id: principal.orgId, error: String(error) })
+      return { ok: false, error: new ApiError('unavailable', 'the ledger is unavailable; nothing was charged') }
+    }
+  }
+
+  /**
+   * Charges `actual` for an admitted call: allowance first (up to its hold), then prepaid; the
+   * key's cap window is charged in full. Durable before it resolves. Idempotent per reservation;
+   * a reservation with a billing key charges once across processes. If the ledger cannot commit
+   * after retries, nothing is charged and ApiError('unavailable') is thrown.
+   */
+  async settle(reservation: Reservation, actual: Nanos): Promise<void> {
+    if (reservation.state === 'settling') return reservation.settling
+    if (reservation.state !== 'held') return
+    if (actual < 0n) throw new RangeError('actual must be non-negative')
+    reservation.state = 'settling'
+    reservation.settling = this.commitSettlement(reservation, actual)
+    return reservation.settling
+  }
+
+  /** Ends a reservation with nothing charged (upstream failed, client gone before any output). */
+  release(reservation: Reservation): void {
+    if (reservation.state !== 'held') return
+    reservation.state = 'released'
+    this.unhold(reservation)
+  }
+
+  /** Books a prepaid top-up. With `reference`, a repeated top-up is applied once. */
+  async topUp(input: { orgId: string; amount: Nanos; reference?: string; note?: string }): Promise<{ applied: boolean }> {
+    if (input.amount <= 0n) throw new ApiError('invalid_request', 'a top-up must be a positive amount', 'amount')
+    const opId = newId()
+    const row: EntryRow = {
+      opId, idempotencyKey: input.reference ? `top_up:${input.reference}` : null, orgId: input.orgId, keyId: null, kind: 'top_up',
+      source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
+      note: input.note ?? null, createdAtMs: this.clock.now(),
+    }
+    return this.writer.submit({
+      kind: 'plain',
+      statements: [claimEntry(row), addPrepaid(input.orgId, input.amount, opId)],
+      interpret: results => ({ applied: results[0]!.changes === 1 }),
+    })
+  }
+
+  /** Returns a pool's whole lease to the database (idle, shutdown). */
+  async returnLease(pool: LeasePool): Promise<void> {
+    if (pool.held !== 0n || pool.growing) return
+    const amount = pool.leased
+    pool.leased = 0n
+    try {
+      await this.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
+      this.pools.drop(pool)
+    } catch (error) {
+      pool.leased += amount
+      throw error
+    }
+  }
+
+  private tryHold(estimate: Nanos, allowance: LeasePool, prepaid: LeasePool, keyPool: LeasePool | null): Holds | null {
+    if (keyPool && keyPool.free < estimate) return null
+    if (allowance.free + prepaid.free < estimate) return null
+    const fromAllowance = allowance.free >= estimate ? estimate : allowance.free > 0n ? allowance.free : 0n
+    const fromPrepaid = estimate - fromAllowance
+    const now = this.clock.now()
+    allowance.held += fromAllowance
+    prepaid.held += fromPrepaid
+    if (keyPool) keyPool.held += estimate
+    for (const pool of [allowance, prepaid, keyPool]) if (pool) pool.lastUsedMs = now
+    return {
+      allowance: fromAllowance > 0n ? { pool: allowance, amount: fromAllowance } : null,
+      prepaid: fromPrepaid > 0n ? { pool: prepaid, amount: fromPrepaid } : null,
+      key: null,
+    }
+  }
+
+  private reservation(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }, holds: Holds): Reservation {
+    return {
+      id: newId(), orgId: input.principal.orgId, keyId: input.principal.keyId, amount: input.estimate, purpose: input.purpose,
+      billingKey: input.billingKey, requestId: input.requestId, holds, state: 'held',
+    }
+  }
+
+  private unhold(reservation: Reservation): void {
+    const { allowance, prepaid, key } = reservation.holds
+    if (allowance) allowance.pool.held -= allowance.amount
+    if (prepaid) prepaid.pool.held -= prepaid.amount
+    if (key) key.pool.held -= key.amount
+  }
+
+  /**
+   * Asks the database for more lease: at least `need`, up to a few requests' worth. Returns
+   * false only when a key-cap top-up found the key no longer active.
+   */
+  private async grow(pool: LeasePool, need: Nanos, capNanos?: Nanos): Promise<boolean> {
+    if (pool.growing) {
+      await pool.growing
+      return true
+    }
+    const now = this.clock.now()
+    if (pool.emptyUntilMs > now) return true
+    let active = true
+    const target = need * LEASE_MULTIPLE > MIN_LEASE ? need * LEASE_MULTIPLE : MIN_LEASE
+    pool.growing = this.writer
+      .submit({
+        kind: 'plain',
+        statements: leaseGrant({
+          lease: pool.ref, instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need,
+          targetNanos: target, nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
+        }),
+        interpret: results => {
+          // The lease UPDATE … RETURNING is second to last; no row means nothing was granted.
+          const row = results[results.length - 2]?.rows[0]
+          return row ? BigInt(row.last_grant_nanos as bigint) : null
+        },
+      })
+      .then(grant => {
+        if (grant === null || grant === 0n) {
+          pool.emptyUntilMs = now + EMPTY_RECHECK_MS
+          if (pool.ref.scope === 'key_cap') active = false
+        } else {
+          pool.leased += grant
+        }
+      })
+      .finally(() => {
+        pool.growing = null
+      })
+    await pool.growing
+    // A refused key-cap grant is either a full window or an inactive key; tell them apart.
+    if (!active) active = !(await this.keyInactive(pool))
+    return active
+  }
+
+  private async keyInactive(pool: LeasePool): Promise<boolean> {
+    pool.emptyUntilMs = 0
+    const rows = await this.writer.submit({
+      kind: 'plain',
+      statements: [{ sql: "SELECT status FROM api_keys WHERE id = ?", args: [pool.ref.keyId] }],
+      interpret: results => results[0]!.rows,
+    })
+    const inactive = rows[0]?.status !== 'active'
+    if (inactive) this.onKeyExpired(pool.ref.keyId!)
+    else pool.emptyUntilMs = this.clock.now() + EMPTY_RECHECK_MS
+    return inactive
+  }
+
+  private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<void> {
+    const { allowance, prepaid, key } = reservation.holds
+    const now = this.clock.now()
+    const fromAllowance = allowance ? (actual < allowance.amount ? actual : allowance.amount) : 0n
+    const fromPrepaid = actual - fromAllowance
+    // Draws: what this settlement takes out of each lease. An overshoot beyond the hold uses the
+    // lease's free part, and beyond that is charged without a lease (prepaid may dip below zero).
+    const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
+    const prepaidDraw = min(fromPrepaid, (prepaid?.amount ?? 0n) + positive(prepaidPool.free))
+    const keyDraw = key ? min(actual, key.amount + positive(key.pool.free)) : 0n
+    this.unhold(reservation)
+    if (allowance) allowance.pool.leased -= fromAllowance
+    prepaidPool.leased -= prepaidDraw
+    if (key) key.pool.leased -= keyDraw
+    const undo = () => {
+      if (allowance) allowance.pool.leased += fromAllowance
+      prepaidPool.leased += prepaidDraw
+      if (key) key.pool.leased += keyDraw
+    }
+
+    const opId = newId()
+    const entry = (source: 'allowance' | 'top_up', amount: Nanos, first: boolean): EntryRow => ({
+      opId, idempotencyKey: first && reservation.billingKey ? `bill:${reservation.billingKey}` : null, orgId: reservation.orgId,
+      keyId: reservation.keyId, kind: 'settle', source, amountNanos: amount,
+      periodStartMs: source === 'allowance' ? allowance!.pool.ref.periodStartMs : null, capWindowStartMs: key ? key.window.startMs : null,
+      purpose: reservation.purpose, requestId: reservation.requestId ?? null, note: null, createdAtMs: now,
+    })
+    const entries: EntryRow[] = []
+    if (fromAllowance > 0n) entries.push(entry('allowance', fromAllowance, true))
+    if (fromPrepaid > 0n || (entries.length === 0 && reservation.billingKey)) entries.push(entry('top_up', fromPrepaid, entries.length === 0))
+    const op: SettleOp = {
+      kind: 'settle', entries, nowMs: now,
+      allowance: fromAllowance > 0n ? { periodStartMs: allowance!.pool.ref.periodStartMs, amount: fromAllowance } : null,
+      keySpend: key ? { keyId: reservation.keyId, windowStartMs: key.window.startMs, amount: actual, overallCap: key.period === 'overall' } : null,
+      leaseDraws: [
+        ...(fromAllowance > 0n ? [{ lease: allowance!.pool.ref, amount: fromAllowance }] : []),
+        ...(prepaidDraw > 0n ? [{ lease: prepaidPool.ref, amount: prepaidDraw }] : []),
+        ...(keyDraw > 0n ? [{ lease: key!.pool.ref, amount: keyDraw }] : []),
+      ],
+    }
+    if (entries.length === 0) {
+      reservation.state = 'settled' // nothing to charge and no billing key to claim
+      return
+    }
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const result = reservation.billingKey
+          ? await this.writer.submit(settleStatementsGuarded(op, opId))
+          : await this.writer.submit(op)
+        if (result.duplicate) undo() // the billing key was charged before: nothing charged now
+        reservation.state = 'settled'
+        if (result.keyExpired) this.onKeyExpired(reservation.keyId)
+        return
+      } catch (error) {
+        this.logger.warn('settlement commit failed', { attempt, request_id: reservation.requestId, error: String(error) })
+        if (attempt >= SETTLE_TRIES) {
+          undo()
+          reservation.state = 'released'
+          throw new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
+        }
+        await new Promise(resolve => setTimeout(resolve, 100 * attempt * attempt))
+      }
+    }
+  }
+}
+
+function capWindow(period: SpendCapPeriod, nowMs: number): Window {
+  if (period === 'daily') return utcDay(nowMs)
+  if (period === 'monthly') return utcMonth(nowMs)
+  return { startMs: 0, endMs: Number.MAX_SAFE_INTEGER }
+}
+
+function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number): ApiError {
+  if (period === 'overall') {
+    return new ApiError('insufficient_quota', `this key's overall spend cap of ${formatUsd(cap)} USD (${cap} nanos) is used up`)
+  }
+  const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
+  return new ApiError(
+    'insufficient_quota',
+    `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) is reached; it resets at ${new Date(window.endMs).toISOString()}`,
+    undefined,
+    { 'retry-after': String(retryAfter) },
+  )
+}
+
+function fundsRefusal(estimate: Nanos): ApiError {
+  return new ApiError(
+    'insufficient_quota',
+    `insufficient funds: the organization's plan allowance and prepaid balance cannot cover this call (estimated ${formatUsd(estimate)} USD)`,
+  )
+}
+
+const min = (a: Nanos, b: Nanos): Nanos => (a < b ? a : b)
+const positive = (a: Nanos): Nanos => (a > 0n ? a : 0n)

@@ -1,0 +1,91 @@
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../observability/logger'
+import type { Identity, Ledger } from './ledger'
+import { heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
+import type { LedgerWriter } from './ledger-writer'
+
+const HEARTBEAT_MS = 5000
+const IDLE_RETURN_MS = 10_000
+
+/**
+ * Keeps leases honest (ARCHITECTURE.md §7.5): heartbeats this instance; at boot returns the
+ * leases of this instance's earlier boots; periodically returns the leases of instances whose
+ * heartbeat went stale and this boot's idle leases. Every return is a guarded op, so racing
+ * sweepers book each lease back once.
+ */
+export class Sweeper {
+  private timer: ReturnType<typeof setInterval> | undefined
+  /** Leases returned by this sweeper, for metrics. */
+  returned = 0
+
+  constructor(
+    private readonly writer: LedgerWriter,
+    private readonly ledger: Ledger,
+    private readonly identity: Identity,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly staleAfterMs: number,
+  ) {}
+
+  /** Boot: heartbeat, reclaim earlier boots' leases, then sweep on a timer. */
+  async start(): Promise<void> {
+    await this.beat()
+    await this.returnLeases('instance_id = ? AND boot_id <> ?', [this.identity.instanceId, this.identity.bootId])
+    this.timer = setInterval(() => void this.tick().catch(error => this.logger.warn('ledger sweep failed', { error: String(error) })), HEARTBEAT_MS)
+    this.timer.unref?.()
+  }
+
+  /** One periodic pass (exposed for tests, which drive it with a fake clock). */
+  async tick(): Promise<void> {
+    await this.beat()
+    const staleBefore = this.clock.now() - this.staleAfterMs
+    await this.returnLeases(
+      `instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at_ms < ?) AND NOT (instance_id = ? AND boot_id = ?)`,
+      [staleBefore, this.identity.instanceId, this.identity.bootId],
+    )
+    for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) {
+      if (pool.leased > 0n) await this.ledger.returnLease(pool)
+    }
+  }
+
+  /** Shutdown: stop the timer and hand every lease of this boot back. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer)
+    for (const pool of this.ledger.pools.all()) if (pool.held === 0n) await this.ledger.returnLease(pool)
+    await this.writer.drain()
+  }
+
+  private async beat(): Promise<void> {
+    const { instanceId, bootId } = this.identity
+    const ours = await this.writer.submit({
+      kind: 'plain',
+      statements: [heartbeat(instanceId, bootId, this.clock.now()), { sql: 'SELECT id FROM leases WHERE boot_id = ?', args: [bootId] }],
+      interpret: results => new Set(results[1]!.rows.map(row => String(row.id))),
+    })
+    // A lease row that vanished was swept by another instance (this one looked dead): stop
+    // spending against it.
+    for (const pool of this.ledger.pools.all()) {
+      if (pool.leased > 0n && !ours.has(pool.ref.id)) {
+        this.logger.warn('lease was returned by another instance; dropping it', { lease: pool.ref.id })
+        pool.leased = 0n
+      }
+    }
+  }
+
+  private async returnLeases(where: string, args: Array<string | number>): Promise<void> {
+    const rows = await this.writer.submit({
+      kind: 'plain',
+      statements: [{ sql: `SELECT id, scope, org_id, key_id, period_start_ms FROM leases WHERE ${where}`, args }],
+      interpret: results => results[0]!.rows,
+    })
+    for (const row of rows) {
+      const lease: LeaseRef = {
+        id: String(row.id), scope: row.scope as LeaseRef['scope'], orgId: String(row.org_id),
+        keyId: row.key_id === null ? null : String(row.key_id), periodStartMs: Number(row.period_start_ms),
+      }
+      await this.writer.submit({ kind: 'plain', statements: leaseReturn(lease), interpret: () => undefined })
+      this.returned += 1
+    }
+    if (rows.length > 0) this.logger.info('returned leases', { count: rows.length })
+  }
+}

@@ -1,0 +1,86 @@
+import type { Client } from '@libsql/client'
+
+/**
+ * Checks the ledger invariants (ARCHITECTURE.md §7.6, SECURITY-NOTES.md §3) and returns one
+ * line per violation; empty means consistent. Backs `svc ledger verify` and the tests.
+ */
+export async function verifyLedger(client: Client, options: { nowMs: number; staleAfterMs: number }): Promise<string[]> {
+  const checks: Array<{ sql: string; args?: Array<string | number>; describe(row: Record<string, unknown>): string }> = [
+    {
+      // 1. Prepaid running totals equal the entries.
+      sql: `SELECT o.id AS org, COALESCE(b.prepaid_nanos, 0) AS running,
+                   COALESCE((SELECT SUM(CASE WHEN kind = 'settle' THEN -amount_nanos ELSE amount_nanos END)
+                             FROM ledger_entries e WHERE e.org_id = o.id AND e.source = 'top_up'), 0) AS derived
+            FROM orgs o LEFT JOIN balances b ON b.org_id = o.id WHERE running <> derived`,
+      describe: row => `org ${row.org}: balances.prepaid_nanos ${row.running} != ledger entries ${row.derived}`,
+    },
+    {
+      sql: `SELECT a.org_id AS org, a.period_start_ms AS period, a.used_nanos AS running,
+                   COALESCE((SELECT SUM(amount_nanos) FROM ledger_entries e WHERE e.org_id = a.org_id AND e.source = 'allowance'
+                             AND e.period_start_ms = a.period_start_ms), 0) AS derived
+            FROM allowances a WHERE running <> derived`,
+      describe: row => `org ${row.org} period ${row.period}: allowances.used_nanos ${row.running} != ledger entries ${row.derived}`,
+    },
+    {
+      sql: `SELECT org_id AS org, period_start_ms AS period FROM ledger_entries e WHERE source = 'allowance'
+            AND NOT EXISTS (SELECT 1 FROM allowances a WHERE a.org_id = e.org_id AND a.period_start_ms = e.period_start_ms) GROUP BY 1, 2`,
+      describe: row => `org ${row.org}: allowance entries for period ${row.period} have no allowances row`,
+    },
+    {
+      // 2. Leased totals equal the open leases.
+      sql: `SELECT org_id AS org, prepaid_leased_nanos AS running,
+                   COALESCE((SELECT SUM(amount_nanos) FROM leases l WHERE l.org_id = b.org_id AND l.scope = 'prepaid'), 0) AS derived
+            FROM balances b WHERE running <> derived`,
+      describe: row => `org ${row.org}: balances.prepaid_leased_nanos ${row.running} != open leases ${row.derived}`,
+    },
+    {
+      sql: `SELECT org_id AS org, period_start_ms AS period, leased_nanos AS running,
+                   COALESCE((SELECT SUM(amount_nanos) FROM leases l WHERE l.org_id = a.org_id AND l.scope = 'allowance'
+                             AND l.period_start_ms = a.period_start_ms), 0) AS derived
+            FROM allowances a WHERE running <> derived`,
+      describe: row => `org ${row.org} period ${row.period}: allowances.leased_nanos ${row.running} != open leases ${row.derived}`,
+    },
+    {
+      sql: `SELECT key_id AS key, window_start_ms AS window, leased_nanos AS running,
+                   COALESCE((SELECT SUM(amount_nanos) FROM leases l WHERE l.key_id = k.key_id AND l.scope = 'key_cap'
+                             AND l.period_start_ms = k.window_start_ms), 0) AS derived
+            FROM key_spend k WHERE running <> derived`,
+      describe: row => `key ${row.key} window ${row.window}: key_spend.leased_nanos ${row.running} != open leases ${row.derived}`,
+    },
+    {
+      sql: `SELECT id FROM leases WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.instance_id = leases.instance_id
+              AND i.boot_id = leases.boot_id AND i.heartbeat_at_ms >= ?)`,
+      args: [options.nowMs - options.staleAfterMs],
+      describe: row => `lease ${row.id} belongs to a dead boot or a stale instance and should have been returned`,
+    },
+    {
+      // 3. Key spend equals its settled charges.
+      sql: `SELECT key_id AS key, window_start_ms AS window, spent_nanos AS running,
+                   COALESCE((SELECT SUM(amount_nanos) FROM ledger_entries e WHERE e.kind = 'settle' AND e.key_id = k.key_id
+                             AND e.cap_window_start_ms = k.window_start_ms), 0) AS derived
+            FROM key_spend k WHERE running <> derived`,
+      describe: row => `key ${row.key} window ${row.window}: key_spend.spent_nanos ${row.running} != settled charges ${row.derived}`,
+    },
+    {
+      // 4. No active key with an exhausted overall cap.
+      sql: `SELECT id FROM api_keys k WHERE status = 'active' AND spend_cap_period = 'overall'
+              AND spend_cap_nanos <= COALESCE((SELECT spent_nanos FROM key_spend s WHERE s.key_id = k.id AND s.window_start_ms = 0), 0)`,
+      describe: row => `key ${row.id} has used up its overall cap but is still active`,
+    },
+    {
+      sql: `SELECT 'negative' AS what, id FROM leases WHERE amount_nanos < 0
+            UNION ALL SELECT 'over-leased', org_id FROM balances WHERE prepaid_leased_nanos < 0
+            UNION ALL SELECT 'over-leased', org_id FROM allowances WHERE leased_nanos < 0 OR used_nanos + leased_nanos > granted_nanos + used_nanos`,
+      describe: row => `${row.what} lease total on ${row.id}`,
+    },
+    {
+      // 5. The append-only triggers and the idempotency index exist.
+      sql: `SELECT name FROM (SELECT 'ledger_entries_no_update' AS name UNION ALL SELECT 'ledger_entries_no_delete'
+              UNION ALL SELECT 'ledger_entries_idempotency_key_unique') expected
+            WHERE name NOT IN (SELECT name FROM sqlite_master WHERE type IN ('trigger', 'index'))`,
+      describe: row => `missing ${row.name}`,
+    },
+  ]
+  const results = await client.batch(checks.map(check => ({ sql: check.sql, args: check.args ?? [] })), 'read')
+  return results.flatMap((result, index) => result.rows.map(row => checks[index]!.describe(row as Record<string, unknown>)))
+}
