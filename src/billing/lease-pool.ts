@@ -12,6 +12,8 @@ export class LeasePool {
   lastUsedMs: number
   /** A top-up op in flight; concurrent reservations wait for it instead of asking again. */
   growing: Promise<void> | null = null
+  /** Sum of the estimates of admissions waiting on this pool: sizes the next top-up. */
+  wanted = 0n
   /** While set (epoch ms), the scope had nothing free: skip asking the database until then. */
   emptyUntilMs = 0
 

@@ -51,6 +51,7 @@ const LEASE_MULTIPLE = 8n
 // After a scope reported nothing free, re-ask the database no more often than this.
 const EMPTY_RECHECK_MS = 1000
 const SETTLE_TRIES = 3
+const MAX_ADMIT_ROUNDS = 64
 
 /**
  * The prepaid ledger (ARCHITECTURE.md §7). Reserves are in-memory holds against leases moved
@@ -88,23 +89,26 @@ export class Ledger {
     const window = cap ? capWindow(cap.period, now) : null
     const keyPool = cap ? this.pools.get('key_cap', principal.orgId, principal.keyId, window!.startMs, now) : null
     try {
-      for (let round = 0; round < 3; round += 1) {
+      // Each round either holds, or grows a short lease (or waits for a growth already in
+      // flight) and looks again; a scope the database reports empty ends it with a refusal.
+      for (let round = 0; round < MAX_ADMIT_ROUNDS; round += 1) {
         const holds = this.tryHold(estimate, allowance, prepaid, keyPool)
         if (holds) {
           if (keyPool) holds.key = { pool: keyPool, amount: estimate, window: window!, period: cap!.period, cap: cap!.nanos }
           return { ok: true, reservation: this.reservation(input, holds) }
         }
         if (keyPool && keyPool.free < estimate) {
-          const active = await this.grow(keyPool, estimate - keyPool.free, cap!.nanos)
-          if (!active) return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (keyPool.free < estimate) return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now) }
+          const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
+          if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
+          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now) }
+          continue
         }
-        if (allowance.free + prepaid.free < estimate) {
-          if (allowance.free < estimate) await this.grow(allowance, 1n)
-          const short = estimate - allowance.free - prepaid.free
-          if (short > 0n) await this.grow(prepaid, short)
-          if (allowance.free + prepaid.free < estimate) return { ok: false, error: fundsRefusal(estimate) }
+        if (allowance.free < estimate) {
+          const outcome = await this.grow(allowance, 1n, estimate)
+          if (outcome !== 'empty') continue
         }
+        const short = estimate - positive(allowance.free) - positive(prepaid.free)
+        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate) }
       }
       return { ok: false, error: fundsRefusal(estimate) }
     } catch (error) {
@@ -198,46 +202,53 @@ export class Ledger {
   }
 
   /**
-   * Asks the database for more lease: at least `need`, up to a few requests' worth. Returns
-   * false only when a key-cap top-up found the key no longer active.
+   * Asks the database for more lease: at least `need`, up to a few requests' worth of the
+   * demand waiting on this pool. Concurrent callers wait for the growth already in flight
+   * ('waited') and look again. 'empty': nothing was free; 'inactive': a key-cap growth found
+   * the key no longer active.
    */
-  private async grow(pool: LeasePool, need: Nanos, capNanos?: Nanos): Promise<boolean> {
-    if (pool.growing) {
-      await pool.growing
-      return true
-    }
-    const now = this.clock.now()
-    if (pool.emptyUntilMs > now) return true
-    let active = true
-    const target = need * LEASE_MULTIPLE > MIN_LEASE ? need * LEASE_MULTIPLE : MIN_LEASE
-    pool.growing = this.writer
-      .submit({
-        kind: 'plain',
-        statements: leaseGrant({
-          lease: pool.ref, instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need,
-          targetNanos: target, nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
-        }),
-        interpret: results => {
+  private async grow(pool: LeasePool, need: Nanos, estimate: Nanos, capNanos?: Nanos): Promise<'granted' | 'waited' | 'empty' | 'inactive'> {
+    pool.wanted += estimate
+    try {
+      if (pool.growing) {
+        await pool.growing
+        return 'waited'
+      }
+      const now = this.clock.now()
+      if (pool.emptyUntilMs > now) return 'empty'
+      let target = need * LEASE_MULTIPLE
+      if (pool.wanted * 2n > target) target = pool.wanted * 2n
+      if (MIN_LEASE > target) target = MIN_LEASE
+      let grant: Nanos | null = null
+      pool.growing = this.writer
+        .submit({
+          kind: 'plain',
+          statements: leaseGrant({
+            lease: pool.ref, instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need, targetNanos: target,
+            nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
+          }),
           // The lease UPDATE … RETURNING is second to last; no row means nothing was granted.
-          const row = results[results.length - 2]?.rows[0]
-          return row ? BigInt(row.last_grant_nanos as bigint) : null
-        },
-      })
-      .then(grant => {
-        if (grant === null || grant === 0n) {
-          pool.emptyUntilMs = now + EMPTY_RECHECK_MS
-          if (pool.ref.scope === 'key_cap') active = false
-        } else {
-          pool.leased += grant
-        }
-      })
-      .finally(() => {
-        pool.growing = null
-      })
-    await pool.growing
-    // A refused key-cap grant is either a full window or an inactive key; tell them apart.
-    if (!active) active = !(await this.keyInactive(pool))
-    return active
+          interpret: results => {
+            const row = results[results.length - 2]?.rows[0]
+            return row ? BigInt(row.last_grant_nanos as bigint) : null
+          },
+        })
+        .then(granted => {
+          grant = granted
+          if (granted !== null && granted > 0n) pool.leased += granted
+          else pool.emptyUntilMs = now + EMPTY_RECHECK_MS
+        })
+        .finally(() => {
+          pool.growing = null
+        })
+      await pool.growing
+      if (grant !== null && grant > 0n) return 'granted'
+      // A refused key-cap grant is either a full window or an inactive key; tell them apart.
+      if (pool.ref.scope === 'key_cap' && (await this.keyInactive(pool))) return 'inactive'
+      return 'empty'
+    } finally {
+      pool.wanted -= estimate
+    }
   }
 
   private async keyInactive(pool: LeasePool): Promise<boolean> {

@@ -35,6 +35,7 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
   const database = await openDatabase(':memory:')
   await migrateDatabase(database)
   const deps = await createDeps(config ?? loadConfig(env), { clock, database, logger: silentLogger })
+  await deps.sweeper.start()
   const app = createApp(deps)
 
   const request: TestApp['request'] = (method, path, options = {}) => {
