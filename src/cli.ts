@@ -8,7 +8,8 @@ import { serve } from './main'
 import { createLogger } from './observability/logger'
 import { UsageError, type CliIo } from './operator/io'
 import { keysCreate, keysList, keysRevoke } from './operator/keys'
-import { orgsCreate } from './operator/orgs'
+import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
+import { orgsCreate, orgsShow } from './operator/orgs'
 import { usersAdd, usersSetRole } from './operator/users'
 
 const USAGE = `svc — self-hostable LLM inference gateway
@@ -17,8 +18,13 @@ Usage: svc [command] [options]
 
   serve                         apply migrations, bootstrap an empty database, listen on PORT (default)
   migrate                       apply pending migrations and exit
-  orgs create --name N [--owner EMAIL] [--plan P]
+  orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X]
                                 create an organization, its owner and an admin key (printed once)
+  orgs show ORG                 plan, balance and allowance left
+  credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF]
+                                book a prepaid top-up (a repeated --reference is applied once)
+  plans set --org ORG --plan P  switch plan (an upgrade raises this month's allowance at once)
+  ledger verify                 check every ledger invariant; exit 1 naming each violation
   users add --org ORG --email E --role owner|admin|member
   users set-role --org ORG --user USER_ID --role owner|admin|member
   keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
@@ -33,6 +39,10 @@ type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 
 const COMMANDS: Record<string, Command> = {
   'orgs create': orgsCreate,
+  'orgs show': orgsShow,
+  credit,
+  'plans set': plansSet,
+  'ledger verify': ledgerVerify,
   'users add': usersAdd,
   'users set-role': usersSetRole,
   'keys create': keysCreate,
@@ -58,7 +68,10 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     return 1
   }
   const pair = `${first} ${second ?? ''}`.trim()
-  const command = COMMANDS[pair]
+  // One-word commands (credit) take their options from the second word on.
+  const single = COMMANDS[first]
+  const command = single ?? COMMANDS[pair]
+  const rest = argv.slice(single ? 1 : 2)
   if (first === 'serve' && argv.length <= 1) {
     await serve(config)
     return 0
@@ -68,7 +81,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2
   }
-  return withDeps(config, io, deps => command(deps, argv.slice(2), io))
+  return withDeps(config, io, deps => command(deps, rest, io))
 }
 
 /** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */
@@ -80,6 +93,7 @@ async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<v
     await fn(deps)
     return 0
   } catch (error) {
+    if (error instanceof LedgerViolation) return 1
     if (error instanceof UsageError) {
       io.err(`usage error: ${error.message}\n\n${USAGE}`)
       return 2

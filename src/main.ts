@@ -12,6 +12,7 @@ import { bootstrapIfEmpty } from './orgs/bootstrap'
 export async function serve(config: Config, print: (line: string) => void = line => console.log(line)): Promise<void> {
   const deps = await createDeps(config)
   await migrateDatabase(deps.database)
+  await deps.sweeper.start()
   const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
   const app = createApp(deps).listen({
     port: config.port,
@@ -36,10 +37,9 @@ export async function serve(config: Config, print: (line: string) => void = line
 }
 
 function announceBootstrap(secret: string, orgId: string, port: number, print: (line: string) => void): void {
-  print('Created the default organization and its admin API key (shown once; store it now):')
-  print(`  organization: ${orgId}`)
-  print(`  admin key:    ${secret}`)
-  print(`Try it: curl -s http://localhost:${port}/api/v1/api-keys -H "Authorization: Bearer ${secret}"`)
+  // The key appears once, inside a command that can be pasted as is.
+  print(`Created organization ${orgId} and its admin API key, shown only this once. Try it:`)
+  print(`  curl -s http://localhost:${port}/api/v1/billing/balance -H "Authorization: Bearer ${secret}"`)
 }
 
 /** Drops credentials from a database URL before logging it. */

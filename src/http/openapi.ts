@@ -12,6 +12,11 @@ const ASSET_CACHE = 'public, max-age=86400'
  */
 export function openapiDocs(version: string) {
   return new Elysia()
+    // Swagger UI loads the spec by the relative URL "openapi.json", which from /docs/ would be
+    // /docs/openapi.json: send the trailing-slash form to /docs.
+    .onRequest(({ request }) => {
+      if (request.url.endsWith('/docs/')) return Response.redirect(new URL('/docs', request.url).href, 308)
+    })
     .get(
       '/docs-assets/swagger-ui-bundle.js',
       () => new Response(Bun.file(swaggerBundle), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': ASSET_CACHE } }),

@@ -1,15 +1,50 @@
 import type { Deps } from '../deps'
-import { parseOptions, report, type CliIo } from './io'
+import { formatNanos, formatUsd, parseUsd } from '../lib/money'
+import { parseOptions, report, UsageError, type CliIo } from './io'
 
-/** `svc orgs create --name N [--owner EMAIL] [--plan P] [--json]`: an org, its owner and an admin key. */
+/** `svc orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X] [--json]`: an org, its owner and an admin key. */
 export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values } = parseOptions(args, { name: { type: 'string' }, owner: { type: 'string' }, plan: { type: 'string' } }, ['name'])
+  const { values } = parseOptions(
+    args,
+    { name: { type: 'string' }, owner: { type: 'string' }, plan: { type: 'string' }, 'credit-usd': { type: 'string' } },
+    ['name'],
+  )
+  const creditNanos = values['credit-usd'] === undefined ? 0n : parseUsd(values['credit-usd'])
+  if (creditNanos === null) throw new UsageError('--credit-usd must be a decimal with at most 9 decimals, e.g. 25 or 0.50')
   const { org, ownerUserId } = await deps.orgs.createOrg({ name: values.name!, planId: values.plan ?? deps.config.defaultPlanId, ownerEmail: values.owner })
   const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-  report(io, values.json, { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret }, [
+  if (creditNanos > 0n) await deps.ledger.topUp({ orgId: org.id, amount: creditNanos, reference: `orgs-create:${org.id}`, note: 'initial credit' })
+  report(io, values.json, { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret, credit_nanos: formatNanos(creditNanos) }, [
     `organization: ${org.id} (${org.name}, plan ${org.planId})`,
     `owner user:   ${ownerUserId}`,
     `admin key:    ${secret}`,
     'The key is shown only once; store it now.',
   ])
+}
+
+/** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
+export async function orgsShow(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values, positionals } = parseOptions(args, {}, [], 1)
+  const org = await deps.orgs.requireOrg(positionals[0]!)
+  const balance = await deps.balance(org.id)
+  const plan = deps.plans.get(org.planId)
+  const keys = await deps.keys.list(org.id)
+  const active = keys.filter(key => key.status === 'active').length
+  report(
+    io,
+    values.json,
+    {
+      org_id: org.id, name: org.name, plan: org.planId, fusion: plan?.fusion ?? false,
+      available_nanos: formatNanos(balance.availableNanos), prepaid_nanos: formatNanos(balance.prepaidNanos),
+      allowance_left_nanos: formatNanos(balance.allowanceLeftNanos), active_keys: active, keys: keys.length,
+    },
+    [
+      `organization ${org.id} (${org.name})`,
+      `plan:           ${org.planId}${plan?.fusion ? ' (Fusion)' : ''}`,
+      `available:      ${formatUsd(balance.availableNanos)} USD`,
+      `prepaid:        ${formatUsd(balance.prepaidNanos)} USD`,
+      `allowance left: ${formatUsd(balance.allowanceLeftNanos)} USD this month`,
+      `keys:           ${active} active of ${keys.length}`,
+    ],
+  )
 }

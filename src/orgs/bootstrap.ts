@@ -11,7 +11,7 @@ export interface BootstrapResult {
 
 /**
  * First boot on an empty database: one guarded write batch creates the default organization,
- * its owner and an admin key. Every statement is conditioned on "no organization existed
+ * its owner and an admin key; then the configured starting credit is booked. Every statement is conditioned on "no organization existed
  * before this batch", so racing instances create them once; the loser gets null.
  */
 export async function bootstrapIfEmpty(deps: Deps): Promise<BootstrapResult | null> {
@@ -46,6 +46,9 @@ export async function bootstrapIfEmpty(deps: Deps): Promise<BootstrapResult | nu
     'write',
   )
   if (results[0]?.rowsAffected !== 1) return null
+  // The starting credit goes through the ledger writer; its reference makes a retry harmless.
+  const credit = config.ledger.bootstrapCreditNanos
+  if (credit > 0n) await deps.ledger.topUp({ orgId, amount: credit, reference: `bootstrap:${orgId}`, note: 'first-boot credit' })
   const owner = await database.client.execute({ sql: 'SELECT id FROM users WHERE email = ?', args: [email] })
   return { orgId, ownerUserId: String(owner.rows[0]?.id ?? ownerUserId), keyId, secret }
 }

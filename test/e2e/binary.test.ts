@@ -85,7 +85,7 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
     })
     console.log(`dist/svc: ${(Bun.file(binary).size / 1e6).toFixed(1)} MB, first 200 after ${Math.round(performance.now() - started)} ms (fresh database)`)
     // The key is printed right after listen; the pipe may deliver it a moment after /healthz answers.
-    adminKey = await poll('the bootstrap admin key on stdout', 200, 10, () => /admin key:\s+(z_sk_\S+)/.exec(stdout.text)?.[1]).catch(error => {
+    adminKey = await poll('the bootstrap admin key on stdout', 200, 10, () => /Bearer (z_sk_[0-9A-Za-z]+)/.exec(stdout.text)?.[1]).catch(error => {
       throw new Error(`${error.message}\nstdout:\n${stdout.text}\nstderr:\n${stderr.text}`)
     })
   }, 180_000)

@@ -38,6 +38,10 @@ describe('OpenAPI description and docs', () => {
     expect(bundle.headers.get('content-type')).toContain('javascript')
     expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(500_000)
     expect((await t.request('GET', '/docs-assets/swagger-ui.css')).status).toBe(200)
+    // From /docs/ the page's relative spec URL would miss: it redirects to /docs.
+    const slash = await t.request('GET', '/docs/')
+    expect(slash.status).toBe(308)
+    expect(new URL(slash.headers.get('location')!).pathname).toBe('/docs')
     await t.close()
   })
 })

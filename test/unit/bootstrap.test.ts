@@ -16,6 +16,9 @@ describe('first-boot bootstrap', () => {
     expect((await json(response)).keys).toEqual([expect.objectContaining({ id: boot!.keyId, admin: true, name: 'bootstrap admin' })])
     expect(await bootstrapIfEmpty(t.deps)).toBeNull()
     expect(await t.deps.orgs.countOrgs()).toBe(1)
+    // The configured starting credit (5 USD by default) is booked as a top-up, once.
+    const balance = await t.request('GET', '/api/v1/billing/balance', { key: boot!.secret })
+    expect(await json(balance)).toMatchObject({ top_up_projection_state: 'available', top_up_remaining_nanos: '5000000000', top_up_spent_nanos: '0' })
     await t.close()
   })
 

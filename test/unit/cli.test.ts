@@ -147,3 +147,60 @@ describe('svc CLI', () => {
     expect(result.out).toContain('keys create')
   })
 })
+
+describe('svc CLI: billing', () => {
+  test('credit, orgs show, plans set and ledger verify', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme', '--plan', 'payg', '--credit-usd', '1.5')
+    expect(org.credit_nanos).toBe('1500000000')
+    const credited = await cliJson('credit', '--org', org.org_id, '--usd', '0.25', '--reference', 'inv-1', '--note', 'invoice 1')
+    expect(credited).toMatchObject({ applied: true, amount_nanos: '250000000', available_nanos: '1750000000' })
+    // The same reference again changes nothing.
+    expect(await cliJson('credit', '--org', org.org_id, '--nanos', '250000000', '--reference', 'inv-1')).toMatchObject({ applied: false, available_nanos: '1750000000' })
+
+    const shown = await cliJson('orgs', 'show', org.org_id)
+    expect(shown).toMatchObject({ plan: 'payg', fusion: false, prepaid_nanos: '1750000000', allowance_left_nanos: '0', active_keys: 1 })
+
+    await cliJson('plans', 'set', '--org', org.org_id, '--plan', 'pro')
+    const upgraded = await cliJson('orgs', 'show', org.org_id)
+    // An upgrade raises this month's allowance at once: 20 USD on top of the prepaid balance.
+    expect(upgraded).toMatchObject({ plan: 'pro', fusion: true, allowance_left_nanos: '20000000000', available_nanos: '21750000000' })
+    await cliJson('plans', 'set', '--org', org.org_id, '--plan', 'payg')
+    // A downgrade keeps this month's allowance.
+    expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ plan: 'payg', allowance_left_nanos: '20000000000' })
+
+    expect(await cliJson('ledger', 'verify')).toEqual({ ok: true, violations: [] })
+    const human = await cli('orgs', 'show', org.org_id)
+    expect(human.out).toContain('available:      21.750000000 USD')
+  })
+
+  test('ledger verify exits 1 naming each violation', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme', '--credit-usd', '1')
+    const deps = await createDeps(loadConfig(env), { logger: silentLogger })
+    await deps.database.client.execute({ sql: 'UPDATE balances SET prepaid_nanos = prepaid_nanos + 1 WHERE org_id = ?', args: [org.org_id] })
+    await deps.close()
+    const result = await cli('ledger', 'verify')
+    expect(result.code).toBe(1)
+    expect(result.out).toContain(`org ${org.org_id}: balances.prepaid_nanos 1000000001 != ledger entries 1000000000`)
+  })
+
+  test('bad billing arguments are usage errors', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    const cases: Array<[string[], string]> = [
+      [['credit', '--org', org.org_id], 'exactly one of --usd and --nanos'],
+      [['credit', '--org', org.org_id, '--usd', '1', '--nanos', '5'], 'exactly one of --usd and --nanos'],
+      [['credit', '--org', org.org_id, '--usd', '1.0000000001'], 'at most 9 decimals'],
+      [['credit', '--org', org.org_id, '--usd', '-3'], "'--usd'"],
+      [['credit', '--org', org.org_id, '--nanos', '0'], '--nanos must be a positive integer'],
+      [['plans', 'set', '--org', org.org_id, '--plan', 'gold'], '--plan must be one of'],
+      [['orgs', 'create', '--name', 'x', '--credit-usd', 'lots'], '--credit-usd'],
+    ]
+    for (const [argv, message] of cases) {
+      const result = await cli(...argv)
+      expect(result.code).toBe(2)
+      expect(result.err).toContain(message)
+    }
+    const missing = await cli('credit', '--org', 'nope', '--usd', '1')
+    expect(missing.code).toBe(1)
+    expect(missing.err).toContain('no organization nope')
+  })
+})

@@ -1,0 +1,49 @@
+import { switchPlan } from '../billing/plan-switch'
+import { verifyLedger } from '../billing/verify'
+import type { Deps } from '../deps'
+import { formatNanos, formatUsd, parseNanos, parseUsd } from '../lib/money'
+import { parseOptions, report, UsageError, type CliIo } from './io'
+
+/** `svc credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF] [--json]`: a prepaid top-up. */
+export async function credit(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(
+    args,
+    { org: { type: 'string' }, usd: { type: 'string' }, nanos: { type: 'string' }, note: { type: 'string' }, reference: { type: 'string' } },
+    ['org'],
+  )
+  if ((values.usd === undefined) === (values.nanos === undefined)) throw new UsageError('give exactly one of --usd and --nanos')
+  const amount = values.usd !== undefined ? parseUsd(values.usd) : parseNanos(values.nanos!)
+  if (amount === null || amount <= 0n) {
+    throw new UsageError(values.usd !== undefined ? '--usd must be a positive decimal with at most 9 decimals, e.g. 25 or 0.50' : '--nanos must be a positive integer')
+  }
+  await deps.orgs.requireOrg(values.org!)
+  const { applied } = await deps.ledger.topUp({ orgId: values.org!, amount, note: values.note, reference: values.reference })
+  const balance = await deps.balance(values.org!)
+  report(io, values.json, { org_id: values.org, amount_nanos: formatNanos(amount), applied, available_nanos: formatNanos(balance.availableNanos) }, [
+    applied ? `credited ${formatUsd(amount)} USD to ${values.org}` : `reference ${values.reference} was already credited; nothing changed`,
+    `available: ${formatUsd(balance.availableNanos)} USD`,
+  ])
+}
+
+/** `svc plans set --org ORG --plan P [--json]` */
+export async function plansSet(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(args, { org: { type: 'string' }, plan: { type: 'string' } }, ['org', 'plan'])
+  if (!deps.config.plans.has(values.plan!)) throw new UsageError(`--plan must be one of ${[...deps.config.plans.keys()].join(', ')}`)
+  await switchPlan(deps.writer, deps.plans, deps.clock, values.org!, values.plan!)
+  report(io, values.json, { org_id: values.org, plan: values.plan }, [`${values.org} is now on plan ${values.plan}`])
+}
+
+/** `svc ledger verify [--json]`: exit 1 with one line per violated invariant. */
+export async function ledgerVerify(deps: Deps, args: string[], io: CliIo): Promise<void> {
+  const { values } = parseOptions(args, {})
+  const violations = await verifyLedger(deps.database.client, { nowMs: deps.clock.now(), staleAfterMs: deps.config.ledger.instanceStaleAfterMs })
+  report(io, values.json, { ok: violations.length === 0, violations }, violations.length === 0 ? ['ledger ok: every invariant holds'] : violations)
+  if (violations.length > 0) throw new LedgerViolation(violations.length)
+}
+
+/** Signals exit code 1 after the violations were already printed. */
+export class LedgerViolation extends Error {
+  constructor(count: number) {
+    super(`${count} ledger invariant violation(s)`)
+  }
+}
