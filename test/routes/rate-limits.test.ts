@@ -1,13 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { Elysia } from 'elysia'
-import { requestContext } from '../../src/http/request-context'
-import { Limits } from '../../src/limits/admission'
-import { rateLimitRoutes } from '../../src/limits/routes'
-import { silentLogger } from '../../src/observability/logger'
 import { buildTestApp, json, type TestApp } from '../support/harness'
 
-// The lead wires rateLimitRoutes into app.ts; until then this file builds its own app around
-// the harness's deps (the auth suite entry belongs in test/routes/auth.test.ts once wired).
 
 let current: TestApp | undefined
 afterEach(async () => {
@@ -18,15 +11,9 @@ afterEach(async () => {
 async function setup() {
   const t = await buildTestApp()
   current = t
-  const limits = new Limits(t.deps.config.limits, t.clock)
-  const app = new Elysia({ normalize: false }).use(requestContext(silentLogger)).use(rateLimitRoutes(t.deps.keys, limits))
-  const get = (key?: string, headers: Record<string, string> = {}) =>
-    app.handle(
-      new Request('http://localhost/api/v1/rate-limits', {
-        headers: key === undefined ? headers : { authorization: `Bearer ${key}`, ...headers },
-      }),
-    )
-  return { t, limits, app, get }
+  const limits = t.deps.limits
+  const get = (key?: string, headers: Record<string, string> = {}) => t.request('GET', '/api/v1/rate-limits', { key, headers })
+  return { t, limits, app: t.app, get }
 }
 
 describe('GET /api/v1/rate-limits happy', () => {
