@@ -3,6 +3,7 @@ import { createExecutor, type BatchExecutor } from './billing/executor'
 import { loadIdentity } from './billing/identity'
 import { Ledger, type Identity } from './billing/ledger'
 import { LedgerWriter } from './billing/ledger-writer'
+import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
 import type { Config } from './config/config'
@@ -27,6 +28,8 @@ export interface Deps {
   readonly ledger: Ledger
   readonly sweeper: Sweeper
   readonly limits: Limits
+  /** Admission for billed calls: concurrency slot + ledger hold, ended exactly once. */
+  readonly metering: Metering
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -56,8 +59,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const limits = new Limits(config.limits, clock)
+  const metering = new Metering(ledger, limits)
   return {
-    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits,
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering,
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

@@ -1,0 +1,72 @@
+import type { Principal } from '../keys/principal'
+import type { Nanos } from '../lib/money'
+import type { Limits } from '../limits/admission'
+import type { Ledger, Purpose, Reservation } from './ledger'
+
+/**
+ * One admitted billed call: a ledger hold, plus an inference concurrency slot for inference
+ * calls. It ends exactly once: `settle` charges, `release` charges nothing; either frees the
+ * slot, and calling either again does nothing. Billed routes end it in a `finally` (or a
+ * stream's cancel), so success, error and client disconnect all free the slot.
+ */
+export class MeteredCall {
+  private ended = false
+
+  constructor(
+    private readonly ledger: Ledger,
+    readonly reservation: Reservation,
+    private readonly freeSlot: () => void,
+  ) {}
+
+  /** Charges `actual` (committed before this resolves), then frees the slot. */
+  async settle(actual: Nanos): Promise<void> {
+    if (this.ended) return
+    this.ended = true
+    try {
+      await this.ledger.settle(this.reservation, actual)
+    } finally {
+      this.freeSlot()
+    }
+  }
+
+  /** Ends the call with nothing charged. */
+  release(): void {
+    if (this.ended) return
+    this.ended = true
+    this.ledger.release(this.reservation)
+    this.freeSlot()
+  }
+
+  get done(): boolean {
+    return this.ended
+  }
+}
+
+/** The metering API billed routes call: admit → MeteredCall (settle | release), or a typed refusal thrown as ApiError. */
+export class Metering {
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly limits: Limits,
+  ) {}
+
+  /**
+   * Admits a billed call. Inference calls take an org concurrency slot first (429
+   * rate_limited when full); then the ledger holds `estimate` (429 insufficient_quota, 401,
+   * 503). A refusal frees the slot and leaves the ledger unchanged.
+   */
+  async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string }): Promise<MeteredCall> {
+    const freeSlot = input.inference ? this.limits.acquireInferenceSlot(input.principal.orgId) : () => {}
+    let admitted
+    try {
+      admitted = await this.ledger.admit(input)
+    } catch (error) {
+      freeSlot()
+      throw error
+    }
+    if (!admitted.ok) {
+      freeSlot()
+      throw admitted.error
+    }
+    return new MeteredCall(this.ledger, admitted.reservation, freeSlot)
+  }
+}
