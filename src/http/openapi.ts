@@ -48,6 +48,8 @@ export function openapiDocs(version: string) {
           },
           tags: [
             { name: 'API keys', description: 'Organization keys (admin credentials)' },
+            { name: 'Billing', description: 'Prepaid balance in integer USD nanos (admin credentials)' },
+            { name: 'Rate limits', description: 'Non-consuming snapshots of the caller’s request windows' },
             { name: 'Health', description: 'Probes' },
           ],
           components: {
