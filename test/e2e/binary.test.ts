@@ -3,6 +3,7 @@ import type { Subprocess } from 'bun'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { poll } from '../support/poll'
 
 // End-to-end check of the compiled executable (STACK-NOTES §7): build it exactly as dist/svc is
 // built, run it from an empty directory with no node_modules above it, and drive it over HTTP
@@ -33,15 +34,6 @@ function freePort(): number {
   return port
 }
 
-/** Polls `check` up to `tries` times, `intervalMs` apart; returns its first non-undefined value. */
-async function poll<T>(what: string, tries: number, intervalMs: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  for (let attempt = 0; attempt < tries; attempt++) {
-    const value = await check()
-    if (value !== undefined) return value
-    await Bun.sleep(intervalMs)
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe.skipIf(SKIP)('compiled binary dist/svc', () => {
   let dir = ''

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildTestApp, type TestApp } from '../support/harness'
+import { poll } from '../support/poll'
 
 // The Swagger UI at /docs must render with no internet (STACK-NOTES §2): the plugin's default
 // loads the UI from a public CDN, which leaves a blank page offline. Headless Chromium loads
@@ -60,14 +61,6 @@ class Cdp {
   }
 }
 
-async function poll<T>(what: string, tries: number, intervalMs: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  for (let attempt = 0; attempt < tries; attempt++) {
-    const value = await check()
-    if (value !== undefined) return value
-    await Bun.sleep(intervalMs)
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe.skipIf(!existsSync(CHROMIUM))('Swagger UI at /docs, offline, in headless Chromium', () => {
   let testApp: TestApp

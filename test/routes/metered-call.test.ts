@@ -5,6 +5,7 @@ import { ApiError } from '../../src/http/errors'
 import { requestContext } from '../../src/http/request-context'
 import { silentLogger } from '../../src/observability/logger'
 import { buildTestApp, json, type TestApp } from '../support/harness'
+import { poll } from '../support/poll'
 
 // The metering contract billed routes build on (chat, web, documents arrive in later issues):
 // a billed call holds an inference slot and a ledger reservation, and ends exactly once on
@@ -100,9 +101,8 @@ describe('a metered billed call ends exactly once on every path', () => {
     await reader.read()
     expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(1)
     abort.abort()
-    // The server notices the closed socket on its next write; wait for the slot, bounded.
-    for (let tries = 0; tries < 200 && t.deps.limits.concurrency.inUse(org.orgId) > 0; tries += 1) await Bun.sleep(5)
-    expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+    // The server notices the closed socket on its next write.
+    await poll('the slot to be freed', 200, 5, () => (t.deps.limits.concurrency.inUse(org.orgId) === 0 ? true : undefined))
     expect(await prepaid(org.orgId)).toBe(CREDIT)
   })
 
@@ -125,8 +125,7 @@ describe('a metered billed call ends exactly once on every path', () => {
     expect((await json(refused)).error.code).toBe('rate_limited')
     expect(refused.headers.get('retry-after')).toBe('1')
     for (const abort of open) abort.abort()
-    for (let tries = 0; tries < 200 && t.deps.limits.concurrency.inUse(org.orgId) > 0; tries += 1) await Bun.sleep(5)
-    expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+    await poll('the slot to be freed', 200, 5, () => (t.deps.limits.concurrency.inUse(org.orgId) === 0 ? true : undefined))
     expect(await prepaid(org.orgId)).toBe(CREDIT)
   })
 
