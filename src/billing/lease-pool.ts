@@ -54,9 +54,12 @@ export class LeasePools {
     return [...this.pools.values()]
   }
 
-  /** Forgets a pool whose lease went back to the database. */
+  /**
+   * Forgets a pool whose lease went back to the database, unless an admission started using it
+   * meanwhile (a second pool object for the same lease row would split its bookkeeping).
+   */
   drop(pool: LeasePool): void {
-    if (pool.held !== 0n) return
+    if (pool.held !== 0n || pool.leased !== 0n || pool.growing !== null || pool.wanted !== 0n) return
     this.pools.delete(pool.ref.id.slice(this.bootId.length + 1))
   }
 }
