@@ -60,6 +60,12 @@ const MAX_ADMIT_ROUNDS = 64
  */
 export class Ledger {
   readonly pools: LeasePools
+  /**
+   * Pools that settlements still in flight drew on. Their lease is not returned meanwhile: a
+   * settlement that then charges nothing (a replayed billing key) or fails gives its draw back
+   * to the pool, which would leave this process a lease the database no longer records.
+   */
+  private readonly settlingOn = new Map<LeasePool, number>()
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -83,29 +89,35 @@ export class Ledger {
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
     const now = this.clock.now()
     const month = utcMonth(now)
-    const allowance = this.pools.get('allowance', principal.orgId, null, month.startMs, now)
-    const prepaid = this.pools.get('prepaid', principal.orgId, null, 0, now)
     const cap = principal.spendCap
     const window = cap ? capWindow(cap.period, now) : null
-    const keyPool = cap ? this.pools.get('key_cap', principal.orgId, principal.keyId, window!.startMs, now) : null
+    let allowanceEmpty = false
     try {
       // Each round either holds, or grows a short lease (or waits for a growth already in
       // flight) and looks again; a scope the database reports empty ends it with a refusal.
+      // Every await ends a round and each round looks its pools up afresh: a pool whose lease
+      // was returned meanwhile is forgotten, and leasing into it would strand that money.
       for (let round = 0; round < MAX_ADMIT_ROUNDS; round += 1) {
-        const holds = this.tryHold(estimate, allowance, prepaid, keyPool)
-        if (holds) {
-          if (keyPool) holds.key = { pool: keyPool, amount: estimate, window: window!, period: cap!.period, cap: cap!.nanos }
-          return { ok: true, reservation: this.reservation(input, holds) }
-        }
+        const allowance = this.pools.get('allowance', principal.orgId, null, month.startMs, now)
+        const prepaid = this.pools.get('prepaid', principal.orgId, null, 0, now)
+        const keyPool = cap ? this.pools.get('key_cap', principal.orgId, principal.keyId, window!.startMs, now) : null
         if (keyPool && keyPool.free < estimate) {
           const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
           if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now) }
           continue
         }
-        if (allowance.free < estimate) {
-          const outcome = await this.grow(allowance, 1n, estimate)
-          if (outcome !== 'empty') continue
+        // Allowance first (§7.3): top the period's allowance lease up before holding against
+        // prepaid lease already in memory (leased in an earlier month, say), or prepaid would pay
+        // while allowance is left. A period recently found empty is skipped without a wait.
+        if (!allowanceEmpty && allowance.free < estimate && allowance.emptyUntilMs <= this.clock.now()) {
+          allowanceEmpty = (await this.grow(allowance, 1n, estimate)) === 'empty'
+          continue
+        }
+        const holds = this.tryHold(estimate, allowance, prepaid, keyPool)
+        if (holds) {
+          if (keyPool) holds.key = { pool: keyPool, amount: estimate, window: window!, period: cap!.period, cap: cap!.nanos }
+          return { ok: true, reservation: this.reservation(input, holds) }
         }
         const short = estimate - positive(allowance.free) - positive(prepaid.free)
         if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate) }
@@ -158,7 +170,7 @@ export class Ledger {
 
   /** Returns a pool's whole lease to the database (idle, shutdown). */
   async returnLease(pool: LeasePool): Promise<void> {
-    if (pool.held !== 0n || pool.growing) return
+    if (pool.held !== 0n || pool.growing || this.settlingOn.has(pool)) return
     const amount = pool.leased
     pool.leased = 0n
     try {
@@ -308,6 +320,21 @@ export class Ledger {
       reservation.state = 'settled' // nothing to charge and no billing key to claim
       return
     }
+    const drawn = [allowance && fromAllowance > 0n ? allowance.pool : null, prepaidDraw > 0n ? prepaidPool : null, key && keyDraw > 0n ? key.pool : null]
+      .filter((pool): pool is LeasePool => pool !== null)
+    for (const pool of drawn) this.settlingOn.set(pool, (this.settlingOn.get(pool) ?? 0) + 1)
+    try {
+      await this.commitWithRetries(reservation, op, opId, undo)
+    } finally {
+      for (const pool of drawn) {
+        const count = this.settlingOn.get(pool)! - 1
+        if (count === 0) this.settlingOn.delete(pool)
+        else this.settlingOn.set(pool, count)
+      }
+    }
+  }
+
+  private async commitWithRetries(reservation: Reservation, op: SettleOp, opId: string, undo: () => void): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         const result = reservation.billingKey

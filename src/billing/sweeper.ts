@@ -51,6 +51,8 @@ export class Sweeper {
   /** Shutdown: stop the timer and hand every lease of this boot back. */
   async stop(): Promise<void> {
     clearInterval(this.timer)
+    // Settlements still queued commit first: a pool they draw on is not returned until they do.
+    await this.writer.drain()
     for (const pool of this.ledger.pools.all()) if (pool.held === 0n) await this.ledger.returnLease(pool)
     await this.writer.drain()
   }

@@ -70,7 +70,7 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
     {
       sql: `SELECT 'negative' AS what, id FROM leases WHERE amount_nanos < 0
             UNION ALL SELECT 'over-leased', org_id FROM balances WHERE prepaid_leased_nanos < 0
-            UNION ALL SELECT 'over-leased', org_id FROM allowances WHERE leased_nanos < 0 OR used_nanos + leased_nanos > granted_nanos + used_nanos`,
+            UNION ALL SELECT 'over-leased', org_id FROM allowances WHERE leased_nanos < 0 OR used_nanos + leased_nanos > granted_nanos`,
       describe: row => `${row.what} lease total on ${row.id}`,
     },
     {

@@ -1,0 +1,77 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { utcMonth } from '../../src/lib/clock'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { USD, adminPrincipal, admitOk, configWith, countEntries, prepaidOf, scalar, verifyClean } from './fixtures'
+
+// Funding order (ARCHITECTURE.md §7.3): a call draws on the current period's plan allowance
+// first, then on prepaid. Periods are UTC calendar months that roll over lazily.
+
+let t: TestApp
+afterEach(async () => {
+  await t?.close()
+})
+
+const BASIC = { basic: { monthly_allowance: '1', fusion: false } }
+
+function allowanceUsed(periodStartMs: number, orgId: string): Promise<bigint> {
+  return scalar(t.deps.database.client, 'SELECT used_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', [orgId, periodStartMs])
+}
+
+describe('allowance first, then prepaid', () => {
+  test('within a period: the allowance pays until it is used up, then prepaid; one entry per source', async () => {
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    const org = await t.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(t, org)
+    const period = utcMonth(t.clock.now()).startMs
+    for (let call = 0; call < 9; call += 1) await t.deps.ledger.settle(await admitOk(t, principal, 100_000_000n), 100_000_000n)
+    expect(await allowanceUsed(period, org.orgId)).toBe(900_000_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD)
+    // 0.1 USD of allowance left; a 0.3 USD call takes it and 0.2 USD of prepaid.
+    await t.deps.ledger.settle(await admitOk(t, principal, 300_000_000n), 300_000_000n)
+    expect(await allowanceUsed(period, org.orgId)).toBe(USD)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 200_000_000n)
+    expect(await countEntries(t, "kind = 'settle' AND source = 'allowance'")).toBe(10n)
+    expect(await countEntries(t, "kind = 'settle' AND source = 'top_up'")).toBe(1n)
+    await verifyClean(t)
+  })
+
+  test('a new month: its allowance pays before prepaid money still leased from the month before', async () => {
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    t.clock.set(Date.UTC(2026, 0, 31, 23, 0, 0))
+    const org = await t.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(t, org)
+    // January: the allowance runs out, and a call is paid from prepaid (which leases a slice of it).
+    await t.deps.ledger.settle(await admitOk(t, principal, USD), USD)
+    await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 10_000_000n)
+    const leased = await scalar(t.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [org.orgId])
+    expect(leased).toBeGreaterThan(0n) // the in-memory lease outlives the month
+
+    // February 1st, 00:00:30 UTC (traffic kept the lease busy, so nothing went back idle).
+    t.clock.set(Date.UTC(2026, 1, 1, 0, 0, 30))
+    const february = utcMonth(t.clock.now()).startMs
+    await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+    expect(await allowanceUsed(february, org.orgId)).toBe(10_000_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 10_000_000n)
+    const view = await t.deps.balance(org.orgId)
+    expect(view.allowanceLeftNanos).toBe(USD - 10_000_000n)
+    expect(view.topUp).toEqual({ remainingNanos: 10n * USD - 10_000_000n, spentNanos: 10_000_000n })
+    await verifyClean(t)
+  })
+
+  test('a new month with a partly used allowance lease: the allowance is topped up before prepaid is touched', async () => {
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    t.clock.set(Date.UTC(2026, 0, 31, 23, 0, 0))
+    const org = await t.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(t, org)
+    await t.deps.ledger.settle(await admitOk(t, principal, USD), USD)
+    await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+    t.clock.set(Date.UTC(2026, 1, 1, 0, 0, 30))
+    const february = utcMonth(t.clock.now()).startMs
+    // Many small calls: the allowance lease is topped up in slices as it drains.
+    for (let call = 0; call < 40; call += 1) await t.deps.ledger.settle(await admitOk(t, principal, 20_000_000n), 20_000_000n)
+    expect(await allowanceUsed(february, org.orgId)).toBe(800_000_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 10_000_000n)
+    await verifyClean(t)
+  })
+})

@@ -1,0 +1,177 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { ClientExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
+import { Ledger } from '../../src/billing/ledger'
+import { LedgerWriter } from '../../src/billing/ledger-writer'
+import { Sweeper } from '../../src/billing/sweeper'
+import { newId } from '../../src/lib/ids'
+import type { Principal } from '../../src/keys/principal'
+import { silentLogger } from '../../src/observability/logger'
+import type { TestApp, TestOrg } from '../support/harness'
+import { USD, adminPrincipal, buildPaygApp, countEntries, createCappedKey, prepaidOf, scalar, verifyClean } from './fixtures'
+
+// L11 (SECURITY-NOTES.md §3): one bad op or one failed guard in a group-committed batch does
+// not affect the other ops of that batch. The ledger here runs on its own writer over a spy
+// executor (same in-memory database), so the tests can see how ops were batched.
+
+class SpyExecutor implements BatchExecutor {
+  readonly calls: Statement[][] = []
+  failures = 0
+  fail: ((statements: readonly Statement[]) => boolean) | undefined
+  constructor(private readonly inner: BatchExecutor) {}
+  async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+    this.calls.push([...statements])
+    if (this.fail?.(statements)) {
+      this.failures += 1
+      throw new Error('injected: the database is unreachable')
+    }
+    return this.inner.write(statements)
+  }
+  close(): void {}
+}
+
+let t: TestApp
+let org: TestOrg
+let principal: Principal
+let spy: SpyExecutor
+let writer: LedgerWriter
+let ledger: Ledger
+let sweeper: Sweeper
+
+beforeEach(async () => {
+  t = await buildPaygApp()
+  org = await t.createOrg('acme', 10n * USD)
+  principal = await adminPrincipal(t, org)
+  spy = new SpyExecutor(new ClientExecutor(t.deps.database.client))
+  writer = new LedgerWriter(spy)
+  const identity = { instanceId: 'writer-test', bootId: newId() }
+  ledger = new Ledger(writer, t.deps.plans, t.clock, identity, silentLogger, keyId => t.deps.keys.evictKey(keyId))
+  sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
+  await sweeper.start()
+})
+afterEach(async () => {
+  await sweeper.stop()
+  await t.close()
+})
+
+async function admitted(estimate: bigint, extra: { billingKey?: string; principal?: Principal } = {}) {
+  const result = await ledger.admit({ principal: extra.principal ?? principal, purpose: 'chat', estimate, billingKey: extra.billingKey })
+  if (!result.ok) throw new Error(result.error.message)
+  return result.reservation
+}
+
+const badOp = (sql: string) => writer.submit({ kind: 'plain', statements: [{ sql, args: [] }], interpret: () => 'should not resolve' })
+
+describe('batch isolation', () => {
+  test('a plain op whose SQL fails rejects alone; settles, a top-up and billing-key settles in the same batch commit', async () => {
+    const plain = [await admitted(30_000_000n), await admitted(20_000_000n)]
+    const billed = [await admitted(10_000_000n, { billingKey: 'bk-1' }), await admitted(10_000_000n, { billingKey: 'bk-1' })]
+    const callsBefore = spy.calls.length
+
+    // All submitted in one turn of the event loop: one batch.
+    const outcomes = await Promise.allSettled([
+      ledger.settle(plain[0]!, 25_000_000n),
+      badOp('INSERT INTO no_such_table VALUES (1)'),
+      ledger.settle(plain[1]!, 20_000_000n),
+      ledger.topUp({ orgId: org.orgId, amount: 7n, reference: 'mixed-batch' }),
+      ledger.settle(billed[0]!, 4_000_000n),
+      ledger.settle(billed[1]!, 4_000_000n),
+    ])
+    expect(outcomes.map(outcome => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'])
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).toContain('no_such_table')
+    expect((outcomes[3] as PromiseFulfilledResult<unknown>).value).toEqual({ applied: true })
+
+    // The first write carried every op and failed; then each op ran on its own.
+    const batches = spy.calls.slice(callsBefore)
+    expect(batches[0]!.some(statement => statement.sql.includes('no_such_table'))).toBe(true)
+    expect(batches[0]!.some(statement => statement.args.includes('top_up:mixed-batch'))).toBe(true)
+    expect(batches[0]!.filter(statement => statement.args.includes('bill:bk-1')).length).toBe(2)
+    expect(batches.length).toBe(1 + 6)
+
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 25_000_000n - 20_000_000n + 7n - 4_000_000n)
+    expect(await countEntries(t, "kind = 'settle'")).toBe(3n)
+    expect(await countEntries(t, "idempotency_key = 'bill:bk-1'")).toBe(1n)
+    expect(billed.map(reservation => reservation.state)).toEqual(['settled', 'settled'])
+    await verifyClean(t)
+  })
+
+  test('a constraint violation (a CHECK on the leases table) rejects alone', async () => {
+    const reservation = await admitted(30_000_000n)
+    const outcomes = await Promise.allSettled([
+      writer.submit({
+        kind: 'plain',
+        statements: [{ sql: "UPDATE leases SET amount_nanos = -1 WHERE instance_id = 'writer-test'", args: [] }],
+        interpret: () => undefined,
+      }),
+      ledger.settle(reservation, 30_000_000n),
+      ledger.topUp({ orgId: org.orgId, amount: 1n }),
+    ])
+    expect(outcomes.map(outcome => outcome.status)).toEqual(['rejected', 'fulfilled', 'fulfilled'])
+    expect(String((outcomes[0] as PromiseRejectedResult).reason)).toMatch(/CHECK/i)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 30_000_000n + 1n)
+    await verifyClean(t)
+  })
+
+  test('a failed guard is not a failure: a refused lease in the batch leaves the settles beside it alone, in one write', async () => {
+    const capped = await createCappedKey(t, org, 'daily', 50_000_000n)
+    const reservations = [await admitted(10_000_000n), await admitted(10_000_000n, { principal: capped.principal })]
+    const callsBefore = spy.calls.length
+    const [tooBig, ...settled] = await Promise.all([
+      ledger.admit({ principal, purpose: 'chat', estimate: 100n * USD }), // its prepaid lease guard finds too little free
+      ...reservations.map(reservation => ledger.settle(reservation, 10_000_000n)),
+    ])
+    expect(tooBig.ok).toBe(false)
+    expect(settled).toEqual([undefined, undefined])
+    // No write failed, so nothing was retried one by one.
+    expect(spy.failures).toBe(0)
+    expect(spy.calls.length - callsBefore).toBeLessThanOrEqual(3)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 20_000_000n)
+    expect(await scalar(t.deps.database.client, 'SELECT spent_nanos FROM key_spend WHERE key_id = ?', [capped.keyId])).toBe(10_000_000n)
+    await verifyClean(t)
+  })
+
+  test('settles queued together are group-committed: one write, one multi-row INSERT of entries', async () => {
+    const reservations = await Promise.all(Array.from({ length: 40 }, () => admitted(1_000_000n)))
+    const callsBefore = spy.calls.length
+    await Promise.all(reservations.map(reservation => ledger.settle(reservation, 1_000_000n)))
+    const writes = spy.calls.slice(callsBefore)
+    expect(writes.length).toBe(1)
+    const inserts = writes[0]!.filter(statement => statement.sql.startsWith('INSERT INTO ledger_entries'))
+    expect(inserts.length).toBe(1)
+    expect(inserts[0]!.args.length).toBe(40 * 13)
+    expect(await countEntries(t, "kind = 'settle'")).toBe(40n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 40_000_000n)
+    await verifyClean(t)
+  })
+})
+
+describe('an outage', () => {
+  test('a settlement that cannot commit after its retries throws unavailable, charges nothing, and frees its hold', async () => {
+    const reservation = await admitted(30_000_000n)
+    const pool = ledger.pools.get('prepaid', org.orgId, null, 0, t.clock.now())
+    const leasedBefore = pool.leased
+    spy.fail = statements => statements.some(statement => statement.sql.startsWith('INSERT INTO ledger_entries'))
+    await expect(ledger.settle(reservation, 30_000_000n)).rejects.toMatchObject({ code: 'unavailable', status: 503 })
+    expect(spy.failures).toBe(3)
+    expect(reservation.state).toBe('released')
+    expect(pool.held).toBe(0n)
+    expect(pool.leased).toBe(leasedBefore)
+    spy.fail = undefined
+    expect(await countEntries(t, "kind = 'settle'")).toBe(0n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD)
+    // The lease is intact: the next call is admitted from memory and settles.
+    await ledger.settle(await admitted(30_000_000n), 30_000_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 30_000_000n)
+    await verifyClean(t)
+  })
+
+  test('an admission during an outage is 503 unavailable, never a zero-cost hold', async () => {
+    spy.fail = () => true
+    const result = await ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })
+    expect(result.ok).toBe(false)
+    if (!result.ok) {
+      expect(result.error.status).toBe(503)
+      expect(result.error.code).toBe('unavailable')
+    }
+    spy.fail = undefined
+  })
+})
