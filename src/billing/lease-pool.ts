@@ -14,8 +14,12 @@ export class LeasePool {
   growing: Promise<void> | null = null
   /** Sum of the estimates of admissions waiting on this pool: sizes the next top-up. */
   wanted = 0n
-  /** While set (epoch ms), the scope had nothing free: skip asking the database until then. */
+  /**
+   * Until this instant (epoch ms) the scope is known not to have `emptyNeed` free: a request
+   * needing at least that much is refused without asking the database again.
+   */
   emptyUntilMs = 0
+  emptyNeed = 0n
 
   constructor(
     readonly ref: LeaseRef,
@@ -45,7 +49,7 @@ export class LeasePools {
     return pool
   }
 
-  /** Pools with leased money and no open holds, idle since before `idleBeforeMs`. */
+  /** Pools with no open holds, idle since before `idleBeforeMs` (their lease, if any, can go back). */
   idle(idleBeforeMs: number): LeasePool[] {
     return [...this.pools.values()].filter(pool => pool.held === 0n && pool.growing === null && pool.lastUsedMs < idleBeforeMs)
   }

@@ -90,24 +90,24 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
   } else {
     statements.push(statement('INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) VALUES (?, ?, 0, 0) ON CONFLICT DO NOTHING', lease.keyId, lease.periodStartMs))
   }
-  statements.push(
-    statement(
-      `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT(id) DO NOTHING`,
-      lease.id, input.instanceId, input.bootId, lease.scope, lease.orgId, lease.keyId, lease.periodStartMs, input.nowMs,
-    ),
-  )
   const { table, free, where } = freeExpression(lease.scope)
   // ?1 target, ?2 need, ?3 lease id, ?4 org, ?5 period, ?6 cap, ?7 key, ?8 now. The grant
   // subquery runs twice in one statement on one snapshot, so both uses see the same value.
   const grant = `(SELECT MIN(?1, ${free}) FROM ${table} WHERE ${where} AND ${free} >= ?2)`
   const keyActive = lease.scope === 'key_cap' ? ` AND EXISTS (SELECT 1 FROM api_keys WHERE id = ?7 AND status = 'active')` : ''
+  const args = [input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, input.nowMs]
+  // The lease row appears only when something will be granted: a refusal writes no lease.
+  statements.push({
+    sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+          SELECT ?3, ?9, ?10, ?11, ?4, ?7, ?5, 0, 0, ?8 WHERE ${grant} IS NOT NULL${keyActive} ON CONFLICT(id) DO NOTHING`,
+    args: [...args, input.instanceId, input.bootId, lease.scope],
+  })
   statements.push(
     statement(
       `UPDATE leases SET amount_nanos = amount_nanos + ${grant}, last_grant_nanos = ${grant}, updated_at_ms = ?8
        WHERE id = ?3 AND ${grant} IS NOT NULL${keyActive}
        RETURNING amount_nanos, last_grant_nanos`,
-      input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, input.nowMs,
+      ...args,
     ),
   )
   statements.push(recomputeLeased(lease))

@@ -161,11 +161,14 @@ export class Ledger {
       source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
       note: input.note ?? null, createdAtMs: this.clock.now(),
     }
-    return this.writer.submit({
+    const result = await this.writer.submit({
       kind: 'plain',
       statements: [claimEntry(row), addPrepaid(input.orgId, input.amount, opId)],
       interpret: results => ({ applied: results[0]!.changes === 1 }),
     })
+    // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
+    if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
+    return result
   }
 
   /** Returns a pool's whole lease to the database (idle, shutdown). */
@@ -227,7 +230,7 @@ export class Ledger {
         return 'waited'
       }
       const now = this.clock.now()
-      if (pool.emptyUntilMs > now) return 'empty'
+      if (pool.emptyUntilMs > now && need >= pool.emptyNeed) return 'empty'
       let target = need * LEASE_MULTIPLE
       if (pool.wanted * 2n > target) target = pool.wanted * 2n
       if (MIN_LEASE > target) target = MIN_LEASE
@@ -248,7 +251,10 @@ export class Ledger {
         .then(granted => {
           grant = granted
           if (granted !== null && granted > 0n) pool.leased += granted
-          else pool.emptyUntilMs = now + EMPTY_RECHECK_MS
+          else {
+            pool.emptyUntilMs = now + EMPTY_RECHECK_MS
+            pool.emptyNeed = need
+          }
         })
         .finally(() => {
           pool.growing = null

@@ -44,7 +44,9 @@ export class Sweeper {
       [staleBefore, this.identity.instanceId, this.identity.bootId],
     )
     for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) {
+      // An idle pool's lease goes back; an idle empty pool is forgotten so the map stays small.
       if (pool.leased > 0n) await this.ledger.returnLease(pool)
+      else this.ledger.pools.drop(pool)
     }
   }
 
