@@ -1,0 +1,21 @@
+import type { Nanos } from '../lib/money'
+
+const PER_MILLION = 1_000_000n
+
+/**
+ * The one rounding rule (SECURITY-NOTES.md §3): a charge for `tokens` at `pricePerMillion`
+ * nanos per million tokens is rounded up to a whole nano, once per charge, in integer
+ * arithmetic (no floating point touches an amount).
+ */
+export function chargeForTokens(tokens: number | bigint, pricePerMillion: Nanos): Nanos {
+  const count = typeof tokens === 'bigint' ? tokens : BigInt(tokens)
+  if (count < 0n || pricePerMillion < 0n) throw new RangeError('tokens and price must be non-negative')
+  const product = count * pricePerMillion
+  return (product + PER_MILLION - 1n) / PER_MILLION
+}
+
+/** A charge for `units` of a flat-priced item (a web fetch, a document parse). */
+export function chargeForUnits(units: number, pricePerUnit: Nanos): Nanos {
+  if (!Number.isSafeInteger(units) || units < 0) throw new RangeError('units must be a non-negative integer')
+  return BigInt(units) * pricePerUnit
+}
