@@ -22,6 +22,22 @@ export interface LimitsConfig {
   readonly orgInferenceConcurrency: number
 }
 
+/** An upstream provider from config (secrets resolved from the env var the file names). */
+export interface ProviderConfig {
+  readonly id: string
+  readonly type: 'openai-compatible' | 'anthropic' | 'demo' | 'attested'
+  /** Base URL including any version path, e.g. `https://api.openai.com/v1`; the demo provider has none. */
+  readonly baseUrl: string | undefined
+  /** The API key read from `api_key_env` at boot, if any. Never logged. */
+  readonly apiKey: string | undefined
+  /** `none`: the operator attests the backend keeps no prompts or outputs (required for the private level). */
+  readonly retention: 'none' | 'unknown'
+  /** Deadline for connecting and receiving the response headers. */
+  readonly connectTimeoutMs: number
+  /** Longest silence allowed between streamed bytes before the call fails with `timeout`. */
+  readonly idleTimeoutMs: number
+}
+
 /** The whole, validated, frozen configuration. Built once at boot by loadConfig. */
 export interface Config {
   readonly port: number

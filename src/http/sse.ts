@@ -1,0 +1,77 @@
+/**
+ * Server-sent events: a byte-level decoder for upstream streams and a frame encoder for
+ * clients. The decoder knows nothing about JSON shapes (ARCHITECTURE.md §1.3).
+ */
+
+/** One decoded event: `event` is undefined when the stream gave none (the default "message"). */
+export interface SseEvent {
+  event: string | undefined
+  data: string
+  id?: string
+}
+
+/**
+ * Decodes an SSE byte stream per the WHATWG rules: lines end in CRLF, LF or CR, may be split
+ * across chunks at any byte (including inside a multi-byte UTF-8 character or between CR and
+ * LF); `data:` lines join with "\n"; comment lines (":") and unknown fields are ignored; an event
+ * is dispatched at a blank line. A final event without its blank line is dropped, as browsers do.
+ */
+export async function* decodeSse(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder('utf-8')
+  let buffer = ''
+  let event: string | undefined
+  let data: string[] = []
+  let id: string | undefined
+  let skipLeadingLf = false
+  for await (const chunk of body as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true })
+    let start = 0
+    for (let index = 0; index < buffer.length; index += 1) {
+      const code = buffer.charCodeAt(index)
+      if (code === 10 && skipLeadingLf && index === start) {
+        // The LF of a CRLF whose CR ended the previous line.
+        start = index + 1
+        skipLeadingLf = false
+        continue
+      }
+      skipLeadingLf = false
+      if (code !== 10 && code !== 13) continue
+      const line = buffer.slice(start, index)
+      start = index + 1
+      if (code === 13) {
+        if (buffer.charCodeAt(index + 1) === 10) {
+          index += 1
+          start = index + 1
+        } else if (index + 1 === buffer.length) {
+          skipLeadingLf = true
+        }
+      }
+      if (line === '') {
+        if (data.length > 0) yield { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) }
+        event = undefined
+        data = []
+        continue
+      }
+      if (line.charCodeAt(0) === 58) continue // ":" comment (keep-alives)
+      const colon = line.indexOf(':')
+      const field = colon === -1 ? line : line.slice(0, colon)
+      let value = colon === -1 ? '' : line.slice(colon + 1)
+      if (value.charCodeAt(0) === 32) value = value.slice(1)
+      if (field === 'data') data.push(value)
+      else if (field === 'event') event = value
+      else if (field === 'id') id = value
+    }
+    buffer = buffer.slice(start)
+  }
+}
+
+const encoder = new TextEncoder()
+
+/** One SSE frame: optional event name, JSON-or-text data (multi-line data split per line). */
+export function sseFrame(data: string, event?: string): Uint8Array {
+  const lines = data.includes('\n') ? data.split('\n').map(line => `data: ${line}`).join('\n') : `data: ${data}`
+  return encoder.encode(event === undefined ? `${lines}\n\n` : `event: ${event}\n${lines}\n\n`)
+}
+
+/** A keep-alive comment, sent on long gaps so proxies and clients do not time out. */
+export const SSE_PING = encoder.encode(': ping\n\n')

@@ -1,0 +1,85 @@
+// The canonical model every dialect decodes into and every provider encodes from
+// (ARCHITECTURE.md §1.1, §6). Dialects never import providers and providers never import
+// dialects: both meet here.
+
+import type { ModelRoute } from '../catalog/types'
+
+export type Role = 'system' | 'user' | 'assistant' | 'tool'
+
+/** One piece of a message. `file` parts are replaced by text (enrich) before a provider sees them. */
+export type Part =
+  | { type: 'text'; text: string }
+  | { type: 'image'; mediaType: string; data: Uint8Array | URL }
+  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array }
+  | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
+  | { type: 'tool-call'; callId: string; name: string; arguments: string }
+  | { type: 'tool-result'; callId: string; content: string; isError?: boolean }
+
+/** A message; system and developer instructions are `system`. */
+export interface Message {
+  role: Role
+  parts: Part[]
+}
+
+/** A function the model may call; `parameters` is a JSON Schema object. */
+export interface FunctionTool {
+  name: string
+  description?: string
+  parameters: Record<string, unknown>
+  strict?: boolean
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string }
+
+/** A chat request after decoding, bound to its catalog route. */
+export interface ChatRequest {
+  /** The model id as the client wrote it (with any level suffix). */
+  model: string
+  route: ModelRoute
+  messages: Message[]
+  tools: FunctionTool[]
+  toolChoice?: ToolChoice
+  parallelToolCalls?: boolean
+  sampling: { temperature?: number; topP?: number; maxOutputTokens?: number; stop?: string[]; seed?: number }
+  reasoning?: { effort?: 'low' | 'medium' | 'high'; budgetTokens?: number }
+  responseFormat?: ResponseFormat
+  hosted: { webSearch: boolean; webFetch: boolean }
+  /** The client's end-user id: for the gateway's own abuse controls, never forwarded upstream. */
+  user?: string
+  stream: boolean
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other'
+
+/** Token usage as the upstream reported it (or the meter's fallback count). */
+export interface Usage {
+  inputTokens: number
+  cachedInputTokens?: number
+  outputTokens: number
+  reasoningTokens?: number
+  webSearchRequests: number
+  webFetchRequests: number
+}
+
+/**
+ * What a provider streams (noun-verb discriminated union). `block` is stable per content
+ * block and increases in order of first appearance; usage arrives on `finish`.
+ */
+export type ChatEvent =
+  | { type: 'response-start'; id: string; model: string; createdAt: number }
+  | { type: 'text-start'; block: number }
+  | { type: 'text-delta'; block: number; delta: string }
+  | { type: 'text-end'; block: number }
+  | { type: 'reasoning-start'; block: number }
+  | { type: 'reasoning-delta'; block: number; delta: string }
+  | { type: 'reasoning-end'; block: number; signature?: string }
+  | { type: 'tool-call-start'; block: number; callId: string; name: string }
+  | { type: 'tool-call-delta'; block: number; argumentsDelta: string }
+  | { type: 'tool-call-end'; block: number }
+  | { type: 'finish'; reason: FinishReason; usage: Usage }
+  | { type: 'error'; error: import('../providers/types').UpstreamError }

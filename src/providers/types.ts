@@ -1,0 +1,46 @@
+import type { ChatEvent, ChatRequest } from '../inference/canonical'
+
+/** One call of a provider: the canonical request, the upstream model name, and cancellation. */
+export interface ProviderCall {
+  readonly request: ChatRequest
+  /** The backend's own model name (from the catalog binding). */
+  readonly upstreamModel: string
+  /** Aborted when the client leaves or the deadline passes: the upstream request must be cancelled. */
+  readonly signal: AbortSignal
+  readonly requestId: string
+}
+
+/**
+ * An upstream adapter (ARCHITECTURE.md §6). `stream` resolves once the upstream answered 2xx
+ * and rejects with an UpstreamError before any event otherwise; after that, failures arrive
+ * in-band as an `error` event. Non-streaming clients collect the same events.
+ */
+export interface Provider {
+  /** `<type>:<config id>`, e.g. `openai-compatible:vllm-a`. */
+  readonly id: string
+  stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>>
+}
+
+export type UpstreamErrorKind = 'auth' | 'rate-limited' | 'bad-request' | 'not-found' | 'server' | 'timeout' | 'connection' | 'aborted'
+
+/** An upstream failure, classified once in each adapter's errors.ts. */
+export class UpstreamError extends Error {
+  constructor(
+    readonly kind: UpstreamErrorKind,
+    message: string,
+    readonly provider: string,
+    readonly model: string,
+    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string } = {},
+  ) {
+    super(message)
+  }
+
+  get status(): number | undefined {
+    return this.details.status
+  }
+
+  /** Whether the router may try the next backend (only before the first event). */
+  get retryable(): boolean {
+    return this.kind === 'connection' || this.kind === 'timeout' || this.kind === 'server' || this.kind === 'rate-limited'
+  }
+}

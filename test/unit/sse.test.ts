@@ -1,0 +1,62 @@
+import { describe, expect, test } from 'bun:test'
+import { decodeSse, sseFrame, type SseEvent } from '../../src/http/sse'
+
+async function decodeChunks(chunks: Array<string | Uint8Array>): Promise<SseEvent[]> {
+  const encoder = new TextEncoder()
+  async function* source() {
+    for (const chunk of chunks) yield typeof chunk === 'string' ? encoder.encode(chunk) : chunk
+  }
+  const events: SseEvent[] = []
+  for await (const event of decodeSse(source())) events.push(event)
+  return events
+}
+
+/** Every way of cutting `text` into two chunks decodes to the same events. */
+async function everySplit(text: string): Promise<SseEvent[][]> {
+  const bytes = new TextEncoder().encode(text)
+  const results: SseEvent[][] = []
+  for (let cut = 0; cut <= bytes.length; cut += 1) results.push(await decodeChunks([bytes.slice(0, cut), bytes.slice(cut)]))
+  return results
+}
+
+describe('decodeSse', () => {
+  test('events, names, multi-line data, comments, ids', async () => {
+    const events = await decodeChunks([': ping\n\nevent: message_start\ndata: {"a":1}\n\ndata: line1\ndata: line2\nid: 7\n\ndata: [DONE]\n\n'])
+    expect(events).toEqual([
+      { event: 'message_start', data: '{"a":1}' },
+      { event: undefined, data: 'line1\nline2', id: '7' },
+      { event: undefined, data: '[DONE]', id: '7' },
+    ])
+  })
+
+  test('CRLF, CR and LF line endings, split at every byte, including inside UTF-8 and between CR and LF', async () => {
+    const text = 'event: x\r\ndata: héllo 🌍\r\n\r\ndata: b\rdata: c\r\r\ndata: d\n\n'
+    const expected = [
+      { event: 'x', data: 'héllo 🌍' },
+      { event: undefined, data: 'b\nc' },
+      { event: undefined, data: 'd' },
+    ]
+    for (const events of await everySplit(text)) expect(events).toEqual(expected)
+  })
+
+  test('one byte at a time', async () => {
+    const bytes = new TextEncoder().encode('data: {"x":"ü"}\n\n')
+    expect(await decodeChunks([...bytes].map(byte => new Uint8Array([byte])))).toEqual([{ event: undefined, data: '{"x":"ü"}' }])
+  })
+
+  test('a field without a colon, a value without a space, and a trailing event without a blank line', async () => {
+    expect(await decodeChunks(['data\n\ndata:x\n\ndata: tail'])).toEqual([
+      { event: undefined, data: '' },
+      { event: undefined, data: 'x' },
+    ])
+  })
+})
+
+describe('sseFrame', () => {
+  test('frames data and names events', () => {
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+    expect(text(sseFrame('{"a":1}'))).toBe('data: {"a":1}\n\n')
+    expect(text(sseFrame('{}', 'message_stop'))).toBe('event: message_stop\ndata: {}\n\n')
+    expect(text(sseFrame('a\nb'))).toBe('data: a\ndata: b\n\n')
+  })
+})
