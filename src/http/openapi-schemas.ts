@@ -12,3 +12,16 @@ export const ErrorResponse = t.Object(
   },
   { description: 'Error' },
 )
+
+/** The OpenAI error envelope used by /v1 routes (their SDKs parse it). */
+export const OpenAIErrorResponse = t.Object(
+  {
+    error: t.Object({
+      message: t.String(),
+      type: t.String({ examples: ['invalid_request_error'] }),
+      param: t.Union([t.String(), t.Null()]),
+      code: t.String({ description: 'One of the closed table of error codes' }),
+    }),
+  },
+  { description: 'Error' },
+)

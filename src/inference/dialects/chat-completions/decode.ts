@@ -1,0 +1,150 @@
+import { ApiError } from '../../../http/errors'
+import type { ModelRoute } from '../../../catalog/types'
+import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
+import type { ChatCompletionsRequest } from './schema'
+
+type Body = ChatCompletionsRequest
+type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content']
+
+/**
+ * Chat Completions wire → canonical. Anything the gateway cannot honour is a 400 naming the
+ * field; nothing is dropped silently (ARCHITECTURE.md §6).
+ */
+export function decodeChatCompletions(body: Body, route: ModelRoute): ChatRequest {
+  const unsupported = (param: string, message: string) => new ApiError('invalid_request', message, param)
+  if (body.store) throw unsupported('store', 'store is not supported: the gateway keeps no completions')
+  if (body.logprobs) throw unsupported('logprobs', 'logprobs are not supported')
+  if (body.presence_penalty) throw unsupported('presence_penalty', 'presence_penalty is not supported (only 0)')
+  if (body.frequency_penalty) throw unsupported('frequency_penalty', 'frequency_penalty is not supported (only 0)')
+
+  const tools: FunctionTool[] = []
+  let webFetch = body.web_fetch === true
+  let webSearch = false
+  for (const [index, tool] of (body.tools ?? []).entries()) {
+    if (tool.type === 'function' && 'function' in tool) {
+      const fn = (tool as Extract<typeof tool, { type: 'function' }>).function
+      tools.push({ name: fn.name, description: fn.description, parameters: fn.parameters ?? { type: 'object', properties: {} }, strict: fn.strict ?? undefined })
+    } else if (tool.type === 'web_fetch') webFetch = true
+    else if (tool.type === 'web_search') webSearch = true
+    else throw unsupported(`tools.${index}`, 'unsupported tool entry')
+  }
+  const names = new Set<string>()
+  for (const tool of tools) {
+    if (names.has(tool.name)) throw unsupported('tools', `duplicate tool name "${tool.name}"`)
+    names.add(tool.name)
+  }
+
+  const messages = body.messages.map((message, index) => decodeMessage(message, index))
+  const maxOutputTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined
+  const stop = body.stop === null || body.stop === undefined ? undefined : typeof body.stop === 'string' ? [body.stop] : body.stop
+  return {
+    model: body.model,
+    route,
+    messages,
+    tools,
+    toolChoice: decodeToolChoice(body.tool_choice, names),
+    parallelToolCalls: body.parallel_tool_calls,
+    sampling: {
+      temperature: body.temperature ?? undefined,
+      topP: body.top_p ?? undefined,
+      maxOutputTokens,
+      stop: stop && stop.length > 0 ? stop : undefined,
+      seed: body.seed ?? undefined,
+    },
+    // `minimal` is OpenAI's smallest effort; the canonical scale starts at low.
+    reasoning: body.reasoning_effort ? { effort: body.reasoning_effort === 'minimal' ? 'low' : body.reasoning_effort } : undefined,
+    responseFormat: decodeResponseFormat(body.response_format),
+    hosted: { webSearch, webFetch },
+    user: body.user,
+    stream: body.stream === true,
+  }
+}
+
+function decodeMessage(message: Body['messages'][number], index: number): Message {
+  switch (message.role) {
+    case 'system':
+    case 'developer':
+      return { role: 'system', parts: textParts(message.content) }
+    case 'user':
+      return { role: 'user', parts: userParts(message.content, index) }
+    case 'tool':
+      return { role: 'tool', parts: [{ type: 'tool-result', callId: message.tool_call_id, content: joinText(message.content) }] }
+    case 'assistant': {
+      const parts: Part[] = []
+      if (message.reasoning_content) parts.push({ type: 'reasoning', text: message.reasoning_content })
+      if (typeof message.content === 'string') {
+        if (message.content !== '') parts.push({ type: 'text', text: message.content })
+      } else if (Array.isArray(message.content)) {
+        for (const part of message.content) if (part.type === 'text') parts.push({ type: 'text', text: part.text })
+      }
+      for (const call of message.tool_calls ?? []) parts.push({ type: 'tool-call', callId: call.id, name: call.function.name, arguments: call.function.arguments })
+      return { role: 'assistant', parts }
+    }
+  }
+}
+
+function textParts(content: string | Array<{ type: 'text'; text: string }>): Part[] {
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : content.map(part => ({ type: 'text', text: part.text }))
+}
+
+function joinText(content: string | Array<{ type: 'text'; text: string }>): string {
+  return typeof content === 'string' ? content : content.map(part => part.text).join('')
+}
+
+function userParts(content: UserContent, index: number): Part[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }]
+  return content.map((part, partIndex): Part => {
+    const param = `messages.${index}.content.${partIndex}`
+    if (part.type === 'text') return { type: 'text', text: (part as { text: string }).text }
+    if (part.type === 'image_url') return decodeImage((part as { image_url: { url: string } }).image_url.url, param)
+    if (part.type === 'file') throw new ApiError('invalid_request', 'file content parts are not supported on this gateway yet', param)
+    throw new ApiError('invalid_request', 'audio input is not available on this API', param)
+  })
+}
+
+const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i
+// Inline attachments are capped at 1 MiB decoded (spec §8).
+const MAX_INLINE_BYTES = 1024 * 1024
+
+function decodeImage(url: string, param: string): Part {
+  if (url.startsWith('data:')) {
+    const match = DATA_URL.exec(url)
+    if (!match) throw new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>', param)
+    const mediaType = match[1]!.toLowerCase()
+    if (!mediaType.startsWith('image/')) throw new ApiError('invalid_request', `unsupported image type ${mediaType}`, param)
+    const base64 = match[2]!.replace(/\s/g, '')
+    if (Math.floor((base64.length * 3) / 4) > MAX_INLINE_BYTES + 3) {
+      throw new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param)
+    }
+    const data = Uint8Array.from(Buffer.from(base64, 'base64'))
+    if (data.byteLength > MAX_INLINE_BYTES) throw new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param)
+    return { type: 'image', mediaType, data }
+  }
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new ApiError('invalid_request', 'image_url.url must be an https URL or a base64 data URL', param)
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ApiError('invalid_request', 'image_url.url must be an https URL or a base64 data URL', param)
+  return { type: 'image', mediaType: 'image/*', data: parsed }
+}
+
+function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): ToolChoice | undefined {
+  if (choice === undefined) return undefined
+  if (typeof choice === 'string') {
+    if (choice === 'required' && names.size === 0) throw new ApiError('invalid_request', 'tool_choice "required" needs at least one function tool', 'tool_choice')
+    return choice
+  }
+  if (!names.has(choice.function.name)) {
+    throw new ApiError('invalid_request', `tool_choice names "${choice.function.name}", which is not among the tools`, 'tool_choice')
+  }
+  return { name: choice.function.name }
+}
+
+function decodeResponseFormat(format: Body['response_format']): ResponseFormat | undefined {
+  if (format === undefined) return undefined
+  if (format.type !== 'json_schema') return { type: format.type }
+  const spec = format.json_schema
+  return { type: 'json_schema', name: spec.name, schema: spec.schema ?? {}, strict: spec.strict ?? undefined, description: spec.description }
+}

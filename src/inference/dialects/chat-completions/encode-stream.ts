@@ -1,0 +1,62 @@
+import type { ApiError } from '../../../http/errors'
+import type { ChatEvent, FinishReason, Usage } from '../../canonical'
+import type { ResponseMeta, StreamEncoder } from '../types'
+import { finishReason, usageObject } from './encode'
+
+/**
+ * Chat Completions SSE chunks, as the official SDK parses them: a first chunk with the role,
+ * content / reasoning_content / tool_calls deltas (tool calls numbered by `index` in order of
+ * appearance), a chunk with finish_reason, a usage chunk with empty choices when
+ * stream_options.include_usage is set, then `data: [DONE]`.
+ */
+export class ChatCompletionsStreamEncoder implements StreamEncoder {
+  private readonly prefix: string
+  private readonly toolIndex = new Map<number, number>()
+
+  constructor(private readonly meta: ResponseMeta) {
+    // Every chunk shares id, object, created and model: serialise that part once.
+    this.prefix = `{"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.createdAt},"model":${JSON.stringify(meta.model)},"system_fingerprint":null,`
+  }
+
+  start(): string[] {
+    return [this.chunk({ role: 'assistant', content: '' })]
+  }
+
+  push(event: ChatEvent): string[] {
+    switch (event.type) {
+      case 'text-delta':
+        return event.delta === '' ? [] : [this.chunk({ content: event.delta })]
+      case 'reasoning-delta':
+        return event.delta === '' ? [] : [this.chunk({ reasoning_content: event.delta })]
+      case 'tool-call-start': {
+        const index = this.toolIndex.size
+        this.toolIndex.set(event.block, index)
+        return [this.chunk({ tool_calls: [{ index, id: event.callId, type: 'function', function: { name: event.name, arguments: '' } }] })]
+      }
+      case 'tool-call-delta': {
+        const index = this.toolIndex.get(event.block)
+        if (index === undefined || event.argumentsDelta === '') return []
+        return [this.chunk({ tool_calls: [{ index, function: { arguments: event.argumentsDelta } }] })]
+      }
+      default:
+        return []
+    }
+  }
+
+  finish(reason: FinishReason, usage: Usage): string[] {
+    const frames = [`data: ${this.prefix}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(finishReason(reason))}}]}\n\n`]
+    if (this.meta.includeUsage) frames.push(`data: ${this.prefix}"choices":[],"usage":${JSON.stringify(usageObject(usage))}}\n\n`)
+    frames.push('data: [DONE]\n\n')
+    return frames
+  }
+
+  /** A mid-stream failure: OpenAI's in-band error object, then the terminator. */
+  fail(error: ApiError): string[] {
+    const body = { error: { message: error.message, type: error.code === 'provider_error' ? 'server_error' : 'invalid_request_error', param: null, code: error.code } }
+    return [`data: ${JSON.stringify(body)}\n\n`, 'data: [DONE]\n\n']
+  }
+
+  private chunk(delta: Record<string, unknown>): string {
+    return `data: ${this.prefix}"choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}]}\n\n`
+  }
+}

@@ -1,0 +1,49 @@
+import type { FinishReason, Usage } from '../../canonical'
+import type { ChatResult } from '../../collect'
+import type { ResponseMeta } from '../types'
+
+const FINISH: Record<FinishReason, string> = {
+  stop: 'stop',
+  length: 'length',
+  'tool-calls': 'tool_calls',
+  'content-filter': 'content_filter',
+  error: 'stop',
+  other: 'stop',
+}
+
+export function finishReason(reason: FinishReason): string {
+  return FINISH[reason]
+}
+
+/** OpenAI's usage object, with the detail fields its SDK types. */
+export function usageObject(usage: Usage) {
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    prompt_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
+    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
+    ...(usage.webFetchRequests || usage.webSearchRequests
+      ? { server_tool_use: { web_fetch_requests: usage.webFetchRequests, web_search_requests: usage.webSearchRequests } }
+      : {}),
+  }
+}
+
+/** A non-streamed `chat.completion` object. */
+export function encodeChatCompletion(result: ChatResult, usage: Usage, meta: ResponseMeta) {
+  const message: Record<string, unknown> = { role: 'assistant', content: result.text === '' && result.toolCalls.length > 0 ? null : result.text, refusal: null }
+  // Reasoning goes back the way vLLM and DeepSeek send it, so clients can replay it.
+  if (result.reasoning !== '') message.reasoning_content = result.reasoning
+  if (result.toolCalls.length > 0) {
+    message.tool_calls = result.toolCalls.map(call => ({ id: call.callId, type: 'function', function: { name: call.name, arguments: call.arguments } }))
+  }
+  return {
+    id: meta.id,
+    object: 'chat.completion',
+    created: meta.createdAt,
+    model: meta.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(result.finishReason) }],
+    usage: usageObject(usage),
+    system_fingerprint: null,
+  }
+}

@@ -1,0 +1,143 @@
+import { t } from 'elysia'
+
+// OpenAI Chat Completions request body (the fields the gateway understands). Unknown fields are
+// rejected, as OpenAI itself does ("Unrecognized request argument"), rather than silently dropped.
+
+const TextPart = t.Object({ type: t.Literal('text'), text: t.String() }, { additionalProperties: false })
+const ImagePart = t.Object(
+  {
+    type: t.Literal('image_url'),
+    image_url: t.Object({ url: t.String({ minLength: 1 }), detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high')])) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+)
+const FilePart = t.Object(
+  {
+    type: t.Literal('file'),
+    file: t.Object({ file_data: t.Optional(t.String()), filename: t.Optional(t.String()), file_id: t.Optional(t.String()) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+)
+// Audio is not available on the API (spec §1); the part is recognised so the refusal is clear.
+const AudioPart = t.Object({ type: t.Literal('input_audio'), input_audio: t.Unknown() })
+const RefusalPart = t.Object({ type: t.Literal('refusal'), refusal: t.String() }, { additionalProperties: false })
+
+const UserContent = t.Union([t.String(), t.Array(t.Union([TextPart, ImagePart, FilePart, AudioPart]))])
+const TextContent = t.Union([t.String(), t.Array(TextPart)])
+
+const ToolCall = t.Object(
+  {
+    id: t.String({ minLength: 1 }),
+    type: t.Literal('function'),
+    function: t.Object({ name: t.String({ minLength: 1 }), arguments: t.String() }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+)
+
+const SystemMessage = t.Object({ role: t.Union([t.Literal('system'), t.Literal('developer')]), content: TextContent, name: t.Optional(t.String()) }, { additionalProperties: false })
+const UserMessage = t.Object({ role: t.Literal('user'), content: UserContent, name: t.Optional(t.String()) }, { additionalProperties: false })
+const AssistantMessage = t.Object(
+  {
+    role: t.Literal('assistant'),
+    content: t.Optional(t.Union([t.String(), t.Null(), t.Array(t.Union([TextPart, RefusalPart]))])),
+    name: t.Optional(t.String()),
+    tool_calls: t.Optional(t.Array(ToolCall)),
+    refusal: t.Optional(t.Union([t.String(), t.Null()])),
+    // Reasoning returned by the gateway (or vLLM/DeepSeek) and sent back by the client.
+    reasoning_content: t.Optional(t.Union([t.String(), t.Null()])),
+  },
+  { additionalProperties: false },
+)
+const ToolMessage = t.Object({ role: t.Literal('tool'), tool_call_id: t.String({ minLength: 1 }), content: TextContent }, { additionalProperties: false })
+
+const FunctionTool = t.Object(
+  {
+    type: t.Literal('function'),
+    function: t.Object(
+      {
+        name: t.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', error: 'tool function names must be 1-64 letters, digits, underscores or dashes' }),
+        description: t.Optional(t.String()),
+        parameters: t.Optional(t.Record(t.String(), t.Unknown())),
+        strict: t.Optional(t.Union([t.Boolean(), t.Null()])),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+// Hosted tools (web fetch and search) are named here so their refusal or use is explicit.
+const HostedTool = t.Object({ type: t.Union([t.Literal('web_fetch'), t.Literal('web_search')]) }, { additionalProperties: true })
+
+const ToolChoice = t.Union([
+  t.Literal('auto'),
+  t.Literal('none'),
+  t.Literal('required'),
+  t.Object({ type: t.Literal('function'), function: t.Object({ name: t.String() }, { additionalProperties: false }) }, { additionalProperties: false }),
+])
+
+const ResponseFormat = t.Union([
+  t.Object({ type: t.Literal('text') }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('json_object') }, { additionalProperties: false }),
+  t.Object(
+    {
+      type: t.Literal('json_schema'),
+      json_schema: t.Object(
+        {
+          name: t.String({ minLength: 1, maxLength: 64 }),
+          description: t.Optional(t.String()),
+          schema: t.Optional(t.Record(t.String(), t.Unknown())),
+          strict: t.Optional(t.Union([t.Boolean(), t.Null()])),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+])
+
+export const ChatCompletionsBody = t.Object(
+  {
+    model: t.String({ minLength: 1, maxLength: 256 }),
+    messages: t.Array(t.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage]), { minItems: 1 }),
+    stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
+    stream_options: t.Optional(t.Union([t.Object({ include_usage: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()])),
+    tools: t.Optional(t.Array(t.Union([FunctionTool, HostedTool]))),
+    tool_choice: t.Optional(ToolChoice),
+    parallel_tool_calls: t.Optional(t.Boolean()),
+    temperature: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 2 }), t.Null()])),
+    top_p: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()])),
+    max_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
+    max_completion_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
+    stop: t.Optional(t.Union([t.String(), t.Array(t.String(), { maxItems: 4 }), t.Null()])),
+    seed: t.Optional(t.Union([t.Integer(), t.Null()])),
+    user: t.Optional(t.String({ maxLength: 256 })),
+    response_format: t.Optional(ResponseFormat),
+    reasoning_effort: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('minimal')])),
+    n: t.Optional(t.Union([t.Literal(1), t.Null()], { error: 'n must be 1: one choice per request' })),
+    presence_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
+    frequency_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
+    logprobs: t.Optional(t.Union([t.Boolean(), t.Null()])),
+    metadata: t.Optional(t.Union([t.Record(t.String(), t.String()), t.Null()])),
+    store: t.Optional(t.Union([t.Boolean(), t.Null()])),
+    web_fetch: t.Optional(t.Boolean()),
+    uncensored: t.Optional(t.Boolean()),
+  },
+  { additionalProperties: false },
+)
+
+export type ChatCompletionsRequest = typeof ChatCompletionsBody.static
+
+/** The non-streamed reply (documented loosely: the official SDK's types are the reference). */
+export const ChatCompletionResponse = t.Object(
+  {
+    id: t.String(),
+    object: t.Literal('chat.completion'),
+    created: t.Integer(),
+    model: t.String(),
+    choices: t.Array(t.Object({ index: t.Integer(), message: t.Record(t.String(), t.Unknown()), finish_reason: t.String() }, { additionalProperties: true })),
+    usage: t.Object({ prompt_tokens: t.Integer(), completion_tokens: t.Integer(), total_tokens: t.Integer() }, { additionalProperties: true }),
+  },
+  {
+    additionalProperties: true,
+    description: 'A chat.completion object; with stream: true, text/event-stream chat.completion.chunk events ending in [DONE]' },
+)

@@ -1,0 +1,31 @@
+import type { ApiError } from '../../http/errors'
+import type { ChatEvent, FinishReason, Usage } from '../canonical'
+import type { ChatResult } from '../collect'
+
+/** What every response of one request shares. */
+export interface ResponseMeta {
+  id: string
+  /** The model id as the client asked for it. */
+  model: string
+  createdAt: number
+  /** Chat Completions' stream_options.include_usage. */
+  includeUsage: boolean
+}
+
+/**
+ * A dialect's stream encoder: pure, one per response, golden-tested. Returns whole SSE frames.
+ * `finish` and `fail` produce the terminal frames, which the pipeline writes only after the
+ * settlement committed.
+ */
+export interface StreamEncoder {
+  start(): string[]
+  push(event: ChatEvent): string[]
+  finish(reason: FinishReason, usage: Usage): string[]
+  fail(error: ApiError): string[]
+}
+
+/** The response side of a client format. */
+export interface DialectEncoder {
+  encode(result: ChatResult, usage: Usage, meta: ResponseMeta): unknown
+  streamEncoder(meta: ResponseMeta): StreamEncoder
+}

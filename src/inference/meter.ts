@@ -1,0 +1,108 @@
+import { chargeForTokens } from '../billing/pricing'
+import type { ModelRoute, Price } from '../catalog/types'
+import type { Nanos } from '../lib/money'
+import type { ChatEvent, ChatRequest, Usage } from './canonical'
+
+// Token counts the gateway estimates itself (the upstream's own usage always wins when reported).
+// Reservation estimates must be upper bounds; a byte is at most one token for every common
+// tokenizer's text, and ~3 bytes per token is the usual lower end for English, so bytes / 3
+// errs high. Images are counted at a flat, generous size.
+const BYTES_PER_TOKEN_HIGH = 3
+const BYTES_PER_TOKEN = 4
+const TOKENS_PER_MESSAGE = 4
+const TOKENS_PER_IMAGE = 1600
+
+function requestBytes(request: ChatRequest): { bytes: number; images: number } {
+  let bytes = 0
+  let images = 0
+  for (const message of request.messages) {
+    for (const part of message.parts) {
+      if (part.type === 'text' || part.type === 'reasoning') bytes += Buffer.byteLength(part.text)
+      else if (part.type === 'tool-call') bytes += Buffer.byteLength(part.name) + Buffer.byteLength(part.arguments)
+      else if (part.type === 'tool-result') bytes += Buffer.byteLength(part.content)
+      else if (part.type === 'image') images += 1
+    }
+  }
+  for (const tool of request.tools) bytes += Buffer.byteLength(JSON.stringify(tool))
+  return { bytes, images }
+}
+
+/** Input tokens as a typical tokenizer would count them: for the context-length check. */
+export function typicalInputTokens(request: ChatRequest): number {
+  const { bytes, images } = requestBytes(request)
+  return Math.ceil(bytes / BYTES_PER_TOKEN) + request.messages.length * TOKENS_PER_MESSAGE + images * TOKENS_PER_IMAGE
+}
+
+/** Input tokens erring high: for the reservation, and the fallback charge when usage is missing. */
+export function highInputTokens(request: ChatRequest): number {
+  const { bytes, images } = requestBytes(request)
+  return Math.ceil(bytes / BYTES_PER_TOKEN_HIGH) + request.messages.length * TOKENS_PER_MESSAGE + images * TOKENS_PER_IMAGE
+}
+
+/** The output cap that applies: the request's, bounded by the model's. */
+export function outputCap(request: ChatRequest, route: ModelRoute): number {
+  const asked = request.sampling.maxOutputTokens
+  return asked === undefined || asked > route.maxOutputTokens ? route.maxOutputTokens : asked
+}
+
+/** The price of a usage: one ceil per charge (input, cached input, output, reasoning). */
+export function priceUsage(price: Price, usage: Usage): Nanos {
+  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
+  const reasoning = Math.min(usage.reasoningTokens ?? 0, usage.outputTokens)
+  const reasoningPrice = price.reasoningPerMillion ?? price.outputPerMillion
+  return (
+    chargeForTokens(usage.inputTokens - cached, price.inputPerMillion) +
+    chargeForTokens(cached, price.cachedInputPerMillion ?? price.inputPerMillion) +
+    chargeForTokens(usage.outputTokens - reasoning, price.outputPerMillion) +
+    chargeForTokens(reasoning, reasoningPrice)
+  )
+}
+
+/** Upper bound of a request's cost: high input estimate plus the full output cap at the dearer output rate. */
+export function estimateCharge(request: ChatRequest, route: ModelRoute): Nanos {
+  const output = outputCap(request, route)
+  const price = route.price
+  const outputRate = price.reasoningPerMillion !== undefined && price.reasoningPerMillion > price.outputPerMillion ? price.reasoningPerMillion : price.outputPerMillion
+  return chargeForTokens(highInputTokens(request), price.inputPerMillion) + chargeForTokens(output, outputRate)
+}
+
+/**
+ * Watches a response's events: the upstream's usage when it reports one, else a counted
+ * fallback (the input estimate plus the output seen), so a cut stream is never billed zero once
+ * output was sent.
+ */
+export class Meter {
+  private reported: Usage | undefined
+  private outputBytes = 0
+  private reasoningBytes = 0
+  private toolBytes = 0
+
+  constructor(private readonly inputTokens: number) {}
+
+  observe(event: ChatEvent): void {
+    if (event.type === 'text-delta') this.outputBytes += Buffer.byteLength(event.delta)
+    else if (event.type === 'reasoning-delta') this.reasoningBytes += Buffer.byteLength(event.delta)
+    else if (event.type === 'tool-call-delta') this.toolBytes += Buffer.byteLength(event.argumentsDelta)
+    else if (event.type === 'finish') this.reported = event.usage
+  }
+
+  /** Whether any output reached the meter. */
+  get producedOutput(): boolean {
+    return this.outputBytes + this.reasoningBytes + this.toolBytes > 0
+  }
+
+  /** Reported usage if it looks real, else the fallback count. */
+  usage(): Usage {
+    const reported = this.reported
+    // An upstream that streamed output but reported no usage (or zeros) is metered by count.
+    if (reported && (reported.inputTokens > 0 || reported.outputTokens > 0)) return reported
+    const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
+    return {
+      inputTokens: this.inputTokens,
+      outputTokens: Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning,
+      reasoningTokens: reasoning || undefined,
+      webSearchRequests: reported?.webSearchRequests ?? 0,
+      webFetchRequests: reported?.webFetchRequests ?? 0,
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import type { ApiError } from '../http/errors'
+import { SSE_PING } from '../http/sse'
+import type { ChatEvent } from './canonical'
+import type { StreamEncoder } from './dialects/types'
+import { toApiError } from './upstream-errors'
+
+/** How a stream ended: the upstream finished, failed mid-stream, or the client left. */
+export type StreamOutcome = 'finished' | 'failed' | 'cancelled'
+
+const PING_AFTER_MS = 15_000
+const encoder = new TextEncoder()
+
+/**
+ * Pumps provider events to an SSE response (ARCHITECTURE.md §8 steps 7–9). Pull-based, so a
+ * slow client applies backpressure to the upstream. Terminal frames wait for `complete`, which
+ * settles the charge; if settlement fails, the stream ends with the dialect's error instead.
+ * `complete` runs exactly once, whichever way the stream ends.
+ */
+export function streamResponse(options: {
+  events: AsyncIterable<ChatEvent>
+  encoder: StreamEncoder
+  observe: (event: ChatEvent) => void
+  complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
+}): Response {
+  const iterator = options.events[Symbol.asyncIterator]()
+  let completed = false
+  let lastWrite = Date.now()
+  let ping: ReturnType<typeof setInterval> | undefined
+
+  const finish = async (outcome: StreamOutcome): Promise<ApiError | undefined> => {
+    if (completed) return undefined
+    completed = true
+    clearInterval(ping)
+    return options.complete(outcome)
+  }
+
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const frame of options.encoder.start()) controller.enqueue(encoder.encode(frame))
+      ping = setInterval(() => {
+        if (Date.now() - lastWrite < PING_AFTER_MS) return
+        try {
+          controller.enqueue(SSE_PING)
+          lastWrite = Date.now()
+        } catch {
+          clearInterval(ping)
+        }
+      }, PING_AFTER_MS / 3)
+    },
+    async pull(controller) {
+      // One pull writes at least one frame (or ends the stream), so backpressure works per frame.
+      for (;;) {
+        let step: IteratorResult<ChatEvent>
+        try {
+          step = await iterator.next()
+        } catch (error) {
+          return end(controller, 'failed', options.encoder.fail(toApiError(error)))
+        }
+        if (step.done) return end(controller, 'failed', options.encoder.fail(toApiError(new Error('stream ended early'))))
+        const event = step.value
+        options.observe(event)
+        if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, event.usage))
+        if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(toApiError(event.error)))
+        const frames = options.encoder.push(event)
+        if (frames.length === 0) continue
+        for (const frame of frames) controller.enqueue(encoder.encode(frame))
+        lastWrite = Date.now()
+        return
+      }
+    },
+    async cancel() {
+      // The client left: stop the upstream, charge what was used, free the slot.
+      await finish('cancelled')
+      await iterator.return?.()
+    },
+  })
+
+  async function end(controller: ReadableStreamDefaultController<Uint8Array>, outcome: StreamOutcome, frames: string[]): Promise<void> {
+    const failure = await finish(outcome)
+    const closing = failure ? options.encoder.fail(failure) : frames
+    for (const frame of closing) controller.enqueue(encoder.encode(frame))
+    controller.close()
+  }
+
+  return new Response(body, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+  })
+}

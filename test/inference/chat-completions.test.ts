@@ -1,0 +1,234 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { Elysia } from 'elysia'
+import OpenAI from 'openai'
+import type { ModelRoute } from '../../src/catalog/types'
+import { ApiError } from '../../src/http/errors'
+import { requestContext } from '../../src/http/request-context'
+import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
+import type { ChatRouter } from '../../src/inference/pipeline'
+import { inferenceRoutes } from '../../src/inference/routes'
+import { silentLogger } from '../../src/observability/logger'
+import { UpstreamError } from '../../src/providers/types'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { poll } from '../support/poll'
+
+// The chat route over a scripted router: wire format as the official SDK parses it, and billing
+// that equals price × reported usage, settled once on every path.
+
+const PRICE = { inputPerMillion: 1_000_000_000n, outputPerMillion: 2_000_000_000n } // 1 and 2 USD per Mtok = 1000 / 2000 nanos per token
+const ROUTE: ModelRoute = {
+  id: 'scripted', modelId: 'scripted', level: 'anonymous', routing: 'ordered', price: PRICE, contextLength: 8192, maxOutputTokens: 1024,
+  backends: [{ provider: 'fake', model: 'upstream-model', weight: 1, uncensored: false }],
+  capabilities: { tools: true, reasoning: true, vision: false, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
+}
+const CREDIT = 10_000_000_000n
+
+type Script = (request: ChatRequest, signal: AbortSignal) => AsyncIterable<ChatEvent> | Promise<never>
+
+let t: TestApp
+let server: ReturnType<typeof Bun.serve> | undefined
+let seen: ChatRequest[] = []
+afterEach(async () => {
+  server?.stop(true)
+  await t.close()
+})
+
+async function setup(script: Script) {
+  t = await buildTestApp()
+  seen = []
+  const router: ChatRouter = {
+    async open(_route, request, options) {
+      seen.push(request)
+      const events = await script(request, options.signal)
+      return { events, backend: ROUTE.backends[0]!, provider: { id: 'fake', stream: async () => events } }
+    },
+  }
+  const catalog = {
+    resolve(id: string) {
+      if (id !== 'scripted') throw new ApiError('invalid_request', `unknown model ${id}`, 'model')
+      return ROUTE
+    },
+  }
+  const app = new Elysia({ normalize: false })
+    .use(requestContext(silentLogger))
+    .use(inferenceRoutes(t.deps.keys, t.deps.limits, catalog, { metering: t.deps.metering, router, logger: silentLogger, clock: t.clock }))
+  server = Bun.serve({ port: 0, fetch: app.fetch })
+  const org = await t.createOrg('acme', CREDIT)
+  await t.deps.database.client.execute({ sql: "UPDATE orgs SET plan_id = 'payg' WHERE id = ?", args: [org.orgId] })
+  const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  const charged = async () => CREDIT - (await t.deps.balance(org.orgId)).prepaidNanos
+  return { org, client, charged }
+}
+
+async function* events(list: ChatEvent[], hang?: AbortSignal): AsyncGenerator<ChatEvent> {
+  for (const event of list) yield event
+  if (hang) await new Promise((_, reject) => hang.addEventListener('abort', () => reject(hang.reason), { once: true }))
+}
+
+const usage = { inputTokens: 100, outputTokens: 50, webSearchRequests: 0, webFetchRequests: 0 }
+const textReply: ChatEvent[] = [
+  { type: 'response-start', id: 'up-1', model: 'upstream-model', createdAt: 0 },
+  { type: 'text-start', block: 0 },
+  { type: 'text-delta', block: 0, delta: 'Hello' },
+  { type: 'text-delta', block: 0, delta: ', world' },
+  { type: 'text-end', block: 0 },
+  { type: 'finish', reason: 'stop', usage },
+]
+const EXPECTED_CHARGE = 100n * 1000n + 50n * 2000n
+
+describe('POST /v1/chat/completions', () => {
+  test('non-streaming through the openai SDK: content, usage, exact charge', async () => {
+    const { org, client, charged } = await setup(() => events(textReply))
+    const completion = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], user: 'end-user-7' })
+    expect(completion.object).toBe('chat.completion')
+    expect(completion.model).toBe('scripted')
+    expect(completion.choices[0]!.message.content).toBe('Hello, world')
+    expect(completion.choices[0]!.finish_reason).toBe('stop')
+    expect(completion.usage).toMatchObject({ prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 })
+    expect(await charged()).toBe(EXPECTED_CHARGE)
+    // The canonical request keeps `user` for the gateway only; providers never forward it.
+    expect(seen[0]!.user).toBe('end-user-7')
+    expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+  })
+
+  test('streaming through the openai SDK: deltas, usage chunk, [DONE], charged before the end', async () => {
+    const { client, charged } = await setup(() => events(textReply))
+    const stream = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    let text = ''
+    let finish: string | null = null
+    let reported: OpenAI.CompletionUsage | undefined
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? ''
+      finish = chunk.choices[0]?.finish_reason ?? finish
+      if (chunk.usage) reported = chunk.usage
+    }
+    expect(text).toBe('Hello, world')
+    expect(finish).toBe('stop')
+    expect(reported).toMatchObject({ prompt_tokens: 100, completion_tokens: 50 })
+    expect(await charged()).toBe(EXPECTED_CHARGE)
+  })
+
+  test('tool calls round-trip, parallel, streamed and not', async () => {
+    const toolEvents: ChatEvent[] = [
+      { type: 'response-start', id: 'up-2', model: 'm', createdAt: 0 },
+      { type: 'reasoning-start', block: 0 },
+      { type: 'reasoning-delta', block: 0, delta: 'Need weather.' },
+      { type: 'reasoning-end', block: 0, signature: 'sig' },
+      { type: 'tool-call-start', block: 1, callId: 'call_a', name: 'weather' },
+      { type: 'tool-call-delta', block: 1, argumentsDelta: '{"city":' },
+      { type: 'tool-call-start', block: 2, callId: 'call_b', name: 'weather' },
+      { type: 'tool-call-delta', block: 2, argumentsDelta: '{"city":"Oslo"}' },
+      { type: 'tool-call-delta', block: 1, argumentsDelta: '"Rome"}' },
+      { type: 'tool-call-end', block: 1 },
+      { type: 'tool-call-end', block: 2 },
+      { type: 'finish', reason: 'tool-calls', usage: { ...usage, reasoningTokens: 5 } },
+    ]
+    const { client } = await setup(() => events(toolEvents))
+    const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
+    const completion = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'weather?' }], tools, reasoning_effort: 'low' })
+    const message = completion.choices[0]!.message
+    expect(completion.choices[0]!.finish_reason).toBe('tool_calls')
+    expect(message.tool_calls?.map(call => [call.id, call.type === 'function' && call.function.arguments])).toEqual([['call_a', '{"city":"Rome"}'], ['call_b', '{"city":"Oslo"}']])
+    expect((message as unknown as { reasoning_content: string }).reasoning_content).toBe('Need weather.')
+    expect(completion.usage?.completion_tokens_details?.reasoning_tokens).toBe(5)
+
+    const stream = client.chat.completions.stream({ model: 'scripted', messages: [{ role: 'user', content: 'weather?' }], tools, stream: true })
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0]!.message.tool_calls?.map(call => call.type === 'function' && JSON.parse(call.function.arguments).city)).toEqual(['Rome', 'Oslo'])
+
+    // Sending the tool results back decodes into canonical tool-call and tool-result parts.
+    await client.chat.completions.create({
+      model: 'scripted',
+      messages: [{ role: 'user', content: 'weather?' }, message as OpenAI.ChatCompletionMessageParam, { role: 'tool', tool_call_id: 'call_a', content: 'sunny' }],
+      tools,
+    })
+    const replay = seen[seen.length - 1]!
+    expect(replay.messages[1]!.parts.map(part => part.type)).toEqual(['reasoning', 'tool-call', 'tool-call'])
+    expect(replay.messages[2]!.parts).toEqual([{ type: 'tool-result', callId: 'call_a', content: 'sunny' }])
+  })
+
+  test('upstream failure before output: 502 provider_error, 429 passes Retry-After, nothing charged', async () => {
+    const failing = (error: UpstreamError) => setup(() => Promise.reject(error))
+    let context = await failing(new UpstreamError('server', 'boom', 'fake', 'm', { status: 500 }))
+    const server500 = await context.client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }] }).catch(error => error)
+    expect(server500).toBeInstanceOf(OpenAI.APIError)
+    expect(server500.status).toBe(502)
+    expect(server500.code).toBe('provider_error')
+    expect(await context.charged()).toBe(0n)
+    await t.close()
+    server?.stop(true)
+
+    context = await failing(new UpstreamError('rate-limited', 'slow down', 'fake', 'm', { status: 429, retryAfterMs: 7000 }))
+    const limited = await context.client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }] }).catch(error => error)
+    expect(limited.status).toBe(429)
+    expect(limited.headers.get('retry-after')).toBe('7')
+    expect(await context.charged()).toBe(0n)
+  })
+
+  test('mid-stream failure ends with an in-band error and charges the output sent', async () => {
+    const { org, charged } = await setup(() =>
+      events([
+        { type: 'response-start', id: 'x', model: 'm', createdAt: 0 },
+        { type: 'text-start', block: 0 },
+        { type: 'text-delta', block: 0, delta: 'abcdefgh' },
+        { type: 'error', error: new UpstreamError('server', 'reset', 'fake', 'm') },
+      ]),
+    )
+    const response = await fetch(`http://127.0.0.1:${server!.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    })
+    const text = await response.text()
+    expect(text).toContain('"content":"abcdefgh"')
+    expect(text).toContain('"code":"provider_error"')
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+    // Fallback: the input estimate plus 2 output tokens (8 bytes / 4), never zero.
+    expect(await charged()).toBeGreaterThan(2n * 2000n)
+  })
+
+  test('client disconnect mid-stream aborts the upstream, frees the slot and charges the output sent', async () => {
+    let upstreamAborted = false
+    const { org, charged } = await setup((_request, signal) => {
+      signal.addEventListener('abort', () => (upstreamAborted = true))
+      return events([{ type: 'response-start', id: 'x', model: 'm', createdAt: 0 }, { type: 'text-start', block: 0 }, { type: 'text-delta', block: 0, delta: 'partial' }], signal)
+    })
+    const abort = new AbortController()
+    const response = await fetch(`http://127.0.0.1:${server!.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+      signal: abort.signal,
+    })
+    const reader = response.body!.getReader()
+    let received = ''
+    while (!received.includes('partial')) received += new TextDecoder().decode((await reader.read()).value)
+    abort.abort()
+    await poll('the upstream to be aborted and the slot freed', 200, 5, () => (upstreamAborted && t.deps.limits.concurrency.inUse(org.orgId) === 0 ? true : undefined))
+    await poll('the settlement', 200, 5, async () => ((await charged()) > 0n ? true : undefined))
+  })
+
+  test('bad requests are clear 400s in the OpenAI envelope, and nothing is charged', async () => {
+    const { client, charged } = await setup(() => events(textReply))
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ model: 'nope', messages: [{ role: 'user', content: 'x' }] }, 'model'],
+      [{ model: 'scripted', messages: [] }, 'messages'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], n: 2 }, 'n'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], bogus: 1 }, 'bogus'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], store: true }, 'store'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 'messages'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], max_tokens: 5000 }, 'max_tokens'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x'.repeat(30_000) }], max_tokens: 1000 }, 'messages'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x'.repeat(40_000) }] }, 'messages'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'function', function: { name: 'ghost' } } }, 'tool_choice'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], web_fetch: true }, 'tools'],
+    ]
+    for (const [body, param] of cases) {
+      const error = await client.chat.completions.create(body as never).catch(error => error)
+      expect(error).toBeInstanceOf(OpenAI.APIError)
+      expect([error.status, error.code, error.param]).toEqual([400, 'invalid_request', param])
+    }
+    expect(seen).toHaveLength(0)
+    expect(await charged()).toBe(0n)
+  })
+})
