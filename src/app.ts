@@ -3,6 +3,7 @@ import type { Deps } from './deps'
 import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
 import { billingRoutes } from './billing/routes'
+import { modelRoutes } from './catalog/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
 import { healthRoutes } from './observability/routes'
@@ -18,6 +19,7 @@ export function createApp(deps: Deps) {
     .use(requestContext(deps.logger))
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
+    .use(modelRoutes(deps.catalog))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))

@@ -6,6 +6,7 @@ import { LedgerWriter } from './billing/ledger-writer'
 import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
+import { Catalog } from './catalog/catalog'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
@@ -30,6 +31,8 @@ export interface Deps {
   readonly limits: Limits
   /** Admission for billed calls: concurrency slot + ledger hold, ended exactly once. */
   readonly metering: Metering
+  /** Model ids and levels → callable routes, built once from config. */
+  readonly catalog: Catalog
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -61,7 +64,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
   return {
-    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering,
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

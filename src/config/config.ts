@@ -1,3 +1,4 @@
+import type { Backend, Capabilities, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
@@ -38,6 +39,25 @@ export interface ProviderConfig {
   readonly idleTimeoutMs: number
 }
 
+/**
+ * A logical model from config, checked against the providers (every backend names a known
+ * provider; a `private` model only uses `retention: none` providers). The catalog turns it
+ * into callable routes. Only the level of the unsuffixed id exists for now: `:confidential`
+ * and `:encrypted` are refused at boot until the attested provider exists.
+ */
+export interface ModelConfig {
+  readonly id: string
+  /** The level of the unsuffixed id. */
+  readonly level: 'anonymous' | 'private'
+  /** In config order; at least one. */
+  readonly backends: readonly Backend[]
+  readonly routing: 'ordered' | 'round-robin'
+  readonly price: Price
+  readonly contextLength: number
+  readonly maxOutputTokens: number
+  readonly capabilities: Capabilities
+}
+
 /** The whole, validated, frozen configuration. Built once at boot by loadConfig. */
 export interface Config {
   readonly port: number
@@ -53,6 +73,10 @@ export interface Config {
   readonly limits: LimitsConfig
   readonly ledger: { readonly bootstrapCreditNanos: Nanos; readonly instanceStaleAfterMs: number }
   readonly auth: { readonly cacheTtlMs: number; readonly cacheMaxEntries: number }
+  /** Upstream providers, in config order (ids unique). */
+  readonly providers: readonly ProviderConfig[]
+  /** Logical models, in config order (ids unique); the catalog's source. */
+  readonly models: readonly ModelConfig[]
   /** Where the file config came from: a path, or "embedded default". */
   readonly source: string
 }

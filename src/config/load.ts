@@ -2,6 +2,9 @@ import { Value } from '@sinclair/typebox/value'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
+import { withEnvProviders } from './env-providers'
+import { buildModels } from './models'
+import { buildProviders } from './providers'
 import { FileConfigSchema, type FileConfig } from './schema'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
@@ -35,8 +38,15 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     problems.push(`SVC_INSTANCE_ID: must be 1 to 64 letters, digits, dots, dashes or underscores, got "${env.SVC_INSTANCE_ID}"`)
   }
   const source = env.SVC_CONFIG ? env.SVC_CONFIG : 'embedded default'
-  const file = parseFile(env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readText, problems) : defaultYaml, source, problems)
+  let file = parseFile(env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readText, problems) : defaultYaml, source, problems)
+  // Only the embedded default grows from OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL.
+  if (file && !env.SVC_CONFIG) file = withEnvProviders(file, name => env[name], problems)
   if (problems.length > 0 || !file) throw new ConfigError(problems)
+
+  // Keys are read from the variables the file names, here, so nothing else touches the env.
+  const providers = buildProviders(file.providers ?? [], name => env[name], problems)
+  const models = buildModels(file.models ?? [], providers, problems)
+  if (problems.length > 0) throw new ConfigError(problems)
 
   const plans = new Map<string, Plan>()
   for (const [id, plan] of Object.entries(file.plans)) {
@@ -81,6 +91,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
     }),
     auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
+    providers: Object.freeze(providers),
+    models: Object.freeze(models),
     source,
   })
 }
@@ -109,6 +121,13 @@ function readConfigFile(path: string, readText: (path: string) => string, proble
   }
 }
 
+/** For a union of literals (`type`, `level`, `routing`…), name the allowed values instead of "Expected union value". */
+function oneOf(schema: object): string | undefined {
+  const values = (schema as { anyOf?: Array<{ const?: unknown }> }).anyOf?.map(member => member.const)
+  if (!values?.length || values.some(value => typeof value !== 'string')) return undefined
+  return `must be one of ${values.join(', ')}`
+}
+
 function parseFile(text: string | undefined, source: string, problems: string[]): FileConfig | undefined {
   if (text === undefined) return undefined
   let raw: unknown
@@ -121,8 +140,9 @@ function parseFile(text: string | undefined, source: string, problems: string[])
   if (Value.Check(FileConfigSchema, raw)) return raw
   for (const error of Value.Errors(FileConfigSchema, raw)) {
     const path = error.path.replace(/^\//, '').replaceAll('/', '.') || '(root)'
-    const hint = typeof error.value === 'number' && error.schema.pattern ? ' (write money as a quoted decimal string)' : ''
-    problems.push(`${path}: ${error.message}${hint}`)
+    const money = typeof error.schema.description === 'string' && error.schema.description.startsWith('USD decimal string')
+    const hint = typeof error.value === 'number' && money ? ' (write money as a quoted decimal string)' : ''
+    problems.push(`${path}: ${oneOf(error.schema) ?? error.message}${hint}`)
   }
   return undefined
 }

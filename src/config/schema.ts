@@ -1,4 +1,9 @@
+import { Type } from '@sinclair/typebox'
 import { t, type Static } from 'elysia'
+
+// Elysia's `t.Integer` also accepts numeric strings (it is meant for query params), which
+// would let `"100"` through as a string: config integers use TypeBox 0.34's own.
+const Integer = Type.Integer
 
 /** A USD amount written as a quoted decimal string with at most 9 decimals ("20", "0.40"). */
 const Usd = t.String({ pattern: '^(0|[1-9][0-9]*)(\\.[0-9]{1,9})?$', description: 'USD decimal string, at most 9 decimals' })
@@ -14,13 +19,89 @@ const Plan = t.Object(
 /** A token bucket: up to `burst` requests at once, refilled at `per_second`. */
 const Bucket = t.Object(
   {
-    burst: t.Integer({ minimum: 1, maximum: 1_000_000 }),
+    burst: Integer({ minimum: 1, maximum: 1_000_000 }),
     per_second: t.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }),
   },
   { additionalProperties: false },
 )
 
 const BucketPair = t.Object({ key: Bucket, org: Bucket }, { additionalProperties: false })
+
+/** A config id: lower-case letters, digits, `.`, `_`, `-` (provider ids). */
+const ProviderId = t.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' })
+
+/** An environment variable name (secrets are referenced by name, never written inline). */
+const EnvName = t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' })
+
+/** An upstream provider (ARCHITECTURE.md §3.2). Cross-field rules (base_url per type, keys) are in providers.ts. */
+const ProviderEntry = t.Object(
+  {
+    id: ProviderId,
+    type: t.Union([t.Literal('openai-compatible'), t.Literal('anthropic'), t.Literal('demo'), t.Literal('attested')]),
+    base_url: t.Optional(t.String({ minLength: 1, maxLength: 2000 })),
+    api_key_env: t.Optional(EnvName),
+    // `none`: the operator states the backend keeps no prompts or outputs (needed to serve `private`).
+    retention: t.Optional(t.Union([t.Literal('none'), t.Literal('unknown')])),
+    connect_timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 600_000 })),
+    idle_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
+    // Parsed now so an attested provider is reported as "not supported yet" rather than as a typo.
+    proof_format: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+)
+
+/** One binding of a model level to a provider's own model name. */
+const BackendEntry = t.Object(
+  {
+    provider: ProviderId,
+    // The upstream's name: may hold `/` and `:` (`meta-llama/Llama-3.3-70B-Instruct`, `llama3.2:3b`).
+    model: t.String({ pattern: '^\\S{1,256}$' }),
+    weight: t.Optional(Integer({ minimum: 1, maximum: 1000 })),
+    uncensored: t.Optional(t.Boolean()),
+  },
+  { additionalProperties: false },
+)
+
+const Backends = t.Array(BackendEntry, { minItems: 1, maxItems: 64 })
+
+/** A logical model (ARCHITECTURE.md §3.2). Its id never holds `:`, which introduces a level suffix. */
+const ModelEntry = t.Object(
+  {
+    id: t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$' }),
+    // The level of the unsuffixed id.
+    level: t.Optional(t.Union([t.Literal('anonymous'), t.Literal('private')])),
+    backends: Backends,
+    // `model:confidential` and `model:encrypted`: validated here, refused in models.ts until the attested provider exists.
+    confidential: t.Optional(Backends),
+    encrypted: t.Optional(Backends),
+    routing: t.Optional(t.Union([t.Literal('ordered'), t.Literal('round-robin')])),
+    price: t.Object(
+      {
+        input_per_mtok: Usd,
+        output_per_mtok: Usd,
+        cached_input_per_mtok: t.Optional(Usd),
+        reasoning_per_mtok: t.Optional(Usd),
+      },
+      { additionalProperties: false },
+    ),
+    context_length: Integer({ minimum: 1, maximum: 100_000_000 }),
+    max_output_tokens: Integer({ minimum: 1, maximum: 100_000_000 }),
+    capabilities: t.Optional(
+      t.Object(
+        {
+          tools: t.Optional(t.Boolean()),
+          reasoning: t.Optional(t.Boolean()),
+          vision: t.Optional(t.Boolean()),
+          file_input: t.Optional(t.Boolean()),
+          supports_web_fetch: t.Optional(t.Boolean()),
+          supports_web_search: t.Optional(t.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
 
 /**
  * The YAML file named by SVC_CONFIG (or the embedded default). Unknown keys are errors:
@@ -29,6 +110,8 @@ const BucketPair = t.Object({ key: Bucket, org: Bucket }, { additionalProperties
 export const FileConfigSchema = t.Object(
   {
     // additionalProperties: false makes a key outside the id pattern an error (else it is not checked at all).
+    providers: t.Optional(t.Array(ProviderEntry, { maxItems: 256 })),
+    models: t.Optional(t.Array(ModelEntry, { maxItems: 4096 })),
     plans: t.Record(t.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' }), Plan, { minProperties: 1, additionalProperties: false }),
     bootstrap: t.Optional(
       t.Object(
@@ -44,7 +127,7 @@ export const FileConfigSchema = t.Object(
         {
           inference: t.Optional(BucketPair),
           management: t.Optional(BucketPair),
-          org_inference_concurrency: t.Optional(t.Integer({ minimum: 1, maximum: 100_000 })),
+          org_inference_concurrency: t.Optional(Integer({ minimum: 1, maximum: 100_000 })),
         },
         { additionalProperties: false },
       ),
@@ -55,7 +138,7 @@ export const FileConfigSchema = t.Object(
           // Prepaid credit granted to the organization created at first boot.
           bootstrap_credit: t.Optional(Usd),
           // Seconds without a heartbeat after which another instance's leases are returned.
-          instance_stale_after_s: t.Optional(t.Integer({ minimum: 5, maximum: 3600 })),
+          instance_stale_after_s: t.Optional(Integer({ minimum: 5, maximum: 3600 })),
         },
         { additionalProperties: false },
       ),
@@ -64,8 +147,8 @@ export const FileConfigSchema = t.Object(
       t.Object(
         {
           // How long a verified credential is trusted without re-reading it (other processes' revocations).
-          cache_ttl_ms: t.Optional(t.Integer({ minimum: 0, maximum: 2000 })),
-          cache_max_entries: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000 })),
+          cache_ttl_ms: t.Optional(Integer({ minimum: 0, maximum: 2000 })),
+          cache_max_entries: t.Optional(Integer({ minimum: 1, maximum: 1_000_000 })),
         },
         { additionalProperties: false },
       ),
@@ -75,3 +158,6 @@ export const FileConfigSchema = t.Object(
 )
 
 export type FileConfig = Static<typeof FileConfigSchema>
+export type FileProvider = Static<typeof ProviderEntry>
+export type FileModel = Static<typeof ModelEntry>
+export type FileBackend = Static<typeof BackendEntry>

@@ -50,6 +50,8 @@ export function openapiDocs(version: string) {
             { name: 'API keys', description: 'Organization keys (admin credentials)' },
             { name: 'Billing', description: 'Prepaid balance in integer USD nanos (admin credentials)' },
             { name: 'Rate limits', description: 'Non-consuming snapshots of the caller’s request windows' },
+            { name: 'Models', description: 'The live model catalog: public, identical with or without credentials' },
+            { name: 'Inference', description: 'OpenAI- and Anthropic-compatible inference' },
             { name: 'Health', description: 'Probes' },
           ],
           components: {

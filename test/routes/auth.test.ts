@@ -12,7 +12,7 @@ const AUTHENTICATED: AuthedRoute[] = [
 ]
 
 // Routes that take no credential, on purpose.
-const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /api/v1/models', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
 
 for (const route of AUTHENTICATED) runAuthSuite(route)
 

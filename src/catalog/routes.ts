@@ -1,0 +1,107 @@
+import { Elysia } from 'elysia'
+import { ApiError } from '../http/errors'
+import { ErrorResponse } from '../http/openapi-schemas'
+import { formatNanos } from '../lib/money'
+import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
+import type { PrivacyLevel } from './types'
+import { CatalogList, ModelsQuery, OpenAIErrorResponse, OpenAIModelList } from './schema'
+
+type OpenAIList = typeof OpenAIModelList.static
+type ApiList = typeof CatalogList.static
+
+/** `owned_by` of every /v1 entry: the gateway serves them, whichever upstream runs them. */
+const OWNED_BY = 'svc'
+
+/** One /v1 entry per callable id: the unsuffixed id, and `<id>:<level>` for suffix levels. */
+function openAIEntries(model: CatalogModel, only?: PrivacyLevel): OpenAIList['data'] {
+  return model.routes
+    .filter(route => only === undefined || route.level === only)
+    .map(route => ({
+      id: route.id,
+      object: 'model' as const,
+      created: 0,
+      owned_by: OWNED_BY,
+      privacy_level: route.level,
+      context_length: route.contextLength,
+      max_output_tokens: route.maxOutputTokens,
+    }))
+}
+
+function apiEntry(model: CatalogModel): ApiList['data'][number] {
+  const { price, capabilities } = model
+  return {
+    id: model.id,
+    object: 'model',
+    privacy_levels: [...model.levels],
+    capabilities: {
+      tools: capabilities.tools,
+      reasoning: capabilities.reasoning,
+      vision: capabilities.vision,
+      file_input: capabilities.fileInput,
+      supports_web_fetch: capabilities.supportsWebFetch,
+      supports_web_search: capabilities.supportsWebSearch,
+    },
+    // The effective prices: absent cached/reasoning prices fall back as pricing does (catalog/types.ts Price).
+    pricing: {
+      input_per_mtok_nanos: formatNanos(price.inputPerMillion),
+      output_per_mtok_nanos: formatNanos(price.outputPerMillion),
+      cached_input_per_mtok_nanos: formatNanos(price.cachedInputPerMillion ?? price.inputPerMillion),
+      reasoning_per_mtok_nanos: formatNanos(price.reasoningPerMillion ?? price.outputPerMillion),
+    },
+    context_length: model.contextLength,
+    max_output_tokens: model.maxOutputTokens,
+  }
+}
+
+/**
+ * Runs before query validation so the message names a query parameter (not a body field),
+ * and so a repeated `privacy_tier` is refused instead of one copy silently winning.
+ */
+function checkQueryNames({ request }: { request: Request }): void {
+  const query = new URL(request.url).searchParams
+  for (const name of new Set(query.keys())) {
+    if (name !== 'privacy_tier') throw new ApiError('invalid_request', `unknown query parameter "${name.slice(0, 100)}" (only privacy_tier is accepted)`, name.slice(0, 100))
+    if (query.getAll(name).length > 1) throw new ApiError('invalid_request', 'privacy_tier may be given once', name)
+  }
+}
+
+/**
+ * GET /v1/models and GET /api/v1/models (spec §4.11): public, so identical with or without a
+ * credential or X-Org-ID (no auth step runs at all). The catalog is fixed at boot, so every
+ * answer is built once here. Unknown query parameters and tiers are 400.
+ */
+export function modelRoutes(catalog: Catalog) {
+  const all = (level?: PrivacyLevel) => catalog.list(level === undefined ? {} : { level })
+  const openAI = new Map<PrivacyLevel | undefined, OpenAIList>()
+  const api = new Map<PrivacyLevel | undefined, ApiList>()
+  for (const level of [undefined, ...PRIVACY_LEVELS]) {
+    openAI.set(level, { object: 'list', data: all(level).flatMap(model => openAIEntries(model, level)) })
+    api.set(level, { data: all(level).map(apiEntry) })
+  }
+
+  return new Elysia({ tags: ['Models'] })
+    .get('/v1/models', ({ query }) => openAI.get(query.privacy_tier)!, {
+      transform: checkQueryNames,
+      query: ModelsQuery,
+      response: { 200: OpenAIModelList, 400: OpenAIErrorResponse },
+      detail: {
+        summary: 'List models (OpenAI shape)',
+        description:
+          'Public. One entry per callable id: the unsuffixed id is the anonymous or private level, `<id>:confidential` and ' +
+          '`<id>:encrypted` the suffix levels. `privacy_tier` keeps only ids at that level. Entries add `privacy_level`, ' +
+          '`context_length` and `max_output_tokens` to the OpenAI fields. Identical with or without credentials.',
+      },
+    })
+    .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
+      transform: checkQueryNames,
+      query: ModelsQuery,
+      response: { 200: CatalogList, 400: ErrorResponse },
+      detail: {
+        summary: 'List models with capabilities, privacy levels and prices',
+        description:
+          'Public. One entry per logical model with its privacy levels, capabilities (including `supports_web_fetch` and ' +
+          '`supports_web_search`), prices in integer USD nanos per million tokens as decimal strings, context length and ' +
+          'maximum output. `privacy_tier` keeps only models offered at that level. Identical with or without credentials.',
+      },
+    })
+}

@@ -1,0 +1,105 @@
+import type { Backend, Capabilities, Price } from '../catalog/types'
+import { parseUsd, type Nanos } from '../lib/money'
+import type { ModelConfig, ProviderConfig } from './config'
+import type { FileBackend, FileModel } from './schema'
+
+/**
+ * The `models:` section → frozen ModelConfig list, cross-checked against the providers.
+ * Adds to `problems` (naming the model) for: duplicate ids, a backend naming an unknown
+ * provider, a `private` model with a backend whose provider does not declare
+ * `retention: none` (issue 4 point 6), a level suffix list (`confidential`, `encrypted`:
+ * not served yet), max output above the context length, and prices past int64 nanos.
+ */
+export function buildModels(entries: readonly FileModel[], providers: readonly ProviderConfig[], problems: string[]): ModelConfig[] {
+  const providerById = new Map(providers.map(provider => [provider.id, provider]))
+  const seen = new Set<string>()
+  const models: ModelConfig[] = []
+  entries.forEach((entry, index) => {
+    const path = `models.${index}`
+    const name = `model "${entry.id}"`
+    if (seen.has(entry.id)) problems.push(`${path}.id: duplicate model id "${entry.id}"`)
+    seen.add(entry.id)
+
+    for (const level of ['confidential', 'encrypted'] as const) {
+      if (entry[level] !== undefined) {
+        problems.push(`${path}.${level}: ${name}: the ${level} level is not supported yet (it needs the attested provider, which arrives in a later release)`)
+      }
+    }
+
+    const level = entry.level ?? 'anonymous'
+    const backends = entry.backends.map((backend, backendIndex) => {
+      const backendPath = `${path}.backends.${backendIndex}`
+      const provider = providerById.get(backend.provider)
+      if (provider === undefined) {
+        const known = providerById.size > 0 ? [...providerById.keys()].join(', ') : 'none'
+        problems.push(`${backendPath}.provider: ${name} names unknown provider "${backend.provider}" (known: ${known})`)
+      } else if (level === 'private' && provider.retention !== 'none') {
+        // The private level promises no retention: only a provider the operator marked so may serve it.
+        problems.push(
+          `${path}.level: ${name} is private but its backend ${backendIndex} uses provider "${provider.id}", which does not declare retention: none`,
+        )
+      }
+      return toBackend(backend)
+    })
+    const bindings = new Set<string>()
+    backends.forEach((backend, backendIndex) => {
+      const key = `${backend.provider}\u0000${backend.model}`
+      if (bindings.has(key)) {
+        problems.push(`${path}.backends.${backendIndex}: ${name} binds provider "${backend.provider}" model "${backend.model}" twice (use weight instead)`)
+      }
+      bindings.add(key)
+    })
+
+    if (entry.max_output_tokens > entry.context_length) {
+      problems.push(`${path}.max_output_tokens: ${name}: ${entry.max_output_tokens} exceeds context_length ${entry.context_length}`)
+    }
+
+    models.push(
+      Object.freeze({
+        id: entry.id,
+        level,
+        backends: Object.freeze(backends),
+        routing: entry.routing ?? 'ordered',
+        price: toPrice(entry.price, `${path}.price`, problems),
+        contextLength: entry.context_length,
+        maxOutputTokens: entry.max_output_tokens,
+        capabilities: toCapabilities(entry.capabilities),
+      }),
+    )
+  })
+  return models
+}
+
+function toBackend(backend: FileBackend): Backend {
+  return Object.freeze({ provider: backend.provider, model: backend.model, weight: backend.weight ?? 1, uncensored: backend.uncensored ?? false })
+}
+
+function toPrice(price: FileModel['price'], path: string, problems: string[]): Price {
+  const amount = (field: keyof FileModel['price']): Nanos | undefined => {
+    const text = price[field]
+    if (text === undefined) return undefined
+    // The schema checked the decimal shape; parseUsd also bounds it to int64 nanos.
+    const nanos = parseUsd(text)
+    if (nanos === null) problems.push(`${path}.${field}: amount too large`)
+    return nanos ?? 0n
+  }
+  const result: { -readonly [K in keyof Price]: Price[K] } = { inputPerMillion: amount('input_per_mtok')!, outputPerMillion: amount('output_per_mtok')! }
+  // Optional prices stay absent so "defaults to the input/output price" stays visible to pricing.
+  const cached = amount('cached_input_per_mtok')
+  if (cached !== undefined) result.cachedInputPerMillion = cached
+  const reasoning = amount('reasoning_per_mtok')
+  if (reasoning !== undefined) result.reasoningPerMillion = reasoning
+  return Object.freeze(result)
+}
+
+/** An absent capability is false: the catalog never advertises what the operator did not state. */
+function toCapabilities(capabilities: FileModel['capabilities']): Capabilities {
+  return Object.freeze({
+    tools: capabilities?.tools ?? false,
+    reasoning: capabilities?.reasoning ?? false,
+    vision: capabilities?.vision ?? false,
+    fileInput: capabilities?.file_input ?? false,
+    supportsWebFetch: capabilities?.supports_web_fetch ?? false,
+    supportsWebSearch: capabilities?.supports_web_search ?? false,
+  })
+}

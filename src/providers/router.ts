@@ -1,0 +1,133 @@
+import type { Backend, ModelRoute } from '../catalog/types'
+import { ApiError } from '../http/errors'
+import type { ChatEvent, ChatRequest } from '../inference/canonical'
+import type { Clock } from '../lib/clock'
+import { UpstreamError, type Provider } from './types'
+
+/** How long a backend that failed retryably is passed over while another can serve (ARCHITECTURE.md §6). */
+export const COOL_DOWN_MS = 30_000
+
+/** Per-call options of Router.open. */
+export interface RouteOptions {
+  /** The client's abort signal, handed to the provider; once aborted, nothing else is tried. */
+  readonly signal: AbortSignal
+  readonly requestId: string
+  /** Only bindings the catalog marks `uncensored` may serve the request (none → 400). */
+  readonly uncensored?: boolean
+}
+
+/** The stream of the backend that answered, and which one it was. */
+export interface OpenedStream {
+  readonly events: AsyncIterable<ChatEvent>
+  readonly backend: Backend
+  readonly provider: Provider
+  /** The retryable failures of the backends abandoned before this one, in order (for logs and metrics). */
+  readonly failures: readonly UpstreamError[]
+}
+
+/**
+ * Picks the backend of a route and opens its stream (ARCHITECTURE.md §6, Backend routing).
+ *
+ * - Order: `ordered` keeps the config order; `round-robin` rotates the starting backend by
+ *   smooth weighted round robin (weights 2:1 start A, B, A, A, B, A…), then continues in
+ *   config order, wrapping. Either way, backends cooling down move behind the others (kept as
+ *   a last resort rather than failing without trying them).
+ * - Fallback: only when `provider.stream` rejects (so before any event reached the client)
+ *   with an UpstreamError that is `retryable` (connection, timeout, server, rate-limited),
+ *   and the client has not gone. The abandoned backend cools down for 30 s on the injected
+ *   clock, unless it was the last one to try. Never on bad-request, auth, not-found or abort.
+ * - When every backend fails, the last error is rethrown.
+ *
+ * State (cool-downs, rotations) is per process, like every limit (ARCHITECTURE.md §11).
+ */
+export class Router {
+  /** Backend key → epoch ms its cool-down ends. */
+  private readonly coolingUntil = new Map<string, number>()
+  /** Rotation state per route object (the catalog's routes are built once) and per uncensored filter. */
+  private readonly rotations = new WeakMap<ModelRoute, { all?: Rotation; uncensored?: Rotation }>()
+
+  constructor(
+    private readonly providers: ReadonlyMap<string, Provider>,
+    private readonly clock: Clock,
+    private readonly coolDownMs: number = COOL_DOWN_MS,
+  ) {}
+
+  async open(route: ModelRoute, request: ChatRequest, options: RouteOptions): Promise<OpenedStream> {
+    const uncensored = options.uncensored === true
+    const candidates = uncensored ? route.backends.filter(backend => backend.uncensored) : route.backends
+    if (candidates.length === 0) {
+      throw new ApiError('invalid_request', `model ${route.id} has no uncensored backend; remove "uncensored" or choose another model`, 'uncensored')
+    }
+    const order = this.order(route, candidates, uncensored)
+    const failures: UpstreamError[] = []
+    for (let attempt = 0; ; attempt++) {
+      const backend = order[attempt]!
+      const provider = this.providers.get(backend.provider)
+      // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
+      if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
+      try {
+        const events = await provider.stream({ request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId })
+        this.coolingUntil.delete(keyOf(backend))
+        return { events, backend, provider, failures }
+      } catch (error) {
+        const last = attempt === order.length - 1
+        if (last || options.signal.aborted || !(error instanceof UpstreamError) || !error.retryable) throw error
+        this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
+        failures.push(error)
+      }
+    }
+  }
+
+  /** Whether a backend is in its cool-down now (for tests and diagnostics). */
+  isCoolingDown(backend: Pick<Backend, 'provider' | 'model'>): boolean {
+    return (this.coolingUntil.get(keyOf(backend)) ?? 0) > this.clock.now()
+  }
+
+  private order(route: ModelRoute, candidates: readonly Backend[], uncensored: boolean): Backend[] {
+    let rotated: readonly Backend[] = candidates
+    if (route.routing === 'round-robin' && candidates.length > 1) {
+      let state = this.rotations.get(route)
+      if (state === undefined) this.rotations.set(route, (state = {}))
+      const rotation = uncensored ? (state.uncensored ??= new Rotation(candidates)) : (state.all ??= new Rotation(candidates))
+      const start = rotation.next()
+      rotated = [...candidates.slice(start), ...candidates.slice(0, start)]
+    }
+    const now = this.clock.now()
+    const ready: Backend[] = []
+    const cooling: Backend[] = []
+    for (const backend of rotated) ((this.coolingUntil.get(keyOf(backend)) ?? 0) > now ? cooling : ready).push(backend)
+    return ready.concat(cooling)
+  }
+}
+
+/** A backend is its provider and upstream model: shared by every route that binds it. */
+function keyOf(backend: Pick<Backend, 'provider' | 'model'>): string {
+  return `${backend.provider}\u0000${backend.model}`
+}
+
+/**
+ * Smooth weighted round robin (as in nginx): each pick adds every weight to its running
+ * score, takes the highest (first on ties) and subtracts the total from it. Picks are spread
+ * evenly in proportion to the weights.
+ */
+class Rotation {
+  private readonly weights: number[]
+  private readonly scores: number[]
+  private readonly total: number
+
+  constructor(backends: readonly Backend[]) {
+    this.weights = backends.map(backend => backend.weight)
+    this.scores = this.weights.map(() => 0)
+    this.total = this.weights.reduce((sum, weight) => sum + weight, 0)
+  }
+
+  next(): number {
+    let best = 0
+    for (let index = 0; index < this.weights.length; index++) {
+      this.scores[index]! += this.weights[index]!
+      if (this.scores[index]! > this.scores[best]!) best = index
+    }
+    this.scores[best]! -= this.total
+    return best
+  }
+}
