@@ -9,6 +9,7 @@ import { createLogger } from './observability/logger'
 import { UsageError, type CliIo } from './operator/io'
 import { keysCreate, keysList, keysRevoke } from './operator/keys'
 import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
+import { chat } from './operator/chat'
 import { orgsCreate, orgsShow } from './operator/orgs'
 import { usersAdd, usersSetRole } from './operator/users'
 
@@ -25,6 +26,8 @@ Usage: svc [command] [options]
                                 book a prepaid top-up (a repeated --reference is applied once)
   plans set --org ORG --plan P  switch plan (an upgrade raises this month's allowance at once)
   ledger verify                 check every ledger invariant; exit 1 naming each violation
+  chat --model M [--key K] [--url U] [--system S] PROMPT
+                                stream one answer through a running gateway (SVC_API_KEY, SVC_URL)
   users add --org ORG --email E --role owner|admin|member
   users set-role --org ORG --user USER_ID --role owner|admin|member
   keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
@@ -33,7 +36,7 @@ Usage: svc [command] [options]
   keys revoke KEY_ID
 
 Every command that prints data accepts --json. Exit codes: 0 success, 1 failure, 2 usage error.
-Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP.`
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY.`
 
 type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 
@@ -77,6 +80,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     return 0
   }
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
+  if (first === 'chat') return exitCode(io, () => chat(config, argv.slice(1), io))
   if (!command) {
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2
@@ -88,9 +92,20 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
 async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>): Promise<number> {
   let deps: Deps | undefined
   try {
-    deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
-    await migrateDatabase(deps.database)
-    await fn(deps)
+    return await exitCode(io, async () => {
+      deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
+      await migrateDatabase(deps.database)
+      await fn(deps)
+    })
+  } finally {
+    await deps?.close()
+  }
+}
+
+/** Runs a command and maps its outcome to an exit code: 0, 1 (failure) or 2 (usage). */
+async function exitCode(io: CliIo, fn: () => Promise<void>): Promise<number> {
+  try {
+    await fn()
     return 0
   } catch (error) {
     if (error instanceof LedgerViolation) return 1
@@ -100,8 +115,6 @@ async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<v
     }
     io.err(`error: ${error instanceof ApiError ? error.message : (error as Error).message}`)
     return 1
-  } finally {
-    await deps?.close()
   }
 }
 

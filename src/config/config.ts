@@ -77,6 +77,8 @@ export interface Config {
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */
   readonly models: readonly ModelConfig[]
+  /** `svc chat`: the gateway to talk to (SVC_URL, default this instance's port) and the key (SVC_API_KEY). */
+  readonly client: { readonly url: string; readonly apiKey: string | undefined }
   /** Where the file config came from: a path, or "embedded default". */
   readonly source: string
 }

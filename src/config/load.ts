@@ -68,6 +68,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
     logLevel,
     instanceId: env.SVC_INSTANCE_ID || undefined,
+    client: Object.freeze({ url: (env.SVC_URL || `http://localhost:${port}`).replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined }),
     bootstrap: Object.freeze({
       enabled: bootstrapFlag !== '0',
       orgName: file.bootstrap?.org_name ?? 'default',

@@ -1,0 +1,45 @@
+import type { Config } from '../config/config'
+import { decodeSse } from '../http/sse'
+import { parseOptions, UsageError, type CliIo } from './io'
+
+/**
+ * `svc chat --model M [--key K] [--url U] [--system S] PROMPT`: streams one answer through a
+ * running gateway, a quick smoke test for operators. The key defaults to SVC_API_KEY and the
+ * URL to SVC_URL (else this instance's port on localhost). It talks HTTP only: no database.
+ */
+export async function chat(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+  const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 1)
+  const key = values.key ?? config.client.apiKey
+  if (!key) throw new UsageError('an API key is needed: --key or SVC_API_KEY')
+  const url = (values.url ?? config.client.url).replace(/\/+$/, '')
+  const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
+  let response: Response
+  try {
+    response = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: values.model, messages, stream: true, stream_options: { include_usage: true } }),
+    })
+  } catch (error) {
+    throw new Error(`cannot reach the gateway at ${url}: ${(error as Error).message}`)
+  }
+  if (!response.ok || !response.body) {
+    const body = (await response.json().catch(() => ({}))) as { error?: { message?: string } }
+    throw new Error(`HTTP ${response.status}: ${body.error?.message ?? response.statusText}`)
+  }
+  let usage: { prompt_tokens: number; completion_tokens: number } | undefined
+  for await (const event of decodeSse(response.body)) {
+    if (event.data === '[DONE]') break
+    const chunk = JSON.parse(event.data) as {
+      error?: { message: string }
+      choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null } }>
+      usage?: { prompt_tokens: number; completion_tokens: number }
+    }
+    if (chunk.error) throw new Error(`the stream failed: ${chunk.error.message}`)
+    const delta = chunk.choices?.[0]?.delta
+    if (delta?.content) write(delta.content)
+    if (chunk.usage) usage = chunk.usage
+  }
+  write('\n')
+  if (usage) io.err(`[${usage.prompt_tokens} input tokens, ${usage.completion_tokens} output tokens]`)
+}
