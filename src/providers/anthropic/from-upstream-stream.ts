@@ -1,0 +1,255 @@
+import type { ChatEvent, Usage } from '../../inference/canonical'
+import type { SseEvent } from '../../http/sse'
+import type { UpstreamError } from '../types'
+import { errorFromStreamEvent, protocolError, type ErrorContext } from './errors'
+import { mapFinishReason } from './map-finish-reason'
+
+/**
+ * A `reasoning-end` for an Anthropic `redacted_thinking` block: the opaque, encrypted `data`
+ * travels in `signature`, and `redacted` tells a dialect to replay it as a reasoning part with
+ * `redacted: true`. It is a subtype of the canonical event (which has no `redacted` flag yet),
+ * so consumers that do not know the flag see a signed, empty reasoning block.
+ */
+export type RedactedReasoningEnd = Extract<ChatEvent, { type: 'reasoning-end' }> & { readonly redacted: true }
+
+/** Anthropic's usage object; every field optional because message_delta repeats only some. */
+interface AnthropicUsage {
+  input_tokens?: number | null
+  output_tokens?: number | null
+  cache_read_input_tokens?: number | null
+  cache_creation_input_tokens?: number | null
+}
+
+/** The `message` of message_start: a Message with empty content. */
+interface MessageStart {
+  id?: unknown
+  model?: unknown
+  usage?: AnthropicUsage
+}
+
+type OpenBlock =
+  | { readonly kind: 'text'; readonly block: number }
+  | { readonly kind: 'reasoning'; readonly block: number; signature: string }
+  | { readonly kind: 'redacted'; readonly block: number; readonly data: string }
+  | { readonly kind: 'tool'; readonly block: number }
+
+/**
+ * Anthropic SSE events → canonical ChatEvents, one decoded SSE event at a time. Pure: no I/O,
+ * no timers. Protocol (https://docs.anthropic.com/en/api/messages-streaming): message_start,
+ * then content blocks (content_block_start, deltas, content_block_stop) keyed by `index`, then
+ * message_delta (stop_reason, cumulative usage) and message_stop; `ping` anywhere; an `error`
+ * event may replace the rest. Unknown events and block types are ignored, as Anthropic's
+ * versioning policy asks.
+ *
+ * Usage: Anthropic's `input_tokens` excludes cache reads and cache writes. Canonical
+ * `inputTokens` counts every prompt token, so it is input + cache_read + cache_creation, and
+ * `cachedInputTokens` is cache_read (priced at the cached-input rate). Cache writes are billed
+ * by Anthropic at 1.25× (5 min) or 2× (1 h) the input price; we have no price for them, so they
+ * count as ordinary input tokens (operators who use caching heavily should price input
+ * accordingly). Thinking tokens are part of `output_tokens`; Anthropic does not report them
+ * apart, so `reasoningTokens` stays undefined.
+ */
+export class AnthropicStreamTranslator {
+  /** True after message_stop or an error event: nothing more will be emitted. */
+  done = false
+  private readonly blocks = new Map<number, OpenBlock>()
+  private nextBlock = 0
+  private started = false
+  private stopReason: string | null | undefined
+  private readonly usage: Required<{ [K in keyof AnthropicUsage]: number }> = {
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+  }
+  private cacheReadReported = false
+
+  constructor(
+    private readonly context: ErrorContext,
+    private readonly now: () => number,
+  ) {}
+
+  /** The events for one SSE event (often none or one). */
+  push(sse: SseEvent): ChatEvent[] {
+    if (this.done) return []
+    let payload: Record<string, unknown> | null
+    try {
+      payload = JSON.parse(sse.data) as Record<string, unknown> | null
+    } catch {
+      payload = null
+    }
+    if (typeof payload !== 'object' || payload === null) {
+      return this.fail(protocolError(`Anthropic sent an event that is not a JSON object (${sse.event ?? 'message'})`, this.context))
+    }
+    // The data's `type` is authoritative; the SSE event name repeats it.
+    const type = typeof payload.type === 'string' ? payload.type : sse.event
+    if (type === 'message_start') return this.messageStart(payload.message as MessageStart | undefined)
+    if (type === 'error') return this.fail(errorFromStreamEvent(sse.data, this.context))
+    if (type === 'ping') return []
+    const events = this.dispatch(type, payload)
+    if (this.started || events.length === 0) return events
+    // A compatible server that skipped message_start still yields a well-formed canonical stream.
+    return [...this.messageStart(undefined), ...events]
+  }
+
+  private dispatch(type: string | undefined, payload: Record<string, unknown>): ChatEvent[] {
+    switch (type) {
+      case 'content_block_start':
+        return this.blockStart(payload.index as number, payload.content_block as Record<string, unknown> | undefined)
+      case 'content_block_delta':
+        return this.blockDelta(payload.index as number, payload.delta as Record<string, unknown> | undefined)
+      case 'content_block_stop':
+        return this.blockStop(payload.index as number)
+      case 'message_delta': {
+        const delta = payload.delta as { stop_reason?: string | null } | undefined
+        if (delta?.stop_reason !== undefined && delta.stop_reason !== null) this.stopReason = delta.stop_reason
+        this.addUsage(payload.usage as AnthropicUsage | undefined)
+        return []
+      }
+      case 'message_stop':
+        return this.finish()
+      default:
+        return [] // event types added after this adapter was written
+    }
+  }
+
+  /** The stream's bytes ended: anything short of message_stop is a truncated answer. */
+  end(): ChatEvent[] {
+    if (this.done) return []
+    return this.fail(protocolError('The Anthropic stream ended before message_stop', this.context))
+  }
+
+  private messageStart(message: MessageStart | undefined): ChatEvent[] {
+    if (this.started) return []
+    this.started = true
+    this.addUsage(message?.usage)
+    return [{ type: 'response-start', id: String(message?.id ?? ''), model: String(message?.model ?? this.context.model), createdAt: this.now() }]
+  }
+
+  private blockStart(index: number, content: Record<string, unknown> | undefined): ChatEvent[] {
+    if (typeof index !== 'number' || content === undefined || this.blocks.has(index)) return []
+    const events: ChatEvent[] = []
+    switch (content.type) {
+      case 'text': {
+        const block = this.open(index, { kind: 'text', block: this.nextBlock })
+        events.push({ type: 'text-start', block })
+        if (typeof content.text === 'string' && content.text !== '') events.push({ type: 'text-delta', block, delta: content.text })
+        break
+      }
+      case 'thinking': {
+        const signature = typeof content.signature === 'string' ? content.signature : ''
+        const block = this.open(index, { kind: 'reasoning', block: this.nextBlock, signature })
+        events.push({ type: 'reasoning-start', block })
+        if (typeof content.thinking === 'string' && content.thinking !== '') events.push({ type: 'reasoning-delta', block, delta: content.thinking })
+        break
+      }
+      case 'redacted_thinking': {
+        const data = typeof content.data === 'string' ? content.data : ''
+        events.push({ type: 'reasoning-start', block: this.open(index, { kind: 'redacted', block: this.nextBlock, data }) })
+        break
+      }
+      case 'tool_use': {
+        const block = this.open(index, { kind: 'tool', block: this.nextBlock })
+        events.push({ type: 'tool-call-start', block, callId: String(content.id ?? ''), name: String(content.name ?? '') })
+        // Streams start tool_use with `input: {}` and send the JSON as deltas; a non-empty
+        // start input (never seen, but allowed by the block shape) is passed on whole.
+        const input = content.input
+        if (typeof input === 'object' && input !== null && Object.keys(input).length > 0) {
+          events.push({ type: 'tool-call-delta', block, argumentsDelta: JSON.stringify(input) })
+        }
+        break
+      }
+      default:
+        break // server tool blocks and future types: not ours to surface
+    }
+    return events
+  }
+
+  private blockDelta(index: number, delta: Record<string, unknown> | undefined): ChatEvent[] {
+    const open = this.blocks.get(index)
+    if (open === undefined || delta === undefined) return []
+    switch (delta.type) {
+      case 'text_delta':
+        return open.kind === 'text' && typeof delta.text === 'string' && delta.text !== '' ? [{ type: 'text-delta', block: open.block, delta: delta.text }] : []
+      case 'thinking_delta':
+        return open.kind === 'reasoning' && typeof delta.thinking === 'string' && delta.thinking !== ''
+          ? [{ type: 'reasoning-delta', block: open.block, delta: delta.thinking }]
+          : []
+      case 'signature_delta':
+        // Sent once, just before content_block_stop; it rides on reasoning-end.
+        if (open.kind === 'reasoning' && typeof delta.signature === 'string') open.signature += delta.signature
+        return []
+      case 'input_json_delta':
+        return open.kind === 'tool' && typeof delta.partial_json === 'string' && delta.partial_json !== ''
+          ? [{ type: 'tool-call-delta', block: open.block, argumentsDelta: delta.partial_json }]
+          : []
+      default:
+        return [] // citations_delta and future delta types
+    }
+  }
+
+  private blockStop(index: number): ChatEvent[] {
+    const open = this.blocks.get(index)
+    if (open === undefined) return []
+    this.blocks.delete(index)
+    return [this.endEvent(open)]
+  }
+
+  private endEvent(open: OpenBlock): ChatEvent {
+    switch (open.kind) {
+      case 'text':
+        return { type: 'text-end', block: open.block }
+      case 'reasoning':
+        return open.signature === '' ? { type: 'reasoning-end', block: open.block } : { type: 'reasoning-end', block: open.block, signature: open.signature }
+      case 'redacted': {
+        const event: RedactedReasoningEnd = { type: 'reasoning-end', block: open.block, signature: open.data, redacted: true }
+        return event
+      }
+      case 'tool':
+        return { type: 'tool-call-end', block: open.block }
+    }
+  }
+
+  private finish(): ChatEvent[] {
+    this.done = true
+    // Blocks are always stopped before message_stop; close any left open so consumers see pairs.
+    const events: ChatEvent[] = [...this.blocks.values()].sort((a, b) => a.block - b.block).map(open => this.endEvent(open))
+    this.blocks.clear()
+    events.push({ type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.canonicalUsage() })
+    return events
+  }
+
+  private fail(error: UpstreamError): ChatEvent[] {
+    this.done = true
+    return [{ type: 'error', error }]
+  }
+
+  private open(index: number, block: OpenBlock): number {
+    this.blocks.set(index, block)
+    this.nextBlock += 1
+    return block.block
+  }
+
+  /** message_start carries the input side; message_delta's counts are cumulative, so they replace. */
+  private addUsage(usage: AnthropicUsage | undefined): void {
+    if (usage === undefined || usage === null) return
+    for (const key of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const) {
+      const value = usage[key]
+      if (typeof value === 'number' && Number.isFinite(value) && value >= 0) {
+        this.usage[key] = value
+        if (key === 'cache_read_input_tokens') this.cacheReadReported = true
+      }
+    }
+  }
+
+  private canonicalUsage(): Usage {
+    const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = this.usage
+    return {
+      inputTokens: input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
+      ...(this.cacheReadReported ? { cachedInputTokens: cache_read_input_tokens } : {}),
+      outputTokens: output_tokens,
+      webSearchRequests: 0,
+      webFetchRequests: 0,
+    }
+  }
+}

@@ -1,0 +1,175 @@
+import type { ChatEvent } from '../../inference/canonical'
+import type { ProviderConfig } from '../../config/config'
+import { decodeSse } from '../../http/sse'
+import { systemClock, type Clock } from '../../lib/clock'
+import { UpstreamError, type Provider, type ProviderCall } from '../types'
+import { CallControl } from './call-control'
+import { errorFromResponse, errorFromTransport, protocolError, type ErrorContext } from './errors'
+import { AnthropicStreamTranslator } from './from-upstream-stream'
+import { toUpstream, UnsupportedRequestError } from './to-upstream'
+
+/** The API version every request pins (the only stable version of the Messages API). */
+export const ANTHROPIC_VERSION = '2023-06-01'
+
+/** Used when the provider's config has no `base_url`. It includes the version path. */
+export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1'
+
+/** How much of a non-2xx body is read for classification and the log snippet. */
+const ERROR_BODY_BYTES = 64 * 1024
+
+/** Seams for tests; production passes nothing. */
+export interface AnthropicProviderOptions {
+  /** Stamps `response-start.createdAt` (epoch ms) and resolves HTTP-date Retry-After. */
+  readonly clock?: Clock
+  /** Defaults to the global fetch. */
+  readonly fetch?: (input: string, init: RequestInit) => Promise<Response>
+}
+
+/**
+ * The `anthropic` provider: Anthropic's native Messages API, always streamed
+ * (POST `${baseUrl}/messages`, `stream: true`).
+ *
+ * `stream()` resolves once the upstream answered 2xx *and* sent its first event
+ * (message_start), so an `error` event in place of message_start (e.g. `overloaded_error`)
+ * rejects like a status would, and the router can still fall back. After that, failures are
+ * in-band `error` events, except a caller abort, after which the events just end. Cancellation: the call's signal, the connect deadline (until response
+ * headers) and the idle deadline (between body chunks) all abort one AbortController; a
+ * consumer that stops iterating early aborts it too, so the upstream socket is always closed.
+ */
+export class AnthropicProvider implements Provider {
+  readonly id: string
+  private readonly url: string
+  private readonly clock: Clock
+  private readonly fetch: (input: string, init: RequestInit) => Promise<Response>
+
+  constructor(
+    private readonly config: ProviderConfig,
+    options: AnthropicProviderOptions = {},
+  ) {
+    if (config.type !== 'anthropic') throw new Error(`AnthropicProvider cannot serve a provider of type ${config.type}`)
+    this.id = `anthropic:${config.id}`
+    this.url = `${(config.baseUrl ?? DEFAULT_ANTHROPIC_BASE_URL).replace(/\/+$/, '')}/messages`
+    this.clock = options.clock ?? systemClock
+    this.fetch = options.fetch ?? ((input, init) => fetch(input, init))
+  }
+
+  async stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>> {
+    const context: ErrorContext = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
+    const timeouts = { connectMs: this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
+    if (call.signal.aborted) throw errorFromTransport('client', call.signal.reason, context, timeouts)
+    let body: string
+    try {
+      body = JSON.stringify(toUpstream(call.request, call.upstreamModel))
+    } catch (error) {
+      // Only the expected refusal is a bad request; anything else is a bug and stays one.
+      if (!(error instanceof UnsupportedRequestError)) throw error
+      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model)
+    }
+
+    const control = new CallControl(call.signal, timeouts)
+    let response: Response
+    try {
+      response = await this.fetch(this.url, { method: 'POST', headers: this.headers(), body, signal: control.signal, redirect: 'manual' })
+      if (!response.ok) {
+        // The connect deadline still runs while the error body is read.
+        const text = await readCapped(response, ERROR_BODY_BYTES)
+        throw errorFromResponse(response.status, response.headers, text, context, this.clock.now())
+      }
+    } catch (error) {
+      control.dispose()
+      throw errorFromTransport(control.cause, error, context, timeouts)
+    }
+    control.headersReceived()
+
+    const translator = new AnthropicStreamTranslator(context, () => this.clock.now())
+    const events = translate(response, control, translator, context, timeouts)
+    const first = await events.next()
+    if (first.done === true) {
+      // Only a caller abort ends the events without an error event.
+      throw control.cause === 'client' ? errorFromTransport('client', undefined, context, timeouts) : protocolError('The Anthropic stream ended without events', context)
+    }
+    if (first.value.type === 'error') {
+      await events.return(undefined)
+      throw first.value.error
+    }
+    return prepend(first.value, events)
+  }
+
+  /** Only what Anthropic needs: never the client's credential, IP, user id or other headers. */
+  private headers(): Record<string, string> {
+    return {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      'anthropic-version': ANTHROPIC_VERSION,
+      ...(this.config.apiKey !== undefined ? { 'x-api-key': this.config.apiKey } : {}),
+    }
+  }
+}
+
+/**
+ * Body bytes → SSE events → ChatEvents. A transport failure becomes one in-band error event,
+ * except when the caller aborted: nobody is listening for a terminal event then, and the events
+ * simply end (the pipeline meters what it saw).
+ */
+async function* translate(
+  response: Response,
+  control: CallControl,
+  translator: AnthropicStreamTranslator,
+  context: ErrorContext,
+  timeouts: { connectMs: number; idleMs: number },
+): AsyncGenerator<ChatEvent, void, undefined> {
+  try {
+    if (response.body !== null) {
+      for await (const sse of decodeSse(control.chunks(response.body))) {
+        for (const event of translator.push(sse)) yield event
+        // message_stop or an error event: stop reading; `finally` closes the socket.
+        if (translator.done) return
+      }
+    }
+    for (const event of translator.end()) yield event
+  } catch (error) {
+    if (!translator.done && control.cause !== 'client') yield { type: 'error', error: errorFromTransport(control.cause, error, context, timeouts) }
+  } finally {
+    control.dispose()
+  }
+}
+
+/** Puts the peeked first event back in front, keeping `return()` wired to the upstream. */
+function prepend(first: ChatEvent, rest: AsyncGenerator<ChatEvent, void, undefined>): AsyncIterable<ChatEvent> {
+  let pending: ChatEvent | undefined = first
+  const iterator: AsyncIterator<ChatEvent, void, undefined> = {
+    next: () => {
+      if (pending === undefined) return rest.next()
+      const value = pending
+      pending = undefined
+      return Promise.resolve({ done: false, value })
+    },
+    return: () => {
+      pending = undefined
+      return rest.return(undefined)
+    },
+  }
+  return { [Symbol.asyncIterator]: () => iterator }
+}
+
+/** Up to `maxBytes` of a body as text; a failing read yields what arrived (the status decides). */
+async function readCapped(response: Response, maxBytes: number): Promise<string> {
+  if (response.body === null) return ''
+  const reader = response.body.getReader()
+  const chunks: Uint8Array[] = []
+  let total = 0
+  try {
+    while (total < maxBytes) {
+      const { done, value } = await reader.read()
+      if (done) break
+      chunks.push(value)
+      total += value.byteLength
+    }
+  } catch (error) {
+    // An abort (deadline or client) while reading the error body is that failure, not the status.
+    if (error instanceof Error && error.name === 'AbortError') throw error
+  } finally {
+    reader.releaseLock()
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, maxBytes))
+}

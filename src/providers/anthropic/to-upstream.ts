@@ -1,0 +1,255 @@
+import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
+import { thinkingConfig } from './thinking-budget'
+
+// Anthropic Messages API request shapes (https://docs.anthropic.com/en/api/messages), only the
+// parts we send. `anthropic-version: 2023-06-01`.
+
+/** An image by value or by reference. */
+export type AnthropicImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string }
+
+/** One content block of a request message. */
+export type AnthropicContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; source: AnthropicImageSource }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: boolean }
+
+/** One turn. Anthropic has no system or tool roles: system is top-level, tool results are user blocks. */
+export interface AnthropicMessage {
+  role: 'user' | 'assistant'
+  content: AnthropicContentBlock[]
+}
+
+/** A client tool. */
+export interface AnthropicTool {
+  name: string
+  description?: string
+  input_schema: Record<string, unknown>
+}
+
+/** `disable_parallel_tool_use` lives on the choice; `none` cannot carry it. */
+export type AnthropicToolChoice =
+  | { type: 'auto' | 'any'; disable_parallel_tool_use?: boolean }
+  | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
+  | { type: 'none' }
+
+/** The POST /v1/messages body. */
+export interface AnthropicRequestBody {
+  model: string
+  max_tokens: number
+  messages: AnthropicMessage[]
+  system?: string
+  tools?: AnthropicTool[]
+  tool_choice?: AnthropicToolChoice
+  thinking?: { type: 'enabled'; budget_tokens: number }
+  temperature?: number
+  top_p?: number
+  stop_sequences?: string[]
+  stream: true
+}
+
+/** Thrown for a request this adapter cannot express; provider.ts turns it into a `bad-request`. */
+export class UnsupportedRequestError extends Error {}
+
+/**
+ * ChatRequest → Messages body. Decisions, each forced by the upstream's validation rules:
+ *
+ * - All system messages (wherever they appear) are joined with a blank line into `system`.
+ * - Consecutive messages of one role merge into one turn; `tool` messages are user turns, so
+ *   consecutive tool results land in one user turn, and tool_result blocks are moved to the
+ *   front of their turn (Anthropic requires them before any text).
+ * - In assistant turns, thinking blocks are moved before everything else: with thinking on, an
+ *   assistant turn that calls tools must start with its (signed) thinking blocks, replayed
+ *   unchanged. Reasoning without a signature (from another provider) cannot be verified by
+ *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
+ * - Empty text parts are skipped: Anthropic rejects empty text blocks.
+ * - `user`, `seed`, `responseFormat` and hosted-tool flags are never sent.
+ * - `temperature` and `top_p` together are rejected by current models: temperature wins.
+ *   With thinking on, temperature is not allowed and top_p only within [0.95, 1].
+ */
+export function toUpstream(request: ChatRequest, upstreamModel: string): AnthropicRequestBody {
+  const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
+  const { system, messages } = convertMessages(request.messages)
+  const hasTools = request.tools.length > 0
+  const toolChoice = hasTools ? convertToolChoice(request.toolChoice, request.parallelToolCalls) : undefined
+  const thinking = thinkingConfig(request, maxTokens, {
+    forcedToolUse: toolChoice?.type === 'any' || toolChoice?.type === 'tool',
+    toolTurnWithoutThinking: lastAssistantCallsToolsWithoutThinking(messages),
+  })
+  if (thinking === undefined) stripThinkingFromFinalAssistant(messages)
+
+  const body: AnthropicRequestBody = { model: upstreamModel, max_tokens: maxTokens, messages, stream: true }
+  if (system !== undefined) body.system = system
+  if (hasTools) {
+    body.tools = request.tools.map(tool => ({
+      name: tool.name,
+      ...(tool.description !== undefined ? { description: tool.description } : {}),
+      // input_schema must be an object schema; an empty `parameters` means "no arguments".
+      input_schema: { type: 'object', ...tool.parameters },
+    }))
+    if (toolChoice !== undefined) body.tool_choice = toolChoice
+  }
+  if (thinking !== undefined) body.thinking = thinking
+  const { temperature, topP, stop } = request.sampling
+  if (thinking === undefined) {
+    if (temperature !== undefined) body.temperature = temperature
+    else if (topP !== undefined) body.top_p = topP
+  } else if (topP !== undefined && topP >= 0.95 && topP <= 1) {
+    body.top_p = topP
+  }
+  if (stop !== undefined && stop.length > 0) body.stop_sequences = stop
+  return body
+}
+
+function convertToolChoice(choice: ToolChoice | undefined, parallelToolCalls: boolean | undefined): AnthropicToolChoice | undefined {
+  if (choice === 'none') return { type: 'none' }
+  const disable = parallelToolCalls === false ? { disable_parallel_tool_use: true } : {}
+  if (choice === 'required') return { type: 'any', ...disable }
+  if (typeof choice === 'object') return { type: 'tool', name: choice.name, ...disable }
+  if (choice === 'auto' || parallelToolCalls === false) return { type: 'auto', ...disable }
+  return undefined
+}
+
+function convertMessages(input: readonly Message[]): { system?: string; messages: AnthropicMessage[] } {
+  const systemTexts: string[] = []
+  const messages: AnthropicMessage[] = []
+  for (const message of input) {
+    if (message.role === 'system') {
+      for (const part of message.parts) {
+        if (part.type === 'text' && part.text !== '') systemTexts.push(part.text)
+        else if (part.type !== 'text') throw new UnsupportedRequestError(`A system message cannot carry a ${part.type} part`)
+      }
+      continue
+    }
+    const role = message.role === 'assistant' ? 'assistant' : 'user'
+    const blocks: AnthropicContentBlock[] = []
+    for (const part of message.parts) {
+      const block = convertPart(part, role)
+      if (block !== undefined) blocks.push(block)
+    }
+    if (blocks.length === 0) continue
+    const last = messages[messages.length - 1]
+    if (last !== undefined && last.role === role) last.content.push(...blocks)
+    else messages.push({ role, content: blocks })
+  }
+  for (const message of messages) {
+    const first = message.role === 'user' ? 'tool_result' : 'thinking'
+    message.content = stablePartition(message.content, block =>
+      first === 'tool_result' ? block.type === 'tool_result' : block.type === 'thinking' || block.type === 'redacted_thinking',
+    )
+  }
+  return { ...(systemTexts.length > 0 ? { system: systemTexts.join('\n\n') } : {}), messages }
+}
+
+function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBlock | undefined {
+  switch (part.type) {
+    case 'text':
+      return part.text === '' ? undefined : { type: 'text', text: part.text }
+    case 'image':
+      return { type: 'image', source: imageSource(part.mediaType, part.data) }
+    case 'file':
+      // enrich.ts replaces file parts with text before any provider runs.
+      throw new UnsupportedRequestError('File parts must be converted to text before reaching the Anthropic provider')
+    case 'reasoning':
+      if (role !== 'assistant') return undefined
+      if (part.redacted === true) {
+        const data = part.signature ?? part.text
+        return data === '' ? undefined : { type: 'redacted_thinking', data }
+      }
+      return part.signature === undefined || part.signature === '' ? undefined : { type: 'thinking', thinking: part.text, signature: part.signature }
+    case 'tool-call':
+      return { type: 'tool_use', id: part.callId, name: part.name, input: parseToolInput(part.arguments) }
+    case 'tool-result':
+      return {
+        type: 'tool_result',
+        tool_use_id: part.callId,
+        ...(part.content !== '' ? { content: part.content } : {}),
+        ...(part.isError === true ? { is_error: true } : {}),
+      }
+  }
+}
+
+/** The key that carries tool arguments that were not a JSON object (see parseToolInput). */
+export const RAW_ARGUMENTS_KEY = '_raw_arguments'
+
+/**
+ * `tool_use.input` must be a JSON object. Empty arguments mean `{}`. Arguments that are not a
+ * JSON object (truncated JSON from a length stop, or a bare value) are replayed verbatim as
+ * `{ "_raw_arguments": "<text>" }`, so the history stays valid and the model still sees what
+ * it wrote, instead of the request failing with a 400.
+ */
+export function parseToolInput(argumentsText: string): Record<string, unknown> {
+  if (argumentsText.trim() === '') return {}
+  try {
+    const parsed: unknown = JSON.parse(argumentsText)
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>
+  } catch {
+    // fall through to the wrapper
+  }
+  return { [RAW_ARGUMENTS_KEY]: argumentsText }
+}
+
+function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageSource {
+  if (!(data instanceof URL)) return { type: 'base64', media_type: mediaType, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') }
+  if (data.protocol !== 'data:') return { type: 'url', url: data.href }
+  // data:[<media type>][;base64],<data>: Anthropic's url source does not accept data URLs.
+  const comma = data.href.indexOf(',')
+  const header = data.href.slice('data:'.length, comma)
+  const payload = data.href.slice(comma + 1)
+  const base64 = header.endsWith(';base64')
+  const headerType = (base64 ? header.slice(0, -';base64'.length) : header).split(';')[0]
+  return {
+    type: 'base64',
+    media_type: headerType !== undefined && headerType !== '' ? headerType : mediaType,
+    data: base64 ? payload : percentDecodeBytes(payload).toString('base64'),
+  }
+}
+
+/** A data URL's percent-encoded payload as raw bytes (not UTF-8 text: %FF is the byte 0xFF). */
+function percentDecodeBytes(text: string): Buffer {
+  const bytes: number[] = []
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index)
+    if (code === 37 /* % */) {
+      const hex = text.slice(index + 1, index + 3)
+      if (!/^[0-9a-fA-F]{2}$/.test(hex)) throw new UnsupportedRequestError('An image data URL is not valid percent-encoding')
+      bytes.push(Number.parseInt(hex, 16))
+      index += 2
+    } else if (code < 128) {
+      bytes.push(code)
+    } else {
+      bytes.push(...Buffer.from(text[index]!, 'utf8'))
+    }
+  }
+  return Buffer.from(bytes)
+}
+
+/**
+ * With thinking on, Anthropic requires the assistant turn that the request continues (its tool
+ * calls answered by the final user turn) to start with a thinking block. A history from another
+ * provider has none, so thinking is turned off for that request rather than failing it.
+ */
+function lastAssistantCallsToolsWithoutThinking(messages: readonly AnthropicMessage[]): boolean {
+  const lastAssistant = messages.findLast(message => message.role === 'assistant')
+  if (lastAssistant === undefined) return false
+  const first = lastAssistant.content[0]
+  const startsWithThinking = first?.type === 'thinking' || first?.type === 'redacted_thinking'
+  return !startsWithThinking && lastAssistant.content.some(block => block.type === 'tool_use')
+}
+
+/** With thinking off, a final (prefill) assistant turn may not contain thinking blocks. */
+function stripThinkingFromFinalAssistant(messages: AnthropicMessage[]): void {
+  const last = messages[messages.length - 1]
+  if (last?.role !== 'assistant') return
+  last.content = last.content.filter(block => block.type !== 'thinking' && block.type !== 'redacted_thinking')
+  if (last.content.length === 0) messages.pop()
+}
+
+function stablePartition<T>(items: T[], isFirst: (item: T) => boolean): T[] {
+  const first: T[] = []
+  const rest: T[] = []
+  for (const item of items) (isFirst(item) ? first : rest).push(item)
+  return rest.length === 0 || first.length === 0 ? items : [...first, ...rest]
+}

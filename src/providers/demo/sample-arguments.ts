@@ -1,0 +1,64 @@
+/** How deep the sampler follows nested schemas (tool schemas are shallow; cycles are not followed). */
+const MAX_DEPTH = 8
+
+/**
+ * Arguments for a demo tool call that satisfy a JSON Schema's required properties with simple
+ * values: `const`, then the first `enum` value, then `default`, then a value of the declared
+ * type ("demo", the minimum or 1, true, null, the smallest allowed array). Optional properties
+ * are left out. Always returns an object, as Chat Completions and Messages both require.
+ */
+export function sampleArguments(schema: Record<string, unknown>): Record<string, unknown> {
+  const value = sampleValue(schema, 0)
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+}
+
+function sampleValue(schema: unknown, depth: number): unknown {
+  if (typeof schema !== 'object' || schema === null || depth > MAX_DEPTH) return 'demo'
+  const node = schema as Record<string, unknown>
+  if ('const' in node) return node.const
+  if (Array.isArray(node.enum) && node.enum.length > 0) return node.enum[0]
+  if ('default' in node) return node.default
+  for (const key of ['anyOf', 'oneOf', 'allOf']) {
+    const options = node[key]
+    if (Array.isArray(options) && options.length > 0) return sampleValue(options[0], depth + 1)
+  }
+  const declared = Array.isArray(node.type) ? node.type.find(type => type !== 'null') ?? node.type[0] : node.type
+  const type = declared ?? (typeof node.properties === 'object' ? 'object' : 'string')
+  switch (type) {
+    case 'string':
+      return sampleString(node)
+    case 'integer':
+    case 'number':
+      return sampleNumber(node, type === 'integer')
+    case 'boolean':
+      return true
+    case 'null':
+      return null
+    case 'array': {
+      const count = typeof node.minItems === 'number' ? node.minItems : 0
+      return Array.from({ length: count }, () => sampleValue(node.items, depth + 1))
+    }
+    case 'object': {
+      const properties = typeof node.properties === 'object' && node.properties !== null ? (node.properties as Record<string, unknown>) : {}
+      const required = Array.isArray(node.required) ? node.required.filter((name): name is string => typeof name === 'string') : []
+      return Object.fromEntries(required.map(name => [name, sampleValue(properties[name], depth + 1)]))
+    }
+    default:
+      return 'demo'
+  }
+}
+
+function sampleString(node: Record<string, unknown>): string {
+  const minimum = typeof node.minLength === 'number' ? node.minLength : 0
+  const maximum = typeof node.maxLength === 'number' ? node.maxLength : Number.POSITIVE_INFINITY
+  const base = 'demo'.padEnd(minimum, 'o')
+  return base.slice(0, Math.max(minimum, Math.min(base.length, maximum)))
+}
+
+function sampleNumber(node: Record<string, unknown>, integer: boolean): number {
+  let value = 1
+  if (typeof node.minimum === 'number') value = node.minimum
+  else if (typeof node.exclusiveMinimum === 'number') value = node.exclusiveMinimum + 1
+  if (typeof node.maximum === 'number' && value > node.maximum) value = node.maximum
+  return integer ? Math.ceil(value) : value
+}

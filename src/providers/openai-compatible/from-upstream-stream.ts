@@ -1,0 +1,244 @@
+// Chat Completions stream chunks → canonical ChatEvents. Knows nothing about framing: it reads
+// decoded SSE events (src/http/sse.ts) and never touches bytes (ARCHITECTURE.md §1.3).
+
+import type { ChatEvent, Usage } from '../../inference/canonical'
+import type { SseEvent } from '../../http/sse'
+import { UpstreamError } from '../types'
+import { mapFinishReason } from './map-finish-reason'
+
+/** Identifies the call for error events and for ids the upstream omits. */
+export interface StreamContext {
+  readonly provider: string
+  readonly model: string
+  readonly requestId: string
+}
+
+/**
+ * Translates one upstream stream. Ends after exactly one terminal event: `finish`, or an
+ * in-band `error` (kind `server`) for an upstream `error` chunk, malformed JSON, or a stream
+ * that ends with neither a `finish_reason` nor `[DONE]` ("stream ended early"). Failures of the
+ * byte source itself (reset, idle timeout, abort) propagate as thrown errors for the caller to
+ * classify.
+ *
+ * Usage is exposed exactly as reported, never estimated here: `inputTokens` is `prompt_tokens`
+ * (cached tokens included, as OpenAI counts them) and `cachedInputTokens` the cached subset;
+ * `outputTokens` is `completion_tokens` (reasoning included) and `reasoningTokens` the reasoning
+ * subset. The usage chunk follows the `finish_reason` chunk, so `finish` is emitted at `[DONE]`
+ * (or at a clean end after a `finish_reason`). A count the upstream never sent is 0, and the
+ * optional subsets stay undefined: the meter (src/inference/meter.ts) must treat a finish whose
+ * input and output are both 0 as unreported and estimate (SECURITY-NOTES.md §4, never bill zero).
+ */
+export async function* fromUpstreamStream(events: AsyncIterable<SseEvent>, context: StreamContext): AsyncGenerator<ChatEvent> {
+  const translator = new ChunkTranslator(context)
+  const out: ChatEvent[] = []
+  for await (const event of events) {
+    if (event.data === '[DONE]') {
+      translator.done(out)
+    } else {
+      let chunk: unknown
+      try {
+        chunk = JSON.parse(event.data)
+      } catch {
+        chunk = undefined
+      }
+      translator.push(chunk, out)
+    }
+    for (const translated of out) yield translated
+    out.length = 0
+    if (translator.ended) return
+  }
+  translator.end(out)
+  yield* out
+}
+
+type BlockKind = 'text' | 'reasoning'
+
+interface ToolBlock {
+  block: number | undefined
+  callId: string
+  name: string
+  /** Argument text received before the call's name (started blocks stream it directly). */
+  pending: string
+}
+
+/**
+ * The per-stream state machine. Text and reasoning blocks are sequential (a switch between them
+ * ends the open one); tool calls get one block each, keyed by the chunk's `index`, opened on
+ * first sight and ended at the finish, so parallel calls interleaved by a backend stay correct.
+ * Only choice 0 is read: the gateway never asks for `n > 1`.
+ */
+export class ChunkTranslator {
+  /** Whether the terminal event has been produced. */
+  ended = false
+  private started = false
+  private nextBlock = 0
+  private open: { kind: BlockKind; block: number } | undefined
+  private readonly tools = new Map<number, ToolBlock>()
+  private finishReason: string | undefined
+  private sawToolCalls = false
+  private usage: Record<string, unknown> | undefined
+
+  constructor(private readonly context: StreamContext) {}
+
+  /** One parsed chunk (undefined when its JSON was malformed). */
+  push(chunk: unknown, out: ChatEvent[]): void {
+    if (this.ended) return
+    if (!isRecord(chunk)) return this.fail(out, 'malformed chunk in upstream stream')
+    // OpenAI reports a failure after the 200 as an `error` chunk; vLLM as an object of type "error".
+    if (chunk.error !== undefined && chunk.error !== null) return this.fail(out, `upstream stream error: ${errorText(chunk.error)}`)
+    if (chunk.object === 'error') return this.fail(out, `upstream stream error: ${errorText(chunk)}`)
+    if (!this.started) {
+      this.started = true
+      out.push({
+        type: 'response-start',
+        id: typeof chunk.id === 'string' && chunk.id !== '' ? chunk.id : this.context.requestId,
+        model: typeof chunk.model === 'string' && chunk.model !== '' ? chunk.model : this.context.model,
+        // `created` is Unix seconds on this wire; canonical times are epoch milliseconds.
+        createdAt: typeof chunk.created === 'number' ? chunk.created * 1000 : Date.now(),
+      })
+    }
+    // Usage may ride on any chunk (the final choices-less one, the finish chunk, or every chunk
+    // with vLLM's continuous stats): the last one seen wins.
+    if (isRecord(chunk.usage)) this.usage = chunk.usage
+    const choices = Array.isArray(chunk.choices) ? chunk.choices : []
+    const choice = choices.find(item => isRecord(item) && (item.index ?? 0) === 0) as Record<string, unknown> | undefined
+    // After the finish_reason only usage is expected; stray deltas cannot reopen ended blocks.
+    if (choice === undefined || this.finishReason !== undefined) return
+    const delta = isRecord(choice.delta) ? choice.delta : isRecord(choice.message) ? choice.message : undefined
+    if (delta !== undefined) this.delta(delta, out)
+    if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '' && this.finishReason === undefined) {
+      this.finishReason = choice.finish_reason
+      this.closeAll(out)
+    }
+  }
+
+  /** `data: [DONE]`: the upstream says the stream is complete. */
+  done(out: ChatEvent[]): void {
+    if (this.ended) return
+    if (!this.started) return this.fail(out, 'upstream stream ended before any chunk')
+    this.finish(out, this.finishReason ?? 'other')
+  }
+
+  /** The byte stream ended. Complete only if a finish_reason was seen (some servers omit [DONE]). */
+  end(out: ChatEvent[]): void {
+    if (this.ended) return
+    if (this.finishReason === undefined) return this.fail(out, 'stream ended early')
+    this.finish(out, this.finishReason)
+  }
+
+  private delta(delta: Record<string, unknown>, out: ChatEvent[]): void {
+    // vLLM (older) and DeepSeek send `reasoning_content`; Ollama and newer vLLM send `reasoning`.
+    // A server in transition may send both with the same text, so one is read, never both.
+    const reasoning = nonEmptyString(delta.reasoning_content) ?? nonEmptyString(delta.reasoning)
+    if (reasoning !== undefined) this.textual('reasoning', reasoning, out)
+    const content = nonEmptyString(delta.content)
+    if (content !== undefined) this.textual('text', content, out)
+    // A refusal is what the model said instead of an answer: the client must see it.
+    const refusal = nonEmptyString(delta.refusal)
+    if (refusal !== undefined) this.textual('text', refusal, out)
+    if (Array.isArray(delta.tool_calls)) {
+      delta.tool_calls.forEach((call, position) => {
+        if (isRecord(call)) this.toolCallDelta(typeof call.index === 'number' ? call.index : position, call, out)
+      })
+    } else if (isRecord(delta.function_call)) {
+      this.toolCallDelta(0, { function: delta.function_call }, out) // the legacy single-function form
+    }
+  }
+
+  private textual(kind: BlockKind, delta: string, out: ChatEvent[]): void {
+    if (this.open?.kind !== kind) {
+      this.closeOpen(out)
+      this.open = { kind, block: this.nextBlock++ }
+      out.push({ type: kind === 'text' ? 'text-start' : 'reasoning-start', block: this.open.block })
+    }
+    out.push({ type: kind === 'text' ? 'text-delta' : 'reasoning-delta', block: this.open.block, delta })
+  }
+
+  private toolCallDelta(index: number, call: Record<string, unknown>, out: ChatEvent[]): void {
+    const fn = isRecord(call.function) ? call.function : {}
+    let tool = this.tools.get(index)
+    if (tool === undefined) {
+      // Some llama.cpp and Ollama builds omit the id: a stable one keeps the result pairable.
+      tool = { block: undefined, callId: nonEmptyString(call.id) ?? `call_${this.context.requestId}_${index}`, name: '', pending: '' }
+      this.tools.set(index, tool)
+      this.sawToolCalls = true
+    }
+    const name = nonEmptyString(fn.name)
+    if (tool.block === undefined && name !== undefined) tool.name = name
+    const argumentsDelta = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : ''
+    if (tool.block === undefined) {
+      // The block opens once the name is known: a start without a name is useless to every client.
+      tool.pending += argumentsDelta
+      if (tool.name !== '') this.startTool(tool, out)
+      return
+    }
+    if (argumentsDelta !== '') out.push({ type: 'tool-call-delta', block: tool.block, argumentsDelta })
+  }
+
+  private startTool(tool: ToolBlock, out: ChatEvent[]): void {
+    this.closeOpen(out)
+    tool.block = this.nextBlock++
+    out.push({ type: 'tool-call-start', block: tool.block, callId: tool.callId, name: tool.name })
+    if (tool.pending !== '') out.push({ type: 'tool-call-delta', block: tool.block, argumentsDelta: tool.pending })
+    tool.pending = ''
+  }
+
+  private closeOpen(out: ChatEvent[]): void {
+    if (this.open === undefined) return
+    out.push({ type: this.open.kind === 'text' ? 'text-end' : 'reasoning-end', block: this.open.block })
+    this.open = undefined
+  }
+
+  /** Ends every open block, tool calls in block order; a call whose name never came starts now. */
+  private closeAll(out: ChatEvent[]): void {
+    this.closeOpen(out)
+    for (const tool of this.tools.values()) if (tool.block === undefined) this.startTool(tool, out)
+    const blocks = [...this.tools.values()].map(tool => tool.block!).sort((a, b) => a - b)
+    for (const block of blocks) out.push({ type: 'tool-call-end', block })
+    this.tools.clear()
+  }
+
+  private finish(out: ChatEvent[], reason: string): void {
+    this.closeAll(out)
+    out.push({ type: 'finish', reason: mapFinishReason(reason, this.sawToolCalls), usage: toUsage(this.usage) })
+    this.ended = true
+  }
+
+  private fail(out: ChatEvent[], message: string): void {
+    out.push({ type: 'error', error: new UpstreamError('server', message, this.context.provider, this.context.model) })
+    this.ended = true
+  }
+}
+
+/** Usage as reported (see fromUpstreamStream): absent counts are 0, absent subsets undefined. */
+export function toUsage(usage: Record<string, unknown> | undefined): Usage {
+  const result: Usage = {
+    inputTokens: count(usage?.prompt_tokens) ?? 0,
+    outputTokens: count(usage?.completion_tokens) ?? 0,
+    webSearchRequests: 0,
+    webFetchRequests: 0,
+  }
+  const cached = count(isRecord(usage?.prompt_tokens_details) ? usage.prompt_tokens_details.cached_tokens : undefined)
+  if (cached !== undefined) result.cachedInputTokens = cached
+  const reasoning = count(isRecord(usage?.completion_tokens_details) ? usage.completion_tokens_details.reasoning_tokens : undefined)
+  if (reasoning !== undefined) result.reasoningTokens = reasoning
+  return result
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined
+}
+
+function errorText(error: unknown): string {
+  if (typeof error === 'string') return error.slice(0, 200)
+  if (isRecord(error) && typeof error.message === 'string') return error.message.slice(0, 200)
+  return 'unknown'
+}

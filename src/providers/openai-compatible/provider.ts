@@ -1,0 +1,162 @@
+// The Chat Completions adapter: OpenAI, vLLM, Ollama, llama.cpp server and anything else that
+// speaks POST {base_url}/chat/completions with SSE streaming.
+
+import type { ProviderConfig } from '../../config/config'
+import { decodeSse } from '../../http/sse'
+import type { ChatEvent } from '../../inference/canonical'
+import { UpstreamError, type Provider, type ProviderCall } from '../types'
+import { classifyStatus, type ErrorOrigin } from './errors'
+import { ChunkTranslator, fromUpstreamStream, type StreamContext } from './from-upstream-stream'
+import { openUpstreamStream, type UpstreamStream } from './open-upstream-stream'
+import { toUpstream, UnsupportedPartError, type ChatCompletionsOptions } from './to-upstream'
+
+/** Backend choices that config may set; see ChatCompletionsOptions. */
+export type OpenAICompatibleOptions = ChatCompletionsOptions
+
+/** Largest non-streamed (JSON) 2xx body accepted from a backend that ignored `stream: true`. */
+const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
+
+/**
+ * A Provider over the Chat Completions API (ARCHITECTURE.md §6, §8 step 6). The upstream sees
+ * only the request body built by toUpstream, `Authorization: Bearer <apiKey>` when the config
+ * has a key, and fixed content headers: never a client header, credential, IP or `user`.
+ */
+export class OpenAICompatibleProvider implements Provider {
+  readonly id: string
+  private readonly endpoint: string
+
+  constructor(
+    private readonly config: ProviderConfig,
+    private readonly options: OpenAICompatibleOptions = {},
+  ) {
+    if (config.baseUrl === undefined || config.baseUrl === '') throw new Error(`provider ${config.id}: an openai-compatible provider needs a base_url`)
+    this.id = `openai-compatible:${config.id}`
+    this.endpoint = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`
+  }
+
+  async stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>> {
+    const origin: ErrorOrigin = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
+    let body: string
+    try {
+      body = JSON.stringify(toUpstream(call.request, call.upstreamModel, this.options))
+    } catch (error) {
+      if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, origin.provider, origin.model)
+      throw error
+    }
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' }
+    if (this.config.apiKey) headers.authorization = `Bearer ${this.config.apiKey}`
+    const upstream = await openUpstreamStream({
+      url: this.endpoint,
+      headers,
+      body,
+      signal: call.signal,
+      connectTimeoutMs: this.config.connectTimeoutMs,
+      idleTimeoutMs: this.config.idleTimeoutMs,
+      origin,
+      classifyStatus: (status, responseHeaders, text) => classifyStatus(origin, status, responseHeaders, text),
+    })
+    const context: StreamContext = { provider: this.id, model: call.upstreamModel, requestId: call.requestId }
+    if ((upstream.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
+      const events = await eventsFromJsonBody(upstream, context)
+      return closingIterable(replay(events, call.signal), upstream)
+    }
+    return closingIterable(fromSse(upstream, call.signal, context), upstream)
+  }
+}
+
+/**
+ * The streamed events. A failure of the byte stream becomes one in-band `error` event (mid-stream
+ * failures never throw, ARCHITECTURE.md §8 step 7), except when the call's own signal aborted:
+ * the caller left, so the iterator just ends.
+ */
+async function* fromSse(upstream: UpstreamStream, signal: AbortSignal, context: StreamContext): AsyncGenerator<ChatEvent> {
+  try {
+    for await (const event of fromUpstreamStream(decodeSse(upstream.bytes), context)) {
+      if (signal.aborted) return
+      yield event
+    }
+  } catch (error) {
+    if (signal.aborted) return
+    yield { type: 'error', error: asUpstreamError(error, context) }
+  } finally {
+    upstream.close()
+  }
+}
+
+/**
+ * A backend that ignored `stream: true` and answered one chat.completion JSON object. It is read
+ * whole before `stream()` resolves, so an error object in a 200 still rejects before any event
+ * (and the router may try another backend); a completion is replayed through the same
+ * translator as a single delta, so its events have the same shape as a stream's.
+ */
+async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamContext): Promise<ChatEvent[]> {
+  let parsed: unknown
+  try {
+    const chunks: Uint8Array[] = []
+    let size = 0
+    for await (const chunk of upstream.bytes) {
+      size += chunk.length
+      if (size > MAX_JSON_BODY_BYTES) throw new UpstreamError('server', 'upstream JSON answer too large', context.provider, context.model)
+      chunks.push(chunk)
+    }
+    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  } catch (error) {
+    throw error instanceof UpstreamError ? error : new UpstreamError('server', 'upstream answered 2xx with malformed JSON', context.provider, context.model)
+  } finally {
+    upstream.close()
+  }
+  const out: ChatEvent[] = []
+  const translator = new ChunkTranslator(context)
+  translator.push(asStreamChunk(parsed), out)
+  translator.done(out)
+  const failure = out.find(event => event.type === 'error')
+  if (failure !== undefined && failure.type === 'error') throw failure.error
+  return out
+}
+
+/** chat.completion → one chat.completion.chunk whose delta is the whole message. */
+function asStreamChunk(completion: unknown): unknown {
+  if (typeof completion !== 'object' || completion === null) return completion
+  const { choices, ...rest } = completion as { choices?: unknown }
+  if (!Array.isArray(choices)) return completion
+  return {
+    ...rest,
+    choices: choices.map(choice => {
+      const { message, ...choiceRest } = (choice ?? {}) as { message?: { tool_calls?: unknown[] } }
+      const toolCalls = Array.isArray(message?.tool_calls) ? message.tool_calls.map((call, index) => ({ index, ...(call as object) })) : undefined
+      return { ...choiceRest, delta: { ...message, ...(toolCalls ? { tool_calls: toolCalls } : {}) } }
+    }),
+  }
+}
+
+async function* replay(events: ChatEvent[], signal: AbortSignal): AsyncGenerator<ChatEvent> {
+  for (const event of events) {
+    if (signal.aborted) return
+    yield event
+  }
+}
+
+function asUpstreamError(error: unknown, context: { provider: string; model: string }): UpstreamError {
+  if (error instanceof UpstreamError) return error
+  return new UpstreamError('server', `upstream stream failed: ${error instanceof Error ? error.message : String(error)}`, context.provider, context.model)
+}
+
+/**
+ * Wraps the event generator so that `return()` closes the upstream even when iteration never
+ * started (a generator that was never started skips its `finally`).
+ */
+function closingIterable(events: AsyncGenerator<ChatEvent>, upstream: UpstreamStream): AsyncIterable<ChatEvent> {
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => events.next(),
+      return: async (value?: unknown) => {
+        upstream.close()
+        return events.return(value as undefined)
+      },
+      throw: async (error?: unknown) => {
+        upstream.close()
+        return events.throw(error)
+      },
+    }),
+  }
+}

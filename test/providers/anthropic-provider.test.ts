@@ -1,0 +1,399 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import type { ModelRoute } from '../../src/catalog/types'
+import type { ProviderConfig } from '../../src/config/config'
+import type { ChatEvent, ChatRequest, Message, Part } from '../../src/inference/canonical'
+import { ANTHROPIC_VERSION, AnthropicProvider } from '../../src/providers/anthropic/provider'
+import { UpstreamError, type ProviderCall } from '../../src/providers/types'
+import { FakeClock } from '../support/fake-clock'
+import { FakeUpstream } from '../support/fake-upstream'
+
+const MODEL = 'claude-sonnet-4-5-20250929'
+const API_KEY = 'sk-ant-test-0123456789'
+const fixture = (name: string) => Bun.file(new URL(`../fixtures/upstream/anthropic/${name}`, import.meta.url)).text()
+const clock = new FakeClock()
+
+let upstream: FakeUpstream
+beforeEach(async () => {
+  upstream = await FakeUpstream.start()
+})
+afterEach(async () => {
+  await upstream.close()
+})
+
+function providerConfig(overrides: Partial<ProviderConfig> = {}): ProviderConfig {
+  return {
+    id: 'claude',
+    type: 'anthropic',
+    baseUrl: `${upstream.url}/v1`,
+    apiKey: API_KEY,
+    retention: 'unknown',
+    connectTimeoutMs: 5_000,
+    idleTimeoutMs: 5_000,
+    ...overrides,
+  }
+}
+
+const provider = (overrides: Partial<ProviderConfig> = {}) => new AnthropicProvider(providerConfig(overrides), { clock })
+
+const route: ModelRoute = {
+  id: 'claude',
+  modelId: 'claude',
+  level: 'anonymous',
+  backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
+  routing: 'ordered',
+  price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
+  capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
+  contextLength: 200_000,
+  maxOutputTokens: 8192,
+}
+
+function call(request: Partial<ChatRequest> = {}, signal: AbortSignal = new AbortController().signal): ProviderCall {
+  return {
+    request: {
+      model: 'claude',
+      route,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hi' }] }],
+      tools: [],
+      sampling: {},
+      hosted: { webSearch: false, webFetch: false },
+      user: 'end-user-7',
+      stream: true,
+      ...request,
+    },
+    upstreamModel: MODEL,
+    signal,
+    requestId: 'req_test',
+  }
+}
+
+async function collect(events: AsyncIterable<ChatEvent>): Promise<ChatEvent[]> {
+  const all: ChatEvent[] = []
+  for await (const event of events) all.push(event)
+  return all
+}
+
+/** The rejection of `promise`, which must reject with an UpstreamError. */
+async function rejection(promise: Promise<unknown>): Promise<UpstreamError> {
+  try {
+    await promise
+  } catch (error) {
+    expect(error).toBeInstanceOf(UpstreamError)
+    return error as UpstreamError
+  }
+  throw new Error('expected a rejection')
+}
+
+const lastError = (events: ChatEvent[]) => {
+  const last = events.at(-1)
+  if (last?.type !== 'error') throw new Error(`expected a final error event, got ${JSON.stringify(last)}`)
+  return last.error
+}
+
+/** What a dialect would rebuild from the events: the assistant message to replay next turn. */
+function assistantMessage(events: ChatEvent[]): Message {
+  const parts = new Map<number, Part>()
+  for (const event of events) {
+    if (event.type === 'reasoning-start') parts.set(event.block, { type: 'reasoning', text: '' })
+    if (event.type === 'reasoning-delta') (parts.get(event.block) as { text: string }).text += event.delta
+    if (event.type === 'reasoning-end' && event.signature !== undefined) (parts.get(event.block) as { signature?: string }).signature = event.signature
+    if (event.type === 'text-start') parts.set(event.block, { type: 'text', text: '' })
+    if (event.type === 'text-delta') (parts.get(event.block) as { text: string }).text += event.delta
+    if (event.type === 'tool-call-start') parts.set(event.block, { type: 'tool-call', callId: event.callId, name: event.name, arguments: '' })
+    if (event.type === 'tool-call-delta') (parts.get(event.block) as { arguments: string }).arguments += event.argumentsDelta
+  }
+  return { role: 'assistant', parts: [...parts.entries()].sort(([a], [b]) => a - b).map(([, part]) => part) }
+}
+
+describe('anthropic provider: the request on the wire', () => {
+  test('POST {base}/messages with only x-api-key, anthropic-version and JSON; no client identity', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('text.sse') })
+    await collect(await provider().stream(call()))
+    const received = upstream.onlyRequest()
+    expect(received.method).toBe('POST')
+    expect(received.path).toBe('/v1/messages')
+    expect(received.headers['x-api-key']).toBe(API_KEY)
+    expect(received.headers['anthropic-version']).toBe(ANTHROPIC_VERSION)
+    expect(received.headers['content-type']).toBe('application/json')
+    expect(received.headers.authorization).toBeUndefined()
+    expect(received.body).toEqual({ model: MODEL, max_tokens: 8192, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], stream: true })
+    expect(received.text).not.toContain('end-user-7')
+  })
+
+  test('a base URL with a trailing slash and no key: no double slash, no x-api-key header', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('text.sse') })
+    await collect(await provider({ baseUrl: `${upstream.url}/v1/`, apiKey: undefined }).stream(call()))
+    const received = upstream.onlyRequest()
+    expect(received.path).toBe('/v1/messages')
+    expect(received.headers['x-api-key']).toBeUndefined()
+  })
+})
+
+describe('anthropic provider: streams over real HTTP', () => {
+  for (const chunkBytes of [1, 7, 64]) {
+    test(`text split every ${chunkBytes} bytes (inside UTF-8 characters too)`, async () => {
+      upstream.enqueue({ kind: 'sse', body: await fixture('text.sse'), chunkBytes })
+      const events = await collect(await provider().stream(call()))
+      expect(events[0]).toEqual({ type: 'response-start', id: 'msg_01TextFixture', model: MODEL, createdAt: clock.now() })
+      const text = events.flatMap(event => (event.type === 'text-delta' ? [event.delta] : [])).join('')
+      expect(text).toBe('Héllo wörld 🌍, こんにちは\n')
+      expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: 25, cachedInputTokens: 0, outputTokens: 15, webSearchRequests: 0, webFetchRequests: 0 } })
+    })
+  }
+
+  test('thinking with signature, then text, then a tool call with split JSON', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('thinking-tool.sse'), chunkBytes: 5 })
+    const events = await collect(await provider().stream(call()))
+    expect(events.map(event => event.type)).toEqual([
+      'response-start',
+      'reasoning-start',
+      'reasoning-delta',
+      'reasoning-delta',
+      'reasoning-end',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'tool-call-start',
+      'tool-call-delta',
+      'tool-call-delta',
+      'tool-call-delta',
+      'tool-call-end',
+      'finish',
+    ])
+    expect(events[4]).toEqual({ type: 'reasoning-end', block: 0, signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds==' })
+    expect(events[8]).toEqual({ type: 'tool-call-start', block: 2, callId: 'toolu_01Weather', name: 'get_weather' })
+    expect(events.at(-1)).toMatchObject({ type: 'finish', reason: 'tool-calls', usage: { inputTokens: 472, outputTokens: 89 } })
+  })
+
+  test('parallel tool_use blocks keep their own block numbers and arguments; cache usage counted', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('parallel-tools.sse'), chunkBytes: 11 })
+    const events = await collect(await provider().stream(call()))
+    const message = assistantMessage(events)
+    expect(message.parts).toEqual([
+      { type: 'tool-call', callId: 'toolu_01Paris', name: 'get_weather', arguments: '{"location": "Paris"}' },
+      { type: 'tool-call', callId: 'toolu_01Tokyo', name: 'get_weather', arguments: '{"location": "Tokyo"}' },
+    ])
+    expect(events.at(-1)).toEqual({
+      type: 'finish',
+      reason: 'tool-calls',
+      usage: { inputTokens: 2062, cachedInputTokens: 2000, outputTokens: 64, webSearchRequests: 0, webFetchRequests: 0 },
+    })
+  })
+
+  test('thinking is replayed before tool_use across a tool round trip', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('thinking-tool.sse') }, { kind: 'sse', body: await fixture('text.sse') })
+    const weather = { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' }, unit: { type: 'string' } } } }
+    const first: ChatRequest['messages'] = [{ role: 'user', parts: [{ type: 'text', text: 'Weather in Paris?' }] }]
+    const base = { tools: [weather], reasoning: { effort: 'low' as const }, sampling: { maxOutputTokens: 16_000 } }
+    const turn1 = await collect(await provider().stream(call({ ...base, messages: first })))
+    const assistant = assistantMessage(turn1)
+    const second = [...first, assistant, { role: 'tool' as const, parts: [{ type: 'tool-result' as const, callId: 'toolu_01Weather', content: '{"temp":18}' }] }]
+    await collect(await provider().stream(call({ ...base, messages: second })))
+
+    const replayed = (await upstream.request(1)).body
+    expect(replayed.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 })
+    expect(replayed.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+      {
+        role: 'assistant',
+        content: [
+          {
+            type: 'thinking',
+            thinking: 'The user wants the weather in Paris.\nI should call get_weather.',
+            signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds==',
+          },
+          { type: 'text', text: 'Let me check.' },
+          { type: 'tool_use', id: 'toolu_01Weather', name: 'get_weather', input: { location: 'Paris', unit: '°C' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01Weather', content: '{"temp":18}' }] },
+    ])
+  })
+})
+
+describe('anthropic provider: upstream errors before any event', () => {
+  const errorBody = (type: string, message: string) => ({ type: 'error', error: { type, message } })
+  const cases: Array<[number, string, UpstreamError['kind']]> = [
+    [400, 'invalid_request_error', 'bad-request'],
+    [401, 'authentication_error', 'auth'],
+    [403, 'permission_error', 'auth'],
+    [404, 'not_found_error', 'not-found'],
+    [413, 'request_too_large', 'bad-request'],
+    [429, 'rate_limit_error', 'rate-limited'],
+    [500, 'api_error', 'server'],
+    [529, 'overloaded_error', 'server'],
+  ]
+  for (const [status, type, kind] of cases) {
+    test(`${status} ${type} → rejected ${kind}`, async () => {
+      upstream.enqueue({ kind: 'json', status, body: errorBody(type, `upstream says ${type}`), headers: status === 429 ? { 'retry-after': '7' } : {} })
+      const error = await rejection(provider().stream(call()))
+      expect(error.kind).toBe(kind)
+      expect(error.status).toBe(status)
+      expect(error.provider).toBe('anthropic:claude')
+      expect(error.model).toBe(MODEL)
+      expect(error.message).toContain(type)
+      expect(error.details.bodySnippet).toContain(`upstream says ${type}`)
+      expect(error.details.retryAfterMs).toBe(status === 429 ? 7000 : undefined)
+      expect(error.retryable).toBe(kind === 'server' || kind === 'rate-limited')
+    })
+  }
+
+  test('an HTTP-date Retry-After is measured from the clock', async () => {
+    const at = new Date(clock.now() + 30_000).toUTCString()
+    upstream.enqueue({ kind: 'json', status: 429, body: errorBody('rate_limit_error', 'slow down'), headers: { 'retry-after': at } })
+    expect((await rejection(provider().stream(call()))).details.retryAfterMs).toBe(30_000)
+  })
+
+  test('a non-JSON error page still classifies by status, and an echoed API key is scrubbed', async () => {
+    upstream.enqueue({ kind: 'text', status: 502, body: `<html>bad gateway for key ${API_KEY}</html>` })
+    const error = await rejection(provider().stream(call()))
+    expect(error.kind).toBe('server')
+    expect(error.details.bodySnippet).toContain('bad gateway')
+    expect(error.details.bodySnippet).not.toContain(API_KEY)
+  })
+
+  test('a redirect is not followed (the key stays with the configured host)', async () => {
+    upstream.enqueue({ kind: 'text', status: 307, body: '', headers: { location: 'http://127.0.0.1:1/elsewhere' } })
+    const error = await rejection(provider().stream(call()))
+    expect(error.kind).toBe('server')
+    expect(error.status).toBe(307)
+    expect(upstream.requests).toHaveLength(1)
+  })
+
+  test('an error event in place of message_start rejects, so the router can still fall back', async () => {
+    upstream.enqueue({ kind: 'sse', body: 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n' })
+    const error = await rejection(provider().stream(call()))
+    expect(error.kind).toBe('server')
+    expect(error.retryable).toBe(true)
+  })
+
+  test('a 2xx that closes without any event rejects with server (retryable)', async () => {
+    upstream.enqueue({ kind: 'sse', body: ': nothing here\n\n' })
+    expect((await rejection(provider().stream(call()))).kind).toBe('server')
+  })
+
+  test('connection refused → connection', async () => {
+    const closed = await FakeUpstream.start()
+    const url = closed.url
+    await closed.close()
+    const error = await rejection(new AnthropicProvider(providerConfig({ baseUrl: url }), { clock }).stream(call()))
+    expect(error.kind).toBe('connection')
+  })
+
+  test('a request the adapter cannot express is a bad-request, and nothing is sent', async () => {
+    const error = await rejection(provider().stream(call({ messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'application/pdf', data: new Uint8Array([1]) }] }] })))
+    expect(error.kind).toBe('bad-request')
+    expect(upstream.requests).toHaveLength(0)
+  })
+})
+
+describe('anthropic provider: failures after the first event are in-band', () => {
+  test('an error event mid-stream ends the stream with one error event', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('error-mid-stream.sse'), chunkBytes: 9 })
+    const events = await collect(await provider().stream(call()))
+    expect(events.map(event => event.type)).toEqual(['response-start', 'text-start', 'text-delta', 'error'])
+    expect(lastError(events).kind).toBe('server')
+  })
+
+  test('a clean close before message_stop → in-band server error', async () => {
+    const text = await fixture('text.sse')
+    upstream.enqueue({ kind: 'sse', body: text.slice(0, text.indexOf('event: content_block_stop')) })
+    const events = await collect(await provider().stream(call()))
+    expect(events.slice(0, -1).map(event => event.type)).toEqual(['response-start', 'text-start', 'text-delta', 'text-delta', 'text-delta'])
+    expect(lastError(events).kind).toBe('server')
+  })
+
+  test('a connection reset mid-stream → in-band connection error', async () => {
+    const text = await fixture('text.sse')
+    upstream.enqueue({ kind: 'sse', body: text.slice(0, text.indexOf('event: content_block_stop')), then: 'reset' })
+    const events = await collect(await provider().stream(call()))
+    expect(events[0]?.type).toBe('response-start')
+    expect(lastError(events).kind).toBe('connection')
+  })
+})
+
+describe('anthropic provider: deadlines and cancellation', () => {
+  const partial = async () => {
+    const text = await fixture('text.sse')
+    return text.slice(0, text.indexOf('event: content_block_stop'))
+  }
+
+  test('no response headers within the connect deadline → rejected timeout, upstream request cancelled', async () => {
+    upstream.enqueue({ kind: 'stall' })
+    const error = await rejection(provider({ connectTimeoutMs: 50 }).stream(call()))
+    expect(error.kind).toBe('timeout')
+    expect(error.message).toContain('50 ms')
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('silence mid-stream past the idle deadline → in-band timeout, upstream request cancelled', async () => {
+    upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
+    const events = await collect(await provider({ idleTimeoutMs: 50 }).stream(call()))
+    expect(events.slice(0, -1).map(event => event.type)).toEqual(['response-start', 'text-start', 'text-delta', 'text-delta', 'text-delta'])
+    const error = lastError(events)
+    expect(error.kind).toBe('timeout')
+    expect(error.message).toContain('50 ms')
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('silence before message_start past the idle deadline → rejected timeout', async () => {
+    upstream.enqueue({ kind: 'sse', body: ': ping\n\n', then: 'stall' })
+    expect((await rejection(provider({ idleTimeoutMs: 50 }).stream(call()))).kind).toBe('timeout')
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('an already aborted signal rejects with aborted and sends nothing', async () => {
+    const controller = new AbortController()
+    controller.abort()
+    expect((await rejection(provider().stream(call({}, controller.signal)))).kind).toBe('aborted')
+    expect(upstream.requests).toHaveLength(0)
+  })
+
+  test('abort while waiting for headers → rejected aborted, upstream request cancelled', async () => {
+    upstream.enqueue({ kind: 'stall' })
+    const controller = new AbortController()
+    const pending = provider().stream(call({}, controller.signal))
+    await upstream.request(0)
+    controller.abort()
+    expect((await rejection(pending)).kind).toBe('aborted')
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('abort mid-stream → the events end without a terminal event, upstream stream cancelled', async () => {
+    upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
+    const controller = new AbortController()
+    const iterator = (await provider().stream(call({}, controller.signal)))[Symbol.asyncIterator]()
+    expect((await iterator.next()).value?.type).toBe('response-start')
+    controller.abort()
+    const rest: ChatEvent[] = []
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) rest.push(next.value)
+    // Events already buffered may still arrive; nothing terminal does.
+    expect(rest.filter(event => event.type === 'error' || event.type === 'finish')).toEqual([])
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('abort while waiting for message_start → rejected aborted', async () => {
+    upstream.enqueue({ kind: 'sse', body: ': ping\n\n', then: 'stall' })
+    const controller = new AbortController()
+    const pending = provider().stream(call({}, controller.signal))
+    await upstream.request(0)
+    controller.abort()
+    expect((await rejection(pending)).kind).toBe('aborted')
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('a consumer that stops iterating early cancels the upstream stream', async () => {
+    upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
+    for await (const event of await provider().stream(call())) {
+      if (event.type === 'text-delta') break
+    }
+    await upstream.onlyRequest().disconnected
+  })
+
+  test('the connect deadline ends at the response headers; only the idle deadline governs the body', async () => {
+    upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
+    const events = await collect(await provider({ connectTimeoutMs: 30, idleTimeoutMs: 150 }).stream(call()))
+    const error = lastError(events)
+    expect(error.kind).toBe('timeout')
+    expect(error.message).toContain('150 ms')
+  })
+})

@@ -1,0 +1,246 @@
+import { describe, expect, test } from 'bun:test'
+import { decodeSse, type SseEvent } from '../../src/http/sse'
+import type { ChatEvent } from '../../src/inference/canonical'
+import { AnthropicStreamTranslator } from '../../src/providers/anthropic/from-upstream-stream'
+import { mapFinishReason } from '../../src/providers/anthropic/map-finish-reason'
+import { UpstreamError } from '../../src/providers/types'
+
+const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
+const CONTEXT = { provider: 'anthropic:claude', model: 'claude-sonnet-4-5-20250929' }
+const fixture = (name: string) => Bun.file(new URL(`../fixtures/upstream/anthropic/${name}`, import.meta.url)).text()
+const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
+
+/** Runs raw SSE bytes, cut into `chunks`, through decodeSse and the translator. */
+async function translate(chunks: Uint8Array[]): Promise<ChatEvent[]> {
+  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+  async function* source() {
+    yield* chunks
+  }
+  const events: ChatEvent[] = []
+  for await (const sse of decodeSse(source())) {
+    events.push(...translator.push(sse))
+    if (translator.done) return events
+  }
+  events.push(...translator.end())
+  return events
+}
+
+/** Feeds already-decoded events (for shapes no fixture has). */
+function run(...payloads: unknown[]): ChatEvent[] {
+  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+  const events: ChatEvent[] = []
+  for (const payload of payloads) {
+    const sse: SseEvent = typeof payload === 'string' ? { event: undefined, data: payload } : { event: (payload as { type: string }).type, data: JSON.stringify(payload) }
+    events.push(...translator.push(sse))
+  }
+  return events
+}
+
+const usage = (inputTokens: number, outputTokens: number, cachedInputTokens?: number) => ({
+  inputTokens,
+  ...(cachedInputTokens !== undefined ? { cachedInputTokens } : {}),
+  outputTokens,
+  webSearchRequests: 0,
+  webFetchRequests: 0,
+})
+
+const start = (id: string, model = CONTEXT.model) => ({ type: 'response-start', id, model, createdAt: NOW })
+
+const EXPECTED: Record<string, ChatEvent[]> = {
+  'text.sse': [
+    start('msg_01TextFixture') as ChatEvent,
+    { type: 'text-start', block: 0 },
+    { type: 'text-delta', block: 0, delta: 'Héllo' },
+    { type: 'text-delta', block: 0, delta: ' wörld 🌍, ' },
+    { type: 'text-delta', block: 0, delta: 'こんにちは\n' },
+    { type: 'text-end', block: 0 },
+    { type: 'finish', reason: 'stop', usage: usage(25, 15, 0) },
+  ],
+  'thinking-tool.sse': [
+    start('msg_01ThinkTool') as ChatEvent,
+    { type: 'reasoning-start', block: 0 },
+    { type: 'reasoning-delta', block: 0, delta: 'The user wants the weather in Paris.\n' },
+    { type: 'reasoning-delta', block: 0, delta: 'I should call get_weather.' },
+    { type: 'reasoning-end', block: 0, signature: SIGNATURE },
+    { type: 'text-start', block: 1 },
+    { type: 'text-delta', block: 1, delta: 'Let me check.' },
+    { type: 'text-end', block: 1 },
+    { type: 'tool-call-start', block: 2, callId: 'toolu_01Weather', name: 'get_weather' },
+    { type: 'tool-call-delta', block: 2, argumentsDelta: '{"locat' },
+    { type: 'tool-call-delta', block: 2, argumentsDelta: 'ion": "Par' },
+    { type: 'tool-call-delta', block: 2, argumentsDelta: 'is", "unit": "°C"}' },
+    { type: 'tool-call-end', block: 2 },
+    { type: 'finish', reason: 'tool-calls', usage: usage(472, 89, 0) },
+  ],
+  'parallel-tools.sse': [
+    start('msg_01Parallel') as ChatEvent,
+    { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather' },
+    { type: 'tool-call-delta', block: 0, argumentsDelta: '{"location":' },
+    { type: 'tool-call-delta', block: 0, argumentsDelta: ' "Paris"}' },
+    { type: 'tool-call-end', block: 0 },
+    { type: 'tool-call-start', block: 1, callId: 'toolu_01Tokyo', name: 'get_weather' },
+    { type: 'tool-call-delta', block: 1, argumentsDelta: '{"location": "Tok' },
+    { type: 'tool-call-delta', block: 1, argumentsDelta: 'yo"}' },
+    { type: 'tool-call-end', block: 1 },
+    // input 12 + cache writes 50 + cache reads 2000; reads are the cached part.
+    { type: 'finish', reason: 'tool-calls', usage: usage(2062, 64, 2000) },
+  ],
+  'redacted-thinking.sse': [
+    start('msg_01Redacted', 'claude-3-7-sonnet-20250219') as ChatEvent,
+    { type: 'reasoning-start', block: 0 },
+    { type: 'reasoning-end', block: 0, signature: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP', redacted: true } as ChatEvent,
+    { type: 'text-start', block: 1 },
+    { type: 'text-delta', block: 1, delta: '42' },
+    { type: 'text-end', block: 1 },
+    { type: 'finish', reason: 'length', usage: usage(40, 300) },
+  ],
+}
+
+describe('anthropic stream translation: fixtures split at every byte', () => {
+  for (const [name, expected] of Object.entries(EXPECTED)) {
+    test(`${name}: one chunk, then every two-way cut, then 1-byte chunks`, async () => {
+      const bytes = new TextEncoder().encode(await fixture(name))
+      expect(await translate([bytes])).toEqual(expected)
+      for (let cut = 1; cut < bytes.length; cut += 1) {
+        const events = await translate([bytes.subarray(0, cut), bytes.subarray(cut)])
+        if (!Bun.deepEquals(events, expected)) expect({ cut, events }).toEqual({ cut, events: expected })
+      }
+      expect(await translate([...bytes].map(byte => new Uint8Array([byte])))).toEqual(expected)
+    })
+  }
+
+  test('thinking-tool.sse: the tool arguments reassemble to the JSON the model wrote', async () => {
+    const events = await translate([new TextEncoder().encode(await fixture('thinking-tool.sse'))])
+    const args = events.flatMap(event => (event.type === 'tool-call-delta' ? [event.argumentsDelta] : [])).join('')
+    expect(JSON.parse(args)).toEqual({ location: 'Paris', unit: '°C' })
+  })
+
+  test('error-mid-stream.sse: text so far, then one in-band error classified from the event', async () => {
+    const events = await translate([new TextEncoder().encode(await fixture('error-mid-stream.sse'))])
+    expect(events.slice(0, -1)).toEqual([start('msg_01Overload') as ChatEvent, { type: 'text-start', block: 0 }, { type: 'text-delta', block: 0, delta: 'Partial' }])
+    const last = events.at(-1)
+    expect(last?.type).toBe('error')
+    const error = (last as Extract<ChatEvent, { type: 'error' }>).error
+    expect(error).toBeInstanceOf(UpstreamError)
+    expect(error.kind).toBe('server')
+    expect(error.provider).toBe(CONTEXT.provider)
+    expect(error.model).toBe(CONTEXT.model)
+    expect(error.message).toContain('overloaded_error')
+  })
+
+  test('a stream cut before message_stop ends with an in-band server error', async () => {
+    const text = await fixture('text.sse')
+    const cut = text.slice(0, text.indexOf('event: message_delta'))
+    const events = await translate([new TextEncoder().encode(cut)])
+    expect(events.slice(0, -1)).toEqual(EXPECTED['text.sse']!.slice(0, -1))
+    const last = events.at(-1) as Extract<ChatEvent, { type: 'error' }>
+    expect(last.type).toBe('error')
+    expect(last.error.kind).toBe('server')
+    expect(last.error.message).toContain('message_stop')
+  })
+})
+
+describe('anthropic stream translation: protocol details', () => {
+  const messageStart = (usage: Record<string, number> = { input_tokens: 10, output_tokens: 1 }) => ({
+    type: 'message_start',
+    message: { id: 'msg_x', type: 'message', role: 'assistant', model: 'claude-x', content: [], usage },
+  })
+
+  test('message_delta usage is cumulative and replaces what message_start said', () => {
+    const events = run(
+      messageStart({ input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 1 }),
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } },
+      { type: 'message_delta', delta: {}, usage: { input_tokens: 12, cache_read_input_tokens: 6, output_tokens: 9 } },
+      { type: 'message_stop' },
+    )
+    expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(18, 9, 6) })
+  })
+
+  test('unknown events, server-tool blocks and unknown deltas are ignored; block numbers stay dense', () => {
+    const events = run(
+      messageStart(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"q":1}' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'some_future_event', payload: 1 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '', citations: [] } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'citations_delta', citation: { type: 'web_search_result_location' } } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'ok' } },
+      { type: 'content_block_delta', index: 7, delta: { type: 'text_delta', text: 'orphan' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_delta', delta: { stop_reason: 'pause_turn' }, usage: { output_tokens: 3 } },
+      { type: 'message_stop' },
+      { type: 'message_start', message: { id: 'late' } },
+    )
+    expect(events).toEqual([
+      start('msg_x', 'claude-x') as ChatEvent,
+      { type: 'text-start', block: 0 },
+      { type: 'text-delta', block: 0, delta: 'ok' },
+      { type: 'text-end', block: 0 },
+      { type: 'finish', reason: 'other', usage: usage(10, 3) },
+    ])
+  })
+
+  test('a block left open at message_stop is closed before finish', () => {
+    const events = run(
+      messageStart(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig' } },
+      { type: 'message_stop' },
+    )
+    expect(events.slice(1)).toEqual([
+      { type: 'reasoning-start', block: 0 },
+      { type: 'reasoning-end', block: 0, signature: 'sig' },
+      { type: 'finish', reason: 'other', usage: usage(10, 1) },
+    ])
+  })
+
+  test('content before message_start still yields response-start first', () => {
+    const events = run({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'pre' } }, { type: 'message_stop' })
+    expect(events).toEqual([
+      { type: 'response-start', id: '', model: CONTEXT.model, createdAt: NOW },
+      { type: 'text-start', block: 0 },
+      { type: 'text-delta', block: 0, delta: 'pre' },
+      { type: 'text-end', block: 0 },
+      { type: 'finish', reason: 'other', usage: usage(0, 0) },
+    ])
+  })
+
+  test('data that is not a JSON object is a protocol error; nothing follows it', () => {
+    const events = run(messageStart(), 'not json', { type: 'message_stop' })
+    expect(events).toHaveLength(2)
+    const error = (events[1] as Extract<ChatEvent, { type: 'error' }>).error
+    expect(error.kind).toBe('server')
+  })
+
+  test('in-stream error types map to kinds', () => {
+    const kinds: Record<string, string> = {
+      overloaded_error: 'server',
+      api_error: 'server',
+      rate_limit_error: 'rate-limited',
+      authentication_error: 'auth',
+      permission_error: 'auth',
+      invalid_request_error: 'bad-request',
+      request_too_large: 'bad-request',
+      not_found_error: 'not-found',
+      never_heard_of_it: 'server',
+    }
+    for (const [type, kind] of Object.entries(kinds)) {
+      const [event] = run({ type: 'error', error: { type, message: 'm' } })
+      const actual: string = (event as Extract<ChatEvent, { type: 'error' }>).error.kind
+      expect({ type, kind: actual }).toEqual({ type, kind })
+    }
+  })
+
+  test('stop reasons', () => {
+    expect(mapFinishReason('end_turn')).toBe('stop')
+    expect(mapFinishReason('stop_sequence')).toBe('stop')
+    expect(mapFinishReason('max_tokens')).toBe('length')
+    expect(mapFinishReason('model_context_window_exceeded')).toBe('length')
+    expect(mapFinishReason('tool_use')).toBe('tool-calls')
+    expect(mapFinishReason('refusal')).toBe('content-filter')
+    expect(mapFinishReason('pause_turn')).toBe('other')
+    expect(mapFinishReason(null)).toBe('other')
+    expect(mapFinishReason('brand_new_reason')).toBe('other')
+  })
+})

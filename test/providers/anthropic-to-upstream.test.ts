@@ -1,0 +1,327 @@
+import { describe, expect, test } from 'bun:test'
+import type { ModelRoute } from '../../src/catalog/types'
+import type { ChatRequest, Message } from '../../src/inference/canonical'
+import { THINKING_BUDGET_BY_EFFORT } from '../../src/providers/anthropic/thinking-budget'
+import { RAW_ARGUMENTS_KEY, toUpstream, UnsupportedRequestError } from '../../src/providers/anthropic/to-upstream'
+
+const MODEL = 'claude-sonnet-4-5-20250929'
+
+function route(overrides: Partial<ModelRoute> = {}): ModelRoute {
+  return {
+    id: 'claude',
+    modelId: 'claude',
+    level: 'anonymous',
+    backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
+    routing: 'ordered',
+    price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
+    capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
+    contextLength: 200_000,
+    maxOutputTokens: 8192,
+    ...overrides,
+  }
+}
+
+function chat(overrides: Partial<ChatRequest> = {}): ChatRequest {
+  return {
+    model: 'claude',
+    route: route(),
+    messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hi' }] }],
+    tools: [],
+    sampling: {},
+    hosted: { webSearch: false, webFetch: false },
+    stream: false,
+    ...overrides,
+  }
+}
+
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+}
+
+const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
+
+describe('anthropic toUpstream: exact bodies', () => {
+  test('plain chat: systems joined and hoisted, sampling mapped, user/seed/format never sent, always streamed', () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'system', parts: [{ type: 'text', text: 'You are terse.' }] },
+          { role: 'user', parts: [{ type: 'text', text: 'Hello' }, { type: 'text', text: '' }] },
+          { role: 'assistant', parts: [{ type: 'text', text: 'Hi.' }] },
+          { role: 'system', parts: [{ type: 'text', text: 'Answer in French.' }] },
+          { role: 'user', parts: [{ type: 'text', text: 'How are you?' }] },
+        ],
+        sampling: { temperature: 0.2, topP: 0.9, maxOutputTokens: 300, stop: ['END'], seed: 7 },
+        user: 'end-user-42',
+        responseFormat: { type: 'json_object' },
+        hosted: { webSearch: true, webFetch: true },
+      }),
+      MODEL,
+    )
+    expect(body).toEqual({
+      model: MODEL,
+      max_tokens: 300,
+      system: 'You are terse.\n\nAnswer in French.',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Hello' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'Hi.' }] },
+        { role: 'user', content: [{ type: 'text', text: 'How are you?' }] },
+      ],
+      // temperature and top_p together are a 400 on current models: temperature wins.
+      temperature: 0.2,
+      stop_sequences: ['END'],
+      stream: true,
+    })
+    expect(JSON.stringify(body)).not.toContain('end-user-42')
+  })
+
+  test('max_tokens falls back to the route; top_p alone is sent', () => {
+    const body = toUpstream(chat({ sampling: { topP: 0.5 } }), MODEL)
+    expect(body).toEqual({ model: MODEL, max_tokens: 8192, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], top_p: 0.5, stream: true })
+  })
+
+  test('images: bytes → base64, https URL → url source, data URL → base64', () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          {
+            role: 'user',
+            parts: [
+              { type: 'text', text: 'Compare' },
+              { type: 'image', mediaType: 'image/png', data: new Uint8Array([137, 80, 78, 71]) },
+              { type: 'image', mediaType: 'image/jpeg', data: new URL('https://example.com/cat.jpg') },
+              { type: 'image', mediaType: 'image/png', data: new URL('data:image/gif;base64,R0lGODlh') },
+            ],
+          },
+        ],
+      }),
+      MODEL,
+    )
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Compare' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw==' } },
+          { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+          { type: 'image', source: { type: 'base64', media_type: 'image/gif', data: 'R0lGODlh' } },
+        ],
+      },
+    ])
+  })
+
+  test('a percent-encoded data URL decodes to its bytes; malformed encoding is refused', () => {
+    const image = (href: string) => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'image', mediaType: 'image/png', data: new URL(href) }] }] }), MODEL).messages[0]!.content[0]
+    expect(image('data:image/png,%89PNG')).toEqual({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString('base64') } })
+    expect(() => image('data:image/png,%zz')).toThrow(UnsupportedRequestError)
+  })
+
+  test('a subarray image sends only its own bytes', () => {
+    const backing = new Uint8Array([1, 2, 137, 80, 78, 71, 3])
+    const body = toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'image', mediaType: 'image/png', data: backing.subarray(2, 6) }] }] }), MODEL)
+    expect(body.messages[0]!.content[0]).toEqual({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw==' } })
+  })
+
+  test('thinking is replayed before tool_use across a tool round trip; tool results merge into one user turn first', () => {
+    const messages: Message[] = [
+      { role: 'system', parts: [{ type: 'text', text: 'Use tools.' }] },
+      { role: 'user', parts: [{ type: 'text', text: 'Weather in Paris and Tokyo?' }] },
+      {
+        role: 'assistant',
+        parts: [
+          { type: 'text', text: 'Checking both.' },
+          { type: 'tool-call', callId: 'toolu_1', name: 'get_weather', arguments: '{"location":"Paris"}' },
+          { type: 'tool-call', callId: 'toolu_2', name: 'get_weather', arguments: '{"location":"Tokyo"}' },
+          // A dialect may put reasoning anywhere; Anthropic needs it first in the turn.
+          { type: 'reasoning', text: 'Two cities: two calls.', signature: SIGNATURE },
+        ],
+      },
+      { role: 'tool', parts: [{ type: 'tool-result', callId: 'toolu_1', content: '18°C' }] },
+      { role: 'tool', parts: [{ type: 'tool-result', callId: 'toolu_2', content: 'lookup failed', isError: true }] },
+    ]
+    const body = toUpstream(
+      chat({ messages, tools: [weatherTool], toolChoice: 'auto', reasoning: { effort: 'medium' }, sampling: { maxOutputTokens: 16000, temperature: 0.5, topP: 0.97 } }),
+      MODEL,
+    )
+    expect(body).toEqual({
+      model: MODEL,
+      max_tokens: 16000,
+      system: 'Use tools.',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Weather in Paris and Tokyo?' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Two cities: two calls.', signature: SIGNATURE },
+            { type: 'text', text: 'Checking both.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { location: 'Paris' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { location: 'Tokyo' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '18°C' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: 'lookup failed', is_error: true },
+          ],
+        },
+      ],
+      tools: [{ name: 'get_weather', description: 'Weather for a city', input_schema: weatherTool.parameters }],
+      tool_choice: { type: 'auto' },
+      thinking: { type: 'enabled', budget_tokens: 8000 },
+      // With thinking on: no temperature; top_p only in [0.95, 1].
+      top_p: 0.97,
+      stream: true,
+    })
+  })
+
+  test('a user message after tool results joins their turn, after the results', () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: 'Go' }] },
+          { role: 'assistant', parts: [{ type: 'tool-call', callId: 'c1', name: 'get_weather', arguments: '{}' }] },
+          { role: 'tool', parts: [{ type: 'tool-result', callId: 'c1', content: '' }] },
+          { role: 'user', parts: [{ type: 'text', text: 'And tomorrow?' }] },
+        ],
+        tools: [weatherTool],
+      }),
+      MODEL,
+    )
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Go' }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'get_weather', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1' }, { type: 'text', text: 'And tomorrow?' }] },
+    ])
+    expect(body.tool_choice).toBeUndefined()
+  })
+
+  test('reasoning without a signature is not replayed; redacted reasoning becomes redacted_thinking', () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: 'Q' }] },
+          {
+            role: 'assistant',
+            parts: [
+              { type: 'reasoning', text: 'unsigned, from another provider' },
+              { type: 'reasoning', text: '', signature: 'opaque-data', redacted: true },
+              { type: 'text', text: 'A' },
+            ],
+          },
+          { role: 'user', parts: [{ type: 'text', text: 'Q2' }] },
+        ],
+      }),
+      MODEL,
+    )
+    expect(body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque-data' }, { type: 'text', text: 'A' }] })
+  })
+
+  test('tool arguments that are not a JSON object are replayed wrapped, never dropped', () => {
+    const call = (callId: string, args: string) => ({ type: 'tool-call' as const, callId, name: 'get_weather', arguments: args })
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: 'Q' }] },
+          { role: 'assistant', parts: [call('a', '{"location": "Par'), call('b', '[1,2]'), call('c', '  '), call('d', '"x"')] },
+        ],
+        tools: [weatherTool],
+      }),
+      MODEL,
+    )
+    expect(body.messages[1]!.content).toEqual([
+      { type: 'tool_use', id: 'a', name: 'get_weather', input: { [RAW_ARGUMENTS_KEY]: '{"location": "Par' } },
+      { type: 'tool_use', id: 'b', name: 'get_weather', input: { [RAW_ARGUMENTS_KEY]: '[1,2]' } },
+      { type: 'tool_use', id: 'c', name: 'get_weather', input: {} },
+      { type: 'tool_use', id: 'd', name: 'get_weather', input: { [RAW_ARGUMENTS_KEY]: '"x"' } },
+    ])
+  })
+
+  test('tools without a schema type get an object schema', () => {
+    const body = toUpstream(chat({ tools: [{ name: 'now', parameters: {} }] }), MODEL)
+    expect(body.tools).toEqual([{ name: 'now', input_schema: { type: 'object' } }])
+  })
+
+  test('a file part is refused (enrichment turns files into text first)', () => {
+    expect(() => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'application/pdf', data: new Uint8Array([37]) }] }] }), MODEL)).toThrow(UnsupportedRequestError)
+  })
+})
+
+describe('anthropic toUpstream: tool choice', () => {
+  const cases: Array<[string, Partial<ChatRequest>, unknown]> = [
+    ['unset', {}, undefined],
+    ['auto', { toolChoice: 'auto' }, { type: 'auto' }],
+    ['none', { toolChoice: 'none' }, { type: 'none' }],
+    ['none ignores parallel=false (Anthropic rejects the flag on none)', { toolChoice: 'none', parallelToolCalls: false }, { type: 'none' }],
+    ['required → any', { toolChoice: 'required' }, { type: 'any' }],
+    ['{name} → tool', { toolChoice: { name: 'get_weather' } }, { type: 'tool', name: 'get_weather' }],
+    ['parallel=false alone → auto without parallel use', { parallelToolCalls: false }, { type: 'auto', disable_parallel_tool_use: true }],
+    ['required + parallel=false', { toolChoice: 'required', parallelToolCalls: false }, { type: 'any', disable_parallel_tool_use: true }],
+    ['{name} + parallel=false', { toolChoice: { name: 'get_weather' }, parallelToolCalls: false }, { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true }],
+    ['parallel=true → nothing to say', { parallelToolCalls: true }, undefined],
+  ]
+  for (const [name, overrides, expected] of cases) {
+    test(name, () => {
+      expect(toUpstream(chat({ tools: [weatherTool], ...overrides }), MODEL).tool_choice).toEqual(expected as never)
+    })
+  }
+
+  test('no tools → neither tools nor tool_choice', () => {
+    const body = toUpstream(chat({ toolChoice: 'required', parallelToolCalls: false }), MODEL)
+    expect(body.tools).toBeUndefined()
+    expect(body.tool_choice).toBeUndefined()
+  })
+})
+
+describe('anthropic toUpstream: thinking budget', () => {
+  const budget = (overrides: Partial<ChatRequest>) => toUpstream(chat(overrides), MODEL).thinking?.budget_tokens
+
+  test('effort table, capped at half of max_tokens', () => {
+    expect(budget({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toBe(THINKING_BUDGET_BY_EFFORT.low)
+    expect(budget({ reasoning: { effort: 'medium' }, sampling: { maxOutputTokens: 64_000 } })).toBe(THINKING_BUDGET_BY_EFFORT.medium)
+    expect(budget({ reasoning: { effort: 'high' }, sampling: { maxOutputTokens: 64_000 } })).toBe(THINKING_BUDGET_BY_EFFORT.high)
+    expect(budget({ reasoning: { effort: 'high' } })).toBe(4096) // route max 8192
+    expect(budget({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 1500 } })).toBe(1024) // raised to the floor
+  })
+
+  test('explicit budget wins over effort, capped below max_tokens', () => {
+    expect(budget({ reasoning: { effort: 'low', budgetTokens: 5000 } })).toBe(5000)
+    expect(budget({ reasoning: { budgetTokens: 50_000 } })).toBe(8191)
+    expect(budget({ reasoning: { budgetTokens: 10 } })).toBe(1024)
+  })
+
+  test('off: no request, budget 0, max_tokens ≤ 1024, route without reasoning, forced tool use', () => {
+    expect(budget({})).toBeUndefined()
+    expect(budget({ reasoning: { budgetTokens: 0 } })).toBeUndefined()
+    expect(budget({ reasoning: { effort: 'high' }, sampling: { maxOutputTokens: 1024 } })).toBeUndefined()
+    expect(budget({ reasoning: { effort: 'high' }, route: route({ capabilities: { ...route().capabilities, reasoning: false } }) })).toBeUndefined()
+    expect(budget({ reasoning: { effort: 'high' }, tools: [weatherTool], toolChoice: 'required' })).toBeUndefined()
+    expect(budget({ reasoning: { effort: 'high' }, tools: [weatherTool], toolChoice: { name: 'get_weather' } })).toBeUndefined()
+  })
+
+  test('off when the continued tool turn has no thinking to replay (history from another provider)', () => {
+    const messages: Message[] = [
+      { role: 'user', parts: [{ type: 'text', text: 'Q' }] },
+      { role: 'assistant', parts: [{ type: 'reasoning', text: 'unsigned' }, { type: 'tool-call', callId: 'c', name: 'get_weather', arguments: '{}' }] },
+      { role: 'tool', parts: [{ type: 'tool-result', callId: 'c', content: 'ok' }] },
+    ]
+    const body = toUpstream(chat({ messages, tools: [weatherTool], reasoning: { effort: 'low' }, sampling: { temperature: 0.3 } }), MODEL)
+    expect(body.thinking).toBeUndefined()
+    expect(body.temperature).toBe(0.3) // sampling is back once thinking is off
+  })
+
+  test('with thinking off, a final prefill assistant turn loses its thinking blocks', () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: 'Q' }] },
+          { role: 'assistant', parts: [{ type: 'reasoning', text: 'r', signature: SIGNATURE }, { type: 'text', text: 'The answer is' }] },
+        ],
+      }),
+      MODEL,
+    )
+    expect(body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'The answer is' }] })
+  })
+})

@@ -1,0 +1,181 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { OpenAICompatibleProvider, type OpenAICompatibleOptions } from '../../src/providers/openai-compatible/provider'
+import { toUpstream } from '../../src/providers/openai-compatible/to-upstream'
+import { FakeUpstream } from '../support/fake-upstream'
+import { rejection, runConformance } from './conformance'
+import { assertEventGrammar, collect, summarize } from './events'
+import { providerCall, providerConfig, testRequest, weatherTool } from './fixtures'
+import { chunk, DONE, openAIWire } from './openai-wire'
+
+const KEY = 'sk-test-0123456789abcdef'
+const MODEL = 'upstream-model'
+
+runConformance('openai-compatible', async timeouts => {
+  const upstream = await FakeUpstream.start()
+  const provider = new OpenAICompatibleProvider(providerConfig({ type: 'openai-compatible', baseUrl: `${upstream.url}/v1`, apiKey: KEY, ...timeouts }))
+  return { provider, upstream, model: MODEL, apiKey: KEY, wire: openAIWire, close: () => upstream.close() }
+})
+
+describe('openai-compatible over HTTP', () => {
+  let upstream: FakeUpstream
+  afterEach(async () => {
+    await upstream?.close()
+  })
+  const make = async (overrides: { apiKey?: string; baseUrl?: string; idleTimeoutMs?: number; options?: OpenAICompatibleOptions } = {}) => {
+    upstream = await FakeUpstream.start()
+    const config = providerConfig({
+      type: 'openai-compatible',
+      id: 'vllm-a',
+      baseUrl: overrides.baseUrl ?? `${upstream.url}/v1/`,
+      apiKey: 'apiKey' in overrides ? overrides.apiKey : KEY,
+      ...(overrides.idleTimeoutMs !== undefined ? { idleTimeoutMs: overrides.idleTimeoutMs } : {}),
+    })
+    return new OpenAICompatibleProvider(config, overrides.options)
+  }
+  const simpleStream = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'ok' }) + chunk({}, 'stop') + DONE
+
+  test('POSTs exactly the mapped body to {base_url}/chat/completions with the configured key and nothing of the client', async () => {
+    const provider = await make()
+    expect(provider.id).toBe('openai-compatible:vllm-a')
+    upstream.enqueue({ kind: 'sse', body: simpleStream })
+    const request = testRequest({ tools: [weatherTool], sampling: { temperature: 0.2, maxOutputTokens: 64 } }, 'Weather in Paris?')
+    await collect(await provider.stream(providerCall(request, MODEL)))
+    const received = upstream.onlyRequest()
+    expect(received.path).toBe('/v1/chat/completions')
+    expect(received.headers.authorization).toBe(`Bearer ${KEY}`)
+    expect(received.headers['content-type']).toBe('application/json')
+    expect(received.headers.accept).toBe('text/event-stream')
+    expect(received.body).toEqual(toUpstream(request, MODEL))
+    expect(received.body.user).toBeUndefined()
+    expect(received.body.stream_options).toEqual({ include_usage: true })
+  })
+
+  test('no Authorization header when the provider has no key (a local Ollama or llama.cpp)', async () => {
+    const provider = await make({ apiKey: undefined })
+    upstream.enqueue({ kind: 'sse', body: simpleStream })
+    await collect(await provider.stream(providerCall(testRequest(), MODEL)))
+    expect(upstream.onlyRequest().headers.authorization).toBeUndefined()
+  })
+
+  test('the configured output-cap field is used', async () => {
+    const provider = await make({ options: { maxTokensField: 'max_completion_tokens' } })
+    upstream.enqueue({ kind: 'sse', body: simpleStream })
+    await collect(await provider.stream(providerCall(testRequest({ sampling: { maxOutputTokens: 99 } }), MODEL)))
+    expect(upstream.onlyRequest().body.max_completion_tokens).toBe(99)
+    expect(upstream.onlyRequest().body.max_tokens).toBeUndefined()
+  })
+
+  test('a file part that was not extracted is refused before anything is sent', async () => {
+    const provider = await make()
+    const request = testRequest({ messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'application/pdf', data: new Uint8Array([37, 80]) }] }] })
+    const error = await rejection(provider.stream(providerCall(request, MODEL)))
+    expect(error.kind).toBe('bad-request')
+    expect(upstream.requests).toHaveLength(0)
+  })
+
+  test('connection refused → connection (retryable)', async () => {
+    const closed = await FakeUpstream.start()
+    const url = closed.url
+    await closed.close()
+    const provider = await make({ baseUrl: url })
+    const error = await rejection(provider.stream(providerCall(testRequest(), MODEL)))
+    expect(error.kind).toBe('connection')
+    expect(error.retryable).toBe(true)
+  })
+
+  test('Retry-After as an HTTP date and OpenAI retry-after-ms', async () => {
+    const provider = await make()
+    const later = new Date(Date.now() + 120_000).toUTCString()
+    upstream.enqueue({ kind: 'json', status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': later } })
+    upstream.enqueue({ kind: 'json', status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after-ms': '1500', 'retry-after': '2' } })
+    const byDate = await rejection(provider.stream(providerCall(testRequest(), MODEL)))
+    expect(byDate.details.retryAfterMs).toBeGreaterThan(100_000)
+    expect(byDate.details.retryAfterMs).toBeLessThanOrEqual(120_000)
+    expect(byDate.message).toContain('slow down')
+    const byMilliseconds = await rejection(provider.stream(providerCall(testRequest(), MODEL)))
+    expect(byMilliseconds.details.retryAfterMs).toBe(1_500)
+  })
+
+  test('a redirect is not followed (the key stays home) and fails as server', async () => {
+    const provider = await make()
+    upstream.enqueue({ kind: 'text', status: 307, body: '', headers: { location: 'http://elsewhere.example/v1/chat/completions' } })
+    const error = await rejection(provider.stream(providerCall(testRequest(), MODEL)))
+    expect(error.kind).toBe('server')
+    expect(error.status).toBe(307)
+    expect(upstream.requests).toHaveLength(1)
+  })
+
+  test('a 2xx JSON error object (no stream) rejects before any event', async () => {
+    const provider = await make()
+    upstream.enqueue({ kind: 'json', body: { error: { message: 'model is loading', type: 'server_error' } } })
+    const error = await rejection(provider.stream(providerCall(testRequest(), MODEL)))
+    expect(error.kind).toBe('server')
+    expect(error.message).toContain('model is loading')
+  })
+
+  test('a backend that ignores stream:true and answers one JSON completion still yields the same events', async () => {
+    const provider = await make()
+    upstream.enqueue({
+      kind: 'json',
+      body: {
+        id: 'chatcmpl-json',
+        object: 'chat.completion',
+        created: 1_700_000_000,
+        model: 'served-model',
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: 'Checking.',
+              reasoning_content: 'Need weather.',
+              tool_calls: [{ id: 'call_j', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lyon","unit":"celsius"}' } }],
+            },
+            finish_reason: 'tool_calls',
+          },
+        ],
+        usage: { prompt_tokens: 30, completion_tokens: 12, completion_tokens_details: { reasoning_tokens: 4 } },
+      },
+    })
+    const events = await collect(await provider.stream(providerCall(testRequest({ tools: [weatherTool] }), MODEL)))
+    assertEventGrammar(events)
+    const summary = summarize(events)
+    expect(summary.start).toMatchObject({ id: 'chatcmpl-json', model: 'served-model', createdAt: 1_700_000_000_000 })
+    expect(summary.blocks.map(block => block.kind)).toEqual(['reasoning', 'text', 'tool-call'])
+    expect(summary.reasoning).toBe('Need weather.')
+    expect(summary.text).toBe('Checking.')
+    expect(summary.toolCalls).toEqual([{ block: 2, callId: 'call_j', name: 'get_weather', arguments: '{"city":"Lyon","unit":"celsius"}' }])
+    expect(summary.finish).toEqual({ reason: 'tool-calls', usage: { inputTokens: 30, outputTokens: 12, reasoningTokens: 4, webSearchRequests: 0, webFetchRequests: 0 } })
+  })
+
+  test('keep-alive comments and CRLF framing are ignored', async () => {
+    const provider = await make()
+    const body = (': keep-alive\n\n' + chunk({ content: 'a' }) + ': ping\n\n' + chunk({ content: 'b' }, 'stop') + DONE).replaceAll('\n', '\r\n')
+    upstream.enqueue({ kind: 'sse', body, chunkBytes: 3 })
+    const summary = summarize(await collect(await provider.stream(providerCall(testRequest(), MODEL))))
+    expect(summary.text).toBe('ab')
+    expect(summary.finish?.reason).toBe('stop')
+  })
+
+  test('a slow consumer is not upstream silence: the idle deadline only runs while a read waits', async () => {
+    // About a timeout, so real time is involved: after the first delta the consumer pauses for
+    // 3× the idle deadline without reading, and only then lets the upstream send the rest.
+    // Counting that pause as silence would abort the call; the read afterwards is prompt.
+    const provider = await make({ idleTimeoutMs: 100 })
+    let release!: () => void
+    const gate = new Promise<void>(resolve => (release = resolve))
+    upstream.enqueue({ kind: 'sse', body: [chunk({ content: 'one ' }), gate, chunk({ content: 'two' }, 'stop') + DONE] })
+    const events = []
+    for await (const event of await provider.stream(providerCall(testRequest(), MODEL))) {
+      events.push(event)
+      if (event.type === 'text-delta' && event.delta === 'one ') {
+        await Bun.sleep(300)
+        release()
+      }
+    }
+    assertEventGrammar(events)
+    const summary = summarize(events)
+    expect(summary.error).toBeUndefined()
+    expect(summary.text).toBe('one two')
+  })
+})
