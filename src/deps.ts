@@ -7,6 +7,11 @@ import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
 import { Catalog } from './catalog/catalog'
+import { AnthropicProvider } from './providers/anthropic/provider'
+import { DemoProvider } from './providers/demo/provider'
+import { OpenAICompatibleProvider } from './providers/openai-compatible/provider'
+import { createProviders, type ProviderFactories } from './providers/registry'
+import { Router } from './providers/router'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
@@ -33,6 +38,8 @@ export interface Deps {
   readonly metering: Metering
   /** Model ids and levels → callable routes, built once from config. */
   readonly catalog: Catalog
+  /** Picks a backend per call, with fallback and cool-down. */
+  readonly router: Router
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -40,11 +47,20 @@ export interface Deps {
 
 /** Seams tests (and the CLI) replace. */
 export interface DepsOverrides {
+  /** Provider constructors by type (tests point them at fake upstreams or scripts). */
+  providerFactories?: ProviderFactories
   clock?: Clock
   logger?: Logger
   database?: Database
   executor?: BatchExecutor
   identity?: Identity
+}
+
+/** The real adapters, one per provider type (the attested family arrives with the TEE work). */
+const PROVIDER_FACTORIES: ProviderFactories = {
+  demo: config => new DemoProvider(config),
+  'openai-compatible': config => new OpenAICompatibleProvider(config),
+  anthropic: config => new AnthropicProvider(config),
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -65,6 +81,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const metering = new Metering(ledger, limits)
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
+    router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

@@ -23,12 +23,33 @@ export function jsonBody(limit: number) {
       text = await readCapped(request, limit)
     }
     if (text.length === 0) throw new ApiError('invalid_request', 'request body is empty; a JSON object is required')
+    let value: unknown
     try {
-      return JSON.parse(text)
+      value = JSON.parse(text)
     } catch {
       throw new ApiError('invalid_request', 'request body is not valid JSON')
     }
+    // Schema validation of a pathologically nested body takes seconds before it overflows the
+    // stack; refuse it here, in time linear in the number of containers.
+    if (nestedDeeperThan(value, MAX_DEPTH)) throw new ApiError('invalid_request', `request body is nested more than ${MAX_DEPTH} levels deep`)
+    return value
   }
+}
+
+const MAX_DEPTH = 64
+
+/** Whether arrays and objects in `value` nest deeper than `limit` (iterative: no recursion to overflow). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  const stack: Array<[object, number]> = [[value, 1]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (depth > limit) return true
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1])
+    }
+  }
+  return false
 }
 
 function tooLarge(limit: number): ApiError {

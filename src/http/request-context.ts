@@ -37,6 +37,8 @@ function toApiError(code: string | number, error: unknown, path: string, method:
   if (code === 'VALIDATION' && error instanceof ValidationError) return fromValidation(error)
   if (code === 'PARSE') return new ApiError('invalid_request', 'request body is not valid JSON')
   if (code === 'NOT_FOUND') return new ApiError('not_found', `no route for ${method} ${path}`)
+  // Validating a pathologically nested body can exhaust the stack: that is the input's fault.
+  if (error instanceof RangeError && /call stack/i.test(error.message)) return new ApiError('invalid_request', 'request body is nested too deeply')
   return new ApiError('internal_error', 'internal error')
 }
 

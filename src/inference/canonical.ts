@@ -56,11 +56,17 @@ export interface ChatRequest {
 
 export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other'
 
-/** Token usage as the upstream reported it (or the meter's fallback count). */
+/**
+ * Token usage as the upstream reported it (or the meter's fallback count). Subsets are counted
+ * inside their totals: `inputTokens` includes `cachedInputTokens`, and `outputTokens` includes
+ * `reasoningTokens` (pricing relies on this).
+ */
 export interface Usage {
   inputTokens: number
+  /** The part of inputTokens read from the upstream's prompt cache. */
   cachedInputTokens?: number
   outputTokens: number
+  /** The part of outputTokens spent on reasoning. */
   reasoningTokens?: number
   webSearchRequests: number
   webFetchRequests: number
@@ -71,13 +77,14 @@ export interface Usage {
  * block and increases in order of first appearance; usage arrives on `finish`.
  */
 export type ChatEvent =
-  | { type: 'response-start'; id: string; model: string; createdAt: number }
+  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number }
   | { type: 'text-start'; block: number }
   | { type: 'text-delta'; block: number; delta: string }
   | { type: 'text-end'; block: number }
   | { type: 'reasoning-start'; block: number }
   | { type: 'reasoning-delta'; block: number; delta: string }
-  | { type: 'reasoning-end'; block: number; signature?: string }
+  /** `redacted`: the block's content is encrypted by the upstream and `signature` carries its data. */
+  | { type: 'reasoning-end'; block: number; signature?: string; redacted?: boolean }
   | { type: 'tool-call-start'; block: number; callId: string; name: string }
   | { type: 'tool-call-delta'; block: number; argumentsDelta: string }
   | { type: 'tool-call-end'; block: number }

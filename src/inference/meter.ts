@@ -91,16 +91,21 @@ export class Meter {
     return this.outputBytes + this.reasoningBytes + this.toolBytes > 0
   }
 
-  /** Reported usage if it looks real, else the fallback count. */
+  /**
+   * Reported usage, field by field: a count the upstream did not report (zero or absent) while
+   * the meter saw the matching traffic is replaced by the fallback count, so a stream that
+   * streamed output but reported no output tokens is never billed zero output.
+   */
   usage(): Usage {
     const reported = this.reported
-    // An upstream that streamed output but reported no usage (or zeros) is metered by count.
-    if (reported && (reported.inputTokens > 0 || reported.outputTokens > 0)) return reported
     const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
+    const counted = Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning
+    const outputReported = reported !== undefined && reported.outputTokens > 0
     return {
-      inputTokens: this.inputTokens,
-      outputTokens: Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning,
-      reasoningTokens: reasoning || undefined,
+      inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputTokens,
+      cachedInputTokens: reported?.cachedInputTokens,
+      outputTokens: outputReported ? reported.outputTokens : counted,
+      reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
       webSearchRequests: reported?.webSearchRequests ?? 0,
       webFetchRequests: reported?.webFetchRequests ?? 0,
     }

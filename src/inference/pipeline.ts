@@ -9,7 +9,7 @@ import type { ChatEvent, ChatRequest, Usage } from './canonical'
 import { collect } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
 import { checkPolicy } from './policy'
-import { estimateCharge, highInputTokens, Meter, priceUsage } from './meter'
+import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
 import { streamResponse } from './stream-response'
 import { toApiError } from './upstream-errors'
 
@@ -51,6 +51,11 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
+  // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
+  // reserved for: the model's cap, within the context left.
+  if (request.sampling.maxOutputTokens === undefined) {
+    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
+  }
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate: estimateCharge(request, route), inference: true, requestId })
   const upstream = new AbortController()
   const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))

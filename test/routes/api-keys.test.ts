@@ -541,7 +541,7 @@ describe('hostile input', () => {
     ['a string', '"name"', 'name'],
     ['a number', '42', 'name'],
     ['false', 'false', 'name'],
-    ['deeply nested arrays', `${'['.repeat(4000)}${']'.repeat(4000)}`, 'name'],
+    ['deeply nested arrays', `${'['.repeat(4000)}${']'.repeat(4000)}`, undefined],
     ['an empty body', '', undefined],
   ])('a body that is %s → 400', async (_label, body, param) => {
     await expectCreateRejected(() => create(body), 400, 'invalid_request', param)

@@ -9,6 +9,7 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 },
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
   { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
+  { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
 ]
 
 // Routes that take no credential, on purpose.
