@@ -86,6 +86,8 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     return { usage, charged }
   }
 
+  // A long generation (streamed or collected) must not be cut by Bun's idle timeout.
+  input.disableIdleTimeout?.()
   if (!request.stream) {
     try {
       const result = await collect(opened.events, event => meter.observe(event))
@@ -107,7 +109,6 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     }
   }
 
-  input.disableIdleTimeout?.()
   return streamResponse({
     events: opened.events,
     encoder: input.encoder.streamEncoder(meta),

@@ -35,7 +35,6 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           includeUsage: body.stream_options?.include_usage === true,
           uncensored: body.uncensored,
           httpRequest: request,
-          // Long generations must not be cut by Bun's idle timeout (keep-alive pings cover proxies).
           disableIdleTimeout: () => server?.timeout(request, 0),
         })
         return reply as typeof ChatCompletionResponse.static
