@@ -1,5 +1,5 @@
 import type { ChatEvent, FinishReason, Usage } from './canonical'
-import type { UpstreamError } from '../providers/types'
+import { UpstreamError } from '../providers/types'
 
 /** A whole (non-streamed) response, assembled from events. */
 export interface ChatResult {
@@ -50,5 +50,8 @@ export async function collect(events: AsyncIterable<ChatEvent>, observe: (event:
         return result
     }
   }
+  // Events that stop without a finish (the upstream cut, or the call was aborted) are not an answer.
+  result.error = new UpstreamError('server', 'the upstream stream ended before it finished', 'unknown', 'unknown')
+  result.finishReason = 'error'
   return result
 }

@@ -64,6 +64,9 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const meta: ResponseMeta = { id: `chatcmpl-${Bun.randomUUIDv7('base64url')}`, model: request.model, createdAt: Math.floor(started / 1000), includeUsage: input.includeUsage }
   const meter = new Meter(highInputTokens(request))
 
+  // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
+  // by Bun's idle timeout.
+  input.disableIdleTimeout?.()
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   try {
     opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
@@ -86,8 +89,6 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     return { usage, charged }
   }
 
-  // A long generation (streamed or collected) must not be cut by Bun's idle timeout.
-  input.disableIdleTimeout?.()
   if (!request.stream) {
     try {
       const result = await collect(opened.events, event => meter.observe(event))

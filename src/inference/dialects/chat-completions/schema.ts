@@ -45,6 +45,12 @@ const AssistantMessage = t.Object(
     refusal: t.Optional(t.Union([t.String(), t.Null()])),
     // Reasoning returned by the gateway (or vLLM/DeepSeek) and sent back by the client.
     reasoning_content: t.Optional(t.Union([t.String(), t.Null()])),
+    // Output-only fields that SDKs echo back when a reply is appended to the history
+    // (`parsed` is the openai SDK's own); they carry nothing to send upstream.
+    annotations: t.Optional(t.Array(t.Unknown())),
+    audio: t.Optional(t.Null()),
+    function_call: t.Optional(t.Null()),
+    parsed: t.Optional(t.Unknown()),
   },
   { additionalProperties: false },
 )

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { runCli } from '../../src/cli'
+import { loadConfig } from '../../src/config/load'
+import { chat } from '../../src/operator/chat'
+import { openAIWire } from '../providers/openai-wire'
+import { FakeUpstream } from '../support/fake-upstream'
+import { buildTestApp, type TestApp } from '../support/harness'
+
+// `svc chat`: one streamed answer through a running gateway (here: the embedded default, i.e.
+// the demo model, on a real port).
+
+let t: TestApp
+let server: ReturnType<typeof Bun.serve>
+let url: string
+let key: string
+const env = { SVC_LOG_LEVEL: 'error' }
+
+beforeAll(async () => {
+  t = await buildTestApp()
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  url = `http://127.0.0.1:${server.port}`
+  key = (await t.createOrg('cli', 1_000_000_000n)).adminKey
+})
+
+afterAll(async () => {
+  server.stop(true)
+  await t.close()
+})
+
+function capture() {
+  const out: string[] = []
+  const err: string[] = []
+  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
+}
+
+describe('svc chat', () => {
+  test('streams the demo answer piece by piece, then prints the usage on stderr', async () => {
+    const { io, out, err } = capture()
+    const written: string[] = []
+    await chat(loadConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', `${url}/`, '--system', 'Be terse.', 'hello'], io, text => written.push(text))
+    expect(written.join('')).toBe('Hello from the demo model. You said: hello\n')
+    // Token by token (8 words), then the newline.
+    expect(written).toHaveLength(9)
+    expect(out).toEqual([])
+    // 'Be terse.' (9 chars → 3 tokens) + 'hello' (5 chars → 2 tokens); 8 output tokens.
+    expect(err).toEqual(['[5 input tokens, 8 output tokens]'])
+  })
+
+  test('runCli chat exits 0; a bad key exits 1 with the 401 message; a missing model is a usage error', async () => {
+    // runCli's chat writes the answer to process.stdout: capture it for the duration of the call.
+    const ok = capture()
+    const stdout: string[] = []
+    const write = process.stdout.write
+    process.stdout.write = ((chunk: string | Uint8Array) => {
+      stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
+      return true
+    }) as typeof process.stdout.write
+    let code: number
+    try {
+      code = await runCli(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env, ok.io)
+    } finally {
+      process.stdout.write = write
+    }
+    expect(code).toBe(0)
+    expect(stdout.join('')).toBe('Hello from the demo model. You said: hello\n')
+    expect(ok.err).toEqual(['[2 input tokens, 8 output tokens]'])
+
+    const malformed = capture()
+    expect(await runCli(['chat', '--model', 'demo-anonymous', '--key', 'z_sk_not-a-real-key', '--url', url, 'hello'], env, malformed.io)).toBe(1)
+    expect(malformed.err).toEqual(['error: HTTP 401: malformed API key (bad length or checksum)'])
+
+    // A well-formed key that was revoked: the server's 401 message is shown as is.
+    const org = await t.createOrg('cli-revoked', 0n)
+    const member = await t.createMember(org, 'member')
+    expect(await t.deps.keys.revoke(org.orgId, member.keyId)).toBe(true)
+    const revoked = capture()
+    expect(await runCli(['chat', '--model', 'demo-anonymous', '--key', member.key, '--url', url, 'hello'], env, revoked.io)).toBe(1)
+    expect(revoked.err).toEqual(['error: HTTP 401: this API key has been revoked'])
+
+    const unknownModel = capture()
+    expect(await runCli(['chat', '--model', 'no-such-model', '--key', key, '--url', url, 'hello'], env, unknownModel.io)).toBe(1)
+    expect(unknownModel.err[0]).toStartWith('error: HTTP 400: model "no-such-model" is not in the catalog')
+
+    const usage = capture()
+    expect(await runCli(['chat', '--key', key, '--url', url, 'hello'], env, usage.io)).toBe(2)
+    expect(usage.err[0]).toStartWith('usage error: --model is required')
+  })
+
+  test('a stream that fails mid-way: the text so far is written, then the command fails with the in-band error', async () => {
+    const upstream = await FakeUpstream.start()
+    const yaml = [
+      'providers:',
+      `  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", retention: none }`,
+      'models:',
+      '  - { id: flaky, backends: [{ provider: up, model: m }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 8192, max_output_tokens: 512 }',
+      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
+    ].join('\n')
+    const configEnv = { SVC_CONFIG: '/virtual/cli.yaml' }
+    const other = await buildTestApp(configEnv, loadConfig(configEnv, () => yaml))
+    const otherServer = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: other.app.fetch })
+    try {
+      const otherKey = (await other.createOrg('flaky', 1_000_000_000n)).adminKey
+      let open!: () => void
+      const sent = new Promise<void>(resolve => (open = resolve))
+      upstream.enqueue({ kind: 'sse', body: [openAIWire.partial('Half an answer'), sent], then: 'reset' })
+      const { io, err } = capture()
+      const written: string[] = []
+      const run = chat(loadConfig(env), ['--model', 'flaky', '--key', otherKey, '--url', `http://127.0.0.1:${otherServer.port}`, 'go'], io, text => {
+        written.push(text)
+        if (written.join('') === 'Half an answer') open()
+      })
+      await expect(run).rejects.toThrow(/^the stream failed: the upstream provider failed/)
+      expect(written.join('')).toBe('Half an answer')
+      expect(err).toEqual([])
+    } finally {
+      otherServer.stop(true)
+      await upstream.close()
+      await other.close()
+    }
+  })
+
+  test('the real command prints the streamed answer on stdout (SVC_URL and SVC_API_KEY from the environment)', async () => {
+    const child = Bun.spawn(['bun', join(import.meta.dir, '../../src/cli.ts'), 'chat', '--model', 'demo-private', 'hi there'], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC_URL: url, SVC_API_KEY: key, SVC_LOG_LEVEL: 'error' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    expect(stderr).toBe('[2 input tokens, 9 output tokens]\n')
+    expect(stdout).toBe('Hello from the demo model. You said: hi there\n')
+    expect(code).toBe(0)
+  })
+})
