@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { loadConfig } from '../../src/config/load'
 import type { TurnScript, WireScript } from '../providers/conformance'
+import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream, type ReceivedRequest } from '../support/fake-upstream'
 import { buildTestApp, type TestApp } from '../support/harness'
@@ -50,72 +51,6 @@ function fallbackCharge(prompt: string, sentText: string): bigint {
   return ceilDiv(input * PRICE.input, MTOK) + ceilDiv(output * PRICE.output, MTOK)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Anthropic's Messages SSE, scripted the way test/providers/anthropic-conformance.test.ts does.
-
-const anthropicEvent = (data: { type: string } & Record<string, unknown>) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`
-function anthropicPieces(text: string): string[] {
-  const points = Array.from(text)
-  const out: string[] = []
-  for (let index = 0; index < points.length; index += 3) out.push(points.slice(index, index + 3).join(''))
-  return out
-}
-
-function anthropicStart(usage: TurnScript['usage'] = { inputTokens: 5, outputTokens: 0 }): string {
-  const cached = usage.cachedInputTokens ?? 0
-  return anthropicEvent({
-    type: 'message_start',
-    message: {
-      id: 'msg_e2e', type: 'message', role: 'assistant', model: 'claude-upstream', content: [], stop_reason: null, stop_sequence: null,
-      // Anthropic's input_tokens excludes cache reads.
-      usage: { input_tokens: usage.inputTokens - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: 1 },
-    },
-  })
-}
-
-function anthropicText(index: number, text: string): string {
-  let body = anthropicEvent({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
-  for (const piece of anthropicPieces(text)) body += anthropicEvent({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } })
-  return body
-}
-
-const STOP_REASON: Record<TurnScript['finish'], string> = { stop: 'end_turn', length: 'max_tokens', 'tool-calls': 'tool_use' }
-
-const anthropicWire: WireScript = {
-  stream(turn) {
-    let body = anthropicStart(turn.usage)
-    let index = 0
-    if (turn.reasoning !== undefined) {
-      body += anthropicEvent({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } })
-      for (const piece of anthropicPieces(turn.reasoning.text)) body += anthropicEvent({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: piece } })
-      if (turn.reasoning.signature !== undefined) body += anthropicEvent({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: turn.reasoning.signature } })
-      body += anthropicEvent({ type: 'content_block_stop', index })
-      index += 1
-    }
-    if (turn.text !== undefined) {
-      body += anthropicText(index, turn.text) + anthropicEvent({ type: 'ping' }) + anthropicEvent({ type: 'content_block_stop', index })
-      index += 1
-    }
-    for (const call of turn.toolCalls ?? []) {
-      body += anthropicEvent({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.callId, name: call.name, input: {} } })
-      for (const piece of anthropicPieces(call.arguments)) body += anthropicEvent({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } })
-      body += anthropicEvent({ type: 'content_block_stop', index })
-      index += 1
-    }
-    body += anthropicEvent({ type: 'message_delta', delta: { stop_reason: STOP_REASON[turn.finish], stop_sequence: null }, usage: { output_tokens: turn.usage.outputTokens } })
-    return body + anthropicEvent({ type: 'message_stop' })
-  },
-  partial(text) {
-    return anthropicStart() + anthropicText(0, text)
-  },
-  errorBody(status, message) {
-    const type = status === 400 ? 'invalid_request_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'api_error' : 'invalid_request_error'
-    return { type: 'error', error: { type, message } }
-  },
-  reasoningSignatures: true,
-  reportsReasoningTokens: false,
-  reportsCachedInputTokens: true,
-}
 
 // ---------------------------------------------------------------------------------------------
 
