@@ -17,7 +17,7 @@ const ENTRYPOINTS = [
   // 'src/documents/extract.worker.ts',
 ]
 
-// libsql picks its native addon with `require(`@libsql/${target}`)`, which the bundler cannot
+// libsql (index.js, and promise.js used by the background WAL checkpointer) picks its native addon with `require(`@libsql/${target}`)`, which the bundler cannot
 // follow, so the .node file is not embedded and the binary only works with a node_modules
 // above it. Rewrite that call to a static require of the host's addon. Bun reports a musl
 // target on glibc Linux (libsql works around it at run time); the binary is glibc-linked.
@@ -27,7 +27,7 @@ const DYNAMIC_REQUIRE = 'require(`@libsql/${target}`)'
 const libsqlStaticNative: BunPlugin = {
   name: 'libsql-static-native',
   setup(build) {
-    build.onLoad({ filter: /[\\/]node_modules[\\/]libsql[\\/]index\.js$/ }, async args => {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]libsql[\\/](index|promise)\.js$/ }, async args => {
       const source = await Bun.file(args.path).text()
       // Fail loudly if a libsql upgrade changes the line: a silent miss builds a broken binary.
       if (!source.includes(DYNAMIC_REQUIRE)) throw new Error(`libsql-static-native: ${DYNAMIC_REQUIRE} not found in ${args.path}`)

@@ -27,13 +27,19 @@ export interface BatchExecutor {
  * @libsql/client runs on, so one SQLite per process), with each distinct SQL text prepared
  * once and reused. @libsql/client prepares every statement on every call (~120 µs each), which
  * is what made per-request durable writes too slow (ARCHITECTURE.md §7.2).
+ *
+ * A batch runs synchronously (BEGIN IMMEDIATE … COMMIT on the event loop: a write transaction
+ * must never stay open across turns, or another connection of this process would busy-wait on
+ * it), so everything it costs blocks the loop. WAL checkpoints are therefore taken off it; see
+ * WalCheckpointer.
  */
 export class NativeExecutor implements BatchExecutor {
   private readonly database: Libsql.Database
-  private readonly prepared = new Map<string, Libsql.Statement<unknown[]>>()
+  private readonly prepared = new Map<string, PreparedStatement>()
   private readonly begin: Libsql.Statement<unknown[]>
   private readonly commit: Libsql.Statement<unknown[]>
   private readonly rollback: Libsql.Statement<unknown[]>
+  private readonly checkpointer: WalCheckpointer | null
 
   constructor(path: string) {
     // A busy timeout lets processes sharing one file queue for the write lock.
@@ -45,36 +51,190 @@ export class NativeExecutor implements BatchExecutor {
     this.begin = this.database.prepare('BEGIN IMMEDIATE')
     this.commit = this.database.prepare('COMMIT')
     this.rollback = this.database.prepare('ROLLBACK')
+    this.checkpointer = WalCheckpointer.open(path, this.database)
   }
 
   async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+    // Every few commits (see WalCheckpointer): wait, off the event loop, for a checkpoint of the
+    // whole WAL, so that this transaction restarts the WAL from its beginning.
+    if (this.checkpointer?.restartDue) await this.checkpointer.catchUp()
+    return this.transact(statements)
+  }
+
+  close(): void {
+    this.checkpointer?.close()
+    this.database.close()
+  }
+
+  /** The batch itself, synchronous from BEGIN to COMMIT. */
+  private transact(statements: readonly Statement[]): StatementResult[] {
     const results: StatementResult[] = []
     this.begin.run()
     try {
       for (const statement of statements) {
         const prepared = this.statement(statement.sql)
-        if (prepared.reader) results.push({ changes: 0, rows: prepared.all(...statement.args) as Array<Record<string, unknown>> })
-        else results.push({ changes: prepared.run(...statement.args).changes, rows: [] })
+        // The args array goes to libsql as one argument: spread, libsql would copy it twice
+        // (rest parameters, then .flat()) before binding; a multi-row INSERT has ~1,700 args.
+        if (prepared.reader) results.push({ changes: 0, rows: prepared.statement.all(statement.args) as Array<Record<string, unknown>> })
+        else results.push({ changes: prepared.statement.run(statement.args).changes, rows: NO_ROWS })
       }
       this.commit.run()
     } catch (error) {
       if (this.database.inTransaction) this.rollback.run()
       throw error
     }
+    this.checkpointer?.committed()
     return results
   }
 
-  close(): void {
-    this.database.close()
-  }
-
-  private statement(sql: string): Libsql.Statement<unknown[]> {
+  private statement(sql: string): PreparedStatement {
     let prepared = this.prepared.get(sql)
     if (prepared === undefined) {
-      prepared = this.database.prepare(sql)
+      const statement = this.database.prepare(sql)
+      // `reader` is a native call; it cannot change for a prepared statement, so ask once.
+      prepared = { statement, reader: statement.reader }
       this.prepared.set(sql, prepared)
     }
     return prepared
+  }
+}
+
+interface PreparedStatement {
+  readonly statement: Libsql.Statement<unknown[]>
+  readonly reader: boolean
+}
+
+// Shared by every write-only result; frozen because callers receive it.
+const NO_ROWS: ReadonlyArray<Record<string, unknown>> = Object.freeze([])
+
+/** What this file uses of `libsql/promise`: the same engine, with statements run on native threads. */
+interface AsyncDatabase {
+  prepare(sql: string): Promise<{ all(): Promise<Array<Record<string, unknown>>> }>
+  close(): void
+}
+
+// Aim for a WAL of about this many frames (4 KiB pages) between restarts: ~1.6 MiB, well under
+// SQLite's autocheckpoint of 1000 frames, which the other connections of the process
+// (@libsql/client's pool) still use. If the WAL went past it, their next write would checkpoint
+// the whole WAL synchronously, on the event loop.
+const TARGET_WAL_FRAMES = 400
+// Bounds on the number of commits between checkpoints, which adapts to hit the target.
+const MIN_COMMITS_BETWEEN = 4
+const MAX_COMMITS_BETWEEN = 64
+// The concurrent checkpoint starts this many commits before a catch-up (~2 ms ahead on the
+// target), so that the catch-up is left with only those commits' frames to copy.
+const LEAD_COMMITS = 4
+
+/**
+ * WAL checkpoints off the event loop. By default SQLite checkpoints inside the COMMIT that takes
+ * the WAL past 1000 frames: it copies every page in the WAL back into the database file and
+ * fsyncs both files, synchronously, which on the 2-core target took 4–20 ms once every ~40
+ * batches and was the p99 of batch commit time (bench/README.md).
+ *
+ * Here the writer's connection never checkpoints (`wal_autocheckpoint=0`). A second connection
+ * from `libsql/promise`, whose statements run on libsql's native threads, runs
+ * `PRAGMA wal_checkpoint(PASSIVE)` (which never blocks or waits for a writer):
+ * - a few commits before a restart is due, while the writer goes on committing;
+ * - then once more, the catch-up, which the writer awaits before its next transaction (the
+ *   event loop stays free; settlements queue up meanwhile and commit in the next batch). With no
+ *   commit in between, every frame is then in the database file, so that next transaction
+ *   restarts the WAL from its beginning and the WAL stays ~TARGET_WAL_FRAMES long.
+ * Measured and rejected: only overlapping checkpoints (the WAL can then never restart and grew
+ * by GBs), and checkpointing every commit or two (many more fsyncs; p99 got worse).
+ *
+ * Where `libsql/promise` cannot be loaded (the compiled binary, until build.ts embeds it; see
+ * bench/README.md), or if the background connection ever fails, the writer's connection keeps or
+ * goes back to SQLite's own autocheckpoint: the previous behaviour.
+ */
+class WalCheckpointer {
+  private commitsSince = 0
+  private commitsBetween = 16
+  private closed = false
+  private running: Promise<void> | null = null
+  private readonly checkpoint: Promise<{ all(): Promise<Array<Record<string, unknown>>> }>
+
+  private constructor(
+    private readonly connection: AsyncDatabase,
+    private readonly writerDatabase: Libsql.Database,
+  ) {
+    this.checkpoint = connection.prepare('PRAGMA wal_checkpoint(PASSIVE)')
+    // Handled where it is awaited (run); this only keeps a rejection from going unobserved.
+    this.checkpoint.catch(() => {})
+  }
+
+  /** A checkpointer for the database file at `path`, or null where `libsql/promise` is unavailable. */
+  static open(path: string, writerDatabase: Libsql.Database): WalCheckpointer | null {
+    let connection: AsyncDatabase
+    try {
+      const AsyncLibsql = require('libsql/promise') as new (path: string, options: { timeout: number }) => AsyncDatabase
+      connection = new AsyncLibsql(path, { timeout: 5000 })
+    } catch {
+      return null
+    }
+    writerDatabase.exec('PRAGMA wal_autocheckpoint=0')
+    return new WalCheckpointer(connection, writerDatabase)
+  }
+
+  /** Enough commits since the last restart: the next write should let a checkpoint finish first. */
+  get restartDue(): boolean {
+    return this.commitsSince >= this.commitsBetween && !this.closed
+  }
+
+  /** After each commit of the writer. */
+  committed(): void {
+    this.commitsSince += 1
+    // A few commits before the restart is due, checkpoint while the writer goes on committing:
+    // the catch-up then has only those last commits' frames left to copy.
+    if (this.running === null && this.commitsSince === this.commitsBetween - LEAD_COMMITS) void this.run(false)
+  }
+
+  /** Checkpoints the whole WAL; the caller commits nothing until this settles. Never rejects. */
+  async catchUp(): Promise<void> {
+    if (this.running) await this.running
+    this.commitsSince = 0
+    await this.run(true)
+  }
+
+  private run(final: boolean): Promise<void> {
+    if (this.closed) return Promise.resolve()
+    this.running = this.checkpoint
+      .then(statement => statement.all())
+      .then(
+        rows => {
+          if (!final) return
+          // `log`: frames in the WAL, all written since its last restart. Steer the commit count
+          // toward the target size (a failed restart, where a reader in another process still
+          // used old frames, shows up as a long WAL and makes checkpoints more frequent).
+          const frames = Number(rows[0]?.log ?? 0)
+          const scaled = frames > 0 ? Math.round((this.commitsBetween * TARGET_WAL_FRAMES) / frames) : MAX_COMMITS_BETWEEN
+          this.commitsBetween = Math.min(MAX_COMMITS_BETWEEN, Math.max(MIN_COMMITS_BETWEEN, scaled))
+        },
+        () => this.fail(),
+      )
+      .finally(() => {
+        this.running = null
+      })
+    return this.running
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    // Closing under a running checkpoint would pull the connection from under its thread.
+    if (this.running) void this.running.then(() => this.connection.close())
+    else this.connection.close()
+  }
+
+  /** The background connection failed: hand checkpoints back to SQLite on the writer's connection. */
+  private fail(): void {
+    if (this.closed) return
+    this.closed = true
+    try {
+      this.writerDatabase.exec('PRAGMA wal_autocheckpoint=1000')
+      this.connection.close()
+    } catch {
+      // The writer's own statements will report a broken database.
+    }
   }
 }
 
