@@ -81,13 +81,14 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
 
 const SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKeyHeader: [] }]
 
-type Set = { headers: Record<string, string | number> }
+/** The response headers the auth step adds to (Elysia's `set`). */
+type ResponseSet = { headers: Record<string, string | number> }
 
 /**
  * The auth step (ARCHITECTURE.md §8 step 2): credential → principal, then the key and org
  * buckets of the route's surface in the same step; success responses carry X-RateLimit-*.
  */
-async function admit(keys: KeyService, limits: Limits | null, request: Request, set: Set, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
+async function admit(keys: KeyService, limits: Limits | null, request: Request, set: ResponseSet, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
   const principal = await authenticate(keys, request, mode)
   if (limits === null) return principal
   const decision = mode === 'inference' ? limits.checkInference(principal) : limits.checkManagement(principal)
@@ -114,7 +115,7 @@ export function authMacro(keys: KeyService, limits: Limits) {
       const mode = typeof option === 'string' ? option : option.mode
       const readBody = typeof option === 'string' || option.jsonBody === undefined ? undefined : jsonBody(option.jsonBody)
       const routeLimits = typeof option !== 'string' && option.rateLimited === false ? null : limits
-      const parse = async (context: { request: Request; set: Set }): Promise<unknown> => {
+      const parse = async (context: { request: Request; set: ResponseSet }): Promise<unknown> => {
         admitted.set(context.request, await admit(keys, routeLimits, context.request, context.set, mode))
         return readBody?.(context)
       }
