@@ -1,0 +1,126 @@
+/**
+ * The processes of one benchmark run: two mock upstreams (instant and paced), a bare Bun proxy in
+ * front of each, and one gateway with a production-like configuration (auth, rate limits and
+ * billing on, a local database file, info logging to a file) serving a model on each upstream.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+const root = resolve(import.meta.dir, '../..')
+
+export interface Process {
+  readonly name: string
+  readonly pid: number
+  readonly url: string
+  kill(): void
+}
+
+/** Starts a bench helper script that prints `{"port": N}` on its first line. */
+async function startScript(name: string, script: string, env: Record<string, string>): Promise<Process> {
+  const child = Bun.spawn(['bun', join(import.meta.dir, script)], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' })
+  const reader = child.stdout.getReader()
+  let text = ''
+  while (!text.includes('\n')) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`${name} exited before listening`)
+    text += new TextDecoder().decode(value)
+  }
+  reader.releaseLock()
+  const { port } = JSON.parse(text.split('\n')[0]!) as { port: number }
+  return { name, pid: child.pid, url: `http://127.0.0.1:${port}`, kill: () => child.kill() }
+}
+
+export interface Upstreams {
+  instant: Process
+  paced: Process
+}
+
+export async function startUpstreams(): Promise<Upstreams> {
+  return {
+    instant: await startScript('upstream-instant', 'mock-upstream.ts', { FIRST_MS: '0', GAP_MS: '0' }),
+    // The issue's realistic pacing: 50 ms to the first chunk, 5 ms between chunks.
+    paced: await startScript('upstream-paced', 'mock-upstream.ts', { FIRST_MS: '50', GAP_MS: '5' }),
+  }
+}
+
+export async function startProxies(upstreams: Upstreams): Promise<{ instant: Process; paced: Process }> {
+  return {
+    instant: await startScript('proxy-instant', 'bare-proxy.ts', { UPSTREAM: upstreams.instant.url }),
+    paced: await startScript('proxy-paced', 'bare-proxy.ts', { UPSTREAM: upstreams.paced.url }),
+  }
+}
+
+function gatewayConfig(upstreams: Upstreams): string {
+  const model = (id: string, provider: string) => `
+  - id: ${id}
+    level: private
+    backends: [{ provider: ${provider}, model: bench-upstream }]
+    price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
+    context_length: 32768
+    max_output_tokens: 4096
+    capabilities: { tools: true }`
+  return `providers:
+  - { id: instant, type: openai-compatible, base_url: "${upstreams.instant.url}/v1", api_key_env: BENCH_UPSTREAM_KEY, retention: none }
+  - { id: paced, type: openai-compatible, base_url: "${upstreams.paced.url}/v1", api_key_env: BENCH_UPSTREAM_KEY, retention: none }
+models:${model('bench-instant', 'instant')}${model('bench-paced', 'paced')}
+plans:
+  pro: { monthly_allowance: "20", fusion: true }
+bootstrap: { org_name: bench, owner_email: bench@localhost }
+# Limits stay on (every request passes both buckets and the concurrency gate), sized so the
+# load never hits them.
+limits:
+  inference: { key: { burst: 1000000, per_second: 1000000 }, org: { burst: 1000000, per_second: 1000000 } }
+  management: { key: { burst: 1000, per_second: 100 }, org: { burst: 1000, per_second: 100 } }
+  org_inference_concurrency: 1024
+ledger:
+  bootstrap_credit: "1000000"
+  instance_stale_after_s: 30
+auth:
+  cache_ttl_ms: 2000
+  cache_max_entries: 100000
+`
+}
+
+async function freePort(): Promise<number> {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+/** The gateway as `svc serve` runs it, on a fresh database file; returns it and its bootstrap key. */
+export async function startGateway(upstreams: Upstreams): Promise<{ process: Process; key: string; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
+  writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams))
+  const port = await freePort()
+  const log = join(dir, 'gateway.log')
+  const child = Bun.spawn(['bun', join(root, 'src/cli.ts'), 'serve'], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' },
+    // Production logging: one JSON line per request, written to a file (not to a pipe nobody drains).
+    stdout: Bun.file(log),
+    stderr: 'inherit',
+  })
+  for (let i = 0; i < 300; i++) {
+    const text = (() => {
+      try {
+        return readFileSync(log, 'utf8')
+      } catch {
+        return ''
+      }
+    })()
+    const key = /Bearer (z_sk_[A-Za-z0-9]+)/.exec(text)?.[1]
+    if (key) {
+      const url = `http://127.0.0.1:${port}`
+      return { process: { name: 'gateway', pid: child.pid, url, kill: () => child.kill() }, key, dir }
+    }
+    if (child.exitCode !== null) throw new Error(`the gateway exited: ${text}`)
+    await Bun.sleep(50)
+  }
+  throw new Error('the gateway did not print its bootstrap key within 15 s')
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true })
+}
