@@ -40,14 +40,13 @@ const upstreams = await startUpstreams()
 const proxies = await startProxies(upstreams)
 const gateway = await startGateway(upstreams)
 const all: Process[] = [upstreams.instant, upstreams.paced, proxies.instant, proxies.paced, gateway.process]
-const stopAll = () => {
+const stopAll = async () => {
   for (const child of all) child.kill()
+  // The gateway drains and exits on SIGTERM (and writes a CPU profile when asked to).
+  await gateway.exited
   removeDir(gateway.dir)
 }
-process.on('SIGINT', () => {
-  stopAll()
-  process.exit(130)
-})
+process.on('SIGINT', () => void stopAll().then(() => process.exit(130)))
 
 function loadFor(scenario: (typeof SCENARIOS)[number], target: 'proxy' | 'gateway', conns: number, secs: number): Load {
   const body = JSON.stringify({
@@ -72,7 +71,7 @@ try {
   if (soakMinutes > 0) await soak(soakMinutes)
   else await run()
 } finally {
-  stopAll()
+  await stopAll()
 }
 
 async function run(): Promise<void> {

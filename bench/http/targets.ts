@@ -90,12 +90,14 @@ async function freePort(): Promise<number> {
 }
 
 /** The gateway as `svc serve` runs it, on a fresh database file; returns it and its bootstrap key. */
-export async function startGateway(upstreams: Upstreams): Promise<{ process: Process; key: string; dir: string }> {
+export async function startGateway(upstreams: Upstreams): Promise<{ process: Process; key: string; dir: string; exited: Promise<number> }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
   writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams))
   const port = await freePort()
   const log = join(dir, 'gateway.log')
-  const child = Bun.spawn(['bun', join(root, 'src/cli.ts'), 'serve'], {
+  // BENCH_GATEWAY_FLAGS: extra bun flags for the gateway only (e.g. `--cpu-prof-md --cpu-prof-dir=/tmp/prof`).
+  const flags = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean)
+  const child = Bun.spawn(['bun', ...flags, join(root, 'src/cli.ts'), 'serve'], {
     cwd: dir,
     env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' },
     // Production logging: one JSON line per request, written to a file (not to a pipe nobody drains).
@@ -113,7 +115,7 @@ export async function startGateway(upstreams: Upstreams): Promise<{ process: Pro
     const key = /Bearer (z_sk_[A-Za-z0-9]+)/.exec(text)?.[1]
     if (key) {
       const url = `http://127.0.0.1:${port}`
-      return { process: { name: 'gateway', pid: child.pid, url, kill: () => child.kill() }, key, dir }
+      return { process: { name: 'gateway', pid: child.pid, url, kill: () => child.kill() }, key, dir, exited: child.exited }
     }
     if (child.exitCode !== null) throw new Error(`the gateway exited: ${text}`)
     await Bun.sleep(50)

@@ -25,34 +25,45 @@ export async function* decodeSse(body: AsyncIterable<Uint8Array> | ReadableStrea
   let skipLeadingLf = false
   for await (const chunk of body as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true })
+    // Lines are found with indexOf (native) rather than a per-character loop: this decoder runs
+    // on every upstream frame. Most streams never send a CR, so its search ends at once for them.
+    let cr = buffer.indexOf('\r')
     let start = 0
-    for (let index = 0; index < buffer.length; index += 1) {
-      const code = buffer.charCodeAt(index)
-      if (code === 10 && skipLeadingLf && index === start) {
-        // The LF of a CRLF whose CR ended the previous line.
-        start = index + 1
+    while (start < buffer.length) {
+      if (skipLeadingLf) {
+        // The LF of a CRLF whose CR ended the previous chunk.
         skipLeadingLf = false
-        continue
-      }
-      skipLeadingLf = false
-      if (code !== 10 && code !== 13) continue
-      const line = buffer.slice(start, index)
-      start = index + 1
-      if (code === 13) {
-        if (buffer.charCodeAt(index + 1) === 10) {
-          index += 1
-          start = index + 1
-        } else if (index + 1 === buffer.length) {
-          skipLeadingLf = true
+        if (buffer.charCodeAt(start) === 10) {
+          start += 1
+          continue
         }
       }
-      if (line === '') {
-        if (data.length > 0) yield { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) }
+      if (cr !== -1 && cr < start) cr = buffer.indexOf('\r', start)
+      const lf = buffer.indexOf('\n', start)
+      const lineStart = start
+      let lineEnd: number
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        lineEnd = cr
+        if (cr + 1 === buffer.length) {
+          skipLeadingLf = true
+          start = cr + 1
+        } else {
+          start = buffer.charCodeAt(cr + 1) === 10 ? cr + 2 : cr + 1
+        }
+      } else if (lf !== -1) {
+        lineEnd = lf
+        start = lf + 1
+      } else {
+        break
+      }
+      if (lineStart === lineEnd) {
+        if (data.length > 0) yield { event, data: data.length === 1 ? data[0]! : data.join('\n'), ...(id !== undefined ? { id } : {}) }
         event = undefined
         data = []
         continue
       }
-      if (line.charCodeAt(0) === 58) continue // ":" comment (keep-alives)
+      if (buffer.charCodeAt(lineStart) === 58) continue // ":" comment (keep-alives)
+      const line = buffer.slice(lineStart, lineEnd)
       const colon = line.indexOf(':')
       const field = colon === -1 ? line : line.slice(0, colon)
       let value = colon === -1 ? '' : line.slice(colon + 1)
@@ -61,7 +72,7 @@ export async function* decodeSse(body: AsyncIterable<Uint8Array> | ReadableStrea
       else if (field === 'event') event = value
       else if (field === 'id') id = value
     }
-    buffer = buffer.slice(start)
+    buffer = start === buffer.length ? '' : buffer.slice(start)
   }
 }
 

@@ -36,6 +36,11 @@ export interface UpstreamStream {
   readonly bytes: AsyncIterable<Uint8Array>
   /** Aborts the upstream request, which closes its socket (idempotent). */
   close(): void
+  /**
+   * The protocol's end was seen (a `[DONE]`): a later close() only releases the body, without
+   * aborting, so the connection goes back to the pool instead of being torn down.
+   */
+  complete(): void
 }
 
 /**
@@ -79,20 +84,38 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
   }, call.idleTimeoutMs)
   const reader = response.body?.getReader()
   let closed = false
+  let finished = false
   const close = () => {
     if (closed) return
     closed = true
-    clearTimeout(idle)
     signal.removeEventListener('abort', onAbort)
+    // A body read to its end has released its connection; aborting it would only cost time.
+    if (finished) return clearTimeout(idle)
+    if (completed && reader !== undefined) {
+      // Past the protocol's end only the body's last bytes remain: read them (still under the
+      // idle deadline) so the connection returns to the pool; aborting would tear it down.
+      drainRest(read).then(
+        () => clearTimeout(idle),
+        () => {
+          clearTimeout(idle)
+          controller.abort()
+        },
+      )
+      return
+    }
+    clearTimeout(idle)
     controller.abort()
     reader?.cancel().catch(() => {})
   }
+  let completed = false
   const read = async (): Promise<ReadResult> => {
     if (reader === undefined) return { done: true, value: undefined }
     reading = true
     idle.refresh()
     try {
-      return await reader.read()
+      const result = await reader.read()
+      if (result.done) finished = true
+      return result
     } catch (error) {
       if (signal.aborted) throw abortedError(origin)
       if (cause === 'idle') throw new UpstreamError('timeout', `no data from upstream for ${call.idleTimeoutMs} ms`, origin.provider, origin.model)
@@ -124,7 +147,13 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
       yield value
     }
   }
-  return { status: response.status, headers: response.headers, bytes: bytes(), close }
+  return { status: response.status, headers: response.headers, bytes: bytes(), close, complete: () => (completed = true) }
+}
+
+/** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */
+async function drainRest(read: () => Promise<ReadResult>): Promise<void> {
+  for (let chunks = 0; chunks < 16; chunks += 1) if ((await read()).done) return
+  throw new Error('upstream kept sending after the end of its stream')
 }
 
 /** The error for a call its own signal cancelled. */

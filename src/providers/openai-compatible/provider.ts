@@ -73,6 +73,7 @@ async function* fromSse(upstream: UpstreamStream, signal: AbortSignal, context: 
   try {
     for await (const event of fromUpstreamStream(decodeSse(upstream.bytes), context)) {
       if (signal.aborted) return
+      if (event.type === 'finish') upstream.complete()
       yield event
     }
   } catch (error) {
