@@ -49,6 +49,8 @@ export interface ChatCompletionsBody {
   parallel_tool_calls?: boolean
   temperature?: number
   top_p?: number
+  /** Not OpenAI's: vLLM, llama.cpp and Ollama read it; OpenAI itself answers 400, which reaches the client as such. */
+  top_k?: number
   max_tokens?: number
   max_completion_tokens?: number
   stop?: string[]
@@ -86,9 +88,10 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, options:
     // OpenAI rejects parallel_tool_calls without tools, so it travels only with them.
     if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls
   }
-  const { temperature, topP, maxOutputTokens, stop, seed } = request.sampling
+  const { temperature, topP, topK, maxOutputTokens, stop, seed } = request.sampling
   if (temperature !== undefined) body.temperature = temperature
   if (topP !== undefined) body.top_p = topP
+  if (topK !== undefined) body.top_k = topK
   if (maxOutputTokens !== undefined) body[options.maxTokensField ?? 'max_tokens'] = maxOutputTokens
   if (stop !== undefined && stop.length > 0) body.stop = stop
   if (seed !== undefined) body.seed = seed
@@ -151,6 +154,8 @@ function assistantMessage(parts: Part[], options: ChatCompletionsOptions): Upstr
   for (const part of parts) {
     if (part.type === 'text') text += part.text
     else if (part.type === 'tool-call') toolCalls.push({ id: part.callId, type: 'function', function: { name: part.name, arguments: part.arguments } })
+    // Signatures and redacted (encrypted) reasoning have no field on this wire: only the visible
+    // text can travel, and only under reasoning_content (see ChatCompletionsOptions).
     else if (part.type === 'reasoning') reasoning += part.redacted ? '' : part.text
     else throw new UnsupportedPartError(`a ${part.type} part cannot be sent in an assistant message to a Chat Completions upstream`)
   }
