@@ -115,7 +115,9 @@ function canonicalJson(request: ChatRequest): unknown {
 }
 
 async function upstreamEvents(backend: Backend, body: string): Promise<ChatEvent[]> {
-  const bytes = [new TextEncoder().encode(body)]
+  const bytes = (async function* () {
+    yield new TextEncoder().encode(body)
+  })()
   const events: ChatEvent[] = []
   if (backend === 'openai-compatible') {
     for await (const event of fromUpstreamStream(decodeSse(bytes), { provider: 'openai-compatible:up', model: 'upstream-model', requestId: 'req_golden' })) events.push(event)

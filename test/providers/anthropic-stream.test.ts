@@ -157,6 +157,13 @@ describe('anthropic stream translation: protocol details', () => {
     expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(18, 9, 6) })
   })
 
+  test('a stop_sequence stop names its sequence on finish (end_turn does not)', () => {
+    const stopped = run(messageStart(), { type: 'message_delta', delta: { stop_reason: 'stop_sequence', stop_sequence: '###' }, usage: { output_tokens: 2 } }, { type: 'message_stop' })
+    expect(stopped.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 2), stopSequence: '###' })
+    const ended = run(messageStart(), { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } }, { type: 'message_stop' })
+    expect(ended.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 2) })
+  })
+
   test('unknown events, server-tool blocks and unknown deltas are ignored; block numbers stay dense', () => {
     const events = run(
       messageStart(),
