@@ -82,6 +82,8 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
     .post(
       '/messages',
       async ({ body, principal, request, set, server }) => {
+        // The Anthropic SDK reads the request id from `request-id` (message._request_id).
+        set.headers['request-id'] = requestIdOf(set)
         refuseEncrypted(request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
         const reply = await runChat(pipeline, {

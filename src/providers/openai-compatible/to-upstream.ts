@@ -97,8 +97,21 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, options:
   if (seed !== undefined) body.seed = seed
   if (request.responseFormat !== undefined) body.response_format = toResponseFormat(request.responseFormat)
   // Non-reasoning models reject reasoning_effort, so it goes only where the catalog says it is understood.
-  if (request.reasoning?.effort !== undefined && request.route.capabilities.reasoning) body.reasoning_effort = request.reasoning.effort
+  const effort = reasoningEffort(request.reasoning)
+  if (effort !== undefined && request.route.capabilities.reasoning) body.reasoning_effort = effort
   return body
+}
+
+/**
+ * The effort to ask for. A thinking budget (Anthropic-style clients) has no field on this wire,
+ * so it maps to the nearest effort, on the same steps the Anthropic adapter uses the other way
+ * (low ≤ 2048 < medium ≤ 8192 < high), rather than being dropped.
+ */
+function reasoningEffort(reasoning: ChatRequest['reasoning']): 'low' | 'medium' | 'high' | undefined {
+  if (reasoning === undefined) return undefined
+  if (reasoning.effort !== undefined) return reasoning.effort
+  if (reasoning.budgetTokens === undefined) return undefined
+  return reasoning.budgetTokens <= 2048 ? 'low' : reasoning.budgetTokens <= 8192 ? 'medium' : 'high'
 }
 
 function toToolChoice(choice: ToolChoice): NonNullable<ChatCompletionsBody['tool_choice']> {
