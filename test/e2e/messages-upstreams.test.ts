@@ -7,6 +7,7 @@ import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
 import { buildTestApp, type TestApp } from '../support/harness'
+import { poll } from '../support/poll'
 
 // The official Anthropic SDK against the gateway in front of real (fake) upstreams of both
 // kinds: plain, streamed, counted, failing mid-stream, and multi-turn tool use with thinking,
@@ -309,6 +310,37 @@ for (const target of TARGETS) {
       expect(failure).toBeInstanceOf(OpenAI.APIError)
       expect(failure.error).toMatchObject({ code: 'provider_error' })
       expect(slotsInUse()).toBe(0)
+    })
+
+    test('abandoned mid-stream: the upstream sees the disconnect, the slot is freed, the output sent is charged', async () => {
+      let never!: () => void
+      const held = new Promise<void>(resolve => (never = resolve))
+      upstream.enqueue({ kind: 'sse', body: [target.wire.partial('Streaming until the client leaves'), held] })
+      const stream = anthropic.messages.stream({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'Stream' }] })
+      let text = ''
+      stream.on('text', delta => {
+        text += delta
+        if (text === 'Streaming until the client leaves') stream.abort()
+      })
+      expect(await stream.done().catch(error => error)).toBeInstanceOf(Anthropic.APIUserAbortError)
+      const received = await upstream.request(0)
+      await received.disconnected
+      await poll('the slot to be freed', 500, 5, () => (slotsInUse() === 0 ? true : undefined))
+      await poll('the settlement', 500, 5, async () => ((await charged()) > 0n ? true : undefined))
+      never()
+    })
+
+    test('count_tokens failing upstream (Anthropic) is a 502 in the Anthropic envelope; other backends never call out', async () => {
+      upstream.enqueue({ kind: 'json', status: 500, body: target.wire.errorBody(500, 'count failed') })
+      const result = await anthropic.messages.countTokens({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).catch(error => error)
+      if (target.type === 'anthropic') {
+        expect(result).toBeInstanceOf(Anthropic.APIError)
+        expect(result.status).toBe(502)
+        expect(result.error.error.type).toBe('api_error')
+      } else {
+        expect(result.input_tokens).toBe(Math.ceil(2 / 4) + 4)
+        expect(upstream.requests).toHaveLength(0)
+      }
     })
 
     test('a failure before any output: 502 in the Anthropic envelope, nothing charged', async () => {
