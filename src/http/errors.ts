@@ -63,10 +63,16 @@ const ANTHROPIC_TYPE: Record<ErrorCode, string> = {
   not_found: 'not_found_error',
   payload_too_large: 'request_too_large',
   rate_limited: 'rate_limit_error',
-  insufficient_quota: 'rate_limit_error',
+  // Anthropic's own type for an unfunded account (its status is 402; ours stays 429 per the spec).
+  insufficient_quota: 'billing_error',
   internal_error: 'api_error',
   provider_error: 'api_error',
   unavailable: 'overloaded_error',
+}
+
+/** Anthropic's error envelope, for HTTP errors and the in-band `event: error` of a stream. */
+export function anthropicErrorBody(error: ApiError): { type: 'error'; error: { type: string; message: string } } {
+  return { type: 'error', error: { type: ANTHROPIC_TYPE[error.code], message: error.message } }
 }
 
 /** Renders an ApiError in the envelope of its surface, with the request id header. */
@@ -75,7 +81,7 @@ export function renderError(error: ApiError, surface: Surface, requestId: string
   if (surface === 'openai') {
     body = { error: { message: error.message, type: OPENAI_TYPE[error.code], param: error.param ?? null, code: error.code } }
   } else if (surface === 'anthropic') {
-    body = { type: 'error', error: { type: ANTHROPIC_TYPE[error.code], message: error.message }, request_id: requestId }
+    body = { ...anthropicErrorBody(error), request_id: requestId }
   } else {
     const inner: Record<string, string> = { code: error.code, message: error.message }
     if (error.param !== undefined) inner.param = error.param
@@ -84,5 +90,9 @@ export function renderError(error: ApiError, surface: Surface, requestId: string
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId, ...error.headers }
   if (error.status === 401) headers['www-authenticate'] = 'Bearer'
+  // The Anthropic SDK reads the request id from `request-id` (error.requestID).
+  if (surface === 'anthropic') headers['request-id'] = requestId
+  // Both official SDKs retry every 429 unless told not to: an unfunded account will not fund itself.
+  if (error.code === 'insufficient_quota') headers['x-should-retry'] = 'false'
   return new Response(JSON.stringify(body), { status: error.status, headers })
 }

@@ -25,3 +25,16 @@ export const OpenAIErrorResponse = t.Object(
   },
   { description: 'Error' },
 )
+
+/** Anthropic's error envelope used by /v1/messages routes (its SDK parses it). */
+export const AnthropicErrorResponse = t.Object(
+  {
+    type: t.Literal('error'),
+    error: t.Object({
+      type: t.String({ examples: ['invalid_request_error'], description: 'Anthropic error type: invalid_request_error, authentication_error, permission_error, not_found_error, request_too_large, rate_limit_error, billing_error, api_error, overloaded_error' }),
+      message: t.String(),
+    }),
+    request_id: t.String(),
+  },
+  { description: 'Error' },
+)

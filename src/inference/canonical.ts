@@ -45,7 +45,8 @@ export interface ChatRequest {
   tools: FunctionTool[]
   toolChoice?: ToolChoice
   parallelToolCalls?: boolean
-  sampling: { temperature?: number; topP?: number; maxOutputTokens?: number; stop?: string[]; seed?: number }
+  /** `topK`: only Anthropic-style clients send it; providers pass it where their wire has a field. */
+  sampling: { temperature?: number; topP?: number; topK?: number; maxOutputTokens?: number; stop?: string[]; seed?: number }
   reasoning?: { effort?: 'low' | 'medium' | 'high'; budgetTokens?: number }
   responseFormat?: ResponseFormat
   hosted: { webSearch: boolean; webFetch: boolean }
@@ -77,7 +78,12 @@ export interface Usage {
  * block and increases in order of first appearance; usage arrives on `finish`.
  */
 export type ChatEvent =
-  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number }
+  /**
+   * `inputTokens`: the prompt size when the upstream reports it up front (Anthropic's
+   * message_start), in the canonical convention (cached tokens included); `finish` still carries
+   * the authoritative usage.
+   */
+  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number }
   | { type: 'text-start'; block: number }
   | { type: 'text-delta'; block: number; delta: string }
   | { type: 'text-end'; block: number }
@@ -88,5 +94,6 @@ export type ChatEvent =
   | { type: 'tool-call-start'; block: number; callId: string; name: string }
   | { type: 'tool-call-delta'; block: number; argumentsDelta: string }
   | { type: 'tool-call-end'; block: number }
-  | { type: 'finish'; reason: FinishReason; usage: Usage }
+  /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
+  | { type: 'finish'; reason: FinishReason; usage: Usage; stopSequence?: string }
   | { type: 'error'; error: import('../providers/types').UpstreamError }

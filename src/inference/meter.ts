@@ -21,6 +21,7 @@ function requestBytes(request: ChatRequest): { bytes: number; images: number } {
       else if (part.type === 'tool-call') bytes += Buffer.byteLength(part.name) + Buffer.byteLength(part.arguments)
       else if (part.type === 'tool-result') bytes += Buffer.byteLength(part.content)
       else if (part.type === 'image') images += 1
+      else if (part.type === 'file') bytes += part.data.byteLength
     }
   }
   for (const tool of request.tools) bytes += Buffer.byteLength(JSON.stringify(tool))

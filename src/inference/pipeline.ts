@@ -20,6 +20,8 @@ export interface ChatRouter {
     request: ChatRequest,
     options: { signal: AbortSignal; requestId: string; uncensored?: boolean },
   ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider }>
+  /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
+  countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
 }
 
 export interface PipelineDeps {
@@ -53,15 +55,22 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   checkPolicy(request)
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
+  const typicalInput = typicalInputTokens(request)
   if (request.sampling.maxOutputTokens === undefined) {
-    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
+    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInput))
   }
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate: estimateCharge(request, route), inference: true, requestId })
   const upstream = new AbortController()
   const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
   const started = deps.clock.now()
-  const meta: ResponseMeta = { id: `chatcmpl-${Bun.randomUUIDv7('base64url')}`, model: request.model, createdAt: Math.floor(started / 1000), includeUsage: input.includeUsage }
+  const meta: ResponseMeta = {
+    id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
+    model: request.model,
+    createdAt: Math.floor(started / 1000),
+    includeUsage: input.includeUsage,
+    estimatedInputTokens: typicalInput,
+  }
   const meter = new Meter(highInputTokens(request))
 
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut

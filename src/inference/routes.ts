@@ -9,16 +9,42 @@ import { decodeChatCompletions } from './dialects/chat-completions/decode'
 import { encodeChatCompletion } from './dialects/chat-completions/encode'
 import { ChatCompletionsStreamEncoder } from './dialects/chat-completions/encode-stream'
 import { ChatCompletionResponse, ChatCompletionsBody } from './dialects/chat-completions/schema'
-import { OpenAIErrorResponse } from '../http/openapi-schemas'
+import { AnthropicErrorResponse, OpenAIErrorResponse } from '../http/openapi-schemas'
+import { ApiError } from '../http/errors'
+import { decodeCountTokens, decodeMessages } from './dialects/messages/decode'
+import { encodeMessage } from './dialects/messages/encode'
+import { MessagesStreamEncoder } from './dialects/messages/encode-stream'
+import { CountTokensBody, MessageResponse, MessagesBody, TokenCountResponse } from './dialects/messages/schema'
 import type { DialectEncoder } from './dialects/types'
+import { typicalInputTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
+import { toApiError } from './upstream-errors'
 
 const chatCompletions: DialectEncoder = {
+  idPrefix: 'chatcmpl-',
   encode: encodeChatCompletion,
   streamEncoder: meta => new ChatCompletionsStreamEncoder(meta),
 }
 
-/** POST /v1/chat/completions (spec §4.12): OpenAI Chat Completions to any configured backend. */
+const messages: DialectEncoder = {
+  idPrefix: 'msg_',
+  encode: encodeMessage,
+  streamEncoder: meta => new MessagesStreamEncoder(meta),
+}
+
+const anthropicErrors = { 400: AnthropicErrorResponse, 401: AnthropicErrorResponse, 413: AnthropicErrorResponse, 429: AnthropicErrorResponse, 502: AnthropicErrorResponse }
+
+/** Spec §4.10: Encrypted is a Chat Completions feature; Messages and count_tokens refuse it, by header or by model id. */
+function refuseEncrypted(request: Request, model: string): void {
+  if (request.headers.has('svc-encrypted') || model.endsWith(':encrypted')) {
+    throw new ApiError('invalid_request', 'Encrypted requests are only available on POST /v1/chat/completions', request.headers.has('svc-encrypted') ? undefined : 'model')
+  }
+}
+
+/**
+ * POST /v1/chat/completions, /v1/messages and /v1/messages/count_tokens (spec §4.12): each
+ * client format to any configured backend, through the one pipeline.
+ */
 export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { resolve(id: string): ModelRoute }, pipeline: PipelineDeps) {
   return new Elysia({ prefix: '/v1', tags: ['Inference'] })
     .use(authMacro(keys, limits))
@@ -50,6 +76,69 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
             'OpenAI Chat Completions: streaming (SSE, `[DONE]` terminated, usage with stream_options.include_usage), function tools, ' +
             'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema. Billed from the upstream-reported usage, ' +
             'settled before the final frame. Errors use the OpenAI envelope.',
+        },
+      },
+    )
+    .post(
+      '/messages',
+      async ({ body, principal, request, set, server }) => {
+        // The Anthropic SDK reads the request id from `request-id` (message._request_id).
+        set.headers['request-id'] = requestIdOf(set)
+        refuseEncrypted(request, body.model)
+        const chat = decodeMessages(body, catalog.resolve(body.model))
+        const reply = await runChat(pipeline, {
+          principal,
+          request: chat,
+          requestId: requestIdOf(set),
+          encoder: messages,
+          includeUsage: true,
+          httpRequest: request,
+          disableIdleTimeout: () => server?.timeout(request, 0),
+        })
+        return reply as typeof MessageResponse.static
+      },
+      {
+        // Spec §8: inference routes other than chat take at most 4 MiB.
+        auth: { mode: 'inference', jsonBody: 4 * MiB },
+        body: MessagesBody,
+        response: { 200: MessageResponse, ...anthropicErrors },
+        detail: {
+          summary: 'Create a message (Anthropic Messages)',
+          description:
+            'Anthropic Messages API to any backend: system, text/image/document/tool_use/tool_result blocks, tools and tool_choice, ' +
+            'thinking (budget_tokens) with thinking and redacted_thinking blocks and their signatures kept in order across turns, ' +
+            'stop_sequences, temperature, top_p, top_k (passed to backends that have it), metadata.user_id (never forwarded). ' +
+            'Streaming (stream: true) sends message_start, content_block_start/_delta/_stop, ping, message_delta (stop_reason, usage), ' +
+            'message_stop, or an in-band error event. Accepts x-api-key or Authorization: Bearer; anthropic-version and anthropic-beta ' +
+            'headers are accepted and not interpreted. cache_control hints are accepted and ignored. Billed like chat completions, ' +
+            'settled before the final frame. Errors use the Anthropic envelope. Encrypted (:encrypted models, svc-encrypted) is refused.',
+        },
+      },
+    )
+    .post(
+      '/messages/count_tokens',
+      async ({ body, request, set }) => {
+        refuseEncrypted(request, body.model)
+        const chat = decodeCountTokens(body, catalog.resolve(body.model))
+        let exact: number | undefined
+        try {
+          exact = await pipeline.router.countTokens?.(chat.route, chat, { signal: request.signal, requestId: requestIdOf(set) })
+        } catch (error) {
+          throw toApiError(error)
+        }
+        return { input_tokens: exact ?? typicalInputTokens(chat) }
+      },
+      {
+        auth: { mode: 'inference', jsonBody: 4 * MiB },
+        body: CountTokensBody,
+        response: { 200: TokenCountResponse, ...anthropicErrors },
+        detail: {
+          summary: 'Count the input tokens of a message (Anthropic Messages)',
+          description:
+            'Not billed; authenticated and rate-limited like inference. Exact when the model\'s first backend is Anthropic ' +
+            '(its own count_tokens). Otherwise an estimate: UTF-8 bytes ÷ 4 of text, reasoning, tool calls, results and tool ' +
+            'definitions, plus 4 per message and 1600 per image (the figure the gateway uses to check context fit). Images by ' +
+            'URL and documents count at those flat or byte rates, not as the backend will tokenise them.',
         },
       },
     )

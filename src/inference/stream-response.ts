@@ -26,6 +26,7 @@ export function streamResponse(options: {
   let completed = false
   let lastWrite = Date.now()
   let ping: ReturnType<typeof setInterval> | undefined
+  const pingFrame = options.encoder.ping ?? SSE_PING
 
   const finish = async (outcome: StreamOutcome): Promise<ApiError | undefined> => {
     if (completed) return undefined
@@ -40,7 +41,7 @@ export function streamResponse(options: {
       ping = setInterval(() => {
         if (Date.now() - lastWrite < PING_AFTER_MS) return
         try {
-          controller.enqueue(SSE_PING)
+          controller.enqueue(pingFrame)
           lastWrite = Date.now()
         } catch {
           clearInterval(ping)
@@ -59,7 +60,7 @@ export function streamResponse(options: {
         if (step.done) return end(controller, 'failed', options.encoder.fail(toApiError(new Error('stream ended early'))))
         const event = step.value
         options.observe(event)
-        if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, event.usage))
+        if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, event.usage, event.stopSequence))
         if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(toApiError(event.error)))
         const frames = options.encoder.push(event)
         if (frames.length === 0) continue

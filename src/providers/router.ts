@@ -78,6 +78,20 @@ export class Router {
     }
   }
 
+  /**
+   * The exact input token count from the backend that would serve the request first, when its
+   * provider can count (Anthropic); undefined otherwise (the caller estimates). No fallback and
+   * no cool-down: counting is free and advisory. The rotation is not advanced.
+   */
+  async countTokens(route: ModelRoute, request: ChatRequest, options: RouteOptions): Promise<number | undefined> {
+    const now = this.clock.now()
+    const backend = route.backends.find(candidate => (this.coolingUntil.get(keyOf(candidate)) ?? 0) <= now) ?? route.backends[0]
+    if (backend === undefined) return undefined
+    const provider = this.providers.get(backend.provider)
+    if (provider?.countTokens === undefined) return undefined
+    return provider.countTokens({ request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId })
+  }
+
   /** Whether a backend is in its cool-down now (for tests and diagnostics). */
   isCoolingDown(backend: Pick<Backend, 'provider' | 'model'>): boolean {
     return (this.coolingUntil.get(keyOf(backend)) ?? 0) > this.clock.now()

@@ -19,6 +19,8 @@ export interface Provider {
   /** `<type>:<config id>`, e.g. `openai-compatible:vllm-a`. */
   readonly id: string
   stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>>
+  /** The exact prompt size of a request, for upstreams that count (Anthropic's count_tokens). Rejects with an UpstreamError. */
+  countTokens?(call: ProviderCall): Promise<number>
 }
 
 export type UpstreamErrorKind = 'auth' | 'rate-limited' | 'bad-request' | 'not-found' | 'server' | 'timeout' | 'connection' | 'aborted'

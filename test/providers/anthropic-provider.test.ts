@@ -133,7 +133,7 @@ describe('anthropic provider: streams over real HTTP', () => {
     test(`text split every ${chunkBytes} bytes (inside UTF-8 characters too)`, async () => {
       upstream.enqueue({ kind: 'sse', body: await fixture('text.sse'), chunkBytes })
       const events = await collect(await provider().stream(call()))
-      expect(events[0]).toEqual({ type: 'response-start', id: 'msg_01TextFixture', model: MODEL, createdAt: clock.now() })
+      expect(events[0]).toEqual({ type: 'response-start', id: 'msg_01TextFixture', model: MODEL, createdAt: clock.now(), inputTokens: 25 })
       const text = events.flatMap(event => (event.type === 'text-delta' ? [event.delta] : [])).join('')
       expect(text).toBe('Héllo wörld 🌍, こんにちは\n')
       expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: { inputTokens: 25, cachedInputTokens: 0, outputTokens: 15, webSearchRequests: 0, webFetchRequests: 0 } })

@@ -44,11 +44,12 @@ const usage = (inputTokens: number, outputTokens: number, cachedInputTokens?: nu
   webFetchRequests: 0,
 })
 
-const start = (id: string, model = CONTEXT.model) => ({ type: 'response-start', id, model, createdAt: NOW })
+/** message_start's usage is announced on response-start as the canonical prompt total (cache reads and writes included). */
+const start = (id: string, inputTokens: number, model = CONTEXT.model) => ({ type: 'response-start', id, model, createdAt: NOW, inputTokens })
 
 const EXPECTED: Record<string, ChatEvent[]> = {
   'text.sse': [
-    start('msg_01TextFixture') as ChatEvent,
+    start('msg_01TextFixture', 25) as ChatEvent,
     { type: 'text-start', block: 0 },
     { type: 'text-delta', block: 0, delta: 'Héllo' },
     { type: 'text-delta', block: 0, delta: ' wörld 🌍, ' },
@@ -57,7 +58,7 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'finish', reason: 'stop', usage: usage(25, 15, 0) },
   ],
   'thinking-tool.sse': [
-    start('msg_01ThinkTool') as ChatEvent,
+    start('msg_01ThinkTool', 472) as ChatEvent,
     { type: 'reasoning-start', block: 0 },
     { type: 'reasoning-delta', block: 0, delta: 'The user wants the weather in Paris.\n' },
     { type: 'reasoning-delta', block: 0, delta: 'I should call get_weather.' },
@@ -73,7 +74,7 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'finish', reason: 'tool-calls', usage: usage(472, 89, 0) },
   ],
   'parallel-tools.sse': [
-    start('msg_01Parallel') as ChatEvent,
+    start('msg_01Parallel', 2062) as ChatEvent,
     { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather' },
     { type: 'tool-call-delta', block: 0, argumentsDelta: '{"location":' },
     { type: 'tool-call-delta', block: 0, argumentsDelta: ' "Paris"}' },
@@ -86,7 +87,7 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'finish', reason: 'tool-calls', usage: usage(2062, 64, 2000) },
   ],
   'redacted-thinking.sse': [
-    start('msg_01Redacted', 'claude-3-7-sonnet-20250219') as ChatEvent,
+    start('msg_01Redacted', 40, 'claude-3-7-sonnet-20250219') as ChatEvent,
     { type: 'reasoning-start', block: 0 },
     { type: 'reasoning-end', block: 0, signature: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP', redacted: true } as ChatEvent,
     { type: 'text-start', block: 1 },
@@ -117,7 +118,7 @@ describe('anthropic stream translation: fixtures split at every byte', () => {
 
   test('error-mid-stream.sse: text so far, then one in-band error classified from the event', async () => {
     const events = await translate([new TextEncoder().encode(await fixture('error-mid-stream.sse'))])
-    expect(events.slice(0, -1)).toEqual([start('msg_01Overload') as ChatEvent, { type: 'text-start', block: 0 }, { type: 'text-delta', block: 0, delta: 'Partial' }])
+    expect(events.slice(0, -1)).toEqual([start('msg_01Overload', 9) as ChatEvent, { type: 'text-start', block: 0 }, { type: 'text-delta', block: 0, delta: 'Partial' }])
     const last = events.at(-1)
     expect(last?.type).toBe('error')
     const error = (last as Extract<ChatEvent, { type: 'error' }>).error
@@ -156,6 +157,13 @@ describe('anthropic stream translation: protocol details', () => {
     expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(18, 9, 6) })
   })
 
+  test('a stop_sequence stop names its sequence on finish (end_turn does not)', () => {
+    const stopped = run(messageStart(), { type: 'message_delta', delta: { stop_reason: 'stop_sequence', stop_sequence: '###' }, usage: { output_tokens: 2 } }, { type: 'message_stop' })
+    expect(stopped.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 2), stopSequence: '###' })
+    const ended = run(messageStart(), { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } }, { type: 'message_stop' })
+    expect(ended.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 2) })
+  })
+
   test('unknown events, server-tool blocks and unknown deltas are ignored; block numbers stay dense', () => {
     const events = run(
       messageStart(),
@@ -173,7 +181,7 @@ describe('anthropic stream translation: protocol details', () => {
       { type: 'message_start', message: { id: 'late' } },
     )
     expect(events).toEqual([
-      start('msg_x', 'claude-x') as ChatEvent,
+      start('msg_x', 10, 'claude-x') as ChatEvent,
       { type: 'text-start', block: 0 },
       { type: 'text-delta', block: 0, delta: 'ok' },
       { type: 'text-end', block: 0 },

@@ -10,6 +10,8 @@ export interface ResponseMeta {
   createdAt: number
   /** Chat Completions' stream_options.include_usage. */
   includeUsage: boolean
+  /** The gateway's own estimate of the prompt, for formats that announce it before the upstream reports it (Messages' message_start). */
+  estimatedInputTokens: number
 }
 
 /**
@@ -20,12 +22,16 @@ export interface ResponseMeta {
 export interface StreamEncoder {
   start(): string[]
   push(event: ChatEvent): string[]
-  finish(reason: FinishReason, usage: Usage): string[]
+  finish(reason: FinishReason, usage: Usage, stopSequence?: string): string[]
   fail(error: ApiError): string[]
+  /** The keep-alive frame for long gaps, when the format has one of its own (default: an SSE comment). */
+  readonly ping?: Uint8Array
 }
 
 /** The response side of a client format. */
 export interface DialectEncoder {
+  /** How response ids start (`chatcmpl-`, `msg_`); the rest is a fresh UUIDv7. */
+  idPrefix: string
   encode(result: ChatResult, usage: Usage, meta: ResponseMeta): unknown
   streamEncoder(meta: ResponseMeta): StreamEncoder
 }

@@ -56,6 +56,7 @@ export class AnthropicStreamTranslator {
   private nextBlock = 0
   private started = false
   private stopReason: string | null | undefined
+  private stopSequence: string | undefined
   private readonly usage: Required<{ [K in keyof AnthropicUsage]: number }> = {
     input_tokens: 0,
     output_tokens: 0,
@@ -101,8 +102,9 @@ export class AnthropicStreamTranslator {
       case 'content_block_stop':
         return this.blockStop(payload.index as number)
       case 'message_delta': {
-        const delta = payload.delta as { stop_reason?: string | null } | undefined
+        const delta = payload.delta as { stop_reason?: string | null; stop_sequence?: string | null } | undefined
         if (delta?.stop_reason !== undefined && delta.stop_reason !== null) this.stopReason = delta.stop_reason
+        if (typeof delta?.stop_sequence === 'string') this.stopSequence = delta.stop_sequence
         this.addUsage(payload.usage as AnthropicUsage | undefined)
         return []
       }
@@ -123,7 +125,10 @@ export class AnthropicStreamTranslator {
     if (this.started) return []
     this.started = true
     this.addUsage(message?.usage)
-    return [{ type: 'response-start', id: String(message?.id ?? ''), model: String(message?.model ?? this.context.model), createdAt: this.now() }]
+    const start: ChatEvent = { type: 'response-start', id: String(message?.id ?? ''), model: String(message?.model ?? this.context.model), createdAt: this.now() }
+    // message_start reports the prompt size up front; dialects that announce it early use it.
+    if (typeof message?.usage?.input_tokens === 'number') start.inputTokens = this.canonicalUsage().inputTokens
+    return [start]
   }
 
   private blockStart(index: number, content: Record<string, unknown> | undefined): ChatEvent[] {
@@ -215,7 +220,9 @@ export class AnthropicStreamTranslator {
     // Blocks are always stopped before message_stop; close any left open so consumers see pairs.
     const events: ChatEvent[] = [...this.blocks.values()].sort((a, b) => a.block - b.block).map(open => this.endEvent(open))
     this.blocks.clear()
-    events.push({ type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.canonicalUsage() })
+    const finish: ChatEvent = { type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.canonicalUsage() }
+    if (this.stopReason === 'stop_sequence' && this.stopSequence !== undefined) finish.stopSequence = this.stopSequence
+    events.push(finish)
     return events
   }
 

@@ -39,6 +39,7 @@ export interface AnthropicProviderOptions {
 export class AnthropicProvider implements Provider {
   readonly id: string
   private readonly url: string
+  private readonly countUrl: string
   private readonly clock: Clock
   private readonly fetch: (input: string, init: RequestInit) => Promise<Response>
 
@@ -49,6 +50,7 @@ export class AnthropicProvider implements Provider {
     if (config.type !== 'anthropic') throw new Error(`AnthropicProvider cannot serve a provider of type ${config.type}`)
     this.id = `anthropic:${config.id}`
     this.url = `${(config.baseUrl ?? DEFAULT_ANTHROPIC_BASE_URL).replace(/\/+$/, '')}/messages`
+    this.countUrl = `${this.url}/count_tokens`
     this.clock = options.clock ?? systemClock
     this.fetch = options.fetch ?? ((input, init) => fetch(input, init))
   }
@@ -93,6 +95,39 @@ export class AnthropicProvider implements Provider {
       throw first.value.error
     }
     return prepend(first.value, events)
+  }
+
+  /**
+   * POST /v1/messages/count_tokens with the prompt fields of the body `stream` would send (so
+   * the count matches what a call would be billed for). Same deadlines; the answer is
+   * `{"input_tokens": N}`.
+   */
+  async countTokens(call: ProviderCall): Promise<number> {
+    const context: ErrorContext = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
+    const timeouts = { connectMs: this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
+    let body: string
+    try {
+      const { model, messages, system, tools, tool_choice, thinking } = toUpstream(call.request, call.upstreamModel)
+      body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking })
+    } catch (error) {
+      if (!(error instanceof UnsupportedRequestError)) throw error
+      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model)
+    }
+    const control = new CallControl(call.signal, timeouts)
+    try {
+      const response = await this.fetch(this.countUrl, { method: 'POST', headers: { ...this.headers(), accept: 'application/json' }, body, signal: control.signal, redirect: 'manual' })
+      const text = await readCapped(response, ERROR_BODY_BYTES)
+      if (!response.ok) throw errorFromResponse(response.status, response.headers, text, context, this.clock.now())
+      const count = (JSON.parse(text) as { input_tokens?: unknown }).input_tokens
+      if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) throw protocolError('Anthropic count_tokens answered without input_tokens', context)
+      return count
+    } catch (error) {
+      if (error instanceof UpstreamError) throw error
+      if (error instanceof SyntaxError) throw protocolError('Anthropic count_tokens answered malformed JSON', context)
+      throw errorFromTransport(control.cause, error, context, timeouts)
+    } finally {
+      control.dispose()
+    }
   }
 
   /** Only what Anthropic needs: never the client's credential, IP, user id or other headers. */

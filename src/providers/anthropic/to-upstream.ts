@@ -1,5 +1,8 @@
 import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
+import { parseToolInput } from '../../inference/tool-input'
 import { thinkingConfig } from './thinking-budget'
+
+export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
 
 // Anthropic Messages API request shapes (https://docs.anthropic.com/en/api/messages), only the
 // parts we send. `anthropic-version: 2023-06-01`.
@@ -46,6 +49,7 @@ export interface AnthropicRequestBody {
   thinking?: { type: 'enabled'; budget_tokens: number }
   temperature?: number
   top_p?: number
+  top_k?: number
   stop_sequences?: string[]
   stream: true
 }
@@ -60,14 +64,15 @@ export class UnsupportedRequestError extends Error {}
  * - Consecutive messages of one role merge into one turn; `tool` messages are user turns, so
  *   consecutive tool results land in one user turn, and tool_result blocks are moved to the
  *   front of their turn (Anthropic requires them before any text).
- * - In assistant turns, thinking blocks are moved before everything else: with thinking on, an
- *   assistant turn that calls tools must start with its (signed) thinking blocks, replayed
- *   unchanged. Reasoning without a signature (from another provider) cannot be verified by
+ * - With thinking on, an assistant turn that calls tools must start with its (signed) thinking
+ *   blocks, replayed unchanged. A turn that already starts with thinking keeps its order exactly
+ *   (interleaved thinking between tool calls is verified in place); only a turn whose reasoning
+ *   came after other blocks (a history from another format) has its thinking moved to the front. Reasoning without a signature (from another provider) cannot be verified by
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
  * - Empty text parts are skipped: Anthropic rejects empty text blocks.
  * - `user`, `seed`, `responseFormat` and hosted-tool flags are never sent.
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
- *   With thinking on, temperature is not allowed and top_p only within [0.95, 1].
+ *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
 export function toUpstream(request: ChatRequest, upstreamModel: string): AnthropicRequestBody {
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
@@ -92,10 +97,11 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   }
   if (thinking !== undefined) body.thinking = thinking
-  const { temperature, topP, stop } = request.sampling
+  const { temperature, topP, topK, stop } = request.sampling
   if (thinking === undefined) {
     if (temperature !== undefined) body.temperature = temperature
     else if (topP !== undefined) body.top_p = topP
+    if (topK !== undefined) body.top_k = topK
   } else if (topP !== undefined && topP >= 0.95 && topP <= 1) {
     body.top_p = topP
   }
@@ -134,11 +140,10 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
     if (last !== undefined && last.role === role) last.content.push(...blocks)
     else messages.push({ role, content: blocks })
   }
+  const isThinking = (block: AnthropicContentBlock) => block.type === 'thinking' || block.type === 'redacted_thinking'
   for (const message of messages) {
-    const first = message.role === 'user' ? 'tool_result' : 'thinking'
-    message.content = stablePartition(message.content, block =>
-      first === 'tool_result' ? block.type === 'tool_result' : block.type === 'thinking' || block.type === 'redacted_thinking',
-    )
+    if (message.role === 'user') message.content = stablePartition(message.content, block => block.type === 'tool_result')
+    else if (!isThinking(message.content[0]!)) message.content = stablePartition(message.content, isThinking)
   }
   return { ...(systemTexts.length > 0 ? { system: systemTexts.join('\n\n') } : {}), messages }
 }
@@ -169,26 +174,6 @@ function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBl
         ...(part.isError === true ? { is_error: true } : {}),
       }
   }
-}
-
-/** The key that carries tool arguments that were not a JSON object (see parseToolInput). */
-export const RAW_ARGUMENTS_KEY = '_raw_arguments'
-
-/**
- * `tool_use.input` must be a JSON object. Empty arguments mean `{}`. Arguments that are not a
- * JSON object (truncated JSON from a length stop, or a bare value) are replayed verbatim as
- * `{ "_raw_arguments": "<text>" }`, so the history stays valid and the model still sees what
- * it wrote, instead of the request failing with a 400.
- */
-export function parseToolInput(argumentsText: string): Record<string, unknown> {
-  if (argumentsText.trim() === '') return {}
-  try {
-    const parsed: unknown = JSON.parse(argumentsText)
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>
-  } catch {
-    // fall through to the wrapper
-  }
-  return { [RAW_ARGUMENTS_KEY]: argumentsText }
 }
 
 function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageSource {

@@ -49,6 +49,8 @@ export interface ChatCompletionsBody {
   parallel_tool_calls?: boolean
   temperature?: number
   top_p?: number
+  /** Not OpenAI's: vLLM, llama.cpp and Ollama read it; OpenAI itself answers 400, which reaches the client as such. */
+  top_k?: number
   max_tokens?: number
   max_completion_tokens?: number
   stop?: string[]
@@ -86,16 +88,30 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, options:
     // OpenAI rejects parallel_tool_calls without tools, so it travels only with them.
     if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls
   }
-  const { temperature, topP, maxOutputTokens, stop, seed } = request.sampling
+  const { temperature, topP, topK, maxOutputTokens, stop, seed } = request.sampling
   if (temperature !== undefined) body.temperature = temperature
   if (topP !== undefined) body.top_p = topP
+  if (topK !== undefined) body.top_k = topK
   if (maxOutputTokens !== undefined) body[options.maxTokensField ?? 'max_tokens'] = maxOutputTokens
   if (stop !== undefined && stop.length > 0) body.stop = stop
   if (seed !== undefined) body.seed = seed
   if (request.responseFormat !== undefined) body.response_format = toResponseFormat(request.responseFormat)
   // Non-reasoning models reject reasoning_effort, so it goes only where the catalog says it is understood.
-  if (request.reasoning?.effort !== undefined && request.route.capabilities.reasoning) body.reasoning_effort = request.reasoning.effort
+  const effort = reasoningEffort(request.reasoning)
+  if (effort !== undefined && request.route.capabilities.reasoning) body.reasoning_effort = effort
   return body
+}
+
+/**
+ * The effort to ask for. A thinking budget (Anthropic-style clients) has no field on this wire,
+ * so it maps to the nearest effort, on the same steps the Anthropic adapter uses the other way
+ * (low ≤ 2048 < medium ≤ 8192 < high), rather than being dropped.
+ */
+function reasoningEffort(reasoning: ChatRequest['reasoning']): 'low' | 'medium' | 'high' | undefined {
+  if (reasoning === undefined) return undefined
+  if (reasoning.effort !== undefined) return reasoning.effort
+  if (reasoning.budgetTokens === undefined) return undefined
+  return reasoning.budgetTokens <= 2048 ? 'low' : reasoning.budgetTokens <= 8192 ? 'medium' : 'high'
 }
 
 function toToolChoice(choice: ToolChoice): NonNullable<ChatCompletionsBody['tool_choice']> {
@@ -151,6 +167,8 @@ function assistantMessage(parts: Part[], options: ChatCompletionsOptions): Upstr
   for (const part of parts) {
     if (part.type === 'text') text += part.text
     else if (part.type === 'tool-call') toolCalls.push({ id: part.callId, type: 'function', function: { name: part.name, arguments: part.arguments } })
+    // Signatures and redacted (encrypted) reasoning have no field on this wire: only the visible
+    // text can travel, and only under reasoning_content (see ChatCompletionsOptions).
     else if (part.type === 'reasoning') reasoning += part.redacted ? '' : part.text
     else throw new UnsupportedPartError(`a ${part.type} part cannot be sent in an assistant message to a Chat Completions upstream`)
   }

@@ -32,7 +32,9 @@ export function usageObject(usage: Usage) {
 /** A non-streamed `chat.completion` object. */
 export function encodeChatCompletion(result: ChatResult, usage: Usage, meta: ResponseMeta) {
   const message: Record<string, unknown> = { role: 'assistant', content: result.text === '' && result.toolCalls.length > 0 ? null : result.text, refusal: null }
-  // Reasoning goes back the way vLLM and DeepSeek send it, so clients can replay it.
+  // Reasoning goes back the way vLLM and DeepSeek send it, so clients can replay it: every
+  // visible reasoning block, joined in order. This wire has no field for signatures or redacted
+  // blocks, so those do not survive a Chat Completions client (state it, never fake it).
   if (result.reasoning !== '') message.reasoning_content = result.reasoning
   if (result.toolCalls.length > 0) {
     message.tool_calls = result.toolCalls.map(call => ({ id: call.callId, type: 'function', function: { name: call.name, arguments: call.arguments } }))

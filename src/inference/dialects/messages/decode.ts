@@ -1,0 +1,214 @@
+import type { ModelRoute } from '../../../catalog/types'
+import { ApiError } from '../../../http/errors'
+import type { ChatRequest, FunctionTool, Message, Part, ToolChoice } from '../../canonical'
+import type { CountTokensRequest, MessagesRequest } from './schema'
+
+type Body = MessagesRequest
+type Block = Exclude<Body['messages'][number]['content'], string>[number]
+
+// Inline attachments are capped at 1 MiB decoded (spec §8).
+const MAX_INLINE_BYTES = 1024 * 1024
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
+
+const invalid = (param: string, message: string) => new ApiError('invalid_request', message, param)
+
+/**
+ * Anthropic Messages wire → canonical. Anything the gateway cannot honour is a 400 naming the
+ * field; nothing is dropped silently (ARCHITECTURE.md §6). Turn shapes:
+ *
+ * - `system` (string or text blocks) becomes one system message.
+ * - A user turn's tool_result blocks become a `tool` message first (they answer the previous
+ *   assistant turn), then its other blocks a user message, so every backend sees results
+ *   right after the calls.
+ * - Assistant thinking blocks become reasoning parts with their signature; redacted_thinking
+ *   becomes a redacted reasoning part whose `signature` carries the opaque data. Their position
+ *   among the turn's blocks is kept: Anthropic verifies them in place.
+ */
+export function decodeMessages(body: Body, route: ModelRoute): ChatRequest {
+  const request = decodeCommon(body, route)
+  if (body.thinking?.type === 'enabled' && body.thinking.budget_tokens >= body.max_tokens) {
+    throw invalid('thinking.budget_tokens', `thinking.budget_tokens (${body.thinking.budget_tokens}) must be less than max_tokens (${body.max_tokens})`)
+  }
+  const stop = body.stop_sequences?.filter(sequence => sequence !== '')
+  request.sampling = {
+    temperature: body.temperature,
+    topP: body.top_p,
+    topK: body.top_k,
+    maxOutputTokens: body.max_tokens,
+    stop: stop !== undefined && stop.length > 0 ? stop : undefined,
+  }
+  request.user = body.metadata?.user_id ?? undefined
+  request.stream = body.stream === true
+  return request
+}
+
+/** count_tokens takes the same prompt fields without the sampling ones. */
+export function decodeCountTokens(body: CountTokensRequest, route: ModelRoute): ChatRequest {
+  return decodeCommon(body, route)
+}
+
+function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest {
+  const tools: FunctionTool[] = []
+  let webSearch = false
+  let webFetch = false
+  for (const [index, tool] of (body.tools ?? []).entries()) {
+    const type = tool.type ?? 'custom'
+    if (type === 'custom') {
+      const custom = tool as { name: string; description?: string; input_schema: Record<string, unknown> }
+      tools.push({ name: custom.name, ...(custom.description !== undefined ? { description: custom.description } : {}), parameters: custom.input_schema })
+    } else if (type.startsWith('web_search_')) webSearch = true
+    else if (type.startsWith('web_fetch_')) webFetch = true
+    else throw invalid(`tools.${index}.type`, `the hosted tool "${type}" is not available on this gateway (hosted web_search_* and web_fetch_* are recognised)`)
+  }
+  const names = new Set<string>()
+  for (const tool of tools) {
+    if (names.has(tool.name)) throw invalid('tools', `duplicate tool name "${tool.name}"`)
+    names.add(tool.name)
+  }
+
+  const messages: Message[] = []
+  if (body.system !== undefined) {
+    const parts: Part[] = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : body.system.map(block => ({ type: 'text', text: block.text }))
+    if (parts.some(part => part.type === 'text' && part.text !== '')) messages.push({ role: 'system', parts })
+  }
+  body.messages.forEach((message, index) => messages.push(...decodeTurn(message, index)))
+
+  const { toolChoice, parallelToolCalls } = decodeToolChoice(body.tool_choice, names)
+  return {
+    model: body.model,
+    route,
+    messages,
+    tools,
+    toolChoice,
+    parallelToolCalls,
+    sampling: {},
+    reasoning: body.thinking?.type === 'enabled' ? { budgetTokens: body.thinking.budget_tokens } : undefined,
+    hosted: { webSearch, webFetch },
+    stream: false,
+  }
+}
+
+function decodeTurn(message: Body['messages'][number], index: number): Message[] {
+  if (typeof message.content === 'string') return [{ role: message.role, parts: [{ type: 'text', text: message.content }] }]
+  const param = (block: number) => `messages.${index}.content.${block}`
+  if (message.role === 'assistant') {
+    const parts = message.content.map((block, position) => assistantPart(block, param(position)))
+    return [{ role: 'assistant', parts }]
+  }
+  const results: Part[] = []
+  const rest: Part[] = []
+  message.content.forEach((block, position) => {
+    if (block.type === 'tool_result') results.push(toolResult(block, param(position)))
+    else rest.push(userPart(block, param(position)))
+  })
+  const turns: Message[] = []
+  if (results.length > 0) turns.push({ role: 'tool', parts: results })
+  if (rest.length > 0 || results.length === 0) turns.push({ role: 'user', parts: rest })
+  return turns
+}
+
+function assistantPart(block: Block, param: string): Part {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: block.text }
+    case 'thinking':
+      return { type: 'reasoning', text: block.thinking, ...(block.signature !== '' ? { signature: block.signature } : {}) }
+    case 'redacted_thinking':
+      return { type: 'reasoning', text: '', signature: block.data, redacted: true }
+    case 'tool_use':
+      if (typeof block.input !== 'object' || block.input === null || Array.isArray(block.input)) throw invalid(`${param}.input`, 'tool_use.input must be a JSON object')
+      return { type: 'tool-call', callId: block.id, name: block.name, arguments: JSON.stringify(block.input) }
+    default:
+      throw invalid(param, `an assistant turn cannot carry a ${block.type} block`)
+  }
+}
+
+function userPart(block: Block, param: string): Part {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: block.text }
+    case 'image':
+      return image(block.source, param)
+    case 'document':
+      return documentPart(block, param)
+    default:
+      throw invalid(param, `a user turn cannot carry a ${block.type} block`)
+  }
+}
+
+function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: string): Part {
+  let content = ''
+  if (typeof block.content === 'string') content = block.content
+  else if (block.content !== undefined) {
+    // The canonical tool result is text: a result's text blocks are joined; images and documents
+    // inside a result have no carrier on every backend, so they are refused rather than dropped.
+    content = block.content
+      .map((inner, position) => {
+        if (inner.type !== 'text') throw invalid(`${param}.content.${position}`, `a tool_result can carry text blocks on this gateway, not ${inner.type} blocks`)
+        return inner.text
+      })
+      .join('\n')
+  }
+  return { type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true ? { isError: true } : {}) }
+}
+
+function base64Bytes(data: string, param: string, what: string): Uint8Array {
+  const clean = data.replace(/\s/g, '')
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) throw invalid(param, `${what} data must be base64`)
+  if (Math.floor((clean.length * 3) / 4) > MAX_INLINE_BYTES + 3) throw invalid(param, `inline ${what}s are limited to 1 MiB decoded`)
+  const bytes = Uint8Array.from(Buffer.from(clean, 'base64'))
+  if (bytes.byteLength > MAX_INLINE_BYTES) throw invalid(param, `inline ${what}s are limited to 1 MiB decoded`)
+  return bytes
+}
+
+function image(source: Extract<Block, { type: 'image' }>['source'], param: string): Part {
+  if (source.type === 'file') throw invalid(`${param}.source`, 'file ids are not available on this API: send the image inline (base64) or by URL')
+  if (source.type === 'base64') {
+    const mediaType = source.media_type.toLowerCase()
+    if (!IMAGE_TYPES.has(mediaType)) throw invalid(`${param}.source.media_type`, `unsupported image type ${source.media_type} (image/jpeg, image/png, image/gif, image/webp)`)
+    return { type: 'image', mediaType, data: base64Bytes(source.data, `${param}.source.data`, 'image') }
+  }
+  let url: URL
+  try {
+    url = new URL(source.url)
+  } catch {
+    throw invalid(`${param}.source.url`, 'image source url must be an http(s) URL')
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid(`${param}.source.url`, 'image source url must be an http(s) URL')
+  return { type: 'image', mediaType: 'image/*', data: url }
+}
+
+function documentPart(block: Extract<Block, { type: 'document' }>, param: string): Part {
+  if (block.citations?.enabled === true) throw invalid(`${param}.citations`, 'document citations are not supported on this gateway')
+  const filename = block.title ?? undefined
+  const source = block.source
+  if (source.type === 'base64') {
+    if (source.media_type !== 'application/pdf') throw invalid(`${param}.source.media_type`, 'base64 documents must be application/pdf')
+    return { type: 'file', mediaType: 'application/pdf', ...(filename !== undefined ? { filename } : {}), data: base64Bytes(source.data, `${param}.source.data`, 'document') }
+  }
+  if (source.type === 'text') {
+    if (source.media_type !== 'text/plain') throw invalid(`${param}.source.media_type`, 'text documents must be text/plain')
+    const data = new TextEncoder().encode(source.data)
+    if (data.byteLength > MAX_INLINE_BYTES) throw invalid(`${param}.source.data`, 'inline documents are limited to 1 MiB')
+    return { type: 'file', mediaType: 'text/plain', ...(filename !== undefined ? { filename } : {}), data }
+  }
+  // Documents are request-local (spec §1): no fetching by URL, no hosted file ids.
+  throw invalid(`${param}.source.type`, `document sources of type ${source.type} are not supported: send a base64 PDF or a text/plain source`)
+}
+
+function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): { toolChoice?: ToolChoice; parallelToolCalls?: boolean } {
+  if (choice === undefined) return {}
+  const parallelToolCalls = 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use === true ? false : undefined
+  switch (choice.type) {
+    case 'none':
+      return { toolChoice: 'none' }
+    case 'auto':
+      return { toolChoice: 'auto', parallelToolCalls }
+    case 'any':
+      if (names.size === 0) throw invalid('tool_choice', 'tool_choice "any" needs at least one tool')
+      return { toolChoice: 'required', parallelToolCalls }
+    case 'tool':
+      if (!names.has(choice.name)) throw invalid('tool_choice.name', `tool_choice names "${choice.name}", which is not among the tools`)
+      return { toolChoice: { name: choice.name }, parallelToolCalls }
+  }
+}

@@ -1,0 +1,173 @@
+import { anthropicErrorBody, type ApiError } from '../../../http/errors'
+import type { ChatEvent, FinishReason, Usage } from '../../canonical'
+import type { ResponseMeta, StreamEncoder } from '../types'
+import { stopReason, usageObject } from './encode'
+
+const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
+const PING_BYTES = new TextEncoder().encode(PING)
+
+const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`
+
+interface Block {
+  /** The Anthropic content index, assigned when content_block_start is written. */
+  index: number
+  readonly kind: 'text' | 'reasoning' | 'tool'
+  started: boolean
+  stopped: boolean
+}
+
+/**
+ * Anthropic Messages SSE, as `@anthropic-ai/sdk`'s MessageStream accumulates it: message_start
+ * (usage.input_tokens), a ping, then one content block at a time (content_block_start, its
+ * deltas, content_block_stop) numbered 0, 1, 2… in order, then message_delta (stop_reason,
+ * stop_sequence, usage with output_tokens and the final input counts) and message_stop. An
+ * upstream failure is Anthropic's in-band `event: error`.
+ *
+ * - message_start waits for the upstream's first event (as Anthropic's own stream does) so it
+ *   can carry the upstream's input count when reported up front (Anthropic); otherwise it
+ *   carries the gateway's estimate, and message_delta carries the reported count, which the SDK
+ *   writes over the estimate.
+ * - A reasoning block's start is written at its first delta or its end: only then is it known
+ *   whether it is a `thinking` block or a `redacted_thinking` one (whose data arrives at the end).
+ *   Its signature goes out as one signature_delta just before content_block_stop.
+ * - A new block stops the open one, so blocks never interleave. A backend that interleaves
+ *   parallel tool-call arguments (rare) gets its late deltas written with the earlier block's
+ *   index: the SDK accumulates by index, so the final message is still right.
+ */
+export class MessagesStreamEncoder implements StreamEncoder {
+  readonly ping = PING_BYTES
+  private readonly blocks = new Map<number, Block>()
+  private current: Block | undefined
+  private nextIndex = 0
+  private started = false
+
+  constructor(private readonly meta: ResponseMeta) {}
+
+  start(): string[] {
+    return []
+  }
+
+  push(event: ChatEvent): string[] {
+    const out: string[] = []
+    if (event.type === 'response-start') {
+      this.messageStart(out, event.inputTokens)
+      return out
+    }
+    this.messageStart(out, undefined)
+    switch (event.type) {
+      case 'text-start':
+        this.begin(out, this.block(event.block, 'text'), '{"type":"text","text":""}')
+        break
+      case 'text-delta': {
+        if (event.delta === '') break
+        const block = this.block(event.block, 'text')
+        if (!block.started) this.begin(out, block, '{"type":"text","text":""}')
+        out.push(this.delta(block, `{"type":"text_delta","text":${JSON.stringify(event.delta)}}`))
+        break
+      }
+      case 'text-end':
+      case 'tool-call-end': {
+        const block = this.blocks.get(event.block)
+        if (block !== undefined) this.stop(out, block)
+        break
+      }
+      case 'reasoning-start':
+        this.block(event.block, 'reasoning')
+        break
+      case 'reasoning-delta': {
+        if (event.delta === '') break
+        const block = this.block(event.block, 'reasoning')
+        if (!block.started) this.begin(out, block, '{"type":"thinking","thinking":"","signature":""}')
+        out.push(this.delta(block, `{"type":"thinking_delta","thinking":${JSON.stringify(event.delta)}}`))
+        break
+      }
+      case 'reasoning-end': {
+        const block = this.block(event.block, 'reasoning')
+        if (event.redacted) {
+          // Redacted blocks have no deltas: the whole block is its start.
+          if (!block.started) this.begin(out, block, `{"type":"redacted_thinking","data":${JSON.stringify(event.signature ?? '')}}`)
+        } else {
+          if (!block.started) this.begin(out, block, '{"type":"thinking","thinking":"","signature":""}')
+          if (event.signature) out.push(this.delta(block, `{"type":"signature_delta","signature":${JSON.stringify(event.signature)}}`))
+        }
+        this.stop(out, block)
+        break
+      }
+      case 'tool-call-start':
+        this.begin(out, this.block(event.block, 'tool'), `{"type":"tool_use","id":${JSON.stringify(event.callId)},"name":${JSON.stringify(event.name)},"input":{}}`)
+        break
+      case 'tool-call-delta': {
+        const block = this.blocks.get(event.block)
+        if (block === undefined || event.argumentsDelta === '') break
+        out.push(this.delta(block, `{"type":"input_json_delta","partial_json":${JSON.stringify(event.argumentsDelta)}}`))
+        break
+      }
+    }
+    return out
+  }
+
+  finish(reason: FinishReason, usage: Usage, stopSequence?: string): string[] {
+    const out: string[] = []
+    this.messageStart(out, undefined)
+    if (this.current !== undefined) this.stop(out, this.current)
+    const sequence = reason === 'stop' && stopSequence !== undefined ? JSON.stringify(stopSequence) : 'null'
+    out.push(
+      frame(
+        'message_delta',
+        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(stopReason(reason, stopSequence))},"stop_sequence":${sequence}},"usage":${JSON.stringify(usageObject(usage))}}`,
+      ),
+    )
+    out.push(frame('message_stop', '{"type":"message_stop"}'))
+    return out
+  }
+
+  /** A mid-stream failure: Anthropic's in-band error event; the SDK raises it as an APIError. */
+  fail(error: ApiError): string[] {
+    return [frame('error', JSON.stringify(anthropicErrorBody(error)))]
+  }
+
+  private messageStart(out: string[], inputTokens: number | undefined): void {
+    if (this.started) return
+    this.started = true
+    const message = {
+      id: this.meta.id,
+      type: 'message',
+      role: 'assistant',
+      model: this.meta.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens ?? this.meta.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+    }
+    out.push(frame('message_start', JSON.stringify({ type: 'message_start', message })), PING)
+  }
+
+  private block(canonical: number, kind: Block['kind']): Block {
+    let block = this.blocks.get(canonical)
+    if (block === undefined || block.kind !== kind) {
+      block = { index: -1, kind, started: false, stopped: false }
+      this.blocks.set(canonical, block)
+    }
+    return block
+  }
+
+  private begin(out: string[], block: Block, contentBlock: string): void {
+    if (block.started) return
+    if (this.current !== undefined && this.current !== block) this.stop(out, this.current)
+    block.started = true
+    block.index = this.nextIndex++
+    this.current = block
+    out.push(frame('content_block_start', `{"type":"content_block_start","index":${block.index},"content_block":${contentBlock}}`))
+  }
+
+  private delta(block: Block, delta: string): string {
+    return frame('content_block_delta', `{"type":"content_block_delta","index":${block.index},"delta":${delta}}`)
+  }
+
+  private stop(out: string[], block: Block): void {
+    if (!block.started || block.stopped) return
+    block.stopped = true
+    if (this.current === block) this.current = undefined
+    out.push(frame('content_block_stop', `{"type":"content_block_stop","index":${block.index}}`))
+  }
+}

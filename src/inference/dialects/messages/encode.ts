@@ -1,0 +1,73 @@
+import type { FinishReason, Usage } from '../../canonical'
+import type { ChatResult, ResultBlock } from '../../collect'
+import { parseToolInput } from '../../tool-input'
+import type { ResponseMeta } from '../types'
+
+/**
+ * Canonical finish → Anthropic stop_reason. `stop` is `stop_sequence` when the upstream said
+ * which sequence matched (only Anthropic backends do; a Chat Completions backend reports a
+ * stop sequence as a plain stop, which becomes end_turn). A content filter is `refusal`;
+ * errors never reach a finished message.
+ */
+export function stopReason(reason: FinishReason, stopSequence: string | undefined): string {
+  switch (reason) {
+    case 'stop':
+      return stopSequence !== undefined ? 'stop_sequence' : 'end_turn'
+    case 'length':
+      return 'max_tokens'
+    case 'tool-calls':
+      return 'tool_use'
+    case 'content-filter':
+      return 'refusal'
+    default:
+      return 'end_turn'
+  }
+}
+
+/**
+ * Anthropic's usage object. Its `input_tokens` excludes cache reads (canonical input includes
+ * them); cache writes are not tracked apart by the canonical model, so they are 0 here and
+ * counted in input_tokens.
+ */
+export function usageObject(usage: Usage) {
+  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
+  const object: Record<string, unknown> = {
+    input_tokens: usage.inputTokens - cached,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+    output_tokens: usage.outputTokens,
+  }
+  if (usage.webSearchRequests || usage.webFetchRequests) {
+    object.server_tool_use = { web_search_requests: usage.webSearchRequests, web_fetch_requests: usage.webFetchRequests }
+  }
+  return object
+}
+
+/** One content block of a message, as Anthropic shapes it. */
+export function contentBlock(block: ResultBlock): Record<string, unknown> {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: block.text }
+    case 'reasoning':
+      // A redacted block's opaque data rides in `signature` on the canonical model. Reasoning
+      // from an upstream that does not sign has an empty signature (the field is required).
+      if (block.redacted) return { type: 'redacted_thinking', data: block.signature ?? '' }
+      return { type: 'thinking', thinking: block.text, signature: block.signature ?? '' }
+    case 'tool-call':
+      return { type: 'tool_use', id: block.callId, name: block.name, input: parseToolInput(block.arguments) }
+  }
+}
+
+/** A non-streamed `message` object; blocks keep the order the upstream produced them in. */
+export function encodeMessage(result: ChatResult, usage: Usage, meta: ResponseMeta) {
+  return {
+    id: meta.id,
+    type: 'message',
+    role: 'assistant',
+    model: meta.model,
+    content: result.blocks.filter(block => block.type !== 'text' || block.text !== '').map(contentBlock),
+    stop_reason: stopReason(result.finishReason, result.stopSequence),
+    stop_sequence: result.finishReason === 'stop' ? (result.stopSequence ?? null) : null,
+    usage: usageObject(usage),
+  }
+}

@@ -1,0 +1,147 @@
+import { t } from 'elysia'
+
+// Anthropic Messages request body (the fields the gateway understands). Unknown fields are
+// rejected rather than silently dropped. `cache_control` is accepted everywhere Anthropic allows
+// it and ignored: it is a caching hint, and the answer is the same without it (Anthropic
+// backends then simply read no cache).
+
+const CacheControl = t.Optional(t.Union([t.Object({ type: t.Literal('ephemeral'), ttl: t.Optional(t.String()) }), t.Null()]))
+// Citations are requested per document and returned on text blocks; the gateway has no citations
+// channel, so a request that enables them is refused in decode.ts.
+const CitationsConfig = t.Optional(t.Union([t.Object({ enabled: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()]))
+
+const TextBlock = t.Object(
+  { type: t.Literal('text'), text: t.String(), cache_control: CacheControl, citations: t.Optional(t.Union([t.Array(t.Unknown()), t.Null()])) },
+  { additionalProperties: false },
+)
+const ImageSource = t.Union([
+  t.Object({ type: t.Literal('base64'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('url'), url: t.String({ minLength: 1 }) }, { additionalProperties: false }),
+  // Provider-hosted files are not available on this API (spec §1): recognised so the refusal is clear.
+  t.Object({ type: t.Literal('file'), file_id: t.String() }, { additionalProperties: false }),
+])
+const ImageBlock = t.Object({ type: t.Literal('image'), source: ImageSource, cache_control: CacheControl }, { additionalProperties: false })
+const DocumentSource = t.Union([
+  t.Object({ type: t.Literal('base64'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('text'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('url'), url: t.String() }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('content'), content: t.Unknown() }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('file'), file_id: t.String() }, { additionalProperties: false }),
+])
+const DocumentBlock = t.Object(
+  {
+    type: t.Literal('document'),
+    source: DocumentSource,
+    title: t.Optional(t.Union([t.String(), t.Null()])),
+    context: t.Optional(t.Union([t.String(), t.Null()])),
+    citations: CitationsConfig,
+    cache_control: CacheControl,
+  },
+  { additionalProperties: false },
+)
+// Signatures are opaque; an empty one comes back from answers whose upstream does not sign.
+const ThinkingBlock = t.Object({ type: t.Literal('thinking'), thinking: t.String(), signature: t.String() }, { additionalProperties: false })
+const RedactedThinkingBlock = t.Object({ type: t.Literal('redacted_thinking'), data: t.String() }, { additionalProperties: false })
+const ToolUseBlock = t.Object(
+  { type: t.Literal('tool_use'), id: t.String({ minLength: 1 }), name: t.String({ minLength: 1 }), input: t.Unknown(), cache_control: CacheControl },
+  { additionalProperties: false },
+)
+const ToolResultBlock = t.Object(
+  {
+    type: t.Literal('tool_result'),
+    tool_use_id: t.String({ minLength: 1 }),
+    content: t.Optional(t.Union([t.String(), t.Array(t.Union([TextBlock, ImageBlock, DocumentBlock]))])),
+    is_error: t.Optional(t.Boolean()),
+    cache_control: CacheControl,
+  },
+  { additionalProperties: false },
+)
+
+const ContentBlock = t.Union([TextBlock, ImageBlock, DocumentBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock])
+
+const Message = t.Object(
+  { role: t.Union([t.Literal('user'), t.Literal('assistant')]), content: t.Union([t.String(), t.Array(ContentBlock)]) },
+  { additionalProperties: false },
+)
+
+const CustomTool = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 128 }),
+    description: t.Optional(t.String()),
+    input_schema: t.Record(t.String(), t.Unknown()),
+    type: t.Optional(t.Union([t.Literal('custom'), t.Null()])),
+    cache_control: CacheControl,
+  },
+  { additionalProperties: false },
+)
+// Anthropic's hosted (server) tools are typed `<name>_<date>` (web_search_20250305,
+// web_fetch_20250910, bash_20250124...). Their options are for the host to apply; which ones
+// the gateway hosts is decided in decode.ts.
+const ServerTool = t.Object({ type: t.String({ pattern: '^[a-z_]+_[0-9]{8}$' }), name: t.String() }, { additionalProperties: true })
+
+const ToolChoice = t.Union([
+  t.Object({ type: t.Literal('auto'), disable_parallel_tool_use: t.Optional(t.Boolean()) }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('any'), disable_parallel_tool_use: t.Optional(t.Boolean()) }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('tool'), name: t.String({ minLength: 1 }), disable_parallel_tool_use: t.Optional(t.Boolean()) }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('none') }, { additionalProperties: false }),
+])
+
+const Thinking = t.Union([
+  t.Object({ type: t.Literal('enabled'), budget_tokens: t.Integer({ minimum: 1024 }), display: t.Optional(t.Union([t.String(), t.Null()])) }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('disabled') }, { additionalProperties: false }),
+])
+
+/** Fields shared by POST /v1/messages and POST /v1/messages/count_tokens. */
+const common = {
+  model: t.String({ minLength: 1 }),
+  messages: t.Array(Message, { minItems: 1 }),
+  system: t.Optional(t.Union([t.String(), t.Array(TextBlock)])),
+  tools: t.Optional(t.Array(t.Union([CustomTool, ServerTool]))),
+  tool_choice: t.Optional(ToolChoice),
+  thinking: t.Optional(Thinking),
+}
+
+export const MessagesBody = t.Object(
+  {
+    ...common,
+    max_tokens: t.Integer({ minimum: 1, error: 'max_tokens is required: a positive integer' }),
+    metadata: t.Optional(t.Object({ user_id: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])) }, { additionalProperties: false })),
+    stop_sequences: t.Optional(t.Array(t.String())),
+    stream: t.Optional(t.Boolean()),
+    temperature: t.Optional(t.Number({ minimum: 0, maximum: 1 })),
+    top_p: t.Optional(t.Number({ minimum: 0, maximum: 1 })),
+    top_k: t.Optional(t.Integer({ minimum: 0 })),
+    service_tier: t.Optional(t.Union([t.Literal('auto'), t.Literal('standard_only')])),
+  },
+  { additionalProperties: false },
+)
+
+export type MessagesRequest = typeof MessagesBody.static
+
+export const CountTokensBody = t.Object(common, { additionalProperties: false })
+
+export type CountTokensRequest = typeof CountTokensBody.static
+
+/** The non-streamed reply (documented loosely: the official SDK's types are the reference). */
+export const MessageResponse = t.Object(
+  {
+    id: t.String(),
+    type: t.Literal('message'),
+    role: t.Literal('assistant'),
+    model: t.String(),
+    content: t.Array(t.Record(t.String(), t.Unknown())),
+    stop_reason: t.Union([t.String(), t.Null()]),
+    stop_sequence: t.Union([t.String(), t.Null()]),
+    usage: t.Object({ input_tokens: t.Integer(), output_tokens: t.Integer() }, { additionalProperties: true }),
+  },
+  {
+    additionalProperties: true,
+    description:
+      'A message object; with stream: true, text/event-stream events message_start, content_block_start/_delta/_stop, ping, message_delta, message_stop (or error)',
+  },
+)
+
+export const TokenCountResponse = t.Object(
+  { input_tokens: t.Integer({ description: 'Exact from an Anthropic backend; otherwise the gateway estimate (see the route description)' }) },
+  { additionalProperties: false },
+)

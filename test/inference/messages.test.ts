@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import Anthropic from '@anthropic-ai/sdk'
+import { buildTestApp, json, type TestApp } from '../support/harness'
+
+// POST /v1/messages and /v1/messages/count_tokens on the embedded demo backend: the official
+// SDK as the client, exact charges, and the route's refusals in Anthropic's envelope.
+
+// Demo prices: 0.10 / 0.40 USD per Mtok = 100 / 400 nanos per token.
+const charge = (usage: { input_tokens: number; output_tokens: number }) => BigInt(usage.input_tokens) * 100n + BigInt(usage.output_tokens) * 400n
+
+let t: TestApp
+let org: { orgId: string; adminKey: string }
+let server: ReturnType<typeof Bun.serve>
+let client: Anthropic
+let spent = 0n
+
+const charged = async () => 10_000_000_000n - (await t.deps.balance(org.orgId)).prepaidNanos
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  t.app.handle(new Request(`http://localhost${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': org.adminKey, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) }))
+
+/** A pay-as-you-go organization (no monthly allowance), so every charge reaches the prepaid balance. */
+async function paygOrg(credit: bigint) {
+  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'payg', planId: 'payg', ownerEmail: `payg-${Bun.randomUUIDv7()}@example.test` })
+  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'messages', admin: false, expiresAtMs: null, spendCap: null })
+  if (credit > 0n) await t.deps.ledger.topUp({ orgId: org.id, amount: credit })
+  return { orgId: org.id, adminKey: secret }
+}
+
+beforeAll(async () => {
+  t = await buildTestApp()
+  org = await paygOrg(10_000_000_000n)
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  client = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+})
+
+afterAll(async () => {
+  server.stop(true)
+  await t.close()
+})
+
+describe('the demo backend through the Anthropic SDK', () => {
+  test('create: the deterministic answer, usage and exact charge', async () => {
+    const message = await client.messages.create({ model: 'demo-anonymous', max_tokens: 256, messages: [{ role: 'user', content: 'hello there' }] })
+    expect(message).toMatchObject({ type: 'message', role: 'assistant', model: 'demo-anonymous', stop_reason: 'end_turn', stop_sequence: null })
+    expect(message.content).toEqual([{ type: 'text', text: 'Hello from the demo model. You said: hello there' }] as never)
+    expect(message.usage).toMatchObject({ input_tokens: 3, output_tokens: 9 })
+    expect(message._request_id).toMatch(/^req_/)
+    spent += charge(message.usage)
+    expect(await charged()).toBe(spent)
+  })
+
+  test('stream: thinking with its signature, then text; message_start announces the input, message_delta the output', async () => {
+    const stream = client.messages.stream({ model: 'demo-private', max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hello there' }] })
+    let startUsage: Anthropic.Usage | undefined
+    let pings = 0
+    stream.on('streamEvent', event => {
+      if (event.type === 'message_start') startUsage = event.message.usage
+    })
+    for await (const event of stream) if ((event as { type: string }).type === 'ping') pings += 1
+    const final = await stream.finalMessage()
+    expect(startUsage?.input_tokens).toBeGreaterThan(0)
+    expect(final.content.map(block => block.type)).toEqual(['thinking', 'text'])
+    const thinking = final.content[0] as Anthropic.ThinkingBlock
+    expect(thinking.thinking).toBe('The user wrote 2 words. I will repeat the message back.')
+    expect(thinking.signature).toMatch(/^demo\./)
+    expect(final.stop_reason).toBe('end_turn')
+    expect(final.usage.output_tokens).toBe(20)
+    expect(pings).toBe(0) // the SDK swallows pings; they are on the wire (see the raw test below)
+    spent += charge(final.usage)
+    expect(await charged()).toBe(spent)
+  })
+
+  test('raw SSE: event names repeat the data type, a ping follows message_start, message_stop ends it', async () => {
+    const response = await post('/v1/messages', { model: 'demo-anonymous', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    expect(response.headers.get('content-type')).toContain('text/event-stream')
+    const text = await response.text()
+    const events = [...text.matchAll(/^event: (\S+)\ndata: (.*)$/gm)].map(match => [match[1], JSON.parse(match[2]!).type])
+    for (const [name, type] of events) expect(name).toBe(type)
+    expect(events.map(event => event[0]).filter((name, index, all) => name !== all[index - 1])).toEqual([
+      'message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop',
+    ])
+    spent = await charged()
+  })
+
+  test('tool use round trip: tool_choice forces the call, the result comes back as tool_result', async () => {
+    const tools: Anthropic.Tool[] = [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }]
+    const question: Anthropic.MessageParam = { role: 'user', content: 'Weather?' }
+    const first = await client.messages.create({ model: 'demo-anonymous', max_tokens: 256, tools, tool_choice: { type: 'tool', name: 'get_weather' }, messages: [question] })
+    expect(first.stop_reason).toBe('tool_use')
+    const call = first.content.find(block => block.type === 'tool_use') as Anthropic.ToolUseBlock
+    expect(call).toMatchObject({ name: 'get_weather', input: { city: expect.any(String) } })
+    const second = await client.messages.create({
+      model: 'demo-anonymous',
+      max_tokens: 256,
+      tools,
+      messages: [question, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: [{ type: 'text', text: '18 °C' }] }] }],
+    })
+    expect(second.stop_reason).toBe('end_turn')
+    expect((second.content[0] as Anthropic.TextBlock).text).toContain('18 °C')
+    spent += charge(first.usage) + charge(second.usage)
+    expect(await charged()).toBe(spent)
+  })
+
+  test('stop_sequences cut the answer; countTokens is the documented estimate and free', async () => {
+    const message = await client.messages.create({ model: 'demo-anonymous', max_tokens: 256, stop_sequences: ['demo'], messages: [{ role: 'user', content: 'hello' }] })
+    expect((message.content[0] as Anthropic.TextBlock).text).toBe('Hello from the')
+    spent += charge(message.usage)
+    const count = await client.messages.countTokens({ model: 'demo-anonymous', messages: [{ role: 'user', content: 'hello there' }] })
+    expect(count.input_tokens).toBe(Math.ceil(11 / 4) + 4)
+    expect(await charged()).toBe(spent)
+  })
+})
+
+describe('refusals in the Anthropic envelope, nothing charged', () => {
+  const valid = { model: 'demo-anonymous', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }
+
+  const cases: Array<[string, unknown, Record<string, string>, number, string, RegExp]> = [
+    ['max_tokens missing', { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, {}, 400, 'invalid_request_error', /max_tokens/],
+    ['an unknown field', { ...valid, logprobs: true }, {}, 400, 'invalid_request_error', /logprobs/],
+    ['a thinking budget not below max_tokens', { ...valid, max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 2000 } }, {}, 400, 'invalid_request_error', /budget_tokens/],
+    ['tool_choice naming no tool', { ...valid, tools: [{ name: 'a', input_schema: { type: 'object' } }], tool_choice: { type: 'tool', name: 'b' } }, {}, 400, 'invalid_request_error', /"b"/],
+    ['a hosted tool the gateway does not host', { ...valid, tools: [{ type: 'bash_20250124', name: 'bash' }] }, {}, 400, 'invalid_request_error', /bash_20250124/],
+    ['hosted web search (not enabled yet)', { ...valid, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 2 }] }, {}, 400, 'invalid_request_error', /web_search/],
+    ['a PDF document (no documents step yet)', { ...valid, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] }] }, {}, 400, 'invalid_request_error', /document/],
+    ['a document by URL', { ...valid, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }] }] }, {}, 400, 'invalid_request_error', /base64 PDF/],
+    ['an image by file id', { ...valid, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'file_1' } }] }] }, {}, 400, 'invalid_request_error', /file ids/],
+    ['an image in a tool_result', { ...valid, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] }] }, {}, 400, 'invalid_request_error', /tool_result/],
+    ['an :encrypted model', { ...valid, model: 'demo-anonymous:encrypted' }, {}, 400, 'invalid_request_error', /chat\/completions/],
+    ['the svc-encrypted header', valid, { 'svc-encrypted': '1' }, 400, 'invalid_request_error', /chat\/completions/],
+    ['an unknown model', { ...valid, model: 'nope' }, {}, 400, 'invalid_request_error', /nope/],
+  ]
+  for (const [name, body, headers, status, type, message] of cases) {
+    test(name, async () => {
+      const before = await charged()
+      const response = await post('/v1/messages', body, headers)
+      expect(response.status).toBe(status)
+      const error = await json(response)
+      expect(error).toMatchObject({ type: 'error', error: { type } })
+      expect(error.error.message).toMatch(message)
+      expect(await charged()).toBe(before)
+    })
+  }
+
+  test('count_tokens refuses Encrypted too', async () => {
+    const response = await post('/v1/messages/count_tokens', { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, { 'svc-encrypted': '1' })
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.type).toBe('invalid_request_error')
+  })
+
+  test('anthropic-version (any value) and anthropic-beta are accepted; Authorization: Bearer works as well as x-api-key', async () => {
+    const response = await t.app.handle(
+      new Request('http://localhost/v1/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${org.adminKey}`, 'anthropic-version': '1999-12-31', 'anthropic-beta': 'some-beta-2099-01-01' },
+        body: JSON.stringify(valid),
+      }),
+    )
+    expect(response.status).toBe(200)
+  })
+
+  test('no credential: 401 authentication_error', async () => {
+    const response = await t.app.handle(new Request('http://localhost/v1/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(valid) }))
+    expect(response.status).toBe(401)
+    expect((await json(response)).error.type).toBe('authentication_error')
+  })
+
+  test('bodies over 4 MiB: 413 request_too_large before the body is read', async () => {
+    const big = JSON.stringify({ ...valid, messages: [{ role: 'user', content: 'x'.repeat(4 * 1024 * 1024) }] })
+    const response = await post('/v1/messages', big)
+    expect(response.status).toBe(413)
+    expect((await json(response)).error.type).toBe('request_too_large')
+  })
+
+  test('an unfunded organization: 429 billing_error that the SDK is told not to retry', async () => {
+    const poor = await paygOrg(0n)
+    const sdk = new Anthropic({ apiKey: poor.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 2 })
+    const failure = await sdk.messages.create(valid as Anthropic.MessageCreateParamsNonStreaming).catch(error => error)
+    expect(failure).toBeInstanceOf(Anthropic.RateLimitError)
+    expect(failure.error.error.type).toBe('billing_error')
+    expect(failure.requestID).toMatch(/^req_/)
+    expect(failure.headers.get('x-should-retry')).toBe('false')
+  })
+})
