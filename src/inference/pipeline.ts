@@ -61,7 +61,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
   const started = deps.clock.now()
-  const meta: ResponseMeta = { id: `chatcmpl-${Bun.randomUUIDv7('base64url')}`, model: request.model, createdAt: Math.floor(started / 1000), includeUsage: input.includeUsage }
+  const meta: ResponseMeta = { id: `${input.encoder.idPrefix ?? 'chatcmpl-'}${Bun.randomUUIDv7('base64url')}`, model: request.model, createdAt: Math.floor(started / 1000), includeUsage: input.includeUsage }
   const meter = new Meter(highInputTokens(request))
 
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut

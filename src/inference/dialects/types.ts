@@ -26,6 +26,8 @@ export interface StreamEncoder {
 
 /** The response side of a client format. */
 export interface DialectEncoder {
+  /** The response id's prefix (default: Chat Completions' `chatcmpl-`). */
+  idPrefix?: string
   encode(result: ChatResult, usage: Usage, meta: ResponseMeta): unknown
   streamEncoder(meta: ResponseMeta): StreamEncoder
 }
