@@ -1,12 +1,24 @@
+import type { Static, TSchema } from '@sinclair/typebox'
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage, MAX_INLINE_BYTES } from '../chat-completions/decode'
-import { HOSTED_WEB_TOOLS, type ResponsesRequest } from './schema'
+import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
 type Body = ResponsesRequest
-type Item = Exclude<Body['input'], string>[number]
+type Item = InputItem
 type Content = Extract<Item, { role: string }>['content']
+type WireTool = Static<typeof FunctionToolSchema>
+
+// Compiled once: each input item and function tool is checked against the schema of its type.
+const ITEM_CHECKS: Record<string, TypeCheck<TSchema>> = {
+  message: TypeCompiler.Compile(MessageItem),
+  function_call: TypeCompiler.Compile(FunctionCallItem),
+  function_call_output: TypeCompiler.Compile(FunctionCallOutputItem),
+  reasoning: TypeCompiler.Compile(ReasoningItem),
+}
+const FUNCTION_TOOL_CHECK = TypeCompiler.Compile(FunctionToolSchema)
 
 /**
  * Marks an encrypted_content that carries an upstream's redacted reasoning (Anthropic's
@@ -36,7 +48,7 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
   let webSearch = false
   for (const [index, tool] of (body.tools ?? []).entries()) {
     if (tool.type === 'function') {
-      const fn = tool as Extract<typeof tool, { name: string }>
+      const fn = checked<WireTool>(FUNCTION_TOOL_CHECK, tool, `tools.${index}`)
       if (tools.some(existing => existing.name === fn.name)) throw unsupported(`tools.${index}`, `duplicate tool name "${fn.name}"`)
       tools.push({ name: fn.name, description: fn.description ?? undefined, parameters: fn.parameters ?? { type: 'object', properties: {} }, strict: fn.strict ?? undefined })
     } else if (tool.type === 'web_fetch') webFetch = true
@@ -119,8 +131,15 @@ function decodeInput(input: Body['input']): Message[] {
     }
     return assistant.parts
   }
-  for (const [index, item] of input.entries()) {
+  for (const [index, raw] of input.entries()) {
     const param = `input.${index}`
+    const type = raw.type ?? 'message'
+    const check = ITEM_CHECKS[type]
+    if (check === undefined) {
+      if (type === 'item_reference') throw unsupported(param, 'item_reference is not supported: the gateway stores no items; send the items themselves')
+      throw unsupported(`${param}.type`, `input item type "${type}" is not supported: message, function_call, function_call_output and reasoning are`)
+    }
+    const item = checked<Item>(check, raw, param)
     switch (item.type) {
       case undefined:
       case 'message': {
@@ -152,13 +171,20 @@ function decodeInput(input: Body['input']): Message[] {
         messages.push({ role: 'tool', parts: [{ type: 'tool-result', callId: result.call_id, content: toolOutput(result.output, `${param}.output`) }] })
         break
       }
-      case 'item_reference':
-        throw unsupported(param, 'item_reference is not supported: the gateway stores no items; send the items themselves')
-      default:
-        throw unsupported(`${param}.type`, `input item type "${item.type}" is not supported: message, function_call, function_call_output and reasoning are`)
     }
   }
   return messages
+}
+
+/** `value` as checked by `check`, or a 400 naming the first offending field under `param`. */
+function checked<T>(check: TypeCheck<TSchema>, value: unknown, param: string): T {
+  if (check.Check(value)) return value as T
+  const issue = check.Errors(value).First()
+  const where = `${param}${(issue?.path ?? '').replaceAll('/', '.')}`
+  if (issue === undefined) throw unsupported(param, `${param} is not valid`)
+  if (issue.message === 'Unexpected property') throw unsupported(where, `unknown field "${where}"`)
+  const custom = (issue.schema as { error?: unknown }).error
+  throw unsupported(where, `${where}: ${typeof custom === 'string' ? custom : issue.message}`)
 }
 
 /** A reasoning item → a reasoning part; the signature (or redacted data) rides in encrypted_content. */

@@ -16,7 +16,7 @@ export type Echo = Record<string, unknown>
 export function echoOf(body: ResponsesRequest): Echo {
   const tools = (body.tools ?? []).map(tool => {
     if (tool.type !== 'function') return tool
-    const fn = tool as { name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }
+    const fn = tool as unknown as { name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }
     return { type: 'function', name: fn.name, description: fn.description ?? null, parameters: fn.parameters ?? null, strict: fn.strict ?? null }
   })
   return {
