@@ -8,8 +8,8 @@ interface Item {
   readonly kind: 'message' | 'reasoning' | 'function_call'
   readonly index: number
   readonly id: string
-  /** The id as a JSON string, serialised once for the delta frames. */
-  readonly idJson: string
+  /** `"item_id":…,"output_index":…`, serialised once for the item's frames. */
+  readonly where: string
   /** Text, reasoning text, or function arguments so far. */
   text: string
   open: boolean
@@ -54,14 +54,14 @@ export class ResponsesStreamEncoder implements StreamEncoder {
         const item = this.open(event.block, 'message', 'msg')
         return [
           this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify({ id: item.id, type: 'message', status: 'in_progress', content: [], role: 'assistant' })}`),
-          this.event('response.content_part.added', `${this.where(item)},"content_index":0,"part":${JSON.stringify(outputText(''))}`),
+          this.event('response.content_part.added', `${item.where},"content_index":0,"part":${JSON.stringify(outputText(''))}`),
         ]
       }
       case 'text-delta': {
         const item = this.byBlock.get(event.block)
         if (item === undefined || event.delta === '') return []
         item.text += event.delta
-        return [this.event('response.output_text.delta', `${this.where(item)},"content_index":0,"delta":${JSON.stringify(event.delta)},"logprobs":[]`)]
+        return [this.event('response.output_text.delta', `${item.where},"content_index":0,"delta":${JSON.stringify(event.delta)},"logprobs":[]`)]
       }
       case 'reasoning-start': {
         const item = this.open(event.block, 'reasoning', 'rs')
@@ -73,10 +73,10 @@ export class ResponsesStreamEncoder implements StreamEncoder {
         const frames: string[] = []
         if (item.summary !== true) {
           item.summary = true
-          frames.push(this.event('response.reasoning_summary_part.added', `${this.where(item)},"summary_index":0,"part":{"type":"summary_text","text":""}`))
+          frames.push(this.event('response.reasoning_summary_part.added', `${item.where},"summary_index":0,"part":{"type":"summary_text","text":""}`))
         }
         item.text += event.delta
-        frames.push(this.event('response.reasoning_summary_text.delta', `${this.where(item)},"summary_index":0,"delta":${JSON.stringify(event.delta)}`))
+        frames.push(this.event('response.reasoning_summary_text.delta', `${item.where},"summary_index":0,"delta":${JSON.stringify(event.delta)}`))
         return frames
       }
       case 'reasoning-end': {
@@ -96,7 +96,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
         const item = this.byBlock.get(event.block)
         if (item === undefined || event.argumentsDelta === '') return []
         item.text += event.argumentsDelta
-        return [this.event('response.function_call_arguments.delta', `${this.where(item)},"delta":${JSON.stringify(event.argumentsDelta)}`)]
+        return [this.event('response.function_call_arguments.delta', `${item.where},"delta":${JSON.stringify(event.argumentsDelta)}`)]
       }
       case 'text-end':
       case 'tool-call-end': {
@@ -134,7 +134,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private open(block: number, kind: Item['kind'], prefix: 'msg' | 'rs' | 'fc'): Item {
     const index = this.items.length
     const id = itemId(this.meta, prefix, index)
-    const item: Item = { kind, index, id, idJson: JSON.stringify(id), text: '', open: true }
+    const item: Item = { kind, index, id, where: `"item_id":${JSON.stringify(id)},"output_index":${index}`, text: '', open: true }
     this.items.push(item)
     this.byBlock.set(block, item)
     return item
@@ -146,13 +146,13 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     const frames: string[] = []
     const text = JSON.stringify(item.text)
     if (item.kind === 'message') {
-      frames.push(this.event('response.output_text.done', `${this.where(item)},"content_index":0,"text":${text},"logprobs":[]`))
-      frames.push(this.event('response.content_part.done', `${this.where(item)},"content_index":0,"part":${JSON.stringify(outputText(item.text))}`))
+      frames.push(this.event('response.output_text.done', `${item.where},"content_index":0,"text":${text},"logprobs":[]`))
+      frames.push(this.event('response.content_part.done', `${item.where},"content_index":0,"part":${JSON.stringify(outputText(item.text))}`))
     } else if (item.kind === 'reasoning' && item.summary === true) {
-      frames.push(this.event('response.reasoning_summary_text.done', `${this.where(item)},"summary_index":0,"text":${text}`))
-      frames.push(this.event('response.reasoning_summary_part.done', `${this.where(item)},"summary_index":0,"part":{"type":"summary_text","text":${text}}`))
+      frames.push(this.event('response.reasoning_summary_text.done', `${item.where},"summary_index":0,"text":${text}`))
+      frames.push(this.event('response.reasoning_summary_part.done', `${item.where},"summary_index":0,"part":{"type":"summary_text","text":${text}}`))
     } else if (item.kind === 'function_call') {
-      frames.push(this.event('response.function_call_arguments.done', `${this.where(item)},"arguments":${text}`))
+      frames.push(this.event('response.function_call_arguments.done', `${item.where},"arguments":${text}`))
     }
     frames.push(this.event('response.output_item.done', `"output_index":${item.index},"item":${JSON.stringify(this.itemObject(item, status))}`))
     return frames
@@ -172,10 +172,6 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   /** Every item as it stands: done items completed, open ones incomplete. */
   private output(): unknown[] {
     return this.items.map(item => this.itemObject(item, item.open ? 'incomplete' : 'completed'))
-  }
-
-  private where(item: Item): string {
-    return `"item_id":${item.idJson},"output_index":${item.index}`
   }
 
   private event(type: string, fields: string): string {
