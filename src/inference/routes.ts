@@ -14,6 +14,7 @@ import { echoOf, encodeResponse } from './dialects/responses/encode'
 import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
 import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import { OpenAIErrorResponse } from '../http/openapi-schemas'
+import { ApiError } from '../http/errors'
 import type { DialectEncoder } from './dialects/types'
 import { runChat, type PipelineDeps } from './pipeline'
 
@@ -71,6 +72,8 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
       '/responses',
       async ({ body, principal, request, set, server }) => {
         try {
+          // Spec §4.10: Encrypted headers belong to Chat Completions only.
+          if (request.headers.has('svc-encrypted')) throw new ApiError('invalid_request', 'Encrypted requests are only available on POST /v1/chat/completions')
           const chat = decodeResponses(body, catalog.resolve(body.model))
           const reply = await runChat(pipeline, {
             principal,

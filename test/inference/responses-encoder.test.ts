@@ -2,13 +2,15 @@ import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { ApiError } from '../../src/http/errors'
 import type { ChatEvent, Usage } from '../../src/inference/canonical'
-import { echoOf } from '../../src/inference/dialects/responses/encode'
+import type { ChatResult } from '../../src/inference/collect'
+import { echoOf, encodeResponse } from '../../src/inference/dialects/responses/encode'
 import { ResponsesStreamEncoder } from '../../src/inference/dialects/responses/encode-stream'
 
 // The Responses stream encoder on its own: shapes the pipeline can produce that the route tests
 // do not reach, each replayed through the openai SDK's stream helper.
 
-const META = { id: 'resp_unit', model: 'unit', createdAt: 1_768_478_400, includeUsage: true }
+// (estimatedInputTokens: a ResponseMeta field on branches whose dialects announce the prompt early.)
+const META = { id: 'resp_unit', model: 'unit', createdAt: 1_768_478_400, includeUsage: true, estimatedInputTokens: 0 }
 const USAGE: Usage = { inputTokens: 10, outputTokens: 20, reasoningTokens: 8, webSearchRequests: 0, webFetchRequests: 0 }
 
 const encoder = () => new ResponsesStreamEncoder(META, echoOf({ model: 'unit', input: 'x' }))
@@ -80,5 +82,25 @@ describe('ResponsesStreamEncoder', () => {
     expect([final.status, final.incomplete_details?.reason, final.output_text]).toEqual(['incomplete', 'max_output_tokens', 'cut'])
     expect(final.output[0]).toEqual({ id: 'rs_unit0', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' })
     expect((final.output[1] as OpenAI.Responses.ResponseOutputMessage).status).toBe('incomplete')
+  })
+})
+
+describe('encodeResponse (non-streamed)', () => {
+  test('a collector that keeps blocks apart: one item per block, each reasoning with its own signature, in place', () => {
+    const blocks = [
+      { type: 'reasoning', text: 'First.', signature: 'sig-1' },
+      { type: 'tool-call', callId: 'toolu_1', name: 'look', arguments: '{}' },
+      { type: 'reasoning', text: '', signature: 'opaque', redacted: true },
+      { type: 'text', text: 'Cut' },
+    ]
+    const result = { blocks, text: 'Cut', reasoning: 'First.', toolCalls: [blocks[1]], finishReason: 'length', usage: USAGE, error: undefined } as unknown as ChatResult
+    const response = encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' }))
+    expect([response.status, response.incomplete_details]).toEqual(['incomplete', { reason: 'max_output_tokens' }])
+    expect(response.output).toEqual([
+      { id: 'rs_unit0', type: 'reasoning', summary: [{ type: 'summary_text', text: 'First.' }], encrypted_content: 'sig-1' },
+      { id: 'fc_unit1', type: 'function_call', status: 'completed', arguments: '{}', call_id: 'toolu_1', name: 'look' },
+      { id: 'rs_unit2', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' },
+      { id: 'msg_unit3', type: 'message', status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Cut', annotations: [], logprobs: [] }] },
+    ])
   })
 })

@@ -25,7 +25,7 @@ import { assertEventGrammar } from '../providers/events'
 const UPDATE = process.env.UPDATE_GOLDEN === '1'
 const FIXTURES = new URL('../fixtures/', import.meta.url)
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
-const META = { id: 'resp_golden', model: 'golden', createdAt: NOW / 1000, includeUsage: true }
+const META = { id: 'resp_golden', model: 'golden', createdAt: NOW / 1000, includeUsage: true, estimatedInputTokens: 0 }
 
 const ROUTE: ModelRoute = {
   id: 'golden', modelId: 'golden', level: 'private', routing: 'ordered', contextLength: 200_000, maxOutputTokens: 8192,

@@ -3,7 +3,7 @@ import OpenAI from 'openai'
 import { MiB } from '../../src/http/body-limit'
 import { decodeResponses } from '../../src/inference/dialects/responses/decode'
 import type { ResponsesRequest } from '../../src/inference/dialects/responses/schema'
-import { events, ROUTE, seen, setup } from './scripted-app'
+import { events, ROUTE, seen, server, setup } from './scripted-app'
 
 // What POST /v1/responses accepts and how it maps to the canonical request; what it refuses,
 // always as a 400 in the OpenAI envelope naming the field, before anything is reserved.
@@ -146,6 +146,18 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
     await client.responses.create({ model: 'scripted', input: 'x', store: false, include: ['reasoning.encrypted_content'], service_tier: 'auto', truncation: 'disabled' })
     await client.responses.create({ model: 'scripted', input: 'x', previous_response_id: null })
     expect(seen).toHaveLength(2)
+  })
+
+  test('Encrypted headers are refused: Encrypted is Chat Completions only (spec §4.10)', async () => {
+    const { org } = await setup(() => events([...ok]))
+    const response = await fetch(`http://127.0.0.1:${server()!.port}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json', 'svc-encrypted': '1' },
+      body: JSON.stringify({ model: 'scripted', input: 'x' }),
+    })
+    expect(response.status).toBe(400)
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/only available on POST \/v1\/chat\/completions/)
+    expect(seen).toHaveLength(0)
   })
 
   test('the body limit is 4 MiB: larger is 413 before any byte is parsed', async () => {

@@ -26,11 +26,13 @@ export const CREDIT = 10_000_000_000n
 export type Script = (request: ChatRequest, signal: AbortSignal) => AsyncIterable<ChatEvent> | Promise<never>
 
 export let t: TestApp
-let server: ReturnType<typeof Bun.serve> | undefined
+let current: ReturnType<typeof Bun.serve> | undefined
+/** The scripted app's HTTP server. */
+export const server = () => current
 export let seen: ChatRequest[] = []
 afterEach(async () => {
-  server?.stop(true)
-  server = undefined
+  current?.stop(true)
+  current = undefined
   await t?.close()
   t = undefined as unknown as TestApp
 })
@@ -55,13 +57,13 @@ export async function setup(script: Script) {
   const app = new Elysia({ normalize: false })
     .use(requestContext(silentLogger))
     .use(inferenceRoutes(t.deps.keys, t.deps.limits, catalog, { metering: t.deps.metering, router, logger: silentLogger, clock: t.clock }))
-  server = Bun.serve({ port: 0, fetch: app.fetch })
+  current = Bun.serve({ port: 0, fetch: app.fetch })
   const org = await t.createOrg('acme', CREDIT)
   await t.deps.database.client.execute({ sql: "UPDATE orgs SET plan_id = 'payg' WHERE id = ?", args: [org.orgId] })
-  const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${current.port}/v1`, maxRetries: 0 })
   const charged = async () => CREDIT - (await t.deps.balance(org.orgId)).prepaidNanos
   const post = (body: unknown, signal?: AbortSignal) =>
-    fetch(`http://127.0.0.1:${server!.port}/v1/responses`, {
+    fetch(`http://127.0.0.1:${current!.port}/v1/responses`, {
       method: 'POST',
       headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),

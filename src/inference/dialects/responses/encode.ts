@@ -116,21 +116,46 @@ export function functionCallItem(id: string, call: { callId: string; name: strin
   return { id, type: 'function_call', status, arguments: call.arguments, call_id: call.callId, name: call.name }
 }
 
+/** One block of a collected answer, in the canonical part shapes. */
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
+  | { type: 'tool-call'; callId: string; name: string; arguments: string }
+
 /**
- * A non-streamed `response` from the collected result: reasoning, then the message, then the
- * function calls. (The collected result keeps one reasoning text; a stream keeps each block.)
+ * The answer's blocks in order. A collector that keeps blocks apart (`blocks`: each reasoning
+ * block with its own signature, in its place between tool calls) is read as is; one that only
+ * has flat views (one reasoning text and the last signature) is read as reasoning, text, calls.
+ */
+function blocksOf(result: ChatResult): Block[] {
+  const kept = (result as { blocks?: Block[] }).blocks
+  if (kept !== undefined) return kept
+  const flat = result as unknown as { text: string; reasoning: string; reasoningSignature?: string; toolCalls: Array<{ callId: string; name: string; arguments: string }> }
+  const blocks: Block[] = []
+  if (flat.reasoning !== '' || flat.reasoningSignature !== undefined) blocks.push({ type: 'reasoning', text: flat.reasoning, signature: flat.reasoningSignature })
+  if (flat.text !== '') blocks.push({ type: 'text', text: flat.text })
+  for (const call of flat.toolCalls) blocks.push({ type: 'tool-call', ...call })
+  return blocks
+}
+
+/**
+ * A non-streamed `response`: one output item per block of the answer, as the stream sends them
+ * (reasoning → reasoning item, text → message, tool call → function_call). A truncated answer
+ * marks its last item incomplete.
  */
 export function encodeResponse(result: ChatResult, usage: Usage, meta: ResponseMeta, echo: Echo) {
   const { status, incomplete } = statusOf(result.finishReason)
-  const output: unknown[] = []
-  if (result.reasoning !== '' || result.reasoningSignature !== undefined) {
-    output.push(reasoningItem(itemId(meta, 'rs', output.length), result.reasoning, result.reasoningSignature, false))
-  }
-  const last = result.toolCalls.length === 0 ? 'message' : 'call'
-  if (result.text !== '') output.push(messageItem(itemId(meta, 'msg', output.length), result.text, last === 'message' ? status : 'completed'))
-  result.toolCalls.forEach((call, index) => {
-    const truncated = status === 'incomplete' && index === result.toolCalls.length - 1
-    output.push(functionCallItem(itemId(meta, 'fc', output.length), call, truncated ? 'incomplete' : 'completed'))
+  const blocks = blocksOf(result)
+  const output = blocks.map((block, index) => {
+    const itemStatus = status === 'incomplete' && index === blocks.length - 1 ? 'incomplete' : 'completed'
+    switch (block.type) {
+      case 'reasoning':
+        return reasoningItem(itemId(meta, 'rs', index), block.text, block.signature, block.redacted)
+      case 'text':
+        return messageItem(itemId(meta, 'msg', index), block.text, itemStatus)
+      case 'tool-call':
+        return functionCallItem(itemId(meta, 'fc', index), block, itemStatus)
+    }
   })
   return responseObject(meta, echo, { status, output, usage, incomplete })
 }
