@@ -118,6 +118,8 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call(item({ type: 'computer_call_output', call_id: 'c', output: {} })), 'input.0.type', /"computer_call_output" is not supported/],
       [call(item({ type: 'function_call', call_id: 'c', arguments: '{}' })), 'input.0.name', /input\.0\.name/],
       [call(item({ role: 'user', content: 'x', extra: true })), 'input.0.extra', /unknown field "input.0.extra"/],
+      [call(item({ role: 'user', content: [{ type: 'input_text' }] })), 'input.0.content.0.text', /required/],
+      [call(item({ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] })), 'input.0.content.0', /must be a valid input_text, input_image/],
       [call({ input: [{ type: 'function_call_output', call_id: 'ghost', output: 'x' }] }), 'input.0.call_id', /no function_call with call_id "ghost"/],
       [call(item({ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://example.com/a.png', detail: 'auto' }] })), 'input.0.content.0', /only accepted in user messages/],
       [call(item({ role: 'user', content: [{ type: 'input_image', file_id: 'file-1', detail: 'auto' }] })), 'input.0.content.0.file_id', /no file storage/],

@@ -1,5 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox'
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
+import { TypeCompiler, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
@@ -179,12 +179,37 @@ function decodeInput(input: Body['input']): Message[] {
 /** `value` as checked by `check`, or a 400 naming the first offending field under `param`. */
 function checked<T>(check: TypeCheck<TSchema>, value: unknown, param: string): T {
   if (check.Check(value)) return value as T
-  const issue = check.Errors(value).First()
+  const first = check.Errors(value).First()
+  const issue = first && deepest(first)
   const where = `${param}${(issue?.path ?? '').replaceAll('/', '.')}`
   if (issue === undefined) throw unsupported(param, `${param} is not valid`)
   if (issue.message === 'Unexpected property') throw unsupported(where, `unknown field "${where}"`)
   const custom = (issue.schema as { error?: unknown }).error
   throw unsupported(where, `${where}: ${typeof custom === 'string' ? custom : issue.message}`)
+}
+
+/**
+ * A union reports only that no variant matched. When the value names its `type` and a variant
+ * has that type, that variant's own error is the one at fault (e.g. a content part's missing
+ * `text`); a type no variant has keeps the union's message; otherwise the variant that got
+ * furthest into the value (the longest path) is taken.
+ */
+function deepest(issue: ValueError): ValueError {
+  if (issue.errors.length === 0) return issue
+  const type = typeof issue.value === 'object' && issue.value !== null ? (issue.value as { type?: unknown }).type : undefined
+  const variants = (issue.schema as { anyOf?: Array<{ properties?: { type?: { const?: unknown } } }> }).anyOf ?? []
+  if (typeof type === 'string' && variants.some(variant => variant.properties?.type?.const !== undefined)) {
+    const index = variants.findIndex(variant => variant.properties?.type?.const === type)
+    const first = index === -1 ? undefined : issue.errors[index]?.First()
+    return first ? deepest(first) : issue
+  }
+  let best = issue
+  for (const variant of issue.errors) {
+    const first = variant.First()
+    const candidate = first && deepest(first)
+    if (candidate && candidate.path.split('/').length > best.path.split('/').length) best = candidate
+  }
+  return best
 }
 
 /** A reasoning item → a reasoning part; the signature (or redacted data) rides in encrypted_content. */

@@ -35,14 +35,16 @@ const OutputText = t.Object(
 )
 const Refusal = t.Object({ type: t.Literal('refusal'), refusal: t.String() }, { additionalProperties: false })
 
-export const MessageContent = t.Union([InputText, InputImage, InputFile, OutputText, Refusal])
+export const MessageContent = t.Union([InputText, InputImage, InputFile, OutputText, Refusal], {
+  error: 'a content part must be a valid input_text, input_image, input_file, output_text or refusal part',
+})
 const Status = nullable(t.Union([t.Literal('in_progress'), t.Literal('completed'), t.Literal('incomplete')]))
 
 export const MessageItem = t.Object(
   {
     type: t.Optional(t.Literal('message')),
     role: t.Union([t.Literal('user'), t.Literal('system'), t.Literal('developer'), t.Literal('assistant')]),
-    content: t.Union([t.String(), t.Array(MessageContent)]),
+    content: t.Union([t.String(), t.Array(MessageContent)], { error: 'content must be a string or an array of content parts' }),
     id: nullable(t.String()),
     status: Status,
     phase: nullable(t.Union([t.Literal('commentary'), t.Literal('final_answer')])),
@@ -66,7 +68,9 @@ export const FunctionCallOutputItem = t.Object(
   {
     type: t.Literal('function_call_output'),
     call_id: t.String({ minLength: 1 }),
-    output: t.Union([t.String(), t.Array(t.Union([InputText, InputImage, InputFile]))]),
+    output: t.Union([t.String(), t.Array(t.Union([InputText, InputImage, InputFile], { error: 'an output part must be a valid input_text, input_image or input_file part' }))], {
+      error: 'output must be a string or an array of parts',
+    }),
     id: nullable(t.String()),
     status: Status,
   },
