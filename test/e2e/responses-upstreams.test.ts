@@ -41,17 +41,23 @@ for (const { type, wire } of TARGETS) {
     let t: TestApp
     let server: ReturnType<typeof Bun.serve>
     let upstream: FakeUpstream
+    let secondary: FakeUpstream
     let client: OpenAI
     let orgId: string
     const charged = async () => CREDIT - (await t.deps.balance(orgId)).prepaidNanos
 
     beforeEach(async () => {
       upstream = await FakeUpstream.start()
+      secondary = await FakeUpstream.start()
+      const model = (id: string, backends: string) =>
+        `  - { id: ${id}, backends: ${backends}, price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true, reasoning: true } }`
       const yaml = [
         'providers:',
         `  - { id: up, type: ${type}, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
+        `  - { id: second, type: ${type}, base_url: "${secondary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
         'models:',
-        `  - { id: solo, backends: [{ provider: up, model: model-a }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true, reasoning: true } }`,
+        model('solo', '[{ provider: up, model: model-a }]'),
+        model('duo', '[{ provider: up, model: model-a }, { provider: second, model: model-b }]'),
         'plans: { payg: { monthly_allowance: "0", fusion: false } }',
       ].join('\n')
       const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: KEY }
@@ -64,7 +70,7 @@ for (const { type, wire } of TARGETS) {
 
     afterEach(async () => {
       server.stop(true)
-      await upstream.close()
+      await Promise.all([upstream.close(), secondary.close()])
       await t.close()
     })
 
@@ -156,6 +162,15 @@ for (const { type, wire } of TARGETS) {
       expect(events).not.toContain('response.completed')
       expect(await charged()).toBeGreaterThan(0n)
       expect(t.deps.limits.concurrency.inUse(orgId)).toBe(0)
+    })
+
+    test('fallback: a 500 before the first byte moves the stream to the second backend; only the served answer is charged', async () => {
+      upstream.enqueue({ kind: 'json', status: 500, body: wire.errorBody(500, 'internal failure') })
+      secondary.enqueue({ kind: 'sse', body: wire.stream({ text: 'from the second backend', finish: 'stop', usage: { inputTokens: 7, outputTokens: 4 } }) })
+      const final = await client.responses.stream({ model: 'duo', input: 'anyone there?' }).finalResponse()
+      expect([final.status, final.output_text]).toEqual(['completed', 'from the second backend'])
+      expect([upstream.requests.length, secondary.onlyRequest().body.model]).toEqual([1, 'model-b'])
+      expect(await charged()).toBe(priceOf(final.usage))
     })
 
     test('nothing is stored: previous_response_id and store: true are 400 before any upstream call', async () => {
