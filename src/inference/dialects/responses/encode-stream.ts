@@ -13,6 +13,8 @@ interface Item {
   /** Text, reasoning text, or function arguments so far. */
   text: string
   open: boolean
+  /** The status the item was closed with. */
+  status?: ResponseStatus
   callId?: string
   name?: string
   /** Reasoning: whether the summary part was announced (only once the upstream gave text). */
@@ -143,6 +145,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private close(item: Item, status: ResponseStatus): string[] {
     if (!item.open) return []
     item.open = false
+    item.status = status
     const frames: string[] = []
     const text = JSON.stringify(item.text)
     if (item.kind === 'message') {
@@ -169,9 +172,9 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     }
   }
 
-  /** Every item as it stands: done items completed, open ones incomplete. */
+  /** Every item as it stands: done items as they were closed, open ones incomplete. */
   private output(): unknown[] {
-    return this.items.map(item => this.itemObject(item, item.open ? 'incomplete' : 'completed'))
+    return this.items.map(item => this.itemObject(item, item.status ?? 'incomplete'))
   }
 
   private event(type: string, fields: string): string {
