@@ -15,6 +15,10 @@ import { decodeCountTokens, decodeMessages } from './dialects/messages/decode'
 import { encodeMessage } from './dialects/messages/encode'
 import { MessagesStreamEncoder } from './dialects/messages/encode-stream'
 import { CountTokensBody, MessageResponse, MessagesBody, TokenCountResponse } from './dialects/messages/schema'
+import { decodeResponses, renameParam } from './dialects/responses/decode'
+import { echoOf, encodeResponse } from './dialects/responses/encode'
+import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
+import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import type { DialectEncoder } from './dialects/types'
 import { typicalInputTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
@@ -41,8 +45,18 @@ function refuseEncrypted(request: Request, model: string): void {
   }
 }
 
+/** The Responses encoder of one request: its response object repeats the request's settings. */
+function responsesEncoder(body: typeof ResponsesBody.static): DialectEncoder {
+  const echo = echoOf(body)
+  return {
+    idPrefix: 'resp_',
+    encode: (result, usage, meta) => encodeResponse(result, usage, meta, echo),
+    streamEncoder: meta => new ResponsesStreamEncoder(meta, echo),
+  }
+}
+
 /**
- * POST /v1/chat/completions, /v1/messages and /v1/messages/count_tokens (spec §4.12): each
+ * POST /v1/chat/completions, /v1/responses, /v1/messages and /v1/messages/count_tokens (spec §4.12): each
  * client format to any configured backend, through the one pipeline.
  */
 export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { resolve(id: string): ModelRoute }, pipeline: PipelineDeps) {
@@ -139,6 +153,43 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
             '(its own count_tokens). Otherwise an estimate: UTF-8 bytes ÷ 4 of text, reasoning, tool calls, results and tool ' +
             'definitions, plus 4 per message and 1600 per image (the figure the gateway uses to check context fit). Images by ' +
             'URL and documents count at those flat or byte rates, not as the backend will tokenise them.',
+        },
+      },
+    )
+    .post(
+      '/responses',
+      async ({ body, principal, request, set, server }) => {
+        try {
+          refuseEncrypted(request, body.model)
+          const chat = decodeResponses(body, catalog.resolve(body.model))
+          const reply = await runChat(pipeline, {
+            principal,
+            request: chat,
+            requestId: requestIdOf(set),
+            encoder: responsesEncoder(body),
+            includeUsage: true,
+            uncensored: body.uncensored,
+            httpRequest: request,
+            disableIdleTimeout: () => server?.timeout(request, 0),
+          })
+          return reply as typeof ResponseObject.static
+        } catch (error) {
+          throw renameParam(error)
+        }
+      },
+      {
+        // Spec §8: inference routes other than chat take at most 4 MiB.
+        auth: { mode: 'inference', jsonBody: 4 * MiB },
+        body: ResponsesBody,
+        response: { 200: ResponseObject, 400: OpenAIErrorResponse, 401: OpenAIErrorResponse, 413: OpenAIErrorResponse, 429: OpenAIErrorResponse, 502: OpenAIErrorResponse },
+        detail: {
+          summary: 'Create a model response',
+          description:
+            'OpenAI Responses: input as a string or items (messages, function_call, function_call_output, reasoning), instructions, ' +
+            'function tools, reasoning (effort, summary; reasoning items carry the upstream signature in encrypted_content), ' +
+            'text.format json_schema, and streaming (response.created … response.completed, each event with its sequence_number). ' +
+            'Nothing is stored: store: true, previous_response_id and conversation are 400. Encrypted models are refused (Chat Completions only). ' +
+            'Billed from the upstream-reported usage, settled before the final event. Errors use the OpenAI envelope.',
         },
       },
     )

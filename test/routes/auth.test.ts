@@ -12,6 +12,7 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages', mode: 'inference', body: { model: 'demo-anonymous', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages/count_tokens', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
+  { method: 'POST', path: '/v1/responses', mode: 'inference', body: { model: 'demo-anonymous', input: 'hi' }, okStatus: 200 },
 ]
 
 // Routes that take no credential, on purpose.

@@ -104,9 +104,10 @@ function userParts(content: UserContent, index: number): Part[] {
 
 const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i
 // Inline attachments are capped at 1 MiB decoded (spec §8).
-const MAX_INLINE_BYTES = 1024 * 1024
+export const MAX_INLINE_BYTES = 1024 * 1024
 
-function decodeImage(url: string, param: string): Part {
+/** An image URL or base64 data URL → a canonical image part (shared with the Responses dialect). */
+export function decodeImage(url: string, param: string): Part {
   if (url.startsWith('data:')) {
     const match = DATA_URL.exec(url)
     if (!match) throw new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>', param)

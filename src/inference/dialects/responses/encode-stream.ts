@@ -1,0 +1,187 @@
+import type { ApiError } from '../../../http/errors'
+import type { ChatEvent, FinishReason, Usage } from '../../canonical'
+import type { ResponseMeta, StreamEncoder } from '../types'
+import { functionCallItem, itemId, messageItem, outputText, reasoningItem, responseObject, statusOf, type Echo, type ResponseStatus } from './encode'
+
+/** One output item of the response, opened by a canonical block. */
+interface Item {
+  readonly kind: 'message' | 'reasoning' | 'function_call'
+  readonly index: number
+  readonly id: string
+  /** `"item_id":…,"output_index":…`, serialised once for the item's frames. */
+  readonly where: string
+  /** Text, reasoning text, or function arguments so far. */
+  text: string
+  open: boolean
+  /** The status the item was closed with. */
+  status?: ResponseStatus
+  callId?: string
+  name?: string
+  /** Reasoning: whether the summary part was announced (only once the upstream gave text). */
+  summary?: boolean
+  signature?: string
+  redacted?: boolean
+}
+
+/**
+ * The Responses event stream as the official openai SDK's `responses.stream()` accumulates it:
+ * response.created and response.in_progress; per canonical block one output item
+ * (output_item.added … output_item.done) carrying its content events (a message's
+ * content_part / output_text, a reasoning item's summary part / summary text, a function call's
+ * arguments); then response.completed (response.incomplete when truncated) with the whole output
+ * and usage, or response.failed. Every event is `event: <type>` plus JSON data with a
+ * sequence_number counting from 0; item events carry item_id, output_index and content_index
+ * (or summary_index) exactly where the API's types have them.
+ */
+export class ResponsesStreamEncoder implements StreamEncoder {
+  private readonly items: Item[] = []
+  private readonly byBlock = new Map<number, Item>()
+  private sequence = 0
+  /** The sequence number before finish(): a failed settlement replaces its frames with fail()'s. */
+  private sequenceAtFinish: number | undefined
+
+  constructor(
+    private readonly meta: ResponseMeta,
+    private readonly echo: Echo,
+  ) {}
+
+  start(): string[] {
+    const response = responseObject(this.meta, this.echo, { status: 'in_progress', output: [], usage: null })
+    return [this.lifecycle('response.created', response), this.lifecycle('response.in_progress', response)]
+  }
+
+  push(event: ChatEvent): string[] {
+    switch (event.type) {
+      case 'text-start': {
+        const item = this.open(event.block, 'message', 'msg')
+        return [
+          this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify({ id: item.id, type: 'message', status: 'in_progress', content: [], role: 'assistant' })}`),
+          this.event('response.content_part.added', `${item.where},"content_index":0,"part":${JSON.stringify(outputText(''))}`),
+        ]
+      }
+      case 'text-delta': {
+        const item = this.byBlock.get(event.block)
+        if (item === undefined || event.delta === '') return []
+        item.text += event.delta
+        return [this.event('response.output_text.delta', `${item.where},"content_index":0,"delta":${JSON.stringify(event.delta)},"logprobs":[]`)]
+      }
+      case 'reasoning-start': {
+        const item = this.open(event.block, 'reasoning', 'rs')
+        return [this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify({ id: item.id, type: 'reasoning', summary: [] })}`)]
+      }
+      case 'reasoning-delta': {
+        const item = this.byBlock.get(event.block)
+        if (item === undefined || event.delta === '') return []
+        const frames: string[] = []
+        if (item.summary !== true) {
+          item.summary = true
+          frames.push(this.event('response.reasoning_summary_part.added', `${item.where},"summary_index":0,"part":{"type":"summary_text","text":""}`))
+        }
+        item.text += event.delta
+        frames.push(this.event('response.reasoning_summary_text.delta', `${item.where},"summary_index":0,"delta":${JSON.stringify(event.delta)}`))
+        return frames
+      }
+      case 'reasoning-end': {
+        const item = this.byBlock.get(event.block)
+        if (item === undefined) return []
+        item.signature = event.signature
+        item.redacted = event.redacted
+        return this.close(item, 'completed')
+      }
+      case 'tool-call-start': {
+        const item = this.open(event.block, 'function_call', 'fc')
+        item.callId = event.callId
+        item.name = event.name
+        return [this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify(this.itemObject(item, 'in_progress'))}`)]
+      }
+      case 'tool-call-delta': {
+        const item = this.byBlock.get(event.block)
+        if (item === undefined || event.argumentsDelta === '') return []
+        item.text += event.argumentsDelta
+        return [this.event('response.function_call_arguments.delta', `${item.where},"delta":${JSON.stringify(event.argumentsDelta)}`)]
+      }
+      case 'text-end':
+      case 'tool-call-end': {
+        const item = this.byBlock.get(event.block)
+        return item === undefined ? [] : this.close(item, 'completed')
+      }
+      default:
+        return []
+    }
+  }
+
+  finish(reason: FinishReason, usage: Usage): string[] {
+    this.sequenceAtFinish = this.sequence
+    const { status, incomplete } = statusOf(reason)
+    // Providers end every block before finishing; close any left open all the same.
+    const frames = this.items.filter(item => item.open).flatMap(item => this.close(item, status))
+    const output = this.output()
+    // A truncated answer marks its last item incomplete, as the API does.
+    if (status === 'incomplete') {
+      const last = output[output.length - 1] as { status?: string } | undefined
+      if (last?.status !== undefined) last.status = 'incomplete'
+    }
+    const response = responseObject(this.meta, this.echo, { status, output, usage, incomplete })
+    frames.push(this.lifecycle(status === 'completed' ? 'response.completed' : 'response.incomplete', response))
+    return frames
+  }
+
+  /** An in-band failure: response.failed with the output so far (open items incomplete). */
+  fail(error: ApiError): string[] {
+    if (this.sequenceAtFinish !== undefined) this.sequence = this.sequenceAtFinish
+    const response = responseObject(this.meta, this.echo, { status: 'failed', output: this.output(), usage: null, error })
+    return [this.lifecycle('response.failed', response)]
+  }
+
+  private open(block: number, kind: Item['kind'], prefix: 'msg' | 'rs' | 'fc'): Item {
+    const index = this.items.length
+    const id = itemId(this.meta, prefix, index)
+    const item: Item = { kind, index, id, where: `"item_id":${JSON.stringify(id)},"output_index":${index}`, text: '', open: true }
+    this.items.push(item)
+    this.byBlock.set(block, item)
+    return item
+  }
+
+  private close(item: Item, status: ResponseStatus): string[] {
+    if (!item.open) return []
+    item.open = false
+    item.status = status
+    const frames: string[] = []
+    const text = JSON.stringify(item.text)
+    if (item.kind === 'message') {
+      frames.push(this.event('response.output_text.done', `${item.where},"content_index":0,"text":${text},"logprobs":[]`))
+      frames.push(this.event('response.content_part.done', `${item.where},"content_index":0,"part":${JSON.stringify(outputText(item.text))}`))
+    } else if (item.kind === 'reasoning' && item.summary === true) {
+      frames.push(this.event('response.reasoning_summary_text.done', `${item.where},"summary_index":0,"text":${text}`))
+      frames.push(this.event('response.reasoning_summary_part.done', `${item.where},"summary_index":0,"part":{"type":"summary_text","text":${text}}`))
+    } else if (item.kind === 'function_call') {
+      frames.push(this.event('response.function_call_arguments.done', `${item.where},"arguments":${text}`))
+    }
+    frames.push(this.event('response.output_item.done', `"output_index":${item.index},"item":${JSON.stringify(this.itemObject(item, status))}`))
+    return frames
+  }
+
+  private itemObject(item: Item, status: ResponseStatus) {
+    switch (item.kind) {
+      case 'message':
+        return messageItem(item.id, item.text, status)
+      case 'reasoning':
+        return reasoningItem(item.id, item.text, item.signature, item.redacted)
+      case 'function_call':
+        return functionCallItem(item.id, { callId: item.callId!, name: item.name!, arguments: item.text }, status)
+    }
+  }
+
+  /** Every item as it stands: done items as they were closed, open ones incomplete. */
+  private output(): unknown[] {
+    return this.items.map(item => this.itemObject(item, item.status ?? 'incomplete'))
+  }
+
+  private event(type: string, fields: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.sequence++},${fields}}\n\n`
+  }
+
+  private lifecycle(type: string, response: unknown): string {
+    return this.event(type, `"response":${JSON.stringify(response)}`)
+  }
+}

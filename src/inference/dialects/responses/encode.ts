@@ -1,0 +1,161 @@
+import type { ApiError } from '../../../http/errors'
+import type { FinishReason, Usage } from '../../canonical'
+import type { ChatResult } from '../../collect'
+import type { ResponseMeta } from '../types'
+import { REDACTED_PREFIX } from './decode'
+import type { ResponsesRequest } from './schema'
+
+// The `response` object of the OpenAI Responses API, shared by the JSON reply and the stream's
+// lifecycle events. Shapes follow the openai SDK's types (resources/responses/responses.ts).
+
+export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress'
+
+/** What the response object repeats of the request (the real API echoes these settings). */
+export type Echo = Record<string, unknown>
+
+export function echoOf(body: ResponsesRequest): Echo {
+  const tools = (body.tools ?? []).map(tool => {
+    if (tool.type !== 'function') return tool
+    const fn = tool as unknown as { name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }
+    return { type: 'function', name: fn.name, description: fn.description ?? null, parameters: fn.parameters ?? null, strict: fn.strict ?? null }
+  })
+  return {
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    max_tool_calls: null,
+    metadata: body.metadata ?? {},
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: null,
+    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? body.reasoning?.generate_summary ?? null },
+    service_tier: 'default',
+    store: false,
+    temperature: body.temperature ?? null,
+    text: { format: body.text?.format ?? { type: 'text' }, verbosity: 'medium' },
+    tool_choice: body.tool_choice ?? 'auto',
+    tools,
+    top_p: body.top_p ?? null,
+    truncation: 'disabled',
+  }
+}
+
+/** Responses usage, with the detail fields its SDK types; hosted-tool counts only when used. */
+export function usageObject(usage: Usage) {
+  return {
+    input_tokens: usage.inputTokens,
+    input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
+    output_tokens: usage.outputTokens,
+    output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    ...(usage.webFetchRequests || usage.webSearchRequests
+      ? { server_tool_use: { web_fetch_requests: usage.webFetchRequests, web_search_requests: usage.webSearchRequests } }
+      : {}),
+  }
+}
+
+/** How a finish reason ends a response: `incomplete` (with its reason) for truncation and filtering. */
+export function statusOf(reason: FinishReason): { status: ResponseStatus; incomplete: { reason: string } | null } {
+  if (reason === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } }
+  if (reason === 'content-filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } }
+  return { status: 'completed', incomplete: null }
+}
+
+/** The in-band error of a failed response (ResponseError's code is a closed set). */
+export function errorObject(error: ApiError) {
+  return { code: error.code === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error', message: error.message }
+}
+
+export function responseObject(
+  meta: ResponseMeta,
+  echo: Echo,
+  state: { status: ResponseStatus; output: unknown[]; usage: Usage | null; error?: ApiError; incomplete?: { reason: string } | null },
+) {
+  return {
+    id: meta.id,
+    object: 'response',
+    created_at: meta.createdAt,
+    status: state.status,
+    background: false,
+    error: state.error ? errorObject(state.error) : null,
+    incomplete_details: state.incomplete ?? null,
+    model: meta.model,
+    output: state.output,
+    usage: state.usage ? usageObject(state.usage) : null,
+    ...echo,
+  }
+}
+
+/** Output item ids: a kind prefix as the real API uses (msg_, rs_, fc_), unique per response. */
+export function itemId(meta: ResponseMeta, prefix: 'msg' | 'rs' | 'fc', outputIndex: number): string {
+  return `${prefix}_${meta.id.slice(meta.id.indexOf('_') + 1)}${outputIndex}`
+}
+
+export function messageItem(id: string, text: string, status: ResponseStatus) {
+  return { id, type: 'message', status, content: [outputText(text)], role: 'assistant' }
+}
+
+export function outputText(text: string) {
+  return { type: 'output_text', annotations: [], logprobs: [], text }
+}
+
+/**
+ * A reasoning item: the upstream's reasoning text as its summary, and its signature (or, for
+ * redacted reasoning, the opaque data behind REDACTED_PREFIX) as encrypted_content, so that the
+ * item sent back in the next turn's input restores the exact reasoning block.
+ */
+export function reasoningItem(id: string, text: string, signature: string | undefined, redacted: boolean | undefined) {
+  const encrypted = signature === undefined || signature === '' ? undefined : redacted ? `${REDACTED_PREFIX}${signature}` : signature
+  return {
+    id,
+    type: 'reasoning',
+    summary: text === '' ? [] : [{ type: 'summary_text', text }],
+    ...(encrypted !== undefined ? { encrypted_content: encrypted } : {}),
+  }
+}
+
+export function functionCallItem(id: string, call: { callId: string; name: string; arguments: string }, status: ResponseStatus) {
+  return { id, type: 'function_call', status, arguments: call.arguments, call_id: call.callId, name: call.name }
+}
+
+/** One block of a collected answer, in the canonical part shapes. */
+type Block =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
+  | { type: 'tool-call'; callId: string; name: string; arguments: string }
+
+/**
+ * The answer's blocks in order. A collector that keeps blocks apart (`blocks`: each reasoning
+ * block with its own signature, in its place between tool calls) is read as is; one that only
+ * has flat views (one reasoning text and the last signature) is read as reasoning, text, calls.
+ */
+function blocksOf(result: ChatResult): Block[] {
+  const kept = (result as { blocks?: Block[] }).blocks
+  if (kept !== undefined) return kept
+  const flat = result as unknown as { text: string; reasoning: string; reasoningSignature?: string; toolCalls: Array<{ callId: string; name: string; arguments: string }> }
+  const blocks: Block[] = []
+  if (flat.reasoning !== '' || flat.reasoningSignature !== undefined) blocks.push({ type: 'reasoning', text: flat.reasoning, signature: flat.reasoningSignature })
+  if (flat.text !== '') blocks.push({ type: 'text', text: flat.text })
+  for (const call of flat.toolCalls) blocks.push({ type: 'tool-call', ...call })
+  return blocks
+}
+
+/**
+ * A non-streamed `response`: one output item per block of the answer, as the stream sends them
+ * (reasoning → reasoning item, text → message, tool call → function_call). A truncated answer
+ * marks its last item incomplete.
+ */
+export function encodeResponse(result: ChatResult, usage: Usage, meta: ResponseMeta, echo: Echo) {
+  const { status, incomplete } = statusOf(result.finishReason)
+  const blocks = blocksOf(result)
+  const output = blocks.map((block, index) => {
+    const itemStatus = status === 'incomplete' && index === blocks.length - 1 ? 'incomplete' : 'completed'
+    switch (block.type) {
+      case 'reasoning':
+        return reasoningItem(itemId(meta, 'rs', index), block.text, block.signature, block.redacted)
+      case 'text':
+        return messageItem(itemId(meta, 'msg', index), block.text, itemStatus)
+      case 'tool-call':
+        return functionCallItem(itemId(meta, 'fc', index), block, itemStatus)
+    }
+  })
+  return responseObject(meta, echo, { status, output, usage, incomplete })
+}

@@ -1,0 +1,199 @@
+import { t, type Static } from 'elysia'
+
+// OpenAI Responses request body (the fields the gateway understands). Unknown fields are rejected,
+// as OpenAI itself does, rather than silently dropped. Item and tool types the gateway cannot
+// carry are recognised (OtherItem, OtherTool) so that decode.ts can refuse them by name.
+
+const nullable = <T extends Parameters<typeof t.Optional>[0]>(schema: T) => t.Optional(t.Union([schema, t.Null()]))
+
+const InputText = t.Object({ type: t.Literal('input_text'), text: t.String() }, { additionalProperties: false })
+const InputImage = t.Object(
+  {
+    type: t.Literal('input_image'),
+    image_url: nullable(t.String()),
+    file_id: nullable(t.String()),
+    detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high'), t.Literal('original')])),
+  },
+  { additionalProperties: false },
+)
+const InputFile = t.Object(
+  {
+    type: t.Literal('input_file'),
+    file_data: t.Optional(t.String()),
+    file_id: nullable(t.String()),
+    file_url: t.Optional(t.String()),
+    filename: t.Optional(t.String({ maxLength: 1024 })),
+    detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high')])),
+  },
+  { additionalProperties: false },
+)
+// Output content a client echoes back when it appends a previous response's output to `input`
+// (`parsed` is the openai SDK's own output-only field).
+const OutputText = t.Object(
+  { type: t.Literal('output_text'), text: t.String(), annotations: t.Optional(t.Array(t.Unknown())), logprobs: t.Optional(t.Array(t.Unknown())), parsed: t.Optional(t.Unknown()) },
+  { additionalProperties: false },
+)
+const Refusal = t.Object({ type: t.Literal('refusal'), refusal: t.String() }, { additionalProperties: false })
+
+export const MessageContent = t.Union([InputText, InputImage, InputFile, OutputText, Refusal], {
+  error: 'a content part must be a valid input_text, input_image, input_file, output_text or refusal part',
+})
+const Status = nullable(t.Union([t.Literal('in_progress'), t.Literal('completed'), t.Literal('incomplete')]))
+
+export const MessageItem = t.Object(
+  {
+    type: t.Optional(t.Literal('message')),
+    role: t.Union([t.Literal('user'), t.Literal('system'), t.Literal('developer'), t.Literal('assistant')]),
+    content: t.Union([t.String(), t.Array(MessageContent)], { error: 'content must be a string or an array of content parts' }),
+    id: nullable(t.String()),
+    status: Status,
+    phase: nullable(t.Union([t.Literal('commentary'), t.Literal('final_answer')])),
+  },
+  { additionalProperties: false },
+)
+export const FunctionCallItem = t.Object(
+  {
+    type: t.Literal('function_call'),
+    call_id: t.String({ minLength: 1 }),
+    name: t.String({ minLength: 1 }),
+    arguments: t.String(),
+    id: nullable(t.String()),
+    status: Status,
+    // The openai SDK's stream helper adds this output-only field to function calls.
+    parsed_arguments: t.Optional(t.Unknown()),
+  },
+  { additionalProperties: false },
+)
+export const FunctionCallOutputItem = t.Object(
+  {
+    type: t.Literal('function_call_output'),
+    call_id: t.String({ minLength: 1 }),
+    output: t.Union([t.String(), t.Array(t.Union([InputText, InputImage, InputFile], { error: 'an output part must be a valid input_text, input_image or input_file part' }))], {
+      error: 'output must be a string or an array of parts',
+    }),
+    id: nullable(t.String()),
+    status: Status,
+  },
+  { additionalProperties: false },
+)
+export const ReasoningItem = t.Object(
+  {
+    type: t.Literal('reasoning'),
+    id: nullable(t.String()),
+    summary: t.Array(t.Object({ type: t.Literal('summary_text'), text: t.String() }, { additionalProperties: false })),
+    content: nullable(t.Array(t.Object({ type: t.Literal('reasoning_text'), text: t.String() }, { additionalProperties: false }))),
+    encrypted_content: nullable(t.String()),
+    status: Status,
+  },
+  { additionalProperties: false },
+)
+export type InputItem = Static<typeof MessageItem> | Static<typeof FunctionCallItem> | Static<typeof FunctionCallOutputItem> | Static<typeof ReasoningItem>
+
+/**
+ * In the body schema, items and tools are only objects with a `type`: decode.ts checks each
+ * against the schema of its type, so a malformed item is a 400 naming that item and field
+ * (a schema union could only say that `input` matched none of its shapes), and an item or tool
+ * type the gateway cannot carry is refused by name.
+ */
+const Typed = (description: string) => t.Object({ type: t.Optional(t.String()) }, { additionalProperties: true, description })
+
+export const FunctionTool = t.Object(
+  {
+    type: t.Literal('function'),
+    name: t.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', error: 'tool function names must be 1-64 letters, digits, underscores or dashes' }),
+    description: nullable(t.String()),
+    parameters: nullable(t.Record(t.String(), t.Unknown())),
+    strict: nullable(t.Boolean()),
+  },
+  { additionalProperties: false },
+)
+/** OpenAI's hosted web search (with its dated aliases) and the gateway's hosted web fetch (spec §4.7). */
+export const HOSTED_WEB_TOOLS = ['web_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'web_search_2025_08_26', 'web_fetch'] as const
+
+const ToolChoice = t.Union([
+  t.Literal('auto'),
+  t.Literal('none'),
+  t.Literal('required'),
+  t.Object({ type: t.Literal('function'), name: t.String() }, { additionalProperties: false }),
+  // Hosted-tool, allowed_tools, mcp and custom choices: refused by name in decode.ts.
+  t.Object({ type: t.String({ pattern: '^(?!function$)' }) }, { additionalProperties: true }),
+])
+
+const TextFormat = t.Union([
+  t.Object({ type: t.Literal('text') }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('json_object') }, { additionalProperties: false }),
+  t.Object(
+    {
+      type: t.Literal('json_schema'),
+      name: t.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', error: 'text.format.name must be 1-64 letters, digits, underscores or dashes' }),
+      schema: t.Record(t.String(), t.Unknown()),
+      description: t.Optional(t.String()),
+      strict: nullable(t.Boolean()),
+    },
+    { additionalProperties: false },
+  ),
+])
+
+const Effort = t.Union(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'].map(name => t.Literal(name)))
+const Summary = nullable(t.Union([t.Literal('auto'), t.Literal('concise'), t.Literal('detailed')]))
+
+export const ResponsesBody = t.Object(
+  {
+    model: t.String({ minLength: 1, maxLength: 256 }),
+    input: t.Union([t.String(), t.Array(Typed('An input item: message (the default), function_call, function_call_output or reasoning'))], {
+      error: 'input must be a string or an array of input items',
+    }),
+    instructions: nullable(t.String()),
+    stream: nullable(t.Boolean()),
+    stream_options: nullable(t.Object({ include_obfuscation: t.Optional(t.Boolean()) }, { additionalProperties: false })),
+    tools: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true, description: 'A function tool, or a hosted web_search / web_fetch tool' }))),
+    tool_choice: t.Optional(ToolChoice),
+    parallel_tool_calls: nullable(t.Boolean()),
+    reasoning: nullable(t.Object({ effort: nullable(Effort), summary: Summary, generate_summary: Summary }, { additionalProperties: false })),
+    max_output_tokens: nullable(t.Integer({ minimum: 1 })),
+    temperature: nullable(t.Number({ minimum: 0, maximum: 2 })),
+    top_p: nullable(t.Number({ minimum: 0, maximum: 1 })),
+    text: t.Optional(t.Object({ format: t.Optional(TextFormat), verbosity: nullable(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high')])) }, { additionalProperties: false })),
+    user: t.Optional(t.String({ maxLength: 256 })),
+    safety_identifier: nullable(t.String({ maxLength: 256 })),
+    metadata: nullable(t.Record(t.String(), t.String())),
+    include: nullable(t.Array(t.String())),
+    // Accepted as the cache-routing hint it is; nothing is stored under it.
+    prompt_cache_key: nullable(t.String({ maxLength: 1024 })),
+    service_tier: nullable(t.String()),
+    truncation: nullable(t.Union([t.Literal('auto'), t.Literal('disabled')])),
+    top_logprobs: nullable(t.Integer({ minimum: 0, maximum: 20 })),
+    max_tool_calls: nullable(t.Integer({ minimum: 1 })),
+    // Not supported (nothing is stored): present so the refusal names them (decode.ts).
+    store: nullable(t.Boolean()),
+    previous_response_id: nullable(t.String()),
+    conversation: t.Optional(t.Unknown()),
+    background: nullable(t.Boolean()),
+    prompt: t.Optional(t.Unknown()),
+    // Gateway extensions, as on /v1/chat/completions.
+    web_fetch: t.Optional(t.Boolean()),
+    uncensored: t.Optional(t.Boolean()),
+  },
+  { additionalProperties: false },
+)
+
+export type ResponsesRequest = typeof ResponsesBody.static
+
+/** The non-streamed reply (documented loosely: the official SDK's types are the reference). */
+export const ResponseObject = t.Object(
+  {
+    id: t.String(),
+    object: t.Literal('response'),
+    created_at: t.Integer(),
+    status: t.String(),
+    model: t.String(),
+    output: t.Array(t.Record(t.String(), t.Unknown())),
+    usage: t.Union([t.Record(t.String(), t.Unknown()), t.Null()]),
+  },
+  {
+    additionalProperties: true,
+    description:
+      'A `response` object; with stream: true, text/event-stream events from response.created to response.completed ' +
+      '(or response.incomplete / response.failed), each with its sequence_number',
+  },
+)

@@ -1,0 +1,106 @@
+import { describe, expect, test } from 'bun:test'
+import OpenAI from 'openai'
+import { ApiError } from '../../src/http/errors'
+import type { ChatEvent, Usage } from '../../src/inference/canonical'
+import type { ChatResult } from '../../src/inference/collect'
+import { echoOf, encodeResponse } from '../../src/inference/dialects/responses/encode'
+import { ResponsesStreamEncoder } from '../../src/inference/dialects/responses/encode-stream'
+
+// The Responses stream encoder on its own: shapes the pipeline can produce that the route tests
+// do not reach, each replayed through the openai SDK's stream helper.
+
+// (estimatedInputTokens: a ResponseMeta field on branches whose dialects announce the prompt early.)
+const META = { id: 'resp_unit', model: 'unit', createdAt: 1_768_478_400, includeUsage: true, estimatedInputTokens: 0 }
+const USAGE: Usage = { inputTokens: 10, outputTokens: 20, reasoningTokens: 8, webSearchRequests: 0, webFetchRequests: 0 }
+
+const encoder = () => new ResponsesStreamEncoder(META, echoOf({ model: 'unit', input: 'x' }))
+const parse = (frames: string[]) => frames.map(frame => JSON.parse(frame.slice(frame.indexOf('data: ') + 6)))
+
+/** The SDK's final response for a complete SSE body. */
+function sdkFinal(sse: string) {
+  const client = new OpenAI({ apiKey: 'k', baseURL: 'http://unit.invalid/v1', maxRetries: 0, fetch: async () => new Response(sse, { headers: { 'content-type': 'text/event-stream' } }) })
+  return client.responses.stream({ model: 'unit', input: 'x' }).finalResponse()
+}
+
+describe('ResponsesStreamEncoder', () => {
+  test('interleaved thinking: reasoning, call, reasoning, text become four items in order, each reasoning with its own signature', async () => {
+    const events: ChatEvent[] = [
+      { type: 'reasoning-start', block: 0 },
+      { type: 'reasoning-delta', block: 0, delta: 'First thought.' },
+      { type: 'reasoning-end', block: 0, signature: 'sig-1' },
+      { type: 'tool-call-start', block: 1, callId: 'toolu_1', name: 'look' },
+      { type: 'tool-call-delta', block: 1, argumentsDelta: '{}' },
+      { type: 'tool-call-end', block: 1 },
+      { type: 'reasoning-start', block: 2 },
+      { type: 'reasoning-delta', block: 2, delta: 'Second thought.' },
+      { type: 'reasoning-end', block: 2, signature: 'sig-2' },
+      { type: 'text-start', block: 3 },
+      { type: 'text-delta', block: 3, delta: 'Answer.' },
+      { type: 'text-end', block: 3 },
+    ]
+    const stream = encoder()
+    const frames = [...stream.start(), ...events.flatMap(event => stream.push(event)), ...stream.finish('stop', USAGE)]
+    const final = await sdkFinal(frames.join(''))
+    expect(final.output.map(item => [item.type, item.id, 'encrypted_content' in item ? item.encrypted_content : undefined])).toEqual([
+      ['reasoning', 'rs_unit0', 'sig-1'],
+      ['function_call', 'fc_unit1', undefined],
+      ['reasoning', 'rs_unit2', 'sig-2'],
+      ['message', 'msg_unit3', undefined],
+    ])
+    expect((final.output[2] as OpenAI.Responses.ResponseReasoningItem).summary[0]!.text).toBe('Second thought.')
+    expect(final.usage?.output_tokens_details.reasoning_tokens).toBe(8)
+  })
+
+  test('settlement failing after finish: response.failed replaces the final frames and continues the sequence', () => {
+    const stream = encoder()
+    const sent = [...stream.start(), ...stream.push({ type: 'text-start', block: 0 }), ...stream.push({ type: 'text-delta', block: 0, delta: 'Hi' })]
+    const withheld = stream.finish('stop', USAGE) // closes the open item, then response.completed
+    expect(parse(withheld).map(event => event.type)).toContain('response.completed')
+    const failed = parse(stream.fail(new ApiError('unavailable', 'the ledger could not record this charge')))
+    expect(failed).toHaveLength(1)
+    expect(failed[0]).toMatchObject({ type: 'response.failed', sequence_number: sent.length, response: { status: 'failed', error: { code: 'server_error', message: 'the ledger could not record this charge' } } })
+  })
+
+  test('empty deltas send nothing; a reasoning block without text has no summary part; blocks left open are closed at finish', async () => {
+    const stream = encoder()
+    const frames = [
+      ...stream.start(),
+      ...stream.push({ type: 'response-start', id: 'u', model: 'm', createdAt: 0 }),
+      ...stream.push({ type: 'reasoning-start', block: 0 }),
+      ...stream.push({ type: 'reasoning-delta', block: 0, delta: '' }),
+      ...stream.push({ type: 'reasoning-end', block: 0, signature: 'opaque', redacted: true }),
+      ...stream.push({ type: 'text-start', block: 1 }),
+      ...stream.push({ type: 'text-delta', block: 1, delta: '' }),
+      ...stream.push({ type: 'text-delta', block: 1, delta: 'cut' }),
+      ...stream.finish('length', USAGE),
+    ]
+    const types = parse(frames).map(event => event.type)
+    expect(types).not.toContain('response.reasoning_summary_part.added')
+    expect(types.filter(type => type === 'response.output_text.delta')).toHaveLength(1)
+    expect(types.at(-1)).toBe('response.incomplete')
+    const final = await sdkFinal(frames.join(''))
+    expect([final.status, final.incomplete_details?.reason, final.output_text]).toEqual(['incomplete', 'max_output_tokens', 'cut'])
+    expect(final.output[0]).toEqual({ id: 'rs_unit0', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' })
+    expect((final.output[1] as OpenAI.Responses.ResponseOutputMessage).status).toBe('incomplete')
+  })
+})
+
+describe('encodeResponse (non-streamed)', () => {
+  test('a collector that keeps blocks apart: one item per block, each reasoning with its own signature, in place', () => {
+    const blocks = [
+      { type: 'reasoning', text: 'First.', signature: 'sig-1' },
+      { type: 'tool-call', callId: 'toolu_1', name: 'look', arguments: '{}' },
+      { type: 'reasoning', text: '', signature: 'opaque', redacted: true },
+      { type: 'text', text: 'Cut' },
+    ]
+    const result = { blocks, text: 'Cut', reasoning: 'First.', toolCalls: [blocks[1]], finishReason: 'length', usage: USAGE, error: undefined } as unknown as ChatResult
+    const response = encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' }))
+    expect([response.status, response.incomplete_details]).toEqual(['incomplete', { reason: 'max_output_tokens' }])
+    expect(response.output).toEqual([
+      { id: 'rs_unit0', type: 'reasoning', summary: [{ type: 'summary_text', text: 'First.' }], encrypted_content: 'sig-1' },
+      { id: 'fc_unit1', type: 'function_call', status: 'completed', arguments: '{}', call_id: 'toolu_1', name: 'look' },
+      { id: 'rs_unit2', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' },
+      { id: 'msg_unit3', type: 'message', status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Cut', annotations: [], logprobs: [] }] },
+    ])
+  })
+})
