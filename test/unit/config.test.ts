@@ -376,12 +376,14 @@ describe('providers and models: embedded default', () => {
     ])
   })
 
-  test('demo-anonymous and demo-private, with tools and reasoning, small prices', () => {
+  test('demo-anonymous, demo-private and demo-alt, with tools and reasoning, small prices; demo-private judges Fusion', () => {
     const config = loadConfig({}, noFile)
     expect(config.models.map(model => [model.id, model.level])).toEqual([
       ['demo-anonymous', 'anonymous'],
       ['demo-private', 'private'],
+      ['demo-alt', 'anonymous'],
     ])
+    expect(config.fusion).toEqual({ judge: 'demo-private', participantTimeoutMs: 120_000, judgeTimeoutMs: 120_000 })
     for (const model of config.models) {
       expect(model.backends).toEqual([{ provider: 'demo', model: 'demo', weight: 1, uncensored: false }])
       expect(model.routing).toBe('ordered')
@@ -459,7 +461,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
 
   test('all three together, in table order; empty values add nothing', () => {
     expect(ids({ OPENAI_API_KEY: 'a', ANTHROPIC_API_KEY: 'b', OLLAMA_BASE_URL: 'http://127.0.0.1:11434' }).providers).toEqual(['demo', 'openai', 'anthropic', 'ollama'])
-    expect(ids({ OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OLLAMA_BASE_URL: '' })).toEqual({ providers: ['demo'], models: ['demo-anonymous', 'demo-private'] })
+    expect(ids({ OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OLLAMA_BASE_URL: '' })).toEqual({ providers: ['demo'], models: ['demo-anonymous', 'demo-private', 'demo-alt'] })
   })
 
   test('the table rows pass the config file schema, as if an operator had written them', () => {
