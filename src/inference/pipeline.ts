@@ -45,6 +45,8 @@ export interface ChatCallInput {
   purpose?: Purpose
   /** A stable billing key: calls that share one are charged once (Fusion's Idempotency-Key). */
   billingKey?: string
+  /** Called once the reservation is held, just before the upstream is called. */
+  onAdmitted?: () => void
 }
 
 export interface ChatInput extends Omit<ChatCallInput, 'signal'> {
@@ -61,6 +63,20 @@ export interface CollectedChat {
   charged: Nanos
   /** When the call started (the clock's epoch milliseconds). */
   startedAt: number
+  /**
+   * The attestation a Confidential call was bound to (the evidence fetched, with a fresh nonce,
+   * before the call). Hook for the attested provider path: it is not set anywhere yet; Fusion
+   * reports it per participant and judge when it is.
+   */
+  attestation?: CallAttestation
+}
+
+/** The attestation fields of one Confidential call (names as in spec §2.4). */
+export interface CallAttestation {
+  nonce: string
+  signingAddress: string
+  signingAlgo: string
+  proofFormat: string
 }
 
 /**
@@ -159,6 +175,7 @@ async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenC
   const call = await deps.metering.begin({
     principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
   })
+  input.onAdmitted?.()
   const upstream = new AbortController()
   const onGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
   const detach = () => input.signal.removeEventListener('abort', onGone)
