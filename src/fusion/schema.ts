@@ -12,7 +12,11 @@ export const FusionBody = t.Object(
       description: 'Two or three distinct logical model ids from the live catalog (GET /api/v1/models)',
       error: 'models must list 2 or 3 distinct model ids from the catalog',
     }),
-    messages: t.Array(ChatMessage, { minItems: 1, description: 'The conversation, in the Chat Completions message format' }),
+    messages: t.Array(ChatMessage, {
+      minItems: 1,
+      description: 'The conversation, in the Chat Completions message format',
+      error: 'messages must be a non-empty array of Chat Completions messages (role and content)',
+    }),
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, description: 'Applied to every participant (the judge keeps its default)' })),
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, description: 'Applied to every participant (the judge keeps its default)' })),
     max_tokens: t.Optional(t.Integer({ minimum: 1, description: "Output cap of every participant; the judge's is this bounded by its own maximum" })),

@@ -10,6 +10,7 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
   { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
+  { method: 'POST', path: '/api/v1/chat/fusion', mode: 'inference', body: { models: ['demo-anonymous', 'demo-alt'], messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
 ]
 
 // Routes that take no credential, on purpose.
