@@ -673,3 +673,21 @@ test('a quoted number is not an integer setting', () => {
     'limits.inference.key.burst: Expected integer',
   ])
 })
+
+describe('fusion', () => {
+  const withModel = `${MINIMAL}providers:\n  - { id: d, type: demo }\nmodels:\n  - { id: m, backends: [{ provider: d, model: x }], price: { input_per_mtok: "0", output_per_mtok: "0" }, context_length: 1000, max_output_tokens: 100 }\n`
+  const load = (text: string) => loadConfig({ SVC_CONFIG: 'fusion.yaml' }, () => text)
+
+  test('judge and deadlines are read; without the section there is no default judge and 120 s deadlines', () => {
+    expect(load(`${withModel}fusion: { judge: "m:confidential", participant_timeout_ms: 5000, judge_timeout_ms: 9000 }\n`).fusion).toEqual({
+      judge: 'm:confidential', participantTimeoutMs: 5000, judgeTimeoutMs: 9000,
+    })
+    expect(load(withModel).fusion).toEqual({ judge: undefined, participantTimeoutMs: 120_000, judgeTimeoutMs: 120_000 })
+  })
+
+  test('a judge that is not a configured model, or a deadline out of range, stops the boot by name', () => {
+    expect(fileProblems(`${withModel}fusion: { judge: nope }\n`)).toEqual(['fusion.judge: "nope" is not a configured model (known: m)'])
+    expect(fileProblems(`${withModel}fusion: { participant_timeout_ms: 10 }\n`)).toEqual([expect.stringContaining('fusion.participant_timeout_ms')])
+    expect(fileProblems(`${withModel}fusion: { judges: m }\n`)).toEqual([expect.stringContaining('fusion')])
+  })
+})
