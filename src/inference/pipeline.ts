@@ -21,7 +21,7 @@ export interface ChatRouter {
     route: ChatRequest['route'],
     request: ChatRequest,
     options: { signal: AbortSignal; requestId: string; uncensored?: boolean },
-  ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider }>
+  ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
 }
 
 export interface PipelineDeps {
@@ -65,8 +65,8 @@ export interface CollectedChat {
   startedAt: number
   /**
    * The attestation a Confidential call was bound to (the evidence fetched, with a fresh nonce,
-   * before the call). Hook for the attested provider path: it is not set anywhere yet; Fusion
-   * reports it per participant and judge when it is.
+   * before the call), as the router's `open` reported it. Hook for the attested provider path:
+   * no router sets it yet; Fusion reports it per participant and judge when one does.
    */
   attestation?: CallAttestation
 }
@@ -139,7 +139,7 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     }
     const { usage, charged } = await open.settle()
     open.log('ok', usage, charged)
-    return { result, usage, charged, startedAt: open.started }
+    return { result, usage, charged, startedAt: open.started, ...(open.attestation ? { attestation: open.attestation } : {}) }
   } catch (error) {
     // Client gone or an exception while collecting: nothing was delivered.
     if (!open.call.done) open.call.release()
@@ -154,6 +154,7 @@ interface OpenCall {
   events: AsyncIterable<ChatEvent>
   meter: Meter
   started: number
+  attestation: CallAttestation | undefined
   /** Stops listening to the caller's signal. */
   detach(): void
   abort(): void
@@ -200,6 +201,7 @@ async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenC
     events: opened.events,
     meter,
     started,
+    attestation: opened.attestation,
     detach,
     abort: () => upstream.abort(new DOMException('client disconnected', 'AbortError')),
     async settle() {
