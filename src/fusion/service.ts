@@ -132,7 +132,8 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
   const { pipeline } = deps
   const deadlines = deps.deadlines ?? timerDeadlines
   const progress = input.onProgress
-  const created = Math.floor(pipeline.clock.now() / 1000)
+  const started = pipeline.clock.now()
+  const created = Math.floor(started / 1000)
 
   const outcomes = await Promise.all(
     participants.map(async (route, index): Promise<PartOutcome> => {
@@ -184,6 +185,12 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     result.synthesis_error_code = synthesis.error.code
   }
   if (synthesis?.attestation) result.judge_attestation = attestationBody(judge.id, synthesis.attestation)
+  // One line per run; each part also logged its own `chat` line (purpose fusion) with its charge.
+  pipeline.logger.info('fusion', {
+    request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, status: result.status,
+    models: participants.map(route => route.id).join(','), judge: judge.id, answered: answered.length, synthesized,
+    latency_ms: pipeline.clock.now() - started,
+  })
   return result
 }
 
