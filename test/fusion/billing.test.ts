@@ -48,6 +48,17 @@ describe('access', () => {
     expect((await json(response)).error.code).toBe('insufficient_quota')
     expect(h.a.requests.length + h.b.requests.length + h.c.requests.length + h.judge.requests.length).toBe(0)
     expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
+
+    // Streamed, the refusal is found after the stream began: it ends in an `error` event with the envelope.
+    const streamed = await h.fusion(body(['a', 'b'], { stream: true }))
+    expect(streamed.status).toBe(200)
+    const text = await streamed.text()
+    expect(text.match(/event: participant\.failed/g)?.length).toBe(2)
+    const last = text.trim().split('\n\n').at(-1)!
+    expect(last.split('\n')[0]).toBe('event: error')
+    const error = JSON.parse(last.split('\n')[1]!.replace('data: ', '')).error
+    expect(error).toMatchObject({ code: 'insufficient_quota', request_id: streamed.headers.get('x-request-id') })
+    expect(text).not.toContain('fusion.completion')
   })
 })
 
