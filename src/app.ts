@@ -4,6 +4,7 @@ import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
 import { billingRoutes } from './billing/routes'
 import { modelRoutes } from './catalog/routes'
+import { fusionRoutes } from './fusion/routes'
 import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
@@ -21,7 +22,8 @@ export function createApp(deps: Deps) {
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
     .use(modelRoutes(deps.catalog))
-    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock }))
+    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, deps.pipeline))
+    .use(fusionRoutes(deps.keys, deps.limits, deps.fusion))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))

@@ -7,6 +7,8 @@ import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
 import { Catalog } from './catalog/catalog'
+import type { FusionDeps } from './fusion/service'
+import type { PipelineDeps } from './inference/pipeline'
 import { AnthropicProvider } from './providers/anthropic/provider'
 import { DemoProvider } from './providers/demo/provider'
 import { OpenAICompatibleProvider } from './providers/openai-compatible/provider'
@@ -40,6 +42,10 @@ export interface Deps {
   readonly catalog: Catalog
   /** Picks a backend per call, with fallback and cool-down. */
   readonly router: Router
+  /** What the chat pipeline needs (metering, router, logger, clock): shared by chat, Fusion and MCP. */
+  readonly pipeline: PipelineDeps
+  /** The Fusion service's dependencies: `runFusion(deps.fusion, …)` (HTTP route and MCP tool). */
+  readonly fusion: FusionDeps
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -79,9 +85,19 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
+  const catalog = new Catalog(config)
+  const router = new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock)
+  const pipeline: PipelineDeps = { metering, router, logger, clock }
+  const fusion: FusionDeps = {
+    pipeline, catalog, config: config.fusion,
+    // Read per request: `svc plans set` changes Fusion access at once.
+    async planOf(orgId) {
+      const org = await orgs.getOrg(orgId)
+      return { planId: org?.planId, fusion: org !== undefined && plans.get(org.planId)?.fusion === true }
+    },
+  }
   return {
-    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
-    router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog, router, pipeline, fusion,
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

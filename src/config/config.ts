@@ -73,6 +73,8 @@ export interface Config {
   readonly limits: LimitsConfig
   readonly ledger: { readonly bootstrapCreditNanos: Nanos; readonly instanceStaleAfterMs: number }
   readonly auth: { readonly cacheTtlMs: number; readonly cacheMaxEntries: number }
+  /** Fusion (spec §4.5): the default judge (absent: requests must name one) and the per-part deadlines. */
+  readonly fusion: { readonly judge: string | undefined; readonly participantTimeoutMs: number; readonly judgeTimeoutMs: number }
   /** Upstream providers, in config order (ids unique). */
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */

@@ -46,6 +46,11 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   // Keys are read from the variables the file names, here, so nothing else touches the env.
   const providers = buildProviders(file.providers ?? [], name => env[name], problems)
   const models = buildModels(file.models ?? [], providers, problems)
+  // The default judge must name a configured model (its level suffix is checked by the catalog per request).
+  const judge = file.fusion?.judge
+  if (judge !== undefined && !models.some(model => model.id === judge.split(':')[0])) {
+    problems.push(`fusion.judge: "${judge}" is not a configured model (known: ${models.map(model => model.id).join(', ') || 'none'})`)
+  }
   if (problems.length > 0) throw new ConfigError(problems)
 
   const plans = new Map<string, Plan>()
@@ -92,6 +97,11 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
     }),
     auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
+    fusion: Object.freeze({
+      judge,
+      participantTimeoutMs: file.fusion?.participant_timeout_ms ?? 120_000,
+      judgeTimeoutMs: file.fusion?.judge_timeout_ms ?? 120_000,
+    }),
     providers: Object.freeze(providers),
     models: Object.freeze(models),
     source,

@@ -143,6 +143,18 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    fusion: t.Optional(
+      t.Object(
+        {
+          // The model that writes the synthesis when a request names none (a model id as clients write it).
+          judge: t.Optional(t.String({ minLength: 1, maxLength: 256 })),
+          // Each participant's deadline, and the judge's; a participant past it fails alone.
+          participant_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
+          judge_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     auth: t.Optional(
       t.Object(
         {

@@ -1,12 +1,14 @@
 import type { MeteredCall, Metering } from '../billing/metering'
+import type { Purpose } from '../billing/ledger'
 import type { Backend } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
+import type { Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Provider } from '../providers/types'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
-import { collect } from './collect'
+import { collect, type ChatResult } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
 import { checkPolicy } from './policy'
 import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
@@ -19,7 +21,7 @@ export interface ChatRouter {
     route: ChatRequest['route'],
     request: ChatRequest,
     options: { signal: AbortSignal; requestId: string; uncensored?: boolean },
-  ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider }>
+  ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
 }
@@ -31,17 +33,52 @@ export interface PipelineDeps {
   clock: Clock
 }
 
-export interface ChatInput {
+/** One billed chat call, whatever its client format. */
+export interface ChatCallInput {
   principal: Principal
   request: ChatRequest
   requestId: string
-  encoder: DialectEncoder
-  includeUsage: boolean
   uncensored?: boolean
-  /** The client's request: its signal ends the upstream call when the client leaves. */
-  httpRequest: Request
+  /** Ends the upstream call (the client left, or a caller's deadline passed). */
+  signal: AbortSignal
   /** Lifts Bun's idle timeout for this response (long generations, slow streams). */
   disableIdleTimeout?: () => void
+  /** What the charge is for (default `chat`; Fusion parts are `fusion`). */
+  purpose?: Purpose
+  /** A stable billing key: calls that share one are charged once (Fusion's Idempotency-Key). */
+  billingKey?: string
+  /** Called once the reservation is held, just before the upstream is called. */
+  onAdmitted?: () => void
+}
+
+export interface ChatInput extends Omit<ChatCallInput, 'signal'> {
+  encoder: DialectEncoder
+  includeUsage: boolean
+  /** The client's request: its signal ends the upstream call when the client leaves. */
+  httpRequest: Request
+}
+
+/** A collected (non-streamed) chat call, settled. */
+export interface CollectedChat {
+  result: ChatResult
+  usage: Usage
+  charged: Nanos
+  /** When the call started (the clock's epoch milliseconds). */
+  startedAt: number
+  /**
+   * The attestation a Confidential call was bound to (the evidence fetched, with a fresh nonce,
+   * before the call), as the router's `open` reported it. Hook for the attested provider path:
+   * no router sets it yet; Fusion reports it per participant and judge when one does.
+   */
+  attestation?: CallAttestation
+}
+
+/** The attestation fields of one Confidential call (names as in spec §2.4). */
+export interface CallAttestation {
+  nonce: string
+  signingAddress: string
+  signingAlgo: string
+  proofFormat: string
 }
 
 /**
@@ -50,27 +87,108 @@ export interface ChatInput {
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
+  const meta = (startedAt: number): ResponseMeta => ({
+    id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
+    model: input.request.model,
+    createdAt: Math.floor(startedAt / 1000),
+    includeUsage: input.includeUsage,
+    estimatedInputTokens: typicalInputTokens(input.request),
+  })
+  const call = { ...input, signal: input.httpRequest.signal }
+  if (!input.request.stream) {
+    const collected = await collectChat(deps, call)
+    return input.encoder.encode(collected.result, collected.usage, meta(collected.startedAt)) as Record<string, unknown>
+  }
+  const open = await openCall(deps, call)
+  return streamResponse({
+    events: open.events,
+    encoder: input.encoder.streamEncoder(meta(open.started)),
+    observe: event => open.meter.observe(event),
+    // Terminal frames are written only after this resolves (settlement before the final frame).
+    async complete(outcome) {
+      open.detach()
+      if (outcome === 'cancelled') open.abort()
+      // A stream that failed or was left before any output charges nothing; once output was
+      // sent, the reported usage or the counted fallback is charged.
+      if (outcome !== 'finished' && !open.meter.producedOutput) {
+        open.call.release()
+        open.log(outcome, undefined, 0n)
+        return undefined
+      }
+      try {
+        const { usage, charged } = await open.settle()
+        open.log(outcome, usage, charged)
+        return undefined
+      } catch (error) {
+        open.log('settlement-failed', undefined, undefined)
+        return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
+      }
+    },
+  })
+}
+
+/**
+ * The non-streamed path of runChat, for callers that need the canonical result rather than a
+ * dialect's JSON (Fusion): admit, call, collect, settle. Throws ApiError when anything fails,
+ * with nothing charged (the caller received no answer). `onEvent` sees each event as it arrives.
+ */
+export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void): Promise<CollectedChat> {
+  const open = await openCall(deps, input)
+  try {
+    const observe = onEvent ? (event: ChatEvent) => (open.meter.observe(event), onEvent(event)) : (event: ChatEvent) => open.meter.observe(event)
+    const result = await collect(open.events, observe)
+    if (result.error) {
+      // The client receives nothing of a failed non-streamed answer, so nothing is charged.
+      open.call.release()
+      open.log('upstream-error', undefined, undefined)
+      throw toApiError(result.error)
+    }
+    const { usage, charged } = await open.settle()
+    open.log('ok', usage, charged)
+    return { result, usage, charged, startedAt: open.started, ...(open.attestation ? { attestation: open.attestation } : {}) }
+  } catch (error) {
+    // Client gone or an exception while collecting: nothing was delivered.
+    if (!open.call.done) open.call.release()
+    throw toApiError(error)
+  } finally {
+    open.detach()
+  }
+}
+
+interface OpenCall {
+  call: MeteredCall
+  events: AsyncIterable<ChatEvent>
+  meter: Meter
+  started: number
+  attestation: CallAttestation | undefined
+  /** Stops listening to the caller's signal. */
+  detach(): void
+  abort(): void
+  settle(): Promise<{ usage: Usage; charged: Nanos }>
+  log(outcome: string, usage: Usage | undefined, charged: bigint | undefined): void
+}
+
+/** Policy, output bound, reservation and the upstream's opened stream (steps 3–6). */
+async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenCall> {
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
-  const typicalInput = typicalInputTokens(request)
   if (request.sampling.maxOutputTokens === undefined) {
-    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInput))
+    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
   }
-  const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate: estimateCharge(request, route), inference: true, requestId })
+  const purpose = input.purpose ?? 'chat'
+  const call = await deps.metering.begin({
+    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
+  })
+  input.onAdmitted?.()
   const upstream = new AbortController()
-  const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
-  input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
+  const onGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
+  const detach = () => input.signal.removeEventListener('abort', onGone)
+  if (input.signal.aborted) onGone()
+  else input.signal.addEventListener('abort', onGone, { once: true })
   const started = deps.clock.now()
-  const meta: ResponseMeta = {
-    id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
-    model: request.model,
-    createdAt: Math.floor(started / 1000),
-    includeUsage: input.includeUsage,
-    estimatedInputTokens: typicalInput,
-  }
   const meter = new Meter(highInputTokens(request))
 
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
@@ -81,67 +199,28 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
   } catch (error) {
     call.release()
-    input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    detach()
     throw toApiError(error)
   }
-
-  const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) =>
-    deps.logger.info('chat', {
-      request_id: requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: request.model,
-      backend: `${opened.provider.id}/${opened.backend.model}`, outcome, stream: request.stream,
-      input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens, charged_nanos: charged, latency_ms: deps.clock.now() - started,
-    })
-  const settle = async (call: MeteredCall): Promise<{ usage: Usage; charged: bigint }> => {
-    const usage = meter.usage()
-    const charged = priceUsage(route.price, usage)
-    await call.settle(charged)
-    return { usage, charged }
-  }
-
-  if (!request.stream) {
-    try {
-      const result = await collect(opened.events, event => meter.observe(event))
-      if (result.error) {
-        // The client receives nothing of a failed non-streamed answer, so nothing is charged.
-        call.release()
-        log('upstream-error', undefined, undefined)
-        throw toApiError(result.error)
-      }
-      const { usage, charged } = await settle(call)
-      log('ok', usage, charged)
-      return input.encoder.encode(result, usage, meta) as Record<string, unknown>
-    } catch (error) {
-      // Client gone or an exception while collecting: nothing was delivered.
-      if (!call.done) call.release()
-      throw toApiError(error)
-    } finally {
-      input.httpRequest.signal.removeEventListener('abort', onClientGone)
-    }
-  }
-
-  return streamResponse({
+  return {
+    call,
     events: opened.events,
-    encoder: input.encoder.streamEncoder(meta),
-    observe: event => meter.observe(event),
-    // Terminal frames are written only after this resolves (settlement before the final frame).
-    async complete(outcome) {
-      input.httpRequest.signal.removeEventListener('abort', onClientGone)
-      if (outcome === 'cancelled') upstream.abort(new DOMException('client disconnected', 'AbortError'))
-      // A stream that failed or was left before any output charges nothing; once output was
-      // sent, the reported usage or the counted fallback is charged.
-      if (outcome !== 'finished' && !meter.producedOutput) {
-        call.release()
-        log(outcome, undefined, 0n)
-        return undefined
-      }
-      try {
-        const { usage, charged } = await settle(call)
-        log(outcome, usage, charged)
-        return undefined
-      } catch (error) {
-        log('settlement-failed', undefined, undefined)
-        return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
-      }
+    meter,
+    started,
+    attestation: opened.attestation,
+    detach,
+    abort: () => upstream.abort(new DOMException('client disconnected', 'AbortError')),
+    async settle() {
+      const usage = meter.usage()
+      const charged = priceUsage(route.price, usage)
+      await call.settle(charged)
+      return { usage, charged }
     },
-  })
+    log: (outcome, usage, charged) =>
+      deps.logger.info('chat', {
+        request_id: requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: request.model, purpose,
+        backend: `${opened.provider.id}/${opened.backend.model}`, outcome, stream: request.stream,
+        input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens, charged_nanos: charged, latency_ms: deps.clock.now() - started,
+      }),
+  }
 }

@@ -72,15 +72,15 @@ const tools: OpenAI.ChatCompletionTool[] = [
 ]
 
 describe('embedded default config: the demo models through the openai SDK', () => {
-  test('the catalog lists both demo models at 0.10 / 0.40 USD per Mtok', async () => {
-    for (const id of ['demo-anonymous', 'demo-private']) {
+  test('the catalog lists the demo models at 0.10 / 0.40 USD per Mtok', async () => {
+    for (const id of ['demo-anonymous', 'demo-private', 'demo-alt']) {
       const route = t.deps.catalog.resolve(id)
       expect(route.price).toEqual({ inputPerMillion: INPUT_PER_MTOK, outputPerMillion: OUTPUT_PER_MTOK })
     }
     expect(t.deps.catalog.resolve('demo-anonymous').level).toBe('anonymous')
     expect(t.deps.catalog.resolve('demo-private').level).toBe('private')
     const models = await client.models.list()
-    expect(models.data.map(model => model.id)).toEqual(['demo-anonymous', 'demo-private'])
+    expect(models.data.map(model => model.id)).toEqual(['demo-anonymous', 'demo-private', 'demo-alt'])
   })
 
   for (const model of ['demo-anonymous', 'demo-private']) {

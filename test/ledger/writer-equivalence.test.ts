@@ -12,4 +12,4 @@ test('aggregated settlement SQL matches the single-op statements on random batch
   expect(summary).toMatchObject({ rounds: 150, result_mismatches: 0, differing_tables: [] })
   expect(summary.settles).toBeGreaterThan(1000)
   expect(code).toBe(0)
-})
+}, 60_000)

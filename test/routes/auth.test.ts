@@ -13,6 +13,7 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'POST', path: '/v1/messages', mode: 'inference', body: { model: 'demo-anonymous', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages/count_tokens', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/responses', mode: 'inference', body: { model: 'demo-anonymous', input: 'hi' }, okStatus: 200 },
+  { method: 'POST', path: '/api/v1/chat/fusion', mode: 'inference', body: { models: ['demo-anonymous', 'demo-alt'], messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
 ]
 
 // Routes that take no credential, on purpose.

@@ -62,6 +62,7 @@ describe('happy', () => {
       data: [
         { id: 'demo-anonymous', object: 'model', created: 0, owned_by: 'svc', privacy_level: 'anonymous', context_length: 32768, max_output_tokens: 4096 },
         { id: 'demo-private', object: 'model', created: 0, owned_by: 'svc', privacy_level: 'private', context_length: 32768, max_output_tokens: 4096 },
+        { id: 'demo-alt', object: 'model', created: 0, owned_by: 'svc', privacy_level: 'anonymous', context_length: 32768, max_output_tokens: 4096 },
       ],
     })
   })
@@ -72,6 +73,7 @@ describe('happy', () => {
       data: [
         { id: 'demo-anonymous', object: 'model', privacy_levels: ['anonymous'], capabilities: DEMO_CAPABILITIES, pricing: DEMO_PRICING, context_length: 32768, max_output_tokens: 4096 },
         { id: 'demo-private', object: 'model', privacy_levels: ['private'], capabilities: DEMO_CAPABILITIES, pricing: DEMO_PRICING, context_length: 32768, max_output_tokens: 4096 },
+        { id: 'demo-alt', object: 'model', privacy_levels: ['anonymous'], capabilities: DEMO_CAPABILITIES, pricing: DEMO_PRICING, context_length: 32768, max_output_tokens: 4096 },
       ],
     })
   })
@@ -129,7 +131,7 @@ describe('happy', () => {
       expect(typeof model.created).toBe('number')
       ids.push(model.id)
     }
-    expect(ids).toEqual(['demo-anonymous', 'demo-private'])
+    expect(ids).toEqual(['demo-anonymous', 'demo-private', 'demo-alt'])
   })
 })
 

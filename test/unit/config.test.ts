@@ -376,12 +376,14 @@ describe('providers and models: embedded default', () => {
     ])
   })
 
-  test('demo-anonymous and demo-private, with tools and reasoning, small prices', () => {
+  test('demo-anonymous, demo-private and demo-alt, with tools and reasoning, small prices; demo-private judges Fusion', () => {
     const config = loadConfig({}, noFile)
     expect(config.models.map(model => [model.id, model.level])).toEqual([
       ['demo-anonymous', 'anonymous'],
       ['demo-private', 'private'],
+      ['demo-alt', 'anonymous'],
     ])
+    expect(config.fusion).toEqual({ judge: 'demo-private', participantTimeoutMs: 120_000, judgeTimeoutMs: 120_000 })
     for (const model of config.models) {
       expect(model.backends).toEqual([{ provider: 'demo', model: 'demo', weight: 1, uncensored: false }])
       expect(model.routing).toBe('ordered')
@@ -459,7 +461,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
 
   test('all three together, in table order; empty values add nothing', () => {
     expect(ids({ OPENAI_API_KEY: 'a', ANTHROPIC_API_KEY: 'b', OLLAMA_BASE_URL: 'http://127.0.0.1:11434' }).providers).toEqual(['demo', 'openai', 'anthropic', 'ollama'])
-    expect(ids({ OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OLLAMA_BASE_URL: '' })).toEqual({ providers: ['demo'], models: ['demo-anonymous', 'demo-private'] })
+    expect(ids({ OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', OLLAMA_BASE_URL: '' })).toEqual({ providers: ['demo'], models: ['demo-anonymous', 'demo-private', 'demo-alt'] })
   })
 
   test('the table rows pass the config file schema, as if an operator had written them', () => {
@@ -670,4 +672,22 @@ test('a quoted number is not an integer setting', () => {
   expect(fileProblems(`${MINIMAL}limits: { inference: { key: { burst: "5", per_second: 1 }, org: { burst: 5, per_second: 1 } } }\n`)).toEqual([
     'limits.inference.key.burst: Expected integer',
   ])
+})
+
+describe('fusion', () => {
+  const withModel = `${MINIMAL}providers:\n  - { id: d, type: demo }\nmodels:\n  - { id: m, backends: [{ provider: d, model: x }], price: { input_per_mtok: "0", output_per_mtok: "0" }, context_length: 1000, max_output_tokens: 100 }\n`
+  const load = (text: string) => loadConfig({ SVC_CONFIG: 'fusion.yaml' }, () => text)
+
+  test('judge and deadlines are read; without the section there is no default judge and 120 s deadlines', () => {
+    expect(load(`${withModel}fusion: { judge: "m:confidential", participant_timeout_ms: 5000, judge_timeout_ms: 9000 }\n`).fusion).toEqual({
+      judge: 'm:confidential', participantTimeoutMs: 5000, judgeTimeoutMs: 9000,
+    })
+    expect(load(withModel).fusion).toEqual({ judge: undefined, participantTimeoutMs: 120_000, judgeTimeoutMs: 120_000 })
+  })
+
+  test('a judge that is not a configured model, or a deadline out of range, stops the boot by name', () => {
+    expect(fileProblems(`${withModel}fusion: { judge: nope }\n`)).toEqual(['fusion.judge: "nope" is not a configured model (known: m)'])
+    expect(fileProblems(`${withModel}fusion: { participant_timeout_ms: 10 }\n`)).toEqual([expect.stringContaining('fusion.participant_timeout_ms')])
+    expect(fileProblems(`${withModel}fusion: { judges: m }\n`)).toEqual([expect.stringContaining('fusion')])
+  })
 })

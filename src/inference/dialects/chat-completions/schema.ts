@@ -56,6 +56,9 @@ const AssistantMessage = t.Object(
 )
 const ToolMessage = t.Object({ role: t.Literal('tool'), tool_call_id: t.String({ minLength: 1 }), content: TextContent }, { additionalProperties: false })
 
+/** One Chat Completions message (also Fusion's conversation format). */
+export const ChatMessage = t.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage])
+
 const FunctionTool = t.Object(
   {
     type: t.Literal('function'),
@@ -104,7 +107,7 @@ const ResponseFormat = t.Union([
 export const ChatCompletionsBody = t.Object(
   {
     model: t.String({ minLength: 1, maxLength: 256 }),
-    messages: t.Array(t.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage]), { minItems: 1 }),
+    messages: t.Array(ChatMessage, { minItems: 1 }),
     stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
     stream_options: t.Optional(t.Union([t.Object({ include_usage: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()])),
     tools: t.Optional(t.Array(t.Union([FunctionTool, HostedTool]))),

@@ -1,0 +1,58 @@
+import { ApiError } from '../http/errors'
+import { SSE_PING, sseFrame } from '../http/sse'
+import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } from './service'
+
+const PING_AFTER_MS = 15_000
+
+/**
+ * The opt-in progress stream of `stream: true` (issue 9 point 6): one SSE event per progress
+ * step, named by its type (`participant.started`, `participant.finished`, `participant.failed`,
+ * `synthesis.started`, `synthesis.delta`), then `fusion.completion` with the result object,
+ * or `error` with the /api/v1 error envelope. Every request was checked before the stream
+ * began (planFusion), so a refused request still gets its HTTP status; `error` only reports a
+ * failure found during the run. `: ping` comments keep proxies from closing a quiet stream.
+ * `abort` is called when the client leaves, which cancels every part still running.
+ */
+export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress'> }, abort: () => void): Response {
+  let closed = false
+  let ping: ReturnType<typeof setInterval> | undefined
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      let lastWrite = Date.now()
+      const write = (event: string, data: unknown) => {
+        if (closed) return
+        controller.enqueue(sseFrame(JSON.stringify(data), event))
+        lastWrite = Date.now()
+      }
+      ping = setInterval(() => {
+        if (closed || Date.now() - lastWrite < PING_AFTER_MS) return
+        controller.enqueue(SSE_PING)
+        lastWrite = Date.now()
+      }, PING_AFTER_MS / 3)
+      const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
+      executeFusion(deps, { ...plan, input: { ...plan.input, onProgress } })
+        .then(
+          result => write('fusion.completion', result),
+          error => {
+            if (!(error instanceof ApiError)) deps.pipeline.logger.error('fusion failed', { request_id: plan.input.requestId, error: String(error), stack: (error as Error)?.stack })
+            const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'internal error')
+            write('error', { error: { code: apiError.code, message: apiError.message, request_id: plan.input.requestId } })
+          },
+        )
+        .finally(() => {
+          clearInterval(ping)
+          if (closed) return
+          closed = true
+          controller.close()
+        })
+    },
+    cancel() {
+      closed = true
+      clearInterval(ping)
+      abort()
+    },
+  })
+  return new Response(body, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+  })
+}

@@ -1,0 +1,91 @@
+import { ApiError } from '../http/errors'
+import type { Principal } from '../keys/principal'
+import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
+import { collectChat, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
+import { toApiError } from '../inference/upstream-errors'
+
+/** A cancellable deadline. */
+export interface Deadline {
+  readonly signal: AbortSignal
+  clear(): void
+}
+
+/** Starts deadlines: the real one uses timers; tests pass one they expire by hand. */
+export interface Deadlines {
+  start(ms: number): Deadline
+}
+
+export const timerDeadlines: Deadlines = {
+  start(ms) {
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(new DOMException('deadline passed', 'TimeoutError')), ms)
+    return { signal: controller.signal, clear: () => clearTimeout(timer) }
+  },
+}
+
+/** How one part (a participant or the judge) ended. */
+export interface PartOutcome {
+  readonly text: string
+  readonly finishReason: FinishReason
+  /** The usage charged; absent when the part failed (a failed part is never charged). */
+  readonly usage: Usage | undefined
+  readonly latencyMs: number
+  readonly error: ApiError | undefined
+  /**
+   * Whether the part got past its own admission (validation, funds, cap, concurrency) and
+   * called a provider. A request whose every participant failed before that gets the HTTP error
+   * itself instead of a 200 with per-participant errors.
+   */
+  readonly reachedProvider: boolean
+  readonly attestation: CallAttestation | undefined
+}
+
+export interface PartInput {
+  principal: Principal
+  chat: ChatRequest
+  requestId: string
+  /** The whole request's signal (client gone). */
+  signal: AbortSignal
+  timeoutMs: number
+  billingKey: string | undefined
+  onEvent?: (event: ChatEvent) => void
+}
+
+/**
+ * Runs one part through the chat pipeline (so every backend, format, level and billing rule of
+ * chat applies), non-streamed, under its own deadline. Never throws: a failure is an outcome.
+ * Each part is its own reservation, settled or released exactly once by the pipeline.
+ */
+export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, input: PartInput): Promise<PartOutcome> {
+  const deadline = deadlines.start(input.timeoutMs)
+  const signal = AbortSignal.any([input.signal, deadline.signal])
+  const started = pipeline.clock.now()
+  let reachedProvider = false
+  try {
+    const collected = await collectChat(
+      pipeline,
+      {
+        principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
+        onAdmitted: () => (reachedProvider = true),
+      },
+      input.onEvent,
+    )
+    return {
+      text: collected.result.text, finishReason: collected.result.finishReason, usage: collected.usage, latencyMs: pipeline.clock.now() - started,
+      error: undefined, reachedProvider, attestation: collected.attestation,
+    }
+  } catch (thrown) {
+    let error = toApiError(thrown)
+    if (deadline.signal.aborted && !input.signal.aborted) {
+      error = new ApiError('provider_error', `${input.chat.model} did not finish within ${input.timeoutMs} ms`)
+    }
+    return { text: '', finishReason: 'error', usage: undefined, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
+  } finally {
+    deadline.clear()
+  }
+}
+
+/** A part refused by validation before anything ran. */
+export function refusedPart(error: ApiError): PartOutcome {
+  return { text: '', finishReason: 'error', usage: undefined, latencyMs: 0, error, reachedProvider: false, attestation: undefined }
+}

@@ -1,0 +1,62 @@
+import { Elysia, t } from 'elysia'
+import { authMacro } from '../http/auth'
+import { MiB } from '../http/body-limit'
+import { ErrorResponse } from '../http/openapi-schemas'
+import { requestIdOf } from '../http/request-context'
+import type { KeyService } from '../keys/service'
+import type { Limits } from '../limits/admission'
+import { fusionEventStream } from './event-stream'
+import { FusionBody, FusionResult } from './schema'
+import { planFusion, runFusion, type FusionDeps } from './service'
+
+/** POST /api/v1/chat/fusion (spec §4.5): two or three models answer, then a judge's synthesis. */
+export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDeps) {
+  return new Elysia({ prefix: '/api/v1', tags: ['Fusion'] })
+    .use(authMacro(keys, limits))
+    .post(
+      '/chat/fusion',
+      async ({ body, principal, request, set, server }) => {
+        // Participants and the judge run one after the other: Bun's idle timeout must not cut the response.
+        server?.timeout(request, 0)
+        const gone = new AbortController()
+        const onClientGone = () => gone.abort()
+        request.signal.addEventListener('abort', onClientGone, { once: true })
+        const input = { principal, request: body, idempotencyKey: request.headers.get('idempotency-key'), requestId: requestIdOf(set), signal: gone.signal }
+        if (body.stream !== true) {
+          try {
+            return await runFusion(fusion, input)
+          } finally {
+            request.signal.removeEventListener('abort', onClientGone)
+          }
+        }
+        // Refusals (access, validation) are found before the stream starts, so they keep their status.
+        const plan = await planFusion(fusion, input)
+        // Elysia passes a Response through untouched (the schema documents the JSON form).
+        return fusionEventStream(fusion, plan, onClientGone) as unknown as typeof FusionResult.static
+      },
+      {
+        auth: { mode: 'inference', jsonBody: 4 * MiB },
+        body: FusionBody,
+        headers: t.Object(
+          { 'idempotency-key': t.Optional(t.String({ description: 'A UUID: the billing key of each participant and of the synthesis derives from it, so a repeated request never bills a part twice (inference may run again; it is not a cache)' })) },
+          { additionalProperties: true },
+        ),
+        response: {
+          200: FusionResult, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse,
+        },
+        detail: {
+          summary: 'Fusion: two or three models answer, then a synthesis',
+          description:
+            'Sends the conversation to 2 or 3 distinct models concurrently, each through the chat pipeline with its own deadline, then has the judge ' +
+            '(`judge`, default the configured one) synthesize their answers. Needs a plan with Fusion access (403 otherwise; a prepaid balance ' +
+            'alone does not unlock it). Each participant and the synthesis are reserved, settled and capped separately (a failed part is not ' +
+            'billed); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice. Provider failures give 200 with `status` ' +
+            '`partial` or `failed` and per-participant `error` / `error_code`; when every participant is refused before reaching a provider ' +
+            '(validation, funds, spend cap, concurrency) that error is returned instead. Privacy: Anonymous and Private models mix; ' +
+            'Confidential only with Confidential (then the judge is Confidential and `attestation` / `judge_attestation` carry model, nonce, ' +
+            'signing_address, signing_algo and proof_format); Encrypted models are refused. Function tools are refused. `stream: true` sends ' +
+            'progress events (text/event-stream) ending in `fusion.completion`.',
+        },
+      },
+    )
+}

@@ -1,0 +1,91 @@
+import { t } from 'elysia'
+import { ChatMessage } from '../inference/dialects/chat-completions/schema'
+
+// Wire schemas of POST /api/v1/chat/fusion (spec §2.3, §4.5). Unknown fields are rejected.
+
+/** The request body (spec §4.5), plus the optional judge and the opt-in progress stream. */
+export const FusionBody = t.Object(
+  {
+    models: t.Array(t.String({ minLength: 1, maxLength: 256 }), {
+      minItems: 2,
+      maxItems: 3,
+      description: 'Two or three distinct logical model ids from the live catalog (GET /api/v1/models)',
+      error: 'models must list 2 or 3 distinct model ids from the catalog',
+    }),
+    messages: t.Array(ChatMessage, {
+      minItems: 1,
+      description: 'The conversation, in the Chat Completions message format',
+      error: 'messages must be a non-empty array of Chat Completions messages (role and content)',
+    }),
+    temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, description: 'Applied to every participant (the judge keeps its default)' })),
+    top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, description: 'Applied to every participant (the judge keeps its default)' })),
+    max_tokens: t.Optional(t.Integer({ minimum: 1, description: "Output cap of every participant; the judge's is this bounded by its own maximum" })),
+    user: t.Optional(t.String({ maxLength: 256, description: "The caller's end-user id, for the gateway's abuse controls; never forwarded upstream" })),
+    web_search: t.Optional(t.Boolean({ description: 'Hosted web search on every participant (the model must support it)' })),
+    web_fetch: t.Optional(t.Boolean({ description: 'Hosted web fetch on every participant (the model must support it)' })),
+    judge: t.Optional(t.String({ minLength: 1, maxLength: 256, description: 'The model that writes the synthesis; default: the configured fusion.judge' })),
+    stream: t.Optional(
+      t.Boolean({
+        description:
+          'Off by default. true answers text/event-stream progress events: participant.started, participant.finished, participant.failed, ' +
+          'synthesis.started, synthesis.delta, then fusion.completion carrying the result object (or error carrying the error envelope)',
+      }),
+    ),
+    // Recognised only so that function tools get a clear 400 rather than "unknown field".
+    tools: t.Optional(t.Array(t.Unknown(), { description: 'Function tools are not supported in Fusion (400); web_search / web_fetch entries equal the flags' })),
+  },
+  { additionalProperties: false },
+)
+
+export type FusionRequest = typeof FusionBody.static
+
+/** Attestation of one Confidential call (issue 9 point 4): the evidence the call was bound to. */
+export const FusionAttestation = t.Object(
+  {
+    model: t.String({ description: 'The model id attested (with its :confidential suffix)' }),
+    nonce: t.String({ description: 'The 64-hex challenge of the evidence fetched before this call' }),
+    signing_address: t.String({ description: "The backend's signing address, as observed" }),
+    signing_algo: t.String({ description: 'As observed from the backend, e.g. ecdsa or ed25519' }),
+    proof_format: t.String({ description: 'Identifier of the evidence layout (see GET /api/v1/attestation)' }),
+  },
+  { description: 'Present only when the participants are Confidential; fetch the full evidence with GET /api/v1/attestation' },
+)
+
+export const FusionParticipant = t.Object({
+  id: t.String({ description: 'Participant model id' }),
+  model: t.String({ description: 'Participant model id' }),
+  output: t.String({ description: "The participant's answer (empty when it failed)" }),
+  finish_reason: t.String({ description: 'stop, length, content_filter, or error when the participant failed' }),
+  latency_ms: t.Integer({ description: 'From the start of the participant call to its end, in milliseconds' }),
+  prompt_tokens: t.Integer({ description: 'Input usage (0 when it failed: a failed participant is not billed)' }),
+  tokens: t.Integer({ description: 'Output usage' }),
+  error: t.Optional(t.String({ description: 'Present when the participant failed: what went wrong' })),
+  error_code: t.Optional(
+    t.String({ description: 'Present when the participant failed: a code of the error table (provider_error, rate_limited, insufficient_quota, invalid_request, unavailable…)' }),
+  ),
+  attestation: t.Optional(FusionAttestation),
+})
+
+/** The result object (spec §2.3). There is no aggregate cost field. */
+export const FusionResult = t.Object(
+  {
+    object: t.Literal('fusion.completion'),
+    created: t.Integer({ description: 'Unix time in seconds' }),
+    status: t.Union([t.Literal('complete'), t.Literal('partial'), t.Literal('failed')], {
+      description: 'complete: at least two participants and the synthesis succeeded; partial: only one participant succeeded, or the synthesis failed; failed: every participant failed',
+    }),
+    judge: t.String({ description: 'Model id that produced (or was to produce) the synthesis' }),
+    models: t.Array(FusionParticipant, { description: 'One entry per participant, in request order' }),
+    synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run)' }),
+    synthesis_prompt_tokens: t.Integer({ description: 'Synthesis input usage' }),
+    synthesis_tokens: t.Integer({ description: 'Synthesis output usage' }),
+    synthesis_error: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
+    synthesis_error_code: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
+    judge_attestation: t.Optional(FusionAttestation),
+  },
+  { description: 'A fusion.completion object; with stream: true, text/event-stream progress events ending in this object' },
+)
+
+export type FusionResultBody = typeof FusionResult.static
+export type FusionParticipantBody = typeof FusionParticipant.static
+export type FusionAttestationBody = typeof FusionAttestation.static

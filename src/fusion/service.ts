@@ -1,0 +1,238 @@
+import type { ModelRoute } from '../catalog/types'
+import type { Config } from '../config/config'
+import { ApiError } from '../http/errors'
+import type { Principal } from '../keys/principal'
+import type { ChatRequest, FinishReason, Message } from '../inference/canonical'
+import { decodeChatCompletions } from '../inference/dialects/chat-completions/decode'
+import type { CallAttestation, PipelineDeps } from '../inference/pipeline'
+import { checkPolicy } from '../inference/policy'
+import { fusionBillingKeys, parseIdempotencyKey } from './billing-keys'
+import { refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
+import { resolveFusionRoutes, type RouteResolver } from './privacy'
+import type { FusionAttestationBody, FusionParticipantBody, FusionRequest, FusionResultBody } from './schema'
+import { buildSynthesisMessages } from './synthesis-prompt'
+
+/** What the Fusion service needs; built once (app.ts), shared by the HTTP route and MCP. */
+export interface FusionDeps {
+  pipeline: PipelineDeps
+  catalog: RouteResolver
+  config: Config['fusion']
+  /** Whether the organization's plan includes Fusion, read per request (a plan switch applies at once). */
+  planOf(orgId: string): Promise<{ planId: string | undefined; fusion: boolean }>
+  /** Per-part deadlines (tests expire them by hand). */
+  deadlines?: Deadlines
+}
+
+/** Progress of a run, for `stream: true` (and MCP progress notifications). */
+export type FusionProgress =
+  | { type: 'participant.started'; index: number; model: string }
+  | { type: 'participant.finished' | 'participant.failed'; index: number; model: string; participant: FusionParticipantBody }
+  | { type: 'synthesis.started'; judge: string }
+  | { type: 'synthesis.delta'; delta: string }
+
+export interface FusionInput {
+  principal: Principal
+  /** The request body, already checked against FusionBody (the route's schema; MCP builds it). */
+  request: FusionRequest
+  /** The raw `Idempotency-Key` value, if any (a UUID, else 400). */
+  idempotencyKey?: string | null
+  requestId: string
+  /** Aborts every part (the client left). */
+  signal: AbortSignal
+  onProgress?: (event: FusionProgress) => void
+}
+
+/** A checked request, ready to run: everything deterministic has been refused already. */
+export interface FusionPlan {
+  readonly input: FusionInput
+  readonly participants: readonly ModelRoute[]
+  readonly judge: ModelRoute
+  /** One decoded chat request per participant (each run mutates its own). */
+  readonly chats: readonly ChatRequest[]
+  /** Participants refused by their model's policy (capabilities, context), by index. */
+  readonly refused: ReadonlyMap<number, ApiError>
+  readonly conversation: readonly Message[]
+  readonly billingKeys: ReturnType<typeof fusionBillingKeys> | undefined
+}
+
+/**
+ * Runs one Fusion request (spec §4.5): checks access and the request, runs the participants
+ * concurrently through the chat pipeline, then the judge's synthesis, and returns the result
+ * object of spec §2.3. Throws ApiError for a request refused as a whole: no Fusion access
+ * (403), bad input (400), or every participant failing before any provider was called
+ * (validation, funds, spend cap, concurrency: that error's own status). Provider failures are
+ * per participant, in the result.
+ */
+export async function runFusion(deps: FusionDeps, input: FusionInput): Promise<FusionResultBody> {
+  return executeFusion(deps, await planFusion(deps, input))
+}
+
+/** The checks of runFusion that precede any work (routes run them before an SSE response starts). */
+export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<FusionPlan> {
+  const { principal, request } = input
+  let plan: { planId: string | undefined; fusion: boolean }
+  try {
+    plan = await deps.planOf(principal.orgId)
+  } catch {
+    throw new ApiError('unavailable', 'the plan of this organization could not be read; try again shortly')
+  }
+  if (!plan.fusion) {
+    throw new ApiError(
+      'forbidden',
+      `Fusion requires a plan with Fusion access; this organization's plan${plan.planId ? ` "${plan.planId}"` : ''} does not include it (a prepaid balance alone does not unlock Fusion)`,
+    )
+  }
+  const idempotencyKey = parseIdempotencyKey(input.idempotencyKey)
+  const hosted = hostedOf(request)
+  request.messages.forEach((message, index) => {
+    if (message.role === 'tool' || (message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0)) {
+      throw new ApiError('invalid_request', 'function tools are not supported in Fusion, so the conversation cannot carry tool calls or results', `messages.${index}`)
+    }
+  })
+  const { participants, judge } = resolveFusionRoutes(deps.catalog, request.models, request.judge, deps.config.judge)
+
+  const decode = (route: ModelRoute): ChatRequest => {
+    const chat = decodeChatCompletions(
+      { model: route.id, messages: request.messages, temperature: request.temperature, top_p: request.top_p, max_tokens: request.max_tokens, user: request.user, stream: false },
+      route,
+    )
+    chat.hosted = { ...hosted }
+    return chat
+  }
+  const chats = participants.map(decode)
+  const refused = new Map<number, ApiError>()
+  chats.forEach((chat, index) => {
+    try {
+      checkPolicy(chat)
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      refused.set(index, new ApiError(error.code, `${chat.model}: ${error.message}`, `models.${index}`))
+    }
+  })
+  // Every participant refused by deterministic validation: the caller's error, nothing run or billed.
+  if (refused.size === chats.length) {
+    const first = refused.get(0)!
+    throw new ApiError(first.code, `no participant can serve this request: ${[...refused.values()].map(error => error.message).join('; ')}`, 'models')
+  }
+  // The judge must accept the conversation itself (images, say): found now, not after billing participants.
+  const conversation = decode(judge).messages
+  try {
+    checkPolicy(judgeChat(judge, [...conversation], request))
+  } catch (error) {
+    if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judge.id}: ${error.message}`, 'judge')
+    throw error
+  }
+  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id) : undefined
+  return { input, participants, judge, chats, refused, conversation, billingKeys }
+}
+
+/** Runs a checked request: participants concurrently, then the judge; builds the result object. */
+export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise<FusionResultBody> {
+  const { input, participants, judge } = plan
+  const { pipeline } = deps
+  const deadlines = deps.deadlines ?? timerDeadlines
+  const progress = input.onProgress
+  const started = pipeline.clock.now()
+  const created = Math.floor(started / 1000)
+
+  const outcomes = await Promise.all(
+    participants.map(async (route, index): Promise<PartOutcome> => {
+      const refusal = plan.refused.get(index)
+      let outcome: PartOutcome
+      if (refusal) outcome = refusedPart(refusal)
+      else {
+        progress?.({ type: 'participant.started', index, model: route.id })
+        outcome = await runPart(pipeline, deadlines, {
+          principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
+          timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id),
+        })
+      }
+      progress?.({ type: outcome.error ? 'participant.failed' : 'participant.finished', index, model: route.id, participant: participantEntry(route, outcome) })
+      return outcome
+    }),
+  )
+  const answered = outcomes.filter(outcome => outcome.error === undefined)
+  // Nothing reached a provider (funds, cap, concurrency, ledger): the caller gets that error, as chat would.
+  if (answered.length === 0 && outcomes.every(outcome => !outcome.reachedProvider)) {
+    throw outcomes.find((_outcome, index) => !plan.refused.has(index))!.error!
+  }
+
+  let synthesis: PartOutcome | undefined
+  if (answered.length > 0) {
+    progress?.({ type: 'synthesis.started', judge: judge.id })
+    const answers = answered.map(outcome => ({ text: outcome.text, finishReason: outcome.finishReason }))
+    const chat = judgeChat(judge, buildSynthesisMessages(plan.conversation, answers), input.request)
+    synthesis = await runPart(pipeline, deadlines, {
+      principal: input.principal, chat, requestId: input.requestId, signal: input.signal, timeoutMs: deps.config.judgeTimeoutMs,
+      billingKey: plan.billingKeys?.judge,
+      onEvent: progress ? event => event.type === 'text-delta' && progress({ type: 'synthesis.delta', delta: event.delta }) : undefined,
+    })
+  }
+
+  const synthesized = synthesis !== undefined && synthesis.error === undefined
+  const result: FusionResultBody = {
+    object: 'fusion.completion',
+    created,
+    status: answered.length === 0 ? 'failed' : answered.length >= 2 && synthesized ? 'complete' : 'partial',
+    judge: judge.id,
+    models: participants.map((route, index) => participantEntry(route, outcomes[index]!)),
+    synthesis: synthesized ? synthesis!.text : '',
+    synthesis_prompt_tokens: synthesis?.usage?.inputTokens ?? 0,
+    synthesis_tokens: synthesis?.usage?.outputTokens ?? 0,
+  }
+  if (synthesis?.error) {
+    result.synthesis_error = synthesis.error.message
+    result.synthesis_error_code = synthesis.error.code
+  }
+  if (synthesis?.attestation) result.judge_attestation = attestationBody(judge.id, synthesis.attestation)
+  // One line per run; each part also logged its own `chat` line (purpose fusion) with its charge.
+  pipeline.logger.info('fusion', {
+    request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, status: result.status,
+    models: participants.map(route => route.id).join(','), judge: judge.id, answered: answered.length, synthesized,
+    latency_ms: pipeline.clock.now() - started,
+  })
+  return result
+}
+
+/** The judge's chat request: its own default sampling, the caller's output cap bounded by its own. */
+function judgeChat(judge: ModelRoute, messages: Message[], request: FusionRequest): ChatRequest {
+  const cap = request.max_tokens === undefined ? undefined : Math.min(request.max_tokens, judge.maxOutputTokens)
+  return {
+    model: judge.id, route: judge, messages, tools: [], sampling: { maxOutputTokens: cap }, hosted: { webSearch: false, webFetch: false },
+    user: request.user, stream: false,
+  }
+}
+
+/** `web_search` / `web_fetch` flags and their tool-entry spellings; function tools are a 400. */
+function hostedOf(request: FusionRequest): { webSearch: boolean; webFetch: boolean } {
+  const hosted = { webSearch: request.web_search === true, webFetch: request.web_fetch === true }
+  request.tools?.forEach((tool, index) => {
+    const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined
+    if (type === 'web_search') hosted.webSearch = true
+    else if (type === 'web_fetch') hosted.webFetch = true
+    else if (type === 'function') throw new ApiError('invalid_request', 'function tools are not supported in Fusion', `tools.${index}`)
+    else throw new ApiError('invalid_request', 'unsupported tool entry: Fusion accepts only web_search and web_fetch', `tools.${index}`)
+  })
+  return hosted
+}
+
+const FINISH: Record<FinishReason, string> = {
+  stop: 'stop', length: 'length', 'tool-calls': 'tool_calls', 'content-filter': 'content_filter', error: 'error', other: 'stop',
+}
+
+function participantEntry(route: ModelRoute, outcome: PartOutcome): FusionParticipantBody {
+  const entry: FusionParticipantBody = {
+    id: route.id, model: route.id, output: outcome.text, finish_reason: FINISH[outcome.finishReason], latency_ms: outcome.latencyMs,
+    prompt_tokens: outcome.usage?.inputTokens ?? 0, tokens: outcome.usage?.outputTokens ?? 0,
+  }
+  if (outcome.error) {
+    entry.error = outcome.error.message
+    entry.error_code = outcome.error.code
+  }
+  if (outcome.attestation) entry.attestation = attestationBody(route.id, outcome.attestation)
+  return entry
+}
+
+function attestationBody(model: string, attestation: CallAttestation): FusionAttestationBody {
+  return { model, nonce: attestation.nonce, signing_address: attestation.signingAddress, signing_algo: attestation.signingAlgo, proof_format: attestation.proofFormat }
+}

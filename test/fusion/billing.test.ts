@@ -1,0 +1,160 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { switchPlan } from '../../src/billing/plan-switch'
+import { openAIWire } from '../providers/openai-wire'
+import { createCappedKey, verifyClean } from '../ledger/fixtures'
+import { json } from '../support/harness'
+import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
+
+// Access and billing (issue 9 point 3): Fusion needs a plan with Fusion access; each participant
+// and the synthesis are reserved, settled and capped on their own; an Idempotency-Key makes each
+// part's billing key stable, so a repeated request never bills a part twice.
+
+let h: FusionHarness
+afterEach(async () => {
+  await h.close()
+})
+
+const body = (models: string[], extra: Record<string, unknown> = {}) => ({ models, messages: USER_MESSAGES, ...extra })
+const USAGE = { inputTokens: 100, outputTokens: 20 }
+const JUDGE_USAGE = { inputTokens: 500, outputTokens: 40 }
+const PART = chargeOf(PARTICIPANT_PRICE, USAGE)
+const JUDGED = chargeOf(JUDGE_PRICE, JUDGE_USAGE)
+
+describe('access', () => {
+  test('a plan without Fusion access is 403 naming the plan requirement, even with a prepaid balance; a plan switch applies at once', async () => {
+    h = await buildFusionHarness({ plans: 'plans: { basic: { monthly_allowance: "0", fusion: false }, pro: { monthly_allowance: "0", fusion: true } }' })
+    expect(h.t.deps.config.defaultPlanId).toBe('pro')
+    await switchPlan(h.t.deps.writer, h.t.deps.plans, h.t.clock, h.org.orgId, 'basic')
+    const refused = await h.fusion(body(['a', 'b']))
+    expect(refused.status).toBe(403)
+    const error = (await json(refused)).error
+    expect(error.code).toBe('forbidden')
+    expect(error.message).toContain('plan with Fusion access')
+    expect(error.message).toContain('"basic"')
+    expect(error.message).toContain('prepaid balance alone')
+    expect(h.a.requests.length).toBe(0)
+
+    await switchPlan(h.t.deps.writer, h.t.deps.plans, h.t.clock, h.org.orgId, 'pro')
+    h.a.enqueue(answer('A.', USAGE))
+    h.b.enqueue(answer('B.', USAGE))
+    h.judge.enqueue(answer('AB.', JUDGE_USAGE))
+    expect((await json(await h.fusion(body(['a', 'b'])))).status).toBe('complete')
+  })
+
+  test('no funds at all: every participant is refused before any provider call, so the answer is the 429 itself', async () => {
+    h = await buildFusionHarness({ credit: 0n })
+    const response = await h.fusion(body(['a', 'b', 'c']))
+    expect(response.status).toBe(429)
+    expect((await json(response)).error.code).toBe('insufficient_quota')
+    expect(h.a.requests.length + h.b.requests.length + h.c.requests.length + h.judge.requests.length).toBe(0)
+    expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
+
+    // Streamed, the refusal is found after the stream began: it ends in an `error` event with the envelope.
+    const streamed = await h.fusion(body(['a', 'b'], { stream: true }))
+    expect(streamed.status).toBe(200)
+    const text = await streamed.text()
+    expect(text.match(/event: participant\.failed/g)?.length).toBe(2)
+    const last = text.trim().split('\n\n').at(-1)!
+    expect(last.split('\n')[0]).toBe('event: error')
+    const error = JSON.parse(last.split('\n')[1]!.replace('data: ', '')).error
+    expect(error).toMatchObject({ code: 'insufficient_quota', request_id: streamed.headers.get('x-request-id') })
+    expect(text).not.toContain('fusion.completion')
+  })
+})
+
+describe('per-part reservations and caps', () => {
+  test("the key's spend cap is reached half way: two participants run, the third and the judge are refused, the key spends exactly the two", async () => {
+    h = await buildFusionHarness()
+    // Each participant reserves ~2.01 mUSD (1000 output tokens at 2 USD/Mtok plus input) and the
+    // judge ~5 mUSD: a 5 mUSD cap holds two participants, not three, and not the judge after them.
+    const capped = await createCappedKey(h.t, h.org, 'overall', 5_000_000n)
+    for (const upstream of [h.a, h.b, h.c]) upstream.enqueue(answer('9.9.', USAGE))
+    h.judge.enqueue(answer('never', JUDGE_USAGE))
+    const response = await h.fusion(body(['a', 'b', 'c'], { max_tokens: 1000 }), { key: capped.secret })
+    expect(response.status).toBe(200)
+    const result = await json(response)
+    expect(result.status).toBe('partial')
+    const codes = result.models.map((entry: any) => entry.error_code ?? 'ok')
+    expect(codes.filter((code: string) => code === 'ok').length).toBe(2)
+    expect(codes.filter((code: string) => code === 'insufficient_quota').length).toBe(1)
+    const refusedIndex = codes.indexOf('insufficient_quota')
+    expect(result.models[refusedIndex].error).toContain('spend cap')
+    expect([h.a, h.b, h.c][refusedIndex]!.requests.length).toBe(0)
+    expect(result).toMatchObject({ synthesis: '', synthesis_error_code: 'insufficient_quota', synthesis_tokens: 0 })
+    expect(h.judge.requests.length).toBe(0)
+
+    const spend = await h.t.deps.database.client.execute({ sql: 'SELECT spent_nanos FROM key_spend WHERE key_id = ?', args: [capped.keyId] })
+    expect(BigInt(spend.rows[0]!.spent_nanos as bigint)).toBe(2n * PART)
+    expect((await fusionEntries(h.t)).map(entry => entry.amount)).toEqual([PART, PART])
+    expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
+    await verifyClean(h.t)
+  })
+})
+
+describe('Idempotency-Key', () => {
+  const KEY = '0f8fad5b-d9cb-469f-a165-70867728950e'
+  const OTHER_KEY = '7c9e6679-7425-40de-944b-e07fc1f90ae7'
+  const script = () => {
+    for (const upstream of [h.a, h.b]) upstream.enqueue(answer('9.9.', USAGE))
+    h.judge.enqueue(answer('9.9 it is.', JUDGE_USAGE))
+  }
+  const charged = async () => 10_000_000_000n - (await h.t.deps.balance(h.org.orgId)).prepaidNanos
+
+  test('a repeated request runs inference again but bills no part twice; a new key or a different request bills anew', async () => {
+    h = await buildFusionHarness()
+    const send = (extra: Record<string, unknown> = {}, key = KEY) => h.fusion(body(['a', 'b'], extra), { headers: { 'idempotency-key': key } })
+    script()
+    expect((await json(await send())).status).toBe('complete')
+    const once = 2n * PART + JUDGED
+    expect(await charged()).toBe(once)
+    const entries = await fusionEntries(h.t)
+    expect(entries.length).toBe(3)
+    // Each part has its own billing key derived from the Idempotency-Key.
+    expect(new Set(entries.map(entry => entry.key)).size).toBe(3)
+    for (const entry of entries) expect(entry.key).toStartWith(`bill:fusion:${KEY}:`)
+    expect(entries.map(entry => entry.key!.split(':').slice(-2).join(':')).sort()).toEqual(['judge:judge', 'participant:a', 'participant:b'])
+
+    // The same request again, streamed this time (stream is not part of the request's identity).
+    script()
+    const repeat = await send({ stream: true })
+    expect(await repeat.text()).toContain('event: fusion.completion')
+    expect(h.a.requests.length).toBe(2)
+    expect(h.judge.requests.length).toBe(2)
+    expect(await charged()).toBe(once)
+    expect((await fusionEntries(h.t)).length).toBe(3)
+
+    // Another Idempotency-Key, or another request under the same key, is new work.
+    script()
+    await send({}, OTHER_KEY)
+    expect(await charged()).toBe(2n * once)
+    script()
+    await send({ temperature: 0.5 })
+    expect(await charged()).toBe(3n * once)
+    await verifyClean(h.t)
+  })
+
+  test('a part that failed the first time is billed when a repeat succeeds; the parts that were billed are not', async () => {
+    h = await buildFusionHarness()
+    const send = () => h.fusion(body(['a', 'b']), { headers: { 'Idempotency-Key': KEY.toUpperCase() } })
+    for (const upstream of [h.a, h.b]) upstream.enqueue(answer('9.9.', USAGE))
+    h.judge.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
+    expect((await json(await send())).status).toBe('partial')
+    expect(await charged()).toBe(2n * PART)
+    script()
+    expect((await json(await send())).status).toBe('complete')
+    expect(await charged()).toBe(2n * PART + JUDGED)
+  })
+
+  test.each(['abc', '0f8fad5b-d9cb-469f-a165-70867728950', '0f8fad5bd9cb469fa16570867728950e', '{0f8fad5b-d9cb-469f-a165-70867728950e}', ''])(
+    'Idempotency-Key %p is 400 naming the header, before anything runs',
+    async value => {
+      h = await buildFusionHarness()
+      const response = await h.fusion(body(['a', 'b']), { headers: { 'idempotency-key': value } })
+      expect(response.status).toBe(400)
+      const error = (await json(response)).error
+      expect(error).toMatchObject({ code: 'invalid_request', param: 'Idempotency-Key' })
+      expect(error.message).toContain('UUID')
+      expect(h.a.requests.length).toBe(0)
+    },
+  )
+})
