@@ -4,6 +4,7 @@ import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
 import { billingRoutes } from './billing/routes'
 import { modelRoutes } from './catalog/routes'
+import { documentRoutes } from './documents/routes'
 import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
@@ -21,10 +22,14 @@ export function createApp(deps: Deps) {
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
     .use(modelRoutes(deps.catalog))
-    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock }))
+    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, {
+      metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock,
+      documents: { extractor: deps.extractor, config: deps.config.documents },
+    }))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
+    .use(documentRoutes(deps.keys, deps.limits, { metering: deps.metering, extractor: deps.extractor, config: deps.config.documents, clock: deps.clock }))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -7,6 +7,8 @@ import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
 import { Catalog } from './catalog/catalog'
+import { WorkerExtractorPool } from './documents/pool'
+import type { ExtractorPool } from './documents/types'
 import { AnthropicProvider } from './providers/anthropic/provider'
 import { DemoProvider } from './providers/demo/provider'
 import { OpenAICompatibleProvider } from './providers/openai-compatible/provider'
@@ -40,6 +42,8 @@ export interface Deps {
   readonly catalog: Catalog
   /** Picks a backend per call, with fallback and cool-down. */
   readonly router: Router
+  /** Document text extraction on a pool of Bun Workers (started on first use). */
+  readonly extractor: ExtractorPool
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -54,6 +58,8 @@ export interface DepsOverrides {
   database?: Database
   executor?: BatchExecutor
   identity?: Identity
+  /** The document extractor (tests pass a pool with a scripted worker or hand-driven timers). */
+  extractor?: ExtractorPool
 }
 
 /** The real adapters, one per provider type (the attested family arrives with the TEE work). */
@@ -79,12 +85,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
+  const documents = config.documents
+  const extractor = overrides.extractor ?? new WorkerExtractorPool({
+    size: documents.workers, queueSize: documents.queueSize, timeoutMs: documents.timeoutMs, memoryBudgetBytes: documents.memoryBudgetBytes,
+    limits: { maxTextBytes: documents.maxTextBytes, zip: documents.zip, pdf: documents.pdf },
+  })
   return {
-    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog: new Catalog(config),
     router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()
+      await extractor.close()
       await keys.idle()
       executor.close()
       database.close()
