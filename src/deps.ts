@@ -89,6 +89,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const extractor = overrides.extractor ?? new WorkerExtractorPool({
     size: documents.workers, queueSize: documents.queueSize, timeoutMs: documents.timeoutMs, memoryBudgetBytes: documents.memoryBudgetBytes,
     limits: { maxTextBytes: documents.maxTextBytes, zip: documents.zip, pdf: documents.pdf },
+    onWorkerError: message => logger.warn('document extractor failed', { error: message }),
   })
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog: new Catalog(config),

@@ -31,6 +31,8 @@ export interface WorkerPoolOptions {
   /** The process's resident memory (the main thread's RSS includes its workers'). */
   rss?: () => number
   watchdogIntervalMs?: number
+  /** Told why a worker died (for the log; never document content). */
+  onWorkerError?: (message: string) => void
 }
 
 interface Job {
@@ -49,7 +51,15 @@ interface Slot {
   startedSeq: number
 }
 
-const DEFAULT_WORKER = new URL('./extract.worker.ts', import.meta.url).href
+/**
+ * The worker script. From source it sits beside this file. In the compiled binary every module is
+ * bundled into the root entry (`/$bunfs/root/svc`) and the worker, its own entrypoint in
+ * build.ts, is embedded as `documents/extract.worker.js` under the common source root (src/).
+ */
+function defaultWorkerUrl(): string {
+  if (import.meta.url.includes('$bunfs')) return new URL('./documents/extract.worker.js', import.meta.url).href
+  return new URL('./extract.worker.ts', import.meta.url).href
+}
 // After a watchdog kill, RSS takes a while to fall: wait this many ticks before judging again.
 const WATCHDOG_COOLDOWN_TICKS = 40
 
@@ -73,7 +83,7 @@ export class WorkerExtractorPool implements ExtractorPool {
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.timers = options.timers ?? realTimers
-    this.workerUrl = options.workerUrl ?? DEFAULT_WORKER
+    this.workerUrl = options.workerUrl ?? defaultWorkerUrl()
   }
 
   extract(input: { bytes: Uint8Array; filename?: string; signal?: AbortSignal }): Promise<Extraction> {
@@ -147,7 +157,10 @@ export class WorkerExtractorPool implements ExtractorPool {
       this.next(slot)
     })
     // An uncaught exception or an exit inside the worker: it is not trusted again.
-    const crashed = () => {
+    const crashed = (event: Event) => {
+      if (slot.worker !== worker) return
+      const detail = event.type === 'error' ? (event as ErrorEvent).message : `exit code ${(event as unknown as { code?: number }).code}`
+      this.options.onWorkerError?.(`extraction worker ${event.type}: ${detail}`)
       if (slot.worker === worker) this.replace(slot, new ExtractionError('invalid', 'the document could not be read (the extractor crashed on it)'))
     }
     worker.addEventListener('error', crashed)
