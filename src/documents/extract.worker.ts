@@ -3,9 +3,12 @@
 // parser's stack overflow on a hostile file, becomes an `invalid` answer; a hang or a memory
 // blow-up is the pool's to end (timeout, RSS watchdog).
 import { extractDocument } from './extract'
+import { lowerThreadPriority } from './lower-priority'
 import { ExtractionError, type ExtractionLimits } from './types'
 
 declare const self: Worker
+
+lowerThreadPriority()
 
 export interface JobMessage {
   id: number
