@@ -43,7 +43,7 @@ export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInf
   if (bytes.byteLength === 0) return { kind: 'reject', message: 'the file is empty' }
   // PDF readers accept the header anywhere in the first KiB (some files carry a preamble).
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1')
-  if (head.includes('%PDF-')) return { kind: 'pdf' }
+  if (/%PDF-\d/.test(head)) return { kind: 'pdf' }
   if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
   if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
   if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }

@@ -95,6 +95,18 @@ describe('POST /api/v1/attachments/parse', () => {
     expect((await upload(org, form(['file', new Blob(['still fine']), 'a.txt']))).status).toBe(200)
   }, 30_000)
 
+  test('while a zip bomb is being refused, other requests are answered', async () => {
+    t = await buildTestApp()
+    const org = await t.createOrg()
+    const bomb = lyingZipBomb()
+    const pending = upload(org, form(['file', new Blob([bomb]), 'bomb.docx']))
+    // The event loop is free: the catalog answers while the worker inflates up to its cap.
+    for (let index = 0; index < 20; index++) expect((await t.request('GET', '/v1/models')).status).toBe(200)
+    const refused = await pending
+    expect(refused.status).toBe(400)
+    expect((await json(refused)).error.message).toMatch(/inflates to more than/)
+  }, 30_000)
+
   describe('multipart edge cases', () => {
     test('one `file` part only: missing, second file, extra fields, a text value are 400', async () => {
       t = await buildTestApp()
