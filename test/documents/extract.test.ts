@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, honestZipBomb, lyingZipBomb, manyEntriesZip, plainZip, PNG } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, plainZip, PNG } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -113,6 +113,9 @@ describe('refusals, each with a reason a person understands', () => {
   })
   test('too many zip entries', () => refused(manyEntriesZip(50), /entries, more than the 10 allowed/, { ...limits, zip: { ...limits.zip, maxEntries: 10 } }))
   test('a deeply nested PDF is refused by the prescan', () => refused(deeplyNestedPdf(), /nests arrays or dictionaries more than 256 levels/))
+  test('a PDF nesting 200,000 levels inside a content stream is read by pdf.js without blowing its stack', async () => {
+    expect(await extractDocument(nestedContentStreamPdf(), limits)).toEqual({ documentType: 'pdf', text: 'Hello' })
+  })
   test('a PDF over the page limit', async () => refused(await fixture('report.pdf'), /1 pages, more than the 0 allowed|more than/, { ...limits, pdf: { ...limits.pdf, maxPages: 0 } }))
   test('a PDF over the object limit', async () => refused(await fixture('report.pdf'), /more than 3 objects/, { ...limits, pdf: { ...limits.pdf, maxObjects: 3 } }))
   test('text over the output cap is refused, never cut silently', async () => {

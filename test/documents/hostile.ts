@@ -118,3 +118,19 @@ export function deeplyNestedPdf(depth = 100_000): Uint8Array {
 
 /** A minimal 1x1 PNG. */
 export const PNG = new Uint8Array(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64'))
+
+/**
+ * A PDF whose page content stream nests arrays `depth` deep: the prescan skips stream bodies, so
+ * this reaches pdf.js, whose content parser is iterative (checked: it reads the text around it).
+ */
+export function nestedContentStreamPdf(depth = 200_000): Uint8Array {
+  const content = `BT /F1 12 Tf 72 712 Td (Hello) Tj ET\n${'['.repeat(depth)}${']'.repeat(depth)} TJ\n`
+  const objects = [
+    '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj',
+    '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
+    '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >> endobj',
+    `4 0 obj << /Length ${content.length} >>\nstream\n${content}endstream\nendobj`,
+    '5 0 obj << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> endobj',
+  ]
+  return new TextEncoder().encode(`%PDF-1.4\n${objects.join('\n')}\ntrailer << /Root 1 0 R >>\n%%EOF\n`)
+}
