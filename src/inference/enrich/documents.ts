@@ -18,6 +18,24 @@ export interface DocumentEnrichmentDeps {
 
 type FilePart = Extract<Part, { type: 'file' }>
 
+// A request with many attachments takes at most this many places in the shared pool at once,
+// so one request cannot fill the queue and turn everyone else's uploads into 429s.
+const FILES_IN_FLIGHT = 2
+
+/** `map` with at most `limit` calls pending; results in input order; the first failure rejects. */
+async function mapLimited<T, R>(items: T[], limit: number, call: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length)
+  let next = 0
+  const lane = async () => {
+    while (next < items.length) {
+      const index = next++
+      results[index] = await call(items[index]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
+  return results
+}
+
 /** Whether any message carries a file part (the pipeline's cheap test before enriching). */
 export function hasFileParts(request: ChatRequest): boolean {
   for (const message of request.messages) for (const part of message.parts) if (part.type === 'file') return true
@@ -68,12 +86,10 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatInput): Pro
   const price = chargeForUnits(files.length, documents.config.pricePerParseNanos)
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId })
   try {
-    const results = await Promise.all(
-      files.map(({ part, name }) =>
-        documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: input.httpRequest.signal }).catch(error => {
-          throw extractionApiError(error, { subject: `attached file "${name}"`, queueSize: documents.config.queueSize, nowMs: deps.clock.now() })
-        }),
-      ),
+    const results = await mapLimited(files, FILES_IN_FLIGHT, ({ part, name }) =>
+      documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: input.httpRequest.signal }).catch(error => {
+        throw extractionApiError(error, { subject: `attached file "${name}"`, queueSize: documents.config.queueSize, nowMs: deps.clock.now() })
+      }),
     )
     const texts = new Map<FilePart, Part>()
     files.forEach(({ part, name }, index) => texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text) }))
