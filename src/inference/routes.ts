@@ -48,7 +48,9 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           summary: 'Create a chat completion',
           description:
             'OpenAI Chat Completions: streaming (SSE, `[DONE]` terminated, usage with stream_options.include_usage), function tools, ' +
-            'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema. Billed from the upstream-reported usage, ' +
+            'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema, `file` content parts (file_data as a base64 ' +
+            'data URL, at most 1 MiB decoded: the text is extracted and given to the model as a delimited text part; one document-parse unit per file). ' +
+            'Billed from the upstream-reported usage, ' +
             'settled before the final frame. Errors use the OpenAI envelope.',
         },
       },
