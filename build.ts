@@ -14,7 +14,7 @@ const OUTFILE = flags.outfile!
 // `new Worker(new URL('./x.worker.ts', import.meta.url))` then resolves to the embedded copy.
 const ENTRYPOINTS = [
   'src/cli.ts', // first entry = what the binary runs
-  // 'src/documents/extract.worker.ts',
+  'src/documents/extract.worker.ts', // the extraction pool's Worker script (src/documents/pool.ts)
 ]
 
 // libsql (index.js, and promise.js used by the background WAL checkpointer) picks its native addon with `require(`@libsql/${target}`)`, which the bundler cannot

@@ -4,6 +4,7 @@ import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
 import { billingRoutes } from './billing/routes'
 import { modelRoutes } from './catalog/routes'
+import { documentRoutes } from './documents/routes'
 import { fusionRoutes } from './fusion/routes'
 import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
@@ -27,6 +28,7 @@ export function createApp(deps: Deps) {
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
+    .use(documentRoutes(deps.keys, deps.limits, { metering: deps.metering, extractor: deps.extractor, config: deps.config.documents, clock: deps.clock }))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -9,6 +9,8 @@ import { Sweeper } from './billing/sweeper'
 import { Catalog } from './catalog/catalog'
 import type { FusionDeps } from './fusion/service'
 import type { PipelineDeps } from './inference/pipeline'
+import { WorkerExtractorPool } from './documents/pool'
+import type { ExtractorPool } from './documents/types'
 import { AnthropicProvider } from './providers/anthropic/provider'
 import { DemoProvider } from './providers/demo/provider'
 import { OpenAICompatibleProvider } from './providers/openai-compatible/provider'
@@ -46,6 +48,8 @@ export interface Deps {
   readonly pipeline: PipelineDeps
   /** The Fusion service's dependencies: `runFusion(deps.fusion, …)` (HTTP route and MCP tool). */
   readonly fusion: FusionDeps
+  /** Document text extraction on a pool of Bun Workers (started on first use). */
+  readonly extractor: ExtractorPool
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -60,6 +64,8 @@ export interface DepsOverrides {
   database?: Database
   executor?: BatchExecutor
   identity?: Identity
+  /** The document extractor (tests pass a pool with a scripted worker or hand-driven timers). */
+  extractor?: ExtractorPool
 }
 
 /** The real adapters, one per provider type (the attested family arrives with the TEE work). */
@@ -87,7 +93,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const metering = new Metering(ledger, limits)
   const catalog = new Catalog(config)
   const router = new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock)
-  const pipeline: PipelineDeps = { metering, router, logger, clock }
+  const documents = config.documents
+  const extractor = overrides.extractor ?? new WorkerExtractorPool({
+    size: documents.workers, queueSize: documents.queueSize, timeoutMs: documents.timeoutMs, memoryBudgetBytes: documents.memoryBudgetBytes,
+    limits: { maxTextBytes: documents.maxTextBytes, zip: documents.zip, pdf: documents.pdf },
+    onWorkerError: message => logger.warn('document extractor failed', { error: message }),
+  })
+  const pipeline: PipelineDeps = { metering, router, logger, clock, documents: { extractor, config: documents } }
   const fusion: FusionDeps = {
     pipeline, catalog, config: config.fusion,
     // Read per request: `svc plans set` changes Fusion access at once.
@@ -97,10 +109,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
   }
   return {
-    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog, router, pipeline, fusion,
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()
+      await extractor.close()
       await keys.idle()
       executor.close()
       database.close()

@@ -58,6 +58,19 @@ export interface ModelConfig {
   readonly capabilities: Capabilities
 }
 
+/** Document extraction: pool size, queue, per-job guards and the parse price (ARCHITECTURE.md §6, Extraction). */
+export interface DocumentsConfig {
+  /** Worker count (config 0 or absent = CPU cores). */
+  readonly workers: number
+  readonly queueSize: number
+  readonly timeoutMs: number
+  readonly maxTextBytes: number
+  readonly memoryBudgetBytes: number
+  readonly zip: { readonly maxEntries: number; readonly maxInflatedBytes: number; readonly maxRatio: number }
+  readonly pdf: { readonly maxPages: number; readonly maxObjects: number; readonly maxNesting: number }
+  readonly pricePerParseNanos: Nanos
+}
+
 /** The whole, validated, frozen configuration. Built once at boot by loadConfig. */
 export interface Config {
   readonly port: number
@@ -75,6 +88,7 @@ export interface Config {
   readonly auth: { readonly cacheTtlMs: number; readonly cacheMaxEntries: number }
   /** Fusion (spec §4.5): the default judge (absent: requests must name one) and the per-part deadlines. */
   readonly fusion: { readonly judge: string | undefined; readonly participantTimeoutMs: number; readonly judgeTimeoutMs: number }
+  readonly documents: DocumentsConfig
   /** Upstream providers, in config order (ids unique). */
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */

@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value'
 import { parseUsd } from '../lib/money'
-import type { BucketRule, Config, LogLevel, Plan } from './config'
+import type { BucketRule, Config, DocumentsConfig, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
 import { withEnvProviders } from './env-providers'
 import { buildModels } from './models'
@@ -63,6 +63,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (problems.length > 0) throw new ConfigError(problems)
   const bootstrapCredit = parseUsd(file.ledger?.bootstrap_credit ?? '5')
   if (bootstrapCredit === null) problems.push('ledger.bootstrap_credit: amount too large')
+  const parsePrice = parseUsd(file.documents?.price_per_parse ?? '0.001')
+  if (parsePrice === null) problems.push('documents.price_per_parse: amount too large')
   if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id
@@ -102,9 +104,27 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       participantTimeoutMs: file.fusion?.participant_timeout_ms ?? 120_000,
       judgeTimeoutMs: file.fusion?.judge_timeout_ms ?? 120_000,
     }),
+    documents: documentsConfig(file.documents, parsePrice ?? 0n),
     providers: Object.freeze(providers),
     models: Object.freeze(models),
     source,
+  })
+}
+
+const MiB = 1024 * 1024
+
+function documentsConfig(raw: FileConfig['documents'], pricePerParseNanos: bigint): DocumentsConfig {
+  const cores = typeof navigator !== 'undefined' && navigator.hardwareConcurrency > 0 ? navigator.hardwareConcurrency : 2
+  return Object.freeze({
+    workers: raw?.workers || cores,
+    queueSize: raw?.queue_size ?? 64,
+    timeoutMs: raw?.timeout_ms ?? 10_000,
+    maxTextBytes: raw?.max_text_bytes ?? 4 * MiB,
+    memoryBudgetBytes: (raw?.memory_budget_mb ?? 2048) * MiB,
+    // A real DOCX/XLSX of 4 MiB holds a few hundred entries and inflates 5-20x; these leave room.
+    zip: Object.freeze({ maxEntries: raw?.zip_max_entries ?? 5000, maxInflatedBytes: raw?.zip_max_inflated_bytes ?? 64 * MiB, maxRatio: raw?.zip_max_ratio ?? 200 }),
+    pdf: Object.freeze({ maxPages: raw?.pdf_max_pages ?? 2000, maxObjects: raw?.pdf_max_objects ?? 500_000, maxNesting: raw?.pdf_max_nesting ?? 256 }),
+    pricePerParseNanos,
   })
 }
 

@@ -155,6 +155,31 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    // Document extraction (src/documents/): the worker pool, its guards and the parse price.
+    documents: t.Optional(
+      t.Object(
+        {
+          // Worker count; 0 = one per CPU core.
+          workers: t.Optional(Integer({ minimum: 0, maximum: 256 })),
+          // Jobs waiting for a worker beyond this are refused with 429 rate_limited.
+          queue_size: t.Optional(Integer({ minimum: 0, maximum: 100_000 })),
+          timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 600_000 })),
+          // The extracted text past this is refused (never silently cut).
+          max_text_bytes: t.Optional(Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 })),
+          // Process RSS (the main thread's includes the workers') past which the longest-running job's worker is killed.
+          memory_budget_mb: t.Optional(Integer({ minimum: 64, maximum: 1_048_576 })),
+          zip_max_entries: t.Optional(Integer({ minimum: 1, maximum: 1_000_000 })),
+          zip_max_inflated_bytes: t.Optional(Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 * 1024 })),
+          zip_max_ratio: t.Optional(Integer({ minimum: 1, maximum: 100_000 })),
+          pdf_max_pages: t.Optional(Integer({ minimum: 1, maximum: 100_000 })),
+          pdf_max_objects: t.Optional(Integer({ minimum: 1, maximum: 100_000_000 })),
+          pdf_max_nesting: t.Optional(Integer({ minimum: 1, maximum: 100_000 })),
+          // One document-parse unit (the standalone route and each file part inside chat).
+          price_per_parse: t.Optional(Usd),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     auth: t.Optional(
       t.Object(
         {

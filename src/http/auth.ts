@@ -4,7 +4,7 @@ import type { KeyService } from '../keys/service'
 import { isWellFormedKeySecret, KEY_PREFIX } from '../keys/token'
 import { rateLimitHeaders } from '../limits/headers'
 import type { Limits } from '../limits/admission'
-import { jsonBody } from './body-limit'
+import { jsonBody, singleFileBody } from './body-limit'
 import { ApiError } from './errors'
 
 /**
@@ -100,7 +100,9 @@ async function admit(keys: KeyService, limits: Limits | null, request: Request, 
  * A route's auth: the mode, plus the JSON body cap for routes that take a body. `rateLimited:
  * false` is only for GET /api/v1/rate-limits, whose snapshots must consume nothing (L10).
  */
-export type AuthOption = Exclude<AuthMode, 'public'> | { mode: Exclude<AuthMode, 'public'>; jsonBody?: number; rateLimited?: false }
+export type AuthOption =
+  | Exclude<AuthMode, 'public'>
+  | { mode: Exclude<AuthMode, 'public'>; jsonBody?: number; fileBody?: { limit: number; field: string }; rateLimited?: false }
 
 /**
  * The `auth` route macro. It authenticates and rate-limits in the parse phase, before any body
@@ -113,7 +115,13 @@ export function authMacro(keys: KeyService, limits: Limits) {
   return new Elysia().macro({
     auth: (option: AuthOption) => {
       const mode = typeof option === 'string' ? option : option.mode
-      const readBody = typeof option === 'string' || option.jsonBody === undefined ? undefined : jsonBody(option.jsonBody)
+      // A JSON body, or a multipart upload of one file (document parsing), each capped while read.
+      const readBody =
+        typeof option === 'string' ? undefined
+        : option.jsonBody !== undefined ? jsonBody(option.jsonBody)
+        : option.fileBody !== undefined ? singleFileBody(option.fileBody.limit, option.fileBody.field)
+        : undefined
+      const bodyType = typeof option !== 'string' && option.fileBody !== undefined ? 'multipart/form-data' : 'application/json'
       const routeLimits = typeof option !== 'string' && option.rateLimited === false ? null : limits
       const parse = async (context: { request: Request; set: ResponseSet }): Promise<unknown> => {
         admitted.set(context.request, await admit(keys, routeLimits, context.request, context.set, mode))
@@ -122,7 +130,7 @@ export function authMacro(keys: KeyService, limits: Limits) {
       return {
         detail: { security: SECURITY },
         // The trailing content-type name only informs OpenAPI; Elysia's macro type omits it.
-        parse: (readBody ? [parse, 'application/json'] : [parse]) as unknown as Array<(context: { request: Request }) => Promise<unknown>>,
+        parse: (readBody ? [parse, bodyType] : [parse]) as unknown as Array<(context: { request: Request }) => Promise<unknown>>,
         async resolve({ request, set }) {
           // Routes without a body never run the parse phase: authenticate here.
           return { principal: admitted.get(request) ?? (await admit(keys, routeLimits, request, set, mode)) }

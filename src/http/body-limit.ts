@@ -57,7 +57,12 @@ function tooLarge(limit: number): ApiError {
 }
 
 async function readCapped(request: Request, limit: number): Promise<string> {
-  if (request.body === null) return ''
+  return Buffer.from(await readCappedBytes(request, limit)).toString('utf8')
+}
+
+/** The body's bytes, counted as they stream and cancelled past `limit` (413): never buffered whole first. */
+export async function readCappedBytes(request: Request, limit: number): Promise<Uint8Array> {
+  if (request.body === null) return new Uint8Array(0)
   const reader = request.body.getReader()
   const parts: Uint8Array[] = []
   let total = 0
@@ -71,5 +76,44 @@ async function readCapped(request: Request, limit: number): Promise<string> {
     }
     parts.push(value)
   }
-  return Buffer.concat(parts).toString('utf8')
+  return Buffer.concat(parts)
+}
+
+// RFC 2046 §5.1.1: a boundary is 1 to 70 characters.
+const BOUNDARY = /;\s*boundary=(?:"([^"]{1,200})"|([^;\s]{1,200}))/i
+
+/**
+ * An Elysia `parse` hook for a multipart/form-data upload of exactly one file in `field`
+ * (spec §4.8): the body is capped while it is read (Content-Length first, then counted as it
+ * streams), and a missing field, a second part, any other field, or a plain-text value is a
+ * 400. Returns `{ [field]: File }`.
+ */
+export function singleFileBody(limit: number, field: string) {
+  return async ({ request }: { request: Request }): Promise<Record<string, File>> => {
+    const type = request.headers.get('content-type') ?? ''
+    if (!/^multipart\/form-data\b/i.test(type)) {
+      throw new ApiError('invalid_request', `Content-Type must be multipart/form-data with one "${field}" file part, got "${type.slice(0, 100) || 'none'}"`)
+    }
+    const boundary = BOUNDARY.exec(type)
+    const value = boundary?.[1] ?? boundary?.[2]
+    if (!value) throw new ApiError('invalid_request', 'the multipart Content-Type has no boundary parameter')
+    if (value.length > 70) throw new ApiError('invalid_request', 'the multipart boundary is longer than 70 characters (RFC 2046)')
+    const declared = request.headers.get('content-length')
+    if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+    const bytes = await readCappedBytes(request, limit)
+    let form: Awaited<ReturnType<Response['formData']>>
+    try {
+      form = await new Response(bytes, { headers: { 'content-type': type } }).formData()
+    } catch {
+      throw new ApiError('invalid_request', 'the multipart body is malformed (check the boundary and the part headers)')
+    }
+    const entries = [...form.entries()]
+    const names = [...new Set(entries.map(([name]) => name))].filter(name => name !== field)
+    if (names.length > 0) throw new ApiError('invalid_request', `unexpected form field(s) ${names.slice(0, 5).map(name => `"${name.slice(0, 50)}"`).join(', ')}: only "${field}" is accepted`, names[0])
+    if (entries.length === 0) throw new ApiError('invalid_request', `the form has no "${field}" part; send the document as a file in "${field}"`, field)
+    if (entries.length > 1) throw new ApiError('invalid_request', `send exactly one "${field}" part (got ${entries.length})`, field)
+    const file = entries[0]![1]
+    if (typeof file === 'string') throw new ApiError('invalid_request', `"${field}" must be a file part (with a filename), not a text value`, field)
+    return { [field]: file }
+  }
 }

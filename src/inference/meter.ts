@@ -21,7 +21,8 @@ function requestBytes(request: ChatRequest): { bytes: number; images: number } {
       else if (part.type === 'tool-call') bytes += Buffer.byteLength(part.name) + Buffer.byteLength(part.arguments)
       else if (part.type === 'tool-result') bytes += Buffer.byteLength(part.content)
       else if (part.type === 'image') images += 1
-      else if (part.type === 'file') bytes += part.data.byteLength
+      // File parts count once the documents step has turned them into text (a PDF's bytes say
+      // little about its text), so the context check runs again after extraction.
     }
   }
   for (const tool of request.tools) bytes += Buffer.byteLength(JSON.stringify(tool))
@@ -32,6 +33,13 @@ function requestBytes(request: ChatRequest): { bytes: number; images: number } {
 export function typicalInputTokens(request: ChatRequest): number {
   const { bytes, images } = requestBytes(request)
   return Math.ceil(bytes / BYTES_PER_TOKEN) + request.messages.length * TOKENS_PER_MESSAGE + images * TOKENS_PER_IMAGE
+}
+
+/** The count_tokens estimate: as typicalInputTokens, with attached files at their raw bytes ÷ 4 (nothing is extracted to count). */
+export function estimatedCountTokens(request: ChatRequest): number {
+  let fileBytes = 0
+  for (const message of request.messages) for (const part of message.parts) if (part.type === 'file') fileBytes += part.data.byteLength
+  return typicalInputTokens(request) + Math.ceil(fileBytes / BYTES_PER_TOKEN)
 }
 
 /** Input tokens erring high: for the reservation, and the fallback charge when usage is missing. */

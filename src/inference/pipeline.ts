@@ -11,6 +11,7 @@ import type { ChatEvent, ChatRequest, Usage } from './canonical'
 import { collect, type ChatResult } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
 import { checkPolicy } from './policy'
+import { enrichDocuments, hasFileParts, type DocumentEnrichmentDeps } from './enrich/documents'
 import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
 import { streamResponse } from './stream-response'
 import { toApiError } from './upstream-errors'
@@ -31,6 +32,8 @@ export interface PipelineDeps {
   router: ChatRouter
   logger: Logger
   clock: Clock
+  /** Document extraction for file parts (absent: file parts are refused). */
+  documents?: DocumentEnrichmentDeps
 }
 
 /** One billed chat call, whatever its client format. */
@@ -173,6 +176,7 @@ async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenC
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
+  if (hasFileParts(request)) await enrichDocuments(deps, input)
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   if (request.sampling.maxOutputTokens === undefined) {

@@ -15,11 +15,6 @@ export function checkPolicy(request: ChatRequest): void {
   if (!capabilities.vision && request.messages.some(message => message.parts.some(part => part.type === 'image'))) {
     throw new ApiError('invalid_request', `model ${id} does not accept images`, 'messages')
   }
-  // Document (file) parts are turned into text by the documents step; one that reaches policy
-  // has no step to read it, and no provider can send it.
-  if (request.messages.some(message => message.parts.some(part => part.type === 'file'))) {
-    throw new ApiError('invalid_request', 'document and file inputs are not available on this gateway yet', 'messages')
-  }
   if (request.hosted.webFetch || request.hosted.webSearch) {
     const tool = request.hosted.webFetch ? 'web_fetch' : 'web_search'
     throw new ApiError('invalid_request', `hosted ${tool} is not available on this gateway yet`, 'tools')

@@ -20,7 +20,7 @@ import { echoOf, encodeResponse } from './dialects/responses/encode'
 import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
 import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import type { DialectEncoder } from './dialects/types'
-import { typicalInputTokens } from './meter'
+import { estimatedCountTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
 import { toApiError } from './upstream-errors'
 
@@ -88,7 +88,9 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           summary: 'Create a chat completion',
           description:
             'OpenAI Chat Completions: streaming (SSE, `[DONE]` terminated, usage with stream_options.include_usage), function tools, ' +
-            'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema. Billed from the upstream-reported usage, ' +
+            'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema, `file` content parts (file_data as a base64 ' +
+            'data URL, at most 1 MiB decoded: the text is extracted and given to the model as a delimited text part; one document-parse unit per file). ' +
+            'Billed from the upstream-reported usage, ' +
             'settled before the final frame. Errors use the OpenAI envelope.',
         },
       },
@@ -140,7 +142,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         } catch (error) {
           throw toApiError(error)
         }
-        return { input_tokens: exact ?? typicalInputTokens(chat) }
+        return { input_tokens: exact ?? estimatedCountTokens(chat) }
       },
       {
         auth: { mode: 'inference', jsonBody: 4 * MiB },

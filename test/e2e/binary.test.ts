@@ -148,6 +148,28 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
     expect(keys).toHaveLength(2)
   })
 
+  test('extracts every accepted format through the embedded extraction worker', async () => {
+    // The worker is its own build entrypoint (build.ts); a miss would surface as "the extractor crashed".
+    const fixtures = join(REPO, 'test', 'fixtures', 'documents')
+    const cases: Array<[string, string, string]> = [
+      ['report.pdf', 'pdf', 'Grüße aus Zürich'],
+      ['report.docx', 'docx', 'Bern\t1200\t4 %'],
+      ['slides.pptx', 'pptx', '[Slide 2]\nSlide two: Résultats 2026'],
+      ['sheets.xlsx', 'xlsx', '[Sheet: Übersicht]'],
+      ['sheets.xls', 'xls', 'Jürgen\tKöln\t42'],
+      ['notes.txt', 'text', '日本語'],
+    ]
+    for (const [name, type, snippet] of cases) {
+      const form = new FormData()
+      form.append('file', Bun.file(join(fixtures, name)), name)
+      const response = await fetch(`${base()}/api/v1/attachments/parse`, { method: 'POST', headers: { authorization: `Bearer ${adminKey}` }, body: form })
+      const body = (await response.json()) as { text: string; document_type: string }
+      expect({ name, status: response.status, type: body.document_type }).toEqual({ name, status: 200, type })
+      expect(body.text).toContain(snippet)
+    }
+    expect(stdout.text).not.toContain('document extractor failed')
+  })
+
   test('svc orgs create works against the live server database', async () => {
     // No DATABASE_URL: the CLI must resolve the same default file the server uses (and not .env's).
     const cli = Bun.spawn([binary, 'orgs', 'create', '--name', 'x', '--json'], { cwd: dir, env: env(), stdout: 'pipe', stderr: 'pipe' })

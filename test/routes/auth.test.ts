@@ -3,12 +3,20 @@ import { runAuthSuite, type AuthedRoute } from '../support/auth-suite'
 import { buildTestApp } from '../support/harness'
 
 // Every authenticated route is listed here and runs the shared security suite.
+/** A fresh one-file form per request (a FormData body can be sent more than once, but keep them independent). */
+function uploadForm(): FormData {
+  const form = new FormData()
+  form.append('file', new File(['auth suite'], 'note.txt', { type: 'text/plain' }))
+  return form
+}
+
 const AUTHENTICATED: AuthedRoute[] = [
   { method: 'GET', path: '/api/v1/api-keys', mode: 'admin', okStatus: 200 },
   { method: 'POST', path: '/api/v1/api-keys', mode: 'admin', body: { name: 'suite' }, okStatus: 201 },
   { method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 },
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
   { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
+  { method: 'POST', path: '/api/v1/attachments/parse', mode: 'inference', body: uploadForm(), okStatus: 200 },
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages', mode: 'inference', body: { model: 'demo-anonymous', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages/count_tokens', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },

@@ -22,7 +22,12 @@ describe('OpenAPI description and docs', () => {
         if (status === '204') continue
         expect(reply.content?.['application/json']?.schema ? name : `${name} ${status} has no schema`).toBe(name)
       }
-      if (name.startsWith('POST')) expect(operation.requestBody.content['application/json'].schema.type).toBe('object')
+      // JSON bodies, or multipart for the document upload (with its `file` part typed as binary).
+      if (name.startsWith('POST')) {
+        const content = operation.requestBody.content
+        expect((content['application/json'] ?? content['multipart/form-data']).schema.type).toBe('object')
+        if (content['multipart/form-data']) expect(content['multipart/form-data'].schema.properties.file.format).toBe('binary')
+      }
     }
     await t.close()
   })

@@ -3,7 +3,7 @@ import type { Config } from '../../src/config/config'
 import { loadConfig } from '../../src/config/load'
 import { migrateDatabase, openDatabase } from '../../src/db/client'
 import type { Role } from '../../src/db/schema'
-import { createDeps, type Deps } from '../../src/deps'
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
 import { FakeClock } from './fake-clock'
 
@@ -11,7 +11,7 @@ export interface TestApp {
   app: App
   deps: Deps
   clock: FakeClock
-  /** Sends a request through app.handle; a non-string body is sent as JSON. */
+  /** Sends a request through app.handle; a FormData body is sent as multipart, another non-string body as JSON. */
   request(method: string, path: string, options?: { body?: unknown; key?: string; headers?: Record<string, string> }): Promise<Response>
   /** A new organization with an owner, an admin key and `credit` nanos of prepaid balance (default 10 USD). */
   createOrg(name?: string, credit?: bigint): Promise<TestOrg>
@@ -30,19 +30,22 @@ export interface TestOrg {
 let emailCounter = 0
 
 /** A fresh app on a fresh in-memory libSQL database with the real migrations and a fake clock. */
-export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config): Promise<TestApp> {
+export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: Pick<DepsOverrides, 'extractor' | 'providerFactories'> = {}): Promise<TestApp> {
   const clock = new FakeClock()
   const database = await openDatabase(':memory:')
   await migrateDatabase(database)
-  const deps = await createDeps(config ?? loadConfig(env), { clock, database, logger: silentLogger })
+  const deps = await createDeps(config ?? loadConfig(env), { ...overrides, clock, database, logger: silentLogger })
   await deps.sweeper.start()
   const app = createApp(deps)
 
   const request: TestApp['request'] = (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers }
     if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
-    let body: string | undefined
-    if (options.body !== undefined) {
+    let body: string | FormData | undefined
+    if (options.body instanceof FormData) {
+      // Multipart: fetch sets the content type with its boundary.
+      body = options.body
+    } else if (options.body !== undefined) {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
       headers['content-type'] ??= 'application/json'
     }

@@ -691,3 +691,52 @@ describe('fusion', () => {
     expect(fileProblems(`${withModel}fusion: { judges: m }\n`)).toEqual([expect.stringContaining('fusion')])
   })
 })
+
+describe('documents', () => {
+  test('defaults: one worker per core, guards and the parse price', () => {
+    const { documents } = loadConfig({}, noFile)
+    expect(documents).toEqual({
+      workers: navigator.hardwareConcurrency,
+      queueSize: 64,
+      timeoutMs: 10_000,
+      maxTextBytes: 4 * 1024 * 1024,
+      memoryBudgetBytes: 2048 * 1024 * 1024,
+      zip: { maxEntries: 5000, maxInflatedBytes: 64 * 1024 * 1024, maxRatio: 200 },
+      pdf: { maxPages: 2000, maxObjects: 500_000, maxNesting: 256 },
+      pricePerParseNanos: 1_000_000n,
+    })
+    expect(Object.isFrozen(documents) && Object.isFrozen(documents.zip) && Object.isFrozen(documents.pdf)).toBe(true)
+    // A file without the section gets the same defaults.
+    expect(fromFile(MINIMAL).config.documents).toEqual(documents)
+  })
+
+  test('a file sets every key; workers 0 means CPU cores', () => {
+    const { config } = fromFile(`${MINIMAL}documents:
+  workers: 3
+  queue_size: 0
+  timeout_ms: 2500
+  max_text_bytes: 65536
+  memory_budget_mb: 512
+  zip_max_entries: 100
+  zip_max_inflated_bytes: 1048576
+  zip_max_ratio: 50
+  pdf_max_pages: 10
+  pdf_max_objects: 1000
+  pdf_max_nesting: 32
+  price_per_parse: "0.000000001"
+`)
+    expect(config.documents).toEqual({
+      workers: 3, queueSize: 0, timeoutMs: 2500, maxTextBytes: 65536, memoryBudgetBytes: 512 * 1024 * 1024,
+      zip: { maxEntries: 100, maxInflatedBytes: 1048576, maxRatio: 50 }, pdf: { maxPages: 10, maxObjects: 1000, maxNesting: 32 }, pricePerParseNanos: 1n,
+    })
+    expect(fromFile(`${MINIMAL}documents: { workers: 0 }\n`).config.documents.workers).toBe(navigator.hardwareConcurrency)
+  })
+
+  test('bad values and unknown keys are named', () => {
+    const problems = fileProblems(`${MINIMAL}documents: { timeout_ms: 5, price_per_parse: 0.001, workers: -1, zip_bombs: true }\n`)
+    expect(problems.some(problem => problem.startsWith('documents.timeout_ms:'))).toBe(true)
+    expect(problems.some(problem => problem.startsWith('documents.workers:'))).toBe(true)
+    expect(problems).toContain('documents.price_per_parse: Expected string (write money as a quoted decimal string)')
+    expect(problems).toContain('documents.zip_bombs: Unexpected property')
+  })
+})

@@ -97,7 +97,7 @@ function userParts(content: UserContent, index: number): Part[] {
     const param = `messages.${index}.content.${partIndex}`
     if (part.type === 'text') return { type: 'text', text: (part as { text: string }).text }
     if (part.type === 'image_url') return decodeImage((part as { image_url: { url: string } }).image_url.url, param)
-    if (part.type === 'file') throw new ApiError('invalid_request', 'file content parts are not supported on this gateway yet', param)
+    if (part.type === 'file') return decodeFile((part as { file: { file_data?: string; filename?: string; file_id?: string } }).file, param)
     throw new ApiError('invalid_request', 'audio input is not available on this API', param)
   })
 }
@@ -105,6 +105,38 @@ function userParts(content: UserContent, index: number): Part[] {
 const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i
 // Inline attachments are capped at 1 MiB decoded (spec §8).
 export const MAX_INLINE_BYTES = 1024 * 1024
+
+const BASE64 = /^[A-Za-z0-9+/=\s]*$/
+
+/**
+ * A `file` content part: `file_data` is a base64 data URL (or bare base64, as some clients
+ * send) of at most 1 MiB decoded; `file_id` names a provider-hosted file, which this API has
+ * not (spec §1). The bytes become a canonical file part; enrichment extracts its text.
+ */
+function decodeFile(file: { file_data?: string; filename?: string; file_id?: string }, param: string): Part {
+  if (file.file_id !== undefined) {
+    throw new ApiError('invalid_request', 'file.file_id is not supported: there is no file upload API; send the document inline as file.file_data (a base64 data URL)', param)
+  }
+  if (file.file_data === undefined || file.file_data === '') throw new ApiError('invalid_request', 'file.file_data is required: a base64 data URL such as data:application/pdf;base64,...', param)
+  let mediaType = 'application/octet-stream'
+  let base64 = file.file_data
+  if (base64.startsWith('data:')) {
+    const match = DATA_URL.exec(base64)
+    if (!match) throw new ApiError('invalid_request', 'file.file_data must be data:<type>;base64,<data>', param)
+    mediaType = match[1]!.toLowerCase()
+    base64 = match[2]!
+  } else if (!BASE64.test(base64)) {
+    throw new ApiError('invalid_request', 'file.file_data must be a base64 data URL (data:<type>;base64,<data>)', param)
+  }
+  base64 = base64.replace(/\s/g, '')
+  // Refuse before decoding anything oversized; enrichment checks the decoded size exactly.
+  if (Math.floor((base64.length * 3) / 4) > MAX_INLINE_BYTES + 3) {
+    throw new ApiError('invalid_request', 'inline files are limited to 1 MiB decoded (use POST /api/v1/attachments/parse for up to 4 MiB)', param)
+  }
+  const data = new Uint8Array(Buffer.from(base64, 'base64'))
+  const filename = file.filename?.trim() ? file.filename.slice(0, 255) : undefined
+  return filename === undefined ? { type: 'file', mediaType, data } : { type: 'file', mediaType, filename, data }
+}
 
 /** An image URL or base64 data URL → a canonical image part (shared with the Responses dialect). */
 export function decodeImage(url: string, param: string): Part {

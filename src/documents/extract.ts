@@ -1,0 +1,65 @@
+import { extractOffice, extractXls, TextCapExceeded } from './office'
+import { extractPdf, PdfRefused, prescanPdf } from './pdf'
+import { sniff } from './sniff'
+import { decodeText } from './text'
+import { ExtractionError, type Extraction, type ExtractionLimits } from './types'
+import { inflateWithinCap } from './zip-guard'
+
+const invalid = (message: string) => new ExtractionError('invalid', message)
+
+/**
+ * Bytes → text, routed by content (ARCHITECTURE.md §6). Runs inside an extraction worker,
+ * never on the server's event loop. Every expected failure is an ExtractionError('invalid')
+ * whose message a person understands; a parser's own exception is turned into one too.
+ */
+export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimits): Promise<Extraction> {
+  const sniffed = sniff(bytes, limits.zip)
+  const tooMuchText = `the document's text is longer than the ${limits.maxTextBytes}-byte limit`
+  switch (sniffed.kind) {
+    case 'reject':
+      throw invalid(sniffed.message)
+    case 'text': {
+      const decoded = decodeText(bytes)
+      if (!decoded.ok) throw invalid(decoded.message)
+      if (Buffer.byteLength(decoded.text) > limits.maxTextBytes) throw invalid(tooMuchText)
+      return { text: decoded.text, documentType: 'text' }
+    }
+    case 'pdf': {
+      const refused = prescanPdf(bytes, limits.pdf)
+      if (refused) throw invalid(refused)
+      try {
+        return { text: await extractPdf(bytes, { maxPages: limits.pdf.maxPages, maxTextBytes: limits.maxTextBytes }), documentType: 'pdf' }
+      } catch (error) {
+        if (error instanceof PdfRefused) throw invalid(error.message)
+        if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        if ((error as { name?: string }).name === 'PasswordException') {
+          throw invalid('the PDF is encrypted (password protected); remove the password and send it again')
+        }
+        throw invalid('the PDF is damaged or not a valid PDF file')
+      }
+    }
+    case 'zip': {
+      const inflated = inflateWithinCap(bytes, sniffed.entries, limits.zip)
+      if (!inflated.ok) throw invalid(inflated.message)
+      try {
+        const text = await extractOffice(bytes, sniffed.type, { maxTextBytes: limits.maxTextBytes, maxInflatedBytes: limits.zip.maxInflatedBytes, maxEntries: limits.zip.maxEntries })
+        return { text, documentType: sniffed.type }
+      } catch (error) {
+        if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        throw invalid(`the ${sniffed.type.toUpperCase()} file is damaged or not a valid ${sniffed.type.toUpperCase()} document`)
+      }
+    }
+    case 'ole2': {
+      // Password-protected DOCX/XLSX/PPTX are OLE2 containers holding an EncryptedPackage stream.
+      if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(Buffer.from('EncryptedPackage', 'utf16le'))) {
+        throw invalid('the Office document is encrypted (password protected); remove the password and send it again')
+      }
+      try {
+        return { text: extractXls(bytes, limits.maxTextBytes), documentType: 'xls' }
+      } catch (error) {
+        if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        throw invalid('the file is a legacy Office file (OLE2) that is not a readable Excel workbook; legacy .doc and .ppt are not supported, save them as DOCX or PPTX')
+      }
+    }
+  }
+}

@@ -1,0 +1,95 @@
+import * as XLSX from '@e965/xlsx'
+import { parseOffice } from 'officeparser'
+
+// Office formats to predictable text. officeparser gives an AST; we render it ourselves so the
+// layout is ours: paragraphs one per line, table rows one per line with cells tab-separated,
+// slides in order under "[Slide N]", sheets under "[Sheet: name]" with rows tab-separated.
+
+type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[] }
+
+/** A cell's text on one line: tabs and newlines inside it would break the row layout. */
+function cellText(node: Node): string {
+  return (node.text ?? flatten(node)).replace(/[\t\r\n]+/g, ' ').trim()
+}
+
+function flatten(node: Node): string {
+  if (!node.children?.length) return node.text ?? ''
+  return node.children.map(flatten).join('')
+}
+
+function rows(node: Node, out: string[]): void {
+  for (const row of node.children ?? []) {
+    if (row.type !== 'row') continue
+    out.push((row.children ?? []).filter(cell => cell.type === 'cell').map(cellText).join('\t').replace(/\t+$/, ''))
+  }
+}
+
+function render(node: Node, out: string[]): void {
+  if (node.type === 'table') return rows(node, out)
+  if (node.type === 'paragraph' || node.type === 'heading' || node.type === 'list') {
+    // A paragraph's `text` is its runs joined; nested tables (rare) fall through to children.
+    if (!node.children?.some(child => child.type === 'table')) {
+      out.push(node.text ?? flatten(node))
+      return
+    }
+  }
+  if (node.children?.length) for (const child of node.children) render(child, out)
+  else if (node.text) out.push(node.text)
+}
+
+/** Thrown by the OOXML renderers when the text would pass the cap. */
+export class TextCapExceeded extends Error {}
+
+export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx' | 'xlsx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
+  const ast = await parseOffice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
+    // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
+    fileType,
+    ocr: false,
+    extractAttachments: false,
+    // The zip guard already checked these; officeparser's own limits are a second fence.
+    decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: limits.maxEntries },
+  } as Parameters<typeof parseOffice>[1])
+  const content = (ast as unknown as { content: Node[] }).content
+  const out: string[] = []
+  if (fileType === 'pptx') {
+    const slides = content.filter(node => node.type === 'slide')
+    slides.sort((a, b) => Number(a.metadata?.slideNumber ?? 0) - Number(b.metadata?.slideNumber ?? 0))
+    slides.forEach((slide, index) => {
+      if (index > 0) out.push('')
+      out.push(`[Slide ${index + 1}]`)
+      render(slide, out)
+    })
+  } else if (fileType === 'xlsx') {
+    content.forEach((sheet, index) => {
+      if (index > 0) out.push('')
+      out.push(`[Sheet: ${String(sheet.metadata?.sheetName ?? index + 1)}]`)
+      rows(sheet, out)
+    })
+  } else {
+    for (const node of content) render(node, out)
+  }
+  return join(out, limits.maxTextBytes)
+}
+
+/** Legacy XLS (BIFF in an OLE2 container) through SheetJS 0.20.3 (never xlsx@0.18.5: open advisories). */
+export function extractXls(bytes: Uint8Array, maxTextBytes: number): string {
+  const workbook = XLSX.read(bytes, { type: 'array', dense: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false })
+  if (workbook.SheetNames.length === 0) throw new Error('no sheets')
+  const out: string[] = []
+  workbook.SheetNames.forEach((name, index) => {
+    if (index > 0) out.push('')
+    out.push(`[Sheet: ${name}]`)
+    const sheet = workbook.Sheets[name]
+    if (!sheet) return
+    const csv = XLSX.utils.sheet_to_csv(sheet, { FS: '\t', RS: '\n', blankrows: false, strip: true })
+    if (csv !== '') out.push(csv)
+    if (Buffer.byteLength(csv) > maxTextBytes) throw new TextCapExceeded()
+  })
+  return join(out, maxTextBytes)
+}
+
+function join(lines: string[], maxTextBytes: number): string {
+  const text = lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()
+  if (Buffer.byteLength(text) > maxTextBytes) throw new TextCapExceeded()
+  return text
+}

@@ -1,0 +1,84 @@
+import { getDocumentProxy } from 'unpdf'
+import { TextCapExceeded } from './office'
+
+/** Why a PDF is refused before pdf.js sees it, or undefined. */
+export function prescanPdf(bytes: Uint8Array, limits: { maxObjects: number; maxNesting: number }): string | undefined {
+  const tail = Buffer.from(bytes.buffer, bytes.byteOffset + Math.max(0, bytes.byteLength - 1024), Math.min(1024, bytes.byteLength)).toString('latin1')
+  // pdf.js repairs a cut file and shows whatever it finds; a file without its end marker is
+  // refused instead, so a truncated upload never silently yields partial text.
+  if (!tail.includes('%%EOF')) return 'the PDF is truncated or damaged (it has no end-of-file marker)'
+  let objects = 0
+  let depth = 0
+  let deepest = 0
+  const length = bytes.byteLength
+  for (let at = 0; at < length; at++) {
+    const byte = bytes[at]!
+    if (byte === 0x25 /* % comment */) {
+      while (at < length && bytes[at] !== 0x0a && bytes[at] !== 0x0d) at++
+    } else if (byte === 0x28 /* ( literal string, nested parentheses and escapes */) {
+      let open = 1
+      for (at++; at < length && open > 0; at++) {
+        if (bytes[at] === 0x5c) at++
+        else if (bytes[at] === 0x28) open++
+        else if (bytes[at] === 0x29) open--
+      }
+      at--
+    } else if (byte === 0x5b /* [ */ || (byte === 0x3c && bytes[at + 1] === 0x3c) /* << */) {
+      if (byte === 0x3c) at++
+      if (++depth > deepest) deepest = depth
+      if (deepest > limits.maxNesting) return `the PDF nests arrays or dictionaries more than ${limits.maxNesting} levels deep`
+    } else if (byte === 0x5d || (byte === 0x3e && bytes[at + 1] === 0x3e)) {
+      if (byte === 0x3e) at++
+      if (depth > 0) depth--
+    } else if (byte === 0x6f /* o */ && bytes[at + 1] === 0x62 && bytes[at + 2] === 0x6a && isDelimiter(bytes[at - 1]) && isDelimiter(bytes[at + 3])) {
+      if (++objects > limits.maxObjects) return `the PDF holds more than ${limits.maxObjects} objects`
+    } else if (byte === 0x73 /* s */ && isStreamKeyword(bytes, at)) {
+      // Stream bodies are binary: skip to endstream rather than reading brackets in them.
+      const end = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf('endstream', at + 6, 'latin1')
+      if (end < 0) return 'the PDF is truncated or damaged (a stream never ends)'
+      at = end + 8
+    }
+  }
+  return undefined
+}
+
+function isDelimiter(byte: number | undefined): boolean {
+  return byte === undefined || byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09 || byte === 0x0c || byte === 0x00 || byte === 0x3c || byte === 0x5b || byte === 0x2f
+}
+
+function isStreamKeyword(bytes: Uint8Array, at: number): boolean {
+  return bytes[at + 1] === 0x74 && bytes[at + 2] === 0x72 && bytes[at + 3] === 0x65 && bytes[at + 4] === 0x61 && bytes[at + 5] === 0x6d &&
+    (bytes[at + 6] === 0x0a || bytes[at + 6] === 0x0d) && isDelimiter(bytes[at - 1])
+}
+
+/** Page texts joined by a blank line; a page without a text layer (a scan) contributes nothing. */
+export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; maxTextBytes: number }): Promise<string> {
+  const document = await getDocumentProxy(bytes, { verbosity: 0, stopAtErrors: false, disableFontFace: true, useSystemFonts: false })
+  try {
+    if (document.numPages > limits.maxPages) throw new PdfRefused(`the PDF has ${document.numPages} pages, more than the ${limits.maxPages} allowed`)
+    const pages: string[] = []
+    let bytesSoFar = 0
+    for (let number = 1; number <= document.numPages; number++) {
+      const page = await document.getPage(number)
+      const content = await page.getTextContent()
+      let text = ''
+      for (const item of content.items) {
+        if (!('str' in item)) continue
+        text += item.str
+        if (item.hasEOL) text += '\n'
+      }
+      page.cleanup()
+      text = text.trim()
+      bytesSoFar += Buffer.byteLength(text) + 2
+      if (bytesSoFar > limits.maxTextBytes + 2) throw new TextCapExceeded()
+      if (text !== '') pages.push(text)
+    }
+    return pages.join('\n\n')
+  } finally {
+    // The proxy has no destroy(); its loading task is released with the worker job.
+    await document.cleanup().catch(() => {})
+  }
+}
+
+/** A PDF refused for a reason we name ourselves (page limit). */
+export class PdfRefused extends Error {}

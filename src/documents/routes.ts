@@ -1,0 +1,75 @@
+import { Elysia, t } from 'elysia'
+import type { Metering } from '../billing/metering'
+import { chargeForUnits } from '../billing/pricing'
+import type { DocumentsConfig } from '../config/config'
+import { authMacro } from '../http/auth'
+import { KiB, MiB } from '../http/body-limit'
+import { ApiError } from '../http/errors'
+import { ErrorResponse } from '../http/openapi-schemas'
+import { requestIdOf } from '../http/request-context'
+import type { KeyService } from '../keys/service'
+import type { Clock } from '../lib/clock'
+import type { Limits } from '../limits/admission'
+import { extractionApiError } from './errors'
+import type { ExtractorPool } from './types'
+
+/** Spec §8: the upload limit of the standalone route. */
+export const MAX_UPLOAD_BYTES = 4 * MiB
+// Multipart framing (boundaries, part headers) around a maximal file.
+const FRAMING_ALLOWANCE = 16 * KiB
+
+export const ParsedDocument = t.Object({
+  text: t.String({ description: 'Extracted text. Sheets appear as "[Sheet: name]" then one tab-separated row per line; slides as "[Slide N]" in order; DOCX table rows one per line with cells tab-separated' }),
+  token_count: t.Integer({ minimum: 0, description: 'ceil(UTF-8 bytes of text / 4); independent of any model tokenizer' }),
+  document_type: t.String({ description: 'Detected from the content, never from the file name: text, pdf, docx, pptx, xlsx or xls', examples: ['pdf'] }),
+})
+
+/** `token_count` of spec §2.6. */
+export function tokenEstimate(text: string): number {
+  return Math.ceil(Buffer.byteLength(text) / 4)
+}
+
+/**
+ * POST /api/v1/attachments/parse (spec §4.8): one multipart `file`, capped at 4 MiB while read;
+ * funding and the key's spend cap are checked (one document-parse unit reserved) before any
+ * extraction; a successful parse settles that unit, a failed one releases it. Nothing is stored.
+ */
+export function documentRoutes(keys: KeyService, limits: Limits, deps: { metering: Metering; extractor: ExtractorPool; config: DocumentsConfig; clock: Clock }) {
+  return new Elysia({ prefix: '/api/v1/attachments', tags: ['Documents'] })
+    .use(authMacro(keys, limits))
+    .post(
+      '/parse',
+      async ({ body, principal, set, request }) => {
+        const file = body.file
+        if (file.size > MAX_UPLOAD_BYTES) throw new ApiError('payload_too_large', `the file is larger than ${MAX_UPLOAD_BYTES} bytes (4 MiB)`, 'file')
+        const price = chargeForUnits(1, deps.config.pricePerParseNanos)
+        const requestId = requestIdOf(set)
+        // Reserve first: an unfunded org or a capped key is refused before any work is done.
+        const call = await deps.metering.begin({ principal, purpose: 'doc_parse', estimate: price, inference: false, requestId })
+        let result
+        try {
+          result = await deps.extractor.extract({ bytes: new Uint8Array(await file.arrayBuffer()), filename: file.name, signal: request.signal })
+        } catch (error) {
+          call.release()
+          throw extractionApiError(error, { queueSize: deps.config.queueSize, nowMs: deps.clock.now(), param: 'file' })
+        }
+        await call.settle(price)
+        set.headers['cache-control'] = 'no-store'
+        return { text: result.text, token_count: tokenEstimate(result.text), document_type: result.documentType }
+      },
+      {
+        auth: { mode: 'inference', fileBody: { limit: MAX_UPLOAD_BYTES + FRAMING_ALLOWANCE, field: 'file' } },
+        body: t.Object({ file: t.File({ description: 'The document: text (UTF-8 or UTF-16), PDF, DOCX, PPTX, XLSX or XLS, at most 4 MiB' }) }),
+        response: { 200: ParsedDocument, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
+        detail: {
+          summary: 'Extract the text of a document',
+          description:
+            'Multipart form data with exactly one field, `file` (other fields, a second file or a text value are 400). The format is detected ' +
+            'from the content: text, PDF, DOCX, PPTX, XLSX, XLS. A scanned PDF without a text layer gives empty text. Unsupported, encrypted, ' +
+            'corrupt, truncated or hostile files (zip bombs) are 400; an extraction timeout is 503; a full extractor queue is 429 with Retry-After. ' +
+            'Billed as one document-parse unit on success only; funding and spend caps are checked first. Nothing is stored; the response is ' +
+            '`Cache-Control: no-store`.',
+        },
+      },
+    )
+}

@@ -1,0 +1,72 @@
+import { readCentralDirectory, type ZipEntry } from './zip-guard'
+
+/** What the first bytes and the container structure say; `reject` carries the person-readable reason. */
+export type Sniffed =
+  | { kind: 'pdf' }
+  | { kind: 'zip'; type: 'docx' | 'pptx' | 'xlsx'; entries: ZipEntry[] }
+  | { kind: 'ole2' }
+  | { kind: 'text' }
+  | { kind: 'reject'; message: string }
+
+// Formats people upload by mistake, named so the refusal says what the file is.
+const KNOWN_BINARY: Array<[number[], string]> = [
+  [[0x89, 0x50, 0x4e, 0x47], 'a PNG image'],
+  [[0xff, 0xd8, 0xff], 'a JPEG image'],
+  [[0x47, 0x49, 0x46, 0x38], 'a GIF image'],
+  [[0x42, 0x4d], 'a BMP image'],
+  [[0x49, 0x49, 0x2a, 0x00], 'a TIFF image'],
+  [[0x4d, 0x4d, 0x00, 0x2a], 'a TIFF image'],
+  [[0x1f, 0x8b], 'a gzip archive'],
+  [[0x42, 0x5a, 0x68], 'a bzip2 archive'],
+  [[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00], 'an xz archive'],
+  [[0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c], 'a 7-Zip archive'],
+  [[0x52, 0x61, 0x72, 0x21], 'a RAR archive'],
+  [[0x7f, 0x45, 0x4c, 0x46], 'an ELF executable'],
+  [[0x4d, 0x5a], 'a Windows executable'],
+  [[0x7b, 0x5c, 0x72, 0x74, 0x66], 'an RTF document'],
+]
+
+const ACCEPTED = 'accepted formats are text, PDF, DOCX, PPTX, XLSX and XLS'
+
+function startsWith(bytes: Uint8Array, magic: number[], at = 0): boolean {
+  if (bytes.byteLength < at + magic.length) return false
+  for (let index = 0; index < magic.length; index++) if (bytes[at + index] !== magic[index]) return false
+  return true
+}
+
+/**
+ * Routes by content (ARCHITECTURE.md §6): PDF by its header, OOXML by the parts its zip holds,
+ * OLE2 as a candidate XLS, known binaries refused by name, anything else tried as text.
+ * Throws nothing: a zip whose directory is broken or over the limits comes back as `reject`.
+ */
+export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {
+  if (bytes.byteLength === 0) return { kind: 'reject', message: 'the file is empty' }
+  // PDF readers accept the header anywhere in the first KiB (some files carry a preamble).
+  const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1')
+  if (/%PDF-\d/.test(head)) return { kind: 'pdf' }
+  if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
+  if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
+  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }
+  if (startsWith(bytes, [0x66, 0x74, 0x79, 0x70], 4)) return { kind: 'reject', message: `the file is an image or video (ISO media); ${ACCEPTED}` }
+  for (const [magic, name] of KNOWN_BINARY) {
+    if (startsWith(bytes, magic)) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
+  }
+  return { kind: 'text' }
+}
+
+function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {
+  const directory = readCentralDirectory(bytes, limits)
+  if (!directory.ok) return { kind: 'reject', message: directory.message }
+  const names = new Set(directory.entries.map(entry => entry.name))
+  const mimetype = directory.entries.find(entry => entry.name === 'mimetype')
+  if (mimetype && [...names].some(name => name === 'content.xml')) {
+    return { kind: 'reject', message: `OpenDocument files (ODT, ODS, ODP) are not supported; save the file as DOCX, XLSX or PPTX (${ACCEPTED})` }
+  }
+  if (names.has('[Content_Types].xml')) {
+    if (names.has('word/document.xml')) return { kind: 'zip', type: 'docx', entries: directory.entries }
+    if (names.has('ppt/presentation.xml')) return { kind: 'zip', type: 'pptx', entries: directory.entries }
+    if (names.has('xl/workbook.xml')) return { kind: 'zip', type: 'xlsx', entries: directory.entries }
+    return { kind: 'reject', message: `the file is an Office Open XML package but not a Word, PowerPoint or Excel document; ${ACCEPTED}` }
+  }
+  return { kind: 'reject', message: `the file is a zip archive, not a document; ${ACCEPTED}` }
+}

@@ -1,0 +1,63 @@
+// Plain text: UTF-8 (with or without BOM) and UTF-16 (with a BOM, or recognised by its zero
+// bytes) are decoded strictly; every other encoding is refused with a hint, because guessing a
+// legacy 8-bit code page silently turns the text into mojibake.
+
+export type TextResult = { ok: true; text: string } | { ok: false; message: string }
+
+const NOT_TEXT =
+  'the file is not a supported document and not UTF-8 text (it may be a legacy 8-bit encoding such as Latin-1 or Windows-1252, or an unknown binary format); ' +
+  'save text as UTF-8, or send a PDF, DOCX, PPTX, XLSX or XLS file'
+
+function decode(encoding: 'utf-8' | 'utf-16le' | 'utf-16be', bytes: Uint8Array): string | undefined {
+  try {
+    // ignoreBOM: false strips one leading BOM of the same encoding.
+    return new TextDecoder(encoding, { fatal: true }).decode(bytes)
+  } catch {
+    return undefined
+  }
+}
+
+/** UTF-16 without a BOM: ASCII-range text has a zero byte in every other position. */
+function utf16WithoutBom(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
+  const sample = Math.min(bytes.byteLength, 4096) & ~1
+  if (sample < 4) return undefined
+  let evenZero = 0
+  let oddZero = 0
+  for (let index = 0; index < sample; index += 2) {
+    if (bytes[index] === 0) evenZero++
+    if (bytes[index + 1] === 0) oddZero++
+  }
+  const pairs = sample / 2
+  if (oddZero > pairs * 0.6 && evenZero < pairs * 0.1) return 'utf-16le'
+  if (evenZero > pairs * 0.6 && oddZero < pairs * 0.1) return 'utf-16be'
+  return undefined
+}
+
+/** Control characters other than tab, newline, carriage return and form feed mark binary data. */
+function looksBinary(text: string): boolean {
+  let control = 0
+  const length = Math.min(text.length, 8192)
+  for (let index = 0; index < length; index++) {
+    const code = text.charCodeAt(index)
+    if (code === 0) return true
+    if (code < 32 && code !== 9 && code !== 10 && code !== 12 && code !== 13) control++
+  }
+  return control > length * 0.02
+}
+
+/** Decodes `bytes` as text, or refuses with a reason. Line endings become `\n`. */
+export function decodeText(bytes: Uint8Array): TextResult {
+  let text: string | undefined
+  if (bytes[0] === 0xff && bytes[1] === 0xfe && bytes[2] === 0 && bytes[3] === 0) {
+    return { ok: false, message: 'UTF-32 text is not supported; save the file as UTF-8' }
+  } else if (bytes[0] === 0xff && bytes[1] === 0xfe) {
+    text = decode('utf-16le', bytes)
+  } else if (bytes[0] === 0xfe && bytes[1] === 0xff) {
+    text = decode('utf-16be', bytes)
+  } else {
+    const utf16 = utf16WithoutBom(bytes)
+    text = decode(utf16 ?? 'utf-8', bytes)
+  }
+  if (text === undefined || looksBinary(text)) return { ok: false, message: NOT_TEXT }
+  return { ok: true, text: text.replace(/\r\n?/g, '\n') }
+}

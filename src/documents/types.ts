@@ -1,0 +1,43 @@
+/** What the content turned out to be (sniffed, never taken from the file name or declared type). */
+export type DocumentType = 'text' | 'pdf' | 'docx' | 'pptx' | 'xlsx' | 'xls'
+
+/** The guards one extraction job runs under (from config; passed with every job). */
+export interface ExtractionLimits {
+  readonly maxTextBytes: number
+  readonly zip: { readonly maxEntries: number; readonly maxInflatedBytes: number; readonly maxRatio: number }
+  readonly pdf: { readonly maxPages: number; readonly maxObjects: number; readonly maxNesting: number }
+}
+
+/** A finished extraction. */
+export interface Extraction {
+  text: string
+  documentType: DocumentType
+}
+
+/**
+ * Why an extraction failed:
+ * - `invalid`: the bytes are not a document we read (unsupported, corrupt, encrypted, a
+ *   tripped guard, or a worker that crashed or passed its memory budget on it) → 400;
+ * - `timeout`: the job ran past its deadline → 503;
+ * - `busy`: the queue is full → 429 with Retry-After;
+ * - `closed`: the pool is shutting down → 503.
+ */
+export type ExtractionFailure = 'invalid' | 'timeout' | 'busy' | 'closed'
+
+/** An expected extraction failure, with a message a person understands. */
+export class ExtractionError extends Error {
+  constructor(
+    readonly reason: ExtractionFailure,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** The extractor port (ARCHITECTURE.md §6): a Bun Worker pool in production, fakes in tests. */
+export interface ExtractorPool {
+  /** Extracts text from `bytes`. Rejects with ExtractionError for every expected failure. */
+  extract(input: { bytes: Uint8Array; filename?: string; signal?: AbortSignal }): Promise<Extraction>
+  stats(): { workers: number; busy: number; queued: number }
+  close(): Promise<void>
+}

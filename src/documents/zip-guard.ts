@@ -1,0 +1,118 @@
+import { inflateRawSync } from 'node:zlib'
+
+// The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
+// (entry count, declared sizes, compression ratio), then inflate every entry under a running
+// byte cap that ignores the declared sizes, because headers can lie. Parsers bundle their own
+// unzip code, so this runs on the buffer before they ever see it.
+
+/** One central-directory record. */
+export interface ZipEntry {
+  name: string
+  method: number
+  flags: number
+  compressedSize: number
+  uncompressedSize: number
+  localHeaderOffset: number
+}
+
+export interface ZipLimits {
+  maxEntries: number
+  maxInflatedBytes: number
+  maxRatio: number
+}
+
+type Result<T> = { ok: true } & T | { ok: false; message: string }
+
+const EOCD = 0x06054b50
+const CENTRAL = 0x02014b50
+const LOCAL = 0x04034b50
+// Small entries compress absurdly well (an empty styles part) and cost nothing: the ratio
+// check starts at this declared size.
+const RATIO_FLOOR = 1024 * 1024
+
+/** Reads and checks the central directory. Nothing is inflated here. */
+export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Result<{ entries: ZipEntry[] }> {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  // The end record sits in the last 22 + 65535 (comment) bytes.
+  let eocd = -1
+  for (let at = bytes.byteLength - 22; at >= Math.max(0, bytes.byteLength - 22 - 65535); at--) {
+    if (view.getUint32(at, true) === EOCD) {
+      eocd = at
+      break
+    }
+  }
+  if (eocd < 0) return { ok: false, message: 'the file is a damaged or truncated zip container (no central directory)' }
+  const count = view.getUint16(eocd + 10, true)
+  const size = view.getUint32(eocd + 12, true)
+  const offset = view.getUint32(eocd + 16, true)
+  if (count === 0xffff || offset === 0xffffffff) return { ok: false, message: 'ZIP64 containers are not supported (an office document under 4 MiB never needs one)' }
+  if (count > limits.maxEntries) return { ok: false, message: `the zip container holds ${count} entries, more than the ${limits.maxEntries} allowed` }
+  if (offset + size > eocd) return { ok: false, message: 'the file is a damaged or truncated zip container (central directory out of bounds)' }
+
+  const entries: ZipEntry[] = []
+  let declaredTotal = 0
+  let at = offset
+  for (let index = 0; index < count; index++) {
+    if (at + 46 > eocd || view.getUint32(at, true) !== CENTRAL) return { ok: false, message: 'the file is a damaged zip container (bad central directory record)' }
+    const nameLength = view.getUint16(at + 28, true)
+    const entry: ZipEntry = {
+      flags: view.getUint16(at + 8, true),
+      method: view.getUint16(at + 10, true),
+      compressedSize: view.getUint32(at + 20, true),
+      uncompressedSize: view.getUint32(at + 24, true),
+      localHeaderOffset: view.getUint32(at + 42, true),
+      name: Buffer.from(bytes.buffer, bytes.byteOffset + at + 46, Math.min(nameLength, Math.max(0, eocd - at - 46))).toString('utf8'),
+    }
+    at += 46 + nameLength + view.getUint16(at + 30, true) + view.getUint16(at + 32, true)
+    if (entry.flags & 1) return { ok: false, message: 'the zip container is encrypted (password protected)' }
+    if (entry.method !== 0 && entry.method !== 8) return { ok: false, message: `the zip container uses compression method ${entry.method}; only stored and deflate are read` }
+    declaredTotal += entry.uncompressedSize
+    if (declaredTotal > limits.maxInflatedBytes) {
+      return { ok: false, message: `the zip container declares more than ${limits.maxInflatedBytes} bytes once inflated (a zip bomb or far too large a document)` }
+    }
+    if (entry.uncompressedSize > RATIO_FLOOR && entry.uncompressedSize > limits.maxRatio * Math.max(1, entry.compressedSize)) {
+      return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" has a compression ratio over ${limits.maxRatio}:1 (a zip bomb)` }
+    }
+    entries.push(entry)
+  }
+  return { ok: true, entries }
+}
+
+/**
+ * Inflates every entry under one running cap that does not trust the declared sizes, and
+ * requires each entry to inflate to exactly the size its header declares (a lying header is
+ * refused even when it stays under the cap). Returns the inflated total.
+ */
+export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits: ZipLimits): Result<{ inflated: number }> {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  let total = 0
+  for (const entry of entries) {
+    const at = entry.localHeaderOffset
+    if (at + 30 > bytes.byteLength || view.getUint32(at, true) !== LOCAL) return { ok: false, message: 'the file is a damaged or truncated zip container (bad local header)' }
+    const start = at + 30 + view.getUint16(at + 26, true) + view.getUint16(at + 28, true)
+    const end = start + entry.compressedSize
+    if (end > bytes.byteLength) return { ok: false, message: 'the file is a truncated zip container' }
+    const data = bytes.subarray(start, end)
+    let size: number
+    if (entry.method === 0) {
+      size = data.byteLength
+    } else {
+      const remaining = limits.maxInflatedBytes - total
+      try {
+        // maxOutputLength stops zlib as soon as the output passes the cap: the bomb is never materialised.
+        size = inflateRawSync(data, { maxOutputLength: Math.max(1, remaining) }).byteLength
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
+          return { ok: false, message: `the zip container inflates to more than ${limits.maxInflatedBytes} bytes (a zip bomb or far too large a document)` }
+        }
+        return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" is corrupt or truncated` }
+      }
+    }
+    total += size
+    if (total > limits.maxInflatedBytes) return { ok: false, message: `the zip container inflates to more than ${limits.maxInflatedBytes} bytes (a zip bomb or far too large a document)` }
+    if (size !== entry.uncompressedSize) {
+      return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" inflates to ${size} bytes but its header declares ${entry.uncompressedSize} (a malformed or hostile file)` }
+    }
+  }
+  return { ok: true, inflated: total }
+}

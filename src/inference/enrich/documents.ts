@@ -1,0 +1,104 @@
+import { chargeForUnits } from '../../billing/pricing'
+import type { DocumentsConfig } from '../../config/config'
+import { extractionApiError } from '../../documents/errors'
+import type { ExtractorPool } from '../../documents/types'
+import { ApiError } from '../../http/errors'
+import type { ChatRequest, Part } from '../canonical'
+import type { ChatCallInput, PipelineDeps } from '../pipeline'
+import { checkPolicy } from '../policy'
+
+/** Spec §8: inline attachments are at most 1 MiB once decoded. */
+export const MAX_INLINE_ATTACHMENT_BYTES = 1024 * 1024
+
+/** What document enrichment needs (PipelineDeps.documents). */
+export interface DocumentEnrichmentDeps {
+  extractor: ExtractorPool
+  config: DocumentsConfig
+}
+
+type FilePart = Extract<Part, { type: 'file' }>
+
+// A request with many attachments takes at most this many places in the shared pool at once,
+// so one request cannot fill the queue and turn everyone else's uploads into 429s.
+const FILES_IN_FLIGHT = 2
+
+/** `map` with at most `limit` calls pending; results in input order; the first failure rejects. */
+async function mapLimited<T, R>(items: T[], limit: number, call: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length)
+  let next = 0
+  const lane = async () => {
+    while (next < items.length) {
+      const index = next++
+      results[index] = await call(items[index]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
+  return results
+}
+
+/** Whether any message carries a file part (the pipeline's cheap test before enriching). */
+export function hasFileParts(request: ChatRequest): boolean {
+  for (const message of request.messages) for (const part of message.parts) if (part.type === 'file') return true
+  return false
+}
+
+/** A file name safe inside the delimiters: one line, no brackets or quotes, bounded. */
+function displayName(part: FilePart, ordinal: number): string {
+  const name = (part.filename ?? '').replace(/[\u0000-\u001f\u007f"[\]<>]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200)
+  return name === '' ? `attachment ${ordinal}` : name
+}
+
+/** The text part the model sees instead of the file: delimited, naming the file and its type. */
+function documentText(name: string, documentType: string, text: string): string {
+  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text
+  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${body}\n[End of document "${name}"]`
+}
+
+/**
+ * Enrichment step for documents (ARCHITECTURE.md §8 step 5), shared by every dialect: each
+ * canonical `file` part (Chat Completions `file`, Responses `input_file`, Messages `document`)
+ * is extracted request-locally through the pool and replaced by a delimited text part, whatever
+ * the model's `file_input` capability; neither file nor text is kept.
+ *
+ * Billing (decided here, stated in README): each file part is one document-parse unit, like
+ * POST /api/v1/attachments/parse. All units are reserved before any extraction (funding and
+ * spend cap first), released if any file fails or the enriched request no longer fits the
+ * model's context, and settled once every file is read, independently of the chat call that
+ * follows. Errors name the file, not a dialect's JSON path, so every surface can use them.
+ */
+export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput): Promise<void> {
+  const { request } = input
+  const documents = deps.documents
+  if (!documents) throw new ApiError('invalid_request', 'file parts are not available on this gateway')
+  const files: Array<{ part: FilePart; name: string }> = []
+  for (const message of request.messages) {
+    for (const part of message.parts) {
+      if (part.type !== 'file') continue
+      const name = displayName(part, files.length + 1)
+      if (part.data.byteLength > MAX_INLINE_ATTACHMENT_BYTES) {
+        throw new ApiError('invalid_request', `attached file "${name}" is ${part.data.byteLength} bytes decoded; inline attachments are limited to 1 MiB (use POST /api/v1/attachments/parse for up to 4 MiB)`)
+      }
+      if (part.data.byteLength === 0) throw new ApiError('invalid_request', `attached file "${name}" is empty`)
+      files.push({ part, name })
+    }
+  }
+
+  const price = chargeForUnits(files.length, documents.config.pricePerParseNanos)
+  const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId })
+  try {
+    const results = await mapLimited(files, FILES_IN_FLIGHT, ({ part, name }) =>
+      documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: input.signal }).catch(error => {
+        throw extractionApiError(error, { subject: `attached file "${name}"`, queueSize: documents.config.queueSize, nowMs: deps.clock.now() })
+      }),
+    )
+    const texts = new Map<FilePart, Part>()
+    files.forEach(({ part, name }, index) => texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text) }))
+    for (const message of request.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts.get(part)! : part))
+    // The documents now count as input: the request must still fit the model's context.
+    checkPolicy(request)
+  } catch (error) {
+    call.release()
+    throw error
+  }
+  await call.settle(price)
+}

@@ -1,0 +1,121 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import OpenAI from 'openai'
+import { loadConfig } from '../../src/config/load'
+import { openAIWire } from '../providers/openai-wire'
+import { FakeUpstream } from '../support/fake-upstream'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { fixture, lyingZipBomb } from './hostile'
+
+// Chat Completions with `file` content parts (spec §4.8, §4.12), the official `openai` SDK as
+// the client and a fake OpenAI-compatible upstream: the upstream must see the extracted text
+// in a delimited text part, never the file; bad attachments are 400 and charge nothing.
+
+const PRICE_PER_PARSE = 1_000_000n
+let upstream: FakeUpstream
+let t: TestApp
+let server: ReturnType<typeof Bun.serve>
+let client: OpenAI
+let orgId = ''
+
+beforeEach(async () => {
+  upstream = await FakeUpstream.start()
+  const yaml = [
+    'providers:',
+    `  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }`,
+    'models:',
+    '  - { id: reader, backends: [{ provider: up, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
+    '  - { id: tiny, backends: [{ provider: up, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 64, max_output_tokens: 8 }',
+    'plans: { payg: { monthly_allowance: "0", fusion: false } }',
+  ].join('\n')
+  const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-up' }
+  t = await buildTestApp(env, loadConfig(env, () => yaml))
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  const org = await t.createOrg('acme', 10_000_000_000n)
+  orgId = org.orgId
+  client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+})
+
+afterEach(async () => {
+  server.stop(true)
+  await upstream.close()
+  await t.close()
+})
+
+const dataUrl = (bytes: Uint8Array, type: string) => `data:${type};base64,${Buffer.from(bytes).toString('base64')}`
+const turn = { text: 'The report covers Bern and Genève.', finish: 'stop' as const, usage: { inputTokens: 120, outputTokens: 9 } }
+
+async function parseCharges(): Promise<bigint[]> {
+  const rows = await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)
+  return rows.map(row => BigInt(row.amount_nanos))
+}
+
+describe('Chat Completions with file parts', () => {
+  test('each file becomes a delimited text part the upstream sees; files are billed one parse unit each', async () => {
+    upstream.enqueue({ kind: 'sse', body: openAIWire.stream(turn) })
+    const docx = await fixture('report.docx')
+    const xlsx = await fixture('sheets.xlsx')
+    const completion = await client.chat.completions.create({
+      model: 'reader',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Summarise these.' },
+            { type: 'file', file: { file_data: dataUrl(docx, 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'), filename: 'report.docx' } },
+            // The declared type is wrong on purpose: the content decides.
+            { type: 'file', file: { file_data: dataUrl(xlsx, 'application/pdf'), filename: 'sheets.pdf' } },
+          ],
+        },
+      ],
+    })
+    expect(completion.choices[0]!.message.content).toBe(turn.text)
+
+    const sent = upstream.onlyRequest().body
+    const parts = sent.messages[0].content
+    const texts: string[] = typeof parts === 'string' ? [parts] : parts.map((part: { type: string; text?: string }) => part.text ?? `<${part.type}>`)
+    const all = texts.join('\n')
+    expect(all).toContain('Summarise these.')
+    expect(all).toContain('[Document "report.docx" (docx), attached by the user; its extracted text follows until the end marker]\nQuarterly report — Zürich office')
+    expect(all).toContain('Bern\t1200\t4 %')
+    expect(all).toContain('[End of document "report.docx"]')
+    expect(all).toContain('[Document "sheets.pdf" (xlsx)')
+    expect(all).toContain('[Sheet: Übersicht]\nName\tStadt\tMenge')
+    // No file bytes or file parts went upstream.
+    expect(upstream.onlyRequest().text).not.toContain(Buffer.from(docx).toString('base64').slice(0, 40))
+    expect(JSON.stringify(sent)).not.toContain('"file"')
+    // One settlement for the request's two parse units.
+    expect(await parseCharges()).toEqual([2n * PRICE_PER_PARSE])
+  })
+
+  test('streamed as well: the upstream still receives the text', async () => {
+    upstream.enqueue({ kind: 'sse', body: openAIWire.stream(turn) })
+    const stream = await client.chat.completions.create({
+      model: 'reader',
+      stream: true,
+      messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: dataUrl(await fixture('slides.pptx'), 'application/octet-stream'), filename: 'deck.pptx' } }] }],
+    })
+    let text = ''
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
+    expect(text).toBe(turn.text)
+    expect(JSON.stringify(upstream.onlyRequest().body)).toContain('[Slide 1]\\nSlide one: Über uns')
+  })
+
+  test('refusals are 400 before the upstream is called, and charge nothing', async () => {
+    const refusal = async (content: OpenAI.ChatCompletionContentPart[], model = 'reader'): Promise<string> => {
+      const error = await client.chat.completions.create({ model, messages: [{ role: 'user', content }] }).then(() => undefined, error => error)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      return (error as Error).message
+    }
+    const big = new Uint8Array(1024 * 1024 + 1).fill(97)
+    expect(await refusal([{ type: 'file', file: { file_data: dataUrl(big, 'text/plain'), filename: 'big.txt' } }])).toMatch(/1 MiB/)
+    expect(await refusal([{ type: 'file', file: { file_id: 'file-abc' } }])).toMatch(/file_id is not supported/)
+    expect(await refusal([{ type: 'file', file: { filename: 'x.pdf' } }])).toMatch(/file_data is required/)
+    expect(await refusal([{ type: 'file', file: { file_data: dataUrl(await fixture('encrypted.pdf'), 'application/pdf'), filename: 'locked.pdf' } }])).toMatch(/attached file "locked.pdf": the PDF is encrypted/)
+    expect(await refusal([{ type: 'file', file: { file_data: dataUrl(lyingZipBomb(2 * 1024 * 1024), 'application/zip'), filename: 'bomb.docx' } }])).toMatch(/bomb.docx/)
+    // A document too long for the model's context is refused after extraction, unbilled.
+    expect(await refusal([{ type: 'file', file: { file_data: dataUrl(await fixture('report.docx'), 'application/octet-stream'), filename: 'r.docx' } }], 'tiny')).toMatch(/does not fit/)
+    expect(upstream.requests).toHaveLength(0)
+    expect(await parseCharges()).toEqual([])
+  })
+})

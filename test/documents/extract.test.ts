@@ -1,0 +1,125 @@
+import { beforeAll, describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { extractDocument } from '../../src/documents/extract'
+import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, plainZip, PNG } from './hostile'
+
+// The extractors on their own, in this thread (the pool tests cover the worker around them).
+const defaults = loadConfig({}).documents
+const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
+
+async function refused(bytes: Uint8Array, pattern: RegExp, custom: ExtractionLimits = limits): Promise<void> {
+  const error = await extractDocument(bytes, custom).then(() => undefined, error => error)
+  expect(error).toBeInstanceOf(ExtractionError)
+  expect((error as ExtractionError).reason).toBe('invalid')
+  expect((error as ExtractionError).message).toMatch(pattern)
+}
+
+describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
+  test('DOCX: paragraphs, then table rows with tab-separated cells', async () => {
+    const result = await extractDocument(await fixture('report.docx'), limits)
+    expect(result.documentType).toBe('docx')
+    expect(result.text).toBe(
+      'Quarterly report — Zürich office\nGrüße aus Zürich: naïve café, Ελληνικά, 日本語, emoji ✓.\n' +
+        'Region\tRevenue\tGrowth\nBern\t1200\t4 %\nGenève\t980\t−2 %\nClosing paragraph after the table.',
+    )
+  })
+
+  test('PPTX: slides in order, each under its marker', async () => {
+    const result = await extractDocument(await fixture('slides.pptx'), limits)
+    expect(result).toEqual({ documentType: 'pptx', text: '[Slide 1]\nSlide one: Über uns\n\n[Slide 2]\nSlide two: Résultats 2026\n\n[Slide 3]\nSlide three: 次のステップ' })
+  })
+
+  const sheets = '[Sheet: Übersicht]\nName\tStadt\tMenge\nJürgen\tKöln\t42\nÅsa\tMalmö\t7\n\n[Sheet: Notes]\n東京\tdone ✓'
+  test('XLSX: sheet names, one tab-separated row per line', async () => {
+    expect(await extractDocument(await fixture('sheets.xlsx'), limits)).toEqual({ documentType: 'xlsx', text: sheets })
+  })
+
+  test('XLS (SheetJS 0.20.3) gives the same layout as XLSX', async () => {
+    expect(await extractDocument(await fixture('sheets.xls'), limits)).toEqual({ documentType: 'xls', text: sheets })
+  })
+
+  test('PDF: the text layer, Latin and Greek intact', async () => {
+    const result = await extractDocument(await fixture('report.pdf'), limits)
+    expect(result.documentType).toBe('pdf')
+    expect(result.text).toContain('Quarterly report — Zürich office')
+    expect(result.text).toContain('Grüße aus Zürich: naïve café, Ελληνικά')
+    expect(result.text).toContain('Genève 980 −2 %')
+  })
+
+  test('a PDF page without a text layer gives empty text, not an error', async () => {
+    expect(await extractDocument(await fixture('blank.pdf'), limits)).toEqual({ documentType: 'pdf', text: '' })
+  })
+
+  test('text: UTF-8, UTF-8 with BOM, UTF-16LE with BOM, UTF-16 without BOM', async () => {
+    expect(await extractDocument(await fixture('notes.txt'), limits)).toEqual({ documentType: 'text', text: 'Plain notes — Grüße, 日本語\nsecond line\n' })
+    expect((await extractDocument(await fixture('notes-bom.txt'), limits)).text).toBe('With BOM — Grüße\n')
+    expect((await extractDocument(await fixture('notes-utf16le.txt'), limits)).text).toBe('UTF-16 ü\n')
+    const bare = new Uint8Array(Buffer.from('Hallo Welt, no BOM here\r\n', 'utf16le'))
+    expect((await extractDocument(bare, limits)).text).toBe('Hallo Welt, no BOM here\n')
+  })
+
+  test('detection ignores names: a DOCX is a DOCX whatever it is called (the pool never sees a name)', async () => {
+    // extractDocument has no name parameter at all; the route test sends wrong extensions end to end.
+    expect((await extractDocument(await fixture('report.docx'), limits)).documentType).toBe('docx')
+  })
+})
+
+describe('refusals, each with a reason a person understands', () => {
+  test('empty file', () => refused(new Uint8Array(0), /empty/))
+  test('Latin-1 text', async () => refused(await fixture('latin1.txt'), /not UTF-8 text.*Latin-1/))
+  test('binary noise', () => refused(new Uint8Array([1, 2, 3, 0, 0, 5, 6, 7, 200, 201]), /not UTF-8 text|binary/))
+  test('an image', () => refused(PNG, /PNG image/))
+  test('a plain zip archive', () => refused(plainZip(), /zip archive, not a document/))
+  test('an encrypted PDF', async () => refused(await fixture('encrypted.pdf'), /encrypted \(password protected\)/))
+  test('a truncated PDF', async () => {
+    const pdf = await fixture('report.pdf')
+    await refused(pdf.slice(0, Math.floor(pdf.byteLength / 2)), /truncated/)
+  })
+  test('a truncated DOCX', async () => {
+    const docx = await fixture('report.docx')
+    await refused(docx.slice(0, docx.byteLength - 200), /damaged or truncated zip|truncated/)
+  })
+  test('a truncated XLS', async () => {
+    const xls = await fixture('sheets.xls')
+    await refused(xls.slice(0, 1500), /not a readable Excel workbook/)
+  })
+  test('text that merely mentions a PDF header stays text', async () => {
+    expect((await extractDocument(new TextEncoder().encode('The magic is "%PDF-" followed by a version.'), limits)).documentType).toBe('text')
+  })
+  // 80 MiB of zeros each (over the 64 MiB default cap), built once: only the refusal is timed.
+  let honest: Uint8Array
+  let lying: Uint8Array
+  beforeAll(() => {
+    honest = honestZipBomb()
+    lying = lyingZipBomb()
+  }, 60_000)
+  test('a zip bomb with honest headers is refused from its central directory, before inflating', async () => {
+    const started = performance.now()
+    await refused(honest, /declares more than|compression ratio/)
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
+  test('a zip bomb with lying headers is stopped while inflating, at the cap', async () => {
+    const started = performance.now()
+    await refused(lying, /inflates to more than/)
+    expect(performance.now() - started).toBeLessThan(2000)
+  })
+  test('an entry under the size cap but compressed past the ratio limit is refused before inflating', async () => {
+    // 10 MiB of zeros deflates well over 50:1 even at level 1; the size cap alone would let it through.
+    await refused(honestZipBomb(10 * 1024 * 1024), /compression ratio over 50:1/, { ...limits, zip: { ...limits.zip, maxRatio: 50 } })
+  })
+  test('a lying header under the cap is still refused (size mismatch)', async () => {
+    await refused(lyingZipBomb(100_000), /declares 1000/)
+  })
+  test('too many zip entries', () => refused(manyEntriesZip(50), /entries, more than the 10 allowed/, { ...limits, zip: { ...limits.zip, maxEntries: 10 } }))
+  test('a deeply nested PDF is refused by the prescan', () => refused(deeplyNestedPdf(), /nests arrays or dictionaries more than 256 levels/))
+  test('a PDF nesting 200,000 levels inside a content stream is read by pdf.js without blowing its stack', async () => {
+    expect(await extractDocument(nestedContentStreamPdf(), limits)).toEqual({ documentType: 'pdf', text: 'Hello' })
+  })
+  test('a PDF over the page limit', async () => refused(await fixture('report.pdf'), /1 pages, more than the 0 allowed|more than/, { ...limits, pdf: { ...limits.pdf, maxPages: 0 } }))
+  test('a PDF over the object limit', async () => refused(await fixture('report.pdf'), /more than 3 objects/, { ...limits, pdf: { ...limits.pdf, maxObjects: 3 } }))
+  test('text over the output cap is refused, never cut silently', async () => {
+    await refused(new TextEncoder().encode('x'.repeat(5000)), /longer than the 1024-byte limit/, { ...limits, maxTextBytes: 1024 })
+    await refused(await fixture('sheets.xlsx'), /longer than the 16-byte limit/, { ...limits, maxTextBytes: 16 })
+  })
+})

@@ -1,0 +1,136 @@
+import { deflateRawSync } from 'node:zlib'
+import { join } from 'node:path'
+
+// Hostile documents, built in code (small, exact, reviewable) rather than committed as blobs.
+
+export const FIXTURES = join(import.meta.dir, '..', 'fixtures', 'documents')
+
+export async function fixture(name: string): Promise<Uint8Array> {
+  return new Uint8Array(await Bun.file(join(FIXTURES, name)).arrayBuffer())
+}
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  return c >>> 0
+})
+function crc32(bytes: Uint8Array): number {
+  let crc = 0xffffffff
+  for (const byte of bytes) crc = CRC_TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8)
+  return (crc ^ 0xffffffff) >>> 0
+}
+
+export interface ZipSpec {
+  name: string
+  data: Uint8Array
+  /** Override the declared uncompressed size (a lying header). */
+  declaredSize?: number
+}
+
+/** A deflate zip of `entries`, with optional lying size fields in both headers. */
+export function buildZip(entries: ZipSpec[]): Uint8Array {
+  const locals: Buffer[] = []
+  const centrals: Buffer[] = []
+  let offset = 0
+  for (const entry of entries) {
+    const name = Buffer.from(entry.name)
+    const compressed = deflateRawSync(entry.data, { level: 1 })
+    const size = entry.declaredSize ?? entry.data.byteLength
+    const crc = crc32(entry.data)
+    const local = Buffer.alloc(30)
+    local.writeUInt32LE(0x04034b50, 0)
+    local.writeUInt16LE(20, 4)
+    local.writeUInt16LE(8, 8)
+    local.writeUInt32LE(crc, 14)
+    local.writeUInt32LE(compressed.byteLength, 18)
+    local.writeUInt32LE(size, 22)
+    local.writeUInt16LE(name.byteLength, 26)
+    locals.push(local, name, compressed)
+    const central = Buffer.alloc(46)
+    central.writeUInt32LE(0x02014b50, 0)
+    central.writeUInt16LE(20, 4)
+    central.writeUInt16LE(20, 6)
+    central.writeUInt16LE(8, 10)
+    central.writeUInt32LE(crc, 16)
+    central.writeUInt32LE(compressed.byteLength, 20)
+    central.writeUInt32LE(size, 24)
+    central.writeUInt16LE(name.byteLength, 28)
+    central.writeUInt32LE(offset, 42)
+    centrals.push(central, name)
+    offset += 30 + name.byteLength + compressed.byteLength
+  }
+  const directory = Buffer.concat(centrals)
+  const end = Buffer.alloc(22)
+  end.writeUInt32LE(0x06054b50, 0)
+  end.writeUInt16LE(entries.length, 8)
+  end.writeUInt16LE(entries.length, 10)
+  end.writeUInt32LE(directory.byteLength, 12)
+  end.writeUInt32LE(offset, 16)
+  return new Uint8Array(Buffer.concat([...locals, directory, end]))
+}
+
+const CONTENT_TYPES = new TextEncoder().encode('<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>')
+
+/** A DOCX-shaped zip whose document part inflates to `size` bytes of zeros (honest headers). */
+export function honestZipBomb(size = 80 * 1024 * 1024): Uint8Array {
+  return buildZip([
+    { name: '[Content_Types].xml', data: CONTENT_TYPES },
+    { name: 'word/document.xml', data: new Uint8Array(size) },
+  ])
+}
+
+/**
+ * A DOCX-shaped zip whose headers claim a tiny document part while it really inflates to
+ * `size` bytes: only counting while inflating catches it.
+ */
+export function lyingZipBomb(size = 80 * 1024 * 1024): Uint8Array {
+  return buildZip([
+    { name: '[Content_Types].xml', data: CONTENT_TYPES },
+    { name: 'word/document.xml', data: new Uint8Array(size), declaredSize: 1000 },
+  ])
+}
+
+/** Many tiny entries: over the entry-count limit. */
+export function manyEntriesZip(count: number): Uint8Array {
+  const entries: ZipSpec[] = [{ name: '[Content_Types].xml', data: CONTENT_TYPES }, { name: 'word/document.xml', data: new Uint8Array(1) }]
+  for (let index = 0; index < count; index++) entries.push({ name: `pad/${index}`, data: new Uint8Array(0) })
+  return buildZip(entries)
+}
+
+/** A plain zip archive (no office parts). */
+export function plainZip(): Uint8Array {
+  return buildZip([{ name: 'readme.txt', data: new TextEncoder().encode('hello') }])
+}
+
+/** A small valid-looking PDF whose page dictionary nests arrays `depth` levels deep. */
+export function deeplyNestedPdf(depth = 100_000): Uint8Array {
+  const nested = '['.repeat(depth) + ']'.repeat(depth)
+  const body = [
+    '%PDF-1.4',
+    '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj',
+    '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
+    `3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Nested ${nested} >> endobj`,
+    'trailer << /Root 1 0 R >>',
+    '%%EOF',
+  ].join('\n')
+  return new TextEncoder().encode(body)
+}
+
+/** A minimal 1x1 PNG. */
+export const PNG = new Uint8Array(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64'))
+
+/**
+ * A PDF whose page content stream nests arrays `depth` deep: the prescan skips stream bodies, so
+ * this reaches pdf.js, whose content parser is iterative (checked: it reads the text around it).
+ */
+export function nestedContentStreamPdf(depth = 200_000): Uint8Array {
+  const content = `BT /F1 12 Tf 72 712 Td (Hello) Tj ET\n${'['.repeat(depth)}${']'.repeat(depth)} TJ\n`
+  const objects = [
+    '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj',
+    '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
+    '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >> endobj',
+    `4 0 obj << /Length ${content.length} >>\nstream\n${content}endstream\nendobj`,
+    '5 0 obj << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> endobj',
+  ]
+  return new TextEncoder().encode(`%PDF-1.4\n${objects.join('\n')}\ntrailer << /Root 1 0 R >>\n%%EOF\n`)
+}
