@@ -8,6 +8,11 @@ import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
 import { healthRoutes } from './observability/routes'
+import { mcpRoutes } from './mcp/routes'
+import { McpService } from './mcp/server'
+import { createTools } from './mcp/tools'
+import { consentRoutes } from './oauth/consent-routes'
+import { oauthRoutes } from './oauth/routes'
 import packageJson from '../package.json'
 
 /**
@@ -16,15 +21,20 @@ import packageJson from '../package.json'
  */
 export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
+  const pipeline = { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock }
+  const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline }), deps.limits, packageJson.version)
   return new Elysia({ normalize: false })
     .use(requestContext(deps.logger))
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
     .use(modelRoutes(deps.catalog))
-    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock }))
+    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, pipeline))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
+    .use(oauthRoutes(deps.oauth))
+    .use(consentRoutes(deps.oauth))
+    .use(mcpRoutes(deps.keys, deps.oauth, mcp, deps.config.mcp.allowedOrigins))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -143,6 +143,29 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    oauth: t.Optional(
+      t.Object(
+        {
+          // The authorization server's issuer URL (https://gateway.example.com). Unset: the origin each request arrived at.
+          issuer: t.Optional(t.String({ pattern: '^https?://[^/?#\\s]+$', maxLength: 500 })),
+          access_token_ttl_s: t.Optional(Integer({ minimum: 60, maximum: 86_400 })),
+          refresh_token_ttl_s: t.Optional(Integer({ minimum: 300, maximum: 31_536_000 })),
+          code_ttl_s: t.Optional(Integer({ minimum: 10, maximum: 600 })),
+          device_code_ttl_s: t.Optional(Integer({ minimum: 60, maximum: 3600 })),
+          device_poll_interval_s: t.Optional(Integer({ minimum: 1, maximum: 60 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    mcp: t.Optional(
+      t.Object(
+        {
+          // Browser origins allowed to call /mcp besides the issuer's own (DNS-rebinding defence).
+          allowed_origins: t.Optional(t.Array(t.String({ pattern: '^https?://[^/?#\\s]+$', maxLength: 500 }), { maxItems: 100 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     auth: t.Optional(
       t.Object(
         {

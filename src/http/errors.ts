@@ -83,6 +83,7 @@ export function renderError(error: ApiError, surface: Surface, requestId: string
     body = { error: inner }
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId, ...error.headers }
-  if (error.status === 401) headers['www-authenticate'] = 'Bearer'
+  // A route may send its own challenge (/mcp points at its protected-resource metadata).
+  if (error.status === 401) headers['www-authenticate'] ??= 'Bearer'
   return new Response(JSON.stringify(body), { status: error.status, headers })
 }
