@@ -19,7 +19,6 @@ export const CHAT_FUSION = {
     {
       models: Type.Array(ModelId, { minItems: 2, maxItems: 3, uniqueItems: true, description: 'Two or three distinct model ids' }),
       request_id: Type.String({
-        format: 'uuid',
         pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
         description: 'A UUID you choose; the idempotency key of the billing (reuse it only to retry the same request)',
       }),
