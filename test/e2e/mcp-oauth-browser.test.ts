@@ -156,5 +156,15 @@ describe.skipIf(!existsSync(CHROMIUM))('MCP host: OAuth discovery, registration 
     const balance = await t.deps.balance(org.orgId)
     expect(1_000_000_000n - balance.prepaidNanos).toBe(36_000n)
     await client.close()
+
+    // An hour later the access token has expired: the SDK refreshes it by itself (rotation) and carries on.
+    const before = auth.saved!
+    t.clock.advance(3600_000)
+    const later = new Client({ name: 'acme-host', version: '1.0.0' })
+    await later.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: auth }))
+    expect((await later.listTools()).tools.length).toBeGreaterThan(0)
+    expect(auth.saved!.access_token).not.toBe(before.access_token)
+    expect(auth.saved!.refresh_token).not.toBe(before.refresh_token)
+    await later.close()
   }, 60_000)
 })
