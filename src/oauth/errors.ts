@@ -26,6 +26,7 @@ export class OAuthError extends Error {
     readonly code: OAuthErrorCode,
     message: string,
     readonly status = code === 'invalid_client' ? 401 : 400,
+    readonly headers: Record<string, string> = {},
   ) {
     super(message)
   }
@@ -37,7 +38,7 @@ export const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' }
 export function oauthErrorResponse(error: OAuthError, requestId: string): Response {
   return new Response(JSON.stringify({ error: error.code, error_description: error.message }), {
     status: error.status,
-    headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...NO_STORE },
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...NO_STORE, ...error.headers },
   })
 }
 

@@ -7,7 +7,12 @@ import { formDoc, jsonDoc, oauthResponses } from './openapi'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
 
-type Context = { request: Request; set: { headers: Record<string, unknown> } }
+type Context = { request: Request; set: { headers: Record<string, unknown> }; server: { requestIP(request: Request): { address: string } | null } | null }
+
+/** The client's address for throttling (in-process tests have no socket: one shared bucket). */
+function addressOf({ request, server }: Context): string {
+  return server?.requestIP(request)?.address ?? 'local'
+}
 
 /** Runs an OAuth endpoint: OAuthError becomes the RFC 6749 §5.2 error body, never the gateway envelope. */
 function endpoint(fn: (context: Context) => Promise<Response>) {
@@ -37,14 +42,17 @@ export function oauthRoutes(oauth: OAuthServer) {
     .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)')))
     .post(
       OAUTH_PATHS.register,
-      endpoint(async ({ request, set }) => jsonResponse(await oauth.clients.register(await readJsonObject(request)), 201, requestIdOf(set))),
+      endpoint(async context => {
+        oauth.throttle(addressOf(context))
+        return jsonResponse(await oauth.clients.register(await readJsonObject(context.request)), 201, requestIdOf(context.set))
+      }),
       {
         parse: 'none',
         detail: {
           summary: 'Register a client (RFC 7591)',
           description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes.',
           requestBody: jsonDoc('Client metadata', { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } } }),
-          responses: oauthResponses(201, 'The registered client (client_id)'),
+          responses: { ...oauthResponses(201, 'The registered client (client_id)'), 429: jsonDoc('Too many registrations from this address (Retry-After)') },
         },
       },
     )
@@ -90,7 +98,9 @@ export function oauthRoutes(oauth: OAuthServer) {
     )
     .post(
       OAUTH_PATHS.deviceAuthorization,
-      endpoint(async ({ request, set }) => {
+      endpoint(async context => {
+        const { request, set } = context
+        oauth.throttle(addressOf(context))
         const form = await readForm(request)
         const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
         const scope = parseScope(form.scope)

@@ -3,9 +3,11 @@ import type { Db } from '../db/client'
 import type { OAuthScope } from '../db/schema'
 import type { KeyService } from '../keys/service'
 import type { Clock } from '../lib/clock'
+import { RateLimiter } from '../limits/limiter'
 import { ClientService, DEVICE_GRANT } from './clients'
 import { CodeService } from './codes'
 import { DeviceService } from './device'
+import { OAuthError } from './errors'
 import { SCOPES } from './secrets'
 import { TokenService } from './tokens'
 
@@ -19,6 +21,12 @@ export const OAUTH_PATHS = {
   device: '/oauth/device',
 } as const
 
+/**
+ * Unauthenticated endpoints that write rows (registration, device authorization): per client
+ * address, a burst of 30 then one every 10 seconds, so nobody can fill the database anonymously.
+ */
+const ANONYMOUS_WRITES = { burst: 30, perSecond: 0.1 }
+
 /** The MCP endpoint, the protected resource of `mcp:inference` tokens. */
 export const MCP_PATH = '/mcp'
 
@@ -28,6 +36,7 @@ export class OAuthServer {
   readonly tokens: TokenService
   readonly codes: CodeService
   readonly device: DeviceService
+  private readonly limiter: RateLimiter
 
   constructor(
     db: Db,
@@ -41,6 +50,15 @@ export class OAuthServer {
     this.tokens = new TokenService(db, clock, config, cache)
     this.codes = new CodeService(db, clock, this.tokens, config.codeTtlMs)
     this.device = new DeviceService(db, clock, this.tokens, config)
+    this.limiter = new RateLimiter(clock, 10_000)
+  }
+
+  /** Throttles anonymous writes by client address (429 with Retry-After in the OAuth error shape). */
+  throttle(address: string): void {
+    const decision = this.limiter.take(`oauth:${address}`, ANONYMOUS_WRITES)
+    if (!decision.allowed) {
+      throw new OAuthError('invalid_request', `too many requests from this address; retry in ${Math.ceil(decision.retryAfterMs / 1000)} s`, 429, { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) })
+    }
   }
 
   /** The configured issuer, else the origin this request arrived at (a self-hosted default; set `oauth.issuer` behind a proxy). */

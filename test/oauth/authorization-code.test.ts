@@ -75,6 +75,20 @@ describe('registration (RFC 7591)', () => {
   })
 })
 
+describe('anonymous writes are throttled', () => {
+  test('registration: a burst of 30 per address, then 429 with Retry-After until the bucket refills', async () => {
+    for (let index = 0; index < 30; index++) await registerClient(t)
+    const refused = await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT] } })
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('10')
+    expect((await json(refused)).error).toBe('invalid_request')
+    // The same bucket covers device authorizations.
+    expect((await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })).status).toBe(429)
+    t.clock.advance(10_000)
+    await registerClient(t)
+  })
+})
+
 describe('authorization code + PKCE', () => {
   test('the consent page names the client and scope, and sets a SameSite=Strict CSRF cookie; it cannot be framed', async () => {
     const clientId = await registerClient(t, { client_name: 'Evil <script>alert(1)</script>' })
