@@ -1,6 +1,7 @@
 import type { OAuthConfig } from '../config/config'
+import { and, eq, lt, notExists } from 'drizzle-orm'
 import type { Db } from '../db/client'
-import type { OAuthScope } from '../db/schema'
+import { oauthCodes, oauthDeviceCodes, oauthGrants, oauthTokens, type OAuthScope } from '../db/schema'
 import type { KeyService } from '../keys/service'
 import type { Clock } from '../lib/clock'
 import { RateLimiter } from '../limits/limiter'
@@ -27,6 +28,9 @@ export const OAUTH_PATHS = {
  */
 const ANONYMOUS_WRITES = { burst: 30, perSecond: 0.1 }
 
+/** Spent codes are kept a day past expiry, so a late replay still revokes what they issued. */
+const KEEP_EXPIRED_MS = 86_400_000
+
 /** The MCP endpoint, the protected resource of `mcp:inference` tokens. */
 export const MCP_PATH = '/mcp'
 
@@ -39,8 +43,8 @@ export class OAuthServer {
   private readonly limiter: RateLimiter
 
   constructor(
-    db: Db,
-    clock: Clock,
+    private readonly db: Db,
+    private readonly clock: Clock,
     readonly config: OAuthConfig,
     /** Sign-in on the consent pages: the person proves who they are with one of their API keys. */
     readonly keys: KeyService,
@@ -51,6 +55,29 @@ export class OAuthServer {
     this.codes = new CodeService(db, clock, this.tokens, config.codeTtlMs)
     this.device = new DeviceService(db, clock, this.tokens, config)
     this.limiter = new RateLimiter(clock, 10_000)
+  }
+
+  /**
+   * Deletes what can no longer be used: codes and device codes a day past expiry, expired
+   * tokens (a spent refresh token stays until it expires, for reuse detection), and grants left
+   * without tokens. Run at boot and hourly by `svc serve`. Returns the rows deleted.
+   */
+  async purgeExpired(): Promise<number> {
+    const now = this.clock.now()
+    const results = await this.db.batch([
+      this.db.delete(oauthCodes).where(lt(oauthCodes.expiresAtMs, now - KEEP_EXPIRED_MS)),
+      this.db.delete(oauthDeviceCodes).where(lt(oauthDeviceCodes.expiresAtMs, now - KEEP_EXPIRED_MS)),
+      this.db.delete(oauthTokens).where(lt(oauthTokens.expiresAtMs, now)),
+      this.db.delete(oauthGrants).where(
+        and(
+          // Not one being issued right now (its tokens are inserted just after it).
+          lt(oauthGrants.createdAtMs, now - 60_000),
+          notExists(this.db.select({ hash: oauthTokens.hash }).from(oauthTokens).where(eq(oauthTokens.grantId, oauthGrants.id))),
+          notExists(this.db.select({ hash: oauthCodes.hash }).from(oauthCodes).where(eq(oauthCodes.grantId, oauthGrants.id))),
+        ),
+      ),
+    ])
+    return results.reduce((sum, result) => sum + result.rowsAffected, 0)
   }
 
   /** Throttles anonymous writes by client address (429 with Retry-After in the OAuth error shape). */

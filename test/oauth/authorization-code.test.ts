@@ -281,6 +281,25 @@ describe('tokens: expiry, refresh rotation, revocation', () => {
     expect((await json(await postForm(t, '/oauth/revoke', { client_id: tokens.clientId }))).error).toBe('invalid_request')
   })
 
+  test('purging removes expired codes and tokens, keeps live ones and spent refresh tokens until they expire', async () => {
+    const old = await codeFlowTokens(t, org.adminKey, 'cli:inference')
+    await postForm(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: old.refresh_token, client_id: old.clientId })
+    const count = async (table: string) => Number((await t.deps.database.client.execute(`select count(*) as n from ${table}`)).rows[0]!.n)
+    expect(await t.deps.oauth.purgeExpired()).toBe(0)
+    // Two hours on: both access tokens are gone, the refresh tokens (30 days) stay; the code is not a day old yet.
+    t.clock.advance(2 * 3600_000)
+    const live = await codeFlowTokens(t, org.adminKey, 'cli:inference')
+    expect(await t.deps.oauth.purgeExpired()).toBe(2)
+    expect(await count('oauth_tokens')).toBe(4)
+    // The spent refresh token still trips reuse detection.
+    expect((await json(await postForm(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: old.refresh_token, client_id: old.clientId }))).error).toBe('invalid_grant')
+    expect((await chat(live.access_token)).status).toBe(200)
+    // 31 days on: everything of both authorizations is gone.
+    t.clock.advance(31 * 86_400_000)
+    await t.deps.oauth.purgeExpired()
+    expect([await count('oauth_tokens'), await count('oauth_codes'), await count('oauth_grants')]).toEqual([0, 0, 0])
+  })
+
   test('token endpoint errors are RFC 6749 §5.2 JSON with no-store', async () => {
     const response = await postForm(t, '/oauth/token', { grant_type: 'password', username: 'a', password: 'b' })
     expect(response.status).toBe(400)
