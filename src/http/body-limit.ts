@@ -56,7 +56,8 @@ function tooLarge(limit: number): ApiError {
   return new ApiError('payload_too_large', `request body exceeds ${limit} bytes`)
 }
 
-async function readCapped(request: Request, limit: number): Promise<string> {
+/** A body of at most `limit` bytes, counted as it streams (cancelled past the cap): 413 `payload_too_large`. */
+export async function readCapped(request: Request, limit: number): Promise<string> {
   if (request.body === null) return ''
   const reader = request.body.getReader()
   const parts: Uint8Array[] = []

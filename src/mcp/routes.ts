@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { authenticate } from '../http/auth'
-import { MiB } from '../http/body-limit'
+import { MiB, readCapped } from '../http/body-limit'
 import { ApiError } from '../http/errors'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
@@ -17,24 +17,11 @@ function jsonRpcError(status: number, code: number, message: string, requestId: 
   })
 }
 
+/** The body under the cap: Content-Length is trusted when present, else bytes are counted as they stream. */
 async function readBody(request: Request): Promise<string> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > BODY_LIMIT) throw new ApiError('payload_too_large', `request body exceeds ${BODY_LIMIT} bytes`)
-  if (request.body === null) return ''
-  const reader = request.body.getReader()
-  const parts: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > BODY_LIMIT) {
-      await reader.cancel()
-      throw new ApiError('payload_too_large', `request body exceeds ${BODY_LIMIT} bytes`)
-    }
-    parts.push(value)
-  }
-  return Buffer.concat(parts).toString('utf8')
+  return readCapped(request, BODY_LIMIT)
 }
 
 const SECURITY = [{ oauth2: ['mcp:inference'] }]

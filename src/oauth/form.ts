@@ -1,27 +1,20 @@
-import { KiB } from '../http/body-limit'
+import { KiB, readCapped } from '../http/body-limit'
+import { ApiError } from '../http/errors'
 import { OAuthError } from './errors'
 import { randomSecret, safeEqual } from './secrets'
 
 const FORM_LIMIT = 16 * KiB
 
+/** The body under `limit` bytes; too large is an OAuth invalid_request, not the gateway envelope. */
 async function readText(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw new OAuthError('invalid_request', `request body exceeds ${limit} bytes`)
-  if (request.body === null) return ''
-  const reader = request.body.getReader()
-  const parts: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > limit) {
-      await reader.cancel()
-      throw new OAuthError('invalid_request', `request body exceeds ${limit} bytes`)
-    }
-    parts.push(value)
+  try {
+    return await readCapped(request, limit)
+  } catch (error) {
+    if (error instanceof ApiError) throw new OAuthError('invalid_request', error.message)
+    throw error
   }
-  return Buffer.concat(parts).toString('utf8')
 }
 
 /**

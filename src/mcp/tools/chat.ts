@@ -101,7 +101,8 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
       usage: Type.Object({ input_tokens: Type.Integer(), output_tokens: Type.Integer() }),
     }),
     billed: true,
-    annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: false },
+    // Not read-only: every call spends the organization's money, so hosts should ask before running it.
+    annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true, idempotentHint: false },
     async run(args, context) {
       const route = catalog.resolve(args.model)
       // Encrypted chat needs client-side encryption bound to an attested key (TEE-PROTOCOL.md): never through MCP.
