@@ -181,6 +181,11 @@ describe('transport rules', () => {
     const garbage = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{nope' })
     expect(garbage.status).toBe(400)
     expect((await json(garbage)).error.code).toBe(-32700)
+    // 4 MiB cap, before parsing.
+    const huge = await rawMcp({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'x'.repeat(5 * 1024 * 1024) } } }, { authorization: `Bearer ${token}` })
+    expect(huge.status).toBe(413)
+    // Stateless: a session id from elsewhere changes nothing.
+    expect((await rawMcp(ping, { authorization: `Bearer ${token}`, 'mcp-session-id': 'stale-session' })).status).toBe(200)
   })
 
   test('Origin is checked (DNS rebinding): foreign origins get 403, the issuer and configured origins pass', async () => {
