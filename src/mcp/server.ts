@@ -18,8 +18,9 @@ function failure(error: unknown): CallToolResult {
   if (error instanceof McpError) throw error
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
   const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
-  if (apiError.code === 'unauthorized' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.auth, apiError.message, data)
-  if (apiError.code === 'insufficient_quota') throw new McpError(MCP_ERROR.payment, apiError.message, data)
+  if (apiError.code === 'unauthorized') throw new McpError(MCP_ERROR.auth, apiError.message, data)
+  // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
+  if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.payment, apiError.message, data)
   if (apiError.code === 'rate_limited') {
     const retryAfter = Number(apiError.headers?.['Retry-After'] ?? 1)
     throw new McpError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
