@@ -50,6 +50,8 @@ export interface McpCall {
  */
 export class McpService {
   private readonly byName: Map<string, McpTool>
+  /** The tools/list answer, built once. */
+  private readonly listed: Array<Record<string, unknown> & { name: string; inputSchema: { type: 'object' } }>
 
   constructor(
     readonly tools: readonly McpTool[],
@@ -57,20 +59,19 @@ export class McpService {
     private readonly version: string,
   ) {
     this.byName = new Map(tools.map(tool => [tool.name, tool]))
+    this.listed = tools.map(tool => ({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: jsonSchema(tool.inputSchema),
+      ...(tool.outputSchema ? { outputSchema: jsonSchema(tool.outputSchema) } : {}),
+      ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
+    }))
   }
 
   async handle(call: McpCall): Promise<Response> {
     const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: this.tools.map(tool => ({
-        name: tool.name,
-        title: tool.title,
-        description: tool.description,
-        inputSchema: jsonSchema(tool.inputSchema),
-        ...(tool.outputSchema ? { outputSchema: jsonSchema(tool.outputSchema) } : {}),
-        ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
-      })),
-    }))
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const tool = this.byName.get(request.params.name)
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
