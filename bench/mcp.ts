@@ -58,6 +58,14 @@ await measure('MCP tools/call svc.chat', async () => {
 await measure('MCP tools/list', async () => {
   await client.listTools()
 })
+await measure('raw POST tools/list', async () => {
+  const response = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  await response.json()
+})
 await client.close()
 server.stop(true)
 await deps.close()
