@@ -10,6 +10,11 @@ import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
 import { healthRoutes } from './observability/routes'
+import { mcpRoutes } from './mcp/routes'
+import { McpService } from './mcp/server'
+import { createTools } from './mcp/tools'
+import { consentRoutes } from './oauth/consent-routes'
+import { oauthRoutes } from './oauth/routes'
 import packageJson from '../package.json'
 
 /**
@@ -18,6 +23,7 @@ import packageJson from '../package.json'
  */
 export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
+  const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline }), deps.limits, packageJson.version)
   return new Elysia({ normalize: false })
     .use(requestContext(deps.logger))
     .use(openapiDocs(packageJson.version))
@@ -29,6 +35,9 @@ export function createApp(deps: Deps) {
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
     .use(documentRoutes(deps.keys, deps.limits, { metering: deps.metering, extractor: deps.extractor, config: deps.config.documents, clock: deps.clock }))
+    .use(oauthRoutes(deps.oauth))
+    .use(consentRoutes(deps.oauth))
+    .use(mcpRoutes(deps.keys, deps.oauth, mcp, deps.config.mcp.allowedOrigins))
 }
 
 export type App = ReturnType<typeof createApp>

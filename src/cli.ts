@@ -10,6 +10,7 @@ import { UsageError, type CliIo } from './operator/io'
 import { keysCreate, keysList, keysRevoke } from './operator/keys'
 import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
 import { chat } from './operator/chat'
+import { login, logout } from './operator/login'
 import { orgsCreate, orgsShow } from './operator/orgs'
 import { usersAdd, usersSetRole } from './operator/users'
 
@@ -27,7 +28,11 @@ Usage: svc [command] [options]
   plans set --org ORG --plan P  switch plan (an upgrade raises this month's allowance at once)
   ledger verify                 check every ledger invariant; exit 1 naming each violation
   chat --model M [--key K] [--url U] [--system S] PROMPT
-                                stream one answer through a running gateway (SVC_API_KEY, SVC_URL)
+                                stream one answer through a running gateway (SVC_API_KEY, SVC_URL,
+                                else the token of svc login)
+  login [--url U]               sign in to a gateway in the browser (OAuth device flow); keeps a
+                                CLI token in SVC_CONFIG_DIR (default ~/.config/svc), mode 0600
+  logout                        revoke and delete the stored token
   users add --org ORG --email E --role owner|admin|member
   users set-role --org ORG --user USER_ID --role owner|admin|member
   keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
@@ -36,7 +41,7 @@ Usage: svc [command] [options]
   keys revoke KEY_ID
 
 Every command that prints data accepts --json. Exit codes: 0 success, 1 failure, 2 usage error.
-Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY.`
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR.`
 
 type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 
@@ -81,6 +86,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   }
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
   if (first === 'chat') return exitCode(io, () => chat(config, argv.slice(1), io))
+  if (first === 'login') return exitCode(io, () => login(config, argv.slice(1), io))
+  if (first === 'logout') return exitCode(io, () => logout(config, argv.slice(1), io))
   if (!command) {
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2

@@ -22,6 +22,7 @@ import { KeyService } from './keys/service'
 import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
 import { createLogger, type Logger } from './observability/logger'
+import { OAuthServer } from './oauth/server'
 import { OrgService } from './orgs/service'
 
 /** Everything the app and the CLI need, built once at boot and passed in (never imported as singletons). */
@@ -50,6 +51,8 @@ export interface Deps {
   readonly fusion: FusionDeps
   /** Document text extraction on a pool of Bun Workers (started on first use). */
   readonly extractor: ExtractorPool
+  /** The OAuth 2.1 authorization server (svc_cli_ and svc_mcp_ tokens). */
+  readonly oauth: OAuthServer
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -81,8 +84,14 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const database = overrides.database ?? (await openDatabase(config.databaseUrl, config.databaseAuthToken))
   const orgs = new OrgService(database.db, clock, new Set(config.plans.keys()))
   const keys = new KeyService(database.db, clock, logger, { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries })
-  // A demoted user's keys lose admin authority at once in this process.
-  orgs.onRoleChange(userId => keys.evictUser(userId))
+  const cache = { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries }
+  const oauth = new OAuthServer(database.db, clock, config.oauth, keys, cache)
+  keys.useTokenVerifier(oauth.tokens)
+  // A demoted user's keys and CLI tokens lose admin authority at once in this process.
+  orgs.onRoleChange(userId => {
+    keys.evictUser(userId)
+    oauth.tokens.evictUser(userId)
+  })
   const plans = new Plans(config)
   const identity = overrides.identity ?? loadIdentity(config.instanceId, database.url)
   const executor = overrides.executor ?? createExecutor(database.url, database.client)
@@ -110,6 +119,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
+    oauth,
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

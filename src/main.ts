@@ -14,6 +14,11 @@ export async function serve(config: Config, print: (line: string) => void = line
   await migrateDatabase(deps.database)
   await deps.sweeper.start()
   const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
+  // Expired OAuth codes and tokens: purged at boot, then hourly.
+  const purge = () => void deps.oauth.purgeExpired().catch(error => deps.logger.warn('oauth purge failed', { error: String(error) }))
+  purge()
+  const purgeTimer = setInterval(purge, 3_600_000)
+  purgeTimer.unref()
   const app = createApp(deps).listen({
     port: config.port,
     // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
@@ -28,6 +33,7 @@ export async function serve(config: Config, print: (line: string) => void = line
     if (stopping) return
     stopping = true
     deps.logger.info('shutting down', { signal })
+    clearInterval(purgeTimer)
     await app.server?.stop(false)
     await deps.close()
     process.exit(0)

@@ -27,7 +27,8 @@ function openAIEntries(model: CatalogModel, only?: PrivacyLevel): OpenAIList['da
     }))
 }
 
-function apiEntry(model: CatalogModel): ApiList['data'][number] {
+/** One /api/v1/models entry (also the MCP tool svc.list_models). */
+export function apiEntry(model: CatalogModel): ApiList['data'][number] {
   const { price, capabilities } = model
   return {
     id: model.id,

@@ -93,8 +93,27 @@ export interface Config {
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */
   readonly models: readonly ModelConfig[]
-  /** `svc chat`: the gateway to talk to (SVC_URL, default this instance's port) and the key (SVC_API_KEY). */
-  readonly client: { readonly url: string; readonly apiKey: string | undefined }
+  /** OAuth 2.1 authorization server (src/oauth/): issuer and lifetimes. */
+  readonly oauth: OAuthConfig
+  /** Hosted MCP (src/mcp/): browser origins allowed besides the issuer's own. */
+  readonly mcp: { readonly allowedOrigins: readonly string[] }
+  /**
+   * `svc chat` / `svc login`: the gateway to talk to (SVC_URL, default this instance's port), the
+   * key (SVC_API_KEY), and where `svc login` keeps its token (SVC_CONFIG_DIR, else
+   * $XDG_CONFIG_HOME/svc, else ~/.config/svc).
+   */
+  readonly client: { readonly url: string; readonly apiKey: string | undefined; readonly configDir: string }
   /** Where the file config came from: a path, or "embedded default". */
   readonly source: string
+}
+
+/** OAuth lifetimes in milliseconds (the poll interval in seconds, as RFC 8628 sends it). */
+export interface OAuthConfig {
+  /** Fixed issuer URL without trailing slash; undefined: derived from each request's origin. */
+  readonly issuer: string | undefined
+  readonly accessTokenTtlMs: number
+  readonly refreshTokenTtlMs: number
+  readonly codeTtlMs: number
+  readonly deviceCodeTtlMs: number
+  readonly devicePollIntervalS: number
 }

@@ -75,7 +75,16 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
     logLevel,
     instanceId: env.SVC_INSTANCE_ID || undefined,
-    client: Object.freeze({ url: (env.SVC_URL || `http://localhost:${port}`).replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined }),
+    client: Object.freeze({ url: (env.SVC_URL || `http://localhost:${port}`).replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined, configDir: configDir(env) }),
+    oauth: Object.freeze({
+      issuer: file.oauth?.issuer,
+      accessTokenTtlMs: (file.oauth?.access_token_ttl_s ?? 3600) * 1000,
+      refreshTokenTtlMs: (file.oauth?.refresh_token_ttl_s ?? 30 * 86_400) * 1000,
+      codeTtlMs: (file.oauth?.code_ttl_s ?? 60) * 1000,
+      deviceCodeTtlMs: (file.oauth?.device_code_ttl_s ?? 600) * 1000,
+      devicePollIntervalS: file.oauth?.device_poll_interval_s ?? 5,
+    }),
+    mcp: Object.freeze({ allowedOrigins: Object.freeze([...(file.mcp?.allowed_origins ?? [])]) }),
     bootstrap: Object.freeze({
       enabled: bootstrapFlag !== '0',
       orgName: file.bootstrap?.org_name ?? 'default',
@@ -126,6 +135,13 @@ function documentsConfig(raw: FileConfig['documents'], pricePerParseNanos: bigin
     pdf: Object.freeze({ maxPages: raw?.pdf_max_pages ?? 2000, maxObjects: raw?.pdf_max_objects ?? 500_000, maxNesting: raw?.pdf_max_nesting ?? 256 }),
     pricePerParseNanos,
   })
+}
+
+/** Where `svc login` keeps its token: SVC_CONFIG_DIR, else $XDG_CONFIG_HOME/svc, else ~/.config/svc. */
+function configDir(env: Env): string {
+  if (env.SVC_CONFIG_DIR) return env.SVC_CONFIG_DIR
+  if (env.XDG_CONFIG_HOME) return `${env.XDG_CONFIG_HOME}/svc`
+  return `${env.HOME || require('node:os').homedir()}/.config/svc`
 }
 
 function bucket(raw: { burst: number; per_second: number } | undefined, fallback: BucketRule): BucketRule {

@@ -155,6 +155,20 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    oauth: t.Optional(
+      t.Object(
+        {
+          // The authorization server's issuer URL (https://gateway.example.com). Unset: the origin each request arrived at.
+          issuer: t.Optional(t.String({ pattern: '^https?://[^/?#\\s]+$', maxLength: 500 })),
+          access_token_ttl_s: t.Optional(Integer({ minimum: 60, maximum: 86_400 })),
+          refresh_token_ttl_s: t.Optional(Integer({ minimum: 300, maximum: 31_536_000 })),
+          code_ttl_s: t.Optional(Integer({ minimum: 10, maximum: 600 })),
+          device_code_ttl_s: t.Optional(Integer({ minimum: 60, maximum: 3600 })),
+          device_poll_interval_s: t.Optional(Integer({ minimum: 1, maximum: 60 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     // Document extraction (src/documents/): the worker pool, its guards and the parse price.
     documents: t.Optional(
       t.Object(
@@ -176,6 +190,15 @@ export const FileConfigSchema = t.Object(
           pdf_max_nesting: t.Optional(Integer({ minimum: 1, maximum: 100_000 })),
           // One document-parse unit (the standalone route and each file part inside chat).
           price_per_parse: t.Optional(Usd),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    mcp: t.Optional(
+      t.Object(
+        {
+          // Browser origins allowed to call /mcp besides the issuer's own (DNS-rebinding defence).
+          allowed_origins: t.Optional(t.Array(t.String({ pattern: '^https?://[^/?#\\s]+$', maxLength: 500 }), { maxItems: 100 })),
         },
         { additionalProperties: false },
       ),

@@ -188,4 +188,99 @@ export const instances = sqliteTable('instances', {
   startedAtMs: epochMs('started_at_ms').notNull(),
   heartbeatAtMs: epochMs('heartbeat_at_ms').notNull(),
 })
-export const schema = { orgs, users, memberships, apiKeys, ledgerEntries, balances, allowances, keySpend, leases, instances }
+
+// ---------------------------------------------------------------------------------------------
+// OAuth 2.1 (src/oauth/). Every secret (authorization code, device code, token) is stored as its
+// SHA-256 only. A grant is one approval (one client, user, org, scope); its access and refresh
+// tokens hang off it, so revoking the grant (revocation, refresh-token reuse, code replay)
+// kills every token it issued at once.
+
+export type OAuthScope = 'mcp:inference' | 'cli:inference'
+
+/** Dynamically registered public clients (RFC 7591). No client secrets: PKCE binds the code. */
+export const oauthClients = sqliteTable('oauth_clients', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  // JSON array of exact redirect URIs.
+  redirectUris: text('redirect_uris').notNull(),
+  // JSON array of grant types.
+  grantTypes: text('grant_types').notNull(),
+  createdAtMs: epochMs('created_at_ms').notNull(),
+})
+
+/** One approval: the family every access and refresh token of it belongs to. */
+export const oauthGrants = sqliteTable(
+  'oauth_grants',
+  {
+    id: text('id').primaryKey(),
+    clientId: text('client_id').notNull(),
+    userId: text('user_id').notNull().references(() => users.id),
+    orgId: text('org_id').notNull().references(() => orgs.id),
+    scope: text('scope').$type<OAuthScope>().notNull(),
+    resource: text('resource'),
+    createdAtMs: epochMs('created_at_ms').notNull(),
+    revokedAtMs: epochMs('revoked_at_ms'),
+  },
+  table => [
+    index('oauth_grants_user').on(table.userId),
+    check('oauth_grants_scope_check', sql`${table.scope} in ('mcp:inference', 'cli:inference')`),
+  ],
+)
+
+export type OAuthTokenKind = 'access' | 'refresh'
+
+/** Access and refresh tokens by hash. A refresh token is single-use: `used_at_ms` marks its rotation. */
+export const oauthTokens = sqliteTable(
+  'oauth_tokens',
+  {
+    hash: text('hash').primaryKey(),
+    grantId: text('grant_id').notNull().references(() => oauthGrants.id),
+    kind: text('kind').$type<OAuthTokenKind>().notNull(),
+    createdAtMs: epochMs('created_at_ms').notNull(),
+    expiresAtMs: epochMs('expires_at_ms').notNull(),
+    usedAtMs: epochMs('used_at_ms'),
+  },
+  table => [index('oauth_tokens_grant').on(table.grantId), check('oauth_tokens_kind_check', sql`${table.kind} in ('access', 'refresh')`)],
+)
+
+/** Authorization codes (single use, short-lived), bound to the client, redirect URI and PKCE challenge. */
+export const oauthCodes = sqliteTable('oauth_codes', {
+  hash: text('hash').primaryKey(),
+  clientId: text('client_id').notNull(),
+  userId: text('user_id').notNull(),
+  orgId: text('org_id').notNull(),
+  redirectUri: text('redirect_uri').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  scope: text('scope').$type<OAuthScope>().notNull(),
+  resource: text('resource'),
+  expiresAtMs: epochMs('expires_at_ms').notNull(),
+  usedAtMs: epochMs('used_at_ms'),
+  // The grant its exchange created: revoked if the code is ever presented again.
+  grantId: text('grant_id'),
+})
+
+export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'used'
+
+/** Device authorizations (RFC 8628): polled by device code, approved by user code. */
+export const oauthDeviceCodes = sqliteTable(
+  'oauth_device_codes',
+  {
+    hash: text('hash').primaryKey(),
+    userCode: text('user_code').notNull(),
+    clientId: text('client_id').notNull(),
+    scope: text('scope').$type<OAuthScope>().notNull(),
+    status: text('status').$type<DeviceStatus>().notNull(),
+    userId: text('user_id'),
+    orgId: text('org_id'),
+    intervalS: epochMs('interval_s').notNull(),
+    lastPolledAtMs: epochMs('last_polled_at_ms'),
+    createdAtMs: epochMs('created_at_ms').notNull(),
+    expiresAtMs: epochMs('expires_at_ms').notNull(),
+  },
+  table => [
+    uniqueIndex('oauth_device_codes_user_code_unique').on(table.userCode),
+    check('oauth_device_codes_status_check', sql`${table.status} in ('pending', 'approved', 'denied', 'used')`),
+  ],
+)
+
+export const schema = { orgs, users, memberships, apiKeys, ledgerEntries, balances, allowances, keySpend, leases, instances, oauthClients, oauthGrants, oauthTokens, oauthCodes, oauthDeviceCodes }

@@ -13,7 +13,9 @@ import { ApiError } from './errors'
  * - `inference`: an organization credential; inference buckets and concurrency.
  * - `management`: an organization credential; management buckets, never inference slots.
  * - `admin`: management, plus an admin key whose user is currently owner or admin.
- * - `mcp`: only `svc_mcp_` tokens (the /mcp endpoint).
+ * - `mcp`: only `svc_mcp_` tokens with `mcp:inference` (the /mcp endpoint).
+ * `svc_cli_` OAuth tokens (`cli:inference`) count as an organization credential on `inference`
+ * and, with their user's current owner/admin role, on `admin`; `svc_mcp_` only on `mcp`.
  */
 export type AuthMode = 'public' | 'inference' | 'management' | 'admin' | 'mcp'
 
@@ -24,6 +26,20 @@ const FAILURE_MESSAGE: Record<VerifyFailure, string> = {
   unknown: 'invalid API key',
   revoked: 'this API key has been revoked',
   expired: 'this API key has expired',
+}
+
+const TOKEN_FAILURE: Record<VerifyFailure, string> = {
+  unknown: 'invalid access token',
+  revoked: 'this access token has been revoked',
+  expired: 'this access token has expired; refresh it or sign in again',
+}
+
+/** An OAuth access token of exactly `scope` → principal, or 401. */
+async function verifyToken(keys: KeyService, token: string, fresh: boolean, scope: 'mcp:inference' | 'cli:inference'): Promise<Principal> {
+  const result = await keys.verifyToken(token, fresh)
+  if (!result.ok) throw new ApiError('unauthorized', TOKEN_FAILURE[result.reason])
+  if (result.principal.scope !== scope) throw new ApiError('unauthorized', `this access token lacks the ${scope} scope`)
+  return result.principal
 }
 
 /** Reads the credential from `Authorization: Bearer` or `X-API-Key`. Cookies are never read. */
@@ -53,12 +69,16 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   let principal: Principal
   if (credential.startsWith(MCP_PREFIX)) {
     // MCP access tokens are audience-bound to /mcp; anywhere else they are not credentials.
-    throw new ApiError('unauthorized', 'MCP access tokens are accepted only on /mcp')
+    if (mode !== 'mcp') throw new ApiError('unauthorized', 'MCP access tokens are accepted only on /mcp')
+    principal = await verifyToken(keys, credential, false, 'mcp:inference')
   } else if (mode === 'mcp') {
     throw new ApiError('unauthorized', '/mcp requires an MCP access token (svc_mcp_) from the OAuth flow')
   } else if (credential.startsWith(CLI_PREFIX)) {
-    // No OAuth token store is configured in this build, so no svc_cli_ token can be valid.
-    throw new ApiError('unauthorized', 'invalid or expired CLI access token')
+    // Spec §5: CLI tokens work on inference, Fusion, web, parsing, and admin routes (while the
+    // user is an owner or admin), not on the key-only management route (rate-limit inspection).
+    if (mode === 'management') throw new ApiError('unauthorized', 'CLI access tokens are not accepted on this route; use an API key')
+    // Admin routes re-read the user's current role, as for keys.
+    principal = await verifyToken(keys, credential, mode === 'admin', 'cli:inference')
   } else if (credential.startsWith(KEY_PREFIX)) {
     if (!isWellFormedKeySecret(credential)) throw new ApiError('unauthorized', 'malformed API key (bad length or checksum)')
     // Admin routes always read the key row and the user's current role (demotion is immediate).
@@ -74,7 +94,7 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
     throw new ApiError('forbidden', 'X-Org-ID does not match the organization of this credential')
   }
   if (mode === 'admin' && !hasAdminAuthority(principal)) {
-    throw new ApiError('forbidden', 'this route needs an admin key whose user is an owner or admin of the organization')
+    throw new ApiError('forbidden', 'this route needs an admin key (or a CLI token) whose user is an owner or admin of the organization')
   }
   return principal
 }

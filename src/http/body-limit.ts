@@ -56,7 +56,8 @@ function tooLarge(limit: number): ApiError {
   return new ApiError('payload_too_large', `request body exceeds ${limit} bytes`)
 }
 
-async function readCapped(request: Request, limit: number): Promise<string> {
+/** A body of at most `limit` bytes as text, counted as it streams (cancelled past the cap): 413 `payload_too_large`. */
+export async function readCapped(request: Request, limit: number): Promise<string> {
   return Buffer.from(await readCappedBytes(request, limit)).toString('utf8')
 }
 

@@ -89,7 +89,8 @@ export function renderError(error: ApiError, surface: Surface, requestId: string
     body = { error: inner }
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId, ...error.headers }
-  if (error.status === 401) headers['www-authenticate'] = 'Bearer'
+  // A route may send its own challenge (/mcp points at its protected-resource metadata).
+  if (error.status === 401) headers['www-authenticate'] ??= 'Bearer'
   // The Anthropic SDK reads the request id from `request-id` (error.requestID).
   if (surface === 'anthropic') headers['request-id'] = requestId
   // Both official SDKs retry every 429 unless told not to: an unfunded account will not fund itself.

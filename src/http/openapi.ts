@@ -53,11 +53,20 @@ export function openapiDocs(version: string) {
             { name: 'Models', description: 'The live model catalog: public, identical with or without credentials' },
             { name: 'Inference', description: 'OpenAI- and Anthropic-compatible inference' },
             { name: 'Health', description: 'Probes' },
+            { name: 'OAuth', description: 'OAuth 2.1 authorization server for CLI (svc_cli_) and MCP (svc_mcp_) clients' },
+            { name: 'MCP', description: 'Hosted MCP server (Streamable HTTP) for agent hosts' },
           ],
           components: {
             securitySchemes: {
               bearerAuth: { type: 'http', scheme: 'bearer', description: 'An organization API key (z_sk_…)' },
               apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same key, for clients that only send an API-key header' },
+              oauth2: {
+                type: 'oauth2',
+                description: 'OAuth 2.1 access tokens: svc_mcp_ (mcp:inference, /mcp only) and svc_cli_ (cli:inference). Discovery at /.well-known/oauth-authorization-server.',
+                flows: {
+                  authorizationCode: { authorizationUrl: '/oauth/authorize', tokenUrl: '/oauth/token', refreshUrl: '/oauth/token', scopes: { 'mcp:inference': 'MCP tools', 'cli:inference': 'CLI access' } },
+                },
+              },
             },
           },
         },

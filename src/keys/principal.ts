@@ -1,11 +1,13 @@
-import type { Role, SpendCapPeriod } from '../db/schema'
+import type { OAuthScope, Role, SpendCapPeriod } from '../db/schema'
 
 /**
  * Who is calling: resolved from a credential by the auth step. `role` is the owning user's
  * role in the organization as of the read that produced this principal.
  */
 export interface Principal {
-  readonly kind: 'api_key'
+  /** `oauth`: an OAuth access token (svc_cli_, svc_mcp_); `keyId` is then its grant's id. */
+  readonly kind: 'api_key' | 'oauth'
+  /** The API key id, or the OAuth grant id (buckets, ledger entries and logs key on it). */
   readonly keyId: string
   readonly orgId: string
   readonly userId: string
@@ -14,6 +16,8 @@ export interface Principal {
   readonly role: Role | null
   readonly expiresAtMs: number | null
   readonly spendCap: { readonly period: SpendCapPeriod; readonly nanos: bigint } | null
+  /** OAuth tokens only: the one scope the token carries. */
+  readonly scope?: OAuthScope
 }
 
 /** Why a credential was refused; the auth step maps each to a 401 message. */

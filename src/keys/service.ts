@@ -34,6 +34,11 @@ export interface CreateKeyInput {
   spendCap: { period: SpendCapPeriod; nanos: bigint } | null
 }
 
+/** Verifies OAuth access tokens (src/oauth/tokens.ts). */
+export interface TokenVerifier {
+  verify(token: string, fresh: boolean): Promise<VerifyResult>
+}
+
 // last_used_at is advisory: written at most once a minute per key so that using a key
 // never costs a database write per request.
 const LAST_USED_RESOLUTION_MS = 60_000
@@ -43,6 +48,7 @@ export class KeyService {
   private readonly cache: VerifyCache
   private readonly lastUsedWritten = new Map<string, number>()
   private pendingWrites: Promise<unknown> = Promise.resolve()
+  private tokenVerifier: TokenVerifier | undefined
 
   constructor(
     private readonly db: Db,
@@ -123,6 +129,19 @@ export class KeyService {
     if (principal.expiresAtMs !== null && principal.expiresAtMs <= now) return { ok: false, reason: 'expired' }
     this.touch(principal.keyId, now)
     return result
+  }
+
+  /**
+   * OAuth access tokens (svc_cli_, svc_mcp_) are verified by the OAuth token store; the auth
+   * step reaches it through here so every route module keeps taking just the KeyService.
+   */
+  useTokenVerifier(verifier: TokenVerifier): void {
+    this.tokenVerifier = verifier
+  }
+
+  /** An OAuth access token → principal; unknown when no token store is configured. */
+  async verifyToken(token: string, fresh = false): Promise<VerifyResult> {
+    return this.tokenVerifier ? this.tokenVerifier.verify(token, fresh) : { ok: false, reason: 'unknown' }
   }
 
   /** Drops cached results for a key (revocation, cap exhaustion). */

@@ -1,17 +1,25 @@
 import type { Config } from '../config/config'
 import { decodeSse } from '../http/sse'
 import { parseOptions, UsageError, type CliIo } from './io'
+import { storedToken } from './login'
 
 /**
  * `svc chat --model M [--key K] [--url U] [--system S] PROMPT`: streams one answer through a
  * running gateway, a quick smoke test for operators. The key defaults to SVC_API_KEY and the
- * URL to SVC_URL (else this instance's port on localhost). It talks HTTP only: no database.
+ * URL to SVC_URL (else this instance's port on localhost); without either key, the token of
+ * `svc login` and its gateway. It talks HTTP only: no database.
  */
 export async function chat(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
   const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 1)
-  const key = values.key ?? config.client.apiKey
-  if (!key) throw new UsageError('an API key is needed: --key or SVC_API_KEY')
-  const url = (values.url ?? config.client.url).replace(/\/+$/, '')
+  let key = values.key ?? config.client.apiKey
+  let url = (values.url ?? config.client.url).replace(/\/+$/, '')
+  if (!key) {
+    // No key given: the token of `svc login`, against the gateway it signed in to.
+    const stored = await storedToken(config)
+    if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
+    key = stored.token
+    url = (values.url ?? stored.url).replace(/\/+$/, '')
+  }
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
   let response: Response
   try {

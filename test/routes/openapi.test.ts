@@ -19,14 +19,21 @@ describe('OpenAPI description and docs', () => {
       expect(operation.summary ? name : `${name} lacks a summary`).toBe(name)
       expect(operation.tags?.length ? name : `${name} lacks tags`).toBe(name)
       for (const [status, reply] of Object.entries(operation.responses ?? {}) as Array<[string, any]>) {
-        if (status === '204') continue
-        expect(reply.content?.['application/json']?.schema ? name : `${name} ${status} has no schema`).toBe(name)
+        // No body: 204, redirects (OAuth), 202 (an accepted MCP notification).
+        if (['204', '202', '303'].includes(status)) continue
+        // The OAuth consent pages answer in HTML.
+        const schema = reply.content?.['application/json']?.schema ?? reply.content?.['text/html']?.schema
+        expect(schema ? name : `${name} ${status} has no schema`).toBe(name)
       }
-      // JSON bodies, or multipart for the document upload (with its `file` part typed as binary).
       if (name.startsWith('POST')) {
-        const content = operation.requestBody.content
-        expect((content['application/json'] ?? content['multipart/form-data']).schema.type).toBe('object')
-        if (content['multipart/form-data']) expect(content['multipart/form-data'].schema.properties.file.format).toBe('binary')
+        // OAuth endpoints take form-encoded bodies (RFC 6749 §3.2), everything else JSON.
+        const body = operation.requestBody.content['application/json'] ?? operation.requestBody.content['application/x-www-form-urlencoded'] ?? operation.requestBody.content['multipart/form-data']
+        expect(body?.schema?.type ? name : `${name} has no request body schema`).toBe(name)
+        expect(body.schema.type).toBe('object')
+      }
+      if (name.startsWith('POST') && operation.requestBody.content['multipart/form-data']) {
+        // The document upload: its `file` part typed as binary.
+        expect(operation.requestBody.content['multipart/form-data'].schema.properties.file.format).toBe('binary')
       }
     }
     await t.close()

@@ -15,7 +15,8 @@ export interface AuthedRoute {
 
 /**
  * The shared security suite every authenticated route runs (ARCHITECTURE.md §1.8): missing,
- * malformed, unknown, revoked and expired credentials → 401; MCP tokens off /mcp → 401;
+ * malformed, unknown, revoked and expired credentials → 401; MCP tokens off /mcp → 401; CLI
+ * OAuth tokens accepted on inference and admin routes (owner or admin only) but not management;
  * X-Org-ID mismatch → 403; admin routes refuse ordinary keys and demoted owners → 403;
  * cookies never authenticate.
  */
@@ -70,6 +71,20 @@ export function runAuthSuite(route: AuthedRoute): void {
 
     test('svc_mcp_ tokens are refused off /mcp', withApp(async t => {
       await expect401(await send(t, { authorization: 'Bearer svc_mcp_abcdefghijklmnopqrstuvwxyz012345' }))
+    }))
+
+    test('OAuth tokens: svc_mcp_ never; svc_cli_ of an owner on inference and admin routes, not on management', withApp(async t => {
+      const org = await t.createOrg()
+      const issue = (scope: 'mcp:inference' | 'cli:inference', userId = org.ownerUserId) =>
+        t.deps.oauth.tokens.issue({ clientId: 'svc-cli', userId, orgId: org.orgId, scope, resource: null }).then(grant => grant.tokens.access_token)
+      await expect401(await send(t, { authorization: `Bearer ${await issue('mcp:inference')}` }))
+      const cli = await issue('cli:inference')
+      if (route.mode === 'management') await expect401(await send(t, { authorization: `Bearer ${cli}` }))
+      else expect((await send(t, { authorization: `Bearer ${cli}` })).status).toBe(route.okStatus)
+      if (route.mode === 'admin') {
+        const member = await t.createMember(org, 'member', { admin: true })
+        expect((await send(t, { authorization: `Bearer ${await issue('cli:inference', member.userId)}` })).status).toBe(403)
+      }
     }))
 
     test('revoked and expired keys are 401', withApp(async t => {

@@ -1,0 +1,88 @@
+import { Elysia } from 'elysia'
+import { authenticate } from '../http/auth'
+import { MiB, readCapped } from '../http/body-limit'
+import { ApiError } from '../http/errors'
+import { requestIdOf } from '../http/request-context'
+import type { KeyService } from '../keys/service'
+import type { OAuthServer } from '../oauth/server'
+import { MCP_ERROR, type McpService } from './server'
+
+/** MCP requests carry prompts as text: 4 MiB, like the other non-chat inference routes (spec §8). */
+const BODY_LIMIT = 4 * MiB
+
+function jsonRpcError(status: number, code: number, message: string, requestId: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
+    status,
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...headers },
+  })
+}
+
+/** The body under the cap: Content-Length is trusted when present, else bytes are counted as they stream. */
+async function readBody(request: Request): Promise<string> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > BODY_LIMIT) throw new ApiError('payload_too_large', `request body exceeds ${BODY_LIMIT} bytes`)
+  return readCapped(request, BODY_LIMIT)
+}
+
+const SECURITY = [{ oauth2: ['mcp:inference'] }]
+const JSON_RPC = { description: 'JSON-RPC 2.0 message', content: { 'application/json': { schema: { type: 'object' as const } } } }
+
+/**
+ * POST /mcp (Streamable HTTP, MCP 2025-11-25): Origin check, then only `svc_mcp_` tokens with
+ * `mcp:inference`; anything else is 401 with the protected-resource metadata in
+ * WWW-Authenticate, which is how MCP clients discover the OAuth flow by themselves.
+ * GET and DELETE are 405: no server-initiated stream and no sessions to end.
+ */
+export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService, allowedOrigins: readonly string[]) {
+  const allowed = new Set(allowedOrigins)
+  const notAllowed = () => new Response(null, { status: 405, headers: { allow: 'POST' } })
+  const methodDetail = (summary: string) => ({
+    detail: { summary, description: 'This server offers no server-initiated SSE stream and issues no session ids (stateless), so only POST is served.', responses: { 405: JSON_RPC } },
+  })
+
+  return new Elysia({ tags: ['MCP'] })
+    .post(
+      '/mcp',
+      async ({ request, set, server }) => {
+        const requestId = requestIdOf(set)
+        // DNS rebinding: a browser page must not reach /mcp from a foreign origin (MCP transport §Security).
+        const origin = request.headers.get('origin')
+        if (origin !== null && origin !== new URL(oauth.issuerOf(request)).origin && !allowed.has(origin)) {
+          return jsonRpcError(403, -32000, `Origin ${origin.slice(0, 200)} is not allowed`, requestId)
+        }
+        let principal
+        try {
+          principal = await authenticate(keys, request, 'mcp')
+        } catch (error) {
+          if (!(error instanceof ApiError)) throw error
+          const sentToken = request.headers.has('authorization') || request.headers.has('x-api-key')
+          const status = error.status === 403 ? 403 : 401
+          return jsonRpcError(status, MCP_ERROR.auth, error.message, requestId, status === 401 ? { 'www-authenticate': oauth.mcpChallenge(request, sentToken ? 'invalid_token' : undefined) } : {})
+        }
+        let body: unknown
+        try {
+          body = JSON.parse(await readBody(request))
+        } catch (error) {
+          if (error instanceof ApiError) return jsonRpcError(413, -32600, error.message, requestId)
+          return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON', requestId)
+        }
+        return mcp.handle({ principal, requestId, httpRequest: request, body, disableIdleTimeout: () => server?.timeout(request, 0) })
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'MCP (Streamable HTTP)',
+          description:
+            'Hosted MCP for agent hosts: initialize (version negotiation), notifications/initialized, ping, tools/list, tools/call. ' +
+            'JSON responses; a tools/call with a progressToken is answered as SSE with notifications/progress. Stateless: no Mcp-Session-Id. ' +
+            'Only svc_mcp_ OAuth tokens with mcp:inference; otherwise 401 with WWW-Authenticate resource_metadata. ' +
+            'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError.',
+          security: SECURITY,
+          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
+          responses: { 200: JSON_RPC, 202: { description: 'Notification accepted' }, 401: JSON_RPC, 403: JSON_RPC, 405: JSON_RPC, 406: JSON_RPC, 415: JSON_RPC },
+        },
+      },
+    )
+    .get('/mcp', notAllowed, methodDetail('MCP server stream (not offered)'))
+    .delete('/mcp', notAllowed, methodDetail('End an MCP session (not offered)'))
+}

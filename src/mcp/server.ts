@@ -1,0 +1,119 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { Value } from '@sinclair/typebox/value'
+import { ApiError } from '../http/errors'
+import type { Principal } from '../keys/principal'
+import type { Limits } from '../limits/admission'
+import type { McpTool, ToolContext } from './tools/types'
+
+/**
+ * JSON-RPC error codes for gateway refusals inside MCP (the codes other hosted-MCP gateways use,
+ * reference/PEERS.md): a tool call refused for credentials, for money, or for rate.
+ */
+export const MCP_ERROR = { auth: -32001, payment: -32002, rateLimited: -32003 } as const
+
+/** Turns a tool's failure into what MCP expects: a JSON-RPC error for refusals, else an isError result. */
+function failure(error: unknown): CallToolResult {
+  if (error instanceof McpError) throw error
+  const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
+  const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
+  if (apiError.code === 'unauthorized') throw new McpError(MCP_ERROR.auth, apiError.message, data)
+  // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
+  if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.payment, apiError.message, data)
+  if (apiError.code === 'rate_limited') {
+    const retryAfter = Number(apiError.headers?.['Retry-After'] ?? 1)
+    throw new McpError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
+  }
+  return { content: [{ type: 'text', text: apiError.message }], isError: true, structuredContent: undefined }
+}
+
+/** A TypeBox schema as plain JSON Schema (TypeBox adds symbol keys; JSON drops them). */
+function jsonSchema(schema: object): Record<string, unknown> & { type: 'object' } {
+  return JSON.parse(JSON.stringify(schema))
+}
+
+export interface McpCall {
+  principal: Principal
+  requestId: string
+  httpRequest: Request
+  /** The parsed JSON-RPC message or batch (the body was read under the route's cap). */
+  body: unknown
+  disableIdleTimeout?: () => void
+}
+
+/**
+ * The hosted MCP server: one SDK `Server` and stateless web-standard Streamable HTTP transport
+ * per POST (no session id is issued, so any instance answers any request and nothing is kept
+ * between requests). Responses are JSON, except a tools/call whose client sent a progressToken:
+ * that one is answered as SSE, with notifications/progress before the result.
+ */
+export class McpService {
+  private readonly byName: Map<string, McpTool>
+  /** The tools/list answer, built once. */
+  private readonly listed: Array<Record<string, unknown> & { name: string; inputSchema: { type: 'object' } }>
+
+  constructor(
+    readonly tools: readonly McpTool[],
+    private readonly limits: Limits,
+    private readonly version: string,
+  ) {
+    this.byName = new Map(tools.map(tool => [tool.name, tool]))
+    this.listed = tools.map(tool => ({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: jsonSchema(tool.inputSchema),
+      ...(tool.outputSchema ? { outputSchema: jsonSchema(tool.outputSchema) } : {}),
+      ...(tool.annotations ? { annotations: { title: tool.title, ...tool.annotations } } : {}),
+    }))
+  }
+
+  async handle(call: McpCall): Promise<Response> {
+    const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const tool = this.byName.get(request.params.name)
+      if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
+      const args = request.params.arguments ?? {}
+      // Bad arguments are a tool error (not a protocol error), so the model can correct itself.
+      if (!Value.Check(tool.inputSchema, args)) {
+        const first = Value.Errors(tool.inputSchema, args).First()
+        const where = first?.path ? first.path.replace(/^\//, '').replaceAll('/', '.') : 'arguments'
+        return { content: [{ type: 'text', text: `invalid arguments: ${where}: ${first?.message ?? 'does not match the input schema'}` }], isError: true }
+      }
+      const token = request.params._meta?.progressToken
+      const context: ToolContext = { principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, disableIdleTimeout: call.disableIdleTimeout }
+      if (token !== undefined) {
+        context.progress = (progress, message) => {
+          extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(message ? { message } : {}) } }).catch(() => {})
+        }
+      }
+      try {
+        // Billed tools count against the same inference buckets as the HTTP routes (one request each).
+        if (tool.billed) this.limits.checkInference(call.principal)
+        const result = await tool.run(args as never, context)
+        return { content: [{ type: 'text', text: result.text }], ...(result.structured ? { structuredContent: result.structured } : {}) }
+      } catch (error) {
+        return failure(error)
+      }
+    })
+
+    const streams = wantsProgress(call.body)
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams })
+    await server.connect(transport)
+    const response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
+    // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
+    if (!streams) await server.close()
+    return response
+  }
+}
+
+/** True when a tools/call in the message (or batch) asks for progress notifications. */
+function wantsProgress(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body]
+  return messages.some(message => {
+    const params = (message as { method?: unknown; params?: { _meta?: { progressToken?: unknown } } } | null)?.params
+    return (message as { method?: unknown } | null)?.method === 'tools/call' && params?._meta?.progressToken !== undefined
+  })
+}

@@ -1,0 +1,133 @@
+import { eq } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { oauthClients } from '../db/schema'
+import type { Clock } from '../lib/clock'
+import { OAuthError } from './errors'
+import { randomSecret } from './secrets'
+
+export type GrantType = 'authorization_code' | 'refresh_token' | 'urn:ietf:params:oauth:grant-type:device_code'
+export const DEVICE_GRANT: GrantType = 'urn:ietf:params:oauth:grant-type:device_code'
+const GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token', DEVICE_GRANT]
+
+export interface OAuthClient {
+  id: string
+  name: string
+  redirectUris: string[]
+  grantTypes: GrantType[]
+}
+
+/** The client `svc login` uses: built in, so the CLI needs no registration step. */
+export const CLI_CLIENT: OAuthClient = { id: 'svc-cli', name: 'svc command-line client', redirectUris: [], grantTypes: [DEVICE_GRANT, 'refresh_token'] }
+
+const MAX_REDIRECT_URIS = 10
+// Schemes a browser would run or read locally: never a redirect target.
+const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:', 'filesystem:'])
+const LOOPBACK_IPS = new Set(['127.0.0.1', '[::1]'])
+
+/**
+ * Redirect URIs a public client may register (OAuth 2.1 §2.3.1, RFC 8252 §7): https anywhere;
+ * http only on loopback (127.0.0.1, [::1], localhost); private-use schemes of native apps
+ * (cursor://…, vscode://…). No fragments.
+ */
+export function checkRedirectUri(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.length === 0 || raw.length > 2000) throw new OAuthError('invalid_redirect_uri', 'each redirect URI must be a string of 1 to 2000 characters')
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new OAuthError('invalid_redirect_uri', `redirect URI "${raw.slice(0, 200)}" is not an absolute URL`)
+  }
+  if (url.hash !== '' || raw.includes('#')) throw new OAuthError('invalid_redirect_uri', 'redirect URIs must not contain a fragment')
+  if (FORBIDDEN_SCHEMES.has(url.protocol)) throw new OAuthError('invalid_redirect_uri', `redirect URI scheme ${url.protocol} is not allowed`)
+  if (url.protocol === 'http:' && !LOOPBACK_IPS.has(url.hostname) && url.hostname !== 'localhost') {
+    throw new OAuthError('invalid_redirect_uri', 'http redirect URIs are allowed only on loopback (127.0.0.1, [::1], localhost); use https')
+  }
+  if (url.username !== '' || url.password !== '') throw new OAuthError('invalid_redirect_uri', 'redirect URIs must not carry credentials')
+  return raw
+}
+
+/**
+ * Exact string matching (OAuth 2.1 §4.1.1), with one exception: for a loopback IP literal the
+ * port may differ, because native apps get an ephemeral port at run time (RFC 8252 §7.3).
+ */
+export function matchRedirectUri(client: OAuthClient, requested: string): boolean {
+  if (client.redirectUris.includes(requested)) return true
+  let asked: URL
+  try {
+    asked = new URL(requested)
+  } catch {
+    return false
+  }
+  if (asked.protocol !== 'http:' || !LOOPBACK_IPS.has(asked.hostname)) return false
+  return client.redirectUris.some(registered => {
+    const url = new URL(registered)
+    if (url.protocol !== 'http:' || url.hostname !== asked.hostname) return false
+    url.port = asked.port
+    return url.href === asked.href
+  })
+}
+
+/** RFC 7591 dynamic client registration, and client lookup. Only public clients (auth method `none`). */
+export class ClientService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  async register(metadata: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const uris = metadata.redirect_uris
+    const grantTypes = metadata.grant_types ?? ['authorization_code', 'refresh_token']
+    if (!Array.isArray(grantTypes) || grantTypes.length === 0 || grantTypes.some(type => !GRANT_TYPES.includes(type as GrantType))) {
+      throw new OAuthError('invalid_client_metadata', `grant_types must be a non-empty subset of ${GRANT_TYPES.join(', ')}`)
+    }
+    const wantsCode = grantTypes.includes('authorization_code')
+    if (uris !== undefined && (!Array.isArray(uris) || uris.length > MAX_REDIRECT_URIS)) {
+      throw new OAuthError('invalid_redirect_uri', `redirect_uris must be an array of at most ${MAX_REDIRECT_URIS} URIs`)
+    }
+    const redirectUris = ((uris as unknown[] | undefined) ?? []).map(checkRedirectUri)
+    if (wantsCode && redirectUris.length === 0) throw new OAuthError('invalid_redirect_uri', 'redirect_uris is required for the authorization_code grant')
+    const responseTypes = metadata.response_types
+    if (responseTypes !== undefined && !(Array.isArray(responseTypes) && responseTypes.every(type => type === 'code'))) {
+      throw new OAuthError('invalid_client_metadata', 'response_types may only contain "code"')
+    }
+    const rawName = metadata.client_name
+    if (rawName !== undefined && (typeof rawName !== 'string' || rawName.length > 200)) {
+      throw new OAuthError('invalid_client_metadata', 'client_name must be a string of at most 200 characters')
+    }
+    const name = (rawName as string | undefined)?.trim() || 'Unnamed client'
+    const client: OAuthClient = { id: `mcp_${randomSecret()}`, name, redirectUris, grantTypes: grantTypes as GrantType[] }
+    const now = this.clock.now()
+    await this.db.insert(oauthClients).values({
+      id: client.id, name, redirectUris: JSON.stringify(redirectUris), grantTypes: JSON.stringify(client.grantTypes), createdAtMs: now,
+    })
+    // Confidential auth methods are replaced by `none` (RFC 7591 §2: the server may): PKCE binds codes instead.
+    return {
+      client_id: client.id,
+      client_id_issued_at: Math.floor(now / 1000),
+      client_name: name,
+      redirect_uris: redirectUris,
+      grant_types: client.grantTypes,
+      response_types: wantsCode ? ['code'] : [],
+      token_endpoint_auth_method: 'none',
+    }
+  }
+
+  /** The client, or undefined. */
+  async find(clientId: string | undefined): Promise<OAuthClient | undefined> {
+    if (!clientId || clientId.length > 200) return undefined
+    if (clientId === CLI_CLIENT.id) return CLI_CLIENT
+    const rows = await this.db.select().from(oauthClients).where(eq(oauthClients.id, clientId)).limit(1)
+    const row = rows[0]
+    if (!row) return undefined
+    return { id: row.id, name: row.name, redirectUris: JSON.parse(row.redirectUris), grantTypes: JSON.parse(row.grantTypes) }
+  }
+
+  /** The client or `invalid_client` (RFC 6749 §5.2). */
+  async require(clientId: string | undefined, grant: GrantType): Promise<OAuthClient> {
+    const client = await this.find(clientId)
+    if (!client) throw new OAuthError('invalid_client', 'unknown client_id')
+    // Refresh tokens come with every grant we issue, whether or not the client listed the type.
+    if (grant !== 'refresh_token' && !client.grantTypes.includes(grant)) throw new OAuthError('unauthorized_client', `this client is not registered for the ${grant} grant`)
+    return client
+  }
+}

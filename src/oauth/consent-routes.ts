@@ -1,0 +1,201 @@
+import { Elysia } from 'elysia'
+import type { OAuthScope } from '../db/schema'
+import { isWellFormedKeySecret } from '../keys/token'
+import type { Principal } from '../keys/principal'
+import { matchRedirectUri, type OAuthClient } from './clients'
+import { isValidChallenge } from './codes'
+import { OAuthError } from './errors'
+import { checkCsrf, newCsrf, readForm, readQuery } from './form'
+import { formDoc, htmlDoc } from './openapi'
+import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
+import { parseScope } from './secrets'
+import { OAUTH_PATHS, type OAuthServer } from './server'
+
+/** The parameters of an authorization request (OAuth 2.1 §4.1.1), as the consent form carries them. */
+const AUTHORIZE_FIELDS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'scope', 'state', 'resource'] as const
+type AuthorizeParams = Partial<Record<(typeof AUTHORIZE_FIELDS)[number], string>>
+
+interface ValidRequest {
+  client: OAuthClient
+  redirectUri: string
+  scope: OAuthScope
+  resource: string | null
+  params: AuthorizeParams
+}
+
+/** Errors that may not go back to the redirect URI (unknown client, bad redirect URI): shown on the page instead (§4.1.2.1). */
+class PageError extends Error {}
+
+function redirectWith(redirectUri: string, params: Record<string, string | undefined>): Response {
+  const url = new URL(redirectUri)
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value)
+  return new Response(null, { status: 303, headers: { location: url.href, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+}
+
+/**
+ * Validates an authorization request. A bad client or redirect URI throws PageError; anything
+ * else throws OAuthError, which goes back to the (now trusted) redirect URI.
+ */
+async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer: string): Promise<ValidRequest> {
+  const params: AuthorizeParams = Object.fromEntries(AUTHORIZE_FIELDS.map(name => [name, raw[name]]))
+  const client = await oauth.clients.find(params.client_id)
+  if (!client || !client.grantTypes.includes('authorization_code')) throw new PageError('Unknown client: client_id is missing or not registered for sign-in.')
+  if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new PageError('The redirect_uri is missing or not registered for this client.')
+  if (params.response_type !== 'code') throw new OAuthError('invalid_request', 'response_type must be "code"')
+  if (params.code_challenge_method !== 'S256') throw new OAuthError('invalid_request', 'PKCE is required: code_challenge_method must be S256')
+  if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
+  const scope = parseScope(params.scope)
+  if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
+  const resource = oauth.checkResource(params.resource, issuer)
+  if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
+  return { client, redirectUri: params.redirect_uri, scope: scope ?? 'mcp:inference', resource: resource ?? null, params }
+}
+
+/** Signs the person in with one of their API keys; the key is checked, never kept. */
+async function signIn(oauth: OAuthServer, apiKey: string | undefined): Promise<Principal | string> {
+  if (!apiKey || !isWellFormedKeySecret(apiKey.trim())) return 'Enter a valid organization API key (z_sk_…).'
+  const result = await oauth.keys.verify(apiKey.trim(), true)
+  if (!result.ok) return `That API key is ${result.reason === 'unknown' ? 'not valid' : result.reason}.`
+  return result.principal
+}
+
+/** GET/POST /oauth/authorize and GET/POST /oauth/device: the HTML sign-in and consent pages. */
+export function consentRoutes(oauth: OAuthServer) {
+  const secureCookie = (issuer: string) => issuer.startsWith('https:')
+
+  return new Elysia({ tags: ['OAuth'] })
+    .get(
+      OAUTH_PATHS.authorize,
+      async ({ request }) => {
+        const issuer = oauth.issuerOf(request)
+        const query = readQuery(new URL(request.url))
+        if (query === 'repeated') return messagePage('Invalid request', 'A parameter is repeated.', 400)
+        let valid: ValidRequest
+        try {
+          valid = await validate(oauth, query, issuer)
+        } catch (error) {
+          if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
+          if (error instanceof OAuthError) return redirectWith(query.redirect_uri!, { error: error.code, error_description: error.message, state: query.state, iss: issuer })
+          throw error
+        }
+        const csrf = newCsrf(secureCookie(issuer))
+        return consentPage({
+          action: OAUTH_PATHS.authorize, clientName: valid.client.name, scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie,
+          detail: `After you decide, you return to <code>${escapeHtml(valid.redirectUri)}</code>.`,
+        })
+      },
+      {
+        detail: {
+          summary: 'Authorization page (code + PKCE)',
+          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page.',
+          responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI') },
+        },
+      },
+    )
+    .post(
+      OAUTH_PATHS.authorize,
+      async ({ request }) => {
+        const issuer = oauth.issuerOf(request)
+        let form: Record<string, string>
+        try {
+          form = await readForm(request)
+        } catch (error) {
+          if (error instanceof OAuthError) return messagePage('Invalid request', error.message, 400)
+          throw error
+        }
+        let valid: ValidRequest
+        try {
+          valid = await validate(oauth, form, issuer)
+        } catch (error) {
+          if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
+          if (error instanceof OAuthError) return redirectWith(form.redirect_uri!, { error: error.code, error_description: error.message, state: form.state, iss: issuer })
+          throw error
+        }
+        if (!checkCsrf(request, form.csrf, issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Go back to the application and start again.', 403)
+        if (form.decision === 'deny') return redirectWith(valid.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: valid.params.state, iss: issuer })
+        if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
+        const who = await signIn(oauth, form.api_key)
+        if (typeof who === 'string') {
+          const csrf = newCsrf(secureCookie(issuer))
+          return consentPage({ action: OAUTH_PATHS.authorize, clientName: valid.client.name, scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie, error: who, status: 401 })
+        }
+        const code = await oauth.codes.create({
+          clientId: valid.client.id, userId: who.userId, orgId: who.orgId, redirectUri: valid.redirectUri,
+          codeChallenge: valid.params.code_challenge!, scope: valid.scope, resource: valid.resource,
+        })
+        return redirectWith(valid.redirectUri, { code, state: valid.params.state, iss: issuer })
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Approve or deny an authorization request',
+          description: 'The consent form post: the request parameters, csrf (double-submit with a SameSite=Strict cookie), api_key (signs the person in; never stored) and decision (approve|deny). Redirects (303) to the client with code, state and iss, or error=access_denied.',
+          requestBody: formDoc({ api_key: 'string', decision: 'string', csrf: 'string', client_id: 'string', redirect_uri: 'string', code_challenge: 'string', code_challenge_method: 'string', scope: 'string', state: 'string', resource: 'string', response_type: 'string' }),
+          responses: { 303: { description: 'Back to the client' }, 400: htmlDoc('Invalid request'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed') },
+        },
+      },
+    )
+    .get(
+      OAUTH_PATHS.device,
+      async ({ request }) => {
+        const issuer = oauth.issuerOf(request)
+        const query = readQuery(new URL(request.url))
+        if (query === 'repeated' || !query.user_code) return deviceCodePage(OAUTH_PATHS.device)
+        const pending = await oauth.device.pending(query.user_code)
+        if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired. Check the code in your terminal.', 400)
+        const client = await oauth.clients.find(pending.clientId)
+        const csrf = newCsrf(secureCookie(issuer))
+        return consentPage({
+          action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode },
+          csrf: csrf.token, cookie: csrf.cookie, detail: 'Only approve if you started this sign-in yourself and the code matches your terminal.',
+        })
+      },
+      {
+        detail: {
+          summary: 'Device verification page (RFC 8628)',
+          description: 'Without user_code: a form to type it. With user_code: the client name, scope and the sign-in and consent form.',
+          responses: { 200: htmlDoc('The page'), 400: htmlDoc('Unknown or expired code') },
+        },
+      },
+    )
+    .post(
+      OAUTH_PATHS.device,
+      async ({ request }) => {
+        const issuer = oauth.issuerOf(request)
+        let form: Record<string, string>
+        try {
+          form = await readForm(request)
+        } catch (error) {
+          if (error instanceof OAuthError) return messagePage('Invalid request', error.message, 400)
+          throw error
+        }
+        if (!checkCsrf(request, form.csrf, issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Open the link from your terminal again.', 403)
+        const pending = form.user_code ? await oauth.device.pending(form.user_code) : undefined
+        if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired.', 400)
+        if (form.decision === 'deny') {
+          await oauth.device.decide(pending.userCode, { approve: false })
+          return messagePage('Request denied', 'The device was not connected. You can close this page.')
+        }
+        if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
+        const who = await signIn(oauth, form.api_key)
+        if (typeof who === 'string') {
+          const client = await oauth.clients.find(pending.clientId)
+          const csrf = newCsrf(secureCookie(issuer))
+          return consentPage({ action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode }, csrf: csrf.token, cookie: csrf.cookie, error: who, status: 401 })
+        }
+        if (!(await oauth.device.decide(pending.userCode, { approve: true, userId: who.userId, orgId: who.orgId }))) {
+          return deviceCodePage(OAUTH_PATHS.device, 'That code is no longer pending.', 400)
+        }
+        return messagePage('Device connected', 'You are signed in. Return to your terminal; you can close this page.')
+      },
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Approve or deny a device',
+          description: 'The device consent form post: user_code, csrf, api_key (signs the person in; never stored) and decision (approve|deny).',
+          requestBody: formDoc({ user_code: 'string', api_key: 'string', decision: 'string', csrf: 'string' }),
+          responses: { 200: htmlDoc('Done'), 400: htmlDoc('Unknown code'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed') },
+        },
+      },
+    )
+}

@@ -1,0 +1,83 @@
+import { KiB, readCapped } from '../http/body-limit'
+import { ApiError } from '../http/errors'
+import { OAuthError } from './errors'
+import { randomSecret, safeEqual } from './secrets'
+
+const FORM_LIMIT = 16 * KiB
+
+/** The body under `limit` bytes; too large is an OAuth invalid_request, not the gateway envelope. */
+async function readText(request: Request, limit: number): Promise<string> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > limit) throw new OAuthError('invalid_request', `request body exceeds ${limit} bytes`)
+  try {
+    return await readCapped(request, limit)
+  } catch (error) {
+    if (error instanceof ApiError) throw new OAuthError('invalid_request', error.message)
+    throw error
+  }
+}
+
+/**
+ * An `application/x-www-form-urlencoded` body (RFC 6749 §3.2, RFC 7009 §2.1, RFC 8628 §3.1),
+ * capped. A parameter sent twice is an error (RFC 6749 §3.1); empty values count as absent.
+ */
+export async function readForm(request: Request): Promise<Record<string, string>> {
+  const type = request.headers.get('content-type') ?? ''
+  if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
+    throw new OAuthError('invalid_request', 'Content-Type must be application/x-www-form-urlencoded')
+  }
+  const params = new URLSearchParams(await readText(request, FORM_LIMIT))
+  const out: Record<string, string> = {}
+  for (const [name, value] of params) {
+    if (name in out) throw new OAuthError('invalid_request', `parameter "${name.slice(0, 50)}" is repeated`)
+    if (value !== '') out[name] = value
+  }
+  return out
+}
+
+/** A JSON object body (RFC 7591 registration), capped. */
+export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+  const type = request.headers.get('content-type') ?? ''
+  if (!/^application\/json\b/i.test(type)) throw new OAuthError('invalid_client_metadata', 'Content-Type must be application/json')
+  let value: unknown
+  try {
+    value = JSON.parse(await readText(request, FORM_LIMIT))
+  } catch (error) {
+    if (error instanceof OAuthError) throw error
+    throw new OAuthError('invalid_client_metadata', 'the body is not valid JSON')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new OAuthError('invalid_client_metadata', 'the body must be a JSON object')
+  return value as Record<string, unknown>
+}
+
+/** Query parameters, with the same no-repeats rule. */
+export function readQuery(url: URL): Record<string, string> | 'repeated' {
+  const out: Record<string, string> = {}
+  for (const [name, value] of url.searchParams) {
+    if (name in out) return 'repeated'
+    if (value !== '') out[name] = value
+  }
+  return out
+}
+
+const CSRF_COOKIE = 'svc_oauth_csrf'
+
+/**
+ * Double-submit CSRF protection for the consent forms: a random token in a SameSite=Strict,
+ * HttpOnly cookie and in a hidden field; a POST must carry both, equal. A cross-site page
+ * can neither read the cookie nor make the browser send it.
+ */
+export function newCsrf(secure: boolean): { token: string; cookie: string } {
+  const token = randomSecret()
+  const cookie = `${CSRF_COOKIE}=${token}; Path=/oauth; HttpOnly; SameSite=Strict; Max-Age=1800${secure ? '; Secure' : ''}`
+  return { token, cookie }
+}
+
+export function checkCsrf(request: Request, field: string | undefined, issuer: string): boolean {
+  // A browser always sends Origin on a form POST; when present it must be ours.
+  const origin = request.headers.get('origin')
+  if (origin !== null && origin !== new URL(issuer).origin && origin !== new URL(request.url).origin) return false
+  const cookie = request.headers.get('cookie') ?? ''
+  const match = new RegExp(`(?:^|;\\s*)${CSRF_COOKIE}=([A-Za-z0-9_-]{43})(?:;|$)`).exec(cookie)
+  return match !== null && field !== undefined && safeEqual(match[1]!, field)
+}

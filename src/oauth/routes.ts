@@ -1,0 +1,140 @@
+import { Elysia } from 'elysia'
+import { requestIdOf } from '../http/request-context'
+import { DEVICE_GRANT } from './clients'
+import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
+import { readForm, readJsonObject } from './form'
+import { formDoc, jsonDoc, oauthResponses } from './openapi'
+import { parseScope } from './secrets'
+import { OAUTH_PATHS, type OAuthServer } from './server'
+
+type Context = { request: Request; set: { headers: Record<string, unknown> }; server: { requestIP(request: Request): { address: string } | null } | null }
+
+/** The client's address for throttling (in-process tests have no socket: one shared bucket). */
+function addressOf({ request, server }: Context): string {
+  return server?.requestIP(request)?.address ?? 'local'
+}
+
+/** Runs an OAuth endpoint: OAuthError becomes the RFC 6749 §5.2 error body, never the gateway envelope. */
+function endpoint(fn: (context: Context) => Promise<Response>) {
+  return async (context: Context): Promise<Response> => {
+    try {
+      return await fn(context)
+    } catch (error) {
+      if (error instanceof OAuthError) return oauthErrorResponse(error, requestIdOf(context.set))
+      throw error
+    }
+  }
+}
+
+/** Discovery, registration, token, device authorization and revocation endpoints. */
+export function oauthRoutes(oauth: OAuthServer) {
+  const metadata = ({ request }: { request: Request }) => oauth.authorizationServerMetadata(oauth.issuerOf(request))
+  const resource = (kind: 'mcp' | 'api') => ({ request }: { request: Request }) => oauth.protectedResourceMetadata(oauth.issuerOf(request), kind)
+  const documentDetail = (summary: string, description: string) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document') } } })
+  const asDescription = 'RFC 8414 authorization-server metadata: endpoints, scopes (mcp:inference, cli:inference), PKCE S256, grant types.'
+  const prDescription = (what: string) => `RFC 9728 protected-resource metadata for ${what}: the resource URL, its authorization server and scope.`
+
+  return new Elysia({ tags: ['OAuth'] })
+    .get('/.well-known/oauth-authorization-server', metadata, documentDetail('Authorization-server metadata', asDescription))
+    // Clients that treat the MCP URL's path as the issuer's path ask here (RFC 8414 §3.1 path insertion).
+    .get('/.well-known/oauth-authorization-server/mcp', metadata, documentDetail('Authorization-server metadata (path form)', asDescription))
+    .get('/.well-known/oauth-protected-resource', resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)')))
+    .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)')))
+    .post(
+      OAUTH_PATHS.register,
+      endpoint(async context => {
+        oauth.throttle(addressOf(context))
+        return jsonResponse(await oauth.clients.register(await readJsonObject(context.request)), 201, requestIdOf(context.set))
+      }),
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Register a client (RFC 7591)',
+          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes.',
+          requestBody: jsonDoc('Client metadata', { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } } }),
+          responses: { ...oauthResponses(201, 'The registered client (client_id)'), 429: jsonDoc('Too many registrations from this address (Retry-After)') },
+        },
+      },
+    )
+    .post(
+      OAUTH_PATHS.token,
+      endpoint(async ({ request, set }) => {
+        const form = await readForm(request)
+        const issuer = oauth.issuerOf(request)
+        const scope = parseScope(form.scope)
+        if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
+        const resource = oauth.checkResource(form.resource, issuer)
+        if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
+        let tokens
+        if (form.grant_type === 'authorization_code') {
+          const client = await oauth.clients.require(form.client_id, 'authorization_code')
+          if (!form.code) throw new OAuthError('invalid_request', 'code is required')
+          tokens = await oauth.codes.exchange({ code: form.code, clientId: client.id, redirectUri: form.redirect_uri, verifier: form.code_verifier, resource })
+        } else if (form.grant_type === 'refresh_token') {
+          const client = await oauth.clients.require(form.client_id, 'refresh_token')
+          if (!form.refresh_token) throw new OAuthError('invalid_request', 'refresh_token is required')
+          tokens = await oauth.tokens.refresh(form.refresh_token, client.id, scope)
+        } else if (form.grant_type === DEVICE_GRANT) {
+          const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
+          if (!form.device_code) throw new OAuthError('invalid_request', 'device_code is required')
+          tokens = await oauth.device.poll(form.device_code, client.id)
+        } else {
+          throw new OAuthError(form.grant_type ? 'unsupported_grant_type' : 'invalid_request', form.grant_type ? `grant_type "${form.grant_type.slice(0, 100)}" is not supported` : 'grant_type is required')
+        }
+        return jsonResponse(tokens, 200, requestIdOf(set))
+      }),
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Token endpoint',
+          description:
+            'Form-encoded. grant_type authorization_code (code, redirect_uri, client_id, code_verifier; PKCE S256), refresh_token (rotation: ' +
+            'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
+            'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference).',
+          requestBody: formDoc({ grant_type: 'string', code: 'string', redirect_uri: 'string', client_id: 'string', code_verifier: 'string', refresh_token: 'string', device_code: 'string', scope: 'string', resource: 'string' }),
+          responses: oauthResponses(200, 'access_token, token_type, expires_in, refresh_token, scope'),
+        },
+      },
+    )
+    .post(
+      OAUTH_PATHS.deviceAuthorization,
+      endpoint(async context => {
+        const { request, set } = context
+        oauth.throttle(addressOf(context))
+        const form = await readForm(request)
+        const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
+        const scope = parseScope(form.scope)
+        if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
+        const started = await oauth.device.start(client, scope ?? 'cli:inference', oauth.issuerOf(request) + OAUTH_PATHS.device)
+        return jsonResponse(started, 200, requestIdOf(set))
+      }),
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Start a device authorization (RFC 8628)',
+          description: 'Form-encoded client_id (svc-cli for the bundled CLI) and optional scope (default cli:inference). Returns device_code, user_code, verification_uri(_complete), expires_in and interval.',
+          requestBody: formDoc({ client_id: 'string', scope: 'string' }),
+          responses: oauthResponses(200, 'device_code, user_code, verification_uri, verification_uri_complete, expires_in, interval'),
+        },
+      },
+    )
+    .post(
+      OAUTH_PATHS.revoke,
+      endpoint(async ({ request, set }) => {
+        const form = await readForm(request)
+        if (!form.token) throw new OAuthError('invalid_request', 'token is required')
+        if (!(await oauth.tokens.revoke(form.token, form.client_id))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
+        // RFC 7009 §2.2: 200 whether or not the token was known.
+        return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', 'x-request-id': requestIdOf(set) } })
+      }),
+      {
+        parse: 'none',
+        detail: {
+          summary: 'Revoke a token (RFC 7009)',
+          description: 'Form-encoded token (access or refresh) and client_id. Revokes the whole authorization the token belongs to. 200 also for unknown tokens.',
+          requestBody: formDoc({ token: 'string', token_type_hint: 'string', client_id: 'string' }),
+          responses: oauthResponses(200, 'Revoked (empty body)'),
+        },
+      },
+    )
+}

@@ -1,0 +1,136 @@
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Config } from '../config/config'
+import { parseOptions, UsageError, type CliIo } from './io'
+
+/** The client id the gateway builds in for the CLI (src/oauth/clients.ts CLI_CLIENT). */
+const CLIENT_ID = 'svc-cli'
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+/** Refresh a little before expiry, so a request never leaves with a token about to lapse. */
+const REFRESH_MARGIN_MS = 60_000
+
+/** What `svc login` keeps in the user's config directory (file mode 0600). */
+export interface StoredLogin {
+  url: string
+  access_token: string
+  refresh_token: string
+  expires_at_ms: number
+  scope: string
+}
+
+/** Seams for tests: waiting between polls, and the time. */
+export interface LoginEnv {
+  sleep(ms: number): Promise<void>
+  now(): number
+}
+
+const realEnv: LoginEnv = { sleep: ms => Bun.sleep(ms), now: () => Date.now() }
+
+function credentialsPath(config: Config): string {
+  return join(config.client.configDir, 'credentials.json')
+}
+
+export function readLogin(config: Config): StoredLogin | undefined {
+  try {
+    return JSON.parse(readFileSync(credentialsPath(config), 'utf8')) as StoredLogin
+  } catch {
+    return undefined
+  }
+}
+
+/** Writes the file readable by the user only: created 0600 under a 0700 directory, then renamed into place. */
+function saveLogin(config: Config, login: StoredLogin): void {
+  mkdirSync(config.client.configDir, { recursive: true, mode: 0o700 })
+  const path = credentialsPath(config)
+  const temporary = `${path}.${process.pid}.tmp`
+  writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600 })
+  chmodSync(temporary, 0o600)
+  renameSync(temporary, path)
+}
+
+async function postForm(url: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, any> }> {
+  let response: Response
+  try {
+    response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) })
+  } catch (error) {
+    throw new Error(`cannot reach the gateway at ${new URL(url).origin}: ${(error as Error).message}`)
+  }
+  const text = await response.text()
+  let body: Record<string, any> = {}
+  try {
+    body = text ? JSON.parse(text) : {}
+  } catch {
+    body = { error: 'invalid_response', error_description: text.slice(0, 200) }
+  }
+  return { status: response.status, body }
+}
+
+function toLogin(url: string, tokens: Record<string, any>, now: number): StoredLogin {
+  return { url, access_token: tokens.access_token, refresh_token: tokens.refresh_token, expires_at_ms: now + Number(tokens.expires_in) * 1000, scope: tokens.scope }
+}
+
+/**
+ * `svc login --url BASE`: the OAuth device flow (RFC 8628). Prints the link and code to open in
+ * a browser, polls until the person approves there, and keeps the CLI token in the config dir.
+ */
+export async function login(config: Config, args: string[], io: CliIo, env: LoginEnv = realEnv): Promise<void> {
+  const { values } = parseOptions(args, { url: { type: 'string' } })
+  const url = (values.url ?? config.client.url).replace(/\/+$/, '')
+  const started = await postForm(`${url}/oauth/device_authorization`, { client_id: CLIENT_ID, scope: 'cli:inference' })
+  if (started.status !== 200) throw new Error(`the gateway refused the sign-in: ${started.body.error_description ?? started.body.error ?? started.status}`)
+  const { device_code, user_code, verification_uri, verification_uri_complete, expires_in } = started.body
+  let interval = Number(started.body.interval ?? 5)
+  io.err(`To sign in, open ${verification_uri_complete ?? verification_uri}`)
+  io.err(`and confirm the code ${user_code} (valid for ${Math.round(Number(expires_in) / 60)} minutes).`)
+  for (;;) {
+    await env.sleep(interval * 1000)
+    const polled = await postForm(`${url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code, client_id: CLIENT_ID })
+    if (polled.status === 200) {
+      saveLogin(config, toLogin(url, polled.body, env.now()))
+      io.out(`Signed in to ${url}. The token is kept in ${credentialsPath(config)}.`)
+      return
+    }
+    const error = polled.body.error
+    if (error === 'authorization_pending') continue
+    if (error === 'slow_down') {
+      interval += 5
+      continue
+    }
+    if (error === 'access_denied') throw new Error('the sign-in was denied in the browser')
+    if (error === 'expired_token') throw new Error('the code expired before it was approved; run svc login again')
+    throw new Error(`sign-in failed: ${polled.body.error_description ?? error ?? polled.status}`)
+  }
+}
+
+/** `svc logout`: revokes the stored token at the gateway (best effort) and deletes it here. */
+export async function logout(config: Config, args: string[], io: CliIo): Promise<void> {
+  parseOptions(args, {})
+  const stored = readLogin(config)
+  if (!stored) {
+    io.out('Not signed in.')
+    return
+  }
+  try {
+    const revoked = await postForm(`${stored.url}/oauth/revoke`, { token: stored.refresh_token, token_type_hint: 'refresh_token', client_id: CLIENT_ID })
+    if (revoked.status !== 200) io.err(`warning: the gateway did not confirm the revocation (${revoked.body.error ?? revoked.status})`)
+  } catch (error) {
+    io.err(`warning: ${(error as Error).message}; the token was only deleted locally`)
+  }
+  rmSync(credentialsPath(config), { force: true })
+  io.out(`Signed out of ${stored.url}.`)
+}
+
+/**
+ * The stored CLI token for `svc chat`/`svc fusion` when no key is given: refreshed (and saved
+ * again, since refresh tokens rotate) when it is about to expire. Undefined when not signed in.
+ */
+export async function storedToken(config: Config, env: Pick<LoginEnv, 'now'> = realEnv): Promise<{ token: string; url: string } | undefined> {
+  const stored = readLogin(config)
+  if (!stored) return undefined
+  if (stored.expires_at_ms - REFRESH_MARGIN_MS > env.now()) return { token: stored.access_token, url: stored.url }
+  const refreshed = await postForm(`${stored.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: stored.refresh_token, client_id: CLIENT_ID })
+  if (refreshed.status !== 200) throw new UsageError(`the stored sign-in has expired (${refreshed.body.error ?? refreshed.status}); run svc login again`)
+  const login = toLogin(stored.url, refreshed.body, env.now())
+  saveLogin(config, login)
+  return { token: login.access_token, url: login.url }
+}
