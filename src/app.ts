@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from './deps'
 import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
+import { attestationRoutes } from './attestation/routes'
 import { billingRoutes } from './billing/routes'
 import { modelRoutes } from './catalog/routes'
 import { inferenceRoutes } from './inference/routes'
@@ -25,6 +26,7 @@ export function createApp(deps: Deps) {
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
+    .use(attestationRoutes(deps.keys, deps.limits, deps.attestation))
 }
 
 export type App = ReturnType<typeof createApp>

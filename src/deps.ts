@@ -6,11 +6,14 @@ import { LedgerWriter } from './billing/ledger-writer'
 import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
+import { AttestationService } from './attestation/service'
 import { Catalog } from './catalog/catalog'
 import { AnthropicProvider } from './providers/anthropic/provider'
+import { AttestedProvider } from './providers/attested/provider'
 import { DemoProvider } from './providers/demo/provider'
 import { OpenAICompatibleProvider } from './providers/openai-compatible/provider'
 import { createProviders, type ProviderFactories } from './providers/registry'
+import type { Provider } from './providers/types'
 import { Router } from './providers/router'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
@@ -40,6 +43,10 @@ export interface Deps {
   readonly catalog: Catalog
   /** Picks a backend per call, with fallback and cool-down. */
   readonly router: Router
+  /** The configured providers by config id (attestation and the Encrypted relay reach attested ones directly). */
+  readonly providers: ReadonlyMap<string, Provider>
+  /** Evidence from attested backends: GET /api/v1/attestation and the Encrypted key pinning. */
+  readonly attestation: AttestationService
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -56,11 +63,12 @@ export interface DepsOverrides {
   identity?: Identity
 }
 
-/** The real adapters, one per provider type (the attested family arrives with the TEE work). */
+/** The real adapters, one per provider type. */
 const PROVIDER_FACTORIES: ProviderFactories = {
   demo: config => new DemoProvider(config),
   'openai-compatible': config => new OpenAICompatibleProvider(config),
   anthropic: config => new AnthropicProvider(config),
+  attested: config => new AttestedProvider(config),
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -79,9 +87,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
+  const providers = createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES)
+  const catalog = new Catalog(config)
   return {
-    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
-    router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
+    config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog,
+    router: new Router(providers, clock),
+    providers,
+    attestation: new AttestationService(catalog, providers),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

@@ -9,6 +9,8 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 },
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
   { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
+  // The credential decides before the query does: a valid key reaches the "not an attested model" 400.
+  { method: 'GET', path: '/api/v1/attestation?model=demo-private', mode: 'inference', okStatus: 400 },
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
 ]
 
@@ -19,7 +21,7 @@ for (const route of AUTHENTICATED) runAuthSuite(route)
 
 test('every route is either in the auth suite or deliberately public', async () => {
   const t = await buildTestApp()
-  const suite = new Set(AUTHENTICATED.map(route => `${route.method} ${route.path.replace(/[0-9a-f-]{36}$/, ':key_id')}`))
+  const suite = new Set(AUTHENTICATED.map(route => `${route.method} ${route.path.replace(/\?.*$/, '').replace(/[0-9a-f-]{36}$/, ':key_id')}`))
   for (const route of t.app.routes) {
     const name = `${route.method} ${route.path}`
     // The auth macro documents its security requirement on the route; that marks it authenticated.
