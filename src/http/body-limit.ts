@@ -4,6 +4,17 @@ export const KiB = 1024
 export const MiB = 1024 * KiB
 
 /**
+ * The exact body bytes of Encrypted chat requests (`svc-encrypted` header), which the backend's
+ * signature must bind (X-Request-Hash). Kept only for those; released with the request.
+ */
+const rawBodies = new WeakMap<Request, Uint8Array>()
+
+/** The exact body bytes of a request read by `jsonBody` that carried `svc-encrypted`. */
+export function rawBodyOf(request: Request): Uint8Array | undefined {
+  return rawBodies.get(request)
+}
+
+/**
  * An Elysia `parse` hook that reads a JSON body of at most `limit` bytes. Content-Length is
  * trusted when present (HTTP framing bounds the body, and it is the fast path); a chunked
  * body is counted as it streams and cancelled past the cap, so nothing oversized is buffered.
@@ -16,8 +27,12 @@ export function jsonBody(limit: number) {
     }
     const declared = request.headers.get('content-length')
     let text: string
-    if (declared !== null) {
-      if (Number(declared) > limit) throw tooLarge(limit)
+    if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+    if (request.headers.has('svc-encrypted')) {
+      const bytes = declared !== null ? new Uint8Array(await request.arrayBuffer()) : await readCappedBytes(request, limit)
+      rawBodies.set(request, bytes)
+      text = new TextDecoder().decode(bytes)
+    } else if (declared !== null) {
       text = await request.text()
     } else {
       text = await readCapped(request, limit)
@@ -57,7 +72,11 @@ function tooLarge(limit: number): ApiError {
 }
 
 async function readCapped(request: Request, limit: number): Promise<string> {
-  if (request.body === null) return ''
+  return Buffer.from(await readCappedBytes(request, limit)).toString('utf8')
+}
+
+async function readCappedBytes(request: Request, limit: number): Promise<Uint8Array> {
+  if (request.body === null) return new Uint8Array(0)
   const reader = request.body.getReader()
   const parts: Uint8Array[] = []
   let total = 0
@@ -71,5 +90,5 @@ async function readCapped(request: Request, limit: number): Promise<string> {
     }
     parts.push(value)
   }
-  return Buffer.concat(parts).toString('utf8')
+  return new Uint8Array(Buffer.concat(parts))
 }
