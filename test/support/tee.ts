@@ -52,6 +52,8 @@ ${confidential.length ? `    confidential: ${bind(confidential)}\n` : ''}${encry
     capabilities: ${options.capabilities ?? '{ tools: true, reasoning: true }'}
 plans:
   pro: { monthly_allowance: "0", fusion: true }
+limits:
+  inference: { key: { burst: 100000, per_second: 1000 }, org: { burst: 100000, per_second: 1000 } }
 `
   const t = await buildTestApp(env, loadConfig(env, () => yaml), { logger: options.logger })
   return {
