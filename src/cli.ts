@@ -10,6 +10,8 @@ import { UsageError, type CliIo } from './operator/io'
 import { keysCreate, keysList, keysRevoke } from './operator/keys'
 import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
 import { chat } from './operator/chat'
+import { devTee } from './operator/dev-tee'
+import { encryptedChatCommand } from './operator/encrypted-chat'
 import { orgsCreate, orgsShow } from './operator/orgs'
 import { usersAdd, usersSetRole } from './operator/users'
 
@@ -28,6 +30,10 @@ Usage: svc [command] [options]
   ledger verify                 check every ledger invariant; exit 1 naming each violation
   chat --model M [--key K] [--url U] [--system S] PROMPT
                                 stream one answer through a running gateway (SVC_API_KEY, SVC_URL)
+  encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream] [--system S] PROMPT
+                                one end-to-end encrypted answer: attest, check the binding, encrypt, decrypt
+  dev-tee [--port N] [--family nearai|phala] [--version 1|2] [--faults a,b] [--reasoning]
+                                run the simulated TEE backend; prints its URL, token and a config snippet
   users add --org ORG --email E --role owner|admin|member
   users set-role --org ORG --user USER_ID --role owner|admin|member
   keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
@@ -81,6 +87,17 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   }
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
   if (first === 'chat') return exitCode(io, () => chat(config, argv.slice(1), io))
+  if (first === 'encrypted-chat') return exitCode(io, () => encryptedChatCommand(config, argv.slice(1), io))
+  if (first === 'dev-tee') {
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, onSignal)
+    try {
+      return await exitCode(io, () => devTee(argv.slice(1), io, stop.signal))
+    } finally {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
+    }
+  }
   if (!command) {
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2

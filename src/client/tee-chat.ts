@@ -77,7 +77,7 @@ export function decryptChatResponse(json: Json, ctx: E2eeContext, options: { enc
 
 /** Decrypted chat.completion.chunk objects of an SSE body; tool-call argument fragments are decrypted one by one. */
 export async function* decryptChatStream(
-  body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+  body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | ReadableStream<Uint8Array>,
   ctx: E2eeContext,
   options: { encryptAllFields?: boolean; onBytes?: (bytes: Uint8Array) => void } = {},
 ): AsyncGenerator<Json> {

@@ -145,3 +145,14 @@ describe('catalog: the suffix levels of attested models', () => {
     expect(all.data.map((entry: any) => entry.id)).toEqual(['demo-anonymous', 'sim', 'sim:confidential', 'sim:encrypted'])
   })
 })
+
+describe('OpenAPI', () => {
+  test('GET /api/v1/attestation is documented with its query parameters and error statuses', async () => {
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    const operation = spec.paths['/api/v1/attestation'].get
+    expect(operation.summary).toBeTruthy()
+    expect(operation.parameters.map((parameter: any) => parameter.name)).toEqual(['model', 'trust_tier', 'nonce', 'signing_address', 'signing_algo'])
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404', '503']))
+    expect(spec.paths['/v1/chat/completions'].post.description).toContain('svc-encrypted')
+  })
+})
