@@ -126,13 +126,14 @@ export async function checkBinding(
     keyOk = key !== null && ethAddress(key) === attestation.signing_address.toLowerCase()
   }
   step('model key is the signing key', keyOk, 'model_public_key does not belong to the signing address')
-  let gpuNonce: unknown
+  let gpu: { nonce?: unknown; evidence_list?: unknown } = {}
   try {
-    gpuNonce = JSON.parse(evidence.nvidia_payload).nonce
+    gpu = JSON.parse(evidence.nvidia_payload) ?? {}
   } catch {
-    gpuNonce = undefined
+    gpu = {}
   }
-  step('GPU evidence binds nonce', String(gpuNonce ?? '').toLowerCase() === nonce, 'nvidia_payload.nonce is not your nonce')
+  step('GPU evidence present', Array.isArray(gpu.evidence_list) && gpu.evidence_list.length > 0, 'nvidia_payload has no evidence')
+  step('GPU evidence binds nonce', String(gpu.nonce ?? '').toLowerCase() === nonce, 'nvidia_payload.nonce is not your nonce')
   const info = evidence.info ?? {}
   const compose = typeof info.tcb_info?.app_compose === 'string' ? bytesToHex(sha256(new TextEncoder().encode(info.tcb_info.app_compose))) : ''
   step(
