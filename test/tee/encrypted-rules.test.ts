@@ -204,3 +204,27 @@ describe('refuseEncrypted: the helper other routes call', () => {
     expect(catchError(() => refuseEncrypted(new Headers({ 'x-other': '1' }), { id: 'm:confidential', level: 'confidential' }, 'MCP'))).toBeUndefined()
   })
 })
+
+describe('Encrypted chat: hostile bodies never reach a 500', () => {
+  test.each([
+    ['messages not an array', { messages: 'x' }],
+    ['message not an object', { messages: [5] }],
+    ['content an object', { messages: [{ role: 'user', content: {} }] }],
+    ['unknown role', { messages: [{ role: 'root', content: 'ab' }] }],
+    ['tool_calls not an array', { messages: [{ role: 'assistant', content: null, tool_calls: 'x' }] }],
+    ['tool call without function', { messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function' }] }] }],
+    ['tools an object', { tools: {} }],
+    ['tool function missing', { tools: [{ type: 'function' }] }],
+    ['tool_choice number', { tool_choice: 5 }],
+    ['max_tokens string', { max_tokens: '5' }],
+    ['max_tokens beyond the model', { max_tokens: 999_999 }],
+    ['stream string', { stream: 'yes' }],
+    ['model number', { model: 5 }],
+    ['proto keys', JSON.parse('{"__proto__":{"x":1},"constructor":{"prototype":{}}}')],
+  ])('%s → 400', async (_name, patch) => {
+    const request = await valid('near2')
+    const response = await send(request.s, { ...request.body, ...patch }, request.headers)
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.code).toBe('invalid_request')
+  })
+})

@@ -2,7 +2,7 @@
 // per family, request-field decryption, and the reply's field encryption.
 
 import { decryptField, encryptField, newEphemeral, requestAad, responseAad, type Ephemeral, type NearV1Cipher, type Variant } from '../cipher'
-import { bytesToHex, hexToBytes, isHex, normalizeSecpPublicKey, parseEd25519PublicKey, type KeyPair, type SigningAlgo } from '../keys'
+import { bytesToHex, isHex, normalizeSecpPublicKey, parseEd25519PublicKey, type KeyPair, type SigningAlgo } from '../keys'
 import type { SimKeys } from './types'
 
 export interface E2eeContext {
@@ -155,4 +155,3 @@ export class ReplyEncryptor {
   }
 }
 
-export { hexToBytes }

@@ -47,6 +47,8 @@ export interface ReportInput {
   readonly nonce: string
   readonly tlsFingerprint?: string
   readonly eventLogAs: 'array' | 'string'
+  /** ecdsa addresses: lowercase (NEAR) or EIP-55 mixed case (as Phala writes them). */
+  readonly addressCase: 'lower' | 'checksum'
   readonly faults: SimFaults
 }
 
@@ -89,7 +91,7 @@ export function buildReport(input: ReportInput): Record<string, unknown> {
   }
   const quoteHex = faults.emptyQuote ? '' : bytesToHex(simulatedQuote(reportData))
   const report: Record<string, unknown> = {
-    signing_address: input.family === 'phala' && input.algo === 'ecdsa' ? checksumAddress(identity.address) : identity.address,
+    signing_address: input.addressCase === 'checksum' && input.algo === 'ecdsa' ? checksumAddress(identity.address) : identity.address,
     signing_algo: faults.wrongAlgoEcho ? (input.algo === 'ecdsa' ? 'ed25519' : 'ecdsa') : input.algo,
     signing_public_key: identity.publicKeyHex,
     request_nonce: faults.echoWrongNonce ? otherNonce : input.nonce,

@@ -2,8 +2,7 @@
 // loopback. Real keys and real ciphers; a quote that binds address and nonce but that no real
 // verifier accepts; switches for every fault the gateway must catch.
 
-import { bytesToHex, hexToBytes, isHex, keyPairFrom, randomBytes, signingIdentity, type SigningAlgo } from '../keys'
-import { ed25519, secp256k1 } from '../keys'
+import { bytesToHex, ed25519, isHex, keyPairFrom, randomBytes, secp256k1, signingIdentity, type SigningAlgo } from '../keys'
 import { handleChat, type ChatDeps } from './chat'
 import { buildReport } from './report'
 import type { SeenChat, SimKeys, SimOptions, SimState } from './types'
@@ -90,8 +89,10 @@ export function startSimTeeBackend(options: SimOptions = {}): SimTeeBackend {
     const asked = query.get('signing_address')
     if (asked !== null && asked.toLowerCase() !== address.toLowerCase()) return error(404, 'signing address not served here')
     const tls = query.get('include_tls_fingerprint') === 'true' ? options.tlsFingerprint : undefined
-    const report = buildReport({ family, modelName, algo, keys: keys[algo], nonce, tlsFingerprint: tls, eventLogAs: options.eventLogAs ?? (family === 'nearai' ? 'array' : 'string'), faults: state.faults })
-    if (options.ecdsaAddressCase === 'checksum' && algo === 'ecdsa' && family === 'nearai') report.signing_address = String(report.signing_address)
+    const report = buildReport({
+      family, modelName, algo, keys: keys[algo], nonce, tlsFingerprint: tls, faults: state.faults,
+      eventLogAs: options.eventLogAs ?? (family === 'nearai' ? 'array' : 'string'), addressCase: options.ecdsaAddressCase ?? 'lower',
+    })
     if (options.aggregated) return Response.json({ gateway_attestation: { signing_address: '0x' + '0'.repeat(40) }, model_attestations: [report] })
     return Response.json({ ...report, all_attestations: [report] })
   }
@@ -109,4 +110,3 @@ export function startSimTeeBackend(options: SimOptions = {}): SimTeeBackend {
   }
 }
 
-export { hexToBytes }
