@@ -146,7 +146,11 @@ export async function checkBinding(
   return { bound: steps.every(entry => entry.ok), hardwareVerified: quoteOk && gpuOk, simulated: quote !== null && (quote.debug || quote.zeroQeVendor), steps }
 }
 
-/** The context to encrypt for an Encrypted attestation. Refuses a proof_format it does not know. */
+/**
+ * The context to encrypt one request for an Encrypted attestation. Refuses a proof_format it
+ * does not know. Phala v2 binds a fresh nonce and timestamp into every request (the backend
+ * refuses replays): make one context per request.
+ */
 export function contextFor(attestation: Attestation, client: ClientKeys): E2eeContext {
   const format = parseProofFormat(attestation.proof_format)
   if (format?.e2ee === undefined) throw new Error(`unknown or non-E2EE proof_format ${attestation.proof_format}: refusing to encrypt`)

@@ -64,7 +64,12 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
       }
       decryptRequest(body, e2ee)
       // Claimed only after a successful decrypt, as Phala does.
-      if (e2eeNonceKey !== undefined) deps.replay.set(e2eeNonceKey, nowSec)
+      if (e2eeNonceKey !== undefined) {
+        // Claims older than the window can never be replayed (the timestamp check refuses them): forget them.
+        const window = deps.options.replayWindowSec ?? 300
+        for (const [claim, at] of deps.replay) if (nowSec - at > 2 * window) deps.replay.delete(claim)
+        deps.replay.set(e2eeNonceKey, nowSec)
+      }
       encryptor = new ReplyEncryptor(e2ee, deps.options.nearV1ResponseCipher ?? 'xsalsa')
     }
   } catch (error) {
