@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from './deps'
 import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
+import { attestationRoutes } from './attestation/routes'
 import { billingRoutes } from './billing/routes'
 import { modelRoutes } from './catalog/routes'
 import { documentRoutes } from './documents/routes'
@@ -29,7 +30,12 @@ export function createApp(deps: Deps) {
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
     .use(modelRoutes(deps.catalog))
-    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, deps.pipeline))
+    .use(
+      inferenceRoutes(
+        deps.keys, deps.limits, deps.catalog, deps.pipeline,
+        { catalog: deps.catalog, attestation: deps.attestation, metering: deps.metering, logger: deps.logger, clock: deps.clock },
+      ),
+    )
     .use(fusionRoutes(deps.keys, deps.limits, deps.fusion))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
@@ -38,6 +44,7 @@ export function createApp(deps: Deps) {
     .use(oauthRoutes(deps.oauth))
     .use(consentRoutes(deps.oauth))
     .use(mcpRoutes(deps.keys, deps.oauth, mcp, deps.config.mcp.allowedOrigins))
+    .use(attestationRoutes(deps.keys, deps.limits, deps.attestation))
 }
 
 export type App = ReturnType<typeof createApp>

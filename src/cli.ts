@@ -11,6 +11,8 @@ import { keysCreate, keysList, keysRevoke } from './operator/keys'
 import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
 import { chat } from './operator/chat'
 import { login, logout } from './operator/login'
+import { devTee } from './operator/dev-tee'
+import { encryptedChatCommand } from './operator/encrypted-chat'
 import { orgsCreate, orgsShow } from './operator/orgs'
 import { usersAdd, usersSetRole } from './operator/users'
 
@@ -33,6 +35,10 @@ Usage: svc [command] [options]
   login [--url U]               sign in to a gateway in the browser (OAuth device flow); keeps a
                                 CLI token in SVC_CONFIG_DIR (default ~/.config/svc), mode 0600
   logout                        revoke and delete the stored token
+  encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream] [--system S] PROMPT
+                                one end-to-end encrypted answer: attest, check the binding, encrypt, decrypt
+  dev-tee [--port N] [--family nearai|phala] [--version 1|2] [--faults a,b] [--reasoning]
+                                run the simulated TEE backend; prints its URL, token and a config snippet
   users add --org ORG --email E --role owner|admin|member
   users set-role --org ORG --user USER_ID --role owner|admin|member
   keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
@@ -88,6 +94,17 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   if (first === 'chat') return exitCode(io, () => chat(config, argv.slice(1), io))
   if (first === 'login') return exitCode(io, () => login(config, argv.slice(1), io))
   if (first === 'logout') return exitCode(io, () => logout(config, argv.slice(1), io))
+  if (first === 'encrypted-chat') return exitCode(io, () => encryptedChatCommand(config, argv.slice(1), io))
+  if (first === 'dev-tee') {
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, onSignal)
+    try {
+      return await exitCode(io, () => devTee(argv.slice(1), io, stop.signal))
+    } finally {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
+    }
+  }
   if (!command) {
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2

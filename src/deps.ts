@@ -6,15 +6,18 @@ import { LedgerWriter } from './billing/ledger-writer'
 import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
 import { Sweeper } from './billing/sweeper'
+import { AttestationService } from './attestation/service'
 import { Catalog } from './catalog/catalog'
 import type { FusionDeps } from './fusion/service'
 import type { PipelineDeps } from './inference/pipeline'
 import { WorkerExtractorPool } from './documents/pool'
 import type { ExtractorPool } from './documents/types'
 import { AnthropicProvider } from './providers/anthropic/provider'
+import { AttestedProvider } from './providers/attested/provider'
 import { DemoProvider } from './providers/demo/provider'
 import { OpenAICompatibleProvider } from './providers/openai-compatible/provider'
 import { createProviders, type ProviderFactories } from './providers/registry'
+import type { Provider } from './providers/types'
 import { Router } from './providers/router'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
@@ -53,6 +56,10 @@ export interface Deps {
   readonly extractor: ExtractorPool
   /** The OAuth 2.1 authorization server (svc_cli_ and svc_mcp_ tokens). */
   readonly oauth: OAuthServer
+  /** The configured providers by config id (attestation and the Encrypted relay reach attested ones directly). */
+  readonly providers: ReadonlyMap<string, Provider>
+  /** Evidence from attested backends: GET /api/v1/attestation and the Encrypted key pinning. */
+  readonly attestation: AttestationService
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -71,11 +78,12 @@ export interface DepsOverrides {
   extractor?: ExtractorPool
 }
 
-/** The real adapters, one per provider type (the attested family arrives with the TEE work). */
+/** The real adapters, one per provider type. */
 const PROVIDER_FACTORIES: ProviderFactories = {
   demo: config => new DemoProvider(config),
   'openai-compatible': config => new OpenAICompatibleProvider(config),
   anthropic: config => new AnthropicProvider(config),
+  attested: config => new AttestedProvider(config),
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -101,7 +109,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
   const catalog = new Catalog(config)
-  const router = new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock)
+  const providers = createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES)
+  const router = new Router(providers, clock)
   const documents = config.documents
   const extractor = overrides.extractor ?? new WorkerExtractorPool({
     size: documents.workers, queueSize: documents.queueSize, timeoutMs: documents.timeoutMs, memoryBudgetBytes: documents.memoryBudgetBytes,
@@ -119,7 +128,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
-    oauth,
+    oauth, providers, attestation: new AttestationService(catalog, providers),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()

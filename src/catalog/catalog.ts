@@ -34,22 +34,26 @@ export class Catalog {
   constructor(config: Pick<Config, 'models'>) {
     this.models = Object.freeze(
       config.models.map(model => {
-        // Only the unsuffixed level exists until the attested provider arrives (config refuses the others).
-        const route: ModelRoute = Object.freeze({
-          id: model.id,
-          modelId: model.id,
-          level: model.level,
-          backends: model.backends,
-          routing: model.routing,
-          price: model.price,
-          capabilities: model.capabilities,
-          contextLength: model.contextLength,
-          maxOutputTokens: model.maxOutputTokens,
-        })
+        const route = (id: string, level: PrivacyLevel, backends: ModelRoute['backends']): ModelRoute =>
+          Object.freeze({
+            id,
+            modelId: model.id,
+            level,
+            backends,
+            routing: model.routing,
+            price: model.price,
+            capabilities: model.capabilities,
+            contextLength: model.contextLength,
+            maxOutputTokens: model.maxOutputTokens,
+          })
+        // The unsuffixed id first, then the suffix levels the model binds, in spec order.
+        const routes = [route(model.id, model.level, model.backends)]
+        if (model.confidential) routes.push(route(`${model.id}:confidential`, 'confidential', model.confidential))
+        if (model.encrypted) routes.push(route(`${model.id}:encrypted`, 'encrypted', model.encrypted))
         return Object.freeze({
           id: model.id,
-          levels: Object.freeze([model.level]),
-          routes: Object.freeze([route]),
+          levels: Object.freeze(routes.map(entry => entry.level)),
+          routes: Object.freeze(routes),
           price: model.price,
           capabilities: model.capabilities,
           contextLength: model.contextLength,

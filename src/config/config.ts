@@ -1,5 +1,7 @@
 import type { Backend, Capabilities, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
+import type { SigningAlgo } from '../tee/keys'
+import type { ProofFormat } from '../tee/proof-format'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 
@@ -37,13 +39,14 @@ export interface ProviderConfig {
   readonly connectTimeoutMs: number
   /** Longest silence allowed between streamed bytes before the call fails with `timeout`. */
   readonly idleTimeoutMs: number
+  /** Type attested only: the configured proof_format and signing algorithms (first = pre-call attestation). */
+  readonly attested?: { readonly proofFormat: ProofFormat; readonly signingAlgos: readonly SigningAlgo[] }
 }
 
 /**
  * A logical model from config, checked against the providers (every backend names a known
- * provider; a `private` model only uses `retention: none` providers). The catalog turns it
- * into callable routes. Only the level of the unsuffixed id exists for now: `:confidential`
- * and `:encrypted` are refused at boot until the attested provider exists.
+ * provider; a `private` model only uses `retention: none` providers; `:confidential` and
+ * `:encrypted` bind attested providers only). The catalog turns it into callable routes.
  */
 export interface ModelConfig {
   readonly id: string
@@ -51,6 +54,10 @@ export interface ModelConfig {
   readonly level: 'anonymous' | 'private'
   /** In config order; at least one. */
   readonly backends: readonly Backend[]
+  /** `<id>:confidential`: attested backends. */
+  readonly confidential?: readonly Backend[]
+  /** `<id>:encrypted`: attested backends whose proof_format names an E2EE protocol. */
+  readonly encrypted?: readonly Backend[]
   readonly routing: 'ordered' | 'round-robin'
   readonly price: Price
   readonly contextLength: number

@@ -7,8 +7,9 @@ import type { FileBackend, FileModel } from './schema'
  * The `models:` section → frozen ModelConfig list, cross-checked against the providers.
  * Adds to `problems` (naming the model) for: duplicate ids, a backend naming an unknown
  * provider, a `private` model with a backend whose provider does not declare
- * `retention: none` (issue 4 point 6), a level suffix list (`confidential`, `encrypted`:
- * not served yet), max output above the context length, and prices past int64 nanos.
+ * `retention: none` (issue 4 point 6), an attested provider on the unsuffixed level or a
+ * non-attested one on `confidential`/`encrypted` (and `encrypted` needs a proof_format with an
+ * E2EE protocol), max output above the context length, and prices past int64 nanos.
  */
 export function buildModels(entries: readonly FileModel[], providers: readonly ProviderConfig[], problems: string[]): ModelConfig[] {
   const providerById = new Map(providers.map(provider => [provider.id, provider]))
@@ -20,17 +21,32 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
     if (seen.has(entry.id)) problems.push(`${path}.id: duplicate model id "${entry.id}"`)
     seen.add(entry.id)
 
-    for (const level of ['confidential', 'encrypted'] as const) {
-      if (entry[level] !== undefined) {
-        problems.push(`${path}.${level}: ${name}: the ${level} level is not supported yet (it needs the attested provider, which arrives in a later release)`)
-      }
+    const suffixLevels: { confidential?: readonly Backend[]; encrypted?: readonly Backend[] } = {}
+    for (const suffix of ['confidential', 'encrypted'] as const) {
+      const list = entry[suffix]
+      if (list === undefined) continue
+      suffixLevels[suffix] = Object.freeze(
+        list.map((backend, backendIndex) => {
+          const backendPath = `${path}.${suffix}.${backendIndex}`
+          const provider = providerById.get(backend.provider)
+          if (provider === undefined) problems.push(`${backendPath}.provider: ${name} names unknown provider "${backend.provider}"`)
+          else if (provider.type !== 'attested') {
+            problems.push(`${backendPath}.provider: ${name}: the ${suffix} level needs an attested provider, "${provider.id}" is ${provider.type}`)
+          } else if (suffix === 'encrypted' && provider.attested !== undefined && provider.attested.proofFormat.e2ee === undefined) {
+            problems.push(`${backendPath}.provider: ${name}: the encrypted level needs a proof_format with an E2EE protocol, "${provider.id}" has ${provider.attested.proofFormat.name}`)
+          }
+          return toBackend(backend)
+        }),
+      )
     }
 
     const level = entry.level ?? 'anonymous'
     const backends = entry.backends.map((backend, backendIndex) => {
       const backendPath = `${path}.backends.${backendIndex}`
       const provider = providerById.get(backend.provider)
-      if (provider === undefined) {
+      if (provider?.type === 'attested') {
+        problems.push(`${backendPath}.provider: ${name}: attested provider "${provider.id}" serves only the :confidential and :encrypted levels`)
+      } else if (provider === undefined) {
         const known = providerById.size > 0 ? [...providerById.keys()].join(', ') : 'none'
         problems.push(`${backendPath}.provider: ${name} names unknown provider "${backend.provider}" (known: ${known})`)
       } else if (level === 'private' && provider.retention !== 'none') {
@@ -59,6 +75,7 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
         id: entry.id,
         level,
         backends: Object.freeze(backends),
+        ...suffixLevels,
         routing: entry.routing ?? 'ordered',
         price: toPrice(entry.price, `${path}.price`, problems),
         contextLength: entry.context_length,

@@ -1,3 +1,5 @@
+import { SIGNING_ALGOS } from '../tee/keys'
+import { parseProofFormat, PROOF_FORMATS } from '../tee/proof-format'
 import type { ProviderConfig } from './config'
 import type { FileProvider } from './schema'
 
@@ -25,11 +27,18 @@ export function buildProviders(entries: readonly FileProvider[], secret: (name: 
     if (seen.has(entry.id)) problems.push(`${path}.id: duplicate provider id "${entry.id}"`)
     seen.add(entry.id)
 
+    let attested: ProviderConfig['attested']
     if (entry.type === 'attested') {
-      problems.push(`${path}.type: provider "${entry.id}": type attested is not supported yet (Confidential and Encrypted levels arrive in a later release)`)
+      const format = entry.proof_format === undefined ? null : parseProofFormat(entry.proof_format)
+      if (entry.proof_format === undefined) problems.push(`${path}.proof_format: provider "${entry.id}": type attested needs proof_format (one of ${PROOF_FORMATS.join(', ')})`)
+      else if (format === null) problems.push(`${path}.proof_format: provider "${entry.id}": unknown proof_format "${entry.proof_format}" (known: ${PROOF_FORMATS.join(', ')})`)
+      if (format !== null) attested = Object.freeze({ proofFormat: format, signingAlgos: Object.freeze([...(entry.signing_algos ?? SIGNING_ALGOS)]) })
     }
     if (entry.proof_format !== undefined && entry.type !== 'attested') {
       problems.push(`${path}.proof_format: provider "${entry.id}": proof_format applies only to type attested`)
+    }
+    if (entry.signing_algos !== undefined && entry.type !== 'attested') {
+      problems.push(`${path}.signing_algos: provider "${entry.id}": signing_algos applies only to type attested`)
     }
 
     const baseUrl = resolveBaseUrl(entry, `${path}.base_url`, problems)
@@ -53,6 +62,7 @@ export function buildProviders(entries: readonly FileProvider[], secret: (name: 
         retention: entry.retention ?? 'unknown',
         connectTimeoutMs: entry.connect_timeout_ms ?? DEFAULT_CONNECT_TIMEOUT_MS,
         idleTimeoutMs: entry.idle_timeout_ms ?? DEFAULT_IDLE_TIMEOUT_MS,
+        ...(attested ? { attested } : {}),
       }),
     )
   })

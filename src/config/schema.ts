@@ -44,8 +44,10 @@ const ProviderEntry = t.Object(
     retention: t.Optional(t.Union([t.Literal('none'), t.Literal('unknown')])),
     connect_timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 600_000 })),
     idle_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
-    // Parsed now so an attested provider is reported as "not supported yet" rather than as a typo.
+    // attested only: the evidence layout and E2EE protocol (TEE-PROTOCOL.md B1), and the
+    // signing algorithms the backend serves (the first is used for pre-call attestation).
     proof_format: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+    signing_algos: t.Optional(t.Array(t.Union([t.Literal('ed25519'), t.Literal('ecdsa')]), { minItems: 1, maxItems: 2, uniqueItems: true })),
   },
   { additionalProperties: false },
 )
@@ -71,7 +73,7 @@ const ModelEntry = t.Object(
     // The level of the unsuffixed id.
     level: t.Optional(t.Union([t.Literal('anonymous'), t.Literal('private')])),
     backends: Backends,
-    // `model:confidential` and `model:encrypted`: validated here, refused in models.ts until the attested provider exists.
+    // `model:confidential` and `model:encrypted`: bound to attested providers only (models.ts).
     confidential: t.Optional(Backends),
     encrypted: t.Optional(Backends),
     routing: t.Optional(t.Union([t.Literal('ordered'), t.Literal('round-robin')])),

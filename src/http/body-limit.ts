@@ -4,6 +4,17 @@ export const KiB = 1024
 export const MiB = 1024 * KiB
 
 /**
+ * The exact body bytes of Encrypted chat requests (`svc-encrypted` header), which the backend's
+ * signature must bind (X-Request-Hash). Kept only for those; released with the request.
+ */
+const rawBodies = new WeakMap<Request, Uint8Array>()
+
+/** The exact body bytes of a request read by `jsonBody` that carried `svc-encrypted`. */
+export function rawBodyOf(request: Request): Uint8Array | undefined {
+  return rawBodies.get(request)
+}
+
+/**
  * An Elysia `parse` hook that reads a JSON body of at most `limit` bytes. Content-Length is
  * trusted when present (HTTP framing bounds the body, and it is the fast path); a chunked
  * body is counted as it streams and cancelled past the cap, so nothing oversized is buffered.
@@ -16,8 +27,12 @@ export function jsonBody(limit: number) {
     }
     const declared = request.headers.get('content-length')
     let text: string
-    if (declared !== null) {
-      if (Number(declared) > limit) throw tooLarge(limit)
+    if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+    if (request.headers.has('svc-encrypted')) {
+      const bytes = declared !== null ? new Uint8Array(await request.arrayBuffer()) : await readCappedBytes(request, limit)
+      rawBodies.set(request, bytes)
+      text = new TextDecoder().decode(bytes)
+    } else if (declared !== null) {
       text = await request.text()
     } else {
       text = await readCapped(request, limit)
@@ -77,7 +92,7 @@ export async function readCappedBytes(request: Request, limit: number): Promise<
     }
     parts.push(value)
   }
-  return Buffer.concat(parts)
+  return new Uint8Array(Buffer.concat(parts))
 }
 
 // RFC 2046 §5.1.1: a boundary is 1 to 70 characters.

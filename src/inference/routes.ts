@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { ModelRoute } from '../catalog/types'
 import { authMacro } from '../http/auth'
-import { MiB } from '../http/body-limit'
+import { MiB, rawBodyOf } from '../http/body-limit'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
@@ -20,6 +20,8 @@ import { echoOf, encodeResponse } from './dialects/responses/encode'
 import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
 import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import type { DialectEncoder } from './dialects/types'
+import { refuseEncrypted } from './encrypted'
+import { isEncryptedChat, relayEncryptedChat, type EncryptedDeps } from './encrypted-relay'
 import { estimatedCountTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
 import { toApiError } from './upstream-errors'
@@ -38,12 +40,18 @@ const messages: DialectEncoder = {
 
 const anthropicErrors = { 400: AnthropicErrorResponse, 401: AnthropicErrorResponse, 413: AnthropicErrorResponse, 429: AnthropicErrorResponse, 502: AnthropicErrorResponse }
 
-/** Spec §4.10: Encrypted is a Chat Completions feature; Messages and count_tokens refuse it, by header or by model id. */
-function refuseEncrypted(request: Request, model: string): void {
-  if (request.headers.has('svc-encrypted') || model.endsWith(':encrypted')) {
-    throw new ApiError('invalid_request', 'Encrypted requests are only available on POST /v1/chat/completions', request.headers.has('svc-encrypted') ? undefined : 'model')
-  }
+/** Spec §4.10: Encrypted is a Chat Completions feature; the other routes refuse it, by header or by model id (before resolving it). */
+function refuseEncryptedOn(where: string, request: Request, model: string): void {
+  refuseEncrypted(request.headers, model.endsWith(':encrypted') ? { id: model, level: 'encrypted' } : undefined, where)
 }
+
+/**
+ * Encrypted bodies (ciphertext names, encrypted parameter schemas) are not Chat Completions
+ * bodies the schema could check: they are set aside here, before validation, and the schema
+ * sees a placeholder. encrypted-body.ts checks them instead.
+ */
+const encryptedBodies = new WeakMap<Request, unknown>()
+const PLACEHOLDER = Object.freeze({ model: 'encrypted', messages: [{ role: 'user', content: '' }] })
 
 /** The Responses encoder of one request: its response object repeats the request's settings. */
 function responsesEncoder(body: typeof ResponsesBody.static): DialectEncoder {
@@ -59,12 +67,23 @@ function responsesEncoder(body: typeof ResponsesBody.static): DialectEncoder {
  * POST /v1/chat/completions, /v1/responses, /v1/messages and /v1/messages/count_tokens (spec §4.12): each
  * client format to any configured backend, through the one pipeline.
  */
-export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { resolve(id: string): ModelRoute }, pipeline: PipelineDeps) {
+export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { resolve(id: string): ModelRoute }, pipeline: PipelineDeps, encrypted?: EncryptedDeps) {
   return new Elysia({ prefix: '/v1', tags: ['Inference'] })
     .use(authMacro(keys, limits))
     .post(
       '/chat/completions',
       async ({ body, principal, request, set, server }) => {
+        if (encryptedBodies.has(request)) {
+          if (encrypted === undefined) throw new ApiError('invalid_request', 'Encrypted chat is not configured on this gateway')
+          return relayEncryptedChat(encrypted, {
+            principal,
+            body: encryptedBodies.get(request),
+            rawBody: rawBodyOf(request) ?? new Uint8Array(0),
+            requestId: requestIdOf(set),
+            httpRequest: request,
+            disableIdleTimeout: () => server?.timeout(request, 0),
+          }) as unknown as typeof ChatCompletionResponse.static
+        }
         const chat = decodeChatCompletions(body, catalog.resolve(body.model))
         // A JSON chat.completion, or a streaming Response (which Elysia passes through untouched).
         const reply = await runChat(pipeline, {
@@ -82,16 +101,25 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
       {
         // Chat bodies may carry inline images: 64 MiB, enforced before the body is buffered.
         auth: { mode: 'inference', jsonBody: 64 * MiB },
+        transform(context) {
+          if (!isEncryptedChat(context.request.headers, context.body)) return
+          encryptedBodies.set(context.request, context.body)
+          ;(context as { body: unknown }).body = PLACEHOLDER
+        },
         body: ChatCompletionsBody,
-        response: { 200: ChatCompletionResponse, 400: OpenAIErrorResponse, 401: OpenAIErrorResponse, 413: OpenAIErrorResponse, 429: OpenAIErrorResponse, 502: OpenAIErrorResponse },
+        response: { 200: ChatCompletionResponse, 400: OpenAIErrorResponse, 401: OpenAIErrorResponse, 413: OpenAIErrorResponse, 429: OpenAIErrorResponse, 502: OpenAIErrorResponse, 503: OpenAIErrorResponse },
         detail: {
           summary: 'Create a chat completion',
           description:
             'OpenAI Chat Completions: streaming (SSE, `[DONE]` terminated, usage with stream_options.include_usage), function tools, ' +
             'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema, `file` content parts (file_data as a base64 ' +
             'data URL, at most 1 MiB decoded: the text is extracted and given to the model as a delimited text part; one document-parse unit per file). ' +
-            'Billed from the upstream-reported usage, ' +
-            'settled before the final frame. Errors use the OpenAI envelope.',
+            'Billed from the upstream-reported usage, settled before the final frame. Errors use the OpenAI envelope. ' +
+            '`:confidential` models attest their backend with a fresh challenge ' +
+            'before every call (503 `unavailable` when the evidence is empty or contradicts it). `:encrypted` models need the `svc-encrypted` ' +
+            'headers (spec 4.10): every content field is ciphertext for the attested model key; the gateway checks shapes, pins the key to fresh ' +
+            'evidence, relays the bytes undecrypted (streams pass through byte for byte), and bills from the envelope estimate, settled from the ' +
+            "backend's usage. With `svc-encrypted-response-evidence: 1` (stream false) the reply adds `svc_response_evidence` (raw body and signature).",
         },
       },
     )
@@ -100,7 +128,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
       async ({ body, principal, request, set, server }) => {
         // The Anthropic SDK reads the request id from `request-id` (message._request_id).
         set.headers['request-id'] = requestIdOf(set)
-        refuseEncrypted(request, body.model)
+        refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
         const reply = await runChat(pipeline, {
           principal,
@@ -134,7 +162,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
     .post(
       '/messages/count_tokens',
       async ({ body, request, set }) => {
-        refuseEncrypted(request, body.model)
+        refuseEncryptedOn('POST /v1/messages/count_tokens', request, body.model)
         const chat = decodeCountTokens(body, catalog.resolve(body.model))
         let exact: number | undefined
         try {
@@ -162,7 +190,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
       '/responses',
       async ({ body, principal, request, set, server }) => {
         try {
-          refuseEncrypted(request, body.model)
+          refuseEncryptedOn('POST /v1/responses', request, body.model)
           const chat = decodeResponses(body, catalog.resolve(body.model))
           const reply = await runChat(pipeline, {
             principal,

@@ -10,6 +10,11 @@ import { UpstreamError } from '../providers/types'
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error
   if (!(error instanceof UpstreamError)) return new ApiError('provider_error', 'the upstream provider failed')
+  // No evidence, no call: a Confidential or Encrypted backend that cannot be attested is unavailable.
+  if (error.details.phase === 'attestation') {
+    const status = error.status ? ` (HTTP ${error.status})` : ''
+    return new ApiError('unavailable', `the attested backend's evidence could not be fetched: ${error.kind}${status}`)
+  }
   if (error.kind === 'rate-limited') {
     const seconds = Math.max(1, Math.ceil((error.details.retryAfterMs ?? 1000) / 1000))
     return new ApiError('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })

@@ -32,7 +32,8 @@ export class UpstreamError extends Error {
     message: string,
     readonly provider: string,
     readonly model: string,
-    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string } = {},
+    /** `phase: 'attestation'`: the evidence fetch before a Confidential or Encrypted call failed (→ 503). */
+    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; phase?: 'attestation' } = {},
   ) {
     super(message)
   }

@@ -102,7 +102,7 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ background: true }), 'background', /background/],
       [call({ prompt: { id: 'pmpt_1' } }), 'prompt', /prompt/],
       [call({ model: 'nope' }), 'model', /unknown model/],
-      [call({ model: 'scripted:encrypted' }), 'model', /Encrypted requests are only available on POST \/v1\/chat\/completions/],
+      [call({ model: 'scripted:encrypted' }), 'model', /supported only on POST \/v1\/chat\/completions/],
       [call({ bogus: 1 }), 'bogus', /unknown field/],
       [call({ input: 42 }), 'input', /string or an array/],
       [call({ include: ['file_search_call.results'] }), 'include.0', /not supported/],
@@ -158,7 +158,7 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       body: JSON.stringify({ model: 'scripted', input: 'x' }),
     })
     expect(response.status).toBe(400)
-    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/only available on POST \/v1\/chat\/completions/)
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/supported only on POST \/v1\/chat\/completions/)
     expect(seen).toHaveLength(0)
   })
 

@@ -12,4 +12,5 @@ test('aggregated settlement SQL matches the single-op statements on random batch
   expect(summary).toMatchObject({ rounds: 150, result_mismatches: 0, differing_tables: [] })
   expect(summary.settles).toBeGreaterThan(1000)
   expect(code).toBe(0)
+  // A child process under a loaded machine (the full suite on 2 shared cores) needs more than 5 s.
 }, 60_000)

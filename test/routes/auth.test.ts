@@ -17,6 +17,8 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
   { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
   { method: 'POST', path: '/api/v1/attachments/parse', mode: 'inference', body: uploadForm(), okStatus: 200 },
+  // The credential decides before the query does: a valid key reaches the "not an attested model" 400.
+  { method: 'GET', path: '/api/v1/attestation?model=demo-private', mode: 'inference', okStatus: 400 },
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages', mode: 'inference', body: { model: 'demo-anonymous', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages/count_tokens', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
@@ -43,7 +45,7 @@ for (const route of AUTHENTICATED) runAuthSuite(route)
 
 test('every route is either in the auth suite or deliberately public', async () => {
   const t = await buildTestApp()
-  const suite = new Set(AUTHENTICATED.map(route => `${route.method} ${route.path.replace(/[0-9a-f-]{36}$/, ':key_id')}`))
+  const suite = new Set(AUTHENTICATED.map(route => `${route.method} ${route.path.replace(/\?.*$/, '').replace(/[0-9a-f-]{36}$/, ':key_id')}`))
   for (const route of t.app.routes) {
     const name = `${route.method} ${route.path}`
     // The auth macro documents its security requirement on the route; that marks it authenticated.

@@ -30,11 +30,11 @@ export interface TestOrg {
 let emailCounter = 0
 
 /** A fresh app on a fresh in-memory libSQL database with the real migrations and a fake clock. */
-export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: Pick<DepsOverrides, 'extractor' | 'providerFactories'> = {}): Promise<TestApp> {
+export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: Pick<DepsOverrides, 'extractor' | 'providerFactories' | 'logger'> = {}): Promise<TestApp> {
   const clock = new FakeClock()
   const database = await openDatabase(':memory:')
   await migrateDatabase(database)
-  const deps = await createDeps(config ?? loadConfig(env), { ...overrides, clock, database, logger: silentLogger })
+  const deps = await createDeps(config ?? loadConfig(env), { logger: silentLogger, ...overrides, clock, database })
   await deps.sweeper.start()
   const app = createApp(deps)
 

@@ -589,13 +589,20 @@ models:
     expect(providerProblems(entry)).toEqual([problem])
   })
 
-  test('the attested type is refused as not supported yet (and its proof_format is accepted)', () => {
-    const problems = providerProblems('{ id: tee-1, type: attested, base_url: "https://tee-1.example.com/v1", api_key_env: TEE1_KEY, proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2 }', {
-      TEE1_KEY: 'k',
-    })
-    expect(problems).toEqual([
-      'providers.0.type: provider "tee-1": type attested is not supported yet (Confidential and Encrypted levels arrive in a later release)',
-    ])
+  test('an attested provider loads with its proof_format and signing algorithms', () => {
+    const { config } = fromFile(`${MINIMAL}providers:\n  - { id: tee-1, type: attested, base_url: "https://tee-1.example.com/v1", api_key_env: TEE1_KEY, proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2, signing_algos: [ecdsa] }\n`, { TEE1_KEY: 'k' })
+    expect(config.providers[0]).toMatchObject({ id: 'tee-1', type: 'attested', attested: { proofFormat: { name: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2', binding: 'addr', e2ee: { family: 'nearai', version: 2 } }, signingAlgos: ['ecdsa'] } })
+  })
+
+  test.each([
+    ['{ id: t, type: attested, base_url: "https://t/v1" }', 'providers.0.proof_format: provider "t": type attested needs proof_format'],
+    ['{ id: t, type: attested, base_url: "https://t/v1", proof_format: tdx.v9 }', 'providers.0.proof_format: provider "t": unknown proof_format "tdx.v9"'],
+    ['{ id: t, type: attested, proof_format: dstack-tdx-nvgpu.addr-nonce.v1 }', 'providers.0.base_url: provider "t": type attested needs base_url'],
+    ['{ id: a, type: demo, signing_algos: [ecdsa] }', 'providers.0.signing_algos: provider "a": signing_algos applies only to type attested'],
+  ])('%s is refused', (entry, problem) => {
+    const problems = providerProblems(entry)
+    expect(problems).toHaveLength(1)
+    expect(problems[0]).toStartWith(problem)
   })
 
   test('duplicate provider ids are refused', () => {
@@ -603,7 +610,7 @@ models:
     expect(problems).toEqual(['providers.2.id: duplicate provider id "a"'])
   })
 
-  const PROVIDERS = `providers:\n  - { id: demo, type: demo, retention: none }\n  - { id: open, type: openai-compatible, base_url: "http://x" }\n`
+  const PROVIDERS = `providers:\n  - { id: demo, type: demo, retention: none }\n  - { id: open, type: openai-compatible, base_url: "http://x" }\n  - { id: tee, type: attested, base_url: "http://t/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1 }\n  - { id: plain-tee, type: attested, base_url: "http://p/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.v1 }\n`
   const model = (fields: string) =>
     `- { id: m, backends: [{ provider: demo, model: d }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 1000, max_output_tokens: 100${fields} }`
   const modelProblems = (...entries: string[]) => fileProblems(`${MINIMAL}${PROVIDERS}models:\n${entries.map(entry => `  ${entry}\n`).join('')}`)
@@ -616,11 +623,14 @@ models:
   test.each([
     [', level: private', []],
     [', level: private, backends: [{ provider: demo, model: d }, { provider: open, model: o }]', ['models.0.level: model "m" is private but its backend 1 uses provider "open", which does not declare retention: none']],
-    [', backends: [{ provider: nope, model: d }]', ['models.0.backends.0.provider: model "m" names unknown provider "nope" (known: demo, open)']],
+    [', backends: [{ provider: nope, model: d }]', ['models.0.backends.0.provider: model "m" names unknown provider "nope" (known: demo, open, tee, plain-tee)']],
     [', backends: [{ provider: demo, model: d }, { provider: demo, model: d }]', ['models.0.backends.1: model "m" binds provider "demo" model "d" twice (use weight instead)']],
     [', max_output_tokens: 1001', ['models.0.max_output_tokens: model "m": 1001 exceeds context_length 1000']],
-    [', confidential: [{ provider: demo, model: d }]', ['models.0.confidential: model "m": the confidential level is not supported yet (it needs the attested provider, which arrives in a later release)']],
-    [', encrypted: [{ provider: demo, model: d }]', ['models.0.encrypted: model "m": the encrypted level is not supported yet (it needs the attested provider, which arrives in a later release)']],
+    [', confidential: [{ provider: demo, model: d }]', ['models.0.confidential.0.provider: model "m": the confidential level needs an attested provider, "demo" is demo']],
+    [', encrypted: [{ provider: open, model: d }]', ['models.0.encrypted.0.provider: model "m": the encrypted level needs an attested provider, "open" is openai-compatible']],
+    [', confidential: [{ provider: tee, model: d }], encrypted: [{ provider: tee, model: d }]', []],
+    [', encrypted: [{ provider: plain-tee, model: d }]', ['models.0.encrypted.0.provider: model "m": the encrypted level needs a proof_format with an E2EE protocol, "plain-tee" has dstack-tdx-nvgpu.addr-nonce.v1']],
+    [', backends: [{ provider: tee, model: d }]', ['models.0.backends.0.provider: model "m": attested provider "tee" serves only the :confidential and :encrypted levels']],
     [', level: confidential', ['models.0.level: must be one of anonymous, private']],
     [', routing: random', ['models.0.routing: must be one of ordered, round-robin']],
     [', id: "m:confidential"', ["models.0.id: Expected string to match '^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$'"]],

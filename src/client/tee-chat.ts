@@ -1,0 +1,204 @@
+// The chat half of the client library: encrypt a Chat Completions request for an attested
+// model key, decrypt plain and streamed replies, verify response signatures (TEE-PROTOCOL.md B6).
+
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex, randomBytes, type SigningAlgo } from '../tee/keys'
+import { verifyText } from '../tee/signature'
+import { checkBinding, contextFor, decryptField, encryptField, fetchAttestation, GatewayError, generateClientKeys, type Attestation, type BindingReport, type E2eeContext } from './tee'
+
+type Json = Record<string, any>
+
+/**
+ * Encrypts every content field of a Chat Completions body (a fresh ephemeral key per field)
+ * and returns it with the svc-encrypted headers. With `encryptAllFields` (NEAR-family formats)
+ * function tools, tool_choice names, history tool calls and message names are encrypted too.
+ * The body's `model` must be the `:encrypted` id.
+ */
+export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encryptAllFields?: boolean; responseEvidence?: boolean } = {}): { body: Json; headers: Record<string, string> } {
+  const all = options.encryptAllFields === true
+  const out: Json = structuredClone(body)
+  out.messages = (out.messages as Json[]).map((message, index) => {
+    const next: Json = { ...message }
+    if (typeof next.content === 'string') next.content = encryptField(next.content, ctx, { messageIndex: index })
+    for (const field of ['reasoning_content', 'reasoning']) if (typeof next[field] === 'string') next[field] = encryptField(next[field], ctx, { messageIndex: index })
+    if (all && typeof next.name === 'string') next.name = encryptField(next.name, ctx)
+    if (all && Array.isArray(next.tool_calls)) {
+      next.tool_calls = next.tool_calls.map((call: Json) => ({ ...call, function: { name: encryptField(call.function.name, ctx), arguments: encryptField(call.function.arguments, ctx) } }))
+    }
+    return next
+  })
+  if (all && Array.isArray(out.tools)) {
+    out.tools = out.tools.map((tool: Json) => {
+      const fn: Json = { name: encryptField(tool.function.name, ctx) }
+      if (tool.function.description !== undefined) fn.description = encryptField(tool.function.description, ctx)
+      if (tool.function.parameters !== undefined) fn.parameters = encryptField(JSON.stringify(tool.function.parameters), ctx)
+      return { type: 'function', function: fn }
+    })
+  }
+  if (all && typeof out.tool_choice === 'object' && out.tool_choice?.function) out.tool_choice = { type: 'function', function: { name: encryptField(out.tool_choice.function.name, ctx) } }
+  const headers: Record<string, string> = {
+    'svc-encrypted': '1',
+    'svc-encrypted-signing-algo': ctx.algo,
+    'svc-encrypted-client-pub-key': ctx.client.publicKeyHex,
+    'svc-encrypted-model-pub-key': ctx.modelPublicKeyHex,
+  }
+  if (ctx.variant.version === 2) headers['svc-encrypted-encryption-version'] = '2'
+  if (ctx.nonce !== undefined) headers['svc-encrypted-nonce'] = ctx.nonce
+  if (ctx.timestamp !== undefined) headers['svc-encrypted-timestamp'] = String(ctx.timestamp)
+  if (all) headers['svc-encrypted-encrypt-all-fields'] = '1'
+  if (options.responseEvidence) headers['svc-encrypted-response-evidence'] = '1'
+  return { body: out, headers }
+}
+
+function decryptPart(part: Json, ctx: E2eeContext, where: { id: string; model: string; choice: number }, allFields: boolean): Json {
+  const next: Json = { ...part }
+  for (const field of ['content', 'reasoning_content']) {
+    if (typeof next[field] === 'string' && next[field] !== '') next[field] = decryptField(next[field], ctx, { ...where, field })
+  }
+  if (allFields && Array.isArray(next.tool_calls)) {
+    next.tool_calls = next.tool_calls.map((call: Json) => {
+      const fn: Json = { ...call.function }
+      if (typeof fn.name === 'string' && fn.name !== '') fn.name = decryptField(fn.name, ctx)
+      if (typeof fn.arguments === 'string' && fn.arguments !== '') fn.arguments = decryptField(fn.arguments, ctx)
+      return { ...call, function: fn }
+    })
+  }
+  return next
+}
+
+/** A chat.completion with every encrypted field decrypted (Phala v2 AAD from the object's own id and model). */
+export function decryptChatResponse(json: Json, ctx: E2eeContext, options: { encryptAllFields?: boolean } = {}): Json {
+  const choices = (json.choices as Json[] | undefined) ?? []
+  return {
+    ...json,
+    choices: choices.map((choice, position) => ({ ...choice, message: decryptPart(choice.message ?? {}, ctx, { id: json.id, model: json.model, choice: position }, options.encryptAllFields === true) })),
+  }
+}
+
+/** Decrypted chat.completion.chunk objects of an SSE body; tool-call argument fragments are decrypted one by one. */
+export async function* decryptChatStream(
+  body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> | ReadableStream<Uint8Array>,
+  ctx: E2eeContext,
+  options: { encryptAllFields?: boolean; onBytes?: (bytes: Uint8Array) => void } = {},
+): AsyncGenerator<Json> {
+  const decoder = new TextDecoder()
+  let buffer = ''
+  for await (const bytes of body as AsyncIterable<Uint8Array>) {
+    options.onBytes?.(bytes)
+    buffer += decoder.decode(bytes, { stream: true })
+    for (let end = buffer.search(/\r?\n\r?\n/); end !== -1; end = buffer.search(/\r?\n\r?\n/)) {
+      const event = buffer.slice(0, end)
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '')
+      const data = event.split(/\r?\n/).filter(line => line.startsWith('data:')).map(line => line.slice(5).replace(/^ /, '')).join('\n')
+      if (data === '' ) continue
+      if (data === '[DONE]') return
+      const chunk = JSON.parse(data) as Json
+      if (chunk.error) throw new GatewayError(200, chunk)
+      const choices = (chunk.choices as Json[] | undefined) ?? []
+      yield { ...chunk, choices: choices.map((choice, position) => ({ ...choice, delta: decryptPart(choice.delta ?? {}, ctx, { id: chunk.id, model: chunk.model, choice: position }, options.encryptAllFields === true) })) }
+    }
+  }
+}
+
+export interface SignatureReport {
+  /** The signature over `text` was made by `signing_address`. */
+  readonly signatureValid: boolean
+  /** sha256 of the exact body bytes equals the response hash in `text` (may be false on Phala non-streaming: TEE-PROTOCOL.md A3). */
+  readonly responseHashMatches: boolean
+  /** sha256 of your request bytes equals the request hash in `text` (when given). */
+  readonly requestHashMatches: boolean | undefined
+  /** signing_address equals the one you attested (when given). */
+  readonly addressMatches: boolean | undefined
+}
+
+/**
+ * Checks `svc_response_evidence`. Re-attest the signing address with a fresh nonce afterwards:
+ * a signature proves the key signed, the attestation proves the key is TEE-bound.
+ */
+export function verifyResponseSignature(input: { evidence: Json; rawRequestBytes?: Uint8Array; expectedAddress?: string }): SignatureReport {
+  const evidence = input.evidence
+  if (evidence?.evidence_available !== true || typeof evidence.text !== 'string') {
+    return { signatureValid: false, responseHashMatches: false, requestHashMatches: undefined, addressMatches: undefined }
+  }
+  const parts = evidence.text.split(':')
+  const responseHash = parts[parts.length - 1]
+  const requestHash = parts[parts.length - 2]
+  const raw = Buffer.from(String(evidence.raw_body_b64), 'base64')
+  return {
+    signatureValid: verifyText(evidence.signing_algo as SigningAlgo, evidence.text, String(evidence.signature), String(evidence.signing_address)),
+    responseHashMatches: bytesToHex(sha256(raw)) === responseHash,
+    requestHashMatches: input.rawRequestBytes ? bytesToHex(sha256(input.rawRequestBytes)) === requestHash : undefined,
+    addressMatches: input.expectedAddress ? input.expectedAddress.toLowerCase() === String(evidence.signing_address).toLowerCase() : undefined,
+  }
+}
+
+export interface EncryptedChatResult {
+  attestation: Attestation
+  binding: BindingReport
+  content: string
+  reasoning: string
+  toolCalls: Array<{ id: string; name: string; arguments: string }>
+  usage: Json | undefined
+  /** The decrypted reply (non-streamed) or the last chunk (streamed). */
+  response: Json
+}
+
+/**
+ * End to end: attest with your own nonce, refuse unless the evidence binds it and the key,
+ * encrypt, send through the gateway, decrypt. `baseUrl` is the gateway root (no /v1).
+ */
+export async function encryptedChat(options: {
+  baseUrl: string
+  apiKey: string
+  model: string
+  messages: Json[]
+  algo?: SigningAlgo
+  stream?: boolean
+  tools?: Json[]
+  onDelta?: (text: string) => void
+  fetch?: typeof fetch
+}): Promise<EncryptedChatResult> {
+  const http = options.fetch ?? fetch
+  const algo = options.algo ?? 'ecdsa'
+  const nonce = bytesToHex(randomBytes(32))
+  const attestation = await fetchAttestation(options.baseUrl, options.apiKey, options.model, { trustTier: 'encrypted', nonce, signingAlgo: algo, fetch: http })
+  const binding = await checkBinding(attestation, nonce)
+  if (!binding.bound) throw new Error(`the evidence does not bind the nonce and key: ${binding.steps.filter(step => !step.ok).map(step => step.reason).join('; ')}`)
+  const ctx = contextFor(attestation, generateClientKeys(algo))
+  const allFields = (options.tools?.length ?? 0) > 0
+  const request = encryptChatRequest({ model: options.model, messages: options.messages, stream: options.stream === true, ...(allFields ? { tools: options.tools } : {}) }, ctx, { encryptAllFields: allFields })
+  const response = await http(`${options.baseUrl.replace(/\/+$/, '')}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json', ...request.headers },
+    body: JSON.stringify(request.body),
+  })
+  if (!response.ok || !response.body) throw new GatewayError(response.status, await response.json().catch(() => ({})))
+  const result: EncryptedChatResult = { attestation, binding, content: '', reasoning: '', toolCalls: [], usage: undefined, response: {} }
+  if (!options.stream) {
+    const decrypted = decryptChatResponse((await response.json()) as Json, ctx, { encryptAllFields: allFields })
+    const message = decrypted.choices?.[0]?.message ?? {}
+    result.content = message.content ?? ''
+    result.reasoning = message.reasoning_content ?? ''
+    result.toolCalls = (message.tool_calls ?? []).map((call: Json) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }))
+    result.usage = decrypted.usage
+    result.response = decrypted
+    return result
+  }
+  for await (const chunk of decryptChatStream(response.body, ctx, { encryptAllFields: allFields })) {
+    const delta = chunk.choices?.[0]?.delta ?? {}
+    if (delta.content) {
+      result.content += delta.content
+      options.onDelta?.(delta.content)
+    }
+    if (delta.reasoning_content) result.reasoning += delta.reasoning_content
+    for (const call of delta.tool_calls ?? []) {
+      const index = call.index ?? 0
+      result.toolCalls[index] ??= { id: call.id ?? '', name: '', arguments: '' }
+      if (call.function?.name) result.toolCalls[index]!.name += call.function.name
+      if (call.function?.arguments) result.toolCalls[index]!.arguments += call.function.arguments
+    }
+    if (chunk.usage) result.usage = chunk.usage
+    result.response = chunk
+  }
+  return result
+}

@@ -1,0 +1,140 @@
+// Encrypted chat body checks (TEE-PROTOCOL.md B3 rows 5–7): every field that carries content
+// must be ciphertext hex of the right shape for (proof_format, algorithm); anything the gateway
+// would have to read, or that would leave content in plaintext, is refused. Never decrypts.
+
+import { ApiError } from '../http/errors'
+import { minBlobBytes } from '../tee/cipher'
+import type { SigningAlgo } from '../tee/keys'
+import type { ProofFormat } from '../tee/proof-format'
+import type { EncryptedHeaders } from './encrypted'
+
+const bad = (message: string, param?: string) => new ApiError('invalid_request', message, param)
+
+const TOP_LEVEL = new Set([
+  'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
+  'max_completion_tokens', 'stop', 'seed', 'user', 'response_format', 'reasoning_effort', 'n', 'presence_penalty', 'frequency_penalty',
+  'metadata', 'store', 'web_fetch', 'uncensored',
+])
+const MESSAGE_KEYS: Record<string, Set<string>> = {
+  system: new Set(['role', 'content', 'name']),
+  developer: new Set(['role', 'content', 'name']),
+  user: new Set(['role', 'content', 'name']),
+  assistant: new Set(['role', 'content', 'name', 'tool_calls', 'reasoning_content', 'reasoning', 'refusal']),
+  tool: new Set(['role', 'content', 'tool_call_id']),
+}
+/** Fields the gateway acts on itself; never forwarded. */
+const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch'] as const
+
+/** A checked body: what to forward (model not yet rewritten) and the envelope's size for billing. */
+export interface CheckedBody {
+  readonly body: Record<string, unknown>
+  readonly stream: boolean
+  /** Plaintext bytes the ciphertext can hold at most (decoded blob length minus per-blob overhead). */
+  readonly plainBytes: number
+  readonly messageCount: number
+  readonly maxTokens: number | undefined
+  readonly reasoning: boolean
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+class CipherCheck {
+  plainBytes = 0
+  private readonly min: number
+
+  constructor(
+    format: ProofFormat,
+    private readonly algo: SigningAlgo,
+  ) {
+    this.min = minBlobBytes(format.e2ee!, algo)
+  }
+
+  /** A nonblank, lowercase-or-uppercase hex ciphertext blob of at least the cipher's overhead. */
+  check(value: unknown, param: string): void {
+    if (typeof value !== 'string' || value.trim() === '') throw bad(`${param} must be a nonblank ciphertext hex string`, param)
+    if (!/^(?:[0-9a-fA-F]{2})+$/.test(value)) throw bad(`${param} must be ciphertext hex (even length, 0-9 a-f)`, param)
+    const bytes = value.length / 2
+    if (bytes < this.min) throw bad(`${param} is too short to be ciphertext for this protocol (at least ${this.min} bytes)`, param)
+    // ecdsa blobs open with the uncompressed ephemeral point.
+    if (this.algo === 'ecdsa' && value.slice(0, 2) !== '04') throw bad(`${param} is not an ecdsa ciphertext (it must start with the 04 ephemeral key)`, param)
+    this.plainBytes += bytes - this.min
+  }
+}
+
+export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: ProofFormat): CheckedBody {
+  if (!isObject(raw)) throw bad('request body must be a JSON object')
+  for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) throw bad(`unknown field "${key.slice(0, 60)}"`, key.slice(0, 60))
+  if (raw.uncensored === true) throw bad('uncensored is not available with an :encrypted model', 'uncensored')
+  if (raw.web_fetch === true) throw bad('hosted web_fetch is not available with an :encrypted model: the gateway cannot read the messages', 'web_fetch')
+  if (raw.store === true) throw bad('store is not supported: the gateway keeps no completions', 'store')
+  if (raw.n !== undefined && raw.n !== null && raw.n !== 1) throw bad('n must be 1', 'n')
+  if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') throw bad('stream must be a boolean', 'stream')
+  let maxTokens: number | undefined
+  for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
+    const value = raw[field]
+    if (value === undefined || value === null) continue
+    if (!Number.isSafeInteger(value) || (value as number) < 1) throw bad(`${field} must be a positive integer`, field)
+    maxTokens = value as number
+  }
+  const cipher = new CipherCheck(format, h.algo)
+
+  if (!Array.isArray(raw.messages) || raw.messages.length === 0) throw bad('messages must be a non-empty array', 'messages')
+  raw.messages.forEach((message, index) => {
+    const at = `messages.${index}`
+    if (!isObject(message) || typeof message.role !== 'string' || !(message.role in MESSAGE_KEYS)) throw bad(`${at}.role must be system, developer, user, assistant or tool`, `${at}.role`)
+    for (const key of Object.keys(message)) if (!MESSAGE_KEYS[message.role]!.has(key)) throw bad(`${at}.${key.slice(0, 60)} is not accepted in an Encrypted ${message.role} message`, `${at}.${key.slice(0, 60)}`)
+    if (Array.isArray(message.content)) throw bad(`${at}.content: content arrays (and image, file or document parts) are not accepted with an :encrypted model; send one ciphertext string`, `${at}.content`)
+    const toolCalls = message.tool_calls
+    const contentOptional = message.role === 'assistant' && Array.isArray(toolCalls) && toolCalls.length > 0
+    if (!(contentOptional && (message.content === null || message.content === undefined || message.content === ''))) cipher.check(message.content, `${at}.content`)
+    for (const field of ['reasoning_content', 'reasoning', 'refusal'] as const) {
+      if (message[field] !== undefined && message[field] !== null) cipher.check(message[field], `${at}.${field}`)
+    }
+    if (message.name !== undefined) {
+      if (!h.allFields) throw bad(`${at}.name would travel in plaintext: send it encrypted with svc-encrypted-encrypt-all-fields: 1, or omit it`, `${at}.name`)
+      cipher.check(message.name, `${at}.name`)
+    }
+    if (message.role === 'tool' && (typeof message.tool_call_id !== 'string' || message.tool_call_id === '')) throw bad(`${at}.tool_call_id is required`, `${at}.tool_call_id`)
+    if (toolCalls !== undefined && toolCalls !== null) {
+      if (!Array.isArray(toolCalls)) throw bad(`${at}.tool_calls must be an array`, `${at}.tool_calls`)
+      if (toolCalls.length > 0 && !h.allFields) throw bad(`${at}.tool_calls need svc-encrypted-encrypt-all-fields: 1 (names and arguments as ciphertext)`, `${at}.tool_calls`)
+      toolCalls.forEach((call, callIndex) => {
+        const where = `${at}.tool_calls.${callIndex}`
+        if (!isObject(call) || typeof call.id !== 'string' || call.type !== 'function' || !isObject(call.function)) throw bad(`${where} must be {id, type: "function", function}`, where)
+        cipher.check(call.function.name, `${where}.function.name`)
+        cipher.check(call.function.arguments, `${where}.function.arguments`)
+      })
+    }
+  })
+
+  const tools = raw.tools
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) throw bad('tools must be an array', 'tools')
+    tools.forEach((tool, index) => {
+      const at = `tools.${index}`
+      if (isObject(tool) && (tool.type === 'web_search' || tool.type === 'web_fetch')) {
+        throw bad(`hosted ${tool.type} is not available with an :encrypted model: the gateway cannot read the messages`, at)
+      }
+      if (!isObject(tool) || tool.type !== 'function' || !isObject(tool.function)) throw bad(`${at} must be a function tool`, at)
+      if (format.e2ee!.family !== 'nearai') throw bad(`${format.name} backends cannot take encrypted function tools`, 'tools')
+      if (!h.allFields) throw bad('function tools need svc-encrypted-encrypt-all-fields: 1 (name, description and parameters as ciphertext)', 'tools')
+      const fn = tool.function
+      for (const key of Object.keys(fn)) if (!['name', 'description', 'parameters', 'strict'].includes(key)) throw bad(`${at}.function.${key.slice(0, 60)} is not accepted`, `${at}.function`)
+      cipher.check(fn.name, `${at}.function.name`)
+      if (fn.description !== undefined) cipher.check(fn.description, `${at}.function.description`)
+      // The schema travels as the ciphertext of its JSON, never as an object the gateway could read.
+      if (fn.parameters !== undefined) cipher.check(fn.parameters, `${at}.function.parameters`)
+    })
+  }
+  const choice = raw.tool_choice
+  if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none' && choice !== 'required') {
+    if (!isObject(choice) || choice.type !== 'function' || !isObject(choice.function)) throw bad('tool_choice must be auto, none, required or {type: "function", function: {name}}', 'tool_choice')
+    if (!h.allFields) throw bad('a named tool_choice needs svc-encrypted-encrypt-all-fields: 1', 'tool_choice')
+    cipher.check(choice.function.name, 'tool_choice.function.name')
+  }
+
+  const body: Record<string, unknown> = { ...raw }
+  for (const key of GATEWAY_ONLY) delete body[key]
+  const stream = raw.stream === true
+  return { body, stream, plainBytes: cipher.plainBytes, messageCount: raw.messages.length, maxTokens, reasoning: raw.reasoning_effort !== undefined && raw.reasoning_effort !== null }
+}

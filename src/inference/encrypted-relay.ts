@@ -1,0 +1,264 @@
+// Encrypted chat on POST /v1/chat/completions (spec §4.10; TEE-PROTOCOL.md B3, B4): rules,
+// key pinning to fresh evidence, reserve from the envelope, relay bytes, settle from the
+// backend's usage before the final byte. The gateway never decrypts, logs or keeps ciphertext.
+
+import { sha256 } from '@noble/hashes/sha2.js'
+import type { AttestationService, AttestedBackend } from '../attestation/service'
+import type { Metering } from '../billing/metering'
+import { chargeForTokens } from '../billing/pricing'
+import type { ModelRoute } from '../catalog/types'
+import { ApiError } from '../http/errors'
+import type { Principal } from '../keys/principal'
+import type { Clock } from '../lib/clock'
+import type { Logger } from '../observability/logger'
+import type { Evidence } from '../providers/attested/evidence'
+import { UpstreamError } from '../providers/types'
+import { bytesToHex, randomBytes } from '../tee/keys'
+import type { Usage } from './canonical'
+import { checkHeadersForFormat, hasEncryptedHeaders, parseEncryptedHeaders, type EncryptedHeaders } from './encrypted'
+import { checkEncryptedBody, type CheckedBody } from './encrypted-body'
+import { passthroughStream } from './encrypted-stream'
+import { EnvelopeMeter } from './encrypted-usage'
+import { priceUsage } from './meter'
+import { toApiError } from './upstream-errors'
+
+export interface EncryptedDeps {
+  catalog: { resolve(id: string): ModelRoute }
+  attestation: AttestationService
+  metering: Metering
+  logger: Logger
+  clock: Clock
+}
+
+export interface EncryptedChatInput {
+  principal: Principal
+  body: unknown
+  /** The client's exact body bytes: X-Request-Hash binds the backend's signature to them. */
+  rawBody: Uint8Array
+  requestId: string
+  httpRequest: Request
+  disableIdleTimeout?: () => void
+}
+
+const MAX_JSON_BYTES = 16 * 1024 * 1024
+/** Backend response headers a client of the Phala family reads; nothing else is passed on. */
+const PASSED_HEADERS = ['x-e2ee-applied', 'x-e2ee-version', 'x-e2ee-algo']
+
+/** Whether a chat completions request is Encrypted (and so goes through relayEncryptedChat). */
+export function isEncryptedChat(headers: Headers, body: unknown): boolean {
+  const model = (body as { model?: unknown } | null)?.model
+  return hasEncryptedHeaders(headers) || (typeof model === 'string' && model.endsWith(':encrypted'))
+}
+
+export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedChatInput): Promise<Response> {
+  const headers = input.httpRequest.headers
+  const model = (input.body as { model?: unknown } | null)?.model
+  if (typeof model !== 'string' || model === '') throw new ApiError('invalid_request', 'model is required', 'model')
+  const route = deps.catalog.resolve(model)
+  if (route.level !== 'encrypted') throw new ApiError('invalid_request', `the svc-encrypted headers need an :encrypted model id; ${route.id} is ${route.level}`, 'model')
+  if (!hasEncryptedHeaders(headers)) throw new ApiError('invalid_request', `model ${route.id} needs the Encrypted headers (svc-encrypted: 1 and svc-encrypted-*; see GET /api/v1/attestation)`, 'model')
+  const stream = (input.body as { stream?: unknown }).stream === true
+  const h = parseEncryptedHeaders(headers, stream)
+
+  // Backends whose protocol accepts these headers and this body; each check runs before any backend call.
+  const nowSec = Math.floor(deps.clock.now() / 1000)
+  const candidates: Array<{ target: AttestedBackend; checked: CheckedBody }> = []
+  let firstRefusal: unknown
+  for (const target of deps.attestation.backends(route, h.algo)) {
+    try {
+      checkHeadersForFormat(h, target.provider.proofFormat, nowSec)
+      candidates.push({ target, checked: checkEncryptedBody(input.body, h, target.provider.proofFormat) })
+    } catch (error) {
+      firstRefusal ??= error
+    }
+  }
+  if (candidates.length === 0) throw firstRefusal
+  const checked = candidates[0]!.checked
+  if (checked.reasoning && !route.capabilities.reasoning) throw new ApiError('invalid_request', `model ${route.id} does not advertise reasoning controls`, 'reasoning_effort')
+  if (Array.isArray(checked.body.tools) && checked.body.tools.length > 0 && !route.capabilities.tools) throw new ApiError('invalid_request', `model ${route.id} does not support tools`, 'tools')
+  const inputTokens = Math.ceil(checked.plainBytes / 3) + checked.messageCount * 4
+  if (checked.maxTokens !== undefined && checked.maxTokens > route.maxOutputTokens) {
+    throw new ApiError('invalid_request', `max_tokens ${checked.maxTokens} exceeds model ${route.id}'s maximum output of ${route.maxOutputTokens} tokens`, 'max_tokens')
+  }
+  const outputTokens = checked.maxTokens ?? Math.min(route.maxOutputTokens, route.contextLength - inputTokens)
+  if (outputTokens < 1 || inputTokens + outputTokens > route.contextLength) {
+    throw new ApiError('invalid_request', `the request (up to ${inputTokens} input tokens plus ${outputTokens} output tokens) does not fit model ${route.id}'s context of ${route.contextLength} tokens`, 'messages')
+  }
+
+  const pinned = await pinKey(candidates, h)
+  const { target, evidence } = pinned
+  const estimate = chargeForTokens(inputTokens, route.price.inputPerMillion) + chargeForTokens(outputTokens, maxOutputRate(route))
+  const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId })
+
+  const forward: Record<string, unknown> = { ...pinned.checked.body, model: target.backend.model }
+  if (checked.maxTokens === undefined) forward.max_tokens = outputTokens
+  if (stream) forward.stream_options = { ...(forward.stream_options as object | undefined), include_usage: true }
+  const upstreamAbort = new AbortController()
+  const onClientGone = () => upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
+  input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
+  input.disableIdleTimeout?.()
+  const meter = new EnvelopeMeter(Math.ceil(checked.plainBytes / 4) + checked.messageCount * 4, target.provider.proofFormat, h.algo)
+  const started = deps.clock.now()
+  const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) =>
+    deps.logger.info('chat', {
+      request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: route.id, level: 'encrypted',
+      backend: `${target.provider.id}/${target.backend.model}`, outcome, stream, input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens,
+      charged_nanos: charged, latency_ms: deps.clock.now() - started,
+    })
+  const settle = async () => {
+    const usage = meter.usage()
+    const charged = priceUsage(route.price, usage)
+    await call.settle(charged)
+    return { usage, charged }
+  }
+
+  let upstream
+  try {
+    upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody), signal: upstreamAbort.signal })
+  } catch (error) {
+    call.release()
+    input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    log('upstream-error', undefined, undefined)
+    throw backendRefusal(error)
+  }
+  const passed: Record<string, string> = {}
+  for (const name of PASSED_HEADERS) {
+    const value = upstream.headers.get(name)
+    if (value !== null) passed[name] = value
+  }
+
+  if (stream) {
+    return passthroughStream({
+      upstream,
+      headers: passed,
+      observe: data => meter.observeEvent(data),
+      async complete(outcome) {
+        input.httpRequest.signal.removeEventListener('abort', onClientGone)
+        if (outcome === 'cancelled') upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
+        if (outcome !== 'finished' && !meter.producedOutput) {
+          call.release()
+          log(outcome, undefined, 0n)
+          return undefined
+        }
+        try {
+          const { usage, charged } = await settle()
+          log(outcome, usage, charged)
+          return undefined
+        } catch (error) {
+          log('settlement-failed', undefined, undefined)
+          return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
+        }
+      },
+    })
+  }
+
+  try {
+    const bytes = await readAll(upstream)
+    let parsed: Record<string, unknown>
+    try {
+      parsed = JSON.parse(new TextDecoder().decode(bytes))
+    } catch {
+      throw new UpstreamError('server', 'the backend answered 2xx with malformed JSON', target.provider.id, target.backend.model)
+    }
+    meter.observeCompletion(parsed)
+    const { usage, charged } = await settle()
+    log('ok', usage, charged)
+    if (!h.responseEvidence) return new Response(bytes, { headers: { 'content-type': 'application/json', ...passed } })
+    const evidenceField = await responseEvidence(target, h, bytes, parsed)
+    return Response.json({ ...parsed, svc_response_evidence: evidenceField }, { headers: passed })
+  } catch (error) {
+    if (!call.done) {
+      call.release()
+      log('upstream-error', undefined, undefined)
+    }
+    throw toApiError(error)
+  } finally {
+    input.httpRequest.signal.removeEventListener('abort', onClientGone)
+  }
+}
+
+function maxOutputRate(route: ModelRoute): bigint {
+  const { outputPerMillion, reasoningPerMillion } = route.price
+  return reasoningPerMillion !== undefined && reasoningPerMillion > outputPerMillion ? reasoningPerMillion : outputPerMillion
+}
+
+/**
+ * B3 row 4: the client's model key must be the one fresh evidence shows now. Only a backend
+ * attested with that key is used; contradicting evidence is 503 at once.
+ */
+async function pinKey(candidates: Array<{ target: AttestedBackend; checked: CheckedBody }>, h: EncryptedHeaders) {
+  let attested = 0
+  for (const candidate of candidates) {
+    let evidence: Evidence
+    try {
+      evidence = await candidate.target.provider.attest({ upstreamModel: candidate.target.backend.model, nonce: bytesToHex(randomBytes(32)), algo: h.algo })
+    } catch (error) {
+      if (error instanceof UpstreamError) continue
+      throw error
+    }
+    attested += 1
+    if (evidence.modelPublicKey === h.modelKey) return { ...candidate, evidence }
+  }
+  if (attested === 0) throw new ApiError('unavailable', 'no attested backend of this model could produce evidence')
+  throw new ApiError('invalid_request', 'model key mismatch: svc-encrypted-model-pub-key is not the key the backend attests now; re-attest (GET /api/v1/attestation) and encrypt again', 'svc-encrypted-model-pub-key')
+}
+
+/** B1: the backend's header names for this family and version, plus X-Request-Hash. */
+function backendHeaders(h: EncryptedHeaders, target: AttestedBackend, evidence: Evidence, rawBody: Uint8Array): Record<string, string> {
+  const e2ee = target.provider.proofFormat.e2ee!
+  const out: Record<string, string> = {
+    'x-signing-algo': h.algo,
+    'x-client-pub-key': h.clientKey,
+    'x-model-pub-key': evidence.nativeModelKey,
+    'x-request-hash': bytesToHex(sha256(rawBody)),
+  }
+  if (e2ee.family === 'nearai') {
+    if (e2ee.version === 2) out['x-encryption-version'] = '2'
+    if (h.allFields) out['x-encrypt-all-fields'] = 'true'
+  } else if (e2ee.version === 2) {
+    out['x-e2ee-version'] = '2'
+    out['x-e2ee-nonce'] = h.nonce!
+    out['x-e2ee-timestamp'] = String(h.timestamp!)
+  }
+  return out
+}
+
+/** A backend 400 (for example a failed decryption) is the caller's 400, carrying the backend's error type only. */
+function backendRefusal(error: unknown): ApiError {
+  if (error instanceof UpstreamError && error.kind === 'bad-request') {
+    let type = 'bad_request'
+    try {
+      const parsed = JSON.parse(error.details.bodySnippet ?? '') as { error?: { type?: unknown } }
+      if (typeof parsed.error?.type === 'string' && /^[a-z0-9_.-]{1,64}$/i.test(parsed.error.type)) type = parsed.error.type
+    } catch {
+      // No JSON: the generic type stands.
+    }
+    return new ApiError('invalid_request', `the attested backend refused the encrypted request (${type})`)
+  }
+  return toApiError(error)
+}
+
+async function readAll(upstream: { bytes: AsyncIterable<Uint8Array>; close(): void }): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  try {
+    for await (const chunk of upstream.bytes) {
+      size += chunk.length
+      if (size > MAX_JSON_BYTES) throw new ApiError('provider_error', 'the backend answer is too large')
+      chunks.push(chunk)
+    }
+  } finally {
+    upstream.close()
+  }
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+/** B4: the exact body bytes and the backend's signature over them, fetched from the same backend. */
+async function responseEvidence(target: AttestedBackend, h: EncryptedHeaders, bytes: Uint8Array, parsed: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const base = { object: 'response_evidence', raw_body_b64: Buffer.from(bytes).toString('base64'), proof_format: target.provider.proofFormat.name, signing_algo: h.algo, response_sha256: bytesToHex(sha256(bytes)), verified: false }
+  const id = typeof parsed.id === 'string' ? parsed.id : undefined
+  const record = id === undefined ? null : await target.provider.signature(id, h.algo, target.backend.model)
+  if (record === null) return { ...base, evidence_available: false, reason: id === undefined ? 'the response has no id' : 'the backend has no signature for this response', signing_address: null, signature: null, text: null, request_sha256: null }
+  const parts = record.text.split(':')
+  return { ...base, evidence_available: true, signing_address: record.signing_address, signature: record.signature, text: record.text, request_sha256: parts.length >= 2 ? parts[parts.length - 2] : null }
+}

@@ -1,0 +1,111 @@
+// Encrypted streaming passthrough (TEE-PROTOCOL.md B3 row 9): the backend's SSE bytes go to the
+// client unchanged (no re-framing, no keep-alive comments), cut only at event boundaries so
+// the final `data: [DONE]` event can be held back until the settlement has committed. Usage is
+// read from a side view of each event; nothing is decrypted or logged.
+
+import type { ApiError } from '../http/errors'
+import type { UpstreamStream } from '../providers/openai-compatible/open-upstream-stream'
+import type { StreamOutcome } from './stream-response'
+import { toApiError } from './upstream-errors'
+
+const decoder = new TextDecoder()
+const encoder = new TextEncoder()
+const LF = 10
+const CR = 13
+
+/** End of the first event in `bytes` from `from` (index after its blank line), or -1. */
+function eventEnd(bytes: Uint8Array, from: number): number {
+  for (let index = from; index < bytes.length; index++) {
+    if (bytes[index] !== LF) continue
+    if (bytes[index + 1] === LF) return index + 2
+    if (bytes[index + 1] === CR && bytes[index + 2] === LF) return index + 3
+  }
+  return -1
+}
+
+/** The data of one SSE event (data lines joined), from its raw text. */
+function eventData(text: string): string {
+  let data = ''
+  for (const line of text.split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+    data = data === '' ? value : `${data}\n${value}`
+  }
+  return data
+}
+
+function errorEvent(error: ApiError): Uint8Array {
+  const type = error.code === 'provider_error' || error.code === 'unavailable' ? 'server_error' : 'invalid_request_error'
+  return encoder.encode(`data: ${JSON.stringify({ error: { message: error.message, type, param: null, code: error.code } })}\n\n`)
+}
+
+export function passthroughStream(options: {
+  upstream: UpstreamStream
+  /** Sees each event's data (not [DONE]) before its bytes are written. */
+  observe: (data: string) => void
+  /** Settles; the held [DONE] is written only after it resolves without an error. */
+  complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
+  headers: Record<string, string>
+}): Response {
+  const iterator = options.upstream.bytes[Symbol.asyncIterator]()
+  let pending = new Uint8Array(0)
+  let completed = false
+  const finish = async (outcome: StreamOutcome) => {
+    if (completed) return undefined
+    completed = true
+    return options.complete(outcome)
+  }
+
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      for (;;) {
+        let step: IteratorResult<Uint8Array>
+        try {
+          step = await iterator.next()
+        } catch (error) {
+          if (pending.length > 0) controller.enqueue(pending)
+          const failure = await finish('failed')
+          controller.enqueue(errorEvent(failure ?? toApiError(error)))
+          controller.close()
+          return
+        }
+        if (step.done) {
+          // Ended without [DONE]: pass on what came, settle what was used, no terminator.
+          if (pending.length > 0) controller.enqueue(pending)
+          const failure = await finish('failed')
+          if (failure) controller.enqueue(errorEvent(failure))
+          controller.close()
+          return
+        }
+        const joined = new Uint8Array(pending.length + step.value.length)
+        joined.set(pending)
+        joined.set(step.value, pending.length)
+        let start = 0
+        let wrote = false
+        for (let end = eventEnd(joined, 0); end !== -1; end = eventEnd(joined, start)) {
+          const data = eventData(decoder.decode(joined.subarray(start, end)))
+          if (data === '[DONE]') {
+            const held = joined.slice(start)
+            if (start > 0) controller.enqueue(joined.slice(0, start))
+            options.upstream.close()
+            const failure = await finish('finished')
+            controller.enqueue(failure ? errorEvent(failure) : held)
+            controller.close()
+            return
+          }
+          if (data !== '') options.observe(data)
+          start = end
+          wrote = true
+        }
+        if (wrote) controller.enqueue(joined.slice(0, start))
+        pending = joined.slice(start)
+        if (wrote) return
+      }
+    },
+    async cancel() {
+      await finish('cancelled')
+      options.upstream.close()
+    },
+  })
+  return new Response(body, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...options.headers } })
+}

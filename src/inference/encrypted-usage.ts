@@ -1,0 +1,80 @@
+// Usage of an Encrypted exchange: the backend's reported usage when it sends one (the
+// settlement's source), else an estimate from the ciphertext envelope (blob length minus the
+// cipher's per-blob overhead), so output that was sent is never billed zero.
+
+import { minBlobBytes } from '../tee/cipher'
+import type { SigningAlgo } from '../tee/keys'
+import type { ProofFormat } from '../tee/proof-format'
+import type { Usage } from './canonical'
+
+const BYTES_PER_TOKEN = 4
+
+export class EnvelopeMeter {
+  private reported: Usage | undefined
+  private outputBytes = 0
+  private readonly overhead: number
+
+  constructor(
+    private readonly inputEstimate: number,
+    format: ProofFormat,
+    algo: SigningAlgo,
+  ) {
+    this.overhead = minBlobBytes(format.e2ee!, algo)
+  }
+
+  get producedOutput(): boolean {
+    return this.outputBytes > 0 || (this.reported?.outputTokens ?? 0) > 0
+  }
+
+  /** One SSE event's data (JSON chunk). */
+  observeEvent(data: string): void {
+    let chunk: Record<string, unknown>
+    try {
+      chunk = JSON.parse(data)
+    } catch {
+      return
+    }
+    this.observeCompletion(chunk)
+  }
+
+  /** A chat.completion or chat.completion.chunk object. */
+  observeCompletion(object: Record<string, unknown>): void {
+    const usage = object.usage as Record<string, any> | undefined
+    if (usage && typeof usage === 'object' && Number.isSafeInteger(usage.prompt_tokens) && Number.isSafeInteger(usage.completion_tokens)) {
+      this.reported = {
+        inputTokens: Math.max(0, usage.prompt_tokens),
+        cachedInputTokens: Number.isSafeInteger(usage.prompt_tokens_details?.cached_tokens) ? usage.prompt_tokens_details.cached_tokens : undefined,
+        outputTokens: Math.max(0, usage.completion_tokens),
+        reasoningTokens: Number.isSafeInteger(usage.completion_tokens_details?.reasoning_tokens) ? usage.completion_tokens_details.reasoning_tokens : undefined,
+        webSearchRequests: 0,
+        webFetchRequests: 0,
+      }
+    }
+    const choices = Array.isArray(object.choices) ? object.choices : []
+    for (const choice of choices) {
+      const part = (choice as Record<string, any>)?.delta ?? (choice as Record<string, any>)?.message
+      if (!part || typeof part !== 'object') continue
+      this.count(part.content)
+      this.count(part.reasoning_content)
+      for (const call of Array.isArray(part.tool_calls) ? part.tool_calls : []) {
+        this.count(call?.function?.name)
+        this.count(call?.function?.arguments)
+      }
+    }
+  }
+
+  private count(value: unknown): void {
+    if (typeof value === 'string' && value !== '') this.outputBytes += Math.max(1, value.length / 2 - this.overhead)
+  }
+
+  usage(): Usage {
+    const reported = this.reported
+    if (reported && reported.inputTokens > 0 && reported.outputTokens > 0) return reported
+    return {
+      inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputEstimate,
+      outputTokens: reported && reported.outputTokens > 0 ? reported.outputTokens : Math.ceil(this.outputBytes / BYTES_PER_TOKEN),
+      webSearchRequests: 0,
+      webFetchRequests: 0,
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import { parseProofFormat } from '../tee/proof-format'
+import { startSimTeeBackend, type SimFaults, type SimTeeBackend } from '../tee/sim/server'
+import { parseOptions, report, UsageError, type CliIo } from './io'
+
+const FAULTS: ReadonlyArray<keyof SimFaults> = [
+  'echoWrongNonce', 'gpuWrongNonce', 'quoteWrongNonce', 'emptyQuote', 'emptyGpuEvidence', 'omitRequestNonce', 'wrongAlgoEcho', 'keyAddressMismatch', 'status500', 'dropSignature', 'abortStream',
+]
+
+/**
+ * `svc dev-tee [--port N] [--family nearai|phala] [--version 1|2] [--faults a,b] [--reasoning] [--json]`:
+ * runs the simulated TEE backend (TEE-PROTOCOL.md B5) on 127.0.0.1 and prints its URL, token and
+ * a config snippet binding `:confidential` and `:encrypted` models to it. It serves until
+ * `stop` aborts (SIGINT/SIGTERM from the CLI). Its quotes are marked simulated: never trust them.
+ */
+export async function devTee(args: string[], io: CliIo, stop: AbortSignal, started?: (sim: SimTeeBackend) => void): Promise<void> {
+  const { values } = parseOptions(args, { port: { type: 'string' }, family: { type: 'string' }, version: { type: 'string' }, faults: { type: 'string' }, reasoning: { type: 'boolean' } })
+  const family = values.family ?? 'nearai'
+  if (family !== 'nearai' && family !== 'phala') throw new UsageError('--family must be nearai or phala')
+  const version = values.version ?? '2'
+  if (version !== '1' && version !== '2') throw new UsageError('--version must be 1 or 2')
+  const port = values.port === undefined ? 0 : Number(values.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number')
+  const faults: SimFaults = {}
+  for (const name of (values.faults ?? '').split(',').filter(Boolean)) {
+    if (!FAULTS.includes(name as keyof SimFaults)) throw new UsageError(`unknown fault "${name}" (known: ${FAULTS.join(', ')})`)
+    ;(faults as Record<string, boolean>)[name] = true
+  }
+  const proofFormat = `dstack-tdx-nvgpu.addr-nonce.e2ee-${family}.v${version}`
+  parseProofFormat(proofFormat)
+  const sim = startSimTeeBackend({ family, port, faults, reasoning: values.reasoning === true })
+  const snippet = [
+    'providers:',
+    `  - { id: dev-tee, type: attested, base_url: "${sim.url}", api_key_env: SVC_DEV_TEE_KEY, proof_format: ${proofFormat} }`,
+    'models:',
+    '  - id: demo-tee',
+    '    backends: [{ provider: demo, model: demo }]',
+    `    confidential: [{ provider: dev-tee, model: ${sim.modelName} }]`,
+    `    encrypted: [{ provider: dev-tee, model: ${sim.modelName} }]`,
+    '    price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }',
+    '    context_length: 32768',
+    '    max_output_tokens: 4096',
+    `    capabilities: { tools: ${family === 'nearai'}, reasoning: true }`,
+  ].join('\n')
+  report(io, values.json, { url: sim.url, token: sim.token, family, proof_format: proofFormat, model: sim.modelName, faults: Object.keys(faults), config: snippet }, [
+    `simulated TEE backend (${family}, ${proofFormat}) at ${sim.url}`,
+    `token: ${sim.token}   (export SVC_DEV_TEE_KEY=${sim.token})`,
+    'its quotes are marked simulated (DEBUG TD, zero QE vendor id): no real verifier accepts them',
+    '',
+    'add to your SVC_CONFIG file (with the demo provider):',
+    snippet,
+  ])
+  started?.(sim)
+  await new Promise<void>(resolve => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })))
+  await sim.stop()
+}

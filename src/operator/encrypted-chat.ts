@@ -1,0 +1,40 @@
+import { encryptedChat } from '../client/tee'
+import type { Config } from '../config/config'
+import { parseOptions, UsageError, type CliIo } from './io'
+
+/**
+ * `svc encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream]
+ * [--system S] PROMPT`: one Encrypted chat through a running gateway with the client library:
+ * attest with a fresh nonce, refuse unless the evidence binds it and the model key, encrypt,
+ * send, decrypt. The hardware quote chain is not verified (said on stderr).
+ */
+export async function encryptedChatCommand(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+  const { values, positionals } = parseOptions(
+    args,
+    { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, algo: { type: 'string' }, 'no-stream': { type: 'boolean' }, system: { type: 'string' } },
+    ['model'],
+    1,
+  )
+  const key = values.key ?? config.client.apiKey
+  if (!key) throw new UsageError('an API key is needed: --key or SVC_API_KEY')
+  if (!values.model!.endsWith(':encrypted')) throw new UsageError('--model must be an :encrypted model id (GET /v1/models?privacy_tier=encrypted lists them)')
+  const algo = values.algo ?? 'ecdsa'
+  if (algo !== 'ecdsa' && algo !== 'ed25519') throw new UsageError('--algo must be ecdsa or ed25519')
+  const stream = values['no-stream'] !== true
+  const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
+  const result = await encryptedChat({
+    baseUrl: values.url ?? config.client.url, apiKey: key, model: values.model!, algo, stream, messages,
+    onDelta: values.json ? undefined : text => write(text),
+  }).catch(error => {
+    throw new Error(`encrypted chat failed: ${(error as Error).message}`)
+  })
+  const binding = `evidence binds the nonce and model key (${result.attestation.proof_format}, ${result.attestation.signing_algo} ${result.attestation.signing_address}); hardware quote chain NOT verified${result.binding.simulated ? '; SIMULATED evidence' : ''}`
+  if (values.json) {
+    io.out(JSON.stringify({ content: result.content, reasoning: result.reasoning || undefined, usage: result.usage, binding: { bound: result.binding.bound, simulated: result.binding.simulated, hardware_verified: false }, proof_format: result.attestation.proof_format, signing_address: result.attestation.signing_address }))
+    return
+  }
+  if (!stream) write(result.content)
+  write('\n')
+  io.err(`[${binding}]`)
+  if (result.usage) io.err(`[${result.usage.prompt_tokens} input tokens, ${result.usage.completion_tokens} output tokens]`)
+}

@@ -1,0 +1,107 @@
+// A backend attestation report → the checked, normalized evidence the gateway relies on
+// (TEE-PROTOCOL.md B2, B3 rows 8–12). Consistency checks only: nothing here verifies the
+// hardware quote chain, so `verified` is always false wherever this evidence is shown.
+
+import { expectedBindingHalf } from '../../tee/binding'
+import { bytesToHex, ethAddress, hexToBytes, isHex, normalizeSecpPublicKey, type SigningAlgo } from '../../tee/keys'
+import type { ProofFormat } from '../../tee/proof-format'
+import { readQuote } from '../../tee/quote'
+import { ApiError } from '../../http/errors'
+
+/** What the gateway asked for: the evidence must agree with every part of it. */
+export interface EvidenceRequest {
+  readonly nonce: string
+  readonly algo: SigningAlgo
+  readonly signingAddress?: string
+  readonly proofFormat: ProofFormat
+}
+
+/** Evidence that passed every check. */
+export interface Evidence {
+  readonly signingAlgo: SigningAlgo
+  /** Verbatim, as the backend wrote it. */
+  readonly signingAddress: string
+  /** Verbatim `signing_public_key`. */
+  readonly signingKey: string
+  /** ed25519: 64 lowercase hex; ecdsa: normalized to 65 bytes (130 hex, `04…`). */
+  readonly modelPublicKey: string
+  /** The backend-native form, forwarded as X-Model-Pub-Key. */
+  readonly nativeModelKey: string
+  readonly subject: string
+  /** The selected report, verbatim minus `all_attestations`. */
+  readonly report: Record<string, unknown>
+}
+
+/** 503 unavailable: the backend's evidence is empty or contradicts what was asked. */
+function unavailable(reason: string): ApiError {
+  return new ApiError('unavailable', `attestation evidence rejected: ${reason}`)
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+/** The candidate reports of either shape: flat + all_attestations, or NEAR-gw model_attestations. */
+function candidates(body: Record<string, unknown>): Record<string, unknown>[] {
+  const list = Array.isArray(body.model_attestations) ? body.model_attestations : Array.isArray(body.all_attestations) ? body.all_attestations : [body]
+  return list.map(record).filter((entry): entry is Record<string, unknown> => entry !== undefined)
+}
+
+const same = (a: unknown, b: string) => typeof a === 'string' && a.toLowerCase() === b.toLowerCase()
+
+/** Selects the report for the request and runs B3 checks 8–12; throws 503 unavailable naming the failure. */
+export function checkEvidence(raw: unknown, request: EvidenceRequest): Evidence {
+  const body = record(raw)
+  if (body === undefined) throw unavailable('the backend answered no report')
+  const reports = candidates(body)
+  if (reports.length === 0) throw unavailable('the backend answered no report')
+  const forAlgo = reports.filter(entry => entry.signing_algo === request.algo)
+  if (forAlgo.length === 0) throw unavailable(`no report for signing_algo ${request.algo} (the backend echoed ${String(reports[0]!.signing_algo).slice(0, 20)})`)
+  const report = request.signingAddress === undefined ? forAlgo[0]! : forAlgo.find(entry => same(entry.signing_address, request.signingAddress!))
+  if (report === undefined) throw unavailable('the backend echoed another signing_address')
+
+  // Empty evidence.
+  const quoteHex = report.intel_quote
+  if (typeof quoteHex !== 'string' || quoteHex === '' || !isHex(quoteHex)) throw unavailable('the hardware quote is empty or not hex')
+  const quote = readQuote(hexToBytes(quoteHex))
+  if (quote === null) throw unavailable('the hardware quote is too short or not a TDX quote')
+  let gpu: Record<string, unknown> | undefined
+  if (request.proofFormat.gpu) {
+    try {
+      gpu = record(typeof report.nvidia_payload === 'string' ? JSON.parse(report.nvidia_payload) : undefined)
+    } catch {
+      gpu = undefined
+    }
+    if (gpu === undefined || !Array.isArray(gpu.evidence_list) || gpu.evidence_list.length === 0) throw unavailable('the GPU evidence is missing or empty')
+  }
+
+  // The challenge, echoed three ways: each must be ours.
+  if (!same(report.request_nonce, request.nonce)) throw unavailable('the report echoes another nonce')
+  if (gpu !== undefined && !same(gpu.nonce, request.nonce)) throw unavailable('the GPU evidence carries another nonce')
+  if (bytesToHex(quote.reportData.subarray(32)) !== request.nonce.toLowerCase()) throw unavailable("the quote's report data carries another nonce")
+
+  // The signing key, bound through the address to the quote.
+  const address = report.signing_address
+  const key = report.signing_public_key
+  if (typeof address !== 'string' || typeof key !== 'string') throw unavailable('the report has no signing address or key')
+  let modelPublicKey: string
+  if (request.algo === 'ed25519') {
+    if (!isHex(key, 32) || !same(address, key)) throw unavailable('the ed25519 signing key is malformed or is not the signing address')
+    modelPublicKey = key.toLowerCase()
+  } else {
+    const normalized = normalizeSecpPublicKey(key)
+    if (normalized === null || (key.length !== 128 && key.length !== 130)) throw unavailable('the ecdsa signing key is malformed or not on secp256k1')
+    if (ethAddress(normalized) !== address.toLowerCase()) throw unavailable('the ecdsa signing key does not hash to the signing address')
+    modelPublicKey = bytesToHex(normalized)
+  }
+  const tls = typeof report.tls_cert_fingerprint === 'string' ? report.tls_cert_fingerprint : undefined
+  const half = expectedBindingHalf(request.proofFormat.binding, request.algo, address, tls)
+  if (half === null || bytesToHex(quote.reportData.subarray(0, 32)) !== bytesToHex(half)) {
+    throw unavailable(`the quote's report data does not bind the signing address as ${request.proofFormat.name} requires`)
+  }
+
+  const { all_attestations: _all, ...verbatim } = report
+  const info = record(report.info)
+  const subject = typeof report.model_name === 'string' ? report.model_name : typeof info?.app_id === 'string' ? info.app_id : address
+  return { signingAlgo: request.algo, signingAddress: address, signingKey: key, modelPublicKey, nativeModelKey: key, subject, report: verbatim }
+}

@@ -1,0 +1,67 @@
+import { loadConfig } from '../../src/config/load'
+import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
+import { buildTestApp, type TestApp } from './harness'
+
+export interface TeeBackendSpec {
+  id: string
+  proofFormat: string
+  sim?: SimOptions
+  signingAlgos?: Array<'ed25519' | 'ecdsa'>
+}
+
+export interface TeeGateway extends TestApp {
+  sims: Record<string, SimTeeBackend>
+  stopAll(): Promise<void>
+}
+
+/**
+ * A test gateway whose model `sim` has `:confidential` and `:encrypted` levels bound to
+ * simulated TEE backends (one per spec, in order), next to the demo models.
+ */
+export async function startTeeGateway(
+  specs: TeeBackendSpec[],
+  options: { confidential?: string[]; encrypted?: string[]; capabilities?: string; logger?: import('../../src/observability/logger').Logger } = {},
+): Promise<TeeGateway> {
+  const sims: Record<string, SimTeeBackend> = {}
+  const env: Record<string, string> = { SVC_CONFIG: '/virtual/tee.yaml' }
+  const providers: string[] = ['  - { id: demo, type: demo, retention: none }']
+  for (const spec of specs) {
+    const sim = startSimTeeBackend({ family: spec.proofFormat.includes('phala') ? 'phala' : 'nearai', ...spec.sim })
+    sims[spec.id] = sim
+    const envName = `TEE_${spec.id.replace(/[^a-z0-9]/gi, '_').toUpperCase()}_KEY`
+    env[envName] = sim.token
+    const algos = spec.signingAlgos ? `, signing_algos: [${spec.signingAlgos.join(', ')}]` : ''
+    providers.push(`  - { id: ${spec.id}, type: attested, base_url: "${sim.url}", api_key_env: ${envName}, proof_format: ${spec.proofFormat}${algos} }`)
+  }
+  const bind = (ids: string[]) => `[${ids.map(id => `{ provider: ${id}, model: ${sims[id]!.modelName} }`).join(', ')}]`
+  const confidential = options.confidential ?? specs.map(spec => spec.id)
+  const encrypted = options.encrypted ?? specs.filter(spec => spec.proofFormat.includes('e2ee')).map(spec => spec.id)
+  const yaml = `providers:
+${providers.join('\n')}
+models:
+  - id: demo-anonymous
+    backends: [{ provider: demo, model: demo }]
+    price: { input_per_mtok: "1", output_per_mtok: "2" }
+    context_length: 32768
+    max_output_tokens: 4096
+  - id: sim
+    backends: [{ provider: demo, model: demo }]
+${confidential.length ? `    confidential: ${bind(confidential)}\n` : ''}${encrypted.length ? `    encrypted: ${bind(encrypted)}\n` : ''}    price: { input_per_mtok: "1", output_per_mtok: "2" }
+    context_length: 32768
+    max_output_tokens: 4096
+    capabilities: ${options.capabilities ?? '{ tools: true, reasoning: true }'}
+plans:
+  pro: { monthly_allowance: "0", fusion: true }
+limits:
+  inference: { key: { burst: 100000, per_second: 1000 }, org: { burst: 100000, per_second: 1000 } }
+`
+  const t = await buildTestApp(env, loadConfig(env, () => yaml), { logger: options.logger })
+  return {
+    ...t,
+    sims,
+    async stopAll() {
+      await t.close()
+      await Promise.all(Object.values(sims).map(sim => sim.stop()))
+    },
+  }
+}

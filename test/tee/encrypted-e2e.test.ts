@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { encryptedChat } from '../../src/client/tee'
+import { startTeeGateway, type TeeGateway } from '../support/tee'
+
+// End to end: client library → gateway → simulated TEE backend, for every family × version ×
+// algorithm, plain and streamed, with tools where the family takes them. What the client
+// decrypts is compared with what the backend saw.
+
+const FORMATS = [
+  ['near-v1', 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v1'],
+  ['near-v2', 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'],
+  ['phala-v1', 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1'],
+  ['phala-v2', 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'],
+] as const
+
+const gateways: Record<string, { t: TeeGateway; server: ReturnType<typeof Bun.serve>; key: string; orgId: string }> = {}
+beforeAll(async () => {
+  for (const [id, format] of FORMATS) {
+    // Phala writes EIP-55 mixed-case addresses; the v1 NEAR backend answers with the XChaCha secretbox current NEAR proxies use.
+    const sim = { reasoning: true, ...(id.startsWith('phala') ? { ecdsaAddressCase: 'checksum' as const } : {}), ...(id === 'near-v1' ? { nearV1ResponseCipher: 'xchacha-box' as const } : {}) }
+    const t = await startTeeGateway([{ id, proofFormat: format, sim }])
+    // Phala v2 timestamps come from the client's real clock.
+    t.clock.set(Date.now())
+    const org = await t.createOrg()
+    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+    gateways[id] = { t, server, key: org.adminKey, orgId: org.orgId }
+  }
+})
+afterAll(async () => {
+  for (const { t, server } of Object.values(gateways)) {
+    await server.stop(true)
+    await t.stopAll()
+  }
+})
+
+describe('Encrypted chat end to end', () => {
+  for (const [id] of FORMATS) {
+    for (const algo of ['ed25519', 'ecdsa'] as const) {
+      for (const stream of [false, true]) {
+        test(`${id} ${algo} ${stream ? 'streamed' : 'plain'}`, async () => {
+          const { t, server, key, orgId } = gateways[id]!
+          const sim = t.sims[id]!
+          const before = (await t.deps.balance(orgId)).availableNanos
+          const result = await encryptedChat({
+            baseUrl: `http://127.0.0.1:${server.port}`, apiKey: key, model: 'sim:encrypted', algo, stream,
+            messages: [{ role: 'system', content: 'be terse' }, { role: 'user', content: `secret question ${id} ${algo} ünïcode` }],
+          })
+          expect(result.binding.bound).toBe(true)
+          expect(result.binding.simulated).toBe(true)
+          expect(result.binding.hardwareVerified).toBe(false)
+          const seen = sim.state.seen.at(-1)!
+          expect(seen.encrypted).toBe(true)
+          expect(seen.plain.model).toBe('sim/echo-1')
+          expect(seen.plain.messages.map((message: any) => message.content)).toEqual(['be terse', `secret question ${id} ${algo} ünïcode`])
+          // The ciphertext crossed the gateway: the backend received no plaintext.
+          expect(seen.rawBody).not.toContain('secret question')
+          expect(result.content).toBe(seen.replyPlain.content)
+          expect(result.reasoning).toBe(seen.replyPlain.reasoning!)
+          expect(result.usage?.completion_tokens).toBeGreaterThan(0)
+          const after = (await t.deps.balance(orgId)).availableNanos
+          expect(after).toBeLessThan(before)
+        })
+      }
+    }
+  }
+
+  for (const id of ['near-v1', 'near-v2'] as const) {
+    for (const algo of ['ed25519', 'ecdsa'] as const) {
+      for (const stream of [false, true]) {
+        test(`${id} ${algo} ${stream ? 'streamed' : 'plain'} with encrypted function tools`, async () => {
+          const { t, server, key } = gateways[id]!
+          const sim = t.sims[id]!
+          const result = await encryptedChat({
+            baseUrl: `http://127.0.0.1:${server.port}`, apiKey: key, model: 'sim:encrypted', algo, stream,
+            messages: [{ role: 'user', content: 'weather in Paris?' }],
+            tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+          })
+          const seen = sim.state.seen.at(-1)!
+          expect(seen.plain.tools[0].function).toEqual({ name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { q: { type: 'string' } } } })
+          expect(seen.rawBody).not.toContain('get_weather')
+          expect(seen.headers['x-encrypt-all-fields']).toBe('true')
+          expect(result.toolCalls).toHaveLength(1)
+          expect(result.toolCalls[0]).toMatchObject({ name: 'get_weather', arguments: '{"q":"weather in Paris?"}' })
+        })
+      }
+    }
+  }
+})

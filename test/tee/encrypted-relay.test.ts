@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { sha256 } from '@noble/hashes/sha2.js'
+import { contextFor, decryptChatResponse, decryptChatStream, encryptChatRequest, generateClientKeys, verifyResponseSignature, type Attestation } from '../../src/client/tee'
+import { bytesToHex } from '../../src/tee/keys'
+import { json } from '../support/harness'
+import { startTeeGateway, type TeeGateway } from '../support/tee'
+
+// The relay itself: bytes unchanged (so backend signatures verify), [DONE] only after the
+// settlement, response evidence, cut streams, and billing from the backend's usage.
+
+let t: TeeGateway
+let key: string
+let orgId: string
+beforeAll(async () => {
+  t = await startTeeGateway([{ id: 'near', proofFormat: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2' }])
+  const org = await t.createOrg()
+  key = org.adminKey
+  orgId = org.orgId
+})
+afterAll(() => t.stopAll())
+
+const sim = () => t.sims.near!
+
+async function prepared(algo: 'ed25519' | 'ecdsa', extra: Record<string, unknown> = {}, responseEvidence = false) {
+  const attestation: Attestation = await json(await t.request('GET', `/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=${algo}`, { key }))
+  const ctx = contextFor(attestation, generateClientKeys(algo))
+  const request = encryptChatRequest({ model: 'sim:encrypted', messages: [{ role: 'user', content: 'relay me' }], ...extra }, ctx, { responseEvidence })
+  const raw = new TextEncoder().encode(JSON.stringify(request.body))
+  return { attestation, ctx, raw, headers: request.headers }
+}
+
+const post = (raw: Uint8Array, headers: Record<string, string>) =>
+  t.app.handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: raw }))
+
+async function simSignature(id: string, algo: string) {
+  const response = await fetch(`${sim().url}/signature/${id}?signing_algo=${algo}`, { headers: { authorization: `Bearer ${sim().token}` } })
+  return response.status === 200 ? ((await response.json()) as { text: string; signature: string; signing_address: string }) : null
+}
+
+describe('Encrypted relay', () => {
+  for (const algo of ['ecdsa', 'ed25519'] as const) {
+    test(`${algo}: non-streamed body bytes are the backend's; response evidence verifies against the client's own request bytes`, async () => {
+      const { attestation, ctx, raw, headers } = await prepared(algo, {}, true)
+      const response = await post(raw, headers)
+      expect(response.status).toBe(200)
+      const body = await json(response)
+      const evidence = body.svc_response_evidence
+      expect(evidence).toMatchObject({ object: 'response_evidence', evidence_available: true, verified: false, proof_format: attestation.proof_format, signing_algo: algo })
+      const report = verifyResponseSignature({ evidence, rawRequestBytes: raw, expectedAddress: attestation.signing_address })
+      expect(report).toEqual({ signatureValid: true, responseHashMatches: true, requestHashMatches: true, addressMatches: true })
+      // The outer object carries the same ciphertext as the raw body: both decrypt.
+      const inner = JSON.parse(Buffer.from(evidence.raw_body_b64, 'base64').toString())
+      expect(inner.id).toMatch(/^chatcmpl-sim-/)
+      expect(inner.model).toBe('sim/echo-1')
+      expect(decryptChatResponse(inner, ctx).choices[0].message.content).toBe('echo: relay me')
+      expect(decryptChatResponse(body, ctx).choices[0].message.content).toBe('echo: relay me')
+      // The backend got our hash of the client's bytes.
+      expect(sim().state.seen.at(-1)!.headers['x-request-hash']).toBe(bytesToHex(sha256(raw)))
+    })
+  }
+
+  test('without response evidence the body is exactly the backend bytes (hash in its signature)', async () => {
+    const { raw, headers } = await prepared('ecdsa')
+    const response = await post(raw, headers)
+    const bytes = new Uint8Array(await response.arrayBuffer())
+    const id = JSON.parse(new TextDecoder().decode(bytes)).id
+    const signature = await simSignature(id, 'ecdsa')
+    expect(signature!.text.split(':')[2]).toBe(bytesToHex(sha256(bytes)))
+    expect(signature!.text.split(':')[1]).toBe(bytesToHex(sha256(raw)))
+  })
+
+  test('a missing signature leaves the chat a success with evidence_available: false', async () => {
+    sim().state.faults = { dropSignature: true }
+    try {
+      const { raw, headers } = await prepared('ecdsa', {}, true)
+      const response = await post(raw, headers)
+      expect(response.status).toBe(200)
+      const evidence = (await json(response)).svc_response_evidence
+      expect(evidence).toMatchObject({ evidence_available: false, signature: null, text: null })
+      expect(typeof evidence.reason).toBe('string')
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+
+  test('streamed: byte-for-byte passthrough, [DONE] only after the charge is committed, signature over every byte', async () => {
+    const { ctx, raw, headers } = await prepared('ecdsa', { stream: true })
+    const before = (await t.deps.balance(orgId)).availableNanos
+    const response = await post(raw, headers)
+    expect(response.headers.get('content-type')).toContain('text/event-stream')
+    const chunks: Uint8Array[] = []
+    const reader = response.body!.getReader()
+    let chargedAtDone: bigint | undefined
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      chunks.push(value)
+      if (new TextDecoder().decode(value).includes('[DONE]')) chargedAtDone = (await t.deps.balance(orgId)).availableNanos
+    }
+    expect(chargedAtDone).toBeLessThan(before)
+    const bytes = new Uint8Array(Buffer.concat(chunks))
+    const text = new TextDecoder().decode(bytes)
+    expect(text).toEndWith('data: [DONE]\n\n')
+    expect(text).not.toContain(': ping')
+    const id = /"id":"(chatcmpl-sim-\d+)"/.exec(text)![1]!
+    const signature = await simSignature(id, 'ecdsa')
+    expect(signature!.text.split(':')[2]).toBe(bytesToHex(sha256(bytes)))
+    // The client decrypts the same bytes.
+    let content = ''
+    for await (const chunk of decryptChatStream([bytes], ctx)) content += chunk.choices[0]?.delta?.content ?? ''
+    expect(content).toBe('echo: relay me')
+    // include_usage was added for billing, so the usage chunk came through.
+    expect(text).toContain('"usage":{"prompt_tokens"')
+    expect(sim().state.seen.at(-1)!.plain.stream_options).toEqual({ include_usage: true })
+  })
+
+  test('billing settles from the backend-reported usage', async () => {
+    const { raw, headers } = await prepared('ed25519')
+    const before = (await t.deps.balance(orgId)).availableNanos
+    const body = await json(await post(raw, headers))
+    const after = (await t.deps.balance(orgId)).availableNanos
+    // 1 USD / 2 USD per million tokens, one ceil per charge.
+    const expected = BigInt(Math.ceil(body.usage.prompt_tokens * 1000)) + BigInt(Math.ceil(body.usage.completion_tokens * 2000))
+    expect(before - after).toBe(expected)
+  })
+
+  test('a stream the backend cuts: no [DONE], no signature, output still billed', async () => {
+    sim().state.faults = { abortStream: true }
+    try {
+      const { raw, headers } = await prepared('ecdsa', { stream: true })
+      const before = (await t.deps.balance(orgId)).availableNanos
+      const text = await (await post(raw, headers)).text()
+      expect(text).not.toContain('[DONE]')
+      const id = /"id":"(chatcmpl-sim-\d+)"/.exec(text)![1]!
+      expect(await simSignature(id, 'ecdsa')).toBeNull()
+      expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(before)
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+
+  test('an unreachable backend at call time is 503 and nothing is billed', async () => {
+    sim().state.faults = { status500: true }
+    try {
+      const before = (await t.deps.balance(orgId)).availableNanos
+      sim().state.faults = {}
+      const { raw, headers } = await prepared('ecdsa')
+      sim().state.faults = { status500: true }
+      const response = await post(raw, headers)
+      expect(response.status).toBe(503)
+      expect((await t.deps.balance(orgId)).availableNanos).toBe(before)
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+})

@@ -1,0 +1,230 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
+import { refuseEncrypted } from '../../src/inference/encrypted'
+import { bytesToHex, generateKeyPair } from '../../src/tee/keys'
+import { json } from '../support/harness'
+import { startTeeGateway, type TeeGateway } from '../support/tee'
+
+// Every Encrypted chat rule of spec §4.10 / TEE-PROTOCOL.md B3 as a route test. None of the
+// refused requests reaches the backend's chat or charges anything.
+
+const NEAR2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
+const NEAR1 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v1'
+const PHALA2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'
+
+type Json = Record<string, any>
+interface Setup { t: TeeGateway; key: string; orgId: string }
+const setups: Record<string, Setup> = {}
+
+beforeAll(async () => {
+  for (const [name, format] of [['near2', NEAR2], ['near1', NEAR1], ['phala2', PHALA2]] as const) {
+    const t = await startTeeGateway([{ id: name, proofFormat: format }])
+    t.clock.set(Date.now())
+    const org = await t.createOrg()
+    setups[name] = { t, key: org.adminKey, orgId: org.orgId }
+  }
+})
+afterAll(async () => {
+  for (const { t } of Object.values(setups)) await t.stopAll()
+})
+
+async function attest(s: Setup, algo: 'ed25519' | 'ecdsa'): Promise<Attestation> {
+  const response = await s.t.request('GET', `/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=${algo}`, { key: s.key })
+  expect(response.status).toBe(200)
+  return json(response)
+}
+
+/** A valid encrypted request for `setup`, before any mutation. */
+async function valid(name: string, algo: 'ed25519' | 'ecdsa' = 'ecdsa', extra: Json = {}, options: { encryptAllFields?: boolean } = {}) {
+  const s = setups[name]!
+  const ctx = contextFor(await attest(s, algo), generateClientKeys(algo))
+  const { body, headers } = encryptChatRequest({ model: 'sim:encrypted', messages: [{ role: 'user', content: 'hello' }], ...extra }, ctx, options)
+  return { s, ctx, body, headers }
+}
+
+async function send(s: Setup, body: unknown, headers: Record<string, string>) {
+  return s.t.request('POST', '/v1/chat/completions', { key: s.key, body, headers })
+}
+
+async function expect400(name: string, mutate: (request: { body: Json; headers: Record<string, string> }) => void, pattern: RegExp, options: { algo?: 'ed25519' | 'ecdsa'; extra?: Json; allFields?: boolean; status?: number } = {}) {
+  const request = await valid(name, options.algo ?? 'ecdsa', options.extra ?? {}, { encryptAllFields: options.allFields })
+  mutate(request)
+  const sim = request.s.t.sims[name]!
+  const seen = sim.state.seen.length
+  const before = (await request.s.t.deps.balance(request.s.orgId)).availableNanos
+  const response = await send(request.s, request.body, request.headers)
+  const body = await json(response)
+  expect(response.status).toBe(options.status ?? 400)
+  expect(body.error.code).toBe(options.status === 503 ? 'unavailable' : 'invalid_request')
+  expect(body.error.message).toMatch(pattern)
+  if (options.status !== 503 && !/backend refused/.test(body.error.message)) expect(sim.state.seen.length).toBe(seen)
+  expect((await request.s.t.deps.balance(request.s.orgId)).availableNanos).toBe(before)
+}
+
+describe('Encrypted chat: presence', () => {
+  test('the valid request works (control)', async () => {
+    const { s, body, headers } = await valid('near2')
+    expect((await send(s, body, headers)).status).toBe(200)
+  })
+  test(':encrypted without the headers', () => expect400('near2', r => { r.headers = {} }, /needs the Encrypted headers/))
+  test('the headers with a non-:encrypted model', async () => {
+    await expect400('near2', r => { r.body.model = 'sim:confidential' }, /need an :encrypted model id/)
+    await expect400('near2', r => { r.body.model = 'demo-anonymous' }, /need an :encrypted model id/)
+  })
+  test('svc-encrypted-* without svc-encrypted: 1', async () => {
+    await expect400('near2', r => { delete r.headers['svc-encrypted'] }, /need svc-encrypted: 1/)
+    await expect400('near2', r => { r.headers['svc-encrypted'] = 'true' }, /svc-encrypted must be 1/)
+    await expect400('near2', r => { r.headers['svc-encrypted-bogus'] = '1' }, /unknown Encrypted header/)
+  })
+})
+
+describe('Encrypted chat: header shapes', () => {
+  test('signing algo', () => expect400('near2', r => { r.headers['svc-encrypted-signing-algo'] = 'rsa' }, /signing-algo must be ed25519 or ecdsa/))
+  test('client key: ecdsa 64 bytes, off-curve, odd hex; ed25519 wrong length', async () => {
+    await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] = r.headers['svc-encrypted-client-pub-key']!.slice(2) }, /client-pub-key/)
+    await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] = `04${'1'.repeat(128)}` }, /client-pub-key/)
+    await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] += '0' }, /client-pub-key/)
+    await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] = 'ab'.repeat(31) }, /client-pub-key/, { algo: 'ed25519' })
+  })
+  test('model key shape', async () => {
+    await expect400('near2', r => { r.headers['svc-encrypted-model-pub-key'] = 'abcd' }, /model-pub-key must be 64 or 65 bytes/)
+    await expect400('near2', r => { r.headers['svc-encrypted-model-pub-key'] = 'ab'.repeat(33) }, /model-pub-key must be 32 bytes/, { algo: 'ed25519' })
+  })
+  test('ecdsa model key may come as 64 bytes (x‖y) and is normalized', async () => {
+    const { s, body, headers } = await valid('near2')
+    headers['svc-encrypted-model-pub-key'] = headers['svc-encrypted-model-pub-key']!.slice(2)
+    expect((await send(s, body, headers)).status).toBe(200)
+  })
+  test('a model key of the right shape that is not the attested one, and a rotated backend key', async () => {
+    await expect400('near2', r => { r.headers['svc-encrypted-model-pub-key'] = bytesToHex(generateKeyPair('ecdsa').publicKey) }, /model key mismatch/)
+    const request = await valid('near2', 'ed25519')
+    request.s.t.sims.near2!.state.rotateKeys()
+    const response = await send(request.s, request.body, request.headers)
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.message).toMatch(/model key mismatch, re-attest|re-attest/)
+  })
+  test('protocol version per proof_format', async () => {
+    await expect400('near2', r => { delete r.headers['svc-encrypted-encryption-version'] }, /needs svc-encrypted-encryption-version: 2/)
+    await expect400('near1', r => { r.headers['svc-encrypted-encryption-version'] = '2' }, /legacy protocol/)
+    await expect400('near2', r => { r.headers['svc-encrypted-encryption-version'] = '3' }, /must be 2/)
+  })
+  test('Phala v2 nonce and timestamp; NEAR refuses them', async () => {
+    await expect400('phala2', r => { delete r.headers['svc-encrypted-nonce'] }, /needs svc-encrypted-nonce and svc-encrypted-timestamp/)
+    await expect400('phala2', r => { r.headers['svc-encrypted-timestamp'] = String(Math.floor(Date.now() / 1000) - 400) }, /more than 300 s/)
+    await expect400('phala2', r => { r.headers['svc-encrypted-timestamp'] = '-5' }, /positive Unix timestamp/)
+    await expect400('phala2', r => { r.headers['svc-encrypted-nonce'] = 'short' }, /16 to 128/)
+    await expect400('phala2', r => { r.headers['svc-encrypted-nonce'] = 'a|b'.repeat(8) }, /16 to 128/)
+    await expect400('near2', r => { r.headers['svc-encrypted-nonce'] = 'n'.repeat(20); r.headers['svc-encrypted-timestamp'] = String(Math.floor(Date.now() / 1000)) }, /no replay protection/)
+  })
+  test('response evidence with stream: true', () => expect400('near2', r => { r.headers['svc-encrypted-response-evidence'] = '1'; r.body.stream = true }, /needs stream: false/))
+})
+
+describe('Encrypted chat: body', () => {
+  test('content must be nonblank ciphertext of the right shape', async () => {
+    await expect400('near2', r => { r.body.messages[0].content = 'hello in plaintext' }, /ciphertext hex/)
+    await expect400('near2', r => { r.body.messages[0].content = '  ' }, /nonblank ciphertext/)
+    await expect400('near2', r => { r.body.messages[0].content = '04' + 'ab'.repeat(40) }, /too short/)
+    await expect400('near2', r => { r.body.messages[0].content += 'a' }, /ciphertext hex/)
+    await expect400('near2', r => { r.body.messages[0].content = '05' + r.body.messages[0].content.slice(2) }, /start with the 04/)
+    await expect400('near2', r => { r.body.messages[0].content = null }, /nonblank ciphertext/)
+    await expect400('near2', r => { r.body.messages[0].content = 'ab'.repeat(71) }, /too short/, { algo: 'ed25519' })
+  })
+  test('content arrays and image, file or document parts', async () => {
+    await expect400('near2', r => { r.body.messages[0].content = [{ type: 'text', text: r.body.messages[0].content }] }, /content arrays/)
+    await expect400('near2', r => { r.body.messages[0].content = [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }, /content arrays/)
+    await expect400('near2', r => { r.body.messages[0].content = [{ type: 'file', file: { file_data: 'AAAA' } }] }, /content arrays/)
+  })
+  test('hosted web tools, uncensored, unknown fields', async () => {
+    await expect400('near2', r => { r.body.tools = [{ type: 'web_search' }] }, /hosted web_search/)
+    await expect400('near2', r => { r.body.tools = [{ type: 'web_fetch' }] }, /hosted web_fetch/)
+    await expect400('near2', r => { r.body.web_fetch = true }, /hosted web_fetch/)
+    await expect400('near2', r => { r.body.uncensored = true }, /uncensored/)
+    await expect400('near2', r => { r.body.logprobs = true }, /unknown field "logprobs"/)
+  })
+  test('function tools need encrypt-all-fields, ciphertext fields, and a NEAR-family backend', async () => {
+    const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }
+    await expect400('near2', r => { r.body.tools = [tool] }, /function tools need svc-encrypted-encrypt-all-fields: 1/)
+    await expect400('near2', r => { r.body.tools[0].function.parameters = { type: 'object' } }, /parameters must be a nonblank ciphertext/, { extra: { tools: [tool] }, allFields: true })
+    await expect400('near2', r => { r.body.tools[0].function.name = 'lookup' }, /name must be ciphertext hex/, { extra: { tools: [tool] }, allFields: true })
+    await expect400('near2', r => { r.body.tool_choice = { type: 'function', function: { name: 'lookup' } } }, /tool_choice.function.name must be ciphertext/, { extra: { tools: [tool] }, allFields: true })
+    await expect400('phala2', r => { r.body.tools = [tool] }, /cannot take encrypted function tools/)
+    await expect400('phala2', r => { r.headers['svc-encrypted-encrypt-all-fields'] = '1' }, /cannot encrypt tool fields/)
+  })
+  test('history tool calls and tool results must be ciphertext', async () => {
+    await expect400('near2', r => {
+      r.body.messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] })
+      r.body.messages.push({ role: 'tool', tool_call_id: 'c1', content: 'sunny' })
+    }, /tool_calls.0.function.name must be ciphertext/, { allFields: true })
+    await expect400('near2', r => { r.body.messages.push({ role: 'tool', tool_call_id: 'c1', content: 'sunny' }) }, /messages.1.content must be ciphertext/)
+    await expect400('near2', r => { r.body.messages[0].name = 'alice' }, /name would travel in plaintext/)
+  })
+  test('a tampered ciphertext: the backend refuses, the gateway answers 400 with its error type only', async () => {
+    await expect400('near2', r => {
+      const content: string = r.body.messages[0].content
+      r.body.messages[0].content = content.slice(0, -2) + (content.endsWith('00') ? '01' : '00')
+    }, /^the attested backend refused the encrypted request \(bad_request\)$/)
+    await expect400('phala2', r => {
+      const content: string = r.body.messages[0].content
+      r.body.messages[0].content = content.slice(0, -2) + (content.endsWith('00') ? '01' : '00')
+    }, /\(e2ee_decryption_failed\)$/)
+  })
+  test('Phala v2: a replayed request is refused by the backend', async () => {
+    const { s, body, headers } = await valid('phala2')
+    expect((await send(s, body, headers)).status).toBe(200)
+    const again = await send(s, body, headers)
+    expect(again.status).toBe(400)
+    expect((await json(again)).error.message).toContain('e2ee_replay_detected')
+  })
+})
+
+describe('Encrypted chat: evidence faults before the call → 503', () => {
+  for (const fault of ['echoWrongNonce', 'gpuWrongNonce', 'quoteWrongNonce', 'emptyQuote', 'emptyGpuEvidence', 'keyAddressMismatch', 'wrongAlgoEcho'] as const) {
+    test(fault, async () => {
+      const request = await valid('near2', 'ed25519')
+      request.s.t.sims.near2!.state.faults = { [fault]: true }
+      try {
+        const seen = request.s.t.sims.near2!.state.seen.length
+        const response = await send(request.s, request.body, request.headers)
+        expect(response.status).toBe(503)
+        expect((await json(response)).error.code).toBe('unavailable')
+        expect(request.s.t.sims.near2!.state.seen.length).toBe(seen)
+      } finally {
+        request.s.t.sims.near2!.state.faults = {}
+      }
+    })
+  }
+})
+
+describe('refuseEncrypted: the helper other routes call', () => {
+  test('headers or an :encrypted route → 400; otherwise nothing', () => {
+    const catchError = (fn: () => void) => { try { fn(); return undefined } catch (error) { return error as { status: number; message: string } } }
+    expect(catchError(() => refuseEncrypted(new Headers({ 'svc-encrypted': '1' }), undefined, 'POST /v1/responses'))?.status).toBe(400)
+    expect(catchError(() => refuseEncrypted(new Headers({ 'svc-encrypted-nonce': 'x' }), undefined, 'POST /v1/messages'))?.message).toContain('only on POST /v1/chat/completions')
+    expect(catchError(() => refuseEncrypted(new Headers(), { id: 'm:encrypted', level: 'encrypted' }, 'MCP'))?.status).toBe(400)
+    expect(catchError(() => refuseEncrypted(new Headers({ 'x-other': '1' }), { id: 'm:confidential', level: 'confidential' }, 'MCP'))).toBeUndefined()
+  })
+})
+
+describe('Encrypted chat: hostile bodies never reach a 500', () => {
+  test.each([
+    ['messages not an array', { messages: 'x' }],
+    ['message not an object', { messages: [5] }],
+    ['content an object', { messages: [{ role: 'user', content: {} }] }],
+    ['unknown role', { messages: [{ role: 'root', content: 'ab' }] }],
+    ['tool_calls not an array', { messages: [{ role: 'assistant', content: null, tool_calls: 'x' }] }],
+    ['tool call without function', { messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function' }] }] }],
+    ['tools an object', { tools: {} }],
+    ['tool function missing', { tools: [{ type: 'function' }] }],
+    ['tool_choice number', { tool_choice: 5 }],
+    ['max_tokens string', { max_tokens: '5' }],
+    ['max_tokens beyond the model', { max_tokens: 999_999 }],
+    ['stream string', { stream: 'yes' }],
+    ['model number', { model: 5 }],
+    ['proto keys', JSON.parse('{"__proto__":{"x":1},"constructor":{"prototype":{}}}')],
+  ])('%s → 400', async (_name, patch) => {
+    const request = await valid('near2')
+    const response = await send(request.s, { ...request.body, ...patch }, request.headers)
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.code).toBe('invalid_request')
+  })
+})

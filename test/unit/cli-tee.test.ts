@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { runCli } from '../../src/cli'
+import { loadConfig } from '../../src/config/load'
+import { devTee } from '../../src/operator/dev-tee'
+import { encryptedChatCommand } from '../../src/operator/encrypted-chat'
+import type { SimTeeBackend } from '../../src/tee/sim/server'
+import { startTeeGateway, type TeeGateway } from '../support/tee'
+
+function capture() {
+  const out: string[] = []
+  const err: string[] = []
+  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
+}
+
+let t: TeeGateway
+let server: ReturnType<typeof Bun.serve>
+let key: string
+beforeAll(async () => {
+  t = await startTeeGateway([{ id: 'near', proofFormat: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2', sim: { reasoning: true } }])
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  key = (await t.createOrg()).adminKey
+})
+afterAll(async () => {
+  await server.stop(true)
+  await t.stopAll()
+})
+
+describe('svc encrypted-chat', () => {
+  const config = loadConfig({ SVC_LOG_LEVEL: 'error' })
+  for (const algo of ['ecdsa', 'ed25519']) {
+    test(`${algo}: streams the decrypted answer and says what was and was not verified`, async () => {
+      const { io, err } = capture()
+      const written: string[] = []
+      await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', `http://127.0.0.1:${server.port}`, '--key', key, '--algo', algo, 'hello cli'], io, text => written.push(text))
+      expect(written.join('')).toBe('echo: hello cli\n')
+      expect(written.length).toBeGreaterThan(2)
+      expect(err[0]).toContain('hardware quote chain NOT verified; SIMULATED evidence')
+      expect(t.sims.near!.state.seen.at(-1)!.rawBody).not.toContain('hello cli')
+    })
+  }
+
+  test('--json and --no-stream', async () => {
+    const { io, out } = capture()
+    await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', `http://127.0.0.1:${server.port}`, '--key', key, '--no-stream', '--json', 'hi'], io, () => {})
+    expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', binding: { bound: true, simulated: true, hardware_verified: false } })
+  })
+
+  test('usage errors exit 2; a refused binding or gateway error exits 1', async () => {
+    const { io, err } = capture()
+    expect(await runCli(['encrypted-chat', '--model', 'sim:confidential', '--key', key, 'x'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+    expect(err.join('\n')).toContain(':encrypted')
+    t.sims.near!.state.faults = { echoWrongNonce: true }
+    try {
+      const failed = capture()
+      expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', `http://127.0.0.1:${server.port}`, '--key', key, 'x'], { SVC_LOG_LEVEL: 'error' }, failed.io)).toBe(1)
+      expect(failed.err.join('\n')).toContain('HTTP 503')
+    } finally {
+      t.sims.near!.state.faults = {}
+    }
+  })
+})
+
+describe('svc dev-tee', () => {
+  test('serves a simulated backend, prints URL, token and a config snippet that loads, and stops', async () => {
+    const { io, out } = capture()
+    const stop = new AbortController()
+    let running: Promise<void> = Promise.resolve()
+    const sim = await new Promise<SimTeeBackend>(resolve => {
+      running = devTee(['--family', 'phala', '--version', '1', '--faults', 'dropSignature', '--json'], io, stop.signal, resolve)
+    })
+    const printed = JSON.parse(out[0]!)
+    expect(printed).toMatchObject({ url: sim.url, token: sim.token, family: 'phala', proof_format: 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1', faults: ['dropSignature'] })
+    expect((await fetch(`${sim.url}/models`)).status).toBe(200)
+    const yaml = `${printed.config.replace('providers:\n', 'providers:\n  - { id: demo, type: demo, retention: none }\n')}\nplans:\n  pro: { monthly_allowance: "0", fusion: true }\n`
+    const config = loadConfig({ SVC_CONFIG: '/dev-tee.yaml', SVC_DEV_TEE_KEY: sim.token }, () => yaml)
+    expect(config.models.find(model => model.id === 'demo-tee')?.encrypted).toHaveLength(1)
+    stop.abort()
+    await running
+  })
+
+  test('bad options are usage errors', async () => {
+    const { io } = capture()
+    expect(await runCli(['dev-tee', '--family', 'tinfoil'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+    expect(await runCli(['dev-tee', '--faults', 'nope'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+  })
+})
+
+describe('examples/encrypted-chat.ts', () => {
+  test('runs against a gateway through the package export svc-gateway/client', async () => {
+    const child = Bun.spawn(['bun', 'examples/encrypted-chat.ts', 'sim:encrypted', 'from the example'], {
+      env: { ...process.env, SVC_URL: `http://127.0.0.1:${server.port}`, SVC_API_KEY: key },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    expect(stderr).toContain('ok   quote binds nonce')
+    expect(stdout).toBe('echo: from the example\n')
+    expect(code).toBe(0)
+  })
+})
