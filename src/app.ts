@@ -8,6 +8,7 @@ import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
 import { healthRoutes } from './observability/routes'
+import { webRoutes } from './web/routes'
 import packageJson from '../package.json'
 
 /**
@@ -25,6 +26,7 @@ export function createApp(deps: Deps) {
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
+    .use(webRoutes(deps.keys, deps.limits, deps.web))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -19,6 +19,13 @@ import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
 import { createLogger, type Logger } from './observability/logger'
 import { OrgService } from './orgs/service'
+import { AddressAllowance } from './web/address-policy'
+import { BraveBackend } from './web/brave'
+import { WebFetcher, type Transport } from './web/fetcher'
+import { SystemResolver, type Resolver } from './web/resolver'
+import type { SearchBackend } from './web/search'
+import { SearxngBackend } from './web/searxng'
+import { WebService } from './web/service'
 
 /** Everything the app and the CLI need, built once at boot and passed in (never imported as singletons). */
 export interface Deps {
@@ -40,6 +47,8 @@ export interface Deps {
   readonly catalog: Catalog
   /** Picks a backend per call, with fallback and cool-down. */
   readonly router: Router
+  /** Web retrieval: the SSRF-safe fetcher, the search backend, billing per page and search. */
+  readonly web: WebService
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -54,6 +63,12 @@ export interface DepsOverrides {
   database?: Database
   executor?: BatchExecutor
   identity?: Identity
+  /** DNS for the web fetcher (tests map public-looking names to local test servers). */
+  resolver?: Resolver
+  /** The fetcher's HTTP client (tests wrap it to log every outbound connection). */
+  webTransport?: Transport
+  /** Extra CA (PEM) the fetcher trusts: tests' self-signed certificates only. */
+  webTlsCa?: string
 }
 
 /** The real adapters, one per provider type (the attested family arrives with the TEE work). */
@@ -79,8 +94,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
+  const fetcher = new WebFetcher(overrides.resolver ?? new SystemResolver(), config.web.fetch, {
+    allowance: new AddressAllowance(config.web.fetch.unsafeTestAllowCidrs),
+    transport: overrides.webTransport,
+    tlsCa: overrides.webTlsCa,
+  })
+  if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
+    logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
+  }
+  const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
+    web,
     router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
@@ -90,4 +115,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       database.close()
     },
   }
+}
+
+function searchBackend(config: Config): SearchBackend | null {
+  const search = config.web.search
+  if (search === null) return null
+  return search.backend === 'brave' ? new BraveBackend(search.baseUrl, search.apiKey, search.timeoutMs) : new SearxngBackend(search.baseUrl, search.timeoutMs)
 }

@@ -58,6 +58,34 @@ export interface ModelConfig {
   readonly capabilities: Capabilities
 }
 
+/** Where web searches go: one backend, or none (the search route then answers 503). */
+export type SearchConfig =
+  | { readonly backend: 'searxng'; readonly baseUrl: string; readonly timeoutMs: number }
+  | { readonly backend: 'brave'; readonly baseUrl: string; readonly apiKey: string; readonly timeoutMs: number }
+
+/** Web retrieval (POST /api/v1/web/fetch and /search, hosted web tools in chat). */
+export interface WebConfig {
+  readonly fetch: {
+    /** URLs per standalone call and per chat turn (1–3). */
+    readonly maxUrls: number
+    readonly timeoutMs: number
+    readonly maxBytes: number
+    readonly maxRedirects: number
+    readonly maxContentChars: number
+    /** TEST ONLY: resolved addresses in these CIDRs count as public (README warns). Empty in production. */
+    readonly unsafeTestAllowCidrs: readonly string[]
+  }
+  readonly search: SearchConfig | null
+}
+
+/** Flat prices of non-token work, in nanos per unit. */
+export interface UnitPrices {
+  /** One page retrieved (standalone or hosted in chat). */
+  readonly webFetch: Nanos
+  /** One search run. */
+  readonly webSearch: Nanos
+}
+
 /** The whole, validated, frozen configuration. Built once at boot by loadConfig. */
 export interface Config {
   readonly port: number
@@ -77,6 +105,8 @@ export interface Config {
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */
   readonly models: readonly ModelConfig[]
+  readonly web: WebConfig
+  readonly prices: UnitPrices
   /** `svc chat`: the gateway to talk to (SVC_URL, default this instance's port) and the key (SVC_API_KEY). */
   readonly client: { readonly url: string; readonly apiKey: string | undefined }
   /** Where the file config came from: a path, or "embedded default". */

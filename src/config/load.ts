@@ -5,6 +5,7 @@ import defaultYaml from './default.yaml' with { type: 'text' }
 import { withEnvProviders } from './env-providers'
 import { buildModels } from './models'
 import { buildProviders } from './providers'
+import { buildWeb } from './web'
 import { FileConfigSchema, type FileConfig } from './schema'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
@@ -46,6 +47,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   // Keys are read from the variables the file names, here, so nothing else touches the env.
   const providers = buildProviders(file.providers ?? [], name => env[name], problems)
   const models = buildModels(file.models ?? [], providers, problems)
+  const { web, prices } = buildWeb(file, name => env[name], problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
   const plans = new Map<string, Plan>()
@@ -94,6 +96,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
     providers: Object.freeze(providers),
     models: Object.freeze(models),
+    web,
+    prices,
     source,
   })
 }

@@ -3,7 +3,7 @@ import type { Config } from '../../src/config/config'
 import { loadConfig } from '../../src/config/load'
 import { migrateDatabase, openDatabase } from '../../src/db/client'
 import type { Role } from '../../src/db/schema'
-import { createDeps, type Deps } from '../../src/deps'
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
 import { FakeClock } from './fake-clock'
 
@@ -30,11 +30,11 @@ export interface TestOrg {
 let emailCounter = 0
 
 /** A fresh app on a fresh in-memory libSQL database with the real migrations and a fake clock. */
-export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config): Promise<TestApp> {
+export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: DepsOverrides = {}): Promise<TestApp> {
   const clock = new FakeClock()
   const database = await openDatabase(':memory:')
   await migrateDatabase(database)
-  const deps = await createDeps(config ?? loadConfig(env), { clock, database, logger: silentLogger })
+  const deps = await createDeps(config ?? loadConfig(env), { clock, database, logger: silentLogger, ...overrides })
   await deps.sweeper.start()
   const app = createApp(deps)
 
