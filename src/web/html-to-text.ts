@@ -19,7 +19,7 @@ const BUDGET_MS = 400
 
 // Elements whose text is never page content (chrome, code, forms, embedded media).
 const SKIPPED = new Set([
-  'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed', 'head',
+  'title', 'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed', 'head',
   'nav', 'header', 'footer', 'aside', 'form', 'button', 'select', 'textarea', 'dialog',
 ])
 // Elements that start a new line of text.
@@ -97,7 +97,8 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           return
         }
         if (MAIN.has(name)) mainDepth = Math.max(0, mainDepth - 1)
-        if (BLOCKS.has(name) && !(implied && VOID.has(name))) emit('\n')
+        // A list item's line ends where the next one (or the list) starts.
+        if (BLOCKS.has(name) && name !== 'li' && !(implied && VOID.has(name))) emit('\n')
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },

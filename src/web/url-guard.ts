@@ -122,10 +122,10 @@ function hostNameProblem(hostname: string): SafeUrlResult | null {
   if (hostname.endsWith('.')) return fail('local-name', 'host names may not end with a dot')
   const lower = hostname.toLowerCase()
   const labels = lower.split('.')
-  if (labels.length < 2) return fail('local-name', `"${hostname.slice(0, 63)}" is a single-label (local) host name`)
   for (const suffix of LOCAL_SUFFIXES) {
     if (lower === suffix || lower.endsWith(`.${suffix}`)) return fail('local-name', `"${hostname.slice(0, 63)}" is a local-use or special-use name (.${suffix})`)
   }
+  if (labels.length < 2) return fail('local-name', `"${hostname.slice(0, 63)}" is a single-label (local-use) host name`)
   if (hostname.length > 253 || labels.some(label => !/^(?!-)[a-z0-9-]{1,63}(?<!-)$/.test(label))) {
     return fail('host-syntax', 'the host name must be letters, digits and dashes in dot-separated labels (IDNs in their xn-- form)')
   }

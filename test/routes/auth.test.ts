@@ -9,6 +9,10 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 },
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
   { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
+  // Without network or a search backend, a valid credential gets the route's own answer: the
+  // URL policy's 400 (no socket opened) and search's 503 "not configured".
+  { method: 'POST', path: '/api/v1/web/fetch', mode: 'inference', body: { urls: ['http://127.0.0.1/'] }, okStatus: 400 },
+  { method: 'POST', path: '/api/v1/web/search', mode: 'inference', body: { query: 'bun runtime' }, okStatus: 503 },
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
 ]
 

@@ -71,7 +71,7 @@ export function pageServer(handler: (request: Request, url: URL) => Response | P
 }
 
 /** A web config YAML for tests: the demo model with the web capabilities, loopback allowed as "public" when resolved. */
-export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string } = {}): string {
+export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string } = {}): string {
   return `
 providers:
   - { id: demo, type: demo, retention: none }
@@ -96,5 +96,17 @@ web:
   fetch: { timeout_ms: 2000, max_bytes: 65536, unsafe_test_allow_cidrs: ["127.0.0.1/32"]${extra.fetch ? `, ${extra.fetch}` : ''} }
 ${extra.search ? `  search: ${extra.search}` : ''}
 prices: { web_fetch: "0.002", web_search: "0.005" }
+${extra.limits ? `limits: ${extra.limits}` : ''}
 `
+}
+
+/** A test app on `webConfigYaml(extra)` with the scripted resolver and the logging transport. */
+export async function buildWebApp(extra: Parameters<typeof webConfigYaml>[0] = {}, env: Record<string, string> = {}, overrides: { tlsCa?: string } = {}) {
+  const { loadConfig } = await import('../../src/config/load')
+  const { buildTestApp } = await import('./harness')
+  const resolver = new FakeResolver()
+  const { transport, egress } = loggingTransport()
+  const config = loadConfig({ SVC_CONFIG: 'web-test.yaml', ...env }, () => webConfigYaml(extra))
+  const t = await buildTestApp({}, config, { resolver, webTransport: transport, webTlsCa: overrides.tlsCa })
+  return { t, resolver, egress }
 }
