@@ -22,7 +22,7 @@ export function createApp(deps: Deps) {
     .use(openapiDocs(packageJson.version))
     .use(healthRoutes(deps.database))
     .use(modelRoutes(deps.catalog))
-    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock }))
+    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock, web: deps.web }))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))

@@ -5,9 +5,11 @@ import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
 import type { Provider } from '../providers/types'
+import type { WebService } from '../web/service'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
 import { collect } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
+import { enrichWithWeb, wantsWeb } from './enrich/web'
 import { checkPolicy } from './policy'
 import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
 import { streamResponse } from './stream-response'
@@ -27,6 +29,8 @@ export interface PipelineDeps {
   router: ChatRouter
   logger: Logger
   clock: Clock
+  /** Hosted web_fetch / web_search (absent: requests for them are refused with 503). */
+  web?: WebService
 }
 
 export interface ChatInput {
@@ -51,6 +55,8 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
+  // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
+  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.httpRequest.signal }) : undefined
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   if (request.sampling.maxOutputTokens === undefined) {
@@ -61,8 +67,11 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
   const started = deps.clock.now()
-  const meta: ResponseMeta = { id: `chatcmpl-${Bun.randomUUIDv7('base64url')}`, model: request.model, createdAt: Math.floor(started / 1000), includeUsage: input.includeUsage }
-  const meter = new Meter(highInputTokens(request))
+  const meta: ResponseMeta = {
+    id: `chatcmpl-${Bun.randomUUIDv7('base64url')}`, model: request.model, createdAt: Math.floor(started / 1000), includeUsage: input.includeUsage,
+    serverToolUse: serverTools !== undefined,
+  }
+  const meter = new Meter(highInputTokens(request), serverTools)
 
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
@@ -114,6 +123,8 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     events: opened.events,
     encoder: input.encoder.streamEncoder(meta),
     observe: event => meter.observe(event),
+    // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
+    finishUsage: serverTools ? usage => ({ ...usage, ...serverTools }) : undefined,
     // Terminal frames are written only after this resolves (settlement before the final frame).
     async complete(outcome) {
       input.httpRequest.signal.removeEventListener('abort', onClientGone)

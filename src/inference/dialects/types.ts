@@ -10,6 +10,8 @@ export interface ResponseMeta {
   createdAt: number
   /** Chat Completions' stream_options.include_usage. */
   includeUsage: boolean
+  /** Hosted web tools were enabled: usage reports server_tool_use even when they ran nothing. */
+  serverToolUse?: boolean
 }
 
 /**
