@@ -241,6 +241,16 @@ describe('caps and content types', () => {
     expect(await spent(orgId)).toBe(0n)
   })
 
+  test('a page that stalls mid-body is cut by the same deadline', async () => {
+    const { orgId, key } = await setup({ fetch: 'timeout_ms: 300' })
+    const site = serve(() => new Response(new ReadableStream({ start(controller) { controller.enqueue(new TextEncoder().encode('<p>partial')) } }), { headers: { 'content-type': 'text/html' } }))
+    resolver.set('drip.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://drip.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(502)
+    expect((await json(response)).error.message).toContain('did not answer within 300 ms')
+    expect(await spent(orgId)).toBe(0n)
+  })
+
   test.each([
     ['an image', 'image/png'],
     ['a PDF (until document extraction lands)', 'application/pdf'],
