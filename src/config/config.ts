@@ -69,6 +69,8 @@ export interface WebConfig {
     /** URLs per standalone call and per chat turn (1–3). */
     readonly maxUrls: number
     readonly timeoutMs: number
+    /** Per hop: connect and response headers. */
+    readonly connectTimeoutMs: number
     readonly maxBytes: number
     readonly maxRedirects: number
     readonly maxContentChars: number

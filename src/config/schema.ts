@@ -137,6 +137,8 @@ const Web = t.Object(
           max_urls: t.Optional(Integer({ minimum: 1, maximum: 3 })),
           // One page, all hops and the body included.
           timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 60_000 })),
+          // Per hop: connecting and receiving the response headers.
+          connect_timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 60_000 })),
           // Response bytes read per page (after decompression); longer pages are cut.
           max_bytes: t.Optional(Integer({ minimum: 1024, maximum: 20_000_000 })),
           max_redirects: t.Optional(Integer({ minimum: 0, maximum: 5 })),

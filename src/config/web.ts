@@ -34,6 +34,7 @@ export function buildWeb(file: FileConfig, env: (name: string) => string | undef
       fetch: Object.freeze({
         maxUrls: fetch?.max_urls ?? 3,
         timeoutMs: fetch?.timeout_ms ?? 10_000,
+        connectTimeoutMs: fetch?.connect_timeout_ms ?? 5_000,
         maxBytes: fetch?.max_bytes ?? 2_000_000,
         maxRedirects: fetch?.max_redirects ?? 5,
         maxContentChars: fetch?.max_content_chars ?? 100_000,

@@ -5,7 +5,10 @@ import { parseSafeUrl, type SafeUrl } from './url-guard'
 
 /** The fetcher's limits (config `web.fetch`). */
 export interface FetchLimits {
+  /** The whole page: every hop, the headers and the body. */
   readonly timeoutMs: number
+  /** Per hop: connecting and receiving the response headers. */
+  readonly connectTimeoutMs: number
   readonly maxBytes: number
   readonly maxRedirects: number
   readonly maxContentChars: number
@@ -86,9 +89,21 @@ export class WebFetcher {
     const deadline = AbortSignal.timeout(this.limits.timeoutMs)
     const combined = AbortSignal.any([signal, deadline])
     let target = first
+    let headersLate = false
     try {
       for (let hop = 0; ; hop += 1) {
-        const response = await this.send(target, combined)
+        // Connect and first byte have their own, shorter deadline, cleared once headers arrive.
+        const hopAbort = new AbortController()
+        const timer = setTimeout(() => {
+          headersLate = true
+          hopAbort.abort(new DOMException('no response headers in time', 'TimeoutError'))
+        }, this.limits.connectTimeoutMs)
+        let response: Response
+        try {
+          response = await this.send(target, AbortSignal.any([combined, hopAbort.signal]))
+        } finally {
+          clearTimeout(timer)
+        }
         if (!REDIRECTS.has(response.status)) return await readPage(first.url, target.url, response, this.limits, combined)
         await response.body?.cancel()
         const location = response.headers.get('location')
@@ -109,6 +124,7 @@ export class WebFetcher {
       }
     } catch (error) {
       if (deadline.aborted) return { ok: false, kind: 'failed', message: `${first.url} did not answer within ${this.limits.timeoutMs} ms` }
+      if (headersLate) return { ok: false, kind: 'failed', message: `${target.url} did not start answering within ${this.limits.connectTimeoutMs} ms` }
       if (signal.aborted) return { ok: false, kind: 'failed', message: 'the request was cancelled' }
       const code = (error as { code?: string }).code
       return { ok: false, kind: 'failed', message: `fetching ${target.url} failed (${code ?? (error as Error).message ?? 'network error'})` }

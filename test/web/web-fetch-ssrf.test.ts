@@ -241,8 +241,20 @@ describe('caps and content types', () => {
     expect(await spent(orgId)).toBe(0n)
   })
 
-  test('a page that stalls mid-body is cut by the same deadline', async () => {
-    const { orgId, key } = await setup({ fetch: 'timeout_ms: 300' })
+  test('a server that accepts but sends no headers is cut by the connect / first-byte deadline', async () => {
+    const { orgId, key } = await setup({ fetch: 'timeout_ms: 5000, connect_timeout_ms: 150' })
+    const site = serve(() => new Promise<Response>(() => {}))
+    resolver.set('slow.acme-web.com', ['127.0.0.1'])
+    const started = performance.now()
+    const response = await fetchUrls(key, [`http://slow.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(502)
+    expect((await json(response)).error.message).toContain('did not start answering within 150 ms')
+    expect(performance.now() - started).toBeLessThan(2000)
+    expect(await spent(orgId)).toBe(0n)
+  })
+
+  test('a page that stalls mid-body is cut by the total deadline (the first-byte one no longer applies)', async () => {
+    const { orgId, key } = await setup({ fetch: 'timeout_ms: 300, connect_timeout_ms: 100' })
     const site = serve(() => new Response(new ReadableStream({ start(controller) { controller.enqueue(new TextEncoder().encode('<p>partial')) } }), { headers: { 'content-type': 'text/html' } }))
     resolver.set('drip.acme-web.com', ['127.0.0.1'])
     const response = await fetchUrls(key, [`http://drip.acme-web.com:${site.port}/`])
