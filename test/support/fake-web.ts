@@ -71,7 +71,7 @@ export function pageServer(handler: (request: Request, url: URL) => Response | P
 }
 
 /** A web config YAML for tests: the demo model with the web capabilities, loopback allowed as "public" when resolved. */
-export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string } = {}): string {
+export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number } = {}): string {
   return `
 providers:
   - { id: demo, type: demo, retention: none }
@@ -80,7 +80,7 @@ models:
     level: anonymous
     backends: [{ provider: demo, model: demo }]
     price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
-    context_length: 32768
+    context_length: ${extra.contextLength ?? 32768}
     max_output_tokens: 1024
     capabilities: ${extra.capabilities ?? '{ tools: true, supports_web_fetch: true, supports_web_search: true }'}
   - id: demo-plain
