@@ -71,7 +71,7 @@ export function pageServer(handler: (request: Request, url: URL) => Response | P
 }
 
 /** A web config YAML for tests: the demo model with the web capabilities, loopback allowed as "public" when resolved. */
-export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number } = {}): string {
+export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number; allow?: string } = {}): string {
   return `
 providers:
   - { id: demo, type: demo, retention: none }
@@ -93,7 +93,7 @@ plans:
   payg: { monthly_allowance: "0", fusion: false }
   pro: { monthly_allowance: "0.003", fusion: true }
 web:
-  fetch: { timeout_ms: 2000, max_bytes: 65536, unsafe_test_allow_cidrs: ["127.0.0.1/32"]${extra.fetch ? `, ${extra.fetch}` : ''} }
+  fetch: { timeout_ms: 2000, max_bytes: 65536, unsafe_test_allow_cidrs: ${extra.allow ?? '["127.0.0.1/32"]'}${extra.fetch ? `, ${extra.fetch}` : ''} }
 ${extra.search ? `  search: ${extra.search}` : ''}
 prices: { web_fetch: "0.002", web_search: "0.005" }
 ${extra.limits ? `limits: ${extra.limits}` : ''}

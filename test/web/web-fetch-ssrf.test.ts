@@ -95,6 +95,22 @@ describe('names that resolve to non-public addresses', () => {
     expect(site.seen).toEqual([])
   })
 
+  test('a wildcard-DNS name embedding the metadata address is refused by its answer', async () => {
+    const { orgId, key } = await setup()
+    resolver.set('169.254.169.254.nip.io', ['169.254.169.254'])
+    await expectRefused(await fetchUrls(key, ['http://169.254.169.254.nip.io/latest/meta-data/']), orgId, 'link-local')
+    expect(egress).toEqual([])
+  })
+
+  test('without the test-only allowance, a name resolving to loopback is refused like any other', async () => {
+    const { orgId, key } = await setup({ allow: '[]' })
+    const site = serve(() => page('local service'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    await expectRefused(await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/`]), orgId, '127.0.0.1, a loopback address')
+    expect(egress).toEqual([])
+    expect(site.seen).toEqual([])
+  })
+
   test('a name with no addresses is a 400 naming it, not billed', async () => {
     const { orgId, key } = await setup()
     await expectRefused(await fetchUrls(key, ['http://nowhere.acme-web.com/']), orgId, 'nowhere.acme-web.com does not resolve')
