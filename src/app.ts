@@ -16,6 +16,7 @@ import { McpService } from './mcp/server'
 import { createTools } from './mcp/tools'
 import { consentRoutes } from './oauth/consent-routes'
 import { oauthRoutes } from './oauth/routes'
+import { webRoutes } from './web/routes'
 import packageJson from '../package.json'
 
 /**
@@ -45,6 +46,7 @@ export function createApp(deps: Deps) {
     .use(consentRoutes(deps.oauth))
     .use(mcpRoutes(deps.keys, deps.oauth, mcp, deps.config.mcp.allowedOrigins))
     .use(attestationRoutes(deps.keys, deps.limits, deps.attestation))
+    .use(webRoutes(deps.keys, deps.limits, deps.web))
 }
 
 export type App = ReturnType<typeof createApp>

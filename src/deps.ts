@@ -27,6 +27,13 @@ import { Limits } from './limits/admission'
 import { createLogger, type Logger } from './observability/logger'
 import { OAuthServer } from './oauth/server'
 import { OrgService } from './orgs/service'
+import { AddressAllowance } from './web/address-policy'
+import { BraveBackend } from './web/brave'
+import { WebFetcher, type Transport } from './web/fetcher'
+import { SystemResolver, type Resolver } from './web/resolver'
+import type { SearchBackend } from './web/search'
+import { SearxngBackend } from './web/searxng'
+import { WebService } from './web/service'
 
 /** Everything the app and the CLI need, built once at boot and passed in (never imported as singletons). */
 export interface Deps {
@@ -60,6 +67,8 @@ export interface Deps {
   readonly providers: ReadonlyMap<string, Provider>
   /** Evidence from attested backends: GET /api/v1/attestation and the Encrypted key pinning. */
   readonly attestation: AttestationService
+  /** Web retrieval: the SSRF-safe fetcher, the search backend, billing per page and search. */
+  readonly web: WebService
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -76,6 +85,12 @@ export interface DepsOverrides {
   identity?: Identity
   /** The document extractor (tests pass a pool with a scripted worker or hand-driven timers). */
   extractor?: ExtractorPool
+  /** DNS for the web fetcher (tests map public-looking names to local test servers). */
+  resolver?: Resolver
+  /** The fetcher's HTTP client (tests wrap it to log every outbound connection). */
+  webTransport?: Transport
+  /** Extra CA (PEM) the fetcher trusts: tests' self-signed certificates only. */
+  webTlsCa?: string
 }
 
 /** The real adapters, one per provider type. */
@@ -117,7 +132,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     limits: { maxTextBytes: documents.maxTextBytes, zip: documents.zip, pdf: documents.pdf },
     onWorkerError: message => logger.warn('document extractor failed', { error: message }),
   })
-  const pipeline: PipelineDeps = { metering, router, logger, clock, documents: { extractor, config: documents } }
+  const fetcher = new WebFetcher(overrides.resolver ?? new SystemResolver(), config.web.fetch, {
+    allowance: new AddressAllowance(config.web.fetch.unsafeTestAllowCidrs),
+    transport: overrides.webTransport,
+    tlsCa: overrides.webTlsCa,
+  })
+  if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
+    logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
+  }
+  const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
+  const pipeline: PipelineDeps = { metering, router, logger, clock, documents: { extractor, config: documents }, web }
   const fusion: FusionDeps = {
     pipeline, catalog, config: config.fusion,
     // Read per request: `svc plans set` changes Fusion access at once.
@@ -128,7 +152,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
-    oauth, providers, attestation: new AttestationService(catalog, providers),
+    oauth, providers, attestation: new AttestationService(catalog, providers), web,
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
       await sweeper.stop()
@@ -138,4 +162,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       database.close()
     },
   }
+}
+
+function searchBackend(config: Config): SearchBackend | null {
+  const search = config.web.search
+  if (search === null) return null
+  return search.backend === 'brave' ? new BraveBackend(search.baseUrl, search.apiKey, search.timeoutMs) : new SearxngBackend(search.baseUrl, search.timeoutMs)
 }

@@ -78,6 +78,36 @@ export interface DocumentsConfig {
   readonly pricePerParseNanos: Nanos
 }
 
+/** Where web searches go: one backend, or none (the search route then answers 503). */
+export type SearchConfig =
+  | { readonly backend: 'searxng'; readonly baseUrl: string; readonly timeoutMs: number }
+  | { readonly backend: 'brave'; readonly baseUrl: string; readonly apiKey: string; readonly timeoutMs: number }
+
+/** Web retrieval (POST /api/v1/web/fetch and /search, hosted web tools in chat). */
+export interface WebConfig {
+  readonly fetch: {
+    /** URLs per standalone call and per chat turn (1–3). */
+    readonly maxUrls: number
+    readonly timeoutMs: number
+    /** Per hop: connect and response headers. */
+    readonly connectTimeoutMs: number
+    readonly maxBytes: number
+    readonly maxRedirects: number
+    readonly maxContentChars: number
+    /** TEST ONLY: resolved addresses in these CIDRs count as public (README warns). Empty in production. */
+    readonly unsafeTestAllowCidrs: readonly string[]
+  }
+  readonly search: SearchConfig | null
+}
+
+/** Flat prices of non-token work, in nanos per unit. */
+export interface UnitPrices {
+  /** One page retrieved (standalone or hosted in chat). */
+  readonly webFetch: Nanos
+  /** One search run. */
+  readonly webSearch: Nanos
+}
+
 /** The whole, validated, frozen configuration. Built once at boot by loadConfig. */
 export interface Config {
   readonly port: number
@@ -110,6 +140,8 @@ export interface Config {
    * $XDG_CONFIG_HOME/svc, else ~/.config/svc).
    */
   readonly client: { readonly url: string; readonly apiKey: string | undefined; readonly configDir: string }
+  readonly web: WebConfig
+  readonly prices: UnitPrices
   /** Where the file config came from: a path, or "embedded default". */
   readonly source: string
 }

@@ -5,6 +5,7 @@ import defaultYaml from './default.yaml' with { type: 'text' }
 import { withEnvProviders } from './env-providers'
 import { buildModels } from './models'
 import { buildProviders } from './providers'
+import { buildWeb } from './web'
 import { FileConfigSchema, type FileConfig } from './schema'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
@@ -51,6 +52,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (judge !== undefined && !models.some(model => model.id === judge.split(':')[0])) {
     problems.push(`fusion.judge: "${judge}" is not a configured model (known: ${models.map(model => model.id).join(', ') || 'none'})`)
   }
+  const { web, prices } = buildWeb(file, name => env[name], problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
   const plans = new Map<string, Plan>()
@@ -116,6 +118,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     documents: documentsConfig(file.documents, parsePrice ?? 0n),
     providers: Object.freeze(providers),
     models: Object.freeze(models),
+    web,
+    prices,
     source,
   })
 }

@@ -105,6 +105,58 @@ const ModelEntry = t.Object(
   { additionalProperties: false },
 )
 
+/** Where POST /api/v1/web/search goes (ARCHITECTURE.md §3.2); absent or `none`: the route answers 503. */
+const WebSearch = t.Union([
+  t.Object(
+    {
+      backend: t.Literal('searxng'),
+      // The instance's root, e.g. http://searxng:8080 (its settings must enable the json format).
+      base_url: t.String({ minLength: 1, maxLength: 2000 }),
+      timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 60_000 })),
+    },
+    { additionalProperties: false },
+  ),
+  t.Object(
+    {
+      backend: t.Literal('brave'),
+      api_key_env: EnvName,
+      // Default https://api.search.brave.com/res/v1 (tests point it at a fake).
+      base_url: t.Optional(t.String({ minLength: 1, maxLength: 2000 })),
+      timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 60_000 })),
+    },
+    { additionalProperties: false },
+  ),
+  t.Object({ backend: t.Literal('none') }, { additionalProperties: false }),
+])
+
+/** Web retrieval: fetch limits and the search backend. */
+const Web = t.Object(
+  {
+    fetch: t.Optional(
+      t.Object(
+        {
+          // URLs per POST /api/v1/web/fetch call and per chat turn (spec §8: at most 3).
+          max_urls: t.Optional(Integer({ minimum: 1, maximum: 3 })),
+          // One page, all hops and the body included.
+          timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 60_000 })),
+          // Per hop: connecting and receiving the response headers.
+          connect_timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 60_000 })),
+          // Response bytes read per page (after decompression); longer pages are cut.
+          max_bytes: t.Optional(Integer({ minimum: 1024, maximum: 20_000_000 })),
+          max_redirects: t.Optional(Integer({ minimum: 0, maximum: 5 })),
+          // Characters of extracted text kept per page.
+          max_content_chars: t.Optional(Integer({ minimum: 100, maximum: 2_000_000 })),
+          // TEST ONLY: resolved addresses in these CIDRs count as public. Never in production.
+          unsafe_test_allow_cidrs: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 16 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    search: t.Optional(WebSearch),
+  },
+  { additionalProperties: false },
+)
+
 /**
  * The YAML file named by SVC_CONFIG (or the embedded default). Unknown keys are errors:
  * a typo must stop the boot rather than silently change behaviour.
@@ -205,6 +257,11 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    web: t.Optional(Web),
+    // Flat prices of non-token work, USD per unit: one fetched page, one search.
+    prices: t.Optional(
+      t.Object({ web_fetch: t.Optional(Usd), web_search: t.Optional(Usd) }, { additionalProperties: false }),
+    ),
     auth: t.Optional(
       t.Object(
         {
@@ -223,3 +280,4 @@ export type FileConfig = Static<typeof FileConfigSchema>
 export type FileProvider = Static<typeof ProviderEntry>
 export type FileModel = Static<typeof ModelEntry>
 export type FileBackend = Static<typeof BackendEntry>
+export type FileWeb = Static<typeof Web>

@@ -52,6 +52,7 @@ export function openapiDocs(version: string) {
             { name: 'Rate limits', description: 'Non-consuming snapshots of the caller’s request windows' },
             { name: 'Models', description: 'The live model catalog: public, identical with or without credentials' },
             { name: 'Inference', description: 'OpenAI- and Anthropic-compatible inference' },
+            { name: 'Web', description: 'Web fetch and search without a model (SSRF-safe, billed per page and per search)' },
             { name: 'Health', description: 'Probes' },
             { name: 'OAuth', description: 'OAuth 2.1 authorization server for CLI (svc_cli_) and MCP (svc_mcp_) clients' },
             { name: 'MCP', description: 'Hosted MCP server (Streamable HTTP) for agent hosts' },

@@ -86,7 +86,11 @@ export class Meter {
   private reasoningBytes = 0
   private toolBytes = 0
 
-  constructor(private readonly inputTokens: number) {}
+  /** `serverTools`: the hosted web tools the gateway ran for this turn (they replace the upstream's counts). */
+  constructor(
+    private readonly inputTokens: number,
+    private readonly serverTools?: { webFetchRequests: number; webSearchRequests: number },
+  ) {}
 
   observe(event: ChatEvent): void {
     if (event.type === 'text-delta') this.outputBytes += Buffer.byteLength(event.delta)
@@ -115,8 +119,8 @@ export class Meter {
       cachedInputTokens: reported?.cachedInputTokens,
       outputTokens: outputReported ? reported.outputTokens : counted,
       reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
-      webSearchRequests: reported?.webSearchRequests ?? 0,
-      webFetchRequests: reported?.webFetchRequests ?? 0,
+      webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,
+      webFetchRequests: this.serverTools?.webFetchRequests ?? reported?.webFetchRequests ?? 0,
     }
   }
 }

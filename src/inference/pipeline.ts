@@ -7,10 +7,12 @@ import type { Clock } from '../lib/clock'
 import type { Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Provider } from '../providers/types'
+import type { WebService } from '../web/service'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
 import { collect, type ChatResult } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
 import { checkPolicy } from './policy'
+import { enrichWithWeb, wantsWeb } from './enrich/web'
 import { enrichDocuments, hasFileParts, type DocumentEnrichmentDeps } from './enrich/documents'
 import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
 import { streamResponse } from './stream-response'
@@ -34,6 +36,8 @@ export interface PipelineDeps {
   clock: Clock
   /** Document extraction for file parts (absent: file parts are refused). */
   documents?: DocumentEnrichmentDeps
+  /** Hosted web_fetch / web_search (absent: requests for them are refused with 503). */
+  web?: WebService
 }
 
 /** One billed chat call, whatever its client format. */
@@ -74,7 +78,12 @@ export interface CollectedChat {
    * no router sets it yet; Fusion reports it per participant and judge when one does.
    */
   attestation?: CallAttestation
+  /** The hosted web tools the gateway ran for this call (set when the request enabled them). */
+  serverTools?: ServerTools
 }
+
+/** Hosted web tool runs of one call (they replace the upstream's counts in usage). */
+type ServerTools = { webFetchRequests: number; webSearchRequests: number }
 
 /** The attestation fields of one Confidential call (names as in spec §2.4). */
 export interface CallAttestation {
@@ -90,23 +99,26 @@ export interface CallAttestation {
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
-  const meta = (startedAt: number): ResponseMeta => ({
+  const meta = (startedAt: number, serverTools: ServerTools | undefined): ResponseMeta => ({
     id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
     model: input.request.model,
     createdAt: Math.floor(startedAt / 1000),
     includeUsage: input.includeUsage,
     estimatedInputTokens: typicalInputTokens(input.request),
+    serverToolUse: serverTools !== undefined,
   })
   const call = { ...input, signal: input.httpRequest.signal }
   if (!input.request.stream) {
     const collected = await collectChat(deps, call)
-    return input.encoder.encode(collected.result, collected.usage, meta(collected.startedAt)) as Record<string, unknown>
+    return input.encoder.encode(collected.result, collected.usage, meta(collected.startedAt, collected.serverTools)) as Record<string, unknown>
   }
   const open = await openCall(deps, call)
   return streamResponse({
     events: open.events,
-    encoder: input.encoder.streamEncoder(meta(open.started)),
+    encoder: input.encoder.streamEncoder(meta(open.started, open.serverTools)),
     observe: event => open.meter.observe(event),
+    // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
+    finishUsage: open.serverTools ? usage => ({ ...usage, ...open.serverTools }) : undefined,
     // Terminal frames are written only after this resolves (settlement before the final frame).
     async complete(outcome) {
       open.detach()
@@ -148,7 +160,11 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     }
     const { usage, charged } = await open.settle()
     open.log('ok', usage, charged)
-    return { result, usage, charged, startedAt: open.started, ...(open.attestation ? { attestation: open.attestation } : {}) }
+    return {
+      result, usage, charged, startedAt: open.started,
+      ...(open.attestation ? { attestation: open.attestation } : {}),
+      ...(open.serverTools ? { serverTools: open.serverTools } : {}),
+    }
   } catch (error) {
     // Client gone or an exception while collecting: nothing was delivered.
     if (!open.call.done) open.call.release()
@@ -164,6 +180,7 @@ interface OpenCall {
   meter: Meter
   started: number
   attestation: CallAttestation | undefined
+  serverTools: ServerTools | undefined
   /** Stops listening to the caller's signal. */
   detach(): void
   abort(): void
@@ -176,7 +193,9 @@ async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenC
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
+  // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
   if (hasFileParts(request)) await enrichDocuments(deps, input)
+  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal }) : undefined
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   if (request.sampling.maxOutputTokens === undefined) {
@@ -193,7 +212,7 @@ async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenC
   if (input.signal.aborted) onGone()
   else input.signal.addEventListener('abort', onGone, { once: true })
   const started = deps.clock.now()
-  const meter = new Meter(highInputTokens(request))
+  const meter = new Meter(highInputTokens(request), serverTools)
 
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
@@ -212,6 +231,7 @@ async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenC
     meter,
     started,
     attestation: opened.attestation,
+    serverTools,
     detach,
     abort: () => upstream.abort(new DOMException('client disconnected', 'AbortError')),
     async settle() {

@@ -15,9 +15,17 @@ export function checkPolicy(request: ChatRequest): void {
   if (!capabilities.vision && request.messages.some(message => message.parts.some(part => part.type === 'image'))) {
     throw new ApiError('invalid_request', `model ${id} does not accept images`, 'messages')
   }
+  // Hosted web tools need the model's catalog capability (spec §4.7); Encrypted chat never
+  // takes them (spec §4.10: the gateway cannot add plaintext to a ciphertext conversation).
   if (request.hosted.webFetch || request.hosted.webSearch) {
     const tool = request.hosted.webFetch ? 'web_fetch' : 'web_search'
-    throw new ApiError('invalid_request', `hosted ${tool} is not available on this gateway yet`, 'tools')
+    if (request.route.level === 'encrypted') throw new ApiError('invalid_request', `hosted ${tool} is not available with Encrypted models`, 'tools')
+    if (request.hosted.webFetch && !capabilities.supportsWebFetch) {
+      throw new ApiError('invalid_request', `model ${id} does not support hosted web_fetch (its catalog entry lacks supports_web_fetch)`, 'tools')
+    }
+    if (request.hosted.webSearch && !capabilities.supportsWebSearch) {
+      throw new ApiError('invalid_request', `model ${id} does not support hosted web_search (its catalog entry lacks supports_web_search)`, 'tools')
+    }
   }
   const asked = request.sampling.maxOutputTokens
   if (asked !== undefined && asked > request.route.maxOutputTokens) {

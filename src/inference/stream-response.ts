@@ -1,6 +1,6 @@
 import type { ApiError } from '../http/errors'
 import { SSE_PING } from '../http/sse'
-import type { ChatEvent } from './canonical'
+import type { ChatEvent, Usage } from './canonical'
 import type { StreamEncoder } from './dialects/types'
 import { toApiError } from './upstream-errors'
 
@@ -20,6 +20,8 @@ export function streamResponse(options: {
   events: AsyncIterable<ChatEvent>
   encoder: StreamEncoder
   observe: (event: ChatEvent) => void
+  /** Adjusts the usage the terminal frames report (hosted tool counts); called once, at finish. */
+  finishUsage?: (usage: Usage) => Usage
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
 }): Response {
   const iterator = options.events[Symbol.asyncIterator]()
@@ -60,7 +62,7 @@ export function streamResponse(options: {
         if (step.done) return end(controller, 'failed', options.encoder.fail(toApiError(new Error('stream ended early'))))
         const event = step.value
         options.observe(event)
-        if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, event.usage, event.stopSequence))
+        if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, options.finishUsage ? options.finishUsage(event.usage) : event.usage, event.stopSequence))
         if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(toApiError(event.error)))
         const frames = options.encoder.push(event)
         if (frames.length === 0) continue

@@ -130,7 +130,7 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ tools: [{ type: 'file_search', vector_store_ids: [] }] }), 'tools.0', /"file_search" is not supported/],
       [call({ tools: [{ type: 'function', name: 'bad name', parameters: {} }] }), 'tools.0.name', /1-64 letters/],
       [call({ tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }] }), 'tools.1', /duplicate/],
-      [call({ tools: [{ type: 'web_search' }] }), 'tools', /hosted web_search is not available/],
+      [call({ tools: [{ type: 'web_search' }] }), 'tools', /does not support hosted web_search/],
       [call({ tool_choice: { type: 'web_search_preview' } }), 'tool_choice', /not supported/],
       [call({ tool_choice: { type: 'function', name: 'ghost' } }), 'tool_choice', /not among the tools/],
       [call({ tool_choice: 'required' }), 'tool_choice', /at least one function tool/],

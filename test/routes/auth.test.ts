@@ -19,6 +19,10 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'POST', path: '/api/v1/attachments/parse', mode: 'inference', body: uploadForm(), okStatus: 200 },
   // The credential decides before the query does: a valid key reaches the "not an attested model" 400.
   { method: 'GET', path: '/api/v1/attestation?model=demo-private', mode: 'inference', okStatus: 400 },
+  // Without network or a search backend, a valid credential gets the route's own answer: the
+  // URL policy's 400 (no socket opened) and search's 503 "not configured".
+  { method: 'POST', path: '/api/v1/web/fetch', mode: 'inference', body: { urls: ['http://127.0.0.1/'] }, okStatus: 400 },
+  { method: 'POST', path: '/api/v1/web/search', mode: 'inference', body: { query: 'bun runtime' }, okStatus: 503 },
   { method: 'POST', path: '/v1/chat/completions', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages', mode: 'inference', body: { model: 'demo-anonymous', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
   { method: 'POST', path: '/v1/messages/count_tokens', mode: 'inference', body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },

@@ -13,7 +13,7 @@ describe('OpenAPI description and docs', () => {
       Object.entries(item as Record<string, any>).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })),
     )
     expect(operations.map(op => op.name)).toEqual(
-      expect.arrayContaining(['POST /api/v1/api-keys', 'GET /api/v1/api-keys', 'POST /api/v1/chat/fusion', 'DELETE /api/v1/api-keys/{key_id}', 'GET /healthz', 'GET /readyz']),
+      expect.arrayContaining(['POST /api/v1/api-keys', 'GET /api/v1/api-keys', 'POST /api/v1/chat/fusion', 'DELETE /api/v1/api-keys/{key_id}', 'GET /healthz', 'GET /readyz', 'POST /api/v1/web/fetch', 'POST /api/v1/web/search']),
     )
     for (const { name, operation } of operations) {
       expect(operation.summary ? name : `${name} lacks a summary`).toBe(name)

@@ -30,7 +30,7 @@ export interface TestOrg {
 let emailCounter = 0
 
 /** A fresh app on a fresh in-memory libSQL database with the real migrations and a fake clock. */
-export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: Pick<DepsOverrides, 'extractor' | 'providerFactories' | 'logger'> = {}): Promise<TestApp> {
+export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: DepsOverrides = {}): Promise<TestApp> {
   const clock = new FakeClock()
   const database = await openDatabase(':memory:')
   await migrateDatabase(database)

@@ -12,6 +12,8 @@ export interface ResponseMeta {
   includeUsage: boolean
   /** The gateway's own estimate of the prompt, for formats that announce it before the upstream reports it (Messages' message_start). */
   estimatedInputTokens: number
+  /** Hosted web tools were enabled: usage reports server_tool_use even when they ran nothing. */
+  serverToolUse?: boolean
 }
 
 /**

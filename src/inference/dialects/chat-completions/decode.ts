@@ -19,7 +19,7 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
 
   const tools: FunctionTool[] = []
   let webFetch = body.web_fetch === true
-  let webSearch = false
+  let webSearch = body.web_search === true
   for (const [index, tool] of (body.tools ?? []).entries()) {
     if (tool.type === 'function' && 'function' in tool) {
       const fn = (tool as Extract<typeof tool, { type: 'function' }>).function

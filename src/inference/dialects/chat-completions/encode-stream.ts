@@ -45,7 +45,7 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
 
   finish(reason: FinishReason, usage: Usage): string[] {
     const frames = [`data: ${this.prefix}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(finishReason(reason))}}]}\n\n`]
-    if (this.meta.includeUsage) frames.push(`data: ${this.prefix}"choices":[],"usage":${JSON.stringify(usageObject(usage))}}\n\n`)
+    if (this.meta.includeUsage) frames.push(`data: ${this.prefix}"choices":[],"usage":${JSON.stringify(usageObject(usage, this.meta.serverToolUse))}}\n\n`)
     frames.push('data: [DONE]\n\n')
     return frames
   }

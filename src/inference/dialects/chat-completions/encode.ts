@@ -15,15 +15,18 @@ export function finishReason(reason: FinishReason): string {
   return FINISH[reason]
 }
 
-/** OpenAI's usage object, with the detail fields its SDK types. */
-export function usageObject(usage: Usage) {
+/**
+ * OpenAI's usage object, with the detail fields its SDK types, plus `server_tool_use`
+ * (spec §4.7) whenever hosted tools were enabled or ran (`serverToolUse`), zero counts included.
+ */
+export function usageObject(usage: Usage, serverToolUse = false) {
   return {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
     prompt_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
     completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
-    ...(usage.webFetchRequests || usage.webSearchRequests
+    ...(serverToolUse || usage.webFetchRequests || usage.webSearchRequests
       ? { server_tool_use: { web_fetch_requests: usage.webFetchRequests, web_search_requests: usage.webSearchRequests } }
       : {}),
   }
@@ -45,7 +48,7 @@ export function encodeChatCompletion(result: ChatResult, usage: Usage, meta: Res
     created: meta.createdAt,
     model: meta.model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(result.finishReason) }],
-    usage: usageObject(usage),
+    usage: usageObject(usage, meta.serverToolUse),
     system_fingerprint: null,
   }
 }

@@ -128,7 +128,9 @@ export const ChatCompletionsBody = t.Object(
     logprobs: t.Optional(t.Union([t.Boolean(), t.Null()])),
     metadata: t.Optional(t.Union([t.Record(t.String(), t.String()), t.Null()])),
     store: t.Optional(t.Union([t.Boolean(), t.Null()])),
+    // Hosted tools as body flags (spec §4.7); tool entries of the same types work too.
     web_fetch: t.Optional(t.Boolean()),
+    web_search: t.Optional(t.Boolean()),
     uncensored: t.Optional(t.Boolean()),
   },
   { additionalProperties: false },

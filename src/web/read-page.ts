@@ -1,0 +1,123 @@
+import { clean, htmlToText, toIsoDate } from './html-to-text'
+import type { SafeUrl } from './url-guard'
+
+/** One retrieved page (spec §2.5, before the wire names). */
+export interface FetchedPage {
+  title: string
+  /** The URL as requested (redirects are followed, but results are keyed by what was asked). */
+  url: string
+  content: string
+  /** From Last-Modified, else the page's own metadata, else null. */
+  lastUpdated: string | null
+}
+
+type Kind = 'html' | 'text'
+
+/**
+ * Text-like media types only. PDF waits for the document extraction pool; everything else
+ * (images, archives, binaries, unlabelled bytes) is refused rather than guessed at.
+ */
+function kindOf(mediaType: string): Kind | 'pdf' | null {
+  if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') return 'html'
+  if (mediaType === 'application/pdf') return 'pdf'
+  if (mediaType === 'application/json' || mediaType.endsWith('+json')) return 'text'
+  if (mediaType === 'application/xml' || mediaType.endsWith('+xml')) return 'text'
+  if (mediaType.startsWith('text/') && mediaType !== 'text/javascript' && mediaType !== 'text/css') return 'text'
+  return null
+}
+
+type ReadResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'rejected' | 'failed'; message: string }
+
+/** Reads a final (non-redirect) response into a page, within the byte and text caps. */
+export async function readPage(
+  requested: SafeUrl,
+  final: SafeUrl,
+  response: Response,
+  limits: { maxBytes: number; maxContentChars: number },
+  signal: AbortSignal,
+): Promise<ReadResult> {
+  if (response.status < 200 || response.status > 299) {
+    await response.body?.cancel()
+    return { ok: false, kind: 'failed', message: `${final} answered HTTP ${response.status}` }
+  }
+  const contentType = response.headers.get('content-type') ?? ''
+  const mediaType = contentType.split(';')[0]!.trim().toLowerCase()
+  const kind = kindOf(mediaType)
+  if (kind === null || kind === 'pdf') {
+    await response.body?.cancel()
+    const why = kind === 'pdf' ? 'PDF documents are not fetched yet (document extraction is not part of this build)'
+      : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
+    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON and XML pages are fetched` }
+  }
+  const bytes = await readCapped(response, limits.maxBytes, signal)
+  const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
+  const text = decode(bytes, charset)
+  const headerDate = response.headers.get('last-modified')
+  const fallbackTitle = final.replace(/^https?:\/\//, '').slice(0, 200)
+  if (kind === 'html') {
+    const page = htmlToText(text, limits.maxContentChars)
+    return {
+      ok: true,
+      page: { title: page.title || fallbackTitle, url: requested, content: page.text, lastUpdated: (headerDate && toIsoDate(headerDate)) || page.modified },
+    }
+  }
+  return {
+    ok: true,
+    page: { title: fallbackTitle, url: requested, content: clean(text).slice(0, limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null },
+  }
+}
+
+/**
+ * The body up to `maxBytes` (after decompression): a longer page is cut there, not refused, so a
+ * compression bomb or an endless stream costs at most the cap.
+ */
+async function readCapped(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+  if (!response.body) return new Uint8Array()
+  const reader = response.body.getReader()
+  const parts: Uint8Array[] = []
+  let total = 0
+  try {
+    while (total < maxBytes) {
+      if (signal.aborted) throw signal.reason
+      const { done, value } = await reader.read()
+      if (done) return concat(parts, total)
+      const room = maxBytes - total
+      const part = value.byteLength > room ? value.subarray(0, room) : value
+      parts.push(part)
+      total += part.byteLength
+    }
+    await reader.cancel()
+    return concat(parts, total)
+  } finally {
+    reader.releaseLock()
+  }
+}
+
+function concat(parts: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total)
+  let offset = 0
+  for (const part of parts) {
+    out.set(part, offset)
+    offset += part.byteLength
+  }
+  return out
+}
+
+function charsetOf(contentType: string): string | undefined {
+  return /;\s*charset="?([A-Za-z0-9._:-]{1,40})"?/i.exec(contentType)?.[1]
+}
+
+/** `<meta charset>` or its http-equiv form, in the first KiB (the HTML sniffing window). */
+function sniffCharset(bytes: Uint8Array): string | undefined {
+  const head = new TextDecoder('latin1' as 'utf-8').decode(bytes.subarray(0, 1024))
+  return /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(head)?.[1]
+}
+
+function decode(bytes: Uint8Array, charset: string | undefined): string {
+  try {
+    return new TextDecoder((charset ?? 'utf-8') as 'utf-8').decode(bytes)
+  } catch {
+    // An unknown label: UTF-8 with replacement characters rather than a failure.
+    return new TextDecoder('utf-8').decode(bytes)
+  }
+}

@@ -1,0 +1,58 @@
+import { Type } from '@sinclair/typebox'
+import { t } from 'elysia'
+
+// Wire schemas of the web routes. Bodies are strict: any other field (a model id, messages,
+// privacy options) is a 400 naming it (spec §4.6).
+
+// TypeBox's own Integer: Elysia's `t.Integer` would also accept the string "5".
+const Integer = Type.Integer
+
+export const WebFetchBody = t.Object(
+  {
+    urls: t.Array(t.String({ minLength: 1, maxLength: 4096, description: 'A public http(s) URL in canonical form, at most 400 UTF-8 bytes' }), {
+      minItems: 1,
+      maxItems: 3,
+      description: '1 to 3 distinct URLs (the configured limit may be lower)',
+      examples: [['https://en.wikipedia.org/wiki/Server-side_request_forgery']],
+    }),
+  },
+  { additionalProperties: false },
+)
+
+export const WebFetchResponse = t.Object({
+  results: t.Array(
+    t.Object({
+      title: t.String({ description: 'Page title (the URL when the page has none)' }),
+      url: t.String({ description: 'The URL as requested' }),
+      content: t.String({ description: 'Readable text of the page' }),
+      last_updated: t.Union([t.String({ description: 'ISO 8601' }), t.Null()], { description: 'From Last-Modified or the page metadata, else null' }),
+    }),
+    { description: 'One entry per input URL, in input order' },
+  ),
+})
+
+export const WebSearchBody = t.Object(
+  {
+    query: t.String({ minLength: 1, maxLength: 400, description: 'What to search for (at most 400 characters)' }),
+    count: t.Optional(Integer({ minimum: 1, maximum: 20, default: 10, description: 'Results wanted, 1–20 (default 10)' })),
+    offset: t.Optional(Integer({ minimum: 0, maximum: 9, default: 0, description: 'Zero-based page of `count` results to return (0–9)' })),
+    freshness: t.Optional(t.Union([t.Literal('day'), t.Literal('week'), t.Literal('month'), t.Literal('year')], { description: 'Only pages from the last day, week, month or year' })),
+    country: t.Optional(t.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2 country to search from (not every backend supports it)', error: 'country must be a two-letter ISO 3166-1 code' })),
+    safe_search: t.Optional(t.Union([t.Literal('off'), t.Literal('moderate'), t.Literal('strict')])),
+  },
+  { additionalProperties: false },
+)
+
+export const WebSearchResponse = t.Object({
+  object: t.Literal('web.search'),
+  query: t.String(),
+  results: t.Array(
+    t.Object({
+      title: t.String(),
+      url: t.String(),
+      description: t.String({ description: 'Snippet, plain text' }),
+      published: t.Union([t.String({ description: 'ISO 8601' }), t.Null()]),
+      site_name: t.String(),
+    }),
+  ),
+})

@@ -1,0 +1,76 @@
+/** One web search as the API takes it (POST /api/v1/web/search), backend-neutral. */
+export interface SearchQuery {
+  query: string
+  /** 1–20 results. */
+  count: number
+  /** Zero-based page of `count` results (Brave's meaning; SearXNG pages are its own). */
+  offset: number
+  freshness?: 'day' | 'week' | 'month' | 'year'
+  /** ISO 3166-1 alpha-2 country code, upper case. */
+  country?: string
+  safeSearch?: 'off' | 'moderate' | 'strict'
+}
+
+/** One result, already in the API's terms. */
+export interface SearchResult {
+  title: string
+  url: string
+  description: string
+  /** ISO 8601 when the backend knows when the page was published, else null. */
+  published: string | null
+  siteName: string
+}
+
+/**
+ * Outcomes as values. `failed`: the backend failed or answered garbage (502).
+ */
+export type SearchOutcome = { ok: true; results: SearchResult[] } | { ok: false; kind: 'failed'; message: string }
+
+/** A search engine behind the gateway (config `web.search.backend`). */
+export interface SearchBackend {
+  readonly name: string
+  /** Why this backend cannot honour `query` (checked before billing), or null. */
+  unsupported(query: SearchQuery): string | null
+  search(query: SearchQuery, signal: AbortSignal): Promise<SearchOutcome>
+}
+
+/** Strips tags and decodes the few entities search snippets carry (Brave marks matches with <strong>). */
+export function plainSnippet(text: string): string {
+  return text
+    .replace(/<[^>]{0,200}>/g, '')
+    .replace(/&(amp|lt|gt|quot|#39|#x27|apos|nbsp);/g, (_, name: string) => ENTITIES[name] ?? '')
+    .replace(/\s+/g, ' ')
+    .trim()
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'", apos: "'", nbsp: ' ' }
+
+/** The host part of a result URL, for `site_name` when the backend names no site. */
+export function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^www\./, '')
+  } catch {
+    return ''
+  }
+}
+
+/** GET a backend's JSON within its deadline: parsed body, or a failure message. */
+export async function getJson(url: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, backend: string): Promise<{ ok: true; body: unknown } | { ok: false; message: string }> {
+  const deadline = AbortSignal.timeout(timeoutMs)
+  try {
+    const response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.any([signal, deadline]), redirect: 'error' })
+    if (!response.ok) {
+      await response.body?.cancel()
+      return { ok: false, message: `the ${backend} search backend answered HTTP ${response.status}` }
+    }
+    const text = await response.text()
+    try {
+      return { ok: true, body: JSON.parse(text) }
+    } catch {
+      return { ok: false, message: `the ${backend} search backend answered something that is not JSON` }
+    }
+  } catch (error) {
+    if (deadline.aborted) return { ok: false, message: `the ${backend} search backend did not answer within ${timeoutMs} ms` }
+    return { ok: false, message: `the ${backend} search backend is unreachable (${(error as { code?: string }).code ?? (error as Error).message})` }
+  }
+}

@@ -1,0 +1,173 @@
+import type { MeteredCall, Metering } from '../billing/metering'
+import type { UnitPrices, WebConfig } from '../config/config'
+import { ApiError } from '../http/errors'
+import type { Principal } from '../keys/principal'
+import { chargeForUnits } from '../billing/pricing'
+import type { Logger } from '../observability/logger'
+import type { FetchTarget, PageResult, WebFetcher } from './fetcher'
+import type { FetchedPage } from './read-page'
+import type { SearchBackend, SearchQuery, SearchResult } from './search'
+import { parseSafeUrl, type SafeUrl } from './url-guard'
+
+const NO_RETRY = 'the outcome is unknown (the page may have been reached); do not retry automatically'
+
+/** Who is calling and what for: the billing context of one web call. */
+export interface WebCaller {
+  principal: Principal
+  requestId: string
+  /** The client's request signal: a client that leaves stops the fetches. */
+  signal: AbortSignal
+}
+
+/** A URL that was named but not fetched, and why (hosted fetch tells the model). */
+export interface SkippedUrl {
+  url: string
+  reason: string
+}
+
+/**
+ * Web retrieval with billing (spec §4.6, §4.7, §4.13; ARCHITECTURE.md §9). Every URL is checked
+ * and resolved before anything is reserved, so a rejection is never billed and never opens a
+ * socket; each call is one metered call (allowance before prepaid, spend caps, the inference
+ * concurrency slot) charging one `web_fetch` unit per page retrieved or one `web_search` unit.
+ */
+export class WebService {
+  constructor(
+    readonly config: WebConfig,
+    private readonly prices: UnitPrices,
+    private readonly fetcher: WebFetcher,
+    readonly searchBackend: SearchBackend | null,
+    private readonly metering: Metering,
+    private readonly logger: Logger,
+  ) {}
+
+  /** POST /api/v1/web/fetch: every URL or nothing; throws ApiError naming the URL and rule. */
+  async fetchUrls(caller: WebCaller, urls: string[]): Promise<FetchedPage[]> {
+    const max = this.config.fetch.maxUrls
+    if (urls.length < 1 || urls.length > max) throw new ApiError('invalid_request', `urls must hold 1 to ${max} URLs`, 'urls')
+    const safe: SafeUrl[] = []
+    for (const [index, url] of urls.entries()) {
+      const checked = parseSafeUrl(url)
+      if (!checked.ok) throw new ApiError('invalid_request', `urls[${index}] is refused: ${checked.message}`, `urls.${index}`)
+      if (safe.includes(checked.url)) throw new ApiError('invalid_request', `urls[${index}] repeats an earlier URL; URLs must be distinct`, `urls.${index}`)
+      safe.push(checked.url)
+    }
+    const targets = await this.resolveAll(safe, caller.signal)
+    const call = await this.begin(caller, 'web_fetch', chargeForUnits(targets.length, this.prices.webFetch))
+    try {
+      const results = await Promise.all(targets.map(target => this.fetchOne(target, caller.signal)))
+      const retrieved = results.filter(result => result.ok).length
+      const rejected = results.findIndex(result => !result.ok && result.kind === 'rejected')
+      if (rejected >= 0) {
+        // A refusal is never billed, even when other pages of the call arrived.
+        call.release()
+        throw new ApiError('invalid_request', `urls[${rejected}] is refused: ${(results[rejected] as { message: string }).message}`, `urls.${rejected}`)
+      }
+      const failed = results.findIndex(result => !result.ok)
+      await this.settle(call, chargeForUnits(retrieved, this.prices.webFetch))
+      this.log(caller, 'web_fetch', failed < 0 ? 'ok' : 'upstream-error', retrieved)
+      if (failed >= 0) {
+        const billed = retrieved === 0 ? 'nothing was billed' : `${retrieved} of ${results.length} pages were retrieved and billed`
+        throw new ApiError('provider_error', `urls[${failed}]: ${(results[failed] as { message: string }).message}; ${billed}; ${NO_RETRY}`, `urls.${failed}`)
+      }
+      return results.map(result => (result as { page: FetchedPage }).page)
+    } finally {
+      if (!call.done) call.release()
+    }
+  }
+
+  /**
+   * Hosted web_fetch in chat: the safe URLs among `urls` (already capped by the caller), each
+   * failure a note instead of an error. Bills the pages retrieved, like the standalone route.
+   */
+  async fetchForChat(caller: WebCaller, urls: string[]): Promise<{ pages: FetchedPage[]; skipped: SkippedUrl[] }> {
+    const skipped: SkippedUrl[] = []
+    const safe: SafeUrl[] = []
+    for (const url of urls) {
+      const checked = parseSafeUrl(url)
+      if (!checked.ok) skipped.push({ url, reason: checked.message })
+      else if (!safe.includes(checked.url)) safe.push(checked.url)
+    }
+    const targets: FetchTarget[] = []
+    const timeout = AbortSignal.any([caller.signal, AbortSignal.timeout(this.config.fetch.timeoutMs)])
+    for (const [index, result] of (await Promise.all(safe.map(url => this.fetcher.resolveTarget(url, timeout)))).entries()) {
+      if (result.ok) targets.push(result.target)
+      else skipped.push({ url: safe[index]!, reason: result.message })
+    }
+    if (targets.length === 0) return { pages: [], skipped }
+    const call = await this.begin(caller, 'web_fetch', chargeForUnits(targets.length, this.prices.webFetch))
+    try {
+      const results = await Promise.all(targets.map(target => this.fetchOne(target, caller.signal)))
+      const pages: FetchedPage[] = []
+      for (const [index, result] of results.entries()) {
+        if (result.ok) pages.push(result.page)
+        else skipped.push({ url: targets[index]!.url, reason: result.message })
+      }
+      await this.settle(call, chargeForUnits(pages.length, this.prices.webFetch))
+      this.log(caller, 'web_fetch', 'hosted', pages.length)
+      return { pages, skipped }
+    } finally {
+      if (!call.done) call.release()
+    }
+  }
+
+  /** POST /api/v1/web/search (and hosted web_search): one billed search, or an ApiError. */
+  async search(caller: WebCaller, query: SearchQuery): Promise<SearchResult[]> {
+    const backend = this.searchBackend
+    if (backend === null) throw new ApiError('unavailable', 'web search is not configured on this gateway (the operator sets web.search in the config); nothing was billed')
+    const refusal = backend.unsupported(query)
+    if (refusal) throw new ApiError('invalid_request', refusal, 'country')
+    const call = await this.begin(caller, 'web_search', this.prices.webSearch)
+    try {
+      const outcome = await backend.search(query, caller.signal)
+      if (!outcome.ok) {
+        call.release()
+        this.log(caller, 'web_search', 'upstream-error', 0)
+        throw new ApiError('provider_error', `${outcome.message}; nothing was billed; do not retry automatically`)
+      }
+      await this.settle(call, this.prices.webSearch)
+      this.log(caller, 'web_search', 'ok', 1)
+      return outcome.results
+    } finally {
+      if (!call.done) call.release()
+    }
+  }
+
+  /** Resolves and checks every host before anything is reserved; any refusal is a 400. */
+  private async resolveAll(urls: SafeUrl[], signal: AbortSignal): Promise<FetchTarget[]> {
+    const timeout = AbortSignal.any([signal, AbortSignal.timeout(this.config.fetch.timeoutMs)])
+    const results = await Promise.all(urls.map(url => this.fetcher.resolveTarget(url, timeout)))
+    return results.map((result, index) => {
+      if (result.ok) return result.target
+      if (result.kind === 'failed') throw new ApiError('unavailable', `urls[${index}]: ${result.message}; nothing was billed`, `urls.${index}`)
+      throw new ApiError('invalid_request', `urls[${index}] is refused: ${result.message}`, `urls.${index}`)
+    })
+  }
+
+  private async fetchOne(target: FetchTarget, signal: AbortSignal): Promise<PageResult> {
+    try {
+      return await this.fetcher.fetchPage(target, signal)
+    } catch (error) {
+      return { ok: false, kind: 'failed', message: `fetching ${target.url} failed (${(error as Error).message})` }
+    }
+  }
+
+  private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {
+    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: true, requestId: caller.requestId })
+  }
+
+  /** Settles (nothing retrieved: releases); a ledger failure is a 503, never a 500. */
+  private async settle(call: MeteredCall, amount: bigint): Promise<void> {
+    if (amount === 0n) return call.release()
+    try {
+      await call.settle(amount)
+    } catch (error) {
+      if (error instanceof ApiError) throw error
+      throw new ApiError('unavailable', 'the ledger could not record this charge')
+    }
+  }
+
+  private log(caller: WebCaller, purpose: string, outcome: string, units: number): void {
+    this.logger.info(purpose, { request_id: caller.requestId, org_id: caller.principal.orgId, key_id: caller.principal.keyId, outcome, units })
+  }
+}

@@ -1,0 +1,142 @@
+import { addressProblem } from './address-policy'
+
+// parseSafeUrl: the only way to make a URL the fetcher accepts (SECURITY-NOTES.md §1.3, steps
+// 1–7). Pure, no I/O. The WHATWG parser (the one the connector uses) decides what the host is,
+// and input that parser would rewrite is refused, so the check and the connection can never
+// read the same string differently.
+
+/** A URL that passed parseSafeUrl; only that function makes one. */
+export type SafeUrl = string & { readonly __brand: 'SafeUrl' }
+
+/** Which rule a URL broke (tests and logs key on it; the message explains it to the caller). */
+export type UrlRule =
+  | 'length' | 'syntax' | 'scheme' | 'userinfo' | 'canonical' | 'numeric-host' | 'port'
+  | 'sensitive-query' | 'local-name' | 'host-syntax' | 'address'
+
+export type SafeUrlResult =
+  | { ok: true; url: SafeUrl; parsed: URL; /** The hostname, or the IP literal without brackets. */ host: string; isIp: boolean }
+  | { ok: false; rule: UrlRule; message: string }
+
+export const MAX_URL_BYTES = 400
+
+// Special-use and local-use names (RFC 6761, RFC 8375, ICANN's .internal, and the common
+// private suffixes that are never delegated): refused before any DNS query.
+const LOCAL_SUFFIXES = [
+  'localhost', 'local', 'internal', 'home.arpa', 'arpa', 'test', 'invalid', 'example', 'onion', 'alt',
+  'localdomain', 'lan', 'home', 'corp', 'intranet', 'private',
+]
+
+// Query keys that carry credentials. Compared after URLSearchParams decoding, lower-cased with
+// `-`, `_` and `.` removed, so `X-Amz-Signature`, `x_amz_signature` and `%61pi_key` all match.
+// Exact names (the vendor names included), then suffixes that catch `github_token`, `db_password`.
+const SENSITIVE_KEYS = new Set([
+  'token', 'accesstoken', 'refreshtoken', 'idtoken', 'authtoken', 'bearer', 'jwt', 'auth', 'authorization',
+  'apikey', 'key', 'accesskey', 'secretkey', 'privatekey', 'secret', 'clientsecret', 'password', 'passwd', 'pwd', 'pass',
+  'passphrase', 'credential', 'credentials', 'session', 'sessionid', 'sessiontoken', 'sid', 'signature', 'sig',
+  'code', 'authcode', 'authorizationcode', 'otp', 'ticket', 'samlresponse', 'samlrequest',
+  'oauthtoken', 'oauthsignature', 'oauthverifier', 'xamzcredential', 'xamzsignature', 'xamzsecuritytoken',
+  'awsaccesskeyid', 'awssecretaccesskey', 'xgoogcredential', 'xgoogsignature', 'googleaccessid', 'sastoken', 'hmac',
+])
+const SENSITIVE_SUFFIXES = ['token', 'secret', 'password', 'apikey', 'signature', 'sessionid', 'credential', 'credentials', 'privatekey', 'accesskey']
+
+// Ports browsers refuse (fetch spec "bad port"): mail, shell and database-ish services.
+const BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113,
+  115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556,
+  563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667,
+  6668, 6669, 6679, 6697, 10080,
+])
+
+const fail = (rule: UrlRule, message: string): SafeUrlResult => ({ ok: false, rule, message })
+
+/** Checks one URL written by a caller; `ok: false` says which rule it broke and why. */
+export function parseSafeUrl(input: string): SafeUrlResult {
+  if (Buffer.byteLength(input, 'utf8') > MAX_URL_BYTES) return fail('length', `URLs are limited to ${MAX_URL_BYTES} UTF-8 bytes`)
+  // Checked on the raw text: the parser silently drops tabs and newlines, and trims spaces.
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0020\u007f-\u009f\u00a0\u1680\u2000-\u200f\u2028\u2029\u202f\u205f\u3000\ufeff]/.test(input)) {
+    return fail('syntax', 'URLs may not contain whitespace or control characters')
+  }
+  if (input.includes('\\')) return fail('syntax', 'URLs may not contain backslashes (browsers read them as slashes)')
+  let url: URL
+  try {
+    url = new URL(input)
+  } catch {
+    return fail('syntax', 'not an absolute URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail('scheme', `only http and https URLs are fetched, not ${url.protocol.slice(0, 20)}`)
+  // Rejected even when empty (`https://@host/`): parsers disagree about where userinfo ends.
+  if (url.username !== '' || url.password !== '' || authorityOf(input).includes('@')) {
+    return fail('userinfo', 'URLs with credentials (user:password@) are not fetched')
+  }
+  const hostProblem = canonicalProblem(input, url)
+  if (hostProblem) return hostProblem
+  if (url.port !== '' && BAD_PORTS.has(Number(url.port))) return fail('port', `port ${url.port} is refused (a port browsers block)`)
+
+  for (const key of url.searchParams.keys()) {
+    if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${key.slice(0, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
+  }
+
+  const hostname = url.hostname
+  if (hostname.startsWith('[')) {
+    const literal = hostname.slice(1, -1)
+    const problem = addressProblem(literal)
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: url.href as SafeUrl, parsed: url, host: literal, isIp: true }
+  }
+  if (/^[0-9.]+$/.test(hostname)) {
+    const problem = addressProblem(hostname)
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: url.href as SafeUrl, parsed: url, host: hostname, isIp: true }
+  }
+  const nameProblem = hostNameProblem(hostname)
+  if (nameProblem) return nameProblem
+  return { ok: true, url: url.href as SafeUrl, parsed: url, host: hostname, isIp: false }
+}
+
+/** The raw authority text (between `//` and the next `/`, `?` or `#`). */
+function authorityOf(input: string): string {
+  const start = input.indexOf('//')
+  if (start < 0) return ''
+  const rest = input.slice(start + 2)
+  const end = rest.search(/[/?#]/)
+  return end < 0 ? rest : rest.slice(0, end)
+}
+
+/**
+ * Refuses input the WHATWG parser would rewrite: that is where parser differentials hide. The
+ * one rewrite accepted is the root path (`https://a.com` means `https://a.com/`). The message
+ * names the most likely trick, then the canonical form to send instead.
+ */
+function canonicalProblem(input: string, url: URL): SafeUrlResult | null {
+  const withoutRoot = url.pathname === '/' ? `${url.origin}${url.search}${url.hash}` : undefined
+  if (input === url.href || input === withoutRoot) return null
+  const rawHost = authorityOf(input).replace(/:[0-9]*$/, '')
+  if (/%/.test(rawHost)) return fail('canonical', 'the host may not be percent-encoded')
+  if (/^[0-9a-fA-FxX.]+$/.test(rawHost) && /^[0-9.]+$/.test(url.hostname) && rawHost !== url.hostname) {
+    return fail('numeric-host', `numeric hosts must be written as a dotted quad; "${rawHost.slice(0, 40)}" means ${url.hostname}`)
+  }
+  const hint = Buffer.byteLength(url.href) <= MAX_URL_BYTES ? `; send "${url.href}"` : ''
+  return fail('canonical', `the URL is not in canonical form (a browser would read it as a different string)${hint}`)
+}
+
+function hostNameProblem(hostname: string): SafeUrlResult | null {
+  if (hostname.endsWith('.')) return fail('local-name', 'host names may not end with a dot')
+  const lower = hostname.toLowerCase()
+  const labels = lower.split('.')
+  for (const suffix of LOCAL_SUFFIXES) {
+    if (lower === suffix || lower.endsWith(`.${suffix}`)) return fail('local-name', `"${hostname.slice(0, 63)}" is a local-use or special-use name (.${suffix})`)
+  }
+  if (labels.length < 2) return fail('local-name', `"${hostname.slice(0, 63)}" is a single-label (local-use) host name`)
+  if (hostname.length > 253 || labels.some(label => !/^(?!-)[a-z0-9-]{1,63}(?<!-)$/.test(label))) {
+    return fail('host-syntax', 'the host name must be letters, digits and dashes in dot-separated labels (IDNs in their xn-- form)')
+  }
+  // A name whose last label is numeric is an address spelling the WHATWG parser did not take.
+  if (/^[0-9]+$/.test(labels.at(-1)!)) return fail('host-syntax', 'the last label of a host name may not be numeric')
+  return null
+}
+
+/** Whether a query key names a credential (see SENSITIVE_KEYS). */
+export function isSensitiveKey(key: string): boolean {
+  const normalized = key.toLowerCase().replace(/[-_.\s[\]]/g, '')
+  if (SENSITIVE_KEYS.has(normalized)) return true
+  return SENSITIVE_SUFFIXES.some(suffix => normalized.endsWith(suffix))
+}

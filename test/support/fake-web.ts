@@ -1,0 +1,112 @@
+import type { Resolver, ResolveResult } from '../../src/web/resolver'
+import type { Transport } from '../../src/web/fetcher'
+
+/**
+ * A scripted DNS (SECURITY-NOTES.md §6.1): each name maps to a list of answers, one per lookup
+ * (the last repeats), so rebinding (a second lookup that answers differently) can be played.
+ * Every lookup is counted.
+ */
+export class FakeResolver implements Resolver {
+  readonly lookups: string[] = []
+  private readonly answers = new Map<string, Array<string[] | ResolveResult>>()
+
+  /** `host` answers `addresses` on every lookup (or, given several lists, one per lookup). */
+  set(host: string, ...answers: Array<string[] | ResolveResult>): this {
+    this.answers.set(host, answers)
+    return this
+  }
+
+  async resolve(host: string): Promise<ResolveResult> {
+    this.lookups.push(host)
+    const answers = this.answers.get(host)
+    if (!answers || answers.length === 0) return { ok: false, reason: 'not-found', message: `${host} does not resolve` }
+    const next = answers.length > 1 ? answers.shift()! : answers[0]!
+    return Array.isArray(next) ? { ok: true, addresses: next } : next
+  }
+}
+
+/** One outbound connection attempt the fetcher made: the dialled URL, Host and SNI. */
+export interface Egress {
+  url: string
+  host: string | undefined
+  serverName: string | undefined
+}
+
+/**
+ * The fetcher's transport with an egress log. As a safety net it refuses to dial anything but
+ * the loopback test servers (this machine may never send traffic to other addresses): such an
+ * attempt is logged and fails, and the test that caused it fails on the log.
+ */
+export function loggingTransport(): { transport: Transport; egress: Egress[] } {
+  const egress: Egress[] = []
+  const transport: Transport = (url, init) => {
+    const headers = init.headers as Record<string, string>
+    egress.push({ url, host: headers.host, serverName: init.tls?.serverName })
+    if (!/^https?:\/\/127\.0\.0\.1[:/]/.test(url)) return Promise.reject(new Error(`test transport refused to dial ${url}`))
+    return fetch(url, init as RequestInit)
+  }
+  return { transport, egress }
+}
+
+/** What a test page server saw. */
+export interface SeenRequest {
+  path: string
+  headers: Record<string, string>
+}
+
+/** A local page server on 127.0.0.1:0; `handler` answers, every request is recorded. */
+export function pageServer(handler: (request: Request, url: URL) => Response | Promise<Response>, tls?: { cert: string; key: string }) {
+  const seen: SeenRequest[] = []
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    ...(tls ? { tls } : {}),
+    fetch(request) {
+      const url = new URL(request.url)
+      seen.push({ path: url.pathname + url.search, headers: Object.fromEntries(request.headers) })
+      return handler(request, url)
+    },
+  })
+  return { server, seen, port: server.port as number, stop: () => server.stop(true) }
+}
+
+/** A web config YAML for tests: the demo model with the web capabilities, loopback allowed as "public" when resolved. */
+export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number; allow?: string } = {}): string {
+  return `
+providers:
+  - { id: demo, type: demo, retention: none }
+models:
+  - id: demo-web
+    level: anonymous
+    backends: [{ provider: demo, model: demo }]
+    price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
+    context_length: ${extra.contextLength ?? 32768}
+    max_output_tokens: 1024
+    capabilities: ${extra.capabilities ?? '{ tools: true, supports_web_fetch: true, supports_web_search: true }'}
+  - id: demo-plain
+    level: anonymous
+    backends: [{ provider: demo, model: demo }]
+    price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
+    context_length: 32768
+    max_output_tokens: 1024
+plans:
+  payg: { monthly_allowance: "0", fusion: false }
+  pro: { monthly_allowance: "0.003", fusion: true }
+web:
+  fetch: { timeout_ms: 2000, max_bytes: 65536, unsafe_test_allow_cidrs: ${extra.allow ?? '["127.0.0.1/32"]'}${extra.fetch ? `, ${extra.fetch}` : ''} }
+${extra.search ? `  search: ${extra.search}` : ''}
+prices: { web_fetch: "0.002", web_search: "0.005" }
+${extra.limits ? `limits: ${extra.limits}` : ''}
+`
+}
+
+/** A test app on `webConfigYaml(extra)` with the scripted resolver and the logging transport. */
+export async function buildWebApp(extra: Parameters<typeof webConfigYaml>[0] = {}, env: Record<string, string> = {}, overrides: { tlsCa?: string } = {}) {
+  const { loadConfig } = await import('../../src/config/load')
+  const { buildTestApp } = await import('./harness')
+  const resolver = new FakeResolver()
+  const { transport, egress } = loggingTransport()
+  const config = loadConfig({ SVC_CONFIG: 'web-test.yaml', ...env }, () => webConfigYaml(extra))
+  const t = await buildTestApp({}, config, { resolver, webTransport: transport, webTlsCa: overrides.tlsCa })
+  return { t, resolver, egress }
+}

@@ -1,0 +1,72 @@
+import { describe, expect, test } from 'bun:test'
+import { namedUrls } from '../../../src/inference/enrich/web'
+import { htmlToText, toIsoDate } from '../../../src/web/html-to-text'
+import { SystemResolver } from '../../../src/web/resolver'
+
+describe('htmlToText', () => {
+  test('keeps the main content, drops chrome and code, and keeps block structure', () => {
+    const page = htmlToText(
+      '<html><head><title> The  title </title><style>p{}</style></head><body><header>Site</header><nav>Menu</nav>' +
+        `<article><h1>Headline</h1><p>${'Body text. '.repeat(30)}</p><ol><li>first</li><li>second</li></ol><table><tr><td>a</td><td>b</td></tr></table></article>` +
+        '<aside>Ads</aside><footer>Footer</footer><script>alert(1)</script></body></html>',
+      100_000,
+    )
+    expect(page.title).toBe('The title')
+    expect(page.text.startsWith('Headline\n\nBody text.')).toBe(true)
+    expect(page.text).toContain('- first\n- second')
+    expect(page.text).toContain('a b')
+    for (const chrome of ['Site', 'Menu', 'Ads', 'Footer', 'alert', 'p{}']) expect(page.text).not.toContain(chrome)
+  })
+
+  test('without <main>/<article>, the whole body is the text; entities are decoded', () => {
+    expect(htmlToText('<div>Tom &amp; Jerry &lt;3</div><p>next</p>', 1000)).toEqual({ title: '', text: 'Tom & Jerry <3\n\nnext', modified: null })
+  })
+
+  test.each([
+    ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
+    ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
+    ['<meta itemprop="dateModified" content="2022-03-04T05:06:07+02:00">', '2022-03-04T03:06:07.000Z'],
+    ['<meta http-equiv="Last-Modified" content="Wed, 21 Oct 2015 07:28:00 GMT">', '2015-10-21T07:28:00.000Z'],
+    ['<script type="application/ld+json">{"@type":"Article","dateModified":"2021-06-07T08:09:10Z"}</script>', '2021-06-07T08:09:10.000Z'],
+    ['<meta property="article:modified_time" content="not a date">', null],
+    ['<meta property="article:published_time" content="2020-01-01">', null],
+  ])('the modification date from %s', (head, expected) => {
+    expect(htmlToText(`<html><head>${head}</head><body><p>x</p></body></html>`, 100).modified).toBe(expected)
+  })
+
+  test('hostile markup is bounded: deep nesting and huge pages finish fast and within the cap', () => {
+    const started = performance.now()
+    const deep = htmlToText(`${'<div>'.repeat(200_000)}deep`, 1000)
+    const long = htmlToText(`<p>${'word '.repeat(500_000)}</p>`, 5000)
+    expect(deep.text.length).toBeLessThanOrEqual(1000)
+    expect(long.text.length).toBe(5000)
+    expect(performance.now() - started).toBeLessThan(3000)
+  })
+
+  test('toIsoDate refuses absurd dates', () => {
+    expect(toIsoDate('1970-01-01')).toBeNull()
+    expect(toIsoDate('9999-01-01')).toBeNull()
+    expect(toIsoDate('2024-02-29T12:00:00Z')).toBe('2024-02-29T12:00:00.000Z')
+  })
+})
+
+describe('namedUrls (hosted web_fetch)', () => {
+  test('distinct URLs in order of mention, sentence punctuation trimmed, capped', () => {
+    const text = 'See https://a.com/x, then (https://b.com/y) and "https://a.com/x". Also http://c.com/z! and https://d.com/.'
+    expect(namedUrls(text, 3)).toEqual(['https://a.com/x', 'https://b.com/y', 'http://c.com/z'])
+    expect(namedUrls(text, 10)).toEqual(['https://a.com/x', 'https://b.com/y', 'http://c.com/z', 'https://d.com/'])
+    expect(namedUrls('no links, ftp://x.com/ and file:///etc/passwd', 3)).toEqual([])
+  })
+})
+
+describe('SystemResolver', () => {
+  test('resolves through the system (localhost from the hosts file) and reports an aborted lookup', async () => {
+    const resolver = new SystemResolver()
+    const answer = await resolver.resolve('localhost', AbortSignal.timeout(5000))
+    expect(answer.ok).toBe(true)
+    if (answer.ok) expect(answer.addresses.some(address => address === '127.0.0.1' || address === '::1')).toBe(true)
+    const controller = new AbortController()
+    controller.abort()
+    expect(await resolver.resolve('localhost', controller.signal)).toMatchObject({ ok: false, reason: 'failed' })
+  })
+})

@@ -1,0 +1,373 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { json, type TestApp } from '../support/harness'
+import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
+
+// The SSRF defences through the HTTP route (not only the validator: litellm#37053), with the
+// billing and connection evidence: a refused URL is never billed, and never opens a socket
+// (no transport call, no request on any test server; names are not even looked up when the
+// URL itself is refused).
+
+const PRICE = 2_000_000n
+const CREDIT = 1_000_000_000n
+let t: TestApp
+let resolver: FakeResolver
+let egress: Egress[]
+const stops: Array<() => void> = []
+
+afterEach(async () => {
+  for (const stop of stops.splice(0)) stop()
+  await t?.close()
+})
+
+async function setup(extra: Parameters<typeof buildWebApp>[0] = {}) {
+  ;({ t, resolver, egress } = await buildWebApp(extra))
+  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'ssrf', planId: 'payg', ownerEmail: `ssrf-${Bun.randomUUIDv7()}@example.test` })
+  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'web', admin: false, expiresAtMs: null, spendCap: null })
+  await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
+  return { orgId: org.id, key: secret, ownerUserId }
+}
+
+function serve(handler: Parameters<typeof pageServer>[0]) {
+  const server = pageServer(handler)
+  stops.push(server.stop)
+  return server
+}
+
+const spent = async (orgId: string) => CREDIT - (await t.deps.balance(orgId)).prepaidNanos
+const fetchUrls = (key: string, urls: string[]) => t.request('POST', '/api/v1/web/fetch', { key, body: { urls } })
+const page = (text: string) => new Response(`<p>${text}</p>`, { headers: { 'content-type': 'text/html' } })
+
+async function expectRefused(response: Response, orgId: string, fragment: string) {
+  expect(response.status).toBe(400)
+  const error = (await json(response)).error
+  expect(error.code).toBe('invalid_request')
+  expect(error.message).toContain(fragment)
+  expect(await spent(orgId)).toBe(0n)
+  expect(t.deps.limits.concurrency.inUse(orgId)).toBe(0)
+}
+
+describe('a URL the policy refuses is never billed and never opens a socket', () => {
+  test.each([
+    ['loopback literal', 'http://127.0.0.1/', 'loopback'],
+    ['metadata literal', 'http://169.254.169.254/latest/meta-data/', 'link-local'],
+    ['decimal loopback', 'http://2130706433/', 'dotted quad'],
+    ['IPv4-mapped loopback', 'http://[::ffff:7f00:1]/', 'loopback'],
+    ['NAT64 private', 'http://[64:ff9b::a00:1]/', 'NAT64'],
+    ['localhost', 'http://localhost:8080/', 'local-use'],
+    ['GCP metadata name', 'http://metadata.google.internal/', 'local-use'],
+    ['credentials', 'https://user:pw@docs.acme-web.com/', 'credentials'],
+    ['sensitive query key', 'https://docs.acme-web.com/?access_token=x', 'credential'],
+    ['file scheme', 'file:///etc/passwd', 'http and https'],
+    ['gopher', 'gopher://docs.acme-web.com:70/_x', 'http and https'],
+    ['backslash confusion', 'http://docs.acme-web.com\\@127.0.0.1/', 'backslash'],
+  ])('%s', async (_, url, fragment) => {
+    const { orgId, key } = await setup()
+    const site = serve(() => page('secret'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    // A good URL beside it changes nothing: every URL is checked before anything happens.
+    const response = await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/`, url])
+    await expectRefused(response, orgId, fragment)
+    expect((await json(await fetchUrls(key, [url]))).error.param).toBe('urls.0')
+    expect(resolver.lookups).toEqual([])
+    expect(egress).toEqual([])
+    expect(site.seen).toEqual([])
+  })
+})
+
+describe('names that resolve to non-public addresses', () => {
+  test.each([
+    ['a private answer', ['10.0.0.5'], '10.0.0.5'],
+    ['a public answer mixed with a private one', ['127.0.0.1', '192.168.1.20'], '192.168.1.20'],
+    ['the metadata address', ['169.254.169.254'], 'link-local'],
+    ['IPv6 loopback', ['::1'], 'loopback'],
+    ['IPv4-mapped metadata', ['::ffff:a9fe:a9fe'], 'IPv4-mapped'],
+    ['a ULA', ['fd00::1'], 'unique-local'],
+    ['an unspecified address', ['0.0.0.0'], 'unspecified'],
+    ['a loopback the allowance does not cover', ['127.0.0.2'], 'loopback'],
+  ])('%s → 400 after one lookup, no connection, nothing billed', async (_, answers, fragment) => {
+    const { orgId, key } = await setup()
+    const site = serve(() => page('internal'))
+    resolver.set('wildcard.acme-web.com', answers)
+    const response = await fetchUrls(key, [`http://wildcard.acme-web.com:${site.port}/`])
+    await expectRefused(response, orgId, fragment)
+    expect(resolver.lookups).toEqual(['wildcard.acme-web.com'])
+    expect(egress).toEqual([])
+    expect(site.seen).toEqual([])
+  })
+
+  test('a wildcard-DNS name embedding the metadata address is refused by its answer', async () => {
+    const { orgId, key } = await setup()
+    resolver.set('169.254.169.254.nip.io', ['169.254.169.254'])
+    await expectRefused(await fetchUrls(key, ['http://169.254.169.254.nip.io/latest/meta-data/']), orgId, 'link-local')
+    expect(egress).toEqual([])
+  })
+
+  test('without the test-only allowance, a name resolving to loopback is refused like any other', async () => {
+    const { orgId, key } = await setup({ allow: '[]' })
+    const site = serve(() => page('local service'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    await expectRefused(await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/`]), orgId, '127.0.0.1, a loopback address')
+    expect(egress).toEqual([])
+    expect(site.seen).toEqual([])
+  })
+
+  test('a name with no addresses is a 400 naming it, not billed', async () => {
+    const { orgId, key } = await setup()
+    await expectRefused(await fetchUrls(key, ['http://nowhere.acme-web.com/']), orgId, 'nowhere.acme-web.com does not resolve')
+  })
+
+  test('a DNS outage is a 503 that bills nothing', async () => {
+    const { orgId, key } = await setup()
+    resolver.set('flaky.acme-web.com', { ok: false, reason: 'failed', message: 'DNS lookup of flaky.acme-web.com failed (ESERVFAIL)' })
+    const response = await fetchUrls(key, ['http://flaky.acme-web.com/'])
+    expect(response.status).toBe(503)
+    expect((await json(response)).error.message).toContain('nothing was billed')
+    expect(await spent(orgId)).toBe(0n)
+  })
+})
+
+describe('redirects are followed by hand, every hop checked again', () => {
+  const redirectTo = (location: string, status = 302) => () => new Response(null, { status, headers: { location, 'set-cookie': 'session=abc' } })
+
+  test.each([
+    ['the metadata address', 'http://169.254.169.254/latest/meta-data/', 'link-local'],
+    ['a loopback literal', 'http://127.0.0.1:8080/', 'loopback'],
+    ['an IPv6 loopback', 'http://[::1]/', 'loopback'],
+    ['a local name', 'http://metadata.google.internal/computeMetadata/v1/', 'local-use'],
+    ['a scheme-relative local name', '//printer.local/', 'local-use'],
+    ['a file URL', 'file:///etc/passwd', 'http and https'],
+    ['a gopher URL', 'gopher://127.0.0.1:6379/_FLUSHALL', 'http and https'],
+    ['credentials in the Location', 'http://admin:admin@docs.acme-web.com/', 'credentials'],
+    ['a decimal IP (normalised, then judged by its bytes)', 'http://2130706433/', 'loopback'],
+  ])('a redirect to %s is refused: 400, nothing billed, no further connection', async (_, location, fragment) => {
+    const { orgId, key } = await setup()
+    const site = serve(redirectTo(location))
+    resolver.set('hop.acme-web.com', ['127.0.0.1'])
+    await expectRefused(await fetchUrls(key, [`http://hop.acme-web.com:${site.port}/start`]), orgId, fragment)
+    expect(egress.map(entry => entry.url)).toEqual([`http://127.0.0.1:${site.port}/start`])
+  })
+
+  test('a redirect to a name that resolves privately is refused after its lookup, without connecting', async () => {
+    const { orgId, key } = await setup()
+    const inner = serve(() => page('internal admin'))
+    const site = serve(redirectTo(`http://admin.acme-web.com:${inner.port}/`, 307))
+    resolver.set('hop.acme-web.com', ['127.0.0.1']).set('admin.acme-web.com', ['10.20.30.40'])
+    await expectRefused(await fetchUrls(key, [`http://hop.acme-web.com:${site.port}/`]), orgId, '10.20.30.40')
+    expect(resolver.lookups).toEqual(['hop.acme-web.com', 'admin.acme-web.com'])
+    expect(egress).toHaveLength(1)
+    expect(inner.seen).toEqual([])
+  })
+
+  test('a chain of public hops is followed (relative Locations too); the result keeps the requested URL', async () => {
+    const { orgId, key } = await setup()
+    const end = serve(() => page('arrived'))
+    const site = serve((_, url) => {
+      if (url.pathname === '/one') return new Response(null, { status: 301, headers: { location: '/two' } })
+      if (url.pathname === '/two') return new Response(null, { status: 308, headers: { location: `http://end.acme-web.com:${end.port}/final` } })
+      return page('wrong')
+    })
+    resolver.set('hop.acme-web.com', ['127.0.0.1']).set('end.acme-web.com', ['127.0.0.1'])
+    const url = `http://hop.acme-web.com:${site.port}/one`
+    const response = await fetchUrls(key, [url])
+    expect(response.status).toBe(200)
+    expect((await json(response)).results[0]).toMatchObject({ url, content: 'arrived' })
+    expect(egress.map(entry => entry.host)).toEqual([`hop.acme-web.com:${site.port}`, `hop.acme-web.com:${site.port}`, `end.acme-web.com:${end.port}`])
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
+  test('more than the hop limit is refused and not billed', async () => {
+    const { orgId, key } = await setup({ fetch: 'max_redirects: 2' })
+    let hops = 0
+    const site = serve(() => new Response(null, { status: 302, headers: { location: `/hop${++hops}` } }))
+    resolver.set('loop.acme-web.com', ['127.0.0.1'])
+    await expectRefused(await fetchUrls(key, [`http://loop.acme-web.com:${site.port}/`]), orgId, 'redirects more than 2 times')
+    expect(site.seen).toHaveLength(3)
+  })
+
+  test('credentials never cross origins: cookies set on one hop are not sent to the next, and nothing carries Authorization', async () => {
+    const { key } = await setup()
+    const other = serve(() => page('other origin'))
+    const site = serve(redirectTo(`http://other.acme-web.com:${other.port}/landing`))
+    resolver.set('hop.acme-web.com', ['127.0.0.1']).set('other.acme-web.com', ['127.0.0.1'])
+    const response = await t.request('POST', '/api/v1/web/fetch', {
+      key,
+      body: { urls: [`http://hop.acme-web.com:${site.port}/`] },
+      headers: { cookie: 'client=secret', 'x-forwarded-for': '1.2.3.4' },
+    })
+    expect(response.status).toBe(200)
+    for (const seen of [...site.seen, ...other.seen]) {
+      expect(seen.headers.cookie).toBeUndefined()
+      expect(seen.headers.authorization).toBeUndefined()
+      expect(seen.headers['x-forwarded-for']).toBeUndefined()
+      expect(JSON.stringify(seen.headers)).not.toContain(key)
+    }
+    expect(other.seen).toHaveLength(1)
+  })
+})
+
+describe('DNS rebinding: the checked address is the one connected to', () => {
+  test('a second, private answer is never used: one lookup, one connection to the checked address', async () => {
+    const { orgId, key } = await setup()
+    const site = serve(() => page('public content'))
+    resolver.set('rebind.acme-web.com', ['127.0.0.1'], ['10.0.0.9'])
+    const response = await fetchUrls(key, [`http://rebind.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(200)
+    expect(resolver.lookups).toEqual(['rebind.acme-web.com'])
+    expect(egress.map(entry => entry.url)).toEqual([`http://127.0.0.1:${site.port}/`])
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
+  test('a redirect back to the same name resolves again, and the rebound private answer is refused', async () => {
+    const { orgId, key } = await setup()
+    const site = serve((_, url) => (url.pathname === '/' ? new Response(null, { status: 302, headers: { location: '/again' } }) : page('should not be read')))
+    resolver.set('rebind.acme-web.com', ['127.0.0.1'], ['10.0.0.9'])
+    await expectRefused(await fetchUrls(key, [`http://rebind.acme-web.com:${site.port}/`]), orgId, '10.0.0.9')
+    expect(resolver.lookups).toEqual(['rebind.acme-web.com', 'rebind.acme-web.com'])
+    expect(site.seen.map(seen => seen.path)).toEqual(['/'])
+  })
+})
+
+describe('caps and content types', () => {
+  test('a page longer than max_bytes is cut at the cap (a compression bomb included)', async () => {
+    const { key } = await setup()
+    const bomb = Bun.gzipSync(new Uint8Array(50_000_000).fill(0x61))
+    const site = serve((_, url) =>
+      url.pathname === '/bomb'
+        ? new Response(bomb, { headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' } })
+        : new Response('b'.repeat(200_000), { headers: { 'content-type': 'text/plain' } }),
+    )
+    resolver.set('big.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://big.acme-web.com:${site.port}/bomb`, `http://big.acme-web.com:${site.port}/long`])
+    expect(response.status).toBe(200)
+    const { results } = await json(response)
+    expect(results[0].content.length).toBe(65_536)
+    expect(results[1].content.length).toBe(65_536)
+  })
+
+  test('a page that does not answer in time is a 502 that bills nothing and says not to retry', async () => {
+    const { orgId, key } = await setup({ fetch: 'timeout_ms: 200' })
+    const site = serve(() => new Promise<Response>(() => {}))
+    resolver.set('slow.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://slow.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(502)
+    const error = (await json(response)).error
+    expect(error.code).toBe('provider_error')
+    expect(error.message).toContain('did not answer within 200 ms')
+    expect(error.message).toContain('do not retry automatically')
+    expect(await spent(orgId)).toBe(0n)
+  })
+
+  test('a server that accepts but sends no headers is cut by the connect / first-byte deadline', async () => {
+    const { orgId, key } = await setup({ fetch: 'timeout_ms: 5000, connect_timeout_ms: 150' })
+    const site = serve(() => new Promise<Response>(() => {}))
+    resolver.set('slow.acme-web.com', ['127.0.0.1'])
+    const started = performance.now()
+    const response = await fetchUrls(key, [`http://slow.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(502)
+    expect((await json(response)).error.message).toContain('did not start answering within 150 ms')
+    expect(performance.now() - started).toBeLessThan(2000)
+    expect(await spent(orgId)).toBe(0n)
+  })
+
+  test('a page that stalls mid-body is cut by the total deadline (the first-byte one no longer applies)', async () => {
+    const { orgId, key } = await setup({ fetch: 'timeout_ms: 300, connect_timeout_ms: 100' })
+    const site = serve(() => new Response(new ReadableStream({ start(controller) { controller.enqueue(new TextEncoder().encode('<p>partial')) } }), { headers: { 'content-type': 'text/html' } }))
+    resolver.set('drip.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://drip.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(502)
+    expect((await json(response)).error.message).toContain('did not answer within 300 ms')
+    expect(await spent(orgId)).toBe(0n)
+  })
+
+  test.each([
+    ['an image', 'image/png'],
+    ['a PDF (until document extraction lands)', 'application/pdf'],
+    ['an archive', 'application/zip'],
+    ['no content type', ''],
+    ['JavaScript', 'text/javascript'],
+  ])('%s is refused as not text-like, and not billed', async (_, type) => {
+    const { orgId, key } = await setup()
+    const site = serve(() => new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), { headers: type ? { 'content-type': type } : {} }))
+    resolver.set('files.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://files.acme-web.com:${site.port}/x`])
+    await expectRefused(response, orgId, 'only HTML, plain text, JSON and XML')
+  })
+
+  test('an upstream error status is a 502; with another page retrieved, that page alone is billed', async () => {
+    const { orgId, key } = await setup()
+    const site = serve((_, url) => (url.pathname === '/ok' ? page('fine') : new Response('boom', { status: 500, headers: { 'content-type': 'text/plain' } })))
+    resolver.set('mixed.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://mixed.acme-web.com:${site.port}/ok`, `http://mixed.acme-web.com:${site.port}/fail`])
+    expect(response.status).toBe(502)
+    const error = (await json(response)).error
+    expect(error).toMatchObject({ code: 'provider_error', param: 'urls.1' })
+    expect(error.message).toContain('HTTP 500')
+    expect(error.message).toContain('1 of 2 pages were retrieved and billed')
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
+  test('legacy charsets are decoded from the header or the page', async () => {
+    const { key } = await setup()
+    const latin1 = new Uint8Array([0x3c, 0x70, 0x3e, 0x63, 0x61, 0x66, 0xe9, 0x3c, 0x2f, 0x70, 0x3e]) // <p>café</p> in ISO-8859-1
+    const site = serve(() => new Response(latin1, { headers: { 'content-type': 'text/html; charset=iso-8859-1' } }))
+    resolver.set('old.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://old.acme-web.com:${site.port}/`])
+    expect((await json(response)).results[0].content).toBe('café')
+  })
+})
+
+describe('billing order and limits', () => {
+  test('the plan allowance is used before prepaid balance', async () => {
+    ;({ t, resolver, egress } = await buildWebApp())
+    const org = await t.createOrg('pro', CREDIT) // the default plan: pro, allowance 0.003 USD
+    const site = serve(() => page('x'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const url = `http://docs.acme-web.com:${site.port}/`
+    const before = await t.deps.balance(org.orgId)
+    expect((await fetchUrls(org.adminKey, [url])).status).toBe(200)
+    const first = await t.deps.balance(org.orgId)
+    expect(first.prepaidNanos).toBe(before.prepaidNanos)
+    expect(first.availableNanos).toBe(before.availableNanos - PRICE)
+    expect((await fetchUrls(org.adminKey, [url])).status).toBe(200)
+    // 0.001 USD of allowance was left: the other half of the second charge is prepaid.
+    expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before.prepaidNanos - 1_000_000n)
+  })
+
+  test('an unfunded organization is refused with 429 before any connection', async () => {
+    ;({ t, resolver, egress } = await buildWebApp())
+    const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'poor', planId: 'payg', ownerEmail: `poor-${Bun.randomUUIDv7()}@example.test` })
+    const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: false, expiresAtMs: null, spendCap: null })
+    const site = serve(() => page('x'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(secret, [`http://docs.acme-web.com:${site.port}/`])
+    expect(response.status).toBe(429)
+    expect((await json(response)).error.code).toBe('insufficient_quota')
+    expect(egress).toEqual([])
+  })
+
+  test('a key spend cap stops fetching once reached (overall cap: the key expires)', async () => {
+    const { orgId, ownerUserId } = await setup()
+    const { secret } = await t.deps.keys.create({ orgId, userId: ownerUserId, name: 'capped', admin: false, expiresAtMs: null, spendCap: { period: 'overall', nanos: PRICE } })
+    const site = serve(() => page('x'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const url = `http://docs.acme-web.com:${site.port}/`
+    expect((await fetchUrls(secret, [url])).status).toBe(200)
+    const refused = await fetchUrls(secret, [url])
+    expect([401, 429]).toContain(refused.status)
+    expect(site.seen).toHaveLength(1)
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
+  test('inference rate limits apply', async () => {
+    const { key } = await setup({ limits: '{ inference: { key: { burst: 2, per_second: 0.001 }, org: { burst: 100, per_second: 1 } } }' })
+    const site = serve(() => page('x'))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const url = `http://docs.acme-web.com:${site.port}/`
+    expect((await fetchUrls(key, [url])).status).toBe(200)
+    expect((await fetchUrls(key, [url])).status).toBe(200)
+    const limited = await fetchUrls(key, [url])
+    expect(limited.status).toBe(429)
+    expect((await json(limited)).error.code).toBe('rate_limited')
+    expect(limited.headers.get('retry-after')).toBeTruthy()
+  })
+})

@@ -1,0 +1,134 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { json, type TestApp, type TestOrg } from '../support/harness'
+import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
+
+// POST /api/v1/web/fetch through the real app and ledger. Page servers listen on 127.0.0.1 and
+// are reached only through the scripted resolver (public-looking names; the config's test-only
+// allowance covers 127.0.0.1/32 for resolved answers, never for literal URLs). The transport
+// logs every outbound connection and refuses anything but loopback.
+
+const PRICE = 2_000_000n // web_fetch "0.002" USD
+let t: TestApp
+let resolver: FakeResolver
+let egress: Egress[]
+const stops: Array<() => void> = []
+
+afterEach(async () => {
+  for (const stop of stops.splice(0)) stop()
+  await t?.close()
+})
+
+async function setup(extra: Parameters<typeof buildWebApp>[0] = {}, options: { tlsCa?: string } = {}) {
+  ;({ t, resolver, egress } = await buildWebApp(extra, {}, options))
+  // Pay-as-you-go: no allowance, so every charge shows in the prepaid balance.
+  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'web', planId: 'payg', ownerEmail: `web-${Bun.randomUUIDv7()}@example.test` })
+  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'web', admin: false, expiresAtMs: null, spendCap: null })
+  await t.deps.ledger.topUp({ orgId: org.id, amount: 1_000_000_000n })
+  return { orgId: org.id, key: secret }
+}
+
+function serve(handler: Parameters<typeof pageServer>[0], tls?: { cert: string; key: string }) {
+  const server = pageServer(handler, tls)
+  stops.push(server.stop)
+  return server
+}
+
+const html = (body: string, headers: Record<string, string> = {}) => new Response(body, { headers: { 'content-type': 'text/html; charset=utf-8', ...headers } })
+const spent = async (orgId: string) => 1_000_000_000n - (await t.deps.balance(orgId)).prepaidNanos
+const fetchUrls = (key: string, body: unknown) => t.request('POST', '/api/v1/web/fetch', { key, body })
+
+describe('POST /api/v1/web/fetch: happy paths', () => {
+  test('a page through the pinned connection: readable text, title, Last-Modified, one unit billed', async () => {
+    const { orgId, key } = await setup()
+    const site = serve(() =>
+      html(
+        '<html><head><title>Acme docs</title><script>steal()</script></head><body><nav>Home | About</nav>' +
+          '<main><h1>Install</h1><p>Run <code>bun add acme</code> &amp; enjoy.</p><ul><li>fast</li><li>small</li></ul></main><footer>(c) Acme</footer></body></html>',
+        { 'last-modified': 'Wed, 21 Oct 2015 07:28:00 GMT', 'set-cookie': 'sid=1' },
+      ),
+    )
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const url = `http://docs.acme-web.com:${site.port}/install`
+    const response = await fetchUrls(key, { urls: [url] })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    const body = await json(response)
+    expect(body.results).toHaveLength(1)
+    expect(body.results[0]).toEqual({ title: 'Acme docs', url, content: 'Install\n\nRun bun add acme & enjoy.\n\n- fast\n- small', last_updated: '2015-10-21T07:28:00.000Z' })
+    // Pinned: dialled the checked address, with the real name in Host; the name resolved once.
+    expect(egress).toEqual([{ url: `http://127.0.0.1:${site.port}/install`, host: `docs.acme-web.com:${site.port}`, serverName: undefined }])
+    expect(resolver.lookups).toEqual(['docs.acme-web.com'])
+    expect(site.seen[0]!.headers.host).toBe(`docs.acme-web.com:${site.port}`)
+    expect(site.seen[0]!.headers.cookie).toBeUndefined()
+    expect(site.seen[0]!.headers.authorization).toBeUndefined()
+    expect(site.seen[0]!.headers['user-agent']).toContain('svc-gateway-fetch')
+    expect(await spent(orgId)).toBe(PRICE)
+    expect(t.deps.limits.concurrency.inUse(orgId)).toBe(0)
+  })
+
+  test('three URLs come back in input order, each kind of text page, three units billed', async () => {
+    const { orgId, key } = await setup()
+    const site = serve((_, url) => {
+      if (url.pathname === '/a') return new Response('plain\n\n\n\ntext   page', { headers: { 'content-type': 'text/plain' } })
+      if (url.pathname === '/b') return new Response('{"ok":true}', { headers: { 'content-type': 'application/json' } })
+      return html('<html><head><title>Meta</title><meta property="article:modified_time" content="2024-05-01T10:00:00Z"></head><body><p>caf\u00e9</p></body></html>')
+    })
+    resolver.set('one.acme-web.com', ['127.0.0.1']).set('two.acme-web.com', ['127.0.0.1'])
+    const urls = [`http://one.acme-web.com:${site.port}/c`, `http://two.acme-web.com:${site.port}/a`, `http://one.acme-web.com:${site.port}/b`]
+    const response = await fetchUrls(key, { urls })
+    expect(response.status).toBe(200)
+    const { results } = await json(response)
+    expect(results.map((result: { url: string }) => result.url)).toEqual(urls)
+    expect(results[0]).toMatchObject({ title: 'Meta', content: 'café', last_updated: '2024-05-01T10:00:00.000Z' })
+    expect(results[1]).toMatchObject({ content: 'plain\n\ntext page', last_updated: null, title: `two.acme-web.com:${site.port}/a` })
+    expect(results[2].content).toBe('{"ok":true}')
+    expect(await spent(orgId)).toBe(3n * PRICE)
+  })
+
+  test('https: connects to the checked address with SNI and certificate checked against the host name', async () => {
+    const cert = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.cert.pem`).text()
+    const tlsKey = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.key.pem`).text()
+    const { orgId, key } = await setup({}, { tlsCa: cert })
+    const site = serve(() => html('<title>Secure</title><p>over TLS</p>'), { cert, key: tlsKey })
+    resolver.set('secure.acme-web.com', ['127.0.0.1']).set('impostor.acme-web.com', ['127.0.0.1'])
+    const ok = await fetchUrls(key, { urls: [`https://secure.acme-web.com:${site.port}/`] })
+    expect(ok.status).toBe(200)
+    expect((await json(ok)).results[0].content).toBe('over TLS')
+    expect(egress[0]).toEqual({ url: `https://127.0.0.1:${site.port}/`, host: `secure.acme-web.com:${site.port}`, serverName: 'secure.acme-web.com' })
+    // The same address under a name the certificate does not cover: the TLS check fails.
+    const wrong = await fetchUrls(key, { urls: [`https://impostor.acme-web.com:${site.port}/`] })
+    expect(wrong.status).toBe(502)
+    expect((await json(wrong)).error.message).toContain('ERR_TLS_CERT_ALTNAME_INVALID')
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+})
+
+describe('POST /api/v1/web/fetch: the body is exactly {urls}', () => {
+  test.each([
+    ['a model id', { urls: ['https://example.com/'], model: 'demo-web' }, 'model'],
+    ['messages', { urls: ['https://example.com/'], messages: [] }, 'messages'],
+    ['a privacy option', { urls: ['https://example.com/'], privacy_tier: 'private' }, 'privacy_tier'],
+    ['no urls', {}, 'urls'],
+    ['an empty list', { urls: [] }, 'urls'],
+    ['four URLs', { urls: ['https://a.com/', 'https://b.com/', 'https://c.com/', 'https://d.com/'] }, 'urls'],
+    ['a number', { urls: [42] }, 'urls.0'],
+    ['a string instead of a list', { urls: 'https://example.com/' }, 'urls'],
+    ['duplicates', { urls: ['https://example.com/', 'https://example.com'] }, 'urls.1'],
+  ])('%s → 400 naming the field', async (_, body, param) => {
+    const { key } = await setup()
+    const response = await fetchUrls(key, body)
+    expect(response.status).toBe(400)
+    const error = (await json(response)).error
+    expect(error.code).toBe('invalid_request')
+    expect(error.param).toBe(param)
+    expect(resolver.lookups).toEqual([])
+    expect(egress).toEqual([])
+  })
+
+  test('a configured limit below 3 is enforced', async () => {
+    const { key } = await setup({ fetch: 'max_urls: 2' })
+    const response = await fetchUrls(key, { urls: ['https://a.com/', 'https://b.com/', 'https://c.com/'] })
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.message).toContain('1 to 2 URLs')
+  })
+})
