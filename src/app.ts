@@ -17,11 +17,19 @@ import packageJson from '../package.json'
 export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
   return new Elysia({ normalize: false })
-    .use(requestContext(deps.logger))
+    .use(requestContext(deps.logger, deps.requestLog))
     .use(openapiDocs(packageJson.version))
-    .use(healthRoutes(deps.database))
+    .use(
+      healthRoutes(deps.database, deps.lifecycle, {
+        registry: deps.metrics.registry,
+        token: deps.config.metrics.token,
+        onPublicPort: deps.config.metrics.token !== undefined && deps.config.metrics.port === undefined,
+      }),
+    )
     .use(modelRoutes(deps.catalog))
-    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, { metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock }))
+    .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, {
+        metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock, metrics: deps.metrics, lifecycle: deps.lifecycle,
+      }))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))

@@ -17,7 +17,10 @@ import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
 import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
+import { GatewayMetrics } from './observability/gateway-metrics'
+import { Lifecycle } from './observability/lifecycle'
 import { createLogger, type Logger } from './observability/logger'
+import { RequestLog } from './observability/request-log'
 import { OrgService } from './orgs/service'
 
 /** Everything the app and the CLI need, built once at boot and passed in (never imported as singletons). */
@@ -40,6 +43,12 @@ export interface Deps {
   readonly catalog: Catalog
   /** Picks a backend per call, with fallback and cool-down. */
   readonly router: Router
+  /** Prometheus metrics; other modules register gauges with `metrics.registry.gauge(name, help, read)`. */
+  readonly metrics: GatewayMetrics
+  /** One log line and metrics update per request. */
+  readonly requestLog: RequestLog
+  /** Draining state and billed calls in flight (graceful shutdown). */
+  readonly lifecycle: Lifecycle
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -79,8 +88,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
+  const metrics = new GatewayMetrics()
+  const lifecycle = new Lifecycle()
+  registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle)
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
+    metrics, lifecycle, requestLog: new RequestLog(logger, metrics),
     router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
     balance: orgId => readBalance(database.client, plans, clock, orgId),
     async close() {
@@ -90,4 +103,24 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       database.close()
     },
   }
+}
+
+/** Gauges read at scrape time from the modules that own the state. */
+function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, sweeper: Sweeper, ledger: Ledger, limits: Limits, lifecycle: Lifecycle): void {
+  const gauge = metrics.registry.gauge.bind(metrics.registry)
+  writer.onCommit = elapsedMs => metrics.ledgerCommitSeconds.observe(elapsedMs / 1000)
+  gauge('svc_ledger_queue_depth', 'Ledger ops waiting for the writer.', () => writer.queueDepth)
+  gauge('svc_ledger_batches_total', 'Ledger batches committed.', () => writer.stats.batches, 'counter')
+  gauge('svc_ledger_ops_total', 'Ledger ops committed.', () => writer.stats.ops, 'counter')
+  gauge('svc_ledger_failed_batches_total', 'Ledger batches that failed to commit.', () => writer.stats.failedBatches, 'counter')
+  gauge('svc_ledger_leases_returned_total', 'Leases returned by this instance\'s sweeper (dead boots, stale instances).', () => sweeper.returned, 'counter')
+  gauge('svc_ledger_held_nanos', 'USD nanos held in memory by reservations in flight.', () => {
+    let held = 0n
+    for (const pool of ledger.pools.all()) held += pool.held
+    return Number(held)
+  })
+  gauge('svc_inference_slots_in_use', 'Inference concurrency slots taken, over all organizations.', () => limits.concurrency.totalInUse)
+  gauge('svc_billed_calls_in_flight', 'Billed calls (chat) in flight.', () => lifecycle.inFlight)
+  gauge('svc_draining', '1 while the instance drains for shutdown.', () => (lifecycle.draining ? 1 : 0))
+  gauge('svc_process_resident_memory_bytes', 'Resident set size.', () => process.memoryUsage.rss())
 }

@@ -73,6 +73,13 @@ export interface Config {
   readonly limits: LimitsConfig
   readonly ledger: { readonly bootstrapCreditNanos: Nanos; readonly instanceStaleAfterMs: number }
   readonly auth: { readonly cacheTtlMs: number; readonly cacheMaxEntries: number }
+  /**
+   * GET /metrics: `token` (read from `metrics.token_env`) is the bearer it requires; with `port`
+   * it is served only on that admin port. With neither, /metrics is off (404).
+   */
+  readonly metrics: { readonly token: string | undefined; readonly port: number | undefined; readonly host: string }
+  /** Graceful shutdown: how long in-flight requests and streams may finish before they are cut. */
+  readonly shutdown: { readonly drainTimeoutMs: number }
   /** Upstream providers, in config order (ids unique). */
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */

@@ -59,6 +59,12 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const bootstrapCredit = parseUsd(file.ledger?.bootstrap_credit ?? '5')
   if (bootstrapCredit === null) problems.push('ledger.bootstrap_credit: amount too large')
   if (problems.length > 0) throw new ConfigError(problems)
+  const metricsTokenEnv = file.metrics?.token_env
+  const metricsToken = metricsTokenEnv ? env[metricsTokenEnv] : undefined
+  if (metricsTokenEnv && (!metricsToken || metricsToken.length < 16)) {
+    problems.push(`metrics.token_env: ${metricsTokenEnv} must be set to a token of at least 16 characters`)
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id
 
@@ -91,6 +97,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       bootstrapCreditNanos: bootstrapCredit ?? 0n,
       instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
     }),
+    metrics: Object.freeze({ token: metricsToken || undefined, port: file.metrics?.port, host: file.metrics?.host ?? '127.0.0.1' }),
+    shutdown: Object.freeze({ drainTimeoutMs: Math.round((file.shutdown?.drain_timeout_s ?? 25) * 1000) }),
     auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
     providers: Object.freeze(providers),
     models: Object.freeze(models),

@@ -143,6 +143,28 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    metrics: t.Optional(
+      t.Object(
+        {
+          // GET /metrics needs `Authorization: Bearer <the value of this variable>`.
+          token_env: t.Optional(EnvName),
+          // Serve /metrics (and /healthz, /readyz) on this separate admin port instead of the public one.
+          port: t.Optional(Integer({ minimum: 0, maximum: 65535 })),
+          // Address the admin port binds (default 127.0.0.1).
+          host: t.Optional(t.String({ minLength: 1, maxLength: 255 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    shutdown: t.Optional(
+      t.Object(
+        {
+          // On SIGTERM/SIGINT, how long in-flight requests and streams may run before they are cut.
+          drain_timeout_s: t.Optional(t.Number({ minimum: 0, maximum: 3600 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     auth: t.Optional(
       t.Object(
         {

@@ -13,7 +13,9 @@ const AUTHENTICATED: AuthedRoute[] = [
 ]
 
 // Routes that take no credential, on purpose.
-const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /api/v1/models', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
+// /metrics takes no API key: it has its own bearer token (metrics.token_env) or the admin port
+// (test/observability/metrics.test.ts), and is off (404) unless configured.
+const PUBLIC = ['GET /metrics', 'GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /api/v1/models', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
 
 for (const route of AUTHENTICATED) runAuthSuite(route)
 

@@ -20,7 +20,9 @@ describe('OpenAPI description and docs', () => {
       expect(operation.tags?.length ? name : `${name} lacks tags`).toBe(name)
       for (const [status, reply] of Object.entries(operation.responses ?? {}) as Array<[string, any]>) {
         if (status === '204') continue
-        expect(reply.content?.['application/json']?.schema ? name : `${name} ${status} has no schema`).toBe(name)
+        // JSON everywhere, except plain-text bodies such as /metrics' Prometheus text.
+        const schema = reply.content?.['application/json']?.schema ?? reply.content?.['text/plain']?.schema
+        expect(schema ? name : `${name} ${status} has no schema`).toBe(name)
       }
       if (name.startsWith('POST')) expect(operation.requestBody.content['application/json'].schema.type).toBe('object')
     }
