@@ -2,6 +2,7 @@ import { readBalance, type BalanceView } from './billing/balance'
 import { createExecutor, type BatchExecutor } from './billing/executor'
 import { loadIdentity } from './billing/identity'
 import { Ledger, type Identity } from './billing/ledger'
+import { LedgerHealth } from './billing/ledger-health'
 import { LedgerWriter } from './billing/ledger-writer'
 import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
@@ -86,6 +87,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const writer = new LedgerWriter(executor)
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
+  const health = new LedgerHealth(clock, logger)
+  health.probe = () => sweeper.heartbeat()
+  ledger.health = health
+  writer.onFailure = error => health.failed(error)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
   const metrics = new GatewayMetrics()
@@ -95,8 +100,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, catalog: new Catalog(config),
     metrics, lifecycle, requestLog: new RequestLog(logger, metrics),
     router: new Router(createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES), clock),
-    balance: orgId => readBalance(database.client, plans, clock, orgId),
+    // During a ledger outage the balance is 503 too: never a figure that may be stale or partial.
+    balance: orgId => (health.unavailable ? Promise.reject(LedgerHealth.refusal()) : readBalance(database.client, plans, clock, orgId)),
     async close() {
+      health.close()
       await sweeper.stop()
       await keys.idle()
       executor.close()
@@ -108,7 +115,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
 /** Gauges read at scrape time from the modules that own the state. */
 function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, sweeper: Sweeper, ledger: Ledger, limits: Limits, lifecycle: Lifecycle): void {
   const gauge = metrics.registry.gauge.bind(metrics.registry)
-  writer.onCommit = elapsedMs => metrics.ledgerCommitSeconds.observe(elapsedMs / 1000)
+  const health = ledger.health
+  writer.onCommit = elapsedMs => {
+    metrics.ledgerCommitSeconds.observe(elapsedMs / 1000)
+    health?.succeeded()
+  }
+  gauge('svc_ledger_database_up', '1 while the ledger database takes writes, 0 during an outage.', () => (health?.unavailable ? 0 : 1))
   gauge('svc_ledger_queue_depth', 'Ledger ops waiting for the writer.', () => writer.queueDepth)
   gauge('svc_ledger_batches_total', 'Ledger batches committed.', () => writer.stats.batches, 'counter')
   gauge('svc_ledger_ops_total', 'Ledger ops committed.', () => writer.stats.ops, 'counter')

@@ -50,7 +50,7 @@ export async function drainAndExit(deps: Deps, server: Server | undefined, admin
   const { logger, lifecycle } = deps
   const deadlineMs = deps.config.shutdown.drainTimeoutMs
   lifecycle.drain()
-  logger.info('draining', { signal, in_flight: lifecycle.inFlight, deadline_ms: deadlineMs })
+  logger.info('shutting down', { signal, in_flight: lifecycle.inFlight, deadline_ms: deadlineMs })
   // stop(false) closes the listener at once and resolves when every open response has ended.
   const stopped = server ? server.stop(false) : Promise.resolve()
   const drained = await Promise.race([stopped.then(() => true), delay(deadlineMs).then(() => false)])

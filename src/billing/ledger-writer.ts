@@ -57,6 +57,8 @@ export class LedgerWriter {
   readonly stats = { batches: 0, ops: 0, lastBatchMs: 0, maxBatchMs: 0, failedBatches: 0 }
   /** Called once per committed batch with its commit time (metrics). */
   onCommit: ((elapsedMs: number, ops: number) => void) | undefined
+  /** Called when a batch fails to commit (the database's health follows these two). */
+  onFailure: ((error: unknown) => void) | undefined
 
   constructor(private readonly executor: BatchExecutor) {}
 
@@ -147,6 +149,7 @@ export class LedgerWriter {
       results = await this.executor.write(statements)
     } catch (error) {
       this.stats.failedBatches += 1
+      this.onFailure?.(error)
       throw error
     }
     this.recordStats(batch.length, performance.now() - started)

@@ -1,4 +1,5 @@
 import { Elysia, ValidationError } from 'elysia'
+import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
@@ -59,6 +60,8 @@ function toApiError(code: string | number, error: unknown, path: string, method:
   if (code === 'NOT_FOUND') return new ApiError('not_found', `no route for ${method} ${path}`)
   // Validating a pathologically nested body can exhaust the stack: that is the input's fault.
   if (error instanceof RangeError && /call stack/i.test(error.message)) return new ApiError('invalid_request', 'request body is nested too deeply')
+  // A database outage (unreachable, read-only) on any route is a dependency failure: 503.
+  if (isDatabaseOutage(error)) return new ApiError('unavailable', 'the database is unavailable; retry shortly')
   return new ApiError('internal_error', 'internal error')
 }
 

@@ -124,7 +124,7 @@ describe('graceful shutdown', () => {
     expect(((await responseC.json()) as any).error.code).toBe('unavailable')
 
     expect(await gateway.exited).toBe(0)
-    expect(gateway.logs('draining')).toHaveLength(1)
+    expect(gateway.logs('shutting down')).toHaveLength(1)
     expect(gateway.logs('stopped')[0]).toMatchObject({ exit_code: 0 })
     // Every upstream connection was closed.
     for (let index = 0; index < 3; index++) expect(upstream.requests[index]!.isDisconnected() || index === 0).toBe(true)
