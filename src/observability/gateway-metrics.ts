@@ -39,6 +39,14 @@ export class GatewayMetrics {
     r.gauge('svc_open_streams', 'Streaming responses in progress.', () => this.openStreams)
   }
 
+  /**
+   * Registers a value read at each scrape, for modules that own state (the extractor pool:
+   * `metrics.gauge('svc_extractor_busy', 'Workers busy.', () => pool.stats().busy)`).
+   */
+  gauge(name: string, help: string, read: () => number): void {
+    this.registry.gauge(name, help, read)
+  }
+
   /** Records one finished HTTP request (called once per request). */
   request(route: string, method: string, status: number, seconds: number): void {
     this.requests.inc(1, route, method, statusText(status))

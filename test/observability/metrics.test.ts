@@ -104,7 +104,7 @@ describe('/metrics', () => {
   test('refusals are counted by code; another module registers its own gauges (the extractor pool hook)', async () => {
     const g = await gateway(`${DEMO}\nlimits: { inference: { key: { burst: 1, per_second: 0.001 }, org: { burst: 100, per_second: 1 } } }`, { SVC_METRICS_TOKEN: TOKEN })
     let busy = 3
-    g.deps.metrics.registry.gauge('svc_extractor_busy', 'Extractor workers busy.', () => busy)
+    g.deps.metrics.gauge('svc_extractor_busy', 'Extractor workers busy.', () => busy)
     g.deps.metrics.registry.gauge('svc_extractor_queued', 'Extraction jobs queued.', () => 0)
     const body = { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }
     expect((await g.request('POST', '/v1/chat/completions', { body })).status).toBe(200)
