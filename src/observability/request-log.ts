@@ -25,6 +25,8 @@ export interface RequestRecord {
   chargedNanos?: bigint
   /** A stream: its line is written when the stream ends, not when the headers leave. */
   deferred: boolean
+  /** The stream ended before the response was recorded: write the line when it is. */
+  endRequested: boolean
   ended: boolean
   readonly sink: RequestLog
 }
@@ -46,7 +48,7 @@ export class RequestLog {
   /** A record for a request entering the app. */
   begin(request: Request, requestId: string): RequestRecord {
     const record: RequestRecord = {
-      startedAt: performance.now(), method: request.method, requestId, route: 'unmatched', status: 0, deferred: false, ended: false, sink: this,
+      startedAt: performance.now(), method: request.method, requestId, route: 'unmatched', status: 0, deferred: false, endRequested: false, ended: false, sink: this,
     }
     records.set(request, record)
     return record
@@ -57,12 +59,17 @@ export class RequestLog {
     record.route = route
     record.status = status
     this.metrics.request(route, record.method, status, (performance.now() - record.startedAt) / 1000)
-    if (!record.deferred) this.end(record)
+    if (!record.deferred || record.endRequested) this.end(record)
   }
 
   /** Writes the request's line (once). */
   end(record: RequestRecord): void {
     if (record.ended) return
+    // A short stream can end before the request context has recorded its status.
+    if (record.status === 0) {
+      record.endRequested = true
+      return
+    }
     record.ended = true
     this.logger.info('request', {
       request_id: record.requestId, org_id: record.orgId, key_id: record.keyId, route: record.route, method: record.method,
