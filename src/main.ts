@@ -25,11 +25,13 @@ export async function serve(config: Config, print: (line: string) => void = line
   if (boot) announceBootstrap(boot.secret, boot.orgId, port, print)
   deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
 
-  let stopping = false
+  // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:
+  // the calls still running are cut at once, settled and closed as at the deadline.
+  let hurry: (() => void) | undefined
   const onSignal = (signal: string) => {
-    if (stopping) return
-    stopping = true
-    void drainAndExit(deps, app.server ?? undefined, admin, signal)
+    if (hurry) return hurry()
+    const now = new Promise<void>(resolve => (hurry = resolve))
+    void drainAndExit(deps, app.server ?? undefined, admin, signal, now)
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
@@ -44,18 +46,18 @@ type Server = ReturnType<typeof Bun.serve>
  * running is cut: a stream ends with the dialect's in-band `unavailable` error after its
  * produced output is settled, a collected answer with 503 and nothing charged. Then the ledger
  * writer is flushed, this boot's leases are returned, the database is closed, and the process
- * exits 0 (1 if closing failed).
+ * exits 0 (1 if closing failed). `hurry` (a second signal) cuts at once instead of at the deadline.
  */
-export async function drainAndExit(deps: Deps, server: Server | undefined, admin: Server | undefined, signal: string): Promise<never> {
+export async function drainAndExit(deps: Deps, server: Server | undefined, admin: Server | undefined, signal: string, hurry?: Promise<void>): Promise<never> {
   const { logger, lifecycle } = deps
   const deadlineMs = deps.config.shutdown.drainTimeoutMs
   lifecycle.drain()
   logger.info('shutting down', { signal, in_flight: lifecycle.inFlight, deadline_ms: deadlineMs })
   // stop(false) closes the listener at once and resolves when every open response has ended.
   const stopped = server ? server.stop(false) : Promise.resolve()
-  const drained = await Promise.race([stopped.then(() => true), delay(deadlineMs).then(() => false)])
+  const drained = await Promise.race([stopped.then(() => true), delay(deadlineMs).then(() => false), ...(hurry ? [hurry.then(() => false)] : [])])
   if (!drained) {
-    logger.warn('drain deadline passed; cutting the requests still running', { in_flight: lifecycle.inFlight })
+    logger.warn('drain deadline passed or a second signal came; cutting the requests still running', { in_flight: lifecycle.inFlight })
     lifecycle.abortAll()
     // Cut calls settle and send their last frame as soon as their client reads; a client that
     // does not read within the grace is disconnected, which settles its stream through its

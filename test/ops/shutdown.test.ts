@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { verifyLedger } from '../../src/billing/verify'
@@ -147,6 +147,36 @@ describe('graceful shutdown', () => {
       await deps.close()
     }
   }, 30_000)
+
+  test('a second signal cuts at once: the stream ends in-band, its output is billed, exit 0', async () => {
+    writeFileSync(env.SVC_CONFIG!, readFileSync(env.SVC_CONFIG!, 'utf8').replace('drain_timeout_s: 1.5', 'drain_timeout_s: 600'))
+    const org = await seedOrg(env, CREDIT)
+    const gateway = await startGateway(env)
+    children.push(gateway)
+    upstream.enqueue({ kind: 'sse', body: [chunk({ role: 'assistant', content: 'Endless ' }), gate().promise] })
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json', 'x-request-id': 'req-endless' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'go on forever' }] }),
+    })
+    const stream = await readUntil(response, 'Endless')
+    gateway.process.kill('SIGINT')
+    await poll('the drain to start', 200, 5, () => (gateway.logs('shutting down').length > 0 ? true : undefined))
+    const started = performance.now()
+    gateway.process.kill('SIGINT')
+    const text = await stream.rest()
+    expect(performance.now() - started).toBeLessThan(5000) // not the 600 s deadline
+    expect(text).toContain('"code":"unavailable"')
+    expect(await gateway.exited).toBe(0)
+    const deps = await openDeps(env)
+    try {
+      const billed = (await deps.database.client.execute("SELECT COUNT(*) AS n FROM ledger_entries WHERE request_id = 'req-endless'")).rows[0]!.n
+      expect(billed).toBe(1n)
+      expect(await verifyLedger(deps.database.client, { nowMs: Date.now(), staleAfterMs: 30_000 })).toEqual([])
+    } finally {
+      await deps.close()
+    }
+  }, 20_000)
 
   test('SIGINT on an idle gateway: exits 0 promptly', async () => {
     await seedOrg(env, CREDIT)
