@@ -71,7 +71,9 @@ interface Fault {
 const FAULTS: Fault[] = [
   { name: 'connection refused', model: 'm-refused', stream: true, status: 502, code: 'provider_error', charged: false },
   { name: 'timeout before headers', script: { kind: 'stall' }, stream: true, status: 502, code: 'provider_error', charged: false },
-  { name: '5xx before the first byte', script: { kind: 'json', status: 503, body: { error: { message: 'overloaded' } } }, stream: false, status: 502, code: 'provider_error', charged: false },
+  { name: '503 before the first byte, collected', script: { kind: 'json', status: 503, body: { error: { message: 'overloaded' } } }, stream: false, status: 502, code: 'provider_error', charged: false },
+  { name: '500 before the first byte, streamed', script: { kind: 'text', status: 500, body: 'internal error' }, stream: true, status: 502, code: 'provider_error', charged: false },
+  { name: '529 before the first byte', script: { kind: 'json', status: 529, body: { error: { message: 'overloaded' } } }, stream: true, status: 502, code: 'provider_error', charged: false },
   { name: '429 with Retry-After', script: { kind: 'json', status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '7' } }, stream: true, status: 429, code: 'rate_limited', headers: { 'retry-after': '7' }, charged: false },
   { name: 'truncated SSE (no finish, usage or [DONE])', script: { kind: 'sse', body: partial('cut short here') }, stream: true, status: 200, code: 'provider_error', text: 'cut short here ', charged: true },
   { name: 'truncated SSE, collected', script: { kind: 'sse', body: partial('cut short here') }, stream: false, status: 502, code: 'provider_error', charged: false },
