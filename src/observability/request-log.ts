@@ -32,6 +32,8 @@ export interface RequestRecord {
 }
 
 const records = new WeakMap<Request, RequestRecord>()
+// Methods are a label: anything else a client invents shares one value, so series stay bounded.
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'])
 
 /** The record of a request (undefined for requests that did not pass through the request context). */
 export function recordOf(request: Request): RequestRecord | undefined {
@@ -48,7 +50,7 @@ export class RequestLog {
   /** A record for a request entering the app. */
   begin(request: Request, requestId: string): RequestRecord {
     const record: RequestRecord = {
-      startedAt: performance.now(), method: request.method, requestId, route: 'unmatched', status: 0, deferred: false, endRequested: false, ended: false, sink: this,
+      startedAt: performance.now(), method: METHODS.has(request.method) ? request.method : 'OTHER', requestId, route: 'unmatched', status: 0, deferred: false, endRequested: false, ended: false, sink: this,
     }
     records.set(request, record)
     return record
