@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Client } from '@libsql/client'
 import { drizzle } from 'drizzle-orm/libsql'
 import { createApp } from '../../src/app'
-import { ClientExecutor } from '../../src/billing/executor'
+import { ClientExecutor, NativeExecutor } from '../../src/billing/executor'
 import { verifyLedger } from '../../src/billing/verify'
 import { loadConfig } from '../../src/config/load'
 import { migrateDatabase, openDatabase, type Database } from '../../src/db/client'
@@ -179,5 +182,50 @@ describe('database outage', () => {
       s.answer()
       return (await s.chat()).status === 200 ? true : undefined
     })
+  }, 20_000)
+
+  test('a local file whose writer connection turns read-only (the native engine): 503, then recovery', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'svc-outage-'))
+    cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
+    const upstream = await FakeUpstream.start()
+    cleanups.push(() => upstream.close())
+    const yaml = `
+providers: [{ id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
+models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 4096, max_output_tokens: 64 }]
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`
+    const path = join(directory, 'svc.db')
+    const env = { SVC_CONFIG: '/virtual/outage.yaml', UP_KEY: 'sk-up-0123456789', DATABASE_URL: `file:${path}` }
+    const database = await openDatabase(env.DATABASE_URL)
+    await migrateDatabase(database)
+    const executor = new NativeExecutor(path)
+    const clock = new FakeClock()
+    const deps = await createDeps(loadConfig(env, () => yaml), { clock, database, executor, logger: silentLogger })
+    await deps.sweeper.start()
+    cleanups.push(() => deps.close().catch(() => {}))
+    const app = createApp(deps)
+    const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'acme', planId: deps.config.defaultPlanId })
+    const { secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
+    await deps.ledger.topUp({ orgId: org.id, amount: 10_000_000_000n })
+    const send = (path: string, body?: unknown) =>
+      app.handle(new Request(`http://localhost${path}`, { method: body ? 'POST' : 'GET', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined }))
+    const chat = () => send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+
+    // The writer's own connection refuses writes, as a read-only file or volume would.
+    ;(executor as unknown as { database: { exec(sql: string): void } }).database.exec('PRAGMA query_only = 1')
+    clock.advance(1500)
+    expect((await chat()).status).toBe(503)
+    expect(deps.ledger.health!.unavailable).toBe(true)
+    expect((await send('/api/v1/billing/balance')).status).toBe(503)
+    expect(upstream.requests).toHaveLength(0)
+
+    ;(executor as unknown as { database: { exec(sql: string): void } }).database.exec('PRAGMA query_only = 0')
+    await poll('service to resume', 100, 50, () => (deps.ledger.health!.unavailable ? undefined : true))
+    upstream.enqueue({
+      kind: 'sse',
+      body: chunk({ role: 'assistant', content: 'ok' }) + chunk({}, 'stop') + frame({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [], usage: openAIUsage({ inputTokens: 3, outputTokens: 1 }) }) + DONE,
+    })
+    expect((await chat()).status).toBe(200)
+    expect(await verifyLedger(database.client, { nowMs: clock.now(), staleAfterMs: 3_600_000 })).toEqual([])
   }, 20_000)
 })
