@@ -7,6 +7,7 @@ import { modelRoutes } from './catalog/routes'
 import { inferenceRoutes } from './inference/routes'
 import { keyRoutes } from './keys/routes'
 import { rateLimitRoutes } from './limits/routes'
+import { faultAt } from './lib/fault-point'
 import { healthRoutes } from './observability/routes'
 import packageJson from '../package.json'
 
@@ -29,6 +30,7 @@ export function createApp(deps: Deps) {
     .use(modelRoutes(deps.catalog))
     .use(inferenceRoutes(deps.keys, deps.limits, deps.catalog, {
         metering: deps.metering, router: deps.router, logger: deps.logger, clock: deps.clock, metrics: deps.metrics, lifecycle: deps.lifecycle,
+        fault: faultAt(deps.config.faultPoint),
       }))
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))

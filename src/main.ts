@@ -12,6 +12,19 @@ import { bootstrapIfEmpty } from './orgs/bootstrap'
  */
 export async function serve(config: Config, print: (line: string) => void = line => console.log(line)): Promise<void> {
   const deps = await createDeps(config)
+  // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
+  // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:
+  // the calls still running are cut at once, settled and closed as at the deadline.
+  let server: Server | undefined
+  let admin: Server | undefined
+  let hurry: (() => void) | undefined
+  const onSignal = (signal: string) => {
+    if (hurry) return hurry()
+    const now = new Promise<void>(resolve => (hurry = resolve))
+    void drainAndExit(deps, server, admin, signal, now)
+  }
+  process.on('SIGTERM', () => onSignal('SIGTERM'))
+  process.on('SIGINT', () => onSignal('SIGINT'))
   await migrateDatabase(deps.database)
   await deps.sweeper.start()
   const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
@@ -20,21 +33,11 @@ export async function serve(config: Config, print: (line: string) => void = line
     // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
     maxRequestBodySize: 65 * MiB,
   })
-  const admin = config.metrics.port === undefined ? undefined : startAdminServer(deps, config.metrics.port, config.metrics.host)
+  server = app.server ?? undefined
+  admin = config.metrics.port === undefined ? undefined : startAdminServer(deps, config.metrics.port, config.metrics.host)
   const port = app.server?.port ?? config.port
   if (boot) announceBootstrap(boot.secret, boot.orgId, port, print)
   deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
-
-  // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:
-  // the calls still running are cut at once, settled and closed as at the deadline.
-  let hurry: (() => void) | undefined
-  const onSignal = (signal: string) => {
-    if (hurry) return hurry()
-    const now = new Promise<void>(resolve => (hurry = resolve))
-    void drainAndExit(deps, app.server ?? undefined, admin, signal, now)
-  }
-  process.on('SIGTERM', () => onSignal('SIGTERM'))
-  process.on('SIGINT', () => onSignal('SIGINT'))
 }
 
 type Server = ReturnType<typeof Bun.serve>

@@ -1,3 +1,4 @@
+import type { FaultPoint } from '../lib/fault-point'
 import type { Backend, Capabilities, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
 
@@ -66,6 +67,8 @@ export interface Config {
   readonly logLevel: LogLevel
   /** SVC_INSTANCE_ID: a stable name for this instance's ledger leases (else kept beside a local database). */
   readonly instanceId: string | undefined
+  /** SVC_FAULT_POINT: crash tests only; the process kills itself at that pipeline step (lib/fault-point.ts). */
+  readonly faultPoint: FaultPoint | undefined
   readonly bootstrap: { readonly enabled: boolean; readonly orgName: string; readonly ownerEmail: string }
   readonly plans: ReadonlyMap<string, Plan>
   /** First plan with Fusion access, else the first plan: the bootstrap org's plan and the CLI default. */

@@ -1,4 +1,5 @@
 import { Value } from '@sinclair/typebox/value'
+import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
@@ -37,6 +38,10 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {
     problems.push(`SVC_INSTANCE_ID: must be 1 to 64 letters, digits, dots, dashes or underscores, got "${env.SVC_INSTANCE_ID}"`)
   }
+  const faultPoint = env.SVC_FAULT_POINT || undefined
+  if (faultPoint !== undefined && !(FAULT_POINTS as readonly string[]).includes(faultPoint)) {
+    problems.push(`SVC_FAULT_POINT: must be one of ${FAULT_POINTS.join(', ')}, got "${faultPoint}"`)
+  }
   const source = env.SVC_CONFIG ? env.SVC_CONFIG : 'embedded default'
   let file = parseFile(env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readText, problems) : defaultYaml, source, problems)
   // Only the embedded default grows from OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL.
@@ -74,6 +79,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
     logLevel,
     instanceId: env.SVC_INSTANCE_ID || undefined,
+    faultPoint: faultPoint as FaultPoint | undefined,
     client: Object.freeze({ url: (env.SVC_URL || `http://localhost:${port}`).replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined }),
     bootstrap: Object.freeze({
       enabled: bootstrapFlag !== '0',

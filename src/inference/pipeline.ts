@@ -4,6 +4,7 @@ import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
+import type { FaultPoint } from '../lib/fault-point'
 import { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { recordOf } from '../observability/request-log'
@@ -34,6 +35,8 @@ export interface PipelineDeps {
   metrics?: GatewayMetrics
   /** Shutdown: calls register here so a drain can wait for them, then cut the rest. */
   lifecycle?: Lifecycle
+  /** Crash tests only (SVC_FAULT_POINT): kills the process at a step. Undefined in production. */
+  fault?: (point: FaultPoint) => void
 }
 
 export interface ChatInput {
@@ -65,6 +68,8 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   }
   if (deps.lifecycle?.draining) throw Lifecycle.refusal()
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate: estimateCharge(request, route), inference: true, requestId })
+  const fault = deps.fault
+  fault?.('after_reserve')
   const upstream = new AbortController()
   const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
@@ -101,6 +106,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     metrics.upstreamCalls.inc(1, opened.provider.id, 'ok')
     metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, opened.provider.id)
   }
+  fault?.('after_upstream_headers')
   const backend = `${opened.provider.id}/${opened.backend.model}`
   if (record !== undefined) record.backend = backend
 
@@ -122,12 +128,17 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const settle = async (call: MeteredCall): Promise<{ usage: Usage; charged: bigint }> => {
     const usage = meter.usage()
     const charged = priceUsage(route.price, usage)
+    fault?.('before_settle')
     await call.settle(charged)
+    fault?.('after_settle_before_final_frame')
     return { usage, charged }
   }
+  let deltas = 0
   const observe = (event: ChatEvent) => {
     meter.observe(event)
     if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
+    // Crash tests: die on the second text delta, once the first has gone out.
+    else if (fault !== undefined && event.type === 'text-delta' && ++deltas === 2) fault('mid_stream')
   }
 
   if (!request.stream) {

@@ -32,3 +32,9 @@ test('a metrics token variable that is unset or short, a bad port or a negative 
   expect(problems('metrics: { tokn_env: X }')[0]).toContain('metrics')
   expect(problems('shutdown: { drain_timeout_s: -1 }')[0]).toContain('shutdown.drain_timeout_s')
 })
+
+test('SVC_FAULT_POINT (crash tests) accepts only the named steps, and is unset by default', () => {
+  expect(load('').faultPoint).toBeUndefined()
+  expect(load('', { SVC_FAULT_POINT: 'before_settle' }).faultPoint).toBe('before_settle')
+  expect(problems('', { SVC_FAULT_POINT: 'whenever' })[0]).toContain('SVC_FAULT_POINT')
+})
