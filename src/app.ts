@@ -27,9 +27,15 @@ export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
   const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline }), deps.limits, packageJson.version)
   return new Elysia({ normalize: false })
-    .use(requestContext(deps.logger))
+    .use(requestContext(deps.logger, deps.requestLog))
     .use(openapiDocs(packageJson.version))
-    .use(healthRoutes(deps.database))
+    .use(
+      healthRoutes(deps.database, deps.lifecycle, {
+        registry: deps.metrics.registry,
+        token: deps.config.metrics.token,
+        onPublicPort: deps.config.metrics.token !== undefined && deps.config.metrics.port === undefined,
+      }),
+    )
     .use(modelRoutes(deps.catalog))
     .use(
       inferenceRoutes(

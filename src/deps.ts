@@ -2,6 +2,7 @@ import { readBalance, type BalanceView } from './billing/balance'
 import { createExecutor, type BatchExecutor } from './billing/executor'
 import { loadIdentity } from './billing/identity'
 import { Ledger, type Identity } from './billing/ledger'
+import { LedgerHealth } from './billing/ledger-health'
 import { LedgerWriter } from './billing/ledger-writer'
 import { Metering } from './billing/metering'
 import { Plans } from './billing/plans'
@@ -24,8 +25,12 @@ import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
 import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
+import { GatewayMetrics } from './observability/gateway-metrics'
+import { faultAt } from './lib/fault-point'
+import { Lifecycle } from './observability/lifecycle'
 import { createLogger, type Logger } from './observability/logger'
 import { OAuthServer } from './oauth/server'
+import { RequestLog } from './observability/request-log'
 import { OrgService } from './orgs/service'
 import { AddressAllowance } from './web/address-policy'
 import { BraveBackend } from './web/brave'
@@ -69,6 +74,12 @@ export interface Deps {
   readonly attestation: AttestationService
   /** Web retrieval: the SSRF-safe fetcher, the search backend, billing per page and search. */
   readonly web: WebService
+  /** Prometheus metrics; other modules register gauges with `metrics.registry.gauge(name, help, read)`. */
+  readonly metrics: GatewayMetrics
+  /** One log line and metrics update per request. */
+  readonly requestLog: RequestLog
+  /** Draining state and billed calls in flight (graceful shutdown). */
+  readonly lifecycle: Lifecycle
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -121,6 +132,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const writer = new LedgerWriter(executor)
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
+  const health = new LedgerHealth(clock, logger)
+  health.probe = () => sweeper.heartbeat()
+  ledger.health = health
+  writer.onFailure = error => health.failed(error)
   const limits = new Limits(config.limits, clock)
   const metering = new Metering(ledger, limits)
   const catalog = new Catalog(config)
@@ -141,7 +156,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
   }
   const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
-  const pipeline: PipelineDeps = { metering, router, logger, clock, documents: { extractor, config: documents }, web }
+  const metrics = new GatewayMetrics()
+  const lifecycle = new Lifecycle()
+  registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle)
+  const pipeline: PipelineDeps = {
+    metering, router, logger, clock, documents: { extractor, config: documents }, web, metrics, lifecycle, fault: faultAt(config.faultPoint),
+  }
   const fusion: FusionDeps = {
     pipeline, catalog, config: config.fusion,
     // Read per request: `svc plans set` changes Fusion access at once.
@@ -152,9 +172,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
-    oauth, providers, attestation: new AttestationService(catalog, providers), web,
-    balance: orgId => readBalance(database.client, plans, clock, orgId),
+    oauth, providers, attestation: new AttestationService(catalog, providers), web, metrics, lifecycle, requestLog: new RequestLog(logger, metrics),
+    // During a ledger outage the balance is 503 too: never a figure that may be stale or partial.
+    balance: orgId => (health.unavailable ? Promise.reject(LedgerHealth.refusal()) : readBalance(database.client, plans, clock, orgId)),
     async close() {
+      health.close()
       await sweeper.stop()
       await extractor.close()
       await keys.idle()
@@ -168,4 +190,29 @@ function searchBackend(config: Config): SearchBackend | null {
   const search = config.web.search
   if (search === null) return null
   return search.backend === 'brave' ? new BraveBackend(search.baseUrl, search.apiKey, search.timeoutMs) : new SearxngBackend(search.baseUrl, search.timeoutMs)
+}
+
+/** Gauges read at scrape time from the modules that own the state. */
+function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, sweeper: Sweeper, ledger: Ledger, limits: Limits, lifecycle: Lifecycle): void {
+  const gauge = metrics.registry.gauge.bind(metrics.registry)
+  const health = ledger.health
+  writer.onCommit = elapsedMs => {
+    metrics.ledgerCommitSeconds.observe(elapsedMs / 1000)
+    health?.succeeded()
+  }
+  gauge('svc_ledger_database_up', '1 while the ledger database takes writes, 0 during an outage.', () => (health?.unavailable ? 0 : 1))
+  gauge('svc_ledger_queue_depth', 'Ledger ops waiting for the writer.', () => writer.queueDepth)
+  gauge('svc_ledger_batches_total', 'Ledger batches committed.', () => writer.stats.batches, 'counter')
+  gauge('svc_ledger_ops_total', 'Ledger ops committed.', () => writer.stats.ops, 'counter')
+  gauge('svc_ledger_failed_batches_total', 'Ledger batches that failed to commit.', () => writer.stats.failedBatches, 'counter')
+  gauge('svc_ledger_leases_returned_total', 'Leases returned by this instance\'s sweeper (dead boots, stale instances).', () => sweeper.returned, 'counter')
+  gauge('svc_ledger_held_nanos', 'USD nanos held in memory by reservations in flight.', () => {
+    let held = 0n
+    for (const pool of ledger.pools.all()) held += pool.held
+    return Number(held)
+  })
+  gauge('svc_inference_slots_in_use', 'Inference concurrency slots taken, over all organizations.', () => limits.concurrency.totalInUse)
+  gauge('svc_billed_calls_in_flight', 'Billed calls (chat) in flight.', () => lifecycle.inFlight)
+  gauge('svc_draining', '1 while the instance drains for shutdown.', () => (lifecycle.draining ? 1 : 0))
+  gauge('svc_process_resident_memory_bytes', 'Resident set size.', () => process.memoryUsage.rss())
 }

@@ -1,16 +1,30 @@
 import { createApp } from './app'
 import type { Config } from './config/config'
 import { migrateDatabase } from './db/client'
-import { createDeps } from './deps'
+import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
+import { startAdminServer } from './observability/admin-server'
 import { bootstrapIfEmpty } from './orgs/bootstrap'
 
 /**
- * `svc serve`: migrate, bootstrap an empty database, listen on PORT. SIGTERM/SIGINT stop
- * accepting connections, let in-flight requests finish, then close the database.
+ * `svc serve`: migrate, bootstrap an empty database, listen on PORT (and on the admin port when
+ * `metrics.port` is set). SIGTERM/SIGINT drain gracefully (see `drainAndExit`).
  */
 export async function serve(config: Config, print: (line: string) => void = line => console.log(line)): Promise<void> {
   const deps = await createDeps(config)
+  // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
+  // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:
+  // the calls still running are cut at once, settled and closed as at the deadline.
+  let server: Server | undefined
+  let admin: Server | undefined
+  let hurry: (() => void) | undefined
+  const onSignal = (signal: string) => {
+    if (hurry) return hurry()
+    const now = new Promise<void>(resolve => (hurry = resolve))
+    void drainAndExit(deps, server, admin, signal, now)
+  }
+  process.on('SIGTERM', () => onSignal('SIGTERM'))
+  process.on('SIGINT', () => onSignal('SIGINT'))
   await migrateDatabase(deps.database)
   await deps.sweeper.start()
   const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
@@ -24,23 +38,60 @@ export async function serve(config: Config, print: (line: string) => void = line
     // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
     maxRequestBodySize: 65 * MiB,
   })
+  server = app.server ?? undefined
+  admin = config.metrics.port === undefined ? undefined : startAdminServer(deps, config.metrics.port, config.metrics.host)
   const port = app.server?.port ?? config.port
   if (boot) announceBootstrap(boot.secret, boot.orgId, port, print)
-  deps.logger.info('listening', { port, database: redactUrl(config.databaseUrl), config: config.source })
-
-  let stopping = false
-  const shutdown = async (signal: string) => {
-    if (stopping) return
-    stopping = true
-    deps.logger.info('shutting down', { signal })
-    clearInterval(purgeTimer)
-    await app.server?.stop(false)
-    await deps.close()
-    process.exit(0)
-  }
-  process.on('SIGTERM', () => void shutdown('SIGTERM'))
-  process.on('SIGINT', () => void shutdown('SIGINT'))
+  deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
 }
+
+type Server = ReturnType<typeof Bun.serve>
+
+/**
+ * Graceful shutdown (ARCHITECTURE.md §7.5): /readyz turns unready and new billed calls are
+ * refused at once; the listener closes (new connections are refused); in-flight requests and
+ * streams run to completion up to `shutdown.drain_timeout_s`. Past it, every billed call still
+ * running is cut: a stream ends with the dialect's in-band `unavailable` error after its
+ * produced output is settled, a collected answer with 503 and nothing charged. Then the ledger
+ * writer is flushed, this boot's leases are returned, the database is closed, and the process
+ * exits 0 (1 if closing failed). `hurry` (a second signal) cuts at once instead of at the deadline.
+ */
+export async function drainAndExit(deps: Deps, server: Server | undefined, admin: Server | undefined, signal: string, hurry?: Promise<void>): Promise<never> {
+  const { logger, lifecycle } = deps
+  const deadlineMs = deps.config.shutdown.drainTimeoutMs
+  lifecycle.drain()
+  logger.info('shutting down', { signal, in_flight: lifecycle.inFlight, deadline_ms: deadlineMs })
+  // stop(false) closes the listener at once and resolves when every open response has ended.
+  const stopped = server ? server.stop(false) : Promise.resolve()
+  const drained = await Promise.race([stopped.then(() => true), delay(deadlineMs).then(() => false), ...(hurry ? [hurry.then(() => false)] : [])])
+  if (!drained) {
+    logger.warn('drain deadline passed or a second signal came; cutting the requests still running', { in_flight: lifecycle.inFlight })
+    lifecycle.abortAll()
+    // Cut calls settle and send their last frame as soon as their client reads; a client that
+    // does not read within the grace is disconnected, which settles its stream through its
+    // cancel path.
+    const ended = await Promise.race([stopped.then(() => true), delay(CUT_GRACE_MS).then(() => false)])
+    if (!ended) {
+      await server?.stop(true)
+      await Promise.race([lifecycle.idle(), delay(CUT_GRACE_MS)])
+    }
+  }
+  let code = 0
+  try {
+    await deps.close()
+  } catch (error) {
+    logger.error('shutdown: closing failed', { error: String(error) })
+    code = 1
+  }
+  await admin?.stop(true)
+  logger.info('stopped', { signal, exit_code: code })
+  process.exit(code)
+}
+
+// After the deadline, how long cut calls get to settle and send their last frame.
+const CUT_GRACE_MS = 2000
+
+const delay = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
 
 function announceBootstrap(secret: string, orgId: string, port: number, print: (line: string) => void): void {
   // The key appears once, inside a command that can be pasted as is.

@@ -54,7 +54,11 @@ export class LedgerWriter {
   private flushing = false
   private scheduled = false
   /** Batch sizes and commit times, for metrics and the benchmark. */
-  readonly stats = { batches: 0, ops: 0, lastBatchMs: 0, maxBatchMs: 0 }
+  readonly stats = { batches: 0, ops: 0, lastBatchMs: 0, maxBatchMs: 0, failedBatches: 0 }
+  /** Called once per committed batch with its commit time (metrics). */
+  onCommit: ((elapsedMs: number, ops: number) => void) | undefined
+  /** Called when a batch fails to commit (the database's health follows these two). */
+  onFailure: ((error: unknown) => void) | undefined
 
   constructor(private readonly executor: BatchExecutor) {}
 
@@ -65,6 +69,11 @@ export class LedgerWriter {
       this.queue.push({ op, resolve, reject })
       this.schedule()
     })
+  }
+
+  /** Ops waiting for a batch (metrics: the queue depth). */
+  get queueDepth(): number {
+    return this.queue.length
   }
 
   /** Resolves once every op submitted so far has committed or failed. */
@@ -135,7 +144,14 @@ export class LedgerWriter {
     const settles = batch.map(({ op }) => op).filter((op): op is SettleOp => op.kind === 'settle')
     const expiryIndex = aggregateSettles(settles, statements)
     const started = performance.now()
-    const results = await this.executor.write(statements)
+    let results: StatementResult[]
+    try {
+      results = await this.executor.write(statements)
+    } catch (error) {
+      this.stats.failedBatches += 1
+      this.onFailure?.(error)
+      throw error
+    }
     this.recordStats(batch.length, performance.now() - started)
 
     const expiredKeys = new Set<string>()
@@ -152,6 +168,7 @@ export class LedgerWriter {
     this.stats.ops += ops
     this.stats.lastBatchMs = elapsedMs
     if (elapsedMs > this.stats.maxBatchMs) this.stats.maxBatchMs = elapsedMs
+    this.onCommit?.(elapsedMs, ops)
   }
 }
 

@@ -10,6 +10,7 @@ import { addPrepaid, claimEntry, leaseGrant, leaseReturn, type EntryRow } from '
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp } from './ledger-writer'
 import type { Plans } from './plans'
+import { LedgerHealth } from './ledger-health'
 
 /** What a billed call is for (one entry `purpose`). */
 export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_parse'
@@ -66,6 +67,8 @@ export class Ledger {
    * to the pool, which would leave this process a lease the database no longer records.
    */
   private readonly settlingOn = new Map<LeasePool, number>()
+  /** When set (deps), billed calls are admitted only while the database takes writes. */
+  health: LedgerHealth | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -87,6 +90,12 @@ export class Ledger {
   async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }): Promise<AdmitResult> {
     const { principal, estimate } = input
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
+    // Never start work that could not be billed: refuse while the database takes no writes.
+    // Under traffic this is one timestamp comparison; see LedgerHealth.
+    const health = this.health
+    if (health !== undefined && !health.fresh && (health.unavailable || !(await health.check()))) {
+      return { ok: false, error: LedgerHealth.refusal() }
+    }
     const now = this.clock.now()
     const month = utcMonth(now)
     const cap = principal.spendCap

@@ -59,6 +59,11 @@ export class Sweeper {
     await this.writer.drain()
   }
 
+  /** One heartbeat write (also the ledger health probe). */
+  heartbeat(): Promise<void> {
+    return this.beat()
+  }
+
   private async beat(): Promise<void> {
     const { instanceId, bootId } = this.identity
     const ours = await this.writer.submit({

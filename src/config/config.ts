@@ -1,3 +1,4 @@
+import type { FaultPoint } from '../lib/fault-point'
 import type { Backend, Capabilities, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
 import type { SigningAlgo } from '../tee/keys'
@@ -116,6 +117,8 @@ export interface Config {
   readonly logLevel: LogLevel
   /** SVC_INSTANCE_ID: a stable name for this instance's ledger leases (else kept beside a local database). */
   readonly instanceId: string | undefined
+  /** SVC_FAULT_POINT: crash tests only; the process kills itself at that pipeline step (lib/fault-point.ts). */
+  readonly faultPoint: FaultPoint | undefined
   readonly bootstrap: { readonly enabled: boolean; readonly orgName: string; readonly ownerEmail: string }
   readonly plans: ReadonlyMap<string, Plan>
   /** First plan with Fusion access, else the first plan: the bootstrap org's plan and the CLI default. */
@@ -126,6 +129,13 @@ export interface Config {
   /** Fusion (spec §4.5): the default judge (absent: requests must name one) and the per-part deadlines. */
   readonly fusion: { readonly judge: string | undefined; readonly participantTimeoutMs: number; readonly judgeTimeoutMs: number }
   readonly documents: DocumentsConfig
+  /**
+   * GET /metrics: `token` (read from `metrics.token_env`) is the bearer it requires; with `port`
+   * it is served only on that admin port. With neither, /metrics is off (404).
+   */
+  readonly metrics: { readonly token: string | undefined; readonly port: number | undefined; readonly host: string }
+  /** Graceful shutdown: how long in-flight requests and streams may finish before they are cut. */
+  readonly shutdown: { readonly drainTimeoutMs: number }
   /** Upstream providers, in config order (ids unique). */
   readonly providers: readonly ProviderConfig[]
   /** Logical models, in config order (ids unique); the catalog's source. */

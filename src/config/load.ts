@@ -1,4 +1,5 @@
 import { Value } from '@sinclair/typebox/value'
+import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, DocumentsConfig, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
@@ -38,6 +39,10 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {
     problems.push(`SVC_INSTANCE_ID: must be 1 to 64 letters, digits, dots, dashes or underscores, got "${env.SVC_INSTANCE_ID}"`)
   }
+  const faultPoint = env.SVC_FAULT_POINT || undefined
+  if (faultPoint !== undefined && !(FAULT_POINTS as readonly string[]).includes(faultPoint)) {
+    problems.push(`SVC_FAULT_POINT: must be one of ${FAULT_POINTS.join(', ')}, got "${faultPoint}"`)
+  }
   const source = env.SVC_CONFIG ? env.SVC_CONFIG : 'embedded default'
   let file = parseFile(env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readText, problems) : defaultYaml, source, problems)
   // Only the embedded default grows from OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL.
@@ -68,6 +73,12 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const parsePrice = parseUsd(file.documents?.price_per_parse ?? '0.001')
   if (parsePrice === null) problems.push('documents.price_per_parse: amount too large')
   if (problems.length > 0) throw new ConfigError(problems)
+  const metricsTokenEnv = file.metrics?.token_env
+  const metricsToken = metricsTokenEnv ? env[metricsTokenEnv] : undefined
+  if (metricsTokenEnv && (!metricsToken || metricsToken.length < 16)) {
+    problems.push(`metrics.token_env: ${metricsTokenEnv} must be set to a token of at least 16 characters`)
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id
 
@@ -77,6 +88,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
     logLevel,
     instanceId: env.SVC_INSTANCE_ID || undefined,
+    faultPoint: faultPoint as FaultPoint | undefined,
     client: Object.freeze({ url: (env.SVC_URL || `http://localhost:${port}`).replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined, configDir: configDir(env) }),
     oauth: Object.freeze({
       issuer: file.oauth?.issuer,
@@ -109,6 +121,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       bootstrapCreditNanos: bootstrapCredit ?? 0n,
       instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
     }),
+    metrics: Object.freeze({ token: metricsToken || undefined, port: file.metrics?.port, host: file.metrics?.host ?? '127.0.0.1' }),
+    shutdown: Object.freeze({ drainTimeoutMs: Math.round((file.shutdown?.drain_timeout_s ?? 25) * 1000) }),
     auth: Object.freeze({ cacheTtlMs: file.auth?.cache_ttl_ms ?? 2000, cacheMaxEntries: file.auth?.cache_max_entries ?? 100_000 }),
     fusion: Object.freeze({
       judge,

@@ -209,6 +209,19 @@ export const FileConfigSchema = t.Object(
         { additionalProperties: false },
       ),
     ),
+    metrics: t.Optional(
+      t.Object(
+        {
+          // GET /metrics needs `Authorization: Bearer <the value of this variable>`.
+          token_env: t.Optional(EnvName),
+          // Serve /metrics (and /healthz, /readyz) on this separate admin port instead of the public one.
+          port: t.Optional(Integer({ minimum: 0, maximum: 65535 })),
+          // Address the admin port binds (default 127.0.0.1).
+          host: t.Optional(t.String({ minLength: 1, maxLength: 255 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     oauth: t.Optional(
       t.Object(
         {
@@ -219,6 +232,15 @@ export const FileConfigSchema = t.Object(
           code_ttl_s: t.Optional(Integer({ minimum: 10, maximum: 600 })),
           device_code_ttl_s: t.Optional(Integer({ minimum: 60, maximum: 3600 })),
           device_poll_interval_s: t.Optional(Integer({ minimum: 1, maximum: 60 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    shutdown: t.Optional(
+      t.Object(
+        {
+          // On SIGTERM/SIGINT, how long in-flight requests and streams may run before they are cut.
+          drain_timeout_s: t.Optional(t.Number({ minimum: 0, maximum: 3600 })),
         },
         { additionalProperties: false },
       ),

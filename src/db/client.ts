@@ -54,3 +54,15 @@ export async function pingDatabase(database: Database): Promise<boolean> {
     return false
   }
 }
+
+/**
+ * An error that means the database is unreachable or refuses writes (read-only, locked, gone):
+ * requests that hit it answer 503 `unavailable`, not 500. Constraint errors are bugs or races
+ * of the data, not outages, and stay what they are.
+ */
+export function isDatabaseOutage(error: unknown): boolean {
+  const code = String((error as { code?: unknown })?.code ?? '')
+  const text = `${code} ${(error as { name?: unknown })?.name ?? ''} ${String(error)} ${String((error as { cause?: unknown })?.cause ?? '')}`
+  if (/CONSTRAINT/.test(text)) return false
+  return /SQLITE_|LibsqlError|ECONNREFUSED|ECONNRESET|fetch failed|database is locked|readonly database|unable to open database|disk I\/O error|database unreachable/i.test(text)
+}

@@ -4,6 +4,7 @@ import type { KeyService } from '../keys/service'
 import { isWellFormedKeySecret, KEY_PREFIX } from '../keys/token'
 import { rateLimitHeaders } from '../limits/headers'
 import type { Limits } from '../limits/admission'
+import { recordOf } from '../observability/request-log'
 import { jsonBody, singleFileBody } from './body-limit'
 import { ApiError } from './errors'
 
@@ -109,7 +110,20 @@ type ResponseSet = { headers: Record<string, string | number> }
  * buckets of the route's surface in the same step; success responses carry X-RateLimit-*.
  */
 async function admit(keys: KeyService, limits: Limits | null, request: Request, set: ResponseSet, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
-  const principal = await authenticate(keys, request, mode)
+  let principal: Principal
+  try {
+    principal = await authenticate(keys, request, mode)
+  } catch (error) {
+    // A key that could not be read (database unreachable) is neither valid nor invalid: 503,
+    // never a 500 and never a 401 that would make clients drop a good key.
+    if (error instanceof ApiError) throw error
+    throw new ApiError('unavailable', 'credentials cannot be checked right now (database unavailable); retry shortly')
+  }
+  const record = recordOf(request)
+  if (record !== undefined) {
+    record.orgId = principal.orgId
+    record.keyId = principal.keyId
+  }
   if (limits === null) return principal
   const decision = mode === 'inference' ? limits.checkInference(principal) : limits.checkManagement(principal)
   Object.assign(set.headers, rateLimitHeaders(decision))

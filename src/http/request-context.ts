@@ -1,6 +1,9 @@
 import { Elysia, ValidationError } from 'elysia'
+import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
+import { GatewayMetrics } from '../observability/gateway-metrics'
+import { recordOf, RequestLog } from '../observability/request-log'
 import { ApiError, renderError, surfaceOf } from './errors'
 
 const REQUEST_ID = 'x-request-id'
@@ -10,21 +13,39 @@ export function requestIdOf(set: { headers: Record<string, unknown> }): string {
   return String(set.headers[REQUEST_ID] ?? '')
 }
 
+// Refusals counted by code in svc_refusals_total.
+const REFUSALS = new Set(['rate_limited', 'insufficient_quota', 'unavailable'])
+
 /**
- * Global request plumbing: a request id on every response, and every failure, expected or
- * not, rendered in the envelope of the route's surface. Nothing reaches the client as a
- * bare 500 or as Elysia's default 422/HTML.
+ * Global request plumbing: a request id on every response, every failure, expected or not,
+ * rendered in the envelope of the route's surface (nothing reaches the client as a bare 500 or
+ * as Elysia's default 422/HTML), and one log line and metrics update per request, labelled by
+ * the matched route pattern (unmatched paths share one label, so cardinality stays bounded).
  */
-export function requestContext(logger: Logger) {
+export function requestContext(logger: Logger, requestLog: RequestLog = new RequestLog(logger, new GatewayMetrics())) {
   return new Elysia()
     .onRequest(({ request, set }) => {
-      set.headers[REQUEST_ID] = requestIdFrom(request.headers.get(REQUEST_ID))
+      const requestId = requestIdFrom(request.headers.get(REQUEST_ID))
+      set.headers[REQUEST_ID] = requestId
+      requestLog.begin(request, requestId)
     })
-    .onError({ as: 'global' }, ({ code, error, path, set, request }) => {
+    .onAfterHandle({ as: 'global' }, ({ request, route, set, responseValue }) => {
+      const record = recordOf(request)
+      if (record === undefined) return
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200
+      requestLog.respond(record, route, status)
+    })
+    .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {
       const requestId = requestIdOf(set) || requestIdFrom(null)
       const apiError = toApiError(code, error, path, request.method)
       if (apiError.code === 'internal_error') {
         logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
+      }
+      if (REFUSALS.has(apiError.code)) requestLog.metrics.refusals.inc(1, apiError.code)
+      const record = recordOf(request)
+      if (record !== undefined) {
+        record.outcome ??= apiError.code
+        requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, apiError.status)
       }
       return renderError(apiError, surfaceOf(path), requestId)
     })
@@ -39,6 +60,8 @@ function toApiError(code: string | number, error: unknown, path: string, method:
   if (code === 'NOT_FOUND') return new ApiError('not_found', `no route for ${method} ${path}`)
   // Validating a pathologically nested body can exhaust the stack: that is the input's fault.
   if (error instanceof RangeError && /call stack/i.test(error.message)) return new ApiError('invalid_request', 'request body is nested too deeply')
+  // A database outage (unreachable, read-only) on any route is a dependency failure: 503.
+  if (isDatabaseOutage(error)) return new ApiError('unavailable', 'the database is unavailable; retry shortly')
   return new ApiError('internal_error', 'internal error')
 }
 

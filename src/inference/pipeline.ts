@@ -1,20 +1,22 @@
-import type { MeteredCall, Metering } from '../billing/metering'
+import type { Metering } from '../billing/metering'
 import type { Purpose } from '../billing/ledger'
 import type { Backend } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
+import type { FaultPoint } from '../lib/fault-point'
 import type { Nanos } from '../lib/money'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
+import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
-import type { Provider } from '../providers/types'
+import { UpstreamError, type Provider } from '../providers/types'
 import type { WebService } from '../web/service'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
 import { collect, type ChatResult } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
-import { checkPolicy } from './policy'
-import { enrichWithWeb, wantsWeb } from './enrich/web'
-import { enrichDocuments, hasFileParts, type DocumentEnrichmentDeps } from './enrich/documents'
-import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
+import type { DocumentEnrichmentDeps } from './enrich/documents'
+import { typicalInputTokens } from './meter'
+import { openCall } from './open-call'
 import { streamResponse } from './stream-response'
 import { toApiError } from './upstream-errors'
 
@@ -38,6 +40,12 @@ export interface PipelineDeps {
   documents?: DocumentEnrichmentDeps
   /** Hosted web_fetch / web_search (absent: requests for them are refused with 503). */
   web?: WebService
+  /** Upstream, token and charge metrics (updated once per call, never per frame). */
+  metrics?: GatewayMetrics
+  /** Shutdown: calls register here so a drain can wait for them, then cut the rest. */
+  lifecycle?: Lifecycle
+  /** Crash tests only (SVC_FAULT_POINT): kills the process at a step. Undefined in production. */
+  fault?: (point: FaultPoint) => void
 }
 
 /** One billed chat call, whatever its client format. */
@@ -56,9 +64,11 @@ export interface ChatCallInput {
   billingKey?: string
   /** Called once the reservation is held, just before the upstream is called. */
   onAdmitted?: () => void
+  /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
+  httpRequest?: Request
 }
 
-export interface ChatInput extends Omit<ChatCallInput, 'signal'> {
+export interface ChatInput extends Omit<ChatCallInput, 'signal' | 'httpRequest'> {
   encoder: DialectEncoder
   includeUsage: boolean
   /** The client's request: its signal ends the upstream call when the client leaves. */
@@ -83,7 +93,7 @@ export interface CollectedChat {
 }
 
 /** Hosted web tool runs of one call (they replace the upstream's counts in usage). */
-type ServerTools = { webFetchRequests: number; webSearchRequests: number }
+export type ServerTools = { webFetchRequests: number; webSearchRequests: number }
 
 /** The attestation fields of one Confidential call (names as in spec §2.4). */
 export interface CallAttestation {
@@ -92,6 +102,7 @@ export interface CallAttestation {
   signingAlgo: string
   proofFormat: string
 }
+
 
 /**
  * One chat request from admission to settlement (ARCHITECTURE.md §8 steps 3–9): policy checks,
@@ -113,30 +124,39 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     return input.encoder.encode(collected.result, collected.usage, meta(collected.startedAt, collected.serverTools)) as Record<string, unknown>
   }
   const open = await openCall(deps, call)
+  const record = open.record
+  if (record !== undefined) record.deferred = true
+  if (deps.metrics) deps.metrics.openStreams += 1
   return streamResponse({
     events: open.events,
     encoder: input.encoder.streamEncoder(meta(open.started, open.serverTools)),
-    observe: event => open.meter.observe(event),
+    observe: event => open.observe(event),
+    failure: open.shutdownReason,
     // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
     finishUsage: open.serverTools ? usage => ({ ...usage, ...open.serverTools }) : undefined,
     // Terminal frames are written only after this resolves (settlement before the final frame).
     async complete(outcome) {
-      open.detach()
-      if (outcome === 'cancelled') open.abort()
-      // A stream that failed or was left before any output charges nothing; once output was
-      // sent, the reported usage or the counted fallback is charged.
-      if (outcome !== 'finished' && !open.meter.producedOutput) {
-        open.call.release()
-        open.log(outcome, undefined, 0n)
-        return undefined
-      }
       try {
-        const { usage, charged } = await open.settle()
-        open.log(outcome, usage, charged)
-        return undefined
-      } catch (error) {
-        open.log('settlement-failed', undefined, undefined)
-        return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
+        if (outcome === 'cancelled') open.abort()
+        // A stream that failed or was left before any output charges nothing; once output was
+        // sent, the reported usage or the counted fallback is charged.
+        if (outcome !== 'finished' && !open.meter.producedOutput) {
+          open.call.release()
+          open.log(outcome, undefined, 0n)
+          return undefined
+        }
+        try {
+          const { usage, charged } = await open.settle()
+          open.log(outcome, usage, charged)
+          return undefined
+        } catch (error) {
+          open.log('settlement-failed', undefined, undefined)
+          return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
+        }
+      } finally {
+        open.detach()
+        if (deps.metrics) deps.metrics.openStreams -= 1
+        if (record !== undefined) record.sink.end(record)
       }
     },
   })
@@ -150,13 +170,14 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
 export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void): Promise<CollectedChat> {
   const open = await openCall(deps, input)
   try {
-    const observe = onEvent ? (event: ChatEvent) => (open.meter.observe(event), onEvent(event)) : (event: ChatEvent) => open.meter.observe(event)
+    const observe = onEvent ? (event: ChatEvent) => (open.observe(event), onEvent(event)) : open.observe
     const result = await collect(open.events, observe)
-    if (result.error) {
-      // The client receives nothing of a failed non-streamed answer, so nothing is charged.
+    if (result.error || open.aborted()) {
+      // The client receives nothing of a failed, abandoned or cut non-streamed answer, so
+      // nothing is charged.
       open.call.release()
-      open.log('upstream-error', undefined, undefined)
-      throw toApiError(result.error)
+      open.log(result.error ? 'upstream-error' : 'aborted', undefined, undefined)
+      throw open.shutdownReason() ?? toApiError(result.error ?? new UpstreamError('aborted', 'the call was aborted', 'gateway', input.request.model))
     }
     const { usage, charged } = await open.settle()
     open.log('ok', usage, charged)
@@ -171,80 +192,5 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     throw toApiError(error)
   } finally {
     open.detach()
-  }
-}
-
-interface OpenCall {
-  call: MeteredCall
-  events: AsyncIterable<ChatEvent>
-  meter: Meter
-  started: number
-  attestation: CallAttestation | undefined
-  serverTools: ServerTools | undefined
-  /** Stops listening to the caller's signal. */
-  detach(): void
-  abort(): void
-  settle(): Promise<{ usage: Usage; charged: Nanos }>
-  log(outcome: string, usage: Usage | undefined, charged: bigint | undefined): void
-}
-
-/** Policy, output bound, reservation and the upstream's opened stream (steps 3–6). */
-async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenCall> {
-  const { request, requestId } = input
-  const route = request.route
-  checkPolicy(request)
-  // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
-  if (hasFileParts(request)) await enrichDocuments(deps, input)
-  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal }) : undefined
-  // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
-  // reserved for: the model's cap, within the context left.
-  if (request.sampling.maxOutputTokens === undefined) {
-    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
-  }
-  const purpose = input.purpose ?? 'chat'
-  const call = await deps.metering.begin({
-    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
-  })
-  input.onAdmitted?.()
-  const upstream = new AbortController()
-  const onGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
-  const detach = () => input.signal.removeEventListener('abort', onGone)
-  if (input.signal.aborted) onGone()
-  else input.signal.addEventListener('abort', onGone, { once: true })
-  const started = deps.clock.now()
-  const meter = new Meter(highInputTokens(request), serverTools)
-
-  // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
-  // by Bun's idle timeout.
-  input.disableIdleTimeout?.()
-  let opened: Awaited<ReturnType<ChatRouter['open']>>
-  try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
-  } catch (error) {
-    call.release()
-    detach()
-    throw toApiError(error)
-  }
-  return {
-    call,
-    events: opened.events,
-    meter,
-    started,
-    attestation: opened.attestation,
-    serverTools,
-    detach,
-    abort: () => upstream.abort(new DOMException('client disconnected', 'AbortError')),
-    async settle() {
-      const usage = meter.usage()
-      const charged = priceUsage(route.price, usage)
-      await call.settle(charged)
-      return { usage, charged }
-    },
-    log: (outcome, usage, charged) =>
-      deps.logger.info('chat', {
-        request_id: requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: request.model, purpose,
-        backend: `${opened.provider.id}/${opened.backend.model}`, outcome, stream: request.stream,
-        input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens, charged_nanos: charged, latency_ms: deps.clock.now() - started,
-      }),
   }
 }

@@ -23,6 +23,8 @@ export function streamResponse(options: {
   /** Adjusts the usage the terminal frames report (hosted tool counts); called once, at finish. */
   finishUsage?: (usage: Usage) => Usage
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
+  /** Why the stream was cut by the gateway (a drain), when it was: shown instead of the upstream's ending. */
+  failure?: () => ApiError | undefined
 }): Response {
   const iterator = options.events[Symbol.asyncIterator]()
   let completed = false
@@ -57,13 +59,13 @@ export function streamResponse(options: {
         try {
           step = await iterator.next()
         } catch (error) {
-          return end(controller, 'failed', options.encoder.fail(toApiError(error)))
+          return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(error)))
         }
-        if (step.done) return end(controller, 'failed', options.encoder.fail(toApiError(new Error('stream ended early'))))
+        if (step.done) return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(new Error('stream ended early'))))
         const event = step.value
         options.observe(event)
         if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, options.finishUsage ? options.finishUsage(event.usage) : event.usage, event.stopSequence))
-        if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(toApiError(event.error)))
+        if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(event.error)))
         const frames = options.encoder.push(event)
         if (frames.length === 0) continue
         for (const frame of frames) controller.enqueue(encoder.encode(frame))

@@ -36,6 +36,13 @@ export class ConcurrencyGate {
     return this.inFlight.get(orgId) ?? 0
   }
 
+  /** Slots in use over all organizations (metrics). */
+  get totalInUse(): number {
+    let total = 0
+    for (const used of this.inFlight.values()) total += used
+    return total
+  }
+
   /** Organizations with at least one slot in use (tests, metrics). */
   get size(): number {
     return this.inFlight.size

@@ -1,9 +1,24 @@
+import { timingSafeEqual } from 'node:crypto'
 import { Elysia, t } from 'elysia'
 import { pingDatabase, type Database } from '../db/client'
+import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
+import type { Lifecycle } from './lifecycle'
+import type { MetricsRegistry } from './metrics'
 
-/** Liveness and readiness probes (public; no credential). */
-export function healthRoutes(database: Database) {
+/** Where /metrics is served: on this app with a bearer token, on a separate admin port, or not at all. */
+export interface MetricsExposure {
+  readonly registry: MetricsRegistry
+  /** The bearer token /metrics requires, if configured. */
+  readonly token: string | undefined
+  /** True when this app serves /metrics (token configured and no admin port). */
+  readonly onPublicPort: boolean
+}
+
+const PROMETHEUS = 'text/plain; version=0.0.4; charset=utf-8'
+
+/** Liveness, readiness (unready while the database is down or the instance drains) and /metrics. */
+export function healthRoutes(database: Database, lifecycle: Lifecycle, metrics: MetricsExposure) {
   return new Elysia({ tags: ['Health'] })
     .get('/healthz', () => ({ status: 'ok' as const }), {
       response: { 200: t.Object({ status: t.Literal('ok') }) },
@@ -12,18 +27,60 @@ export function healthRoutes(database: Database) {
     .get(
       '/readyz',
       async ({ set }) => {
+        const answer = await readiness(database, lifecycle)
         set.headers['cache-control'] = 'no-store'
-        if (await pingDatabase(database)) return { status: 'ready' as const, database: 'ok' as const }
+        if (answer.status === 'ready') return { status: 'ready' as const, database: 'ok' as const }
         set.status = 503
-        return { status: 'unavailable' as const, database: 'unreachable' as const }
+        return { status: answer.status, database: answer.database }
       },
       {
         response: {
           200: t.Object({ status: t.Literal('ready'), database: t.Literal('ok') }),
-          503: t.Object({ status: t.Literal('unavailable'), database: t.Literal('unreachable') }),
+          503: t.Object({ status: t.Union([t.Literal('unavailable'), t.Literal('draining')]), database: t.Union([t.Literal('ok'), t.Literal('unreachable')]) }),
           500: ErrorResponse,
         },
-        detail: { summary: 'Readiness', description: 'The database answers a query. 503 while it does not.' },
+        detail: {
+          summary: 'Readiness',
+          description: 'The database answers a query and the instance is not shutting down. 503 `unavailable` while the database does not answer; 503 `draining` from the moment a shutdown starts.',
+        },
       },
     )
+    .get(
+      '/metrics',
+      ({ request }) => {
+        if (!metrics.onPublicPort) throw new ApiError('not_found', 'metrics are not served on this port (configure metrics.token_env, or use the admin port)')
+        return metricsResponse(request, metrics)
+      },
+      {
+        response: { 200: t.String({ description: 'Prometheus text format 0.0.4 (content-type text/plain)' }), 401: ErrorResponse, 404: ErrorResponse },
+        detail: {
+          summary: 'Prometheus metrics',
+          description:
+            'Prometheus text format (text/plain; version=0.0.4). Off unless configured: with `metrics.token_env` it needs ' +
+            '`Authorization: Bearer <that token>`; with `metrics.port` it is served only on that admin port (404 here).',
+        },
+      },
+    )
+}
+
+/** The readiness answer: draining wins, then the database. */
+export async function readiness(database: Database, lifecycle: Lifecycle): Promise<{ status: 'ready' | 'unavailable' | 'draining'; database: 'ok' | 'unreachable' }> {
+  if (lifecycle.draining) return { status: 'draining', database: 'ok' }
+  if (await pingDatabase(database)) return { status: 'ready', database: 'ok' }
+  return { status: 'unavailable', database: 'unreachable' }
+}
+
+/** /metrics: checks the bearer token (when one is configured) in constant time, then renders. */
+export function metricsResponse(request: Request, metrics: Pick<MetricsExposure, 'registry' | 'token'>): Response {
+  if (metrics.token !== undefined) {
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.get('authorization') ?? '')
+    if (!match || !sameSecret(match[1]!, metrics.token)) throw new ApiError('unauthorized', 'metrics need "Authorization: Bearer <metrics token>"')
+  }
+  return new Response(metrics.registry.render(), { headers: { 'content-type': PROMETHEUS, 'cache-control': 'no-store' } })
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = new Bun.CryptoHasher('sha256').update(given).digest()
+  const b = new Bun.CryptoHasher('sha256').update(expected).digest()
+  return timingSafeEqual(a, b)
 }

@@ -30,10 +30,12 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'POST', path: '/api/v1/chat/fusion', mode: 'inference', body: { models: ['demo-anonymous', 'demo-alt'], messages: [{ role: 'user', content: 'hi' }] }, okStatus: 200 },
 ]
 
-// Routes that take no credential, on purpose. The OAuth endpoints authenticate the client by
+// Routes that take no credential, on purpose. /metrics takes no API key: it has its own bearer
+// token (metrics.token_env) or the admin port (test/observability/metrics.test.ts), and is off
+// (404) unless configured. The OAuth endpoints authenticate the client by
 // PKCE/device code and the person by an API key on the consent page (test/oauth/*).
 const PUBLIC = [
-  'GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /api/v1/models', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css',
+  'GET /metrics', 'GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /api/v1/models', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css',
   'GET /.well-known/oauth-authorization-server', 'GET /.well-known/oauth-authorization-server/mcp',
   'GET /.well-known/oauth-protected-resource', 'GET /.well-known/oauth-protected-resource/mcp',
   'POST /oauth/register', 'POST /oauth/token', 'POST /oauth/device_authorization', 'POST /oauth/revoke',

@@ -21,8 +21,8 @@ describe('OpenAPI description and docs', () => {
       for (const [status, reply] of Object.entries(operation.responses ?? {}) as Array<[string, any]>) {
         // No body: 204, redirects (OAuth), 202 (an accepted MCP notification).
         if (['204', '202', '303'].includes(status)) continue
-        // The OAuth consent pages answer in HTML.
-        const schema = reply.content?.['application/json']?.schema ?? reply.content?.['text/html']?.schema
+        // The OAuth consent pages answer in HTML, /metrics in Prometheus text.
+        const schema = reply.content?.['application/json']?.schema ?? reply.content?.['text/html']?.schema ?? reply.content?.['text/plain']?.schema
         expect(schema ? name : `${name} ${status} has no schema`).toBe(name)
       }
       if (name.startsWith('POST')) {

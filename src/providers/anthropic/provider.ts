@@ -71,7 +71,7 @@ export class AnthropicProvider implements Provider {
     const control = new CallControl(call.signal, timeouts)
     let response: Response
     try {
-      response = await this.fetch(this.url, { method: 'POST', headers: this.headers(), body, signal: control.signal, redirect: 'manual' })
+      response = await this.fetch(this.url, { method: 'POST', headers: this.headers(call.requestId), body, signal: control.signal, redirect: 'manual' })
       if (!response.ok) {
         // The connect deadline still runs while the error body is read.
         const text = await readCapped(response, ERROR_BODY_BYTES)
@@ -115,7 +115,7 @@ export class AnthropicProvider implements Provider {
     }
     const control = new CallControl(call.signal, timeouts)
     try {
-      const response = await this.fetch(this.countUrl, { method: 'POST', headers: { ...this.headers(), accept: 'application/json' }, body, signal: control.signal, redirect: 'manual' })
+      const response = await this.fetch(this.countUrl, { method: 'POST', headers: { ...this.headers(call.requestId), accept: 'application/json' }, body, signal: control.signal, redirect: 'manual' })
       const text = await readCapped(response, ERROR_BODY_BYTES)
       if (!response.ok) throw errorFromResponse(response.status, response.headers, text, context, this.clock.now())
       const count = (JSON.parse(text) as { input_tokens?: unknown }).input_tokens
@@ -130,10 +130,14 @@ export class AnthropicProvider implements Provider {
     }
   }
 
-  /** Only what Anthropic needs: never the client's credential, IP, user id or other headers. */
-  private headers(): Record<string, string> {
+  /**
+   * Only what Anthropic needs, plus our request id (so a request can be followed into the
+   * upstream's logs): never the client's credential, IP, user id or other headers.
+   */
+  private headers(requestId: string): Record<string, string> {
     return {
       'content-type': 'application/json',
+      'x-request-id': requestId,
       accept: 'text/event-stream',
       'anthropic-version': ANTHROPIC_VERSION,
       ...(this.config.apiKey !== undefined ? { 'x-api-key': this.config.apiKey } : {}),

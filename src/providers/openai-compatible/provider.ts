@@ -43,7 +43,9 @@ export class OpenAICompatibleProvider implements Provider {
       if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, origin.provider, origin.model)
       throw error
     }
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' }
+    // Our request id goes along, so one request can be followed into the upstream's logs (vLLM,
+    // llama.cpp and most proxies log X-Request-Id).
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', 'x-request-id': call.requestId }
     if (this.config.apiKey) headers.authorization = `Bearer ${this.config.apiKey}`
     const upstream = await openUpstreamStream({
       url: this.endpoint,

@@ -1,0 +1,159 @@
+import type { MeteredCall } from '../billing/metering'
+import { ApiError } from '../http/errors'
+import type { Nanos } from '../lib/money'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
+import { Lifecycle } from '../observability/lifecycle'
+import { recordOf, type RequestRecord } from '../observability/request-log'
+import { UpstreamError } from '../providers/types'
+import type { ChatEvent, Usage } from './canonical'
+import { enrichDocuments, hasFileParts } from './enrich/documents'
+import { enrichWithWeb, wantsWeb } from './enrich/web'
+import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
+import type { CallAttestation, ChatCallInput, ChatRouter, PipelineDeps, ServerTools } from './pipeline'
+import { checkPolicy } from './policy'
+import { toApiError } from './upstream-errors'
+
+/** A chat call admitted and opened: what runChat and collectChat finish (steps 7–9). */
+export interface OpenCall {
+  call: MeteredCall
+  events: AsyncIterable<ChatEvent>
+  meter: Meter
+  started: number
+  attestation: CallAttestation | undefined
+  serverTools: ServerTools | undefined
+  /** The request's log record (HTTP callers), filled with the outcome, usage and charge. */
+  record: RequestRecord | undefined
+  /** Sees every event: the meter, mid-stream failure metrics, crash-test fault points. */
+  observe(event: ChatEvent): void
+  /** The ApiError a drain's deadline cut the call with, if it did (the client sees it). */
+  shutdownReason(): ApiError | undefined
+  /** Whether the upstream call was aborted (client gone, caller's deadline, drain). */
+  aborted(): boolean
+  /** Stops listening to the caller's signal and to the drain. */
+  detach(): void
+  abort(): void
+  settle(): Promise<{ usage: Usage; charged: Nanos }>
+  log(outcome: string, usage: Usage | undefined, charged: bigint | undefined): void
+}
+
+const noop = () => {}
+
+/** Policy, enrichment, output bound, reservation and the upstream's opened stream (steps 3–6). */
+export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenCall> {
+  const { request, requestId } = input
+  const route = request.route
+  checkPolicy(request)
+  // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
+  if (hasFileParts(request)) await enrichDocuments(deps, input)
+  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal }) : undefined
+  // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
+  // reserved for: the model's cap, within the context left.
+  if (request.sampling.maxOutputTokens === undefined) {
+    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
+  }
+  if (deps.lifecycle?.draining) throw Lifecycle.refusal()
+  const purpose = input.purpose ?? 'chat'
+  const call = await deps.metering.begin({
+    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
+  })
+  const fault = deps.fault
+  fault?.('after_reserve')
+  input.onAdmitted?.()
+  const upstream = new AbortController()
+  const onGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
+  if (input.signal.aborted) onGone()
+  else input.signal.addEventListener('abort', onGone, { once: true })
+  // A drain's deadline cuts the call with an ApiError as the abort reason, which the client sees.
+  const untrack = deps.lifecycle?.track(reason => upstream.abort(reason)) ?? noop
+  const detach = () => {
+    input.signal.removeEventListener('abort', onGone)
+    untrack()
+  }
+  const shutdownReason = () => (upstream.signal.reason instanceof ApiError ? upstream.signal.reason : undefined)
+  const started = deps.clock.now()
+  const meter = new Meter(highInputTokens(request), serverTools)
+  const record = input.httpRequest ? recordOf(input.httpRequest) : undefined
+  if (record !== undefined) {
+    record.model = request.model
+    record.stream = request.stream
+  }
+  const metrics = deps.metrics
+
+  // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
+  // by Bun's idle timeout.
+  input.disableIdleTimeout?.()
+  let opened: Awaited<ReturnType<ChatRouter['open']>>
+  const openedAt = performance.now()
+  try {
+    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
+  } catch (error) {
+    call.release()
+    detach()
+    if (metrics && error instanceof UpstreamError) countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
+    if (record !== undefined) record.outcome = 'upstream-error'
+    throw shutdownReason() ?? toApiError(error)
+  }
+  if (metrics) {
+    for (const failure of (opened as { failures?: UpstreamError[] }).failures ?? []) countUpstreamFailure(metrics, failure, 'before-first-event', openedAt)
+    metrics.upstreamCalls.inc(1, opened.provider.id, 'ok')
+    metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, opened.provider.id)
+  }
+  fault?.('after_upstream_headers')
+  const backend = `${opened.provider.id}/${opened.backend.model}`
+  if (record !== undefined) record.backend = backend
+
+  let deltas = 0
+  return {
+    call,
+    events: opened.events,
+    meter,
+    started,
+    attestation: opened.attestation,
+    serverTools,
+    record,
+    observe(event) {
+      meter.observe(event)
+      if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
+      // Crash tests: die on the second text delta, once the first has gone out.
+      else if (fault !== undefined && event.type === 'text-delta' && ++deltas === 2) fault('mid_stream')
+    },
+    shutdownReason,
+    aborted: () => upstream.signal.aborted,
+    detach,
+    abort: () => upstream.abort(new DOMException('client disconnected', 'AbortError')),
+    async settle() {
+      const usage = meter.usage()
+      const charged = priceUsage(route.price, usage)
+      fault?.('before_settle')
+      await call.settle(charged)
+      fault?.('after_settle_before_final_frame')
+      return { usage, charged }
+    },
+    // The request's log line (written by the request context, or by the stream's end) gets the
+    // outcome, usage and charge; metrics count tokens and nanos by model once per call. Calls
+    // without an HTTP request of their own (Fusion parts) are logged by their caller.
+    log(outcome, usage, charged) {
+      if (record !== undefined) {
+        record.outcome = outcome
+        record.inputTokens = usage?.inputTokens
+        record.outputTokens = usage?.outputTokens
+        record.chargedNanos = charged
+      }
+      if (metrics && usage && charged !== undefined) {
+        metrics.tokens.inc(usage.inputTokens, request.model, 'input')
+        metrics.tokens.inc(usage.outputTokens, request.model, 'output')
+        metrics.billedNanos.inc(Number(charged), request.model)
+      }
+    },
+  }
+}
+
+function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'mid-stream', startedAt?: number): void {
+  // A call the gateway itself cancelled (client gone, drain) is not an upstream failure.
+  if (error.kind === 'aborted') return
+  metrics.upstreamErrors.inc(1, error.provider, error.kind, phase)
+  if (phase === 'before-first-event') {
+    metrics.upstreamCalls.inc(1, error.provider, error.kind)
+    if (startedAt !== undefined) metrics.upstreamSeconds.observe((performance.now() - startedAt) / 1000, error.provider)
+  }
+}

@@ -1,0 +1,32 @@
+import type { Deps } from '../deps'
+import { ApiError, renderError } from '../http/errors'
+import { requestIdFrom } from '../lib/ids'
+import { metricsResponse, readiness } from './routes'
+
+/**
+ * The admin port (`metrics.port`): /metrics, /healthz and /readyz only, outside the public app,
+ * so that scrapes and probes can stay on a network the public never reaches. /metrics still
+ * needs the token when `metrics.token_env` is also set.
+ */
+export function startAdminServer(deps: Deps, port: number, hostname: string): ReturnType<typeof Bun.serve> {
+  return Bun.serve({
+    port,
+    hostname,
+    async fetch(request) {
+      const requestId = requestIdFrom(request.headers.get('x-request-id'))
+      const path = new URL(request.url).pathname
+      try {
+        if (request.method !== 'GET') throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+        if (path === '/metrics') return metricsResponse(request, { registry: deps.metrics.registry, token: deps.config.metrics.token })
+        if (path === '/healthz') return Response.json({ status: 'ok' })
+        if (path === '/readyz') {
+          const answer = await readiness(deps.database, deps.lifecycle)
+          return Response.json(answer, { status: answer.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
+        }
+        throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+      } catch (error) {
+        return renderError(error instanceof ApiError ? error : new ApiError('internal_error', 'internal error'), 'api', requestId)
+      }
+    },
+  })
+}

@@ -1,0 +1,83 @@
+import type { GatewayMetrics } from './gateway-metrics'
+import type { Logger } from './logger'
+
+/**
+ * What the one log line of a request says (ARCHITECTURE.md §8 step 9). Filled in as the request
+ * goes: the request context creates it, auth adds the organization and key, the chat pipeline
+ * adds the model, backend, usage and charge. Never content: no prompt, output, file, ciphertext
+ * or credential is ever put here.
+ */
+export interface RequestRecord {
+  readonly startedAt: number
+  readonly method: string
+  readonly requestId: string
+  route: string
+  status: number
+  orgId?: string
+  keyId?: string
+  model?: string
+  backend?: string
+  /** How a billed call ended: ok, upstream-error, failed, cancelled, settlement-failed, … */
+  outcome?: string
+  stream?: boolean
+  inputTokens?: number
+  outputTokens?: number
+  chargedNanos?: bigint
+  /** A stream: its line is written when the stream ends, not when the headers leave. */
+  deferred: boolean
+  /** The stream ended before the response was recorded: write the line when it is. */
+  endRequested: boolean
+  ended: boolean
+  readonly sink: RequestLog
+}
+
+const records = new WeakMap<Request, RequestRecord>()
+// Methods are a label: anything else a client invents shares one value, so series stay bounded.
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'])
+
+/** The record of a request (undefined for requests that did not pass through the request context). */
+export function recordOf(request: Request): RequestRecord | undefined {
+  return records.get(request)
+}
+
+/** Writes the per-request log line and the per-request metrics, once each. */
+export class RequestLog {
+  constructor(
+    private readonly logger: Logger,
+    readonly metrics: GatewayMetrics,
+  ) {}
+
+  /** A record for a request entering the app. */
+  begin(request: Request, requestId: string): RequestRecord {
+    const record: RequestRecord = {
+      startedAt: performance.now(), method: METHODS.has(request.method) ? request.method : 'OTHER', requestId, route: 'unmatched', status: 0, deferred: false, endRequested: false, ended: false, sink: this,
+    }
+    records.set(request, record)
+    return record
+  }
+
+  /** The response headers are ready: metrics now; the log line now, unless a stream defers it. */
+  respond(record: RequestRecord, route: string, status: number): void {
+    record.route = route
+    record.status = status
+    this.metrics.request(route, record.method, status, (performance.now() - record.startedAt) / 1000)
+    if (!record.deferred || record.endRequested) this.end(record)
+  }
+
+  /** Writes the request's line (once). */
+  end(record: RequestRecord): void {
+    if (record.ended) return
+    // A short stream can end before the request context has recorded its status.
+    if (record.status === 0) {
+      record.endRequested = true
+      return
+    }
+    record.ended = true
+    this.logger.info('request', {
+      request_id: record.requestId, org_id: record.orgId, key_id: record.keyId, route: record.route, method: record.method,
+      status: record.status, model: record.model, backend: record.backend, outcome: record.outcome, stream: record.stream,
+      input_tokens: record.inputTokens, output_tokens: record.outputTokens, charged_nanos: record.chargedNanos,
+      latency_ms: Math.round((performance.now() - record.startedAt) * 100) / 100,
+    })
+  }
+}

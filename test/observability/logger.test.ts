@@ -1,0 +1,19 @@
+import { expect, test } from 'bun:test'
+import { createLogger } from '../../src/observability/logger'
+
+test('JSON lines: bigints as decimal strings (top level and nested), undefined fields left out, credentials redacted, level threshold', () => {
+  const lines: string[] = []
+  const logger = createLogger('info', line => lines.push(line))
+  logger.debug('hidden')
+  logger.info('request', { charged_nanos: 12345678901234567890n, nested: { amount: 5n, list: [1n] }, missing: undefined, status: 200, ok: true })
+  logger.warn('leak', { error: 'bad key z_sk_abcDEF0123456789 and svc_cli_token_x', stack: 'svc_mcp_zzz' })
+  expect(lines).toHaveLength(2)
+  for (const line of lines) expect(line.endsWith('\n')).toBe(true)
+  const first = JSON.parse(lines[0]!)
+  expect(first).toMatchObject({ level: 'info', msg: 'request', charged_nanos: '12345678901234567890', nested: { amount: '5', list: ['1'] }, status: 200, ok: true })
+  expect('missing' in first).toBe(false)
+  expect(typeof first.time).toBe('string')
+  const second = JSON.parse(lines[1]!)
+  expect(second.error).toBe('bad key z_sk_[redacted] and svc_cli_[redacted]')
+  expect(second.stack).toBe('svc_mcp_[redacted]')
+})

@@ -1,0 +1,186 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { createApp } from '../../src/app'
+import { loadConfig } from '../../src/config/load'
+import { migrateDatabase, openDatabase } from '../../src/db/client'
+import { createDeps, type Deps } from '../../src/deps'
+import { startAdminServer } from '../../src/observability/admin-server'
+import { createLogger } from '../../src/observability/logger'
+import { FakeClock } from '../support/fake-clock'
+import { FakeUpstream } from '../support/fake-upstream'
+import { buildTestApp, json } from '../support/harness'
+
+// /metrics (Prometheus text, token or admin port), the one log line per request, and the
+// request id forwarded upstream.
+
+const TOKEN = 'metrics-token-0123456789abcdef'
+const PROMPT = 'a secret prompt that must never be logged'
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+/** A gateway whose log lines are captured, with the given YAML config and env. */
+async function gateway(yaml: string, env: Record<string, string> = {}) {
+  const lines: string[] = []
+  const fullEnv = { SVC_CONFIG: '/virtual/config.yaml', ...env }
+  const database = await openDatabase(':memory:')
+  await migrateDatabase(database)
+  const clock = new FakeClock()
+  const deps = await createDeps(loadConfig(fullEnv, () => yaml), { clock, database, logger: createLogger('info', line => lines.push(line)) })
+  await deps.sweeper.start()
+  cleanups.push(() => deps.close())
+  const app = createApp(deps)
+  const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'acme', planId: deps.config.defaultPlanId })
+  const { secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
+  await deps.ledger.topUp({ orgId: org.id, amount: 10_000_000_000n })
+  const request = (method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) =>
+    app.handle(
+      new Request(`http://localhost${path}`, {
+        method,
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...options.headers },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      }),
+    )
+  const logs = () => lines.map(line => JSON.parse(line) as Record<string, unknown>)
+  return { deps, app, request, lines, logs, secret, orgId: org.id }
+}
+
+const DEMO_BASE = `
+providers: [{ id: demo, type: demo, retention: none }]
+models: [{ id: demo-anonymous, backends: [{ provider: demo, model: demo }], price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }, context_length: 32768, max_output_tokens: 4096 }]
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`
+const DEMO = `${DEMO_BASE}metrics: { token_env: SVC_METRICS_TOKEN }\n`
+
+/** The value of one series in a Prometheus text body, or undefined. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find(candidate => candidate.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+describe('/metrics', () => {
+  test('off unless configured: 404', async () => {
+    const t = await buildTestApp()
+    expect((await t.request('GET', '/metrics')).status).toBe(404)
+    await t.close()
+  })
+
+  test('a metrics token is required when configured; the text counts requests, tokens, nanos, ledger batches and refusals', async () => {
+    const g = await gateway(DEMO, { SVC_METRICS_TOKEN: TOKEN })
+    expect((await g.request('GET', '/metrics', { headers: { authorization: '' } })).status).toBe(401)
+    expect((await g.request('GET', '/metrics')).status).toBe(401) // an API key is not the metrics token
+    expect((await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}x` } })).status).toBe(401)
+
+    const chat = await g.request('POST', '/v1/chat/completions', { body: { model: 'demo-anonymous', messages: [{ role: 'user', content: PROMPT }] } })
+    expect(chat.status).toBe(200)
+    const usage = (await json(chat)).usage
+    const streamed = await g.request('POST', '/v1/chat/completions', { body: { model: 'demo-anonymous', stream: true, messages: [{ role: 'user', content: 'hi' }] } })
+    expect(await streamed.text()).toContain('[DONE]')
+    expect((await g.request('POST', '/v1/chat/completions', { body: { model: 'nope', messages: [] } })).status).toBe(400)
+    expect((await g.request('GET', '/no/such/path')).status).toBe(404)
+
+    const response = await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toContain('text/plain; version=0.0.4')
+    const text = await response.text()
+    expect(sample(text, 'svc_http_requests_total{route="/v1/chat/completions",method="POST",status="200"}')).toBe(2)
+    expect(sample(text, 'svc_http_requests_total{route="/v1/chat/completions",method="POST",status="400"}')).toBe(1)
+    expect(sample(text, 'svc_http_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1)
+    expect(sample(text, 'svc_http_requests_total{route="/metrics",method="GET",status="401"}')).toBe(3)
+    expect(sample(text, 'svc_http_request_duration_seconds_count{route="/v1/chat/completions"}')).toBe(3)
+    expect(sample(text, 'svc_upstream_requests_total{provider="demo:demo",outcome="ok"}') ?? sample(text, 'svc_upstream_requests_total{provider="demo",outcome="ok"}')).toBe(2)
+    expect(sample(text, 'svc_tokens_total{model="demo-anonymous",direction="input"}')).toBeGreaterThanOrEqual(usage.prompt_tokens)
+    expect(sample(text, 'svc_billed_nanos_total{model="demo-anonymous"}')).toBeGreaterThan(0)
+    expect(sample(text, 'svc_ledger_commit_seconds_count')).toBeGreaterThan(0)
+    expect(sample(text, 'svc_ledger_queue_depth')).toBe(0)
+    expect(sample(text, 'svc_open_streams')).toBe(0)
+    expect(sample(text, 'svc_draining')).toBe(0)
+    // Nothing in the metrics is a credential or content.
+    expect(text).not.toContain(g.secret)
+    expect(text).not.toContain(PROMPT)
+  })
+
+  test('refusals are counted by code; another module registers its own gauges (the extractor pool hook)', async () => {
+    const g = await gateway(`${DEMO}\nlimits: { inference: { key: { burst: 1, per_second: 0.001 }, org: { burst: 100, per_second: 1 } } }`, { SVC_METRICS_TOKEN: TOKEN })
+    let busy = 3
+    g.deps.metrics.gauge('svc_extractor_busy', 'Extractor workers busy.', () => busy)
+    g.deps.metrics.registry.gauge('svc_extractor_queued', 'Extraction jobs queued.', () => 0)
+    const body = { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }
+    expect((await g.request('POST', '/v1/chat/completions', { body })).status).toBe(200)
+    expect((await g.request('POST', '/v1/chat/completions', { body })).status).toBe(429)
+    busy = 1
+    const text = await (await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+    expect(sample(text, 'svc_refusals_total{code="rate_limited"}')).toBe(1)
+    expect(sample(text, 'svc_extractor_busy')).toBe(1)
+    expect(sample(text, 'svc_extractor_queued')).toBe(0)
+  })
+
+  test('with an admin port, /metrics is served there (token still checked) and not on the public app', async () => {
+    const g = await gateway(`${DEMO_BASE}metrics: { token_env: SVC_METRICS_TOKEN, port: 0 }`, { SVC_METRICS_TOKEN: TOKEN })
+    expect(g.deps.config.metrics.port).toBe(0)
+    expect((await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404)
+    const admin = startAdminServer(g.deps, 0, '127.0.0.1')
+    cleanups.push(() => admin.stop(true))
+    const base = `http://127.0.0.1:${admin.port}`
+    expect((await fetch(`${base}/metrics`)).status).toBe(401)
+    const scraped = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(scraped.status).toBe(200)
+    expect(await scraped.text()).toContain('# TYPE svc_http_requests_total counter')
+    expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ status: 'ready', database: 'ok' })
+    expect((await fetch(`${base}/v1/models`)).status).toBe(404)
+  })
+})
+
+describe('request log', () => {
+  test('one JSON line per request, with ids, route, model, backend, usage and charge; never the key or the prompt', async () => {
+    const g = await gateway(DEMO, { SVC_METRICS_TOKEN: TOKEN })
+    const plain = await g.request('POST', '/v1/chat/completions', { body: { model: 'demo-anonymous', messages: [{ role: 'user', content: PROMPT }] }, headers: { 'x-request-id': 'req-plain-1' } })
+    const { usage } = await json(plain)
+    const streamed = await g.request('POST', '/v1/chat/completions', {
+      body: { model: 'demo-anonymous', stream: true, messages: [{ role: 'user', content: PROMPT }] },
+      headers: { 'x-request-id': 'req-stream-1' },
+    })
+    // The streamed request's line is written when its stream ends, not when its headers left.
+    expect(g.logs().filter(line => line.request_id === 'req-stream-1')).toHaveLength(0)
+    await streamed.text()
+    await g.request('GET', '/api/v1/billing/balance', { headers: { 'x-request-id': 'req-balance-1' } })
+
+    const lines = g.logs().filter(line => line.msg === 'request')
+    expect(lines.map(line => line.request_id)).toEqual(['req-plain-1', 'req-stream-1', 'req-balance-1'])
+    const [first, second, third] = lines
+    expect(first).toMatchObject({
+      level: 'info', org_id: g.orgId, route: '/v1/chat/completions', method: 'POST', status: 200, model: 'demo-anonymous', outcome: 'ok',
+      stream: false, input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens,
+    })
+    expect(first!.backend).toMatch(/^demo/)
+    expect(BigInt(first!.charged_nanos as string)).toBeGreaterThan(0n)
+    expect(typeof first!.key_id).toBe('string')
+    expect(typeof first!.latency_ms).toBe('number')
+    expect(second).toMatchObject({ status: 200, stream: true, outcome: 'finished' })
+    expect(BigInt(second!.charged_nanos as string)).toBeGreaterThan(0n)
+    expect(third).toMatchObject({ route: '/api/v1/billing/balance', method: 'GET', status: 200, org_id: g.orgId })
+    const all = g.lines.join('')
+    expect(all).not.toContain(g.secret)
+    expect(all).not.toContain(PROMPT)
+    expect(all).not.toContain('Hello') // no output text either
+  })
+})
+
+describe('request id upstream', () => {
+  test('the client request id is forwarded to the upstream as X-Request-Id (both HTTP provider types)', async () => {
+    for (const type of ['openai-compatible', 'anthropic'] as const) {
+      const upstream = await FakeUpstream.start()
+      cleanups.push(() => upstream.close())
+      const yaml = `
+providers: [{ id: up, type: ${type}, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
+models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 4096, max_output_tokens: 64 }]
+plans: { payg: { monthly_allowance: "0", fusion: false } }`
+      const g = await gateway(yaml, { UP_KEY: 'sk-upstream-key-123456' })
+      upstream.enqueue({ kind: 'json', status: 500, body: { error: { message: 'boom' } } })
+      const response = await g.request('POST', '/v1/chat/completions', { body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, headers: { 'x-request-id': `req-forwarded-${type}` } })
+      expect(response.status).toBe(502)
+      expect(upstream.onlyRequest().headers['x-request-id']).toBe(`req-forwarded-${type}`)
+    }
+  })
+})

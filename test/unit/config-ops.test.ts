@@ -1,0 +1,40 @@
+import { expect, test } from 'bun:test'
+import { ConfigError, loadConfig } from '../../src/config/load'
+
+// The operations config keys: metrics (token, admin port) and shutdown (drain deadline).
+const BASE = 'plans: { payg: { monthly_allowance: "0", fusion: false } }\n'
+const load = (yaml: string, env: Record<string, string> = {}) => loadConfig({ SVC_CONFIG: '/virtual.yaml', ...env }, () => BASE + yaml)
+const problems = (yaml: string, env: Record<string, string> = {}) => {
+  try {
+    load(yaml, env)
+  } catch (error) {
+    return (error as ConfigError).problems
+  }
+  return []
+}
+
+test('defaults: /metrics off, admin host loopback, 25 s drain', () => {
+  const config = load('')
+  expect(config.metrics).toEqual({ token: undefined, port: undefined, host: '127.0.0.1' })
+  expect(config.shutdown).toEqual({ drainTimeoutMs: 25_000 })
+})
+
+test('metrics token from the named variable, admin port and host, fractional drain seconds', () => {
+  const config = load('metrics: { token_env: MY_TOKEN, port: 9090, host: 0.0.0.0 }\nshutdown: { drain_timeout_s: 1.5 }', { MY_TOKEN: 'x'.repeat(16) })
+  expect(config.metrics).toEqual({ token: 'x'.repeat(16), port: 9090, host: '0.0.0.0' })
+  expect(config.shutdown.drainTimeoutMs).toBe(1500)
+})
+
+test('a metrics token variable that is unset or short, a bad port or a negative drain stops the boot', () => {
+  expect(problems('metrics: { token_env: MY_TOKEN }')).toEqual(['metrics.token_env: MY_TOKEN must be set to a token of at least 16 characters'])
+  expect(problems('metrics: { token_env: MY_TOKEN }', { MY_TOKEN: 'short' })).toHaveLength(1)
+  expect(problems('metrics: { port: 70000 }')[0]).toContain('metrics.port')
+  expect(problems('metrics: { tokn_env: X }')[0]).toContain('metrics')
+  expect(problems('shutdown: { drain_timeout_s: -1 }')[0]).toContain('shutdown.drain_timeout_s')
+})
+
+test('SVC_FAULT_POINT (crash tests) accepts only the named steps, and is unset by default', () => {
+  expect(load('').faultPoint).toBeUndefined()
+  expect(load('', { SVC_FAULT_POINT: 'before_settle' }).faultPoint).toBe('before_settle')
+  expect(problems('', { SVC_FAULT_POINT: 'whenever' })[0]).toContain('SVC_FAULT_POINT')
+})
