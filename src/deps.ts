@@ -157,6 +157,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
   const metrics = new GatewayMetrics()
+  for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
   const lifecycle = new Lifecycle()
   registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle)
   const pipeline: PipelineDeps = {

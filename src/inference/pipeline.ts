@@ -9,7 +9,7 @@ import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
 import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
-import { UpstreamError, type Provider } from '../providers/types'
+import { UpstreamError, type CallAttestation, type Provider } from '../providers/types'
 import type { WebService } from '../web/service'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
 import { collect, type ChatResult } from './collect'
@@ -84,8 +84,8 @@ export interface CollectedChat {
   startedAt: number
   /**
    * The attestation a Confidential call was bound to (the evidence fetched, with a fresh nonce,
-   * before the call), as the router's `open` reported it. Hook for the attested provider path:
-   * no router sets it yet; Fusion reports it per participant and judge when one does.
+   * before the call), as the router's `open` reported it (AttestedProvider.streamAttested).
+   * Fusion reports it per participant and judge.
    */
   attestation?: CallAttestation
   /** The hosted web tools the gateway ran for this call (set when the request enabled them). */
@@ -95,14 +95,8 @@ export interface CollectedChat {
 /** Hosted web tool runs of one call (they replace the upstream's counts in usage). */
 export type ServerTools = { webFetchRequests: number; webSearchRequests: number }
 
-/** The attestation fields of one Confidential call (names as in spec §2.4). */
-export interface CallAttestation {
-  nonce: string
-  signingAddress: string
-  signingAlgo: string
-  proofFormat: string
-}
-
+/** The attestation fields of one Confidential call (names as in spec §2.4); defined with the providers that produce it. */
+export type { CallAttestation } from '../providers/types'
 
 /**
  * One chat request from admission to settlement (ARCHITECTURE.md §8 steps 3–9): policy checks,

@@ -17,6 +17,10 @@ export class GatewayMetrics {
   readonly upstreamSeconds: Histogram
   /** Upstream failures by provider and kind, before the first byte or mid-stream. */
   readonly upstreamErrors: Counter
+  /** Evidence fetches of attested backends (Confidential pre-call, Encrypted key pinning, GET /api/v1/attestation), by provider. */
+  readonly attestationSeconds: Histogram
+  /** Evidence fetches that failed, by provider and kind (an UpstreamError kind, or `evidence-rejected`). */
+  readonly attestationFailures: Counter
   readonly tokens: Counter
   readonly billedNanos: Counter
   /** Refusals by code: rate_limited (buckets, concurrency), insufficient_quota (funds, caps), unavailable. */
@@ -32,6 +36,12 @@ export class GatewayMetrics {
     this.upstreamCalls = r.counter('svc_upstream_requests_total', 'Upstream calls by provider and outcome (ok or the failure kind).', ['provider', 'outcome'])
     this.upstreamSeconds = r.histogram('svc_upstream_response_seconds', 'Upstream time to response headers (or failure), by provider.', ['provider'])
     this.upstreamErrors = r.counter('svc_upstream_errors_total', 'Upstream failures by provider, kind and phase (before the first event or mid-stream).', ['provider', 'kind', 'phase'])
+    this.attestationSeconds = r.histogram('svc_attestation_fetch_seconds', 'Attestation evidence fetch time (request to checked evidence, or failure), by provider.', ['provider'])
+    this.attestationFailures = r.counter(
+      'svc_attestation_failures_total',
+      'Attestation evidence fetches that failed, by provider and kind (connection, timeout, server, rate-limited, auth, not-found, bad-request, evidence-rejected).',
+      ['provider', 'kind'],
+    )
     this.tokens = r.counter('svc_tokens_total', 'Tokens billed, by model and direction (input, output).', ['model', 'direction'])
     this.billedNanos = r.counter('svc_billed_nanos_total', 'USD nanos charged, by model.', ['model'])
     this.refusals = r.counter('svc_refusals_total', 'Requests refused by limits or the ledger, by error code.', ['code'])

@@ -2,7 +2,7 @@ import type { Backend, ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { ChatEvent, ChatRequest } from '../inference/canonical'
 import type { Clock } from '../lib/clock'
-import { UpstreamError, type Provider } from './types'
+import { UpstreamError, type CallAttestation, type Provider } from './types'
 
 /** How long a backend that failed retryably is passed over while another can serve (ARCHITECTURE.md §6). */
 export const COOL_DOWN_MS = 30_000
@@ -23,6 +23,8 @@ export interface OpenedStream {
   readonly provider: Provider
   /** The retryable failures of the backends abandoned before this one, in order (for logs and metrics). */
   readonly failures: readonly UpstreamError[]
+  /** The evidence a Confidential call was bound to (attested providers only). */
+  readonly attestation?: CallAttestation
 }
 
 /**
@@ -66,7 +68,13 @@ export class Router {
       // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
       if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
       try {
-        const events = await provider.stream({ request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId })
+        const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId }
+        if (provider.streamAttested !== undefined) {
+          const { events, attestation } = await provider.streamAttested(call)
+          this.coolingUntil.delete(keyOf(backend))
+          return { events, backend, provider, failures, attestation }
+        }
+        const events = await provider.stream(call)
         this.coolingUntil.delete(keyOf(backend))
         return { events, backend, provider, failures }
       } catch (error) {

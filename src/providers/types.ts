@@ -19,8 +19,21 @@ export interface Provider {
   /** `<type>:<config id>`, e.g. `openai-compatible:vllm-a`. */
   readonly id: string
   stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>>
+  /**
+   * Attested providers: like `stream`, but also reports the evidence the call was bound to (the
+   * router prefers it when present, so Confidential calls can say which attestation they ran under).
+   */
+  streamAttested?(call: ProviderCall): Promise<{ events: AsyncIterable<ChatEvent>; attestation: CallAttestation }>
   /** The exact prompt size of a request, for upstreams that count (Anthropic's count_tokens). Rejects with an UpstreamError. */
   countTokens?(call: ProviderCall): Promise<number>
+}
+
+/** The attestation fields of one Confidential call: the fresh challenge and the key it bound (spec §2.4 names). */
+export interface CallAttestation {
+  nonce: string
+  signingAddress: string
+  signingAlgo: string
+  proofFormat: string
 }
 
 export type UpstreamErrorKind = 'auth' | 'rate-limited' | 'bad-request' | 'not-found' | 'server' | 'timeout' | 'connection' | 'aborted'

@@ -20,7 +20,16 @@ export interface TeeGateway extends TestApp {
  */
 export async function startTeeGateway(
   specs: TeeBackendSpec[],
-  options: { confidential?: string[]; encrypted?: string[]; capabilities?: string; logger?: import('../../src/observability/logger').Logger } = {},
+  options: {
+    confidential?: string[]
+    encrypted?: string[]
+    capabilities?: string
+    logger?: import('../../src/observability/logger').Logger
+    /** Logical model ids bound alike (default: `sim` only), e.g. several Fusion participants and a judge. */
+    models?: string[]
+    /** The `fusion:` section's default judge. */
+    fusionJudge?: string
+  } = {},
 ): Promise<TeeGateway> {
   const sims: Record<string, SimTeeBackend> = {}
   const env: Record<string, string> = { SVC_CONFIG: '/virtual/tee.yaml' }
@@ -44,13 +53,13 @@ models:
     price: { input_per_mtok: "1", output_per_mtok: "2" }
     context_length: 32768
     max_output_tokens: 4096
-  - id: sim
+${(options.models ?? ['sim']).map(id => `  - id: ${id}
     backends: [{ provider: demo, model: demo }]
 ${confidential.length ? `    confidential: ${bind(confidential)}\n` : ''}${encrypted.length ? `    encrypted: ${bind(encrypted)}\n` : ''}    price: { input_per_mtok: "1", output_per_mtok: "2" }
     context_length: 32768
     max_output_tokens: 4096
-    capabilities: ${options.capabilities ?? '{ tools: true, reasoning: true }'}
-plans:
+    capabilities: ${options.capabilities ?? '{ tools: true, reasoning: true }'}`).join('\n')}
+${options.fusionJudge ? `fusion: { judge: ${options.fusionJudge}, participant_timeout_ms: 30000, judge_timeout_ms: 30000 }\n` : ''}plans:
   pro: { monthly_allowance: "0", fusion: true }
 limits:
   inference: { key: { burst: 100000, per_second: 1000 }, org: { burst: 100000, per_second: 1000 } }

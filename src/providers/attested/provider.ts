@@ -5,12 +5,13 @@
 
 import type { ProviderConfig } from '../../config/config'
 import type { ChatEvent } from '../../inference/canonical'
+import type { GatewayMetrics } from '../../observability/gateway-metrics'
 import { bytesToHex, randomBytes, type SigningAlgo } from '../../tee/keys'
 import type { ProofFormat } from '../../tee/proof-format'
 import { OpenAICompatibleProvider } from '../openai-compatible/provider'
 import { classifyStatus, connectionError, type ErrorOrigin } from '../openai-compatible/errors'
 import { openUpstreamStream, type UpstreamStream } from '../openai-compatible/open-upstream-stream'
-import { UpstreamError, type Provider, type ProviderCall } from '../types'
+import { UpstreamError, type CallAttestation, type Provider, type ProviderCall } from '../types'
 import { checkEvidence, type Evidence } from './evidence'
 
 /** One evidence fetch: which backend model, the challenge (64 lowercase hex), the algorithm. */
@@ -47,6 +48,8 @@ export class AttestedProvider implements Provider {
   readonly signingAlgos: readonly SigningAlgo[]
   private readonly base: string
   private readonly chat: OpenAICompatibleProvider
+  /** Set once by createDeps: evidence fetch latency and failures. */
+  metrics: GatewayMetrics | undefined
 
   constructor(private readonly config: ProviderConfig) {
     if (config.baseUrl === undefined || config.attested === undefined) throw new Error(`provider ${config.id}: an attested provider needs base_url and proof_format`)
@@ -64,6 +67,25 @@ export class AttestedProvider implements Provider {
    * router try another backend), or ApiError 503 when the evidence is empty or contradicts.
    */
   async attest(request: AttestRequest): Promise<Evidence> {
+    const metrics = this.metrics
+    if (metrics === undefined) return this.fetchEvidence(request)
+    // Once per fetch, whoever asked (Confidential chat, Encrypted key pinning, GET /api/v1/attestation).
+    const started = performance.now()
+    try {
+      const evidence = await this.fetchEvidence(request)
+      metrics.attestationSeconds.observe((performance.now() - started) / 1000, this.id)
+      return evidence
+    } catch (error) {
+      // A fetch the caller abandoned is neither a backend failure nor a measured fetch.
+      if (!(error instanceof UpstreamError && error.kind === 'aborted')) {
+        metrics.attestationSeconds.observe((performance.now() - started) / 1000, this.id)
+        metrics.attestationFailures.inc(1, this.id, error instanceof UpstreamError ? error.kind : 'evidence-rejected')
+      }
+      throw error
+    }
+  }
+
+  private async fetchEvidence(request: AttestRequest): Promise<Evidence> {
     const query = new URLSearchParams({ signing_algo: request.algo, nonce: request.nonce })
     if (request.signingAddress !== undefined) query.set('signing_address', request.signingAddress)
     if (this.proofFormat.binding === 'tlsfp') query.set('include_tls_fingerprint', 'true')
@@ -74,8 +96,15 @@ export class AttestedProvider implements Provider {
 
   /** Confidential: the call goes ahead only once fresh evidence binds our challenge and the backend key. */
   async stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>> {
-    await this.attest({ upstreamModel: call.upstreamModel, nonce: bytesToHex(randomBytes(32)), algo: this.signingAlgos[0]!, signal: call.signal })
-    return this.chat.stream(call)
+    return (await this.streamAttested(call)).events
+  }
+
+  /** `stream`, reporting the challenge and the key the call was bound to (Fusion's attestation fields). */
+  async streamAttested(call: ProviderCall): Promise<{ events: AsyncIterable<ChatEvent>; attestation: CallAttestation }> {
+    const nonce = bytesToHex(randomBytes(32))
+    const evidence = await this.attest({ upstreamModel: call.upstreamModel, nonce, algo: this.signingAlgos[0]!, signal: call.signal })
+    const events = await this.chat.stream(call)
+    return { events, attestation: { nonce, signingAddress: evidence.signingAddress, signingAlgo: evidence.signingAlgo, proofFormat: this.proofFormat.name } }
   }
 
   /** Encrypted: POSTs the bytes and hands back the 2xx stream untouched (non-2xx rejects, classified). */
