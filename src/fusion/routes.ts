@@ -5,6 +5,7 @@ import { ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
+import { refuseEncrypted } from '../inference/encrypted'
 import { fusionEventStream } from './event-stream'
 import { FusionBody, FusionResult } from './schema'
 import { planFusion, runFusion, type FusionDeps } from './service'
@@ -16,6 +17,8 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
     .post(
       '/chat/fusion',
       async ({ body, principal, request, set, server }) => {
+        // Encrypted chat exists only on /v1/chat/completions (`:encrypted` participants are refused in privacy.ts).
+        refuseEncrypted(request.headers, undefined, 'POST /api/v1/chat/fusion')
         // Participants and the judge run one after the other: Bun's idle timeout must not cut the response.
         server?.timeout(request, 0)
         const gone = new AbortController()
