@@ -173,7 +173,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
-    oauth, providers, attestation: new AttestationService(catalog, providers), web, metrics, lifecycle, requestLog: new RequestLog(logger, metrics),
+    oauth, providers, attestation: new AttestationService(catalog, providers, router), web, metrics, lifecycle, requestLog: new RequestLog(logger, metrics),
     // During a ledger outage the balance is 503 too: never a figure that may be stale or partial.
     balance: orgId => (health.unavailable ? Promise.reject(LedgerHealth.refusal()) : readBalance(database.client, plans, clock, orgId)),
     async close() {

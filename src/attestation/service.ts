@@ -5,7 +5,8 @@
 import type { Backend, ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { Evidence } from '../providers/attested/evidence'
-import { AttestedProvider } from '../providers/attested/provider'
+import { AttestedProvider, type AttestRequest } from '../providers/attested/provider'
+import type { BackendHealth } from '../providers/router'
 import type { Provider } from '../providers/types'
 import { UpstreamError } from '../providers/types'
 import { bytesToHex, randomBytes, type SigningAlgo } from '../tee/keys'
@@ -51,6 +52,8 @@ export class AttestationService {
   constructor(
     private readonly catalog: { resolve(id: string): ModelRoute },
     private readonly providers: ReadonlyMap<string, Provider>,
+    /** The router's cool-down (shared with Confidential chat): absent, backends keep config order. */
+    private readonly health?: BackendHealth,
   ) {}
 
   /** Validates the query (B3 rows 1–4); throws 400 invalid_request. */
@@ -82,7 +85,10 @@ export class AttestationService {
     return plan
   }
 
-  /** The route's attested backends that serve `algo` (all of them without one); 400 when none. */
+  /**
+   * The route's attested backends that serve `algo` (all of them without one), in config order
+   * with those cooling down last; 400 when none.
+   */
   backends(route: ModelRoute, algo?: SigningAlgo): AttestedBackend[] {
     const out: AttestedBackend[] = []
     for (const backend of route.backends) {
@@ -93,11 +99,32 @@ export class AttestationService {
       out.push({ backend, provider })
     }
     if (out.length === 0) throw new ApiError('invalid_request', `no backend of model ${route.id} serves signing_algo ${algo ?? '(any)'}`, 'signing_algo')
-    return out
+    return this.health && out.length > 1 ? this.health.readyFirst(out, target => target.backend) : out
   }
 
   /**
-   * Fresh evidence from the first backend that answers, in config order. Contradicting or empty
+   * One evidence fetch from one backend, feeding the cool-down: a retryable failure (connection,
+   * timeout, 5xx, 429) cools the backend down, an answer ends its cool-down. Evidence that
+   * contradicts the challenge is not a health signal: it is 503 for this request, whatever the order.
+   */
+  async attestAt(target: AttestedBackend, request: Omit<AttestRequest, 'upstreamModel'>): Promise<Evidence> {
+    try {
+      const evidence = await target.provider.attest({ ...request, upstreamModel: target.backend.model })
+      this.health?.recovered(target.backend)
+      return evidence
+    } catch (error) {
+      this.failed(target, error)
+      throw error
+    }
+  }
+
+  /** A call to `target` failed: cools it down when the failure is one another backend might not have. */
+  failed(target: AttestedBackend, error: unknown): void {
+    if (error instanceof UpstreamError && error.retryable) this.health?.coolDown(target.backend)
+  }
+
+  /**
+   * Fresh evidence from the first backend that answers, in config order (cooling ones last). Contradicting or empty
    * evidence is 503 at once (never papered over by another backend); unreachable backends are
    * passed over, then 503; a signing_address no backend serves is 404.
    */
@@ -107,7 +134,7 @@ export class AttestationService {
     for (const target of targets) {
       const algo = plan.algo ?? target.provider.signingAlgos[0]!
       try {
-        const evidence = await target.provider.attest({ upstreamModel: target.backend.model, nonce: plan.nonce, algo, signingAddress: plan.signingAddress, signal })
+        const evidence = await this.attestAt(target, { nonce: plan.nonce, algo, signingAddress: plan.signingAddress, signal })
         return { target, evidence, algo }
       } catch (error) {
         if (!(error instanceof UpstreamError)) throw error

@@ -85,7 +85,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     throw new ApiError('invalid_request', `the request (up to ${inputTokens} input tokens plus ${outputTokens} output tokens) does not fit model ${route.id}'s context of ${route.contextLength} tokens`, 'messages')
   }
 
-  const pinned = await pinKey(candidates, h)
+  const pinned = await pinKey(deps.attestation, candidates, h)
   const { target, evidence } = pinned
   const estimate = chargeForTokens(inputTokens, route.price.inputPerMillion) + chargeForTokens(outputTokens, maxOutputRate(route))
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId })
@@ -118,6 +118,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    // No fallback (the ciphertext is for this backend's key), but other calls pass it over for a while.
+    deps.attestation.failed(target, error)
     log('upstream-error', undefined, undefined)
     throw backendRefusal(error)
   }
@@ -185,13 +187,19 @@ function maxOutputRate(route: ModelRoute): bigint {
 /**
  * B3 row 4: the client's model key must be the one fresh evidence shows now. Only a backend
  * attested with that key is used; contradicting evidence is 503 at once.
+ *
+ * Candidates come cooling-last (AttestationService.backends), so a backend that just failed is
+ * attested only after the others; it is never skipped, since only the backend holding the
+ * client's key can serve the request. Round-robin does not apply: the client chose the backend
+ * by the key it encrypted to (GET /api/v1/attestation answers with the first ready backend, or
+ * the one `signing_address` names).
  */
-async function pinKey(candidates: Array<{ target: AttestedBackend; checked: CheckedBody }>, h: EncryptedHeaders) {
+async function pinKey(attestation: AttestationService, candidates: Array<{ target: AttestedBackend; checked: CheckedBody }>, h: EncryptedHeaders) {
   let attested = 0
   for (const candidate of candidates) {
     let evidence: Evidence
     try {
-      evidence = await candidate.target.provider.attest({ upstreamModel: candidate.target.backend.model, nonce: bytesToHex(randomBytes(32)), algo: h.algo })
+      evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo })
     } catch (error) {
       if (error instanceof UpstreamError) continue
       throw error

@@ -7,6 +7,19 @@ import { UpstreamError, type CallAttestation, type Provider } from './types'
 /** How long a backend that failed retryably is passed over while another can serve (ARCHITECTURE.md §6). */
 export const COOL_DOWN_MS = 30_000
 
+/**
+ * The router's cool-down, for callers that pick an attested backend themselves (GET
+ * /api/v1/attestation and the Encrypted relay, where the client's key decides the backend).
+ */
+export interface BackendHealth {
+  /** `items` with the ones whose backend is cooling down moved last (kept as a last resort), order otherwise kept. */
+  readyFirst<T>(items: readonly T[], backendOf: (item: T) => Pick<Backend, 'provider' | 'model'>): T[]
+  /** A retryable failure: pass this backend over for the cool-down while another can serve. */
+  coolDown(backend: Pick<Backend, 'provider' | 'model'>): void
+  /** The backend answered: no longer cooling down. */
+  recovered(backend: Pick<Backend, 'provider' | 'model'>): void
+}
+
 /** Per-call options of Router.open. */
 export interface RouteOptions {
   /** The client's abort signal, handed to the provider; once aborted, nothing else is tried. */
@@ -42,7 +55,7 @@ export interface OpenedStream {
  *
  * State (cool-downs, rotations) is per process, like every limit (ARCHITECTURE.md §11).
  */
-export class Router {
+export class Router implements BackendHealth {
   /** Backend key → epoch ms its cool-down ends. */
   private readonly coolingUntil = new Map<string, number>()
   /** Rotation state per route object (the catalog's routes are built once) and per uncensored filter. */
@@ -98,6 +111,22 @@ export class Router {
     const provider = this.providers.get(backend.provider)
     if (provider?.countTokens === undefined) return undefined
     return provider.countTokens({ request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId })
+  }
+
+  readyFirst<T>(items: readonly T[], backendOf: (item: T) => Pick<Backend, 'provider' | 'model'>): T[] {
+    const now = this.clock.now()
+    const ready: T[] = []
+    const cooling: T[] = []
+    for (const item of items) ((this.coolingUntil.get(keyOf(backendOf(item))) ?? 0) > now ? cooling : ready).push(item)
+    return cooling.length === 0 ? ready : ready.concat(cooling)
+  }
+
+  coolDown(backend: Pick<Backend, 'provider' | 'model'>): void {
+    this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
+  }
+
+  recovered(backend: Pick<Backend, 'provider' | 'model'>): void {
+    this.coolingUntil.delete(keyOf(backend))
   }
 
   /** Whether a backend is in its cool-down now (for tests and diagnostics). */
