@@ -10,8 +10,8 @@ import { buildTestApp, type TestApp } from '../support/harness'
 
 // runFusion as a plain function (what the MCP tool svc.chat_fusion calls), on a catalog that
 // offers the Confidential level and a router that reports the attestation each Confidential call
-// was bound to, standing in for the attested provider path until it exists: the level rules
-// and the attestation fields of the result, end to end.
+// was bound to: the level rules and the attestation fields of the result, without HTTP. The
+// same over HTTP against the simulated TEE backend is test/tee/fusion-confidential.test.ts.
 
 function route(id: string, level: PrivacyLevel): ModelRoute {
   return {

@@ -72,6 +72,22 @@ describe('Fusion of Confidential participants on an attested backend', () => {
     expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(balanceBefore)
   })
 
+  test('stream: true ends in the same object, attestation fields included', async () => {
+    const attestedBefore = sim().state.attestations.length
+    const response = await fusion({ models: ['alpha:confidential', 'beta:confidential'], messages, stream: true })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toContain('text/event-stream')
+    const text = await response.text()
+    const final = text.split('\n\n').find(frame => frame.startsWith('event: fusion.completion'))
+    expect(final).toBeDefined()
+    const body = JSON.parse(final!.split('\n').find(line => line.startsWith('data: '))!.slice(6))
+    expect(body.status).toBe('complete')
+    const nonces = sim().state.attestations.slice(attestedBefore).map(query => query.get('nonce'))
+    expect(nonces.length).toBe(3)
+    expect(body.models.map((entry: { attestation: { nonce: string } }) => entry.attestation.nonce).sort()).toEqual(nonces.slice(0, 2).sort())
+    expect(body.judge_attestation).toMatchObject({ model: 'judge:confidential', nonce: nonces[2], signing_algo: 'ecdsa', proof_format: NEAR })
+  })
+
   test('a participant whose evidence contradicts the challenge fails alone with 503, uncharged; with one answer left the run is partial', async () => {
     // The first challenge of this run gets a wrong nonce echoed back; the rest are honest. The
     // simulator records a challenge before it builds the report, so the switch flips in time.
