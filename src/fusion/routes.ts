@@ -57,7 +57,8 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
             '`partial` or `failed` and per-participant `error` / `error_code`; when every participant is refused before reaching a provider ' +
             '(validation, funds, spend cap, concurrency) that error is returned instead. Privacy: Anonymous and Private models mix; ' +
             'Confidential only with Confidential (then the judge is Confidential and `attestation` / `judge_attestation` carry model, nonce, ' +
-            'signing_address, signing_algo and proof_format); Encrypted models are refused. Function tools are refused. `stream: true` sends ' +
+            'signing_address, signing_algo and proof_format: the fresh nonce each part attested with and the key it bound); Encrypted models and the ' +
+            'svc-encrypted headers are refused (400). Function tools are refused. `stream: true` sends ' +
             'progress events (text/event-stream) ending in `fusion.completion`.',
         },
       },

@@ -13,7 +13,7 @@ const bad = (message: string, param?: string) => new ApiError('invalid_request',
 const TOP_LEVEL = new Set([
   'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
   'max_completion_tokens', 'stop', 'seed', 'user', 'response_format', 'reasoning_effort', 'n', 'presence_penalty', 'frequency_penalty',
-  'metadata', 'store', 'web_fetch', 'uncensored',
+  'metadata', 'store', 'web_fetch', 'web_search', 'uncensored',
 ])
 const MESSAGE_KEYS: Record<string, Set<string>> = {
   system: new Set(['role', 'content', 'name']),
@@ -23,7 +23,7 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
   tool: new Set(['role', 'content', 'tool_call_id']),
 }
 /** Fields the gateway acts on itself; never forwarded. */
-const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch'] as const
+const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search'] as const
 
 /** A checked body: what to forward (model not yet rewritten) and the envelope's size for billing. */
 export interface CheckedBody {
@@ -65,7 +65,10 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   if (!isObject(raw)) throw bad('request body must be a JSON object')
   for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) throw bad(`unknown field "${key.slice(0, 60)}"`, key.slice(0, 60))
   if (raw.uncensored === true) throw bad('uncensored is not available with an :encrypted model', 'uncensored')
-  if (raw.web_fetch === true) throw bad('hosted web_fetch is not available with an :encrypted model: the gateway cannot read the messages', 'web_fetch')
+  // The chat route's `web_fetch` / `web_search` switches: named as hosted tools, not as unknown fields.
+  for (const name of ['web_fetch', 'web_search'] as const) {
+    if (raw[name] === true) throw bad(`hosted ${name} is not available with an :encrypted model: the gateway cannot read the messages`, name)
+  }
   if (raw.store === true) throw bad('store is not supported: the gateway keeps no completions', 'store')
   if (raw.n !== undefined && raw.n !== null && raw.n !== 1) throw bad('n must be 1', 'n')
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') throw bad('stream must be a boolean', 'stream')

@@ -138,6 +138,7 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.tools = [{ type: 'web_search' }] }, /hosted web_search/)
     await expect400('near2', r => { r.body.tools = [{ type: 'web_fetch' }] }, /hosted web_fetch/)
     await expect400('near2', r => { r.body.web_fetch = true }, /hosted web_fetch/)
+    await expect400('near2', r => { r.body.web_search = true }, /hosted web_search/)
     await expect400('near2', r => { r.body.uncensored = true }, /uncensored/)
     await expect400('near2', r => { r.body.logprobs = true }, /unknown field "logprobs"/)
   })
