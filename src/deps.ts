@@ -159,7 +159,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const metrics = new GatewayMetrics()
   for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
   const lifecycle = new Lifecycle()
-  registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle)
+  registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle, extractor)
   const pipeline: PipelineDeps = {
     metering, router, logger, clock, documents: { extractor, config: documents }, web, metrics, lifecycle, fault: faultAt(config.faultPoint),
   }
@@ -194,7 +194,7 @@ function searchBackend(config: Config): SearchBackend | null {
 }
 
 /** Gauges read at scrape time from the modules that own the state. */
-function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, sweeper: Sweeper, ledger: Ledger, limits: Limits, lifecycle: Lifecycle): void {
+function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, sweeper: Sweeper, ledger: Ledger, limits: Limits, lifecycle: Lifecycle, extractor: ExtractorPool): void {
   const gauge = metrics.registry.gauge.bind(metrics.registry)
   const health = ledger.health
   writer.onCommit = elapsedMs => {
@@ -216,4 +216,8 @@ function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, swee
   gauge('svc_billed_calls_in_flight', 'Billed calls (chat) in flight.', () => lifecycle.inFlight)
   gauge('svc_draining', '1 while the instance drains for shutdown.', () => (lifecycle.draining ? 1 : 0))
   gauge('svc_process_resident_memory_bytes', 'Resident set size.', () => process.memoryUsage.rss())
+  // The extractor pool's own counts, read at scrape time (workers start on demand, so 0 until the first parse).
+  gauge('svc_extractor_workers', 'Document extractor workers running.', () => extractor.stats().workers)
+  gauge('svc_extractor_busy', 'Document extractor workers running a job.', () => extractor.stats().busy)
+  gauge('svc_extractor_queued', 'Document extraction jobs waiting for a worker.', () => extractor.stats().queued)
 }

@@ -2,11 +2,13 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app'
 import { loadConfig } from '../../src/config/load'
 import { migrateDatabase, openDatabase } from '../../src/db/client'
-import { createDeps, type Deps } from '../../src/deps'
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps'
+import { WorkerExtractorPool } from '../../src/documents/pool'
 import { startAdminServer } from '../../src/observability/admin-server'
 import { createLogger } from '../../src/observability/logger'
 import { FakeClock } from '../support/fake-clock'
 import { FakeUpstream } from '../support/fake-upstream'
+import { poll } from '../support/poll'
 import { buildTestApp, json } from '../support/harness'
 
 // /metrics (Prometheus text, token or admin port), the one log line per request, and the
@@ -21,13 +23,13 @@ afterEach(async () => {
 })
 
 /** A gateway whose log lines are captured, with the given YAML config and env. */
-async function gateway(yaml: string, env: Record<string, string> = {}) {
+async function gateway(yaml: string, env: Record<string, string> = {}, overrides: DepsOverrides = {}) {
   const lines: string[] = []
   const fullEnv = { SVC_CONFIG: '/virtual/config.yaml', ...env }
   const database = await openDatabase(':memory:')
   await migrateDatabase(database)
   const clock = new FakeClock()
-  const deps = await createDeps(loadConfig(fullEnv, () => yaml), { clock, database, logger: createLogger('info', line => lines.push(line)) })
+  const deps = await createDeps(loadConfig(fullEnv, () => yaml), { ...overrides, clock, database, logger: createLogger('info', line => lines.push(line)) })
   await deps.sweeper.start()
   cleanups.push(() => deps.close())
   const app = createApp(deps)
@@ -96,24 +98,43 @@ describe('/metrics', () => {
     expect(sample(text, 'svc_ledger_queue_depth')).toBe(0)
     expect(sample(text, 'svc_open_streams')).toBe(0)
     expect(sample(text, 'svc_draining')).toBe(0)
+    // The extractor pool starts its workers on first use: nothing running yet.
+    expect(sample(text, 'svc_extractor_workers')).toBe(0)
+    expect(sample(text, 'svc_extractor_busy')).toBe(0)
+    expect(sample(text, 'svc_extractor_queued')).toBe(0)
     // Nothing in the metrics is a credential or content.
     expect(text).not.toContain(g.secret)
     expect(text).not.toContain(PROMPT)
   })
 
-  test('refusals are counted by code; another module registers its own gauges (the extractor pool hook)', async () => {
-    const g = await gateway(`${DEMO}\nlimits: { inference: { key: { burst: 1, per_second: 0.001 }, org: { burst: 100, per_second: 1 } } }`, { SVC_METRICS_TOKEN: TOKEN })
-    let busy = 3
-    g.deps.metrics.gauge('svc_extractor_busy', 'Extractor workers busy.', () => busy)
-    g.deps.metrics.registry.gauge('svc_extractor_queued', 'Extraction jobs queued.', () => 0)
+  test('refusals are counted by code; the extractor pool reports its workers, busy and queued jobs', async () => {
+    // A real pool of one worker running the scripted stand-in (its job bytes are commands).
+    const extractor = new WorkerExtractorPool({
+      size: 1, queueSize: 4, timeoutMs: 60_000, memoryBudgetBytes: Number.MAX_SAFE_INTEGER, workerUrl: new URL('../documents/scripted.worker.ts', import.meta.url).href,
+      limits: { maxTextBytes: 1024, zip: { maxEntries: 10, maxInflatedBytes: 1024, maxRatio: 10 }, pdf: { maxPages: 1, maxObjects: 10, maxNesting: 10 } },
+    })
+    const g = await gateway(`${DEMO}\nlimits: { inference: { key: { burst: 1, per_second: 0.001 }, org: { burst: 100, per_second: 1 } } }`, { SVC_METRICS_TOKEN: TOKEN }, { extractor })
     const body = { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }
     expect((await g.request('POST', '/v1/chat/completions', { body })).status).toBe(200)
     expect((await g.request('POST', '/v1/chat/completions', { body })).status).toBe(429)
-    busy = 1
-    const text = await (await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text()
-    expect(sample(text, 'svc_refusals_total{code="rate_limited"}')).toBe(1)
+    const scrape = async () => (await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+    expect(sample(await scrape(), 'svc_refusals_total{code="rate_limited"}')).toBe(1)
+
+    // One job hangs on the only worker; two more wait in the queue.
+    const job = (command: string) => extractor.extract({ bytes: new TextEncoder().encode(command) }).then(() => 'done', () => 'failed')
+    const jobs = [job('hang'), job('echo:a'), job('echo:b')]
+    await poll('the worker to take the hanging job', 400, 10, () => (extractor.stats().busy === 1 ? true : undefined))
+    const text = await scrape()
+    expect(sample(text, 'svc_extractor_workers')).toBe(1)
     expect(sample(text, 'svc_extractor_busy')).toBe(1)
-    expect(sample(text, 'svc_extractor_queued')).toBe(0)
+    expect(sample(text, 'svc_extractor_queued')).toBe(2)
+    expect(text).toContain('# TYPE svc_extractor_queued gauge')
+    // Closing the pool ends every job (the queued ones are refused, the hung worker is terminated).
+    await extractor.close()
+    expect(await Promise.all(jobs)).toEqual(['failed', 'failed', 'failed'])
+    const after = await scrape()
+    expect(sample(after, 'svc_extractor_busy')).toBe(0)
+    expect(sample(after, 'svc_extractor_queued')).toBe(0)
   })
 
   test('with an admin port, /metrics is served there (token still checked) and not on the public app', async () => {

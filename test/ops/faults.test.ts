@@ -11,7 +11,8 @@ import { poll } from '../support/poll'
 // malformed SSE JSON, a stalled stream, a slow-drip client and a client that disconnects
 // mid-stream. Each gives its specified client-visible result, ends its reservation exactly once
 // (released: no entry; settled: one entry), frees its concurrency slot, and the counters after
-// the suite show nothing left open. Table-driven: a new client format is one FORMATS entry.
+// the suite show nothing left open. Table-driven over the three client formats (Chat
+// Completions, Responses, Messages), each with its own error envelopes and in-band errors.
 
 /** How one client format is spoken and read. */
 interface ClientFormat {
@@ -24,6 +25,8 @@ interface ClientFormat {
   streamText(sse: string): string
   /** The code of the stream's in-band error, or undefined. */
   streamError(sse: string): string | undefined
+  /** How this format spells a gateway error code in a JSON error body and in a stream's in-band error. */
+  wire(code: string, where: 'http' | 'stream'): string
   /** Whether the stream ended as a success (finish and terminator). */
   streamFinished(sse: string): boolean
 }
@@ -44,8 +47,32 @@ const FORMATS: ClientFormat[] = [
     streamText: sse => dataFrames(sse).map(value => value.choices?.[0]?.delta?.content ?? '').join(''),
     streamError: sse => dataFrames(sse).find(value => value.error)?.error.code,
     streamFinished: sse => sse.includes('"finish_reason":"stop"') && sse.trimEnd().endsWith('data: [DONE]'),
+    wire: code => code,
   },
-  // The Responses and Messages dialects add their entries here.
+  {
+    // OpenAI Responses: HTTP errors in OpenAI's envelope (the gateway's code); in-band failure is
+    // `response.failed` whose response.error.code is the API's closed set (server_error, rate_limit_exceeded).
+    name: 'responses',
+    path: '/v1/responses',
+    body: (model, stream, prompt) => ({ model, stream, input: prompt }),
+    errorCode: body => body.error.code,
+    streamText: sse => dataFrames(sse).map(value => (value.type === 'response.output_text.delta' ? value.delta : '')).join(''),
+    streamError: sse => dataFrames(sse).find(value => value.type === 'response.failed')?.response.error.code,
+    streamFinished: sse => /event: response\.completed\ndata: \{[^\n]*"status":"completed"/.test(sse) && !sse.includes('response.failed'),
+    wire: (code, where) => (where === 'http' ? code : code === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error'),
+  },
+  {
+    // Anthropic Messages: errors in Anthropic's envelope, `error.type` from its own set, over
+    // HTTP and as the in-band `event: error` alike.
+    name: 'messages',
+    path: '/v1/messages',
+    body: (model, stream, prompt) => ({ model, stream, max_tokens: 64, messages: [{ role: 'user', content: prompt }] }),
+    errorCode: body => (body.type === 'error' ? body.error.type : 'not an Anthropic error envelope'),
+    streamText: sse => dataFrames(sse).map(value => (value.type === 'content_block_delta' && value.delta.type === 'text_delta' ? value.delta.text : '')).join(''),
+    streamError: sse => dataFrames(sse).find(value => value.type === 'error')?.error.type,
+    streamFinished: sse => sse.includes('"stop_reason":"end_turn"') && sse.trimEnd().endsWith('data: {"type":"message_stop"}'),
+    wire: code => ({ provider_error: 'api_error', rate_limited: 'rate_limit_error', unavailable: 'overloaded_error' })[code] ?? code,
+  },
 ]
 
 const partial = (text: string) => chunk({ role: 'assistant', content: '' }) + text.split(' ').map(word => chunk({ content: `${word} ` })).join('')
@@ -153,11 +180,11 @@ limits: { inference: { key: { burst: 1000, per_second: 1000 }, org: { burst: 100
         if (response.status === 200) {
           const sse = await response.text()
           expect(format.streamText(sse)).toBe(fault.text!)
-          expect(format.streamError(sse)).toBe(fault.code)
+          expect(format.streamError(sse)).toBe(format.wire(fault.code!, 'stream'))
           expect(format.streamFinished(sse)).toBe(false)
           expect(sse).not.toContain('not json') // no garbage forwarded
         } else {
-          expect(format.errorCode(await response.json())).toBe(fault.code!)
+          expect(format.errorCode(await response.json())).toBe(format.wire(fault.code!, 'http'))
           expect(response.headers.get('x-request-id')).toBe(requestId)
         }
         await quiet()

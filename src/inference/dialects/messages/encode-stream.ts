@@ -114,7 +114,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
     out.push(
       frame(
         'message_delta',
-        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(stopReason(reason, stopSequence))},"stop_sequence":${sequence}},"usage":${JSON.stringify(usageObject(usage))}}`,
+        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(stopReason(reason, stopSequence))},"stop_sequence":${sequence}},"usage":${JSON.stringify(usageObject(usage, this.meta.serverToolUse))}}`,
       ),
     )
     out.push(frame('message_stop', '{"type":"message_stop"}'))

@@ -27,9 +27,11 @@ export function stopReason(reason: FinishReason, stopSequence: string | undefine
 /**
  * Anthropic's usage object. Its `input_tokens` excludes cache reads (canonical input includes
  * them); cache writes are not tracked apart by the canonical model, so they are 0 here and
- * counted in input_tokens.
+ * counted in input_tokens. `server_tool_use: {web_search_requests, web_fetch_requests}` is
+ * Anthropic's own field for hosted tool runs: present whenever the request enabled hosted web
+ * tools (`serverToolUse`), zero counts included, as on the other client formats.
  */
-export function usageObject(usage: Usage) {
+export function usageObject(usage: Usage, serverToolUse = false) {
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
   const object: Record<string, unknown> = {
     input_tokens: usage.inputTokens - cached,
@@ -37,7 +39,7 @@ export function usageObject(usage: Usage) {
     cache_read_input_tokens: cached,
     output_tokens: usage.outputTokens,
   }
-  if (usage.webSearchRequests || usage.webFetchRequests) {
+  if (serverToolUse || usage.webSearchRequests || usage.webFetchRequests) {
     object.server_tool_use = { web_search_requests: usage.webSearchRequests, web_fetch_requests: usage.webFetchRequests }
   }
   return object
@@ -68,6 +70,6 @@ export function encodeMessage(result: ChatResult, usage: Usage, meta: ResponseMe
     content: result.blocks.filter(block => block.type !== 'text' || block.text !== '').map(contentBlock),
     stop_reason: stopReason(result.finishReason, result.stopSequence),
     stop_sequence: result.finishReason === 'stop' ? (result.stopSequence ?? null) : null,
-    usage: usageObject(usage),
+    usage: usageObject(usage, meta.serverToolUse),
   }
 }

@@ -45,7 +45,7 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
 
   const tools: FunctionTool[] = []
   let webFetch = body.web_fetch === true
-  let webSearch = false
+  let webSearch = body.web_search === true
   for (const [index, tool] of (body.tools ?? []).entries()) {
     if (tool.type === 'function') {
       const fn = checked<WireTool>(FUNCTION_TOOL_CHECK, tool, `tools.${index}`)

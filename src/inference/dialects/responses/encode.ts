@@ -38,15 +38,21 @@ export function echoOf(body: ResponsesRequest): Echo {
   }
 }
 
-/** Responses usage, with the detail fields its SDK types; hosted-tool counts only when used. */
-export function usageObject(usage: Usage) {
+/**
+ * Responses usage, with the detail fields its SDK types. OpenAI's Responses usage has no field
+ * for hosted tool runs (its own web_search reports `web_search_call` output items, which a
+ * client would have to send back), so the gateway adds the same `server_tool_use` object it
+ * reports on Chat Completions (spec §4.7): `{web_fetch_requests, web_search_requests}`, present
+ * whenever the request enabled hosted web tools (`serverToolUse`), zero counts included.
+ */
+export function usageObject(usage: Usage, serverToolUse = false) {
   return {
     input_tokens: usage.inputTokens,
     input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: usage.inputTokens + usage.outputTokens,
-    ...(usage.webFetchRequests || usage.webSearchRequests
+    ...(serverToolUse || usage.webFetchRequests || usage.webSearchRequests
       ? { server_tool_use: { web_fetch_requests: usage.webFetchRequests, web_search_requests: usage.webSearchRequests } }
       : {}),
   }
@@ -79,7 +85,7 @@ export function responseObject(
     incomplete_details: state.incomplete ?? null,
     model: meta.model,
     output: state.output,
-    usage: state.usage ? usageObject(state.usage) : null,
+    usage: state.usage ? usageObject(state.usage, meta.serverToolUse) : null,
     ...echo,
   }
 }

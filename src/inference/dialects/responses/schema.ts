@@ -172,6 +172,7 @@ export const ResponsesBody = t.Object(
     prompt: t.Optional(t.Unknown()),
     // Gateway extensions, as on /v1/chat/completions.
     web_fetch: t.Optional(t.Boolean()),
+    web_search: t.Optional(t.Boolean()),
     uncensored: t.Optional(t.Boolean()),
   },
   { additionalProperties: false },
