@@ -44,7 +44,7 @@ async function charges(t: TestApp, orgId: string, purpose = 'fusion'): Promise<b
 
 const USAGE = { inputTokens: 100, outputTokens: 20 }
 const JUDGE_USAGE = { inputTokens: 500, outputTokens: 40 }
-const text = (result: { content: unknown }) => (result.content as Array<{ text: string }>)[0]!.text
+const text = (result: Record<string, unknown>) => (result.content as Array<{ text: string }>)[0]!.text
 
 function script() {
   h.a.enqueue(answer('9.9 is larger.', USAGE))
