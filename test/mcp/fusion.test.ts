@@ -153,7 +153,7 @@ describe('svc.chat_fusion', () => {
     await client.close()
   })
 
-  test('refusals are JSON-RPC errors: a plan without Fusion is -32002 naming the requirement', async () => {
+  test('refusals are JSON-RPC errors: a plan without Fusion and an empty balance are -32002', async () => {
     await switchPlan(h.t.deps.writer, h.t.deps.plans, h.t.clock, h.org.orgId, 'basic')
     const client = await connect()
     const error = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'x' } }).catch(caught => caught)
@@ -163,5 +163,15 @@ describe('svc.chat_fusion', () => {
     expect(error.data).toMatchObject({ code: 'forbidden', status: 403 })
     expect(h.a.requests.length).toBe(0)
     await client.close()
+
+    // No funds: every participant is refused before any provider call, so the refusal itself comes back (-32002).
+    const broke = await h.t.createOrg('broke', 0n)
+    const poor = await connect((await codeFlowTokens(h.t, broke.adminKey)).access_token)
+    const unpaid = await poor.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'x' } }).catch(caught => caught)
+    expect(unpaid).toBeInstanceOf(McpError)
+    expect(unpaid.code).toBe(-32002)
+    expect(unpaid.data.code).toBe('insufficient_quota')
+    expect(h.a.requests.length + h.b.requests.length).toBe(0)
+    await poor.close()
   })
 })
