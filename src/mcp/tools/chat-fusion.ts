@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import type { Catalog } from '../../catalog/catalog'
+import type { RouteResolver } from '../../fusion/privacy'
 import { participantHosted, runFusion, type FusionDeps, type FusionProgress } from '../../fusion/service'
 import type { FusionRequest, FusionResultBody } from '../../fusion/schema'
 import { tool, type ToolContext } from './types'
@@ -29,6 +29,9 @@ export const CHAT_FUSION_INPUT = Type.Object(
   { additionalProperties: false },
 )
 
+/** Attestation of a Confidential part, as on the HTTP route. */
+const Attestation = Type.Object({ model: Type.String(), nonce: Type.String(), signing_address: Type.String(), signing_algo: Type.String(), proof_format: Type.String() })
+
 const Participant = Type.Object({
   model: Type.String(),
   output: Type.String(),
@@ -40,6 +43,7 @@ const Participant = Type.Object({
   error_code: Type.Optional(Type.String()),
   web_search: Type.Boolean({ description: 'Whether hosted web search was on for this participant' }),
   web_fetch: Type.Boolean({ description: 'Whether hosted web fetch was on for this participant' }),
+  attestation: Type.Optional(Attestation),
 })
 
 /** The structured content: the fusion.completion object of the HTTP route, plus the request id and each participant's web tools. */
@@ -54,6 +58,7 @@ const CHAT_FUSION_OUTPUT = Type.Object({
   synthesis_tokens: Type.Integer(),
   synthesis_error: Type.Optional(Type.String()),
   synthesis_error_code: Type.Optional(Type.String()),
+  judge_attestation: Type.Optional(Attestation),
 })
 
 /** One line of progress per Fusion step: each participant starting and ending, then the synthesis. */
@@ -95,7 +100,7 @@ function summary(result: FusionResultBody, web: Array<{ webSearch: boolean; webF
  * make a model without web tools fail. An explicit `true` is the HTTP flag: every participant
  * must support it, else that participant is refused (all refused: an isError result).
  */
-export function chatFusionTool(catalog: Catalog, fusion: FusionDeps) {
+export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps) {
   return tool({
     name: 'svc.chat_fusion',
     title: 'Ask two or three models, then synthesize',
@@ -137,9 +142,11 @@ export function chatFusionTool(catalog: Catalog, fusion: FusionDeps) {
           prompt_tokens: entry.prompt_tokens, tokens: entry.tokens,
           ...(entry.error ? { error: entry.error, error_code: entry.error_code } : {}),
           web_search: web[index]!.webSearch, web_fetch: web[index]!.webFetch,
+          ...(entry.attestation ? { attestation: entry.attestation } : {}),
         })),
         synthesis: result.synthesis, synthesis_prompt_tokens: result.synthesis_prompt_tokens, synthesis_tokens: result.synthesis_tokens,
         ...(result.synthesis_error ? { synthesis_error: result.synthesis_error, synthesis_error_code: result.synthesis_error_code } : {}),
+        ...(result.judge_attestation ? { judge_attestation: result.judge_attestation } : {}),
       }
       // Every participant failed at its provider: the run is a failure, still reported in full.
       return { text: summary(result, web), structured, isError: result.status === 'failed' }
