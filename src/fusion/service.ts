@@ -228,7 +228,7 @@ export function participantHosted(route: ModelRoute, hosted: { webSearch: boolea
 }
 
 /** `web_search` / `web_fetch` flags and their tool-entry spellings; function tools are a 400. */
-export function hostedOf(request: FusionRequest): { webSearch: boolean; webFetch: boolean } {
+function hostedOf(request: FusionRequest): { webSearch: boolean; webFetch: boolean } {
   const hosted = { webSearch: request.web_search === true, webFetch: request.web_fetch === true }
   request.tools?.forEach((tool, index) => {
     const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined
