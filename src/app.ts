@@ -25,7 +25,7 @@ import packageJson from '../package.json'
  */
 export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
-  const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline }), deps.limits, packageJson.version)
+  const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline, fusion: deps.fusion, web: deps.web }), deps.limits, packageJson.version)
   return new Elysia({ normalize: false })
     .use(requestContext(deps.logger, deps.requestLog))
     .use(openapiDocs(packageJson.version))

@@ -10,6 +10,7 @@ import { UsageError, type CliIo } from './operator/io'
 import { keysCreate, keysList, keysRevoke } from './operator/keys'
 import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
 import { chat } from './operator/chat'
+import { fusion } from './operator/fusion'
 import { login, logout } from './operator/login'
 import { devTee } from './operator/dev-tee'
 import { encryptedChatCommand } from './operator/encrypted-chat'
@@ -32,6 +33,10 @@ Usage: svc [command] [options]
   chat --model M [--key K] [--url U] [--system S] PROMPT
                                 stream one answer through a running gateway (SVC_API_KEY, SVC_URL,
                                 else the token of svc login)
+  fusion --models A,B[,C] [--judge J] [--system S] [--web-search] [--web-fetch] [--request-id UUID]
+         [--key K] [--url U] PROMPT
+                                two or three models answer, a judge synthesizes: the synthesis on
+                                stdout, each participant's status on stderr (key as for chat)
   login [--url U]               sign in to a gateway in the browser (OAuth device flow); keeps a
                                 CLI token in SVC_CONFIG_DIR (default ~/.config/svc), mode 0600
   logout                        revoke and delete the stored token
@@ -92,6 +97,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   }
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
   if (first === 'chat') return exitCode(io, () => chat(config, argv.slice(1), io))
+  if (first === 'fusion') return exitCode(io, () => fusion(config, argv.slice(1), io))
   if (first === 'login') return exitCode(io, () => login(config, argv.slice(1), io))
   if (first === 'logout') return exitCode(io, () => logout(config, argv.slice(1), io))
   if (first === 'encrypted-chat') return exitCode(io, () => encryptedChatCommand(config, argv.slice(1), io))

@@ -22,10 +22,12 @@ export function parseIdempotencyKey(value: string | null | undefined): string | 
  *   that request normally: a key cannot make new work free.
  * `stream` and `user` are left out of the digest: they do not change what is inferred.
  */
-export function fusionBillingKeys(idempotencyKey: string, orgId: string, request: FusionRequest, judgeId: string) {
+export function fusionBillingKeys(idempotencyKey: string, orgId: string, request: FusionRequest, judgeId: string, hostedDefaults?: { webSearch: boolean; webFetch: boolean }) {
   const shape = JSON.stringify([
     orgId, request.models, request.messages, request.temperature ?? null, request.top_p ?? null, request.max_tokens ?? null,
     request.web_search === true, request.web_fetch === true, request.tools ?? null, judgeId,
+    // MCP's web defaults shape the inference too (absent for HTTP, so its digests are unchanged).
+    ...(hostedDefaults ? [hostedDefaults.webSearch, hostedDefaults.webFetch] : []),
   ])
   const digest = new Bun.CryptoHasher('sha256').update(shape).digest('hex').slice(0, 32)
   const base = `fusion:${idempotencyKey}:${digest}`

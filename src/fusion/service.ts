@@ -39,6 +39,13 @@ export interface FusionInput {
   requestId: string
   /** Aborts every part (the client left). */
   signal: AbortSignal
+  /**
+   * Hosted tools to turn on for each participant whose model supports them, on top of the
+   * request's own flags (which apply to every participant and are refused where unsupported).
+   * MCP's svc.chat_fusion has web search and fetch on by default: this is how a default reaches
+   * only the models that can honour it. HTTP callers leave it unset.
+   */
+  hostedDefaults?: { webSearch: boolean; webFetch: boolean }
   onProgress?: (event: FusionProgress) => void
 }
 
@@ -99,7 +106,11 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
     chat.hosted = { ...hosted }
     return chat
   }
-  const chats = participants.map(decode)
+  const chats = participants.map(route => {
+    const chat = decode(route)
+    chat.hosted = participantHosted(route, hosted, input.hostedDefaults)
+    return chat
+  })
   const refused = new Map<number, ApiError>()
   chats.forEach((chat, index) => {
     try {
@@ -122,7 +133,7 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
     if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judge.id}: ${error.message}`, 'judge')
     throw error
   }
-  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id) : undefined
+  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
   return { input, participants, judge, chats, refused, conversation, billingKeys }
 }
 
@@ -200,6 +211,19 @@ function judgeChat(judge: ModelRoute, messages: Message[], request: FusionReques
   return {
     model: judge.id, route: judge, messages, tools: [], sampling: { maxOutputTokens: cap }, hosted: { webSearch: false, webFetch: false },
     user: request.user, stream: false,
+  }
+}
+
+/**
+ * The hosted tools one participant runs: the request's flags (checked against the model's
+ * capabilities by the policy, so an unsupported one refuses that participant), plus the
+ * defaults where the model supports them.
+ */
+export function participantHosted(route: ModelRoute, hosted: { webSearch: boolean; webFetch: boolean }, defaults?: { webSearch: boolean; webFetch: boolean }) {
+  const capabilities = route.capabilities
+  return {
+    webSearch: hosted.webSearch || (defaults?.webSearch === true && capabilities.supportsWebSearch),
+    webFetch: hosted.webFetch || (defaults?.webFetch === true && capabilities.supportsWebFetch),
   }
 }
 

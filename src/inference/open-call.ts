@@ -45,7 +45,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promis
   checkPolicy(request)
   // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
   if (hasFileParts(request)) await enrichDocuments(deps, input)
-  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal }) : undefined
+  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey }) : undefined
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   if (request.sampling.maxOutputTokens === undefined) {

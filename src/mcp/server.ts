@@ -85,15 +85,20 @@ export class McpService {
       const token = request.params._meta?.progressToken
       const context: ToolContext = { principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, disableIdleTimeout: call.disableIdleTimeout }
       if (token !== undefined) {
-        context.progress = (progress, message) => {
-          extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(message ? { message } : {}) } }).catch(() => {})
+        context.progress = (progress, message, total) => {
+          const params = { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }
+          extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {})
         }
       }
       try {
         // Billed tools count against the same inference buckets as the HTTP routes (one request each).
         if (tool.billed) this.limits.checkInference(call.principal)
         const result = await tool.run(args as never, context)
-        return { content: [{ type: 'text', text: result.text }], ...(result.structured ? { structuredContent: result.structured } : {}) }
+        return {
+          content: [{ type: 'text', text: result.text }],
+          ...(result.structured ? { structuredContent: result.structured } : {}),
+          ...(result.isError ? { isError: true } : {}),
+        }
       } catch (error) {
         return failure(error)
       }

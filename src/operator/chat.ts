@@ -4,6 +4,18 @@ import { parseOptions, UsageError, type CliIo } from './io'
 import { storedToken } from './login'
 
 /**
+ * The gateway and credential of `svc chat` and `svc fusion`: --key, else SVC_API_KEY, else the
+ * token of `svc login` (against the gateway it signed in to, unless --url says otherwise).
+ */
+export async function gatewayCredential(config: Config, values: { key?: string; url?: string }): Promise<{ key: string; url: string }> {
+  const key = values.key ?? config.client.apiKey
+  if (key) return { key, url: (values.url ?? config.client.url).replace(/\/+$/, '') }
+  const stored = await storedToken(config)
+  if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
+  return { key: stored.token, url: (values.url ?? stored.url).replace(/\/+$/, '') }
+}
+
+/**
  * `svc chat --model M [--key K] [--url U] [--system S] PROMPT`: streams one answer through a
  * running gateway, a quick smoke test for operators. The key defaults to SVC_API_KEY and the
  * URL to SVC_URL (else this instance's port on localhost); without either key, the token of
@@ -11,15 +23,7 @@ import { storedToken } from './login'
  */
 export async function chat(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
   const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 1)
-  let key = values.key ?? config.client.apiKey
-  let url = (values.url ?? config.client.url).replace(/\/+$/, '')
-  if (!key) {
-    // No key given: the token of `svc login`, against the gateway it signed in to.
-    const stored = await storedToken(config)
-    if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
-    key = stored.token
-    url = (values.url ?? stored.url).replace(/\/+$/, '')
-  }
+  const { key, url } = await gatewayCredential(config, values)
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
   let response: Response
   try {

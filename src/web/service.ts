@@ -17,6 +17,12 @@ export interface WebCaller {
   requestId: string
   /** The client's request signal: a client that leaves stops the fetches. */
   signal: AbortSignal
+  /**
+   * The billing key of the chat call these hosted tools serve (a Fusion part under an
+   * Idempotency-Key): each call's own key derives from it, so a repeated request does not pay
+   * twice for its searches and pages either. Absent for the standalone routes.
+   */
+  billingKey?: string
 }
 
 /** A URL that was named but not fetched, and why (hosted fetch tells the model). */
@@ -153,7 +159,8 @@ export class WebService {
   }
 
   private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {
-    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: true, requestId: caller.requestId })
+    const billingKey = caller.billingKey === undefined ? undefined : `${caller.billingKey}:${purpose}`
+    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: true, requestId: caller.requestId, billingKey })
   }
 
   /** Settles (nothing retrieved: releases); a ledger failure is a 503, never a 500. */

@@ -60,7 +60,7 @@ describe('tools', () => {
     const client = await connect()
     expect(client.getServerVersion()?.name).toBe('svc-gateway')
     const { tools } = await client.listTools()
-    expect(tools.map(tool => tool.name).sort()).toEqual(['svc.chat', 'svc.list_models'])
+    expect(tools.map(tool => tool.name).sort()).toEqual(['svc.chat', 'svc.chat_fusion', 'svc.list_models', 'svc.web_fetch', 'svc.web_search'])
     for (const tool of tools) {
       expect(tool.description!.length).toBeGreaterThan(40)
       expect(tool.inputSchema.type).toBe('object')

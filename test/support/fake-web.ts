@@ -71,7 +71,7 @@ export function pageServer(handler: (request: Request, url: URL) => Response | P
 }
 
 /** A web config YAML for tests: the demo model with the web capabilities, loopback allowed as "public" when resolved. */
-export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number; allow?: string } = {}): string {
+export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number; allow?: string; models?: string } = {}): string {
   return `
 providers:
   - { id: demo, type: demo, retention: none }
@@ -89,6 +89,7 @@ models:
     price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
     context_length: 32768
     max_output_tokens: 1024
+${extra.models ?? ''}
 plans:
   payg: { monthly_allowance: "0", fusion: false }
   pro: { monthly_allowance: "0.003", fusion: true }

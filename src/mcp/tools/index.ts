@@ -1,20 +1,29 @@
 import type { Catalog } from '../../catalog/catalog'
+import type { FusionDeps } from '../../fusion/service'
 import type { PipelineDeps } from '../../inference/pipeline'
+import type { WebService } from '../../web/service'
 import { chatTool } from './chat'
+import { chatFusionTool } from './chat-fusion'
 import { listModelsTool } from './list-models'
 import type { McpTool } from './types'
+import { webFetchTool } from './web-fetch'
+import { webSearchTool } from './web-search'
 
-/** What the tools are built from (the services the HTTP routes use). */
+/** What the tools are built from: the same services the HTTP routes use. */
 export interface ToolDeps {
   catalog: Catalog
   pipeline: PipelineDeps
+  fusion: FusionDeps
+  web: WebService
 }
 
-/**
- * The registry: every tool the MCP server offers, one file each. Only working tools are listed;
- * svc.chat_fusion, svc.web_search and svc.web_fetch have their schemas in ./planned.ts and are
- * added here once their services exist.
- */
+/** The registry: every tool the MCP server offers, one file each. */
 export function createTools(deps: ToolDeps): McpTool[] {
-  return [chatTool(deps.catalog, deps.pipeline), listModelsTool(deps.catalog)]
+  return [
+    chatTool(deps.catalog, deps.pipeline),
+    chatFusionTool(deps.catalog, deps.fusion),
+    webSearchTool(deps.web),
+    webFetchTool(deps.web),
+    listModelsTool(deps.catalog),
+  ]
 }

@@ -10,15 +10,18 @@ export interface ToolContext {
   disableIdleTimeout?: () => void
   /**
    * Present only when the client asked for progress (a `progressToken`): sends
-   * notifications/progress on the SSE response. `progress` must increase.
+   * notifications/progress on the SSE response. `progress` must increase; `total`, when known,
+   * is the value `progress` reaches at the end.
    */
-  progress?: (progress: number, message?: string) => void
+  progress?: (progress: number, message?: string, total?: number) => void
 }
 
 /** A tool's answer: text for the model, and structured content matching its output schema. */
 export interface ToolResult {
   text: string
   structured?: Record<string, unknown>
+  /** The work ran but failed as a whole (a Fusion run whose every participant failed): still a result, with its details. */
+  isError?: boolean
 }
 
 /**

@@ -1,0 +1,155 @@
+import { Type } from '@sinclair/typebox'
+import type { RouteResolver } from '../../fusion/privacy'
+import { participantHosted, runFusion, type FusionDeps, type FusionProgress } from '../../fusion/service'
+import type { FusionRequest, FusionResultBody } from '../../fusion/schema'
+import { tool, type ToolContext } from './types'
+
+const ModelId = Type.String({ minLength: 1, maxLength: 256, description: 'Model id from svc.list_models' })
+
+/** The input of svc.chat_fusion: POST /api/v1/chat/fusion as a tool (spec §4.5). */
+export const CHAT_FUSION_INPUT = Type.Object(
+  {
+    models: Type.Array(ModelId, { minItems: 2, maxItems: 3, uniqueItems: true, description: 'Two or three distinct model ids' }),
+    request_id: Type.String({
+      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+      description: 'A UUID you choose; the idempotency key of the billing (reuse it only to retry the same request)',
+    }),
+    prompt: Type.String({ minLength: 1, maxLength: 4 * 1024 * 1024, description: 'The question or task' }),
+    system: Type.Optional(Type.String({ maxLength: 1024 * 1024, description: 'Optional system instructions for every participant' })),
+    web_search: Type.Optional(
+      Type.Boolean({ default: true, description: 'Web search for the participants. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
+    ),
+    web_fetch: Type.Optional(
+      Type.Boolean({ default: true, description: 'Fetch the URLs named in the prompt. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
+    ),
+    judge: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The model that writes the synthesis (default: the gateway\'s configured judge)' })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+  },
+  { additionalProperties: false },
+)
+
+/** Attestation of a Confidential part, as on the HTTP route. */
+const Attestation = Type.Object({ model: Type.String(), nonce: Type.String(), signing_address: Type.String(), signing_algo: Type.String(), proof_format: Type.String() })
+
+const Participant = Type.Object({
+  model: Type.String(),
+  output: Type.String(),
+  finish_reason: Type.String(),
+  latency_ms: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  tokens: Type.Integer(),
+  error: Type.Optional(Type.String()),
+  error_code: Type.Optional(Type.String()),
+  web_search: Type.Boolean({ description: 'Whether hosted web search was on for this participant' }),
+  web_fetch: Type.Boolean({ description: 'Whether hosted web fetch was on for this participant' }),
+  attestation: Type.Optional(Attestation),
+})
+
+/** The structured content: the fusion.completion object of the HTTP route, plus the request id and each participant's web tools. */
+const CHAT_FUSION_OUTPUT = Type.Object({
+  object: Type.Literal('fusion.completion'),
+  request_id: Type.String(),
+  status: Type.Union([Type.Literal('complete'), Type.Literal('partial'), Type.Literal('failed')]),
+  judge: Type.String(),
+  models: Type.Array(Participant),
+  synthesis: Type.String(),
+  synthesis_prompt_tokens: Type.Integer(),
+  synthesis_tokens: Type.Integer(),
+  synthesis_error: Type.Optional(Type.String()),
+  synthesis_error_code: Type.Optional(Type.String()),
+  judge_attestation: Type.Optional(Attestation),
+})
+
+/** One line of progress per Fusion step: each participant starting and ending, then the synthesis. */
+function progressReporter(report: NonNullable<ToolContext['progress']>, participants: number): (event: FusionProgress) => void {
+  const total = participants * 2 + 1
+  let step = 0
+  return event => {
+    if (event.type === 'synthesis.delta') return
+    step += 1
+    if (event.type === 'participant.started') report(step, `${event.model}: started`, total)
+    else if (event.type === 'participant.finished') report(step, `${event.model}: answered (${event.participant.tokens} tokens, ${event.participant.latency_ms} ms)`, total)
+    else if (event.type === 'participant.failed') report(step, `${event.model}: failed (${event.participant.error_code}): ${event.participant.error}`, total)
+    else if (event.type === 'synthesis.started') report(step, `${event.judge}: writing the synthesis`, total)
+  }
+}
+
+/** The text content: the synthesis (or, without one, the answers), then one status line per participant. */
+function summary(result: FusionResultBody, web: Array<{ webSearch: boolean; webFetch: boolean }>): string {
+  const lines: string[] = []
+  if (result.synthesis !== '') lines.push(result.synthesis, '')
+  else if (result.synthesis_error) lines.push(`The synthesis by ${result.judge} failed (${result.synthesis_error_code}): ${result.synthesis_error}`, '')
+  if (result.synthesis === '') {
+    for (const entry of result.models) if (!entry.error) lines.push(`Answer of ${entry.model}:`, entry.output, '')
+  }
+  lines.push(`Fusion ${result.status}; judge ${result.judge}.`)
+  result.models.forEach((entry, index) => {
+    const tools = [web[index]!.webSearch ? 'web search' : '', web[index]!.webFetch ? 'web fetch' : ''].filter(Boolean)
+    const used = tools.length > 0 ? ` [${tools.join(', ')}]` : ''
+    lines.push(entry.error ? `- ${entry.model}: failed (${entry.error_code}): ${entry.error}${used}` : `- ${entry.model}: answered (${entry.tokens} tokens, ${entry.latency_ms} ms)${used}`)
+  })
+  return lines.join('\n')
+}
+
+/**
+ * svc.chat_fusion: runFusion, the function behind POST /api/v1/chat/fusion, so access (a plan
+ * with Fusion), validation, privacy mixing, per-part billing, spend caps and the Idempotency-Key
+ * (here `request_id`) are exactly the route's. Web search and fetch are on by default, but only
+ * for participants whose model supports them (FusionInput.hostedDefaults): a default must not
+ * make a model without web tools fail. An explicit `true` is the HTTP flag: every participant
+ * must support it, else that participant is refused (all refused: an isError result).
+ */
+export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps) {
+  return tool({
+    name: 'svc.chat_fusion',
+    title: 'Ask two or three models, then synthesize',
+    description:
+      'Sends one prompt to two or three different models, then a judge model writes a synthesis of their answers. ' +
+      'Returns the synthesis plus each participant\'s answer or error. Web search and web fetch are on by default for ' +
+      'every participant whose model supports them (see supports_web_search / supports_web_fetch in svc.list_models); ' +
+      'turn them off with web_search: false / web_fetch: false. Needs a plan with Fusion access; each participant, ' +
+      'the synthesis and each web search or page fetched are billed separately. Reuse request_id to retry without being billed twice.',
+    inputSchema: CHAT_FUSION_INPUT,
+    outputSchema: CHAT_FUSION_OUTPUT,
+    billed: true,
+    annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true, idempotentHint: false },
+    async run(args, context) {
+      // Participants and the judge run one after the other: Bun's idle timeout must not cut the response.
+      context.disableIdleTimeout?.()
+      const request: FusionRequest = {
+        models: args.models,
+        messages: [...(args.system ? [{ role: 'system' as const, content: args.system }] : []), { role: 'user' as const, content: args.prompt }],
+        ...(args.judge !== undefined ? { judge: args.judge } : {}),
+        ...(args.max_tokens !== undefined ? { max_tokens: args.max_tokens } : {}),
+        ...(args.temperature !== undefined ? { temperature: args.temperature } : {}),
+        // Only an explicit true is the route's flag (required of every participant).
+        ...(args.web_search === true ? { web_search: true } : {}),
+        ...(args.web_fetch === true ? { web_fetch: true } : {}),
+      }
+      const hostedDefaults = { webSearch: args.web_search === undefined, webFetch: args.web_fetch === undefined }
+      const result = await runFusion(fusion, {
+        principal: context.principal, request, idempotencyKey: args.request_id, requestId: context.requestId, signal: context.httpRequest.signal,
+        hostedDefaults, onProgress: context.progress ? progressReporter(context.progress, args.models.length) : undefined,
+      })
+      // runFusion resolved every id, so these resolve too; the same rule decides what each participant ran.
+      const flags = { webSearch: args.web_search === true, webFetch: args.web_fetch === true }
+      const web = args.models.map(id => participantHosted(catalog.resolve(id), flags, hostedDefaults))
+      const structured = {
+        object: result.object, request_id: args.request_id, status: result.status, judge: result.judge,
+        models: result.models.map((entry, index) => ({
+          model: entry.model, output: entry.output, finish_reason: entry.finish_reason, latency_ms: entry.latency_ms,
+          prompt_tokens: entry.prompt_tokens, tokens: entry.tokens,
+          ...(entry.error ? { error: entry.error, error_code: entry.error_code } : {}),
+          web_search: web[index]!.webSearch, web_fetch: web[index]!.webFetch,
+          ...(entry.attestation ? { attestation: entry.attestation } : {}),
+        })),
+        synthesis: result.synthesis, synthesis_prompt_tokens: result.synthesis_prompt_tokens, synthesis_tokens: result.synthesis_tokens,
+        ...(result.synthesis_error ? { synthesis_error: result.synthesis_error, synthesis_error_code: result.synthesis_error_code } : {}),
+        ...(result.judge_attestation ? { judge_attestation: result.judge_attestation } : {}),
+      }
+      // Every participant failed at its provider: the run is a failure, still reported in full.
+      return { text: summary(result, web), structured, isError: result.status === 'failed' }
+    },
+  })
+}

@@ -1,0 +1,48 @@
+import { Type } from '@sinclair/typebox'
+import { ApiError } from '../../http/errors'
+import type { WebService } from '../../web/service'
+import { tool } from './types'
+
+/** The input of svc.web_search: POST /api/v1/web/search as a tool. */
+export const WEB_SEARCH_INPUT = Type.Object(
+  {
+    query: Type.String({ minLength: 1, maxLength: 400, description: 'The search query' }),
+    max_results: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: 5, description: 'Results wanted, 1–20 (default 5)' })),
+  },
+  { additionalProperties: false },
+)
+
+const WEB_SEARCH_OUTPUT = Type.Object({
+  query: Type.String(),
+  results: Type.Array(
+    Type.Object({ title: Type.String(), url: Type.String(), description: Type.String(), published: Type.Union([Type.String(), Type.Null()]), site_name: Type.String() }),
+  ),
+})
+
+/**
+ * svc.web_search: WebService.search, the function behind POST /api/v1/web/search, so the backend,
+ * the billing (one web_search unit per search, nothing when the backend fails), spend caps and
+ * the concurrency slot are the route's; the server takes one inference request from the buckets.
+ */
+export function webSearchTool(web: WebService) {
+  return tool({
+    name: 'svc.web_search',
+    title: 'Search the web',
+    description: 'Searches the web and returns titles, URLs and snippets. Billed as one web search per call; no model inference.',
+    inputSchema: WEB_SEARCH_INPUT,
+    outputSchema: WEB_SEARCH_OUTPUT,
+    billed: true,
+    annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: false },
+    async run(args, context) {
+      const query = args.query.trim()
+      if (query === '') throw new ApiError('invalid_request', 'query must not be blank', 'query')
+      const found = await web.search(
+        { principal: context.principal, requestId: context.requestId, signal: context.httpRequest.signal },
+        { query, count: args.max_results ?? 5, offset: 0 },
+      )
+      const results = found.map(result => ({ title: result.title, url: result.url, description: result.description, published: result.published, site_name: result.siteName }))
+      const lines = results.map((result, index) => `${index + 1}. ${result.title} — ${result.url}${result.published ? ` (${result.published})` : ''}\n   ${result.description}`)
+      return { text: lines.length > 0 ? lines.join('\n') : `No results for "${query}".`, structured: { query, results } }
+    },
+  })
+}

@@ -1,0 +1,91 @@
+import type { Config } from '../config/config'
+import type { FusionParticipantBody, FusionResultBody } from '../fusion/schema'
+import { decodeSse } from '../http/sse'
+import { gatewayCredential } from './chat'
+import { parseOptions, UsageError, type CliIo } from './io'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function participantLine(entry: FusionParticipantBody): string {
+  if (entry.error) return `[${entry.model}: failed (${entry.error_code}): ${entry.error}]`
+  return `[${entry.model}: ${entry.finish_reason}, ${entry.prompt_tokens} input tokens, ${entry.tokens} output tokens, ${entry.latency_ms} ms]`
+}
+
+/**
+ * `svc fusion --models A,B[,C] [--judge J] [--system S] [--web-search] [--web-fetch]
+ * [--request-id UUID] [--key K] [--url U] PROMPT`: one Fusion run through a running gateway
+ * (POST /api/v1/chat/fusion with `stream: true`). The synthesis streams to stdout; each
+ * participant's status goes to stderr as it ends, then a summary line. Credentials as `svc chat`.
+ * Every run sends an Idempotency-Key (--request-id, else a fresh UUID, shown in the summary):
+ * repeating a run with the same --request-id never bills a part twice. Web tools are opt-in, as
+ * on the HTTP route. Exit 1 when there is no synthesis (every participant or the judge failed),
+ * after printing what there is.
+ */
+export async function fusion(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+  const { values, positionals } = parseOptions(
+    args,
+    {
+      models: { type: 'string' }, judge: { type: 'string' }, system: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' },
+      'request-id': { type: 'string' }, 'web-search': { type: 'boolean' }, 'web-fetch': { type: 'boolean' },
+    },
+    ['models'],
+    1,
+  )
+  const models = values.models!.split(',').map(model => model.trim()).filter(model => model !== '')
+  if (models.length < 2 || models.length > 3) throw new UsageError('--models takes 2 or 3 comma-separated model ids, e.g. --models demo-anonymous,demo-alt')
+  const requestId = values['request-id'] ?? crypto.randomUUID()
+  if (!UUID.test(requestId)) throw new UsageError('--request-id must be a UUID')
+  const { key, url } = await gatewayCredential(config, values)
+  const body = {
+    models,
+    messages: [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }],
+    ...(values.judge ? { judge: values.judge } : {}),
+    ...(values['web-search'] ? { web_search: true } : {}),
+    ...(values['web-fetch'] ? { web_fetch: true } : {}),
+    stream: true,
+  }
+  let response: Response
+  try {
+    response = await fetch(`${url}/api/v1/chat/fusion`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': requestId },
+      body: JSON.stringify(body),
+    })
+  } catch (error) {
+    throw new Error(`cannot reach the gateway at ${url}: ${(error as Error).message}`)
+  }
+  if (!response.ok || !response.body) {
+    const failure = (await response.json().catch(() => ({}))) as { error?: { message?: string } }
+    throw new Error(`HTTP ${response.status}: ${failure.error?.message ?? response.statusText}`)
+  }
+
+  let result: FusionResultBody | undefined
+  let streamed = false
+  for await (const event of decodeSse(response.body)) {
+    const data = JSON.parse(event.data)
+    if (event.event === 'participant.finished' || event.event === 'participant.failed') {
+      if (!values.json) io.err(participantLine(data.participant))
+    } else if (event.event === 'synthesis.delta') {
+      if (!values.json) write(data.delta)
+      streamed = true
+    } else if (event.event === 'error') {
+      throw new Error(`the Fusion run failed: ${data.error?.message ?? 'unknown error'}`)
+    } else if (event.event === 'fusion.completion') {
+      result = data as FusionResultBody
+    }
+  }
+  if (!result) throw new Error('the gateway closed the stream before the result')
+  if (values.json) {
+    io.out(JSON.stringify({ request_id: requestId, ...result }))
+  } else {
+    if (streamed && result.synthesis !== '') write('\n')
+    else if (result.synthesis === '') {
+      // No synthesis: the answers that did arrive are still worth showing.
+      for (const entry of result.models) if (!entry.error) write(`[${entry.model}]\n${entry.output}\n\n`)
+    }
+    const judged = result.synthesis_error ? `judge ${result.judge} failed (${result.synthesis_error_code}): ${result.synthesis_error}` : `judge ${result.judge}: ${result.synthesis_prompt_tokens} input tokens, ${result.synthesis_tokens} output tokens`
+    io.err(`[fusion ${result.status}; ${judged}; request id ${requestId}]`)
+  }
+  if (result.status === 'failed') throw new Error('every participant failed; nothing was synthesized')
+  if (result.synthesis === '') throw new Error('the synthesis failed; the answers above were not synthesized')
+}

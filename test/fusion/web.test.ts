@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { buildWebApp, pageServer } from '../support/fake-web'
+import { json, type TestApp } from '../support/harness'
+
+// Fusion with the hosted web tools over HTTP (POST /api/v1/chat/fusion with web_search /
+// web_fetch): each participant runs them through the chat pipeline, so each one's searches and
+// pages are billed on their own, exactly like the standalone routes; the judge runs none.
+// The demo model echoes its input, which shows what web context each participant received.
+
+const FETCH_PRICE = 2_000_000n
+const SEARCH_PRICE = 5_000_000n
+const stops: Array<() => void> = []
+let t: TestApp
+
+afterEach(async () => {
+  for (const stop of stops.splice(0)) stop()
+  await t?.close()
+})
+
+const MODELS = ['demo-web-2', 'demo-web-3']
+  .map(id => `
+  - id: ${id}
+    level: anonymous
+    backends: [{ provider: demo, model: demo }]
+    price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
+    context_length: 32768
+    max_output_tokens: 1024
+    capabilities: { supports_web_fetch: true, supports_web_search: true }`)
+  .join('')
+
+async function setup() {
+  const searches: string[] = []
+  const searxng = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: request => {
+      searches.push(new URL(request.url).searchParams.get('q')!)
+      return Response.json({ results: [{ url: 'https://bun.sh/docs', title: 'Bun docs', content: 'Bun is a fast JavaScript runtime.', parsed_url: ['https', 'bun.sh', '/docs', '', '', ''] }] })
+    },
+  })
+  stops.push(() => searxng.stop(true))
+  const built = await buildWebApp({ search: `{ backend: searxng, base_url: "http://127.0.0.1:${searxng.port}" }`, models: MODELS })
+  t = built.t
+  const pages = pageServer((_, url) => new Response(`<html><head><title>Story</title></head><body><p>The story at ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }))
+  stops.push(pages.stop)
+  built.resolver.set('news.acme-web.com', ['127.0.0.1'])
+  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'fusion-web', planId: 'pro', ownerEmail: `f-${Bun.randomUUIDv7()}@example.test` })
+  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: false, expiresAtMs: null, spendCap: null })
+  await t.deps.ledger.topUp({ orgId: org.id, amount: 1_000_000_000n })
+  /** Charges of this organization, one per metered call (allowance and prepaid parts summed). */
+  const charges = async (purpose: string) => {
+    const rows = await t.deps.database.client.execute({
+      sql: "select sum(amount_nanos) as amount from ledger_entries where org_id = ? and kind = 'settle' and purpose = ? group by op_id",
+      args: [org.id, purpose],
+    })
+    return rows.rows.map(row => BigInt(row.amount as bigint))
+  }
+  const fusion = (body: Record<string, unknown>, headers: Record<string, string> = {}) => t.request('POST', '/api/v1/chat/fusion', { key: secret, body, headers })
+  return { fusion, charges, pages, searches, site: `http://news.acme-web.com:${pages.port}` }
+}
+
+describe('Fusion with hosted web tools', () => {
+  test('web_fetch and web_search: every participant fetches and searches, each billed one unit per page and per search; the judge runs none', async () => {
+    const { fusion, charges, pages, searches, site } = await setup()
+    const prompt = `What does ${site}/story say?`
+    const response = await fusion({ models: ['demo-web', 'demo-web-2', 'demo-web-3'], judge: 'demo-plain', messages: [{ role: 'user', content: prompt }], web_fetch: true, web_search: true })
+    expect(response.status).toBe(200)
+    const result = await json(response)
+    expect(result.status).toBe('complete')
+    for (const entry of result.models) {
+      expect(entry.output).toContain('The story at /story.')
+      expect(entry.output).toContain('1. Bun docs — https://bun.sh/docs')
+    }
+    // The judge read the answers (which quote the pages) but fetched and searched nothing itself.
+    expect(pages.seen.map(seen => seen.path)).toEqual(['/story', '/story', '/story'])
+    expect(searches).toEqual([prompt, prompt, prompt])
+    expect(await charges('web_fetch')).toEqual([FETCH_PRICE, FETCH_PRICE, FETCH_PRICE])
+    expect(await charges('web_search')).toEqual([SEARCH_PRICE, SEARCH_PRICE, SEARCH_PRICE])
+    expect((await charges('fusion')).length).toBe(4)
+  })
+
+  test('a participant without the capability is refused (that participant only, unbilled); the others fetch and pay for their own pages', async () => {
+    const { fusion, charges, pages } = await setup()
+    const site = `http://news.acme-web.com:${pages.port}`
+    const result = await json(await fusion({ models: ['demo-web', 'demo-plain'], judge: 'demo-plain', messages: [{ role: 'user', content: `Read ${site}/a` }], web_fetch: true }))
+    expect(result.status).toBe('partial')
+    expect(result.models[1]).toMatchObject({ error_code: 'invalid_request', prompt_tokens: 0 })
+    expect(result.models[1].error).toContain('does not support hosted web_fetch')
+    expect(pages.seen.length).toBe(1)
+    expect(await charges('web_fetch')).toEqual([FETCH_PRICE])
+    expect(await charges('web_search')).toEqual([])
+  })
+
+  test('with an Idempotency-Key a repeated request fetches again but pays for its pages and searches once', async () => {
+    const { fusion, charges, pages, site } = await setup()
+    const body = { models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', messages: [{ role: 'user', content: `Read ${site}/a` }], web_fetch: true, web_search: true }
+    const key = crypto.randomUUID()
+    for (let attempt = 0; attempt < 2; attempt++) expect((await json(await fusion(body, { 'idempotency-key': key }))).status).toBe('complete')
+    expect(pages.seen.length).toBe(4)
+    expect(await charges('web_fetch')).toEqual([FETCH_PRICE, FETCH_PRICE])
+    expect(await charges('web_search')).toEqual([SEARCH_PRICE, SEARCH_PRICE])
+    expect((await charges('fusion')).length).toBe(3)
+    // Without the key, the same request is new work, billed again.
+    await fusion(body)
+    expect((await charges('web_fetch')).length).toBe(4)
+  })
+})

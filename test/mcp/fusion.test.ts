@@ -1,0 +1,177 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
+import { switchPlan } from '../../src/billing/plan-switch'
+import { openAIWire } from '../providers/openai-wire'
+import { answer, buildFusionHarness, chargeOf, JUDGE_PRICE, PARTICIPANT_PRICE, type FusionHarness } from '../fusion/support'
+import { json, type TestApp } from '../support/harness'
+import { codeFlowTokens } from '../support/oauth'
+
+// svc.chat_fusion with the official SDK client over a real socket, in front of one fake
+// OpenAI-compatible upstream per participant and one for the judge: progress notifications,
+// the result as text and structured content, request_id as the Idempotency-Key, refusals as
+// JSON-RPC errors and failures as isError results, and billing equal to the HTTP route's.
+
+let h: FusionHarness
+let server: ReturnType<typeof Bun.serve>
+let base: string
+let token: string
+
+beforeEach(async () => {
+  h = await buildFusionHarness({ plans: 'plans: { payg: { monthly_allowance: "0", fusion: true }, basic: { monthly_allowance: "0", fusion: false } }' })
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: h.t.app.fetch })
+  base = `http://127.0.0.1:${server.port}`
+  token = (await codeFlowTokens(h.t, h.org.adminKey)).access_token
+})
+
+afterEach(async () => {
+  server.stop(true)
+  await h.close()
+})
+
+async function connect(bearer = token): Promise<Client> {
+  const client = new Client({ name: 'svc-test', version: '1.0.0' })
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }))
+  return client
+}
+
+/** Settled charges of one organization for a purpose, sorted. */
+async function charges(t: TestApp, orgId: string, purpose = 'fusion'): Promise<bigint[]> {
+  const rows = await t.deps.database.client.execute({ sql: "select amount_nanos from ledger_entries where org_id = ? and kind = 'settle' and purpose = ?", args: [orgId, purpose] })
+  return rows.rows.map(row => BigInt(row.amount_nanos as bigint)).sort()
+}
+
+const USAGE = { inputTokens: 100, outputTokens: 20 }
+const JUDGE_USAGE = { inputTokens: 500, outputTokens: 40 }
+const text = (result: Record<string, unknown>) => (result.content as Array<{ text: string }>)[0]!.text
+
+function script() {
+  h.a.enqueue(answer('9.9 is larger.', USAGE))
+  h.b.enqueue(answer('9.9, since 0.90 > 0.11.', USAGE))
+  h.judge.enqueue(answer('Both agree: 9.9 is larger.', JUDGE_USAGE))
+}
+
+describe('svc.chat_fusion', () => {
+  test('with a progressToken: one notification per participant step and the synthesis, then the result; billed as POST /api/v1/chat/fusion bills', async () => {
+    script()
+    const client = await connect()
+    const progress: Array<{ progress: number; total?: number; message?: string }> = []
+    const requestId = crypto.randomUUID()
+    const result = await client.callTool(
+      { name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: requestId, prompt: 'Which is larger, 9.11 or 9.9?', system: 'Be brief.' } },
+      CallToolResultSchema,
+      { onprogress: update => progress.push(update) },
+    )
+    expect(result.isError).toBeFalsy()
+    expect(text(result)).toStartWith('Both agree: 9.9 is larger.\n\nFusion complete; judge judge.\n- a: answered (20 tokens')
+    const structured = result.structuredContent as any
+    expect(structured).toMatchObject({ object: 'fusion.completion', request_id: requestId, status: 'complete', judge: 'judge', synthesis: 'Both agree: 9.9 is larger.' })
+    expect(structured.synthesis_prompt_tokens).toBe(500)
+    expect(structured.models.map((entry: any) => [entry.model, entry.output, entry.tokens, entry.web_search, entry.web_fetch])).toEqual([
+      ['a', '9.9 is larger.', 20, false, false],
+      ['b', '9.9, since 0.90 > 0.11.', 20, false, false],
+    ])
+    // Started and answered for each participant (in any order), then the synthesis; increasing, out of 5.
+    expect(progress.map(update => update.progress)).toEqual([1, 2, 3, 4, 5])
+    expect(progress.every(update => update.total === 5)).toBe(true)
+    expect(progress.slice(0, 4).map(update => update.message!.replace(/ \(.*/, '')).sort()).toEqual(['a: answered', 'a: started', 'b: answered', 'b: started'])
+    expect(progress[4]!.message).toBe('judge: writing the synthesis')
+    // What the participants saw: the system text and the prompt; no web tools (these models have none).
+    expect(h.a.onlyRequest().body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Which is larger, 9.11 or 9.9?' }])
+    const viaMcp = await charges(h.t, h.org.orgId)
+    expect(viaMcp).toEqual([chargeOf(PARTICIPANT_PRICE, USAGE), chargeOf(PARTICIPANT_PRICE, USAGE), chargeOf(JUDGE_PRICE, JUDGE_USAGE)].sort())
+
+    // The same work over HTTP, for another organization: the same charges.
+    script()
+    const other = await h.t.createOrg('http', 10_000_000_000n)
+    const response = await h.fusion(
+      { models: ['a', 'b'], messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Which is larger, 9.11 or 9.9?' }] },
+      { key: other.adminKey, headers: { 'idempotency-key': crypto.randomUUID() } },
+    )
+    expect((await json(response)).status).toBe('complete')
+    expect(await charges(h.t, other.orgId)).toEqual(viaMcp)
+    await client.close()
+  })
+
+  test('request_id is the Idempotency-Key: a retry runs again but bills nothing twice; a new id bills anew', async () => {
+    const client = await connect()
+    const requestId = crypto.randomUUID()
+    const call = (id: string) => client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: id, prompt: 'Which is larger, 9.11 or 9.9?' } })
+    script()
+    expect((await call(requestId)).isError).toBeFalsy()
+    const once = await charges(h.t, h.org.orgId)
+    expect(once.length).toBe(3)
+    script()
+    expect(((await call(requestId.toUpperCase())).structuredContent as any).status).toBe('complete')
+    expect(h.a.requests.length).toBe(2)
+    expect(await charges(h.t, h.org.orgId)).toEqual(once)
+    script()
+    await call(crypto.randomUUID())
+    expect((await charges(h.t, h.org.orgId)).length).toBe(6)
+    await client.close()
+  })
+
+  test('failures are isError results: bad arguments, unknown models, every participant failing', async () => {
+    const client = await connect()
+    const call = (args: Record<string, unknown>) => client.callTool({ name: 'svc.chat_fusion', arguments: { request_id: crypto.randomUUID(), prompt: 'x', ...args } })
+    const one = await call({ models: ['a'] })
+    expect(one.isError).toBe(true)
+    expect(text(one)).toStartWith('invalid arguments: models')
+    const unknown = await call({ models: ['a', 'nope'] })
+    expect(unknown.isError).toBe(true)
+    expect(text(unknown)).toStartWith('models.1: model "nope" is not in the catalog')
+    const badId = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: 'retry-1', prompt: 'x' } })
+    expect(text(badId)).toStartWith('invalid arguments: request_id')
+
+    // Both participants fail at their providers: the run failed, reported in full as an isError result.
+    h.a.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
+    h.b.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
+    const failed = await call({ models: ['a', 'b'] })
+    expect(failed.isError).toBe(true)
+    const structured = failed.structuredContent as any
+    expect(structured.status).toBe('failed')
+    expect(structured.models.map((entry: any) => entry.error_code)).toEqual(['provider_error', 'provider_error'])
+    expect(text(failed)).toContain('Fusion failed; judge judge.\n- a: failed (provider_error)')
+    expect(h.judge.requests.length).toBe(0)
+    expect(await charges(h.t, h.org.orgId)).toEqual([])
+    await client.close()
+  })
+
+  test('web tools: by default only where the model supports them (none here, so none run); an explicit true is refused for such models', async () => {
+    const client = await connect()
+    for (const flag of ['web_search', 'web_fetch']) {
+      const refused = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'read https://example.com', [flag]: true } })
+      expect(refused.isError).toBe(true)
+      expect(text(refused)).toContain(`does not support hosted ${flag}`)
+    }
+    expect(h.a.requests.length + h.b.requests.length).toBe(0)
+    expect(await charges(h.t, h.org.orgId)).toEqual([])
+    script()
+    const opted = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'Which is larger?', web_search: false } })
+    expect((opted.structuredContent as any).status).toBe('complete')
+    await client.close()
+  })
+
+  test('refusals are JSON-RPC errors: a plan without Fusion and an empty balance are -32002', async () => {
+    await switchPlan(h.t.deps.writer, h.t.deps.plans, h.t.clock, h.org.orgId, 'basic')
+    const client = await connect()
+    const error = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'x' } }).catch(caught => caught)
+    expect(error).toBeInstanceOf(McpError)
+    expect(error.code).toBe(-32002)
+    expect(error.message).toContain('plan with Fusion access')
+    expect(error.data).toMatchObject({ code: 'forbidden', status: 403 })
+    expect(h.a.requests.length).toBe(0)
+    await client.close()
+
+    // No funds: every participant is refused before any provider call, so the refusal itself comes back (-32002).
+    const broke = await h.t.createOrg('broke', 0n)
+    const poor = await connect((await codeFlowTokens(h.t, broke.adminKey)).access_token)
+    const unpaid = await poor.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'x' } }).catch(caught => caught)
+    expect(unpaid).toBeInstanceOf(McpError)
+    expect(unpaid.code).toBe(-32002)
+    expect(unpaid.data.code).toBe('insufficient_quota')
+    expect(h.a.requests.length + h.b.requests.length).toBe(0)
+    await poor.close()
+  })
+})

@@ -1,0 +1,191 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { buildWebApp, type Egress, pageServer } from '../support/fake-web'
+import { json, type TestApp } from '../support/harness'
+import { codeFlowTokens } from '../support/oauth'
+
+// svc.web_search, svc.web_fetch and svc.chat_fusion's web defaults through the official SDK
+// client, against a fake SearXNG and a local page server reached through the scripted resolver
+// (the fetcher's real SSRF rules apply; loopback is "public" only by the test allowance). Each
+// tool bills what its HTTP route bills for the same work.
+
+const FETCH_PRICE = 2_000_000n
+const SEARCH_PRICE = 5_000_000n
+const CREDIT = 1_000_000_000n
+const stops: Array<() => void> = []
+let t: TestApp
+
+afterEach(async () => {
+  for (const stop of stops.splice(0)) stop()
+  await t?.close()
+})
+
+// A second web-capable model and a judge, for Fusion.
+const MODELS = `
+  - id: demo-web-2
+    level: anonymous
+    backends: [{ provider: demo, model: demo }]
+    price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }
+    context_length: 32768
+    max_output_tokens: 1024
+    capabilities: { supports_web_fetch: true, supports_web_search: true }`
+
+async function setup(options: { search?: boolean } = {}) {
+  const searxng = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: request =>
+      Response.json({
+        query: new URL(request.url).searchParams.get('q'),
+        results: [
+          { url: 'https://bun.sh/docs', title: 'Bun docs', content: 'Bun is a fast JavaScript runtime.', parsed_url: ['https', 'bun.sh', '/docs', '', '', ''], publishedDate: '2025-01-02T00:00:00' },
+          { url: 'https://github.com/oven-sh/bun', title: 'oven-sh/bun', content: 'Source code.', parsed_url: ['https', 'github.com', '/oven-sh/bun', '', '', ''] },
+        ],
+      }),
+  })
+  stops.push(() => searxng.stop(true))
+  const built = await buildWebApp({ search: options.search === false ? undefined : `{ backend: searxng, base_url: "http://127.0.0.1:${searxng.port}" }`, models: MODELS })
+  t = built.t
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  stops.push(() => server.stop(true))
+  const pages = pageServer((_, url) =>
+    url.pathname === '/broken'
+      ? new Response('no', { status: 500, headers: { 'content-type': 'text/plain' } })
+      : new Response(`<html><head><title>Story ${url.pathname}</title></head><body><p>The story at ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }),
+  )
+  stops.push(pages.stop)
+  built.resolver.set('news.acme-web.com', ['127.0.0.1'])
+  const org = async (name: string, planId = 'payg') => {
+    const { org, ownerUserId } = await t.deps.orgs.createOrg({ name, planId, ownerEmail: `${name}-${Bun.randomUUIDv7()}@example.test` })
+    const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: true, expiresAtMs: null, spendCap: null })
+    await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
+    return { id: org.id, key: secret }
+  }
+  const connect = async (apiKey: string) => {
+    const token = (await codeFlowTokens(t, apiKey)).access_token
+    const client = new Client({ name: 'svc-test', version: '1.0.0' })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
+    stops.push(() => void client.close())
+    return client
+  }
+  return { org, connect, pages, egress: built.egress as Egress[], site: `http://news.acme-web.com:${pages.port}` }
+}
+
+/** Settled charges of one organization, one per metered call (allowance and prepaid parts summed), by purpose. */
+async function charges(orgId: string): Promise<Array<[string, bigint]>> {
+  const rows = await t.deps.database.client.execute({
+    sql: "select purpose, sum(amount_nanos) as amount_nanos from ledger_entries where org_id = ? and kind = 'settle' group by op_id, purpose order by purpose, amount_nanos",
+    args: [orgId],
+  })
+  return rows.rows.map(row => [row.purpose as string, BigInt(row.amount_nanos as bigint)])
+}
+
+const text = (result: Record<string, unknown>) => (result.content as Array<{ text: string }>)[0]!.text
+
+describe('svc.web_search and svc.web_fetch', () => {
+  test('search: results as text and structured content, one web_search unit, as POST /api/v1/web/search bills', async () => {
+    const { org, connect } = await setup()
+    const mcpOrg = await org('mcp')
+    const client = await connect(mcpOrg.key)
+    const result = await client.callTool({ name: 'svc.web_search', arguments: { query: '  what is bun ', max_results: 2 } })
+    expect(result.isError).toBeFalsy()
+    expect(text(result)).toBe('1. Bun docs — https://bun.sh/docs (2025-01-02T00:00:00.000Z)\n   Bun is a fast JavaScript runtime.\n2. oven-sh/bun — https://github.com/oven-sh/bun\n   Source code.')
+    expect(result.structuredContent).toEqual({
+      query: 'what is bun',
+      results: [
+        { title: 'Bun docs', url: 'https://bun.sh/docs', description: 'Bun is a fast JavaScript runtime.', published: '2025-01-02T00:00:00.000Z', site_name: 'bun.sh' },
+        { title: 'oven-sh/bun', url: 'https://github.com/oven-sh/bun', description: 'Source code.', published: null, site_name: 'github.com' },
+      ],
+    })
+    expect(await charges(mcpOrg.id)).toEqual([['web_search', SEARCH_PRICE]])
+
+    const httpOrg = await org('http')
+    const response = await t.request('POST', '/api/v1/web/search', { key: httpOrg.key, body: { query: 'what is bun', count: 2 } })
+    expect((await json(response)).results.length).toBe(2)
+    expect(await charges(httpOrg.id)).toEqual(await charges(mcpOrg.id))
+    const blank = await client.callTool({ name: 'svc.web_search', arguments: { query: '   ' } })
+    expect([blank.isError, text(blank)]).toEqual([true, 'query must not be blank'])
+  })
+
+  test('fetch: page text as the route returns it, one web_fetch unit per page, as POST /api/v1/web/fetch bills', async () => {
+    const { org, connect, site, pages } = await setup()
+    const mcpOrg = await org('mcp')
+    const client = await connect(mcpOrg.key)
+    const result = await client.callTool({ name: 'svc.web_fetch', arguments: { urls: [`${site}/a`, `${site}/b`] } })
+    expect(result.isError).toBeFalsy()
+    expect(text(result)).toContain(`URL: ${site}/a\nTitle: Story /a\nLast updated: unknown\n(untrusted web content follows)\n\nThe story at /a.`)
+    expect(text(result)).toContain('\n\n---\n\nURL: ')
+    expect((result.structuredContent as any).results.map((page: any) => page.title)).toEqual(['Story /a', 'Story /b'])
+    expect(await charges(mcpOrg.id)).toEqual([['web_fetch', 2n * FETCH_PRICE]])
+
+    const httpOrg = await org('http')
+    const response = await t.request('POST', '/api/v1/web/fetch', { key: httpOrg.key, body: { urls: [`${site}/a`, `${site}/b`] } })
+    expect((await json(response)).results.map((page: any) => page.content)).toEqual((result.structuredContent as any).results.map((page: any) => page.content))
+    expect(await charges(httpOrg.id)).toEqual(await charges(mcpOrg.id))
+    expect(pages.seen.length).toBe(4)
+  })
+
+  test('refusals and failures are isError results, never billed: an unsafe URL is not even connected to', async () => {
+    const { org, connect, site, egress } = await setup()
+    const mcpOrg = await org('mcp')
+    const client = await connect(mcpOrg.key)
+    const unsafe = await client.callTool({ name: 'svc.web_fetch', arguments: { urls: ['http://169.254.169.254/latest/meta-data/'] } })
+    expect(unsafe.isError).toBe(true)
+    expect(text(unsafe)).toContain('urls[0] is refused: 169.254.169.254 is a link-local address')
+    expect(egress).toEqual([])
+    const broken = await client.callTool({ name: 'svc.web_fetch', arguments: { urls: [`${site}/broken`] } })
+    expect(broken.isError).toBe(true)
+    expect(text(broken)).toContain('answered HTTP 500; nothing was billed')
+    const tooMany = await client.callTool({ name: 'svc.web_fetch', arguments: { urls: ['https://a.example/1', 'https://a.example/2', 'https://a.example/3', 'https://a.example/4'] } })
+    expect(text(tooMany)).toStartWith('invalid arguments: urls')
+    expect(await charges(mcpOrg.id)).toEqual([])
+  })
+
+  test('without a search backend, svc.web_search is an isError result naming the configuration', async () => {
+    const { org, connect } = await setup({ search: false })
+    const client = await connect((await org('mcp')).key)
+    const result = await client.callTool({ name: 'svc.web_search', arguments: { query: 'bun' } })
+    expect(result.isError).toBe(true)
+    expect(text(result)).toStartWith('web search is not configured on this gateway')
+  })
+})
+
+describe('svc.chat_fusion with web-capable models', () => {
+  test('web search and fetch are on by default for the participants that support them, each billed its own units; false opts out', async () => {
+    const { org, connect, site, pages } = await setup()
+    const mcpOrg = await org('fusion', 'pro')
+    const client = await connect(mcpOrg.key)
+    const prompt = `Summarize ${site}/story`
+    const result = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['demo-web', 'demo-web-2', 'demo-plain'], judge: 'demo-plain', request_id: crypto.randomUUID(), prompt } })
+    expect(result.isError).toBeFalsy()
+    const structured = result.structuredContent as any
+    expect(structured.status).toBe('complete')
+    expect(structured.models.map((entry: any) => [entry.model, entry.web_search, entry.web_fetch])).toEqual([
+      ['demo-web', true, true], ['demo-web-2', true, true], ['demo-plain', false, false],
+    ])
+    // The demo model echoes its input: the web participants saw the page and the search results; the plain one did not.
+    for (const entry of structured.models.slice(0, 2)) {
+      expect(entry.output).toContain('The story at /story.')
+      expect(entry.output).toContain('1. Bun docs — https://bun.sh/docs')
+    }
+    expect(structured.models[2].output).toBe(`Hello from the demo model. You said: ${prompt}`)
+    expect(text(result)).toContain('- demo-web: answered (')
+    expect(text(result)).toContain(') [web search, web fetch]\n- demo-web-2')
+    expect(pages.seen.map(seen => seen.path)).toEqual(['/story', '/story'])
+    // Two web participants: two pages fetched and two searches, each billed like the standalone routes.
+    const billed = await charges(mcpOrg.id)
+    expect(billed.filter(([purpose]) => purpose === 'web_fetch').map(([, amount]) => amount)).toEqual([FETCH_PRICE, FETCH_PRICE])
+    expect(billed.filter(([purpose]) => purpose === 'web_search').map(([, amount]) => amount)).toEqual([SEARCH_PRICE, SEARCH_PRICE])
+    expect(billed.filter(([purpose]) => purpose === 'fusion').length).toBe(4)
+
+    const optedOut = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', request_id: crypto.randomUUID(), prompt, web_search: false, web_fetch: false } })
+    expect((optedOut.structuredContent as any).models.every((entry: any) => !entry.web_search && !entry.web_fetch && !entry.output.includes('The story'))).toBe(true)
+    expect(pages.seen.length).toBe(2)
+    // web_fetch: true alone requires it of every participant: demo-plain is refused, the others fetch.
+    const required = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['demo-web', 'demo-plain'], judge: 'demo-plain', request_id: crypto.randomUUID(), prompt, web_fetch: true, web_search: false } })
+    const entries = (required.structuredContent as any).models
+    expect(entries[1].error).toContain('does not support hosted web_fetch')
+    expect(entries[0].output).toContain('The story at /story.')
+  })
+})
