@@ -1,20 +1,18 @@
 import { describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { decodeSse } from '../../src/http/sse'
-import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
+import type { ChatRequest } from '../../src/inference/canonical'
 import { collect } from '../../src/inference/collect'
 import { decodeMessages } from '../../src/inference/dialects/messages/decode'
 import { encodeMessage } from '../../src/inference/dialects/messages/encode'
 import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
 import type { MessagesRequest } from '../../src/inference/dialects/messages/schema'
 import { typicalInputTokens } from '../../src/inference/meter'
-import { AnthropicStreamTranslator } from '../../src/providers/anthropic/from-upstream-stream'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
-import { fromUpstreamStream } from '../../src/providers/openai-compatible/from-upstream-stream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { openAIWire } from '../providers/openai-wire'
 import { testRoute } from '../providers/fixtures'
+import { type Backend, UPDATE_GOLDEN, goldenJson, replay, upstreamEvents } from '../support/golden'
 
 // Golden translation fixtures for the Messages dialect × {openai-compatible, anthropic}: each
 // fixture holds the client's wire request, the canonical request it decodes to, the upstream
@@ -23,9 +21,6 @@ import { testRoute } from '../providers/fixtures'
 // step shows up as a diff of a reviewed file. Regenerate with UPDATE_GOLDEN=1 and review the diff.
 
 const ROOT = join(import.meta.dir, '../fixtures/messages')
-const UPDATE = process.env.UPDATE_GOLDEN === '1'
-
-type Backend = 'openai-compatible' | 'anthropic'
 
 interface Case {
   name: string
@@ -104,40 +99,13 @@ const CASES: Case[] = [
 ]
 
 /** JSON-safe canonical request: bytes as base64, URLs as strings, the route by id. */
-function canonicalJson(request: ChatRequest): unknown {
-  return JSON.parse(
-    JSON.stringify({ ...request, route: request.route.id }, (_key, value) => {
-      if (value instanceof Uint8Array) return { base64: Buffer.from(value).toString('base64') }
-      if (value instanceof URL) return { url: value.href }
-      return value
-    }),
-  )
-}
-
-async function upstreamEvents(backend: Backend, body: string): Promise<ChatEvent[]> {
-  const bytes = (async function* () {
-    yield new TextEncoder().encode(body)
-  })()
-  const events: ChatEvent[] = []
-  if (backend === 'openai-compatible') {
-    for await (const event of fromUpstreamStream(decodeSse(bytes), { provider: 'openai-compatible:up', model: 'upstream-model', requestId: 'req_golden' })) events.push(event)
-    return events
-  }
-  const translator = new AnthropicStreamTranslator({ provider: 'anthropic:up', model: 'upstream-model' }, () => 0)
-  for await (const sse of decodeSse(bytes)) events.push(...translator.push(sse))
-  events.push(...translator.end())
-  return events
-}
-
-async function* replay(events: ChatEvent[]): AsyncGenerator<ChatEvent> {
-  yield* events
-}
+const canonicalJson = (request: ChatRequest): unknown => JSON.parse(goldenJson(request))
 
 async function render(entry: Case) {
   const canonical = decodeMessages(structuredClone(entry.request), testRoute())
   canonical.stream = true
   const upstreamRequest = entry.backend === 'anthropic' ? toAnthropic(canonical, 'upstream-model') : toOpenAI(canonical, 'upstream-model')
-  const events = await upstreamEvents(entry.backend, entry.upstream)
+  const events = await upstreamEvents(entry.backend, entry.upstream, { name: 'up', model: 'upstream-model', now: 0 })
   const meta = { id: 'msg_golden', model: entry.request.model, createdAt: 0, includeUsage: true, estimatedInputTokens: typicalInputTokens(canonical) }
   const encoder = new MessagesStreamEncoder(meta)
   let clientStream = encoder.start().join('')
@@ -166,7 +134,7 @@ describe('golden: Messages × backend, wire → canonical → upstream and upstr
     test(`${entry.backend}/${entry.name}`, async () => {
       const path = join(ROOT, entry.backend, `${entry.name}.json`)
       const actual = await render(entry)
-      if (UPDATE || !existsSync(path)) {
+      if (UPDATE_GOLDEN || !existsSync(path)) {
         mkdirSync(dirname(path), { recursive: true })
         writeFileSync(path, `${JSON.stringify(actual, null, 2)}\n`)
       }

@@ -1,8 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
 import OpenAI from 'openai'
 import type { ModelRoute } from '../../src/catalog/types'
-import { decodeSse } from '../../src/http/sse'
 import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
 import { decodeResponses } from '../../src/inference/dialects/responses/decode'
 import { echoOf } from '../../src/inference/dialects/responses/encode'
@@ -10,10 +8,9 @@ import { ResponsesStreamEncoder } from '../../src/inference/dialects/responses/e
 import type { ResponsesRequest } from '../../src/inference/dialects/responses/schema'
 import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
-import { AnthropicStreamTranslator } from '../../src/providers/anthropic/from-upstream-stream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
-import { fromUpstreamStream } from '../../src/providers/openai-compatible/from-upstream-stream'
 import { assertEventGrammar } from '../providers/events'
+import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents } from '../support/golden'
 
 // Golden translations for the Responses client format × each HTTP backend, stored as fixtures
 // under test/fixtures/responses/<case>/:
@@ -22,8 +19,6 @@ import { assertEventGrammar } from '../providers/events'
 // The upstream streams are recorded wire text; everything else is what the code produces,
 // reviewed when written. Rewrite after a deliberate change with UPDATE_GOLDEN=1.
 
-const UPDATE = process.env.UPDATE_GOLDEN === '1'
-const FIXTURES = new URL('../fixtures/', import.meta.url)
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
 const META = { id: 'resp_golden', model: 'golden', createdAt: NOW / 1000, includeUsage: true, estimatedInputTokens: 0 }
 
@@ -33,8 +28,6 @@ const ROUTE: ModelRoute = {
   backends: [{ provider: 'golden', model: 'golden-upstream', weight: 1, uncensored: false }],
   capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
 }
-
-type Backend = 'openai-compatible' | 'anthropic'
 
 interface Case {
   readonly name: string
@@ -49,46 +42,7 @@ const CASES: Case[] = [
   { name: 'error-mid-stream', streams: { 'openai-compatible': 'error-mid-stream', anthropic: 'error-mid-stream' } },
 ]
 
-/** Compares `actual` with the stored fixture (or writes it in update mode). */
-async function golden(path: string, actual: string): Promise<void> {
-  const url = new URL(path, FIXTURES)
-  if (UPDATE) {
-    await Bun.write(url, actual)
-    return
-  }
-  if (!existsSync(url)) throw new Error(`missing golden fixture ${path}: run with UPDATE_GOLDEN=1 and review it`)
-  expect(actual).toBe(await Bun.file(url).text())
-}
-
-const json = (value: unknown) => `${JSON.stringify(value, replacer, 2)}\n`
-
-/** Bytes and URLs as readable JSON; the bound route by its id. */
-function replacer(key: string, value: unknown): unknown {
-  if (value instanceof Uint8Array) return { base64: Buffer.from(value).toString('base64') }
-  if (value instanceof URL) return { url: value.href }
-  if (key === 'route' && typeof value === 'object' && value !== null) return (value as ModelRoute).id
-  if (value instanceof Error) return { ...value, name: value.constructor.name, message: value.message }
-  return value
-}
-
-/** An upstream SSE fixture through the backend's real decoder and translator. */
-async function translate(backend: Backend, sse: string): Promise<ChatEvent[]> {
-  async function* bytes() {
-    yield new TextEncoder().encode(sse)
-  }
-  const events: ChatEvent[] = []
-  if (backend === 'openai-compatible') {
-    for await (const event of fromUpstreamStream(decodeSse(bytes()), { provider: 'openai-compatible:golden', model: 'golden-upstream', requestId: 'req_golden' })) events.push(event)
-    return events
-  }
-  const translator = new AnthropicStreamTranslator({ provider: 'anthropic:golden', model: 'golden-upstream' }, () => NOW)
-  for await (const frame of decodeSse(bytes())) {
-    events.push(...translator.push(frame))
-    if (translator.done) return events
-  }
-  events.push(...translator.end())
-  return events
-}
+const translate = (backend: Backend, sse: string) => upstreamEvents(backend, sse, { name: 'golden', model: 'golden-upstream', now: NOW })
 
 /** Canonical events → the client's Responses stream, as stream-response.ts drives the encoder. */
 function encode(body: ResponsesRequest, events: ChatEvent[]): string {
