@@ -75,11 +75,16 @@ export function anthropicErrorBody(error: ApiError): { type: 'error'; error: { t
   return { type: 'error', error: { type: ANTHROPIC_TYPE[error.code], message: error.message } }
 }
 
+/** OpenAI's error envelope, for HTTP errors and the in-band error frame of a Chat Completions stream. */
+export function openAIErrorBody(error: ApiError): { error: { message: string; type: string; param: string | null; code: string } } {
+  return { error: { message: error.message, type: OPENAI_TYPE[error.code], param: error.param ?? null, code: error.code } }
+}
+
 /** Renders an ApiError in the envelope of its surface, with the request id header. */
 export function renderError(error: ApiError, surface: Surface, requestId: string): Response {
   let body: unknown
   if (surface === 'openai') {
-    body = { error: { message: error.message, type: OPENAI_TYPE[error.code], param: error.param ?? null, code: error.code } }
+    body = openAIErrorBody(error)
   } else if (surface === 'anthropic') {
     body = { ...anthropicErrorBody(error), request_id: requestId }
   } else {

@@ -36,7 +36,7 @@ const ROUTE: ModelRoute = {
 interface Case {
   readonly name: string
   /** The upstream stream each backend answers with (test/fixtures/upstream/<backend>/<name>.sse). */
-  readonly streams: Record<Backend, string>
+  readonly streams: Partial<Record<Backend, string>>
 }
 
 const CASES: Case[] = [
@@ -44,8 +44,12 @@ const CASES: Case[] = [
   { name: 'reasoning-tools', streams: { 'openai-compatible': 'reasoning-tool', anthropic: 'thinking-tool' } },
   // No stream_options: the client stream must end without a usage chunk.
   { name: 'image', streams: { 'openai-compatible': 'text', anthropic: 'text' } },
+  // upstream.anthropic.json has no output constraint: anthropic/to-upstream.ts never sends
+  // responseFormat (a known gap, reported; the fixture records today's behaviour).
   { name: 'json-schema', streams: { 'openai-compatible': 'json', anthropic: 'json' } },
   { name: 'error-mid-stream', streams: { 'openai-compatible': 'error-mid-stream', anthropic: 'error-mid-stream' } },
+  // Anthropic's in-band rate_limit_error: the frame carries the 429 envelope's type, as the HTTP error would.
+  { name: 'rate-limited-mid-stream', streams: { anthropic: 'rate-limited-mid-stream' } },
   { name: 'usage-cached-reasoning', streams: { 'openai-compatible': 'reasoning-cached', anthropic: 'cached-thinking' } },
 ]
 
@@ -108,7 +112,8 @@ for (const { name, streams } of CASES) {
         await golden(`chat-completions/${name}/${backend}.completion.json`, json(completion))
 
         // Wire rules the SDK does not check: one id for every chunk, one finish_reason, a
-        // usage chunk (choices empty) only when stream_options.include_usage, [DONE] last.
+        // usage chunk (choices empty) only when stream_options.include_usage (and then
+        // `"usage":null` on every other chunk, no usage key at all otherwise), [DONE] last.
         const frames = sse.split('\n\n').filter(frame => frame !== '').map(frame => frame.slice('data: '.length))
         expect(frames.at(-1)).toBe('[DONE]')
         const chunks = frames.slice(0, -1).map(frame => JSON.parse(frame) as Record<string, any>)
@@ -119,7 +124,9 @@ for (const { name, streams } of CASES) {
         }
         expect(new Set(chunks.map(chunk => chunk.id))).toEqual(new Set(['chatcmpl-golden']))
         expect(chunks.filter(chunk => chunk.choices[0]?.finish_reason != null)).toHaveLength(terminal.type === 'finish' ? 1 : 0)
-        expect(chunks.filter(chunk => chunk.usage !== undefined && chunk.usage !== null)).toHaveLength(terminal.type === 'finish' && body.stream_options?.include_usage ? 1 : 0)
+        const includeUsage = body.stream_options?.include_usage === true
+        expect(chunks.filter(chunk => chunk.usage !== undefined && chunk.usage !== null)).toHaveLength(terminal.type === 'finish' && includeUsage ? 1 : 0)
+        expect(chunks.filter(chunk => chunk.choices.length > 0).map(chunk => chunk.usage)).toEqual(chunks.filter(chunk => chunk.choices.length > 0).map(() => (includeUsage ? null : undefined)))
 
         // The official SDK's stream helper accumulates the stream into the same completion.
         const runner = sdkAnswering(sse, 'text/event-stream').chat.completions.stream(body as never)

@@ -1,4 +1,4 @@
-import type { ApiError } from '../../../http/errors'
+import { type ApiError, openAIErrorBody } from '../../../http/errors'
 import type { ChatEvent, FinishReason, Usage } from '../../canonical'
 import type { ResponseMeta, StreamEncoder } from '../types'
 import { finishReason, usageObject } from './encode'
@@ -7,15 +7,19 @@ import { finishReason, usageObject } from './encode'
  * Chat Completions SSE chunks, as the official SDK parses them: a first chunk with the role,
  * content / reasoning_content / tool_calls deltas (tool calls numbered by `index` in order of
  * appearance), a chunk with finish_reason, a usage chunk with empty choices when
- * stream_options.include_usage is set, then `data: [DONE]`.
+ * stream_options.include_usage is set, then `data: [DONE]`. With include_usage, every other
+ * chunk carries `"usage":null`, as OpenAI documents and sends.
  */
 export class ChatCompletionsStreamEncoder implements StreamEncoder {
   private readonly prefix: string
+  /** What closes a chunk after its choices: `"usage":null` only when a usage chunk will follow. */
+  private readonly suffix: string
   private readonly toolIndex = new Map<number, number>()
 
   constructor(private readonly meta: ResponseMeta) {
     // Every chunk shares id, object, created and model: serialise that part once.
     this.prefix = `{"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.createdAt},"model":${JSON.stringify(meta.model)},"system_fingerprint":null,`
+    this.suffix = meta.includeUsage ? ',"usage":null}\n\n' : '}\n\n'
   }
 
   start(): string[] {
@@ -44,19 +48,21 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   }
 
   finish(reason: FinishReason, usage: Usage): string[] {
-    const frames = [`data: ${this.prefix}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(finishReason(reason))}}]}\n\n`]
+    const frames = [`data: ${this.prefix}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(finishReason(reason))}}]${this.suffix}`]
     if (this.meta.includeUsage) frames.push(`data: ${this.prefix}"choices":[],"usage":${JSON.stringify(usageObject(usage, this.meta.serverToolUse))}}\n\n`)
     frames.push('data: [DONE]\n\n')
     return frames
   }
 
-  /** A mid-stream failure: OpenAI's in-band error object, then the terminator. */
+  /**
+   * A mid-stream failure: OpenAI's in-band error object (the same envelope, type included, as
+   * the HTTP error of that code), then the terminator.
+   */
   fail(error: ApiError): string[] {
-    const body = { error: { message: error.message, type: error.code === 'provider_error' ? 'server_error' : 'invalid_request_error', param: null, code: error.code } }
-    return [`data: ${JSON.stringify(body)}\n\n`, 'data: [DONE]\n\n']
+    return [`data: ${JSON.stringify(openAIErrorBody(error))}\n\n`, 'data: [DONE]\n\n']
   }
 
   private chunk(delta: Record<string, unknown>): string {
-    return `data: ${this.prefix}"choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}]}\n\n`
+    return `data: ${this.prefix}"choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}]${this.suffix}`
   }
 }
