@@ -20,8 +20,9 @@ export function toApiError(error: unknown): ApiError {
     return new ApiError('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })
   }
   if (error.kind === 'bad-request') {
-    const detail = error.details.bodySnippet ? `: ${error.details.bodySnippet.slice(0, 300)}` : ''
-    return new ApiError('invalid_request', `the upstream provider rejected the request${detail}`)
+    // Without an upstream body the refusal is the adapter's own (a request its wire cannot carry): say why.
+    if (!error.details.bodySnippet) return new ApiError('invalid_request', error.message)
+    return new ApiError('invalid_request', `the upstream provider rejected the request: ${error.details.bodySnippet.slice(0, 300)}`)
   }
   const status = error.status ? ` (HTTP ${error.status})` : ''
   return new ApiError('provider_error', `the upstream provider failed: ${error.kind}${status}`)

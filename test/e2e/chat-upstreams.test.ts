@@ -371,6 +371,23 @@ for (const target of TARGETS) {
       expect(slotsInUse()).toBe(0)
     })
 
+    test('a JSON response format: carried to an OpenAI-compatible backend, a clear 400 before any upstream call on an Anthropic one', async () => {
+      const format = { type: 'json_schema' as const, json_schema: { name: 'greeting', schema: { type: 'object', properties: { hi: { type: 'string' } } } } }
+      if (target.type === 'anthropic') {
+        const error = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: format }).catch(error => error)
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+        expect(error.message).toMatch(/json_schema response formats are not available/)
+        expect(primary.requests).toHaveLength(0)
+        expect(secondary.requests).toHaveLength(0)
+      } else {
+        primary.enqueue({ kind: 'sse', body: target.wire.stream({ text: '{"hi":"salut"}', finish: 'stop', usage: { inputTokens: 5, outputTokens: 5 } }) })
+        const completion = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: format })
+        expect(completion.choices[0]!.message.content).toBe('{"hi":"salut"}')
+        expect(primary.requests[0]!.body.response_format).toEqual(format)
+      }
+      expect(slotsInUse()).toBe(0)
+    })
+
     test('upstream 429 with Retry-After → client 429 with that Retry-After, nothing charged', async () => {
       primary.enqueue({ kind: 'json', status: 429, body: target.wire.errorBody(429, 'slow down'), headers: { 'retry-after': '7' } })
       const error = await client.chat.completions.create({ model: 'solo', messages: [{ role: 'user', content: 'x' }], stream: true }).catch(error => error)

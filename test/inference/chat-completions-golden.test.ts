@@ -13,7 +13,7 @@ import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { assertEventGrammar } from '../providers/events'
-import { type Backend, fixture, golden, goldenJson as json, replay, upstreamEvents } from '../support/golden'
+import { type Backend, fixture, golden, goldenJson as json, replay, upstreamEvents, anthropicBodyOrRefusal } from '../support/golden'
 
 // Golden translations for the Chat Completions client format × each HTTP backend, stored as
 // fixtures under test/fixtures/chat-completions/<case>/ (the same layout as responses/):
@@ -44,8 +44,7 @@ const CASES: Case[] = [
   { name: 'reasoning-tools', streams: { 'openai-compatible': 'reasoning-tool', anthropic: 'thinking-tool' } },
   // No stream_options: the client stream must end without a usage chunk.
   { name: 'image', streams: { 'openai-compatible': 'text', anthropic: 'text' } },
-  // upstream.anthropic.json has no output constraint: anthropic/to-upstream.ts never sends
-  // responseFormat (a known gap, reported; the fixture records today's behaviour).
+  // upstream.anthropic.json records the refusal: Anthropic's wire has no JSON response format.
   { name: 'json-schema', streams: { 'openai-compatible': 'json', anthropic: 'json' } },
   { name: 'error-mid-stream', streams: { 'openai-compatible': 'error-mid-stream', anthropic: 'error-mid-stream' } },
   // Anthropic's in-band rate_limit_error: the frame carries the 429 envelope's type, as the HTTP error would.
@@ -97,7 +96,7 @@ for (const { name, streams } of CASES) {
       canonical = decodeChatCompletions(structuredClone(body), ROUTE)
       await golden(`chat-completions/${name}/canonical.json`, json(canonical))
       await golden(`chat-completions/${name}/upstream.openai-compatible.json`, json(toOpenAI(canonical, 'golden-upstream', { reasoningHistory: 'reasoning_content' })))
-      await golden(`chat-completions/${name}/upstream.anthropic.json`, json(toAnthropic(canonical, 'golden-upstream')))
+      await golden(`chat-completions/${name}/upstream.anthropic.json`, json(anthropicBodyOrRefusal(() => toAnthropic(canonical, 'golden-upstream'))))
     })
 
     for (const [backend, stream] of Object.entries(streams) as Array<[Backend, string]>) {

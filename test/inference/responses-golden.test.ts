@@ -10,7 +10,7 @@ import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { assertEventGrammar } from '../providers/events'
-import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents } from '../support/golden'
+import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents, anthropicBodyOrRefusal } from '../support/golden'
 
 // Golden translations for the Responses client format × each HTTP backend, stored as fixtures
 // under test/fixtures/responses/<case>/:
@@ -66,7 +66,7 @@ for (const { name, streams } of CASES) {
       canonical = decodeResponses(body, ROUTE)
       await golden(`responses/${name}/canonical.json`, json(canonical))
       await golden(`responses/${name}/upstream.openai-compatible.json`, json(toOpenAI(canonical, 'golden-upstream', { reasoningHistory: 'reasoning_content' })))
-      await golden(`responses/${name}/upstream.anthropic.json`, json(toAnthropic(canonical, 'golden-upstream')))
+      await golden(`responses/${name}/upstream.anthropic.json`, json(anthropicBodyOrRefusal(() => toAnthropic(canonical, 'golden-upstream'))))
     })
 
     for (const [backend, stream] of Object.entries(streams) as Array<[Backend, string]>) {

@@ -43,6 +43,12 @@ const weatherTool = {
 const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
 
 describe('anthropic toUpstream: exact bodies', () => {
+  test('a JSON response format is refused, never silently dropped', () => {
+    for (const responseFormat of [{ type: 'json_object' as const }, { type: 'json_schema' as const, name: 'x', schema: { type: 'object' } }]) {
+      expect(() => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }], responseFormat }), MODEL)).toThrow(/response formats are not available/)
+    }
+  })
+
   test('plain chat: systems joined and hoisted, sampling mapped, user/seed/format never sent, always streamed', () => {
     const body = toUpstream(
       chat({
@@ -55,7 +61,7 @@ describe('anthropic toUpstream: exact bodies', () => {
         ],
         sampling: { temperature: 0.2, topP: 0.9, maxOutputTokens: 300, stop: ['END'], seed: 7 },
         user: 'end-user-42',
-        responseFormat: { type: 'json_object' },
+        responseFormat: { type: 'text' },
         hosted: { webSearch: true, webFetch: true },
       }),
       MODEL,

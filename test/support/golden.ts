@@ -2,6 +2,7 @@
 // fixture compare-or-write step, the JSON form fixtures are stored in, and an upstream SSE body
 // run through the backend's real decoder and translator into canonical events.
 
+import { UnsupportedRequestError } from '../../src/providers/anthropic/to-upstream'
 import { expect } from 'bun:test'
 import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -76,4 +77,14 @@ export async function upstreamEvents(backend: Backend, sse: string, context: { n
 /** Recorded events as the provider stream a collector or the pipeline reads. */
 export async function* replay(events: ChatEvent[]): AsyncGenerator<ChatEvent> {
   yield* events
+}
+
+/** The Anthropic upstream body, or the refusal for what that wire cannot carry (recorded in the fixture). */
+export function anthropicBodyOrRefusal(build: () => unknown): unknown {
+  try {
+    return build()
+  } catch (error) {
+    if (error instanceof UnsupportedRequestError) return { refused: error.message }
+    throw error
+  }
 }

@@ -70,11 +70,18 @@ export class UnsupportedRequestError extends Error {}
  *   came after other blocks (a history from another format) has its thinking moved to the front. Reasoning without a signature (from another provider) cannot be verified by
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
  * - Empty text parts are skipped: Anthropic rejects empty text blocks.
- * - `user`, `seed`, `responseFormat` and hosted-tool flags are never sent.
+ * - `user`, `seed` and hosted-tool flags are never sent. A JSON response format (json_object,
+ *   json_schema) cannot be expressed without changing the answer's shape, so it is refused
+ *   rather than silently dropped (issue 5: what the target cannot carry is a clear 400).
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
  *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
 export function toUpstream(request: ChatRequest, upstreamModel: string): AnthropicRequestBody {
+  if (request.responseFormat !== undefined && request.responseFormat.type !== 'text') {
+    throw new UnsupportedRequestError(
+      `${request.responseFormat.type} response formats are not available on this model's Anthropic backend; ask for JSON in the prompt instead, or use a model served by an OpenAI-compatible backend`,
+    )
+  }
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
   const { system, messages } = convertMessages(request.messages)
   const hasTools = request.tools.length > 0
