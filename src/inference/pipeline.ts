@@ -60,9 +60,10 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInput))
   }
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate: estimateCharge(request, route), inference: true, requestId })
-  const upstream = new AbortController()
-  const onClientGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
-  input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
+  // The client's own signal ends the upstream call when the client leaves (Bun aborts it when
+  // the connection closes); a streamed reply the client cancels also closes the provider's
+  // events. No controller or listener of our own: they were ~2.4% of a request's CPU.
+  const clientSignal = input.httpRequest.signal
   const started = deps.clock.now()
   const meta: ResponseMeta = {
     id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
@@ -78,10 +79,9 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   input.disableIdleTimeout?.()
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
+    opened = await deps.router.open(route, request, { signal: clientSignal, requestId, uncensored: input.uncensored })
   } catch (error) {
     call.release()
-    input.httpRequest.signal.removeEventListener('abort', onClientGone)
     throw toApiError(error)
   }
 
@@ -114,8 +114,6 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
       // Client gone or an exception while collecting: nothing was delivered.
       if (!call.done) call.release()
       throw toApiError(error)
-    } finally {
-      input.httpRequest.signal.removeEventListener('abort', onClientGone)
     }
   }
 
@@ -125,8 +123,6 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     observe: event => meter.observe(event),
     // Terminal frames are written only after this resolves (settlement before the final frame).
     async complete(outcome) {
-      input.httpRequest.signal.removeEventListener('abort', onClientGone)
-      if (outcome === 'cancelled') upstream.abort(new DOMException('client disconnected', 'AbortError'))
       // A stream that failed or was left before any output charges nothing; once output was
       // sent, the reported usage or the counted fallback is charged.
       if (outcome !== 'finished' && !meter.producedOutput) {
