@@ -12,6 +12,8 @@ export interface Load {
   body: string
   connections: number
   seconds: number
+  /** Requests per second for all connections together (Bun load generator only); unset = as fast as possible. */
+  rate?: number
 }
 
 export interface Sample {

@@ -3,6 +3,8 @@
  * (wrk measures whole responses only). Run as its own process so its CPU never counts against a
  * target. Args (JSON in argv[2]): {url, headers, body, connections, seconds, ttfb?: number}.
  * With `ttfb: N`, sends N requests one after another and reports time to the first body byte.
+ * With `rate: R`, the connections together send at most R requests per second (each paced to
+ * its share), so two targets compared A/B do the same work per second (bench/http/ab.ts).
  * Prints one JSON line: {requests, errors, non2xx, seconds, p50_us, p99_us, ttfb_p50_us?, ttfb_p99_us?}.
  */
 
@@ -13,6 +15,7 @@ interface Args {
   connections: number
   seconds: number
   ttfb?: number
+  rate?: number
 }
 
 const args = JSON.parse(process.argv[2]!) as Args
@@ -52,8 +55,19 @@ if (args.ttfb) {
 } else {
   const deadline = started + args.seconds * 1000
   await Promise.all(
-    Array.from({ length: args.connections }, async () => {
-      while (performance.now() < deadline) await once(false)
+    Array.from({ length: args.connections }, async (_, connection) => {
+      // Paced: connection i sends at start + (i + k × connections) / rate; late sends go at once.
+      const gapMs = args.rate ? (1000 * args.connections) / args.rate : 0
+      let next = started + (gapMs * connection) / args.connections
+      while (performance.now() < deadline) {
+        if (gapMs > 0) {
+          const wait = next - performance.now()
+          if (wait > 0) await Bun.sleep(wait)
+          next += gapMs
+          if (performance.now() >= deadline) break
+        }
+        await once(false)
+      }
     }),
   )
 }

@@ -89,17 +89,21 @@ async function freePort(): Promise<number> {
   return port
 }
 
-/** The gateway as `svc serve` runs it, on a fresh database file; returns it and its bootstrap key. */
-export async function startGateway(upstreams: Upstreams): Promise<{ process: Process; key: string; dir: string; exited: Promise<number> }> {
+/**
+ * The gateway as `svc serve` runs it, on a fresh database file; returns it and its bootstrap key.
+ * Options (bench/http/ab.ts compares two gateways): `tree`, the source tree to run; `env`, added
+ * to its environment; `flags`, bun flags added to BENCH_GATEWAY_FLAGS.
+ */
+export async function startGateway(upstreams: Upstreams, options: { tree?: string; env?: Record<string, string>; flags?: string[] } = {}): Promise<{ process: Process; key: string; dir: string; exited: Promise<number> }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
   writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams))
   const port = await freePort()
   const log = join(dir, 'gateway.log')
   // BENCH_GATEWAY_FLAGS: extra bun flags for the gateway only (e.g. `--cpu-prof-md --cpu-prof-dir=/tmp/prof`).
-  const flags = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean)
-  const child = Bun.spawn(['bun', ...flags, join(root, 'src/cli.ts'), 'serve'], {
+  const flags = [...(process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean), ...(options.flags ?? [])]
+  const child = Bun.spawn(['bun', ...flags, join(options.tree ?? root, 'src/cli.ts'), 'serve'], {
     cwd: dir,
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' },
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench', ...options.env },
     // Production logging: one JSON line per request, written to a file (not to a pipe nobody drains).
     stdout: Bun.file(log),
     stderr: 'inherit',

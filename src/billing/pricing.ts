@@ -8,6 +8,8 @@ const PER_MILLION = 1_000_000n
  * arithmetic (no floating point touches an amount).
  */
 export function chargeForTokens(tokens: number | bigint, pricePerMillion: Nanos): Nanos {
+  // Most usages have no cached and no reasoning tokens: two of a request's four charges.
+  if (tokens === 0 && pricePerMillion >= 0n) return 0n
   const count = typeof tokens === 'bigint' ? tokens : BigInt(tokens)
   if (count < 0n || pricePerMillion < 0n) throw new RangeError('tokens and price must be non-negative')
   const product = count * pricePerMillion

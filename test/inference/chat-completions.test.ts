@@ -108,6 +108,25 @@ describe('POST /v1/chat/completions', () => {
     expect(await charged()).toBe(EXPECTED_CHARGE)
   })
 
+  test('a finished stream releases the upstream at once, not when its idle deadline fires', async () => {
+    // A provider's events end after their terminal event; the iterator must still be closed so
+    // that the provider's finally (closing the upstream response, clearing its timers) runs.
+    let released = false
+    const { client } = await setup(async function* () {
+      try {
+        for (const event of textReply) yield event
+        await new Promise(() => {}) // an upstream that would keep its connection open
+      } finally {
+        released = true
+      }
+    })
+    const stream = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    let text = ''
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
+    expect(text).toBe('Hello, world')
+    await poll('the upstream events to be closed', 200, 5, () => (released ? true : undefined))
+  })
+
   test('tool calls round-trip, parallel, streamed and not', async () => {
     const toolEvents: ChatEvent[] = [
       { type: 'response-start', id: 'up-2', model: 'm', createdAt: 0 },

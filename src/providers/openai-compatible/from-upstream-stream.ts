@@ -32,17 +32,7 @@ export async function* fromUpstreamStream(events: AsyncIterable<SseEvent>, conte
   const translator = new ChunkTranslator(context)
   const out: ChatEvent[] = []
   for await (const event of events) {
-    if (event.data === '[DONE]') {
-      translator.done(out)
-    } else {
-      let chunk: unknown
-      try {
-        chunk = JSON.parse(event.data)
-      } catch {
-        chunk = undefined
-      }
-      translator.push(chunk, out)
-    }
+    translator.event(event, out)
     for (const translated of out) yield translated
     out.length = 0
     if (translator.ended) return
@@ -79,6 +69,18 @@ export class ChunkTranslator {
   private usage: Record<string, unknown> | undefined
 
   constructor(private readonly context: StreamContext) {}
+
+  /** One SSE event: `[DONE]`, or a chunk's JSON. */
+  event(event: SseEvent, out: ChatEvent[]): void {
+    if (event.data === '[DONE]') return this.done(out)
+    let chunk: unknown
+    try {
+      chunk = JSON.parse(event.data)
+    } catch {
+      chunk = undefined
+    }
+    this.push(chunk, out)
+  }
 
   /** One parsed chunk (undefined when its JSON was malformed). */
   push(chunk: unknown, out: ChatEvent[]): void {

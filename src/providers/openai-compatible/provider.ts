@@ -2,11 +2,11 @@
 // speaks POST {base_url}/chat/completions with SSE streaming.
 
 import type { ProviderConfig } from '../../config/config'
-import { decodeSse } from '../../http/sse'
+import { SseDecoder, type SseEvent } from '../../http/sse'
 import type { ChatEvent } from '../../inference/canonical'
 import { UpstreamError, type Provider, type ProviderCall } from '../types'
 import { classifyStatus, type ErrorOrigin } from './errors'
-import { ChunkTranslator, fromUpstreamStream, type StreamContext } from './from-upstream-stream'
+import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 import { openUpstreamStream, type UpstreamStream } from './open-upstream-stream'
 import { toUpstream, UnsupportedPartError, type ChatCompletionsOptions } from './to-upstream'
 
@@ -69,15 +69,33 @@ export class OpenAICompatibleProvider implements Provider {
 /**
  * The streamed events. A failure of the byte stream becomes one in-band `error` event (mid-stream
  * failures never throw, ARCHITECTURE.md §8 step 7), except when the call's own signal aborted:
- * the caller left, so the iterator just ends.
+ * the caller left, so the iterator just ends. Each network chunk is decoded and translated in one
+ * synchronous step (SseDecoder, ChunkTranslator): this is the one async layer per stream.
  */
 async function* fromSse(upstream: UpstreamStream, signal: AbortSignal, context: StreamContext): AsyncGenerator<ChatEvent> {
+  const decoder = new SseDecoder()
+  const translator = new ChunkTranslator(context)
+  const sse: SseEvent[] = []
+  const out: ChatEvent[] = []
   try {
-    for await (const event of fromUpstreamStream(decodeSse(upstream.bytes), context)) {
-      if (signal.aborted) return
-      if (event.type === 'finish') upstream.complete()
-      yield event
+    for await (const bytes of upstream.bytes) {
+      decoder.push(bytes, sse)
+      for (const event of sse) {
+        translator.event(event, out)
+        if (translator.ended) break
+      }
+      sse.length = 0
+      // The protocol's end: the connection can go back to the pool (see UpstreamStream.complete).
+      if (translator.ended && out[out.length - 1]?.type === 'finish') upstream.complete()
+      for (const event of out) {
+        if (signal.aborted) return
+        yield event
+      }
+      out.length = 0
+      if (translator.ended) return
     }
+    translator.end(out)
+    for (const event of out) yield event
   } catch (error) {
     if (signal.aborted) return
     yield { type: 'error', error: asUpstreamError(error, context) }

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 
 // OpenAI Chat Completions request body (the fields the gateway understands). Unknown fields are
 // rejected, as OpenAI itself does ("Unrecognized request argument"), rather than silently dropped.
@@ -115,10 +116,10 @@ export const ChatCompletionsBody = t.Object(
     parallel_tool_calls: t.Optional(t.Boolean()),
     temperature: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 2 }), t.Null()])),
     top_p: t.Optional(t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()])),
-    max_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
-    max_completion_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
+    max_tokens: t.Optional(t.Union([JsonInteger({ minimum: 1 }), t.Null()])),
+    max_completion_tokens: t.Optional(t.Union([JsonInteger({ minimum: 1 }), t.Null()])),
     stop: t.Optional(t.Union([t.String(), t.Array(t.String(), { maxItems: 4 }), t.Null()])),
-    seed: t.Optional(t.Union([t.Integer(), t.Null()])),
+    seed: t.Optional(t.Union([JsonInteger(), t.Null()])),
     user: t.Optional(t.String({ maxLength: 256 })),
     response_format: t.Optional(ResponseFormat),
     reasoning_effort: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('minimal')])),
@@ -138,17 +139,20 @@ export const ChatCompletionsBody = t.Object(
 
 export type ChatCompletionsRequest = typeof ChatCompletionsBody.static
 
-/** The non-streamed reply (documented loosely: the official SDK's types are the reference). */
-export const ChatCompletionResponse = t.Object(
+/**
+ * The non-streamed reply (documented loosely: the official SDK's types are the reference).
+ * Documented only, not checked per reply (see documentedOnly).
+ */
+export const ChatCompletionResponse = documentedOnly(t.Object(
   {
     id: t.String(),
     object: t.Literal('chat.completion'),
-    created: t.Integer(),
+    created: JsonInteger(),
     model: t.String(),
-    choices: t.Array(t.Object({ index: t.Integer(), message: t.Record(t.String(), t.Unknown()), finish_reason: t.String() }, { additionalProperties: true })),
-    usage: t.Object({ prompt_tokens: t.Integer(), completion_tokens: t.Integer(), total_tokens: t.Integer() }, { additionalProperties: true }),
+    choices: t.Array(t.Object({ index: JsonInteger(), message: t.Record(t.String(), t.Unknown()), finish_reason: t.String() }, { additionalProperties: true })),
+    usage: t.Object({ prompt_tokens: JsonInteger(), completion_tokens: JsonInteger(), total_tokens: JsonInteger() }, { additionalProperties: true }),
   },
   {
     additionalProperties: true,
     description: 'A chat.completion object; with stream: true, text/event-stream chat.completion.chunk events ending in [DONE]' },
-)
+))

@@ -1,0 +1,91 @@
+/**
+ * A/B of the gateway's CPU time per request: two gateways (tree A and tree B, or one tree with
+ * two environments) behind the same instant mock upstream, driven alternately (A B B A A B…)
+ * with the same load, several rounds. On a loaded, shared machine throughput is noise, but CPU
+ * time per request of the gateway process (from /proc, all threads) stays comparable.
+ *
+ *   bun bench/http/ab.ts --a /tmp/base-tree [--b .] [--a-env K=V,K=V] [--b-env K=V] [--a-flags '--smol']
+ *                        [--scenario nonstream|stream] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
+ *
+ * Prints each run and the medians of CPU µs/request, requests/s and peak RSS per side.
+ */
+import { resolve } from 'node:path'
+import { measure, type Sample } from './drive'
+import { removeDir, startGateway, startUpstreams } from './targets'
+
+const argv = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const at = argv.indexOf(`--${name}`)
+  return at >= 0 && argv[at + 1] !== undefined ? argv[at + 1]! : fallback
+}
+const envOf = (text: string) => Object.fromEntries(text.split(',').filter(Boolean).map(pair => pair.split('=') as [string, string]))
+const root = resolve(import.meta.dir, '../..')
+const sides = {
+  A: { tree: resolve(option('a', root)), env: envOf(option('a-env', '')), flags: option('a-flags', '').split(' ').filter(Boolean) },
+  B: { tree: resolve(option('b', root)), env: envOf(option('b-env', '')), flags: option('b-flags', '').split(' ').filter(Boolean) },
+}
+const stream = option('scenario', 'nonstream') === 'stream'
+const conns = Number(option('conns', '32'))
+const seconds = Number(option('seconds', '5'))
+const rounds = Number(option('rounds', '6'))
+// --rate R: a paced load (Bun load generator) so both sides serve the same requests per second
+// whatever else the machine runs; without it, wrk as fast as possible.
+const rate = Number(option('rate', '0')) || undefined
+
+const upstreams = await startUpstreams()
+const gateways = { A: await startGateway(upstreams, sides.A), B: await startGateway(upstreams, sides.B) }
+const body = JSON.stringify({
+  model: 'bench-instant',
+  messages: [{ role: 'user', content: 'Say twenty words.' }],
+  max_tokens: 64,
+  ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+})
+const run = (side: 'A' | 'B', secs: number) =>
+  measure(gateways[side].dir, gateways[side].process.pid, {
+    url: `${gateways[side].process.url}/v1/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gateways[side].key}` },
+    body,
+    connections: conns,
+    seconds: secs,
+    rate,
+  }, rate === undefined ? undefined : false)
+
+const samples: Record<'A' | 'B', Sample[]> = { A: [], B: [] }
+try {
+  console.error(`A: ${JSON.stringify(sides.A)}\nB: ${JSON.stringify(sides.B)}\n${stream ? 'stream' : 'nonstream'}, ${conns} connections, ${seconds} s × ${rounds} rounds`)
+  // Warm-up: the JIT keeps compiling for several seconds under load (its threads took ~10-25% of
+  // the gateway's CPU in the first 10 s), then pools, caches and leases.
+  for (const side of ['A', 'B'] as const) await run(side, Number(option('warmup', '6')))
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? (['A', 'B'] as const) : (['B', 'A'] as const)
+    for (const side of order) {
+      const sample = await run(side, seconds)
+      samples[side].push(sample)
+      console.error(`round ${round + 1} ${side}: ${sample.cpu_us_per_request.toFixed(1)} µs/req  ${sample.rps.toFixed(0)} req/s  rss ${sample.peak_rss_mib} MiB${sample.errors ? `  ERRORS ${sample.errors}` : ''}`)
+    }
+  }
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b)
+    const middle = Math.floor(sorted.length / 2)
+    return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  }
+  const summary = Object.fromEntries(
+    (['A', 'B'] as const).map(side => [
+      side,
+      {
+        cpu_us_per_request: Math.round(median(samples[side].map(s => s.cpu_us_per_request)) * 10) / 10,
+        rps: Math.round(median(samples[side].map(s => s.rps))),
+        peak_rss_mib: Math.max(...samples[side].map(s => s.peak_rss_mib)),
+        errors: samples[side].reduce((sum, s) => sum + s.errors, 0),
+      },
+    ]),
+  )
+  const ratio = summary.B!.cpu_us_per_request / summary.A!.cpu_us_per_request
+  console.log(JSON.stringify({ ...summary, cpu_ratio_b_over_a: Math.round(ratio * 1000) / 1000 }))
+} finally {
+  for (const side of ['A', 'B'] as const) gateways[side].process.kill()
+  upstreams.instant.kill()
+  upstreams.paced.kill()
+  await Promise.all([gateways.A.exited, gateways.B.exited])
+  for (const side of ['A', 'B'] as const) removeDir(gateways[side].dir)
+}

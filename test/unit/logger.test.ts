@@ -1,0 +1,49 @@
+import { describe, expect, test } from 'bun:test'
+import { createLogger } from '../../src/observability/logger'
+
+function capture(level: 'debug' | 'info' | 'warn' | 'error' = 'info') {
+  const lines: string[] = []
+  return { lines, logger: createLogger(level, line => lines.push(line)), parsed: () => lines.map(line => JSON.parse(line)) }
+}
+
+describe('logger', () => {
+  test('one JSON object per line, fields after time, level and msg; undefined fields left out', () => {
+    const { lines, logger, parsed } = capture()
+    logger.info('chat', { request_id: 'req_1', outcome: 'ok', input_tokens: undefined, stream: false })
+    expect(lines).toHaveLength(1)
+    expect(lines[0]!.endsWith('}\n')).toBe(true)
+    const [record] = parsed()
+    expect(Object.keys(record)).toEqual(['time', 'level', 'msg', 'request_id', 'outcome', 'stream'])
+    expect(record).toMatchObject({ level: 'info', msg: 'chat', request_id: 'req_1', outcome: 'ok', stream: false })
+    expect(new Date(record.time).toISOString()).toBe(record.time)
+  })
+
+  test('bigints become decimal strings, at the top level and nested', () => {
+    const { logger, parsed } = capture()
+    logger.info('charged', { charged_nanos: 123456789012345678901234567890n, nested: { amount: -5n, list: [1n] } })
+    expect(parsed()[0]).toMatchObject({ charged_nanos: '123456789012345678901234567890', nested: { amount: '-5', list: ['1'] } })
+  })
+
+  test('credentials are cut to their prefix in the message and in every field', () => {
+    const { lines, logger } = capture()
+    const key = `z_sk_${'A'.repeat(43)}abcdef`
+    logger.warn(`bad header Bearer ${key}`, { header: `Bearer ${key}`, nested: { token: 'svc_cli_abc-DEF_123', other: 'svc_mcp_xyz' } })
+    expect(lines[0]).not.toContain('A'.repeat(43))
+    expect(lines[0]).not.toContain('abc-DEF_123')
+    expect(lines[0]).not.toContain('xyz')
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      msg: 'bad header Bearer z_sk_[redacted]',
+      header: 'Bearer z_sk_[redacted]',
+      nested: { token: 'svc_cli_[redacted]', other: 'svc_mcp_[redacted]' },
+    })
+  })
+
+  test('lines below the level are dropped', () => {
+    const { lines, logger } = capture('warn')
+    logger.debug('a')
+    logger.info('b')
+    logger.warn('c')
+    logger.error('d')
+    expect(lines.map(line => JSON.parse(line).msg)).toEqual(['c', 'd'])
+  })
+})
