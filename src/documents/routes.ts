@@ -5,7 +5,7 @@ import type { DocumentsConfig } from '../config/config'
 import { authMacro } from '../http/auth'
 import { KiB, MiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { ErrorResponse, JsonInteger } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Clock } from '../lib/clock'
@@ -20,7 +20,7 @@ const FRAMING_ALLOWANCE = 16 * KiB
 
 export const ParsedDocument = t.Object({
   text: t.String({ description: 'Extracted text. Sheets appear as "[Sheet: name]" then one tab-separated row per line; slides as "[Slide N]" in order; DOCX table rows one per line with cells tab-separated' }),
-  token_count: t.Integer({ minimum: 0, description: 'ceil(UTF-8 bytes of text / 4); independent of any model tokenizer' }),
+  token_count: JsonInteger({ minimum: 0, description: 'ceil(UTF-8 bytes of text / 4); independent of any model tokenizer' }),
   document_type: t.String({ description: 'Detected from the content, never from the file name: text, pdf, docx, pptx, xlsx or xls', examples: ['pdf'] }),
 })
 

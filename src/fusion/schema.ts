@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { JsonInteger } from '../http/openapi-schemas'
 import { ChatMessage } from '../inference/dialects/chat-completions/schema'
 
 // Wire schemas of POST /api/v1/chat/fusion (spec §2.3, §4.5). Unknown fields are rejected.
@@ -19,7 +20,7 @@ export const FusionBody = t.Object(
     }),
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, description: 'Applied to every participant (the judge keeps its default)' })),
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, description: 'Applied to every participant (the judge keeps its default)' })),
-    max_tokens: t.Optional(t.Integer({ minimum: 1, description: "Output cap of every participant; the judge's is this bounded by its own maximum" })),
+    max_tokens: t.Optional(JsonInteger({ minimum: 1, description: "Output cap of every participant; the judge's is this bounded by its own maximum" })),
     user: t.Optional(t.String({ maxLength: 256, description: "The caller's end-user id, for the gateway's abuse controls; never forwarded upstream" })),
     web_search: t.Optional(t.Boolean({ description: 'Hosted web search on every participant (the model must support it)' })),
     web_fetch: t.Optional(t.Boolean({ description: 'Hosted web fetch on every participant (the model must support it)' })),
@@ -56,9 +57,9 @@ export const FusionParticipant = t.Object({
   model: t.String({ description: 'Participant model id' }),
   output: t.String({ description: "The participant's answer (empty when it failed)" }),
   finish_reason: t.String({ description: 'stop, length, content_filter, or error when the participant failed' }),
-  latency_ms: t.Integer({ description: 'From the start of the participant call to its end, in milliseconds' }),
-  prompt_tokens: t.Integer({ description: 'Input usage (0 when it failed: a failed participant is not billed)' }),
-  tokens: t.Integer({ description: 'Output usage' }),
+  latency_ms: JsonInteger({ description: 'From the start of the participant call to its end, in milliseconds' }),
+  prompt_tokens: JsonInteger({ description: 'Input usage (0 when it failed: a failed participant is not billed)' }),
+  tokens: JsonInteger({ description: 'Output usage' }),
   error: t.Optional(t.String({ description: 'Present when the participant failed: what went wrong' })),
   error_code: t.Optional(
     t.String({ description: 'Present when the participant failed: a code of the error table (provider_error, rate_limited, insufficient_quota, invalid_request, unavailable…)' }),
@@ -70,15 +71,15 @@ export const FusionParticipant = t.Object({
 export const FusionResult = t.Object(
   {
     object: t.Literal('fusion.completion'),
-    created: t.Integer({ description: 'Unix time in seconds' }),
+    created: JsonInteger({ description: 'Unix time in seconds' }),
     status: t.Union([t.Literal('complete'), t.Literal('partial'), t.Literal('failed')], {
       description: 'complete: at least two participants and the synthesis succeeded; partial: only one participant succeeded, or the synthesis failed; failed: every participant failed',
     }),
     judge: t.String({ description: 'Model id that produced (or was to produce) the synthesis' }),
     models: t.Array(FusionParticipant, { description: 'One entry per participant, in request order' }),
     synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run)' }),
-    synthesis_prompt_tokens: t.Integer({ description: 'Synthesis input usage' }),
-    synthesis_tokens: t.Integer({ description: 'Synthesis output usage' }),
+    synthesis_prompt_tokens: JsonInteger({ description: 'Synthesis input usage' }),
+    synthesis_tokens: JsonInteger({ description: 'Synthesis output usage' }),
     synthesis_error: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     synthesis_error_code: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     judge_attestation: t.Optional(FusionAttestation),

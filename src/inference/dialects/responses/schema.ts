@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 
 // OpenAI Responses request body (the fields the gateway understands). Unknown fields are rejected,
 // as OpenAI itself does, rather than silently dropped. Item and tool types the gateway cannot
@@ -150,7 +151,7 @@ export const ResponsesBody = t.Object(
     tool_choice: t.Optional(ToolChoice),
     parallel_tool_calls: nullable(t.Boolean()),
     reasoning: nullable(t.Object({ effort: nullable(Effort), summary: Summary, generate_summary: Summary }, { additionalProperties: false })),
-    max_output_tokens: nullable(t.Integer({ minimum: 1 })),
+    max_output_tokens: nullable(JsonInteger({ minimum: 1 })),
     temperature: nullable(t.Number({ minimum: 0, maximum: 2 })),
     top_p: nullable(t.Number({ minimum: 0, maximum: 1 })),
     text: t.Optional(t.Object({ format: t.Optional(TextFormat), verbosity: nullable(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high')])) }, { additionalProperties: false })),
@@ -162,8 +163,8 @@ export const ResponsesBody = t.Object(
     prompt_cache_key: nullable(t.String({ maxLength: 1024 })),
     service_tier: nullable(t.String()),
     truncation: nullable(t.Union([t.Literal('auto'), t.Literal('disabled')])),
-    top_logprobs: nullable(t.Integer({ minimum: 0, maximum: 20 })),
-    max_tool_calls: nullable(t.Integer({ minimum: 1 })),
+    top_logprobs: nullable(JsonInteger({ minimum: 0, maximum: 20 })),
+    max_tool_calls: nullable(JsonInteger({ minimum: 1 })),
     // Not supported (nothing is stored): present so the refusal names them (decode.ts).
     store: nullable(t.Boolean()),
     previous_response_id: nullable(t.String()),
@@ -181,11 +182,11 @@ export const ResponsesBody = t.Object(
 export type ResponsesRequest = typeof ResponsesBody.static
 
 /** The non-streamed reply (documented loosely: the official SDK's types are the reference). */
-export const ResponseObject = t.Object(
+export const ResponseObject = documentedOnly(t.Object(
   {
     id: t.String(),
     object: t.Literal('response'),
-    created_at: t.Integer(),
+    created_at: JsonInteger(),
     status: t.String(),
     model: t.String(),
     output: t.Array(t.Record(t.String(), t.Unknown())),
@@ -197,4 +198,4 @@ export const ResponseObject = t.Object(
       'A `response` object; with stream: true, text/event-stream events from response.created to response.completed ' +
       '(or response.incomplete / response.failed), each with its sequence_number',
   },
-)
+))
