@@ -12,7 +12,7 @@ import { Catalog } from './catalog/catalog'
 import type { FusionDeps } from './fusion/service'
 import type { PipelineDeps } from './inference/pipeline'
 import { WorkerExtractorPool } from './documents/pool'
-import type { ExtractorPool } from './documents/types'
+import { ExtractionError, type ExtractorPool } from './documents/types'
 import { AnthropicProvider } from './providers/anthropic/provider'
 import { AttestedProvider } from './providers/attested/provider'
 import { DemoProvider } from './providers/demo/provider'
@@ -35,6 +35,7 @@ import { OrgService } from './orgs/service'
 import { AddressAllowance } from './web/address-policy'
 import { BraveBackend } from './web/brave'
 import { WebFetcher, type Transport } from './web/fetcher'
+import type { PdfReader } from './web/read-page'
 import { SystemResolver, type Resolver } from './web/resolver'
 import type { SearchBackend } from './web/search'
 import { SearxngBackend } from './web/searxng'
@@ -151,6 +152,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     allowance: new AddressAllowance(config.web.fetch.unsafeTestAllowCidrs),
     transport: overrides.webTransport,
     tlsCa: overrides.webTlsCa,
+    readPdf: pdfReader(extractor),
   })
   if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
@@ -184,6 +186,24 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       executor.close()
       database.close()
     },
+  }
+}
+
+/**
+ * Fetched PDF pages go through the extraction pool like uploads (never parsed on the event
+ * loop). The page is billed as one fetched page, not as a document parse.
+ */
+function pdfReader(extractor: ExtractorPool): PdfReader {
+  return async (bytes, signal) => {
+    try {
+      const extraction = await extractor.extract({ bytes, signal })
+      if (extraction.documentType !== 'pdf') return { ok: false, kind: 'rejected', message: 'the page is labelled application/pdf but is not a PDF' }
+      return { ok: true, text: extraction.text }
+    } catch (error) {
+      if (!(error instanceof ExtractionError)) throw error
+      // Unreadable documents are the page's problem; a busy or stopping pool is ours, outcome unknown to the caller.
+      return { ok: false, kind: error.reason === 'invalid' ? 'rejected' : 'failed', message: error.message }
+    }
   }
 }
 

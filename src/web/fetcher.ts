@@ -1,5 +1,5 @@
 import { addressProblem, AddressAllowance, dialableAddress } from './address-policy'
-import { readPage, type FetchedPage } from './read-page'
+import { readPage, type FetchedPage, type PdfReader } from './read-page'
 import type { Resolver } from './resolver'
 import { parseSafeUrl, type SafeUrl } from './url-guard'
 
@@ -37,7 +37,7 @@ export type PageResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'r
 export type Transport = (url: string, init: RequestInit & { tls?: { serverName?: string; ca?: string } }) => Promise<Response>
 
 const USER_AGENT = 'svc-gateway-fetch/1 (+request-local retrieval; no crawling)'
-const ACCEPT = 'text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.8,application/xml;q=0.8,text/*;q=0.7'
+const ACCEPT = 'text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.8,application/xml;q=0.8,application/pdf;q=0.7,text/*;q=0.7'
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
 /**
@@ -61,7 +61,7 @@ export class WebFetcher {
   constructor(
     private readonly resolver: Resolver,
     readonly limits: FetchLimits,
-    private readonly options: { allowance?: AddressAllowance; transport?: Transport; tlsCa?: string } = {},
+    private readonly options: { allowance?: AddressAllowance; transport?: Transport; tlsCa?: string; readPdf?: PdfReader } = {},
   ) {}
 
   /** Resolves a checked URL's host and checks every address; nothing is connected to. */
@@ -104,7 +104,7 @@ export class WebFetcher {
         } finally {
           clearTimeout(timer)
         }
-        if (!REDIRECTS.has(response.status)) return await readPage(first.url, target.url, response, this.limits, combined)
+        if (!REDIRECTS.has(response.status)) return await readPage(first.url, target.url, response, this.limits, combined, this.options.readPdf)
         await response.body?.cancel()
         const location = response.headers.get('location')
         if (location === null) return { ok: false, kind: 'failed', message: `${target.url} answered ${response.status} without a Location` }

@@ -11,13 +11,19 @@ export interface FetchedPage {
   lastUpdated: string | null
 }
 
-type Kind = 'html' | 'text'
+type Kind = 'html' | 'text' | 'pdf'
 
 /**
- * Text-like media types only. PDF waits for the document extraction pool; everything else
- * (images, archives, binaries, unlabelled bytes) is refused rather than guessed at.
+ * PDF text through the document extraction pool (src/documents/): the page's bytes never touch
+ * the event loop's parser. Resolves to the text, or rejects with a message a person understands.
  */
-function kindOf(mediaType: string): Kind | 'pdf' | null {
+export type PdfReader = (bytes: Uint8Array, signal: AbortSignal) => Promise<{ ok: true; text: string } | { ok: false; kind: 'rejected' | 'failed'; message: string }>
+
+/**
+ * Text-like media types, and PDF when a PdfReader is wired; everything else (images, archives,
+ * binaries, unlabelled bytes) is refused rather than guessed at.
+ */
+function kindOf(mediaType: string): Kind | null {
   if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') return 'html'
   if (mediaType === 'application/pdf') return 'pdf'
   if (mediaType === 'application/json' || mediaType.endsWith('+json')) return 'text'
@@ -35,6 +41,7 @@ export async function readPage(
   response: Response,
   limits: { maxBytes: number; maxContentChars: number },
   signal: AbortSignal,
+  readPdf?: PdfReader,
 ): Promise<ReadResult> {
   if (response.status < 200 || response.status > 299) {
     await response.body?.cancel()
@@ -43,17 +50,24 @@ export async function readPage(
   const contentType = response.headers.get('content-type') ?? ''
   const mediaType = contentType.split(';')[0]!.trim().toLowerCase()
   const kind = kindOf(mediaType)
-  if (kind === null || kind === 'pdf') {
+  if (kind === null || (kind === 'pdf' && readPdf === undefined)) {
     await response.body?.cancel()
-    const why = kind === 'pdf' ? 'PDF documents are not fetched yet (document extraction is not part of this build)'
+    const why = kind === 'pdf' ? 'PDF documents are not read by this gateway (no document extraction pool)'
       : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
-    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON and XML pages are fetched` }
+    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, XML and PDF pages are fetched` }
   }
   const bytes = await readCapped(response, limits.maxBytes, signal)
-  const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
-  const text = decode(bytes, charset)
   const headerDate = response.headers.get('last-modified')
   const fallbackTitle = final.replace(/^https?:\/\//, '').slice(0, 200)
+  if (kind === 'pdf') {
+    // A PDF cut at the byte cap cannot be read (its cross-reference table is at the end): refuse it whole.
+    if (bytes.byteLength >= limits.maxBytes) return { ok: false, kind: 'rejected', message: `${final}: the PDF is larger than the ${limits.maxBytes}-byte page limit` }
+    const read = await readPdf!(bytes, signal)
+    if (!read.ok) return { ok: false, kind: read.kind, message: `${final}: ${read.message}` }
+    return { ok: true, page: { title: fallbackTitle, url: requested, content: clean(read.text).slice(0, limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null } }
+  }
+  const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
+  const text = decode(bytes, charset)
   if (kind === 'html') {
     const page = htmlToText(text, limits.maxContentChars)
     return {

@@ -281,7 +281,6 @@ describe('caps and content types', () => {
 
   test.each([
     ['an image', 'image/png'],
-    ['a PDF (until document extraction lands)', 'application/pdf'],
     ['an archive', 'application/zip'],
     ['no content type', ''],
     ['JavaScript', 'text/javascript'],
@@ -290,7 +289,30 @@ describe('caps and content types', () => {
     const site = serve(() => new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), { headers: type ? { 'content-type': type } : {} }))
     resolver.set('files.acme-web.com', ['127.0.0.1'])
     const response = await fetchUrls(key, [`http://files.acme-web.com:${site.port}/x`])
-    await expectRefused(response, orgId, 'only HTML, plain text, JSON and XML')
+    await expectRefused(response, orgId, 'only HTML, plain text, JSON, XML and PDF')
+  })
+
+  test('a PDF page is read through the document extraction pool and billed as one page', async () => {
+    const { orgId, key } = await setup()
+    const pdf = await Bun.file(new URL('../fixtures/documents/report.pdf', import.meta.url)).bytes()
+    const site = serve(() => new Response(pdf, { headers: { 'content-type': 'application/pdf', 'last-modified': 'Tue, 03 Nov 2026 10:00:00 GMT' } }))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/report.pdf`])
+    expect(response.status).toBe(200)
+    const [result] = (await json(response)).results
+    expect(result.content).toContain('Quarterly report — Zürich office')
+    expect(result.last_updated).toBe('2026-11-03T10:00:00.000Z')
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
+  test('bytes labelled application/pdf that are not a readable PDF are refused, and not billed', async () => {
+    const { orgId, key } = await setup()
+    const site = serve(() => new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), { headers: { 'content-type': 'application/pdf' } }))
+    resolver.set('fake.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://fake.acme-web.com:${site.port}/x.pdf`])
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.message).toContain('fake.acme-web.com')
+    expect(await spent(orgId)).toBe(0n)
   })
 
   test('an upstream error status is a 502; with another page retrieved, that page alone is billed', async () => {
