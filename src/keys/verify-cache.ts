@@ -39,6 +39,31 @@ export class VerifyCache {
     this.entries.set(hash, { result, fetchedAtMs: nowMs })
   }
 
+  /**
+   * The verification of `hash`: cached (unless `fresh`: admin routes read the current row and
+   * role), else `load()`'s result, cached. Expiry is applied on every call, after the cache, so
+   * a cached principal stops working the moment it expires.
+   */
+  async resolve(hash: string, nowMs: number, fresh: boolean, load: () => Promise<VerifyResult>): Promise<VerifyResult> {
+    let result = fresh ? undefined : this.get(hash, nowMs)
+    if (result === undefined) {
+      result = await load()
+      this.set(hash, result, nowMs)
+    }
+    if (result.ok && result.principal.expiresAtMs !== null && result.principal.expiresAtMs <= nowMs) return { ok: false, reason: 'expired' }
+    return result
+  }
+
+  /** Drops cached results of one credential: an API key by its id, an OAuth grant by its id (principal.keyId). */
+  evictKey(keyId: string): void {
+    this.evictWhere(result => result.ok && result.principal.keyId === keyId)
+  }
+
+  /** Drops cached results of every credential of a user (role change). */
+  evictUser(userId: string): void {
+    this.evictWhere(result => result.ok && result.principal.userId === userId)
+  }
+
   /** Drops every entry for which `match` holds (revocation, role change: rare, so a scan is fine). */
   evictWhere(match: (result: VerifyResult) => boolean): void {
     for (const [hash, entry] of this.entries) if (match(entry.result)) this.entries.delete(hash)
