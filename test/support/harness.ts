@@ -74,6 +74,22 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
   }
 }
 
+/**
+ * An organization on `planId` (default pay-as-you-go: no allowance, so every charge shows in the
+ * prepaid balance) with a key for its owner (not admin unless asked) and `credit` nanos prepaid.
+ */
+export async function createPlanOrg(
+  t: Pick<TestApp, 'deps'>,
+  options: { name?: string; planId?: string; credit?: bigint; keyName?: string; admin?: boolean } = {},
+): Promise<{ orgId: string; ownerUserId: string; key: string }> {
+  const name = options.name ?? 'payg'
+  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name, planId: options.planId ?? 'payg', ownerEmail: `${name}-${Bun.randomUUIDv7()}@example.test` })
+  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: options.keyName ?? 'k', admin: options.admin ?? false, expiresAtMs: null, spendCap: null })
+  const credit = options.credit ?? 1_000_000_000n
+  if (credit > 0n) await t.deps.ledger.topUp({ orgId: org.id, amount: credit })
+  return { orgId: org.id, ownerUserId, key: secret }
+}
+
 /** Reads a JSON body (typed loosely: tests assert on it). */
 export async function json(response: Response): Promise<any> {
   return response.json()
