@@ -2,6 +2,12 @@ import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
 import { buildTestApp, type TestApp } from './harness'
 
+/** The proof formats the simulated backends speak (TEE-PROTOCOL.md). */
+export const NEAR_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
+export const NEAR_V1 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v1'
+export const PHALA_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'
+export const PHALA_V1 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1'
+
 export interface TeeBackendSpec {
   id: string
   proofFormat: string
@@ -11,6 +17,8 @@ export interface TeeBackendSpec {
 
 export interface TeeGateway extends TestApp {
   sims: Record<string, SimTeeBackend>
+  /** Serves the app on 127.0.0.1:0 (once; stopAll stops it) and returns its base URL, for SDK clients. */
+  listen(): string
   stopAll(): Promise<void>
 }
 
@@ -65,10 +73,16 @@ limits:
   inference: { key: { burst: 100000, per_second: 1000 }, org: { burst: 100000, per_second: 1000 } }
 `
   const t = await buildTestApp(env, loadConfig(env, () => yaml), { logger: options.logger })
+  let server: ReturnType<typeof Bun.serve> | undefined
   return {
     ...t,
     sims,
+    listen() {
+      server ??= Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+      return `http://127.0.0.1:${server.port}`
+    },
     async stopAll() {
+      await server?.stop(true)
       await t.close()
       await Promise.all(Object.values(sims).map(sim => sim.stop()))
     },
