@@ -60,11 +60,9 @@ prices: { web_fetch: "0.002", web_search: "0.005" }
   const { transport, egress } = loggingTransport()
   const t: TestApp = await buildTestApp(env, loadConfig(env, () => yaml), { resolver, webTransport: transport })
   stops.push(() => t.close())
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  stops.push(() => server.stop(true))
   const { orgId, key: secret } = await createPlanOrg(t, { name: 'web', credit: CREDIT })
   resolver.set('news.acme-web.com', ['127.0.0.1'])
-  const base = `http://127.0.0.1:${server.port}`
+  const base = t.listen()
   return {
     upstreams: { openai, anthropic },
     pages,

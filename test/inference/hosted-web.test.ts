@@ -32,8 +32,6 @@ async function setup(contextLength?: number) {
   const searxng = searxngServer()
   stops.push(searxng.stop)
   ;({ t, resolver, egress } = await buildWebApp({ search: searxng.config, contextLength }))
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  stops.push(() => server.stop(true))
   const { orgId, key: secret } = await createPlanOrg(t, { name: 'chat', credit: CREDIT })
   const pages = pageServer((_, url) =>
     url.pathname === '/long'
@@ -44,7 +42,7 @@ async function setup(contextLength?: number) {
   )
   stops.push(pages.stop)
   resolver.set('news.acme-web.com', ['127.0.0.1'])
-  const client = new OpenAI({ apiKey: secret, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  const client = new OpenAI({ apiKey: secret, baseURL: `${t.listen()}/v1`, maxRetries: 0 })
   const spent = async () => CREDIT - (await t.deps.balance(orgId)).prepaidNanos
   return { client, spent, orgId, pages, site: `http://news.acme-web.com:${pages.port}` }
 }

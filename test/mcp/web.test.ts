@@ -36,8 +36,7 @@ async function setup(options: { search?: boolean } = {}) {
   stops.push(searxng.stop)
   const built = await buildWebApp({ search: options.search === false ? undefined : searxng.config, models: MODELS })
   t = built.t
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  stops.push(() => server.stop(true))
+  const base = t.listen()
   const pages = pageServer((_, url) =>
     url.pathname === '/broken'
       ? new Response('no', { status: 500, headers: { 'content-type': 'text/plain' } })
@@ -52,7 +51,7 @@ async function setup(options: { search?: boolean } = {}) {
   const connect = async (apiKey: string) => {
     const token = (await codeFlowTokens(t, apiKey)).access_token
     const client = new Client({ name: 'svc-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
     stops.push(() => void client.close())
     return client
   }

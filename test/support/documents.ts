@@ -39,15 +39,13 @@ export async function startDocumentsGateway(models: string[]): Promise<Documents
   ].join('\n')
   const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-up' }
   const t = await buildTestApp(env, loadConfig(env, () => yaml))
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
   const org = await t.createOrg('acme', 10_000_000_000n)
   return {
-    t, openai, anthropic, baseUrl: `http://127.0.0.1:${server.port}`, orgId: org.orgId, key: org.adminKey,
+    t, openai, anthropic, baseUrl: t.listen(), orgId: org.orgId, key: org.adminKey,
     async close() {
-      server.stop(true)
+      await t.close()
       await openai.close()
       await anthropic.close()
-      await t.close()
     },
   }
 }

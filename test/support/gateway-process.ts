@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config/load'
 import { migrateDatabase } from '../../src/db/client'
 import { createDeps, type Deps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
+import { runProcess } from './cli'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const CLI = join(ROOT, 'src', 'cli.ts')
@@ -87,7 +88,5 @@ export async function seedOrg(env: Record<string, string>, credit: bigint): Prom
 
 /** Runs `svc <args>` to completion; returns its exit code and output. */
 export async function runSvc(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = Bun.spawn([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, SVC_BOOTSTRAP: '0', ...env }, stdout: 'pipe', stderr: 'pipe' })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-  return { code, stdout, stderr }
+  return runProcess([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, SVC_BOOTSTRAP: '0', ...env } })
 }

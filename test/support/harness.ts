@@ -17,6 +17,8 @@ export interface TestApp {
   createOrg(name?: string, credit?: bigint): Promise<TestOrg>
   /** A user with `role` in `org` and a key for them. */
   createMember(org: TestOrg, role: Role, options?: { admin?: boolean }): Promise<{ userId: string; key: string; keyId: string }>
+  /** Serves the app on 127.0.0.1:0 (once; close() stops it) and returns its base URL, for SDK clients and CLIs. */
+  listen(): string
   close(): Promise<void>
 }
 
@@ -58,19 +60,27 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
     return { userId, key: secret, keyId: key.id }
   }
 
+  let server: ReturnType<typeof Bun.serve> | undefined
   return {
     app,
     deps,
     clock,
     request,
     createMember,
+    listen() {
+      server ??= Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: app.fetch })
+      return `http://127.0.0.1:${server.port}`
+    },
     async createOrg(name = 'acme', credit = 10_000_000_000n) {
       const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail: `owner${++emailCounter}@example.test` })
       const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
       if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
       return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
     },
-    close: () => deps.close(),
+    async close() {
+      await server?.stop(true)
+      await deps.close()
+    },
   }
 }
 

@@ -17,8 +17,6 @@ export interface TeeBackendSpec {
 
 export interface TeeGateway extends TestApp {
   sims: Record<string, SimTeeBackend>
-  /** Serves the app on 127.0.0.1:0 (once; stopAll stops it) and returns its base URL, for SDK clients. */
-  listen(): string
   stopAll(): Promise<void>
 }
 
@@ -73,16 +71,10 @@ limits:
   inference: { key: { burst: 100000, per_second: 1000 }, org: { burst: 100000, per_second: 1000 } }
 `
   const t = await buildTestApp(env, loadConfig(env, () => yaml), { logger: options.logger })
-  let server: ReturnType<typeof Bun.serve> | undefined
   return {
     ...t,
     sims,
-    listen() {
-      server ??= Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-      return `http://127.0.0.1:${server.port}`
-    },
     async stopAll() {
-      await server?.stop(true)
       await t.close()
       await Promise.all(Object.values(sims).map(sim => sim.stop()))
     },
