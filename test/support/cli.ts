@@ -11,3 +11,22 @@ export async function runProcess(cmd: string[], options: { env: Record<string, s
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   return { code, stdout, stderr }
 }
+
+/** runCli with its io captured and process.stdout too (commands that stream an answer write it there). */
+export async function runCliCaptured(argv: string[], env: Record<string, string>) {
+  // Imported here, not at the top: runProcess users (the ops tests) need not load the CLI.
+  const { runCli } = await import('../../src/cli')
+  const { io, out, err } = captureIo()
+  const stdout: string[] = []
+  const write = process.stdout.write
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
+    return true
+  }) as typeof process.stdout.write
+  try {
+    const code = await runCli(argv, env, io)
+    return { code, stdout: stdout.join(''), err, out }
+  } finally {
+    process.stdout.write = write
+  }
+}

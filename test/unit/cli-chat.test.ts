@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/load'
 import { chat } from '../../src/operator/chat'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { captureIo as capture, runProcess } from '../support/cli'
+import { captureIo as capture, runCliCaptured, runProcess } from '../support/cli'
 import { buildTestApp, type TestApp } from '../support/harness'
 
 // `svc chat`: one streamed answer through a running gateway (here: the embedded default, i.e.
@@ -39,21 +39,9 @@ describe('svc chat', () => {
 
   test('runCli chat exits 0; a bad key exits 1 with the 401 message; a missing model is a usage error', async () => {
     // runCli's chat writes the answer to process.stdout: capture it for the duration of the call.
-    const ok = capture()
-    const stdout: string[] = []
-    const write = process.stdout.write
-    process.stdout.write = ((chunk: string | Uint8Array) => {
-      stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
-      return true
-    }) as typeof process.stdout.write
-    let code: number
-    try {
-      code = await runCli(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env, ok.io)
-    } finally {
-      process.stdout.write = write
-    }
-    expect(code).toBe(0)
-    expect(stdout.join('')).toBe('Hello from the demo model. You said: hello\n')
+    const ok = await runCliCaptured(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env)
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toBe('Hello from the demo model. You said: hello\n')
     expect(ok.err).toEqual(['[2 input tokens, 8 output tokens]'])
 
     const malformed = capture()

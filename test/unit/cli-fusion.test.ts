@@ -3,10 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { switchPlan } from '../../src/billing/plan-switch'
-import { runCli } from '../../src/cli'
 import { loadConfig } from '../../src/config/load'
 import { fusion } from '../../src/operator/fusion'
-import { captureIo as capture, runProcess } from '../support/cli'
+import { captureIo as capture, runCliCaptured, runProcess } from '../support/cli'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
 import { answer, buildFusionHarness } from '../fusion/support'
@@ -38,22 +37,7 @@ async function fusionCharges(): Promise<number> {
   return Number(rows.rows[0]!.n)
 }
 
-/** runCli with process.stdout captured (the command streams the synthesis there). */
-async function runCaptured(argv: string[], runEnv: Record<string, string> = env) {
-  const { io, out, err } = capture()
-  const stdout: string[] = []
-  const write = process.stdout.write
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
-    return true
-  }) as typeof process.stdout.write
-  try {
-    const code = await runCli(argv, runEnv, io)
-    return { code, stdout: stdout.join(''), err, out }
-  } finally {
-    process.stdout.write = write
-  }
-}
+const runCaptured = (argv: string[], runEnv: Record<string, string> = env) => runCliCaptured(argv, runEnv)
 
 describe('svc fusion', () => {
   test('streams the synthesis to stdout, each participant status and a summary to stderr; a repeated --request-id bills nothing twice', async () => {
