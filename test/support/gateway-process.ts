@@ -1,6 +1,8 @@
 // The real gateway as a child process (`bun src/cli.ts serve`) on a local database file, for the
 // operations tests (test/ops/): graceful shutdown, SIGKILL crash rounds, several instances on one
 // database. The child's log lines (JSON on stdout) are collected; `listening` gives its ports.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config/load'
 import { migrateDatabase } from '../../src/db/client'
@@ -10,6 +12,29 @@ import { runProcess } from './cli'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const CLI = join(ROOT, 'src', 'cli.ts')
+
+/** A temporary directory with a gateway config and a database file, and the env that points a gateway process (or openDeps) at them. */
+export interface GatewayWorkspace {
+  directory: string
+  env: Record<string, string>
+  remove(): void
+}
+
+/**
+ * Writes `yaml` to a fresh temporary directory (named after `prefix`) and returns the env for a
+ * gateway on it: the config, a database file beside it, UP_KEY for the upstream the config names,
+ * plus `extraEnv` (e.g. SVC_INSTANCE_ID).
+ */
+export function gatewayWorkspace(prefix: string, yaml: string, extraEnv: Record<string, string> = {}): GatewayWorkspace {
+  const directory = mkdtempSync(join(tmpdir(), prefix))
+  const configPath = join(directory, 'config.yaml')
+  writeFileSync(configPath, yaml)
+  return {
+    directory,
+    env: { DATABASE_URL: `file:${join(directory, 'svc.db')}`, SVC_CONFIG: configPath, UP_KEY: 'sk-up-0123456789', ...extraEnv },
+    remove: () => rmSync(directory, { recursive: true, force: true }),
+  }
+}
 
 /** A running gateway process. */
 export interface GatewayProcess {
