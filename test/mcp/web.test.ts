@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { buildWebApp, type Egress, pageServer, searxngServer, storyPage } from '../support/fake-web'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
+import { connectMcp } from '../support/mcp'
 
 // svc.web_search, svc.web_fetch and svc.chat_fusion's web defaults through the official SDK
 // client, against a fake SearXNG and a local page server reached through the scripted resolver
@@ -50,8 +49,7 @@ async function setup(options: { search?: boolean } = {}) {
   }
   const connect = async (apiKey: string) => {
     const token = (await codeFlowTokens(t, apiKey)).access_token
-    const client = new Client({ name: 'svc-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
+    const client = await connectMcp(base, token)
     stops.push(() => void client.close())
     return client
   }

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { json } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
 import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { connectMcp } from '../support/mcp'
 
 // Encrypted exists only on POST /v1/chat/completions (spec §4.10, issue 8 point 5). Every other
 // inference surface refuses an `:encrypted` model and the svc-encrypted headers with 400, on a
@@ -87,9 +87,7 @@ describe('Encrypted refused outside /v1/chat/completions', () => {
 describe('MCP svc.chat', () => {
   async function connect(headers: Record<string, string> = {}): Promise<Client> {
     const token = (await codeFlowTokens(t, key)).access_token
-    const client = new Client({ name: 'svc-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } } }))
-    return client
+    return connectMcp(baseUrl, token, headers)
   }
   const text = (result: Record<string, unknown>) => (result.content as Array<{ text: string }>)[0]!.text
 
