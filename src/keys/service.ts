@@ -119,7 +119,9 @@ export class KeyService {
   async verify(secret: string, fresh = false): Promise<VerifyResult> {
     const hash = hashSecret(secret)
     const now = this.clock.now()
-    const result = await this.cache.resolve(hash, now, fresh, () => this.load(hash, now))
+    const resolved = this.cache.resolve(hash, now, fresh, () => this.load(hash, now))
+    // A cache hit is a plain value: no await (and no microtask) on the hot path.
+    const result = resolved instanceof Promise ? await resolved : resolved
     if (result.ok) this.touch(result.principal.keyId, now)
     return result
   }

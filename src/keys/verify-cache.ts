@@ -5,6 +5,11 @@ interface Entry {
   fetchedAtMs: number
 }
 
+function unexpired(result: VerifyResult, nowMs: number): VerifyResult {
+  if (result.ok && result.principal.expiresAtMs !== null && result.principal.expiresAtMs <= nowMs) return { ok: false, reason: 'expired' }
+  return result
+}
+
 /**
  * secret hash → verification result, so the auth path does not read the database on every
  * request. Entries live `ttlMs` (the bound on how stale another process's revocation or
@@ -42,16 +47,16 @@ export class VerifyCache {
   /**
    * The verification of `hash`: cached (unless `fresh`: admin routes read the current row and
    * role), else `load()`'s result, cached. Expiry is applied on every call, after the cache, so
-   * a cached principal stops working the moment it expires.
+   * a cached principal stops working the moment it expires. A hit is returned as is, not as a
+   * promise: the auth step awaits nothing on its hot path.
    */
-  async resolve(hash: string, nowMs: number, fresh: boolean, load: () => Promise<VerifyResult>): Promise<VerifyResult> {
-    let result = fresh ? undefined : this.get(hash, nowMs)
-    if (result === undefined) {
-      result = await load()
+  resolve(hash: string, nowMs: number, fresh: boolean, load: () => Promise<VerifyResult>): VerifyResult | Promise<VerifyResult> {
+    const hit = fresh ? undefined : this.get(hash, nowMs)
+    if (hit !== undefined) return unexpired(hit, nowMs)
+    return load().then(result => {
       this.set(hash, result, nowMs)
-    }
-    if (result.ok && result.principal.expiresAtMs !== null && result.principal.expiresAtMs <= nowMs) return { ok: false, reason: 'expired' }
-    return result
+      return unexpired(result, nowMs)
+    })
   }
 
   /** Drops cached results of one credential: an API key by its id, an OAuth grant by its id (principal.keyId). */
