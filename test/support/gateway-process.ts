@@ -9,6 +9,7 @@ import { migrateDatabase } from '../../src/db/client'
 import { createDeps, type Deps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
 import { runProcess } from './cli'
+import { seedAdminOrg } from './harness'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const CLI = join(ROOT, 'src', 'cli.ts')
@@ -102,10 +103,8 @@ export async function openDeps(env: Record<string, string>, instanceId = 'test-i
 export async function seedOrg(env: Record<string, string>, credit: bigint): Promise<{ orgId: string; key: string; keyId: string; userId: string }> {
   const deps = await openDeps(env, 'seed')
   try {
-    const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'ops', planId: deps.config.defaultPlanId })
-    const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-    if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
-    return { orgId: org.id, key: secret, keyId: key.id, userId: ownerUserId }
+    const org = await seedAdminOrg(deps, 'ops', credit)
+    return { orgId: org.orgId, key: org.adminKey, keyId: org.adminKeyId, userId: org.ownerUserId }
   } finally {
     await deps.close()
   }

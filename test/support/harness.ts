@@ -71,17 +71,23 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
       server ??= Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: app.fetch })
       return `http://127.0.0.1:${server.port}`
     },
-    async createOrg(name = 'acme', credit = 10_000_000_000n) {
-      const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail: `owner${++emailCounter}@example.test` })
-      const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-      if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
-      return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
-    },
+    createOrg: (name = 'acme', credit = 10_000_000_000n) => seedAdminOrg(deps, name, credit, `owner${++emailCounter}@example.test`),
     async close() {
       await server?.stop(true)
       await deps.close()
     },
   }
+}
+
+/**
+ * An organization on the default plan with an owner, an admin key and `credit` nanos prepaid, on
+ * any deps: a test app's (TestApp.createOrg) or ones a test built itself.
+ */
+export async function seedAdminOrg(deps: Deps, name: string, credit: bigint, ownerEmail?: string): Promise<TestOrg> {
+  const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail })
+  const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
+  if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
+  return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
 }
 
 /**
