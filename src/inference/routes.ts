@@ -3,6 +3,7 @@ import type { ModelRoute } from '../catalog/types'
 import { authMacro } from '../http/auth'
 import { MiB, rawBodyOf } from '../http/body-limit'
 import { requestIdOf } from '../http/request-context'
+import type { Principal } from '../keys/principal'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
 import { decodeChatCompletions } from './dialects/chat-completions/decode'
@@ -53,6 +54,17 @@ function refuseEncryptedOn(where: string, request: Request, model: string): void
 const encryptedBodies = new WeakMap<Request, unknown>()
 const PLACEHOLDER = Object.freeze({ model: 'encrypted', messages: [{ role: 'user', content: '' }] })
 
+/**
+ * What every inference route passes to the pipeline (or the Encrypted relay) about the HTTP
+ * request alike: who calls, the request id, the request itself (its abort signal), and how to
+ * lift Bun's idle timeout once a long stream starts.
+ */
+// (Handlers destructure their context rather than pass it whole: Elysia infers from the
+// parameter which parts of the context to build per request.)
+function httpCall({ principal, request, set, server }: { principal: Principal; request: Request; set: { headers: Record<string, unknown> }; server: { timeout(request: Request, seconds: number): void } | null }) {
+  return { principal, requestId: requestIdOf(set), httpRequest: request, disableIdleTimeout: () => server?.timeout(request, 0) }
+}
+
 /** The Responses encoder of one request: its response object repeats the request's settings. */
 function responsesEncoder(body: typeof ResponsesBody.static): DialectEncoder {
   const echo = echoOf(body)
@@ -73,28 +85,23 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
     .post(
       '/chat/completions',
       async ({ body, principal, request, set, server }) => {
+        const http = httpCall({ principal, request, set, server })
         if (encryptedBodies.has(request)) {
           if (encrypted === undefined) throw new ApiError('invalid_request', 'Encrypted chat is not configured on this gateway')
           return relayEncryptedChat(encrypted, {
-            principal,
+            ...http,
             body: encryptedBodies.get(request),
             rawBody: rawBodyOf(request) ?? new Uint8Array(0),
-            requestId: requestIdOf(set),
-            httpRequest: request,
-            disableIdleTimeout: () => server?.timeout(request, 0),
           }) as unknown as typeof ChatCompletionResponse.static
         }
         const chat = decodeChatCompletions(body, catalog.resolve(body.model))
         // A JSON chat.completion, or a streaming Response (which Elysia passes through untouched).
         const reply = await runChat(pipeline, {
-          principal,
+          ...http,
           request: chat,
-          requestId: requestIdOf(set),
           encoder: chatCompletions,
           includeUsage: body.stream_options?.include_usage === true,
           uncensored: body.uncensored,
-          httpRequest: request,
-          disableIdleTimeout: () => server?.timeout(request, 0),
         })
         return reply as typeof ChatCompletionResponse.static
       },
@@ -130,15 +137,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         set.headers['request-id'] = requestIdOf(set)
         refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
-        const reply = await runChat(pipeline, {
-          principal,
-          request: chat,
-          requestId: requestIdOf(set),
-          encoder: messages,
-          includeUsage: true,
-          httpRequest: request,
-          disableIdleTimeout: () => server?.timeout(request, 0),
-        })
+        const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true })
         return reply as typeof MessageResponse.static
       },
       {
@@ -192,16 +191,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         try {
           refuseEncryptedOn('POST /v1/responses', request, body.model)
           const chat = decodeResponses(body, catalog.resolve(body.model))
-          const reply = await runChat(pipeline, {
-            principal,
-            request: chat,
-            requestId: requestIdOf(set),
-            encoder: responsesEncoder(body),
-            includeUsage: true,
-            uncensored: body.uncensored,
-            httpRequest: request,
-            disableIdleTimeout: () => server?.timeout(request, 0),
-          })
+          const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: responsesEncoder(body), includeUsage: true, uncensored: body.uncensored })
           return reply as typeof ResponseObject.static
         } catch (error) {
           throw renameParam(error)

@@ -119,15 +119,10 @@ export class KeyService {
   async verify(secret: string, fresh = false): Promise<VerifyResult> {
     const hash = hashSecret(secret)
     const now = this.clock.now()
-    let result = fresh ? undefined : this.cache.get(hash, now)
-    if (result === undefined) {
-      result = await this.load(hash, now)
-      this.cache.set(hash, result, now)
-    }
-    if (!result.ok) return result
-    const { principal } = result
-    if (principal.expiresAtMs !== null && principal.expiresAtMs <= now) return { ok: false, reason: 'expired' }
-    this.touch(principal.keyId, now)
+    const resolved = this.cache.resolve(hash, now, fresh, () => this.load(hash, now))
+    // A cache hit is a plain value: no await (and no microtask) on the hot path.
+    const result = resolved instanceof Promise ? await resolved : resolved
+    if (result.ok) this.touch(result.principal.keyId, now)
     return result
   }
 
@@ -146,12 +141,12 @@ export class KeyService {
 
   /** Drops cached results for a key (revocation, cap exhaustion). */
   evictKey(keyId: string): void {
-    this.cache.evictWhere(result => result.ok && result.principal.keyId === keyId)
+    this.cache.evictKey(keyId)
   }
 
   /** Drops cached results for a user's keys (role change). */
   evictUser(userId: string): void {
-    this.cache.evictWhere(result => result.ok && result.principal.userId === userId)
+    this.cache.evictUser(userId)
   }
 
   /** Resolves when background last-used writes issued so far have finished (tests, shutdown). */

@@ -5,6 +5,11 @@ interface Entry {
   fetchedAtMs: number
 }
 
+function unexpired(result: VerifyResult, nowMs: number): VerifyResult {
+  if (result.ok && result.principal.expiresAtMs !== null && result.principal.expiresAtMs <= nowMs) return { ok: false, reason: 'expired' }
+  return result
+}
+
 /**
  * secret hash → verification result, so the auth path does not read the database on every
  * request. Entries live `ttlMs` (the bound on how stale another process's revocation or
@@ -37,6 +42,31 @@ export class VerifyCache {
       if (oldest !== undefined) this.entries.delete(oldest)
     }
     this.entries.set(hash, { result, fetchedAtMs: nowMs })
+  }
+
+  /**
+   * The verification of `hash`: cached (unless `fresh`: admin routes read the current row and
+   * role), else `load()`'s result, cached. Expiry is applied on every call, after the cache, so
+   * a cached principal stops working the moment it expires. A hit is returned as is, not as a
+   * promise: the auth step awaits nothing on its hot path.
+   */
+  resolve(hash: string, nowMs: number, fresh: boolean, load: () => Promise<VerifyResult>): VerifyResult | Promise<VerifyResult> {
+    const hit = fresh ? undefined : this.get(hash, nowMs)
+    if (hit !== undefined) return unexpired(hit, nowMs)
+    return load().then(result => {
+      this.set(hash, result, nowMs)
+      return unexpired(result, nowMs)
+    })
+  }
+
+  /** Drops cached results of one credential: an API key by its id, an OAuth grant by its id (principal.keyId). */
+  evictKey(keyId: string): void {
+    this.evictWhere(result => result.ok && result.principal.keyId === keyId)
+  }
+
+  /** Drops cached results of every credential of a user (role change). */
+  evictUser(userId: string): void {
+    this.evictWhere(result => result.ok && result.principal.userId === userId)
   }
 
   /** Drops every entry for which `match` holds (revocation, role change: rare, so a scan is fine). */

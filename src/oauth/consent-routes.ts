@@ -5,6 +5,7 @@ import type { Principal } from '../keys/principal'
 import { matchRedirectUri, type OAuthClient } from './clients'
 import { isValidChallenge } from './codes'
 import { OAuthError } from './errors'
+import type { PendingDevice } from './device'
 import { checkCsrf, newCsrf, readForm, readQuery } from './form'
 import { formDoc, htmlDoc } from './openapi'
 import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
@@ -59,10 +60,47 @@ async function signIn(oauth: OAuthServer, apiKey: string | undefined): Promise<P
   return result.principal
 }
 
+/** The form of a consent post, or the error page when it cannot be read. */
+async function readFormOrPage(request: Request): Promise<Record<string, string> | Response> {
+  try {
+    return await readForm(request)
+  } catch (error) {
+    if (error instanceof OAuthError) return messagePage('Invalid request', error.message, 400)
+    throw error
+  }
+}
+
+/** validate(), with its errors turned into the page (PageError) or the redirect to the client (OAuthError). */
+async function validateOrRespond(oauth: OAuthServer, raw: Record<string, string>, issuer: string): Promise<ValidRequest | Response> {
+  try {
+    return await validate(oauth, raw, issuer)
+  } catch (error) {
+    if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
+    if (error instanceof OAuthError) return redirectWith(raw.redirect_uri!, { error: error.code, error_description: error.message, state: raw.state, iss: issuer })
+    throw error
+  }
+}
+
+type PageExtras = { detail?: string; error?: string; status?: number }
+
+/** A fresh CSRF token and its cookie (Secure when the issuer is https). */
+const csrfFor = (issuer: string) => newCsrf(issuer.startsWith('https:'))
+
+/** The sign-in and consent page of an authorization request (first shown, or again after a failed sign-in). */
+function authorizeConsent(valid: ValidRequest, issuer: string, extras: PageExtras): Response {
+  const csrf = csrfFor(issuer)
+  return consentPage({ action: OAUTH_PATHS.authorize, clientName: valid.client.name, scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie, ...extras })
+}
+
+/** The sign-in and consent page of a pending device authorization. */
+async function deviceConsent(oauth: OAuthServer, pending: PendingDevice, issuer: string, extras: PageExtras): Promise<Response> {
+  const client = await oauth.clients.find(pending.clientId)
+  const csrf = csrfFor(issuer)
+  return consentPage({ action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode }, csrf: csrf.token, cookie: csrf.cookie, ...extras })
+}
+
 /** GET/POST /oauth/authorize and GET/POST /oauth/device: the HTML sign-in and consent pages. */
 export function consentRoutes(oauth: OAuthServer) {
-  const secureCookie = (issuer: string) => issuer.startsWith('https:')
-
   return new Elysia({ tags: ['OAuth'] })
     .get(
       OAUTH_PATHS.authorize,
@@ -70,19 +108,9 @@ export function consentRoutes(oauth: OAuthServer) {
         const issuer = oauth.issuerOf(request)
         const query = readQuery(new URL(request.url))
         if (query === 'repeated') return messagePage('Invalid request', 'A parameter is repeated.', 400)
-        let valid: ValidRequest
-        try {
-          valid = await validate(oauth, query, issuer)
-        } catch (error) {
-          if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
-          if (error instanceof OAuthError) return redirectWith(query.redirect_uri!, { error: error.code, error_description: error.message, state: query.state, iss: issuer })
-          throw error
-        }
-        const csrf = newCsrf(secureCookie(issuer))
-        return consentPage({
-          action: OAUTH_PATHS.authorize, clientName: valid.client.name, scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie,
-          detail: `After you decide, you return to <code>${escapeHtml(valid.redirectUri)}</code>.`,
-        })
+        const valid = await validateOrRespond(oauth, query, issuer)
+        if (valid instanceof Response) return valid
+        return authorizeConsent(valid, issuer, { detail: `After you decide, you return to <code>${escapeHtml(valid.redirectUri)}</code>.` })
       },
       {
         detail: {
@@ -96,29 +124,15 @@ export function consentRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.authorize,
       async ({ request }) => {
         const issuer = oauth.issuerOf(request)
-        let form: Record<string, string>
-        try {
-          form = await readForm(request)
-        } catch (error) {
-          if (error instanceof OAuthError) return messagePage('Invalid request', error.message, 400)
-          throw error
-        }
-        let valid: ValidRequest
-        try {
-          valid = await validate(oauth, form, issuer)
-        } catch (error) {
-          if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
-          if (error instanceof OAuthError) return redirectWith(form.redirect_uri!, { error: error.code, error_description: error.message, state: form.state, iss: issuer })
-          throw error
-        }
+        const form = await readFormOrPage(request)
+        if (form instanceof Response) return form
+        const valid = await validateOrRespond(oauth, form, issuer)
+        if (valid instanceof Response) return valid
         if (!checkCsrf(request, form.csrf, issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Go back to the application and start again.', 403)
         if (form.decision === 'deny') return redirectWith(valid.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: valid.params.state, iss: issuer })
         if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
         const who = await signIn(oauth, form.api_key)
-        if (typeof who === 'string') {
-          const csrf = newCsrf(secureCookie(issuer))
-          return consentPage({ action: OAUTH_PATHS.authorize, clientName: valid.client.name, scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie, error: who, status: 401 })
-        }
+        if (typeof who === 'string') return authorizeConsent(valid, issuer, { error: who, status: 401 })
         const code = await oauth.codes.create({
           clientId: valid.client.id, userId: who.userId, orgId: who.orgId, redirectUri: valid.redirectUri,
           codeChallenge: valid.params.code_challenge!, scope: valid.scope, resource: valid.resource,
@@ -143,12 +157,7 @@ export function consentRoutes(oauth: OAuthServer) {
         if (query === 'repeated' || !query.user_code) return deviceCodePage(OAUTH_PATHS.device)
         const pending = await oauth.device.pending(query.user_code)
         if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired. Check the code in your terminal.', 400)
-        const client = await oauth.clients.find(pending.clientId)
-        const csrf = newCsrf(secureCookie(issuer))
-        return consentPage({
-          action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode },
-          csrf: csrf.token, cookie: csrf.cookie, detail: 'Only approve if you started this sign-in yourself and the code matches your terminal.',
-        })
+        return deviceConsent(oauth, pending, issuer, { detail: 'Only approve if you started this sign-in yourself and the code matches your terminal.' })
       },
       {
         detail: {
@@ -162,13 +171,8 @@ export function consentRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.device,
       async ({ request }) => {
         const issuer = oauth.issuerOf(request)
-        let form: Record<string, string>
-        try {
-          form = await readForm(request)
-        } catch (error) {
-          if (error instanceof OAuthError) return messagePage('Invalid request', error.message, 400)
-          throw error
-        }
+        const form = await readFormOrPage(request)
+        if (form instanceof Response) return form
         if (!checkCsrf(request, form.csrf, issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Open the link from your terminal again.', 403)
         const pending = form.user_code ? await oauth.device.pending(form.user_code) : undefined
         if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired.', 400)
@@ -178,11 +182,7 @@ export function consentRoutes(oauth: OAuthServer) {
         }
         if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
         const who = await signIn(oauth, form.api_key)
-        if (typeof who === 'string') {
-          const client = await oauth.clients.find(pending.clientId)
-          const csrf = newCsrf(secureCookie(issuer))
-          return consentPage({ action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode }, csrf: csrf.token, cookie: csrf.cookie, error: who, status: 401 })
-        }
+        if (typeof who === 'string') return deviceConsent(oauth, pending, issuer, { error: who, status: 401 })
         if (!(await oauth.device.decide(pending.userCode, { approve: true, userId: who.userId, orgId: who.orgId }))) {
           return deviceCodePage(OAUTH_PATHS.device, 'That code is no longer pending.', 400)
         }

@@ -94,7 +94,7 @@ export class TokenService {
 
   async revokeGrant(grantId: string): Promise<void> {
     await this.db.update(oauthGrants).set({ revokedAtMs: this.clock.now() }).where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAtMs)))
-    this.cache.evictWhere(result => result.ok && result.principal.keyId === grantId)
+    this.cache.evictKey(grantId)
   }
 
   /**
@@ -103,20 +103,13 @@ export class TokenService {
    */
   async verify(token: string, fresh = false): Promise<VerifyResult> {
     if (!isWellFormedToken(token)) return { ok: false, reason: 'unknown' }
-    const hash = hashOf(token)
     const now = this.clock.now()
-    let result = fresh ? undefined : this.cache.get(hash, now)
-    if (result === undefined) {
-      result = await this.load(token, now)
-      this.cache.set(hash, result, now)
-    }
-    if (result.ok && result.principal.expiresAtMs !== null && result.principal.expiresAtMs <= now) return { ok: false, reason: 'expired' }
-    return result
+    return this.cache.resolve(hashOf(token), now, fresh, () => this.load(token, now))
   }
 
   /** Drops cached results of a user's tokens (role change). */
   evictUser(userId: string): void {
-    this.cache.evictWhere(result => result.ok && result.principal.userId === userId)
+    this.cache.evictUser(userId)
   }
 
   private async load(token: string, now: number): Promise<VerifyResult> {

@@ -1,12 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
-import { sql } from 'drizzle-orm'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
-import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { startDocumentsGateway, parseCharges as documentCharges, type DocumentsGateway } from '../support/documents'
+import type { FakeUpstream } from '../support/fake-upstream'
 import { fixture } from './hostile'
 
 // Documents inside Responses (`input_file`) and Messages (`document` blocks), end to end (issue
@@ -16,52 +14,30 @@ import { fixture } from './hostile'
 
 const PRICE_PER_PARSE = 1_000_000n
 const turn = { text: 'The report covers Bern and Genève.', finish: 'stop' as const, usage: { inputTokens: 120, outputTokens: 9 } }
+let gateway: DocumentsGateway
 let openai: FakeUpstream
 let anthropic: FakeUpstream
-let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 let responses: OpenAI
 let messages: Anthropic
-let orgId = ''
 
 beforeEach(async () => {
-  openai = await FakeUpstream.start()
-  anthropic = await FakeUpstream.start()
-  const yaml = [
-    'providers:',
-    `  - { id: oa, type: openai-compatible, base_url: "${openai.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    `  - { id: an, type: anthropic, base_url: "${anthropic.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    'models:',
-    '  - { id: reader-openai, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
-    '  - { id: reader-anthropic, backends: [{ provider: an, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
-    'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-  ].join('\n')
-  const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-up' }
-  t = await buildTestApp(env, loadConfig(env, () => yaml))
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  const org = await t.createOrg('acme', 10_000_000_000n)
-  orgId = org.orgId
-  const base = `http://127.0.0.1:${server.port}`
-  responses = new OpenAI({ apiKey: org.adminKey, baseURL: `${base}/v1`, maxRetries: 0 })
-  messages = new Anthropic({ apiKey: org.adminKey, baseURL: base, maxRetries: 0 })
+  gateway = await startDocumentsGateway([
+    '{ id: reader-openai, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
+    '{ id: reader-anthropic, backends: [{ provider: an, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
+  ])
+  ;({ openai, anthropic } = gateway)
+  responses = new OpenAI({ apiKey: gateway.key, baseURL: `${gateway.baseUrl}/v1`, maxRetries: 0 })
+  messages = new Anthropic({ apiKey: gateway.key, baseURL: gateway.baseUrl, maxRetries: 0 })
 })
 
-afterEach(async () => {
-  server.stop(true)
-  await openai.close()
-  await anthropic.close()
-  await t.close()
-})
+afterEach(() => gateway.close())
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64')
 const dataUrl = (bytes: Uint8Array, type: string) => `data:${type};base64,${base64(bytes)}`
 const upstreamOf = (backend: 'openai' | 'anthropic') => (backend === 'openai' ? openai : anthropic)
 const wireOf = (backend: 'openai' | 'anthropic') => (backend === 'openai' ? openAIWire : anthropicWire)
 
-async function parseCharges(): Promise<bigint[]> {
-  const rows = await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)
-  return rows.map(row => BigInt(row.amount_nanos))
-}
+const parseCharges = () => documentCharges(gateway.t, gateway.orgId)
 
 /** What the upstream received, as JSON text (documents become text parts of the user message). */
 const sent = (backend: 'openai' | 'anthropic') => JSON.stringify(upstreamOf(backend).onlyRequest().body)

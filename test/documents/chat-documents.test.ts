@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { openAIWire } from '../providers/openai-wire'
-import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { startDocumentsGateway, parseCharges as documentCharges, type DocumentsGateway } from '../support/documents'
+import type { FakeUpstream } from '../support/fake-upstream'
+import type { TestApp } from '../support/harness'
 import { fixture, lyingZipBomb } from './hostile'
 
 // Chat Completions with `file` content parts (spec §4.8, §4.12), the official `openai` SDK as
@@ -12,43 +11,26 @@ import { fixture, lyingZipBomb } from './hostile'
 // in a delimited text part, never the file; bad attachments are 400 and charge nothing.
 
 const PRICE_PER_PARSE = 1_000_000n
+let gateway: DocumentsGateway
 let upstream: FakeUpstream
 let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 let client: OpenAI
-let orgId = ''
 
 beforeEach(async () => {
-  upstream = await FakeUpstream.start()
-  const yaml = [
-    'providers:',
-    `  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    'models:',
-    '  - { id: reader, backends: [{ provider: up, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
-    '  - { id: tiny, backends: [{ provider: up, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 64, max_output_tokens: 8 }',
-    'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-  ].join('\n')
-  const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-up' }
-  t = await buildTestApp(env, loadConfig(env, () => yaml))
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  const org = await t.createOrg('acme', 10_000_000_000n)
-  orgId = org.orgId
-  client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  gateway = await startDocumentsGateway([
+    '{ id: reader, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
+    '{ id: tiny, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 64, max_output_tokens: 8 }',
+  ])
+  ;({ t, openai: upstream } = gateway)
+  client = new OpenAI({ apiKey: gateway.key, baseURL: `${gateway.baseUrl}/v1`, maxRetries: 0 })
 })
 
-afterEach(async () => {
-  server.stop(true)
-  await upstream.close()
-  await t.close()
-})
+afterEach(() => gateway.close())
 
 const dataUrl = (bytes: Uint8Array, type: string) => `data:${type};base64,${Buffer.from(bytes).toString('base64')}`
 const turn = { text: 'The report covers Bern and Genève.', finish: 'stop' as const, usage: { inputTokens: 120, outputTokens: 9 } }
 
-async function parseCharges(): Promise<bigint[]> {
-  const rows = await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)
-  return rows.map(row => BigInt(row.amount_nanos))
-}
+const parseCharges = () => documentCharges(t, gateway.orgId)
 
 describe('Chat Completions with file parts', () => {
   test('each file becomes a delimited text part the upstream sees; files are billed one parse unit each', async () => {

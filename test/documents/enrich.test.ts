@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
 import { ApiError } from '../../src/http/errors'
 import type { ChatRequest } from '../../src/inference/canonical'
 import { enrichDocuments, hasFileParts } from '../../src/inference/enrich/documents'
 import type { ChatCallInput, PipelineDeps } from '../../src/inference/pipeline'
 import type { Principal } from '../../src/keys/principal'
+import { parseCharges } from '../support/documents'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { fixture } from './hostile'
 
@@ -38,8 +38,7 @@ const input = (principal: Principal, chat: ChatRequest): ChatCallInput => ({
   principal, request: chat, requestId: 'req_test', signal: new AbortController().signal,
 })
 
-const charges = async (orgId: string) =>
-  (await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)).map(row => BigInt(row.amount_nanos))
+const charges = (orgId: string) => parseCharges(t, orgId)
 
 describe('enrichDocuments (canonical file parts)', () => {
   test('replaces each file part in place by its delimited text, keeping the other parts and their order', async () => {

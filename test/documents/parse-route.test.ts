@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { sql } from 'drizzle-orm'
 import { ExtractionError, type ExtractorPool } from '../../src/documents/types'
+import { parseCharges as documentCharges } from '../support/documents'
 import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
 import { fixture, honestZipBomb, lyingZipBomb, plainZip, PNG } from './hostile'
 
@@ -22,10 +22,7 @@ function form(...parts: Array<[string, Blob | string, string?]>): FormData {
 const upload = async (org: TestOrg, body: FormData | string, headers: Record<string, string> = {}) =>
   t.request('POST', '/api/v1/attachments/parse', { key: org.adminKey, body, headers })
 
-async function parseCharges(orgId: string): Promise<bigint[]> {
-  const rows = await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)
-  return rows.map(row => BigInt(row.amount_nanos))
-}
+const parseCharges = (orgId: string) => documentCharges(t, orgId)
 
 describe('POST /api/v1/attachments/parse', () => {
   test('every accepted format: text, type from content, token estimate, no-store, one unit billed each', async () => {

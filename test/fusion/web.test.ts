@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { buildWebApp, pageServer } from '../support/fake-web'
-import { json, type TestApp } from '../support/harness'
+import { BUN_RESULTS, buildWebApp, pageServer, searxngServer, storyPage } from '../support/fake-web'
+import { createPlanOrg, json, type TestApp } from '../support/harness'
 
 // Fusion with the hosted web tools over HTTP (POST /api/v1/chat/fusion with web_search /
 // web_fetch): each participant runs them through the chat pipeline, so each one's searches and
@@ -29,34 +29,24 @@ const MODELS = ['demo-web-2', 'demo-web-3']
   .join('')
 
 async function setup() {
-  const searches: string[] = []
-  const searxng = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch: request => {
-      searches.push(new URL(request.url).searchParams.get('q')!)
-      return Response.json({ results: [{ url: 'https://bun.sh/docs', title: 'Bun docs', content: 'Bun is a fast JavaScript runtime.', parsed_url: ['https', 'bun.sh', '/docs', '', '', ''] }] })
-    },
-  })
-  stops.push(() => searxng.stop(true))
-  const built = await buildWebApp({ search: `{ backend: searxng, base_url: "http://127.0.0.1:${searxng.port}" }`, models: MODELS })
+  const searxng = searxngServer(BUN_RESULTS.slice(0, 1).map(({ publishedDate, ...undated }) => undated))
+  stops.push(searxng.stop)
+  const built = await buildWebApp({ search: searxng.config, models: MODELS })
   t = built.t
-  const pages = pageServer((_, url) => new Response(`<html><head><title>Story</title></head><body><p>The story at ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }))
+  const pages = pageServer((_, url) => storyPage(url.pathname, { title: 'Story' }))
   stops.push(pages.stop)
   built.resolver.set('news.acme-web.com', ['127.0.0.1'])
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'fusion-web', planId: 'pro', ownerEmail: `f-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: false, expiresAtMs: null, spendCap: null })
-  await t.deps.ledger.topUp({ orgId: org.id, amount: 1_000_000_000n })
+  const { orgId, key: secret } = await createPlanOrg(t, { name: 'fusion-web', planId: 'pro' })
   /** Charges of this organization, one per metered call (allowance and prepaid parts summed). */
   const charges = async (purpose: string) => {
     const rows = await t.deps.database.client.execute({
       sql: "select sum(amount_nanos) as amount from ledger_entries where org_id = ? and kind = 'settle' and purpose = ? group by op_id",
-      args: [org.id, purpose],
+      args: [orgId, purpose],
     })
     return rows.rows.map(row => BigInt(row.amount as bigint))
   }
   const fusion = (body: Record<string, unknown>, headers: Record<string, string> = {}) => t.request('POST', '/api/v1/chat/fusion', { key: secret, body, headers })
-  return { fusion, charges, pages, searches, site: `http://news.acme-web.com:${pages.port}` }
+  return { fusion, charges, pages, searches: searxng.queries, site: `http://news.acme-web.com:${pages.port}` }
 }
 
 describe('Fusion with hosted web tools', () => {

@@ -1,80 +1,16 @@
-import { afterEach, describe, expect, test } from 'bun:test'
-import { Elysia } from 'elysia'
+import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import type { ModelRoute } from '../../src/catalog/types'
-import { ApiError } from '../../src/http/errors'
-import { requestContext } from '../../src/http/request-context'
-import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
-import type { ChatRouter } from '../../src/inference/pipeline'
-import { inferenceRoutes } from '../../src/inference/routes'
-import { silentLogger } from '../../src/observability/logger'
+import type { ChatEvent } from '../../src/inference/canonical'
 import { UpstreamError } from '../../src/providers/types'
-import { buildTestApp, type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
+import { EXPECTED_CHARGE, events, type Script, seen, server, setup as scripted, t, textReply, usage } from './scripted-app'
 
 // The chat route over a scripted router: wire format as the official SDK parses it, and billing
 // that equals price × reported usage, settled once on every path.
 
-const PRICE = { inputPerMillion: 1_000_000_000n, outputPerMillion: 2_000_000_000n } // 1 and 2 USD per Mtok = 1000 / 2000 nanos per token
-const ROUTE: ModelRoute = {
-  id: 'scripted', modelId: 'scripted', level: 'anonymous', routing: 'ordered', price: PRICE, contextLength: 8192, maxOutputTokens: 1024,
-  backends: [{ provider: 'fake', model: 'upstream-model', weight: 1, uncensored: false }],
-  capabilities: { tools: true, reasoning: true, vision: false, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
-}
-const CREDIT = 10_000_000_000n
+// The scripted model without vision or file input: an image part is a 400 here.
+const setup = (script: Script) => scripted(script, { capabilities: { vision: false, fileInput: false }, path: '/v1/chat/completions' })
 
-type Script = (request: ChatRequest, signal: AbortSignal) => AsyncIterable<ChatEvent> | Promise<never>
-
-let t: TestApp
-let server: ReturnType<typeof Bun.serve> | undefined
-let seen: ChatRequest[] = []
-afterEach(async () => {
-  server?.stop(true)
-  await t.close()
-})
-
-async function setup(script: Script) {
-  t = await buildTestApp()
-  seen = []
-  const router: ChatRouter = {
-    async open(_route, request, options) {
-      seen.push(request)
-      const events = await script(request, options.signal)
-      return { events, backend: ROUTE.backends[0]!, provider: { id: 'fake', stream: async () => events } }
-    },
-  }
-  const catalog = {
-    resolve(id: string) {
-      if (id !== 'scripted') throw new ApiError('invalid_request', `unknown model ${id}`, 'model')
-      return ROUTE
-    },
-  }
-  const app = new Elysia({ normalize: false })
-    .use(requestContext(silentLogger))
-    .use(inferenceRoutes(t.deps.keys, t.deps.limits, catalog, { metering: t.deps.metering, router, logger: silentLogger, clock: t.clock }))
-  server = Bun.serve({ port: 0, fetch: app.fetch })
-  const org = await t.createOrg('acme', CREDIT)
-  await t.deps.database.client.execute({ sql: "UPDATE orgs SET plan_id = 'payg' WHERE id = ?", args: [org.orgId] })
-  const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
-  const charged = async () => CREDIT - (await t.deps.balance(org.orgId)).prepaidNanos
-  return { org, client, charged }
-}
-
-async function* events(list: ChatEvent[], hang?: AbortSignal): AsyncGenerator<ChatEvent> {
-  for (const event of list) yield event
-  if (hang) await new Promise((_, reject) => hang.addEventListener('abort', () => reject(hang.reason), { once: true }))
-}
-
-const usage = { inputTokens: 100, outputTokens: 50, webSearchRequests: 0, webFetchRequests: 0 }
-const textReply: ChatEvent[] = [
-  { type: 'response-start', id: 'up-1', model: 'upstream-model', createdAt: 0 },
-  { type: 'text-start', block: 0 },
-  { type: 'text-delta', block: 0, delta: 'Hello' },
-  { type: 'text-delta', block: 0, delta: ', world' },
-  { type: 'text-end', block: 0 },
-  { type: 'finish', reason: 'stop', usage },
-]
-const EXPECTED_CHARGE = 100n * 1000n + 50n * 2000n
 
 describe('POST /v1/chat/completions', () => {
   test('non-streaming through the openai SDK: content, usage, exact charge', async () => {
@@ -175,7 +111,7 @@ describe('POST /v1/chat/completions', () => {
     expect(server500.code).toBe('provider_error')
     expect(await context.charged()).toBe(0n)
     await t.close()
-    server?.stop(true)
+    server()?.stop(true)
 
     context = await failing(new UpstreamError('rate-limited', 'slow down', 'fake', 'm', { status: 429, retryAfterMs: 7000 }))
     const limited = await context.client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }] }).catch(error => error)
@@ -185,7 +121,7 @@ describe('POST /v1/chat/completions', () => {
   })
 
   test('mid-stream failure ends with an in-band error and charges the output sent', async () => {
-    const { org, charged } = await setup(() =>
+    const { charged, post } = await setup(() =>
       events([
         { type: 'response-start', id: 'x', model: 'm', createdAt: 0 },
         { type: 'text-start', block: 0 },
@@ -193,11 +129,7 @@ describe('POST /v1/chat/completions', () => {
         { type: 'error', error: new UpstreamError('server', 'reset', 'fake', 'm') },
       ]),
     )
-    const response = await fetch(`http://127.0.0.1:${server!.port}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true }),
-    })
+    const response = await post({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true })
     const text = await response.text()
     expect(text).toContain('"content":"abcdefgh"')
     expect(text).toContain('"code":"provider_error"')
@@ -208,17 +140,12 @@ describe('POST /v1/chat/completions', () => {
 
   test('client disconnect mid-stream aborts the upstream, frees the slot and charges the output sent', async () => {
     let upstreamAborted = false
-    const { org, charged } = await setup((_request, signal) => {
+    const { org, charged, post } = await setup((_request, signal) => {
       signal.addEventListener('abort', () => (upstreamAborted = true))
       return events([{ type: 'response-start', id: 'x', model: 'm', createdAt: 0 }, { type: 'text-start', block: 0 }, { type: 'text-delta', block: 0, delta: 'partial' }], signal)
     })
     const abort = new AbortController()
-    const response = await fetch(`http://127.0.0.1:${server!.port}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true }),
-      signal: abort.signal,
-    })
+    const response = await post({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true }, abort.signal)
     const reader = response.body!.getReader()
     let received = ''
     while (!received.includes('partial')) received += new TextDecoder().decode((await reader.read()).value)

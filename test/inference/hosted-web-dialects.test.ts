@@ -5,9 +5,9 @@ import { loadConfig } from '../../src/config/load'
 import { anthropicWire } from '../providers/anthropic-wire'
 import type { TurnScript } from '../providers/conformance'
 import { openAIWire } from '../providers/openai-wire'
-import { FakeResolver, loggingTransport, pageServer } from '../support/fake-web'
+import { BUN_RESULTS, FakeResolver, loggingTransport, pageServer, searxngServer, storyPage } from '../support/fake-web'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { buildTestApp, createPlanOrg, type TestApp } from '../support/harness'
 
 // Hosted web_fetch / web_search through the Responses and Messages client formats (issue 7
 // point 5), with the official SDKs over a real socket, in front of fake OpenAI-compatible and
@@ -36,19 +36,9 @@ async function setup() {
   const openai = await FakeUpstream.start()
   const anthropic = await FakeUpstream.start()
   stops.push(() => openai.close(), () => anthropic.close())
-  const searxng = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch: request =>
-      Response.json({
-        query: new URL(request.url).searchParams.get('q'),
-        results: [{ url: 'https://bun.sh/docs', title: 'Bun docs', content: 'Bun is a fast JavaScript runtime.', parsed_url: ['https', 'bun.sh', '/docs', '', '', ''] }],
-      }),
-  })
-  stops.push(() => searxng.stop(true))
-  const pages = pageServer((_, url) =>
-    new Response(`<html><head><title>Story ${url.pathname}</title></head><body><p>The story at ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }),
-  )
+  const searxng = searxngServer(BUN_RESULTS.slice(0, 1).map(({ publishedDate, ...undated }) => undated))
+  stops.push(searxng.stop)
+  const pages = pageServer((_, url) => storyPage(url.pathname))
   stops.push(pages.stop)
   const capabilities = '{ tools: true, supports_web_fetch: true, supports_web_search: true }'
   const yaml = `
@@ -62,7 +52,7 @@ models:
 plans: { payg: { monthly_allowance: "0", fusion: false } }
 web:
   fetch: { timeout_ms: 2000, max_bytes: 65536, unsafe_test_allow_cidrs: ["127.0.0.1/32"] }
-  search: { backend: searxng, base_url: "http://127.0.0.1:${searxng.port}" }
+  search: ${searxng.config}
 prices: { web_fetch: "0.002", web_search: "0.005" }
 `
   const env = { SVC_CONFIG: '/virtual/web-dialects.yaml', UP_KEY: 'sk-up-0123456789' }
@@ -70,13 +60,9 @@ prices: { web_fetch: "0.002", web_search: "0.005" }
   const { transport, egress } = loggingTransport()
   const t: TestApp = await buildTestApp(env, loadConfig(env, () => yaml), { resolver, webTransport: transport })
   stops.push(() => t.close())
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  stops.push(() => server.stop(true))
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'web', planId: 'payg', ownerEmail: `w-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: false, expiresAtMs: null, spendCap: null })
-  await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
+  const { orgId, key: secret } = await createPlanOrg(t, { name: 'web', credit: CREDIT })
   resolver.set('news.acme-web.com', ['127.0.0.1'])
-  const base = `http://127.0.0.1:${server.port}`
+  const base = t.listen()
   return {
     upstreams: { openai, anthropic },
     pages,
@@ -84,7 +70,7 @@ prices: { web_fetch: "0.002", web_search: "0.005" }
     site: `http://news.acme-web.com:${pages.port}`,
     responses: new OpenAI({ apiKey: secret, baseURL: `${base}/v1`, maxRetries: 0 }),
     messages: new Anthropic({ apiKey: secret, baseURL: base, maxRetries: 0 }),
-    spent: async () => CREDIT - (await t.deps.balance(org.id)).prepaidNanos,
+    spent: async () => CREDIT - (await t.deps.balance(orgId)).prepaidNanos,
   }
 }
 

@@ -3,23 +3,13 @@ import OpenAI from 'openai'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { UpstreamError } from '../../src/providers/types'
 import { poll } from '../support/poll'
-import { events, seen, setup, sseEvents, t } from './scripted-app'
+import { EXPECTED_CHARGE, events, seen, setup, sseEvents, t, textReply, usage } from './scripted-app'
 
 // POST /v1/responses over a scripted router: the official SDK as the client (its stream helper
 // validates every event's ids and indexes), billing that equals price × reported usage (the
 // same as Chat Completions for the same usage), settled once on every path.
 
-const usage = { inputTokens: 100, outputTokens: 50, webSearchRequests: 0, webFetchRequests: 0 }
-const start: ChatEvent = { type: 'response-start', id: 'up-1', model: 'upstream-model', createdAt: 0 }
-const textReply: ChatEvent[] = [
-  start,
-  { type: 'text-start', block: 0 },
-  { type: 'text-delta', block: 0, delta: 'Hello' },
-  { type: 'text-delta', block: 0, delta: ', world' },
-  { type: 'text-end', block: 0 },
-  { type: 'finish', reason: 'stop', usage },
-]
-const EXPECTED_CHARGE = 100n * 1000n + 50n * 2000n
+const start = textReply[0]!
 
 const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
 const toolEvents: ChatEvent[] = [

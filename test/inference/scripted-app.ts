@@ -20,7 +20,6 @@ export const ROUTE: ModelRoute = {
   id: 'scripted', modelId: 'scripted', level: 'anonymous', routing: 'ordered', price: PRICE, contextLength: 8192, maxOutputTokens: 1024,
   backends: [{ provider: 'fake', model: 'upstream-model', weight: 1, uncensored: false }], capabilities,
 }
-const ENCRYPTED: ModelRoute = { ...ROUTE, id: 'scripted:encrypted', level: 'encrypted' }
 export const CREDIT = 10_000_000_000n
 
 export type Script = (request: ChatRequest, signal: AbortSignal) => AsyncIterable<ChatEvent> | Promise<never>
@@ -37,7 +36,14 @@ afterEach(async () => {
   t = undefined as unknown as TestApp
 })
 
-export async function setup(script: Script) {
+/**
+ * A fresh app whose model `scripted` (and `scripted:encrypted`) answers with `script`, and a
+ * pay-as-you-go org with CREDIT. `capabilities` narrows the model's (e.g. no vision); `post`
+ * sends a raw request to `path` (default /v1/responses).
+ */
+export async function setup(script: Script, options: { capabilities?: Partial<ModelRoute['capabilities']>; path?: string } = {}) {
+  const route: ModelRoute = options.capabilities ? { ...ROUTE, capabilities: { ...ROUTE.capabilities, ...options.capabilities } } : ROUTE
+  const encrypted: ModelRoute = { ...route, id: 'scripted:encrypted', level: 'encrypted' }
   t = await buildTestApp()
   seen = []
   const router: ChatRouter = {
@@ -49,8 +55,8 @@ export async function setup(script: Script) {
   }
   const catalog = {
     resolve(id: string) {
-      if (id === 'scripted') return ROUTE
-      if (id === 'scripted:encrypted') return ENCRYPTED
+      if (id === 'scripted') return route
+      if (id === 'scripted:encrypted') return encrypted
       throw new ApiError('invalid_request', `unknown model ${id}`, 'model')
     },
   }
@@ -63,7 +69,7 @@ export async function setup(script: Script) {
   const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${current.port}/v1`, maxRetries: 0 })
   const charged = async () => CREDIT - (await t.deps.balance(org.orgId)).prepaidNanos
   const post = (body: unknown, signal?: AbortSignal) =>
-    fetch(`http://127.0.0.1:${current!.port}/v1/responses`, {
+    fetch(`http://127.0.0.1:${current!.port}${options.path ?? '/v1/responses'}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -71,6 +77,18 @@ export async function setup(script: Script) {
     })
   return { org, client, charged, post }
 }
+
+/** A plain text answer ("Hello, world") with 100 input and 50 output tokens, and what it costs at PRICE. */
+export const usage = { inputTokens: 100, outputTokens: 50, webSearchRequests: 0, webFetchRequests: 0 }
+export const textReply: ChatEvent[] = [
+  { type: 'response-start', id: 'up-1', model: 'upstream-model', createdAt: 0 },
+  { type: 'text-start', block: 0 },
+  { type: 'text-delta', block: 0, delta: 'Hello' },
+  { type: 'text-delta', block: 0, delta: ', world' },
+  { type: 'text-end', block: 0 },
+  { type: 'finish', reason: 'stop', usage },
+]
+export const EXPECTED_CHARGE = 100n * 1000n + 50n * 2000n
 
 export async function* events(list: ChatEvent[], hang?: AbortSignal): AsyncGenerator<ChatEvent> {
   for (const event of list) yield event

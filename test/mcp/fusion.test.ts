@@ -1,12 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { switchPlan } from '../../src/billing/plan-switch'
 import { openAIWire } from '../providers/openai-wire'
 import { answer, buildFusionHarness, chargeOf, JUDGE_PRICE, PARTICIPANT_PRICE, type FusionHarness } from '../fusion/support'
 import { json, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
+import { connectMcp } from '../support/mcp'
 
 // svc.chat_fusion with the official SDK client over a real socket, in front of one fake
 // OpenAI-compatible upstream per participant and one for the judge: progress notifications,
@@ -14,27 +13,18 @@ import { codeFlowTokens } from '../support/oauth'
 // JSON-RPC errors and failures as isError results, and billing equal to the HTTP route's.
 
 let h: FusionHarness
-let server: ReturnType<typeof Bun.serve>
 let base: string
 let token: string
 
 beforeEach(async () => {
   h = await buildFusionHarness({ plans: 'plans: { payg: { monthly_allowance: "0", fusion: true }, basic: { monthly_allowance: "0", fusion: false } }' })
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: h.t.app.fetch })
-  base = `http://127.0.0.1:${server.port}`
+  base = h.t.listen()
   token = (await codeFlowTokens(h.t, h.org.adminKey)).access_token
 })
 
-afterEach(async () => {
-  server.stop(true)
-  await h.close()
-})
+afterEach(() => h.close())
 
-async function connect(bearer = token): Promise<Client> {
-  const client = new Client({ name: 'svc-test', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }))
-  return client
-}
+const connect = (bearer = token) => connectMcp(base, bearer)
 
 /** Settled charges of one organization for a purpose, sorted. */
 async function charges(t: TestApp, orgId: string, purpose = 'fusion'): Promise<bigint[]> {

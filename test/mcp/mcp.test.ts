@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { loadConfig } from '../../src/config/load'
 import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
+import { connectMcp } from '../support/mcp'
 
 // The hosted MCP server through a real socket, with the official SDK client (Streamable HTTP),
 // on the demo model: tools, progress over SSE, JSON-RPC refusal codes, auth on /mcp, the
@@ -21,7 +20,6 @@ mcp: { allowed_origins: ["https://inspector.example"] }
 `
 
 let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 let base: string
 let org: TestOrg
 let token: string
@@ -29,22 +27,14 @@ let token: string
 beforeEach(async () => {
   const env = { SVC_CONFIG: '/virtual/gateway.yaml' }
   t = await buildTestApp(env, loadConfig(env, () => YAML))
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  base = `http://127.0.0.1:${server.port}`
+  base = t.listen()
   org = await t.createOrg('acme', 1_000_000_000n)
   token = (await codeFlowTokens(t, org.adminKey)).access_token
 })
 
-afterEach(async () => {
-  server.stop(true)
-  await t.close()
-})
+afterEach(() => t.close())
 
-async function connect(bearer = token): Promise<Client> {
-  const client = new Client({ name: 'svc-test', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }))
-  return client
-}
+const connect = (bearer = token) => connectMcp(base, bearer)
 
 /** What the ledger settled for an organization, to the nano. */
 async function settled(orgId: string): Promise<bigint> {

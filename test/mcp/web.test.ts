@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { buildWebApp, type Egress, pageServer } from '../support/fake-web'
-import { json, type TestApp } from '../support/harness'
+import { buildWebApp, type Egress, pageServer, searxngServer, storyPage } from '../support/fake-web'
+import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
+import { connectMcp } from '../support/mcp'
 
 // svc.web_search, svc.web_fetch and svc.chat_fusion's web defaults through the official SDK
 // client, against a fake SearXNG and a local page server reached through the scripted resolver
@@ -32,40 +31,25 @@ const MODELS = `
     capabilities: { supports_web_fetch: true, supports_web_search: true }`
 
 async function setup(options: { search?: boolean } = {}) {
-  const searxng = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch: request =>
-      Response.json({
-        query: new URL(request.url).searchParams.get('q'),
-        results: [
-          { url: 'https://bun.sh/docs', title: 'Bun docs', content: 'Bun is a fast JavaScript runtime.', parsed_url: ['https', 'bun.sh', '/docs', '', '', ''], publishedDate: '2025-01-02T00:00:00' },
-          { url: 'https://github.com/oven-sh/bun', title: 'oven-sh/bun', content: 'Source code.', parsed_url: ['https', 'github.com', '/oven-sh/bun', '', '', ''] },
-        ],
-      }),
-  })
-  stops.push(() => searxng.stop(true))
-  const built = await buildWebApp({ search: options.search === false ? undefined : `{ backend: searxng, base_url: "http://127.0.0.1:${searxng.port}" }`, models: MODELS })
+  const searxng = searxngServer()
+  stops.push(searxng.stop)
+  const built = await buildWebApp({ search: options.search === false ? undefined : searxng.config, models: MODELS })
   t = built.t
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  stops.push(() => server.stop(true))
+  const base = t.listen()
   const pages = pageServer((_, url) =>
     url.pathname === '/broken'
       ? new Response('no', { status: 500, headers: { 'content-type': 'text/plain' } })
-      : new Response(`<html><head><title>Story ${url.pathname}</title></head><body><p>The story at ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }),
+      : storyPage(url.pathname),
   )
   stops.push(pages.stop)
   built.resolver.set('news.acme-web.com', ['127.0.0.1'])
   const org = async (name: string, planId = 'payg') => {
-    const { org, ownerUserId } = await t.deps.orgs.createOrg({ name, planId, ownerEmail: `${name}-${Bun.randomUUIDv7()}@example.test` })
-    const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: true, expiresAtMs: null, spendCap: null })
-    await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
-    return { id: org.id, key: secret }
+    const { orgId, key } = await createPlanOrg(t, { name, planId, credit: CREDIT, admin: true })
+    return { id: orgId, key }
   }
   const connect = async (apiKey: string) => {
     const token = (await codeFlowTokens(t, apiKey)).access_token
-    const client = new Client({ name: 'svc-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
+    const client = await connectMcp(base, token)
     stops.push(() => void client.close())
     return client
   }

@@ -9,7 +9,7 @@ import { createLogger } from '../../src/observability/logger'
 import { FakeClock } from '../support/fake-clock'
 import { FakeUpstream } from '../support/fake-upstream'
 import { poll } from '../support/poll'
-import { buildTestApp, json } from '../support/harness'
+import { buildTestApp, json, seedAdminOrg } from '../support/harness'
 
 // /metrics (Prometheus text, token or admin port), the one log line per request, and the
 // request id forwarded upstream.
@@ -33,9 +33,7 @@ async function gateway(yaml: string, env: Record<string, string> = {}, overrides
   await deps.sweeper.start()
   cleanups.push(() => deps.close())
   const app = createApp(deps)
-  const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'acme', planId: deps.config.defaultPlanId })
-  const { secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-  await deps.ledger.topUp({ orgId: org.id, amount: 10_000_000_000n })
+  const { orgId, adminKey: secret } = await seedAdminOrg(deps, 'acme', 10_000_000_000n)
   const request = (method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) =>
     app.handle(
       new Request(`http://localhost${path}`, {
@@ -45,7 +43,7 @@ async function gateway(yaml: string, env: Record<string, string> = {}, overrides
       }),
     )
   const logs = () => lines.map(line => JSON.parse(line) as Record<string, unknown>)
-  return { deps, app, request, lines, logs, secret, orgId: org.id }
+  return { deps, app, request, lines, logs, secret, orgId }
 }
 
 const DEMO_BASE = `

@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { verifyLedger } from '../../src/billing/verify'
 import { chatLoad, type ChatOutcome } from '../support/chat-load'
-import { openDeps, runSvc, seedOrg, startGateway, type GatewayProcess } from '../support/gateway-process'
+import { type GatewayProcess, gatewayWorkspace, type GatewayWorkspace, openDeps, runSvc, seedOrg, startGateway } from '../support/gateway-process'
 import { startLoadUpstream, type LoadUpstream } from '../support/load-upstream'
 
 // Crash safety (issue 12 point 3, SECURITY-NOTES.md L6): the real gateway process on a local
@@ -21,31 +18,26 @@ const INSTANCE = 'gw-crash'
 const MTOK = 1_000_000n
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
-let directory: string
+let workspace: GatewayWorkspace
 let env: Record<string, string>
 let upstream: LoadUpstream
 let child: GatewayProcess | undefined
 
 beforeAll(() => {
-  directory = mkdtempSync(join(tmpdir(), 'svc-crash-'))
   upstream = startLoadUpstream({ chunks: 8, gapMs: 4 })
-  const configPath = join(directory, 'config.yaml')
-  writeFileSync(
-    configPath,
-    `
+  workspace = gatewayWorkspace('svc-crash-', `
 providers: [{ id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
 models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1.5", output_per_mtok: "2.5" }, context_length: 8192, max_output_tokens: 256 }]
 plans: { payg: { monthly_allowance: "0", fusion: false } }
 limits: { inference: { key: { burst: 100000, per_second: 100000 }, org: { burst: 100000, per_second: 100000 } }, org_inference_concurrency: 1000 }
-`,
-  )
-  env = { DATABASE_URL: `file:${join(directory, 'svc.db')}`, SVC_CONFIG: configPath, UP_KEY: 'sk-up-0123456789', SVC_INSTANCE_ID: INSTANCE }
+`, { SVC_INSTANCE_ID: INSTANCE })
+  env = workspace.env
 })
 
 afterAll(async () => {
   child?.process.kill('SIGKILL')
   await upstream.close()
-  rmSync(directory, { recursive: true, force: true })
+  workspace.remove()
 })
 
 test('SIGKILL at random moments under billed load: restart returns the leases, verify passes, complete ⇒ billed exactly once', async () => {

@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { verifyLedger } from '../../src/billing/verify'
 import { FAULT_POINTS } from '../../src/lib/fault-point'
-import { openDeps, runSvc, seedOrg, startGateway } from '../support/gateway-process'
+import { gatewayWorkspace, type GatewayWorkspace, openDeps, runSvc, seedOrg, startGateway } from '../support/gateway-process'
 import { startLoadUpstream, type LoadUpstream } from '../support/load-upstream'
 
 // Crashes at exact steps (SECURITY-NOTES.md L6): the serve process with SVC_FAULT_POINT kills
@@ -14,28 +11,23 @@ import { startLoadUpstream, type LoadUpstream } from '../support/load-upstream'
 // the killed boot's leases and the ledger verifies.
 
 const CREDIT = 100_000_000_000n
-let directory: string
+let workspace: GatewayWorkspace
 let env: Record<string, string>
 let upstream: LoadUpstream
 
 beforeAll(() => {
-  directory = mkdtempSync(join(tmpdir(), 'svc-fault-points-'))
   upstream = startLoadUpstream({ chunks: 6, gapMs: 1 })
-  const configPath = join(directory, 'config.yaml')
-  writeFileSync(
-    configPath,
-    `
+  workspace = gatewayWorkspace('svc-fault-points-', `
 providers: [{ id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
 models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 8192, max_output_tokens: 64 }]
 plans: { payg: { monthly_allowance: "0", fusion: false } }
-`,
-  )
-  env = { DATABASE_URL: `file:${join(directory, 'svc.db')}`, SVC_CONFIG: configPath, UP_KEY: 'sk-up-0123456789', SVC_INSTANCE_ID: 'gw-faults' }
+`, { SVC_INSTANCE_ID: 'gw-faults' })
+  env = workspace.env
 })
 
 afterAll(async () => {
   await upstream.close()
-  rmSync(directory, { recursive: true, force: true })
+  workspace.remove()
 })
 
 test('a crash at every step leaves a consistent ledger; only a committed settlement is billed, once', async () => {

@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { chatLoad } from '../support/chat-load'
-import { openDeps, runSvc, seedOrg, startGateway, type GatewayProcess } from '../support/gateway-process'
+import { type GatewayProcess, gatewayWorkspace, type GatewayWorkspace, openDeps, runSvc, seedOrg, startGateway } from '../support/gateway-process'
 import { startLoadUpstream, type LoadUpstream } from '../support/load-upstream'
 
 // Several instances (issue 12 point 6, SECURITY-NOTES.md L8 and L12): two `svc serve` processes
@@ -17,32 +14,27 @@ const MTOK = 1_000_000n
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 const CACHE_TTL_MS = 2000
 
-let directory: string
+let workspace: GatewayWorkspace
 let env: Record<string, string>
 let upstream: LoadUpstream
 const children: GatewayProcess[] = []
 
 beforeAll(() => {
-  directory = mkdtempSync(join(tmpdir(), 'svc-instances-'))
   upstream = startLoadUpstream({ chunks: 6, gapMs: 2 })
-  const configPath = join(directory, 'config.yaml')
-  writeFileSync(
-    configPath,
-    `
+  workspace = gatewayWorkspace('svc-instances-', `
 providers: [{ id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
 models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "100", output_per_mtok: "200" }, context_length: 8192, max_output_tokens: 16 }]
 plans: { payg: { monthly_allowance: "0", fusion: false } }
 limits: { inference: { key: { burst: 100000, per_second: 100000 }, org: { burst: 100000, per_second: 100000 } }, management: { key: { burst: 100000, per_second: 100000 }, org: { burst: 100000, per_second: 100000 } }, org_inference_concurrency: 1000 }
 auth: { cache_ttl_ms: ${CACHE_TTL_MS} }
-`,
-  )
-  env = { DATABASE_URL: `file:${join(directory, 'svc.db')}`, SVC_CONFIG: configPath, UP_KEY: 'sk-up-0123456789' }
+`)
+  env = workspace.env
 })
 
 afterAll(async () => {
   for (const child of children) child.process.kill('SIGKILL')
   await upstream.close()
-  rmSync(directory, { recursive: true, force: true })
+  workspace.remove()
 })
 
 test('two processes on one WAL database: no overspend, no double billing, revocation crosses within the bound', async () => {

@@ -15,6 +15,7 @@ import { silentLogger } from '../../src/observability/logger'
 import { chunk, DONE, frame, openAIUsage } from '../providers/openai-wire'
 import { FakeClock } from '../support/fake-clock'
 import { FakeUpstream } from '../support/fake-upstream'
+import { seedAdminOrg } from '../support/harness'
 import { poll } from '../support/poll'
 
 // Database outage (issue 12 point 7): with the database unreachable or read-only, billed routes
@@ -66,9 +67,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
   await deps.sweeper.start()
   cleanups.push(() => deps.close().catch(() => {}))
   const app = createApp(deps)
-  const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'acme', planId: deps.config.defaultPlanId })
-  const { secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-  await deps.ledger.topUp({ orgId: org.id, amount: 10_000_000_000n })
+  const { orgId, adminKey: secret } = await seedAdminOrg(deps, 'acme', 10_000_000_000n)
   const request = (method: string, path: string, body?: unknown) =>
     app.handle(
       new Request(`http://localhost${path}`, {
@@ -84,7 +83,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     })
   const chat = (stream = false) => request('POST', '/v1/chat/completions', { model: 'm', stream, messages: [{ role: 'user', content: 'hi' }] })
   const entries = async () => Number((await raw.client.execute('SELECT COUNT(*) AS n FROM ledger_entries')).rows[0]!.n)
-  return { deps, clock, upstream, wire, raw, request, answer, chat, entries, orgId: org.id }
+  return { deps, clock, upstream, wire, raw, request, answer, chat, entries, orgId }
 }
 
 /** Every billed and balance route answers 503 unavailable, with no upstream call and no write; public routes answer. */
@@ -204,9 +203,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     await deps.sweeper.start()
     cleanups.push(() => deps.close().catch(() => {}))
     const app = createApp(deps)
-    const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'acme', planId: deps.config.defaultPlanId })
-    const { secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-    await deps.ledger.topUp({ orgId: org.id, amount: 10_000_000_000n })
+    const { adminKey: secret } = await seedAdminOrg(deps, 'acme', 10_000_000_000n)
     const send = (path: string, body?: unknown) =>
       app.handle(new Request(`http://localhost${path}`, { method: body ? 'POST' : 'GET', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined }))
     const chat = () => send('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'hi' }] })

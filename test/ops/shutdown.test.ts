@@ -1,11 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { verifyLedger } from '../../src/billing/verify'
 import { chunk, DONE, frame, openAIUsage } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { openDeps, seedOrg, startGateway, type GatewayProcess } from '../support/gateway-process'
+import { type GatewayProcess, gatewayWorkspace, type GatewayWorkspace, openDeps, seedOrg, startGateway } from '../support/gateway-process'
 import { poll } from '../support/poll'
 
 // Graceful shutdown (issue 12 point 2, ARCHITECTURE.md §7.5), against the real `svc serve`
@@ -17,34 +15,29 @@ import { poll } from '../support/poll'
 const CREDIT = 10_000_000_000n
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
-let directory: string
+let workspace: GatewayWorkspace
 let env: Record<string, string>
 let upstream: FakeUpstream
 const gates: Array<() => void> = []
 const children: GatewayProcess[] = []
 
 beforeEach(async () => {
-  directory = mkdtempSync(join(tmpdir(), 'svc-shutdown-'))
   upstream = await FakeUpstream.start()
-  const configPath = join(directory, 'config.yaml')
-  writeFileSync(
-    configPath,
-    `
+  workspace = gatewayWorkspace('svc-shutdown-', `
 providers: [{ id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none, idle_timeout_ms: 60000 }]
 models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 8192, max_output_tokens: 256 }]
 plans: { payg: { monthly_allowance: "0", fusion: false } }
 metrics: { port: 0 }
 shutdown: { drain_timeout_s: 1.5 }
-`,
-  )
-  env = { DATABASE_URL: `file:${join(directory, 'svc.db')}`, SVC_CONFIG: configPath, UP_KEY: 'sk-up-0123456789', SVC_INSTANCE_ID: 'gw-1' }
+`, { SVC_INSTANCE_ID: 'gw-1' })
+  env = workspace.env
 })
 
 afterEach(async () => {
   for (const open of gates.splice(0)) open()
   for (const child of children.splice(0)) child.process.kill('SIGKILL')
   await upstream.close()
-  rmSync(directory, { recursive: true, force: true })
+  workspace.remove()
 })
 
 function gate() {

@@ -70,6 +70,47 @@ export function pageServer(handler: (request: Request, url: URL) => Response | P
   return { server, seen, port: server.port as number, stop: () => server.stop(true) }
 }
 
+/** A SearXNG search result as its JSON API returns it. */
+export interface SearxngResult {
+  url: string
+  title: string
+  content: string
+  parsed_url: string[]
+  publishedDate?: string
+}
+
+/** Two results for any query: the Bun docs (with a date) and the Bun repository. */
+export const BUN_RESULTS: SearxngResult[] = [
+  { url: 'https://bun.sh/docs', title: 'Bun docs', content: 'Bun is a fast JavaScript runtime.', parsed_url: ['https', 'bun.sh', '/docs', '', '', ''], publishedDate: '2025-01-02T00:00:00' },
+  { url: 'https://github.com/oven-sh/bun', title: 'oven-sh/bun', content: 'Source code.', parsed_url: ['https', 'github.com', '/oven-sh/bun', '', '', ''] },
+]
+
+/**
+ * A fake SearXNG on 127.0.0.1:0 answering every query with `results`; each query is recorded.
+ * `config` is the `web.search` value for buildWebApp({ search }).
+ */
+export function searxngServer(results: SearxngResult[] = BUN_RESULTS) {
+  const queries: string[] = []
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch(request) {
+      const query = new URL(request.url).searchParams.get('q')
+      queries.push(query ?? '')
+      return Response.json({ query, results })
+    },
+  })
+  return { queries, config: `{ backend: searxng, base_url: "http://127.0.0.1:${server.port}" }`, stop: () => server.stop(true) }
+}
+
+/** An HTML page titled `title` whose body says it is the story at `path`, plus `extra` (text or markup). */
+export function storyPage(path: string, options: { title?: string; extra?: string; headers?: Record<string, string> } = {}): Response {
+  const title = options.title ?? `Story ${path}`
+  return new Response(`<html><head><title>${title}</title></head><body><p>The story at ${path}.${options.extra ?? ''}</p></body></html>`, {
+    headers: { 'content-type': 'text/html', ...options.headers },
+  })
+}
+
 /** A web config YAML for tests: the demo model with the web capabilities, loopback allowed as "public" when resolved. */
 export function webConfigYaml(extra: { search?: string; fetch?: string; capabilities?: string; limits?: string; contextLength?: number; allow?: string; models?: string } = {}): string {
   return `

@@ -1,14 +1,41 @@
 // The real gateway as a child process (`bun src/cli.ts serve`) on a local database file, for the
 // operations tests (test/ops/): graceful shutdown, SIGKILL crash rounds, several instances on one
 // database. The child's log lines (JSON on stdout) are collected; `listening` gives its ports.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config/load'
 import { migrateDatabase } from '../../src/db/client'
 import { createDeps, type Deps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
+import { runProcess } from './cli'
+import { seedAdminOrg } from './harness'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const CLI = join(ROOT, 'src', 'cli.ts')
+
+/** A temporary directory with a gateway config and a database file, and the env that points a gateway process (or openDeps) at them. */
+export interface GatewayWorkspace {
+  directory: string
+  env: Record<string, string>
+  remove(): void
+}
+
+/**
+ * Writes `yaml` to a fresh temporary directory (named after `prefix`) and returns the env for a
+ * gateway on it: the config, a database file beside it, UP_KEY for the upstream the config names,
+ * plus `extraEnv` (e.g. SVC_INSTANCE_ID).
+ */
+export function gatewayWorkspace(prefix: string, yaml: string, extraEnv: Record<string, string> = {}): GatewayWorkspace {
+  const directory = mkdtempSync(join(tmpdir(), prefix))
+  const configPath = join(directory, 'config.yaml')
+  writeFileSync(configPath, yaml)
+  return {
+    directory,
+    env: { DATABASE_URL: `file:${join(directory, 'svc.db')}`, SVC_CONFIG: configPath, UP_KEY: 'sk-up-0123456789', ...extraEnv },
+    remove: () => rmSync(directory, { recursive: true, force: true }),
+  }
+}
 
 /** A running gateway process. */
 export interface GatewayProcess {
@@ -76,10 +103,8 @@ export async function openDeps(env: Record<string, string>, instanceId = 'test-i
 export async function seedOrg(env: Record<string, string>, credit: bigint): Promise<{ orgId: string; key: string; keyId: string; userId: string }> {
   const deps = await openDeps(env, 'seed')
   try {
-    const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'ops', planId: deps.config.defaultPlanId })
-    const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-    if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
-    return { orgId: org.id, key: secret, keyId: key.id, userId: ownerUserId }
+    const org = await seedAdminOrg(deps, 'ops', credit)
+    return { orgId: org.orgId, key: org.adminKey, keyId: org.adminKeyId, userId: org.ownerUserId }
   } finally {
     await deps.close()
   }
@@ -87,7 +112,5 @@ export async function seedOrg(env: Record<string, string>, credit: bigint): Prom
 
 /** Runs `svc <args>` to completion; returns its exit code and output. */
 export async function runSvc(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = Bun.spawn([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, SVC_BOOTSTRAP: '0', ...env }, stdout: 'pipe', stderr: 'pipe' })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-  return { code, stdout, stderr }
+  return runProcess([process.execPath, CLI, ...args], { cwd: ROOT, env: { ...process.env, SVC_BOOTSTRAP: '0', ...env } })
 }

@@ -17,6 +17,8 @@ export interface TestApp {
   createOrg(name?: string, credit?: bigint): Promise<TestOrg>
   /** A user with `role` in `org` and a key for them. */
   createMember(org: TestOrg, role: Role, options?: { admin?: boolean }): Promise<{ userId: string; key: string; keyId: string }>
+  /** Serves the app on 127.0.0.1:0 (once; close() stops it) and returns its base URL, for SDK clients and CLIs. */
+  listen(): string
   close(): Promise<void>
 }
 
@@ -58,20 +60,50 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
     return { userId, key: secret, keyId: key.id }
   }
 
+  let server: ReturnType<typeof Bun.serve> | undefined
   return {
     app,
     deps,
     clock,
     request,
     createMember,
-    async createOrg(name = 'acme', credit = 10_000_000_000n) {
-      const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail: `owner${++emailCounter}@example.test` })
-      const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-      if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
-      return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
+    listen() {
+      server ??= Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: app.fetch })
+      return `http://127.0.0.1:${server.port}`
     },
-    close: () => deps.close(),
+    createOrg: (name = 'acme', credit = 10_000_000_000n) => seedAdminOrg(deps, name, credit, `owner${++emailCounter}@example.test`),
+    async close() {
+      await server?.stop(true)
+      await deps.close()
+    },
   }
+}
+
+/**
+ * An organization on the default plan with an owner, an admin key and `credit` nanos prepaid, on
+ * any deps: a test app's (TestApp.createOrg) or ones a test built itself.
+ */
+export async function seedAdminOrg(deps: Deps, name: string, credit: bigint, ownerEmail?: string): Promise<TestOrg> {
+  const { org, ownerUserId } = await deps.orgs.createOrg({ name, planId: deps.config.defaultPlanId, ownerEmail })
+  const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
+  if (credit > 0n) await deps.ledger.topUp({ orgId: org.id, amount: credit })
+  return { orgId: org.id, ownerUserId, adminKey: secret, adminKeyId: key.id }
+}
+
+/**
+ * An organization on `planId` (default pay-as-you-go: no allowance, so every charge shows in the
+ * prepaid balance) with a key for its owner (not admin unless asked) and `credit` nanos prepaid.
+ */
+export async function createPlanOrg(
+  t: Pick<TestApp, 'deps'>,
+  options: { name?: string; planId?: string; credit?: bigint; keyName?: string; admin?: boolean } = {},
+): Promise<{ orgId: string; ownerUserId: string; key: string }> {
+  const name = options.name ?? 'payg'
+  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name, planId: options.planId ?? 'payg', ownerEmail: `${name}-${Bun.randomUUIDv7()}@example.test` })
+  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: options.keyName ?? 'k', admin: options.admin ?? false, expiresAtMs: null, spendCap: null })
+  const credit = options.credit ?? 1_000_000_000n
+  if (credit > 0n) await t.deps.ledger.topUp({ orgId: org.id, amount: credit })
+  return { orgId: org.id, ownerUserId, key: secret }
 }
 
 /** Reads a JSON body (typed loosely: tests assert on it). */

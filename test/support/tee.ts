@@ -2,6 +2,12 @@ import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
 import { buildTestApp, type TestApp } from './harness'
 
+/** The proof formats the simulated backends speak (TEE-PROTOCOL.md). */
+export const NEAR_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
+export const NEAR_V1 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v1'
+export const PHALA_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'
+export const PHALA_V1 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1'
+
 export interface TeeBackendSpec {
   id: string
   proofFormat: string

@@ -1,19 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys } from '../../src/client/tee'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // Attestation fetches as Prometheus series (issue 12 point 1 applied to TEE): latency by
 // provider and failures by provider and kind, counted once per evidence fetch whoever asked for
 // it (Confidential chat, Fusion parts, Encrypted key pinning, GET /api/v1/attestation).
 
-const NEAR = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
 const PROVIDER = 'attested:tee-near'
 
 let t: TeeGateway
 let key: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR }], { models: ['sim', 'other'], fusionJudge: 'sim' })
+  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2 }], { models: ['sim', 'other'], fusionJudge: 'sim' })
   key = (await t.createOrg()).adminKey
 })
 afterAll(() => t.stopAll())

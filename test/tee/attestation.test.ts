@@ -2,17 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { bytesToHex, ethAddress, hexToBytes, randomBytes } from '../../src/tee/keys'
 import { readQuote } from '../../src/tee/quote'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
-
-const NEAR = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
-const PHALA = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'
+import { NEAR_V2, PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 let t: TeeGateway
 let key: string
 beforeAll(async () => {
   t = await startTeeGateway([
-    { id: 'tee-near', proofFormat: NEAR },
-    { id: 'tee-phala', proofFormat: PHALA, sim: { ecdsaAddressCase: 'checksum' } },
+    { id: 'tee-near', proofFormat: NEAR_V2 },
+    { id: 'tee-phala', proofFormat: PHALA_V2, sim: { ecdsaAddressCase: 'checksum' } },
   ], { confidential: ['tee-near'], encrypted: ['tee-near'] })
   key = (await t.createOrg()).adminKey
 })
@@ -32,7 +29,7 @@ describe('GET /api/v1/attestation: happy', () => {
     expect(body).toMatchObject({
       object: 'attestation', model: 'sim:confidential', provider_model_id: 'sim/echo-1', privacy_tier: 'confidential',
       attestation_available: true, attestation_subject: 'sim/echo-1', verified: false, verifier_provenance: '',
-      nonce: n.toLowerCase(), proof_format: NEAR, signing_algo: 'ed25519',
+      nonce: n.toLowerCase(), proof_format: NEAR_V2, signing_algo: 'ed25519',
     })
     const pub = bytesToHex(sim.keys().ed25519.publicKey)
     expect(body.signing_address).toBe(pub)
@@ -124,7 +121,7 @@ describe('GET /api/v1/attestation: faults → 503 unavailable', () => {
   }
 
   test('an unreachable backend is 503', async () => {
-    const dead = await startTeeGateway([{ id: 'tee-dead', proofFormat: NEAR }])
+    const dead = await startTeeGateway([{ id: 'tee-dead', proofFormat: NEAR_V2 }])
     await dead.sims['tee-dead']!.stop()
     const org = await dead.createOrg()
     const response = await dead.request('GET', '/api/v1/attestation?model=sim:confidential', { key: org.adminKey })

@@ -1,24 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // Confidential chat: every call is preceded by a fresh evidence fetch whose checks must pass.
 
 let t: TeeGateway
-let server: ReturnType<typeof Bun.serve>
 let client: OpenAI
 let orgId: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2', sim: { reasoning: true } }])
+  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2, sim: { reasoning: true } }])
   const org = await t.createOrg()
   orgId = org.orgId
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  client = new OpenAI({ apiKey: org.adminKey, baseURL: `${t.listen()}/v1`, maxRetries: 0 })
 })
-afterAll(async () => {
-  await server.stop(true)
-  await t.stopAll()
-})
+afterAll(() => t.stopAll())
 
 const sim = () => t.sims['tee-near']!
 

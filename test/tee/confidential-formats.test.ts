@@ -1,32 +1,26 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // Confidential chat through all three client formats (issue 8 point 4), with the official SDKs
 // against `:confidential` models on the simulated TEE backend: plain and streamed, every call
 // preceded by its own evidence fetch with a fresh nonce; evidence faults give 503 in each
 // format's own error envelope, with no chat at the backend and nothing billed.
 
-const PHALA = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'
-
 let t: TeeGateway
-let server: ReturnType<typeof Bun.serve>
 let openai: OpenAI
 let anthropic: Anthropic
 let orgId: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-phala', proofFormat: PHALA, sim: { ecdsaAddressCase: 'checksum' } }])
+  t = await startTeeGateway([{ id: 'tee-phala', proofFormat: PHALA_V2, sim: { ecdsaAddressCase: 'checksum' } }])
   const org = await t.createOrg()
   orgId = org.orgId
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
-  anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+  const base = t.listen()
+  openai = new OpenAI({ apiKey: org.adminKey, baseURL: `${base}/v1`, maxRetries: 0 })
+  anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: base, maxRetries: 0 })
 })
-afterAll(async () => {
-  await server.stop(true)
-  await t.stopAll()
-})
+afterAll(() => t.stopAll())
 
 const sim = () => t.sims['tee-phala']!
 const MODEL = 'sim:confidential'

@@ -3,21 +3,19 @@ import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } 
 import { COOL_DOWN_MS } from '../../src/providers/router'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // The router's cool-down applies to every way the gateway reaches an attested backend: a backend
 // that failed retryably (here: answering 500) is passed over for COOL_DOWN_MS by Confidential chat,
 // GET /api/v1/attestation and the Encrypted relay's key pinning alike, while key pinning still
 // reaches it when the client's key is its own (a cooling backend is a last resort, never skipped).
 
-const NEAR2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
-
 let t: TeeGateway
 let key: string
 beforeAll(async () => {
   t = await startTeeGateway([
-    { id: 'a', proofFormat: NEAR2 },
-    { id: 'b', proofFormat: NEAR2 },
+    { id: 'a', proofFormat: NEAR_V2 },
+    { id: 'b', proofFormat: NEAR_V2 },
   ])
   key = (await t.createOrg()).adminKey
 })

@@ -1,19 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { encryptedChat } from '../../src/client/tee'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V1, NEAR_V2, PHALA_V1, PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // End to end: client library → gateway → simulated TEE backend, for every family × version ×
 // algorithm, plain and streamed, with tools where the family takes them. What the client
 // decrypts is compared with what the backend saw.
 
 const FORMATS = [
-  ['near-v1', 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v1'],
-  ['near-v2', 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'],
-  ['phala-v1', 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1'],
-  ['phala-v2', 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'],
+  ['near-v1', NEAR_V1],
+  ['near-v2', NEAR_V2],
+  ['phala-v1', PHALA_V1],
+  ['phala-v2', PHALA_V2],
 ] as const
 
-const gateways: Record<string, { t: TeeGateway; server: ReturnType<typeof Bun.serve>; key: string; orgId: string }> = {}
+const gateways: Record<string, { t: TeeGateway; baseUrl: string; key: string; orgId: string }> = {}
 beforeAll(async () => {
   for (const [id, format] of FORMATS) {
     // Phala writes EIP-55 mixed-case addresses; the v1 NEAR backend answers with the XChaCha secretbox current NEAR proxies use.
@@ -22,15 +22,11 @@ beforeAll(async () => {
     // Phala v2 timestamps come from the client's real clock.
     t.clock.set(Date.now())
     const org = await t.createOrg()
-    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-    gateways[id] = { t, server, key: org.adminKey, orgId: org.orgId }
+    gateways[id] = { t, baseUrl: t.listen(), key: org.adminKey, orgId: org.orgId }
   }
 })
 afterAll(async () => {
-  for (const { t, server } of Object.values(gateways)) {
-    await server.stop(true)
-    await t.stopAll()
-  }
+  for (const { t } of Object.values(gateways)) await t.stopAll()
 })
 
 describe('Encrypted chat end to end', () => {
@@ -38,11 +34,11 @@ describe('Encrypted chat end to end', () => {
     for (const algo of ['ed25519', 'ecdsa'] as const) {
       for (const stream of [false, true]) {
         test(`${id} ${algo} ${stream ? 'streamed' : 'plain'}`, async () => {
-          const { t, server, key, orgId } = gateways[id]!
+          const { t, baseUrl, key, orgId } = gateways[id]!
           const sim = t.sims[id]!
           const before = (await t.deps.balance(orgId)).availableNanos
           const result = await encryptedChat({
-            baseUrl: `http://127.0.0.1:${server.port}`, apiKey: key, model: 'sim:encrypted', algo, stream,
+            baseUrl, apiKey: key, model: 'sim:encrypted', algo, stream,
             messages: [{ role: 'system', content: 'be terse' }, { role: 'user', content: `secret question ${id} ${algo} ünïcode` }],
           })
           expect(result.binding.bound).toBe(true)
@@ -68,10 +64,10 @@ describe('Encrypted chat end to end', () => {
     for (const algo of ['ed25519', 'ecdsa'] as const) {
       for (const stream of [false, true]) {
         test(`${id} ${algo} ${stream ? 'streamed' : 'plain'} with encrypted function tools`, async () => {
-          const { t, server, key } = gateways[id]!
+          const { t, baseUrl, key } = gateways[id]!
           const sim = t.sims[id]!
           const result = await encryptedChat({
-            baseUrl: `http://127.0.0.1:${server.port}`, apiKey: key, model: 'sim:encrypted', algo, stream,
+            baseUrl, apiKey: key, model: 'sim:encrypted', algo, stream,
             messages: [{ role: 'user', content: 'weather in Paris?' }],
             tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
           })

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { json } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { connectMcp } from '../support/mcp'
 
 // Encrypted exists only on POST /v1/chat/completions (spec §4.10, issue 8 point 5). Every other
 // inference surface refuses an `:encrypted` model and the svc-encrypted headers with 400, on a
@@ -12,25 +12,21 @@ import { startTeeGateway, type TeeGateway } from '../support/tee'
 // (The body rules of Encrypted chat itself, including hosted web tools, `uncensored` and
 // file/image parts, are in encrypted-rules.test.ts.)
 
-const NEAR = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
 /** What an Encrypted client sends; the shapes are valid, so only the route can refuse them. */
 const ENCRYPTED_HEADERS = { 'svc-encrypted': '1', 'svc-encrypted-signing-algo': 'ed25519', 'svc-encrypted-client-pub-key': 'ab'.repeat(32), 'svc-encrypted-model-pub-key': 'cd'.repeat(32) }
 
 let t: TeeGateway
-let server: ReturnType<typeof Bun.serve>
+let baseUrl: string
 let key: string
 let orgId: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR }], { models: ['sim', 'other'] })
+  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2 }], { models: ['sim', 'other'] })
   const org = await t.createOrg()
   key = org.adminKey
   orgId = org.orgId
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  baseUrl = t.listen()
 })
-afterAll(async () => {
-  await server.stop(true)
-  await t.stopAll()
-})
+afterAll(() => t.stopAll())
 
 const sim = () => t.sims['tee-near']!
 
@@ -91,9 +87,7 @@ describe('Encrypted refused outside /v1/chat/completions', () => {
 describe('MCP svc.chat', () => {
   async function connect(headers: Record<string, string> = {}): Promise<Client> {
     const token = (await codeFlowTokens(t, key)).access_token
-    const client = new Client({ name: 'svc-test', version: '1.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } } }))
-    return client
+    return connectMcp(baseUrl, token, headers)
   }
   const text = (result: Record<string, unknown>) => (result.content as Array<{ text: string }>)[0]!.text
 

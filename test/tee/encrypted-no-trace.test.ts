@@ -2,14 +2,14 @@ import { expect, test } from 'bun:test'
 import { contextFor, decryptChatStream, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
 import { createLogger } from '../../src/observability/logger'
 import { json } from '../support/harness'
-import { startTeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway } from '../support/tee'
 
 // After Encrypted exchanges (plain, streamed, refused, tampered), neither the log lines nor any
 // database row holds the plaintext, the ciphertext, the client key or the attestation nonce.
 
 test('no plaintext, ciphertext, client key or nonce in the logs or the database', async () => {
   const lines: string[] = []
-  const t = await startTeeGateway([{ id: 'near', proofFormat: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2' }], { logger: createLogger('debug', line => lines.push(line)) })
+  const t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }], { logger: createLogger('debug', line => lines.push(line)) })
   try {
     const org = await t.createOrg()
     const secrets: string[] = []

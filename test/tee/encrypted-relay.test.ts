@@ -3,7 +3,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { contextFor, decryptChatResponse, decryptChatStream, encryptChatRequest, generateClientKeys, verifyResponseSignature, type Attestation } from '../../src/client/tee'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // The relay itself: bytes unchanged (so backend signatures verify), [DONE] only after the
 // settlement, response evidence, cut streams, and billing from the backend's usage.
@@ -12,7 +12,7 @@ let t: TeeGateway
 let key: string
 let orgId: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'near', proofFormat: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2' }])
+  t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }])
   const org = await t.createOrg()
   key = org.adminKey
   orgId = org.orgId

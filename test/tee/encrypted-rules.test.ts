@@ -3,21 +3,17 @@ import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } 
 import { refuseEncrypted } from '../../src/inference/encrypted'
 import { bytesToHex, generateKeyPair } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V1, NEAR_V2, PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // Every Encrypted chat rule of spec §4.10 / TEE-PROTOCOL.md B3 as a route test. None of the
 // refused requests reaches the backend's chat or charges anything.
-
-const NEAR2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
-const NEAR1 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v1'
-const PHALA2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v2'
 
 type Json = Record<string, any>
 interface Setup { t: TeeGateway; key: string; orgId: string }
 const setups: Record<string, Setup> = {}
 
 beforeAll(async () => {
-  for (const [name, format] of [['near2', NEAR2], ['near1', NEAR1], ['phala2', PHALA2]] as const) {
+  for (const [name, format] of [['near2', NEAR_V2], ['near1', NEAR_V1], ['phala2', PHALA_V2]] as const) {
     const t = await startTeeGateway([{ id: name, proofFormat: format }])
     t.clock.set(Date.now())
     const org = await t.createOrg()

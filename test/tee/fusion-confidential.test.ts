@@ -1,32 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // Fusion at the Confidential level, end to end over HTTP: the participants and the judge are
 // `:confidential` catalog entries bound to the simulated TEE backend, every part attests with
 // its own fresh challenge, and the result reports exactly what the backend was challenged with.
 
-const NEAR = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
-
 let t: TeeGateway
-let server: ReturnType<typeof Bun.serve>
+let baseUrl: string
 let key: string
 let orgId: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR, signingAlgos: ['ecdsa'] }], { models: ['alpha', 'beta', 'gamma', 'judge'], fusionJudge: 'judge' })
+  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2, signingAlgos: ['ecdsa'] }], { models: ['alpha', 'beta', 'gamma', 'judge'], fusionJudge: 'judge' })
   const org = await t.createOrg()
   key = org.adminKey
   orgId = org.orgId
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  baseUrl = t.listen()
 })
-afterAll(async () => {
-  await server.stop(true)
-  await t.stopAll()
-})
+afterAll(() => t.stopAll())
 
 const sim = () => t.sims['tee-near']!
 const fusion = (body: Record<string, unknown>) =>
-  fetch(`http://127.0.0.1:${server.port}/api/v1/chat/fusion`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  fetch(`${baseUrl}/api/v1/chat/fusion`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
 const messages = [{ role: 'user', content: 'Is this attested?' }]
 
 describe('Fusion of Confidential participants on an attested backend', () => {
@@ -59,13 +54,13 @@ describe('Fusion of Confidential participants on an attested backend', () => {
     const participantNonces: string[] = []
     for (const entry of body.models as Array<Record<string, any>>) {
       expect(entry.output).toBe('echo: Is this attested?')
-      expect(entry.attestation).toEqual({ model: entry.id, nonce: expect.stringMatching(/^[0-9a-f]{64}$/), signing_address: served.signing_address, signing_algo: 'ecdsa', proof_format: NEAR })
+      expect(entry.attestation).toEqual({ model: entry.id, nonce: expect.stringMatching(/^[0-9a-f]{64}$/), signing_address: served.signing_address, signing_algo: 'ecdsa', proof_format: NEAR_V2 })
       participantNonces.push(entry.attestation.nonce)
     }
     expect(body.models.map((entry: { id: string }) => entry.id)).toEqual(['alpha:confidential', 'beta:confidential', 'gamma:confidential'])
     // The participants run concurrently (their challenge order is theirs); the judge runs last.
     expect(participantNonces.sort()).toEqual(nonces.slice(0, 3).sort())
-    expect(body.judge_attestation).toEqual({ model: 'judge:confidential', nonce: nonces[3], signing_address: served.signing_address, signing_algo: 'ecdsa', proof_format: NEAR })
+    expect(body.judge_attestation).toEqual({ model: 'judge:confidential', nonce: nonces[3], signing_address: served.signing_address, signing_algo: 'ecdsa', proof_format: NEAR_V2 })
     // The judge read every participant's answer (the backend saw them in its prompt).
     const judgePrompt = JSON.stringify(sim().state.seen.at(-1)!.plain.messages)
     expect(judgePrompt.split('echo: Is this attested?').length - 1).toBe(3)
@@ -85,7 +80,7 @@ describe('Fusion of Confidential participants on an attested backend', () => {
     const nonces = sim().state.attestations.slice(attestedBefore).map(query => query.get('nonce'))
     expect(nonces.length).toBe(3)
     expect(body.models.map((entry: { attestation: { nonce: string } }) => entry.attestation.nonce).sort()).toEqual(nonces.slice(0, 2).sort())
-    expect(body.judge_attestation).toMatchObject({ model: 'judge:confidential', nonce: nonces[2], signing_algo: 'ecdsa', proof_format: NEAR })
+    expect(body.judge_attestation).toMatchObject({ model: 'judge:confidential', nonce: nonces[2], signing_algo: 'ecdsa', proof_format: NEAR_V2 })
   })
 
   test('a participant whose evidence contradicts the challenge fails alone with 503, uncharged; with one answer left the run is partial', async () => {

@@ -2,19 +2,17 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
 import { bytesToHex, ethAddress, randomBytes } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 // A model bound to several attested backends: key pinning routes Encrypted requests only to the
 // backend attested with the client's key; Confidential calls and attestation pass over a dead one.
-
-const NEAR2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
 
 let t: TeeGateway
 let key: string
 beforeAll(async () => {
   t = await startTeeGateway([
-    { id: 'a', proofFormat: NEAR2 },
-    { id: 'b', proofFormat: NEAR2 },
+    { id: 'a', proofFormat: NEAR_V2 },
+    { id: 'b', proofFormat: NEAR_V2 },
   ])
   key = (await t.createOrg()).adminKey
 })

@@ -5,34 +5,24 @@ import { loadConfig } from '../../src/config/load'
 import { chat } from '../../src/operator/chat'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
+import { captureIo as capture, runCliCaptured, runProcess } from '../support/cli'
 import { buildTestApp, type TestApp } from '../support/harness'
 
 // `svc chat`: one streamed answer through a running gateway (here: the embedded default, i.e.
 // the demo model, on a real port).
 
 let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 let url: string
 let key: string
 const env = { SVC_LOG_LEVEL: 'error' }
 
 beforeAll(async () => {
   t = await buildTestApp()
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  url = `http://127.0.0.1:${server.port}`
+  url = t.listen()
   key = (await t.createOrg('cli', 1_000_000_000n)).adminKey
 })
 
-afterAll(async () => {
-  server.stop(true)
-  await t.close()
-})
-
-function capture() {
-  const out: string[] = []
-  const err: string[] = []
-  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
-}
+afterAll(() => t.close())
 
 describe('svc chat', () => {
   test('streams the demo answer piece by piece, then prints the usage on stderr', async () => {
@@ -49,21 +39,9 @@ describe('svc chat', () => {
 
   test('runCli chat exits 0; a bad key exits 1 with the 401 message; a missing model is a usage error', async () => {
     // runCli's chat writes the answer to process.stdout: capture it for the duration of the call.
-    const ok = capture()
-    const stdout: string[] = []
-    const write = process.stdout.write
-    process.stdout.write = ((chunk: string | Uint8Array) => {
-      stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
-      return true
-    }) as typeof process.stdout.write
-    let code: number
-    try {
-      code = await runCli(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env, ok.io)
-    } finally {
-      process.stdout.write = write
-    }
-    expect(code).toBe(0)
-    expect(stdout.join('')).toBe('Hello from the demo model. You said: hello\n')
+    const ok = await runCliCaptured(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env)
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toBe('Hello from the demo model. You said: hello\n')
     expect(ok.err).toEqual(['[2 input tokens, 8 output tokens]'])
 
     const malformed = capture()
@@ -121,12 +99,9 @@ describe('svc chat', () => {
   })
 
   test('the real command prints the streamed answer on stdout (SVC_URL and SVC_API_KEY from the environment)', async () => {
-    const child = Bun.spawn(['bun', join(import.meta.dir, '../../src/cli.ts'), 'chat', '--model', 'demo-private', 'hi there'], {
+    const { stdout, stderr, code } = await runProcess(['bun', join(import.meta.dir, '../../src/cli.ts'), 'chat', '--model', 'demo-private', 'hi there'], {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC_URL: url, SVC_API_KEY: key, SVC_LOG_LEVEL: 'error' },
-      stdout: 'pipe',
-      stderr: 'pipe',
     })
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     expect(stderr).toBe('[2 input tokens, 9 output tokens]\n')
     expect(stdout).toBe('Hello from the demo model. You said: hi there\n')
     expect(code).toBe(0)

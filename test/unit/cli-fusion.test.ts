@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { switchPlan } from '../../src/billing/plan-switch'
-import { runCli } from '../../src/cli'
 import { loadConfig } from '../../src/config/load'
 import { fusion } from '../../src/operator/fusion'
+import { captureIo as capture, runCliCaptured, runProcess } from '../support/cli'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
 import { answer, buildFusionHarness } from '../fusion/support'
@@ -15,7 +15,6 @@ import { openAIWire } from '../providers/openai-wire'
 // demo models and the default judge (demo-private), over a real socket.
 
 let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 let url: string
 let key: string
 let orgId: string
@@ -25,45 +24,20 @@ const PROMPT = 'Is 9.11 larger than 9.9?'
 
 beforeAll(async () => {
   t = await buildTestApp()
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  url = `http://127.0.0.1:${server.port}`
+  url = t.listen()
   const org = await t.createOrg('cli', 1_000_000_000n)
   key = org.adminKey
   orgId = org.orgId
 })
 
-afterAll(async () => {
-  server.stop(true)
-  await t.close()
-})
-
-function capture() {
-  const out: string[] = []
-  const err: string[] = []
-  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
-}
+afterAll(() => t.close())
 
 async function fusionCharges(): Promise<number> {
   const rows = await t.deps.database.client.execute({ sql: "select count(distinct op_id) as n from ledger_entries where org_id = ? and kind = 'settle' and purpose = 'fusion'", args: [orgId] })
   return Number(rows.rows[0]!.n)
 }
 
-/** runCli with process.stdout captured (the command streams the synthesis there). */
-async function runCaptured(argv: string[], runEnv: Record<string, string> = env) {
-  const { io, out, err } = capture()
-  const stdout: string[] = []
-  const write = process.stdout.write
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
-    return true
-  }) as typeof process.stdout.write
-  try {
-    const code = await runCli(argv, runEnv, io)
-    return { code, stdout: stdout.join(''), err, out }
-  } finally {
-    process.stdout.write = write
-  }
-}
+const runCaptured = (argv: string[], runEnv: Record<string, string> = env) => runCliCaptured(argv, runEnv)
 
 describe('svc fusion', () => {
   test('streams the synthesis to stdout, each participant status and a summary to stderr; a repeated --request-id bills nothing twice', async () => {
@@ -140,12 +114,9 @@ describe('svc fusion', () => {
   })
 
   test('the real command (SVC_URL and SVC_API_KEY from the environment)', async () => {
-    const child = Bun.spawn(['bun', join(import.meta.dir, '../../src/cli.ts'), 'fusion', '--models', MODELS, PROMPT], {
+    const { stdout, stderr, code } = await runProcess(['bun', join(import.meta.dir, '../../src/cli.ts'), 'fusion', '--models', MODELS, PROMPT], {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC_URL: url, SVC_API_KEY: key, SVC_LOG_LEVEL: 'error' },
-      stdout: 'pipe',
-      stderr: 'pipe',
     })
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     expect(code).toBe(0)
     expect(stdout).toStartWith('Hello from the demo model. You said: 3 models answered the last message above.')
     expect(stderr.trim().split('\n')).toHaveLength(4)

@@ -4,26 +4,18 @@ import { loadConfig } from '../../src/config/load'
 import { devTee } from '../../src/operator/dev-tee'
 import { encryptedChatCommand } from '../../src/operator/encrypted-chat'
 import type { SimTeeBackend } from '../../src/tee/sim/server'
-import { startTeeGateway, type TeeGateway } from '../support/tee'
-
-function capture() {
-  const out: string[] = []
-  const err: string[] = []
-  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
-}
+import { captureIo as capture, runProcess } from '../support/cli'
+import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 let t: TeeGateway
-let server: ReturnType<typeof Bun.serve>
+let url: string
 let key: string
 beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'near', proofFormat: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2', sim: { reasoning: true } }])
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+  t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2, sim: { reasoning: true } }])
+  url = t.listen()
   key = (await t.createOrg()).adminKey
 })
-afterAll(async () => {
-  await server.stop(true)
-  await t.stopAll()
-})
+afterAll(() => t.stopAll())
 
 describe('svc encrypted-chat', () => {
   const config = loadConfig({ SVC_LOG_LEVEL: 'error' })
@@ -31,7 +23,7 @@ describe('svc encrypted-chat', () => {
     test(`${algo}: streams the decrypted answer and says what was and was not verified`, async () => {
       const { io, err } = capture()
       const written: string[] = []
-      await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', `http://127.0.0.1:${server.port}`, '--key', key, '--algo', algo, 'hello cli'], io, text => written.push(text))
+      await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--algo', algo, 'hello cli'], io, text => written.push(text))
       expect(written.join('')).toBe('echo: hello cli\n')
       expect(written.length).toBeGreaterThan(2)
       expect(err[0]).toContain('hardware quote chain NOT verified; SIMULATED evidence')
@@ -41,7 +33,7 @@ describe('svc encrypted-chat', () => {
 
   test('--json and --no-stream', async () => {
     const { io, out } = capture()
-    await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', `http://127.0.0.1:${server.port}`, '--key', key, '--no-stream', '--json', 'hi'], io, () => {})
+    await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--no-stream', '--json', 'hi'], io, () => {})
     expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', binding: { bound: true, simulated: true, hardware_verified: false } })
   })
 
@@ -52,7 +44,7 @@ describe('svc encrypted-chat', () => {
     t.sims.near!.state.faults = { echoWrongNonce: true }
     try {
       const failed = capture()
-      expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', `http://127.0.0.1:${server.port}`, '--key', key, 'x'], { SVC_LOG_LEVEL: 'error' }, failed.io)).toBe(1)
+      expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', url, '--key', key, 'x'], { SVC_LOG_LEVEL: 'error' }, failed.io)).toBe(1)
       expect(failed.err.join('\n')).toContain('HTTP 503')
     } finally {
       t.sims.near!.state.faults = {}
@@ -87,12 +79,7 @@ describe('svc dev-tee', () => {
 
 describe('examples/encrypted-chat.ts', () => {
   test('runs against a gateway through the package export svc-gateway/client', async () => {
-    const child = Bun.spawn(['bun', 'examples/encrypted-chat.ts', 'sim:encrypted', 'from the example'], {
-      env: { ...process.env, SVC_URL: `http://127.0.0.1:${server.port}`, SVC_API_KEY: key },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    const { stdout, stderr, code } = await runProcess(['bun', 'examples/encrypted-chat.ts', 'sim:encrypted', 'from the example'], { env: { ...process.env, SVC_URL: url, SVC_API_KEY: key } })
     expect(stderr).toContain('ok   quote binds nonce')
     expect(stdout).toBe('echo: from the example\n')
     expect(code).toBe(0)

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { json, type TestApp } from '../support/harness'
+import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
 
 // The SSRF defences through the HTTP route (not only the validator: litellm#37053), with the
@@ -21,10 +21,7 @@ afterEach(async () => {
 
 async function setup(extra: Parameters<typeof buildWebApp>[0] = {}) {
   ;({ t, resolver, egress } = await buildWebApp(extra))
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'ssrf', planId: 'payg', ownerEmail: `ssrf-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'web', admin: false, expiresAtMs: null, spendCap: null })
-  await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
-  return { orgId: org.id, key: secret, ownerUserId }
+  return createPlanOrg(t, { name: 'ssrf', keyName: 'web', credit: CREDIT })
 }
 
 function serve(handler: Parameters<typeof pageServer>[0]) {
@@ -357,8 +354,7 @@ describe('billing order and limits', () => {
 
   test('an unfunded organization is refused with 429 before any connection', async () => {
     ;({ t, resolver, egress } = await buildWebApp())
-    const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'poor', planId: 'payg', ownerEmail: `poor-${Bun.randomUUIDv7()}@example.test` })
-    const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: false, expiresAtMs: null, spendCap: null })
+    const { key: secret } = await createPlanOrg(t, { name: 'poor', credit: 0n })
     const site = serve(() => page('x'))
     resolver.set('docs.acme-web.com', ['127.0.0.1'])
     const response = await fetchUrls(secret, [`http://docs.acme-web.com:${site.port}/`])

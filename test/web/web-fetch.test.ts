@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { json, type TestApp, type TestOrg } from '../support/harness'
+import { createPlanOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
 
 // POST /api/v1/web/fetch through the real app and ledger. Page servers listen on 127.0.0.1 and
@@ -20,11 +20,8 @@ afterEach(async () => {
 
 async function setup(extra: Parameters<typeof buildWebApp>[0] = {}, options: { tlsCa?: string } = {}) {
   ;({ t, resolver, egress } = await buildWebApp(extra, {}, options))
-  // Pay-as-you-go: no allowance, so every charge shows in the prepaid balance.
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'web', planId: 'payg', ownerEmail: `web-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'web', admin: false, expiresAtMs: null, spendCap: null })
-  await t.deps.ledger.topUp({ orgId: org.id, amount: 1_000_000_000n })
-  return { orgId: org.id, key: secret }
+  const { orgId, key } = await createPlanOrg(t, { name: 'web', keyName: 'web' })
+  return { orgId, key }
 }
 
 function serve(handler: Parameters<typeof pageServer>[0], tls?: { cert: string; key: string }) {

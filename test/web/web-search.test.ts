@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config/load'
-import { json, type TestApp } from '../support/harness'
+import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { buildWebApp, webConfigYaml } from '../support/fake-web'
 
 // POST /api/v1/web/search against fake SearXNG and Brave servers that speak their real
@@ -34,10 +34,8 @@ function fakeBackend(answer: (url: URL) => Response) {
 
 async function setup(search: string | undefined, env: Record<string, string> = {}) {
   ;({ t } = await buildWebApp(search ? { search } : {}, env))
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'search', planId: 'payg', ownerEmail: `s-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'k', admin: false, expiresAtMs: null, spendCap: null })
-  await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
-  return { orgId: org.id, key: secret }
+  const { orgId, key } = await createPlanOrg(t, { name: 'search', credit: CREDIT })
+  return { orgId, key }
 }
 
 const spent = async (orgId: string) => CREDIT - (await t.deps.balance(orgId)).prepaidNanos

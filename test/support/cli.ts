@@ -1,0 +1,32 @@
+/** Line sinks for a command's `io`, and what was written to each. */
+export function captureIo() {
+  const out: string[] = []
+  const err: string[] = []
+  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
+}
+
+/** Runs a command to completion; returns its exit code and output. */
+export async function runProcess(cmd: string[], options: { env: Record<string, string | undefined>; cwd?: string }): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = Bun.spawn(cmd, { cwd: options.cwd, env: options.env, stdout: 'pipe', stderr: 'pipe' })
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  return { code, stdout, stderr }
+}
+
+/** runCli with its io captured and process.stdout too (commands that stream an answer write it there). */
+export async function runCliCaptured(argv: string[], env: Record<string, string>) {
+  // Imported here, not at the top: runProcess users (the ops tests) need not load the CLI.
+  const { runCli } = await import('../../src/cli')
+  const { io, out, err } = captureIo()
+  const stdout: string[] = []
+  const write = process.stdout.write
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
+    return true
+  }) as typeof process.stdout.write
+  try {
+    const code = await runCli(argv, env, io)
+    return { code, stdout: stdout.join(''), err, out }
+  } finally {
+    process.stdout.write = write
+  }
+}
