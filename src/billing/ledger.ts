@@ -1,8 +1,8 @@
 import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
-import { utcDay, utcMonth, type Clock, type Window } from '../lib/clock'
+import { utcMonth, type Clock, type Window } from '../lib/clock'
 import { newId } from '../lib/ids'
-import { formatUsd, type Nanos } from '../lib/money'
+import type { Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
@@ -11,6 +11,7 @@ import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp } from './ledger-writer'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
+import { capRefusal, capWindow, fundsRefusal, min, positive } from './ledger-rules'
 
 /** What a billed call is for (one entry `purpose`). */
 export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_parse'
@@ -371,32 +372,3 @@ export class Ledger {
     }
   }
 }
-
-function capWindow(period: SpendCapPeriod, nowMs: number): Window {
-  if (period === 'daily') return utcDay(nowMs)
-  if (period === 'monthly') return utcMonth(nowMs)
-  return { startMs: 0, endMs: Number.MAX_SAFE_INTEGER }
-}
-
-function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number): ApiError {
-  if (period === 'overall') {
-    return new ApiError('insufficient_quota', `this key's overall spend cap of ${formatUsd(cap)} USD (${cap} nanos) is used up`)
-  }
-  const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
-  return new ApiError(
-    'insufficient_quota',
-    `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) is reached; it resets at ${new Date(window.endMs).toISOString()}`,
-    undefined,
-    { 'retry-after': String(retryAfter) },
-  )
-}
-
-function fundsRefusal(estimate: Nanos): ApiError {
-  return new ApiError(
-    'insufficient_quota',
-    `insufficient funds: the organization's plan allowance and prepaid balance cannot cover this call (estimated ${formatUsd(estimate)} USD)`,
-  )
-}
-
-const min = (a: Nanos, b: Nanos): Nanos => (a < b ? a : b)
-const positive = (a: Nanos): Nanos => (a > 0n ? a : 0n)
