@@ -68,7 +68,7 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
 export function deviceCodePage(action: string, error?: string, status = 200): Response {
   const body = `<h1>Connect a device</h1>${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 <form method="get" action="${escapeHtml(action)}"><label for="user_code">Enter the code shown in your terminal</label>
-<input type="text" id="user_code" name="user_code" autocomplete="off" placeholder="XXXX-XXXX" autofocus>
+<input type="text" id="user_code" name="user_code" autocomplete="off" placeholder="BCDF-GHJK" autofocus>
 <div class="buttons"><button type="submit" value="approve">Continue</button></div></form>`
   return page('Connect a device', body, status)
 }

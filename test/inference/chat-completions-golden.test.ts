@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import type { ModelRoute } from '../../src/catalog/types'
 import { renderError } from '../../src/http/errors'
 import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
 import { collect } from '../../src/inference/collect'
@@ -13,7 +12,7 @@ import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { assertEventGrammar } from '../providers/events'
-import { type Backend, fixture, golden, goldenJson as json, replay, upstreamEvents, anthropicBodyOrRefusal } from '../support/golden'
+import { type Backend, fixture, golden, goldenJson as json, replay, upstreamEvents, anthropicBodyOrRefusal, GOLDEN_NOW as NOW, GOLDEN_ROUTE as ROUTE, type GoldenCase } from '../support/golden'
 
 // Golden translations for the Chat Completions client format × each HTTP backend, stored as
 // fixtures under test/fixtures/chat-completions/<case>/ (the same layout as responses/):
@@ -24,22 +23,9 @@ import { type Backend, fixture, golden, goldenJson as json, replay, upstreamEven
 // failed). The upstream streams are recorded wire text; everything else is what the code
 // produces, reviewed when written. Rewrite after a deliberate change with UPDATE_GOLDEN=1.
 
-const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
 
-const ROUTE: ModelRoute = {
-  id: 'golden', modelId: 'golden', level: 'private', routing: 'ordered', contextLength: 200_000, maxOutputTokens: 8192,
-  price: { inputPerMillion: 1_000n, outputPerMillion: 2_000n },
-  backends: [{ provider: 'golden', model: 'golden-upstream', weight: 1, uncensored: false }],
-  capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
-}
 
-interface Case {
-  readonly name: string
-  /** The upstream stream each backend answers with (test/fixtures/upstream/<backend>/<name>.sse). */
-  readonly streams: Partial<Record<Backend, string>>
-}
-
-const CASES: Case[] = [
+const CASES: GoldenCase[] = [
   { name: 'text', streams: { 'openai-compatible': 'text', anthropic: 'text' } },
   { name: 'reasoning-tools', streams: { 'openai-compatible': 'reasoning-tool', anthropic: 'thinking-tool' } },
   // No stream_options: the client stream must end without a usage chunk.

@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import type { ModelRoute } from '../../src/catalog/types'
 import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
 import { decodeResponses } from '../../src/inference/dialects/responses/decode'
 import { echoOf } from '../../src/inference/dialects/responses/encode'
@@ -10,7 +9,7 @@ import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { assertEventGrammar } from '../providers/events'
-import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents, anthropicBodyOrRefusal } from '../support/golden'
+import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents, anthropicBodyOrRefusal, GOLDEN_NOW as NOW, GOLDEN_ROUTE as ROUTE, type GoldenCase } from '../support/golden'
 
 // Golden translations for the Responses client format × each HTTP backend, stored as fixtures
 // under test/fixtures/responses/<case>/:
@@ -19,23 +18,10 @@ import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents, ant
 // The upstream streams are recorded wire text; everything else is what the code produces,
 // reviewed when written. Rewrite after a deliberate change with UPDATE_GOLDEN=1.
 
-const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
 const META = { id: 'resp_golden', model: 'golden', createdAt: NOW / 1000, includeUsage: true, estimatedInputTokens: 0 }
 
-const ROUTE: ModelRoute = {
-  id: 'golden', modelId: 'golden', level: 'private', routing: 'ordered', contextLength: 200_000, maxOutputTokens: 8192,
-  price: { inputPerMillion: 1_000n, outputPerMillion: 2_000n },
-  backends: [{ provider: 'golden', model: 'golden-upstream', weight: 1, uncensored: false }],
-  capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
-}
 
-interface Case {
-  readonly name: string
-  /** The upstream stream each backend answers with (test/fixtures/upstream/<backend>/<name>.sse). */
-  readonly streams: Partial<Record<Backend, string>>
-}
-
-const CASES: Case[] = [
+const CASES: GoldenCase[] = [
   { name: 'text', streams: { 'openai-compatible': 'text', anthropic: 'text' } },
   { name: 'reasoning-tools', streams: { 'openai-compatible': 'reasoning-tool', anthropic: 'thinking-tool' } },
   { name: 'redacted-thinking', streams: { anthropic: 'redacted-thinking' } },

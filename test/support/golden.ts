@@ -88,3 +88,20 @@ export function anthropicBodyOrRefusal(build: () => unknown): unknown {
     throw error
   }
 }
+
+/** The clock every golden fixture was recorded at. */
+export const GOLDEN_NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
+
+/** The catalog route the golden requests are decoded against. */
+export const GOLDEN_ROUTE: ModelRoute = {
+  id: 'golden', modelId: 'golden', level: 'private', routing: 'ordered', contextLength: 200_000, maxOutputTokens: 8192,
+  price: { inputPerMillion: 1_000n, outputPerMillion: 2_000n },
+  backends: [{ provider: 'golden', model: 'golden-upstream', weight: 1, uncensored: false }],
+  capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
+}
+
+/** One golden case: a fixture folder and the upstream stream each backend answers with (test/fixtures/upstream/<backend>/<name>.sse). */
+export interface GoldenCase {
+  readonly name: string
+  readonly streams: Partial<Record<Backend, string>>
+}
