@@ -3,6 +3,7 @@
  * (issue 11, ARCHITECTURE.md §11). See bench/README.md for what is measured and how to read it.
  *
  *   bun bench/http.ts [--quick] [--seconds N] [--repeat N] [--conns 1,32,128] [--only a,b] [--bun-loadgen] [--label X]
+ *                     [--first-ms 50] [--gap-ms 5]   (the paced upstream's latency to the first chunk and between chunks)
  *   bun bench/http.ts --soak MINUTES
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -10,7 +11,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { firstByte, haveWrk, measure, rssMiB, type Load, type Sample } from './http/drive'
 import { evaluate, printTable, type Cell } from './http/report'
-import { removeDir, startGateway, startProxies, startUpstreams, type Process } from './http/targets'
+import { DEFAULT_PACING, removeDir, startGateway, startProxies, startUpstreams, type Process } from './http/targets'
 
 const argv = process.argv.slice(2)
 const flag = (name: string) => argv.includes(`--${name}`)
@@ -24,6 +25,7 @@ const repeat = Number(option('repeat', quick ? '1' : '2'))
 const connections = option('conns', '1,32,128').split(',').map(Number)
 const soakMinutes = Number(option('soak', '0'))
 const useWrk = haveWrk && !flag('bun-loadgen')
+const pacing = { firstMs: Number(option('first-ms', String(DEFAULT_PACING.firstMs))), gapMs: Number(option('gap-ms', String(DEFAULT_PACING.gapMs))) }
 
 export const SCENARIOS = [
   { name: 'nonstream-instant', model: 'bench-instant', upstream: 'instant', stream: false },
@@ -36,7 +38,7 @@ const scenarios = only ? SCENARIOS.filter(s => only.split(',').includes(s.name))
 if (!haveWrk) console.error('wrk not found: using the Bun load generator (install wrk with `apt-get install wrk` for steadier numbers)')
 console.error(`load average ${loadavg().map(v => v.toFixed(2)).join(' ')}; ${seconds} s per run, ${repeat} repeat(s), ${useWrk ? 'wrk' : 'bun loadgen'}`)
 
-const upstreams = await startUpstreams()
+const upstreams = await startUpstreams(pacing)
 const proxies = await startProxies(upstreams)
 const gateway = await startGateway(upstreams)
 const all: Process[] = [upstreams.instant, upstreams.paced, proxies.instant, proxies.paced, gateway.process]
@@ -111,7 +113,7 @@ async function run(): Promise<void> {
   }
   const targets = evaluate(cells)
   printTable(cells, targets)
-  const result = { date: new Date().toISOString(), tool: useWrk ? 'wrk' : 'bun-loadgen', seconds, repeat, load_average: loadavg(), cells, targets }
+  const result = { date: new Date().toISOString(), tool: useWrk ? 'wrk' : 'bun-loadgen', seconds, repeat, paced_upstream: pacing, load_average: loadavg(), cells, targets }
   save('http', result)
 }
 

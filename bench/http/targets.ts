@@ -36,11 +36,13 @@ export interface Upstreams {
   paced: Process
 }
 
-export async function startUpstreams(): Promise<Upstreams> {
+/** The paced upstream's default pacing: the 50 ms to the first chunk, 5 ms between chunks. */
+export const DEFAULT_PACING = { firstMs: 50, gapMs: 5 }
+
+export async function startUpstreams(pacing = DEFAULT_PACING): Promise<Upstreams> {
   return {
     instant: await startScript('upstream-instant', 'mock-upstream.ts', { FIRST_MS: '0', GAP_MS: '0' }),
-    // The realistic pacing: 50 ms to the first chunk, 5 ms between chunks.
-    paced: await startScript('upstream-paced', 'mock-upstream.ts', { FIRST_MS: '50', GAP_MS: '5' }),
+    paced: await startScript('upstream-paced', 'mock-upstream.ts', { FIRST_MS: String(pacing.firstMs), GAP_MS: String(pacing.gapMs) }),
   }
 }
 
