@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import type { ProviderConfig } from '../../src/config/config'
 import { AnthropicProvider } from '../../src/providers/anthropic/provider'
+import { AttestedProvider } from '../../src/providers/attested/provider'
 import { OpenAICompatibleProvider } from '../../src/providers/openai-compatible/provider'
 import { UpstreamError, type Provider } from '../../src/providers/types'
+import { parseProofFormat } from '../../src/tee/proof-format'
 import { FakeUpstream } from '../support/fake-upstream'
 import { anthropicWire } from './anthropic-wire'
 import { runCollectConformance } from './collect-conformance'
@@ -103,4 +105,50 @@ describe('the headers deadline of collected calls', () => {
       await (await upstream.request(0)).disconnected
     })
   }
+})
+
+describe('the Encrypted relay: a non-stream call (one JSON answer) waits up to response_timeout_ms', () => {
+  const attested = (baseUrl: string, timeouts: Partial<ProviderConfig>) =>
+    new AttestedProvider(
+      providerConfig({
+        type: 'attested', id: 'tee', baseUrl, apiKey: KEY, ...timeouts,
+        attested: { proofFormat: parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, signingAlgos: ['ecdsa'] },
+      }),
+    )
+  const relayCall = (collect: boolean) => ({ upstreamModel: 'tee-model', body: JSON.stringify({ model: 'tee-model', stream: !collect, messages: [] }), headers: {}, signal: new AbortController().signal, collect })
+
+  test('past the connect deadline, the JSON answer still arrives', async () => {
+    const upstream = heldUpstream(() => Response.json(openAIWire.json(TURN)))
+    try {
+      const provider = attested(upstream.url, { connectTimeoutMs: 100, responseTimeoutMs: 60_000 })
+      const collected = provider.relay(relayCall(true))
+      const streamed = await provider.relay(relayCall(false)).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect((streamed as UpstreamError).kind).toBe('timeout')
+      upstream.release()
+      const answer = await collected
+      const chunks: Uint8Array[] = []
+      for await (const chunk of answer.bytes) chunks.push(chunk)
+      expect(JSON.parse(Buffer.concat(chunks).toString()).choices[0].message.content).toBe(TURN.text)
+    } finally {
+      await upstream.close()
+    }
+  })
+
+  test('no headers by response_timeout_ms: a timeout', async () => {
+    const upstream = await FakeUpstream.start()
+    try {
+      upstream.enqueue({ kind: 'stall' })
+      const error = await attested(`${upstream.url}/v1`, { connectTimeoutMs: 60_000, responseTimeoutMs: 150 }).relay(relayCall(true)).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      )
+      expect((error as UpstreamError).kind).toBe('timeout')
+      expect((error as UpstreamError).message).toContain('150 ms')
+    } finally {
+      await upstream.close()
+    }
+  })
 })
