@@ -38,7 +38,8 @@ export class OpenAICompatibleProvider implements Provider {
     const origin: ErrorOrigin = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
     let body: string
     try {
-      body = JSON.stringify(call.collect ? asCollected(toUpstream(call.request, call.upstreamModel, this.options)) : toUpstream(call.request, call.upstreamModel, this.options))
+      const upstreamBody = toUpstream(call.request, call.upstreamModel, this.options)
+      body = JSON.stringify(call.collect ? asCollected(upstreamBody) : upstreamBody)
     } catch (error) {
       if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, origin.provider, origin.model)
       throw error
