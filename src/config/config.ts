@@ -40,6 +40,12 @@ export interface ProviderConfig {
   readonly connectTimeoutMs: number
   /** Longest silence allowed between streamed bytes before the call fails with `timeout`. */
   readonly idleTimeoutMs: number
+  /**
+   * Deadline for the response headers of a call answered as one JSON body (a non-streamed chat,
+   * an Encrypted non-stream call): the upstream sends its headers only once the whole answer is
+   * generated, so the connect deadline cannot apply.
+   */
+  readonly responseTimeoutMs: number
   /** Type attested only: the configured proof_format and signing algorithms (first = pre-call attestation). */
   readonly attested?: { readonly proofFormat: ProofFormat; readonly signingAlgos: readonly SigningAlgo[] }
 }

@@ -13,6 +13,7 @@ const DEFAULT_BASE_URL: Record<ProviderConfig['type'], string | undefined> = {
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 const DEFAULT_IDLE_TIMEOUT_MS = 60_000
+const DEFAULT_RESPONSE_TIMEOUT_MS = 600_000
 
 /**
  * The `providers:` section → frozen ProviderConfig list, adding to `problems` for every
@@ -62,6 +63,7 @@ export function buildProviders(entries: readonly FileProvider[], secret: (name: 
         retention: entry.retention ?? 'unknown',
         connectTimeoutMs: entry.connect_timeout_ms ?? DEFAULT_CONNECT_TIMEOUT_MS,
         idleTimeoutMs: entry.idle_timeout_ms ?? DEFAULT_IDLE_TIMEOUT_MS,
+        responseTimeoutMs: entry.response_timeout_ms ?? DEFAULT_RESPONSE_TIMEOUT_MS,
         ...(attested ? { attested } : {}),
       }),
     )

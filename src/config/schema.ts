@@ -44,6 +44,8 @@ const ProviderEntry = t.Object(
     retention: t.Optional(t.Union([t.Literal('none'), t.Literal('unknown')])),
     connect_timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 600_000 })),
     idle_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
+    // The headers deadline of calls answered as one JSON body (non-streamed chat): the whole generation.
+    response_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
     // attested only: the evidence layout and E2EE protocol (TEE-PROTOCOL.md B1), and the
     // signing algorithms the backend serves (the first is used for pre-call attestation).
     proof_format: t.Optional(t.String({ minLength: 1, maxLength: 200 })),

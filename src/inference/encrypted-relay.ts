@@ -114,7 +114,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
 
   let upstream
   try {
-    upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody), signal: upstreamAbort.signal })
+    upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody), signal: upstreamAbort.signal, collect: !stream })
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)

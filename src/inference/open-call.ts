@@ -38,8 +38,11 @@ export interface OpenCall {
 
 const noop = () => {}
 
-/** Policy, enrichment, output bound, reservation and the upstream's opened stream (steps 3–6). */
-export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promise<OpenCall> {
+/**
+ * Policy, enrichment, output bound, reservation and the upstream's opened stream (steps 3–6).
+ * `collect`: the caller folds the events into one answer and watches none of them singly.
+ */
+export async function openCall(deps: PipelineDeps, input: ChatCallInput, options: { collect?: boolean } = {}): Promise<OpenCall> {
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
@@ -85,7 +88,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promis
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   const openedAt = performance.now()
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
+    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored, collect: options.collect })
   } catch (error) {
     call.release()
     detach()
@@ -103,6 +106,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promis
   if (record !== undefined) record.backend = backend
 
   let deltas = 0
+  const midStreamDelta = options.collect ? 1 : 2
   return {
     call,
     events: opened.events,
@@ -114,8 +118,9 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promis
     observe(event) {
       meter.observe(event)
       if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
-      // Crash tests: die on the second text delta, once the first has gone out.
-      else if (fault !== undefined && event.type === 'text-delta' && ++deltas === 2) fault('mid_stream')
+      // Crash tests: die on the second text delta, once the first has gone out (a collected
+      // answer may arrive as one delta, and sends nothing before settling: its first).
+      else if (fault !== undefined && event.type === 'text-delta' && ++deltas === midStreamDelta) fault('mid_stream')
     },
     shutdownReason,
     aborted: () => upstream.signal.aborted,

@@ -25,7 +25,7 @@ export interface ChatRouter {
   open(
     route: ChatRequest['route'],
     request: ChatRequest,
-    options: { signal: AbortSignal; requestId: string; uncensored?: boolean },
+    options: { signal: AbortSignal; requestId: string; uncensored?: boolean; collect?: boolean },
   ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
@@ -162,7 +162,8 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
  * with nothing charged (the caller received no answer). `onEvent` sees each event as it arrives.
  */
 export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void): Promise<CollectedChat> {
-  const open = await openCall(deps, input)
+  // Nothing watches single events: the upstream may answer in one JSON body instead of a stream.
+  const open = await openCall(deps, input, { collect: onEvent === undefined })
   try {
     const observe = onEvent ? (event: ChatEvent) => (open.observe(event), onEvent(event)) : open.observe
     const result = await collect(open.events, observe)

@@ -8,6 +8,12 @@ export interface ProviderCall {
   /** Aborted when the client leaves or the deadline passes: the upstream request must be cancelled. */
   readonly signal: AbortSignal
   readonly requestId: string
+  /**
+   * The caller collects the whole answer and nothing watches single events (a non-streamed
+   * reply): an adapter may ask its upstream for one JSON answer instead of a stream, under the
+   * provider's `responseTimeoutMs` for the headers. The events are the same either way.
+   */
+  readonly collect?: boolean
 }
 
 /**

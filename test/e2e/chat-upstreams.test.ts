@@ -65,6 +65,8 @@ interface Target {
   expectNoEndUser(received: ReceivedRequest): void
   /** The upstream is asked for a stream that reports usage. */
   expectStreamWithUsage(received: ReceivedRequest): void
+  /** The upstream is asked for one JSON answer (a non-streamed client). */
+  expectJsonAnswer(received: ReceivedRequest): void
 }
 
 const TARGETS: Target[] = [
@@ -84,6 +86,11 @@ const TARGETS: Target[] = [
       expect(received.body.stream).toBe(true)
       expect(received.body.stream_options).toEqual({ include_usage: true })
     },
+    expectJsonAnswer(received) {
+      expect(received.body.stream).toBe(false)
+      expect(received.body.stream_options).toBeUndefined()
+      expect(received.headers.accept).toBe('application/json')
+    },
   },
   {
     type: 'anthropic',
@@ -100,6 +107,10 @@ const TARGETS: Target[] = [
     expectStreamWithUsage(received) {
       // The Messages stream always reports usage (message_start and message_delta).
       expect(received.body.stream).toBe(true)
+    },
+    expectJsonAnswer(received) {
+      expect(received.body.stream).toBe(false)
+      expect(received.headers.accept).toBe('application/json')
     },
   },
 ]
@@ -182,7 +193,7 @@ for (const target of TARGETS) {
     }
 
     test('plain and streamed: the upstream usage reaches the client and is charged to the nano', async () => {
-      primary.enqueue({ kind: 'sse', body: target.wire.stream(turn) }, { kind: 'sse', body: target.wire.stream(turn), chunkBytes: 64 })
+      primary.enqueue({ kind: 'json', body: target.wire.json(turn) }, { kind: 'sse', body: target.wire.stream(turn), chunkBytes: 64 })
 
       const completion = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'Hi there' }], reasoning_effort: 'medium' })
       const message = completion.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string }
@@ -215,12 +226,13 @@ for (const target of TARGETS) {
       expect(usage).toEqual(shownUsage)
       expect(await charged()).toBe(plainCharge + priceOf(usage))
       expect(slotsInUse()).toBe(0)
-      // Both were streamed from the upstream (a non-streamed client is collected by the gateway).
+      // The non-streamed client's answer was asked for as one JSON answer, the stream as a stream.
       expect(primary.requests.map(request => [request.path, request.body.model])).toEqual([
         [target.path, 'model-a'],
         [target.path, 'model-a'],
       ])
-      for (const request of primary.requests) target.expectStreamWithUsage(request)
+      target.expectJsonAnswer(primary.requests[0]!)
+      target.expectStreamWithUsage(primary.requests[1]!)
       expect(secondary.requests).toHaveLength(0)
     })
 

@@ -29,6 +29,7 @@ function providerConfig(overrides: Partial<ProviderConfig> = {}): ProviderConfig
     retention: 'unknown',
     connectTimeoutMs: 5_000,
     idleTimeoutMs: 5_000,
+    responseTimeoutMs: 5_000,
     ...overrides,
   }
 }

@@ -80,6 +80,17 @@ export const anthropicWire: WireScript = {
     body += event({ type: 'message_delta', delta: { stop_reason: STOP_REASON[turn.finish], stop_sequence: null }, usage: { output_tokens: turn.usage.outputTokens } })
     return body + event({ type: 'message_stop' })
   },
+  json(turn) {
+    const content: unknown[] = []
+    if (turn.reasoning !== undefined) content.push({ type: 'thinking', thinking: turn.reasoning.text, signature: turn.reasoning.signature ?? '' })
+    if (turn.text !== undefined) content.push({ type: 'text', text: turn.text })
+    for (const call of turn.toolCalls ?? []) content.push({ type: 'tool_use', id: call.callId, name: call.name, input: JSON.parse(call.arguments || '{}') })
+    const cached = turn.usage.cachedInputTokens ?? 0
+    return {
+      id: 'msg_conformance', type: 'message', role: 'assistant', model: MODEL, content, stop_reason: STOP_REASON[turn.finish], stop_sequence: null,
+      usage: { input_tokens: turn.usage.inputTokens - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: turn.usage.outputTokens },
+    }
+  },
   partial(text) {
     return messageStart() + textBlock(0, text)
   },

@@ -40,6 +40,8 @@ export interface TurnScript {
 export interface WireScript {
   /** The complete SSE body of a successful turn, deltas split into small pieces (word by word or finer). */
   stream(turn: TurnScript): string
+  /** The same turn as the one JSON answer of a non-streamed request (`stream: false`). */
+  json(turn: TurnScript): unknown
   /** The start of a stream and `text` as text deltas, with nothing that ends or finishes it. */
   partial(text: string): string
   /** The JSON error body this upstream sends with an HTTP error status. */

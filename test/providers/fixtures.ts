@@ -68,6 +68,7 @@ export function providerConfig(overrides: Partial<ProviderConfig> & Pick<Provide
     retention: 'none',
     connectTimeoutMs: 5_000,
     idleTimeoutMs: 5_000,
+    responseTimeoutMs: 5_000,
     ...overrides,
   }
 }

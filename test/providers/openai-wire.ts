@@ -59,6 +59,13 @@ export const openAIWire: WireScript = {
     body += frame({ ...BASE, choices: [], usage: openAIUsage(turn.usage) })
     return body + DONE
   },
+  json(turn) {
+    const message: Record<string, unknown> = { role: 'assistant', content: turn.text ?? null, refusal: null }
+    if (turn.reasoning) message.reasoning_content = turn.reasoning.text
+    if (turn.toolCalls?.length) message.tool_calls = turn.toolCalls.map(call => ({ id: call.callId, type: 'function', function: { name: call.name, arguments: call.arguments } }))
+    const { object: _, ...base } = BASE
+    return { ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: FINISH[turn.finish] }], usage: openAIUsage(turn.usage) }
+  },
   partial(text) {
     let body = chunk({ role: 'assistant', content: '' })
     for (const piece of pieces(text)) body += chunk({ content: piece })

@@ -28,6 +28,8 @@ describe('Confidential chat', () => {
     const nonce = sim().state.attestations.at(-1)!.get('nonce')!
     expect(nonce).toMatch(/^[0-9a-f]{64}$/)
     expect(sim().state.seen.at(-1)!.encrypted).toBe(false)
+    // A collected Confidential call still streams from the backend (its protocol is built on streams).
+    expect(JSON.parse(sim().state.seen.at(-1)!.rawBody).stream).toBe(true)
     expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(before)
     // A second call challenges again, with another nonce.
     await client.chat.completions.create({ model: 'sim:confidential', messages: [{ role: 'user', content: 'again' }] })

@@ -372,7 +372,7 @@ describe('providers and models: embedded default', () => {
   test('the demo provider, with no upstream and no key', () => {
     const config = loadConfig({}, noFile)
     expect(config.providers).toEqual([
-      { id: 'demo', type: 'demo', baseUrl: undefined, apiKey: undefined, retention: 'none', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000 },
+      { id: 'demo', type: 'demo', baseUrl: undefined, apiKey: undefined, retention: 'none', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, responseTimeoutMs: 600_000 },
     ])
   })
 
@@ -418,6 +418,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
       retention: 'unknown',
       connectTimeoutMs: 10_000,
       idleTimeoutMs: 60_000,
+      responseTimeoutMs: 600_000,
     })
     const mini = config.models.find(model => model.id === 'gpt-4o-mini')!
     expect(mini.level).toBe('anonymous')
@@ -482,7 +483,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
 describe('providers and models in a config file', () => {
   const EXAMPLE = `${MINIMAL}providers:
   - { id: vllm-a, type: openai-compatible, base_url: "http://vllm-a:8000/v1/", api_key_env: VLLM_A_KEY,
-      retention: none, connect_timeout_ms: 2500, idle_timeout_ms: 90000 }
+      retention: none, connect_timeout_ms: 2500, idle_timeout_ms: 90000, response_timeout_ms: 1200000 }
   - { id: claude, type: anthropic, api_key_env: ANTHROPIC_API_KEY }
   - { id: local, type: openai-compatible, base_url: "http://127.0.0.1:8080" }
 models:
@@ -509,9 +510,9 @@ models:
   test('providers: keys read from the named variables, defaults filled, trailing slash dropped', () => {
     const { config } = fromFile(LOADABLE, KEYS)
     expect(config.providers).toEqual([
-      { id: 'vllm-a', type: 'openai-compatible', baseUrl: 'http://vllm-a:8000/v1', apiKey: 'vllm-secret', retention: 'none', connectTimeoutMs: 2500, idleTimeoutMs: 90_000 },
-      { id: 'claude', type: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', apiKey: 'ant-secret', retention: 'unknown', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000 },
-      { id: 'local', type: 'openai-compatible', baseUrl: 'http://127.0.0.1:8080', apiKey: undefined, retention: 'none', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000 },
+      { id: 'vllm-a', type: 'openai-compatible', baseUrl: 'http://vllm-a:8000/v1', apiKey: 'vllm-secret', retention: 'none', connectTimeoutMs: 2500, idleTimeoutMs: 90_000, responseTimeoutMs: 1_200_000 },
+      { id: 'claude', type: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', apiKey: 'ant-secret', retention: 'unknown', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, responseTimeoutMs: 600_000 },
+      { id: 'local', type: 'openai-compatible', baseUrl: 'http://127.0.0.1:8080', apiKey: undefined, retention: 'none', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, responseTimeoutMs: 600_000 },
     ])
   })
 
@@ -585,6 +586,9 @@ models:
     ['{ id: a, type: demo, api_key_env: "has space" }', "providers.0.api_key_env: Expected string to match '^[A-Za-z_][A-Za-z0-9_]{0,127}$'"],
     ['{ id: a, type: demo, connect_timeout_ms: 50 }', 'providers.0.connect_timeout_ms: Expected integer to be greater or equal to 100'],
     ['{ id: a, type: demo, idle_timeout_ms: 1.5 }', 'providers.0.idle_timeout_ms: Expected integer'],
+    ['{ id: a, type: demo, response_timeout_ms: 999 }', 'providers.0.response_timeout_ms: Expected integer to be greater or equal to 1000'],
+    ['{ id: a, type: demo, response_timeout_ms: 3600001 }', 'providers.0.response_timeout_ms: Expected integer to be less or equal to 3600000'],
+    ['{ id: a, type: demo, response_timeout_ms: "600000" }', 'providers.0.response_timeout_ms: Expected integer'],
   ])('%s is refused', (entry, problem) => {
     expect(providerProblems(entry)).toEqual([problem])
   })

@@ -328,6 +328,7 @@ describe('createProviders', () => {
     retention: 'unknown',
     connectTimeoutMs: 10_000,
     idleTimeoutMs: 60_000,
+    responseTimeoutMs: 600_000,
   })
 
   test('one provider per config entry, keyed by config id, built by the factory of its type', () => {

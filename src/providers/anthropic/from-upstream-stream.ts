@@ -93,6 +93,33 @@ export class AnthropicStreamTranslator {
     return [...this.messageStart(undefined), ...events]
   }
 
+  /**
+   * A whole Messages answer (`stream: false`, the JSON text) as the events its stream would
+   * have produced: the same blocks in order, usage, stop reason and stop sequence. A tool call's
+   * input comes as one compact JSON text (a stream sends JSON in pieces). An `error` object
+   * gives the error event a stream's `error` event would.
+   */
+  message(text: string): ChatEvent[] {
+    if (this.done) return []
+    let message: Record<string, unknown> | null
+    try {
+      message = JSON.parse(text) as Record<string, unknown> | null
+    } catch {
+      message = null
+    }
+    if (typeof message !== 'object' || message === null) return this.fail(protocolError('Anthropic answered 2xx with malformed JSON', this.context))
+    if (message.type === 'error') return this.fail(errorFromStreamEvent(text, this.context))
+    if (!Array.isArray(message.content)) return this.fail(protocolError('Anthropic answered 2xx without content', this.context))
+    const events = this.messageStart(message as MessageStart)
+    message.content.forEach((block: unknown, index: number) => {
+      if (typeof block !== 'object' || block === null) return
+      events.push(...this.blockStart(index, block as Record<string, unknown>), ...this.blockStop(index))
+    })
+    this.dispatch('message_delta', { delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence }, usage: message.usage })
+    events.push(...this.finish())
+    return events
+  }
+
   private dispatch(type: string | undefined, payload: Record<string, unknown>): ChatEvent[] {
     switch (type) {
       case 'content_block_start':

@@ -17,17 +17,21 @@ export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1'
 /** How much of a non-2xx body is read for classification and the log snippet. */
 const ERROR_BODY_BYTES = 64 * 1024
 
+/** Largest Messages JSON answer (a collected call) accepted. */
+const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
+
 /** Seams for tests; production passes nothing. */
 export interface AnthropicProviderOptions {
   /** Stamps `response-start.createdAt` (epoch ms) and resolves HTTP-date Retry-After. */
   readonly clock?: Clock
   /** Defaults to the global fetch. */
-  readonly fetch?: (input: string, init: RequestInit) => Promise<Response>
+  readonly fetch?: (input: string, init: BunFetchRequestInit) => Promise<Response>
 }
 
 /**
- * The `anthropic` provider: Anthropic's native Messages API, always streamed
- * (POST `${baseUrl}/messages`, `stream: true`).
+ * The `anthropic` provider: Anthropic's native Messages API (POST `${baseUrl}/messages`),
+ * streamed, except for a collected call (ProviderCall.collect), which asks `stream: false` and
+ * turns the one Messages JSON into the same events (AnthropicStreamTranslator.message).
  *
  * `stream()` resolves once the upstream answered 2xx *and* sent its first event
  * (message_start), so an `error` event in place of message_start (e.g. `overloaded_error`)
@@ -41,7 +45,7 @@ export class AnthropicProvider implements Provider {
   private readonly url: string
   private readonly countUrl: string
   private readonly clock: Clock
-  private readonly fetch: (input: string, init: RequestInit) => Promise<Response>
+  private readonly fetch: (input: string, init: BunFetchRequestInit) => Promise<Response>
 
   constructor(
     private readonly config: ProviderConfig,
@@ -57,11 +61,15 @@ export class AnthropicProvider implements Provider {
 
   async stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>> {
     const context: ErrorContext = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
-    const timeouts = { connectMs: this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
+    // A collected call asks for one JSON answer, whose headers come once it is generated.
+    const collect = call.collect === true
+    const timeouts = { connectMs: collect ? this.config.responseTimeoutMs : this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
     if (call.signal.aborted) throw errorFromTransport('client', call.signal.reason, context, timeouts)
     let body: string
     try {
-      body = JSON.stringify(toUpstream(call.request, call.upstreamModel))
+      const upstreamBody = toUpstream(call.request, call.upstreamModel)
+      if (collect) upstreamBody.stream = false
+      body = JSON.stringify(upstreamBody)
     } catch (error) {
       // Only the expected refusal is a bad request; anything else is a bug and stays one.
       if (!(error instanceof UnsupportedRequestError)) throw error
@@ -71,7 +79,9 @@ export class AnthropicProvider implements Provider {
     const control = new CallControl(call.signal, timeouts)
     let response: Response
     try {
-      response = await this.fetch(this.url, { method: 'POST', headers: this.headers(call.requestId), body, signal: control.signal, redirect: 'manual' })
+      const headers = collect ? { ...this.headers(call.requestId), accept: 'application/json' } : this.headers(call.requestId)
+      // `timeout: false`: our deadlines govern, not Bun's 5-minute socket idle timer.
+      response = await this.fetch(this.url, { method: 'POST', headers, body, signal: control.signal, redirect: 'manual', timeout: false })
       if (!response.ok) {
         // The connect deadline still runs while the error body is read.
         const text = await readCapped(response, ERROR_BODY_BYTES)
@@ -84,6 +94,9 @@ export class AnthropicProvider implements Provider {
     control.headersReceived()
 
     const translator = new AnthropicStreamTranslator(context, () => this.clock.now())
+    if ((response.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
+      return replay(await readMessage(response, control, translator, context, timeouts), call.signal)
+    }
     const events = translate(response, control, translator, context, timeouts)
     const first = await events.next()
     if (first.done === true) {
@@ -170,6 +183,46 @@ async function* translate(
     if (!translator.done && control.cause !== 'client') yield { type: 'error', error: errorFromTransport(control.cause, error, context, timeouts) }
   } finally {
     control.dispose()
+  }
+}
+
+/**
+ * A whole Messages answer (a collected call), read before `stream()` resolves under the idle
+ * deadline, so an error object in a 200 still rejects before any event and the router may try
+ * another backend.
+ */
+async function readMessage(
+  response: Response,
+  control: CallControl,
+  translator: AnthropicStreamTranslator,
+  context: ErrorContext,
+  timeouts: { connectMs: number; idleMs: number },
+): Promise<ChatEvent[]> {
+  const chunks: Uint8Array[] = []
+  try {
+    let size = 0
+    if (response.body !== null) {
+      for await (const chunk of control.chunks(response.body)) {
+        size += chunk.byteLength
+        if (size > MAX_JSON_BODY_BYTES) throw protocolError('The Anthropic answer is too large', context)
+        chunks.push(chunk)
+      }
+    }
+  } catch (error) {
+    throw errorFromTransport(control.cause, error, context, timeouts)
+  } finally {
+    control.dispose()
+  }
+  const events = translator.message(Buffer.concat(chunks).toString('utf8'))
+  const failure = events.find(event => event.type === 'error')
+  if (failure?.type === 'error') throw failure.error
+  return events
+}
+
+async function* replay(events: ChatEvent[], signal: AbortSignal): AsyncGenerator<ChatEvent, void, undefined> {
+  for (const event of events) {
+    if (signal.aborted) return
+    yield event
   }
 }
 

@@ -51,7 +51,8 @@ export interface AnthropicRequestBody {
   top_p?: number
   top_k?: number
   stop_sequences?: string[]
-  stream: true
+  /** `false` only for a collected call (provider.ts). */
+  stream: boolean
 }
 
 /** Thrown for a request this adapter cannot express; provider.ts turns it into a `bad-request`. */

@@ -29,6 +29,8 @@ export interface RelayCall {
   readonly body: string
   readonly headers: Record<string, string>
   readonly signal: AbortSignal
+  /** The body asks for one JSON answer (`stream: false`): its headers come once it is generated. */
+  readonly collect?: boolean
 }
 
 /** What GET /v1/signature/{id} answers. */
@@ -103,7 +105,9 @@ export class AttestedProvider implements Provider {
   async streamAttested(call: ProviderCall): Promise<{ events: AsyncIterable<ChatEvent>; attestation: CallAttestation }> {
     const nonce = bytesToHex(randomBytes(32))
     const evidence = await this.attest({ upstreamModel: call.upstreamModel, nonce, algo: this.signingAlgos[0]!, signal: call.signal })
-    const events = await this.chat.stream(call)
+    // Always streamed: the backend's protocol (signatures, E2EE) is built on its streams, so a
+    // collected call does not ask this backend for one JSON answer.
+    const events = await this.chat.stream({ ...call, collect: false })
     return { events, attestation: { nonce, signingAddress: evidence.signingAddress, signingAlgo: evidence.signingAlgo, proofFormat: this.proofFormat.name } }
   }
 
@@ -117,7 +121,7 @@ export class AttestedProvider implements Provider {
       headers,
       body: call.body,
       signal: call.signal,
-      connectTimeoutMs: this.config.connectTimeoutMs,
+      connectTimeoutMs: call.collect ? this.config.responseTimeoutMs : this.config.connectTimeoutMs,
       idleTimeoutMs: this.config.idleTimeoutMs,
       origin,
       classifyStatus: (status, responseHeaders, text) => classifyStatus(origin, status, responseHeaders, text),

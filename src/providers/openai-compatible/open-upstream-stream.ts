@@ -14,7 +14,7 @@ export interface UpstreamHttpCall {
   readonly body: string
   /** The call's signal: when it aborts, the upstream request is aborted. */
   readonly signal: AbortSignal
-  /** Deadline for the status line and headers. */
+  /** Deadline for the status line and headers (the provider's response_timeout_ms for a JSON answer). */
   readonly connectTimeoutMs: number
   /** Longest wait for the next body chunk while one is being read. */
   readonly idleTimeoutMs: number
@@ -64,7 +64,9 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
 
   let response: Response
   try {
-    response = await fetch(call.url, { method: 'POST', headers: call.headers, body: call.body, signal: controller.signal, redirect: 'manual' })
+    // `timeout: false`: our deadlines govern; Bun's own socket idle timer (5 min) would cut a
+    // long JSON answer, whose headers come only once it is generated.
+    response = await fetch(call.url, { method: 'POST', headers: call.headers, body: call.body, signal: controller.signal, redirect: 'manual', timeout: false })
   } catch (error) {
     signal.removeEventListener('abort', onAbort)
     if (signal.aborted) throw abortedError(origin)

@@ -63,8 +63,9 @@ export interface ChatCompletionsBody {
 export class UnsupportedPartError extends Error {}
 
 /**
- * Builds the upstream body. Always streams with `include_usage` (non-streaming clients collect
- * the events), so usage is reported the same way for both. Never forwards `request.user`:
+ * Builds the upstream body: a stream with `include_usage`. A collected call (provider.ts) sends
+ * it with `stream: false` and no stream_options instead (a JSON answer always carries usage),
+ * so usage is reported for both. Never forwards `request.user`:
  * the end-user id is for the gateway's own abuse controls only (issue 4, point 6).
  */
 export function toUpstream(request: ChatRequest, upstreamModel: string, options: ChatCompletionsOptions = {}): ChatCompletionsBody {

@@ -1,0 +1,154 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import type { ProviderConfig } from '../../src/config/config'
+import { AnthropicProvider } from '../../src/providers/anthropic/provider'
+import { AttestedProvider } from '../../src/providers/attested/provider'
+import { OpenAICompatibleProvider } from '../../src/providers/openai-compatible/provider'
+import { UpstreamError, type Provider } from '../../src/providers/types'
+import { parseProofFormat } from '../../src/tee/proof-format'
+import { FakeUpstream } from '../support/fake-upstream'
+import { anthropicWire } from './anthropic-wire'
+import { runCollectConformance } from './collect-conformance'
+import type { TurnScript, WireScript } from './conformance'
+import { collect } from './events'
+import { providerCall, providerConfig, testRequest } from './fixtures'
+import { openAIWire } from './openai-wire'
+
+// Collected calls (ProviderCall.collect) of the two HTTP adapters: the same answers as streamed
+// calls, and the deadline that applies to their headers (response_timeout_ms, not the connect
+// deadline: a JSON answer's headers come once the whole answer is generated).
+
+const KEY = 'sk-collected-0123456789abcdef'
+
+const ADAPTERS: Array<{ type: 'openai-compatible' | 'anthropic'; wire: WireScript; model: string; make: (config: ProviderConfig) => Provider }> = [
+  { type: 'openai-compatible', wire: openAIWire, model: 'upstream-model', make: config => new OpenAICompatibleProvider(config) },
+  { type: 'anthropic', wire: anthropicWire, model: 'claude-test-model', make: config => new AnthropicProvider(config) },
+]
+
+for (const adapter of ADAPTERS) {
+  runCollectConformance(adapter.type, async timeouts => {
+    const upstream = await FakeUpstream.start()
+    const provider = adapter.make(providerConfig({ type: adapter.type, id: 'collected', baseUrl: `${upstream.url}/v1`, apiKey: KEY, ...timeouts }))
+    return { provider, upstream, model: adapter.model, apiKey: KEY, wire: adapter.wire, close: () => upstream.close() }
+  })
+}
+
+/**
+ * An upstream on port 0 whose every answer waits for `release()`: the headers of a JSON answer
+ * (or a stream) come only then. Tests move time forward by waiting on other calls' deadlines,
+ * never by sleeping.
+ */
+function heldUpstream(answer: (body: { stream?: boolean }) => Response) {
+  let release!: () => void
+  const released = new Promise<void>(resolve => (release = resolve))
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    idleTimeout: 0,
+    async fetch(request) {
+      const body = (await request.json()) as { stream?: boolean }
+      await released
+      return answer(body)
+    },
+  })
+  return { url: `http://127.0.0.1:${server.port}/v1`, release, close: () => server.stop(true) }
+}
+
+const TURN: TurnScript = { text: 'Generated slowly, answered at once.', finish: 'stop', usage: { inputTokens: 9, outputTokens: 7 } }
+
+describe('the headers deadline of collected calls', () => {
+  let close: (() => unknown) | undefined
+  afterEach(async () => {
+    await close?.()
+    close = undefined
+  })
+
+  for (const adapter of ADAPTERS) {
+    const answer = (body: { stream?: boolean }) =>
+      body.stream === false
+        ? Response.json(adapter.wire.json(TURN))
+        : new Response(adapter.wire.stream(TURN), { headers: { 'content-type': 'text/event-stream' } })
+
+    test(`${adapter.type}: a collected call waits past the connect deadline, up to response_timeout_ms`, async () => {
+      const upstream = heldUpstream(answer)
+      close = upstream.close
+      const provider = adapter.make(providerConfig({ type: adapter.type, id: 'slow', baseUrl: upstream.url, apiKey: KEY, connectTimeoutMs: 100, responseTimeoutMs: 60_000 }))
+      const request = testRequest({ stream: false })
+      const collected = provider.stream({ ...providerCall(request, adapter.model), collect: true })
+      // A streamed call to the same held upstream fails at the 100 ms connect deadline…
+      const streamed = await provider.stream(providerCall(request, adapter.model)).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(streamed).toBeInstanceOf(UpstreamError)
+      expect((streamed as UpstreamError).kind).toBe('timeout')
+      // …while the collected one, asked before it, is still waiting for its answer.
+      upstream.release()
+      const events = await collect(await collected)
+      expect(events.filter(event => event.type === 'text-delta').map(event => (event as { delta: string }).delta).join('')).toBe(TURN.text!)
+      expect(events.at(-1)).toMatchObject({ type: 'finish', reason: 'stop', usage: { inputTokens: 9, outputTokens: 7 } })
+    })
+
+    test(`${adapter.type}: a collected call with no headers by response_timeout_ms fails with a retryable timeout`, async () => {
+      const upstream = await FakeUpstream.start()
+      close = () => upstream.close()
+      upstream.enqueue({ kind: 'stall' })
+      const provider = adapter.make(providerConfig({ type: adapter.type, id: 'stalled', baseUrl: `${upstream.url}/v1`, apiKey: KEY, connectTimeoutMs: 60_000, responseTimeoutMs: 150 }))
+      const error = await provider.stream({ ...providerCall(testRequest({ stream: false }), adapter.model), collect: true }).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      )
+      expect(error).toBeInstanceOf(UpstreamError)
+      expect((error as UpstreamError).kind).toBe('timeout')
+      expect((error as UpstreamError).retryable).toBe(true)
+      expect((error as UpstreamError).message).toContain('150 ms')
+      // The stalled upstream saw the call go away.
+      await (await upstream.request(0)).disconnected
+    })
+  }
+})
+
+describe('the Encrypted relay: a non-stream call (one JSON answer) waits up to response_timeout_ms', () => {
+  const attested = (baseUrl: string, timeouts: Partial<ProviderConfig>) =>
+    new AttestedProvider(
+      providerConfig({
+        type: 'attested', id: 'tee', baseUrl, apiKey: KEY, ...timeouts,
+        attested: { proofFormat: parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, signingAlgos: ['ecdsa'] },
+      }),
+    )
+  const relayCall = (collect: boolean) => ({ upstreamModel: 'tee-model', body: JSON.stringify({ model: 'tee-model', stream: !collect, messages: [] }), headers: {}, signal: new AbortController().signal, collect })
+
+  test('past the connect deadline, the JSON answer still arrives', async () => {
+    const upstream = heldUpstream(() => Response.json(openAIWire.json(TURN)))
+    try {
+      const provider = attested(upstream.url, { connectTimeoutMs: 100, responseTimeoutMs: 60_000 })
+      const collected = provider.relay(relayCall(true))
+      const streamed = await provider.relay(relayCall(false)).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect((streamed as UpstreamError).kind).toBe('timeout')
+      upstream.release()
+      const answer = await collected
+      const chunks: Uint8Array[] = []
+      for await (const chunk of answer.bytes) chunks.push(chunk)
+      expect(JSON.parse(Buffer.concat(chunks).toString()).choices[0].message.content).toBe(TURN.text)
+    } finally {
+      await upstream.close()
+    }
+  })
+
+  test('no headers by response_timeout_ms: a timeout', async () => {
+    const upstream = await FakeUpstream.start()
+    try {
+      upstream.enqueue({ kind: 'stall' })
+      const error = await attested(`${upstream.url}/v1`, { connectTimeoutMs: 60_000, responseTimeoutMs: 150 }).relay(relayCall(true)).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      )
+      expect((error as UpstreamError).kind).toBe('timeout')
+      expect((error as UpstreamError).message).toContain('150 ms')
+    } finally {
+      await upstream.close()
+    }
+  })
+})
