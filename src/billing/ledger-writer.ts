@@ -1,11 +1,15 @@
 import type { InValue } from '@libsql/client'
 import type { BatchExecutor, Statement, StatementResult } from './executor'
-import { insertEntries, type EntryRow, type LeaseRef } from './ledger-ops'
+import { insertSettleEntries, type EntryRow, type LeaseRef } from './ledger-ops'
 
-/** An op whose statements run as written, in order, inside the batch's transaction. */
+/**
+ * An op whose statements run as written, in order, inside the batch's transaction. A function
+ * is called for every attempt (a failed batch is retried op by op), for ops that must differ
+ * per attempt (settle-guarded.ts, idempotentOp).
+ */
 export interface PlainOp<T> {
   readonly kind: 'plain'
-  readonly statements: Statement[]
+  readonly statements: readonly Statement[] | (() => Statement[])
   interpret(results: StatementResult[]): T
 }
 
@@ -138,8 +142,9 @@ export class LedgerWriter {
         plainRanges.push(null)
         continue
       }
-      plainRanges.push([statements.length, statements.length + op.statements.length])
-      statements.push(...op.statements)
+      const own = typeof op.statements === 'function' ? op.statements() : op.statements
+      plainRanges.push([statements.length, statements.length + own.length])
+      statements.push(...own)
     }
     const settles = batch.map(({ op }) => op).filter((op): op is SettleOp => op.kind === 'settle')
     const expiryIndex = aggregateSettles(settles, statements)
@@ -212,7 +217,7 @@ function aggregateSettles(settles: SettleOp[], statements: Statement[]): number 
     }
   }
   const nowMs = settles[settles.length - 1]!.nowMs
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) statements.push(insertEntries(rows.slice(start, start + ROWS_PER_INSERT)))
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) statements.push(insertSettleEntries(rows.slice(start, start + ROWS_PER_INSERT)))
   const prepaidRows: InValue[][] = []
   for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.push([orgId, -amount])
   push(statements, ADD_PREPAID, prepaidRows)

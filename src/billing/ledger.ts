@@ -6,8 +6,8 @@ import type { Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
-import { addPrepaid, claimEntry, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
-import { settleStatementsGuarded } from './settle-guarded'
+import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
+import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp } from './ledger-writer'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
@@ -165,17 +165,21 @@ export class Ledger {
   /** Books a prepaid top-up. With `reference`, a repeated top-up is applied once. */
   async topUp(input: { orgId: string; amount: Nanos; reference?: string; note?: string }): Promise<{ applied: boolean }> {
     if (input.amount <= 0n) throw new ApiError('invalid_request', 'a top-up must be a positive amount', 'amount')
-    const opId = newId()
     const row: EntryRow = {
-      opId, idempotencyKey: input.reference ? `top_up:${input.reference}` : null, orgId: input.orgId, keyId: null, kind: 'top_up',
+      opId: newId(), idempotencyKey: null, orgId: input.orgId, keyId: null, kind: 'top_up',
       source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
       note: input.note ?? null, createdAtMs: this.clock.now(),
     }
-    const result = await this.writer.submit({
-      kind: 'plain',
-      statements: [claimEntry(row), addPrepaid(input.orgId, input.amount, opId)],
-      interpret: results => ({ applied: results[0]!.changes === 1 }),
-    })
+    const idempotencyKey = input.reference ? `top_up:${input.reference}` : null
+    const result = await this.writer.submit(
+      idempotencyKey === null
+        ? { kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, input.amount)], interpret: () => ({ applied: true }) }
+        : idempotentOp(
+            idempotencyKey,
+            claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, input.amount, claim)],
+            outcome => ({ applied: outcome !== 'duplicate' }),
+          ),
+    )
     // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
     if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
     return result
@@ -340,7 +344,7 @@ export class Ledger {
       .filter((pool): pool is LeasePool => pool !== null)
     for (const pool of drawn) this.settlingOn.set(pool, (this.settlingOn.get(pool) ?? 0) + 1)
     try {
-      await this.commitWithRetries(reservation, op, opId, undo)
+      await this.commitWithRetries(reservation, op, undo)
     } finally {
       for (const pool of drawn) {
         const count = this.settlingOn.get(pool)! - 1
@@ -350,12 +354,13 @@ export class Ledger {
     }
   }
 
-  private async commitWithRetries(reservation: Reservation, op: SettleOp, opId: string, undo: () => void): Promise<void> {
+  private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void): Promise<void> {
+    // One guarded op for every try: it claims under a fresh op id per attempt and knows its own
+    // earlier attempts' claims (a COMMIT whose reply was lost), so a retry charges nothing twice.
+    const guarded = reservation.billingKey ? settleStatementsGuarded(op) : null
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const result = reservation.billingKey
-          ? await this.writer.submit(settleStatementsGuarded(op, opId))
-          : await this.writer.submit(op)
+        const result = guarded ? await this.writer.submit(guarded) : await this.writer.submit(op)
         if (result.duplicate) undo() // the billing key was charged before: nothing charged now
         reservation.state = 'settled'
         if (result.keyExpired) this.onKeyExpired(reservation.keyId)

@@ -1,0 +1,120 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { ClientExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
+import { Ledger } from '../../src/billing/ledger'
+import { LedgerWriter } from '../../src/billing/ledger-writer'
+import { Sweeper } from '../../src/billing/sweeper'
+import { newId } from '../../src/lib/ids'
+import type { Principal } from '../../src/keys/principal'
+import { silentLogger } from '../../src/observability/logger'
+import type { TestApp, TestOrg } from '../support/harness'
+import { USD, adminPrincipal, buildPaygApp, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean } from './fixtures'
+
+// L5 (SECURITY-NOTES.md §3) when a COMMIT's outcome is unknown: against a libSQL server the
+// transaction can commit and its reply be lost (a reset connection), so the writer sees a failure
+// for a write that happened. Its retries (the writer's op-by-op rerun of a failed batch, the
+// ledger's settlement retries) must then charge nothing twice. Idempotent ops (billing-key
+// settlements, top-ups with a reference) claim under a fresh op id per attempt and recognise their
+// own earlier claim (settle-guarded.ts). The ledger runs on its own writer over an executor that
+// commits, then loses the reply.
+
+class LostReplyExecutor implements BatchExecutor {
+  /** Writes whose reply is lost after they committed. */
+  lost = 0
+  lose: ((statements: readonly Statement[]) => boolean) | undefined
+  constructor(private readonly inner: BatchExecutor) {}
+  async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+    const results = await this.inner.write(statements)
+    if (this.lose?.(statements)) {
+      this.lose = undefined // once
+      this.lost += 1
+      throw new Error('injected: the connection was reset after COMMIT; the reply is lost')
+    }
+    return results
+  }
+  close(): void {}
+}
+
+let t: TestApp
+let org: TestOrg
+let principal: Principal
+let executor: LostReplyExecutor
+let ledger: Ledger
+let sweeper: Sweeper
+
+beforeEach(async () => {
+  t = await buildPaygApp()
+  org = await t.createOrg('acme', 10n * USD)
+  principal = await adminPrincipal(t, org)
+  executor = new LostReplyExecutor(new ClientExecutor(t.deps.database.client))
+  const writer = new LedgerWriter(executor)
+  const identity = { instanceId: 'lost-commit-test', bootId: newId() }
+  ledger = new Ledger(writer, t.deps.plans, t.clock, identity, silentLogger, keyId => t.deps.keys.evictKey(keyId))
+  sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
+  await sweeper.start()
+})
+afterEach(async () => {
+  await sweeper.stop()
+  await t.close()
+})
+
+async function admitted(estimate: bigint, billingKey: string, who: Principal = principal) {
+  const result = await ledger.admit({ principal: who, purpose: 'fusion', estimate, billingKey })
+  if (!result.ok) throw new Error(result.error.message)
+  return result.reservation
+}
+
+const claimOf = (statements: readonly Statement[], key: string) =>
+  statements.some(statement => /ON CONFLICT ?\(idempotency_key\)/.test(statement.sql) && statement.args.includes(key))
+
+/** Every lease this process holds in memory equals its row: nothing was given back that the database kept. */
+async function expectPoolsMatchLeases(): Promise<void> {
+  for (const pool of ledger.pools.all()) {
+    expect(await scalar(t.deps.database.client, 'SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE id = ?', [pool.ref.id])).toBe(pool.leased)
+  }
+}
+
+describe('a COMMIT that went through but whose reply was lost', () => {
+  test('a billing-key settlement alone in its batch: the retry charges nothing again and the settlement is not a duplicate', async () => {
+    const capped = await createCappedKey(t, org, 'overall', 5n * USD)
+    const reservation = await admitted(100_000_000n, 'fusion-1', capped.principal)
+    executor.lose = statements => claimOf(statements, 'bill:fusion-1')
+    await ledger.settle(reservation, 60_000_000n)
+
+    expect(executor.lost).toBe(1)
+    expect(reservation.state).toBe('settled')
+    expect(await countEntries(t, "kind = 'settle'")).toBe(1n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 60_000_000n)
+    expect(await keySettledOf(t, capped.keyId)).toBe(60_000_000n)
+    // The retry did not mistake the first attempt's charge for another request's and hand the
+    // drawn lease back in memory (which would let this process spend it a second time).
+    await expectPoolsMatchLeases()
+    await verifyClean(t)
+
+    // A real replay of the key is still a duplicate.
+    await ledger.settle(await admitted(100_000_000n, 'fusion-1', capped.principal), 60_000_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 60_000_000n)
+    await expectPoolsMatchLeases()
+    await verifyClean(t)
+  })
+
+  test('in a batch with other idempotent ops: the writer reruns each alone, and each books exactly once', async () => {
+    const first = await admitted(100_000_000n, 'fusion-a')
+    const second = await admitted(100_000_000n, 'fusion-b')
+    const replay = await admitted(100_000_000n, 'fusion-a')
+    executor.lose = statements => claimOf(statements, 'bill:fusion-b')
+    const outcomes = await Promise.all([
+      ledger.settle(first, 30_000_000n),
+      ledger.settle(second, 20_000_000n),
+      ledger.topUp({ orgId: org.orgId, amount: 7n, reference: 'lost-reply' }),
+      ledger.settle(replay, 30_000_000n),
+    ])
+
+    expect(executor.lost).toBe(1)
+    expect(outcomes[2]).toEqual({ applied: true })
+    expect(await countEntries(t, "kind = 'settle'")).toBe(2n)
+    expect(await countEntries(t, "kind = 'top_up' AND idempotency_key = 'top_up:lost-reply'")).toBe(1n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 30_000_000n - 20_000_000n + 7n)
+    await expectPoolsMatchLeases()
+    await verifyClean(t)
+  })
+})
