@@ -85,7 +85,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promis
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   const openedAt = performance.now()
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored })
+    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored, passThrough: input.passThrough })
   } catch (error) {
     call.release()
     detach()
@@ -114,8 +114,13 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput): Promis
     observe(event) {
       meter.observe(event)
       if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
-      // Crash tests: die on the second text delta, once the first has gone out.
-      else if (fault !== undefined && event.type === 'text-delta' && ++deltas === 2) fault('mid_stream')
+      // Crash tests: die on the second text delta, once the first has gone out (a passthrough
+      // event counts its chunks).
+      else if (fault !== undefined && deltas < 2) {
+        if (event.type === 'text-delta') deltas += 1
+        else if (event.type === 'passthrough') deltas += event.deltas.length
+        if (deltas >= 2) fault('mid_stream')
+      }
     },
     shutdownReason,
     aborted: () => upstream.signal.aborted,

@@ -27,6 +27,8 @@ export interface RouteOptions {
   readonly requestId: string
   /** Only bindings the catalog marks `uncensored` may serve the request (none → 400). */
   readonly uncensored?: boolean
+  /** Handed to the provider: the client accepts `passthrough` events (ProviderCall.passThrough). */
+  readonly passThrough?: boolean
 }
 
 /** The stream of the backend that answered, and which one it was. */
@@ -81,7 +83,7 @@ export class Router implements BackendHealth {
       // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
       if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
       try {
-        const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId }
+        const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
           this.coolingUntil.delete(keyOf(backend))

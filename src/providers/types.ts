@@ -8,6 +8,11 @@ export interface ProviderCall {
   /** Aborted when the client leaves or the deadline passes: the upstream request must be cancelled. */
   readonly signal: AbortSignal
   readonly requestId: string
+  /**
+   * The client reads Chat Completions chunks: a provider whose upstream speaks them may emit
+   * `passthrough` events instead of re-encodable ones (the openai-compatible provider does).
+   */
+  readonly passThrough?: boolean
 }
 
 /**
