@@ -197,6 +197,22 @@ describe('openai-compatible pass-through', () => {
     expect(result.client).not.toContain('gguf')
   })
 
+  test("Ollama's role in every delta is part of the template", () => {
+    const ollama = (delta: object, finish: string | null = null) => frame({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'llama3', system_fingerprint: 'fp_ollama', choices: [{ index: 0, delta: { role: 'assistant', ...delta }, finish_reason: finish }] })
+    const sse = ollama({ content: 'Hel' }) + ollama({ content: 'lo \\ "you"' }) + ollama({ content: ' ' }) + ollama({ content: '' }, 'stop') + usageFrame() + DONE
+    const parse = JSON.parse
+    let calls = 0
+    JSON.parse = ((text: string, reviver?: never) => (calls++, parse(text, reviver))) as typeof JSON.parse
+    try {
+      run(sse, true)
+    } finally {
+      JSON.parse = parse
+    }
+    // The template chunk, the escaped literal, the finish and the usage chunk.
+    expect(calls).toBe(4)
+    expect(types(same(sse).events)).toEqual(['passthrough', 'finish'])
+  })
+
   test('truncated streams, malformed JSON, a finish chunk with content and no [DONE]', () => {
     const start = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + chunk({ content: 'two ' })
     expect(types(same(start).events).at(-1)).toBe('error')

@@ -212,11 +212,12 @@ export class PassThroughTranslator {
     return true
   }
 
-  /** Makes the first content-only chunk the template of the ones that follow it. */
+  /** Makes the first chunk with only content (and the role) the template of the ones that follow it. */
   private learn(chunk: Record<string, unknown>, data: string): void {
     const delta = (chunk.choices as Array<{ delta: Record<string, unknown> }>)[0]!.delta
     const content = delta.content
-    if (typeof content !== 'string' || content === '' || Object.keys(delta).length !== 1) return
+    // Ollama repeats the role in every delta: it is part of the template (the translator ignores it).
+    if (typeof content !== 'string' || content === '' || Object.keys(delta).some(key => key !== 'content' && key !== 'role')) return
     const marker = CONTENT_KEY + JSON.stringify(content)
     const at = data.indexOf(marker)
     if (at === -1 || data.indexOf(marker, at + 1) !== -1) return
