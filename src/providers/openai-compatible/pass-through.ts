@@ -54,7 +54,6 @@ const SPECIAL = /["\\\u0000-\u001f]/
  * translator's.
  */
 export class PassThroughTranslator {
-  ended = false
   private readonly translator: ChunkTranslator
   private handedOver = false
   private head: { id: unknown; created: unknown; model: unknown; fingerprint: unknown } | undefined
@@ -69,8 +68,13 @@ export class PassThroughTranslator {
     this.translator = new ChunkTranslator(context)
   }
 
+  /** Whether the terminal event has been produced (only the translator produces one). */
+  get ended(): boolean {
+    return this.translator.ended
+  }
+
   event(event: SseEvent, out: ChatEvent[]): void {
-    if (this.handedOver) return this.translated(() => this.translator.event(event, out))
+    if (this.handedOver) return this.translator.event(event, out)
     const data = event.data
     const prefix = this.prefix
     if (prefix !== undefined && data.length > prefix.length + this.suffix.length && data.startsWith(prefix) && data.endsWith(this.suffix)) {
@@ -82,38 +86,33 @@ export class PassThroughTranslator {
         return
       }
     }
-    if (data === '[DONE]') return this.handOver(() => this.translator.done(out))
+    if (data === '[DONE]') return this.handOver().done(out)
     let chunk: unknown
     try {
       chunk = JSON.parse(data)
     } catch {
-      return this.handOver(() => this.translator.event(event, out))
+      return this.handOver().event(event, out)
     }
     const planned = this.plan(chunk)
-    if (planned === undefined) return this.handOver(() => this.translator.push(chunk, out))
+    if (planned === undefined) return this.handOver().push(chunk, out)
     this.commit(planned, out)
     if (this.prefix === undefined) this.learn(chunk as Record<string, unknown>, data)
   }
 
   /** The byte stream ended: complete only as the translator would (a finish_reason seen, which never happens while plain). */
   end(out: ChatEvent[]): void {
-    if (this.handedOver) return this.translated(() => this.translator.end(out))
-    this.handOver(() => this.translator.end(out))
-  }
-
-  private translated(step: () => void): void {
-    step()
-    this.ended = this.translator.ended
+    const translator = this.handedOver ? this.translator : this.handOver()
+    translator.end(out)
   }
 
   /** From now on the translator owns the stream, knowing the tool calls already forwarded. */
-  private handOver(step: () => void): void {
+  private handOver(): ChunkTranslator {
     this.handedOver = true
     this.current = undefined
     if (this.head !== undefined) {
       this.translator.resume([...this.tools].map(([key, tool]) => ({ key, block: tool.index, callId: tool.callId, name: tool.name })))
     }
-    this.translated(step)
+    return this.translator
   }
 
   private text(json: string, bytes: number, out: ChatEvent[]): void {
