@@ -97,3 +97,13 @@ export type ChatEvent =
   /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
   | { type: 'finish'; reason: FinishReason; usage: Usage; stopSequence?: string }
   | { type: 'error'; error: import('../providers/types').UpstreamError }
+  /**
+   * Same-format pass-through (ARCHITECTURE.md §11): upstream Chat Completions chunks forwarded to
+   * a Chat Completions client without canonical events. Only a provider called with
+   * `passThrough` emits it, and only the chat-completions stream encoder reads it. `deltas` are
+   * the chunks' `delta` objects as JSON text, exactly as that encoder writes them (it adds the
+   * gateway's head: id, created, the client's model id). The byte counts are what the meter would
+   * have counted from the equivalent text, reasoning and tool-argument deltas; `toolBlocks` are
+   * the blocks of tool calls started in these chunks, in order (the encoder numbers them).
+   */
+  | { type: 'passthrough'; deltas: string[]; textBytes: number; reasoningBytes: number; toolBytes: number; toolBlocks?: number[] }

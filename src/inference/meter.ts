@@ -96,7 +96,11 @@ export class Meter {
     if (event.type === 'text-delta') this.outputBytes += Buffer.byteLength(event.delta)
     else if (event.type === 'reasoning-delta') this.reasoningBytes += Buffer.byteLength(event.delta)
     else if (event.type === 'tool-call-delta') this.toolBytes += Buffer.byteLength(event.argumentsDelta)
-    else if (event.type === 'finish') this.reported = event.usage
+    else if (event.type === 'passthrough') {
+      this.outputBytes += event.textBytes
+      this.reasoningBytes += event.reasoningBytes
+      this.toolBytes += event.toolBytes
+    } else if (event.type === 'finish') this.reported = event.usage
   }
 
   /** Whether any output reached the meter. */

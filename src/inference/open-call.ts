@@ -88,7 +88,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   const openedAt = performance.now()
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored, collect: options.collect })
+    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough })
   } catch (error) {
     call.release()
     detach()
@@ -119,8 +119,13 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       meter.observe(event)
       if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
       // Crash tests: die on the second text delta, once the first has gone out (a collected
-      // answer may arrive as one delta, and sends nothing before settling: its first).
-      else if (fault !== undefined && event.type === 'text-delta' && ++deltas === midStreamDelta) fault('mid_stream')
+      // answer may arrive as one delta, and sends nothing before settling: its first; a
+      // passthrough event counts its chunks).
+      else if (fault !== undefined && deltas < midStreamDelta) {
+        if (event.type === 'text-delta') deltas += 1
+        else if (event.type === 'passthrough') deltas += event.deltas.length
+        if (deltas >= midStreamDelta) fault('mid_stream')
+      }
     },
     shutdownReason,
     aborted: () => upstream.signal.aborted,

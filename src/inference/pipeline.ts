@@ -25,7 +25,7 @@ export interface ChatRouter {
   open(
     route: ChatRequest['route'],
     request: ChatRequest,
-    options: { signal: AbortSignal; requestId: string; uncensored?: boolean; collect?: boolean },
+    options: { signal: AbortSignal; requestId: string; uncensored?: boolean; collect?: boolean; passThrough?: boolean },
   ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
@@ -66,6 +66,8 @@ export interface ChatCallInput {
   onAdmitted?: () => void
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
+  /** The events go to an encoder that reads `passthrough` events (a streamed Chat Completions reply). */
+  passThrough?: boolean
 }
 
 export interface ChatInput extends Omit<ChatCallInput, 'signal' | 'httpRequest'> {
@@ -112,7 +114,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     estimatedInputTokens: typicalInputTokens(input.request),
     serverToolUse: serverTools !== undefined,
   })
-  const call = { ...input, signal: input.httpRequest.signal }
+  const call = { ...input, signal: input.httpRequest.signal, passThrough: input.request.stream && input.encoder.passThrough === true }
   if (!input.request.stream) {
     const collected = await collectChat(deps, call)
     return input.encoder.encode(collected.result, collected.usage, meta(collected.startedAt, collected.serverTools)) as Record<string, unknown>

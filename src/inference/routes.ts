@@ -31,6 +31,7 @@ const chatCompletions: DialectEncoder = {
   idPrefix: 'chatcmpl-',
   encode: encodeChatCompletion,
   streamEncoder: meta => new ChatCompletionsStreamEncoder(meta),
+  passThrough: true,
 }
 
 const messages: DialectEncoder = {

@@ -41,7 +41,7 @@ export function streamResponse(options: {
 
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      for (const frame of options.encoder.start()) controller.enqueue(encoder.encode(frame))
+      enqueue(controller, options.encoder.start())
       ping = setInterval(() => {
         if (Date.now() - lastWrite < PING_AFTER_MS) return
         try {
@@ -68,7 +68,7 @@ export function streamResponse(options: {
         if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(event.error)))
         const frames = options.encoder.push(event)
         if (frames.length === 0) continue
-        for (const frame of frames) controller.enqueue(encoder.encode(frame))
+        enqueue(controller, frames)
         lastWrite = Date.now()
         return
       }
@@ -87,11 +87,17 @@ export function streamResponse(options: {
     iterator.return?.()?.catch(() => {})
     const failure = await finish(outcome)
     const closing = failure ? options.encoder.fail(failure) : frames
-    for (const frame of closing) controller.enqueue(encoder.encode(frame))
+    enqueue(controller, closing)
     controller.close()
   }
 
   return new Response(body, {
     headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
   })
+}
+
+/** One event's frames in one write: each enqueue is a chunk the response stream handles on its own. */
+function enqueue(controller: ReadableStreamDefaultController<Uint8Array>, frames: string[]): void {
+  if (frames.length === 0) return
+  controller.enqueue(encoder.encode(frames.length === 1 ? frames[0]! : frames.join('')))
 }

@@ -29,6 +29,8 @@ export interface RouteOptions {
   readonly uncensored?: boolean
   /** The answer is collected whole (ProviderCall.collect). */
   readonly collect?: boolean
+  /** Handed to the provider: the client accepts `passthrough` events (ProviderCall.passThrough). */
+  readonly passThrough?: boolean
 }
 
 /** The stream of the backend that answered, and which one it was. */
@@ -83,7 +85,7 @@ export class Router implements BackendHealth {
       // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
       if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
       try {
-        const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId, collect: options.collect }
+        const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
           this.coolingUntil.delete(keyOf(backend))

@@ -14,6 +14,11 @@ export interface ProviderCall {
    * provider's `responseTimeoutMs` for the headers. The events are the same either way.
    */
   readonly collect?: boolean
+  /**
+   * The client reads Chat Completions chunks: a provider whose upstream speaks them may emit
+   * `passthrough` events instead of re-encodable ones (the openai-compatible provider does).
+   */
+  readonly passThrough?: boolean
 }
 
 /**

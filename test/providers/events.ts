@@ -122,6 +122,7 @@ export function assertEventGrammar(events: readonly ChatEvent[], options: { term
       if (event.type === 'finish') for (const [block, entry] of state) if (!entry.ended) fail(index, `block ${block} is still open at finish`)
       return
     }
+    if (event.type === 'passthrough') return fail(index, 'passthrough events come only from calls that ask for them')
     const kind = KIND_OF[event.type]!
     const entry = state.get(event.block)
     if (event.type.endsWith('-start')) {

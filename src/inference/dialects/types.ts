@@ -36,4 +36,6 @@ export interface DialectEncoder {
   idPrefix: string
   encode(result: ChatResult, usage: Usage, meta: ResponseMeta): unknown
   streamEncoder(meta: ResponseMeta): StreamEncoder
+  /** The stream encoder reads `passthrough` events (Chat Completions only): streamed calls ask providers for them. */
+  passThrough?: boolean
 }

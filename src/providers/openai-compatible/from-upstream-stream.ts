@@ -70,6 +70,19 @@ export class ChunkTranslator {
 
   constructor(private readonly context: StreamContext) {}
 
+  /**
+   * Takes over a stream whose first chunks were passed through (pass-through.ts): they started
+   * the response and these tool calls, keyed by the upstream's `index`, whose blocks are open.
+   */
+  resume(tools: Array<{ key: number; block: number; callId: string; name: string }>): void {
+    this.started = true
+    for (const tool of tools) {
+      this.tools.set(tool.key, { block: tool.block, callId: tool.callId, name: tool.name, pending: '' })
+      this.nextBlock = Math.max(this.nextBlock, tool.block + 1)
+      this.sawToolCalls = true
+    }
+  }
+
   /** One SSE event: `[DONE]`, or a chunk's JSON. */
   event(event: SseEvent, out: ChatEvent[]): void {
     if (event.data === '[DONE]') return this.done(out)

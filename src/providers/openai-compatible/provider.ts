@@ -8,6 +8,7 @@ import { UpstreamError, type Provider, type ProviderCall } from '../types'
 import { classifyStatus, type ErrorOrigin } from './errors'
 import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 import { openUpstreamStream, type UpstreamStream } from './open-upstream-stream'
+import { PassThroughTranslator } from './pass-through'
 import { toUpstream, UnsupportedPartError, type ChatCompletionsOptions } from './to-upstream'
 
 /** Backend choices that config may set; see ChatCompletionsOptions. */
@@ -65,7 +66,9 @@ export class OpenAICompatibleProvider implements Provider {
       const events = await eventsFromJsonBody(upstream, context)
       return closingIterable(replay(events, call.signal), upstream)
     }
-    return closingIterable(fromSse(upstream, call.signal, context), upstream)
+    // A Chat Completions client gets this upstream's chunks passed through (pass-through.ts).
+    const translator = call.passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
+    return closingIterable(fromSse(upstream, call.signal, translator, context), upstream)
   }
 }
 
@@ -75,9 +78,13 @@ export class OpenAICompatibleProvider implements Provider {
  * the caller left, so the iterator just ends. Each network chunk is decoded and translated in one
  * synchronous step (SseDecoder, ChunkTranslator): this is the one async layer per stream.
  */
-async function* fromSse(upstream: UpstreamStream, signal: AbortSignal, context: StreamContext): AsyncGenerator<ChatEvent> {
+async function* fromSse(
+  upstream: UpstreamStream,
+  signal: AbortSignal,
+  translator: Pick<ChunkTranslator, 'event' | 'end' | 'ended'>,
+  context: StreamContext,
+): AsyncGenerator<ChatEvent> {
   const decoder = new SseDecoder()
-  const translator = new ChunkTranslator(context)
   const sse: SseEvent[] = []
   const out: ChatEvent[] = []
   try {

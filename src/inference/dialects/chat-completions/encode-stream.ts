@@ -42,6 +42,13 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
         if (index === undefined || event.argumentsDelta === '') return []
         return [this.chunk({ tool_calls: [{ index, function: { arguments: event.argumentsDelta } }] })]
       }
+      case 'passthrough': {
+        // Chunks passed through from a Chat Completions upstream: the same frames, in one write.
+        if (event.toolBlocks !== undefined) for (const block of event.toolBlocks) this.toolIndex.set(block, this.toolIndex.size)
+        let frames = ''
+        for (const delta of event.deltas) frames += this.frame(delta)
+        return frames === '' ? [] : [frames]
+      }
       default:
         return []
     }
@@ -63,6 +70,11 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   }
 
   private chunk(delta: Record<string, unknown>): string {
-    return `data: ${this.prefix}"choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}]${this.suffix}`
+    return this.frame(JSON.stringify(delta))
+  }
+
+  /** One chunk around a delta's JSON text. */
+  private frame(delta: string): string {
+    return `data: ${this.prefix}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":null}]${this.suffix}`
   }
 }

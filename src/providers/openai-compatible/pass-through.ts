@@ -1,0 +1,244 @@
+// Same-format pass-through (ARCHITECTURE.md §11, bench/README.md "Same-format pass-through"):
+// a Chat Completions client streaming from a Chat Completions upstream gets the upstream's
+// chunks as `passthrough` events instead of canonical events re-encoded frame by frame.
+//
+// Each upstream chunk is classified:
+// - plain: only the head (id, object, created, model, system_fingerprint, `usage: null`), one
+//   choice 0 with no finish_reason, and a delta of role / content / reasoning_content / null
+//   refusal / tool calls with ids (or continuing known ones). Its delta goes out as the JSON
+//   text the chat-completions encoder would write for the same events, so the reply's bytes
+//   are those of the re-encoding path (test/providers/openai-compatible-pass-through.test.ts).
+// - anything else (an error chunk, `reasoning`, a tool call without id or name, function_call,
+//   a finish_reason, the usage chunk, `[DONE]`, extra fields such as OpenAI's service_tier or
+//   obfuscation, a head that changed): the rest of the stream goes through ChunkTranslator,
+//   which is told what already went out, so the terminal frames are held and settled as always.
+//
+// The common chunk (content only, same head as before) skips JSON.parse: the first such chunk
+// is parsed and becomes a template (its text before and after the content string); later
+// chunks that are the template around a valid JSON string literal are the same structure with
+// other content. This holds because a bare `"` only ever delimits a JSON string: the template's
+// text cannot match inside a string value.
+
+import type { ChatEvent } from '../../inference/canonical'
+import type { SseEvent } from '../../http/sse'
+import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
+
+type Passthrough = Extract<ChatEvent, { type: 'passthrough' }>
+
+/** A tool call forwarded so far: `index` is the client's (order of first appearance), also used as its block. */
+interface ForwardedTool {
+  index: number
+  callId: string
+  name: string
+}
+
+/** What the client sees of one plain chunk, built before anything is committed. */
+interface Planned {
+  deltas: string[]
+  textBytes: number
+  reasoningBytes: number
+  toolBytes: number
+  started: Array<{ key: number; tool: ForwardedTool }>
+}
+
+const HEAD_KEYS = new Set(['id', 'object', 'created', 'model', 'system_fingerprint', 'choices', 'usage'])
+const CHOICE_KEYS = new Set(['index', 'delta', 'logprobs', 'finish_reason'])
+const DELTA_KEYS = new Set(['role', 'content', 'reasoning_content', 'refusal', 'tool_calls'])
+const CONTENT_KEY = '"content":'
+/** Characters that need a closer look in a string literal: escapes, quotes, raw control characters. */
+const SPECIAL = /["\\\u0000-\u001f]/
+
+/**
+ * The pass-through counterpart of ChunkTranslator (same `event` / `end` / `ended` shape, for
+ * the provider's frame loop). Events are `passthrough` ones while chunks are plain, then the
+ * translator's.
+ */
+export class PassThroughTranslator {
+  private readonly translator: ChunkTranslator
+  private handedOver = false
+  private head: { id: unknown; created: unknown; model: unknown; fingerprint: unknown } | undefined
+  /** The content chunk template: its text up to and including the opening quote of the content string, and from its closing quote. */
+  private prefix: string | undefined
+  private suffix = ''
+  /** Forwarded tool calls by the upstream's `index` (as ChunkTranslator keys them). */
+  private readonly tools = new Map<number, ForwardedTool>()
+  private current: Passthrough | undefined
+
+  constructor(context: StreamContext) {
+    this.translator = new ChunkTranslator(context)
+  }
+
+  /** Whether the terminal event has been produced (only the translator produces one). */
+  get ended(): boolean {
+    return this.translator.ended
+  }
+
+  event(event: SseEvent, out: ChatEvent[]): void {
+    if (this.handedOver) return this.translator.event(event, out)
+    const data = event.data
+    const prefix = this.prefix
+    if (prefix !== undefined && data.length > prefix.length + this.suffix.length && data.startsWith(prefix) && data.endsWith(this.suffix)) {
+      const literal = data.slice(prefix.length, data.length - this.suffix.length)
+      if (!SPECIAL.test(literal)) return this.text(`"${literal}"`, Buffer.byteLength(literal), out)
+      const content = parseStringLiteral(literal)
+      if (content !== undefined) {
+        if (content !== '') this.text(JSON.stringify(content), Buffer.byteLength(content), out)
+        return
+      }
+    }
+    if (data === '[DONE]') return this.handOver().done(out)
+    let chunk: unknown
+    try {
+      chunk = JSON.parse(data)
+    } catch {
+      return this.handOver().event(event, out)
+    }
+    const planned = this.plan(chunk)
+    if (planned === undefined) return this.handOver().push(chunk, out)
+    this.commit(planned, out)
+    if (this.prefix === undefined) this.learn(chunk as Record<string, unknown>, data)
+  }
+
+  /** The byte stream ended: complete only as the translator would (a finish_reason seen, which never happens while plain). */
+  end(out: ChatEvent[]): void {
+    const translator = this.handedOver ? this.translator : this.handOver()
+    translator.end(out)
+  }
+
+  /** From now on the translator owns the stream, knowing the tool calls already forwarded. */
+  private handOver(): ChunkTranslator {
+    this.handedOver = true
+    this.current = undefined
+    if (this.head !== undefined) {
+      this.translator.resume([...this.tools].map(([key, tool]) => ({ key, block: tool.index, callId: tool.callId, name: tool.name })))
+    }
+    return this.translator
+  }
+
+  private text(json: string, bytes: number, out: ChatEvent[]): void {
+    const event = this.open(out)
+    event.deltas.push(`{"content":${json}}`)
+    event.textBytes += bytes
+  }
+
+  /** The passthrough event of this batch of frames (one per network chunk, so one enqueue). */
+  private open(out: ChatEvent[]): Passthrough {
+    const current = this.current
+    if (current !== undefined && out[out.length - 1] === current) return current
+    const event: Passthrough = { type: 'passthrough', deltas: [], textBytes: 0, reasoningBytes: 0, toolBytes: 0 }
+    out.push(event)
+    this.current = event
+    return event
+  }
+
+  private commit(planned: Planned, out: ChatEvent[]): void {
+    for (const { key, tool } of planned.started) this.tools.set(key, tool)
+    if (planned.deltas.length === 0) return
+    const event = this.open(out)
+    for (const delta of planned.deltas) event.deltas.push(delta)
+    event.textBytes += planned.textBytes
+    event.reasoningBytes += planned.reasoningBytes
+    event.toolBytes += planned.toolBytes
+    if (planned.started.length > 0) (event.toolBlocks ??= []).push(...planned.started.map(started => started.tool.index))
+  }
+
+  /**
+   * A parsed chunk's frames if it is plain (undefined otherwise), mirroring ChunkTranslator.delta
+   * and the chat-completions encoder: reasoning, then content, then tool calls in array order;
+   * a new tool call is a start frame with empty arguments, then its arguments if any.
+   */
+  private plan(chunk: unknown): Planned | undefined {
+    if (!isRecord(chunk)) return undefined
+    for (const key in chunk) if (!HEAD_KEYS.has(key)) return undefined
+    const { id, created, model, system_fingerprint: fingerprint, usage, choices } = chunk
+    if (chunk.object !== 'chat.completion.chunk' || typeof id !== 'string' || typeof created !== 'number' || typeof model !== 'string') return undefined
+    if (usage !== undefined && usage !== null) return undefined
+    if (fingerprint !== undefined && fingerprint !== null && typeof fingerprint !== 'string') return undefined
+    const head = this.head
+    if (head !== undefined && (head.id !== id || head.created !== created || head.model !== model || head.fingerprint !== fingerprint)) return undefined
+    if (!Array.isArray(choices) || choices.length !== 1) return undefined
+    const choice = choices[0]
+    if (!isRecord(choice)) return undefined
+    for (const key in choice) if (!CHOICE_KEYS.has(key)) return undefined
+    if (choice.index !== 0 || (choice.logprobs !== undefined && choice.logprobs !== null) || (choice.finish_reason !== undefined && choice.finish_reason !== null)) return undefined
+    const delta = choice.delta
+    if (!isRecord(delta)) return undefined
+    for (const key in delta) if (!DELTA_KEYS.has(key)) return undefined
+    const { role, content, reasoning_content: reasoning, refusal, tool_calls: toolCalls } = delta
+    if (role !== undefined && typeof role !== 'string') return undefined
+    if (!stringOrNull(content) || !stringOrNull(reasoning) || (refusal !== undefined && refusal !== null)) return undefined
+    const planned: Planned = { deltas: [], textBytes: 0, reasoningBytes: 0, toolBytes: 0, started: [] }
+    if (typeof reasoning === 'string' && reasoning !== '') {
+      planned.deltas.push(JSON.stringify({ reasoning_content: reasoning }))
+      planned.reasoningBytes += Buffer.byteLength(reasoning)
+    }
+    if (typeof content === 'string' && content !== '') {
+      planned.deltas.push(JSON.stringify({ content }))
+      planned.textBytes += Buffer.byteLength(content)
+    }
+    if (toolCalls !== undefined && !this.planTools(toolCalls, planned)) return undefined
+    if (head === undefined) this.head = { id, created, model, fingerprint }
+    return planned
+  }
+
+  private planTools(toolCalls: unknown, planned: Planned): boolean {
+    if (!Array.isArray(toolCalls)) return false
+    const started = new Map<number, ForwardedTool>()
+    for (const call of toolCalls) {
+      if (!isRecord(call) || !Number.isInteger(call.index)) return false
+      const fn = call.function
+      if (fn !== undefined && !isRecord(fn)) return false
+      const args = fn?.arguments
+      if (args !== undefined && typeof args !== 'string') return false
+      const key = call.index as number
+      let tool = this.tools.get(key) ?? started.get(key)
+      if (tool === undefined) {
+        // A new call needs its id and name in its first chunk; otherwise the translator's rules
+        // (a generated id, a start delayed until the name) apply.
+        const callId = call.id
+        const name = fn?.name
+        if (typeof callId !== 'string' || callId === '' || typeof name !== 'string' || name === '' || (call.type !== undefined && call.type !== 'function')) return false
+        tool = { index: this.tools.size + started.size, callId, name }
+        started.set(key, tool)
+        planned.started.push({ key, tool })
+        planned.deltas.push(JSON.stringify({ tool_calls: [{ index: tool.index, id: callId, type: 'function', function: { name, arguments: '' } }] }))
+      }
+      if (args !== undefined && args !== '') {
+        planned.deltas.push(JSON.stringify({ tool_calls: [{ index: tool.index, function: { arguments: args } }] }))
+        planned.toolBytes += Buffer.byteLength(args)
+      }
+    }
+    return true
+  }
+
+  /** Makes the first chunk with only content (and the role) the template of the ones that follow it. */
+  private learn(chunk: Record<string, unknown>, data: string): void {
+    const delta = (chunk.choices as Array<{ delta: Record<string, unknown> }>)[0]!.delta
+    const content = delta.content
+    // Ollama repeats the role in every delta: it is part of the template (the translator ignores it).
+    if (typeof content !== 'string' || content === '' || Object.keys(delta).some(key => key !== 'content' && key !== 'role')) return
+    const marker = CONTENT_KEY + JSON.stringify(content)
+    const at = data.indexOf(marker)
+    if (at === -1 || data.indexOf(marker, at + 1) !== -1) return
+    this.prefix = data.slice(0, at + CONTENT_KEY.length + 1)
+    this.suffix = data.slice(at + marker.length - 1)
+  }
+}
+
+/** The value of a JSON string literal's inside, or undefined when it is not exactly one valid literal. */
+function parseStringLiteral(literal: string): string | undefined {
+  try {
+    const value: unknown = JSON.parse(`"${literal}"`)
+    return typeof value === 'string' ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function stringOrNull(value: unknown): boolean {
+  return value === undefined || value === null || typeof value === 'string'
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import OpenAI from 'openai'
+import { loadConfig } from '../../src/config/load'
+import { SseDecoder, type SseEvent } from '../../src/http/sse'
+import type { ChatEvent } from '../../src/inference/canonical'
+import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
+import { toApiError } from '../../src/inference/upstream-errors'
+import { ChunkTranslator } from '../../src/providers/openai-compatible/from-upstream-stream'
+import { chunk, DONE, fragments, frame, openAIUsage } from '../providers/openai-wire'
+import { FakeUpstream } from '../support/fake-upstream'
+import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
+import { poll } from '../support/poll'
+
+// Same-format pass-through end to end (ARCHITECTURE.md §11): a Chat Completions client (the
+// official SDK, through app.handle) streaming from an openai-compatible upstream (a real server
+// on port 0) receives exactly the bytes the re-encoding path writes for the same upstream
+// stream, never the backend's model name or ids, and is charged exactly as before.
+
+const BACKEND_MODEL = 'backend-secret-model-7b'
+const upstreamChunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => chunk(delta, finish, { model: BACKEND_MODEL, ...extra })
+const usageFrame = (input: number, output: number) =>
+  frame({ id: 'chatcmpl-test123', object: 'chat.completion.chunk', created: 1_700_000_000, model: BACKEND_MODEL, choices: [], usage: openAIUsage({ inputTokens: input, outputTokens: output }) })
+/** 3 USD per million input tokens and 7 per million output tokens, in nanos per token. */
+const charge = (input: number, output: number) => BigInt(input * 3_000 + output * 7_000)
+
+/** What the re-encoding path (ChunkTranslator → canonical events → encoder) writes for `sse`, under the reply's id and created. */
+function reEncoded(sse: string, reply: string, includeUsage: boolean): string {
+  const first = JSON.parse(reply.slice('data: '.length, reply.indexOf('\n')))
+  const encoder = new ChatCompletionsStreamEncoder({ id: first.id, model: 'm', createdAt: first.created, includeUsage, estimatedInputTokens: 0 })
+  const translator = new ChunkTranslator({ provider: 'openai-compatible:up', model: BACKEND_MODEL, requestId: 'r' })
+  const sseEvents: SseEvent[] = []
+  new SseDecoder().push(new TextEncoder().encode(sse), sseEvents)
+  const events: ChatEvent[] = []
+  for (const event of sseEvents) if (!translator.ended) translator.event(event, events)
+  translator.end(events)
+  let text = encoder.start().join('')
+  for (const event of events) {
+    if (event.type === 'finish') text += encoder.finish(event.reason, event.usage).join('')
+    else if (event.type === 'error') text += encoder.fail(toApiError(event.error)).join('')
+    else text += encoder.push(event).join('')
+  }
+  return text
+}
+
+describe('Chat Completions pass-through from an openai-compatible upstream', () => {
+  let t: TestApp
+  let upstream: FakeUpstream
+  let org: TestOrg
+  let counter = 0
+  /** The raw SSE text of the last reply the SDK read. */
+  let lastReply = ''
+  let client: OpenAI
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start()
+    const yaml = `
+providers:
+  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }
+models:
+  - { id: m, backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 128, capabilities: { tools: true } }
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`
+    const env = { SVC_CONFIG: '/virtual/pass-through.yaml', UP_KEY: 'sk-up-0123456789' }
+    t = await buildTestApp(env, loadConfig(env, () => yaml))
+    org = await t.createOrg('pass-through', 10_000_000_000n)
+    client = new OpenAI({
+      apiKey: org.adminKey,
+      baseURL: 'http://gateway.test/v1',
+      maxRetries: 0,
+      fetch: async (url, init) => {
+        const headers = new Headers(init?.headers)
+        headers.set('x-request-id', `pt-${++counter}`)
+        const response = await t.app.handle(new Request(url as string, { ...(init as RequestInit), headers }))
+        if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response
+        lastReply = await response.text()
+        return new Response(lastReply, { status: response.status, headers: response.headers })
+      },
+    })
+  })
+
+  afterAll(async () => {
+    expect(t.deps.metrics.openStreams).toBe(0)
+    expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
+    await upstream.close()
+    await t.close()
+  })
+
+  const entries = async (requestId: string) => {
+    const row = (await t.deps.database.client.execute({ sql: 'SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS nanos FROM ledger_entries WHERE request_id = ?', args: [requestId] })).rows[0]!
+    return { n: Number(row.n), nanos: BigInt(row.nanos as bigint) }
+  }
+  const settled = (requestId: string) => poll('the settlement', 500, 4, async () => ((await entries(requestId)).n === 1 ? entries(requestId) : undefined))
+
+  test('a text stream: the re-encoded bytes, the client model id, the exact charge', async () => {
+    const sse = upstreamChunk({ role: 'assistant', content: '' }) + ['Hello', ', "quoted"', ' wörld', ' 😀', '\n'].map(piece => upstreamChunk({ content: piece })).join('') + upstreamChunk({}, 'stop') + usageFrame(11, 7) + DONE
+    upstream.enqueue({ kind: 'sse', body: sse, chunkBytes: 97 })
+    const before = await t.deps.balance(org.orgId)
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    let text = ''
+    let usage: OpenAI.CompletionUsage | null | undefined
+    for await (const part of stream) {
+      text += part.choices[0]?.delta.content ?? ''
+      if (part.usage) usage = part.usage
+      expect(part.model).toBe('m')
+    }
+    expect(text).toBe('Hello, "quoted" wörld 😀\n')
+    expect(usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 7 })
+    expect(lastReply).toBe(reEncoded(sse, lastReply, true))
+    expect(lastReply).not.toContain(BACKEND_MODEL)
+    expect(lastReply).not.toContain('chatcmpl-test123')
+    expect(lastReply).toContain('"system_fingerprint":null')
+    const billed = await settled(`pt-${counter}`)
+    expect(billed.nanos).toBe(charge(11, 7))
+    expect(before.prepaidNanos - (await t.deps.balance(org.orgId)).prepaidNanos).toBe(charge(11, 7))
+  })
+
+  test('tool calls: the SDK assembles them; bytes and charge as when re-encoded; no usage frame unless asked', async () => {
+    const args = '{"city":"Paris","days":3}'
+    let sse = upstreamChunk({ role: 'assistant', content: null })
+    sse += upstreamChunk({ tool_calls: [{ index: 0, id: 'call_w', type: 'function', function: { name: 'weather', arguments: '' } }] })
+    for (const piece of fragments(args, 6)) sse += upstreamChunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })
+    sse += upstreamChunk({}, 'tool_calls') + usageFrame(20, 9) + DONE
+    upstream.enqueue({ kind: 'sse', body: sse, chunkBytes: 40 })
+    const tools = [{ type: 'function' as const, function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]
+    const final = await client.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'weather?' }], tools, stream: true }).finalChatCompletion()
+    expect(final.choices[0]!.message.tool_calls).toEqual([{ id: 'call_w', type: 'function', function: { name: 'weather', arguments: args } }])
+    expect(final.choices[0]!.finish_reason).toBe('tool_calls')
+    expect(lastReply).toBe(reEncoded(sse, lastReply, false))
+    expect(lastReply).not.toContain('"usage"')
+    expect((await settled(`pt-${counter}`)).nanos).toBe(charge(20, 9))
+  })
+
+  test('an error chunk mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
+    const sse = upstreamChunk({ role: 'assistant', content: '' }) + upstreamChunk({ content: 'partial ' }) + upstreamChunk({ content: 'answer' }) + frame({ error: { message: 'backend crashed', type: 'server_error' } }) + DONE
+    upstream.enqueue({ kind: 'sse', body: sse })
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    let text = ''
+    const failure = await (async () => {
+      for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
+    })().catch(error => error)
+    expect(failure).toBeInstanceOf(OpenAI.APIError)
+    expect(text).toBe('partial answer')
+    expect(lastReply).toBe(reEncoded(sse, lastReply, false))
+    expect(lastReply).not.toContain('backend crashed')
+    const billed = await settled(`pt-${counter}`)
+    expect(billed.nanos).toBeGreaterThan(0n)
+  })
+
+  test('a non-plain upstream (extra fields) is re-encoded from its first chunk, with the same result', async () => {
+    const sse = upstreamChunk({ role: 'assistant', content: '' }, null, { service_tier: 'default' }) + upstreamChunk({ content: 'Hi' }, null, { obfuscation: 'x1' }) + upstreamChunk({}, 'stop') + usageFrame(4, 1) + DONE
+    upstream.enqueue({ kind: 'sse', body: sse })
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    for await (const _ of stream) void _
+    expect(lastReply).toBe(reEncoded(sse, lastReply, true))
+    expect((await settled(`pt-${counter}`)).nanos).toBe(charge(4, 1))
+  })
+})

@@ -1,0 +1,224 @@
+import { describe, expect, test } from 'bun:test'
+import { SseDecoder, type SseEvent } from '../../src/http/sse'
+import type { ChatEvent } from '../../src/inference/canonical'
+import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
+import { Meter } from '../../src/inference/meter'
+import { toApiError } from '../../src/inference/upstream-errors'
+import { ChunkTranslator } from '../../src/providers/openai-compatible/from-upstream-stream'
+import { PassThroughTranslator } from '../../src/providers/openai-compatible/pass-through'
+import { chunk, DONE, fragments, frame, openAIUsage } from './openai-wire'
+
+// Same-format pass-through (src/providers/openai-compatible/pass-through.ts): for any upstream
+// stream, what a Chat Completions client receives and what the meter counts must be exactly
+// what the re-encoding path (ChunkTranslator → canonical events → encoder) gives. Each stream is
+// fed whole and cut into small network pieces (batches of frames differ, bytes must not).
+
+const context = { provider: 'openai-compatible:up', model: 'upstream-model-2025', requestId: 'req-1' }
+const HEAD = '"id":"chatcmpl-test123","object":"chat.completion.chunk","created":1700000000,"model":"upstream-model-2025","system_fingerprint":"fp_test"'
+const usageFrame = (input = 11, output = 7) => frame({ id: 'chatcmpl-test123', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'upstream-model-2025', system_fingerprint: 'fp_test', choices: [], usage: openAIUsage({ inputTokens: input, outputTokens: output }) })
+/** A chunk written by hand: `choice` is the raw text of choice 0's fields after `"index":0,`. */
+const raw = (choice: string, head = HEAD) => `data: {${head},"choices":[{"index":0,${choice}}]}\n\n`
+const content = (literal: string) => raw(`"delta":{"content":"${literal}"},"logprobs":null,"finish_reason":null`)
+
+interface Run {
+  client: string
+  events: ChatEvent[]
+  usage: ReturnType<Meter['usage']>
+  produced: boolean
+}
+
+/** One upstream stream through the provider's frame loop (as provider.ts fromSse) and the client's encoder. */
+function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUsage = true): Run {
+  const translator = passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
+  const encoder = new ChatCompletionsStreamEncoder({ id: 'chatcmpl-gw', model: 'client-model', createdAt: 1_800_000_000, includeUsage, estimatedInputTokens: 5 })
+  const meter = new Meter(5)
+  const decoder = new SseDecoder()
+  const bytes = new TextEncoder().encode(sse)
+  const events: ChatEvent[] = []
+  let client = encoder.start().join('')
+  const consume = (out: ChatEvent[]) => {
+    for (const event of out) {
+      events.push(event)
+      meter.observe(event)
+      if (event.type === 'finish') client += encoder.finish(event.reason, event.usage).join('')
+      else if (event.type === 'error') client += encoder.fail(toApiError(event.error)).join('')
+      else client += encoder.push(event).join('')
+    }
+    out.length = 0
+  }
+  const out: ChatEvent[] = []
+  const sseEvents: SseEvent[] = []
+  const step = Math.min(pieceBytes, bytes.length)
+  for (let at = 0; at < bytes.length && !translator.ended; at += step) {
+    decoder.push(bytes.subarray(at, at + step), sseEvents)
+    for (const event of sseEvents) {
+      translator.event(event, out)
+      if (translator.ended) break
+    }
+    sseEvents.length = 0
+    consume(out)
+  }
+  if (!translator.ended) translator.end(out)
+  consume(out)
+  return { client, events, usage: meter.usage(), produced: meter.producedOutput }
+}
+
+/** Pass-through equals re-encoding, whole and in 7-byte pieces, with and without include_usage; returns the pass-through run. */
+function same(sse: string): Run {
+  const passed = run(sse, true)
+  for (const includeUsage of [true, false]) {
+    const expected = run(sse, false, Infinity, includeUsage)
+    for (const pieces of [Infinity, 7, 61]) {
+      const actual = run(sse, true, pieces, includeUsage)
+      expect(actual.client).toBe(expected.client)
+      expect(actual.usage).toEqual(expected.usage)
+      expect(actual.produced).toBe(expected.produced)
+    }
+  }
+  expect(passed.client).not.toContain('upstream-model-2025')
+  expect(passed.client).not.toContain('chatcmpl-test123')
+  return passed
+}
+
+const types = (events: ChatEvent[]) => events.map(event => event.type)
+const words = (text: string) => text.match(/\S+\s*/g)!
+
+describe('openai-compatible pass-through', () => {
+  test('a plain text stream passes through; the finish, usage and [DONE] still come from the translator', () => {
+    const sse = chunk({ role: 'assistant', content: '' }) + words('The quick brown fox jumps over the lazy dog.').map(word => chunk({ content: word })).join('') + chunk({}, 'stop') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events)).toEqual(['passthrough', 'finish'])
+    expect(result.events[0]).toMatchObject({ textBytes: 44, reasoningBytes: 0, toolBytes: 0 })
+    expect(result.client).toContain('"model":"client-model"')
+    expect(result.usage).toMatchObject({ inputTokens: 11, outputTokens: 7 })
+  })
+
+  test('content chunks after the first are read without JSON.parse', () => {
+    const sse = chunk({ role: 'assistant', content: '' }) + Array.from({ length: 20 }, (_, i) => chunk({ content: ` w${i}` })).join('') + chunk({}, 'stop') + usageFrame() + DONE
+    const parse = JSON.parse
+    let calls = 0
+    JSON.parse = ((text: string, reviver?: never) => (calls++, parse(text, reviver))) as typeof JSON.parse
+    try {
+      run(sse, true)
+    } finally {
+      JSON.parse = parse
+    }
+    // The role chunk, the first content chunk (the template), the finish chunk and the usage chunk.
+    expect(calls).toBe(4)
+  })
+
+  test('escaped quotes, backslashes, newlines, unicode and non-canonical escapes', () => {
+    const sse =
+      chunk({ role: 'assistant', content: '' }) +
+      chunk({ content: 'plain ' }) +
+      content('say \\"hi\\" ') + // escaped quotes
+      content('back\\\\slash\\n') + // a backslash, a newline
+      content('caf\\u00e9 ') + // Python's ensure_ascii: \u00e9 is é (the client gets é, as when re-encoded)
+      content('\\u2028\\ud83d\\ude00 ') + // a line separator, a surrogate pair
+      content('日本語 😀 ') + // raw UTF-8
+      content('\\/slash ') + // an escaped solidus
+      content('a\\"},\\"x\\":\\"b') + // a string that looks like structure
+      chunk({}, 'stop') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events)).toEqual(['passthrough', 'finish'])
+    expect(result.client).toContain('"content":"café "')
+    expect(result.client).toContain('"content":"a\\"},\\"x\\":\\"b"')
+  })
+
+  test('a chunk that only looks like the template is parsed (quotes and raw control characters in the literal)', () => {
+    // Same prefix and suffix, but the "content" closes early and a second field follows: not plain.
+    const sse = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + content('two","reasoning":"x') + chunk({}, 'stop') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events)).toContain('reasoning-delta')
+    // A raw tab inside a string is malformed JSON: the same in-band error either way.
+    const malformed = same(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + content('a\tb') + chunk({}, 'stop') + DONE)
+    expect(types(malformed.events).at(-1)).toBe('error')
+  })
+
+  test('tool calls with ids pass through, parallel and interleaved; stop after tools is tool_calls', () => {
+    const args = '{"city":"Paris","unit":"c"}'
+    let sse = chunk({ role: 'assistant', content: null }) + chunk({ content: 'Checking. ' })
+    sse += chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '' } }] })
+    sse += chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'time', arguments: '{"tz":' } }] })
+    for (const piece of fragments(args, 4)) sse += chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })
+    sse += chunk({ tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] })
+    sse += chunk({}, 'stop') + usageFrame() + DONE
+    const result = same(sse)
+    // The translator ends the forwarded calls' blocks at the finish (no frames for this client).
+    expect(types(result.events)).toEqual(['passthrough', 'tool-call-end', 'tool-call-end', 'finish'])
+    expect(result.events[0]).toMatchObject({ toolBlocks: [0, 1], toolBytes: args.length + '{"tz":"CET"}'.length })
+    expect(result.client).toContain('"finish_reason":"tool_calls"')
+  })
+
+  test('a tool call without id hands over mid-stream; forwarded calls continue under the translator', () => {
+    let sse = chunk({ role: 'assistant', content: '' }) + chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"c' } }] })
+    sse += chunk({ tool_calls: [{ index: 1, type: 'function', function: { name: 'time', arguments: '{}' } }] }) // no id: the translator makes one
+    sse += chunk({ tool_calls: [{ index: 0, function: { arguments: 'ity":"Oslo"}' } }] }) // the forwarded call, continued
+    sse += chunk({}, 'tool_calls') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events)[0]).toBe('passthrough')
+    expect(types(result.events)).toContain('tool-call-start')
+    expect(result.client).toContain('call_req-1_1')
+  })
+
+  test('reasoning_content passes through; `reasoning` and function_call hand over', () => {
+    const thinking = chunk({ role: 'assistant', content: '' }) + chunk({ reasoning_content: 'Think. ' }) + chunk({ reasoning_content: 'More. ' }) + chunk({ content: 'Answer.' })
+    expect(types(same(thinking + chunk({}, 'stop') + usageFrame() + DONE).events)).toEqual(['passthrough', 'finish'])
+    const ollama = same(thinking + chunk({ reasoning: 'late thought' }) + chunk({ content: ' More.' }) + chunk({}, 'stop') + usageFrame() + DONE)
+    expect(types(ollama.events)).toContain('reasoning-delta')
+    expect(ollama.usage.outputTokens).toBe(7)
+    same(thinking + chunk({ function_call: { name: 'f', arguments: '{}' } }) + chunk({}, 'function_call') + usageFrame() + DONE)
+  })
+
+  test('an error chunk mid-stream ends with the in-band error, output still metered', () => {
+    const sse = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'partial ' }) + chunk({ content: 'answer' }) + frame({ error: { message: 'model crashed', type: 'server_error' } }) + DONE
+    const result = same(sse)
+    expect(types(result.events)).toEqual(['passthrough', 'error'])
+    expect(result.produced).toBe(true)
+    expect(result.client).toContain('"code":"provider_error"')
+  })
+
+  test('extra fields (service_tier, obfuscation), a changed head, continuous usage and unknown finish reasons are re-encoded', () => {
+    const start = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' })
+    const tail = chunk({}, 'stop') + usageFrame() + DONE
+    expect(types(same(chunk({ role: 'assistant', content: '' }, null, { service_tier: 'default' }) + chunk({ content: 'x' }, null, { obfuscation: 'abc' }) + tail).events)).not.toContain('passthrough')
+    expect(types(same(start + chunk({ content: 'two ' }, null, { obfuscation: 'abc' }) + tail).events)).toEqual(['passthrough', 'text-start', 'text-delta', 'text-end', 'finish'])
+    expect(types(same(start + chunk({ content: 'two ' }, null, { id: 'chatcmpl-other' }) + tail).events)).toContain('text-delta')
+    expect(types(same(start + chunk({ content: 'two ' }, null, { usage: openAIUsage({ inputTokens: 3, outputTokens: 2 }) }) + tail).events)).toContain('text-delta')
+    expect(same(start + chunk({}, 'weird_reason') + usageFrame() + DONE).client).toContain('"finish_reason":"stop"')
+    // OpenAI's `"usage":null` on every chunk (include_usage) is plain.
+    expect(types(same(start + chunk({ content: 'two' }, null, { usage: null }) + tail).events)).toEqual(['passthrough', 'finish'])
+  })
+
+  test('other key orders (llama.cpp) and choice shapes without logprobs are parsed but still plain', () => {
+    const llama = (delta: object, finish: string | null = null) => frame({ choices: [{ finish_reason: finish, index: 0, delta }], created: 1, id: 'c', model: 'gguf', object: 'chat.completion.chunk', system_fingerprint: 'b1' })
+    const result = same(llama({ role: 'assistant', content: null }) + llama({ content: 'Hello' }) + llama({ content: ' there' }) + llama({}, 'stop') + usageFrame() + DONE)
+    expect(types(result.events)).toEqual(['passthrough', 'finish'])
+    expect(result.client).not.toContain('gguf')
+  })
+
+  test("Ollama's role in every delta is part of the template", () => {
+    const ollama = (delta: object, finish: string | null = null) => frame({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'llama3', system_fingerprint: 'fp_ollama', choices: [{ index: 0, delta: { role: 'assistant', ...delta }, finish_reason: finish }] })
+    const sse = ollama({ content: 'Hel' }) + ollama({ content: 'lo \\ "you"' }) + ollama({ content: ' ' }) + ollama({ content: '' }, 'stop') + usageFrame() + DONE
+    const parse = JSON.parse
+    let calls = 0
+    JSON.parse = ((text: string, reviver?: never) => (calls++, parse(text, reviver))) as typeof JSON.parse
+    try {
+      run(sse, true)
+    } finally {
+      JSON.parse = parse
+    }
+    // The template chunk, the escaped literal, the finish and the usage chunk.
+    expect(calls).toBe(4)
+    expect(types(same(sse).events)).toEqual(['passthrough', 'finish'])
+  })
+
+  test('truncated streams, malformed JSON, a finish chunk with content and no [DONE]', () => {
+    const start = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + chunk({ content: 'two ' })
+    expect(types(same(start).events).at(-1)).toBe('error')
+    expect(types(same(start + 'data: {not json\n\n' + chunk({}, 'stop') + DONE).events).at(-1)).toBe('error')
+    expect(same(start + chunk({ content: 'last' }, 'length') + usageFrame()).client).toContain('"finish_reason":"length"')
+    expect(types(same(DONE).events)).toEqual(['error'])
+    expect(types(same(frame({ error: { message: 'at once' } })).events)).toEqual(['error'])
+  })
+})
