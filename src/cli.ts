@@ -6,16 +6,7 @@ import { createDeps, type Deps } from './deps'
 import { ApiError } from './http/errors'
 import { serve } from './main'
 import { createLogger } from './observability/logger'
-import { UsageError, type CliIo } from './operator/io'
-import { keysCreate, keysList, keysRevoke } from './operator/keys'
-import { credit, LedgerViolation, ledgerVerify, plansSet } from './operator/billing'
-import { chat } from './operator/chat'
-import { fusion } from './operator/fusion'
-import { login, logout } from './operator/login'
-import { devTee } from './operator/dev-tee'
-import { encryptedChatCommand } from './operator/encrypted-chat'
-import { orgsCreate, orgsShow } from './operator/orgs'
-import { usersAdd, usersSetRole } from './operator/users'
+import { LedgerViolation, UsageError, type CliIo } from './operator/io'
 
 const USAGE = `svc — self-hostable LLM inference gateway
 
@@ -56,17 +47,20 @@ Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL,
 
 type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 
-const COMMANDS: Record<string, Command> = {
-  'orgs create': orgsCreate,
-  'orgs show': orgsShow,
-  credit,
-  'plans set': plansSet,
-  'ledger verify': ledgerVerify,
-  'users add': usersAdd,
-  'users set-role': usersSetRole,
-  'keys create': keysCreate,
-  'keys list': keysList,
-  'keys revoke': keysRevoke,
+// Operator commands are imported when run, so `svc serve` does not load them (nor the client,
+// TEE and OAuth-login code they pull in). The specifiers stay string literals: `bun build
+// --compile` bundles what it can see.
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  'orgs create': async () => (await import('./operator/orgs')).orgsCreate,
+  'orgs show': async () => (await import('./operator/orgs')).orgsShow,
+  credit: async () => (await import('./operator/billing')).credit,
+  'plans set': async () => (await import('./operator/billing')).plansSet,
+  'ledger verify': async () => (await import('./operator/billing')).ledgerVerify,
+  'users add': async () => (await import('./operator/users')).usersAdd,
+  'users set-role': async () => (await import('./operator/users')).usersSetRole,
+  'keys create': async () => (await import('./operator/keys')).keysCreate,
+  'keys list': async () => (await import('./operator/keys')).keysList,
+  'keys revoke': async () => (await import('./operator/keys')).keysRevoke,
 }
 
 const consoleIo: CliIo = { out: line => console.log(line), err: line => console.error(line) }
@@ -96,17 +90,17 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     return 0
   }
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
-  if (first === 'chat') return exitCode(io, () => chat(config, argv.slice(1), io))
-  if (first === 'fusion') return exitCode(io, () => fusion(config, argv.slice(1), io))
-  if (first === 'login') return exitCode(io, () => login(config, argv.slice(1), io))
-  if (first === 'logout') return exitCode(io, () => logout(config, argv.slice(1), io))
-  if (first === 'encrypted-chat') return exitCode(io, () => encryptedChatCommand(config, argv.slice(1), io))
+  if (first === 'chat') return exitCode(io, async () => (await import('./operator/chat')).chat(config, argv.slice(1), io))
+  if (first === 'fusion') return exitCode(io, async () => (await import('./operator/fusion')).fusion(config, argv.slice(1), io))
+  if (first === 'login') return exitCode(io, async () => (await import('./operator/login')).login(config, argv.slice(1), io))
+  if (first === 'logout') return exitCode(io, async () => (await import('./operator/login')).logout(config, argv.slice(1), io))
+  if (first === 'encrypted-chat') return exitCode(io, async () => (await import('./operator/encrypted-chat')).encryptedChatCommand(config, argv.slice(1), io))
   if (first === 'dev-tee') {
     const stop = new AbortController()
     const onSignal = () => stop.abort()
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, onSignal)
     try {
-      return await exitCode(io, () => devTee(argv.slice(1), io, stop.signal))
+      return await exitCode(io, async () => (await import('./operator/dev-tee')).devTee(argv.slice(1), io, stop.signal))
     } finally {
       for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
     }
@@ -115,7 +109,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2
   }
-  return withDeps(config, io, deps => command(deps, rest, io))
+  return withDeps(config, io, async deps => (await command())(deps, rest, io))
 }
 
 /** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */

@@ -1,11 +1,18 @@
 import { mkdirSync, existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { createClient, type Client } from '@libsql/client'
-import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql'
+import type { Client } from '@libsql/client'
+import { createClient as createLocalClient } from '@libsql/client/sqlite3'
+// This entry differs from drizzle-orm/libsql only in the client it would create from a URL; given
+// a client (any of libsql's), it is the same drizzle. The other entry imports the full client.
+import { drizzle } from 'drizzle-orm/libsql/sqlite3'
+import type { LibSQLDatabase } from 'drizzle-orm/libsql/driver-core'
 import { migrate } from 'drizzle-orm/libsql/migrator'
 import { schema } from './schema'
 
 export type Db = LibSQLDatabase<typeof schema>
+
+/** URL schemes served by a libSQL server; everything else (file:, :memory:) is a local file. */
+const REMOTE = /^(libsql|https?|wss?):/i
 
 /** One libSQL database: the raw client (for batches and PRAGMAs) and drizzle over it. */
 export interface Database {
@@ -25,6 +32,9 @@ export async function openDatabase(url: string, authToken?: string): Promise<Dat
     const path = url.slice('file:'.length).split('?')[0]!
     if (path && path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   }
+  // A local database needs only the sqlite3 client: the full entry point also loads the HTTP and
+  // WebSocket clients (hrana, ~60 modules) for a server URL.
+  const createClient = REMOTE.test(url) ? (await import('@libsql/client')).createClient : createLocalClient
   // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one).
   const client = createClient({ url, authToken, intMode: 'bigint', timeout: 5000 })
   // WAL is stored in the file, so setting it once through any connection is enough.

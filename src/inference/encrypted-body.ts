@@ -3,7 +3,7 @@
 // would have to read, or that would leave content in plaintext, is refused. Never decrypts.
 
 import { ApiError } from '../http/errors'
-import { minBlobBytes } from '../tee/cipher'
+import { minBlobBytes } from '../tee/blob-size'
 import type { SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
 import type { EncryptedHeaders } from './encrypted'

@@ -2,7 +2,7 @@
 // settlement's source), else an estimate from the ciphertext envelope (blob length minus the
 // cipher's per-blob overhead), so output that was sent is never billed zero.
 
-import { minBlobBytes } from '../tee/cipher'
+import { minBlobBytes } from '../tee/blob-size'
 import type { SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
 import type { Usage } from './canonical'

@@ -1,11 +1,14 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Value } from '@sinclair/typebox/value'
 import { ApiError } from '../http/errors'
+import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
 import type { McpTool, ToolContext } from './tools/types'
+
+type Sdk = typeof import('./sdk')
+/** The MCP SDK, loaded on the first POST /mcp (see ./sdk.ts). */
+const loadSdk = lazy(() => import('./sdk'))
 
 /**
  * JSON-RPC error codes for gateway refusals inside MCP (the codes other hosted-MCP gateways use,
@@ -14,7 +17,7 @@ import type { McpTool, ToolContext } from './tools/types'
 export const MCP_ERROR = { auth: -32001, payment: -32002, rateLimited: -32003 } as const
 
 /** Turns a tool's failure into what MCP expects: a JSON-RPC error for refusals, else an isError result. */
-function failure(error: unknown): CallToolResult {
+function failure({ McpError }: Sdk, error: unknown): CallToolResult {
   if (error instanceof McpError) throw error
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
   const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
@@ -70,6 +73,8 @@ export class McpService {
   }
 
   async handle(call: McpCall): Promise<Response> {
+    const sdk = await loadSdk()
+    const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
     const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -100,7 +105,7 @@ export class McpService {
           ...(result.isError ? { isError: true } : {}),
         }
       } catch (error) {
-        return failure(error)
+        return failure(sdk, error)
       }
     })
 

@@ -2,7 +2,7 @@ import { switchPlan } from '../billing/plan-switch'
 import { verifyLedger } from '../billing/verify'
 import type { Deps } from '../deps'
 import { formatNanos, formatUsd, parseNanos, parseUsd } from '../lib/money'
-import { parseOptions, report, UsageError, type CliIo } from './io'
+import { LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
 
 /** `svc credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF] [--json]`: a prepaid top-up. */
 export async function credit(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -39,11 +39,4 @@ export async function ledgerVerify(deps: Deps, args: string[], io: CliIo): Promi
   const violations = await verifyLedger(deps.database.client, { nowMs: deps.clock.now(), staleAfterMs: deps.config.ledger.instanceStaleAfterMs })
   report(io, values.json, { ok: violations.length === 0, violations }, violations.length === 0 ? ['ledger ok: every invariant holds'] : violations)
   if (violations.length > 0) throw new LedgerViolation(violations.length)
-}
-
-/** Signals exit code 1 after the violations were already printed. */
-export class LedgerViolation extends Error {
-  constructor(count: number) {
-    super(`${count} ledger invariant violation(s)`)
-  }
 }

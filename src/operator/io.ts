@@ -9,6 +9,13 @@ export interface CliIo {
 /** Bad command-line usage: exit code 2 with the message and the usage text. */
 export class UsageError extends Error {}
 
+/** `ledger verify` found violations: exit code 1 after they were already printed. */
+export class LedgerViolation extends Error {
+  constructor(count: number) {
+    super(`${count} ledger invariant violation(s)`)
+  }
+}
+
 type OptionSpec = Record<string, { type: 'string' | 'boolean' }>
 
 /**

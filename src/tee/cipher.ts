@@ -11,6 +11,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { equalBytes } from '@noble/ciphers/utils.js'
 import { bytesToHex, hexToBytes, randomBytes, secp256k1, toX25519Public, toX25519Secret, x25519, type SigningAlgo } from './keys'
 import type { E2eeFamily } from './proof-format'
+import { minBlobBytes } from './blob-size'
 
 export interface Variant {
   readonly family: E2eeFamily
@@ -22,12 +23,6 @@ export type NearV1Cipher = 'xsalsa' | 'xchacha-box'
 
 const utf8 = new TextEncoder()
 const fromUtf8 = new TextDecoder('utf-8', { fatal: true })
-
-/** Smallest decoded blob per (variant, algo): epk + nonce + tag (B3 body rule). */
-export function minBlobBytes(variant: Variant, algo: SigningAlgo): number {
-  if (algo === 'ecdsa') return 65 + 12 + 16
-  return variant.family === 'phala' ? 32 + 12 + 16 : 32 + 24 + 16
-}
 
 /** Phala v2 request AAD (`_build_request_aad`), exactly. */
 export function requestAad(a: { algo: SigningAlgo; model: string; messageIndex: number; contentIndex?: number; nonce: string; timestamp: number }): Uint8Array {

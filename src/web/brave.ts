@@ -1,4 +1,4 @@
-import { toIsoDate } from './html-to-text'
+import { toIsoDate } from './page-text'
 import { getJson, hostOf, plainSnippet, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
 
 // Brave Search API (`GET /res/v1/web/search`, header X-Subscription-Token). Its answer:

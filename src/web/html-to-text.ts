@@ -1,4 +1,5 @@
 import { Parser } from 'htmlparser2'
+import { clean, toIsoDate } from './page-text'
 
 /** What a page says about itself. */
 export interface ReadablePage {
@@ -118,21 +119,4 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   const mainText = clean(main.join(''))
   const text = mainText.length >= MAIN_MIN_CHARS ? mainText : clean(all.join(''))
   return { title: clean(titleText ?? ogTitle ?? '').slice(0, 1000), text: text.slice(0, maxChars), modified }
-}
-
-/** A date string as ISO 8601 UTC, or null when it does not parse (or is absurd). */
-export function toIsoDate(value: string): string | null {
-  const time = Date.parse(value.trim())
-  if (!Number.isFinite(time) || time < Date.UTC(1991, 0, 1) || time > Date.UTC(2200, 0, 1)) return null
-  return new Date(time).toISOString()
-}
-
-/** Collapses runs of spaces within lines and of blank lines between them. */
-export function clean(text: string): string {
-  return text
-    .replace(/[ \t\f\v\r\u00a0]+/g, ' ')
-    .replace(/ *\n */g, '\n')
-    .replace(/\n- *(?=\n)/g, '')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim()
 }

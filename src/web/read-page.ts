@@ -1,4 +1,5 @@
-import { clean, htmlToText, toIsoDate } from './html-to-text'
+import { lazy } from '../lib/lazy'
+import { clean, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
 
 /** One retrieved page (spec §2.5, before the wire names). */
@@ -12,6 +13,9 @@ export interface FetchedPage {
 }
 
 type Kind = 'html' | 'text' | 'pdf'
+
+/** The HTML walk (and htmlparser2 under it), loaded on the first HTML page read. */
+const loadHtmlToText = lazy(() => import('./html-to-text'))
 
 /**
  * PDF text through the document extraction pool (src/documents/): the page's bytes never touch
@@ -69,6 +73,7 @@ export async function readPage(
   const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
   const text = decode(bytes, charset)
   if (kind === 'html') {
+    const { htmlToText } = await loadHtmlToText()
     const page = htmlToText(text, limits.maxContentChars)
     return {
       ok: true,

@@ -1,4 +1,4 @@
-import { toIsoDate } from './html-to-text'
+import { toIsoDate } from './page-text'
 import { getJson, hostOf, plainSnippet, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
 
 // SearXNG's JSON API (`GET /search?format=json`; the instance must list `json` under

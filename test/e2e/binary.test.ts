@@ -3,7 +3,8 @@ import type { Subprocess } from 'bun'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { poll } from '../support/poll'
+import { seedOrg, openDeps } from '../support/gateway-process'
+import { connectMcp } from '../support/mcp'
 
 // End-to-end check of the compiled executable (STACK-NOTES §7): build it exactly as dist/svc is
 // built, run it from an empty directory with no node_modules above it, and drive it over HTTP
@@ -17,12 +18,35 @@ const SKIP = process.env.SVC_SKIP_BINARY === '1'
 class Output {
   text = ''
   readonly done: Promise<void>
+  private readonly waiters: Array<{ pattern: RegExp; resolve: (match: RegExpExecArray) => void }> = []
   constructor(stream: ReadableStream<Uint8Array>) {
     this.done = (async () => {
       const decoder = new TextDecoder()
-      for await (const chunk of stream) this.text += decoder.decode(chunk, { stream: true })
+      for await (const chunk of stream) {
+        this.text += decoder.decode(chunk, { stream: true })
+        this.settle()
+      }
       this.text += decoder.decode()
+      this.settle()
     })()
+  }
+
+  /** Resolves with the first match of `pattern` in the output; rejects if the output ends without one. */
+  waitFor(pattern: RegExp): Promise<RegExpExecArray> {
+    const found = pattern.exec(this.text)
+    if (found) return Promise.resolve(found)
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ pattern, resolve })
+      void this.done.then(() => reject(new Error(`output ended without ${pattern}:\n${this.text}`)), reject)
+    })
+  }
+
+  private settle(): void {
+    for (const waiter of this.waiters.splice(0)) {
+      const found = waiter.pattern.exec(this.text)
+      if (found) waiter.resolve(found)
+      else this.waiters.push(waiter)
+    }
   }
 }
 
@@ -70,16 +94,14 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
     server = Bun.spawn([binary], { cwd: dir, env: env({ PORT: String(port), SVC_LOG_LEVEL: 'info' }), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
     stdout = new Output(server.stdout)
     stderr = new Output(server.stderr)
-    await poll('/healthz', 400, 25, async () => {
-      if (server!.exitCode !== null) throw new Error(`server exited ${server!.exitCode}\nstdout:\n${stdout.text}\nstderr:\n${stderr.text}`)
-      const response = await fetch(`${base()}/healthz`).catch(() => undefined)
-      return response?.status === 200 ? true : undefined
+    // The server logs `listening` once it accepts connections, after printing the bootstrap key;
+    // waiting for that line (not a time) also proves the boot, lazy imports included, completed.
+    await stdout.waitFor(/"msg":"listening"/).catch(error => {
+      throw new Error(`${error.message}\nstderr:\n${stderr.text}`)
     })
-    console.log(`dist/svc: ${(Bun.file(binary).size / 1e6).toFixed(1)} MB, first 200 after ${Math.round(performance.now() - started)} ms (fresh database)`)
-    // The key is printed right after listen; the pipe may deliver it a moment after /healthz answers.
-    adminKey = await poll('the bootstrap admin key on stdout', 200, 10, () => /Bearer (z_sk_[0-9A-Za-z]+)/.exec(stdout.text)?.[1]).catch(error => {
-      throw new Error(`${error.message}\nstdout:\n${stdout.text}\nstderr:\n${stderr.text}`)
-    })
+    console.log(`dist/svc: ${(Bun.file(binary).size / 1e6).toFixed(1)} MB, listening after ${Math.round(performance.now() - started)} ms (fresh database)`)
+    adminKey = /Bearer (z_sk_[0-9A-Za-z]+)/.exec(stdout.text)?.[1] ?? ''
+    expect((await fetch(`${base()}/healthz`)).status).toBe(200)
   }, 180_000)
 
   afterAll(async () => {
@@ -168,6 +190,18 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
       expect(body.text).toContain(snippet)
     }
     expect(stdout.text).not.toContain('document extractor failed')
+  })
+
+  test('the MCP SDK, imported on the first POST /mcp, is embedded and answers', async () => {
+    // A token minted straight into the binary's database (no CLI command issues MCP tokens).
+    const env = { DATABASE_URL: `file:${join(dir, 'data', 'svc.db')}` }
+    const org = await seedOrg(env, 0n)
+    const deps = await openDeps(env)
+    const grant = await deps.oauth.tokens.issue({ clientId: 'svc-cli', userId: org.userId, orgId: org.orgId, scope: 'mcp:inference', resource: null }).finally(() => deps.close())
+    const client = await connectMcp(base(), grant.tokens.access_token)
+    const { tools } = await client.listTools()
+    await client.close()
+    expect(tools.map(tool => tool.name)).toContain('svc.list_models')
   })
 
   test('svc orgs create works against the live server database', async () => {

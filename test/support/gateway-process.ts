@@ -51,9 +51,9 @@ export interface GatewayProcess {
   logs(msg: string): Array<Record<string, any>>
 }
 
-/** Starts `svc serve` with `env` (PORT=0 unless given) and waits for its `listening` line. */
-export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = Bun.spawn([process.execPath, CLI, 'serve'], {
+/** Starts `svc serve` with `env` (PORT=0 unless given) and waits for its `listening` line; `bunFlags` go before the script (e.g. `--preload`). */
+export async function startGateway(env: Record<string, string>, bunFlags: string[] = []): Promise<GatewayProcess> {
+  const child = Bun.spawn([process.execPath, ...bunFlags, CLI, 'serve'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', SVC_BOOTSTRAP: '0', ...env },
     stdin: 'ignore',

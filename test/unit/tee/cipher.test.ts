@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import nacl from 'tweetnacl'
-import { decryptField, encryptField, minBlobBytes, requestAad, type Variant } from '../../../src/tee/cipher'
+import { minBlobBytes } from '../../../src/tee/blob-size'
+import { decryptField, encryptField, requestAad, type Variant } from '../../../src/tee/cipher'
 import { bytesToHex, ed25519, ethAddress, generateKeyPair, hexToBytes, keyPairFrom, toX25519Public, toX25519Secret, x25519 } from '../../../src/tee/keys'
 import { signText, verifyText } from '../../../src/tee/signature'
 

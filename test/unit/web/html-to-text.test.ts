@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { namedUrls } from '../../../src/inference/enrich/web'
-import { htmlToText, toIsoDate } from '../../../src/web/html-to-text'
+import { htmlToText } from '../../../src/web/html-to-text'
+import { toIsoDate } from '../../../src/web/page-text'
 import { SystemResolver } from '../../../src/web/resolver'
 
 describe('htmlToText', () => {

@@ -1,0 +1,22 @@
+/**
+ * Small text helpers shared by the page reader and the search backends. They live apart from
+ * ./html-to-text.ts so that a search result's date does not load htmlparser2: the HTML walk is
+ * imported on the first HTML page the web fetch reads (./read-page.ts).
+ */
+
+/** A date string as ISO 8601 UTC, or null when it does not parse (or is absurd). */
+export function toIsoDate(value: string): string | null {
+  const time = Date.parse(value.trim())
+  if (!Number.isFinite(time) || time < Date.UTC(1991, 0, 1) || time > Date.UTC(2200, 0, 1)) return null
+  return new Date(time).toISOString()
+}
+
+/** Collapses runs of spaces within lines and of blank lines between them. */
+export function clean(text: string): string {
+  return text
+    .replace(/[ \t\f\v\r\u00a0]+/g, ' ')
+    .replace(/ *\n */g, '\n')
+    .replace(/\n- *(?=\n)/g, '')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()
+}
