@@ -1,7 +1,11 @@
 import { expect } from 'bun:test'
 import type { Client } from '@libsql/client'
 import { Elysia, t as ElysiaT } from 'elysia'
-import type { Reservation, AdmitResult, Purpose } from '../../src/billing/ledger'
+import type { BatchExecutor } from '../../src/billing/executor'
+import { Ledger, type Reservation, type AdmitResult, type Purpose } from '../../src/billing/ledger'
+import { LedgerWriter } from '../../src/billing/ledger-writer'
+import { Sweeper } from '../../src/billing/sweeper'
+import { newId } from '../../src/lib/ids'
 import { verifyLedger } from '../../src/billing/verify'
 import type { Config } from '../../src/config/config'
 import { loadConfig } from '../../src/config/load'
@@ -31,6 +35,19 @@ export function configWith(
 ): Config {
   const text = JSON.stringify(file) // JSON is valid YAML
   return loadConfig({ ...env, SVC_CONFIG: 'inline-test-config.yaml' }, () => text)
+}
+
+/**
+ * A ledger on its own writer over `executor` (which usually wraps the app's database to watch or
+ * break writes), with its sweeper started; stop the sweeper before closing the app.
+ */
+export async function ledgerOver(t: TestApp, executor: BatchExecutor, instanceId: string): Promise<{ writer: LedgerWriter; ledger: Ledger; sweeper: Sweeper }> {
+  const writer = new LedgerWriter(executor)
+  const identity = { instanceId, bootId: newId() }
+  const ledger = new Ledger(writer, t.deps.plans, t.clock, identity, silentLogger, keyId => t.deps.keys.evictKey(keyId))
+  const sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
+  await sweeper.start()
+  return { writer, ledger, sweeper }
 }
 
 /** A test app whose only plan has no monthly allowance. */

@@ -1,13 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { ClientExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
-import { Ledger } from '../../src/billing/ledger'
-import { LedgerWriter } from '../../src/billing/ledger-writer'
-import { Sweeper } from '../../src/billing/sweeper'
-import { newId } from '../../src/lib/ids'
+import type { Ledger } from '../../src/billing/ledger'
+import type { Sweeper } from '../../src/billing/sweeper'
 import type { Principal } from '../../src/keys/principal'
-import { silentLogger } from '../../src/observability/logger'
 import type { TestApp, TestOrg } from '../support/harness'
-import { USD, adminPrincipal, buildPaygApp, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean } from './fixtures'
+import { USD, adminPrincipal, buildPaygApp, ledgerOver, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean } from './fixtures'
 
 // L5 (SECURITY-NOTES.md §3) when a COMMIT's outcome is unknown: against a libSQL server the
 // transaction can commit and its reply be lost (a reset connection), so the writer sees a failure
@@ -46,11 +43,7 @@ beforeEach(async () => {
   org = await t.createOrg('acme', 10n * USD)
   principal = await adminPrincipal(t, org)
   executor = new LostReplyExecutor(new ClientExecutor(t.deps.database.client))
-  const writer = new LedgerWriter(executor)
-  const identity = { instanceId: 'lost-commit-test', bootId: newId() }
-  ledger = new Ledger(writer, t.deps.plans, t.clock, identity, silentLogger, keyId => t.deps.keys.evictKey(keyId))
-  sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
-  await sweeper.start()
+  ;({ ledger, sweeper } = await ledgerOver(t, executor, 'lost-commit-test'))
 })
 afterEach(async () => {
   await sweeper.stop()

@@ -1,13 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { ClientExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
-import { Ledger } from '../../src/billing/ledger'
-import { LedgerWriter } from '../../src/billing/ledger-writer'
-import { Sweeper } from '../../src/billing/sweeper'
-import { newId } from '../../src/lib/ids'
+import type { Ledger } from '../../src/billing/ledger'
+import type { LedgerWriter } from '../../src/billing/ledger-writer'
+import type { Sweeper } from '../../src/billing/sweeper'
 import type { Principal } from '../../src/keys/principal'
-import { silentLogger } from '../../src/observability/logger'
 import type { TestApp, TestOrg } from '../support/harness'
-import { USD, adminPrincipal, buildPaygApp, countEntries, createCappedKey, prepaidOf, scalar, verifyClean } from './fixtures'
+import { USD, adminPrincipal, buildPaygApp, ledgerOver, countEntries, createCappedKey, prepaidOf, scalar, verifyClean } from './fixtures'
 
 // L11 (SECURITY-NOTES.md §3): one bad op or one failed guard in a group-committed batch does
 // not affect the other ops of that batch. The ledger here runs on its own writer over a spy
@@ -42,11 +40,7 @@ beforeEach(async () => {
   org = await t.createOrg('acme', 10n * USD)
   principal = await adminPrincipal(t, org)
   spy = new SpyExecutor(new ClientExecutor(t.deps.database.client))
-  writer = new LedgerWriter(spy)
-  const identity = { instanceId: 'writer-test', bootId: newId() }
-  ledger = new Ledger(writer, t.deps.plans, t.clock, identity, silentLogger, keyId => t.deps.keys.evictKey(keyId))
-  sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
-  await sweeper.start()
+  ;({ writer, ledger, sweeper } = await ledgerOver(t, spy, 'writer-test'))
 })
 afterEach(async () => {
   await sweeper.stop()

@@ -28,6 +28,19 @@ interface Run {
 }
 
 /** One upstream stream through the provider's frame loop (as provider.ts fromSse) and the client's encoder. */
+/** How many times `JSON.parse` ran during `work`. */
+function parseCallsOf(work: () => void): number {
+  const parse = JSON.parse
+  let calls = 0
+  JSON.parse = ((text: string, reviver?: never) => (calls++, parse(text, reviver))) as typeof JSON.parse
+  try {
+    work()
+  } finally {
+    JSON.parse = parse
+  }
+  return calls
+}
+
 function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUsage = true): Run {
   const translator = passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
   const encoder = new ChatCompletionsStreamEncoder({ id: 'chatcmpl-gw', model: 'client-model', createdAt: 1_800_000_000, includeUsage, estimatedInputTokens: 5 })
@@ -95,14 +108,7 @@ describe('openai-compatible pass-through', () => {
 
   test('content chunks after the first are read without JSON.parse', () => {
     const sse = chunk({ role: 'assistant', content: '' }) + Array.from({ length: 20 }, (_, i) => chunk({ content: ` w${i}` })).join('') + chunk({}, 'stop') + usageFrame() + DONE
-    const parse = JSON.parse
-    let calls = 0
-    JSON.parse = ((text: string, reviver?: never) => (calls++, parse(text, reviver))) as typeof JSON.parse
-    try {
-      run(sse, true)
-    } finally {
-      JSON.parse = parse
-    }
+    const calls = parseCallsOf(() => run(sse, true))
     // The role chunk, the first content chunk (the template), the finish chunk and the usage chunk.
     expect(calls).toBe(4)
   })
@@ -200,14 +206,7 @@ describe('openai-compatible pass-through', () => {
   test("Ollama's role in every delta is part of the template", () => {
     const ollama = (delta: object, finish: string | null = null) => frame({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'llama3', system_fingerprint: 'fp_ollama', choices: [{ index: 0, delta: { role: 'assistant', ...delta }, finish_reason: finish }] })
     const sse = ollama({ content: 'Hel' }) + ollama({ content: 'lo \\ "you"' }) + ollama({ content: ' ' }) + ollama({ content: '' }, 'stop') + usageFrame() + DONE
-    const parse = JSON.parse
-    let calls = 0
-    JSON.parse = ((text: string, reviver?: never) => (calls++, parse(text, reviver))) as typeof JSON.parse
-    try {
-      run(sse, true)
-    } finally {
-      JSON.parse = parse
-    }
+    const calls = parseCallsOf(() => run(sse, true))
     // The template chunk, the escaped literal, the finish and the usage chunk.
     expect(calls).toBe(4)
     expect(types(same(sse).events)).toEqual(['passthrough', 'finish'])
