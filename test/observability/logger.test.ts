@@ -1,5 +1,5 @@
-import { expect, test } from 'bun:test'
-import { createLogger } from '../../src/observability/logger'
+import { expect, spyOn, test } from 'bun:test'
+import { createLogger, FLUSH_LINES } from '../../src/observability/logger'
 
 test('JSON lines: bigints as decimal strings (top level and nested), undefined fields left out, credentials redacted, level threshold', () => {
   const lines: string[] = []
@@ -16,4 +16,21 @@ test('JSON lines: bigints as decimal strings (top level and nested), undefined f
   const second = JSON.parse(lines[1]!)
   expect(second.error).toBe('bad key z_sk_[redacted] and svc_cli_[redacted]')
   expect(second.stack).toBe('svc_mcp_[redacted]')
+})
+
+test('standard output: lines are written in batches, not one write per line', () => {
+  const write = spyOn(process.stdout, 'write').mockImplementation(() => true)
+  try {
+    const logger = createLogger('info')
+    for (let index = 1; index < FLUSH_LINES; index += 1) logger.info('request', { index })
+    // Held until the batch's timer (a few ms) or until it is full.
+    expect(write).toHaveBeenCalledTimes(0)
+    logger.info('request', { index: FLUSH_LINES })
+    expect(write).toHaveBeenCalledTimes(1)
+    const lines = String(write.mock.calls[0]![0]).trimEnd().split('\n')
+    expect(lines).toHaveLength(FLUSH_LINES)
+    expect(lines.map(line => JSON.parse(line).index)).toEqual(Array.from({ length: FLUSH_LINES }, (_, index) => index + 1))
+  } finally {
+    write.mockRestore()
+  }
 })
