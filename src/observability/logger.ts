@@ -33,7 +33,7 @@ const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigi
  * nested bigint falls back to one), and the redaction regex runs only on a line that contains
  * a credential prefix at all.
  */
-export function createLogger(level: LogLevel, write: (line: string) => void = stdoutPerTurn): Logger {
+export function createLogger(level: LogLevel, write: (line: string) => void = stdoutBatched): Logger {
   const threshold = RANK[level]
   // Lines logged within one millisecond share their timestamp text.
   let lastMs = -1
@@ -89,7 +89,7 @@ function flushStdout(): void {
  * one per event-loop turn still ~1.4% under load (a turn often holds one request). Lines still
  * pending when the process exits are written by the exit hook.
  */
-function stdoutPerTurn(line: string): void {
+function stdoutBatched(line: string): void {
   if (!exitHooked) {
     exitHooked = true
     process.on('exit', flushStdout)
