@@ -218,24 +218,35 @@ function aggregateSettles(settles: SettleOp[], statements: Statement[]): number 
   }
   const nowMs = settles[settles.length - 1]!.nowMs
   for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) statements.push(insertSettleEntries(rows.slice(start, start + ROWS_PER_INSERT)))
-  const prepaidRows: InValue[][] = []
-  for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.push([orgId, -amount])
-  push(statements, ADD_PREPAID, prepaidRows)
-  push(statements, ADD_ALLOWANCE_USED, [...allowance.values()].map(sum => [sum.orgId, sum.periodStartMs, sum.amount]))
-  push(statements, ADD_KEY_SPEND, [...keySpend.values()].map(sum => [sum.keyId, sum.windowStartMs, sum.amount]))
+  // The lease draws go first: each running total below is updated together with its parent's
+  // leased total, recomputed from the leases in the same statement (one statement per table,
+  // not two).
   const drawRows: InValue[][] = []
-  const parents = { prepaid: new Map<string, InValue[]>(), allowance: new Map<string, InValue[]>(), key_cap: new Map<string, InValue[]>() }
+  // Per parent row: [its identity…, the batch's delta of its running total]. A row that is only
+  // a drawn lease's parent has no delta (NULL): it is updated if it exists, never inserted.
+  const prepaidRows = new Map<string, InValue[]>()
+  const allowanceRows = new Map<string, InValue[]>()
+  const keyRows = new Map<string, InValue[]>()
+  for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.set(orgId, [orgId, -amount])
+  for (const [id, sum] of allowance) allowanceRows.set(id, [sum.orgId, sum.periodStartMs, sum.amount])
+  for (const [id, sum] of keySpend) keyRows.set(id, [sum.keyId, sum.windowStartMs, sum.amount])
   for (const { lease, amount } of draws.values()) {
     if (amount > 0n) drawRows.push([lease.id, amount])
     // Every lease drawn on (even by nothing) has its parent's leased total recomputed.
-    if (lease.scope === 'prepaid') parents.prepaid.set(lease.orgId, [lease.orgId])
-    else if (lease.scope === 'allowance') parents.allowance.set(`${lease.orgId}|${lease.periodStartMs}`, [lease.orgId, lease.periodStartMs])
-    else parents.key_cap.set(`${lease.keyId}|${lease.periodStartMs}`, [lease.keyId, lease.periodStartMs])
+    if (lease.scope === 'prepaid') {
+      if (!prepaidRows.has(lease.orgId)) prepaidRows.set(lease.orgId, [lease.orgId, null])
+    } else if (lease.scope === 'allowance') {
+      const id = `${lease.orgId}|${lease.periodStartMs}`
+      if (!allowanceRows.has(id)) allowanceRows.set(id, [lease.orgId, lease.periodStartMs, 0n])
+    } else {
+      const id = `${lease.keyId}|${lease.periodStartMs}`
+      if (!keyRows.has(id)) keyRows.set(id, [lease.keyId, lease.periodStartMs, null])
+    }
   }
   push(statements, DRAW_LEASES, drawRows, [nowMs])
-  push(statements, RECOMPUTE_PREPAID_LEASED, [...parents.prepaid.values()])
-  push(statements, RECOMPUTE_ALLOWANCE_LEASED, [...parents.allowance.values()])
-  push(statements, RECOMPUTE_KEY_LEASED, [...parents.key_cap.values()])
+  push(statements, ADD_PREPAID, [...prepaidRows.values()])
+  push(statements, ADD_ALLOWANCE_USED, [...allowanceRows.values()])
+  push(statements, ADD_KEY_SPEND, [...keyRows.values()])
   // Positioned last, after the key spend it reads.
   return push(statements, EXPIRE_EXHAUSTED_KEYS, [...overallKeys].map(keyId => [keyId]))
 }
@@ -277,34 +288,37 @@ function push(statements: Statement[], statement: ValuesStatement, rows: readonl
   return statements.push(statement.build(rows, leading)) - 1
 }
 
-// INSERT … SELECT needs a WHERE before ON CONFLICT (SQLite's upsert parsing rule); it also drops
-// the padding rows.
+// Each running total is added together with the recompute of its row's leased total
+// (recomputeLeased), after the batch's lease draws: one statement per table instead of two.
+// Recomputing a row whose leases did not change writes the value it already holds (a leased
+// total always equals the sum of its leases; verify checks it). A row that is only a lease's
+// parent (NULL delta) is updated where it exists and never inserted, as the recompute alone did;
+// an inserted row has no leases yet (leaseGrant inserts the parent row first), so its leased total
+// is the 0 it got before. INSERT … SELECT needs a WHERE before ON CONFLICT (SQLite's upsert
+// parsing rule); it also drops the padding rows.
 const ADD_PREPAID = new ValuesStatement(2, values =>
-  `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) SELECT column1, column2, 0 FROM (VALUES ${values}) WHERE column1 IS NOT NULL
-   ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + excluded.prepaid_nanos`)
+  `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos)
+   SELECT v.column1, COALESCE(v.column2, 0), (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.org_id = v.column1 AND leases.scope = 'prepaid')
+   FROM (VALUES ${values}) AS v
+   WHERE v.column1 IS NOT NULL AND (v.column2 IS NOT NULL OR EXISTS (SELECT 1 FROM balances WHERE balances.org_id = v.column1))
+   ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + excluded.prepaid_nanos, prepaid_leased_nanos = excluded.prepaid_leased_nanos`)
 const ADD_ALLOWANCE_USED = new ValuesStatement(3, values =>
-  `UPDATE allowances SET used_nanos = used_nanos + v.column3 FROM (VALUES ${values}) AS v
+  `UPDATE allowances SET used_nanos = used_nanos + v.column3, leased_nanos =
+     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases
+      WHERE leases.org_id = allowances.org_id AND leases.scope = 'allowance' AND leases.period_start_ms = allowances.period_start_ms)
+   FROM (VALUES ${values}) AS v
    WHERE allowances.org_id = v.column1 AND allowances.period_start_ms = v.column2`)
 const ADD_KEY_SPEND = new ValuesStatement(3, values =>
-  `INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) SELECT column1, column2, column3, 0 FROM (VALUES ${values}) WHERE column1 IS NOT NULL
-   ON CONFLICT(key_id, window_start_ms) DO UPDATE SET spent_nanos = spent_nanos + excluded.spent_nanos`)
+  `INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos)
+   SELECT v.column1, v.column2, COALESCE(v.column3, 0),
+     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.key_id = v.column1 AND leases.scope = 'key_cap' AND leases.period_start_ms = v.column2)
+   FROM (VALUES ${values}) AS v
+   WHERE v.column1 IS NOT NULL
+     AND (v.column3 IS NOT NULL OR EXISTS (SELECT 1 FROM key_spend WHERE key_spend.key_id = v.column1 AND key_spend.window_start_ms = v.column2))
+   ON CONFLICT(key_id, window_start_ms) DO UPDATE SET spent_nanos = spent_nanos + excluded.spent_nanos, leased_nanos = excluded.leased_nanos`)
 // The leading argument is the time (`updated_at_ms = ?` comes first in the text).
 const DRAW_LEASES = new ValuesStatement(2, values =>
   `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - v.column2), updated_at_ms = ? FROM (VALUES ${values}) AS v WHERE leases.id = v.column1`)
-const RECOMPUTE_PREPAID_LEASED = new ValuesStatement(1, values =>
-  `UPDATE balances SET prepaid_leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.org_id = balances.org_id AND leases.scope = 'prepaid')
-   WHERE org_id IN (VALUES ${values})`)
-const RECOMPUTE_ALLOWANCE_LEASED = new ValuesStatement(2, values =>
-  `UPDATE allowances SET leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases
-      WHERE leases.org_id = allowances.org_id AND leases.scope = 'allowance' AND leases.period_start_ms = allowances.period_start_ms)
-   WHERE (org_id, period_start_ms) IN (VALUES ${values})`)
-const RECOMPUTE_KEY_LEASED = new ValuesStatement(2, values =>
-  `UPDATE key_spend SET leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases
-      WHERE leases.key_id = key_spend.key_id AND leases.scope = 'key_cap' AND leases.period_start_ms = key_spend.window_start_ms)
-   WHERE (key_id, window_start_ms) IN (VALUES ${values})`)
 const EXPIRE_EXHAUSTED_KEYS = new ValuesStatement(1, values =>
   `UPDATE api_keys SET status = 'expired'
    WHERE id IN (VALUES ${values}) AND status = 'active' AND spend_cap_period = 'overall'

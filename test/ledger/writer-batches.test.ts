@@ -146,6 +146,30 @@ describe('batch isolation', () => {
   })
 })
 
+describe('statements per batch', () => {
+  test('a batch of settles on a capped key: the entries, the lease draws, and one statement per running total that also recomputes its leased total', async () => {
+    const key = await createCappedKey(t, org, 'daily', 1n * USD)
+    const reservations = await Promise.all(Array.from({ length: 24 }, () => admitted(1_000_000n, { principal: key.principal })))
+    const callsBefore = spy.calls.length
+    await Promise.all(reservations.map(reservation => ledger.settle(reservation, 900_000n)))
+    const writes = spy.calls.slice(callsBefore)
+    expect(writes.length).toBe(1)
+    // Before: entries, prepaid, key spend, draws, and a leased recompute each for balances and key_spend.
+    expect(writes[0]!.map(statement => statement.sql.trim().split(/\s+/).slice(0, 3).join(' '))).toEqual([
+      'INSERT INTO ledger_entries',
+      'UPDATE leases SET',
+      'INSERT INTO balances',
+      'INSERT INTO key_spend',
+    ])
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 24n * 900_000n)
+    // The leased totals are the leases' sums after the draws (verify checks them against the leases rows).
+    const leased = await scalar(t.deps.database.client, "SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?", [org.orgId])
+    expect(leased).toBe(await scalar(t.deps.database.client, "SELECT SUM(amount_nanos) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [org.orgId]))
+    expect(await scalar(t.deps.database.client, 'SELECT spent_nanos FROM key_spend WHERE key_id = ?', [key.keyId])).toBe(24n * 900_000n)
+    await verifyClean(t)
+  })
+})
+
 describe('an outage', () => {
   test('a settlement that cannot commit after its retries throws unavailable, charges nothing, and frees its hold', async () => {
     const reservation = await admitted(30_000_000n)
