@@ -253,10 +253,11 @@ function aggregateSettles(settles: SettleOp[], statements: Statement[]): number 
 
 // The batch forms of the single-op statements in ledger-ops.ts (addPrepaid, addAllowanceUsed,
 // addKeySpend, drawLease, recomputeLeased, expireExhaustedKey), which a change there must follow:
-// the same SQL, applied to a VALUES list of one row per organization, key window or lease.
-// Per organization they took ~7 µs each, ~10 per organization and batch, so a batch spanning
-// 64 organizations ran ~450 statements and blocked the event loop ~6 ms (bench/README.md);
-// one statement per kind costs ~6 µs plus ~1–3 µs per row.
+// the same SQL, applied to a VALUES list of one row per organization, key window or lease (each
+// total's statement also does its row's recomputeLeased; bench/ledger-writer-equivalence.ts
+// checks the two agree). Per organization they took ~7 µs each, ~10 per organization and batch,
+// so a batch spanning 64 organizations ran ~450 statements and blocked the event loop ~6 ms
+// (bench/README.md); one statement per kind costs ~6 µs plus ~1–3 µs per row.
 
 /** A statement over `VALUES (…), (…)`, prepared once per row count rounded up to a power of two. */
 class ValuesStatement {
