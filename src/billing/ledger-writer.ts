@@ -1,6 +1,6 @@
-import type { InValue } from '@libsql/client'
 import type { BatchExecutor, Statement, StatementResult } from './executor'
-import { insertSettleEntries, type EntryRow, type LeaseRef } from './ledger-ops'
+import type { EntryRow, LeaseRef } from './ledger-ops'
+import { aggregateSettles } from './settle-batch'
 
 /**
  * An op whose statements run as written, in order, inside the batch's transaction. A function
@@ -43,7 +43,6 @@ interface Pending {
 // to ~1.5 ms (64 organizations); 256-op batches took 2–6 ms, for 10–40% more throughput only
 // when a batch spans many organizations (bench/README.md).
 const MAX_BATCH = 64
-const ROWS_PER_INSERT = 128
 
 /**
  * The one ledger writer of a process. Ops submitted while it is idle are flushed on the next
@@ -176,152 +175,3 @@ export class LedgerWriter {
     this.onCommit?.(elapsedMs, ops)
   }
 }
-
-/**
- * Appends the aggregated statements for `settles` to `statements`: the entries as multi-row
- * INSERTs, then one statement per kind of running total for the whole batch, ending with the
- * key-expiry check (its RETURNING rows name the keys it expired). Returns that statement's
- * index, or -1.
- */
-function aggregateSettles(settles: SettleOp[], statements: Statement[]): number {
-  if (settles.length === 0) return -1
-  const prepaid = new Map<string, bigint>()
-  const allowance = new Map<string, { orgId: string; periodStartMs: number; amount: bigint }>()
-  const keySpend = new Map<string, { keyId: string; windowStartMs: number; amount: bigint }>()
-  const draws = new Map<string, { lease: LeaseRef; amount: bigint }>()
-  const overallKeys = new Set<string>()
-  const rows: EntryRow[] = []
-  for (const settle of settles) {
-    for (const entry of settle.entries) {
-      rows.push(entry)
-      if (entry.source === 'top_up') prepaid.set(entry.orgId, (prepaid.get(entry.orgId) ?? 0n) + entry.amountNanos)
-    }
-    const orgId = settle.entries[0]?.orgId
-    if (settle.allowance && orgId) {
-      const id = `${orgId}|${settle.allowance.periodStartMs}`
-      const sum = allowance.get(id) ?? { orgId, periodStartMs: settle.allowance.periodStartMs, amount: 0n }
-      sum.amount += settle.allowance.amount
-      allowance.set(id, sum)
-    }
-    if (settle.keySpend) {
-      const id = `${settle.keySpend.keyId}|${settle.keySpend.windowStartMs}`
-      const sum = keySpend.get(id) ?? { keyId: settle.keySpend.keyId, windowStartMs: settle.keySpend.windowStartMs, amount: 0n }
-      sum.amount += settle.keySpend.amount
-      keySpend.set(id, sum)
-      if (settle.keySpend.overallCap) overallKeys.add(settle.keySpend.keyId)
-    }
-    for (const draw of settle.leaseDraws) {
-      const sum = draws.get(draw.lease.id) ?? { lease: draw.lease, amount: 0n }
-      sum.amount += draw.amount
-      draws.set(draw.lease.id, sum)
-    }
-  }
-  const nowMs = settles[settles.length - 1]!.nowMs
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) statements.push(insertSettleEntries(rows.slice(start, start + ROWS_PER_INSERT)))
-  // The lease draws go first: each running total below is updated together with its parent's
-  // leased total, recomputed from the leases in the same statement (one statement per table,
-  // not two).
-  const drawRows: InValue[][] = []
-  // Per parent row: [its identity…, the batch's delta of its running total]. A row that is only
-  // a drawn lease's parent has no delta (NULL): it is updated if it exists, never inserted.
-  const prepaidRows = new Map<string, InValue[]>()
-  const allowanceRows = new Map<string, InValue[]>()
-  const keyRows = new Map<string, InValue[]>()
-  for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.set(orgId, [orgId, -amount])
-  for (const [id, sum] of allowance) allowanceRows.set(id, [sum.orgId, sum.periodStartMs, sum.amount])
-  for (const [id, sum] of keySpend) keyRows.set(id, [sum.keyId, sum.windowStartMs, sum.amount])
-  for (const { lease, amount } of draws.values()) {
-    if (amount > 0n) drawRows.push([lease.id, amount])
-    // Every lease drawn on (even by nothing) has its parent's leased total recomputed.
-    if (lease.scope === 'prepaid') {
-      if (!prepaidRows.has(lease.orgId)) prepaidRows.set(lease.orgId, [lease.orgId, null])
-    } else if (lease.scope === 'allowance') {
-      const id = `${lease.orgId}|${lease.periodStartMs}`
-      if (!allowanceRows.has(id)) allowanceRows.set(id, [lease.orgId, lease.periodStartMs, 0n])
-    } else {
-      const id = `${lease.keyId}|${lease.periodStartMs}`
-      if (!keyRows.has(id)) keyRows.set(id, [lease.keyId, lease.periodStartMs, null])
-    }
-  }
-  push(statements, DRAW_LEASES, drawRows, [nowMs])
-  push(statements, ADD_PREPAID, [...prepaidRows.values()])
-  push(statements, ADD_ALLOWANCE_USED, [...allowanceRows.values()])
-  push(statements, ADD_KEY_SPEND, [...keyRows.values()])
-  // Positioned last, after the key spend it reads.
-  return push(statements, EXPIRE_EXHAUSTED_KEYS, [...overallKeys].map(keyId => [keyId]))
-}
-
-// The batch forms of the single-op statements in ledger-ops.ts (addPrepaid, addAllowanceUsed,
-// addKeySpend, drawLease, recomputeLeased, expireExhaustedKey), which a change there must follow:
-// the same SQL, applied to a VALUES list of one row per organization, key window or lease (each
-// total's statement also does its row's recomputeLeased; bench/ledger-writer-equivalence.ts
-// checks the two agree). Per organization they took ~7 µs each, ~10 per organization and batch,
-// so a batch spanning 64 organizations ran ~450 statements and blocked the event loop ~6 ms
-// (bench/README.md); one statement per kind costs ~6 µs plus ~1–3 µs per row.
-
-/** A statement over `VALUES (…), (…)`, prepared once per row count rounded up to a power of two. */
-class ValuesStatement {
-  private readonly texts = new Map<number, string>()
-  constructor(
-    private readonly width: number,
-    private readonly text: (values: string) => string,
-  ) {}
-
-  /** The SQL for `rows` rows, padded with all-NULL rows, which match and insert nothing. */
-  build(rows: readonly InValue[][], leading: readonly InValue[]): Statement {
-    let size = 1
-    while (size < rows.length) size *= 2
-    let sql = this.texts.get(size)
-    if (sql === undefined) {
-      sql = this.text(Array(size).fill(`(${Array(this.width).fill('?').join(', ')})`).join(', '))
-      this.texts.set(size, sql)
-    }
-    const args: InValue[] = [...leading]
-    for (const row of rows) for (const value of row) args.push(value)
-    for (let index = rows.length * this.width; index < size * this.width; index += 1) args.push(null)
-    return { sql, args }
-  }
-}
-
-/** Appends `statement` over `rows` unless there are none; returns its index, or -1. */
-function push(statements: Statement[], statement: ValuesStatement, rows: readonly InValue[][], leading: readonly InValue[] = []): number {
-  if (rows.length === 0) return -1
-  return statements.push(statement.build(rows, leading)) - 1
-}
-
-// Each running total is added together with the recompute of its row's leased total
-// (recomputeLeased), after the batch's lease draws: one statement per table instead of two.
-// Recomputing a row whose leases did not change writes the value it already holds (a leased
-// total always equals the sum of its leases; verify checks it). A row that is only a lease's
-// parent (NULL delta) is updated where it exists and never inserted, as the recompute alone did;
-// an inserted row has no leases yet (leaseGrant inserts the parent row first), so its leased total
-// is the 0 it got before. INSERT … SELECT needs a WHERE before ON CONFLICT (SQLite's upsert
-// parsing rule); it also drops the padding rows.
-const ADD_PREPAID = new ValuesStatement(2, values =>
-  `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos)
-   SELECT v.column1, COALESCE(v.column2, 0), (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.org_id = v.column1 AND leases.scope = 'prepaid')
-   FROM (VALUES ${values}) AS v
-   WHERE v.column1 IS NOT NULL AND (v.column2 IS NOT NULL OR EXISTS (SELECT 1 FROM balances WHERE balances.org_id = v.column1))
-   ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + excluded.prepaid_nanos, prepaid_leased_nanos = excluded.prepaid_leased_nanos`)
-const ADD_ALLOWANCE_USED = new ValuesStatement(3, values =>
-  `UPDATE allowances SET used_nanos = used_nanos + v.column3, leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases
-      WHERE leases.org_id = allowances.org_id AND leases.scope = 'allowance' AND leases.period_start_ms = allowances.period_start_ms)
-   FROM (VALUES ${values}) AS v
-   WHERE allowances.org_id = v.column1 AND allowances.period_start_ms = v.column2`)
-const ADD_KEY_SPEND = new ValuesStatement(3, values =>
-  `INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos)
-   SELECT v.column1, v.column2, COALESCE(v.column3, 0),
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.key_id = v.column1 AND leases.scope = 'key_cap' AND leases.period_start_ms = v.column2)
-   FROM (VALUES ${values}) AS v
-   WHERE v.column1 IS NOT NULL
-     AND (v.column3 IS NOT NULL OR EXISTS (SELECT 1 FROM key_spend WHERE key_spend.key_id = v.column1 AND key_spend.window_start_ms = v.column2))
-   ON CONFLICT(key_id, window_start_ms) DO UPDATE SET spent_nanos = spent_nanos + excluded.spent_nanos, leased_nanos = excluded.leased_nanos`)
-// The leading argument is the time (`updated_at_ms = ?` comes first in the text).
-const DRAW_LEASES = new ValuesStatement(2, values =>
-  `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - v.column2), updated_at_ms = ? FROM (VALUES ${values}) AS v WHERE leases.id = v.column1`)
-const EXPIRE_EXHAUSTED_KEYS = new ValuesStatement(1, values =>
-  `UPDATE api_keys SET status = 'expired'
-   WHERE id IN (VALUES ${values}) AND status = 'active' AND spend_cap_period = 'overall'
-     AND spend_cap_nanos <= (SELECT spent_nanos FROM key_spend WHERE key_spend.key_id = api_keys.id AND key_spend.window_start_ms = 0)
-   RETURNING id`)
