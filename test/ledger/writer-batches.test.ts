@@ -170,6 +170,40 @@ describe('statements per batch', () => {
   })
 })
 
+describe('leased totals in the aggregated statements', () => {
+  test('a drawn lease whose parent row is missing creates no row; an existing parent gets its leased total, and its prepaid is left alone', async () => {
+    const client = t.deps.database.client
+    const beta = await t.createOrg('beta', 0n)
+    const count = (sql: string, args: string[]) => scalar(client, sql, args)
+    expect(await count('SELECT COUNT(*) FROM balances WHERE org_id = ?', [beta.orgId])).toBe(0n)
+    // A prepaid lease of beta's with no balances row (not a state the ledger makes: leaseGrant
+    // inserts the parent first), drawn on by a settlement of acme's.
+    const lease = { id: 'test|prepaid|beta', scope: 'prepaid' as const, orgId: beta.orgId, keyId: null, periodStartMs: 0 }
+    await client.execute({
+      sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+            VALUES (?, 'test', 'test', 'prepaid', ?, NULL, 0, 5000000, 0, 0)`,
+      args: [lease.id, beta.orgId],
+    })
+    const settle = () =>
+      writer.submit({
+        kind: 'settle', nowMs: t.clock.now(), allowance: null, keySpend: null, leaseDraws: [{ lease, amount: 1000n }],
+        entries: [{
+          opId: newId(), idempotencyKey: null, orgId: org.orgId, keyId: null, kind: 'settle', source: 'top_up', amountNanos: 1000n,
+          periodStartMs: null, capWindowStartMs: null, purpose: 'chat', requestId: null, note: null, createdAtMs: t.clock.now(),
+        }],
+      })
+    await settle()
+    expect(await count('SELECT COUNT(*) FROM balances WHERE org_id = ?', [beta.orgId])).toBe(0n)
+    expect(await count('SELECT amount_nanos FROM leases WHERE id = ?', [lease.id])).toBe(4_999_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 1000n)
+
+    await client.execute({ sql: 'INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?, 7, 0)', args: [beta.orgId] })
+    await settle()
+    expect(await count('SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [beta.orgId])).toBe(4_998_000n)
+    expect(await count('SELECT prepaid_nanos FROM balances WHERE org_id = ?', [beta.orgId])).toBe(7n)
+  })
+})
+
 describe('an outage', () => {
   test('a settlement that cannot commit after its retries throws unavailable, charges nothing, and frees its hold', async () => {
     const reservation = await admitted(30_000_000n)
