@@ -184,11 +184,12 @@ describe('leased totals in the aggregated statements', () => {
             VALUES (?, 'test', 'test', 'prepaid', ?, NULL, 0, 5000000, 0, 0)`,
       args: [lease.id, beta.orgId],
     })
+    let ops = 0
     const settle = () =>
       writer.submit({
         kind: 'settle', nowMs: t.clock.now(), allowance: null, keySpend: null, leaseDraws: [{ lease, amount: 1000n }],
         entries: [{
-          opId: newId(), idempotencyKey: null, orgId: org.orgId, keyId: null, kind: 'settle', source: 'top_up', amountNanos: 1000n,
+          opId: `parent-test-${(ops += 1)}`, idempotencyKey: null, orgId: org.orgId, keyId: null, kind: 'settle', source: 'top_up', amountNanos: 1000n,
           periodStartMs: null, capWindowStartMs: null, purpose: 'chat', requestId: null, note: null, createdAtMs: t.clock.now(),
         }],
       })
