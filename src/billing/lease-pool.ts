@@ -33,29 +33,39 @@ export class LeasePool {
   }
 }
 
-/** All lease pools of this boot, by scope identity. */
+/**
+ * All lease pools of this boot, by scope identity: scope, owner (the org, or the key for a key
+ * cap) and period. Admission looks pools up two or three times per request, so the lookup is two
+ * map reads on strings the caller already holds, not a key string built per call.
+ */
 export class LeasePools {
-  private readonly pools = new Map<string, LeasePool>()
+  private readonly byScope: Record<LeaseScope, Map<string, Map<number, LeasePool>>> = { prepaid: new Map(), allowance: new Map(), key_cap: new Map() }
 
   constructor(private readonly bootId: string) {}
 
   get(scope: LeaseScope, orgId: string, keyId: string | null, periodStartMs: number, nowMs: number): LeasePool {
-    const name = `${scope}|${scope === 'key_cap' ? keyId : orgId}|${periodStartMs}`
-    let pool = this.pools.get(name)
+    const owner = scope === 'key_cap' ? keyId! : orgId
+    const byOwner = this.byScope[scope]
+    let periods = byOwner.get(owner)
+    if (periods === undefined) byOwner.set(owner, (periods = new Map()))
+    let pool = periods.get(periodStartMs)
     if (pool === undefined) {
-      pool = new LeasePool({ id: `${this.bootId}|${name}`, scope, orgId, keyId, periodStartMs }, nowMs)
-      this.pools.set(name, pool)
+      // The lease row's id, as before: boot, scope, owner and period.
+      pool = new LeasePool({ id: `${this.bootId}|${scope}|${owner}|${periodStartMs}`, scope, orgId, keyId, periodStartMs }, nowMs)
+      periods.set(periodStartMs, pool)
     }
     return pool
   }
 
   /** Pools with no open holds, idle since before `idleBeforeMs` (their lease, if any, can go back). */
   idle(idleBeforeMs: number): LeasePool[] {
-    return [...this.pools.values()].filter(pool => pool.held === 0n && pool.growing === null && pool.lastUsedMs < idleBeforeMs)
+    return this.all().filter(pool => pool.held === 0n && pool.growing === null && pool.lastUsedMs < idleBeforeMs)
   }
 
   all(): LeasePool[] {
-    return [...this.pools.values()]
+    const pools: LeasePool[] = []
+    for (const byOwner of Object.values(this.byScope)) for (const periods of byOwner.values()) pools.push(...periods.values())
+    return pools
   }
 
   /**
@@ -64,6 +74,12 @@ export class LeasePools {
    */
   drop(pool: LeasePool): void {
     if (pool.held !== 0n || pool.leased !== 0n || pool.growing !== null || pool.wanted !== 0n) return
-    this.pools.delete(pool.ref.id.slice(this.bootId.length + 1))
+    const { scope, orgId, keyId, periodStartMs } = pool.ref
+    const byOwner = this.byScope[scope]
+    const owner = scope === 'key_cap' ? keyId! : orgId
+    const periods = byOwner.get(owner)
+    if (periods?.get(periodStartMs) !== pool) return
+    periods.delete(periodStartMs)
+    if (periods.size === 0) byOwner.delete(owner)
   }
 }

@@ -1,6 +1,6 @@
-import type { InValue } from '@libsql/client'
 import type { BatchExecutor, Statement, StatementResult } from './executor'
-import { insertSettleEntries, type EntryRow, type LeaseRef } from './ledger-ops'
+import type { EntryRow, LeaseRef } from './ledger-ops'
+import { aggregateSettles } from './settle-batch'
 
 /**
  * An op whose statements run as written, in order, inside the batch's transaction. A function
@@ -43,7 +43,6 @@ interface Pending {
 // to ~1.5 ms (64 organizations); 256-op batches took 2–6 ms, for 10–40% more throughput only
 // when a batch spans many organizations (bench/README.md).
 const MAX_BATCH = 64
-const ROWS_PER_INSERT = 128
 
 /**
  * The one ledger writer of a process. Ops submitted while it is idle are flushed on the next
@@ -176,137 +175,3 @@ export class LedgerWriter {
     this.onCommit?.(elapsedMs, ops)
   }
 }
-
-/**
- * Appends the aggregated statements for `settles` to `statements`: the entries as multi-row
- * INSERTs, then one statement per kind of running total for the whole batch, ending with the
- * key-expiry check (its RETURNING rows name the keys it expired). Returns that statement's
- * index, or -1.
- */
-function aggregateSettles(settles: SettleOp[], statements: Statement[]): number {
-  if (settles.length === 0) return -1
-  const prepaid = new Map<string, bigint>()
-  const allowance = new Map<string, { orgId: string; periodStartMs: number; amount: bigint }>()
-  const keySpend = new Map<string, { keyId: string; windowStartMs: number; amount: bigint }>()
-  const draws = new Map<string, { lease: LeaseRef; amount: bigint }>()
-  const overallKeys = new Set<string>()
-  const rows: EntryRow[] = []
-  for (const settle of settles) {
-    for (const entry of settle.entries) {
-      rows.push(entry)
-      if (entry.source === 'top_up') prepaid.set(entry.orgId, (prepaid.get(entry.orgId) ?? 0n) + entry.amountNanos)
-    }
-    const orgId = settle.entries[0]?.orgId
-    if (settle.allowance && orgId) {
-      const id = `${orgId}|${settle.allowance.periodStartMs}`
-      const sum = allowance.get(id) ?? { orgId, periodStartMs: settle.allowance.periodStartMs, amount: 0n }
-      sum.amount += settle.allowance.amount
-      allowance.set(id, sum)
-    }
-    if (settle.keySpend) {
-      const id = `${settle.keySpend.keyId}|${settle.keySpend.windowStartMs}`
-      const sum = keySpend.get(id) ?? { keyId: settle.keySpend.keyId, windowStartMs: settle.keySpend.windowStartMs, amount: 0n }
-      sum.amount += settle.keySpend.amount
-      keySpend.set(id, sum)
-      if (settle.keySpend.overallCap) overallKeys.add(settle.keySpend.keyId)
-    }
-    for (const draw of settle.leaseDraws) {
-      const sum = draws.get(draw.lease.id) ?? { lease: draw.lease, amount: 0n }
-      sum.amount += draw.amount
-      draws.set(draw.lease.id, sum)
-    }
-  }
-  const nowMs = settles[settles.length - 1]!.nowMs
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) statements.push(insertSettleEntries(rows.slice(start, start + ROWS_PER_INSERT)))
-  const prepaidRows: InValue[][] = []
-  for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.push([orgId, -amount])
-  push(statements, ADD_PREPAID, prepaidRows)
-  push(statements, ADD_ALLOWANCE_USED, [...allowance.values()].map(sum => [sum.orgId, sum.periodStartMs, sum.amount]))
-  push(statements, ADD_KEY_SPEND, [...keySpend.values()].map(sum => [sum.keyId, sum.windowStartMs, sum.amount]))
-  const drawRows: InValue[][] = []
-  const parents = { prepaid: new Map<string, InValue[]>(), allowance: new Map<string, InValue[]>(), key_cap: new Map<string, InValue[]>() }
-  for (const { lease, amount } of draws.values()) {
-    if (amount > 0n) drawRows.push([lease.id, amount])
-    // Every lease drawn on (even by nothing) has its parent's leased total recomputed.
-    if (lease.scope === 'prepaid') parents.prepaid.set(lease.orgId, [lease.orgId])
-    else if (lease.scope === 'allowance') parents.allowance.set(`${lease.orgId}|${lease.periodStartMs}`, [lease.orgId, lease.periodStartMs])
-    else parents.key_cap.set(`${lease.keyId}|${lease.periodStartMs}`, [lease.keyId, lease.periodStartMs])
-  }
-  push(statements, DRAW_LEASES, drawRows, [nowMs])
-  push(statements, RECOMPUTE_PREPAID_LEASED, [...parents.prepaid.values()])
-  push(statements, RECOMPUTE_ALLOWANCE_LEASED, [...parents.allowance.values()])
-  push(statements, RECOMPUTE_KEY_LEASED, [...parents.key_cap.values()])
-  // Positioned last, after the key spend it reads.
-  return push(statements, EXPIRE_EXHAUSTED_KEYS, [...overallKeys].map(keyId => [keyId]))
-}
-
-// The batch forms of the single-op statements in ledger-ops.ts (addPrepaid, addAllowanceUsed,
-// addKeySpend, drawLease, recomputeLeased, expireExhaustedKey), which a change there must follow:
-// the same SQL, applied to a VALUES list of one row per organization, key window or lease.
-// Per organization they took ~7 µs each, ~10 per organization and batch, so a batch spanning
-// 64 organizations ran ~450 statements and blocked the event loop ~6 ms (bench/README.md);
-// one statement per kind costs ~6 µs plus ~1–3 µs per row.
-
-/** A statement over `VALUES (…), (…)`, prepared once per row count rounded up to a power of two. */
-class ValuesStatement {
-  private readonly texts = new Map<number, string>()
-  constructor(
-    private readonly width: number,
-    private readonly text: (values: string) => string,
-  ) {}
-
-  /** The SQL for `rows` rows, padded with all-NULL rows, which match and insert nothing. */
-  build(rows: readonly InValue[][], leading: readonly InValue[]): Statement {
-    let size = 1
-    while (size < rows.length) size *= 2
-    let sql = this.texts.get(size)
-    if (sql === undefined) {
-      sql = this.text(Array(size).fill(`(${Array(this.width).fill('?').join(', ')})`).join(', '))
-      this.texts.set(size, sql)
-    }
-    const args: InValue[] = [...leading]
-    for (const row of rows) for (const value of row) args.push(value)
-    for (let index = rows.length * this.width; index < size * this.width; index += 1) args.push(null)
-    return { sql, args }
-  }
-}
-
-/** Appends `statement` over `rows` unless there are none; returns its index, or -1. */
-function push(statements: Statement[], statement: ValuesStatement, rows: readonly InValue[][], leading: readonly InValue[] = []): number {
-  if (rows.length === 0) return -1
-  return statements.push(statement.build(rows, leading)) - 1
-}
-
-// INSERT … SELECT needs a WHERE before ON CONFLICT (SQLite's upsert parsing rule); it also drops
-// the padding rows.
-const ADD_PREPAID = new ValuesStatement(2, values =>
-  `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) SELECT column1, column2, 0 FROM (VALUES ${values}) WHERE column1 IS NOT NULL
-   ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + excluded.prepaid_nanos`)
-const ADD_ALLOWANCE_USED = new ValuesStatement(3, values =>
-  `UPDATE allowances SET used_nanos = used_nanos + v.column3 FROM (VALUES ${values}) AS v
-   WHERE allowances.org_id = v.column1 AND allowances.period_start_ms = v.column2`)
-const ADD_KEY_SPEND = new ValuesStatement(3, values =>
-  `INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) SELECT column1, column2, column3, 0 FROM (VALUES ${values}) WHERE column1 IS NOT NULL
-   ON CONFLICT(key_id, window_start_ms) DO UPDATE SET spent_nanos = spent_nanos + excluded.spent_nanos`)
-// The leading argument is the time (`updated_at_ms = ?` comes first in the text).
-const DRAW_LEASES = new ValuesStatement(2, values =>
-  `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - v.column2), updated_at_ms = ? FROM (VALUES ${values}) AS v WHERE leases.id = v.column1`)
-const RECOMPUTE_PREPAID_LEASED = new ValuesStatement(1, values =>
-  `UPDATE balances SET prepaid_leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.org_id = balances.org_id AND leases.scope = 'prepaid')
-   WHERE org_id IN (VALUES ${values})`)
-const RECOMPUTE_ALLOWANCE_LEASED = new ValuesStatement(2, values =>
-  `UPDATE allowances SET leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases
-      WHERE leases.org_id = allowances.org_id AND leases.scope = 'allowance' AND leases.period_start_ms = allowances.period_start_ms)
-   WHERE (org_id, period_start_ms) IN (VALUES ${values})`)
-const RECOMPUTE_KEY_LEASED = new ValuesStatement(2, values =>
-  `UPDATE key_spend SET leased_nanos =
-     (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases
-      WHERE leases.key_id = key_spend.key_id AND leases.scope = 'key_cap' AND leases.period_start_ms = key_spend.window_start_ms)
-   WHERE (key_id, window_start_ms) IN (VALUES ${values})`)
-const EXPIRE_EXHAUSTED_KEYS = new ValuesStatement(1, values =>
-  `UPDATE api_keys SET status = 'expired'
-   WHERE id IN (VALUES ${values}) AND status = 'active' AND spend_cap_period = 'overall'
-     AND spend_cap_nanos <= (SELECT spent_nanos FROM key_spend WHERE key_spend.key_id = api_keys.id AND key_spend.window_start_ms = 0)
-   RETURNING id`)

@@ -330,18 +330,26 @@ export class Ledger {
       kind: 'settle', entries, nowMs: now,
       allowance: fromAllowance > 0n ? { periodStartMs: allowance!.pool.ref.periodStartMs, amount: fromAllowance } : null,
       keySpend: key ? { keyId: reservation.keyId, windowStartMs: key.window.startMs, amount: actual, overallCap: key.period === 'overall' } : null,
-      leaseDraws: [
-        ...(fromAllowance > 0n ? [{ lease: allowance!.pool.ref, amount: fromAllowance }] : []),
-        ...(prepaidDraw > 0n ? [{ lease: prepaidPool.ref, amount: prepaidDraw }] : []),
-        ...(keyDraw > 0n ? [{ lease: key!.pool.ref, amount: keyDraw }] : []),
-      ],
+      leaseDraws: [],
     }
     if (entries.length === 0) {
       reservation.state = 'settled' // nothing to charge and no billing key to claim
       return
     }
-    const drawn = [allowance && fromAllowance > 0n ? allowance.pool : null, prepaidDraw > 0n ? prepaidPool : null, key && keyDraw > 0n ? key.pool : null]
-      .filter((pool): pool is LeasePool => pool !== null)
+    // The pools drawn on, and the op's draws on their leases (pushed: this runs per request).
+    const drawn: LeasePool[] = []
+    if (allowance && fromAllowance > 0n) {
+      drawn.push(allowance.pool)
+      op.leaseDraws.push({ lease: allowance.pool.ref, amount: fromAllowance })
+    }
+    if (prepaidDraw > 0n) {
+      drawn.push(prepaidPool)
+      op.leaseDraws.push({ lease: prepaidPool.ref, amount: prepaidDraw })
+    }
+    if (key && keyDraw > 0n) {
+      drawn.push(key.pool)
+      op.leaseDraws.push({ lease: key.pool.ref, amount: keyDraw })
+    }
     for (const pool of drawn) this.settlingOn.set(pool, (this.settlingOn.get(pool) ?? 0) + 1)
     try {
       await this.commitWithRetries(reservation, op, undo)

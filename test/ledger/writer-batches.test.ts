@@ -140,6 +140,65 @@ describe('batch isolation', () => {
   })
 })
 
+describe('statements per batch', () => {
+  test('a batch of settles on a capped key: the entries, the lease draws, and one statement per running total that also recomputes its leased total', async () => {
+    const key = await createCappedKey(t, org, 'daily', 1n * USD)
+    const reservations = await Promise.all(Array.from({ length: 24 }, () => admitted(1_000_000n, { principal: key.principal })))
+    const callsBefore = spy.calls.length
+    await Promise.all(reservations.map(reservation => ledger.settle(reservation, 900_000n)))
+    const writes = spy.calls.slice(callsBefore)
+    expect(writes.length).toBe(1)
+    // Before: entries, prepaid, key spend, draws, and a leased recompute each for balances and key_spend.
+    expect(writes[0]!.map(statement => statement.sql.trim().split(/\s+/).slice(0, 3).join(' '))).toEqual([
+      'INSERT INTO ledger_entries',
+      'UPDATE leases SET',
+      'INSERT INTO balances',
+      'INSERT INTO key_spend',
+    ])
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 24n * 900_000n)
+    // The leased totals are the leases' sums after the draws (verify checks them against the leases rows).
+    const leased = await scalar(t.deps.database.client, "SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?", [org.orgId])
+    expect(leased).toBe(await scalar(t.deps.database.client, "SELECT SUM(amount_nanos) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [org.orgId]))
+    expect(await scalar(t.deps.database.client, 'SELECT spent_nanos FROM key_spend WHERE key_id = ?', [key.keyId])).toBe(24n * 900_000n)
+    await verifyClean(t)
+  })
+})
+
+describe('leased totals in the aggregated statements', () => {
+  test('a drawn lease whose parent row is missing creates no row; an existing parent gets its leased total, and its prepaid is left alone', async () => {
+    const client = t.deps.database.client
+    const beta = await t.createOrg('beta', 0n)
+    const count = (sql: string, args: string[]) => scalar(client, sql, args)
+    expect(await count('SELECT COUNT(*) FROM balances WHERE org_id = ?', [beta.orgId])).toBe(0n)
+    // A prepaid lease of beta's with no balances row (not a state the ledger makes: leaseGrant
+    // inserts the parent first), drawn on by a settlement of acme's.
+    const lease = { id: 'test|prepaid|beta', scope: 'prepaid' as const, orgId: beta.orgId, keyId: null, periodStartMs: 0 }
+    await client.execute({
+      sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+            VALUES (?, 'test', 'test', 'prepaid', ?, NULL, 0, 5000000, 0, 0)`,
+      args: [lease.id, beta.orgId],
+    })
+    let ops = 0
+    const settle = () =>
+      writer.submit({
+        kind: 'settle', nowMs: t.clock.now(), allowance: null, keySpend: null, leaseDraws: [{ lease, amount: 1000n }],
+        entries: [{
+          opId: `parent-test-${(ops += 1)}`, idempotencyKey: null, orgId: org.orgId, keyId: null, kind: 'settle', source: 'top_up', amountNanos: 1000n,
+          periodStartMs: null, capWindowStartMs: null, purpose: 'chat', requestId: null, note: null, createdAtMs: t.clock.now(),
+        }],
+      })
+    await settle()
+    expect(await count('SELECT COUNT(*) FROM balances WHERE org_id = ?', [beta.orgId])).toBe(0n)
+    expect(await count('SELECT amount_nanos FROM leases WHERE id = ?', [lease.id])).toBe(4_999_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 1000n)
+
+    await client.execute({ sql: 'INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?, 7, 0)', args: [beta.orgId] })
+    await settle()
+    expect(await count('SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [beta.orgId])).toBe(4_998_000n)
+    expect(await count('SELECT prepaid_nanos FROM balances WHERE org_id = ?', [beta.orgId])).toBe(7n)
+  })
+})
+
 describe('an outage', () => {
   test('a settlement that cannot commit after its retries throws unavailable, charges nothing, and frees its hold', async () => {
     const reservation = await admitted(30_000_000n)
