@@ -75,8 +75,6 @@ export interface ChatInput extends Omit<ChatCallInput, 'signal' | 'httpRequest'>
   includeUsage: boolean
   /** The client's request: its signal ends the upstream call when the client leaves. */
   httpRequest: Request
-  /** Response headers the HTTP route already set (request id, rate limits): a streamed reply carries them. */
-  responseHeaders?: Record<string, unknown>
 }
 
 /** A collected (non-streamed) chat call, settled. */
@@ -130,7 +128,6 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     encoder: input.encoder.streamEncoder(meta(open.started, open.serverTools)),
     observe: event => open.observe(event),
     failure: open.shutdownReason,
-    headers: input.responseHeaders,
     // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
     finishUsage: open.serverTools ? usage => ({ ...usage, ...open.serverTools }) : undefined,
     // Terminal frames are written only after this resolves (settlement before the final frame).

@@ -63,17 +63,7 @@ const PLACEHOLDER = Object.freeze({ model: 'encrypted', messages: [{ role: 'user
 // (Handlers destructure their context rather than pass it whole: Elysia infers from the
 // parameter which parts of the context to build per request.)
 function httpCall({ principal, request, set, server }: { principal: Principal; request: Request; set: { headers: Record<string, unknown> }; server: { timeout(request: Request, seconds: number): void } | null }) {
-  return { principal, requestId: requestIdOf(set), httpRequest: request, responseHeaders: set.headers, disableIdleTimeout: () => server?.timeout(request, 0) }
-}
-
-/**
- * A streamed reply was built with the request's headers (runChat's `responseHeaders`): empty
- * Elysia's copy, so it returns the Response as is. With headers left in `set`, Elysia copies the
- * Response's headers, merges them and builds a second Response around the body, per request.
- */
-function streamed<T>(reply: T, set: { headers: Record<string, unknown> }): T {
-  if (reply instanceof Response) set.headers = {}
-  return reply
+  return { principal, requestId: requestIdOf(set), httpRequest: request, disableIdleTimeout: () => server?.timeout(request, 0) }
 }
 
 /** The Responses encoder of one request: its response object repeats the request's settings. */
@@ -114,7 +104,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           includeUsage: body.stream_options?.include_usage === true,
           uncensored: body.uncensored,
         })
-        return streamed(reply, set) as typeof ChatCompletionResponse.static
+        return reply as typeof ChatCompletionResponse.static
       },
       {
         // Chat bodies may carry inline images: 64 MiB, enforced before the body is buffered.
@@ -149,7 +139,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
         const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true })
-        return streamed(reply, set) as typeof MessageResponse.static
+        return reply as typeof MessageResponse.static
       },
       {
         // Spec §8: inference routes other than chat take at most 4 MiB.
@@ -203,7 +193,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           refuseEncryptedOn('POST /v1/responses', request, body.model)
           const chat = decodeResponses(body, catalog.resolve(body.model))
           const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: responsesEncoder(body), includeUsage: true, uncensored: body.uncensored })
-          return streamed(reply, set) as typeof ResponseObject.static
+          return reply as typeof ResponseObject.static
         } catch (error) {
           throw renameParam(error)
         }

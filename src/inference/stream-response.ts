@@ -9,7 +9,6 @@ import { toApiError } from './upstream-errors'
 export type StreamOutcome = 'finished' | 'failed' | 'cancelled'
 
 const encoder = new TextEncoder()
-const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
 
 /**
  * Pumps provider events to an SSE response (ARCHITECTURE.md §8 steps 7–9). Pull-based, so a
@@ -26,11 +25,6 @@ export function streamResponse(options: {
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
   /** Why the stream was cut by the gateway (a drain), when it was: shown instead of the upstream's ending. */
   failure?: () => ApiError | undefined
-  /**
-   * Headers the HTTP route already set for this request (request id, rate limits), written with
-   * the stream's own so the route can hand the Response to Elysia as is (see routes.ts, `streamed`).
-   */
-  headers?: Record<string, unknown>
   /** Pings the stream after 15 s of silence (default: the process's shared ticker; tests pass their own). */
   keepAlive?: KeepAlive
 }): Response {
@@ -91,7 +85,9 @@ export function streamResponse(options: {
     controller.close()
   }
 
-  return new Response(body, { headers: options.headers === undefined ? SSE_HEADERS : ({ ...options.headers, ...SSE_HEADERS } as Record<string, string>) })
+  return new Response(body, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+  })
 }
 
 /** One event's frames in one write: each enqueue is a chunk the response stream handles on its own. */
