@@ -45,7 +45,7 @@ describe('POST /v1/chat/completions', () => {
   })
 
   test('a streamed reply carries the request id and rate-limit headers on every inference route', async () => {
-    // The stream's Response is built with the route's headers and handed to Elysia as is (routes.ts `streamed`).
+    // Elysia merges the route's headers (set.headers) into the stream's Response.
     const { org } = await setup(() => events(textReply))
     const port = server()!.port
     const bodies: Record<string, unknown> = {
