@@ -15,7 +15,9 @@ export interface TickerTimers {
 }
 
 const realTimers: TickerTimers = {
-  setInterval: (callback, ms) => setInterval(callback, ms),
+  // Unref'd: the streams' own sockets keep the process alive, and the timer may outlive the last
+  // stream by one tick, which must not hold up an exit.
+  setInterval: (callback, ms) => setInterval(callback, ms).unref(),
   clearInterval: handle => clearInterval(handle as ReturnType<typeof setInterval>),
 }
 
