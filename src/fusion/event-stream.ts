@@ -1,8 +1,7 @@
 import { ApiError } from '../http/errors'
+import { keepAlive, type KeepAliveStream } from '../http/keep-alive'
 import { SSE_PING, sseFrame } from '../http/sse'
 import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } from './service'
-
-const PING_AFTER_MS = 15_000
 
 /**
  * The opt-in progress stream of `stream: true` (issue 9 point 6): one SSE event per progress
@@ -15,20 +14,17 @@ const PING_AFTER_MS = 15_000
  */
 export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress'> }, abort: () => void): Response {
   let closed = false
-  let ping: ReturnType<typeof setInterval> | undefined
+  let quiet: KeepAliveStream | undefined
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      let lastWrite = Date.now()
+      // Pinged by the shared ticker after 15 s of silence (src/http/keep-alive.ts).
+      const watched = keepAlive.watch(() => controller.enqueue(SSE_PING))
+      quiet = watched
       const write = (event: string, data: unknown) => {
         if (closed) return
         controller.enqueue(sseFrame(JSON.stringify(data), event))
-        lastWrite = Date.now()
+        watched.wrote = true
       }
-      ping = setInterval(() => {
-        if (closed || Date.now() - lastWrite < PING_AFTER_MS) return
-        controller.enqueue(SSE_PING)
-        lastWrite = Date.now()
-      }, PING_AFTER_MS / 3)
       const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
       executeFusion(deps, { ...plan, input: { ...plan.input, onProgress } })
         .then(
@@ -40,7 +36,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
           },
         )
         .finally(() => {
-          clearInterval(ping)
+          keepAlive.stop(watched)
           if (closed) return
           closed = true
           controller.close()
@@ -48,7 +44,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
     },
     cancel() {
       closed = true
-      clearInterval(ping)
+      if (quiet !== undefined) keepAlive.stop(quiet)
       abort()
     },
   })

@@ -1,4 +1,5 @@
 import type { ApiError } from '../http/errors'
+import { type KeepAlive, keepAlive, type KeepAliveStream } from '../http/keep-alive'
 import { SSE_PING } from '../http/sse'
 import type { ChatEvent, Usage } from './canonical'
 import type { StreamEncoder } from './dialects/types'
@@ -7,7 +8,6 @@ import { toApiError } from './upstream-errors'
 /** How a stream ended: the upstream finished, failed mid-stream, or the client left. */
 export type StreamOutcome = 'finished' | 'failed' | 'cancelled'
 
-const PING_AFTER_MS = 15_000
 const encoder = new TextEncoder()
 
 /**
@@ -25,32 +25,26 @@ export function streamResponse(options: {
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
   /** Why the stream was cut by the gateway (a drain), when it was: shown instead of the upstream's ending. */
   failure?: () => ApiError | undefined
+  /** Pings the stream after 15 s of silence (default: the process's shared ticker; tests pass their own). */
+  keepAlive?: KeepAlive
 }): Response {
   const iterator = options.events[Symbol.asyncIterator]()
   let completed = false
-  let lastWrite = Date.now()
-  let ping: ReturnType<typeof setInterval> | undefined
+  let quiet: KeepAliveStream | undefined
+  const ticker = options.keepAlive ?? keepAlive
   const pingFrame = options.encoder.ping ?? SSE_PING
 
   const finish = async (outcome: StreamOutcome): Promise<ApiError | undefined> => {
     if (completed) return undefined
     completed = true
-    clearInterval(ping)
+    if (quiet !== undefined) ticker.stop(quiet)
     return options.complete(outcome)
   }
 
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       enqueue(controller, options.encoder.start())
-      ping = setInterval(() => {
-        if (Date.now() - lastWrite < PING_AFTER_MS) return
-        try {
-          controller.enqueue(pingFrame)
-          lastWrite = Date.now()
-        } catch {
-          clearInterval(ping)
-        }
-      }, PING_AFTER_MS / 3)
+      quiet = ticker.watch(() => controller.enqueue(pingFrame))
     },
     async pull(controller) {
       // One pull writes at least one frame (or ends the stream), so backpressure works per frame.
@@ -69,7 +63,7 @@ export function streamResponse(options: {
         const frames = options.encoder.push(event)
         if (frames.length === 0) continue
         enqueue(controller, frames)
-        lastWrite = Date.now()
+        quiet!.wrote = true
         return
       }
     },

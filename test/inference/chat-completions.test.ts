@@ -44,6 +44,32 @@ describe('POST /v1/chat/completions', () => {
     expect(await charged()).toBe(EXPECTED_CHARGE)
   })
 
+  test('a streamed reply carries the request id and rate-limit headers on every inference route', async () => {
+    // Elysia merges the route's headers (set.headers) into the stream's Response.
+    const { org } = await setup(() => events(textReply))
+    const port = server()!.port
+    const bodies: Record<string, unknown> = {
+      '/v1/chat/completions': { model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true },
+      '/v1/messages': { model: 'scripted', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], stream: true },
+      '/v1/responses': { model: 'scripted', input: 'hi', stream: true },
+    }
+    for (const [path, body] of Object.entries(bodies)) {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json', 'x-request-id': `req-${path.length}` },
+        body: JSON.stringify(body),
+      })
+      expect(response.status).toBe(200)
+      expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
+      expect(response.headers.get('cache-control')).toBe('no-cache')
+      expect(response.headers.get('x-request-id')).toBe(`req-${path.length}`)
+      expect(response.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/)
+      expect(response.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/)
+      if (path === '/v1/messages') expect(response.headers.get('request-id')).toBe(`req-${path.length}`)
+      expect(await response.text()).toContain('Hello')
+    }
+  })
+
   test('a finished stream releases the upstream at once, not when its idle deadline fires', async () => {
     // A provider's events end after their terminal event; the iterator must still be closed so
     // that the provider's finally (closing the upstream response, clearing its timers) runs.
