@@ -7,6 +7,7 @@ import { CallControl } from './call-control'
 import { errorFromResponse, errorFromTransport, protocolError, type ErrorContext } from './errors'
 import { AnthropicStreamTranslator } from './from-upstream-stream'
 import { toUpstream, UnsupportedRequestError } from './to-upstream'
+import { replay } from '../replay'
 
 /** The API version every request pins (the only stable version of the Messages API). */
 export const ANTHROPIC_VERSION = '2023-06-01'
@@ -219,12 +220,6 @@ async function readMessage(
   return events
 }
 
-async function* replay(events: ChatEvent[], signal: AbortSignal): AsyncGenerator<ChatEvent, void, undefined> {
-  for (const event of events) {
-    if (signal.aborted) return
-    yield event
-  }
-}
 
 /** Puts the peeked first event back in front, keeping `return()` wired to the upstream. */
 function prepend(first: ChatEvent, rest: AsyncGenerator<ChatEvent, void, undefined>): AsyncIterable<ChatEvent> {

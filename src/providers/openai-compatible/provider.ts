@@ -10,6 +10,7 @@ import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 import { openUpstreamStream, type UpstreamStream } from './open-upstream-stream'
 import { PassThroughTranslator } from './pass-through'
 import { toUpstream, UnsupportedPartError, type ChatCompletionsOptions } from './to-upstream'
+import { replay } from '../replay'
 
 /** Backend choices that config may set; see ChatCompletionsOptions. */
 export type OpenAICompatibleOptions = ChatCompletionsOptions
@@ -173,12 +174,6 @@ function asStreamChunk(completion: unknown): unknown {
   }
 }
 
-async function* replay(events: ChatEvent[], signal: AbortSignal): AsyncGenerator<ChatEvent> {
-  for (const event of events) {
-    if (signal.aborted) return
-    yield event
-  }
-}
 
 function asUpstreamError(error: unknown, context: { provider: string; model: string }): UpstreamError {
   if (error instanceof UpstreamError) return error
