@@ -174,7 +174,6 @@ function asStreamChunk(completion: unknown): unknown {
   }
 }
 
-
 function asUpstreamError(error: unknown, context: { provider: string; model: string }): UpstreamError {
   if (error instanceof UpstreamError) return error
   return new UpstreamError('server', `upstream stream failed: ${error instanceof Error ? error.message : String(error)}`, context.provider, context.model)
