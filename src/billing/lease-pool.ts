@@ -1,4 +1,5 @@
 import type { LeaseScope } from '../db/schema'
+import { PairMap } from '../lib/pair-map'
 import type { LeaseRef } from './ledger-ops'
 
 /**
@@ -39,20 +40,18 @@ export class LeasePool {
  * map reads on strings the caller already holds, not a key string built per call.
  */
 export class LeasePools {
-  private readonly byScope: Record<LeaseScope, Map<string, Map<number, LeasePool>>> = { prepaid: new Map(), allowance: new Map(), key_cap: new Map() }
+  private readonly byScope: Record<LeaseScope, PairMap<LeasePool>> = { prepaid: new PairMap(), allowance: new PairMap(), key_cap: new PairMap() }
 
   constructor(private readonly bootId: string) {}
 
   get(scope: LeaseScope, orgId: string, keyId: string | null, periodStartMs: number, nowMs: number): LeasePool {
-    const owner = scope === 'key_cap' ? keyId! : orgId
-    const byOwner = this.byScope[scope]
-    let periods = byOwner.get(owner)
-    if (periods === undefined) byOwner.set(owner, (periods = new Map()))
-    let pool = periods.get(periodStartMs)
+    const owner = ownerOf(scope, orgId, keyId)
+    const pools = this.byScope[scope]
+    let pool = pools.get(owner, periodStartMs)
     if (pool === undefined) {
-      // The lease row's id, as before: boot, scope, owner and period.
+      // The lease row's id: boot, scope, owner and period.
       pool = new LeasePool({ id: `${this.bootId}|${scope}|${owner}|${periodStartMs}`, scope, orgId, keyId, periodStartMs }, nowMs)
-      periods.set(periodStartMs, pool)
+      pools.set(owner, periodStartMs, pool)
     }
     return pool
   }
@@ -63,9 +62,7 @@ export class LeasePools {
   }
 
   all(): LeasePool[] {
-    const pools: LeasePool[] = []
-    for (const byOwner of Object.values(this.byScope)) for (const periods of byOwner.values()) pools.push(...periods.values())
-    return pools
+    return [...this.byScope.prepaid.values(), ...this.byScope.allowance.values(), ...this.byScope.key_cap.values()]
   }
 
   /**
@@ -75,11 +72,13 @@ export class LeasePools {
   drop(pool: LeasePool): void {
     if (pool.held !== 0n || pool.leased !== 0n || pool.growing !== null || pool.wanted !== 0n) return
     const { scope, orgId, keyId, periodStartMs } = pool.ref
-    const byOwner = this.byScope[scope]
-    const owner = scope === 'key_cap' ? keyId! : orgId
-    const periods = byOwner.get(owner)
-    if (periods?.get(periodStartMs) !== pool) return
-    periods.delete(periodStartMs)
-    if (periods.size === 0) byOwner.delete(owner)
+    const pools = this.byScope[scope]
+    const owner = ownerOf(scope, orgId, keyId)
+    if (pools.get(owner, periodStartMs) === pool) pools.delete(owner, periodStartMs)
   }
+}
+
+/** Whose money a scope's lease holds: the key's for a key cap, else the organization's. */
+function ownerOf(scope: LeaseScope, orgId: string, keyId: string | null): string {
+  return scope === 'key_cap' ? keyId! : orgId
 }

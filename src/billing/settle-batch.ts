@@ -1,4 +1,5 @@
 import type { InValue } from '@libsql/client'
+import { PairMap } from '../lib/pair-map'
 import type { Statement } from './executor'
 import { insertSettleEntries, type EntryRow, type LeaseRef } from './ledger-ops'
 import type { SettleOp } from './ledger-writer'
@@ -37,13 +38,13 @@ export function aggregateSettles(settles: SettleOp[], statements: Statement[]): 
       const { periodStartMs, amount } = settle.allowance
       const row = allowance.get(orgId, periodStartMs)
       if (row) row[2] = (row[2] as bigint) + amount
-      else allowance.add(orgId, periodStartMs, [orgId, periodStartMs, amount])
+      else allowance.set(orgId, periodStartMs, [orgId, periodStartMs, amount])
     }
     if (settle.keySpend) {
       const { keyId, windowStartMs, amount } = settle.keySpend
       const row = keySpend.get(keyId, windowStartMs)
       if (row) row[2] = (row[2] as bigint) + amount
-      else keySpend.add(keyId, windowStartMs, [keyId, windowStartMs, amount])
+      else keySpend.set(keyId, windowStartMs, [keyId, windowStartMs, amount])
       if (settle.keySpend.overallCap) overallKeys.add(keyId)
     }
     for (const draw of settle.leaseDraws) {
@@ -66,15 +67,15 @@ export function aggregateSettles(settles: SettleOp[], statements: Statement[]): 
     if (lease.scope === 'prepaid') {
       if (!prepaidRows.has(lease.orgId)) prepaidRows.set(lease.orgId, [lease.orgId, null])
     } else if (lease.scope === 'allowance') {
-      if (!allowance.get(lease.orgId, lease.periodStartMs)) allowance.add(lease.orgId, lease.periodStartMs, [lease.orgId, lease.periodStartMs, 0n])
+      if (!allowance.get(lease.orgId, lease.periodStartMs)) allowance.set(lease.orgId, lease.periodStartMs, [lease.orgId, lease.periodStartMs, 0n])
     } else if (!keySpend.get(lease.keyId!, lease.periodStartMs)) {
-      keySpend.add(lease.keyId!, lease.periodStartMs, [lease.keyId, lease.periodStartMs, null])
+      keySpend.set(lease.keyId!, lease.periodStartMs, [lease.keyId, lease.periodStartMs, null])
     }
   }
   push(statements, DRAW_LEASES, drawRows, [nowMs])
   push(statements, ADD_PREPAID, [...prepaidRows.values()])
-  push(statements, ADD_ALLOWANCE_USED, allowance.values)
-  push(statements, ADD_KEY_SPEND, keySpend.values)
+  push(statements, ADD_ALLOWANCE_USED, allowance.values())
+  push(statements, ADD_KEY_SPEND, keySpend.values())
   // Positioned last, after the key spend it reads.
   return push(statements, EXPIRE_EXHAUSTED_KEYS, [...overallKeys].map(keyId => [keyId]))
 }
@@ -86,26 +87,6 @@ export function aggregateSettles(settles: SettleOp[], statements: Statement[]): 
 // checks the two agree). Per organization they took ~7 µs each, ~10 per organization and batch,
 // so a batch spanning 64 organizations ran ~450 statements and blocked the event loop ~6 ms
 // (bench/README.md); one statement per kind costs ~6 µs plus ~1–3 µs per row.
-
-/**
- * A map by (owner id, period) that builds no key string per lookup (aggregation runs once per
- * settlement); `values` in insertion order.
- */
-class PairMap<T> {
-  private readonly byOwner = new Map<string, Map<number, T>>()
-  readonly values: T[] = []
-
-  get(owner: string, period: number): T | undefined {
-    return this.byOwner.get(owner)?.get(period)
-  }
-
-  add(owner: string, period: number, value: T): void {
-    let periods = this.byOwner.get(owner)
-    if (periods === undefined) this.byOwner.set(owner, (periods = new Map()))
-    periods.set(period, value)
-    this.values.push(value)
-  }
-}
 
 /** A statement over `VALUES (…), (…)`, prepared once per row count rounded up to a power of two. */
 class ValuesStatement {
