@@ -34,12 +34,15 @@ export class Counter {
 
   /** The cell for these label values (cached: hot callers may keep it). */
   cell(...values: string[]): CounterCell {
-    return this.index.find(values) ?? this.index.add(values, addCell(this.family.cells, values, { value: 0 }))
+    return this.cellOf(values)
   }
 
   inc(amount: number, ...values: string[]): void {
-    const cell = this.index.find(values) ?? this.index.add(values, addCell(this.family.cells, values, { value: 0 }))
-    cell.value += amount
+    this.cellOf(values).value += amount
+  }
+
+  private cellOf(values: string[]): CounterCell {
+    return this.index.find(values) ?? this.index.add(values, addCell(this.family.cells, values, { value: 0 }))
   }
 }
 
@@ -50,11 +53,15 @@ export class Histogram {
   constructor(private readonly family: Extract<Family, { kind: 'histogram' }>) {}
 
   cell(...values: string[]): HistogramCell {
-    return this.index.find(values) ?? this.index.add(values, addCell(this.family.cells, values, { counts: new Float64Array(this.family.buckets.length), sum: 0, count: 0 }))
+    return this.cellOf(values)
   }
 
   observe(value: number, ...values: string[]): void {
-    observeInto(this.cell(...values), this.family.buckets, value)
+    observeInto(this.cellOf(values), this.family.buckets, value)
+  }
+
+  private cellOf(values: string[]): HistogramCell {
+    return this.index.find(values) ?? this.index.add(values, addCell(this.family.cells, values, { counts: new Float64Array(this.family.buckets.length), sum: 0, count: 0 }))
   }
 }
 
