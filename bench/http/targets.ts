@@ -53,7 +53,7 @@ export async function startProxies(upstreams: Upstreams): Promise<{ instant: Pro
   }
 }
 
-function gatewayConfig(upstreams: Upstreams): string {
+export function gatewayConfig(upstreams: Upstreams): string {
   const model = (id: string, provider: string) => `
   - id: ${id}
     level: private

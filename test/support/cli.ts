@@ -15,7 +15,7 @@ export async function runProcess(cmd: string[], options: { env: Record<string, s
 /** runCli with its io captured and process.stdout too (commands that stream an answer write it there). */
 export async function runCliCaptured(argv: string[], env: Record<string, string>) {
   // Imported here, not at the top: runProcess users (the ops tests) need not load the CLI.
-  const { runCli } = await import('../../src/cli')
+  const { runCli } = await import('../../src/commands')
   const { io, out, err } = captureIo()
   const stdout: string[] = []
   const write = process.stdout.write

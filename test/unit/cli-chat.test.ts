@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { runCli } from '../../src/cli'
+import { runCli } from '../../src/commands'
 import { loadConfig } from '../../src/config/load'
 import { chat } from '../../src/operator/chat'
 import { openAIWire } from '../providers/openai-wire'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { runCli } from '../../src/cli'
+import { runCli } from '../../src/commands'
 import { loadConfig } from '../../src/config/load'
 import { devTee } from '../../src/operator/dev-tee'
 import { encryptedChatCommand } from '../../src/operator/encrypted-chat'

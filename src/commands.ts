@@ -1,0 +1,143 @@
+// The svc command line (src/cli.ts runs it): usage, and each command's dispatch.
+import type { Config } from './config/config'
+import { ConfigError, loadConfig } from './config/load'
+import { migrateDatabase } from './db/client'
+import { createDeps, type Deps } from './deps'
+import { ApiError } from './http/errors'
+import { serve } from './main'
+import { createLogger } from './observability/logger'
+import { LedgerViolation, UsageError, type CliIo } from './operator/io'
+
+const USAGE = `svc — self-hostable LLM inference gateway
+
+Usage: svc [command] [options]
+
+  serve                         apply migrations, bootstrap an empty database, listen on PORT (default)
+  migrate                       apply pending migrations and exit
+  orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X]
+                                create an organization, its owner and an admin key (printed once)
+  orgs show ORG                 plan, balance and allowance left
+  credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF]
+                                book a prepaid top-up (a repeated --reference is applied once)
+  plans set --org ORG --plan P  switch plan (an upgrade raises this month's allowance at once)
+  ledger verify                 check every ledger invariant; exit 1 naming each violation
+  chat --model M [--key K] [--url U] [--system S] PROMPT
+                                stream one answer through a running gateway (SVC_API_KEY, SVC_URL,
+                                else the token of svc login)
+  fusion --models A,B[,C] [--judge J] [--system S] [--web-search] [--web-fetch] [--request-id UUID]
+         [--key K] [--url U] PROMPT
+                                two or three models answer, a judge synthesizes: the synthesis on
+                                stdout, each participant's status on stderr (key as for chat)
+  login [--url U]               sign in to a gateway in the browser (OAuth device flow); keeps a
+                                CLI token in SVC_CONFIG_DIR (default ~/.config/svc), mode 0600
+  logout                        revoke and delete the stored token
+  encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream] [--system S] PROMPT
+                                one end-to-end encrypted answer: attest, check the binding, encrypt, decrypt
+  dev-tee [--port N] [--family nearai|phala] [--version 1|2] [--faults a,b] [--reasoning]
+                                run the simulated TEE backend; prints its URL, token and a config snippet
+  users add --org ORG --email E --role owner|admin|member
+  users set-role --org ORG --user USER_ID --role owner|admin|member
+  keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]
+              [--spend-cap-period daily|monthly|overall --spend-cap-nanos N]
+  keys list --org ORG
+  keys revoke KEY_ID
+
+Every command that prints data accepts --json. Exit codes: 0 success, 1 failure, 2 usage error.
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR.`
+
+type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
+
+// Operator commands are imported when run, so `svc serve` does not load them (nor the client,
+// TEE and OAuth-login code they pull in). The specifiers stay string literals: `bun build
+// --compile` bundles what it can see.
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  'orgs create': async () => (await import('./operator/orgs')).orgsCreate,
+  'orgs show': async () => (await import('./operator/orgs')).orgsShow,
+  credit: async () => (await import('./operator/billing')).credit,
+  'plans set': async () => (await import('./operator/billing')).plansSet,
+  'ledger verify': async () => (await import('./operator/billing')).ledgerVerify,
+  'users add': async () => (await import('./operator/users')).usersAdd,
+  'users set-role': async () => (await import('./operator/users')).usersSetRole,
+  'keys create': async () => (await import('./operator/keys')).keysCreate,
+  'keys list': async () => (await import('./operator/keys')).keysList,
+  'keys revoke': async () => (await import('./operator/keys')).keysRevoke,
+}
+
+const consoleIo: CliIo = { out: line => console.log(line), err: line => console.error(line) }
+
+/** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
+export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = consoleIo): Promise<number> {
+  const [first = 'serve', second] = argv
+  if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
+    io.out(USAGE)
+    return 0
+  }
+  let config: Config
+  try {
+    config = loadConfig(env)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    io.err(error.message)
+    return 1
+  }
+  const pair = `${first} ${second ?? ''}`.trim()
+  // One-word commands (credit) take their options from the second word on.
+  const single = COMMANDS[first]
+  const command = single ?? COMMANDS[pair]
+  const rest = argv.slice(single ? 1 : 2)
+  if (first === 'serve' && argv.length <= 1) {
+    await serve(config)
+    return 0
+  }
+  if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
+  if (first === 'chat') return exitCode(io, async () => (await import('./operator/chat')).chat(config, argv.slice(1), io))
+  if (first === 'fusion') return exitCode(io, async () => (await import('./operator/fusion')).fusion(config, argv.slice(1), io))
+  if (first === 'login') return exitCode(io, async () => (await import('./operator/login')).login(config, argv.slice(1), io))
+  if (first === 'logout') return exitCode(io, async () => (await import('./operator/login')).logout(config, argv.slice(1), io))
+  if (first === 'encrypted-chat') return exitCode(io, async () => (await import('./operator/encrypted-chat')).encryptedChatCommand(config, argv.slice(1), io))
+  if (first === 'dev-tee') {
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, onSignal)
+    try {
+      return await exitCode(io, async () => (await import('./operator/dev-tee')).devTee(argv.slice(1), io, stop.signal))
+    } finally {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
+    }
+  }
+  if (!command) {
+    io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
+    return 2
+  }
+  return withDeps(config, io, async deps => (await command())(deps, rest, io))
+}
+
+/** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */
+async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>): Promise<number> {
+  let deps: Deps | undefined
+  try {
+    return await exitCode(io, async () => {
+      deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
+      await migrateDatabase(deps.database)
+      await fn(deps)
+    })
+  } finally {
+    await deps?.close()
+  }
+}
+
+/** Runs a command and maps its outcome to an exit code: 0, 1 (failure) or 2 (usage). */
+async function exitCode(io: CliIo, fn: () => Promise<void>): Promise<number> {
+  try {
+    await fn()
+    return 0
+  } catch (error) {
+    if (error instanceof LedgerViolation) return 1
+    if (error instanceof UsageError) {
+      io.err(`usage error: ${error.message}\n\n${USAGE}`)
+      return 2
+    }
+    io.err(`error: ${error instanceof ApiError ? error.message : (error as Error).message}`)
+    return 1
+  }
+}

@@ -1,0 +1,57 @@
+// How much RAM JavaScriptCore is told the host has, for `svc serve` (README.md, "Memory").
+// Kept to node:fs and node:os: src/cli.ts decides this before the gateway's modules load.
+import { readFileSync } from 'node:fs'
+import { totalmem } from 'node:os'
+
+/** JSC's option, read once when the process starts. */
+export const HEAP_RAM_VARIABLE = 'BUN_JSC_forceRAMSize'
+
+/**
+ * The most RAM a server's heap is sized for. JSC grows its heap between collections in
+ * proportion to the RAM it detects, and from 16 GiB up it lets it swing much further: on a
+ * 24 GiB host the peak RSS at 128 connections was 170–290 MiB against 125–135 MiB when told
+ * 8 GiB, for ~3% more CPU per request (bench/README.md, "JavaScriptCore's heap sized for a server").
+ */
+export const HEAP_RAM_CAP = 8 * 1024 ** 3
+
+// cgroup v2, then v1: a container's memory limit, which JSC does not see (it reads the host's RAM).
+const CGROUP_LIMITS = ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']
+
+/** The memory limit of this process's cgroup, when it has one below the host's RAM. */
+export function cgroupLimit(read: (path: string) => string = path => readFileSync(path, 'utf8')): number | undefined {
+  for (const path of CGROUP_LIMITS) {
+    let text: string
+    try {
+      text = read(path).trim()
+    } catch {
+      continue
+    }
+    // "max" (v2) or a huge page-rounded number (v1) mean no limit.
+    const bytes = Number(text)
+    if (Number.isSafeInteger(bytes) && bytes > 0) return bytes
+  }
+  return undefined
+}
+
+/**
+ * The RAM size to give JSC, or undefined when nothing should change: the operator set the
+ * variable (any value, e.g. the host's RAM to opt out), or the host is already no larger.
+ */
+export function heapRamSize(env: Record<string, string | undefined>, host = totalmem(), limit = cgroupLimit()): number | undefined {
+  if (env[HEAP_RAM_VARIABLE] !== undefined && env[HEAP_RAM_VARIABLE] !== '') return undefined
+  const size = Math.min(host, limit ?? host, HEAP_RAM_CAP)
+  return size < host ? size : undefined
+}
+
+/**
+ * Re-executes this process (same pid, arguments and Bun flags) with the variable set, when
+ * heapRamSize asks for it; returns only when it does not. The compiled binary is re-run with
+ * its own arguments (its argv[1] is the embedded entry's path, which it supplies itself).
+ */
+export function reexecWithHeapRam(): void {
+  const size = heapRamSize(process.env)
+  if (size === undefined || typeof process.execve !== 'function') return
+  const compiled = import.meta.url.includes('$bunfs')
+  const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)]
+  process.execve(process.execPath, args, { ...process.env, [HEAP_RAM_VARIABLE]: String(size) })
+}

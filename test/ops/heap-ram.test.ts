@@ -1,0 +1,67 @@
+import { afterEach, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { cgroupLimit, HEAP_RAM_CAP, HEAP_RAM_VARIABLE, heapRamSize } from '../../src/lib/heap-ram'
+import { webConfigYaml } from '../support/fake-web'
+import { gatewayWorkspace, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
+
+const GiB = 1024 ** 3
+
+test('a host above the cap sizes the heap for the cap; a smaller host is left alone', () => {
+  expect(heapRamSize({}, 24 * GiB, undefined)).toBe(HEAP_RAM_CAP)
+  expect(heapRamSize({}, 4 * GiB, undefined)).toBeUndefined()
+  expect(heapRamSize({}, HEAP_RAM_CAP, undefined)).toBeUndefined()
+})
+
+test("a container's memory limit below the host's RAM is what the heap is sized for", () => {
+  expect(heapRamSize({}, 24 * GiB, 2 * GiB)).toBe(2 * GiB)
+  expect(heapRamSize({}, 4 * GiB, 1 * GiB)).toBe(1 * GiB)
+  // A limit above the cap (or above the host) changes nothing beyond the cap.
+  expect(heapRamSize({}, 24 * GiB, 16 * GiB)).toBe(HEAP_RAM_CAP)
+  expect(heapRamSize({}, 4 * GiB, 64 * GiB)).toBeUndefined()
+})
+
+test('an operator-set value is kept, whatever it is', () => {
+  expect(heapRamSize({ [HEAP_RAM_VARIABLE]: String(24 * GiB) }, 24 * GiB, 2 * GiB)).toBeUndefined()
+  expect(heapRamSize({ [HEAP_RAM_VARIABLE]: '' }, 24 * GiB, undefined)).toBe(HEAP_RAM_CAP)
+})
+
+test('cgroup limits: v2 "max" and v1\'s page-rounded "no limit" are no limit; a number is one', () => {
+  const files = (v2: string | undefined, v1: string | undefined) => (path: string) => {
+    const text = path.endsWith('memory.max') ? v2 : v1
+    if (text === undefined) throw new Error('ENOENT')
+    return text
+  }
+  expect(cgroupLimit(files('max\n', undefined))).toBeUndefined()
+  expect(cgroupLimit(files('2147483648\n', undefined))).toBe(2 * GiB)
+  expect(cgroupLimit(files(undefined, '9223372036854771712\n'))).toBeUndefined()
+  expect(cgroupLimit(files(undefined, '1073741824\n'))).toBe(GiB)
+  expect(cgroupLimit(files(undefined, undefined))).toBeUndefined()
+})
+
+// The real `svc serve`: it re-executes itself (same pid) with the variable set, then serves.
+let workspace: GatewayWorkspace | undefined
+let gateway: GatewayProcess | undefined
+afterEach(async () => {
+  gateway?.process.kill('SIGKILL')
+  await gateway?.exited
+  workspace?.remove()
+})
+
+const environOf = (pid: number) =>
+  new Map(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map(entry => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)] as const))
+
+test.skipIf(process.platform !== 'linux')('svc serve runs with the heap sized for this host, and answers', async () => {
+  workspace = gatewayWorkspace('svc-heap-ram-', webConfigYaml())
+  const { [HEAP_RAM_VARIABLE]: _, ...env } = process.env
+  const expected = heapRamSize(env)
+  gateway = await startGateway({ ...workspace.env })
+  expect(environOf(gateway.process.pid).get(HEAP_RAM_VARIABLE)).toBe(expected === undefined ? undefined : String(expected))
+  expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200)
+}, 30_000)
+
+test.skipIf(process.platform !== 'linux')("svc serve keeps the operator's value", async () => {
+  workspace = gatewayWorkspace('svc-heap-ram-', webConfigYaml())
+  gateway = await startGateway({ ...workspace.env, [HEAP_RAM_VARIABLE]: String(12 * GiB) })
+  expect(environOf(gateway.process.pid).get(HEAP_RAM_VARIABLE)).toBe(String(12 * GiB))
+  expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200)
+}, 30_000)
