@@ -45,7 +45,7 @@ export function heapRamSize(env: Record<string, string | undefined>, host = tota
 
 /**
  * Re-executes this process (same pid, arguments and Bun flags) with the variable set, when
- * heapRamSize asks for it; returns only when it does not. The compiled binary is re-run with
+ * heapRamSize asks for it; returns only when it does not, or when the re-execution failed. The compiled binary is re-run with
  * its own arguments (its argv[1] is the embedded entry's path, which it supplies itself).
  */
 export function reexecWithHeapRam(): void {
@@ -53,5 +53,10 @@ export function reexecWithHeapRam(): void {
   if (size === undefined || typeof process.execve !== 'function') return
   const compiled = import.meta.url.includes('$bunfs')
   const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)]
-  process.execve(process.execPath, args, { ...process.env, [HEAP_RAM_VARIABLE]: String(size) })
+  try {
+    process.execve(process.execPath, args, { ...process.env, [HEAP_RAM_VARIABLE]: String(size) })
+  } catch (error) {
+    // Serving with JSC's own sizing beats not serving: say so once, and go on.
+    console.error(`svc: could not re-execute with ${HEAP_RAM_VARIABLE}=${size} (${(error as Error).message}); the heap keeps JSC's default sizing`)
+  }
 }
