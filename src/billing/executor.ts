@@ -20,6 +20,13 @@ export interface StatementResult {
 export interface BatchExecutor {
   write(statements: readonly Statement[]): Promise<StatementResult[]>
   close(): void
+  /**
+   * A failed write may have committed: against a libSQL server the COMMIT can go through and its
+   * reply be lost. The ledger then gives every write it may retry a claim (ledger.ts,
+   * `claimForRetries`), so that a retry books nothing twice. A local file's write fails only
+   * before its COMMIT.
+   */
+  readonly ambiguousCommits?: boolean
 }
 
 /**
@@ -243,7 +250,11 @@ class WalCheckpointer {
  * exist only on the client's single connection): @libsql/client's atomic write batch.
  */
 export class ClientExecutor implements BatchExecutor {
-  constructor(private readonly client: Client) {}
+  constructor(
+    private readonly client: Client,
+    /** True for a server URL; an in-memory database's writes cannot be lost after they commit. */
+    readonly ambiguousCommits = false,
+  ) {}
 
   async write(statements: readonly Statement[]): Promise<StatementResult[]> {
     const results = await this.client.batch(
@@ -266,5 +277,6 @@ export function localPathOf(url: string): string | undefined {
 /** Picks the executor for a database URL. */
 export function createExecutor(url: string, client: Client): BatchExecutor {
   const path = localPathOf(url)
-  return path === undefined ? new ClientExecutor(client) : new NativeExecutor(path)
+  if (path !== undefined) return new NativeExecutor(path)
+  return new ClientExecutor(client, url !== ':memory:' && !url.startsWith('file:'))
 }

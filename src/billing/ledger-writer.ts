@@ -65,6 +65,11 @@ export class LedgerWriter {
 
   constructor(private readonly executor: BatchExecutor) {}
 
+  /** Whether a failed batch may have committed (BatchExecutor.ambiguousCommits). */
+  get ambiguousCommits(): boolean {
+    return this.executor.ambiguousCommits === true
+  }
+
   submit(op: SettleOp): Promise<SettleResult>
   submit<T>(op: PlainOp<T>): Promise<T>
   submit(op: Op): Promise<unknown> {

@@ -8,7 +8,7 @@ import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
 import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
-import type { LedgerWriter, SettleOp } from './ledger-writer'
+import type { LedgerWriter, PlainOp, SettleOp, SettleResult } from './ledger-writer'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
 import { capRefusal, capWindow, fundsRefusal, min, positive } from './ledger-rules'
@@ -170,16 +170,20 @@ export class Ledger {
       source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
       note: input.note ?? null, createdAtMs: this.clock.now(),
     }
-    const idempotencyKey = input.reference ? `top_up:${input.reference}` : null
-    const result = await this.writer.submit(
+    const idempotencyKey = input.reference ? `top_up:${input.reference}` : this.claimForRetries()
+    // A claimed top-up is retried like a settlement (its claim books it once); an unclaimed one is
+    // only ever on a local database, where a failed write did not commit and the caller may retry.
+    const result =
       idempotencyKey === null
-        ? { kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, input.amount)], interpret: () => ({ applied: true }) }
-        : idempotentOp(
-            idempotencyKey,
-            claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, input.amount, claim)],
-            outcome => ({ applied: outcome !== 'duplicate' }),
-          ),
-    )
+        ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, input.amount)], interpret: () => ({ applied: true }) })
+        : await this.submitWithRetries(
+            idempotentOp(
+              idempotencyKey,
+              claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, input.amount, claim)],
+              outcome => ({ applied: outcome !== 'duplicate' }),
+            ),
+            { op: 'top_up', org_id: input.orgId },
+          )
     // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
     if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
     return result
@@ -283,6 +287,16 @@ export class Ledger {
     }
   }
 
+  /**
+   * A claim key for a write the ledger or the writer may retry, when a failed write may have
+   * committed (BatchExecutor.ambiguousCommits, a libSQL server): the retry then finds its own
+   * earlier claim and books nothing twice (settle-guarded.ts). Null on a local file, where
+   * claimless writes keep the cheaper, aggregated path.
+   */
+  private claimForRetries(): string | null {
+    return this.writer.ambiguousCommits ? `op:${newId()}` : null
+  }
+
   private async keyInactive(pool: LeasePool): Promise<boolean> {
     pool.emptyUntilMs = 0
     const rows = await this.writer.submit({
@@ -317,8 +331,9 @@ export class Ledger {
     }
 
     const opId = newId()
+    const claimKey = reservation.billingKey ? `bill:${reservation.billingKey}` : this.claimForRetries()
     const entry = (source: 'allowance' | 'top_up', amount: Nanos, first: boolean): EntryRow => ({
-      opId, idempotencyKey: first && reservation.billingKey ? `bill:${reservation.billingKey}` : null, orgId: reservation.orgId,
+      opId, idempotencyKey: first ? claimKey : null, orgId: reservation.orgId,
       keyId: reservation.keyId, kind: 'settle', source, amountNanos: amount,
       periodStartMs: source === 'allowance' ? allowance!.pool.ref.periodStartMs : null, capWindowStartMs: key ? key.window.startMs : null,
       purpose: reservation.purpose, requestId: reservation.requestId ?? null, note: null, createdAtMs: now,
@@ -365,21 +380,33 @@ export class Ledger {
   private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void): Promise<void> {
     // One guarded op for every try: it claims under a fresh op id per attempt and knows its own
     // earlier attempts' claims (a COMMIT whose reply was lost), so a retry charges nothing twice.
-    const guarded = reservation.billingKey ? settleStatementsGuarded(op) : null
+    const guarded = op.entries[0]!.idempotencyKey !== null ? settleStatementsGuarded(op) : null
+    let result: SettleResult
+    try {
+      result = await this.submitWithRetries(guarded ?? op, { op: 'settle', request_id: reservation.requestId })
+    } catch {
+      undo()
+      reservation.state = 'released'
+      throw new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
+    }
+    if (result.duplicate) undo() // the billing key was charged before: nothing charged now
+    reservation.state = 'settled'
+    if (result.keyExpired) this.onKeyExpired(reservation.keyId)
+  }
+
+  /**
+   * Submits an op, trying again after a failed write (with a growing pause). Safe for an op with
+   * a claim, and for any op on a local database, whose failed writes never committed.
+   */
+  private submitWithRetries(op: SettleOp | PlainOp<SettleResult>, context: Record<string, unknown>): Promise<SettleResult>
+  private submitWithRetries<T>(op: PlainOp<T>, context: Record<string, unknown>): Promise<T>
+  private async submitWithRetries(op: SettleOp | PlainOp<unknown>, context: Record<string, unknown>): Promise<unknown> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const result = guarded ? await this.writer.submit(guarded) : await this.writer.submit(op)
-        if (result.duplicate) undo() // the billing key was charged before: nothing charged now
-        reservation.state = 'settled'
-        if (result.keyExpired) this.onKeyExpired(reservation.keyId)
-        return
+        return op.kind === 'settle' ? await this.writer.submit(op) : await this.writer.submit(op)
       } catch (error) {
-        this.logger.warn('settlement commit failed', { attempt, request_id: reservation.requestId, error: String(error) })
-        if (attempt >= SETTLE_TRIES) {
-          undo()
-          reservation.state = 'released'
-          throw new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
-        }
+        this.logger.warn('ledger commit failed', { ...context, attempt, error: String(error) })
+        if (attempt >= SETTLE_TRIES) throw error
         await new Promise(resolve => setTimeout(resolve, 100 * attempt * attempt))
       }
     }

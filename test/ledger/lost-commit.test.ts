@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { ClientExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
+import { ClientExecutor, createExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
 import type { Ledger } from '../../src/billing/ledger'
 import type { Sweeper } from '../../src/billing/sweeper'
 import type { Principal } from '../../src/keys/principal'
@@ -11,13 +11,16 @@ import { USD, adminPrincipal, buildPaygApp, ledgerOver, countEntries, createCapp
 // for a write that happened. Its retries (the writer's op-by-op rerun of a failed batch, the
 // ledger's settlement retries) must then charge nothing twice. Idempotent ops (billing-key
 // settlements, top-ups with a reference) claim under a fresh op id per attempt and recognise their
-// own earlier claim (settle-guarded.ts). The ledger runs on its own writer over an executor that
+// own earlier claim (settle-guarded.ts); over a server, every settlement and top-up gets such a
+// claim (ledger.ts, claimForRetries). The ledger runs on its own writer over an executor that
 // commits, then loses the reply.
 
 class LostReplyExecutor implements BatchExecutor {
   /** Writes whose reply is lost after they committed. */
   lost = 0
   lose: ((statements: readonly Statement[]) => boolean) | undefined
+  /** What it stands for: a libSQL server, whose failed writes may have committed. */
+  readonly ambiguousCommits = true
   constructor(private readonly inner: BatchExecutor) {}
   async write(statements: readonly Statement[]): Promise<StatementResult[]> {
     const results = await this.inner.write(statements)
@@ -110,4 +113,67 @@ describe('a COMMIT that went through but whose reply was lost', () => {
     await expectPoolsMatchLeases()
     await verifyClean(t)
   })
+})
+
+describe('over a server, writes without a billing key or a reference', () => {
+  const writesEntries = (statements: readonly Statement[]) => statements.some(statement => /INSERT INTO .?ledger_entries/i.test(statement.sql))
+
+  test('a plain settlement whose reply was lost is charged once: it carried a claim of its own', async () => {
+    const admitted = await ledger.admit({ principal, purpose: 'chat', estimate: 100_000_000n })
+    if (!admitted.ok) throw new Error(admitted.error.message)
+    executor.lose = writesEntries
+    await ledger.settle(admitted.reservation, 40_000_000n)
+
+    expect(executor.lost).toBe(1)
+    expect(admitted.reservation.state).toBe('settled')
+    expect(await countEntries(t, "kind = 'settle'")).toBe(1n)
+    expect(await countEntries(t, "kind = 'settle' AND idempotency_key LIKE 'op:%'")).toBe(1n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 40_000_000n)
+    await expectPoolsMatchLeases()
+    await verifyClean(t)
+  })
+
+  test('several plain settlements in one lost batch: the writer reruns each alone, and each books once', async () => {
+    const reservations = []
+    for (let i = 0; i < 3; i++) {
+      const admitted = await ledger.admit({ principal, purpose: 'chat', estimate: 100_000_000n })
+      if (!admitted.ok) throw new Error(admitted.error.message)
+      reservations.push(admitted.reservation)
+    }
+    executor.lose = writesEntries
+    await Promise.all(reservations.map((reservation, i) => ledger.settle(reservation, BigInt(i + 1) * 10_000_000n)))
+
+    expect(executor.lost).toBe(1)
+    expect(await countEntries(t, "kind = 'settle'")).toBe(3n)
+    expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 60_000_000n)
+    await expectPoolsMatchLeases()
+    await verifyClean(t)
+  })
+
+  test('a top-up without a reference whose reply was lost is applied once', async () => {
+    executor.lose = writesEntries
+    expect(await ledger.topUp({ orgId: org.orgId, amount: 5n * USD })).toEqual({ applied: true })
+
+    expect(executor.lost).toBe(1)
+    expect(await countEntries(t, "kind = 'top_up' AND org_id = '" + org.orgId + "' AND amount_nanos = " + 5n * USD)).toBe(1n)
+    expect(await prepaidOf(t, org.orgId)).toBe(15n * USD)
+    await verifyClean(t)
+  })
+})
+
+test('on a local database (no lost replies) a plain settlement carries no claim: it stays on the aggregated path', async () => {
+  // The app's own ledger: an in-memory database, whose failed writes never committed.
+  const admitted = await t.deps.ledger.admit({ principal, purpose: 'chat', estimate: 100_000_000n })
+  if (!admitted.ok) throw new Error(admitted.error.message)
+  await t.deps.ledger.settle(admitted.reservation, 40_000_000n)
+  expect(await countEntries(t, "kind = 'settle'")).toBe(1n)
+  expect(await countEntries(t, 'idempotency_key IS NOT NULL')).toBe(0n)
+})
+
+test('only a server URL is taken to lose replies', () => {
+  const client = t.deps.database.client
+  expect(createExecutor('libsql://ledger.example.test', client).ambiguousCommits).toBe(true)
+  expect(createExecutor('https://ledger.example.test', client).ambiguousCommits).toBe(true)
+  expect(createExecutor(':memory:', client).ambiguousCommits).toBe(false)
+  expect(createExecutor('file::memory:', client).ambiguousCommits).toBe(false)
 })
