@@ -72,6 +72,7 @@ export class LedgerWriter {
 
   submit(op: SettleOp): Promise<SettleResult>
   submit<T>(op: PlainOp<T>): Promise<T>
+  submit(op: Op): Promise<unknown>
   submit(op: Op): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queue.push({ op, resolve, reject })

@@ -403,7 +403,7 @@ export class Ledger {
   private async submitWithRetries(op: SettleOp | PlainOp<unknown>, context: Record<string, unknown>): Promise<unknown> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return op.kind === 'settle' ? await this.writer.submit(op) : await this.writer.submit(op)
+        return await this.writer.submit(op)
       } catch (error) {
         this.logger.warn('ledger commit failed', { ...context, attempt, error: String(error) })
         if (attempt >= SETTLE_TRIES) throw error
