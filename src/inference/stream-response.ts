@@ -53,8 +53,12 @@ export function streamResponse(options: {
         try {
           step = await iterator.next()
         } catch (error) {
+          if (completed) return
           return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(error)))
         }
+        // The client left while this pull waited (cancel settled the call and closed the
+        // upstream, which ended this wait): nothing more is written.
+        if (completed) return
         if (step.done) return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(new Error('stream ended early'))))
         const event = step.value
         options.observe(event)
