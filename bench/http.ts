@@ -92,7 +92,7 @@ async function run(): Promise<void> {
         for (const target of order) {
           const sample = await measure(gateway.dir, pidOf(scenario, target), loadFor(scenario, target, conns, seconds), useWrk)
           push(samples, `${scenario.name}/${conns}/${target}`, sample)
-          console.error(`${scenario.name.padEnd(18)} c=${String(conns).padStart(3)} ${target.padEnd(7)} ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${(sample.p50_us / 1000).toFixed(2)} ms  cpu ${sample.cpu_us_per_request.toFixed(0)} µs/req  rss ${sample.peak_rss_mib} MiB${sample.errors ? `  ERRORS ${sample.errors}` : ''}`)
+          console.error(`${scenario.name.padEnd(18)} c=${String(conns).padStart(3)} ${target.padEnd(7)} ${sample.rps.toFixed(0).padStart(6)} req/s  p50 ${(sample.p50_us / 1000).toFixed(2)} ms  cpu ${sample.cpu_us_per_request.toFixed(0)} µs/req (main ${sample.main_thread_us_per_request.toFixed(0)})  rss ${sample.peak_rss_mib} MiB${sample.errors ? `  ERRORS ${sample.errors}` : ''}`)
         }
       }
       if (scenario.stream) {
@@ -136,7 +136,7 @@ async function soak(minutes: number): Promise<void> {
 
 function median(list: Sample[]): Sample {
   const pick = (key: keyof Sample) => medianOf(list, key)
-  return { requests: pick('requests'), errors: list.reduce((sum, s) => sum + s.errors, 0), rps: pick('rps'), p50_us: pick('p50_us'), p99_us: pick('p99_us'), cpu_us_per_request: pick('cpu_us_per_request'), peak_rss_mib: Math.max(...list.map(s => s.peak_rss_mib)) }
+  return { requests: pick('requests'), errors: list.reduce((sum, s) => sum + s.errors, 0), rps: pick('rps'), p50_us: pick('p50_us'), p99_us: pick('p99_us'), cpu_us_per_request: pick('cpu_us_per_request'), main_thread_us_per_request: pick('main_thread_us_per_request'), peak_rss_mib: Math.max(...list.map(s => s.peak_rss_mib)) }
 }
 function medianOf<T>(list: T[], key: keyof T): number {
   const values = list.map(item => Number(item[key])).sort((a, b) => a - b)

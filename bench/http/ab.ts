@@ -61,7 +61,7 @@ try {
     for (const side of order) {
       const sample = await run(side, seconds)
       samples[side].push(sample)
-      console.error(`round ${round + 1} ${side}: ${sample.cpu_us_per_request.toFixed(1)} µs/req  ${sample.rps.toFixed(0)} req/s  rss ${sample.peak_rss_mib} MiB${sample.errors ? `  ERRORS ${sample.errors}` : ''}`)
+      console.error(`round ${round + 1} ${side}: ${sample.cpu_us_per_request.toFixed(1)} µs/req (main thread ${sample.main_thread_us_per_request.toFixed(1)})  ${sample.rps.toFixed(0)} req/s  rss ${sample.peak_rss_mib} MiB${sample.errors ? `  ERRORS ${sample.errors}` : ''}`)
     }
   }
   const median = (values: number[]) => {
@@ -74,6 +74,7 @@ try {
       side,
       {
         cpu_us_per_request: Math.round(median(samples[side].map(s => s.cpu_us_per_request)) * 10) / 10,
+        main_thread_us_per_request: Math.round(median(samples[side].map(s => s.main_thread_us_per_request)) * 10) / 10,
         rps: Math.round(median(samples[side].map(s => s.rps))),
         peak_rss_mib: Math.max(...samples[side].map(s => s.peak_rss_mib)),
         errors: samples[side].reduce((sum, s) => sum + s.errors, 0),

@@ -23,6 +23,11 @@ export interface Sample {
   p50_us: number
   p99_us: number
   cpu_us_per_request: number
+  /**
+   * The JavaScript thread's share: what bounds the gateway's throughput (its fetch, GC and
+   * libSQL threads run beside it), so the finer measure of a change to the request path.
+   */
+  main_thread_us_per_request: number
   peak_rss_mib: number
 }
 
@@ -30,8 +35,9 @@ const TICKS_PER_SECOND = 100 // Linux USER_HZ
 
 export const haveWrk = Bun.which('wrk') !== null
 
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+/** CPU ticks of a process (all threads), or of its main thread alone (`/proc/<pid>/task/<pid>`). */
+function cpuTicks(pid: number, mainThread = false): number {
+  const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after "pid (comm) ".
   return Number(fields[11]) + Number(fields[12])
 }
@@ -78,8 +84,10 @@ export async function measure(dir: string, pid: number, load: Load, useWrk = hav
   let peak = rssMiB(pid)
   const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 50)
   const before = cpuTicks(pid)
+  const mainBefore = cpuTicks(pid, true)
   const result = await runTool(dir, load, useWrk)
   const ticks = cpuTicks(pid) - before
+  const mainTicks = cpuTicks(pid, true) - mainBefore
   clearInterval(sampler)
   peak = Math.max(peak, rssMiB(pid))
   return {
@@ -89,6 +97,7 @@ export async function measure(dir: string, pid: number, load: Load, useWrk = hav
     p50_us: result.p50_us,
     p99_us: result.p99_us,
     cpu_us_per_request: result.requests > 0 ? (ticks * 1e6) / TICKS_PER_SECOND / result.requests : 0,
+    main_thread_us_per_request: result.requests > 0 ? (mainTicks * 1e6) / TICKS_PER_SECOND / result.requests : 0,
     peak_rss_mib: Math.round(peak * 10) / 10,
   }
 }
