@@ -152,3 +152,63 @@ describe('the Encrypted relay: a non-stream call (one JSON answer) waits up to r
     }
   })
 })
+
+describe('the body of a collected JSON answer (openai-compatible)', () => {
+  /** An upstream answering every call with `body` as application/json, in `pieces` writes (chunked: no content-length). */
+  function jsonUpstream(body: string, pieces: number, declaredLength?: number) {
+    const server = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      idleTimeout: 0,
+      async fetch(request) {
+        await request.arrayBuffer()
+        const size = Math.ceil(body.length / pieces)
+        const parts = Array.from({ length: pieces }, (_, i) => body.slice(i * size, (i + 1) * size))
+        const stream = new ReadableStream<string>({
+          pull(controller) {
+            const part = parts.shift()
+            if (part === undefined) controller.close()
+            else controller.enqueue(part)
+          },
+        })
+        const headers: Record<string, string> = { 'content-type': 'application/json' }
+        if (declaredLength !== undefined) headers['content-length'] = String(declaredLength)
+        return new Response(stream, { headers })
+      },
+    })
+    return { url: `http://127.0.0.1:${server.port}/v1`, close: () => server.stop(true) }
+  }
+  const call = () => ({ ...providerCall(testRequest({ stream: false }), 'upstream-model'), collect: true })
+  const MAX = 16 * 1024 * 1024
+
+  test('without a content-length (sent chunked, in pieces) it is read as it streams', async () => {
+    const upstream = jsonUpstream(JSON.stringify(openAIWire.json(TURN)), 5)
+    try {
+      const provider = new OpenAICompatibleProvider(providerConfig({ type: 'openai-compatible', baseUrl: upstream.url, apiKey: KEY }))
+      const events = await collect(await provider.stream(call()))
+      expect(events.filter(event => event.type === 'text-delta').map(event => (event as { delta: string }).delta).join('')).toBe(TURN.text!)
+      expect(events.at(-1)).toMatchObject({ type: 'finish', usage: { inputTokens: 9, outputTokens: 7 } })
+    } finally {
+      await upstream.close()
+    }
+  })
+
+  test('past 16 MiB it is refused as a server error, whether its length is declared or not', async () => {
+    const huge = JSON.stringify({ ...(openAIWire.json(TURN) as object), padding: 'x'.repeat(MAX) })
+    for (const declared of [undefined, huge.length]) {
+      const upstream = jsonUpstream(huge, 64, declared)
+      try {
+        const provider = new OpenAICompatibleProvider(providerConfig({ type: 'openai-compatible', baseUrl: upstream.url, apiKey: KEY }))
+        const error = await provider.stream(call()).then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        )
+        expect(error).toBeInstanceOf(UpstreamError)
+        expect((error as UpstreamError).kind).toBe('server')
+        expect((error as UpstreamError).message).toContain('too large')
+      } finally {
+        await upstream.close()
+      }
+    }
+  })
+})

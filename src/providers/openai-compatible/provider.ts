@@ -137,14 +137,19 @@ function asCollected(body: ReturnType<typeof toUpstream>): Record<string, unknow
 async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamContext): Promise<ChatEvent[]> {
   let parsed: unknown
   try {
-    const chunks: Uint8Array[] = []
-    let size = 0
-    for await (const chunk of upstream.bytes) {
-      size += chunk.length
-      if (size > MAX_JSON_BODY_BYTES) throw new UpstreamError('server', 'upstream JSON answer too large', context.provider, context.model)
-      chunks.push(chunk)
+    let body = await upstream.whole(MAX_JSON_BODY_BYTES)
+    if (body === undefined) {
+      // No declared length (or one past the cap): counted as it streams.
+      const chunks: Uint8Array[] = []
+      let size = 0
+      for await (const chunk of upstream.bytes) {
+        size += chunk.length
+        if (size > MAX_JSON_BODY_BYTES) throw new UpstreamError('server', 'upstream JSON answer too large', context.provider, context.model)
+        chunks.push(chunk)
+      }
+      body = Buffer.concat(chunks)
     }
-    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    parsed = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'))
   } catch (error) {
     throw error instanceof UpstreamError ? error : new UpstreamError('server', 'upstream answered 2xx with malformed JSON', context.provider, context.model)
   } finally {
