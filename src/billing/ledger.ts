@@ -8,7 +8,8 @@ import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
 import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
-import type { LedgerWriter, PlainOp, SettleOp, SettleResult } from './ledger-writer'
+import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
+import { claimForRetries, submitWithRetries } from './ledger-retries'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
 import { capRefusal, capWindow, fundsRefusal, min, positive } from './ledger-rules'
@@ -52,7 +53,6 @@ const MIN_LEASE = 100_000_000n // 0.10 USD
 const LEASE_MULTIPLE = 8n
 // After a scope reported nothing free, re-ask the database no more often than this.
 const EMPTY_RECHECK_MS = 1000
-const SETTLE_TRIES = 3
 const MAX_ADMIT_ROUNDS = 64
 
 /**
@@ -170,13 +170,13 @@ export class Ledger {
       source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
       note: input.note ?? null, createdAtMs: this.clock.now(),
     }
-    const idempotencyKey = input.reference ? `top_up:${input.reference}` : this.claimForRetries()
+    const idempotencyKey = input.reference ? `top_up:${input.reference}` : claimForRetries(this.writer)
     // A claimed top-up is retried like a settlement (its claim books it once); an unclaimed one is
     // only ever on a local database, where a failed write did not commit and the caller may retry.
     const result =
       idempotencyKey === null
         ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, input.amount)], interpret: () => ({ applied: true }) })
-        : await this.submitWithRetries(
+        : await submitWithRetries(this.writer, this.logger, 
             idempotentOp(
               idempotencyKey,
               claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, input.amount, claim)],
@@ -287,16 +287,6 @@ export class Ledger {
     }
   }
 
-  /**
-   * A claim key for a write the ledger or the writer may retry, when a failed write may have
-   * committed (BatchExecutor.ambiguousCommits, a libSQL server): the retry then finds its own
-   * earlier claim and books nothing twice (settle-guarded.ts). Null on a local file, where
-   * claimless writes keep the cheaper, aggregated path.
-   */
-  private claimForRetries(): string | null {
-    return this.writer.ambiguousCommits ? `op:${newId()}` : null
-  }
-
   private async keyInactive(pool: LeasePool): Promise<boolean> {
     pool.emptyUntilMs = 0
     const rows = await this.writer.submit({
@@ -331,7 +321,7 @@ export class Ledger {
     }
 
     const opId = newId()
-    const claimKey = reservation.billingKey ? `bill:${reservation.billingKey}` : this.claimForRetries()
+    const claimKey = reservation.billingKey ? `bill:${reservation.billingKey}` : claimForRetries(this.writer)
     const entry = (source: 'allowance' | 'top_up', amount: Nanos, first: boolean): EntryRow => ({
       opId, idempotencyKey: first ? claimKey : null, orgId: reservation.orgId,
       keyId: reservation.keyId, kind: 'settle', source, amountNanos: amount,
@@ -383,7 +373,7 @@ export class Ledger {
     const guarded = op.entries[0]!.idempotencyKey !== null ? settleStatementsGuarded(op) : null
     let result: SettleResult
     try {
-      result = await this.submitWithRetries(guarded ?? op, { op: 'settle', request_id: reservation.requestId })
+      result = await submitWithRetries(this.writer, this.logger, guarded ?? op, { op: 'settle', request_id: reservation.requestId })
     } catch {
       undo()
       reservation.state = 'released'
@@ -392,23 +382,5 @@ export class Ledger {
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now
     reservation.state = 'settled'
     if (result.keyExpired) this.onKeyExpired(reservation.keyId)
-  }
-
-  /**
-   * Submits an op, trying again after a failed write (with a growing pause). Safe for an op with
-   * a claim, and for any op on a local database, whose failed writes never committed.
-   */
-  private submitWithRetries(op: SettleOp | PlainOp<SettleResult>, context: Record<string, unknown>): Promise<SettleResult>
-  private submitWithRetries<T>(op: PlainOp<T>, context: Record<string, unknown>): Promise<T>
-  private async submitWithRetries(op: SettleOp | PlainOp<unknown>, context: Record<string, unknown>): Promise<unknown> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.writer.submit(op)
-      } catch (error) {
-        this.logger.warn('ledger commit failed', { ...context, attempt, error: String(error) })
-        if (attempt >= SETTLE_TRIES) throw error
-        await new Promise(resolve => setTimeout(resolve, 100 * attempt * attempt))
-      }
-    }
   }
 }
