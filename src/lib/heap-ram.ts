@@ -45,8 +45,9 @@ export function heapRamSize(env: Record<string, string | undefined>, host = tota
 
 /**
  * Re-executes this process (same pid, arguments and Bun flags) with the variable set, when
- * heapRamSize asks for it; returns only when it does not, or when the re-execution failed. The compiled binary is re-run with
- * its own arguments (its argv[1] is the embedded entry's path, which it supplies itself).
+ * heapRamSize asks for it; returns only when it does not, or when the re-execution failed. The
+ * compiled binary is re-run with its own arguments (its argv[1] is the embedded entry's path,
+ * which it supplies itself).
  */
 export function reexecWithHeapRam(): void {
   const size = heapRamSize(process.env)
