@@ -1,12 +1,13 @@
 /**
  * Heap allocation per request, by object type: the gateway's app in this process, on a database
- * file with the bench's configuration, against the mock upstream in its own process (so only the
- * gateway's allocations count). Counts are exact (JSC's objectTypeCounts between two points with
- * no collection in between), unlike CPU timings on a shared machine.
+ * file with the bench's configuration, against the mock upstream in its own process; the client's
+ * own allocations (measured alone against the upstream) are subtracted. Counts come from JSC's
+ * objectTypeCounts between two points with no collection in between (a WeakRef canary tells), so
+ * they do not move with the machine's load as CPU timings do.
  *
  *   bun bench/http/alloc-probe.ts [--stream] [--requests 200] [--conns 16] > /dev/null
  *
- * Prints to stderr: heap bytes and objects allocated per request, then the top object types.
+ * Prints to stderr: heap cells allocated per request, then the top object types.
  */
 import { heapStats } from 'bun:jsc'
 import { mkdtempSync, writeFileSync } from 'node:fs'
@@ -59,22 +60,23 @@ async function runClientOnly(count: number): Promise<void> {
   }))
 }
 
-async function measure(work: (count: number) => Promise<void>): Promise<{ bytes: number; objects: number; types: Map<string, number> } | undefined> {
+async function measure(work: (count: number) => Promise<void>): Promise<Map<string, number> | undefined> {
   Bun.gc(true)
-  const before = heapStats()
+  // Cleared by any collection while the requests run: their counts would then be short.
+  const canary = new WeakRef({})
+  const before = heapStats().objectTypeCounts
   await work(requests)
-  const after = heapStats()
-  // A collection in between makes the difference meaningless: the caller retries.
-  if (after.objectCount < before.objectCount || after.heapSize < before.heapSize) return undefined
+  const after = heapStats().objectTypeCounts
+  if (canary.deref() === undefined) return undefined
   const types = new Map<string, number>()
-  for (const [type, count] of Object.entries(after.objectTypeCounts)) types.set(type, count - (before.objectTypeCounts[type] ?? 0))
-  return { bytes: after.heapSize - before.heapSize, objects: after.objectCount - before.objectCount, types }
+  for (const [type, count] of Object.entries(after)) types.set(type, count - (before[type] ?? 0))
+  return types
 }
 
-async function stable(work: (count: number) => Promise<void>) {
+async function stable(work: (count: number) => Promise<void>): Promise<Map<string, number>> {
   for (let attempt = 0; attempt < 10; attempt++) {
-    const result = await measure(work)
-    if (result) return result
+    const types = await measure(work)
+    if (types) return types
   }
   throw new Error('a collection ran during every attempt: lower --requests')
 }
@@ -84,12 +86,10 @@ await runClientOnly(2000)
 const client = await stable(runClientOnly)
 const total = await stable(run)
 const per = (n: number) => (n / requests).toFixed(1)
-console.error(`${stream ? 'stream' : 'non-stream'}, ${requests} requests, ${conns} at a time`)
-console.error(`gateway + client: ${per(total.bytes)} bytes, ${per(total.objects)} objects per request`)
-console.error(`client alone:     ${per(client.bytes)} bytes, ${per(client.objects)} objects per request`)
-console.error(`gateway:          ${per(total.bytes - client.bytes)} bytes, ${per(total.objects - client.objects)} objects per request`)
-const rows = [...total.types].map(([type, count]) => [type, count - (client.types.get(type) ?? 0)] as const).filter(([, count]) => count > requests / 10)
-for (const [type, count] of rows.sort((a, b) => b[1] - a[1]).slice(0, 40)) console.error(`${per(count).padStart(8)}  ${type}`)
+const rows = [...total].map(([type, count]) => [type, count - (client.get(type) ?? 0)] as const)
+const cells = rows.reduce((sum, [, count]) => sum + Math.max(0, count), 0)
+console.error(`${stream ? 'stream' : 'non-stream'}, ${requests} requests, ${conns} at a time: ${per(cells)} heap cells per request (the client's own subtracted), by type:`)
+for (const [type, count] of rows.filter(([, count]) => count > requests / 10).sort((x, y) => y[1] - x[1]).slice(0, 40)) console.error(`${per(count).padStart(8)}  ${type}`)
 server.stop(true)
 await deps.close()
 upstreams.instant.kill()
