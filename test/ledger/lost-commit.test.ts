@@ -53,8 +53,9 @@ afterEach(async () => {
   await t.close()
 })
 
-async function admitted(estimate: bigint, billingKey: string, who: Principal = principal) {
-  const result = await ledger.admit({ principal: who, purpose: 'fusion', estimate, billingKey })
+/** A reservation on this test's ledger; without a billing key, a plain chat call's. */
+async function admitted(estimate: bigint, billingKey?: string, who: Principal = principal, on: Ledger = ledger) {
+  const result = await on.admit({ principal: who, purpose: billingKey ? 'fusion' : 'chat', estimate, billingKey })
   if (!result.ok) throw new Error(result.error.message)
   return result.reservation
 }
@@ -119,13 +120,12 @@ describe('over a server, writes without a billing key or a reference', () => {
   const writesEntries = (statements: readonly Statement[]) => statements.some(statement => /INSERT INTO .?ledger_entries/i.test(statement.sql))
 
   test('a plain settlement whose reply was lost is charged once: it carried a claim of its own', async () => {
-    const admitted = await ledger.admit({ principal, purpose: 'chat', estimate: 100_000_000n })
-    if (!admitted.ok) throw new Error(admitted.error.message)
+    const reservation = await admitted(100_000_000n)
     executor.lose = writesEntries
-    await ledger.settle(admitted.reservation, 40_000_000n)
+    await ledger.settle(reservation, 40_000_000n)
 
     expect(executor.lost).toBe(1)
-    expect(admitted.reservation.state).toBe('settled')
+    expect(reservation.state).toBe('settled')
     expect(await countEntries(t, "kind = 'settle'")).toBe(1n)
     expect(await countEntries(t, "kind = 'settle' AND idempotency_key LIKE 'op:%'")).toBe(1n)
     expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 40_000_000n)
@@ -134,12 +134,7 @@ describe('over a server, writes without a billing key or a reference', () => {
   })
 
   test('several plain settlements in one lost batch: the writer reruns each alone, and each books once', async () => {
-    const reservations = []
-    for (let i = 0; i < 3; i++) {
-      const admitted = await ledger.admit({ principal, purpose: 'chat', estimate: 100_000_000n })
-      if (!admitted.ok) throw new Error(admitted.error.message)
-      reservations.push(admitted.reservation)
-    }
+    const reservations = [await admitted(100_000_000n), await admitted(100_000_000n), await admitted(100_000_000n)]
     executor.lose = writesEntries
     await Promise.all(reservations.map((reservation, i) => ledger.settle(reservation, BigInt(i + 1) * 10_000_000n)))
 
@@ -163,9 +158,7 @@ describe('over a server, writes without a billing key or a reference', () => {
 
 test('on a local database (no lost replies) a plain settlement carries no claim: it stays on the aggregated path', async () => {
   // The app's own ledger: an in-memory database, whose failed writes never committed.
-  const admitted = await t.deps.ledger.admit({ principal, purpose: 'chat', estimate: 100_000_000n })
-  if (!admitted.ok) throw new Error(admitted.error.message)
-  await t.deps.ledger.settle(admitted.reservation, 40_000_000n)
+  await t.deps.ledger.settle(await admitted(100_000_000n, undefined, principal, t.deps.ledger), 40_000_000n)
   expect(await countEntries(t, "kind = 'settle'")).toBe(1n)
   expect(await countEntries(t, 'idempotency_key IS NOT NULL')).toBe(0n)
 })

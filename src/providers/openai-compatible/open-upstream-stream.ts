@@ -91,8 +91,7 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     controller.abort()
   }, call.idleTimeoutMs)
   // Taken on the first read: until then `whole` may read the body at once instead.
-  const getReader = () => response.body?.getReader()
-  let reader: ReturnType<typeof getReader>
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
   let closed = false
   let finished = false
   const close = () => {
@@ -124,7 +123,7 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     return connectionError(origin, error)
   }
   const read = async (): Promise<ReadResult> => {
-    reader ??= getReader()
+    reader ??= response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined
     if (reader === undefined) return { done: true, value: undefined }
     reading = true
     idle.refresh()
