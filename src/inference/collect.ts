@@ -1,4 +1,5 @@
 import type { ChatEvent, FinishReason, Part, Usage } from './canonical'
+import { ReplayedEvents } from '../providers/replay'
 import { UpstreamError } from '../providers/types'
 
 /**
@@ -26,61 +27,92 @@ export interface ChatResult {
 
 /** Folds events into a ChatResult, observing each (the meter) on the way. */
 export async function collect(events: AsyncIterable<ChatEvent>, observe: (event: ChatEvent) => void): Promise<ChatResult> {
-  const result: ChatResult = { blocks: [], text: '', reasoning: '', toolCalls: [], finishReason: 'other', stopSequence: undefined, usage: undefined, error: undefined }
-  const open = new Map<number, ResultBlock>()
-  // A delta without its start (never sent by our providers) still lands in a block of its kind.
-  const block = <K extends ResultBlock['type']>(index: number, type: K, make: () => Extract<ResultBlock, { type: K }>): Extract<ResultBlock, { type: K }> => {
-    const existing = open.get(index)
-    if (existing !== undefined && existing.type === type) return existing as Extract<ResultBlock, { type: K }>
-    const created = make()
-    open.set(index, created)
-    result.blocks.push(created)
-    return created
+  const folder = new ResultFolder()
+  if (events instanceof ReplayedEvents) {
+    // Read whole already (a JSON answer): folded in one synchronous pass, without an iterator's
+    // promise per event. The call's signal is checked between events, as replaying does.
+    for (const event of events.events) {
+      if (events.signal.aborted) break
+      observe(event)
+      if (folder.fold(event)) return folder.finished()
+    }
+  } else {
+    for await (const event of events) {
+      observe(event)
+      if (folder.fold(event)) return folder.finished()
+    }
   }
-  for await (const event of events) {
-    observe(event)
+  // Events that stop without a finish (the upstream cut, or the call was aborted) are not an answer.
+  return folder.cut()
+}
+
+class ResultFolder {
+  private readonly result: ChatResult = { blocks: [], text: '', reasoning: '', toolCalls: [], finishReason: 'other', stopSequence: undefined, usage: undefined, error: undefined }
+  private readonly open = new Map<number, ResultBlock>()
+
+  /** Adds one event; true once the result is complete (a finish or an error). */
+  fold(event: ChatEvent): boolean {
+    const result = this.result
     switch (event.type) {
       case 'text-start':
       case 'text-delta': {
-        const text = block(event.block, 'text', () => ({ type: 'text', text: '' }))
+        const text = this.block(event.block, 'text', () => ({ type: 'text', text: '' }))
         if (event.type === 'text-delta') text.text += event.delta
-        break
+        return false
       }
       case 'reasoning-start':
       case 'reasoning-delta': {
-        const reasoning = block(event.block, 'reasoning', () => ({ type: 'reasoning', text: '' }))
+        const reasoning = this.block(event.block, 'reasoning', () => ({ type: 'reasoning', text: '' }))
         if (event.type === 'reasoning-delta') reasoning.text += event.delta
-        break
+        return false
       }
       case 'reasoning-end': {
-        const reasoning = block(event.block, 'reasoning', () => ({ type: 'reasoning', text: '' }))
+        const reasoning = this.block(event.block, 'reasoning', () => ({ type: 'reasoning', text: '' }))
         if (event.signature) reasoning.signature = event.signature
         if (event.redacted) reasoning.redacted = true
-        break
+        return false
       }
       case 'tool-call-start':
-        block(event.block, 'tool-call', () => ({ type: 'tool-call', callId: event.callId, name: event.name, arguments: '' }))
-        break
+        this.block(event.block, 'tool-call', () => ({ type: 'tool-call', callId: event.callId, name: event.name, arguments: '' }))
+        return false
       case 'tool-call-delta': {
-        const call = open.get(event.block)
+        const call = this.open.get(event.block)
         if (call?.type === 'tool-call') call.arguments += event.argumentsDelta
-        break
+        return false
       }
       case 'finish':
         result.finishReason = event.reason
         result.stopSequence = event.stopSequence
         result.usage = event.usage
-        return withViews(result)
+        return true
       case 'error':
         result.error = event.error
         result.finishReason = 'error'
-        return withViews(result)
+        return true
+      default:
+        return false
     }
   }
-  // Events that stop without a finish (the upstream cut, or the call was aborted) are not an answer.
-  result.error = new UpstreamError('server', 'the upstream stream ended before it finished', 'unknown', 'unknown')
-  result.finishReason = 'error'
-  return withViews(result)
+
+  finished(): ChatResult {
+    return withViews(this.result)
+  }
+
+  cut(): ChatResult {
+    this.result.error = new UpstreamError('server', 'the upstream stream ended before it finished', 'unknown', 'unknown')
+    this.result.finishReason = 'error'
+    return withViews(this.result)
+  }
+
+  // A delta without its start (never sent by our providers) still lands in a block of its kind.
+  private block<K extends ResultBlock['type']>(index: number, type: K, make: () => Extract<ResultBlock, { type: K }>): Extract<ResultBlock, { type: K }> {
+    const existing = this.open.get(index)
+    if (existing !== undefined && existing.type === type) return existing as Extract<ResultBlock, { type: K }>
+    const created = make()
+    this.open.set(index, created)
+    this.result.blocks.push(created)
+    return created
+  }
 }
 
 function withViews(result: ChatResult): ChatResult {

@@ -64,8 +64,8 @@ export class OpenAICompatibleProvider implements Provider {
     const context: StreamContext = { provider: this.id, model: call.upstreamModel, requestId: call.requestId }
     // Chosen by what came back, not what was asked: some backends ignore `stream` either way.
     if ((upstream.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
-      const events = await eventsFromJsonBody(upstream, context)
-      return closingIterable(replay(events, call.signal), upstream)
+      // Read whole, and the upstream closed, before this returns.
+      return replay(await eventsFromJsonBody(upstream, context), call.signal)
     }
     // A Chat Completions client gets this upstream's chunks passed through (pass-through.ts).
     const translator = call.passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
