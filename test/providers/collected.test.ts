@@ -193,6 +193,23 @@ describe('the body of a collected JSON answer (openai-compatible)', () => {
     }
   })
 
+  test('non-ASCII text split across network writes decodes the same with a declared length or without', async () => {
+    const text = 'Grüße, 世界 🌍 — ça va?'
+    const body = JSON.stringify({ ...(openAIWire.json(TURN) as { choices: Array<{ message: object }> }), choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] })
+    const bytes = Buffer.byteLength(body)
+    for (const declared of [bytes, undefined]) {
+      // 7 pieces of the UTF-16 text; Bun writes each as UTF-8, so multi-byte characters may fall on a boundary.
+      const upstream = jsonUpstream(body, 7, declared)
+      try {
+        const provider = new OpenAICompatibleProvider(providerConfig({ type: 'openai-compatible', baseUrl: upstream.url, apiKey: KEY }))
+        const events = await collect(await provider.stream(call()))
+        expect(events.filter(event => event.type === 'text-delta').map(event => (event as { delta: string }).delta).join('')).toBe(text)
+      } finally {
+        await upstream.close()
+      }
+    }
+  })
+
   test('past 16 MiB it is refused as a server error, whether its length is declared or not', async () => {
     const huge = JSON.stringify({ ...(openAIWire.json(TURN) as object), padding: 'x'.repeat(MAX) })
     for (const declared of [undefined, huge.length]) {

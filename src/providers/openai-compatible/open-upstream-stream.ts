@@ -35,11 +35,12 @@ export interface UpstreamStream {
    */
   readonly bytes: AsyncIterable<Uint8Array>
   /**
-   * The whole body in one read, when its declared content-length is at most `limit` bytes and
-   * `bytes` was not started; undefined otherwise (read `bytes` then). Errors as for `bytes`. One
-   * native read instead of a reader loop: ~1.7 µs less on the event loop per JSON answer.
+   * The whole body as UTF-8 text in one read, when its declared content-length is at most `limit`
+   * bytes and `bytes` was not started; undefined otherwise (read `bytes` then). Errors as for
+   * `bytes`. One native read and decode instead of a reader loop (~1.7 µs less on the event loop
+   * per JSON answer), and no Buffer view to decode it through (~1 µs more).
    */
-  whole(limit: number): Promise<Uint8Array | undefined>
+  wholeText(limit: number): Promise<string | undefined>
   /** Aborts the upstream request, which closes its socket (idempotent). */
   close(): void
   /**
@@ -90,7 +91,7 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     cause = 'idle'
     controller.abort()
   }, call.idleTimeoutMs)
-  // Taken on the first read: until then `whole` may read the body at once instead.
+  // Taken on the first read: until then `wholeText` may read the body at once instead.
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
   let closed = false
   let finished = false
@@ -137,16 +138,16 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
       reading = false
     }
   }
-  const whole = async (limit: number): Promise<Uint8Array | undefined> => {
+  const wholeText = async (limit: number): Promise<string | undefined> => {
     const declared = response.headers.get('content-length')
     if (reader !== undefined || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
     // The idle deadline covers the whole read here: a declared body that stalls is cut as silence.
     reading = true
     idle.refresh()
     try {
-      const body = await response.bytes()
+      const text = await response.text()
       finished = true
-      return body
+      return text
     } catch (error) {
       throw readFailure(error)
     } finally {
@@ -176,7 +177,18 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
       yield value
     }
   }
-  return { status: response.status, headers: response.headers, bytes: bytes(), whole, close, complete: () => (completed = true) }
+  // The generator is made on first use: a JSON answer read with wholeText never needs one.
+  let chunks: AsyncGenerator<Uint8Array> | undefined
+  return {
+    status: response.status,
+    headers: response.headers,
+    get bytes() {
+      return (chunks ??= bytes())
+    },
+    wholeText,
+    close,
+    complete: () => (completed = true),
+  }
 }
 
 /** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */

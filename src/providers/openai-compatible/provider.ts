@@ -137,8 +137,8 @@ function asCollected(body: ReturnType<typeof toUpstream>): Record<string, unknow
 async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamContext): Promise<ChatEvent[]> {
   let parsed: unknown
   try {
-    let body = await upstream.whole(MAX_JSON_BODY_BYTES)
-    if (body === undefined) {
+    let text = await upstream.wholeText(MAX_JSON_BODY_BYTES)
+    if (text === undefined) {
       // No declared length (or one past the cap): counted as it streams.
       const chunks: Uint8Array[] = []
       let size = 0
@@ -147,9 +147,9 @@ async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamConte
         if (size > MAX_JSON_BODY_BYTES) throw new UpstreamError('server', 'upstream JSON answer too large', context.provider, context.model)
         chunks.push(chunk)
       }
-      body = Buffer.concat(chunks)
+      text = Buffer.concat(chunks).toString('utf8')
     }
-    parsed = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'))
+    parsed = JSON.parse(text)
   } catch (error) {
     throw error instanceof UpstreamError ? error : new UpstreamError('server', 'upstream answered 2xx with malformed JSON', context.provider, context.model)
   } finally {
