@@ -19,7 +19,6 @@ export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_pars
 
 /** An in-memory hold (a pending transfer): ends exactly once, by settle or release. */
 export interface Reservation {
-  readonly id: string
   readonly orgId: string
   readonly keyId: string
   readonly amount: Nanos
@@ -222,7 +221,7 @@ export class Ledger {
 
   private reservation(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }, holds: Holds): Reservation {
     return {
-      id: newId(), orgId: input.principal.orgId, keyId: input.principal.keyId, amount: input.estimate, purpose: input.purpose,
+      orgId: input.principal.orgId, keyId: input.principal.keyId, amount: input.estimate, purpose: input.purpose,
       billingKey: input.billingKey, requestId: input.requestId, holds, state: 'held',
     }
   }
