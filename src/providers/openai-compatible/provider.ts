@@ -157,26 +157,13 @@ async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamConte
   }
   const out: ChatEvent[] = []
   const translator = new ChunkTranslator(context)
-  translator.push(asStreamChunk(parsed), out)
+  // The translator reads a choice's `message` where a chunk has `delta`, and numbers tool calls
+  // without an `index` by position: a completion is one chunk whose delta is the whole message.
+  translator.push(parsed, out)
   translator.done(out)
   const failure = out.find(event => event.type === 'error')
   if (failure !== undefined && failure.type === 'error') throw failure.error
   return out
-}
-
-/** chat.completion → one chat.completion.chunk whose delta is the whole message. */
-function asStreamChunk(completion: unknown): unknown {
-  if (typeof completion !== 'object' || completion === null) return completion
-  const { choices, ...rest } = completion as { choices?: unknown }
-  if (!Array.isArray(choices)) return completion
-  return {
-    ...rest,
-    choices: choices.map(choice => {
-      const { message, ...choiceRest } = (choice ?? {}) as { message?: { tool_calls?: unknown[] } }
-      const toolCalls = Array.isArray(message?.tool_calls) ? message.tool_calls.map((call, index) => ({ index, ...(call as object) })) : undefined
-      return { ...choiceRest, delta: { ...message, ...(toolCalls ? { tool_calls: toolCalls } : {}) } }
-    }),
-  }
 }
 
 function asUpstreamError(error: unknown, context: { provider: string; model: string }): UpstreamError {
