@@ -1,7 +1,6 @@
 import type { Nanos } from '../lib/money'
 
 const PER_MILLION = 1_000_000n
-const MAX_SAFE_PRICE = BigInt(Number.MAX_SAFE_INTEGER)
 
 /**
  * The one rounding rule (SECURITY-NOTES.md §3): a charge for `tokens` at `pricePerMillion`
@@ -11,17 +10,6 @@ const MAX_SAFE_PRICE = BigInt(Number.MAX_SAFE_INTEGER)
 export function chargeForTokens(tokens: number | bigint, pricePerMillion: Nanos): Nanos {
   // Most usages have no cached and no reasoning tokens: two of a request's four charges.
   if (tokens === 0 && pricePerMillion >= 0n) return 0n
-  // Every chat request prices ~4 charges, and each BigInt step allocates. While the product is a
-  // safe integer, doubles are exact: the product, its remainder mod 10^6 and the quotient of the
-  // difference are integers below 2^53, so one BigInt (the result) is made instead of six. A
-  // product at or past 2^53 computes as ≥ 2^53 (rounding is monotonic) and takes the BigInt path.
-  if (typeof tokens === 'number' && tokens > 0 && Number.isSafeInteger(tokens) && pricePerMillion >= 0n && pricePerMillion <= MAX_SAFE_PRICE) {
-    const product = tokens * Number(pricePerMillion)
-    if (product <= Number.MAX_SAFE_INTEGER) {
-      const remainder = product % 1_000_000
-      return BigInt((product - remainder) / 1_000_000 + (remainder === 0 ? 0 : 1))
-    }
-  }
   const count = typeof tokens === 'bigint' ? tokens : BigInt(tokens)
   if (count < 0n || pricePerMillion < 0n) throw new RangeError('tokens and price must be non-negative')
   const product = count * pricePerMillion

@@ -30,25 +30,6 @@ describe('chargeForTokens: ceil(tokens × price ÷ 10^6), in integers', () => {
     expect(chargeForTokens(9_007_199_254_740_993n, 1n)).toBe(9_007_199_255n)
   })
 
-  test('the safe-integer fast path equals the BigInt rule everywhere, including around 2^53', () => {
-    const reference = (tokens: bigint, price: bigint) => (tokens * price + 999_999n) / 1_000_000n
-    const cases: Array<[number, bigint]> = []
-    const max = Number.MAX_SAFE_INTEGER
-    // Products just below, at and above 2^53, exact multiples of 10^6 and one either side.
-    for (const price of [1n, 3n, 7n, 400n, 1_000_000n, 999_999n, 1_000_001n, 15_000_000_000n, BigInt(max)]) {
-      const edge = Math.floor(max / Number(price))
-      for (const tokens of [1, 2, 999_999, 1_000_000, 1_000_001, edge - 1, edge, edge + 1, edge + 2]) if (tokens > 0 && Number.isSafeInteger(tokens)) cases.push([tokens, price])
-    }
-    for (const tokens of [1_000_000, 2_000_000, 123_000_000]) for (const price of [1n, 10n, 7n]) cases.push([tokens, price])
-    // Random ones, by a fixed LCG (reproducible).
-    let seed = 42
-    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648)
-    for (let i = 0; i < 20_000; i++) cases.push([1 + (next() % 5_000_000) * (1 + (next() % 1000)), BigInt(next()) * BigInt(1 + (next() % 4096))])
-    for (const [tokens, price] of cases) expect(chargeForTokens(tokens, price)).toBe(reference(BigInt(tokens), price))
-    // Non-integer counts are still refused (BigInt throws), as before the fast path.
-    expect(() => chargeForTokens(1.5, 400n)).toThrow(RangeError)
-  })
-
   test('negative inputs are programming errors', () => {
     expect(() => chargeForTokens(-1, 1n)).toThrow(RangeError)
     expect(() => chargeForTokens(1, -1n)).toThrow(RangeError)
