@@ -28,10 +28,11 @@ const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigi
 
 /**
  * A logger writing one JSON object per line at or above `level`. Every chat request logs a line,
- * so the common case is kept cheap (it was ~1% of a request's CPU): top-level bigints become
- * strings while the record is copied, so JSON.stringify needs no replacer callback (only a
- * nested bigint falls back to one), and the redaction regex runs only on a line that contains
- * a credential prefix at all.
+ * so the common case is kept cheap: the fields are serialised as they are and appended to the
+ * line's own members (no copy of the record; a field named like one of them comes last and wins,
+ * as a copy would make it), JSON.stringify runs without a replacer callback unless a field holds
+ * a bigint (then they become decimal strings), and the redaction regex runs only on a line that
+ * contains a credential prefix at all. Hot callers pass amounts as strings.
  */
 export function createLogger(level: LogLevel, write: (line: string) => void = stdoutBatched): Logger {
   const threshold = RANK[level]
@@ -45,19 +46,17 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
       lastMs = now
       lastTime = new Date(now).toISOString()
     }
-    const record: Record<string, unknown> = { time: lastTime, level: lineLevel, msg: message }
+    let members = '}'
     if (fields !== undefined) {
-      for (const key of Object.keys(fields)) {
-        const value = fields[key]
-        record[key] = typeof value === 'bigint' ? value.toString() : value
+      let text: string
+      try {
+        text = JSON.stringify(fields)
+      } catch {
+        text = JSON.stringify(fields, bigintAsString)
       }
+      if (text.length > 2) members = `,${text.slice(1)}`
     }
-    let json: string
-    try {
-      json = JSON.stringify(record)
-    } catch {
-      json = JSON.stringify(record, bigintAsString)
-    }
+    const json = `{"time":"${lastTime}","level":"${lineLevel}","msg":${JSON.stringify(message)}${members}`
     write(`${mayHoldSecret(json) ? redact(json) : json}\n`)
   }
   return {

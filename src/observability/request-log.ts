@@ -76,7 +76,7 @@ export class RequestLog {
     this.logger.info('request', {
       request_id: record.requestId, org_id: record.orgId, key_id: record.keyId, route: record.route, method: record.method,
       status: record.status, model: record.model, backend: record.backend, outcome: record.outcome, stream: record.stream,
-      input_tokens: record.inputTokens, output_tokens: record.outputTokens, charged_nanos: record.chargedNanos,
+      input_tokens: record.inputTokens, output_tokens: record.outputTokens, charged_nanos: record.chargedNanos?.toString(),
       latency_ms: Math.round((performance.now() - record.startedAt) * 100) / 100,
     })
   }

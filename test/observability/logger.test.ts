@@ -34,3 +34,17 @@ test('standard output: lines are written in batches, not one write per line', ()
     write.mockRestore()
   }
 })
+
+test('a message needing escapes, no fields and empty fields each make one valid JSON line', () => {
+  const lines: string[] = []
+  const logger = createLogger('debug', line => lines.push(line))
+  logger.debug('a "quoted"\nmessage \\ with ✓')
+  logger.info('empty', {})
+  logger.error('fields', { msg_detail: 'x', count: 0 })
+  expect(lines.map(line => JSON.parse(line))).toMatchObject([
+    { level: 'debug', msg: 'a "quoted"\nmessage \\ with ✓' },
+    { level: 'info', msg: 'empty' },
+    { level: 'error', msg: 'fields', msg_detail: 'x', count: 0 },
+  ])
+  expect(Object.keys(JSON.parse(lines[1]!))).toEqual(['time', 'level', 'msg'])
+})
