@@ -59,141 +59,179 @@ export interface UpstreamStream {
 export async function openUpstreamStream(call: UpstreamHttpCall): Promise<UpstreamStream> {
   const { origin, signal } = call
   if (signal.aborted) throw abortedError(origin)
-  // Only AbortController.abort() reliably closes the upstream socket (STACK-NOTES.md §8).
-  const controller = new AbortController()
-  let cause: 'deadline' | 'idle' | undefined
-  const onAbort = () => controller.abort()
-  signal.addEventListener('abort', onAbort, { once: true })
-  const deadline = setTimeout(() => {
-    cause = 'deadline'
-    controller.abort()
-  }, call.connectTimeoutMs)
-
+  const upstream = new UpstreamResponse(call)
+  // The call's abort reaches the upstream through the object's handleEvent (no closure per call).
+  signal.addEventListener('abort', upstream)
+  const deadline = setTimeout(onDeadline, call.connectTimeoutMs, upstream)
   let response: Response
   try {
     // `timeout: false`: our deadlines govern; Bun's own socket idle timer (5 min) would cut a
     // long JSON answer, whose headers come only once it is generated.
-    response = await fetch(call.url, { method: 'POST', headers: call.headers, body: call.body, signal: controller.signal, redirect: 'manual', timeout: false })
+    response = await fetch(call.url, { method: 'POST', headers: call.headers, body: call.body, signal: upstream.controller.signal, redirect: 'manual', timeout: false })
   } catch (error) {
-    signal.removeEventListener('abort', onAbort)
+    signal.removeEventListener('abort', upstream)
     if (signal.aborted) throw abortedError(origin)
-    if (cause === 'deadline') throw new UpstreamError('timeout', `no response headers within ${call.connectTimeoutMs} ms`, origin.provider, origin.model)
+    if (upstream.cause === 'deadline') throw new UpstreamError('timeout', `no response headers within ${call.connectTimeoutMs} ms`, origin.provider, origin.model)
     throw connectionError(origin, error)
   } finally {
     clearTimeout(deadline)
   }
-
-  // One timer for the whole body, re-armed when a read starts: a consumer that is slow to pull
-  // (a slow client) is not upstream silence, so it fires only while a read is pending.
-  let reading = false
-  const idle = setTimeout(() => {
-    if (!reading) return
-    cause = 'idle'
-    controller.abort()
-  }, call.idleTimeoutMs)
-  // Taken on the first read: until then `wholeText` may read the body at once instead.
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
-  let closed = false
-  let finished = false
-  const close = () => {
-    if (closed) return
-    closed = true
-    signal.removeEventListener('abort', onAbort)
-    // A body read to its end has released its connection; aborting it would only cost time.
-    if (finished) return clearTimeout(idle)
-    if (completed && response.body !== null) {
-      // Past the protocol's end only the body's last bytes remain: read them (still under the
-      // idle deadline) so the connection returns to the pool; aborting would tear it down.
-      drainRest(read).then(
-        () => clearTimeout(idle),
-        () => {
-          clearTimeout(idle)
-          controller.abort()
-        },
-      )
-      return
-    }
-    clearTimeout(idle)
-    controller.abort()
-    reader?.cancel().catch(() => {})
-  }
-  let completed = false
-  const readFailure = (error: unknown): UpstreamError => {
-    if (signal.aborted) return abortedError(origin)
-    if (cause === 'idle') return new UpstreamError('timeout', `no data from upstream for ${call.idleTimeoutMs} ms`, origin.provider, origin.model)
-    return connectionError(origin, error)
-  }
-  const read = async (): Promise<ReadResult> => {
-    reader ??= response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined
-    if (reader === undefined) return { done: true, value: undefined }
-    reading = true
-    idle.refresh()
-    try {
-      const result = await reader.read()
-      if (result.done) finished = true
-      return result
-    } catch (error) {
-      throw readFailure(error)
-    } finally {
-      reading = false
-    }
-  }
-  const wholeText = async (limit: number): Promise<string | undefined> => {
-    const declared = response.headers.get('content-length')
-    if (reader !== undefined || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
-    // The idle deadline covers the whole read here: a declared body that stalls is cut as silence.
-    reading = true
-    idle.refresh()
-    try {
-      const text = await response.text()
-      finished = true
-      return text
-    } catch (error) {
-      throw readFailure(error)
-    } finally {
-      reading = false
-    }
-  }
-
+  upstream.received(response)
   if (response.status < 200 || response.status > 299) {
     let text = ''
     try {
-      text = await readText(read, ERROR_BODY_READ_BYTES)
+      text = await readText(upstream, ERROR_BODY_READ_BYTES)
     } catch (error) {
       if (error instanceof UpstreamError && error.kind === 'aborted') {
-        close()
+        upstream.close()
         throw error
       }
       // A body cut short still classifies by its status.
     }
-    close()
+    upstream.close()
     throw call.classifyStatus(response.status, response.headers, text)
   }
+  return upstream
+}
 
-  async function* bytes(): AsyncGenerator<Uint8Array> {
+function onDeadline(upstream: UpstreamResponse): void {
+  upstream.cause = 'deadline'
+  upstream.controller.abort()
+}
+
+function onIdle(upstream: UpstreamResponse): void {
+  // Upstream silence only while a read waits: a consumer slow to pull (a slow client) is not it.
+  if (!upstream.reading) return
+  upstream.cause = 'idle'
+  upstream.controller.abort()
+}
+
+/**
+ * One upstream call's answer and its controls. A class rather than closures over the call: a
+ * chat request makes one, and its methods and timer callbacks are shared (~11 functions and
+ * their scope fewer per call).
+ */
+class UpstreamResponse implements UpstreamStream {
+  // Only AbortController.abort() reliably closes the upstream socket (STACK-NOTES.md §8).
+  readonly controller = new AbortController()
+  cause: 'deadline' | 'idle' | undefined
+  /** A read is waiting for the upstream (the idle deadline counts only then). */
+  reading = false
+  private response!: Response
+  /** One timer for the whole body, re-armed when a read starts (see onIdle). */
+  private idle!: ReturnType<typeof setTimeout>
+  // Taken on the first read: until then `wholeText` may read the body at once instead.
+  private reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+  private chunks: AsyncGenerator<Uint8Array> | undefined
+  private closed = false
+  private finished = false
+  private completed = false
+
+  constructor(private readonly call: UpstreamHttpCall) {}
+
+  get status(): number {
+    return this.response.status
+  }
+
+  get headers(): Headers {
+    return this.response.headers
+  }
+
+  /** The generator is made on first use: a JSON answer read with wholeText never needs one. */
+  get bytes(): AsyncIterable<Uint8Array> {
+    return (this.chunks ??= this.generate())
+  }
+
+  /** The response headers arrived: from now on the idle deadline applies to reads. */
+  received(response: Response): void {
+    this.response = response
+    this.idle = setTimeout(onIdle, this.call.idleTimeoutMs, this)
+  }
+
+  /** The call's signal aborted (EventListener object: `signal.addEventListener('abort', this)`). */
+  handleEvent(): void {
+    this.controller.abort()
+  }
+
+  complete(): void {
+    this.completed = true
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.call.signal.removeEventListener('abort', this)
+    // A body read to its end has released its connection; aborting it would only cost time.
+    if (this.finished) return clearTimeout(this.idle)
+    if (this.completed && this.response.body !== null) {
+      // Past the protocol's end only the body's last bytes remain: read them (still under the
+      // idle deadline) so the connection returns to the pool; aborting would tear it down.
+      drainRest(this).then(
+        () => clearTimeout(this.idle),
+        () => {
+          clearTimeout(this.idle)
+          this.controller.abort()
+        },
+      )
+      return
+    }
+    clearTimeout(this.idle)
+    this.controller.abort()
+    this.reader?.cancel().catch(() => {})
+  }
+
+  async read(): Promise<ReadResult> {
+    this.reader ??= this.response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array> | undefined
+    if (this.reader === undefined) return { done: true, value: undefined }
+    this.reading = true
+    this.idle.refresh()
+    try {
+      const result = await this.reader.read()
+      if (result.done) this.finished = true
+      return result
+    } catch (error) {
+      throw this.readFailure(error)
+    } finally {
+      this.reading = false
+    }
+  }
+
+  async wholeText(limit: number): Promise<string | undefined> {
+    const declared = this.response.headers.get('content-length')
+    if (this.reader !== undefined || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
+    // The idle deadline covers the whole read here: a declared body that stalls is cut as silence.
+    this.reading = true
+    this.idle.refresh()
+    try {
+      const text = await this.response.text()
+      this.finished = true
+      return text
+    } catch (error) {
+      throw this.readFailure(error)
+    } finally {
+      this.reading = false
+    }
+  }
+
+  private readFailure(error: unknown): UpstreamError {
+    const { origin } = this.call
+    if (this.call.signal.aborted) return abortedError(origin)
+    if (this.cause === 'idle') return new UpstreamError('timeout', `no data from upstream for ${this.call.idleTimeoutMs} ms`, origin.provider, origin.model)
+    return connectionError(origin, error)
+  }
+
+  private async *generate(): AsyncGenerator<Uint8Array> {
     while (true) {
-      const { done, value } = await read()
+      const { done, value } = await this.read()
       if (done) return
       yield value
     }
   }
-  // The generator is made on first use: a JSON answer read with wholeText never needs one.
-  let chunks: AsyncGenerator<Uint8Array> | undefined
-  return {
-    status: response.status,
-    headers: response.headers,
-    get bytes() {
-      return (chunks ??= bytes())
-    },
-    wholeText,
-    close,
-    complete: () => (completed = true),
-  }
 }
 
 /** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */
-async function drainRest(read: () => Promise<ReadResult>): Promise<void> {
-  for (let chunks = 0; chunks < 16; chunks += 1) if ((await read()).done) return
+async function drainRest(upstream: UpstreamResponse): Promise<void> {
+  for (let chunks = 0; chunks < 16; chunks += 1) if ((await upstream.read()).done) return
   throw new Error('upstream kept sending after the end of its stream')
 }
 
@@ -203,12 +241,12 @@ export function abortedError(origin: ErrorOrigin): UpstreamError {
 }
 
 /** Up to about `limit` bytes of the body as text (a multi-byte character at the cut may be replaced). */
-async function readText(read: () => Promise<ReadResult>, limit: number): Promise<string> {
+async function readText(upstream: UpstreamResponse, limit: number): Promise<string> {
   const decoder = new TextDecoder()
   let text = ''
   let total = 0
   while (total < limit) {
-    const { done, value } = await read()
+    const { done, value } = await upstream.read()
     if (done) break
     const piece = value.subarray(0, limit - total)
     total += piece.length
