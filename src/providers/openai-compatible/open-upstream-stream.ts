@@ -23,7 +23,7 @@ export interface UpstreamHttpCall {
   readonly classifyStatus: (status: number, headers: Headers, body: string) => UpstreamError
 }
 
-type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array }
+export type ReadResult = { done: true; value?: undefined } | { done: false; value: Uint8Array }
 
 /** A 2xx upstream answer whose body is still to be read. */
 export interface UpstreamStream {
@@ -34,6 +34,8 @@ export interface UpstreamStream {
    * reading, `connection` on a reset, `aborted` when the call's signal aborted.
    */
   readonly bytes: AsyncIterable<Uint8Array>
+  /** The next body chunk, as `bytes` yields them, without an iterator around it (the SSE loop's own). */
+  read(): Promise<ReadResult>
   /**
    * The whole body as UTF-8 text in one read, when its declared content-length is at most `limit`
    * bytes and `bytes` was not started; undefined otherwise (read `bytes` then). Errors as for

@@ -89,8 +89,9 @@ async function* fromSse(
   const sse: SseEvent[] = []
   const out: ChatEvent[] = []
   try {
-    for await (const bytes of upstream.bytes) {
-      decoder.push(bytes, sse)
+    // Read chunk by chunk, not through `upstream.bytes`: one async generator per chunk fewer.
+    for (let chunk = await upstream.read(); !chunk.done; chunk = await upstream.read()) {
+      decoder.push(chunk.value, sse)
       for (const event of sse) {
         translator.event(event, out)
         if (translator.ended) break
