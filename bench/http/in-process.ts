@@ -1,0 +1,97 @@
+/**
+ * The gateway's own CPU per chat request without sockets: the app of any tree (`--tree`) in this
+ * process, driven through `app.handle` by `--conns` concurrent callers, on a database file with
+ * the bench's configuration (auth, limits, billing, info logging to a discarded stdout), with
+ * `fetch` to the upstream answered in process by the mock's bodies. What is left is the
+ * pipeline's JavaScript, the ledger's SQLite and GC, so a `--cpu-prof` profile of it is not
+ * diluted by socket and HTTP work, and two trees compare without the HTTP layer's noise.
+ *
+ *   bun bench/http/in-process.ts [--stream] [--tree DIR] [--conns 32] [--rounds 5] [--seconds 2]
+ *   bun --cpu-prof --cpu-prof-dir=/tmp/prof bench/http/in-process.ts && bun bench/http/profile-summary.ts /tmp/prof/*.cpuprofile
+ *
+ * Prints process CPU µs per request of each round and their median (the callers' own Request
+ * and Response objects are included: ~3 µs).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { gatewayConfig, type Upstreams } from './targets'
+
+const argv = process.argv.slice(2)
+const option = (name: string, fallback: string) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1]! : fallback)
+const stream = argv.includes('--stream')
+const tree = resolve(option('tree', resolve(import.meta.dir, '../..')))
+const conns = Number(option('conns', '32'))
+const rounds = Number(option('rounds', '5'))
+const seconds = Number(option('seconds', '2'))
+
+const { createApp } = await import(join(tree, 'src/app'))
+const { loadConfig } = await import(join(tree, 'src/config/load'))
+const { migrateDatabase } = await import(join(tree, 'src/db/client'))
+const { createDeps } = await import(join(tree, 'src/deps'))
+const { bootstrapIfEmpty } = await import(join(tree, 'src/orgs/bootstrap'))
+
+// The mock upstream's answers (mock-upstream.ts): a chat.completion, or 20 content chunks, the
+// finish chunk, the usage chunk and [DONE] in one body.
+const upstreamOrigin = 'http://upstream.invalid'
+const usage = { prompt_tokens: 12, completion_tokens: 20, total_tokens: 32 }
+const head = { id: 'chatcmpl-bench', created: 1_700_000_000, model: 'bench-upstream' }
+const completion = JSON.stringify({ ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'word '.repeat(20).trim() }, finish_reason: 'stop' }], usage })
+const frame = (choices: object[], extra: object = {}) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`
+const sse =
+  frame([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]) +
+  Array.from({ length: 20 }, (_, i) => frame([{ index: 0, delta: { content: i === 0 ? 'word' : ' word' }, finish_reason: null }])).join('') +
+  frame([{ index: 0, delta: {}, finish_reason: 'stop' }]) +
+  frame([], { usage }) +
+  'data: [DONE]\n\n'
+
+const realFetch = globalThis.fetch
+globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+  if (!String(input).startsWith(upstreamOrigin)) return realFetch(input, init)
+  if (stream) return new Response(sse, { headers: { 'content-type': 'text/event-stream' } })
+  return new Response(completion, { headers: { 'content-type': 'application/json', 'content-length': String(completion.length) } })
+}) as typeof fetch
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-in-process-'))
+const fake = { url: upstreamOrigin } as Upstreams['instant']
+writeFileSync(join(dir, 'config.yaml'), gatewayConfig({ instant: fake, paced: fake }))
+const config = loadConfig({ DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' })
+const deps = await createDeps(config)
+await migrateDatabase(deps.database)
+await deps.sweeper.start()
+const key = (await bootstrapIfEmpty(deps))!.secret
+const app = createApp(deps)
+// The request log goes nowhere (its cost, building and batching the lines, stays measured).
+process.stdout.write = (() => true) as typeof process.stdout.write
+
+const body = JSON.stringify({ model: 'bench-instant', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64, stream })
+const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) }
+
+async function round(ms: number): Promise<number> {
+  let count = 0
+  const end = performance.now() + ms
+  const before = process.cpuUsage()
+  await Promise.all(
+    Array.from({ length: conns }, async () => {
+      while (performance.now() < end) {
+        const response = await app.handle(new Request('http://gateway.local/v1/chat/completions', { method: 'POST', headers, body }))
+        await response.arrayBuffer()
+        if (response.status !== 200) throw new Error(`status ${response.status}`)
+        count += 1
+      }
+    }),
+  )
+  const used = process.cpuUsage(before)
+  return (used.user + used.system) / count
+}
+
+await round(1000) // warm-up: JIT, lease growth
+const results: number[] = []
+for (let index = 0; index < rounds; index += 1) results.push(await round(seconds * 1000))
+const sorted = [...results].sort((a, b) => a - b)
+console.error(
+  `${stream ? 'stream' : 'non-stream'} ${tree}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs/request ` +
+    `(${results.map(value => value.toFixed(1)).join(' ')}), rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`,
+)
+rmSync(dir, { recursive: true, force: true })
+process.exit(0)
