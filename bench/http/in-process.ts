@@ -15,6 +15,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { mockBodies } from './mock-bodies'
 import { gatewayConfig, type Upstreams } from './targets'
 
 const argv = process.argv.slice(2)
@@ -31,19 +32,9 @@ const { migrateDatabase } = await import(join(tree, 'src/db/client'))
 const { createDeps } = await import(join(tree, 'src/deps'))
 const { bootstrapIfEmpty } = await import(join(tree, 'src/orgs/bootstrap'))
 
-// The mock upstream's answers (mock-upstream.ts): a chat.completion, or 20 content chunks, the
-// finish chunk, the usage chunk and [DONE] in one body.
 const upstreamOrigin = 'http://upstream.invalid'
-const usage = { prompt_tokens: 12, completion_tokens: 20, total_tokens: 32 }
-const head = { id: 'chatcmpl-bench', created: 1_700_000_000, model: 'bench-upstream' }
-const completion = JSON.stringify({ ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'word '.repeat(20).trim() }, finish_reason: 'stop' }], usage })
-const frame = (choices: object[], extra: object = {}) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`
-const sse =
-  frame([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]) +
-  Array.from({ length: 20 }, (_, i) => frame([{ index: 0, delta: { content: i === 0 ? 'word' : ' word' }, finish_reason: null }])).join('') +
-  frame([{ index: 0, delta: {}, finish_reason: 'stop' }]) +
-  frame([], { usage }) +
-  'data: [DONE]\n\n'
+const { completion, frames } = mockBodies()
+const sse = frames.join('')
 
 const realFetch = globalThis.fetch
 globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {

@@ -7,31 +7,18 @@
  * Prints `{"port": N}` once listening.
  */
 
+import { mockBodies } from './mock-bodies'
+
 const FIRST_MS = Number(process.env.FIRST_MS ?? 0)
 const GAP_MS = Number(process.env.GAP_MS ?? 0)
 const CHUNKS = Number(process.env.CHUNKS ?? 20)
 const encoder = new TextEncoder()
 const wait = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
 
-const usage = { prompt_tokens: 12, completion_tokens: CHUNKS, total_tokens: 12 + CHUNKS }
-const completion = JSON.stringify({
-  id: 'chatcmpl-bench',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model: 'bench-upstream',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'word '.repeat(CHUNKS).trim() }, finish_reason: 'stop' }],
-  usage,
-})
-const chunk = (delta: object, finish: string | null = null) =>
-  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-upstream', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
-const frames = [
-  chunk({ role: 'assistant', content: '' }),
-  ...Array.from({ length: CHUNKS }, (_, i) => chunk({ content: i === 0 ? 'word' : ' word' })),
-  chunk({}, 'stop'),
-  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-upstream', choices: [], usage })}\n\n`,
-  'data: [DONE]\n\n',
-].map(frame => encoder.encode(frame))
-const whole = encoder.encode(frames.map(frame => new TextDecoder().decode(frame)).join(''))
+const bodies = mockBodies(CHUNKS)
+const completion = bodies.completion
+const frames = bodies.frames.map(frame => encoder.encode(frame))
+const whole = encoder.encode(bodies.frames.join(''))
 
 const server = Bun.serve({
   port: Number(process.env.PORT ?? 0),

@@ -1,0 +1,24 @@
+/**
+ * The mock upstream's answers (mock-upstream.ts serves them; in-process.ts answers fetch with
+ * them): a chat.completion of `chunks` words, or the same turn as SSE frames (a role chunk,
+ * `chunks` content chunks, the finish chunk, the usage chunk and `[DONE]`).
+ */
+export function mockBodies(chunks = 20): { completion: string; frames: string[] } {
+  const usage = { prompt_tokens: 12, completion_tokens: chunks, total_tokens: 12 + chunks }
+  // Key order as OpenAI sends it (id, object, created, model): the bench's bytes stay as before.
+  const head = (object: string) => ({ id: 'chatcmpl-bench', object, created: 1_700_000_000, model: 'bench-upstream' })
+  const completion = JSON.stringify({
+    ...head('chat.completion'),
+    choices: [{ index: 0, message: { role: 'assistant', content: 'word '.repeat(chunks).trim() }, finish_reason: 'stop' }],
+    usage,
+  })
+  const frame = (choices: object[], extra: object = {}) => `data: ${JSON.stringify({ ...head('chat.completion.chunk'), choices, ...extra })}\n\n`
+  const frames = [
+    frame([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]),
+    ...Array.from({ length: chunks }, (_, i) => frame([{ index: 0, delta: { content: i === 0 ? 'word' : ' word' }, finish_reason: null }])),
+    frame([{ index: 0, delta: {}, finish_reason: 'stop' }]),
+    frame([], { usage }),
+    'data: [DONE]\n\n',
+  ]
+  return { completion, frames }
+}
