@@ -1,0 +1,62 @@
+import { afterEach, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { NativeExecutor, type Statement } from '../../src/billing/executor'
+import { openDatabase } from '../../src/db/client'
+
+// The writer's WAL checkpoints (executor.ts, WalCheckpointer): the WAL must restart often enough
+// to stay under SQLite's 1000-frame autocheckpoint, which other connections of the process still
+// use (past it, their next write would checkpoint the whole WAL on the event loop), and every
+// commit must reach the database file.
+
+const PAGE = 4096
+const AUTOCHECKPOINT_FRAMES = 1000
+let dir: string | undefined
+
+afterEach(() => {
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+  dir = undefined
+})
+
+/** Frames the WAL file has held at most: SQLite does not truncate it on a restart, so its size is the high-water mark. */
+function walFrames(path: string): number {
+  const size = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0
+  return size <= 32 ? 0 : (size - 32) / (PAGE + 24)
+}
+
+test('a long run of commits keeps the WAL under the autocheckpoint and loses none of them', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-wal-'))
+  const path = join(dir, 'ledger.db')
+  const executor = new NativeExecutor(path)
+  // Rows spread over a table and two indexes: several pages change per commit, as a ledger batch's do.
+  await executor.write([{ sql: 'CREATE TABLE entries (id INTEGER PRIMARY KEY, org TEXT NOT NULL, amount INTEGER NOT NULL)', args: [] }])
+  await executor.write([{ sql: 'CREATE INDEX entries_org ON entries (org, amount)', args: [] }])
+  await executor.write([{ sql: 'CREATE TABLE totals (org TEXT PRIMARY KEY, amount INTEGER NOT NULL)', args: [] }])
+  const commits = 3000
+  let expected = 0n
+  for (let commit = 0; commit < commits; commit += 1) {
+    const statements: Statement[] = []
+    for (let row = 0; row < 8; row += 1) {
+      const org = `org-${(commit * 8 + row) % 97}`
+      const amount = BigInt(commit * 8 + row + 1)
+      expected += amount
+      statements.push({ sql: 'INSERT INTO entries (org, amount) VALUES (?, ?)', args: [org, amount] })
+      statements.push({ sql: 'INSERT INTO totals (org, amount) VALUES (?, ?) ON CONFLICT (org) DO UPDATE SET amount = amount + excluded.amount', args: [org, amount] })
+    }
+    await executor.write(statements)
+  }
+  // Without restarts this run writes well past the bound; with them the WAL never held more.
+  expect(walFrames(path)).toBeGreaterThan(0)
+  expect(walFrames(path)).toBeLessThan(AUTOCHECKPOINT_FRAMES)
+  executor.close()
+
+  // Every commit is in the database, read through another connection after the writer closed.
+  const database = await openDatabase(`file:${path}`)
+  try {
+    const { rows } = await database.client.execute('SELECT COUNT(*) AS entries, SUM(amount) AS total, (SELECT SUM(amount) FROM totals) AS totals FROM entries')
+    expect(rows[0]).toMatchObject({ entries: BigInt(commits * 8), total: expected, totals: expected })
+  } finally {
+    database.close()
+  }
+})
