@@ -17,7 +17,7 @@ export interface Process {
 }
 
 /** Starts a bench helper script that prints `{"port": N}` on its first line. */
-async function startScript(name: string, script: string, env: Record<string, string>): Promise<Process> {
+export async function startScript(name: string, script: string, env: Record<string, string>): Promise<Process> {
   const child = Bun.spawn(['bun', join(import.meta.dir, script)], { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' })
   const reader = child.stdout.getReader()
   let text = ''
