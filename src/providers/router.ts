@@ -88,11 +88,11 @@ export class Router implements BackendHealth {
         const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
-          this.coolingUntil.delete(keyOf(backend))
+          if (this.coolingUntil.size > 0) this.coolingUntil.delete(keyOf(backend))
           return { events, backend, provider, failures, attestation }
         }
         const events = await provider.stream(call)
-        this.coolingUntil.delete(keyOf(backend))
+        if (this.coolingUntil.size > 0) this.coolingUntil.delete(keyOf(backend))
         return { events, backend, provider, failures }
       } catch (error) {
         const last = attempt === order.length - 1
@@ -138,7 +138,9 @@ export class Router implements BackendHealth {
     return (this.coolingUntil.get(keyOf(backend)) ?? 0) > this.clock.now()
   }
 
-  private order(route: ModelRoute, candidates: readonly Backend[], uncensored: boolean): Backend[] {
+  private order(route: ModelRoute, candidates: readonly Backend[], uncensored: boolean): readonly Backend[] {
+    // Per request: one backend has one order, and with none cooling down the rotation's is final.
+    if (candidates.length === 1) return candidates
     let rotated: readonly Backend[] = candidates
     if (route.routing === 'round-robin' && candidates.length > 1) {
       let state = this.rotations.get(route)
@@ -147,6 +149,7 @@ export class Router implements BackendHealth {
       const start = rotation.next()
       rotated = [...candidates.slice(start), ...candidates.slice(0, start)]
     }
+    if (this.coolingUntil.size === 0) return rotated
     const now = this.clock.now()
     const ready: Backend[] = []
     const cooling: Backend[] = []

@@ -207,6 +207,8 @@ export class ChunkTranslator {
   /** Ends every open block, tool calls in block order; a call whose name never came starts now. */
   private closeAll(out: ChatEvent[]): void {
     this.closeOpen(out)
+    // Runs at the finish and again at the end of every answer, most of which have no tool calls.
+    if (this.tools.size === 0) return
     for (const tool of this.tools.values()) if (tool.block === undefined) this.startTool(tool, out)
     const blocks = [...this.tools.values()].map(tool => tool.block!).sort((a, b) => a - b)
     for (const block of blocks) out.push({ type: 'tool-call-end', block })
