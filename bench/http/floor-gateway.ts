@@ -100,7 +100,7 @@ async function chat(request: Request, body: Body): Promise<Response> {
   if (principal === undefined) return fail(401, 'invalid key')
   if (!buckets.key.take() || !buckets.org.take()) return fail(429, 'rate limited')
   if (body.model !== 'bench-instant') return fail(400, 'unknown model')
-  const requestId = `req_${Bun.randomUUIDv7('hex')}`
+  const requestId = `req_${Bun.randomUUIDv7()}`
   // Held in memory against the lease (a reservation); released when the charge is known.
   const estimate = 1_000_000
   if (writer !== undefined) writer.leased -= estimate

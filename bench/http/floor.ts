@@ -8,6 +8,7 @@
  * bench/results/floor-<date>.json.
  *
  *   bun bench/http/floor.ts [--conns 32,128] [--rounds 4] [--seconds 4] [--without-gateway]
+ *                           [--gateway-tree DIR] [--gateway-env K=V,K=V]   (the gateway of another tree, or with more env)
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -30,7 +31,8 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-floor-'))
 const floorKey = 'z_sk_floor_bench_key'
 const floor = async (level: string) =>
   startScript(`floor-${level}`, 'floor-gateway.ts', { LEVEL: level, UPSTREAM: upstreams.instant.url, DB: join(dir, `${level}.db`), KEY: floorKey })
-const gateway = argv.includes('--without-gateway') ? undefined : await startGateway(upstreams)
+const gatewayEnv = Object.fromEntries(option('gateway-env', '').split(',').filter(Boolean).map(pair => pair.split('=') as [string, string]))
+const gateway = argv.includes('--without-gateway') ? undefined : await startGateway(upstreams, { tree: option('gateway-tree', '') || undefined, env: gatewayEnv })
 
 interface Target { name: string; process: Process; key: string; dir: string }
 const targets: Target[] = [
