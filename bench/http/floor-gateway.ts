@@ -1,5 +1,5 @@
 /**
- * The floor under the non-stream target (bench/http/floor.ts drives it): the least a gateway on
+ * The floor under the chat targets (bench/http/floor.ts drives it): the least a gateway on
  * this stack can do for what the target's configuration asks (auth on, rate limits on, billing
  * on a local database file, a log line per request), and nothing else. It is not the gateway:
  * one hard-coded key and model, no errors beyond 400/401/429, no fallback, no metrics, no drain.
@@ -7,7 +7,8 @@
  * LEVEL (env) chooses how much of it runs:
  * - `raw`: `Bun.serve`; SHA-256 of the bearer looked up in a Map, a key and an org token bucket,
  *   `JSON.parse` of the body with a hand check, the upstream called with `stream: false`, its
- *   answer parsed, the reply built with our id and model and sent as JSON, one log line.
+ *   answer parsed, the reply built with our id and model and sent as JSON, one log line. With
+ *   `stream: true` the upstream's bytes pass through, the usage read from the last chunk.
  * - `elysia`: the same inside Elysia (`aot` on, the body checked by a `t.Object` schema).
  * - `ledger`: `elysia` plus durable billing: the estimate held in memory against a lease, the
  *   charge settled before the reply through a writer that commits every settlement of an
@@ -15,7 +16,7 @@
  *   libsql's `Database` at WAL + synchronous=NORMAL, as NativeExecutor does. Optimistic where
  *   it can be: no WAL checkpoints at all during a run (the gateway takes them off the loop).
  *
- * UPSTREAM is the upstream's origin; DB the database file (ledger); KEY the bearer secret.
+ * UPSTREAM is the upstream's origin; DB the database file (ledger); LOG the log file; KEY the bearer secret.
  * Prints `{"port": N}` once listening.
  */
 import Libsql from 'libsql'
@@ -40,9 +41,11 @@ class Bucket {
 }
 const buckets = { key: new Bucket(), org: new Bucket() }
 
+// Log lines go to a file in batches of 5 ms, as the gateway's do (its stdout is a file in the bench).
+const logFile = Bun.file(process.env.LOG!).writer()
 let pending: string[] = []
 function log(line: string): void {
-  if (pending.length === 0) setTimeout(() => (process.stdout.write(pending.join('')), (pending = [])), 5)
+  if (pending.length === 0) setTimeout(() => (logFile.write(pending.join('')), logFile.flush(), (pending = [])), 5)
   pending.push(line)
 }
 
@@ -91,8 +94,12 @@ class Writer {
 }
 const writer = level === 'ledger' ? new Writer() : undefined
 
-type Body = { model: string; messages: Array<{ role: string; content: string }>; max_tokens?: number }
+type Body = { model: string; messages: Array<{ role: string; content: string }>; max_tokens?: number; stream?: boolean }
+type Principal = { keyId: string; orgId: string }
+type Usage = { prompt_tokens: number; completion_tokens: number }
 const fail = (status: number, message: string) => Response.json({ error: { message } }, { status })
+// Held in memory against the lease (a reservation) until the charge is known.
+const ESTIMATE = 1_000_000
 
 async function chat(request: Request, body: Body): Promise<Response> {
   const started = performance.now()
@@ -101,24 +108,56 @@ async function chat(request: Request, body: Body): Promise<Response> {
   if (!buckets.key.take() || !buckets.org.take()) return fail(429, 'rate limited')
   if (body.model !== 'bench-instant') return fail(400, 'unknown model')
   const requestId = `req_${Bun.randomUUIDv7()}`
-  // Held in memory against the lease (a reservation); released when the charge is known.
-  const estimate = 1_000_000
-  if (writer !== undefined) writer.leased -= estimate
+  if (writer !== undefined) writer.leased -= ESTIMATE
+  const stream = body.stream === true
   const answer = await fetch(upstream, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-request-id': requestId },
-    body: JSON.stringify({ model: 'bench-upstream', messages: body.messages, max_tokens: body.max_tokens ?? 4096, stream: false }),
+    body: JSON.stringify({ model: 'bench-upstream', messages: body.messages, max_tokens: body.max_tokens ?? 4096, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
   })
-  const completion = (await answer.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }>; usage: { prompt_tokens: number; completion_tokens: number } }
-  const usage = completion.usage
+  return stream ? streamed(answer, principal, requestId, started) : collected(answer, principal, requestId, started)
+}
+
+/** Settles the charge (durable before it resolves) and writes the request's log line. */
+async function settle(principal: Principal, requestId: string, usage: Usage, started: number): Promise<void> {
   const charged = usage.prompt_tokens * 100 + usage.completion_tokens * 400
   if (writer !== undefined) {
-    writer.leased += estimate
+    writer.leased += ESTIMATE
     await writer.settle(principal, charged, requestId)
   }
-  const choice = completion.choices[0]!
   log(`{"time":"${new Date().toISOString()}","level":"info","msg":"request","request_id":"${requestId}","org_id":"${principal.orgId}","status":200,` +
     `"model":"bench-instant","input_tokens":${usage.prompt_tokens},"output_tokens":${usage.completion_tokens},"charged_nanos":"${charged}","latency_ms":${(performance.now() - started).toFixed(2)}}\n`)
+}
+
+/**
+ * The upstream's bytes passed through as they come, except the latest network chunk, which is held
+ * back: the terminal frames (usage, `[DONE]`) are in the last one, and it leaves only once the
+ * charge read from it is settled. (A usage frame split across two chunks is charged as zero here.)
+ */
+function streamed(answer: Response, principal: Principal, requestId: string, started: number): Response {
+  const reader = answer.body!.getReader()
+  let held: Uint8Array | undefined
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        const previous = held
+        held = chunk.value
+        if (previous !== undefined) return controller.enqueue(previous)
+      }
+      const usage = /"prompt_tokens":(\d+),"completion_tokens":(\d+)/.exec(held ? new TextDecoder().decode(held) : '')
+      await settle(principal, requestId, { prompt_tokens: Number(usage?.[1] ?? 0), completion_tokens: Number(usage?.[2] ?? 0) }, started)
+      if (held !== undefined) controller.enqueue(held)
+      controller.close()
+    },
+  })
+  return new Response(body, { headers: { 'content-type': 'text/event-stream', 'x-request-id': requestId, 'x-ratelimit-remaining-requests': '999999' } })
+}
+
+async function collected(answer: Response, principal: Principal, requestId: string, started: number): Promise<Response> {
+  const completion = (await answer.json()) as { choices: Array<{ message: { content: string }; finish_reason: string }>; usage: Usage }
+  const usage = completion.usage
+  await settle(principal, requestId, usage, started)
+  const choice = completion.choices[0]!
   return Response.json(
     {
       id: `chatcmpl-${Bun.randomUUIDv7('base64url')}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'bench-instant',
@@ -152,7 +191,13 @@ if (level === 'raw') {
 } else {
   const Message = t.Object({ role: t.String(), content: t.String() })
   const app = new Elysia().post('/v1/chat/completions', ({ request, body }) => chat(request, body), {
-    body: t.Object({ model: t.String(), messages: t.Array(Message), max_tokens: t.Optional(t.Integer({ minimum: 1 })) }),
+    body: t.Object({
+      model: t.String(),
+      messages: t.Array(Message),
+      max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+      stream: t.Optional(t.Boolean()),
+      stream_options: t.Optional(t.Object({ include_usage: t.Optional(t.Boolean()) })),
+    }),
   })
   app.listen({ port: 0, hostname: '127.0.0.1' })
   listening(app.server?.port)
