@@ -142,7 +142,7 @@ export class Router implements BackendHealth {
     // Per request: one backend has one order, and with none cooling down the rotation's is final.
     if (candidates.length === 1) return candidates
     let rotated: readonly Backend[] = candidates
-    if (route.routing === 'round-robin' && candidates.length > 1) {
+    if (route.routing === 'round-robin') {
       let state = this.rotations.get(route)
       if (state === undefined) this.rotations.set(route, (state = {}))
       const rotation = uncensored ? (state.uncensored ??= new Rotation(candidates)) : (state.all ??= new Rotation(candidates))
