@@ -36,8 +36,6 @@ export interface OpenCall {
   log(outcome: string, usage: Usage | undefined, charged: bigint | undefined): void
 }
 
-const noop = () => {}
-
 /**
  * Policy, enrichment, output bound, reservation and the upstream's opened stream (steps 3–6).
  * `collect`: the caller folds the events into one answer and watches none of them singly.
@@ -67,10 +65,11 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   if (input.signal.aborted) onGone()
   else input.signal.addEventListener('abort', onGone, { once: true })
   // A drain's deadline cuts the call with an ApiError as the abort reason, which the client sees.
-  const untrack = deps.lifecycle?.track(reason => upstream.abort(reason)) ?? noop
+  const lifecycle = deps.lifecycle
+  lifecycle?.track(upstream)
   const detach = () => {
     input.signal.removeEventListener('abort', onGone)
-    untrack()
+    lifecycle?.untrack(upstream)
   }
   const shutdownReason = () => (upstream.signal.reason instanceof ApiError ? upstream.signal.reason : undefined)
   const started = deps.clock.now()

@@ -106,18 +106,24 @@ export type { CallAttestation } from '../providers/types'
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
-  const meta = (startedAt: number, serverTools: ServerTools | undefined): ResponseMeta => ({
-    id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
-    model: input.request.model,
-    createdAt: Math.floor(startedAt / 1000),
-    includeUsage: input.includeUsage,
-    estimatedInputTokens: typicalInputTokens(input.request),
-    serverToolUse: serverTools !== undefined,
-  })
-  const call = { ...input, signal: input.httpRequest.signal, passThrough: input.request.stream && input.encoder.passThrough === true }
+  // Named fields rather than a spread of `input`: this runs per request (a spread copies every
+  // property through the generic path).
+  const call: ChatCallInput = {
+    principal: input.principal,
+    request: input.request,
+    requestId: input.requestId,
+    uncensored: input.uncensored,
+    signal: input.httpRequest.signal,
+    disableIdleTimeout: input.disableIdleTimeout,
+    purpose: input.purpose,
+    billingKey: input.billingKey,
+    onAdmitted: input.onAdmitted,
+    httpRequest: input.httpRequest,
+    passThrough: input.request.stream && input.encoder.passThrough === true,
+  }
   if (!input.request.stream) {
     const collected = await collectChat(deps, call)
-    return input.encoder.encode(collected.result, collected.usage, meta(collected.startedAt, collected.serverTools)) as Record<string, unknown>
+    return input.encoder.encode(collected.result, collected.usage, metaOf(input, collected.startedAt, collected.serverTools)) as Record<string, unknown>
   }
   const open = await openCall(deps, call)
   const record = open.record
@@ -125,7 +131,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   if (deps.metrics) deps.metrics.openStreams += 1
   return streamResponse({
     events: open.events,
-    encoder: input.encoder.streamEncoder(meta(open.started, open.serverTools)),
+    encoder: input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools)),
     observe: event => open.observe(event),
     failure: open.shutdownReason,
     // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
@@ -158,6 +164,18 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   })
 }
 
+/** What the reply's encoder needs beyond the answer: its id, model, time and usage options. */
+function metaOf(input: ChatInput, startedAt: number, serverTools: ServerTools | undefined): ResponseMeta {
+  return {
+    id: `${input.encoder.idPrefix}${Bun.randomUUIDv7('base64url')}`,
+    model: input.request.model,
+    createdAt: Math.floor(startedAt / 1000),
+    includeUsage: input.includeUsage,
+    estimatedInputTokens: typicalInputTokens(input.request),
+    serverToolUse: serverTools !== undefined,
+  }
+}
+
 /**
  * The non-streamed path of runChat, for callers that need the canonical result rather than a
  * dialect's JSON (Fusion): admit, call, collect, settle. Throws ApiError when anything fails,
@@ -178,11 +196,10 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     }
     const { usage, charged } = await open.settle()
     open.log('ok', usage, charged)
-    return {
-      result, usage, charged, startedAt: open.started,
-      ...(open.attestation ? { attestation: open.attestation } : {}),
-      ...(open.serverTools ? { serverTools: open.serverTools } : {}),
-    }
+    const collected: CollectedChat = { result, usage, charged, startedAt: open.started }
+    if (open.attestation) collected.attestation = open.attestation
+    if (open.serverTools) collected.serverTools = open.serverTools
+    return collected
   } catch (error) {
     // Client gone or an exception while collecting: nothing was delivered.
     if (!open.call.done) open.call.release()

@@ -1,5 +1,10 @@
 import { ApiError } from '../http/errors'
 
+/** A call in flight as the drain sees it: an AbortController fits. */
+export interface Abortable {
+  abort(reason: ApiError): void
+}
+
 /**
  * The process's serving state, for graceful shutdown (ARCHITECTURE.md §7.5): whether it is
  * draining (then /readyz answers 503 and new billed calls are refused with 503), and the billed
@@ -9,18 +14,20 @@ import { ApiError } from '../http/errors'
 export class Lifecycle {
   /** True from the moment shutdown starts. */
   draining = false
-  private readonly calls = new Set<(reason: ApiError) => void>()
+  private readonly calls = new Set<Abortable>()
   private waiters: Array<() => void> = []
 
-  /** Registers a call in flight; returns its (idempotent) untrack, to call when it ends. */
-  track(abort: (reason: ApiError) => void): () => void {
-    this.calls.add(abort)
-    return () => {
-      if (!this.calls.delete(abort) || this.calls.size > 0) return
-      const waiters = this.waiters
-      this.waiters = []
-      for (const wake of waiters) wake()
-    }
+  /** Registers a call in flight (its AbortController, say): `untrack` it when it ends. */
+  track(call: Abortable): void {
+    this.calls.add(call)
+  }
+
+  /** The call ended (idempotent). */
+  untrack(call: Abortable): void {
+    if (!this.calls.delete(call) || this.calls.size > 0) return
+    const waiters = this.waiters
+    this.waiters = []
+    for (const wake of waiters) wake()
   }
 
   /** Billed calls (chat streams and collections) in flight now. */
@@ -41,7 +48,7 @@ export class Lifecycle {
 
   /** Cuts every call still in flight: each ends with `reason` (an in-band error on a stream) and settles what it produced. */
   abortAll(reason = new ApiError('unavailable', 'the gateway is shutting down; retry the request')): void {
-    for (const abort of [...this.calls]) abort(reason)
+    for (const call of [...this.calls]) call.abort(reason)
   }
 
   /** The refusal for a call that arrives while draining (on a connection kept alive). */

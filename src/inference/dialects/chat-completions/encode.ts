@@ -20,16 +20,24 @@ export function finishReason(reason: FinishReason): string {
  * (spec §4.7) whenever hosted tools were enabled or ran (`serverToolUse`), zero counts included.
  */
 export function usageObject(usage: Usage, serverToolUse = false) {
-  return {
+  const object: {
+    prompt_tokens: number
+    completion_tokens: number
+    total_tokens: number
+    prompt_tokens_details: { cached_tokens: number }
+    completion_tokens_details: { reasoning_tokens: number }
+    server_tool_use?: { web_fetch_requests: number | undefined; web_search_requests: number | undefined }
+  } = {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
     prompt_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
     completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
-    ...(serverToolUse || usage.webFetchRequests || usage.webSearchRequests
-      ? { server_tool_use: { web_fetch_requests: usage.webFetchRequests, web_search_requests: usage.webSearchRequests } }
-      : {}),
   }
+  if (serverToolUse || usage.webFetchRequests || usage.webSearchRequests) {
+    object.server_tool_use = { web_fetch_requests: usage.webFetchRequests, web_search_requests: usage.webSearchRequests }
+  }
+  return object
 }
 
 /** A non-streamed `chat.completion` object. */
