@@ -142,14 +142,13 @@ function toMessages(message: Message, options: ChatCompletionsOptions): Upstream
     else rest.push(part)
   }
   if (message.role === 'tool' || rest.length === 0) return toolResults
-  switch (message.role) {
-    case 'system':
-      return [...toolResults, { role: 'system', content: textOf(rest, 'system') }]
-    case 'user':
-      return [...toolResults, { role: 'user', content: userContent(rest) }]
-    case 'assistant':
-      return [...toolResults, assistantMessage(rest, options)]
-  }
+  const upstream: UpstreamMessage =
+    message.role === 'system' ? { role: 'system', content: textOf(rest, 'system') }
+    : message.role === 'user' ? { role: 'user', content: userContent(rest) }
+    : assistantMessage(rest, options)
+  // Appended, not spread into a new array: this runs for every message of every request.
+  toolResults.push(upstream)
+  return toolResults
 }
 
 function userContent(parts: Part[]): string | UpstreamContentPart[] {
@@ -174,12 +173,10 @@ function assistantMessage(parts: Part[], options: ChatCompletionsOptions): Upstr
     else throw new UnsupportedPartError(`a ${part.type} part cannot be sent in an assistant message to a Chat Completions upstream`)
   }
   // content null (not "") beside tool calls is what OpenAI itself returns and expects back.
-  return {
-    role: 'assistant',
-    content: text === '' && toolCalls.length > 0 ? null : text,
-    ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-    ...(options.reasoningHistory === 'reasoning_content' && reasoning !== '' ? { reasoning_content: reasoning } : {}),
-  }
+  const message: Extract<UpstreamMessage, { role: 'assistant' }> = { role: 'assistant', content: text === '' && toolCalls.length > 0 ? null : text }
+  if (toolCalls.length > 0) message.tool_calls = toolCalls
+  if (options.reasoningHistory === 'reasoning_content' && reasoning !== '') message.reasoning_content = reasoning
+  return message
 }
 
 function textOf(parts: Part[], role: string): string {
