@@ -106,8 +106,7 @@ export type { CallAttestation } from '../providers/types'
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
-  // Named fields rather than a spread of `input`: this runs per request (a spread copies every
-  // property through the generic path).
+  // Named fields rather than a spread of `input`: one object shape for every call.
   const call: ChatCallInput = {
     principal: input.principal,
     request: input.request,
