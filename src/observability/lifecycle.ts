@@ -19,9 +19,8 @@ export class Lifecycle {
 
   /**
    * Registers a call in flight (its AbortController, say): `untrack` it when it ends. An object,
-   * not a closure over the call: closures here cost 9–14% of a chat request's CPU, likely by
-   * keeping each call's whole scope reachable (bench/README.md, "The drain's registry of calls
-   * in flight").
+   * not a closure over the call: the closure version cost 9–14% of a chat request's CPU, for
+   * reasons not pinned down (bench/README.md, "The drain's registry of calls in flight").
    */
   track(call: Abortable): void {
     this.calls.add(call)
