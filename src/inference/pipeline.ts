@@ -106,20 +106,7 @@ export type { CallAttestation } from '../providers/types'
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
-  // Named fields rather than a spread of `input`: one object shape for every call.
-  const call: ChatCallInput = {
-    principal: input.principal,
-    request: input.request,
-    requestId: input.requestId,
-    uncensored: input.uncensored,
-    signal: input.httpRequest.signal,
-    disableIdleTimeout: input.disableIdleTimeout,
-    purpose: input.purpose,
-    billingKey: input.billingKey,
-    onAdmitted: input.onAdmitted,
-    httpRequest: input.httpRequest,
-    passThrough: input.request.stream && input.encoder.passThrough === true,
-  }
+  const call = { ...input, signal: input.httpRequest.signal, passThrough: input.request.stream && input.encoder.passThrough === true }
   if (!input.request.stream) {
     const collected = await collectChat(deps, call)
     return input.encoder.encode(collected.result, collected.usage, metaOf(input, collected.startedAt, collected.serverTools)) as Record<string, unknown>

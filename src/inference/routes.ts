@@ -21,11 +21,10 @@ import { echoOf, encodeResponse } from './dialects/responses/encode'
 import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
 import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import type { DialectEncoder } from './dialects/types'
-import type { ChatRequest } from './canonical'
 import { refuseEncrypted } from './encrypted'
 import { isEncryptedChat, relayEncryptedChat, type EncryptedDeps } from './encrypted-relay'
 import { estimatedCountTokens } from './meter'
-import { runChat, type ChatInput, type PipelineDeps } from './pipeline'
+import { runChat, type PipelineDeps } from './pipeline'
 import { toApiError } from './upstream-errors'
 
 const chatCompletions: DialectEncoder = {
@@ -67,14 +66,6 @@ function httpCall({ principal, request, set, server }: { principal: Principal; r
   return { principal, requestId: requestIdOf(set), httpRequest: request, disableIdleTimeout: () => server?.timeout(request, 0) }
 }
 
-type HttpContext = Parameters<typeof httpCall>[0]
-
-/** The pipeline's input for one chat request: named fields, not a spread (one shape for every call). */
-function chatInput(context: HttpContext, request: ChatRequest, encoder: DialectEncoder, includeUsage: boolean, uncensored?: boolean): ChatInput {
-  const http = httpCall(context)
-  return { principal: http.principal, requestId: http.requestId, httpRequest: http.httpRequest, disableIdleTimeout: http.disableIdleTimeout, request, encoder, includeUsage, uncensored }
-}
-
 /** The Responses encoder of one request: its response object repeats the request's settings. */
 function responsesEncoder(body: typeof ResponsesBody.static): DialectEncoder {
   const echo = echoOf(body)
@@ -95,17 +86,24 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
     .post(
       '/chat/completions',
       async ({ body, principal, request, set, server }) => {
+        const http = httpCall({ principal, request, set, server })
         if (encryptedBodies.has(request)) {
           if (encrypted === undefined) throw new ApiError('invalid_request', 'Encrypted chat is not configured on this gateway')
           return relayEncryptedChat(encrypted, {
-            ...httpCall({ principal, request, set, server }),
+            ...http,
             body: encryptedBodies.get(request),
             rawBody: rawBodyOf(request) ?? new Uint8Array(0),
           }) as unknown as typeof ChatCompletionResponse.static
         }
         const chat = decodeChatCompletions(body, catalog.resolve(body.model))
         // A JSON chat.completion, or a streaming Response (which Elysia passes through untouched).
-        const reply = await runChat(pipeline, chatInput({ principal, request, set, server }, chat, chatCompletions, body.stream_options?.include_usage === true, body.uncensored))
+        const reply = await runChat(pipeline, {
+          ...http,
+          request: chat,
+          encoder: chatCompletions,
+          includeUsage: body.stream_options?.include_usage === true,
+          uncensored: body.uncensored,
+        })
         return reply as typeof ChatCompletionResponse.static
       },
       {
@@ -140,7 +138,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         set.headers['request-id'] = requestIdOf(set)
         refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
-        const reply = await runChat(pipeline, chatInput({ principal, request, set, server }, chat, messages, true))
+        const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true })
         return reply as typeof MessageResponse.static
       },
       {
@@ -194,7 +192,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         try {
           refuseEncryptedOn('POST /v1/responses', request, body.model)
           const chat = decodeResponses(body, catalog.resolve(body.model))
-          const reply = await runChat(pipeline, chatInput({ principal, request, set, server }, chat, responsesEncoder(body), true, body.uncensored))
+          const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: responsesEncoder(body), includeUsage: true, uncensored: body.uncensored })
           return reply as typeof ResponseObject.static
         } catch (error) {
           throw renameParam(error)

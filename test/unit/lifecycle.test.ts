@@ -48,7 +48,7 @@ describe('Lifecycle: the calls in flight', () => {
     expect(again.reasons).toHaveLength(1)
   })
 
-  test('a call that aborts re-entrantly (untracking itself) does not skip the others', () => {
+  test('calls that untrack themselves when aborted are all reached and leave nothing in flight', () => {
     const lifecycle = new Lifecycle()
     const seen: string[] = []
     for (const name of ['x', 'y', 'z']) {
