@@ -120,6 +120,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     encoder: input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools)),
     observe: event => open.observe(event),
     failure: open.shutdownReason,
+    clientGone: () => input.httpRequest.signal.aborted,
     // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
     finishUsage: open.serverTools ? usage => ({ ...usage, ...open.serverTools }) : undefined,
     // Terminal frames are written only after this resolves (settlement before the final frame).

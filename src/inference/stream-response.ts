@@ -8,15 +8,7 @@ import { toApiError } from './upstream-errors'
 /** How a stream ended: the upstream finished, failed mid-stream, or the client left. */
 export type StreamOutcome = 'finished' | 'failed' | 'cancelled'
 
-const encoder = new TextEncoder()
-
-/**
- * Pumps provider events to an SSE response (ARCHITECTURE.md §8 steps 7–9). Pull-based, so a
- * slow client applies backpressure to the upstream. Terminal frames wait for `complete`, which
- * settles the charge; if settlement fails, the stream ends with the dialect's error instead.
- * `complete` runs exactly once, whichever way the stream ends.
- */
-export function streamResponse(options: {
+export interface StreamOptions {
   events: AsyncIterable<ChatEvent>
   encoder: StreamEncoder
   observe: (event: ChatEvent) => void
@@ -25,73 +17,161 @@ export function streamResponse(options: {
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
   /** Why the stream was cut by the gateway (a drain), when it was: shown instead of the upstream's ending. */
   failure?: () => ApiError | undefined
+  /** Whether the client has left (its request's signal): events that stop then are a cancel, not a failure. */
+  clientGone?: () => boolean
   /** Pings the stream after 15 s of silence (default: the process's shared ticker; tests pass their own). */
   keepAlive?: KeepAlive
-}): Response {
-  const iterator = options.events[Symbol.asyncIterator]()
-  let completed = false
-  let quiet: KeepAliveStream | undefined
-  const ticker = options.keepAlive ?? keepAlive
-  const pingFrame = options.encoder.ping ?? SSE_PING
+}
 
-  const finish = async (outcome: StreamOutcome): Promise<ApiError | undefined> => {
-    if (completed) return undefined
-    completed = true
-    if (quiet !== undefined) ticker.stop(quiet)
-    return options.complete(outcome)
+const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
+const encoder = new TextEncoder()
+const TURN = Symbol('turn')
+
+/**
+ * Pumps provider events to an SSE response (ARCHITECTURE.md §8 steps 7–9). Terminal frames wait
+ * for `complete`, which settles the charge; if settlement fails, the stream ends with the
+ * dialect's error instead. `complete` runs exactly once, whichever way the stream ends.
+ *
+ * Events already at hand are encoded before the response is made: until the event loop's next
+ * turn, or until the terminal event. An answer that came whole within that turn (an upstream
+ * that sent its stream in one read) is sent as one body, settled first: one write to the client
+ * instead of three (the start frames, the answer, the terminal frames after settlement), and no
+ * reply stream. Otherwise the reply is a pull-based stream that starts with what was encoded, so
+ * a slow client applies backpressure to the upstream, and the first byte never waits for more
+ * than the upstream's first events.
+ */
+export async function streamResponse(options: StreamOptions): Promise<Response> {
+  const iterator = options.events[Symbol.asyncIterator]()
+  const pump = new Pump(options, iterator)
+  const frames = options.encoder.start()
+  let immediate: ReturnType<typeof setImmediate> | undefined
+  const turn = new Promise<typeof TURN>(resolve => (immediate = setImmediate(resolve, TURN)))
+  for (;;) {
+    const next = iterator.next()
+    let step: IteratorResult<ChatEvent> | typeof TURN
+    try {
+      // The next event if it is at hand before the loop's next turn; TURN otherwise.
+      step = await Promise.race([next, turn])
+    } catch (error) {
+      clearImmediate(immediate)
+      return whole(frames, await pump.end(pump.failed(error)))
+    }
+    if (step === TURN) return pump.stream(frames, next)
+    const ended = pump.ended(step)
+    if (ended !== undefined) {
+      clearImmediate(immediate)
+      return whole(frames, await pump.end(ended))
+    }
+    for (const frame of options.encoder.push((step as IteratorYieldResult<ChatEvent>).value)) frames.push(frame)
+  }
+}
+
+/** A whole stream, settled, as one body. */
+function whole(frames: string[], closing: string[]): Response {
+  for (const frame of closing) frames.push(frame)
+  return new Response(frames.join(''), { headers: SSE_HEADERS })
+}
+
+/** A terminal event's outcome and frames (before settlement). */
+type Ending = { outcome: StreamOutcome; frames: string[] }
+
+/** One stream's state, shared by the eager part and the reply stream. */
+class Pump {
+  private completed = false
+  private quiet: KeepAliveStream | undefined
+  private readonly ticker: KeepAlive
+
+  constructor(
+    private readonly options: StreamOptions,
+    private readonly iterator: AsyncIterator<ChatEvent>,
+  ) {
+    this.ticker = options.keepAlive ?? keepAlive
   }
 
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      enqueue(controller, options.encoder.start())
-      quiet = ticker.watch(() => controller.enqueue(pingFrame))
-    },
-    async pull(controller) {
-      // One pull writes at least one frame (or ends the stream), so backpressure works per frame.
-      for (;;) {
-        let step: IteratorResult<ChatEvent>
-        try {
-          step = await iterator.next()
-        } catch (error) {
-          if (completed) return
-          return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(error)))
-        }
-        // The client left while this pull waited (cancel settled the call and closed the
-        // upstream, which ended this wait): nothing more is written.
-        if (completed) return
-        if (step.done) return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(new Error('stream ended early'))))
-        const event = step.value
-        options.observe(event)
-        if (event.type === 'finish') return end(controller, 'finished', options.encoder.finish(event.reason, options.finishUsage ? options.finishUsage(event.usage) : event.usage, event.stopSequence))
-        if (event.type === 'error') return end(controller, 'failed', options.encoder.fail(options.failure?.() ?? toApiError(event.error)))
-        const frames = options.encoder.push(event)
-        if (frames.length === 0) continue
-        enqueue(controller, frames)
-        quiet!.wrote = true
-        return
-      }
-    },
-    async cancel() {
-      // The client left: stop the upstream, charge what was used, free the slot.
-      await finish('cancelled')
-      await iterator.return?.()
-    },
-  })
+  /** The ending a step means, if it ends the stream (observing the event on the way). */
+  ended(step: IteratorResult<ChatEvent>): Ending | undefined {
+    const { options } = this
+    if (step.done) return this.failed(new Error('stream ended early'))
+    const event = step.value
+    options.observe(event)
+    if (event.type === 'finish') {
+      return { outcome: 'finished', frames: options.encoder.finish(event.reason, options.finishUsage ? options.finishUsage(event.usage) : event.usage, event.stopSequence) }
+    }
+    if (event.type === 'error') return this.failed(event.error)
+    return undefined
+  }
 
-  async function end(controller: ReadableStreamDefaultController<Uint8Array>, outcome: StreamOutcome, frames: string[]): Promise<void> {
+  /** The ending of events that failed or stopped early (a cancel when the client has left). */
+  failed(error: unknown): Ending {
+    const { options } = this
+    const outcome = options.clientGone?.() ? 'cancelled' : 'failed'
+    return { outcome, frames: options.encoder.fail(options.failure?.() ?? toApiError(error)) }
+  }
+
+  /** Settles (once) and returns the frames that close the stream. */
+  async end(ending: Ending): Promise<string[]> {
     // The events stop at their terminal event, but the provider's iterator is still open: end it
     // so it releases its upstream now. Left alone it held the response, its timers and buffers
     // until the upstream idle deadline (60 s): ~4 KiB of heap per stream, RSS past 800 MiB at 128 connections.
-    iterator.return?.()?.catch(() => {})
-    const failure = await finish(outcome)
-    const closing = failure ? options.encoder.fail(failure) : frames
-    enqueue(controller, closing)
-    controller.close()
+    this.iterator.return?.()?.catch(() => {})
+    const failure = await this.complete(ending.outcome)
+    return failure ? this.options.encoder.fail(failure) : ending.frames
   }
 
-  return new Response(body, {
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
-  })
+  private async complete(outcome: StreamOutcome): Promise<ApiError | undefined> {
+    if (this.completed) return undefined
+    this.completed = true
+    if (this.quiet !== undefined) this.ticker.stop(this.quiet)
+    return this.options.complete(outcome)
+  }
+
+  /** The reply stream: `frames` first, then `pending` (the next event), then the rest as they come. */
+  stream(frames: string[], pending: Promise<IteratorResult<ChatEvent>>): Response {
+    const options = this.options
+    let next: Promise<IteratorResult<ChatEvent>> | undefined = pending
+    const body = new ReadableStream<Uint8Array>({
+      start: controller => {
+        enqueue(controller, frames)
+        const ping = options.encoder.ping ?? SSE_PING
+        this.quiet = this.ticker.watch(() => controller.enqueue(ping))
+      },
+      pull: async controller => {
+        // One pull writes at least one frame (or ends the stream), so backpressure works per frame.
+        for (;;) {
+          let step: IteratorResult<ChatEvent>
+          try {
+            step = await (next ?? this.iterator.next())
+          } catch (error) {
+            if (this.completed) return
+            return this.close(controller, this.failed(error))
+          } finally {
+            next = undefined
+          }
+          // The client left while this pull waited (cancel settled the call and closed the
+          // upstream, which ended this wait): nothing more is written.
+          if (this.completed) return
+          const ended = this.ended(step)
+          if (ended !== undefined) return this.close(controller, ended)
+          const pushed = options.encoder.push((step as IteratorYieldResult<ChatEvent>).value)
+          if (pushed.length === 0) continue
+          enqueue(controller, pushed)
+          this.quiet!.wrote = true
+          return
+        }
+      },
+      cancel: async () => {
+        // The client left: stop the upstream, charge what was used, free the slot.
+        await this.complete('cancelled')
+        await this.iterator.return?.()
+      },
+    })
+    return new Response(body, { headers: SSE_HEADERS })
+  }
+
+  private async close(controller: ReadableStreamDefaultController<Uint8Array>, ending: Ending): Promise<void> {
+    enqueue(controller, await this.end(ending))
+    controller.close()
+  }
 }
 
 /** One event's frames in one write: each enqueue is a chunk the response stream handles on its own. */

@@ -160,8 +160,9 @@ describe('request log', () => {
       body: { model: 'demo-anonymous', stream: true, messages: [{ role: 'user', content: PROMPT }] },
       headers: { 'x-request-id': 'req-stream-1' },
     })
-    // The streamed request's line is written when its stream ends, not when its headers left.
-    expect(g.logs().filter(line => line.request_id === 'req-stream-1')).toHaveLength(0)
+    // The streamed request's line is written when its stream ends: here before its reply was
+    // made, as the demo's answer is at hand at once and goes out whole (stream-response.ts).
+    expect(g.logs().filter(line => line.request_id === 'req-stream-1')).toHaveLength(1)
     await streamed.text()
     await g.request('GET', '/api/v1/billing/balance', { headers: { 'x-request-id': 'req-balance-1' } })
 
@@ -183,6 +184,36 @@ describe('request log', () => {
     expect(all).not.toContain(g.secret)
     expect(all).not.toContain(PROMPT)
     expect(all).not.toContain('Hello') // no output text either
+  })
+})
+
+describe('request log of a reply that streams', () => {
+  test("its line is written when the stream ends, not when the reply's headers left", async () => {
+    const upstream = await FakeUpstream.start()
+    cleanups.push(() => upstream.close())
+    const g = await gateway(`
+providers: [{ id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
+models: [{ id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 4096, max_output_tokens: 64 }]
+plans: { payg: { monthly_allowance: "0", fusion: false } }`, { UP_KEY: 'sk-upstream-key-123456' })
+    let open: (value?: unknown) => void = () => {}
+    const gate = new Promise(resolve => (open = resolve))
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+    upstream.enqueue({
+      kind: 'sse',
+      body: [chunk({ role: 'assistant', content: 'Hel' }), gate, chunk({ content: 'lo' }), chunk({}, 'stop'), 'data: [DONE]\n\n'],
+    })
+    const streamed = await g.request('POST', '/v1/chat/completions', {
+      body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+      headers: { 'x-request-id': 'req-streaming-1' },
+    })
+    expect(streamed.status).toBe(200)
+    expect(g.logs().filter(line => line.request_id === 'req-streaming-1')).toHaveLength(0)
+    open()
+    expect(await streamed.text()).toContain('data: [DONE]')
+    const lines = g.logs().filter(line => line.request_id === 'req-streaming-1')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatchObject({ status: 200, stream: true, outcome: 'finished' })
   })
 })
 

@@ -109,7 +109,7 @@ describe('streamResponse keep-alive', () => {
     const ticker = new KeepAlive(15_000, timers)
     const { events, state } = silentEvents()
     const outcomes: StreamOutcome[] = []
-    const response = streamResponse({
+    const response = await streamResponse({
       events,
       encoder: new ChatCompletionsStreamEncoder(meta),
       observe: () => {},
@@ -141,7 +141,7 @@ describe('streamResponse keep-alive', () => {
       yield { type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 1 } } as ChatEvent
     }
     let watchedAtSettlement = -1
-    const response = streamResponse({
+    const response = await streamResponse({
       events: events(),
       encoder: new ChatCompletionsStreamEncoder(meta),
       observe: () => {},

@@ -1,0 +1,121 @@
+import { describe, expect, test } from 'bun:test'
+import { ApiError } from '../../src/http/errors'
+import type { ChatEvent } from '../../src/inference/canonical'
+import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
+import { streamResponse, type StreamOutcome } from '../../src/inference/stream-response'
+
+// streamResponse encodes the events at hand before it makes the reply: an answer that came whole
+// within one turn of the event loop is settled and sent as one body; otherwise the reply streams
+// from the first events on, and the rest as they come.
+
+const meta = { id: 'chatcmpl-test', model: 'm', createdAt: 1, includeUsage: false, estimatedInputTokens: 1 }
+const finish = { type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 2 } } as ChatEvent
+const delta = (text: string): ChatEvent => ({ type: 'text-delta', block: 0, delta: text })
+
+/** Events from a list; `gate` holds back the events from that index until it is opened. */
+function events(list: ChatEvent[], gateAt = Infinity) {
+  let open: () => void = () => {}
+  const gate = new Promise<void>(resolve => (open = resolve))
+  const state = { returned: 0 }
+  async function* generate(): AsyncGenerator<ChatEvent> {
+    for (let index = 0; index < list.length; index++) {
+      if (index === gateAt) await gate
+      yield list[index]!
+    }
+  }
+  const iterator = generate()
+  const iterable: AsyncIterable<ChatEvent> = {
+    [Symbol.asyncIterator]: () => ({
+      next: () => iterator.next(),
+      return: async () => {
+        state.returned += 1
+        return iterator.return(undefined)
+      },
+    }),
+  }
+  return { iterable, open, state }
+}
+
+function recorder(result: ApiError | undefined = undefined) {
+  const outcomes: StreamOutcome[] = []
+  return { outcomes, complete: async (outcome: StreamOutcome) => (outcomes.push(outcome), result) }
+}
+
+const dataLines = (text: string) => text.split('\n\n').filter(Boolean)
+
+describe('streamResponse', () => {
+  test('an answer whose events are all at hand is settled before the reply exists, and sent as one body', async () => {
+    const { iterable, state } = events([delta('Hel'), delta('lo'), finish])
+    const { outcomes, complete } = recorder()
+    const seen: string[] = []
+    const response = await streamResponse({ events: iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: event => seen.push(event.type), complete })
+    // Settled exactly once before the reply was made; the provider's iterator was ended.
+    expect(outcomes).toEqual(['finished'])
+    expect(state.returned).toBe(1)
+    expect(seen).toEqual(['text-delta', 'text-delta', 'finish'])
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
+    const reader = response.body!.getReader()
+    const first = new TextDecoder().decode((await reader.read()).value)
+    expect((await reader.read()).done).toBe(true) // one chunk: the whole stream
+    const frames = dataLines(first)
+    expect(frames[0]).toContain('"role":"assistant"')
+    expect(frames[1]).toContain('"content":"Hel"')
+    expect(frames[2]).toContain('"content":"lo"')
+    expect(frames[3]).toContain('"finish_reason":"stop"')
+    expect(frames.at(-1)).toBe('data: [DONE]')
+  })
+
+  test('a failed settlement replaces the terminal frames with the in-band error, also in one body', async () => {
+    const { iterable } = events([delta('Hi'), finish])
+    const { outcomes, complete } = recorder(new ApiError('unavailable', 'the ledger could not record this charge'))
+    const response = await streamResponse({ events: iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete })
+    const text = await response.text()
+    expect(outcomes).toEqual(['finished'])
+    expect(text).toContain('"content":"Hi"')
+    expect(text).toContain('the ledger could not record this charge')
+    expect(text).not.toContain('finish_reason":"stop"')
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+  })
+
+  test('events not at hand: the reply starts with what was, before the rest arrives, and settles at its end', async () => {
+    const { iterable, open } = events([delta('first'), delta('second'), finish], 1)
+    const { outcomes, complete } = recorder()
+    const response = await streamResponse({ events: iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete })
+    expect(outcomes).toEqual([]) // the reply exists before the answer is complete
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    const first = decoder.decode((await reader.read()).value)
+    // The start frame and the first event go out together, in the first chunk.
+    expect(dataLines(first).length).toBe(2)
+    expect(first).toContain('"role":"assistant"')
+    expect(first).toContain('"content":"first"')
+    open()
+    let rest = ''
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += decoder.decode(chunk.value)
+    expect(rest).toContain('"content":"second"')
+    expect(rest.endsWith('data: [DONE]\n\n')).toBe(true)
+    expect(outcomes).toEqual(['finished'])
+  })
+
+  test('an iterator that throws before the reply ends it as failed, once, with the in-band error', async () => {
+    const iterable: AsyncIterable<ChatEvent> = {
+      [Symbol.asyncIterator]: () => ({ next: async () => Promise.reject(new Error('socket reset')) }),
+    }
+    const { outcomes, complete } = recorder()
+    const response = await streamResponse({ events: iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete })
+    const text = await response.text()
+    expect(outcomes).toEqual(['failed'])
+    expect(text).toContain('"error"')
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+  })
+
+  test('events that stop early are a failure, or a cancel when the client has left', async () => {
+    for (const [gone, outcome] of [[false, 'failed'], [true, 'cancelled']] as const) {
+      const { iterable } = events([delta('cut')])
+      const { outcomes, complete } = recorder()
+      const response = await streamResponse({ events: iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete, clientGone: () => gone })
+      await response.text()
+      expect(outcomes).toEqual([outcome])
+    }
+  })
+})
