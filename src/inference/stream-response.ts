@@ -46,29 +46,27 @@ export async function streamResponse(options: StreamOptions): Promise<Response> 
   const frames = options.encoder.start()
   let immediate: ReturnType<typeof setImmediate> | undefined
   const turn = new Promise<typeof TURN>(resolve => (immediate = setImmediate(resolve, TURN)))
-  for (;;) {
-    const next = iterator.next()
-    let step: IteratorResult<ChatEvent> | typeof TURN
-    try {
+  let ending: Ending
+  try {
+    for (;;) {
+      const next = iterator.next()
       // The next event if it is at hand before the loop's next turn; TURN otherwise.
-      step = await Promise.race([next, turn])
-    } catch (error) {
-      clearImmediate(immediate)
-      return whole(frames, await pump.end(pump.failed(error)))
+      const step = await Promise.race([next, turn])
+      if (step === TURN) return pump.stream(frames, next)
+      const ended = pump.ended(step)
+      if (ended !== undefined) {
+        ending = ended
+        break
+      }
+      for (const frame of options.encoder.push((step as IteratorYieldResult<ChatEvent>).value)) frames.push(frame)
     }
-    if (step === TURN) return pump.stream(frames, next)
-    const ended = pump.ended(step)
-    if (ended !== undefined) {
-      clearImmediate(immediate)
-      return whole(frames, await pump.end(ended))
-    }
-    for (const frame of options.encoder.push((step as IteratorYieldResult<ChatEvent>).value)) frames.push(frame)
+  } catch (error) {
+    // The events failed (or handling one did): the stream ends as failed, settled once all the same.
+    ending = pump.failed(error)
   }
-}
-
-/** A whole stream, settled, as one body. */
-function whole(frames: string[], closing: string[]): Response {
-  for (const frame of closing) frames.push(frame)
+  // The whole stream, settled, as one body.
+  clearImmediate(immediate)
+  for (const frame of await pump.end(ending)) frames.push(frame)
   return new Response(frames.join(''), { headers: SSE_HEADERS })
 }
 

@@ -109,6 +109,20 @@ describe('streamResponse', () => {
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
   })
 
+  test('an event whose handling throws before the reply still ends the stream as failed, settled once', async () => {
+    const { iterable, state } = events([delta('boom'), finish])
+    const { outcomes, complete } = recorder()
+    const observe = () => {
+      throw new TypeError('a bug in an observer')
+    }
+    const response = await streamResponse({ events: iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe, complete })
+    const text = await response.text()
+    expect(outcomes).toEqual(['failed'])
+    expect(state.returned).toBe(1)
+    expect(text).toContain('"error"')
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+  })
+
   test('events that stop early are a failure, or a cancel when the client has left', async () => {
     for (const [gone, outcome] of [[false, 'failed'], [true, 'cancelled']] as const) {
       const { iterable } = events([delta('cut')])
