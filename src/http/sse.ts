@@ -31,7 +31,12 @@ export class SseDecoder {
 
   /** Appends the events completed by `chunk` to `out`. */
   push(chunk: Uint8Array, out: SseEvent[]): void {
-    const buffer = this.buffer + this.decoder.decode(chunk, { stream: true })
+    this.pushText(this.decoder.decode(chunk, { stream: true }), out)
+  }
+
+  /** As `push`, for text already decoded (a body read whole). */
+  pushText(text: string, out: SseEvent[]): void {
+    const buffer = this.buffer + text
     // Lines are found with indexOf (native) rather than a per-character loop: this decoder runs
     // on every upstream frame. Most streams never send a CR, so its search ends at once for them.
     let cr = buffer.indexOf('\r')

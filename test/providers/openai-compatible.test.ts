@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { OpenAICompatibleProvider, type OpenAICompatibleOptions } from '../../src/providers/openai-compatible/provider'
+import { ReplayedEvents } from '../../src/providers/replay'
 import { toUpstream } from '../../src/providers/openai-compatible/to-upstream'
 import { FakeUpstream } from '../support/fake-upstream'
 import { rejection, runConformance } from './conformance'
 import { assertEventGrammar, collect, summarize } from './events'
 import { providerCall, providerConfig, testRequest, weatherTool } from './fixtures'
-import { chunk, DONE, openAIWire } from './openai-wire'
+import { chunk, DONE, frame, openAIWire } from './openai-wire'
 
 const KEY = 'sk-test-0123456789abcdef'
 const MODEL = 'upstream-model'
@@ -177,5 +178,74 @@ describe('openai-compatible over HTTP', () => {
     const summary = summarize(events)
     expect(summary.error).toBeUndefined()
     expect(summary.text).toBe('one two')
+  })
+})
+
+// A stream whose length the upstream declared (a `text` script: Content-Length) is read whole
+// and translated in one pass; a chunked one (an `sse` script) as it arrives. The events must
+// not tell them apart.
+describe('openai-compatible: a declared-length stream is read whole', () => {
+  let upstream: FakeUpstream
+  afterEach(async () => {
+    await upstream?.close()
+  })
+  const provider = async () => {
+    upstream = await FakeUpstream.start()
+    return new OpenAICompatibleProvider(providerConfig({ type: 'openai-compatible', baseUrl: `${upstream.url}/v1`, apiKey: KEY }))
+  }
+  const sseHeaders = { 'content-type': 'text/event-stream' }
+  const usage = { usage: { prompt_tokens: 5, completion_tokens: 3 } }
+  const stream =
+    chunk({ role: 'assistant', content: '' }) +
+    chunk({ reasoning_content: 'think' }) +
+    chunk({ content: 'Hel' }) +
+    chunk({ content: 'lo "there"' }) +
+    chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] }) +
+    chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }) +
+    chunk({}, 'tool_calls') +
+    frame({ id: 'chatcmpl-test123', object: 'chat.completion.chunk', choices: [], ...usage }) +
+    DONE
+
+  for (const passThrough of [false, true]) {
+    test(`the same events as the same stream chunked${passThrough ? ' (passed through)' : ''}, without a read per chunk`, async () => {
+      const p = await provider()
+      const call = { ...providerCall(testRequest(), MODEL), passThrough }
+      upstream.enqueue({ kind: 'sse', body: stream, chunkBytes: 7 }, { kind: 'text', status: 200, body: stream, headers: sseHeaders })
+      const chunked = await p.stream(call)
+      const chunkedEvents = await collect(chunked)
+      const whole = await p.stream(call)
+      // Read whole before stream() resolved: replayed from memory.
+      expect(whole).toBeInstanceOf(ReplayedEvents)
+      expect(chunked).not.toBeInstanceOf(ReplayedEvents)
+      const wholeEvents = await collect(whole)
+      expect(wholeEvents).toEqual(chunkedEvents)
+      expect(wholeEvents.at(-1)).toMatchObject({ type: 'finish', reason: 'tool-calls', usage: { inputTokens: 5, outputTokens: 3 } })
+      if (!passThrough) assertEventGrammar(wholeEvents)
+    })
+  }
+
+  test('an upstream error chunk or a stream that stops short reads as it would chunked', async () => {
+    const p = await provider()
+    const failing = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'partial' }) + 'data: {"error":{"message":"overloaded"}}\n\n'
+    const cut = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'partial' })
+    for (const body of [failing, cut]) {
+      upstream.enqueue({ kind: 'sse', body }, { kind: 'text', status: 200, body, headers: sseHeaders })
+      const chunked = await collect(await p.stream(providerCall(testRequest(), MODEL)))
+      const whole = await collect(await p.stream(providerCall(testRequest(), MODEL)))
+      expect(whole).toEqual(chunked)
+      expect(whole.at(-1)!.type).toBe('error')
+    }
+  })
+
+  test('a declared-length stream past 256 KiB is read as it arrives', async () => {
+    const p = await provider()
+    const words = Array.from({ length: 3_000 }, (_, index) => chunk({ content: ` word${index}` })).join('')
+    const long = chunk({ role: 'assistant', content: '' }) + words + chunk({}, 'stop') + DONE
+    expect(long.length).toBeGreaterThan(256 * 1024)
+    upstream.enqueue({ kind: 'text', status: 200, body: long, headers: sseHeaders })
+    const events = await p.stream(providerCall(testRequest(), MODEL))
+    expect(events).not.toBeInstanceOf(ReplayedEvents)
+    const summary = summarize(await collect(events))
+    expect(summary.text.split(' ').length).toBe(3_001)
   })
 })

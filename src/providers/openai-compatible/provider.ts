@@ -17,6 +17,11 @@ export type OpenAICompatibleOptions = ChatCompletionsOptions
 
 /** Largest non-streamed (JSON) 2xx body accepted from a backend that ignored `stream: true`. */
 const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
+/**
+ * Largest declared-length stream read whole (~1,000 chunks): beyond it chunks are handled as they
+ * arrive, so a long body on a slow link still reaches the client in pieces.
+ */
+const MAX_WHOLE_STREAM_BYTES = 256 * 1024
 
 /**
  * A Provider over the Chat Completions API (ARCHITECTURE.md §6, §8 step 6). The upstream sees
@@ -69,8 +74,40 @@ export class OpenAICompatibleProvider implements Provider {
     }
     // A Chat Completions client gets this upstream's chunks passed through (pass-through.ts).
     const translator = call.passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
+    // A stream whose length the upstream declared was complete before it answered (a live
+    // stream cannot know its length; a cache, a buffering proxy or a replay can): read whole in
+    // one call and translated in one pass, instead of a read, a decode and a promise per network
+    // chunk. At 128 connections it held ~15% less CPU per stream, mostly fewer collections of
+    // the chunks' buffers (bench/README.md). A failed read throws before any event, so the
+    // router may still try another backend.
+    let whole: string | undefined
+    try {
+      whole = await upstream.wholeText(MAX_WHOLE_STREAM_BYTES)
+    } catch (error) {
+      upstream.close()
+      throw error
+    }
+    if (whole !== undefined) {
+      // Read to its end: closing stops its idle timer and the abort listener, which would hold the
+      // response until the idle deadline (RSS past 1.9 GiB within a minute without it).
+      upstream.close()
+      return replay(eventsFromWholeSse(whole, translator), call.signal)
+    }
     return closingIterable(fromSse(upstream, call.signal, translator, context), upstream)
   }
+}
+
+/** The events of a stream read whole, as the frame loop of fromSse would produce them. */
+function eventsFromWholeSse(text: string, translator: Pick<ChunkTranslator, 'event' | 'end' | 'ended'>): ChatEvent[] {
+  const sse: SseEvent[] = []
+  const out: ChatEvent[] = []
+  new SseDecoder().pushText(text, sse)
+  for (const event of sse) {
+    translator.event(event, out)
+    if (translator.ended) return out
+  }
+  translator.end(out)
+  return out
 }
 
 /**
