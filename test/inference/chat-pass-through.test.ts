@@ -114,6 +114,18 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     expect(before.prepaidNanos - (await t.deps.balance(org.orgId)).prepaidNanos).toBe(charge(11, 7))
   })
 
+  test('the same stream with its length declared (read whole, sent whole): the same bytes and charge', async () => {
+    const sse = upstreamChunk({ role: 'assistant', content: '' }) + ['Whole', ' "at once"', ' ü'].map(piece => upstreamChunk({ content: piece })).join('') + upstreamChunk({}, 'stop') + usageFrame(9, 3) + DONE
+    upstream.enqueue({ kind: 'text', status: 200, body: sse, headers: { 'content-type': 'text/event-stream' } })
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    let text = ''
+    for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
+    expect(text).toBe('Whole "at once" ü')
+    expect(lastReply).toBe(reEncoded(sse, lastReply, true))
+    expect(lastReply).not.toContain(BACKEND_MODEL)
+    expect((await settled(`pt-${counter}`)).nanos).toBe(charge(9, 3))
+  })
+
   test('tool calls: the SDK assembles them; bytes and charge as when re-encoded; no usage frame unless asked', async () => {
     const args = '{"city":"Paris","days":3}'
     let sse = upstreamChunk({ role: 'assistant', content: null })
