@@ -97,15 +97,22 @@ export class OpenAICompatibleProvider implements Provider {
   }
 }
 
-/** The events of a stream read whole, as the frame loop of fromSse would produce them. */
-function eventsFromWholeSse(text: string, translator: Pick<ChunkTranslator, 'event' | 'end' | 'ended'>): ChatEvent[] {
+type Translator = Pick<ChunkTranslator, 'event' | 'end' | 'ended'>
+
+/** Translates decoded SSE events into `out`, up to the terminal one. */
+function translate(sse: SseEvent[], translator: Translator, out: ChatEvent[]): void {
+  for (const event of sse) {
+    translator.event(event, out)
+    if (translator.ended) return
+  }
+}
+
+/** The events of a stream read whole, as fromSse would produce them. */
+function eventsFromWholeSse(text: string, translator: Translator): ChatEvent[] {
   const sse: SseEvent[] = []
   const out: ChatEvent[] = []
   new SseDecoder().pushText(text, sse)
-  for (const event of sse) {
-    translator.event(event, out)
-    if (translator.ended) return out
-  }
+  translate(sse, translator, out)
   translator.end(out)
   return out
 }
@@ -119,7 +126,7 @@ function eventsFromWholeSse(text: string, translator: Pick<ChunkTranslator, 'eve
 async function* fromSse(
   upstream: UpstreamStream,
   signal: AbortSignal,
-  translator: Pick<ChunkTranslator, 'event' | 'end' | 'ended'>,
+  translator: Translator,
   context: StreamContext,
 ): AsyncGenerator<ChatEvent> {
   const decoder = new SseDecoder()
@@ -129,10 +136,7 @@ async function* fromSse(
     // Read chunk by chunk, not through `upstream.bytes`: one async generator per chunk fewer.
     for (let chunk = await upstream.read(); !chunk.done; chunk = await upstream.read()) {
       decoder.push(chunk.value, sse)
-      for (const event of sse) {
-        translator.event(event, out)
-        if (translator.ended) break
-      }
+      translate(sse, translator, out)
       sse.length = 0
       // The protocol's end: the connection can go back to the pool (see UpstreamStream.complete).
       if (translator.ended && out[out.length - 1]?.type === 'finish') upstream.complete()
