@@ -88,11 +88,11 @@ export class Router implements BackendHealth {
         const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
-          if (this.coolingUntil.size > 0) this.coolingUntil.delete(keyOf(backend))
+          this.recovered(backend)
           return { events, backend, provider, failures, attestation }
         }
         const events = await provider.stream(call)
-        if (this.coolingUntil.size > 0) this.coolingUntil.delete(keyOf(backend))
+        this.recovered(backend)
         return { events, backend, provider, failures }
       } catch (error) {
         const last = attempt === order.length - 1
@@ -130,7 +130,8 @@ export class Router implements BackendHealth {
   }
 
   recovered(backend: Pick<Backend, 'provider' | 'model'>): void {
-    this.coolingUntil.delete(keyOf(backend))
+    // Every answered call lands here: with nothing cooling down, no key is built.
+    if (this.coolingUntil.size > 0) this.coolingUntil.delete(keyOf(backend))
   }
 
   /** Whether a backend is in its cool-down now (for tests and diagnostics). */
