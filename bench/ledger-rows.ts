@@ -1,12 +1,13 @@
 // The cost of one settle entry in the writer's transaction, schema by schema (not a test):
 // `bun bench/ledger-rows.ts [--rounds N] [--batches N] [--rows N] [--prefill N] [--orgs N]`.
 //
-// Four variants, each on its own database file (WAL, synchronous=NORMAL, prepared statements
+// Five variants, each on its own database file (WAL, synchronous=NORMAL, prepared statements
 // reused, as NativeExecutor does), alternated round by round so a busy machine loads them alike:
 //   0003/13   the ledger_entries indexes of 0001–0003, 13 bound values per row (before)
 //   0003/10   same indexes, kind/idempotency_key/note written into the SQL
 //   0004/13   the indexes of 0004_ledger_lean_indexes, 13 bound values per row
 //   0004/10   both (after)
+//   0005/10   and 0005_ledger_top_up_totals: no organization index
 // Each batch is BEGIN IMMEDIATE, one multi-row INSERT of `--rows` settle entries (~24: what 32
 // connections put in a batch), COMMIT. The rows look like the writer's: a third on capped keys
 // (cap_window_start_ms set), a quarter from the allowance, no idempotency key. Reported per
@@ -114,6 +115,7 @@ const variants = [
   variant('0003/10', '0003_oauth', insertSettleEntries),
   variant('0004/13', '0004_ledger_lean_indexes', insertEntries),
   variant('0004/10', '0004_ledger_lean_indexes', insertSettleEntries),
+  variant('0005/10', '0005_ledger_top_up_totals', insertSettleEntries),
 ]
 // One warm-up round each, not recorded.
 for (const v of variants) {

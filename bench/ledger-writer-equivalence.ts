@@ -157,7 +157,7 @@ function referenceStatements(settles: SettleOp[]): { statements: Statement[]; ex
   }
   const nowMs = settles[settles.length - 1]!.nowMs
   for (let start = 0; start < rows.length; start += 128) statements.push(insertEntries(rows.slice(start, start + 128)))
-  for (const [orgId, amount] of prepaid) if (amount !== 0n) statements.push(addPrepaid(orgId, -amount))
+  for (const [orgId, amount] of prepaid) if (amount !== 0n) statements.push(addPrepaid(orgId, { spent: amount }))
   for (const sum of allowance.values()) statements.push(addAllowanceUsed(sum.orgId, sum.periodStartMs, sum.amount))
   for (const sum of keySpend.values()) statements.push(addKeySpend(sum.keyId, sum.windowStartMs, sum.amount))
   const parents = new Map<string, LeaseRef>()

@@ -15,37 +15,33 @@ export interface BalanceView {
 }
 
 /**
- * Reads a balance in one read transaction. Available = the current month's allowance left plus
- * prepaid (money leased to instances is still the organization's). The top-up projection is
- * derived from ledger entries and must agree with the running balance row, else it is reported
- * unavailable rather than guessed. Database errors propagate: callers answer 503, never zero.
+ * Reads a balance in one read transaction, from running totals only (no read grows with the
+ * ledger). Available = the current month's allowance left plus prepaid (money leased to
+ * instances is still the organization's). The top-up projection is what top-ups credited minus
+ * what settlements spent of them; it must agree with the prepaid balance, else it is reported
+ * unavailable rather than guessed (a row changed behind the ledger's back; `svc ledger verify`
+ * compares all of them with the entries). Database errors propagate: callers answer 503, never zero.
  */
 export async function readBalance(client: Client, plans: Plans, clock: Clock, orgId: string): Promise<BalanceView> {
   const period = utcMonth(clock.now()).startMs
-  const [org, balance, allowance, sums] = await client.batch(
+  const [org, balance, allowance] = await client.batch(
     [
       { sql: 'SELECT plan_id FROM orgs WHERE id = ?', args: [orgId] },
-      { sql: 'SELECT prepaid_nanos FROM balances WHERE org_id = ?', args: [orgId] },
+      { sql: 'SELECT prepaid_nanos, top_up_credited_nanos, top_up_spent_nanos FROM balances WHERE org_id = ?', args: [orgId] },
       { sql: 'SELECT granted_nanos, used_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', args: [orgId, period] },
-      {
-        sql: `SELECT COALESCE(SUM(CASE WHEN kind IN ('top_up', 'adjust') THEN amount_nanos ELSE 0 END), 0) AS credited,
-                     COALESCE(SUM(CASE WHEN kind = 'settle' AND source = 'top_up' THEN amount_nanos ELSE 0 END), 0) AS spent
-              FROM ledger_entries WHERE org_id = ? AND source = 'top_up'`,
-        args: [orgId],
-      },
     ],
     'read',
   )
   const planId = org!.rows[0]?.plan_id as string | undefined
-  const prepaidNanos = toBigInt(balance!.rows[0]?.prepaid_nanos)
+  const row = balance!.rows[0]
+  const prepaidNanos = toBigInt(row?.prepaid_nanos)
+  const spent = toBigInt(row?.top_up_spent_nanos)
+  const remaining = toBigInt(row?.top_up_credited_nanos) - spent
   const allowanceRow = allowance!.rows[0]
   // No row yet this month: the plan's allowance is untouched (the row is created on first use).
   const allowanceLeftNanos = allowanceRow
     ? toBigInt(allowanceRow.granted_nanos) - toBigInt(allowanceRow.used_nanos)
     : (planId ? plans.get(planId)?.monthlyAllowanceNanos : undefined) ?? 0n
-  const credited = toBigInt(sums!.rows[0]?.credited)
-  const spent = toBigInt(sums!.rows[0]?.spent)
-  const remaining = credited - spent
   return {
     availableNanos: positive(allowanceLeftNanos) + prepaidNanos,
     topUp: remaining === prepaidNanos && spent >= 0n ? { remainingNanos: remaining, spentNanos: spent } : undefined,

@@ -221,19 +221,21 @@ function claimed(n: number): string {
   return `EXISTS (SELECT 1 FROM ledger_entries WHERE idempotency_key = ?${n} AND op_id = ?${n + 1})`
 }
 
-/** Adds `delta` to an org's prepaid balance (creating the row), optionally guarded by a claim. */
-export function addPrepaid(orgId: string, delta: bigint, claim?: Claim): Statement {
-  if (claim === undefined) {
-    return statement(
-      `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?1, ?2, 0)
-       ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2`,
-      orgId, delta,
-    )
-  }
+/**
+ * Moves an org's prepaid balance (creating the row), optionally guarded by a claim: a top-up is
+ * `credited`, a settlement's charge `spent`. The balance's top-up projection (spec §2.2) keeps
+ * both as running totals beside it, so prepaid = credited - spent holds row by row.
+ */
+export function addPrepaid(orgId: string, change: { credited?: bigint; spent?: bigint }, claim?: Claim): Statement {
+  const credited = change.credited ?? 0n
+  const spent = change.spent ?? 0n
+  const columns = 'org_id, prepaid_nanos, prepaid_leased_nanos, top_up_credited_nanos, top_up_spent_nanos'
+  const update = `ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2,
+    top_up_credited_nanos = top_up_credited_nanos + ?3, top_up_spent_nanos = top_up_spent_nanos + ?4`
+  if (claim === undefined) return statement(`INSERT INTO balances (${columns}) VALUES (?1, ?2, 0, ?3, ?4) ${update}`, orgId, credited - spent, credited, spent)
   return statement(
-    `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) SELECT ?1, ?2, 0 WHERE ${claimed(3)}
-     ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2`,
-    orgId, delta, claim.idempotencyKey, claim.opId,
+    `INSERT INTO balances (${columns}) SELECT ?1, ?2, 0, ?3, ?4 WHERE ${claimed(5)} ${update}`,
+    orgId, credited - spent, credited, spent, claim.idempotencyKey, claim.opId,
   )
 }
 

@@ -174,11 +174,11 @@ export class Ledger {
     // only ever on a local database, where a failed write did not commit and the caller may retry.
     const result =
       idempotencyKey === null
-        ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, input.amount)], interpret: () => ({ applied: true }) })
+        ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, { credited: input.amount })], interpret: () => ({ applied: true }) })
         : await submitWithRetries(this.writer, this.logger, 
             idempotentOp(
               idempotencyKey,
-              claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, input.amount, claim)],
+              claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, { credited: input.amount }, claim)],
               outcome => ({ applied: outcome !== 'duplicate' }),
             ),
             { op: 'top_up', org_id: input.orgId },

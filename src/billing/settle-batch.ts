@@ -60,12 +60,12 @@ export function aggregateSettles(settles: SettleOp[], statements: Statement[]): 
   // not two).
   const drawRows: InValue[][] = []
   const prepaidRows = new Map<string, InValue[]>()
-  for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.set(orgId, [orgId, -amount])
+  for (const [orgId, amount] of prepaid) if (amount !== 0n) prepaidRows.set(orgId, [orgId, -amount, amount])
   for (const { lease, amount } of draws.values()) {
     if (amount > 0n) drawRows.push([lease.id, amount])
     // Every lease drawn on (even by nothing) has its parent's leased total recomputed.
     if (lease.scope === 'prepaid') {
-      if (!prepaidRows.has(lease.orgId)) prepaidRows.set(lease.orgId, [lease.orgId, null])
+      if (!prepaidRows.has(lease.orgId)) prepaidRows.set(lease.orgId, [lease.orgId, null, null])
     } else if (lease.scope === 'allowance') {
       if (!allowance.get(lease.orgId, lease.periodStartMs)) allowance.set(lease.orgId, lease.periodStartMs, [lease.orgId, lease.periodStartMs, 0n])
     } else if (!keySpend.get(lease.keyId!, lease.periodStartMs)) {
@@ -126,12 +126,15 @@ function push(statements: Statement[], statement: ValuesStatement, rows: readonl
 // an inserted row has no leases yet (leaseGrant inserts the parent row first), so its leased total
 // is the 0 it got before. INSERT … SELECT needs a WHERE before ON CONFLICT (SQLite's upsert
 // parsing rule); it also drops the padding rows.
-const ADD_PREPAID = new ValuesStatement(2, values =>
-  `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos)
-   SELECT v.column1, COALESCE(v.column2, 0), (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.org_id = v.column1 AND leases.scope = 'prepaid')
+// Rows are [org, prepaid delta, spent]: a settlement's charge lowers prepaid and adds to what
+// settlements charged to top-ups (addPrepaid's `spent`).
+const ADD_PREPAID = new ValuesStatement(3, values =>
+  `INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos, top_up_spent_nanos)
+   SELECT v.column1, COALESCE(v.column2, 0), (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE leases.org_id = v.column1 AND leases.scope = 'prepaid'), COALESCE(v.column3, 0)
    FROM (VALUES ${values}) AS v
    WHERE v.column1 IS NOT NULL AND (v.column2 IS NOT NULL OR EXISTS (SELECT 1 FROM balances WHERE balances.org_id = v.column1))
-   ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + excluded.prepaid_nanos, prepaid_leased_nanos = excluded.prepaid_leased_nanos`)
+   ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + excluded.prepaid_nanos, prepaid_leased_nanos = excluded.prepaid_leased_nanos,
+     top_up_spent_nanos = top_up_spent_nanos + excluded.top_up_spent_nanos`)
 const ADD_ALLOWANCE_USED = new ValuesStatement(3, values =>
   `UPDATE allowances SET used_nanos = used_nanos + v.column3, leased_nanos =
      (SELECT COALESCE(SUM(amount_nanos), 0) FROM leases

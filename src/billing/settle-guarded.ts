@@ -56,7 +56,7 @@ export function settleStatementsGuarded(op: SettleOp): PlainOp<SettleResult> {
       const entries: EntryRow[] = op.entries.map(entry => ({ ...entry, opId: claim.opId }))
       const statements = [claimEntry(entries[0]!), ...entries.slice(1).map(entry => insertEntryIfClaimed(entry, claim))]
       const prepaid = op.entries.filter(entry => entry.source === 'top_up').reduce((sum, entry) => sum + entry.amountNanos, 0n)
-      if (prepaid !== 0n) statements.push(addPrepaid(orgId, -prepaid, claim))
+      if (prepaid !== 0n) statements.push(addPrepaid(orgId, { spent: prepaid }, claim))
       if (op.allowance) statements.push(addAllowanceUsed(orgId, op.allowance.periodStartMs, op.allowance.amount, claim))
       if (op.keySpend) statements.push(addKeySpend(op.keySpend.keyId, op.keySpend.windowStartMs, op.keySpend.amount, claim))
       for (const draw of op.leaseDraws) statements.push(drawLease(draw.lease.id, draw.amount, op.nowMs, claim), recomputeLeased(draw.lease))

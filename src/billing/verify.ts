@@ -7,19 +7,35 @@ import type { Client } from '@libsql/client'
 export async function verifyLedger(client: Client, options: { nowMs: number; staleAfterMs: number }): Promise<string[]> {
   const checks: Array<{ sql: string; args?: Array<string | number>; describe(row: Record<string, unknown>): string }> = [
     {
-      // 1. Prepaid running totals equal the entries.
-      sql: `SELECT o.id AS org, COALESCE(b.prepaid_nanos, 0) AS running,
-                   COALESCE((SELECT SUM(CASE WHEN kind = 'settle' THEN -amount_nanos ELSE amount_nanos END)
-                             FROM ledger_entries e WHERE e.org_id = o.id AND e.source = 'top_up'), 0) AS derived
-            FROM orgs o LEFT JOIN balances b ON b.org_id = o.id WHERE running <> derived`,
-      describe: row => `org ${row.org}: balances.prepaid_nanos ${row.running} != ledger entries ${row.derived}`,
+      // 1. Prepaid running totals equal the entries: the balance, and the top-up projection's
+      // credited and spent totals. Entries have no organization index (nothing on a request reads
+      // them by organization), so each is summed in one scan of the table and joined to its row.
+      sql: `WITH derived AS (
+              SELECT org_id, SUM(CASE WHEN kind = 'settle' THEN 0 ELSE amount_nanos END) AS credited,
+                     SUM(CASE WHEN kind = 'settle' THEN amount_nanos ELSE 0 END) AS spent
+              FROM ledger_entries WHERE source = 'top_up' GROUP BY org_id)
+            SELECT * FROM (
+              SELECT o.id AS org, COALESCE(b.prepaid_nanos, 0) AS prepaid, COALESCE(d.credited, 0) - COALESCE(d.spent, 0) AS derived_prepaid,
+                     COALESCE(b.top_up_credited_nanos, 0) AS credited, COALESCE(d.credited, 0) AS derived_credited,
+                     COALESCE(b.top_up_spent_nanos, 0) AS spent, COALESCE(d.spent, 0) AS derived_spent
+              FROM orgs o LEFT JOIN balances b ON b.org_id = o.id LEFT JOIN derived d ON d.org_id = o.id)
+            WHERE prepaid <> derived_prepaid OR credited <> derived_credited OR spent <> derived_spent`,
+      describe: row => {
+        const drifts: string[] = []
+        if (row.prepaid !== row.derived_prepaid) drifts.push(`balances.prepaid_nanos ${row.prepaid} != ledger entries ${row.derived_prepaid}`)
+        if (row.credited !== row.derived_credited) drifts.push(`balances.top_up_credited_nanos ${row.credited} != credited top-up entries ${row.derived_credited}`)
+        if (row.spent !== row.derived_spent) drifts.push(`balances.top_up_spent_nanos ${row.spent} != settled top-up entries ${row.derived_spent}`)
+        return `org ${row.org}: ${drifts.join('; ')}`
+      },
     },
     {
-      sql: `SELECT a.org_id AS org, a.period_start_ms AS period, a.used_nanos AS running,
-                   COALESCE((SELECT SUM(amount_nanos) FROM ledger_entries e WHERE e.org_id = a.org_id AND e.source = 'allowance'
-                             AND e.period_start_ms = a.period_start_ms), 0) AS derived
-            FROM allowances a WHERE running <> derived`,
-      describe: row => `org ${row.org} period ${row.period}: allowances.used_nanos ${row.running} != ledger entries ${row.derived}`,
+      sql: `WITH derived AS (
+              SELECT org_id, period_start_ms, SUM(amount_nanos) AS used FROM ledger_entries WHERE source = 'allowance' GROUP BY org_id, period_start_ms)
+            SELECT * FROM (
+              SELECT a.org_id AS org, a.period_start_ms AS period, a.used_nanos AS running, COALESCE(d.used, 0) AS derived_used
+              FROM allowances a LEFT JOIN derived d ON d.org_id = a.org_id AND d.period_start_ms = a.period_start_ms)
+            WHERE running <> derived_used`,
+      describe: row => `org ${row.org} period ${row.period}: allowances.used_nanos ${row.running} != ledger entries ${row.derived_used}`,
     },
     {
       sql: `SELECT org_id AS org, period_start_ms AS period FROM ledger_entries e WHERE source = 'allowance'

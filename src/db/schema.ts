@@ -112,10 +112,11 @@ export const ledgerEntries = sqliteTable(
     // ledger_entries indexes"). Entries without a billing key or a cap window are therefore left
     // out of those two indexes (partial indexes); a conflict target or a query that should use
     // one must state its WHERE (`ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL`).
-    // There is no op_id index: a claim is checked by idempotency key and op id together.
+    // There is no op_id index: a claim is checked by idempotency key and op id together. Nor an
+    // organization index: what is asked per organization is kept as running totals (balances,
+    // allowances), so no request reads entries by organization; `svc ledger verify` sums them in
+    // one scan (bench/README.md, "The balance read without the entries").
     uniqueIndex('ledger_entries_idempotency_key_unique').on(table.idempotencyKey).where(sql`${table.idempotencyKey} IS NOT NULL`),
-    // Balance and verify sums: per organization and funding source.
-    index('ledger_entries_org').on(table.orgId, table.source),
     index('ledger_entries_key').on(table.keyId, table.capWindowStartMs).where(sql`${table.capWindowStartMs} IS NOT NULL`),
     check('ledger_entries_kind_check', sql`${table.kind} in ('top_up', 'settle', 'adjust')`),
     check('ledger_entries_source_check', sql`${table.source} in ('allowance', 'top_up')`),
@@ -123,11 +124,19 @@ export const ledgerEntries = sqliteTable(
   ],
 )
 
-/** Prepaid money per organization: what is left (may dip below zero by one estimator overshoot) and how much is leased out. */
+/**
+ * Prepaid money per organization: what is left (may dip below zero by one estimator overshoot),
+ * how much is leased out, and the balance's top-up projection (spec §2.2): what top-ups credited
+ * and what settlements charged to them, kept here so that reading it does not sum the
+ * organization's entries. Credited minus spent equals prepaid unless a row was changed behind
+ * the ledger's back.
+ */
 export const balances = sqliteTable('balances', {
   orgId: text('org_id').primaryKey(),
   prepaidNanos: nanos('prepaid_nanos').notNull(),
   prepaidLeasedNanos: nanos('prepaid_leased_nanos').notNull(),
+  topUpCreditedNanos: nanos('top_up_credited_nanos').notNull().default(sql`0`),
+  topUpSpentNanos: nanos('top_up_spent_nanos').notNull().default(sql`0`),
 })
 
 /** A plan's allowance for one UTC calendar month, created lazily by the first lease of the period. */

@@ -132,7 +132,7 @@ export async function moneyState(client: Client, orgId: string): Promise<Record<
   const [entries, balance, allowances, spend] = await client.batch(
     [
       { sql: 'SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS total FROM ledger_entries WHERE org_id = ?', args: [orgId] },
-      { sql: 'SELECT prepaid_nanos FROM balances WHERE org_id = ?', args: [orgId] },
+      { sql: 'SELECT prepaid_nanos, top_up_credited_nanos, top_up_spent_nanos FROM balances WHERE org_id = ?', args: [orgId] },
       // Period and cap-window rows appear lazily on first use; only what was used of them is money moved.
       { sql: 'SELECT period_start_ms, granted_nanos, used_nanos FROM allowances WHERE org_id = ? AND used_nanos <> 0 ORDER BY 1', args: [orgId] },
       { sql: 'SELECT s.key_id, s.window_start_ms, s.spent_nanos FROM key_spend s JOIN api_keys k ON k.id = s.key_id WHERE k.org_id = ? AND s.spent_nanos <> 0 ORDER BY 1, 2', args: [orgId] },
@@ -142,6 +142,7 @@ export async function moneyState(client: Client, orgId: string): Promise<Record<
   return {
     entries: JSON.stringify(entries!.rows.map(row => [String(row.n), String(row.total)])),
     prepaid: String(balance!.rows[0]?.prepaid_nanos ?? 'none'),
+    topUp: `${balance!.rows[0]?.top_up_credited_nanos ?? 'none'} credited, ${balance!.rows[0]?.top_up_spent_nanos ?? 'none'} spent`,
     allowances: JSON.stringify(allowances!.rows.map(row => [String(row.period_start_ms), String(row.granted_nanos), String(row.used_nanos)])),
     keySpend: JSON.stringify(spend!.rows.map(row => [String(row.key_id), String(row.window_start_ms), String(row.spent_nanos)])),
   }

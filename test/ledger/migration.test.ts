@@ -11,29 +11,59 @@ import { migrateDatabase, migrationsFolder } from '../../src/db/client'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
 import { USD, adminPrincipal, admitOk, countEntries, createCappedKey, prepaidOf, snapshotLedger, verifyClean } from './fixtures'
 
-// drizzle/0004_ledger_lean_indexes.sql (bench/README.md, "Leaner ledger_entries indexes"): a
-// database that 0003 left with ledger rows keeps every entry, balance and idempotency claim
-// through the migration, and the hot queries still find their rows through an index.
+// drizzle/0004_ledger_lean_indexes.sql and 0005_ledger_top_up_totals.sql (bench/README.md,
+// "Leaner ledger_entries indexes" and "The balance read without the entries"): a database that
+// an older schema left with ledger rows keeps every entry, balance and idempotency claim through
+// the migrations, the new running totals are filled in from the entries, and the queries on
+// ledger_entries still find their rows through an index or read none.
 
 const folder = migrationsFolder()
-const LEAN_INDEXES = ['ledger_entries_idempotency_key_unique', 'ledger_entries_org', 'ledger_entries_key']
-// The ledger_entries indexes as 0001 created them (0002 and 0003 did not touch them).
+// The ledger_entries indexes as 0001 created them (0002 and 0003 did not touch them), and 0004's.
 const INDEXES_0003 = readFileSync(join(folder, '0001_ledger.sql'), 'utf8')
   .split('--> statement-breakpoint')
   .map(statement => statement.trim().replace(/;$/, ''))
   .filter(statement => /^CREATE (UNIQUE )?INDEX `ledger_entries_/.test(statement))
-const when0004 = (JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string; when: number }> })
-  .entries.find(entry => entry.tag === '0004_ledger_lean_indexes')!.when
+const INDEXES_0004 = ['ledger_entries_idempotency_key_unique', 'ledger_entries_org', 'ledger_entries_key']
+const ORG_INDEX_0004 = 'CREATE INDEX `ledger_entries_org` ON `ledger_entries` (`org_id`,`source`)'
+const whenOf = (tag: string) =>
+  (JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: Array<{ tag: string; when: number }> }).entries.find(entry => entry.tag === tag)!.when
 // What a claim looked like before 0004 (and still looks like in older code): its conflict target
 // names no WHERE, so it matches only a full unique index.
 const OLD_CLAIM = `INSERT INTO ledger_entries (op_id, idempotency_key, org_id, kind, source, amount_nanos, created_at_ms)
   VALUES ('old-op', 'top_up:old-code', ?, 'top_up', 'top_up', 1, 0) ON CONFLICT(idempotency_key) DO NOTHING`
+// The indexes every migration leaves.
+const LATEST_INDEXES = [
+  'CREATE UNIQUE INDEX `ledger_entries_idempotency_key_unique` ON `ledger_entries` (`idempotency_key`) WHERE "ledger_entries"."idempotency_key" IS NOT NULL',
+  'CREATE INDEX `ledger_entries_key` ON `ledger_entries` (`key_id`,`cap_window_start_ms`) WHERE "ledger_entries"."cap_window_start_ms" IS NOT NULL',
+]
 
-/** Puts a migrated test database back where 0003 left it: 0001's indexes, 0004 not recorded. */
+/** Puts a migrated test database back where 0004 left it: the org index, no top-up totals, 0005 not recorded. */
+async function backTo0004(client: Client): Promise<void> {
+  await client.execute(ORG_INDEX_0004)
+  for (const column of ['top_up_credited_nanos', 'top_up_spent_nanos']) await client.execute(`ALTER TABLE balances DROP COLUMN ${column}`)
+  await client.execute({ sql: 'DELETE FROM __drizzle_migrations WHERE created_at = ?', args: [whenOf('0005_ledger_top_up_totals')] })
+}
+
+/** Puts a migrated test database back where 0003 left it: 0001's indexes, neither 0004 nor 0005 recorded. */
 async function backTo0003(client: Client): Promise<void> {
-  for (const name of LEAN_INDEXES) await client.execute(`DROP INDEX ${name}`)
+  await backTo0004(client)
+  for (const name of INDEXES_0004) await client.execute(`DROP INDEX ${name}`)
   for (const statement of INDEXES_0003) await client.execute(statement)
-  await client.execute({ sql: 'DELETE FROM __drizzle_migrations WHERE created_at = ?', args: [when0004] })
+  await client.execute({ sql: 'DELETE FROM __drizzle_migrations WHERE created_at = ?', args: [whenOf('0004_ledger_lean_indexes')] })
+}
+
+/** Settles from the allowance and then prepaid, on capped keys and with billing keys; top-ups with and without a reference. */
+async function traffic(t: TestApp, org: TestOrg, prefix: string): Promise<void> {
+  const admin = await adminPrincipal(t, org)
+  const overall = await createCappedKey(t, org, 'overall', 20n * USD)
+  const daily = await createCappedKey(t, org, 'daily', 30n * USD)
+  for (let index = 0; index < 30; index += 1) {
+    const principal = [admin, overall.principal, daily.principal][index % 3]!
+    const reservation = await admitOk(t, principal, 1n * USD, index % 5 === 0 ? { billingKey: `${prefix}-${index}` } : {})
+    await t.deps.ledger.settle(reservation, 700_000_000n + BigInt(index) * 1_000_000n)
+  }
+  expect((await t.deps.ledger.topUp({ orgId: org.orgId, amount: 5n * USD, reference: `invoice-${prefix}` })).applied).toBe(true)
+  await t.deps.ledger.topUp({ orgId: org.orgId, amount: 1n * USD })
 }
 
 async function entryIndexes(client: Client): Promise<string[]> {
@@ -52,49 +82,44 @@ afterEach(async () => {
   await t.close()
 })
 
-describe('0003 → 0004 with rows in the ledger', () => {
+describe('0003 → latest with rows in the ledger', () => {
   test('every entry, running total and claim survives; replays still charge nothing; older code can no longer claim', async () => {
     const client = t.deps.database.client
+    await traffic(t, org, 'old')
+    await verifyClean(t)
+    const balanceBefore = await readBalance(client, t.deps.plans, t.clock, org.orgId)
     await backTo0003(client)
     expect((await entryIndexes(client)).map(sql => sql.split(' ON ')[0])).toEqual([
       'CREATE UNIQUE INDEX `ledger_entries_idempotency_key_unique`', 'CREATE INDEX `ledger_entries_key`',
       'CREATE INDEX `ledger_entries_op`', 'CREATE INDEX `ledger_entries_org`',
     ])
-    // Traffic under 0003 (today's code books on both schemas): settles from the allowance and
-    // then prepaid, capped keys, billing keys, top-ups with and without a reference.
-    const admin = await adminPrincipal(t, org)
-    const overall = await createCappedKey(t, org, 'overall', 20n * USD)
-    const daily = await createCappedKey(t, org, 'daily', 30n * USD)
-    for (let index = 0; index < 30; index += 1) {
-      const principal = [admin, overall.principal, daily.principal][index % 3]!
-      const reservation = await admitOk(t, principal, 1n * USD, index % 5 === 0 ? { billingKey: `old-${index}` } : {})
-      await t.deps.ledger.settle(reservation, 700_000_000n + BigInt(index) * 1_000_000n)
-    }
-    expect((await t.deps.ledger.topUp({ orgId: org.orgId, amount: 5n * USD, reference: 'invoice-1' })).applied).toBe(true)
-    await t.deps.ledger.topUp({ orgId: org.orgId, amount: 1n * USD })
     await client.execute({ sql: OLD_CLAIM, args: [org.orgId] }) // older code claims fine under 0003
     await client.execute({ sql: 'INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?, 1, 0) ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + 1', args: [org.orgId] })
-    await verifyClean(t)
     const before = await snapshotLedger(client)
-    const balanceBefore = await readBalance(client, t.deps.plans, t.clock, org.orgId)
     expect(Number(await countEntries(t, 'cap_window_start_ms IS NOT NULL'))).toBeGreaterThan(0)
     expect(Number(await countEntries(t, 'idempotency_key IS NOT NULL'))).toBe(6 + 1 + 1)
 
     await migrateDatabase(t.deps.database)
-    expect(await entryIndexes(client)).toEqual([
-      'CREATE UNIQUE INDEX `ledger_entries_idempotency_key_unique` ON `ledger_entries` (`idempotency_key`) WHERE "ledger_entries"."idempotency_key" IS NOT NULL',
-      'CREATE INDEX `ledger_entries_key` ON `ledger_entries` (`key_id`,`cap_window_start_ms`) WHERE "ledger_entries"."cap_window_start_ms" IS NOT NULL',
-      'CREATE INDEX `ledger_entries_org` ON `ledger_entries` (`org_id`,`source`)',
-    ])
-    expect(await snapshotLedger(client)).toEqual(before)
-    expect(await readBalance(client, t.deps.plans, t.clock, org.orgId)).toEqual(balanceBefore)
+    expect(await entryIndexes(client)).toEqual(LATEST_INDEXES)
+    // Every row as it was; balances gained the top-up totals, filled in from the entries.
+    const after = await snapshotLedger(client)
+    expect({ ...after, balances: [] }).toEqual({ ...before, balances: [] })
+    expect(after.balances!.map(row => JSON.stringify({ ...JSON.parse(row), top_up_credited_nanos: undefined, top_up_spent_nanos: undefined }))).toEqual(before.balances!)
+    // The older code's top-up of 1 nano counts as credit, not spending.
+    expect(await readBalance(client, t.deps.plans, t.clock, org.orgId)).toEqual({
+      ...balanceBefore,
+      availableNanos: balanceBefore.availableNanos + 1n,
+      prepaidNanos: balanceBefore.prepaidNanos + 1n,
+      topUp: { remainingNanos: balanceBefore.topUp!.remainingNanos + 1n, spentNanos: balanceBefore.topUp!.spentNanos },
+    })
     await verifyClean(t)
 
     // Claims made under 0003 still hold: a replayed billing key and top-up reference book nothing.
+    const admin = await adminPrincipal(t, org)
     const prepaid = await prepaidOf(t, org.orgId)
     const replay = await admitOk(t, admin, 1n * USD, { billingKey: 'old-0' })
     await t.deps.ledger.settle(replay, 900_000_000n)
-    expect((await t.deps.ledger.topUp({ orgId: org.orgId, amount: 5n * USD, reference: 'invoice-1' })).applied).toBe(false)
+    expect((await t.deps.ledger.topUp({ orgId: org.orgId, amount: 5n * USD, reference: 'invoice-old' })).applied).toBe(false)
     expect(await prepaidOf(t, org.orgId)).toBe(prepaid)
     expect(await snapshotLedger(client, ['ledger_entries'])).toEqual({ ledger_entries: before.ledger_entries! })
     // A new key charges once, however often it is replayed.
@@ -109,7 +134,46 @@ describe('0003 → 0004 with rows in the ledger', () => {
     const settled = await snapshotLedger(client)
     await migrateDatabase(t.deps.database)
     expect(await snapshotLedger(client)).toEqual(settled)
-    expect((await entryIndexes(client)).length).toBe(3)
+    expect(await entryIndexes(client)).toEqual(LATEST_INDEXES)
+  })
+})
+
+describe('0004 → 0005: the top-up projection as running totals', () => {
+  test('the totals are filled in from the entries, per organization; the balance reads as before; the org index is gone', async () => {
+    const client = t.deps.database.client
+    // A second organization with a balance row and no spending, one with no row at all.
+    const idle = await t.createOrg('idle', 3n * USD)
+    const unfunded = await t.createOrg('unfunded', 0n)
+    await traffic(t, org, 'a')
+    await verifyClean(t)
+    const before = await snapshotLedger(client)
+    const balances = await Promise.all([org, idle, unfunded].map(each => readBalance(client, t.deps.plans, t.clock, each.orgId)))
+    expect(balances[0]!.topUp!.spentNanos).toBeGreaterThan(0n)
+    expect(balances[1]!.topUp).toEqual({ remainingNanos: 3n * USD, spentNanos: 0n })
+    expect(balances[2]!.topUp).toEqual({ remainingNanos: 0n, spentNanos: 0n })
+
+    await backTo0004(client)
+    expect(await entryIndexes(client)).toEqual([...LATEST_INDEXES, ORG_INDEX_0004]) // by name
+    await migrateDatabase(t.deps.database)
+    expect(await entryIndexes(client)).toEqual(LATEST_INDEXES)
+    expect(await snapshotLedger(client)).toEqual(before)
+    expect(await Promise.all([org, idle, unfunded].map(each => readBalance(client, t.deps.plans, t.clock, each.orgId)))).toEqual(balances)
+    await verifyClean(t)
+  })
+
+  test('older code settling after the upgrade (prepaid moved, spent not): the projection is unavailable and verify names the total', async () => {
+    const client = t.deps.database.client
+    await traffic(t, org, 'b')
+    await verifyClean(t)
+    // What a settlement of 7 nanos by pre-0005 code writes: the entry and prepaid, no spent total.
+    await client.execute({
+      sql: `INSERT INTO ledger_entries (op_id, org_id, kind, source, amount_nanos, created_at_ms) VALUES ('old-settle', ?, 'settle', 'top_up', 7, 0)`,
+      args: [org.orgId],
+    })
+    await client.execute({ sql: 'UPDATE balances SET prepaid_nanos = prepaid_nanos - 7 WHERE org_id = ?', args: [org.orgId] })
+    expect((await readBalance(client, t.deps.plans, t.clock, org.orgId)).topUp).toBeUndefined()
+    const problems = await verifyLedger(client, { nowMs: t.clock.now(), staleAfterMs: t.deps.config.ledger.instanceStaleAfterMs })
+    expect(problems).toEqual([expect.stringMatching(new RegExp(`^org ${org.orgId}: balances.top_up_spent_nanos (\\d+) != settled top-up entries (\\d+)$`))])
   })
 })
 
@@ -141,8 +205,8 @@ function plan(database: Libsql.Database, statement: InStatement): string {
   return rows.map(row => row.detail).join('\n')
 }
 
-describe('the queries on ledger_entries use its indexes after 0004 (EXPLAIN QUERY PLAN)', () => {
-  test('balance, verify, and the claim checks of a billing-key settlement', async () => {
+describe('the queries on ledger_entries after 0005 (EXPLAIN QUERY PLAN)', () => {
+  test('balance reads no entries; verify scans each total once; the claim checks of a billing-key settlement seek', async () => {
     const client = t.deps.database.client
     const schema = schemaOnly()
     const capped = await createCappedKey(t, org, 'monthly', 5n * USD)
@@ -150,17 +214,21 @@ describe('the queries on ledger_entries use its indexes after 0004 (EXPLAIN QUER
 
     const recorded: InStatement[] = []
     await readBalance(recording(client, recorded), t.deps.plans, t.clock, org.orgId)
-    expect(plan(schema, recorded[3]!)).toContain('SEARCH ledger_entries USING INDEX ledger_entries_org (org_id=? AND source=?)')
+    expect(recorded.length).toBeGreaterThan(0)
+    for (const statement of recorded) expect(plan(schema, statement)).not.toContain('ledger_entries')
 
     recorded.length = 0
     await verifyLedger(recording(client, recorded), { nowMs: t.clock.now(), staleAfterMs: 60_000 })
-    const verifyPlans = recorded.filter(statement => JSON.stringify(statement).includes('ledger_entries e')).map(statement => plan(schema, statement))
-    // Prepaid and allowance totals per org, key spend per key and window.
-    expect(verifyPlans[0]).toContain('SEARCH e USING INDEX ledger_entries_org (org_id=? AND source=?)')
-    expect(verifyPlans[1]).toContain('SEARCH e USING INDEX ledger_entries_org (org_id=? AND source=?)')
-    // Allowance entries without an allowances row: a scan by design (an audit, not a hot path;
-    // it scanned before 0004 too).
+    const verifyPlans = recorded.filter(statement => JSON.stringify(statement).includes('FROM ledger_entries')).map(statement => plan(schema, statement))
+    // Prepaid and spent totals per org, allowance totals per org and period: one scan each (an
+    // audit, not a request), not a scan per organization.
+    expect(verifyPlans[0]).toMatch(/^MATERIALIZE derived\nSCAN ledger_entries\n/)
+    expect(verifyPlans[0]!.match(/SCAN ledger_entries/g)).toHaveLength(1)
+    expect(verifyPlans[1]).toMatch(/^MATERIALIZE derived\nSCAN ledger_entries\n/)
+    expect(verifyPlans[1]!.match(/SCAN ledger_entries/g)).toHaveLength(1)
+    // Allowance entries without an allowances row: a scan, as before.
     expect(verifyPlans[2]).toContain('SCAN e')
+    // Key spend per key and window still seeks.
     expect(verifyPlans[3]).toContain('SEARCH e USING INDEX ledger_entries_key (key_id=? AND cap_window_start_ms=?)')
 
     // A billing-key settlement: the claim's conflict target, every claim check and the holder read.

@@ -1,14 +1,15 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app'
 import { readBalance } from '../../src/billing/balance'
+import { verifyLedger } from '../../src/billing/verify'
 import { openDatabase, migrateDatabase } from '../../src/db/client'
 import type { Deps } from '../../src/deps'
 import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
 import { PAYG_ONLY, USD, adminPrincipal, admitOk, buildPaygApp, configWith, snapshotLedger } from '../ledger/fixtures'
 
 // GET /api/v1/billing/balance (spec §2.2, §3.3, §4.4; ARCHITECTURE.md §7.3): admin only, exact
-// fields, the top-up projection omitted (never zeroed) when it disagrees with the running
-// balance, zeros for a missing account, 503 (never a fabricated zero) on a ledger outage,
+// fields, the top-up projection (running totals: credited minus spent) omitted, never zeroed,
+// when it disagrees with the running balance, zeros for a missing account, 503 (never a fabricated zero) on a ledger outage,
 // Cache-Control: no-store, and no inference slot or inference bucket taken. Key creation needs a
 // funded organization; listing and revoking do not.
 
@@ -130,14 +131,20 @@ describe('projection unavailable', () => {
     expect(body).toEqual({ available_nanos: '9000000001', top_up_projection_state: 'unavailable' })
   })
 
-  test('an entry the running total never saw (inserted directly): unavailable', async () => {
+  test('an entry the running totals never saw (inserted directly): the balance reads the totals only; verify names the drift', async () => {
     const org = await setup()
     await t.deps.database.client.execute({
       sql: `INSERT INTO ledger_entries (op_id, org_id, kind, source, amount_nanos, created_at_ms) VALUES ('rogue', ?, 'top_up', 'top_up', 5, 0)`,
       args: [org.orgId],
     })
-    const body = await balanceOk(org.adminKey)
-    expect(body).toEqual({ available_nanos: '9000000000', top_up_projection_state: 'unavailable' })
+    // Reading a balance sums no entries (it would grow with the ledger): the totals are shown.
+    expect(await balanceOk(org.adminKey)).toEqual({
+      available_nanos: '9000000000', top_up_projection_state: 'available', top_up_remaining_nanos: '9000000000', top_up_spent_nanos: '1000000000',
+    })
+    const problems = await verifyLedger(t.deps.database.client, { nowMs: t.clock.now(), staleAfterMs: t.deps.config.ledger.instanceStaleAfterMs })
+    expect(problems).toEqual([
+      `org ${org.orgId}: balances.prepaid_nanos 9000000000 != ledger entries 9000000005; balances.top_up_credited_nanos 10000000000 != credited top-up entries 10000000005`,
+    ])
   })
 
   test('a balances row with no entries at all: unavailable, not zero', async () => {
