@@ -7,7 +7,7 @@
 //   0003/10   same indexes, kind/idempotency_key/note written into the SQL
 //   0004/13   the indexes of 0004_ledger_lean_indexes, 13 bound values per row
 //   0004/10   both (after)
-//   0005/10   and 0005_ledger_top_up_totals: no organization index
+//   0005/10   and 0005_ledger_running_totals: only the partial idempotency index
 // Each batch is BEGIN IMMEDIATE, one multi-row INSERT of `--rows` settle entries (~24: what 32
 // connections put in a batch), COMMIT. The rows look like the writer's: a third on capped keys
 // (cap_window_start_ms set), a quarter from the allowance, no idempotency key. Reported per
@@ -115,7 +115,7 @@ const variants = [
   variant('0003/10', '0003_oauth', insertSettleEntries),
   variant('0004/13', '0004_ledger_lean_indexes', insertEntries),
   variant('0004/10', '0004_ledger_lean_indexes', insertSettleEntries),
-  variant('0005/10', '0005_ledger_top_up_totals', insertSettleEntries),
+  variant('0005/10', '0005_ledger_running_totals', insertSettleEntries),
 ]
 // One warm-up round each, not recorded.
 for (const v of variants) {

@@ -8,8 +8,8 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
   const checks: Array<{ sql: string; args?: Array<string | number>; describe(row: Record<string, unknown>): string }> = [
     {
       // 1. Prepaid running totals equal the entries: the balance, and the top-up projection's
-      // credited and spent totals. Entries have no organization index (nothing on a request reads
-      // them by organization), so each is summed in one scan of the table and joined to its row.
+      // credited and spent totals. Entries have no index by organization or key (nothing on a
+      // request reads them so), so each total is summed in one scan and joined to its row.
       sql: `WITH derived AS (
               SELECT org_id, SUM(CASE WHEN kind = 'settle' THEN 0 ELSE amount_nanos END) AS credited,
                      SUM(CASE WHEN kind = 'settle' THEN amount_nanos ELSE 0 END) AS spent
@@ -70,12 +70,15 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
       describe: row => `lease ${row.id} belongs to a dead boot or a stale instance and should have been returned`,
     },
     {
-      // 3. Key spend equals its settled charges.
-      sql: `SELECT key_id AS key, window_start_ms AS window, spent_nanos AS running,
-                   COALESCE((SELECT SUM(amount_nanos) FROM ledger_entries e WHERE e.kind = 'settle' AND e.key_id = k.key_id
-                             AND e.cap_window_start_ms = k.window_start_ms), 0) AS derived
-            FROM key_spend k WHERE running <> derived`,
-      describe: row => `key ${row.key} window ${row.window}: key_spend.spent_nanos ${row.running} != settled charges ${row.derived}`,
+      // 3. Key spend equals its settled charges (one scan, as 1.).
+      sql: `WITH derived AS (
+              SELECT key_id, cap_window_start_ms, SUM(amount_nanos) AS spent FROM ledger_entries
+              WHERE kind = 'settle' AND cap_window_start_ms IS NOT NULL GROUP BY key_id, cap_window_start_ms)
+            SELECT * FROM (
+              SELECT k.key_id AS key, k.window_start_ms AS window, k.spent_nanos AS running, COALESCE(d.spent, 0) AS derived_spent
+              FROM key_spend k LEFT JOIN derived d ON d.key_id = k.key_id AND d.cap_window_start_ms = k.window_start_ms)
+            WHERE running <> derived_spent`,
+      describe: row => `key ${row.key} window ${row.window}: key_spend.spent_nanos ${row.running} != settled charges ${row.derived_spent}`,
     },
     {
       // 4. No active key with an exhausted overall cap.

@@ -107,17 +107,15 @@ export const ledgerEntries = sqliteTable(
     createdAtMs: epochMs('created_at_ms').notNull(),
   },
   table => [
-    // Every index here is written for every entry, and the writer inserts one or two entries per
-    // settlement: index upkeep was most of a settlement's cost (bench/README.md, "Leaner
-    // ledger_entries indexes"). Entries without a billing key or a cap window are therefore left
-    // out of those two indexes (partial indexes); a conflict target or a query that should use
-    // one must state its WHERE (`ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL`).
-    // There is no op_id index: a claim is checked by idempotency key and op id together. Nor an
-    // organization index: what is asked per organization is kept as running totals (balances,
-    // allowances), so no request reads entries by organization; `svc ledger verify` sums them in
-    // one scan (bench/README.md, "The balance read without the entries").
+    // An index here is written for every entry it holds, and the writer inserts one or two entries
+    // per settlement: index upkeep was most of a settlement's cost (bench/README.md, "Leaner
+    // ledger_entries indexes"). The one index is the claims': partial, holding only entries with
+    // a billing key, so a conflict target must state its WHERE (`ON CONFLICT (idempotency_key)
+    // WHERE idempotency_key IS NOT NULL`), and a claim is checked by idempotency key and op id
+    // together. Everything asked per organization, key or period is kept as running totals
+    // (balances, allowances, key_spend), so no request reads entries; `svc ledger verify` sums them
+    // in one scan per total (bench/README.md, "The balance read without the entries").
     uniqueIndex('ledger_entries_idempotency_key_unique').on(table.idempotencyKey).where(sql`${table.idempotencyKey} IS NOT NULL`),
-    index('ledger_entries_key').on(table.keyId, table.capWindowStartMs).where(sql`${table.capWindowStartMs} IS NOT NULL`),
     check('ledger_entries_kind_check', sql`${table.kind} in ('top_up', 'settle', 'adjust')`),
     check('ledger_entries_source_check', sql`${table.source} in ('allowance', 'top_up')`),
     check('ledger_entries_amount_check', sql`${table.kind} = 'adjust' or ${table.amountNanos} >= 0`),

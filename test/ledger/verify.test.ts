@@ -37,6 +37,8 @@ test('a consistent ledger (with open leases) verifies clean', async () => {
 describe('each check fires', () => {
   const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
     ['prepaid running total', () => run('UPDATE balances SET prepaid_nanos = prepaid_nanos + 1'), /balances\.prepaid_nanos .* != ledger entries/],
+    ['top-up credited total', () => run('UPDATE balances SET top_up_credited_nanos = top_up_credited_nanos + 1'), /balances\.top_up_credited_nanos .* != credited top-up entries/],
+    ['top-up spent total', () => run('UPDATE balances SET top_up_spent_nanos = top_up_spent_nanos + 1'), /balances\.top_up_spent_nanos .* != settled top-up entries/],
     ['allowance used total', () => run('UPDATE allowances SET used_nanos = used_nanos - 1, granted_nanos = granted_nanos'), /allowances\.used_nanos .* != ledger entries/],
     ['allowance entries without a period row', () => run('DELETE FROM allowances'), /allowance entries for period .* have no allowances row/],
     ['prepaid leased total', () => run('UPDATE balances SET prepaid_leased_nanos = prepaid_leased_nanos + 1'), /prepaid_leased_nanos .* != open leases/],
