@@ -84,6 +84,10 @@ export class SseDecoder {
         this.data.push(buffer.slice(buffer.charCodeAt(lineStart + 5) === 32 ? lineStart + 6 : lineStart + 5, lineEnd))
         continue
       }
+      if (buffer.startsWith('event:', lineStart)) {
+        this.event = buffer.slice(buffer.charCodeAt(lineStart + 6) === 32 ? lineStart + 7 : lineStart + 6, lineEnd)
+        continue
+      }
       const line = buffer.slice(lineStart, lineEnd)
       const colon = line.indexOf(':')
       const field = colon === -1 ? line : line.slice(0, colon)

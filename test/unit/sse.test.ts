@@ -50,6 +50,19 @@ describe('decodeSse', () => {
       { event: undefined, data: 'x' },
     ])
   })
+
+  test('event names: without a space, empty, only the first space dropped, a longer field name, the name reset after each event', async () => {
+    const text = 'event:a\ndata: 1\n\nevent:\ndata: 2\n\nevent:  b\ndata: 3\n\nevents: c\ndata: 4\n\nevent\ndata: 5\n\ndata: 6\n\n'
+    const expected = [
+      { event: 'a', data: '1' },
+      { event: '', data: '2' },
+      { event: ' b', data: '3' },
+      { event: undefined, data: '4' },
+      { event: '', data: '5' },
+      { event: undefined, data: '6' },
+    ]
+    for (const events of await everySplit(text)) expect(events).toEqual(expected)
+  })
 })
 
 describe('sseFrame', () => {
