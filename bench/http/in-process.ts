@@ -5,8 +5,10 @@
  * `fetch` to the upstream answered in process by the mock's bodies. What is left is the
  * pipeline's JavaScript, the ledger's SQLite and GC, so a `--cpu-prof` profile of it is not
  * diluted by socket and HTTP work, and two trees compare without the HTTP layer's noise.
+ * `--messages`: a streamed Anthropic Messages request to an Anthropic backend instead (its
+ * stream in one network read, as a body of undeclared length; `--chunked`: one read per event).
  *
- *   bun bench/http/in-process.ts [--stream] [--tree DIR] [--conns 32] [--rounds 5] [--seconds 2]
+ *   bun bench/http/in-process.ts [--stream | --messages [--chunked]] [--tree DIR] [--conns 32] [--rounds 5] [--seconds 2]
  *   bun --cpu-prof --cpu-prof-dir=/tmp/prof bench/http/in-process.ts && bun bench/http/profile-summary.ts /tmp/prof/*.cpuprofile
  *
  * Prints process CPU µs per request of each round and their median (the callers' own Request
@@ -15,12 +17,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { mockBodies } from './mock-bodies'
+import { anthropicFrames, mockBodies } from './mock-bodies'
 import { gatewayConfig, type Upstreams } from './targets'
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1]! : fallback)
-const stream = argv.includes('--stream')
+const messages = argv.includes('--messages')
+const chunked = argv.includes('--chunked')
+const stream = argv.includes('--stream') || messages
 const tree = resolve(option('tree', resolve(import.meta.dir, '../..')))
 const conns = Number(option('conns', '32'))
 const rounds = Number(option('rounds', '5'))
@@ -33,11 +37,23 @@ const { createDeps } = await import(join(tree, 'src/deps'))
 const { bootstrapIfEmpty } = await import(join(tree, 'src/orgs/bootstrap'))
 
 const upstreamOrigin = 'http://upstream.invalid'
+const anthropicOrigin = 'http://anthropic.invalid'
 const { completion, frames } = mockBodies()
 const sse = frames.join('')
+const anthropic = anthropicFrames().map(frame => new TextEncoder().encode(frame))
+const anthropicWhole = new TextEncoder().encode(anthropicFrames().join(''))
 
 const realFetch = globalThis.fetch
 globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+  if (String(input).startsWith(anthropicOrigin)) {
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        for (const piece of chunked ? anthropic : [anthropicWhole]) controller.enqueue(piece)
+        controller.close()
+      },
+    })
+    return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+  }
   if (!String(input).startsWith(upstreamOrigin)) return realFetch(input, init)
   if (stream) return new Response(sse, { headers: { 'content-type': 'text/event-stream' } })
   return new Response(completion, { headers: { 'content-type': 'application/json', 'content-length': String(completion.length) } })
@@ -45,7 +61,7 @@ globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) =>
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-in-process-'))
 const fake = { url: upstreamOrigin } as Upstreams['instant']
-writeFileSync(join(dir, 'config.yaml'), gatewayConfig({ instant: fake, paced: fake }))
+writeFileSync(join(dir, 'config.yaml'), gatewayConfig({ instant: fake, paced: fake }, { url: anthropicOrigin }))
 const config = loadConfig({ DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' })
 const deps = await createDeps(config)
 await migrateDatabase(deps.database)
@@ -55,8 +71,9 @@ const app = createApp(deps)
 // The request log goes nowhere (its cost, building and batching the lines, stays measured).
 process.stdout.write = (() => true) as typeof process.stdout.write
 
-const body = JSON.stringify({ model: 'bench-instant', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64, stream })
+const body = JSON.stringify({ model: messages ? 'bench-claude' : 'bench-instant', messages: [{ role: 'user', content: 'Say twenty words.' }], max_tokens: 64, stream })
 const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) }
+const path = messages ? '/v1/messages' : '/v1/chat/completions'
 
 async function round(ms: number): Promise<number> {
   let count = 0
@@ -65,7 +82,7 @@ async function round(ms: number): Promise<number> {
   await Promise.all(
     Array.from({ length: conns }, async () => {
       while (performance.now() < end) {
-        const response = await app.handle(new Request('http://gateway.local/v1/chat/completions', { method: 'POST', headers, body }))
+        const response = await app.handle(new Request(`http://gateway.local${path}`, { method: 'POST', headers, body }))
         await response.arrayBuffer()
         if (response.status !== 200) throw new Error(`status ${response.status}`)
         count += 1
@@ -81,7 +98,7 @@ const results: number[] = []
 for (let index = 0; index < rounds; index += 1) results.push(await round(seconds * 1000))
 const sorted = [...results].sort((a, b) => a - b)
 console.error(
-  `${stream ? 'stream' : 'non-stream'} ${tree}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs/request ` +
+  `${messages ? `messages stream${chunked ? ', chunked' : ''}` : stream ? 'stream' : 'non-stream'} ${tree}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs/request ` +
     `(${results.map(value => value.toFixed(1)).join(' ')}), rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`,
 )
 rmSync(dir, { recursive: true, force: true })

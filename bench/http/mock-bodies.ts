@@ -22,3 +22,21 @@ export function mockBodies(chunks = 20): { completion: string; frames: string[] 
   ]
   return { completion, frames }
 }
+
+/**
+ * The same turn as an Anthropic Messages stream (in-process.ts --messages): message_start, a
+ * text block of `chunks` text deltas with a ping inside, message_delta with the usage, message_stop.
+ */
+export function anthropicFrames(chunks = 20): string[] {
+  const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+  const usage = { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 }
+  return [
+    event('message_start', { message: { id: 'msg_bench', type: 'message', role: 'assistant', model: 'bench-upstream', content: [], stop_reason: null, stop_sequence: null, usage } }),
+    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    event('ping', {}),
+    ...Array.from({ length: chunks }, (_, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? 'word' : ' word' } })),
+    event('content_block_stop', { index: 0 }),
+    event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: chunks } }),
+    event('message_stop', {}),
+  ]
+}

@@ -53,7 +53,8 @@ export async function startProxies(upstreams: Upstreams): Promise<{ instant: Pro
   }
 }
 
-export function gatewayConfig(upstreams: Upstreams): string {
+/** `anthropic`: also an Anthropic provider at that origin, serving model `bench-claude` (in-process.ts --messages). */
+export function gatewayConfig(upstreams: Upstreams, anthropic?: { url: string }): string {
   const model = (id: string, provider: string) => `
   - id: ${id}
     level: private
@@ -64,8 +65,10 @@ export function gatewayConfig(upstreams: Upstreams): string {
     capabilities: { tools: true }`
   return `providers:
   - { id: instant, type: openai-compatible, base_url: "${upstreams.instant.url}/v1", api_key_env: BENCH_UPSTREAM_KEY, retention: none }
-  - { id: paced, type: openai-compatible, base_url: "${upstreams.paced.url}/v1", api_key_env: BENCH_UPSTREAM_KEY, retention: none }
-models:${model('bench-instant', 'instant')}${model('bench-paced', 'paced')}
+  - { id: paced, type: openai-compatible, base_url: "${upstreams.paced.url}/v1", api_key_env: BENCH_UPSTREAM_KEY, retention: none }${
+    anthropic ? `\n  - { id: claude, type: anthropic, base_url: "${anthropic.url}/v1", api_key_env: BENCH_UPSTREAM_KEY, retention: none }` : ''
+  }
+models:${model('bench-instant', 'instant')}${model('bench-paced', 'paced')}${anthropic ? model('bench-claude', 'claude') : ''}
 plans:
   pro: { monthly_allowance: "20", fusion: true }
 bootstrap: { org_name: bench, owner_email: bench@localhost }

@@ -342,6 +342,30 @@ describe('anthropic provider: deadlines and cancellation', () => {
     await upstream.onlyRequest().disconnected
   })
 
+  // After message_stop only the body's last bytes can follow: they are read, so the keep-alive
+  // connection goes back to fetch's pool instead of being torn down (a new TCP and TLS handshake
+  // for the next call).
+  test('the body ending after message_stop is read to its end: the upstream sees no disconnect', async () => {
+    let release!: () => void
+    const gate = new Promise<void>(resolve => (release = resolve))
+    upstream.enqueue({ kind: 'sse', body: [await fixture('text.sse'), gate] }, { kind: 'sse', body: await fixture('text.sse') })
+    const events = await collect(await provider().stream(call()))
+    expect(events.at(-1)?.type).toBe('finish')
+    // The first body's end is still held back. A whole second call meanwhile: had the first
+    // connection been aborted, the upstream would have seen it go by the time this one is answered.
+    expect((await collect(await provider().stream(call()))).at(-1)?.type).toBe('finish')
+    expect(upstream.requests).toHaveLength(2)
+    expect(upstream.requests[0]!.isDisconnected()).toBe(false)
+    release()
+  })
+
+  test('silence after message_stop past the idle deadline: the events were whole; then the connection is closed', async () => {
+    upstream.enqueue({ kind: 'sse', body: await fixture('text.sse'), then: 'stall' })
+    const events = await collect(await provider({ idleTimeoutMs: 50 }).stream(call()))
+    expect(events.at(-1)?.type).toBe('finish')
+    await upstream.onlyRequest().disconnected
+  })
+
   test('an already aborted signal rejects with aborted and sends nothing', async () => {
     const controller = new AbortController()
     controller.abort()

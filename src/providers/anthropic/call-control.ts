@@ -17,7 +17,11 @@ export class CallControl {
   private readonly connectTimer: ReturnType<typeof setTimeout>
   private idleTimer: ReturnType<typeof setTimeout> | undefined
   private reading = false
+  private reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+  /** The body was read to its end: nothing to abort. */
   private completed = false
+  /** The protocol's end was seen (see protocolEnded). */
+  private ended = false
   private disposed = false
   private readonly onCallerAbort = () => this.abort('client')
 
@@ -39,43 +43,85 @@ export class CallControl {
     clearTimeout(this.connectTimer)
   }
 
-  /** The body's chunks, each read under the idle deadline. */
-  async *chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array, void, undefined> {
-    const reader = body.getReader()
-    const idleTimer = setTimeout(() => {
-      if (this.reading) this.abort('idle-timeout')
-    }, this.timeouts.idleMs)
-    this.idleTimer = idleTimer
+  /** The next body chunk, read under the idle deadline; undefined at the body's end. */
+  async read(body: ReadableStream<Uint8Array>): Promise<Uint8Array | undefined> {
+    let reader = this.reader
+    if (reader === undefined) {
+      reader = this.reader = body.getReader() as ReadableStreamDefaultReader<Uint8Array>
+      this.idleTimer = setTimeout(() => {
+        if (!this.reading) return
+        // After dispose only a drain reads (see dispose): its stall just closes the connection.
+        if (this.disposed) this.controller.abort()
+        else this.abort('idle-timeout')
+      }, this.timeouts.idleMs)
+    }
+    this.reading = true
+    this.idleTimer!.refresh()
     try {
-      for (;;) {
-        this.reading = true
-        idleTimer.refresh()
-        const { done, value } = await reader.read()
-        this.reading = false
-        if (done) {
-          this.completed = true
-          return
-        }
-        yield value
-      }
+      const { done, value } = await reader.read()
+      if (!done) return value
+      this.completed = true
+      return undefined
     } finally {
       this.reading = false
-      clearTimeout(idleTimer)
-      reader.releaseLock()
     }
   }
 
+  /** The body's chunks, each read under the idle deadline. */
+  async *chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array, void, undefined> {
+    for (let chunk = await this.read(body); chunk !== undefined; chunk = await this.read(body)) yield chunk
+  }
+
   /**
-   * Ends the call: timers off, the caller's listener removed, and, unless the body was read to
-   * its end, the connection aborted (cancelling the upstream request). Idempotent.
+   * The protocol's end was seen (message_stop): only the body's last bytes can follow, so
+   * dispose() reads them instead of aborting, and the connection goes back to the pool (an
+   * abort tears it down, and the next call pays a new TCP and TLS handshake).
+   */
+  protocolEnded(): void {
+    this.ended = true
+  }
+
+  /**
+   * Ends the call: the caller's listener removed, and, unless the body was read to its end, the
+   * connection aborted (cancelling the upstream request), or after the protocol's end its last
+   * bytes read first (at most a few chunks, under the idle deadline). Idempotent.
    */
   dispose(): void {
     if (this.disposed) return
     this.disposed = true
     clearTimeout(this.connectTimer)
-    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
     this.callerSignal.removeEventListener('abort', this.onCallerAbort)
-    if (!this.completed) this.controller.abort()
+    if (this.completed) return this.stopIdleTimer()
+    if (this.ended && this.reader !== undefined) {
+      this.drainRest(this.reader).then(
+        () => this.stopIdleTimer(),
+        () => {
+          this.stopIdleTimer()
+          this.controller.abort()
+        },
+      )
+      return
+    }
+    this.stopIdleTimer()
+    this.controller.abort()
+  }
+
+  /** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */
+  private async drainRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+    for (let chunks = 0; chunks < 16; chunks += 1) {
+      this.reading = true
+      this.idleTimer?.refresh()
+      try {
+        if ((await reader.read()).done) return
+      } finally {
+        this.reading = false
+      }
+    }
+    throw new Error('Anthropic kept sending after message_stop')
+  }
+
+  private stopIdleTimer(): void {
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
   }
 
   private abort(cause: AbortCause): void {
@@ -84,3 +130,4 @@ export class CallControl {
     this.controller.abort()
   }
 }
+

@@ -1,6 +1,6 @@
 import type { ChatEvent } from '../../inference/canonical'
 import type { ProviderConfig } from '../../config/config'
-import { decodeSse } from '../../http/sse'
+import { SseDecoder, type SseEvent } from '../../http/sse'
 import { systemClock, type Clock } from '../../lib/clock'
 import { UpstreamError, type Provider, type ProviderCall } from '../types'
 import { CallControl } from './call-control'
@@ -162,7 +162,10 @@ export class AnthropicProvider implements Provider {
 /**
  * Body bytes → SSE events → ChatEvents. A transport failure becomes one in-band error event,
  * except when the caller aborted: nobody is listening for a terminal event then, and the events
- * simply end (the pipeline meters what it saw).
+ * simply end (the pipeline meters what it saw). Each network chunk is decoded and translated in
+ * one synchronous step, as the openai-compatible provider does: this is the one async layer
+ * per stream (a decoder and a chunk reader as async generators of their own cost two more
+ * promise hops per event).
  */
 async function* translate(
   response: Response,
@@ -171,11 +174,22 @@ async function* translate(
   context: ErrorContext,
   timeouts: { connectMs: number; idleMs: number },
 ): AsyncGenerator<ChatEvent, void, undefined> {
+  const decoder = new SseDecoder()
+  const sse: SseEvent[] = []
+  const out: ChatEvent[] = []
   try {
     if (response.body !== null) {
-      for await (const sse of decodeSse(control.chunks(response.body))) {
-        for (const event of translator.push(sse)) yield event
-        // message_stop or an error event: stop reading; `finally` closes the socket.
+      for (let chunk = await control.read(response.body); chunk !== undefined; chunk = await control.read(response.body)) {
+        decoder.push(chunk, sse)
+        for (const event of sse) {
+          for (const translated of translator.push(event)) out.push(translated)
+          if (translator.done) break
+        }
+        sse.length = 0
+        // message_stop: the connection's last bytes are read, not torn down (CallControl.dispose).
+        if (translator.done && out[out.length - 1]?.type === 'finish') control.protocolEnded()
+        for (const event of out) yield event
+        out.length = 0
         if (translator.done) return
       }
     }
