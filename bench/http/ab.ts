@@ -5,7 +5,7 @@
  * time per request of the gateway process (from /proc, all threads) stays comparable.
  *
  *   bun bench/http/ab.ts --a /tmp/base-tree [--b .] [--a-env K=V,K=V] [--b-env K=V] [--a-flags '--smol']
- *                        [--scenario nonstream|stream] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
+ *                        [--scenario nonstream|stream|paced] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
  *
  * Prints each run and the medians of CPU µs/request, requests/s and peak RSS per side.
  */
@@ -24,7 +24,10 @@ const sides = {
   A: { tree: resolve(option('a', root)), env: envOf(option('a-env', '')), flags: option('a-flags', '').split(' ').filter(Boolean) },
   B: { tree: resolve(option('b', root)), env: envOf(option('b-env', '')), flags: option('b-flags', '').split(' ').filter(Boolean) },
 }
-const stream = option('scenario', 'nonstream') === 'stream'
+// nonstream and stream call the instant upstream; paced streams from the paced one (50 ms to the
+// first chunk, 5 ms between chunks: what a live model's stream costs per chunk).
+const scenario = option('scenario', 'nonstream')
+const stream = scenario === 'stream' || scenario === 'paced'
 const conns = Number(option('conns', '32'))
 const seconds = Number(option('seconds', '5'))
 const rounds = Number(option('rounds', '6'))
@@ -35,7 +38,7 @@ const rate = Number(option('rate', '0')) || undefined
 const upstreams = await startUpstreams()
 const gateways = { A: await startGateway(upstreams, sides.A), B: await startGateway(upstreams, sides.B) }
 const body = JSON.stringify({
-  model: 'bench-instant',
+  model: scenario === 'paced' ? 'bench-paced' : 'bench-instant',
   messages: [{ role: 'user', content: 'Say twenty words.' }],
   max_tokens: 64,
   ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
@@ -52,7 +55,7 @@ const run = (side: 'A' | 'B', secs: number) =>
 
 const samples: Record<'A' | 'B', Sample[]> = { A: [], B: [] }
 try {
-  console.error(`A: ${JSON.stringify(sides.A)}\nB: ${JSON.stringify(sides.B)}\n${stream ? 'stream' : 'nonstream'}, ${conns} connections, ${seconds} s × ${rounds} rounds`)
+  console.error(`A: ${JSON.stringify(sides.A)}\nB: ${JSON.stringify(sides.B)}\n${scenario}, ${conns} connections, ${seconds} s × ${rounds} rounds`)
   // Warm-up: the JIT keeps compiling for several seconds under load (its threads took ~10-25% of
   // the gateway's CPU in the first 10 s), then pools, caches and leases.
   for (const side of ['A', 'B'] as const) await run(side, Number(option('warmup', '6')))
