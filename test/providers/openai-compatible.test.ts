@@ -180,6 +180,22 @@ describe('openai-compatible over HTTP', () => {
     expect(summary.error).toBeUndefined()
     expect(summary.text).toBe('one two')
   })
+
+  // Past [DONE] only the body's last bytes can follow: they are read (drain-rest.ts), so the
+  // keep-alive connection goes back to fetch's pool instead of being torn down.
+  test('the body ending after [DONE] is read to its end: the upstream sees no disconnect', async () => {
+    const provider = await make()
+    let release!: () => void
+    const gate = new Promise<void>(resolve => (release = resolve))
+    upstream.enqueue({ kind: 'sse', body: [simpleStream, gate] }, { kind: 'sse', body: simpleStream })
+    expect(summarize(await collect(await provider.stream(providerCall(testRequest(), MODEL)))).finish?.reason).toBe('stop')
+    // The first body's end is still held back. A whole second call meanwhile: had the first
+    // connection been aborted, the upstream would have seen it go by the time this one is answered.
+    expect(summarize(await collect(await provider.stream(providerCall(testRequest(), MODEL)))).finish?.reason).toBe('stop')
+    expect(upstream.requests).toHaveLength(2)
+    expect(upstream.requests[0]!.isDisconnected()).toBe(false)
+    release()
+  })
 })
 
 /** Consecutive `passthrough` events as one (their grouping follows the network reads). */

@@ -1,3 +1,4 @@
+import { drainRest } from '../drain-rest'
 import type { AbortCause } from './errors'
 
 /**
@@ -55,6 +56,11 @@ export class CallControl {
         else this.abort('idle-timeout')
       }, this.timeouts.idleMs)
     }
+    return this.next(reader)
+  }
+
+  /** One chunk under the idle deadline (for `read`, and for dispose's drain after the protocol's end). */
+  private async next(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<Uint8Array | undefined> {
     this.reading = true
     this.idleTimer!.refresh()
     try {
@@ -92,8 +98,9 @@ export class CallControl {
     clearTimeout(this.connectTimer)
     this.callerSignal.removeEventListener('abort', this.onCallerAbort)
     if (this.completed) return this.stopIdleTimer()
-    if (this.ended && this.reader !== undefined) {
-      this.drainRest(this.reader).then(
+    const reader = this.reader
+    if (this.ended && reader !== undefined) {
+      drainRest(async () => (await this.next(reader)) === undefined).then(
         () => this.stopIdleTimer(),
         () => {
           this.stopIdleTimer()
@@ -104,20 +111,6 @@ export class CallControl {
     }
     this.stopIdleTimer()
     this.controller.abort()
-  }
-
-  /** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */
-  private async drainRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
-    for (let chunks = 0; chunks < 16; chunks += 1) {
-      this.reading = true
-      this.idleTimer?.refresh()
-      try {
-        if ((await reader.read()).done) return
-      } finally {
-        this.reading = false
-      }
-    }
-    throw new Error('Anthropic kept sending after message_stop')
   }
 
   private stopIdleTimer(): void {

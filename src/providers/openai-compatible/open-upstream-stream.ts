@@ -5,6 +5,7 @@
 // the status classifier.
 
 import { UpstreamError } from '../types'
+import { drainRest } from '../drain-rest'
 import { connectionError, ERROR_BODY_READ_BYTES, type ErrorOrigin } from './errors'
 
 /** What to send and how long to wait. */
@@ -168,7 +169,7 @@ class UpstreamResponse implements UpstreamStream {
     if (this.completed && this.response.body !== null) {
       // Past the protocol's end only the body's last bytes remain: read them (still under the
       // idle deadline) so the connection returns to the pool; aborting would tear it down.
-      drainRest(this).then(
+      drainRest(async () => (await this.read()).done).then(
         () => clearTimeout(this.idle),
         () => {
           clearTimeout(this.idle)
@@ -229,12 +230,6 @@ class UpstreamResponse implements UpstreamStream {
       yield value
     }
   }
-}
-
-/** Reads what is left of a body whose protocol already ended, at most a few chunks' worth. */
-async function drainRest(upstream: UpstreamResponse): Promise<void> {
-  for (let chunks = 0; chunks < 16; chunks += 1) if ((await upstream.read()).done) return
-  throw new Error('upstream kept sending after the end of its stream')
 }
 
 /** The error for a call its own signal cancelled. */
