@@ -229,15 +229,15 @@ function claimed(n: number): string {
 export function addPrepaid(orgId: string, change: { credited?: bigint; spent?: bigint }, claim?: Claim): Statement {
   const credited = change.credited ?? 0n
   const spent = change.spent ?? 0n
-  const columns = 'org_id, prepaid_nanos, prepaid_leased_nanos, top_up_credited_nanos, top_up_spent_nanos'
-  const update = `ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2,
-    top_up_credited_nanos = top_up_credited_nanos + ?3, top_up_spent_nanos = top_up_spent_nanos + ?4`
-  if (claim === undefined) return statement(`INSERT INTO balances (${columns}) VALUES (?1, ?2, 0, ?3, ?4) ${update}`, orgId, credited - spent, credited, spent)
-  return statement(
-    `INSERT INTO balances (${columns}) SELECT ?1, ?2, 0, ?3, ?4 WHERE ${claimed(5)} ${update}`,
-    orgId, credited - spent, credited, spent, claim.idempotencyKey, claim.opId,
-  )
+  if (claim === undefined) return statement(ADD_PREPAID, orgId, credited - spent, credited, spent)
+  return statement(ADD_PREPAID_IF_CLAIMED, orgId, credited - spent, credited, spent, claim.idempotencyKey, claim.opId)
 }
+
+const PREPAID_COLUMNS = 'org_id, prepaid_nanos, prepaid_leased_nanos, top_up_credited_nanos, top_up_spent_nanos'
+const PREPAID_UPDATE = `ON CONFLICT(org_id) DO UPDATE SET prepaid_nanos = prepaid_nanos + ?2,
+  top_up_credited_nanos = top_up_credited_nanos + ?3, top_up_spent_nanos = top_up_spent_nanos + ?4`
+const ADD_PREPAID = `INSERT INTO balances (${PREPAID_COLUMNS}) VALUES (?1, ?2, 0, ?3, ?4) ${PREPAID_UPDATE}`
+const ADD_PREPAID_IF_CLAIMED = `INSERT INTO balances (${PREPAID_COLUMNS}) SELECT ?1, ?2, 0, ?3, ?4 WHERE ${claimed(5)} ${PREPAID_UPDATE}`
 
 /** Adds to an allowance period's used total. */
 export function addAllowanceUsed(orgId: string, periodStartMs: number, amount: bigint, claim?: Claim): Statement {
