@@ -14,7 +14,8 @@ export interface TickerTimers {
   clearInterval(handle: unknown): void
 }
 
-const realTimers: TickerTimers = {
+/** Unref'd intervals (shared by the process's tickers). */
+export const realTimers: TickerTimers = {
   // Unref'd: the streams' own sockets keep the process alive, and the timer may outlive the last
   // stream by one tick, which must not hold up an exit.
   setInterval: (callback, ms) => setInterval(callback, ms).unref(),

@@ -52,7 +52,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   if (request.sampling.maxOutputTokens === undefined) {
     request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
   }
-  if (deps.lifecycle?.draining) throw Lifecycle.refusal()
+  if (deps.lifecycle.draining) throw Lifecycle.refusal()
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
     principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
@@ -60,17 +60,13 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const fault = deps.fault
   fault?.('after_reserve')
   input.onAdmitted?.()
-  const upstream = new AbortController()
-  const onGone = () => upstream.abort(new DOMException('client disconnected', 'AbortError'))
-  if (input.signal.aborted) onGone()
-  else input.signal.addEventListener('abort', onGone, { once: true })
-  // A drain's deadline cuts the call with an ApiError as the abort reason, which the client sees.
+  const upstream = new UpstreamAbort(input.signal)
+  upstream.checkClient()
+  // The lifecycle's ticks cut the call when its client leaves; a drain's deadline cuts it with an
+  // ApiError as the abort reason, which the client sees.
   const lifecycle = deps.lifecycle
-  lifecycle?.track(upstream)
-  const detach = () => {
-    input.signal.removeEventListener('abort', onGone)
-    lifecycle?.untrack(upstream)
-  }
+  lifecycle.track(upstream)
+  const detach = () => lifecycle.untrack(upstream)
   const shutdownReason = () => (upstream.signal.reason instanceof ApiError ? upstream.signal.reason : undefined)
   const started = deps.clock.now()
   const meter = new Meter(highInputTokens(request), serverTools)
@@ -127,9 +123,10 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       }
     },
     shutdownReason,
-    aborted: () => upstream.signal.aborted,
+    // The client's own signal too: it may have left since the last tick.
+    aborted: () => upstream.signal.aborted || input.signal.aborted,
     detach,
-    abort: () => upstream.abort(new DOMException('client disconnected', 'AbortError')),
+    abort: () => upstream.cut(),
     async settle() {
       const usage = meter.usage()
       const charged = priceUsage(route.price, usage)
@@ -154,6 +151,25 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
         metrics.billedNanos.inc(Number(charged), request.model)
       }
     },
+  }
+}
+
+/**
+ * The upstream call's controller, cut when the caller's signal aborts (the client left, or a
+ * caller's deadline passed). That signal is read on the lifecycle's ticks, not listened to
+ * (Lifecycle's CLIENT_CHECK_MS says why).
+ */
+class UpstreamAbort extends AbortController {
+  constructor(private readonly caller: AbortSignal) {
+    super()
+  }
+
+  checkClient(): void {
+    if (this.caller.aborted) this.cut()
+  }
+
+  cut(): void {
+    if (!this.signal.aborted) this.abort(new DOMException('client disconnected', 'AbortError'))
   }
 }
 

@@ -42,8 +42,8 @@ export interface PipelineDeps {
   web?: WebService
   /** Upstream, token and charge metrics (updated once per call, never per frame). */
   metrics?: GatewayMetrics
-  /** Shutdown: calls register here so a drain can wait for them, then cut the rest. */
-  lifecycle?: Lifecycle
+  /** Calls register here: a drain waits for them, then cuts the rest; a call whose client left is cut on its ticks. */
+  lifecycle: Lifecycle
   /** Crash tests only (SVC_FAULT_POINT): kills the process at a step. Undefined in production. */
   fault?: (point: FaultPoint) => void
 }

@@ -21,7 +21,7 @@ async function setup() {
   const verified = await t.deps.keys.verify(org.adminKey)
   if (!verified.ok) throw new Error('key did not verify')
   const deps: PipelineDeps = {
-    metering: t.deps.metering, router: { open: () => { throw new Error('no upstream in this test') } }, logger: t.deps.logger, clock: t.deps.clock,
+    metering: t.deps.metering, router: { open: () => { throw new Error('no upstream in this test') } }, logger: t.deps.logger, clock: t.deps.clock, lifecycle: t.deps.lifecycle,
     documents: { extractor: t.deps.extractor, config: t.deps.config.documents },
   }
   return { deps, principal: verified.principal, orgId: org.orgId }

@@ -180,6 +180,27 @@ describe('POST /v1/chat/completions', () => {
     await poll('the settlement', 200, 5, async () => ((await charged()) > 0n ? true : undefined))
   })
 
+  test('a non-streamed answer that completes after its client left, before any tick, is not charged', async () => {
+    // The client's signal is read on the lifecycle's ticks; the pipeline reads it once more
+    // before it settles, so an answer nobody will receive is released, not charged.
+    const leave = new AbortController()
+    const { org, charged, handle } = await setup(() => {
+      leave.abort()
+      return events(textReply)
+    })
+    const response = await handle(
+      new Request('http://gateway.local/v1/chat/completions', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }] }),
+        signal: leave.signal,
+      }),
+    )
+    expect(response.status).not.toBe(200)
+    expect(await charged()).toBe(0n)
+    expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+  })
+
   test('bad requests are clear 400s in the OpenAI envelope, and nothing is charged', async () => {
     const { client, charged } = await setup(() => events(textReply))
     const cases: Array<[Record<string, unknown>, string]> = [

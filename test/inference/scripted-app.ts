@@ -62,7 +62,7 @@ export async function setup(script: Script, options: { capabilities?: Partial<Mo
   }
   const app = new Elysia({ normalize: false })
     .use(requestContext(silentLogger))
-    .use(inferenceRoutes(t.deps.keys, t.deps.limits, catalog, { metering: t.deps.metering, router, logger: silentLogger, clock: t.clock }))
+    .use(inferenceRoutes(t.deps.keys, t.deps.limits, catalog, { metering: t.deps.metering, router, logger: silentLogger, clock: t.clock, lifecycle: t.deps.lifecycle }))
   current = Bun.serve({ port: 0, fetch: app.fetch })
   const org = await t.createOrg('acme', CREDIT)
   await t.deps.database.client.execute({ sql: "UPDATE orgs SET plan_id = 'payg' WHERE id = ?", args: [org.orgId] })
@@ -75,7 +75,9 @@ export async function setup(script: Script, options: { capabilities?: Partial<Mo
       body: JSON.stringify(body),
       signal,
     })
-  return { org, client, charged, post }
+  /** In process, without a socket: the request's signal is the caller's own. */
+  const handle = (request: Request) => app.handle(request)
+  return { org, client, charged, post, handle }
 }
 
 /** A plain text answer ("Hello, world") with 100 input and 50 output tokens, and what it costs at PRICE. */

@@ -230,6 +230,20 @@ limits: { inference: { key: { burst: 1000, per_second: 1000 }, org: { burst: 100
       expect(await entries(requestId)).toEqual({ n: 0, nanos: 0n })
     }, 15_000)
 
+    test('client leaves a non-streamed call while the upstream generates: upstream aborted within a tick, nothing charged', async () => {
+      // No listener on the request's signal: the lifecycle's tick reads it (CLIENT_CHECK_MS).
+      const requestId = `fault-${format.name}-${++counter}`
+      upstream.enqueue({ kind: 'stall' })
+      const abort = new AbortController()
+      const pending = send(format.body('m', false, 'leave a collected call'), requestId, abort.signal).catch(error => error)
+      const received = await upstream.request(upstream.requests.length)
+      abort.abort()
+      await pending
+      await received.disconnected
+      await quiet()
+      expect(await entries(requestId)).toEqual({ n: 0, nanos: 0n })
+    }, 15_000)
+
     test('slow-reading client: backpressure, the whole answer arrives, charged exactly once', async () => {
       const requestId = `fault-${format.name}-${++counter}`
       const long = Array.from({ length: 400 }, (_, index) => `w${index}`).join(' ')

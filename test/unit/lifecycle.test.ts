@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { ApiError } from '../../src/http/errors'
-import { Lifecycle } from '../../src/observability/lifecycle'
+import type { TickerTimers } from '../../src/http/keep-alive'
+import { CLIENT_CHECK_MS, Lifecycle } from '../../src/observability/lifecycle'
 
 /** A call that records the reasons it was aborted with. */
 function call() {
@@ -59,4 +60,34 @@ describe('Lifecycle: the calls in flight', () => {
     expect(seen.sort()).toEqual(['x', 'y', 'z'])
     expect(lifecycle.inFlight).toBe(0)
   })
+
+  test("calls check their client on one shared tick, every CLIENT_CHECK_MS; the timer stops at the first tick with nothing in flight", () => {
+    const state = { started: 0, cleared: 0, everyMs: 0 }
+    const timers: TickerTimers = {
+      setInterval: (_callback, ms) => ((state.started += 1), (state.everyMs = ms), state.started),
+      clearInterval: () => void (state.cleared += 1),
+    }
+    const lifecycle = new Lifecycle(timers)
+    const checks: string[] = []
+    const client = (name: string) => ({ abort: () => {}, checkClient: () => void checks.push(name) })
+    const [a, b] = [client('a'), client('b')]
+    lifecycle.track(a)
+    lifecycle.track(b)
+    const drainOnly = call() // a call without a client is only the drain's
+    lifecycle.track(drainOnly)
+    expect(state).toEqual({ started: 1, cleared: 0, everyMs: CLIENT_CHECK_MS })
+    lifecycle.tick()
+    expect(checks).toEqual(['a', 'b'])
+    lifecycle.untrack(a)
+    lifecycle.tick()
+    expect(checks).toEqual(['a', 'b', 'b'])
+    lifecycle.untrack(b)
+    lifecycle.untrack(drainOnly)
+    // Nothing in flight: the next tick stops the timer, and the next call starts it again.
+    lifecycle.tick()
+    expect(state.cleared).toBe(1)
+    lifecycle.track(client('c'))
+    expect(state.started).toBe(2)
+  })
 })
+
