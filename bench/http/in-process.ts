@@ -55,7 +55,8 @@ globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) =>
     return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
   }
   if (!String(input).startsWith(upstreamOrigin)) return realFetch(input, init)
-  if (stream) return new Response(sse, { headers: { 'content-type': 'text/event-stream' } })
+  // Declared, as the HTTP mock's instant stream is (Bun sends its length): the gateway reads it whole.
+  if (stream) return new Response(sse, { headers: { 'content-type': 'text/event-stream', 'content-length': String(Buffer.byteLength(sse)) } })
   return new Response(completion, { headers: { 'content-type': 'application/json', 'content-length': String(completion.length) } })
 }) as typeof fetch
 
