@@ -83,7 +83,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   const openedAt = performance.now()
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough })
+    opened = await deps.router.open(route, request, { signal: upstream.signal, controller: upstream, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough })
   } catch (error) {
     call.release()
     detach()

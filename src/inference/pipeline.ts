@@ -25,7 +25,7 @@ export interface ChatRouter {
   open(
     route: ChatRequest['route'],
     request: ChatRequest,
-    options: { signal: AbortSignal; requestId: string; uncensored?: boolean; collect?: boolean; passThrough?: boolean },
+    options: { signal: AbortSignal; controller?: AbortController; requestId: string; uncensored?: boolean; collect?: boolean; passThrough?: boolean },
   ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>

@@ -24,6 +24,8 @@ export interface BackendHealth {
 export interface RouteOptions {
   /** The client's abort signal, handed to the provider; once aborted, nothing else is tried. */
   readonly signal: AbortSignal
+  /** The controller behind `signal`, lent to the last attempt's provider (ProviderCall.abortable). */
+  readonly controller?: AbortController
   readonly requestId: string
   /** Only bindings the catalog marks `uncensored` may serve the request (none → 400). */
   readonly uncensored?: boolean
@@ -85,7 +87,8 @@ export class Router implements BackendHealth {
       // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
       if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
       try {
-        const call = { request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
+        const abortable = attempt === order.length - 1 ? options.controller : undefined
+        const call = { request, upstreamModel: backend.model, signal: options.signal, abortable, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
           this.recovered(backend)

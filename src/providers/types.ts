@@ -7,6 +7,13 @@ export interface ProviderCall {
   readonly upstreamModel: string
   /** Aborted when the client leaves or the deadline passes: the upstream request must be cancelled. */
   readonly signal: AbortSignal
+  /**
+   * The controller behind `signal`, lent when no other backend will be tried after this call (the
+   * router's last attempt): the provider may abort it itself (a deadline, a body it stops
+   * reading) instead of tying a controller of its own to `signal` with a listener. The caller
+   * then reads a timeout's abort as the call's end, which it is. Absent: make your own.
+   */
+  readonly abortable?: AbortController
   readonly requestId: string
   /**
    * The caller collects the whole answer and nothing watches single events (a non-streamed

@@ -21,7 +21,7 @@
 
 import { afterEach, describe, expect, test } from 'bun:test'
 import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
-import { UpstreamError, type Provider, type UpstreamErrorKind } from '../../src/providers/types'
+import { UpstreamError, type Provider, type ProviderCall, type UpstreamErrorKind } from '../../src/providers/types'
 import type { FakeUpstream } from '../support/fake-upstream'
 import { assertEventGrammar, collect, summarize } from './events'
 import { END_USER_ID, providerCall, testRequest, timeTool, weatherTool } from './fixtures'
@@ -273,29 +273,6 @@ export function runConformance(name: string, setup: (timeouts: ConformanceTimeou
       })
     })
 
-    describe('timeouts', () => {
-      test('no response headers before the connect deadline → timeout; the upstream request is cancelled', async () => {
-        const target = await start(SHORT_CONNECT)
-        target.upstream.enqueue({ kind: 'stall' })
-        const error = await rejection(target.provider.stream(providerCall(testRequest(), target.model)))
-        expect(error.kind).toBe('timeout')
-        expect(error.retryable).toBe(true)
-        await target.upstream.requests[0]!.disconnected
-      })
-
-      test('silence mid-stream past the idle deadline → in-band timeout error after the text so far', async () => {
-        const target = await start(SHORT_IDLE)
-        target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Partial answer'), then: 'stall' })
-        const events = await collect(await target.provider.stream(providerCall(testRequest(), target.model)))
-        assertEventGrammar(events)
-        const summary = summarize(events)
-        expect(summary.text).toBe('Partial answer')
-        expect(summary.finish).toBeUndefined()
-        expect(summary.error?.kind).toBe('timeout')
-        await target.upstream.requests[0]!.disconnected
-      })
-    })
-
     describe('mid-stream failures end with one in-band error', () => {
       test('connection reset after some deltas', async () => {
         const target = await start()
@@ -333,68 +310,99 @@ export function runConformance(name: string, setup: (timeouts: ConformanceTimeou
       })
     })
 
-    describe('cancellation', () => {
-      test('abort mid-stream: the upstream request is cancelled and the iterator ends without a terminal event', async () => {
-        const target = await start()
-        target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Streaming until the client leaves'), then: 'stall' })
-        const controller = new AbortController()
-        const iterator = (await target.provider.stream(providerCall(testRequest(), target.model, controller.signal)))[Symbol.asyncIterator]()
-        const events: ChatEvent[] = []
-        for (;;) {
-          const next = await iterator.next()
-          if (next.done) throw new Error('the stream ended before any text')
-          events.push(next.value)
-          if (next.value.type === 'text-delta') break
-        }
-        controller.abort()
-        for (;;) {
-          const next = await iterator.next()
-          if (next.done) break
-          events.push(next.value)
-        }
-        assertEventGrammar(events, { terminal: false })
-        await target.upstream.requests[0]!.disconnected
+    // Each case twice: as a first attempt (the provider ties its own controller to the signal),
+    // and as the router's last attempt, which lends the call's controller (ProviderCall.abortable):
+    // a deadline's abort is then the call's signal's too, and must still read as a timeout.
+    for (const lent of [false, true]) {
+      const callOf = (target: ConformanceTarget, controller = new AbortController()): ProviderCall =>
+        lent ? { ...providerCall(testRequest(), target.model, controller.signal), abortable: controller } : providerCall(testRequest(), target.model, controller.signal)
+
+      describe(`timeouts${lent ? ', the call\'s controller lent' : ''}`, () => {
+        test('no response headers before the connect deadline → timeout; the upstream request is cancelled', async () => {
+          const target = await start(SHORT_CONNECT)
+          target.upstream.enqueue({ kind: 'stall' })
+          const error = await rejection(target.provider.stream(callOf(target)))
+          expect(error.kind).toBe('timeout')
+          expect(error.retryable).toBe(true)
+          await target.upstream.requests[0]!.disconnected
+        })
+
+        test('silence mid-stream past the idle deadline → in-band timeout error after the text so far', async () => {
+          const target = await start(SHORT_IDLE)
+          target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Partial answer'), then: 'stall' })
+          const events = await collect(await target.provider.stream(callOf(target)))
+          assertEventGrammar(events)
+          const summary = summarize(events)
+          expect(summary.text).toBe('Partial answer')
+          expect(summary.finish).toBeUndefined()
+          expect(summary.error?.kind).toBe('timeout')
+          await target.upstream.requests[0]!.disconnected
+        })
       })
 
-      test('abort while waiting for the headers → rejected as aborted; the upstream request is cancelled', async () => {
-        const target = await start()
-        target.upstream.enqueue({ kind: 'stall' })
-        const controller = new AbortController()
-        const pending = rejection(target.provider.stream(providerCall(testRequest(), target.model, controller.signal)))
-        await target.upstream.request(0)
-        controller.abort()
-        const error = await pending
-        expect(error.kind).toBe('aborted')
-        expect(error.retryable).toBe(false)
-        await target.upstream.requests[0]!.disconnected
-      })
+      describe(`cancellation${lent ? ', the call\'s controller lent' : ''}`, () => {
+        test('abort mid-stream: the upstream request is cancelled and the iterator ends without a terminal event', async () => {
+          const target = await start()
+          target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Streaming until the client leaves'), then: 'stall' })
+          const controller = new AbortController()
+          const iterator = (await target.provider.stream(callOf(target, controller)))[Symbol.asyncIterator]()
+          const events: ChatEvent[] = []
+          for (;;) {
+            const next = await iterator.next()
+            if (next.done) throw new Error('the stream ended before any text')
+            events.push(next.value)
+            if (next.value.type === 'text-delta') break
+          }
+          controller.abort()
+          for (;;) {
+            const next = await iterator.next()
+            if (next.done) break
+            events.push(next.value)
+          }
+          assertEventGrammar(events, { terminal: false })
+          await target.upstream.requests[0]!.disconnected
+        })
 
-      test('a signal aborted before the call → rejected as aborted', async () => {
-        const target = await start()
-        const controller = new AbortController()
-        controller.abort()
-        const error = await rejection(target.provider.stream(providerCall(testRequest(), target.model, controller.signal)))
-        expect(error.kind).toBe('aborted')
-      })
+        test('abort while waiting for the headers → rejected as aborted; the upstream request is cancelled', async () => {
+          const target = await start()
+          target.upstream.enqueue({ kind: 'stall' })
+          const controller = new AbortController()
+          const pending = rejection(target.provider.stream(callOf(target, controller)))
+          await target.upstream.request(0)
+          controller.abort()
+          const error = await pending
+          expect(error.kind).toBe('aborted')
+          expect(error.retryable).toBe(false)
+          await target.upstream.requests[0]!.disconnected
+        })
 
-      test('the consumer stops reading (return): the upstream request is cancelled', async () => {
-        const target = await start()
-        target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('One two three four'), then: 'stall' })
-        const events = await target.provider.stream(providerCall(testRequest(), target.model))
-        for await (const event of events) if (event.type === 'text-delta') break
-        await target.upstream.requests[0]!.disconnected
-      })
+        test('a signal aborted before the call → rejected as aborted', async () => {
+          const target = await start()
+          const controller = new AbortController()
+          controller.abort()
+          const error = await rejection(target.provider.stream(callOf(target, controller)))
+          expect(error.kind).toBe('aborted')
+        })
 
-      test('the consumer gives up before reading anything (return before next): the upstream request is cancelled', async () => {
-        // An async generator that never started skips its `finally` on return(), so an adapter
-        // that returns one directly leaks the upstream request here.
-        const target = await start()
-        target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Never read'), then: 'stall' })
-        const iterator = (await target.provider.stream(providerCall(testRequest(), target.model)))[Symbol.asyncIterator]()
-        await iterator.return?.()
-        await target.upstream.requests[0]!.disconnected
+        test('the consumer stops reading (return): the upstream request is cancelled', async () => {
+          const target = await start()
+          target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('One two three four'), then: 'stall' })
+          const events = await target.provider.stream(callOf(target))
+          for await (const event of events) if (event.type === 'text-delta') break
+          await target.upstream.requests[0]!.disconnected
+        })
+
+        test('the consumer gives up before reading anything (return before next): the upstream request is cancelled', async () => {
+          // An async generator that never started skips its `finally` on return(), so an adapter
+          // that returns one directly leaks the upstream request here.
+          const target = await start()
+          target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Never read'), then: 'stall' })
+          const iterator = (await target.provider.stream(callOf(target)))[Symbol.asyncIterator]()
+          await iterator.return?.()
+          await target.upstream.requests[0]!.disconnected
+        })
       })
-    })
+    }
   })
 }
 

@@ -1,5 +1,5 @@
 // The HTTP side of a streaming upstream call (ARCHITECTURE.md §8 step 6): one AbortController
-// tied to the call's signal, a deadline for the response headers, an idle deadline between body
+// (the call's own when it is lent, else one tied to the call's signal), a deadline for the response headers, an idle deadline between body
 // chunks, and non-2xx answers read (a bounded excerpt) and classified before anything streams.
 // Nothing here is specific to Chat Completions: the caller passes the URL, headers, body and
 // the status classifier.
@@ -15,6 +15,8 @@ export interface UpstreamHttpCall {
   readonly body: string
   /** The call's signal: when it aborts, the upstream request is aborted. */
   readonly signal: AbortSignal
+  /** The controller behind `signal`, when this call may abort it (ProviderCall.abortable). */
+  readonly abortable?: AbortController
   /** Deadline for the status line and headers (the provider's response_timeout_ms for a JSON answer). */
   readonly connectTimeoutMs: number
   /** Longest wait for the next body chunk while one is being read. */
@@ -64,7 +66,9 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
   if (signal.aborted) throw abortedError(origin)
   const upstream = new UpstreamResponse(call)
   // The call's abort reaches the upstream through the object's handleEvent (no closure per call).
-  signal.addEventListener('abort', upstream)
+  // A lent controller needs no link: a listener and a second controller cost ~4% of a
+  // non-streamed request's CPU (bench/README.md, "The client's signal read on a tick").
+  if (upstream.linked) signal.addEventListener('abort', upstream)
   const deadline = setTimeout(onDeadline, call.connectTimeoutMs, upstream)
   let response: Response
   try {
@@ -72,9 +76,10 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
     // long JSON answer, whose headers come only once it is generated.
     response = await fetch(call.url, { method: 'POST', headers: call.headers, body: call.body, signal: upstream.controller.signal, redirect: 'manual', timeout: false })
   } catch (error) {
-    signal.removeEventListener('abort', upstream)
-    if (signal.aborted) throw abortedError(origin)
+    if (upstream.linked) signal.removeEventListener('abort', upstream)
+    // The deadline first: with a lent controller, its abort is the call's signal's too.
     if (upstream.cause === 'deadline') throw new UpstreamError('timeout', `no response headers within ${call.connectTimeoutMs} ms`, origin.provider, origin.model)
+    if (signal.aborted) throw abortedError(origin)
     throw connectionError(origin, error)
   } finally {
     clearTimeout(deadline)
@@ -98,13 +103,15 @@ export async function openUpstreamStream(call: UpstreamHttpCall): Promise<Upstre
 }
 
 function onDeadline(upstream: UpstreamResponse): void {
+  // Already aborted (the call's signal, before its abort reached the fetch): not a timeout.
+  if (upstream.controller.signal.aborted) return
   upstream.cause = 'deadline'
   upstream.controller.abort()
 }
 
 function onIdle(upstream: UpstreamResponse): void {
   // Upstream silence only while a read waits: a consumer slow to pull (a slow client) is not it.
-  if (!upstream.reading) return
+  if (!upstream.reading || upstream.controller.signal.aborted) return
   upstream.cause = 'idle'
   upstream.controller.abort()
 }
@@ -116,7 +123,9 @@ function onIdle(upstream: UpstreamResponse): void {
  */
 class UpstreamResponse implements UpstreamStream {
   // Only AbortController.abort() reliably closes the upstream socket (STACK-NOTES.md §8).
-  readonly controller = new AbortController()
+  readonly controller: AbortController
+  /** The controller is this call's own, tied to the call's signal by a listener (not a lent one). */
+  readonly linked: boolean
   cause: 'deadline' | 'idle' | undefined
   /** A read is waiting for the upstream (the idle deadline counts only then). */
   reading = false
@@ -130,7 +139,10 @@ class UpstreamResponse implements UpstreamStream {
   private finished = false
   private completed = false
 
-  constructor(private readonly call: UpstreamHttpCall) {}
+  constructor(private readonly call: UpstreamHttpCall) {
+    this.controller = call.abortable ?? new AbortController()
+    this.linked = call.abortable === undefined
+  }
 
   get status(): number {
     return this.response.status
@@ -163,7 +175,7 @@ class UpstreamResponse implements UpstreamStream {
   close(): void {
     if (this.closed) return
     this.closed = true
-    this.call.signal.removeEventListener('abort', this)
+    if (this.linked) this.call.signal.removeEventListener('abort', this)
     // A body read to its end has released its connection; aborting it would only cost time.
     if (this.finished) return clearTimeout(this.idle)
     if (this.completed && this.response.body !== null) {
@@ -218,8 +230,9 @@ class UpstreamResponse implements UpstreamStream {
 
   private readFailure(error: unknown): UpstreamError {
     const { origin } = this.call
-    if (this.call.signal.aborted) return abortedError(origin)
+    // The idle deadline first: with a lent controller, its abort is the call's signal's too.
     if (this.cause === 'idle') return new UpstreamError('timeout', `no data from upstream for ${this.call.idleTimeoutMs} ms`, origin.provider, origin.model)
+    if (this.call.signal.aborted) return abortedError(origin)
     return connectionError(origin, error)
   }
 

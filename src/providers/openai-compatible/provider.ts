@@ -60,6 +60,7 @@ export class OpenAICompatibleProvider implements Provider {
       headers,
       body,
       signal: call.signal,
+      abortable: call.abortable,
       // A JSON answer's headers come once the whole answer is generated.
       connectTimeoutMs: call.collect ? this.config.responseTimeoutMs : this.config.connectTimeoutMs,
       idleTimeoutMs: this.config.idleTimeoutMs,
@@ -150,7 +151,9 @@ async function* fromSse(
     translator.end(out)
     for (const event of out) yield event
   } catch (error) {
-    if (signal.aborted) return
+    // The caller left: the iterator just ends. (A lent controller is the signal's, and the idle
+    // deadline aborts it too: that is a timeout, reported as one.)
+    if (signal.aborted && !(error instanceof UpstreamError && error.kind === 'timeout')) return
     yield { type: 'error', error: asUpstreamError(error, context) }
   } finally {
     upstream.close()
