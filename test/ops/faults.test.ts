@@ -217,32 +217,22 @@ limits: { inference: { key: { burst: 1000, per_second: 1000 }, org: { burst: 100
       expect((await entries(requestId)).nanos).toBeGreaterThan(0n)
     }, 15_000)
 
-    test('client disconnects before the first token: upstream aborted, nothing charged', async () => {
-      const requestId = `fault-${format.name}-${++counter}`
-      upstream.enqueue({ kind: 'stall' })
-      const abort = new AbortController()
-      const pending = send(format.body('m', true, 'leave before anything'), requestId, abort.signal).catch(error => error)
-      const received = await upstream.request(upstream.requests.length)
-      abort.abort()
-      await pending
-      await received.disconnected
-      await quiet()
-      expect(await entries(requestId)).toEqual({ n: 0, nanos: 0n })
-    }, 15_000)
-
-    test('client leaves a non-streamed call while the upstream generates: upstream aborted within a tick, nothing charged', async () => {
-      // No listener on the request's signal: the lifecycle's tick reads it (CLIENT_CHECK_MS).
-      const requestId = `fault-${format.name}-${++counter}`
-      upstream.enqueue({ kind: 'stall' })
-      const abort = new AbortController()
-      const pending = send(format.body('m', false, 'leave a collected call'), requestId, abort.signal).catch(error => error)
-      const received = await upstream.request(upstream.requests.length)
-      abort.abort()
-      await pending
-      await received.disconnected
-      await quiet()
-      expect(await entries(requestId)).toEqual({ n: 0, nanos: 0n })
-    }, 15_000)
+    // Streamed, and collected: no listener on the request's signal, the lifecycle's tick reads it
+    // (CLIENT_CHECK_MS), so the upstream of a collected call is cut within a tick.
+    for (const stream of [true, false]) {
+      test(`client leaves before the first token (${stream ? 'streamed' : 'collected'}): upstream aborted, nothing charged`, async () => {
+        const requestId = `fault-${format.name}-${++counter}`
+        upstream.enqueue({ kind: 'stall' })
+        const abort = new AbortController()
+        const pending = send(format.body('m', stream, 'leave before anything'), requestId, abort.signal).catch(error => error)
+        const received = await upstream.request(upstream.requests.length)
+        abort.abort()
+        await pending
+        await received.disconnected
+        await quiet()
+        expect(await entries(requestId)).toEqual({ n: 0, nanos: 0n })
+      }, 15_000)
+    }
 
     test('slow-reading client: backpressure, the whole answer arrives, charged exactly once', async () => {
       const requestId = `fault-${format.name}-${++counter}`

@@ -224,6 +224,20 @@ describe('ordered routing', () => {
     expect(router.isCoolingDown(backend('a'))).toBe(false)
   })
 
+  test("only the last attempt is lent the call's controller: an earlier one's deadline must not end the call", async () => {
+    const controller = new AbortController()
+    const a = new FakeProvider('a', ['timeout'])
+    const b = new FakeProvider('b')
+    const { router, request } = setup(a, b)
+    const options = { signal: controller.signal, controller, requestId: 'req_1' }
+    await router.open(route([backend('a'), backend('b')]), request, options)
+    expect(a.calls[0]!.abortable).toBeUndefined()
+    expect(b.calls[0]!.abortable).toBe(controller)
+    // A single backend is its own last attempt.
+    await router.open(route([backend('b')]), request, options)
+    expect(b.calls[1]!.abortable).toBe(controller)
+  })
+
   test('a backend whose provider is not registered is a wiring error', async () => {
     const { open } = setup(new FakeProvider('a'))
     const error = await rejection(open(route([backend('ghost'), backend('a')])))

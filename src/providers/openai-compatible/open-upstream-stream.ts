@@ -1,6 +1,7 @@
 // The HTTP side of a streaming upstream call (ARCHITECTURE.md §8 step 6): one AbortController
-// (the call's own when it is lent, else one tied to the call's signal), a deadline for the response headers, an idle deadline between body
-// chunks, and non-2xx answers read (a bounded excerpt) and classified before anything streams.
+// (the call's own when it is lent, else one tied to the call's signal), a deadline for the
+// response headers, an idle deadline between body chunks, and non-2xx answers read (a bounded
+// excerpt) and classified before anything streams.
 // Nothing here is specific to Chat Completions: the caller passes the URL, headers, body and
 // the status classifier.
 
