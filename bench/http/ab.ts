@@ -7,7 +7,9 @@
  *   bun bench/http/ab.ts --a /tmp/base-tree [--b .] [--a-env K=V,K=V] [--b-env K=V] [--a-flags '--smol']
  *                        [--scenario nonstream|stream|paced] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
  *
- * Prints each run and the medians of CPU µs/request, requests/s and peak RSS per side.
+ * Prints each run and the medians of CPU µs/request, requests/s and peak RSS per side, and the
+ * paired view: B ÷ A of each round (its two runs are adjacent in time, so a machine that drifts
+ * over minutes moves both), their median and range, and in how many rounds B was lower.
  */
 import { resolve } from 'node:path'
 import { measure, type Sample } from './drive'
@@ -85,7 +87,15 @@ try {
     ]),
   )
   const ratio = summary.B!.cpu_us_per_request / summary.A!.cpu_us_per_request
-  console.log(JSON.stringify({ ...summary, cpu_ratio_b_over_a: Math.round(ratio * 1000) / 1000 }))
+  const paired = samples.A.map((a, round) => samples.B[round]!.cpu_us_per_request / a.cpu_us_per_request).sort((x, y) => x - y)
+  const round3 = (value: number) => Math.round(value * 1000) / 1000
+  console.log(
+    JSON.stringify({
+      ...summary,
+      cpu_ratio_b_over_a: round3(ratio),
+      paired_cpu_ratio: { median: round3(median(paired)), min: round3(paired[0]!), max: round3(paired.at(-1)!), b_lower_in: `${paired.filter(value => value < 1).length} of ${paired.length}` },
+    }),
+  )
 } finally {
   for (const side of ['A', 'B'] as const) gateways[side].process.kill()
   upstreams.instant.kill()
