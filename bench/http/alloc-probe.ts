@@ -10,15 +10,7 @@
  * Prints to stderr: heap cells allocated per request, then the top object types.
  */
 import { heapStats } from 'bun:jsc'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { createApp } from '../../src/app'
-import { loadConfig } from '../../src/config/load'
-import { migrateDatabase } from '../../src/db/client'
-import { createDeps } from '../../src/deps'
-import { bootstrapIfEmpty } from '../../src/orgs/bootstrap'
-import { gatewayConfig, startUpstreams } from './targets'
+import { appInProcess, startUpstreams } from './targets'
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1]! : fallback)
@@ -27,15 +19,7 @@ const requests = Number(option('requests', '200'))
 const conns = Number(option('conns', '16'))
 
 const upstreams = await startUpstreams()
-const dir = mkdtempSync(join(tmpdir(), 'svc-alloc-'))
-writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams))
-const config = loadConfig({ DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' })
-const deps = await createDeps(config)
-await migrateDatabase(deps.database)
-await deps.sweeper.start()
-const boot = await bootstrapIfEmpty(deps)
-const key = boot!.secret
-const app = createApp(deps)
+const { app, key, close } = await appInProcess(upstreams)
 const server = app.listen({ port: 0, hostname: '127.0.0.1' }).server!
 const url = `http://127.0.0.1:${server.port}/v1/chat/completions`
 const body = JSON.stringify({ model: 'bench-instant', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 64, stream })
@@ -91,7 +75,7 @@ const cells = rows.reduce((sum, [, count]) => sum + Math.max(0, count), 0)
 console.error(`${stream ? 'stream' : 'non-stream'}, ${requests} requests, ${conns} at a time: ${per(cells)} heap cells per request (the client's own subtracted), by type:`)
 for (const [type, count] of rows.filter(([, count]) => count > requests / 10).sort((x, y) => y[1] - x[1]).slice(0, 40)) console.error(`${per(count).padStart(8)}  ${type}`)
 server.stop(true)
-await deps.close()
+await close()
 upstreams.instant.kill()
 upstreams.paced.kill()
 process.exit(0)

@@ -10,10 +10,8 @@
  *
  *   bun bench/http/gc-bytes.ts [--stream] [--tree DIR] [--requests 20000] [--conns 32]
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { gatewayConfig, startUpstreams } from './targets'
+import { resolve } from 'node:path'
+import { appInProcess, startUpstreams } from './targets'
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1]! : fallback)
@@ -42,21 +40,8 @@ if (process.env[CHILD] === undefined) {
   process.exit(0)
 }
 
-const { createApp } = await import(join(tree, 'src/app'))
-const { loadConfig } = await import(join(tree, 'src/config/load'))
-const { migrateDatabase } = await import(join(tree, 'src/db/client'))
-const { createDeps } = await import(join(tree, 'src/deps'))
-const { bootstrapIfEmpty } = await import(join(tree, 'src/orgs/bootstrap'))
-
 const upstreams = await startUpstreams()
-const dir = mkdtempSync(join(tmpdir(), 'svc-gc-bytes-'))
-writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams))
-const config = loadConfig({ DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' })
-const deps = await createDeps(config)
-await migrateDatabase(deps.database)
-await deps.sweeper.start()
-const key = (await bootstrapIfEmpty(deps))!.secret
-const app = createApp(deps)
+const { app, key, close } = await appInProcess(upstreams, { tree })
 // The request log goes nowhere (building and batching its lines stays measured).
 process.stdout.write = (() => true) as typeof process.stdout.write
 const server = app.listen({ port: 0, hostname: '127.0.0.1' }).server!
@@ -85,8 +70,7 @@ for (const [phase, url] of Object.entries(targets)) {
   console.error(`MARK ${phase} end`)
 }
 server.stop(true)
-await deps.close()
+await close()
 upstreams.instant.kill()
 upstreams.paced.kill()
-rmSync(dir, { recursive: true, force: true })
 process.exit(0)

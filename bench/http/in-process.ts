@@ -14,11 +14,9 @@
  * Prints process CPU µs per request of each round and their median (the callers' own Request
  * and Response objects are included: ~3 µs).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { anthropicFrames, mockBodies } from './mock-bodies'
-import { gatewayConfig, type Upstreams } from './targets'
+import { appInProcess, type Upstreams } from './targets'
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string) => (argv.includes(`--${name}`) ? argv[argv.indexOf(`--${name}`) + 1]! : fallback)
@@ -29,12 +27,6 @@ const tree = resolve(option('tree', resolve(import.meta.dir, '../..')))
 const conns = Number(option('conns', '32'))
 const rounds = Number(option('rounds', '5'))
 const seconds = Number(option('seconds', '2'))
-
-const { createApp } = await import(join(tree, 'src/app'))
-const { loadConfig } = await import(join(tree, 'src/config/load'))
-const { migrateDatabase } = await import(join(tree, 'src/db/client'))
-const { createDeps } = await import(join(tree, 'src/deps'))
-const { bootstrapIfEmpty } = await import(join(tree, 'src/orgs/bootstrap'))
 
 const upstreamOrigin = 'http://upstream.invalid'
 const anthropicOrigin = 'http://anthropic.invalid'
@@ -60,15 +52,8 @@ globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) =>
   return new Response(completion, { headers: { 'content-type': 'application/json', 'content-length': String(completion.length) } })
 }) as typeof fetch
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-in-process-'))
 const fake = { url: upstreamOrigin } as Upstreams['instant']
-writeFileSync(join(dir, 'config.yaml'), gatewayConfig({ instant: fake, paced: fake }, { url: anthropicOrigin }))
-const config = loadConfig({ DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' })
-const deps = await createDeps(config)
-await migrateDatabase(deps.database)
-await deps.sweeper.start()
-const key = (await bootstrapIfEmpty(deps))!.secret
-const app = createApp(deps)
+const { app, key, close } = await appInProcess({ instant: fake, paced: fake }, { tree, anthropic: { url: anthropicOrigin } })
 // The request log goes nowhere (its cost, building and batching the lines, stays measured).
 process.stdout.write = (() => true) as typeof process.stdout.write
 
@@ -102,5 +87,5 @@ console.error(
   `${messages ? `messages stream${chunked ? ', chunked' : ''}` : stream ? 'stream' : 'non-stream'} ${tree}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs/request ` +
     `(${results.map(value => value.toFixed(1)).join(' ')}), rss ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB`,
 )
-rmSync(dir, { recursive: true, force: true })
+await close()
 process.exit(0)

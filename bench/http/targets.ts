@@ -132,6 +132,37 @@ export async function startGateway(upstreams: Upstreams, options: { tree?: strin
   throw new Error('the gateway did not print its bootstrap key within 15 s')
 }
 
+/**
+ * The gateway's app of a source tree (default: this one) in this process, on a fresh database file
+ * with the same configuration as startGateway's: for harnesses that drive it through `app.handle`
+ * or their own listener (in-process.ts, alloc-probe.ts, gc-bytes.ts). `close` stops its
+ * background work and removes the directory.
+ */
+export async function appInProcess(upstreams: Upstreams, options: { tree?: string; anthropic?: { url: string } } = {}) {
+  const tree = options.tree ?? root
+  const { createApp } = await import(join(tree, 'src/app'))
+  const { loadConfig } = await import(join(tree, 'src/config/load'))
+  const { migrateDatabase } = await import(join(tree, 'src/db/client'))
+  const { createDeps } = await import(join(tree, 'src/deps'))
+  const { bootstrapIfEmpty } = await import(join(tree, 'src/orgs/bootstrap'))
+  const dir = mkdtempSync(join(tmpdir(), 'svc-in-process-'))
+  writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams, options.anthropic))
+  const config = loadConfig({ DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench' })
+  const deps = await createDeps(config)
+  await migrateDatabase(deps.database)
+  await deps.sweeper.start()
+  const key: string = (await bootstrapIfEmpty(deps))!.secret
+  const app: { handle(request: Request): Promise<Response>; listen(options: object): { server: { port: number; stop(force?: boolean): void } | null } } = createApp(deps)
+  return {
+    app,
+    key,
+    close: async () => {
+      await deps.close()
+      removeDir(dir)
+    },
+  }
+}
+
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true })
 }
