@@ -25,6 +25,8 @@ interface Run {
   events: ChatEvent[]
   usage: ReturnType<Meter['usage']>
   produced: boolean
+  /** The UTF-8 bytes of text the meter was told of (what it estimates from when no usage comes). */
+  textBytes: number
 }
 
 /** One upstream stream through the provider's frame loop (as provider.ts fromSse) and the client's encoder. */
@@ -41,6 +43,7 @@ function parseCallsOf(work: () => void): number {
   return calls
 }
 
+/** `pieceBytes` 0: the stream read whole (PassThroughTranslator.whole, as provider.ts does for a declared length). */
 function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUsage = true): Run {
   const translator = passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
   const encoder = new ChatCompletionsStreamEncoder({ id: 'chatcmpl-gw', model: 'client-model', createdAt: 1_800_000_000, includeUsage, estimatedInputTokens: 5 })
@@ -61,8 +64,9 @@ function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUs
   }
   const out: ChatEvent[] = []
   const sseEvents: SseEvent[] = []
-  const step = Math.min(pieceBytes, bytes.length)
-  for (let at = 0; at < bytes.length && !translator.ended; at += step) {
+  if (pieceBytes === 0) (translator as PassThroughTranslator).whole(sse, out)
+  const step = pieceBytes === 0 ? Infinity : Math.min(pieceBytes, bytes.length)
+  for (let at = 0; pieceBytes !== 0 && at < bytes.length && !translator.ended; at += step) {
     decoder.push(bytes.subarray(at, at + step), sseEvents)
     for (const event of sseEvents) {
       translator.event(event, out)
@@ -73,7 +77,12 @@ function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUs
   }
   if (!translator.ended) translator.end(out)
   consume(out)
-  return { client, events, usage: meter.usage(), produced: meter.producedOutput }
+  let textBytes = 0
+  for (const event of events) {
+    if (event.type === 'passthrough') textBytes += event.textBytes
+    else if (event.type === 'text-delta') textBytes += Buffer.byteLength(event.delta)
+  }
+  return { client, events, usage: meter.usage(), produced: meter.producedOutput, textBytes }
 }
 
 /** Pass-through equals re-encoding, whole and in 7-byte pieces, with and without include_usage; returns the pass-through run. */
@@ -81,11 +90,12 @@ function same(sse: string): Run {
   const passed = run(sse, true)
   for (const includeUsage of [true, false]) {
     const expected = run(sse, false, Infinity, includeUsage)
-    for (const pieces of [Infinity, 7, 61]) {
+    for (const pieces of [Infinity, 7, 61, 0]) {
       const actual = run(sse, true, pieces, includeUsage)
       expect(actual.client).toBe(expected.client)
       expect(actual.usage).toEqual(expected.usage)
       expect(actual.produced).toBe(expected.produced)
+      expect(actual.textBytes).toBe(expected.textBytes)
     }
   }
   expect(passed.client).not.toContain('upstream-model-2025')
@@ -139,6 +149,8 @@ describe('openai-compatible pass-through', () => {
     // A raw tab inside a string is malformed JSON: the same in-band error either way.
     const malformed = same(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + content('a\tb') + chunk({}, 'stop') + DONE)
     expect(types(malformed.events).at(-1)).toBe('error')
+    // The last control character, between literals that are read in place.
+    expect(types(same(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + content('two ') + content('a\u001fb') + content('c') + chunk({}, 'stop') + DONE).events).at(-1)).toBe('error')
   })
 
   test('tool calls with ids pass through, parallel and interleaved; stop after tools is tool_calls', () => {
@@ -210,6 +222,49 @@ describe('openai-compatible pass-through', () => {
     // The template chunk, the escaped literal, the finish and the usage chunk.
     expect(calls).toBe(4)
     expect(types(same(sse).events)).toEqual(['passthrough', 'finish'])
+  })
+
+  test('a stream read whole: content in place, non-ASCII and surrogate pairs counted in UTF-8 bytes, JSON.parse only where needed', () => {
+    const literals = ['one ', 'café ', '日本 ', '😀 ', 'x\\"y ', 'three ', '\\u00e9', 'four']
+    const sse = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hi ' }) + literals.map(literal => content(literal)).join('') + chunk({}, 'stop') + DONE
+    const result = same(sse)
+    expect(result.client).toContain('"content":"😀 "')
+    expect(result.client).toContain('"content":"é"')
+    // No usage chunk: the meter's estimate from the bytes is what is billed.
+    expect(run(sse, true, 0).textBytes).toBe(Buffer.byteLength('Hi ' + literals.join('').replace('\\"', '"').replace('\\u00e9', 'é')))
+    // The role chunk, the template, the two escaped literals and the finish chunk.
+    expect(parseCallsOf(() => run(sse, true, 0))).toBe(5)
+  })
+
+  test('framing a whole read must leave to the SSE decoder: CRLF, comments, id and event fields, no space, multi-line data', () => {
+    const start = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' })
+    const tail = chunk({}, 'stop') + usageFrame() + DONE
+    const two = content('two ')
+    const variants = [
+      two.replaceAll('\n', '\r\n'), // CRLF line ends: no blank line of two LFs
+      two.replace('\n\n', '\r\n\n'), // a CR before the blank line
+      `: keep-alive\n${two}`, // a comment line first
+      `id: 7\n${two}`, // an id field first
+      `event: message\n${two}`, // the default event, named
+      two.replace('data: ', 'data:'), // no space after the colon
+      two.replace('data: ', 'data:  '), // two spaces: the second is the data's
+      two.replace('{"content":', '\ndata: {"content":'), // the data in two lines
+    ]
+    for (const variant of variants) {
+      const result = same(start + variant + content('three') + tail)
+      expect(result.client).toContain('"content":"two "')
+      expect(result.client).toContain('"content":"three"')
+    }
+    // No template is learned from several data lines: its line break would match a frame whose
+    // second line is not data (an unknown field, ignored), which the decoder reads as malformed.
+    const twoLines = (literal: string, field: string) => content(literal).replace('"delta":', `\n${field}"delta":`)
+    const unknownField = same(chunk({ role: 'assistant', content: '' }) + twoLines('one ', 'data: ') + twoLines('two', '') + tail)
+    expect(types(unknownField.events).at(-1)).toBe('error')
+    // An event named otherwise is the translator's to judge, whole or not.
+    same(start + `event: error\n${two}` + tail)
+    // A CR before a blank line ends the line: `[DONE]\r` is still the terminator.
+    const crTail = chunk({}, 'stop') + usageFrame().replace('\n\n', '\r\n\n') + 'data: [DONE]\r\n\n'
+    expect(types(same(start + two + crTail).events).at(-1)).toBe('finish')
   })
 
   test('truncated streams, malformed JSON, a finish chunk with content and no [DONE]', () => {

@@ -110,10 +110,14 @@ function translate(sse: SseEvent[], translator: Translator, out: ChatEvent[]): v
 
 /** The events of a stream read whole, as fromSse would produce them. */
 function eventsFromWholeSse(text: string, translator: Translator): ChatEvent[] {
-  const sse: SseEvent[] = []
   const out: ChatEvent[] = []
-  new SseDecoder().pushText(text, sse)
-  translate(sse, translator, out)
+  if (translator instanceof PassThroughTranslator) {
+    translator.whole(text, out)
+  } else {
+    const sse: SseEvent[] = []
+    new SseDecoder().pushText(text, sse)
+    translate(sse, translator, out)
+  }
   translator.end(out)
   return out
 }

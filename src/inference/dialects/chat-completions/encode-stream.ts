@@ -14,12 +14,17 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   private readonly prefix: string
   /** What closes a chunk after its choices: `"usage":null` only when a usage chunk will follow. */
   private readonly suffix: string
+  /** A chunk's text before and after its delta, built once per stream. */
+  private readonly deltaHead: string
+  private readonly deltaTail: string
   private readonly toolIndex = new Map<number, number>()
 
   constructor(private readonly meta: ResponseMeta) {
     // Every chunk shares id, object, created and model: serialise that part once.
     this.prefix = `{"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${meta.createdAt},"model":${JSON.stringify(meta.model)},"system_fingerprint":null,`
     this.suffix = meta.includeUsage ? ',"usage":null}\n\n' : '}\n\n'
+    this.deltaHead = `data: ${this.prefix}"choices":[{"index":0,"delta":`
+    this.deltaTail = `,"logprobs":null,"finish_reason":null}]${this.suffix}`
   }
 
   start(): string[] {
@@ -43,11 +48,10 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
         return [this.chunk({ tool_calls: [{ index, function: { arguments: event.argumentsDelta } }] })]
       }
       case 'passthrough': {
-        // Chunks passed through from a Chat Completions upstream: the same frames, in one write.
+        // Chunks passed through from a Chat Completions upstream: a frame per delta, which the
+        // caller writes in one piece (one join, where concatenating them here built a rope first).
         if (event.toolBlocks !== undefined) for (const block of event.toolBlocks) this.toolIndex.set(block, this.toolIndex.size)
-        let frames = ''
-        for (const delta of event.deltas) frames += this.frame(delta)
-        return frames === '' ? [] : [frames]
+        return event.deltas.map(delta => this.frame(delta))
       }
       default:
         return []
@@ -75,6 +79,6 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
 
   /** One chunk around a delta's JSON text. */
   private frame(delta: string): string {
-    return `data: ${this.prefix}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":null}]${this.suffix}`
+    return this.deltaHead + delta + this.deltaTail
   }
 }
