@@ -104,8 +104,8 @@ export class PassThroughTranslator {
    * read in place; another that is one `data: ` line (in a text without CR) becomes its event
    * directly; anything else goes through the SSE decoder, fed the text cut only after blank
    * lines (where an event is dispatched and the decoder's state is empty). No frame's line is
-   * copied into a string of its own unless it must be parsed (bench/README.md, "A stream read
-   * whole, frame by frame in place"). The client's bytes are the same either way.
+   * copied into a string of its own unless it must be parsed (bench/README.md, "An instant stream
+   * read in place"). The client's bytes are the same either way.
    */
   whole(text: string, out: ChatEvent[]): void {
     const plainLines = !text.includes('\r')
