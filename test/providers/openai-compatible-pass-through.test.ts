@@ -11,7 +11,8 @@ import { chunk, DONE, fragments, frame, openAIUsage } from './openai-wire'
 // Same-format pass-through (src/providers/openai-compatible/pass-through.ts): for any upstream
 // stream, what a Chat Completions client receives and what the meter counts must be exactly
 // what the re-encoding path (ChunkTranslator → canonical events → encoder) gives. Each stream is
-// fed whole and cut into small network pieces (batches of frames differ, bytes must not).
+// fed in one push, cut into small network pieces, and read whole as a declared-length body is
+// (PassThroughTranslator.whole): batches of frames differ, bytes must not.
 
 const context = { provider: 'openai-compatible:up', model: 'upstream-model-2025', requestId: 'req-1' }
 const HEAD = '"id":"chatcmpl-test123","object":"chat.completion.chunk","created":1700000000,"model":"upstream-model-2025","system_fingerprint":"fp_test"'
@@ -85,7 +86,7 @@ function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUs
   return { client, events, usage: meter.usage(), produced: meter.producedOutput, textBytes }
 }
 
-/** Pass-through equals re-encoding, whole and in 7-byte pieces, with and without include_usage; returns the pass-through run. */
+/** Pass-through equals re-encoding (in one push, in 7- and 61-byte pieces, and read whole), with and without include_usage; returns the pass-through run. */
 function same(sse: string): Run {
   const passed = run(sse, true)
   for (const includeUsage of [true, false]) {
