@@ -5,8 +5,8 @@
  * `BUN_JSC_logGC=1`, serving `--requests` requests from `--conns` callers in that process against
  * the mock upstream; JSC logs "bytes allocated this cycle" at each collection it starts, and the
  * sum over the measured requests, less the same callers' own against the bare upstream, is the
- * gateway's. Unlike CPU time it does not move with the machine's load (±2 KiB between runs).
- * The collections' share of the main thread follows it (bench/README.md, thirteenth session).
+ * gateway's. Unlike CPU time it does not move with the machine's load (±1 KiB between runs).
+ * The collections' share of the main thread follows it (bench/README.md, "An instant stream read in place").
  *
  *   bun bench/http/gc-bytes.ts [--stream] [--tree DIR] [--requests 20000] [--conns 32]
  */
