@@ -5,7 +5,7 @@
  * time per request of the gateway process (from /proc, all threads) stays comparable.
  *
  *   bun bench/http/ab.ts --a /tmp/base-tree [--b .] [--a-env K=V,K=V] [--b-env K=V] [--a-flags '--smol']
- *                        [--scenario nonstream|stream|paced] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
+ *                        [--scenario nonstream|stream|paced|messages|messages-stream] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
  *
  * Prints each run and the medians of CPU µs/request, requests/s and peak RSS per side, and the
  * paired view: B ÷ A of each round (its two runs are adjacent in time, so a machine that drifts
@@ -27,9 +27,11 @@ const sides = {
   B: { tree: resolve(option('b', root)), env: envOf(option('b-env', '')), flags: option('b-flags', '').split(' ').filter(Boolean) },
 }
 // nonstream and stream call the instant upstream; paced streams from the paced one (50 ms to the
-// first chunk, 5 ms between chunks: what a live model's stream costs per chunk).
+// first chunk, 5 ms between chunks: what a live model's stream costs per chunk). messages and
+// messages-stream: an Anthropic Messages client on the Anthropic provider (the instant upstream).
 const scenario = option('scenario', 'nonstream')
-const stream = scenario === 'stream' || scenario === 'paced'
+const stream = scenario === 'stream' || scenario === 'paced' || scenario === 'messages-stream'
+const messages = scenario.startsWith('messages')
 const conns = Number(option('conns', '32'))
 const seconds = Number(option('seconds', '5'))
 const rounds = Number(option('rounds', '6'))
@@ -40,14 +42,14 @@ const rate = Number(option('rate', '0')) || undefined
 const upstreams = await startUpstreams()
 const gateways = { A: await startGateway(upstreams, sides.A), B: await startGateway(upstreams, sides.B) }
 const body = JSON.stringify({
-  model: scenario === 'paced' ? 'bench-paced' : 'bench-instant',
+  model: messages ? 'bench-claude' : scenario === 'paced' ? 'bench-paced' : 'bench-instant',
   messages: [{ role: 'user', content: 'Say twenty words.' }],
   max_tokens: 64,
-  ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  ...(stream ? { stream: true, ...(messages ? {} : { stream_options: { include_usage: true } }) } : {}),
 })
 const run = (side: 'A' | 'B', secs: number) =>
   measure(gateways[side].dir, gateways[side].process.pid, {
-    url: `${gateways[side].process.url}/v1/chat/completions`,
+    url: `${gateways[side].process.url}/v1/${messages ? 'messages' : 'chat/completions'}`,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${gateways[side].key}` },
     body,
     connections: conns,

@@ -24,8 +24,9 @@ export function mockBodies(chunks = 20): { completion: string; frames: string[] 
 }
 
 /**
- * The same turn as an Anthropic Messages stream (in-process.ts --messages): message_start, a
- * text block of `chunks` text deltas with a ping inside, message_delta with the usage, message_stop.
+ * The same turn as an Anthropic Messages stream (in-process.ts --messages, mock-upstream.ts):
+ * message_start, a text block of `chunks` text deltas with a ping inside, message_delta with the
+ * usage, message_stop.
  */
 export function anthropicFrames(chunks = 20): string[] {
   const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
@@ -39,4 +40,18 @@ export function anthropicFrames(chunks = 20): string[] {
     event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: chunks } }),
     event('message_stop', {}),
   ]
+}
+
+/** The same turn as one Anthropic Messages JSON answer (a collected call's, `stream: false`). */
+export function anthropicMessage(chunks = 20): string {
+  return JSON.stringify({
+    id: 'msg_bench',
+    type: 'message',
+    role: 'assistant',
+    model: 'bench-upstream',
+    content: [{ type: 'text', text: 'word '.repeat(chunks).trim() }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: chunks },
+  })
 }

@@ -1,13 +1,14 @@
 /**
- * The benchmark's mock OpenAI-compatible upstream, run as its own process so its CPU time is
- * never counted against a target. `POST /v1/chat/completions` answers a chat.completion, or with
- * `stream: true` a stream of CHUNKS content chunks, a usage chunk and `[DONE]`.
+ * The benchmark's mock upstream, run as its own process so its CPU time is never counted against
+ * a target. `POST /v1/chat/completions` answers a chat.completion, or with `stream: true` a stream
+ * of CHUNKS content chunks, a usage chunk and `[DONE]`. `POST /v1/messages` answers the same turn
+ * as Anthropic's Messages API does (one message, or with `stream: true` its event stream).
  *
  * Pacing (env): FIRST_MS before the first byte, GAP_MS between stream chunks (0 = instant).
  * Prints `{"port": N}` once listening.
  */
 
-import { mockBodies } from './mock-bodies'
+import { anthropicFrames, anthropicMessage, mockBodies } from './mock-bodies'
 
 const FIRST_MS = Number(process.env.FIRST_MS ?? 0)
 const GAP_MS = Number(process.env.GAP_MS ?? 0)
@@ -15,10 +16,12 @@ const CHUNKS = Number(process.env.CHUNKS ?? 20)
 const encoder = new TextEncoder()
 const wait = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
 
-const bodies = mockBodies(CHUNKS)
-const completion = bodies.completion
-const frames = bodies.frames.map(frame => encoder.encode(frame))
-const whole = encoder.encode(bodies.frames.join(''))
+/** One API's answers: the JSON one, the stream's frames, and the stream as one body (instant). */
+function answers(json: string, frames: string[]) {
+  return { json, frames: frames.map(frame => encoder.encode(frame)), whole: encoder.encode(frames.join('')) }
+}
+const chat = (({ completion, frames }) => answers(completion, frames))(mockBodies(CHUNKS))
+const messages = answers(anthropicMessage(CHUNKS), anthropicFrames(CHUNKS))
 
 const server = Bun.serve({
   port: Number(process.env.PORT ?? 0),
@@ -27,19 +30,20 @@ const server = Bun.serve({
   async fetch(request) {
     if (request.method !== 'POST') return new Response('not found', { status: 404 })
     const body = (await request.json()) as { stream?: boolean }
+    const api = request.url.endsWith('/messages') ? messages : chat
     if (!body.stream) {
       if (FIRST_MS > 0) await wait(FIRST_MS)
-      return new Response(completion, { headers: { 'content-type': 'application/json' } })
+      return new Response(api.json, { headers: { 'content-type': 'application/json' } })
     }
     const headers = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
-    if (FIRST_MS === 0 && GAP_MS === 0) return new Response(whole, { headers })
+    if (FIRST_MS === 0 && GAP_MS === 0) return new Response(api.whole, { headers })
     const stream = new ReadableStream<Uint8Array>({
       type: 'direct',
       async pull(controller: ReadableStreamDirectController) {
         if (FIRST_MS > 0) await wait(FIRST_MS)
-        for (let i = 0; i < frames.length; i++) {
+        for (let i = 0; i < api.frames.length; i++) {
           if (i > 0 && GAP_MS > 0) await wait(GAP_MS)
-          controller.write(frames[i]!)
+          controller.write(api.frames[i]!)
           await controller.flush()
         }
         controller.close()

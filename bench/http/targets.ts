@@ -53,7 +53,7 @@ export async function startProxies(upstreams: Upstreams): Promise<{ instant: Pro
   }
 }
 
-/** `anthropic`: also an Anthropic provider at that origin, serving model `bench-claude` (in-process.ts --messages). */
+/** `anthropic`: also an Anthropic provider at that origin, serving model `bench-claude` (in-process.ts --messages, ab.ts --scenario messages). */
 export function gatewayConfig(upstreams: Upstreams, anthropic?: { url: string }): string {
   const model = (id: string, provider: string) => `
   - id: ${id}
@@ -101,7 +101,8 @@ async function freePort(): Promise<number> {
  */
 export async function startGateway(upstreams: Upstreams, options: { tree?: string; env?: Record<string, string>; flags?: string[] } = {}): Promise<{ process: Process; key: string; dir: string; exited: Promise<number> }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
-  writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams))
+  // The instant mock answers Messages too: `bench-claude` is served by an Anthropic provider there.
+  writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams, { url: upstreams.instant.url }))
   const port = await freePort()
   const log = join(dir, 'gateway.log')
   // BENCH_GATEWAY_FLAGS: extra bun flags for the gateway only (e.g. `--cpu-prof-md --cpu-prof-dir=/tmp/prof`).
