@@ -321,21 +321,27 @@ export function runConformance(name: string, setup: (timeouts: ConformanceTimeou
         test('no response headers before the connect deadline → timeout; the upstream request is cancelled', async () => {
           const target = await start(SHORT_CONNECT)
           target.upstream.enqueue({ kind: 'stall' })
-          const error = await rejection(target.provider.stream(callOf(target)))
+          const controller = new AbortController()
+          const error = await rejection(target.provider.stream(callOf(target, controller)))
           expect(error.kind).toBe('timeout')
           expect(error.retryable).toBe(true)
+          // Lent, the deadline aborted the call's controller itself (no second controller tied to
+          // it); not lent, the caller's signal is untouched, so the router can try another backend.
+          expect(controller.signal.aborted).toBe(lent)
           await target.upstream.requests[0]!.disconnected
         })
 
         test('silence mid-stream past the idle deadline → in-band timeout error after the text so far', async () => {
           const target = await start(SHORT_IDLE)
           target.upstream.enqueue({ kind: 'sse', body: target.wire.partial('Partial answer'), then: 'stall' })
-          const events = await collect(await target.provider.stream(callOf(target)))
+          const controller = new AbortController()
+          const events = await collect(await target.provider.stream(callOf(target, controller)))
           assertEventGrammar(events)
           const summary = summarize(events)
           expect(summary.text).toBe('Partial answer')
           expect(summary.finish).toBeUndefined()
           expect(summary.error?.kind).toBe('timeout')
+          expect(controller.signal.aborted).toBe(lent)
           await target.upstream.requests[0]!.disconnected
         })
       })

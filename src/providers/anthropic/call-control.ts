@@ -4,17 +4,24 @@ import type { AbortCause } from './errors'
 /**
  * One upstream call's cancellation: a single AbortController fired by the caller's signal
  * (client gone, pipeline deadline), by the connect deadline (no response headers in time), or
- * by the idle deadline (no body bytes in time while we wait for them). `cause` records which
- * fired first, because the resulting AbortError does not say.
+ * by the idle deadline (no body bytes in time while we wait for them). `cause` says which fired
+ * first, because the resulting AbortError does not say.
+ *
+ * The controller is the call's own when the router lends it (ProviderCall.abortable, its last
+ * attempt): the deadlines then abort the caller's signal itself, and nothing listens to it. A
+ * listener on a server request's signal and a second controller cost ~4% of a collected call's
+ * CPU (bench/README.md, "The client's signal read on a tick"). Otherwise the controller is this
+ * call's, tied to the caller's signal, so a deadline ends this attempt only and the router may
+ * try the next backend.
  *
  * The idle deadline counts only time spent waiting on the upstream: while the consumer holds a
  * chunk (a slow client), the clock is paused. One timer is re-armed with `refresh()` per read,
  * so a long stream allocates no timer per chunk.
  */
 export class CallControl {
-  /** Which deadline or signal aborted the call, if any did. */
-  cause: AbortCause | undefined
-  private readonly controller = new AbortController()
+  private readonly controller: AbortController
+  /** The deadline (or, with a controller of its own, the caller's signal) that aborted first. */
+  private firstCause: AbortCause | undefined
   private readonly connectTimer: ReturnType<typeof setTimeout>
   private idleTimer: ReturnType<typeof setTimeout> | undefined
   private reading = false
@@ -24,14 +31,29 @@ export class CallControl {
   /** The protocol's end was seen (see protocolEnded). */
   private ended = false
   private disposed = false
-  private readonly onCallerAbort = () => this.abort('client')
+  private readonly onCallerAbort: (() => void) | undefined
 
   constructor(
     private readonly callerSignal: AbortSignal,
     private readonly timeouts: { readonly connectMs: number; readonly idleMs: number },
+    lent?: AbortController,
   ) {
-    callerSignal.addEventListener('abort', this.onCallerAbort, { once: true })
+    if (lent !== undefined) {
+      this.controller = lent
+    } else {
+      this.controller = new AbortController()
+      this.onCallerAbort = () => this.abort('client')
+      callerSignal.addEventListener('abort', this.onCallerAbort, { once: true })
+    }
     this.connectTimer = setTimeout(() => this.abort('connect-timeout'), timeouts.connectMs)
+  }
+
+  /**
+   * Which deadline or signal aborted the call, if any did. A lent controller aborted by no
+   * deadline was aborted by its owner: the caller (the client left, a drain).
+   */
+  get cause(): AbortCause | undefined {
+    return this.firstCause ?? (this.callerSignal.aborted ? 'client' : undefined)
   }
 
   /** The signal for fetch and the body. */
@@ -96,7 +118,7 @@ export class CallControl {
     if (this.disposed) return
     this.disposed = true
     clearTimeout(this.connectTimer)
-    this.callerSignal.removeEventListener('abort', this.onCallerAbort)
+    if (this.onCallerAbort !== undefined) this.callerSignal.removeEventListener('abort', this.onCallerAbort)
     if (this.completed) return this.stopIdleTimer()
     const reader = this.reader
     if (this.ended && reader !== undefined) {
@@ -119,7 +141,7 @@ export class CallControl {
 
   private abort(cause: AbortCause): void {
     if (this.disposed || this.controller.signal.aborted) return
-    this.cause = cause
+    this.firstCause = cause
     this.controller.abort()
   }
 }

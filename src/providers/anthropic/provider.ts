@@ -77,7 +77,7 @@ export class AnthropicProvider implements Provider {
       throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model)
     }
 
-    const control = new CallControl(call.signal, timeouts)
+    const control = new CallControl(call.signal, timeouts, call.abortable)
     let response: Response
     try {
       const headers = collect ? { ...this.headers(call.requestId), accept: 'application/json' } : this.headers(call.requestId)
