@@ -3,6 +3,7 @@ import { type KeepAlive, keepAlive, type KeepAliveStream } from '../http/keep-al
 import { SSE_PING } from '../http/sse'
 import type { ChatEvent, Usage } from './canonical'
 import type { StreamEncoder } from './dialects/types'
+import { ReplayedEvents } from '../providers/replay'
 import { toApiError } from './upstream-errors'
 
 /** How a stream ended: the upstream finished, failed mid-stream, or the client left. */
@@ -33,7 +34,8 @@ const TURN = Symbol('turn')
  * dialect's error instead. `complete` runs exactly once, whichever way the stream ends.
  *
  * Events already at hand are encoded before the response is made: until the event loop's next
- * turn, or until the terminal event. An answer that came whole within that turn (an upstream
+ * turn, or until the terminal event (all of them at once when the provider replays events it read
+ * whole). An answer that came whole within that turn (an upstream
  * that sent its stream in one read) is sent as one body, settled first: one write to the client
  * instead of three (the start frames, the answer, the terminal frames after settlement), and no
  * reply stream. Otherwise the reply is a pull-based stream that starts with what was encoded, so
@@ -44,6 +46,7 @@ export async function streamResponse(options: StreamOptions): Promise<Response> 
   const iterator = options.events[Symbol.asyncIterator]()
   const pump = new Pump(options, iterator)
   const frames = options.encoder.start()
+  if (options.events instanceof ReplayedEvents) return pump.whole(frames, options.events)
   let immediate: ReturnType<typeof setImmediate> | undefined
   const turn = new Promise<typeof TURN>(resolve => (immediate = setImmediate(resolve, TURN)))
   let ending: Ending
@@ -64,10 +67,8 @@ export async function streamResponse(options: StreamOptions): Promise<Response> 
     // The events failed (or handling one did): the stream ends as failed, settled once all the same.
     ending = pump.failed(error)
   }
-  // The whole stream, settled, as one body.
   clearImmediate(immediate)
-  for (const frame of await pump.end(ending)) frames.push(frame)
-  return new Response(frames.join(''), { headers: SSE_HEADERS })
+  return pump.reply(frames, ending)
 }
 
 /** A terminal event's outcome and frames (before settlement). */
@@ -104,6 +105,33 @@ class Pump {
     const { options } = this
     const outcome = options.clientGone?.() ? 'cancelled' : 'failed'
     return { outcome, frames: options.encoder.fail(options.failure?.() ?? toApiError(error)) }
+  }
+
+  /**
+   * Events that were all at hand before the call resolved (a stream read whole, a JSON answer):
+   * encoded in one synchronous pass, without a promise per event, and replied as one body.
+   * Stops where replaying would: at the terminal event, or when the call's signal aborted.
+   */
+  whole(frames: string[], replayed: ReplayedEvents): Promise<Response> {
+    let ending: Ending | undefined
+    try {
+      for (const event of replayed.events) {
+        if (replayed.signal.aborted) break
+        ending = this.ended({ done: false, value: event })
+        if (ending !== undefined) break
+        for (const frame of this.options.encoder.push(event)) frames.push(frame)
+      }
+      ending ??= this.ended({ done: true, value: undefined })
+    } catch (error) {
+      ending = this.failed(error)
+    }
+    return this.reply(frames, ending!)
+  }
+
+  /** The whole stream, settled, as one body. */
+  async reply(frames: string[], ending: Ending): Promise<Response> {
+    for (const frame of await this.end(ending)) frames.push(frame)
+    return new Response(frames.join(''), { headers: SSE_HEADERS })
   }
 
   /** Settles (once) and returns the frames that close the stream. */

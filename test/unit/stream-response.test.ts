@@ -3,6 +3,7 @@ import { ApiError } from '../../src/http/errors'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
 import { streamResponse, type StreamOutcome } from '../../src/inference/stream-response'
+import { ReplayedEvents } from '../../src/providers/replay'
 
 // streamResponse encodes the events at hand before it makes the reply: an answer that came whole
 // within one turn of the event loop is settled and sent as one body; otherwise the reply streams
@@ -121,6 +122,46 @@ describe('streamResponse', () => {
     expect(state.returned).toBe(1)
     expect(text).toContain('"error"')
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+  })
+
+  test('replayed events (read whole by the provider) are encoded in one pass, never iterated, into the bytes they would stream as', async () => {
+    const list = [delta('Hel'), delta('lo'), finish, delta('after the end')]
+    let nexts = 0
+    class Counted extends ReplayedEvents {
+      override [Symbol.asyncIterator]() {
+        const iterator = super[Symbol.asyncIterator]()
+        const next = iterator.next.bind(iterator)
+        iterator.next = () => (nexts++, next())
+        return iterator
+      }
+    }
+    const replayed = recorder()
+    const seen: string[] = []
+    const body = await (await streamResponse({ events: new Counted(list, new AbortController().signal), encoder: new ChatCompletionsStreamEncoder(meta), observe: event => seen.push(event.type), complete: replayed.complete })).text()
+    expect(nexts).toBe(0)
+    expect(replayed.outcomes).toEqual(['finished'])
+    expect(seen).toEqual(['text-delta', 'text-delta', 'finish'])
+    const streamed = recorder()
+    const same = await (await streamResponse({ events: events(list).iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: streamed.complete })).text()
+    expect(body).toBe(same)
+    expect(streamed.outcomes).toEqual(['finished'])
+  })
+
+  test('replayed events stop where the call was aborted (a cancel when the client has left) or where handling one throws, settled once', async () => {
+    const aborted = new AbortController()
+    aborted.abort()
+    const cancelled = recorder()
+    const text = await (await streamResponse({ events: new ReplayedEvents([delta('never'), finish], aborted.signal), encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: cancelled.complete, clientGone: () => true })).text()
+    expect(cancelled.outcomes).toEqual(['cancelled'])
+    expect(text).not.toContain('never')
+    const failed = recorder()
+    const observe = () => {
+      throw new TypeError('a bug in an observer')
+    }
+    const failing = await (await streamResponse({ events: new ReplayedEvents([delta('boom'), finish], new AbortController().signal), encoder: new ChatCompletionsStreamEncoder(meta), observe, complete: failed.complete })).text()
+    expect(failed.outcomes).toEqual(['failed'])
+    expect(failing).toContain('"error"')
+    expect(failing.endsWith('data: [DONE]\n\n')).toBe(true)
   })
 
   test('events that stop early are a failure, or a cancel when the client has left', async () => {
