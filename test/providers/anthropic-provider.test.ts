@@ -3,9 +3,10 @@ import type { ModelRoute } from '../../src/catalog/types'
 import type { ProviderConfig } from '../../src/config/config'
 import type { ChatEvent, ChatRequest, Message, Part } from '../../src/inference/canonical'
 import { ANTHROPIC_VERSION, AnthropicProvider } from '../../src/providers/anthropic/provider'
+import { ReplayedEvents } from '../../src/providers/replay'
 import { UpstreamError, type ProviderCall } from '../../src/providers/types'
 import { FakeClock } from '../support/fake-clock'
-import { FakeUpstream } from '../support/fake-upstream'
+import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
 
 const MODEL = 'claude-sonnet-4-5-20250929'
 const API_KEY = 'sk-ant-test-0123456789'
@@ -420,5 +421,81 @@ describe('anthropic provider: deadlines and cancellation', () => {
     const error = lastError(events)
     expect(error.kind).toBe('timeout')
     expect(error.message).toContain('150 ms')
+  })
+})
+
+// A stream whose length the upstream declared (a `text` script: Content-Length) is read whole
+// and translated in one pass; a chunked one (an `sse` script) as it arrives. The events must not
+// tell them apart.
+describe('anthropic provider: a declared-length stream is read whole', () => {
+  const sseHeaders = { 'content-type': 'text/event-stream' }
+  const declared = (body: string): FakeResponse => ({ kind: 'text', status: 200, body, headers: sseHeaders })
+
+  for (const name of ['text.sse', 'thinking-tool.sse', 'parallel-tools.sse', 'redacted-thinking.sse', 'cached-thinking.sse', 'error-mid-stream.sse']) {
+    test(`${name}: the same events as chunked, replayed from memory`, async () => {
+      const body = await fixture(name)
+      upstream.enqueue({ kind: 'sse', body, chunkBytes: 7 }, declared(body))
+      const chunked = await provider().stream(call())
+      const chunkedEvents = await collect(chunked)
+      const whole = await provider().stream(call())
+      expect(whole).toBeInstanceOf(ReplayedEvents)
+      expect(chunked).not.toBeInstanceOf(ReplayedEvents)
+      expect(await collect(whole)).toEqual(chunkedEvents)
+    })
+  }
+
+  test('an error in place of message_start rejects as chunked; a stream cut short ends in-band as chunked', async () => {
+    const overloaded = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    upstream.enqueue({ kind: 'sse', body: overloaded }, declared(overloaded))
+    const chunked = await rejection(provider().stream(call()))
+    const whole = await rejection(provider().stream(call()))
+    expect([whole.kind, whole.message, whole.retryable]).toEqual([chunked.kind, chunked.message, chunked.retryable])
+
+    const text = await fixture('text.sse')
+    const cut = text.slice(0, text.indexOf('event: content_block_stop'))
+    upstream.enqueue({ kind: 'sse', body: cut }, declared(cut))
+    const chunkedEvents = await collect(await provider().stream(call()))
+    const wholeEvents = await collect(await provider().stream(call()))
+    expect(wholeEvents).toEqual(chunkedEvents)
+    expect(lastError(wholeEvents).kind).toBe('server')
+  })
+
+  test('a declared-length stream past 256 KiB is read as it arrives', async () => {
+    const text = await fixture('text.sse')
+    const delta = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word"}}\n\n'
+    const at = text.indexOf('event: content_block_stop')
+    const long = text.slice(0, at) + delta.repeat(3_000) + text.slice(at)
+    expect(long.length).toBeGreaterThan(256 * 1024)
+    upstream.enqueue(declared(long))
+    const events = await provider().stream(call())
+    expect(events).not.toBeInstanceOf(ReplayedEvents)
+    expect((await collect(events)).filter(event => event.type === 'text-delta')).toHaveLength(3_003)
+  })
+
+  test('a declared body that stalls is cut by the idle deadline: a timeout before any event, the connection closed', async () => {
+    // Bun's server sends a streamed body chunked whatever it is told, so this upstream writes its
+    // HTTP/1.1 answer by hand: the whole body's Content-Length, then only part of it.
+    const text = await fixture('text.sse')
+    const partial = text.slice(0, text.indexOf('event: content_block_stop'))
+    let closed!: () => void
+    const disconnected = new Promise<void>(resolve => (closed = resolve))
+    const raw = Bun.listen({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        data(socket) {
+          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${partial}`)
+        },
+        close: () => closed(),
+      },
+    })
+    try {
+      const error = await rejection(provider({ baseUrl: `http://127.0.0.1:${raw.port}/v1`, idleTimeoutMs: 100 }).stream(call()))
+      expect(error.kind).toBe('timeout')
+      expect(error.message).toContain('100 ms')
+      await disconnected
+    } finally {
+      raw.stop(true)
+    }
   })
 })

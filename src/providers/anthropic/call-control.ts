@@ -71,14 +71,19 @@ export class CallControl {
     let reader = this.reader
     if (reader === undefined) {
       reader = this.reader = body.getReader() as ReadableStreamDefaultReader<Uint8Array>
-      this.idleTimer = setTimeout(() => {
-        if (!this.reading) return
-        // After dispose only a drain reads (see dispose): its stall just closes the connection.
-        if (this.disposed) this.controller.abort()
-        else this.abort('idle-timeout')
-      }, this.timeouts.idleMs)
+      this.armIdle()
     }
     return this.next(reader)
+  }
+
+  /** The idle deadline's one timer, made on the first read. */
+  private armIdle(): ReturnType<typeof setTimeout> {
+    return (this.idleTimer ??= setTimeout(() => {
+      if (!this.reading) return
+      // After dispose only a drain reads (see dispose): its stall just closes the connection.
+      if (this.disposed) this.controller.abort()
+      else this.abort('idle-timeout')
+    }, this.timeouts.idleMs))
   }
 
   /** One chunk under the idle deadline (for `read`, and for dispose's drain after the protocol's end). */
@@ -90,6 +95,25 @@ export class CallControl {
       if (!done) return value
       this.completed = true
       return undefined
+    } finally {
+      this.reading = false
+    }
+  }
+
+  /**
+   * A body whose length the upstream declared, at most `limit` bytes, read whole under the idle
+   * deadline (a declared body that stalls is cut as silence); undefined when it declared none
+   * or more, and nothing is read.
+   */
+  async wholeText(response: Response, limit: number): Promise<string | undefined> {
+    const declared = response.headers.get('content-length')
+    if (this.reader !== undefined || response.body === null || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
+    this.reading = true
+    this.armIdle().refresh()
+    try {
+      const text = await response.text()
+      this.completed = true
+      return text
     } finally {
       this.reading = false
     }

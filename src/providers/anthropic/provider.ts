@@ -20,6 +20,11 @@ const ERROR_BODY_BYTES = 64 * 1024
 
 /** Largest Messages JSON answer (a collected call) accepted. */
 const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
+/**
+ * Largest declared-length stream read whole: beyond it events are handled as they arrive, so a
+ * long body on a slow link still reaches the client in pieces (as the openai-compatible provider).
+ */
+const MAX_WHOLE_STREAM_BYTES = 256 * 1024
 
 /** Seams for tests; production passes nothing. */
 export interface AnthropicProviderOptions {
@@ -98,6 +103,11 @@ export class AnthropicProvider implements Provider {
     if ((response.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
       return replay(await readMessage(response, control, translator, context, timeouts), call.signal)
     }
+    // A stream whose length was declared was complete before the answer (a cache, a buffering
+    // proxy, a replay; Anthropic's own streams declare none): read whole and translated in one
+    // pass, its events replayed, instead of a read, a decode and a promise per event.
+    const whole = await readWholeStream(response, control, translator, context, timeouts)
+    if (whole !== undefined) return replay(whole, call.signal)
     const events = translate(response, control, translator, context, timeouts)
     const first = await events.next()
     if (first.done === true) {
@@ -199,6 +209,41 @@ async function* translate(
   } finally {
     control.dispose()
   }
+}
+
+/**
+ * The events of a declared-length stream (see MAX_WHOLE_STREAM_BYTES), read before `stream()`
+ * resolves: a failed read, or an error in place of the first event, rejects like a status would,
+ * so the router may still try another backend. Undefined, with nothing read, for any other body.
+ */
+async function readWholeStream(
+  response: Response,
+  control: CallControl,
+  translator: AnthropicStreamTranslator,
+  context: ErrorContext,
+  timeouts: { connectMs: number; idleMs: number },
+): Promise<ChatEvent[] | undefined> {
+  let text: string | undefined
+  try {
+    text = await control.wholeText(response, MAX_WHOLE_STREAM_BYTES)
+  } catch (error) {
+    control.dispose()
+    throw errorFromTransport(control.cause, error, context, timeouts)
+  }
+  if (text === undefined) return undefined
+  control.dispose()
+  const sse: SseEvent[] = []
+  new SseDecoder().pushText(text, sse)
+  const events: ChatEvent[] = []
+  for (const event of sse) {
+    for (const translated of translator.push(event)) events.push(translated)
+    if (translator.done) break
+  }
+  for (const event of translator.end()) events.push(event)
+  // Never empty: a stream that ends short of message_stop ends with an error event.
+  const first = events[0]!
+  if (first.type === 'error') throw first.error
+  return events
 }
 
 /**
