@@ -13,7 +13,7 @@
  */
 import { resolve } from 'node:path'
 import { measure, type Sample } from './drive'
-import { removeDir, startGateway, startUpstreams } from './targets'
+import { removeDir, scenarioRequest, startGateway, startUpstreams } from './targets'
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -30,8 +30,7 @@ const sides = {
 // first chunk, 5 ms between chunks: what a live model's stream costs per chunk). messages and
 // messages-stream: an Anthropic Messages client on the Anthropic provider (the instant upstream).
 const scenario = option('scenario', 'nonstream')
-const stream = scenario === 'stream' || scenario === 'paced' || scenario === 'messages-stream'
-const messages = scenario.startsWith('messages')
+const request = scenarioRequest(scenario)
 const conns = Number(option('conns', '32'))
 const seconds = Number(option('seconds', '5'))
 const rounds = Number(option('rounds', '6'))
@@ -41,17 +40,11 @@ const rate = Number(option('rate', '0')) || undefined
 
 const upstreams = await startUpstreams()
 const gateways = { A: await startGateway(upstreams, sides.A), B: await startGateway(upstreams, sides.B) }
-const body = JSON.stringify({
-  model: messages ? 'bench-claude' : scenario === 'paced' ? 'bench-paced' : 'bench-instant',
-  messages: [{ role: 'user', content: 'Say twenty words.' }],
-  max_tokens: 64,
-  ...(stream ? { stream: true, ...(messages ? {} : { stream_options: { include_usage: true } }) } : {}),
-})
 const run = (side: 'A' | 'B', secs: number) =>
   measure(gateways[side].dir, gateways[side].process.pid, {
-    url: `${gateways[side].process.url}/v1/${messages ? 'messages' : 'chat/completions'}`,
+    url: `${gateways[side].process.url}${request.path}`,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${gateways[side].key}` },
-    body,
+    body: request.body,
     connections: conns,
     seconds: secs,
     rate,

@@ -97,9 +97,13 @@ async function freePort(): Promise<number> {
 /**
  * The gateway as `svc serve` runs it, on a fresh database file; returns it and its bootstrap key.
  * Options (bench/http/ab.ts compares two gateways): `tree`, the source tree to run; `env`, added
- * to its environment; `flags`, bun flags added to BENCH_GATEWAY_FLAGS.
+ * to its environment; `flags`, bun flags added to BENCH_GATEWAY_FLAGS; `stderr`, a file for its
+ * standard error (gc-pauses.ts reads JSC's collection log there).
  */
-export async function startGateway(upstreams: Upstreams, options: { tree?: string; env?: Record<string, string>; flags?: string[] } = {}): Promise<{ process: Process; key: string; dir: string; exited: Promise<number> }> {
+export async function startGateway(
+  upstreams: Upstreams,
+  options: { tree?: string; env?: Record<string, string>; flags?: string[]; stderr?: string } = {},
+): Promise<{ process: Process; key: string; dir: string; exited: Promise<number> }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
   // The instant mock answers Messages too: `bench-claude` is served by an Anthropic provider there.
   writeFileSync(join(dir, 'config.yaml'), gatewayConfig(upstreams, { url: upstreams.instant.url }))
@@ -112,7 +116,7 @@ export async function startGateway(upstreams: Upstreams, options: { tree?: strin
     env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench', ...options.env },
     // Production logging: one JSON line per request, written to a file (not to a pipe nobody drains).
     stdout: Bun.file(log),
-    stderr: 'inherit',
+    stderr: options.stderr === undefined ? 'inherit' : Bun.file(options.stderr),
   })
   for (let i = 0; i < 300; i++) {
     const text = (() => {
@@ -166,4 +170,22 @@ export async function appInProcess(upstreams: Upstreams, options: { tree?: strin
 
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true })
+}
+
+/**
+ * What a scenario sends (ab.ts, gc-pauses.ts): Chat Completions to the instant model (`nonstream`,
+ * `stream`) or the paced one (`paced`), or a Messages client to the Anthropic provider on the
+ * instant mock (`messages`, `messages-stream`).
+ */
+export function scenarioRequest(scenario: string): { path: string; body: string; stream: boolean } {
+  if (!['nonstream', 'stream', 'paced', 'messages', 'messages-stream'].includes(scenario)) throw new Error(`unknown scenario ${scenario}`)
+  const stream = scenario === 'stream' || scenario === 'paced' || scenario === 'messages-stream'
+  const messages = scenario.startsWith('messages')
+  const body = JSON.stringify({
+    model: messages ? 'bench-claude' : scenario === 'paced' ? 'bench-paced' : 'bench-instant',
+    messages: [{ role: 'user', content: 'Say twenty words.' }],
+    max_tokens: 64,
+    ...(stream ? { stream: true, ...(messages ? {} : { stream_options: { include_usage: true } }) } : {}),
+  })
+  return { path: messages ? '/v1/messages' : '/v1/chat/completions', body, stream }
 }
