@@ -34,13 +34,13 @@ const TURN = Symbol('turn')
  * dialect's error instead. `complete` runs exactly once, whichever way the stream ends.
  *
  * Events already at hand are encoded before the response is made: until the event loop's next
- * turn, or until the terminal event (all of them at once when the provider replays events it read
- * whole). An answer that came whole within that turn (an upstream
- * that sent its stream in one read) is sent as one body, settled first: one write to the client
- * instead of three (the start frames, the answer, the terminal frames after settlement), and no
- * reply stream. Otherwise the reply is a pull-based stream that starts with what was encoded, so
- * a slow client applies backpressure to the upstream, and the first byte never waits for more
- * than the upstream's first events.
+ * turn, or until the terminal event (all of them in one pass when the provider replays events it
+ * read whole). An answer that came whole within that turn (an upstream that sent its stream in
+ * one read) is sent as one body, settled first: one write to the client instead of three (the
+ * start frames, the answer, the terminal frames after settlement), and no reply stream.
+ * Otherwise the reply is a pull-based stream that starts with what was encoded, so a slow client
+ * applies backpressure to the upstream, and the first byte never waits for more than the
+ * upstream's first events.
  */
 export async function streamResponse(options: StreamOptions): Promise<Response> {
   const iterator = options.events[Symbol.asyncIterator]()
