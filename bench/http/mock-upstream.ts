@@ -20,7 +20,8 @@ const wait = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms
 function answers(json: string, frames: string[]) {
   return { json, frames: frames.map(frame => encoder.encode(frame)), whole: encoder.encode(frames.join('')) }
 }
-const chat = (({ completion, frames }) => answers(completion, frames))(mockBodies(CHUNKS))
+const bodies = mockBodies(CHUNKS)
+const chat = answers(bodies.completion, bodies.frames)
 const messages = answers(anthropicMessage(CHUNKS), anthropicFrames(CHUNKS))
 
 const server = Bun.serve({

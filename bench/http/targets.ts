@@ -177,7 +177,7 @@ export function removeDir(dir: string): void {
  * `stream`) or the paced one (`paced`), or a Messages client to the Anthropic provider on the
  * instant mock (`messages`, `messages-stream`).
  */
-export function scenarioRequest(scenario: string): { path: string; body: string; stream: boolean } {
+export function scenarioRequest(scenario: string): { path: string; body: string } {
   if (!['nonstream', 'stream', 'paced', 'messages', 'messages-stream'].includes(scenario)) throw new Error(`unknown scenario ${scenario}`)
   const stream = scenario === 'stream' || scenario === 'paced' || scenario === 'messages-stream'
   const messages = scenario.startsWith('messages')
@@ -187,5 +187,5 @@ export function scenarioRequest(scenario: string): { path: string; body: string;
     max_tokens: 64,
     ...(stream ? { stream: true, ...(messages ? {} : { stream_options: { include_usage: true } }) } : {}),
   })
-  return { path: messages ? '/v1/messages' : '/v1/chat/completions', body, stream }
+  return { path: messages ? '/v1/messages' : '/v1/chat/completions', body }
 }
