@@ -11,7 +11,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { firstByte, haveWrk, measure, rssMiB, type Load, type Sample } from './http/drive'
 import { evaluate, printTable, type Cell } from './http/report'
-import { DEFAULT_PACING, removeDir, startGateway, startProxies, startUpstreams, type Process } from './http/targets'
+import { DEFAULT_PACING, removeDir, scenarioRequest, startGateway, startProxies, startUpstreams, type Process } from './http/targets'
 
 const argv = process.argv.slice(2)
 const flag = (name: string) => argv.includes(`--${name}`)
@@ -27,10 +27,11 @@ const soakMinutes = Number(option('soak', '0'))
 const useWrk = haveWrk && !flag('bun-loadgen')
 const pacing = { firstMs: Number(option('first-ms', String(DEFAULT_PACING.firstMs))), gapMs: Number(option('gap-ms', String(DEFAULT_PACING.gapMs))) }
 
+// `request`: what is sent (targets.ts, scenarioRequest); `upstream`: the mock behind the proxy.
 export const SCENARIOS = [
-  { name: 'nonstream-instant', model: 'bench-instant', upstream: 'instant', stream: false },
-  { name: 'stream-instant', model: 'bench-instant', upstream: 'instant', stream: true },
-  { name: 'stream-paced', model: 'bench-paced', upstream: 'paced', stream: true },
+  { name: 'nonstream-instant', request: 'nonstream', upstream: 'instant', stream: false },
+  { name: 'stream-instant', request: 'stream', upstream: 'instant', stream: true },
+  { name: 'stream-paced', request: 'paced', upstream: 'paced', stream: true },
 ] as const
 const only = option('only', '')
 const scenarios = only ? SCENARIOS.filter(s => only.split(',').includes(s.name)) : SCENARIOS
@@ -51,15 +52,10 @@ const stopAll = async () => {
 process.on('SIGINT', () => void stopAll().then(() => process.exit(130)))
 
 function loadFor(scenario: (typeof SCENARIOS)[number], target: 'proxy' | 'gateway', conns: number, secs: number): Load {
-  const body = JSON.stringify({
-    model: scenario.model,
-    messages: [{ role: 'user', content: 'Say twenty words.' }],
-    max_tokens: 64,
-    ...(scenario.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-  })
+  const { path, body } = scenarioRequest(scenario.request)
   const base = target === 'proxy' ? proxies[scenario.upstream].url : gateway.process.url
   return {
-    url: `${base}/v1/chat/completions`,
+    url: `${base}${path}`,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${gateway.key}` },
     body,
     connections: conns,
