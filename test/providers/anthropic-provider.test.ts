@@ -472,30 +472,36 @@ describe('anthropic provider: a declared-length stream is read whole', () => {
     expect((await collect(events)).filter(event => event.type === 'text-delta')).toHaveLength(3_003)
   })
 
-  test('a declared body that stalls is cut by the idle deadline: a timeout before any event, the connection closed', async () => {
-    // Bun's server sends a streamed body chunked whatever it is told, so this upstream writes its
-    // HTTP/1.1 answer by hand: the whole body's Content-Length, then only part of it.
-    const text = await fixture('text.sse')
-    const partial = text.slice(0, text.indexOf('event: content_block_stop'))
-    let closed!: () => void
-    const disconnected = new Promise<void>(resolve => (closed = resolve))
-    const raw = Bun.listen({
-      hostname: '127.0.0.1',
-      port: 0,
-      socket: {
-        data(socket) {
-          socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${partial}`)
+  for (const lent of [false, true]) {
+    test(`a declared body that stalls is cut by the idle deadline: a timeout before any event, the connection closed${lent ? ' (the call\'s controller lent)' : ''}`, async () => {
+      // Bun's server sends a streamed body chunked whatever it is told, so this upstream writes its
+      // HTTP/1.1 answer by hand: the whole body's Content-Length, then only part of it.
+      const text = await fixture('text.sse')
+      const partial = text.slice(0, text.indexOf('event: content_block_stop'))
+      let closed!: () => void
+      const disconnected = new Promise<void>(resolve => (closed = resolve))
+      const raw = Bun.listen({
+        hostname: '127.0.0.1',
+        port: 0,
+        socket: {
+          data(socket) {
+            socket.write(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${partial}`)
+          },
+          close: () => closed(),
         },
-        close: () => closed(),
-      },
+      })
+      try {
+        const controller = new AbortController()
+        const stalled = lent ? { ...call({}, controller.signal), abortable: controller } : call({}, controller.signal)
+        const error = await rejection(provider({ baseUrl: `http://127.0.0.1:${raw.port}/v1`, idleTimeoutMs: 100 }).stream(stalled))
+        expect(error.kind).toBe('timeout')
+        expect(error.message).toContain('100 ms')
+        // Lent, the deadline aborted the call's own controller; otherwise the caller's is untouched.
+        expect(controller.signal.aborted).toBe(lent)
+        await disconnected
+      } finally {
+        raw.stop(true)
+      }
     })
-    try {
-      const error = await rejection(provider({ baseUrl: `http://127.0.0.1:${raw.port}/v1`, idleTimeoutMs: 100 }).stream(call()))
-      expect(error.kind).toBe('timeout')
-      expect(error.message).toContain('100 ms')
-      await disconnected
-    } finally {
-      raw.stop(true)
-    }
-  })
+  }
 })
