@@ -1,3 +1,4 @@
+import { declaresAtMost } from '../declared-length'
 import { drainRest } from '../drain-rest'
 import type { AbortCause } from './errors'
 
@@ -106,8 +107,7 @@ export class CallControl {
    * or more, and nothing is read.
    */
   async wholeText(response: Response, limit: number): Promise<string | undefined> {
-    const declared = response.headers.get('content-length')
-    if (this.reader !== undefined || response.body === null || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
+    if (this.reader !== undefined || response.body === null || !declaresAtMost(response.headers, limit)) return undefined
     this.reading = true
     this.armIdle().refresh()
     try {

@@ -191,10 +191,7 @@ async function* translate(
     if (response.body !== null) {
       for (let chunk = await control.read(response.body); chunk !== undefined; chunk = await control.read(response.body)) {
         decoder.push(chunk, sse)
-        for (const event of sse) {
-          for (const translated of translator.push(event)) out.push(translated)
-          if (translator.done) break
-        }
+        translateEvents(sse, translator, out)
         sse.length = 0
         // message_stop: the connection's last bytes are read, not torn down (CallControl.dispose).
         if (translator.done && out[out.length - 1]?.type === 'finish') control.protocolEnded()
@@ -208,6 +205,14 @@ async function* translate(
     if (!translator.done && control.cause !== 'client') yield { type: 'error', error: errorFromTransport(control.cause, error, context, timeouts) }
   } finally {
     control.dispose()
+  }
+}
+
+/** Translates decoded SSE events into `out`, up to the terminal one. */
+function translateEvents(sse: SseEvent[], translator: AnthropicStreamTranslator, out: ChatEvent[]): void {
+  for (const event of sse) {
+    for (const translated of translator.push(event)) out.push(translated)
+    if (translator.done) return
   }
 }
 
@@ -235,10 +240,7 @@ async function readWholeStream(
   const sse: SseEvent[] = []
   new SseDecoder().pushText(text, sse)
   const events: ChatEvent[] = []
-  for (const event of sse) {
-    for (const translated of translator.push(event)) events.push(translated)
-    if (translator.done) break
-  }
+  translateEvents(sse, translator, events)
   for (const event of translator.end()) events.push(event)
   // Never empty: a stream that ends short of message_stop ends with an error event.
   const first = events[0]!

@@ -6,6 +6,7 @@
 // the status classifier.
 
 import { UpstreamError } from '../types'
+import { declaresAtMost } from '../declared-length'
 import { drainRest } from '../drain-rest'
 import { connectionError, ERROR_BODY_READ_BYTES, type ErrorOrigin } from './errors'
 
@@ -213,8 +214,7 @@ class UpstreamResponse implements UpstreamStream {
   }
 
   async wholeText(limit: number): Promise<string | undefined> {
-    const declared = this.response.headers.get('content-length')
-    if (this.reader !== undefined || declared === null || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined
+    if (this.reader !== undefined || !declaresAtMost(this.response.headers, limit)) return undefined
     // The idle deadline covers the whole read here: a declared body that stalls is cut as silence.
     this.reading = true
     this.idle.refresh()
