@@ -97,13 +97,41 @@ export type ChatEvent =
   /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
   | { type: 'finish'; reason: FinishReason; usage: Usage; stopSequence?: string }
   | { type: 'error'; error: import('../providers/types').UpstreamError }
-  /**
-   * Same-format pass-through (ARCHITECTURE.md §11): upstream Chat Completions chunks forwarded to
-   * a Chat Completions client without canonical events. Only a provider called with
-   * `passThrough` emits it, and only the chat-completions stream encoder reads it. `deltas` are
-   * the chunks' `delta` objects as JSON text, exactly as that encoder writes them (it adds the
-   * gateway's head: id, created, the client's model id). The byte counts are what the meter would
-   * have counted from the equivalent text, reasoning and tool-argument deltas; `toolBlocks` are
-   * the blocks of tool calls started in these chunks, in order (the encoder numbers them).
-   */
-  | { type: 'passthrough'; deltas: string[]; textBytes: number; reasoningBytes: number; toolBytes: number; toolBlocks?: number[] }
+  | PassThroughEvent
+
+/**
+ * The client formats whose streams a provider may pass through (ARCHITECTURE.md §11): the client
+ * speaks its upstream's format, so the upstream's frames are forwarded instead of canonical
+ * events re-encoded (ProviderCall.passThrough).
+ */
+export type PassThroughFormat = 'chat-completions' | 'messages'
+
+/**
+ * Same-format pass-through events. Only a provider called with `passThrough` emits them, and
+ * only the stream encoder of that format reads them. The byte counts are what the meter would
+ * have counted from the equivalent text, reasoning and tool-argument deltas.
+ *
+ * - `chat-completions`: upstream Chat Completions chunks. `deltas` are the chunks' `delta`
+ *   objects as JSON text, exactly as that encoder writes them (it adds the gateway's head: id,
+ *   created, the client's model id); `toolBlocks` are the blocks of tool calls started in these
+ *   chunks, in order (the encoder numbers them).
+ * - `messages`: consecutive Anthropic `content_block_delta` frames of one content block, as the
+ *   messages encoder writes them (their literals checked to be JSON.stringify's), carrying the
+ *   upstream's content `index`; `block` is the canonical block and `kind` its kind; `count` the
+ *   number of deltas. The encoder writes them as they are when its index for the block is the
+ *   same, else with its own.
+ */
+export type PassThroughEvent =
+  | { type: 'passthrough'; format: 'chat-completions'; deltas: string[]; textBytes: number; reasoningBytes: number; toolBytes: number; toolBlocks?: number[] }
+  | {
+      type: 'passthrough'
+      format: 'messages'
+      kind: 'text' | 'reasoning' | 'tool'
+      block: number
+      index: number
+      frames: string
+      count: number
+      textBytes: number
+      reasoningBytes: number
+      toolBytes: number
+    }

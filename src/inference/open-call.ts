@@ -118,7 +118,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       // passthrough event counts its chunks).
       else if (fault !== undefined && deltas < midStreamDelta) {
         if (event.type === 'text-delta') deltas += 1
-        else if (event.type === 'passthrough') deltas += event.deltas.length
+        else if (event.type === 'passthrough') deltas += event.format === 'messages' ? event.count : event.deltas.length
         if (deltas >= midStreamDelta) fault('mid_stream')
       }
     },

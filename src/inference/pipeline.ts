@@ -11,7 +11,7 @@ import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { UpstreamError, type CallAttestation, type Provider } from '../providers/types'
 import type { WebService } from '../web/service'
-import type { ChatEvent, ChatRequest, Usage } from './canonical'
+import type { ChatEvent, ChatRequest, PassThroughFormat, Usage } from './canonical'
 import { collect, type ChatResult } from './collect'
 import type { DialectEncoder, ResponseMeta } from './dialects/types'
 import type { DocumentEnrichmentDeps } from './enrich/documents'
@@ -25,7 +25,7 @@ export interface ChatRouter {
   open(
     route: ChatRequest['route'],
     request: ChatRequest,
-    options: { signal: AbortSignal; controller?: AbortController; requestId: string; uncensored?: boolean; collect?: boolean; passThrough?: boolean },
+    options: { signal: AbortSignal; controller?: AbortController; requestId: string; uncensored?: boolean; collect?: boolean; passThrough?: PassThroughFormat },
   ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
@@ -66,8 +66,8 @@ export interface ChatCallInput {
   onAdmitted?: () => void
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
-  /** The events go to an encoder that reads `passthrough` events (a streamed Chat Completions reply). */
-  passThrough?: boolean
+  /** The events go to an encoder that reads `passthrough` events of this format (a streamed reply). */
+  passThrough?: PassThroughFormat
 }
 
 export interface ChatInput extends Omit<ChatCallInput, 'signal' | 'httpRequest'> {
@@ -106,7 +106,7 @@ export type { CallAttestation } from '../providers/types'
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
-  const call = { ...input, signal: input.httpRequest.signal, passThrough: input.request.stream && input.encoder.passThrough === true }
+  const call = { ...input, signal: input.httpRequest.signal, passThrough: input.request.stream ? input.encoder.passThrough : undefined }
   if (!input.request.stream) {
     const collected = await collectChat(deps, call)
     return input.encoder.encode(collected.result, collected.usage, metaOf(input, collected.startedAt, collected.serverTools)) as Record<string, unknown>

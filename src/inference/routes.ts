@@ -31,13 +31,14 @@ const chatCompletions: DialectEncoder = {
   idPrefix: 'chatcmpl-',
   encode: encodeChatCompletion,
   streamEncoder: meta => new ChatCompletionsStreamEncoder(meta),
-  passThrough: true,
+  passThrough: 'chat-completions',
 }
 
 const messages: DialectEncoder = {
   idPrefix: 'msg_',
   encode: encodeMessage,
   streamEncoder: meta => new MessagesStreamEncoder(meta),
+  passThrough: 'messages',
 }
 
 const anthropicErrors = { 400: AnthropicErrorResponse, 401: AnthropicErrorResponse, 413: AnthropicErrorResponse, 429: AnthropicErrorResponse, 502: AnthropicErrorResponse }

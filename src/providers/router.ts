@@ -1,6 +1,6 @@
 import type { Backend, ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
-import type { ChatEvent, ChatRequest } from '../inference/canonical'
+import type { ChatEvent, ChatRequest, PassThroughFormat } from '../inference/canonical'
 import type { Clock } from '../lib/clock'
 import { UpstreamError, type CallAttestation, type Provider } from './types'
 
@@ -31,8 +31,8 @@ export interface RouteOptions {
   readonly uncensored?: boolean
   /** The answer is collected whole (ProviderCall.collect). */
   readonly collect?: boolean
-  /** Handed to the provider: the client accepts `passthrough` events (ProviderCall.passThrough). */
-  readonly passThrough?: boolean
+  /** Handed to the provider: the client accepts `passthrough` events of this format (ProviderCall.passThrough). */
+  readonly passThrough?: PassThroughFormat
 }
 
 /** The stream of the backend that answered, and which one it was. */

@@ -1,4 +1,4 @@
-import type { ChatEvent, ChatRequest } from '../inference/canonical'
+import type { ChatEvent, ChatRequest, PassThroughFormat } from '../inference/canonical'
 
 /** One call of a provider: the canonical request, the upstream model name, and cancellation. */
 export interface ProviderCall {
@@ -22,10 +22,11 @@ export interface ProviderCall {
    */
   readonly collect?: boolean
   /**
-   * The client reads Chat Completions chunks: a provider whose upstream speaks them may emit
-   * `passthrough` events instead of re-encodable ones (the openai-compatible provider does).
+   * The client's stream format: a provider whose upstream speaks it may emit `passthrough` events
+   * of that format instead of re-encodable ones (the openai-compatible provider for Chat
+   * Completions, the Anthropic provider for Messages).
    */
-  readonly passThrough?: boolean
+  readonly passThrough?: PassThroughFormat
 }
 
 /**

@@ -203,8 +203,8 @@ function mergePassthrough(events: ChatEvent[]): ChatEvent[] {
   const merged: ChatEvent[] = []
   for (const event of events) {
     const last = merged.at(-1)
-    if (event.type !== 'passthrough' || last?.type !== 'passthrough') {
-      merged.push(event.type === 'passthrough' ? { ...event, deltas: [...event.deltas], toolBlocks: event.toolBlocks && [...event.toolBlocks] } : event)
+    if (event.type !== 'passthrough' || event.format !== 'chat-completions' || last?.type !== 'passthrough' || last.format !== 'chat-completions') {
+      merged.push(event.type === 'passthrough' && event.format === 'chat-completions' ? { ...event, deltas: [...event.deltas], toolBlocks: event.toolBlocks && [...event.toolBlocks] } : event)
       continue
     }
     last.deltas.push(...event.deltas)
@@ -241,7 +241,7 @@ describe('openai-compatible: a declared-length stream is read whole', () => {
     frame({ id: 'chatcmpl-test123', object: 'chat.completion.chunk', choices: [], ...usage }) +
     DONE
 
-  for (const passThrough of [false, true]) {
+  for (const passThrough of [undefined, 'chat-completions'] as const) {
     test(`the same events as the same stream chunked${passThrough ? ' (passed through)' : ''}, without a read per chunk`, async () => {
       const p = await provider()
       const call = { ...providerCall(testRequest(), MODEL), passThrough }

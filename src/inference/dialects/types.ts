@@ -1,5 +1,5 @@
 import type { ApiError } from '../../http/errors'
-import type { ChatEvent, FinishReason, Usage } from '../canonical'
+import type { ChatEvent, FinishReason, PassThroughFormat, Usage } from '../canonical'
 import type { ChatResult } from '../collect'
 
 /** What every response of one request shares. */
@@ -36,6 +36,6 @@ export interface DialectEncoder {
   idPrefix: string
   encode(result: ChatResult, usage: Usage, meta: ResponseMeta): unknown
   streamEncoder(meta: ResponseMeta): StreamEncoder
-  /** The stream encoder reads `passthrough` events (Chat Completions only): streamed calls ask providers for them. */
-  passThrough?: boolean
+  /** The stream encoder reads `passthrough` events of this format: streamed calls ask providers for them. */
+  passThrough?: PassThroughFormat
 }

@@ -142,6 +142,15 @@ export class AnthropicStreamTranslator {
     }
   }
 
+  /**
+   * The canonical block and kind of the content block open at an upstream `index` (a redacted
+   * thinking block is `redacted`), or undefined. The pass-through forwards a delta only into a
+   * block of the kind the delta would have produced events for.
+   */
+  openBlock(index: number): { readonly kind: OpenBlock['kind']; readonly block: number } | undefined {
+    return this.done ? undefined : this.blocks.get(index)
+  }
+
   /** The stream's bytes ended: anything short of message_stop is a truncated answer. */
   end(): ChatEvent[] {
     if (this.done) return []

@@ -6,6 +6,7 @@ import { UpstreamError, type Provider, type ProviderCall } from '../types'
 import { CallControl } from './call-control'
 import { errorFromResponse, errorFromTransport, protocolError, type ErrorContext } from './errors'
 import { AnthropicStreamTranslator } from './from-upstream-stream'
+import { MessagesPassThrough } from './pass-through'
 import { toUpstream, UnsupportedRequestError } from './to-upstream'
 import { replay } from '../replay'
 
@@ -103,12 +104,14 @@ export class AnthropicProvider implements Provider {
     if ((response.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
       return replay(await readMessage(response, control, translator, context, timeouts), call.signal)
     }
+    // A Messages client gets the content deltas as the upstream sent them (pass-through.ts).
+    const stream: Stream = { translator, passThrough: call.passThrough === 'messages' ? new MessagesPassThrough(translator) : undefined }
     // A stream whose length was declared was complete before the answer (a cache, a buffering
     // proxy, a replay; Anthropic's own streams declare none): read whole and translated in one
     // pass, its events replayed, instead of a read, a decode and a promise per event.
-    const whole = await readWholeStream(response, control, translator, context, timeouts)
+    const whole = await readWholeStream(response, control, stream, context, timeouts)
     if (whole !== undefined) return replay(whole, call.signal)
-    const events = translate(response, control, translator, context, timeouts)
+    const events = translate(response, control, stream, context, timeouts)
     const first = await events.next()
     if (first.done === true) {
       // Only a caller abort ends the events without an error event.
@@ -180,10 +183,11 @@ export class AnthropicProvider implements Provider {
 async function* translate(
   response: Response,
   control: CallControl,
-  translator: AnthropicStreamTranslator,
+  stream: Stream,
   context: ErrorContext,
   timeouts: { connectMs: number; idleMs: number },
 ): AsyncGenerator<ChatEvent, void, undefined> {
+  const translator = stream.translator
   const decoder = new SseDecoder()
   const sse: SseEvent[] = []
   const out: ChatEvent[] = []
@@ -191,7 +195,7 @@ async function* translate(
     if (response.body !== null) {
       for (let chunk = await control.read(response.body); chunk !== undefined; chunk = await control.read(response.body)) {
         decoder.push(chunk, sse)
-        translateEvents(sse, translator, out)
+        translateEvents(sse, stream, out)
         sse.length = 0
         // message_stop: the connection's last bytes are read, not torn down (CallControl.dispose).
         if (translator.done && out[out.length - 1]?.type === 'finish') control.protocolEnded()
@@ -208,8 +212,15 @@ async function* translate(
   }
 }
 
+/** A stream's translator, and its pass-through when the client speaks Messages. */
+interface Stream {
+  readonly translator: AnthropicStreamTranslator
+  readonly passThrough: MessagesPassThrough | undefined
+}
+
 /** Translates decoded SSE events into `out`, up to the terminal one. */
-function translateEvents(sse: SseEvent[], translator: AnthropicStreamTranslator, out: ChatEvent[]): void {
+function translateEvents(sse: SseEvent[], { translator, passThrough }: Stream, out: ChatEvent[]): void {
+  if (passThrough !== undefined) return passThrough.events(sse, out)
   for (const event of sse) {
     for (const translated of translator.push(event)) out.push(translated)
     if (translator.done) return
@@ -224,7 +235,7 @@ function translateEvents(sse: SseEvent[], translator: AnthropicStreamTranslator,
 async function readWholeStream(
   response: Response,
   control: CallControl,
-  translator: AnthropicStreamTranslator,
+  stream: Stream,
   context: ErrorContext,
   timeouts: { connectMs: number; idleMs: number },
 ): Promise<ChatEvent[] | undefined> {
@@ -237,11 +248,14 @@ async function readWholeStream(
   }
   if (text === undefined) return undefined
   control.dispose()
-  const sse: SseEvent[] = []
-  new SseDecoder().pushText(text, sse)
   const events: ChatEvent[] = []
-  translateEvents(sse, translator, events)
-  for (const event of translator.end()) events.push(event)
+  if (stream.passThrough !== undefined) stream.passThrough.whole(text, events)
+  else {
+    const sse: SseEvent[] = []
+    new SseDecoder().pushText(text, sse)
+    translateEvents(sse, stream, events)
+  }
+  for (const event of stream.translator.end()) events.push(event)
   // Never empty: a stream that ends short of message_stop ends with an error event.
   const first = events[0]!
   if (first.type === 'error') throw first.error

@@ -24,9 +24,10 @@
 
 import type { ChatEvent } from '../../inference/canonical'
 import { SseDecoder, type SseEvent } from '../../http/sse'
+import { parseStringLiteral, SPECIAL, SPECIAL_OR_WIDE } from '../../lib/json-literal'
 import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 
-type Passthrough = Extract<ChatEvent, { type: 'passthrough' }>
+type Passthrough = Extract<ChatEvent, { type: 'passthrough'; format: 'chat-completions' }>
 
 /** A tool call forwarded so far: `index` is the client's (order of first appearance), also used as its block. */
 interface ForwardedTool {
@@ -48,10 +49,6 @@ const HEAD_KEYS = new Set(['id', 'object', 'created', 'model', 'system_fingerpri
 const CHOICE_KEYS = new Set(['index', 'delta', 'logprobs', 'finish_reason'])
 const DELTA_KEYS = new Set(['role', 'content', 'reasoning_content', 'refusal', 'tool_calls'])
 const CONTENT_KEY = '"content":'
-/** Characters that need a closer look in a string literal: escapes, quotes, raw control characters. */
-const SPECIAL = /["\\\u0000-\u001f]/
-/** As SPECIAL, or past ASCII: a literal without any is its own UTF-8, one byte per character. */
-const SPECIAL_OR_WIDE = /["\\\u0000-\u001f\u0080-\uffff]/
 
 /**
  * The pass-through counterpart of ChunkTranslator (same `event` / `end` / `ended` shape, for
@@ -183,7 +180,7 @@ export class PassThroughTranslator {
   private open(out: ChatEvent[]): Passthrough {
     const current = this.current
     if (current !== undefined && out[out.length - 1] === current) return current
-    const event: Passthrough = { type: 'passthrough', deltas: [], textBytes: 0, reasoningBytes: 0, toolBytes: 0 }
+    const event: Passthrough = { type: 'passthrough', format: 'chat-completions', deltas: [], textBytes: 0, reasoningBytes: 0, toolBytes: 0 }
     out.push(event)
     this.current = event
     return event
@@ -283,16 +280,6 @@ export class PassThroughTranslator {
     if (at === -1 || data.indexOf(marker, at + 1) !== -1) return
     this.prefix = data.slice(0, at + CONTENT_KEY.length + 1)
     this.suffix = data.slice(at + marker.length - 1)
-  }
-}
-
-/** The value of a JSON string literal's inside, or undefined when it is not exactly one valid literal. */
-function parseStringLiteral(literal: string): string | undefined {
-  try {
-    const value: unknown = JSON.parse(`"${literal}"`)
-    return typeof value === 'string' ? value : undefined
-  } catch {
-    return undefined
   }
 }
 

@@ -74,7 +74,7 @@ export class OpenAICompatibleProvider implements Provider {
       return replay(await eventsFromJsonBody(upstream, context), call.signal)
     }
     // A Chat Completions client gets this upstream's chunks passed through (pass-through.ts).
-    const translator = call.passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
+    const translator = call.passThrough === 'chat-completions' ? new PassThroughTranslator(context) : new ChunkTranslator(context)
     // A stream whose length the upstream declared was complete before it answered (a live
     // stream cannot know its length; a cache, a buffering proxy or a replay can): read whole in
     // one call and translated in one pass, instead of a read, a decode and a promise per network

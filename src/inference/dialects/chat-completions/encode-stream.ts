@@ -50,6 +50,7 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
       case 'passthrough': {
         // Chunks passed through from a Chat Completions upstream: a frame per delta, which the
         // caller writes in one piece (one join, where concatenating them here built a rope first).
+        if (event.format !== 'chat-completions') return []
         if (event.toolBlocks !== undefined) for (const block of event.toolBlocks) this.toolIndex.set(block, this.toolIndex.size)
         return event.deltas.map(delta => this.frame(delta))
       }

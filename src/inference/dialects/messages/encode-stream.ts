@@ -7,6 +7,8 @@ const PING = 'event: ping\ndata: {"type":"ping"}\n\n'
 const PING_BYTES = new TextEncoder().encode(PING)
 
 const frame = (type: string, data: string) => `event: ${type}\ndata: ${data}\n\n`
+const TEXT_BLOCK = '{"type":"text","text":""}'
+const THINKING_BLOCK = '{"type":"thinking","thinking":"","signature":""}'
 
 interface Block {
   /** The Anthropic content index, assigned when content_block_start is written. */
@@ -56,12 +58,12 @@ export class MessagesStreamEncoder implements StreamEncoder {
     this.messageStart(out, undefined)
     switch (event.type) {
       case 'text-start':
-        this.begin(out, this.block(event.block, 'text'), '{"type":"text","text":""}')
+        this.begin(out, this.block(event.block, 'text'), TEXT_BLOCK)
         break
       case 'text-delta': {
         if (event.delta === '') break
         const block = this.block(event.block, 'text')
-        if (!block.started) this.begin(out, block, '{"type":"text","text":""}')
+        if (!block.started) this.begin(out, block, TEXT_BLOCK)
         out.push(this.delta(block, `{"type":"text_delta","text":${JSON.stringify(event.delta)}}`))
         break
       }
@@ -77,7 +79,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
       case 'reasoning-delta': {
         if (event.delta === '') break
         const block = this.block(event.block, 'reasoning')
-        if (!block.started) this.begin(out, block, '{"type":"thinking","thinking":"","signature":""}')
+        if (!block.started) this.begin(out, block, THINKING_BLOCK)
         out.push(this.delta(block, `{"type":"thinking_delta","thinking":${JSON.stringify(event.delta)}}`))
         break
       }
@@ -87,7 +89,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
           // Redacted blocks have no deltas: the whole block is its start.
           if (!block.started) this.begin(out, block, `{"type":"redacted_thinking","data":${JSON.stringify(event.signature ?? '')}}`)
         } else {
-          if (!block.started) this.begin(out, block, '{"type":"thinking","thinking":"","signature":""}')
+          if (!block.started) this.begin(out, block, THINKING_BLOCK)
           if (event.signature) out.push(this.delta(block, `{"type":"signature_delta","signature":${JSON.stringify(event.signature)}}`))
         }
         this.stop(out, block)
@@ -100,6 +102,22 @@ export class MessagesStreamEncoder implements StreamEncoder {
         const block = this.blocks.get(event.block)
         if (block === undefined || event.argumentsDelta === '') break
         out.push(this.delta(block, `{"type":"input_json_delta","partial_json":${JSON.stringify(event.argumentsDelta)}}`))
+        break
+      }
+      case 'passthrough': {
+        // An Anthropic upstream's delta frames, already as this encoder writes them (the deltas
+        // above, block by block); only the index may differ, when the upstream had blocks this
+        // stream leaves out. `"type":"content_block_delta","index":N,` begins each frame's data
+        // and cannot occur inside a literal (its quotes would be escaped).
+        if (event.format !== 'messages') break
+        const block = event.kind === 'tool' ? this.blocks.get(event.block) : this.block(event.block, event.kind)
+        if (block === undefined) break
+        if (!block.started && event.kind !== 'tool') this.begin(out, block, event.kind === 'text' ? TEXT_BLOCK : THINKING_BLOCK)
+        out.push(
+          block.index === event.index
+            ? event.frames
+            : event.frames.replaceAll(`"type":"content_block_delta","index":${event.index},`, `"type":"content_block_delta","index":${block.index},`),
+        )
         break
       }
     }

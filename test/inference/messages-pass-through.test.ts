@@ -1,0 +1,167 @@
+import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
+import Anthropic from '@anthropic-ai/sdk'
+import { loadConfig } from '../../src/config/load'
+import { SseDecoder, type SseEvent } from '../../src/http/sse'
+import type { ChatEvent } from '../../src/inference/canonical'
+import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
+import { toApiError } from '../../src/inference/upstream-errors'
+import { AnthropicStreamTranslator } from '../../src/providers/anthropic/from-upstream-stream'
+import { MessagesPassThrough } from '../../src/providers/anthropic/pass-through'
+import { FakeUpstream } from '../support/fake-upstream'
+import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
+import { poll } from '../support/poll'
+
+// Same-format pass-through for Messages end to end (ARCHITECTURE.md §11): an Anthropic SDK
+// client (through app.handle) streaming from an Anthropic upstream (a real server on port 0)
+// receives exactly the bytes the re-encoding path writes for the same upstream stream, never the
+// backend's model name or message id, and is charged exactly as before.
+
+const BACKEND_MODEL = 'claude-backend-secret-1'
+const event = (data: { type: string } & Record<string, unknown>) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`
+const start = (input: number) =>
+  event({ type: 'message_start', message: { id: 'msg_backend_1', type: 'message', role: 'assistant', model: BACKEND_MODEL, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: input, output_tokens: 1 } } })
+const end = (output: number, stopReason = 'end_turn') => event({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: output } }) + event({ type: 'message_stop' })
+const delta = (index: number, value: Record<string, unknown>) => event({ type: 'content_block_delta', index, delta: value })
+const block = (index: number, content: Record<string, unknown>, deltas: Array<Record<string, unknown>>) =>
+  event({ type: 'content_block_start', index, content_block: content }) + deltas.map(value => delta(index, value)).join('') + event({ type: 'content_block_stop', index })
+const texts = (...pieces: string[]) => pieces.map(text => ({ type: 'text_delta', text }))
+/** 3 USD per million input tokens and 7 per million output tokens, in nanos per token. */
+const charge = (input: number, output: number) => BigInt(input * 3_000 + output * 7_000)
+
+/** What the re-encoding path (translator → canonical events → encoder) writes for `sse`, under the reply's message id. */
+function reEncoded(sse: string, reply: string): string {
+  const id = /"id":"(msg_[^"]+)"/.exec(reply)![1]!
+  const encoder = new MessagesStreamEncoder({ id, model: 'm', createdAt: 0, includeUsage: false, estimatedInputTokens: 0 })
+  const translator = new AnthropicStreamTranslator({ provider: 'anthropic:up', model: BACKEND_MODEL }, () => 0)
+  const sseEvents: SseEvent[] = []
+  new SseDecoder().push(new TextEncoder().encode(sse), sseEvents)
+  const events: ChatEvent[] = []
+  for (const item of sseEvents) if (!translator.done) events.push(...translator.push(item))
+  events.push(...translator.end())
+  let text = encoder.start().join('')
+  for (const item of events) {
+    if (item.type === 'finish') text += encoder.finish(item.reason, item.usage, item.stopSequence).join('')
+    else if (item.type === 'error') text += encoder.fail(toApiError(item.error)).join('')
+    else text += encoder.push(item).join('')
+  }
+  return text
+}
+
+describe('Messages pass-through from an Anthropic upstream', () => {
+  let t: TestApp
+  let upstream: FakeUpstream
+  let org: TestOrg
+  let counter = 0
+  /** The raw SSE text of the last reply the SDK read. */
+  let lastReply = ''
+  let client: Anthropic
+  const passed = { events: spyOn(MessagesPassThrough.prototype, 'events'), whole: spyOn(MessagesPassThrough.prototype, 'whole') }
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start()
+    const yaml = `
+providers:
+  - { id: up, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }
+models:
+  - { id: m, backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`
+    const env = { SVC_CONFIG: '/virtual/messages-pass-through.yaml', UP_KEY: 'sk-ant-up-0123456789' }
+    t = await buildTestApp(env, loadConfig(env, () => yaml))
+    org = await t.createOrg('messages-pass-through', 10_000_000_000n)
+    client = new Anthropic({
+      apiKey: org.adminKey,
+      baseURL: 'http://gateway.test',
+      maxRetries: 0,
+      fetch: async (url, init) => {
+        const headers = new Headers(init?.headers)
+        headers.set('x-request-id', `mpt-${++counter}`)
+        const response = await t.app.handle(new Request(url as string, { ...(init as RequestInit), headers }))
+        if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response
+        lastReply = await response.text()
+        return new Response(lastReply, { status: response.status, headers: response.headers })
+      },
+    })
+  })
+
+  afterEach(() => {
+    passed.events.mockClear()
+    passed.whole.mockClear()
+  })
+
+  afterAll(async () => {
+    passed.events.mockRestore()
+    passed.whole.mockRestore()
+    expect(t.deps.metrics.openStreams).toBe(0)
+    expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
+    await upstream.close()
+    await t.close()
+  })
+
+  const entries = async (requestId: string) => {
+    const row = (await t.deps.database.client.execute({ sql: 'SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS nanos FROM ledger_entries WHERE request_id = ?', args: [requestId] })).rows[0]!
+    return { n: Number(row.n), nanos: BigInt(row.nanos as bigint) }
+  }
+  const settled = (requestId: string) => poll('the settlement', 500, 4, async () => ((await entries(requestId)).n === 1 ? entries(requestId) : undefined))
+  const params = { model: 'm', max_tokens: 1024, messages: [{ role: 'user' as const, content: 'hi' }] }
+
+  test('a text stream, chunked: the re-encoded bytes, the client model id, the exact charge', async () => {
+    const sse = start(11) + block(0, { type: 'text', text: '' }, texts('Hello', ', "quoted"', ' wörld', ' 😀', '\n')) + end(7)
+    upstream.enqueue({ kind: 'sse', body: sse, chunkBytes: 97 })
+    const before = await t.deps.balance(org.orgId)
+    const message = await client.messages.stream(params).finalMessage()
+    expect(message.content).toMatchObject([{ type: 'text', text: 'Hello, "quoted" wörld 😀\n' }])
+    expect(message.model).toBe('m')
+    expect(message.usage).toMatchObject({ input_tokens: 11, output_tokens: 7 })
+    expect(lastReply).toBe(reEncoded(sse, lastReply))
+    expect(lastReply).not.toContain(BACKEND_MODEL)
+    expect(lastReply).not.toContain('msg_backend_1')
+    expect(passed.events).toHaveBeenCalled()
+    expect((await settled(`mpt-${counter}`)).nanos).toBe(charge(11, 7))
+    expect(before.prepaidNanos - (await t.deps.balance(org.orgId)).prepaidNanos).toBe(charge(11, 7))
+  })
+
+  test('the same stream with its length declared (read whole): the same bytes and charge', async () => {
+    const sse = start(9) + block(0, { type: 'text', text: '' }, texts('Whole', ' "at once"', ' ü')) + end(3)
+    upstream.enqueue({ kind: 'text', status: 200, body: sse, headers: { 'content-type': 'text/event-stream' } })
+    const message = await client.messages.stream(params).finalMessage()
+    expect(message.content).toMatchObject([{ type: 'text', text: 'Whole "at once" ü' }])
+    expect(lastReply).toBe(reEncoded(sse, lastReply))
+    expect(passed.whole).toHaveBeenCalled()
+    expect((await settled(`mpt-${counter}`)).nanos).toBe(charge(9, 3))
+  })
+
+  test('thinking, then a tool call: the SDK assembles both; bytes and charge as when re-encoded', async () => {
+    const sse =
+      start(20) +
+      block(0, { type: 'thinking', thinking: '', signature: '' }, [{ type: 'thinking_delta', thinking: 'Weather: ' }, { type: 'thinking_delta', thinking: 'ask the tool.' }, { type: 'signature_delta', signature: 'c2lnLTE=' }]) +
+      block(1, { type: 'tool_use', id: 'toolu_01A', name: 'weather', input: {} }, [{ type: 'input_json_delta', partial_json: '{"city":' }, { type: 'input_json_delta', partial_json: '"Paris"}' }]) +
+      end(9, 'tool_use')
+    upstream.enqueue({ kind: 'sse', body: sse, chunkBytes: 40 })
+    const tools = [{ name: 'weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }]
+    const message = await client.messages.stream({ ...params, tools, thinking: { type: 'enabled', budget_tokens: 1024 }, max_tokens: 2048 }).finalMessage()
+    expect(message.content).toMatchObject([
+      { type: 'thinking', thinking: 'Weather: ask the tool.', signature: 'c2lnLTE=' },
+      { type: 'tool_use', id: 'toolu_01A', name: 'weather', input: { city: 'Paris' } },
+    ])
+    expect(message.stop_reason).toBe('tool_use')
+    expect(lastReply).toBe(reEncoded(sse, lastReply))
+    expect((await settled(`mpt-${counter}`)).nanos).toBe(charge(20, 9))
+  })
+
+  test('an error event mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
+    const sse =
+      start(5) +
+      event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
+      texts('partial ', 'answer').map(value => delta(0, value)).join('') +
+      event({ type: 'error', error: { type: 'overloaded_error', message: 'backend overloaded' } })
+    upstream.enqueue({ kind: 'sse', body: sse })
+    let text = ''
+    const stream = client.messages.stream(params).on('text', piece => (text += piece))
+    const failure = await stream.finalMessage().catch(error => error)
+    expect(failure).toBeInstanceOf(Anthropic.APIError)
+    expect(text).toBe('partial answer')
+    expect(lastReply).toBe(reEncoded(sse, lastReply))
+    expect((await settled(`mpt-${counter}`)).nanos).toBeGreaterThan(0n)
+  })
+})
