@@ -4,12 +4,11 @@ import { loadConfig } from '../../src/config/load'
 import { SseDecoder, type SseEvent } from '../../src/http/sse'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
-import { toApiError } from '../../src/inference/upstream-errors'
 import { ChunkTranslator } from '../../src/providers/openai-compatible/from-upstream-stream'
 import { chunk, DONE, fragments, frame, openAIUsage } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
-import { poll } from '../support/poll'
+import { encodeEvents, expectNothingOpen, recordingFetch, settledOnce } from '../support/pass-through'
 
 // Same-format pass-through end to end (ARCHITECTURE.md §11): a Chat Completions client (the
 // official SDK, through app.handle) streaming from an openai-compatible upstream (a real server
@@ -33,22 +32,14 @@ function reEncoded(sse: string, reply: string, includeUsage: boolean): string {
   const events: ChatEvent[] = []
   for (const event of sseEvents) if (!translator.ended) translator.event(event, events)
   translator.end(events)
-  let text = encoder.start().join('')
-  for (const event of events) {
-    if (event.type === 'finish') text += encoder.finish(event.reason, event.usage).join('')
-    else if (event.type === 'error') text += encoder.fail(toApiError(event.error)).join('')
-    else text += encoder.push(event).join('')
-  }
-  return text
+  return encodeEvents(encoder, events)
 }
 
 describe('Chat Completions pass-through from an openai-compatible upstream', () => {
   let t: TestApp
   let upstream: FakeUpstream
   let org: TestOrg
-  let counter = 0
-  /** The raw SSE text of the last reply the SDK read. */
-  let lastReply = ''
+  let recorder: ReturnType<typeof recordingFetch>
   let client: OpenAI
 
   beforeAll(async () => {
@@ -63,33 +54,17 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const env = { SVC_CONFIG: '/virtual/pass-through.yaml', UP_KEY: 'sk-up-0123456789' }
     t = await buildTestApp(env, loadConfig(env, () => yaml))
     org = await t.createOrg('pass-through', 10_000_000_000n)
-    client = new OpenAI({
-      apiKey: org.adminKey,
-      baseURL: 'http://gateway.test/v1',
-      maxRetries: 0,
-      fetch: async (url, init) => {
-        const headers = new Headers(init?.headers)
-        headers.set('x-request-id', `pt-${++counter}`)
-        const response = await t.app.handle(new Request(url as string, { ...(init as RequestInit), headers }))
-        if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response
-        lastReply = await response.text()
-        return new Response(lastReply, { status: response.status, headers: response.headers })
-      },
-    })
+    recorder = recordingFetch(t, 'pt')
+    client = new OpenAI({ apiKey: org.adminKey, baseURL: 'http://gateway.test/v1', maxRetries: 0, fetch: recorder.fetch })
   })
 
   afterAll(async () => {
-    expect(t.deps.metrics.openStreams).toBe(0)
-    expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
+    expectNothingOpen(t)
     await upstream.close()
     await t.close()
   })
 
-  const entries = async (requestId: string) => {
-    const row = (await t.deps.database.client.execute({ sql: 'SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS nanos FROM ledger_entries WHERE request_id = ?', args: [requestId] })).rows[0]!
-    return { n: Number(row.n), nanos: BigInt(row.nanos as bigint) }
-  }
-  const settled = (requestId: string) => poll('the settlement', 500, 4, async () => ((await entries(requestId)).n === 1 ? entries(requestId) : undefined))
+  const settled = () => settledOnce(t, recorder.requestId)
 
   test('a text stream: the re-encoded bytes, the client model id, the exact charge', async () => {
     const sse = upstreamChunk({ role: 'assistant', content: '' }) + ['Hello', ', "quoted"', ' wörld', ' 😀', '\n'].map(piece => upstreamChunk({ content: piece })).join('') + upstreamChunk({}, 'stop') + usageFrame(11, 7) + DONE
@@ -105,11 +80,11 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     }
     expect(text).toBe('Hello, "quoted" wörld 😀\n')
     expect(usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 7 })
-    expect(lastReply).toBe(reEncoded(sse, lastReply, true))
-    expect(lastReply).not.toContain(BACKEND_MODEL)
-    expect(lastReply).not.toContain('chatcmpl-test123')
-    expect(lastReply).toContain('"system_fingerprint":null')
-    const billed = await settled(`pt-${counter}`)
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply, true))
+    expect(recorder.lastReply).not.toContain(BACKEND_MODEL)
+    expect(recorder.lastReply).not.toContain('chatcmpl-test123')
+    expect(recorder.lastReply).toContain('"system_fingerprint":null')
+    const billed = await settled()
     expect(billed.nanos).toBe(charge(11, 7))
     expect(before.prepaidNanos - (await t.deps.balance(org.orgId)).prepaidNanos).toBe(charge(11, 7))
   })
@@ -121,9 +96,9 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     let text = ''
     for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
     expect(text).toBe('Whole "at once" ü')
-    expect(lastReply).toBe(reEncoded(sse, lastReply, true))
-    expect(lastReply).not.toContain(BACKEND_MODEL)
-    expect((await settled(`pt-${counter}`)).nanos).toBe(charge(9, 3))
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply, true))
+    expect(recorder.lastReply).not.toContain(BACKEND_MODEL)
+    expect((await settled()).nanos).toBe(charge(9, 3))
   })
 
   test('tool calls: the SDK assembles them; bytes and charge as when re-encoded; no usage frame unless asked', async () => {
@@ -137,9 +112,9 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const final = await client.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'weather?' }], tools, stream: true }).finalChatCompletion()
     expect(final.choices[0]!.message.tool_calls).toEqual([{ id: 'call_w', type: 'function', function: { name: 'weather', arguments: args } }])
     expect(final.choices[0]!.finish_reason).toBe('tool_calls')
-    expect(lastReply).toBe(reEncoded(sse, lastReply, false))
-    expect(lastReply).not.toContain('"usage"')
-    expect((await settled(`pt-${counter}`)).nanos).toBe(charge(20, 9))
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply, false))
+    expect(recorder.lastReply).not.toContain('"usage"')
+    expect((await settled()).nanos).toBe(charge(20, 9))
   })
 
   test('an error chunk mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
@@ -152,9 +127,9 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     })().catch(error => error)
     expect(failure).toBeInstanceOf(OpenAI.APIError)
     expect(text).toBe('partial answer')
-    expect(lastReply).toBe(reEncoded(sse, lastReply, false))
-    expect(lastReply).not.toContain('backend crashed')
-    const billed = await settled(`pt-${counter}`)
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply, false))
+    expect(recorder.lastReply).not.toContain('backend crashed')
+    const billed = await settled()
     expect(billed.nanos).toBeGreaterThan(0n)
   })
 
@@ -163,7 +138,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     upstream.enqueue({ kind: 'sse', body: sse })
     const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
     for await (const _ of stream) void _
-    expect(lastReply).toBe(reEncoded(sse, lastReply, true))
-    expect((await settled(`pt-${counter}`)).nanos).toBe(charge(4, 1))
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply, true))
+    expect((await settled()).nanos).toBe(charge(4, 1))
   })
 })

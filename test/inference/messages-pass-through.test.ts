@@ -4,12 +4,11 @@ import { loadConfig } from '../../src/config/load'
 import { SseDecoder, type SseEvent } from '../../src/http/sse'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
-import { toApiError } from '../../src/inference/upstream-errors'
 import { AnthropicStreamTranslator } from '../../src/providers/anthropic/from-upstream-stream'
 import { MessagesPassThrough } from '../../src/providers/anthropic/pass-through'
 import { FakeUpstream } from '../support/fake-upstream'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
-import { poll } from '../support/poll'
+import { encodeEvents, expectNothingOpen, recordingFetch, settledOnce } from '../support/pass-through'
 
 // Same-format pass-through for Messages end to end (ARCHITECTURE.md §11): an Anthropic SDK
 // client (through app.handle) streaming from an Anthropic upstream (a real server on port 0)
@@ -38,22 +37,14 @@ function reEncoded(sse: string, reply: string): string {
   const events: ChatEvent[] = []
   for (const item of sseEvents) if (!translator.done) events.push(...translator.push(item))
   events.push(...translator.end())
-  let text = encoder.start().join('')
-  for (const item of events) {
-    if (item.type === 'finish') text += encoder.finish(item.reason, item.usage, item.stopSequence).join('')
-    else if (item.type === 'error') text += encoder.fail(toApiError(item.error)).join('')
-    else text += encoder.push(item).join('')
-  }
-  return text
+  return encodeEvents(encoder, events)
 }
 
 describe('Messages pass-through from an Anthropic upstream', () => {
   let t: TestApp
   let upstream: FakeUpstream
   let org: TestOrg
-  let counter = 0
-  /** The raw SSE text of the last reply the SDK read. */
-  let lastReply = ''
+  let recorder: ReturnType<typeof recordingFetch>
   let client: Anthropic
   const passed = { events: spyOn(MessagesPassThrough.prototype, 'events'), whole: spyOn(MessagesPassThrough.prototype, 'whole') }
 
@@ -69,19 +60,8 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const env = { SVC_CONFIG: '/virtual/messages-pass-through.yaml', UP_KEY: 'sk-ant-up-0123456789' }
     t = await buildTestApp(env, loadConfig(env, () => yaml))
     org = await t.createOrg('messages-pass-through', 10_000_000_000n)
-    client = new Anthropic({
-      apiKey: org.adminKey,
-      baseURL: 'http://gateway.test',
-      maxRetries: 0,
-      fetch: async (url, init) => {
-        const headers = new Headers(init?.headers)
-        headers.set('x-request-id', `mpt-${++counter}`)
-        const response = await t.app.handle(new Request(url as string, { ...(init as RequestInit), headers }))
-        if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response
-        lastReply = await response.text()
-        return new Response(lastReply, { status: response.status, headers: response.headers })
-      },
-    })
+    recorder = recordingFetch(t, 'mpt')
+    client = new Anthropic({ apiKey: org.adminKey, baseURL: 'http://gateway.test', maxRetries: 0, fetch: recorder.fetch })
   })
 
   afterEach(() => {
@@ -92,17 +72,12 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
   afterAll(async () => {
     passed.events.mockRestore()
     passed.whole.mockRestore()
-    expect(t.deps.metrics.openStreams).toBe(0)
-    expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
+    expectNothingOpen(t)
     await upstream.close()
     await t.close()
   })
 
-  const entries = async (requestId: string) => {
-    const row = (await t.deps.database.client.execute({ sql: 'SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS nanos FROM ledger_entries WHERE request_id = ?', args: [requestId] })).rows[0]!
-    return { n: Number(row.n), nanos: BigInt(row.nanos as bigint) }
-  }
-  const settled = (requestId: string) => poll('the settlement', 500, 4, async () => ((await entries(requestId)).n === 1 ? entries(requestId) : undefined))
+  const settled = () => settledOnce(t, recorder.requestId)
   const params = { model: 'm', max_tokens: 1024, messages: [{ role: 'user' as const, content: 'hi' }] }
 
   test('a text stream, chunked: the re-encoded bytes, the client model id, the exact charge', async () => {
@@ -113,11 +88,11 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     expect(message.content).toMatchObject([{ type: 'text', text: 'Hello, "quoted" wörld 😀\n' }])
     expect(message.model).toBe('m')
     expect(message.usage).toMatchObject({ input_tokens: 11, output_tokens: 7 })
-    expect(lastReply).toBe(reEncoded(sse, lastReply))
-    expect(lastReply).not.toContain(BACKEND_MODEL)
-    expect(lastReply).not.toContain('msg_backend_1')
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply))
+    expect(recorder.lastReply).not.toContain(BACKEND_MODEL)
+    expect(recorder.lastReply).not.toContain('msg_backend_1')
     expect(passed.events).toHaveBeenCalled()
-    expect((await settled(`mpt-${counter}`)).nanos).toBe(charge(11, 7))
+    expect((await settled()).nanos).toBe(charge(11, 7))
     expect(before.prepaidNanos - (await t.deps.balance(org.orgId)).prepaidNanos).toBe(charge(11, 7))
   })
 
@@ -126,9 +101,9 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     upstream.enqueue({ kind: 'text', status: 200, body: sse, headers: { 'content-type': 'text/event-stream' } })
     const message = await client.messages.stream(params).finalMessage()
     expect(message.content).toMatchObject([{ type: 'text', text: 'Whole "at once" ü' }])
-    expect(lastReply).toBe(reEncoded(sse, lastReply))
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply))
     expect(passed.whole).toHaveBeenCalled()
-    expect((await settled(`mpt-${counter}`)).nanos).toBe(charge(9, 3))
+    expect((await settled()).nanos).toBe(charge(9, 3))
   })
 
   test('thinking, then a tool call: the SDK assembles both; bytes and charge as when re-encoded', async () => {
@@ -145,8 +120,8 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
       { type: 'tool_use', id: 'toolu_01A', name: 'weather', input: { city: 'Paris' } },
     ])
     expect(message.stop_reason).toBe('tool_use')
-    expect(lastReply).toBe(reEncoded(sse, lastReply))
-    expect((await settled(`mpt-${counter}`)).nanos).toBe(charge(20, 9))
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply))
+    expect((await settled()).nanos).toBe(charge(20, 9))
   })
 
   test('an error event mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
@@ -161,7 +136,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const failure = await stream.finalMessage().catch(error => error)
     expect(failure).toBeInstanceOf(Anthropic.APIError)
     expect(text).toBe('partial answer')
-    expect(lastReply).toBe(reEncoded(sse, lastReply))
-    expect((await settled(`mpt-${counter}`)).nanos).toBeGreaterThan(0n)
+    expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply))
+    expect((await settled()).nanos).toBeGreaterThan(0n)
   })
 })
