@@ -3,10 +3,12 @@ import type { ModelRoute } from '../../src/catalog/types'
 import type { ProviderConfig } from '../../src/config/config'
 import type { ChatEvent, ChatRequest, Message, Part } from '../../src/inference/canonical'
 import { ANTHROPIC_VERSION, AnthropicProvider } from '../../src/providers/anthropic/provider'
+import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
 import { ReplayedEvents } from '../../src/providers/replay'
 import { UpstreamError, type ProviderCall } from '../../src/providers/types'
 import { FakeClock } from '../support/fake-clock'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
+import { encodeEvents } from '../support/pass-through'
 
 const MODEL = 'claude-sonnet-4-5-20250929'
 const API_KEY = 'sk-ant-test-0123456789'
@@ -443,6 +445,26 @@ describe('anthropic provider: a declared-length stream is read whole', () => {
       expect(await collect(whole)).toEqual(chunkedEvents)
     })
   }
+
+  test('a Messages client (passThrough: messages) gets the same bytes chunked, whole and re-encoded, its deltas passed through', async () => {
+    const bytes = (events: ChatEvent[]) => encodeEvents(new MessagesStreamEncoder({ id: 'msg_gw', model: 'claude', createdAt: 0, includeUsage: false, estimatedInputTokens: 5 }), events)
+    const passed = (events: ChatEvent[]) => events.filter(event => event.type === 'passthrough').length
+    for (const name of ['text.sse', 'thinking-tool.sse', 'parallel-tools.sse', 'redacted-thinking.sse', 'error-mid-stream.sse']) {
+      const body = await fixture(name)
+      upstream.enqueue({ kind: 'sse', body, chunkBytes: 7 }, declared(body), { kind: 'sse', body })
+      const chunked = await collect(await provider().stream({ ...call(), passThrough: 'messages' }))
+      const whole = await collect(await provider().stream({ ...call(), passThrough: 'messages' }))
+      const reEncoded = await collect(await provider().stream(call()))
+      expect(bytes(chunked)).toBe(bytes(reEncoded))
+      expect(bytes(whole)).toBe(bytes(reEncoded))
+      expect(passed(chunked)).toBeGreaterThan(0)
+      expect(passed(whole)).toBeGreaterThan(0)
+      expect(passed(reEncoded)).toBe(0)
+    }
+    // Another format's pass-through is not this provider's to act on.
+    upstream.enqueue({ kind: 'sse', body: await fixture('text.sse') })
+    expect(passed(await collect(await provider().stream({ ...call(), passThrough: 'chat-completions' })))).toBe(0)
+  })
 
   test('an error in place of message_start rejects as chunked; a stream cut short ends in-band as chunked', async () => {
     const overloaded = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
