@@ -39,6 +39,8 @@ interface Run {
   usage: ReturnType<Meter['usage']>
   produced: boolean
   parses: number
+  /** The UTF-8 bytes of text, reasoning and tool arguments the meter was told of (what it estimates from when no usage comes). */
+  bytes: { text: number; reasoning: number; tool: number }
 }
 
 /** `pieceBytes` 0: the stream read whole (MessagesPassThrough.whole, as provider.ts does for a declared length). */
@@ -83,7 +85,17 @@ function run(sse: string, passThrough: boolean, pieceBytes = Infinity): Run {
   } finally {
     JSON.parse = parse
   }
-  return { client, events, usage: meter.usage(), produced: meter.producedOutput, parses }
+  const bytes = { text: 0, reasoning: 0, tool: 0 }
+  for (const item of events) {
+    if (item.type === 'passthrough') {
+      bytes.text += item.textBytes
+      bytes.reasoning += item.reasoningBytes
+      bytes.tool += item.toolBytes
+    } else if (item.type === 'text-delta') bytes.text += Buffer.byteLength(item.delta)
+    else if (item.type === 'reasoning-delta') bytes.reasoning += Buffer.byteLength(item.delta)
+    else if (item.type === 'tool-call-delta') bytes.tool += Buffer.byteLength(item.argumentsDelta)
+  }
+  return { client, events, usage: meter.usage(), produced: meter.producedOutput, parses, bytes }
 
   function consume() {
     for (const item of out) {
@@ -105,11 +117,13 @@ function same(sse: string): Run {
     expect(actual.client).toBe(expected.client)
     expect(actual.usage).toEqual(expected.usage)
     expect(actual.produced).toBe(expected.produced)
+    expect(actual.bytes).toEqual(expected.bytes)
   }
   const whole = run(sse, true, 0)
   expect(whole.client).toBe(expected.client)
   expect(whole.usage).toEqual(expected.usage)
   expect(whole.produced).toBe(expected.produced)
+  expect(whole.bytes).toEqual(expected.bytes)
   expect(whole.client).not.toContain('msg_upstream1')
   return whole
 }
