@@ -50,12 +50,12 @@ const upstreams = await startUpstreams(pacing)
 const proxies = await startProxies(upstreams)
 const gateway = await startGateway(upstreams)
 const gateways = { chat: gateway, messages: scenarios.some(s => s.gateway === 'messages') ? await startGateway(upstreams) : undefined }
-const all: Process[] = [upstreams.instant, upstreams.paced, proxies.instant, proxies.paced, gateway.process, ...(gateways.messages ? [gateways.messages.process] : [])]
+const running = [gateway, ...(gateways.messages ? [gateways.messages] : [])]
+const all: Process[] = [upstreams.instant, upstreams.paced, proxies.instant, proxies.paced, ...running.map(started => started.process)]
 const stopAll = async () => {
   for (const child of all) child.kill()
   // A gateway drains and exits on SIGTERM (and writes a CPU profile when asked to).
-  for (const started of [gateway, gateways.messages]) {
-    if (started === undefined) continue
+  for (const started of running) {
     await started.exited
     removeDir(started.dir)
   }
