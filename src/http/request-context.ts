@@ -13,6 +13,21 @@ export function requestIdOf(set: { headers: Record<string, unknown> }): string {
   return String(set.headers[REQUEST_ID] ?? '')
 }
 
+/**
+ * A Response the handler built, sent as it is. While `set.headers` has entries, Elysia rebuilds
+ * every returned Response (a merged Headers and `new Response(response.body, …)`, which turns a
+ * string body into a stream): 3.4% of an instant stream's main-thread samples. The set headers
+ * (the request id, route headers) go onto the Response here instead and `set.headers` is
+ * emptied, so Elysia returns the Response untouched. Anything else passes through.
+ */
+export function sentAsIs<T>(reply: T, set: { headers: Record<string, unknown> }): T {
+  if (!(reply instanceof Response)) return reply
+  const headers = reply.headers
+  for (const key in set.headers) if (!headers.has(key)) headers.set(key, String(set.headers[key]))
+  set.headers = {}
+  return reply
+}
+
 // Refusals counted by code in svc_refusals_total.
 const REFUSALS = new Set(['rate_limited', 'insufficient_quota', 'unavailable'])
 

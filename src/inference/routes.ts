@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { ModelRoute } from '../catalog/types'
 import { authMacro } from '../http/auth'
 import { MiB, rawBodyOf } from '../http/body-limit'
-import { requestIdOf } from '../http/request-context'
+import { requestIdOf, sentAsIs } from '../http/request-context'
 import type { Principal } from '../keys/principal'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
@@ -105,7 +105,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           includeUsage: body.stream_options?.include_usage === true,
           uncensored: body.uncensored,
         })
-        return reply as typeof ChatCompletionResponse.static
+        return sentAsIs(reply, set) as typeof ChatCompletionResponse.static
       },
       {
         // Chat bodies may carry inline images: 64 MiB, enforced before the body is buffered.
@@ -140,7 +140,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
         const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true })
-        return reply as typeof MessageResponse.static
+        return sentAsIs(reply, set) as typeof MessageResponse.static
       },
       {
         // Spec §8: inference routes other than chat take at most 4 MiB.
@@ -194,7 +194,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           refuseEncryptedOn('POST /v1/responses', request, body.model)
           const chat = decodeResponses(body, catalog.resolve(body.model))
           const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: responsesEncoder(body), includeUsage: true, uncensored: body.uncensored })
-          return reply as typeof ResponseObject.static
+          return sentAsIs(reply, set) as typeof ResponseObject.static
         } catch (error) {
           throw renameParam(error)
         }
