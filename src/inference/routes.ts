@@ -90,14 +90,15 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         const http = httpCall({ principal, request, set, server })
         if (encryptedBodies.has(request)) {
           if (encrypted === undefined) throw new ApiError('invalid_request', 'Encrypted chat is not configured on this gateway')
-          return relayEncryptedChat(encrypted, {
+          const relayed = await relayEncryptedChat(encrypted, {
             ...http,
             body: encryptedBodies.get(request),
             rawBody: rawBodyOf(request) ?? new Uint8Array(0),
-          }) as unknown as typeof ChatCompletionResponse.static
+          })
+          return sentAsIs(relayed, set) as unknown as typeof ChatCompletionResponse.static
         }
         const chat = decodeChatCompletions(body, catalog.resolve(body.model))
-        // A JSON chat.completion, or a streaming Response (which Elysia passes through untouched).
+        // A JSON chat.completion, or a streamed reply's Response, sent as it is.
         const reply = await runChat(pipeline, {
           ...http,
           request: chat,

@@ -37,6 +37,13 @@ async function simSignature(id: string, algo: string) {
   return response.status === 200 ? ((await response.json()) as { text: string; signature: string; signing_address: string }) : null
 }
 
+/** The route's own headers reach a relayed reply too: the request id and the key's rate limit. */
+function expectRouteHeaders(response: Response, requestId: string): void {
+  expect(response.headers.get('x-request-id')).toBe(requestId)
+  expect(response.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/)
+  expect(response.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/)
+}
+
 describe('Encrypted relay', () => {
   for (const algo of ['ecdsa', 'ed25519'] as const) {
     test(`${algo}: non-streamed body bytes are the backend's; response evidence verifies against the client's own request bytes`, async () => {
@@ -61,7 +68,8 @@ describe('Encrypted relay', () => {
 
   test('without response evidence the body is exactly the backend bytes (hash in its signature)', async () => {
     const { raw, headers } = await prepared('ecdsa')
-    const response = await post(raw, headers)
+    const response = await post(raw, { ...headers, 'x-request-id': 'req-relay-json' })
+    expectRouteHeaders(response, 'req-relay-json')
     const bytes = new Uint8Array(await response.arrayBuffer())
     const id = JSON.parse(new TextDecoder().decode(bytes)).id
     const signature = await simSignature(id, 'ecdsa')
@@ -86,8 +94,9 @@ describe('Encrypted relay', () => {
   test('streamed: byte-for-byte passthrough, [DONE] only after the charge is committed, signature over every byte', async () => {
     const { ctx, raw, headers } = await prepared('ecdsa', { stream: true })
     const before = (await t.deps.balance(orgId)).availableNanos
-    const response = await post(raw, headers)
+    const response = await post(raw, { ...headers, 'x-request-id': 'req-relay-stream' })
     expect(response.headers.get('content-type')).toContain('text/event-stream')
+    expectRouteHeaders(response, 'req-relay-stream')
     const chunks: Uint8Array[] = []
     const reader = response.body!.getReader()
     let chargedAtDone: bigint | undefined
