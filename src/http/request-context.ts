@@ -14,18 +14,19 @@ export function requestIdOf(set: { headers: Record<string, unknown> }): string {
 }
 
 /**
- * A Response the handler built, sent as it is. While `set.headers` has entries, Elysia rebuilds
- * every returned Response (a merged Headers and `new Response(response.body, …)`, which turns a
- * string body into a stream): 3.4% of an instant stream's main-thread samples. The set headers
- * (the request id, route headers) go onto the Response here instead and `set.headers` is
- * emptied, so Elysia returns the Response untouched. Anything else passes through.
+ * A Response a handler built, sent as it is. While `set.headers` has entries (the request id
+ * always does), Elysia rebuilds every returned Response: a merged Headers and
+ * `new Response(response.body, …)`, which turns a string or file body into a stream (3.4% of an
+ * instant stream's main-thread samples; a file loses Bun's direct send). The set headers go onto
+ * the Response here instead (its own headers win, as in Elysia's merge) and `set.headers` is
+ * emptied, so Elysia returns it untouched. A status or cookie set beside a Response is left to
+ * Elysia's merge, which carries them.
  */
-export function sentAsIs<T>(reply: T, set: { headers: Record<string, unknown> }): T {
-  if (!(reply instanceof Response)) return reply
-  const headers = reply.headers
+function sendAsBuilt(response: Response, set: { headers: Record<string, unknown>; status?: unknown; cookie?: unknown }): void {
+  if ((set.status !== undefined && set.status !== 200) || set.cookie !== undefined) return
+  const headers = response.headers
   for (const key in set.headers) if (!headers.has(key)) headers.set(key, String(set.headers[key]))
   set.headers = {}
-  return reply
 }
 
 // Refusals counted by code in svc_refusals_total.
@@ -45,9 +46,11 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       requestLog.begin(request, requestId)
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, responseValue }) => {
+      const built = responseValue instanceof Response
+      if (built) sendAsBuilt(responseValue, set)
       const record = recordOf(request)
       if (record === undefined) return
-      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200
+      const status = built ? responseValue.status : typeof set.status === 'number' ? set.status : 200
       requestLog.respond(record, route, status)
     })
     .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { ModelRoute } from '../catalog/types'
 import { authMacro } from '../http/auth'
 import { MiB, rawBodyOf } from '../http/body-limit'
-import { requestIdOf, sentAsIs } from '../http/request-context'
+import { requestIdOf } from '../http/request-context'
 import type { Principal } from '../keys/principal'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
@@ -90,15 +90,14 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         const http = httpCall({ principal, request, set, server })
         if (encryptedBodies.has(request)) {
           if (encrypted === undefined) throw new ApiError('invalid_request', 'Encrypted chat is not configured on this gateway')
-          const relayed = await relayEncryptedChat(encrypted, {
+          return relayEncryptedChat(encrypted, {
             ...http,
             body: encryptedBodies.get(request),
             rawBody: rawBodyOf(request) ?? new Uint8Array(0),
-          })
-          return sentAsIs(relayed, set) as unknown as typeof ChatCompletionResponse.static
+          }) as unknown as typeof ChatCompletionResponse.static
         }
         const chat = decodeChatCompletions(body, catalog.resolve(body.model))
-        // A JSON chat.completion, or a streamed reply's Response, sent as it is.
+        // A JSON chat.completion, or a streamed reply's Response (request-context sends it as built).
         const reply = await runChat(pipeline, {
           ...http,
           request: chat,
@@ -106,7 +105,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           includeUsage: body.stream_options?.include_usage === true,
           uncensored: body.uncensored,
         })
-        return sentAsIs(reply, set) as typeof ChatCompletionResponse.static
+        return reply as typeof ChatCompletionResponse.static
       },
       {
         // Chat bodies may carry inline images: 64 MiB, enforced before the body is buffered.
@@ -141,7 +140,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
         const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true })
-        return sentAsIs(reply, set) as typeof MessageResponse.static
+        return reply as typeof MessageResponse.static
       },
       {
         // Spec §8: inference routes other than chat take at most 4 MiB.
@@ -195,7 +194,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           refuseEncryptedOn('POST /v1/responses', request, body.model)
           const chat = decodeResponses(body, catalog.resolve(body.model))
           const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: responsesEncoder(body), includeUsage: true, uncensored: body.uncensored })
-          return sentAsIs(reply, set) as typeof ResponseObject.static
+          return reply as typeof ResponseObject.static
         } catch (error) {
           throw renameParam(error)
         }

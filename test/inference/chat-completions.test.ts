@@ -45,7 +45,7 @@ describe('POST /v1/chat/completions', () => {
   })
 
   test('a streamed reply carries the request id and rate-limit headers on every inference route', async () => {
-    // The route's headers (set.headers) go onto the stream's Response (sentAsIs).
+    // The route's headers (set.headers) go onto the stream's Response (request-context's sendAsBuilt).
     const { org } = await setup(() => events(textReply))
     const port = server()!.port
     const bodies: Record<string, unknown> = {

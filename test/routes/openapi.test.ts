@@ -48,6 +48,12 @@ describe('OpenAPI description and docs', () => {
     const bundle = await t.request('GET', '/docs-assets/swagger-ui-bundle.js')
     expect(bundle.status).toBe(200)
     expect(bundle.headers.get('content-type')).toContain('javascript')
+    // Over HTTP: the request id joins the asset's own headers on the Response the route built
+    // (request-context's sendAsBuilt), and the file keeps its length.
+    const served = await fetch(`${t.listen()}/docs-assets/swagger-ui.css`)
+    expect(served.headers.get('x-request-id')).toMatch(/^req_/)
+    expect(served.headers.get('cache-control')).toBe('public, max-age=86400')
+    expect(Number(served.headers.get('content-length'))).toBe((await served.arrayBuffer()).byteLength)
     expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(500_000)
     expect((await t.request('GET', '/docs-assets/swagger-ui.css')).status).toBe(200)
     // From /docs/ the page's relative spec URL would miss: it redirects to /docs.
