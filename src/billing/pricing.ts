@@ -16,6 +16,21 @@ export function chargeForTokens(tokens: number | bigint, pricePerMillion: Nanos)
   return (product + PER_MILLION - 1n) / PER_MILLION
 }
 
+/**
+ * The same rule for a charge made of several token counts at their own prices (a usage's input,
+ * cached input, output and reasoning): their exact sum, rounded up once, so a charge is never
+ * more than one nano above its exact cost.
+ */
+export function chargeForTokenMix(parts: ReadonlyArray<readonly [tokens: number, pricePerMillion: Nanos]>): Nanos {
+  let product = 0n
+  for (const [tokens, pricePerMillion] of parts) {
+    if (tokens < 0 || pricePerMillion < 0n) throw new RangeError('tokens and price must be non-negative')
+    // Most usages have no cached and no reasoning tokens: skip their BigInt arithmetic.
+    if (tokens !== 0) product += BigInt(tokens) * pricePerMillion
+  }
+  return (product + PER_MILLION - 1n) / PER_MILLION
+}
+
 /** A charge for `units` of a flat-priced item (a web fetch, a document parse). */
 export function chargeForUnits(units: number, pricePerUnit: Nanos): Nanos {
   if (!Number.isSafeInteger(units) || units < 0) throw new RangeError('units must be a non-negative integer')

@@ -1,4 +1,4 @@
-import { chargeForTokens } from '../billing/pricing'
+import { chargeForTokenMix, chargeForTokens } from '../billing/pricing'
 import type { ModelRoute, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
@@ -54,17 +54,17 @@ export function outputCap(request: ChatRequest, route: ModelRoute): number {
   return asked === undefined || asked > route.maxOutputTokens ? route.maxOutputTokens : asked
 }
 
-/** The price of a usage: one ceil per charge (input, cached input, output, reasoning). */
+/** The price of a usage (input, cached input, output, reasoning), rounded up once. */
 export function priceUsage(price: Price, usage: Usage): Nanos {
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
   const reasoning = Math.min(usage.reasoningTokens ?? 0, usage.outputTokens)
   const reasoningPrice = price.reasoningPerMillion ?? price.outputPerMillion
-  return (
-    chargeForTokens(usage.inputTokens - cached, price.inputPerMillion) +
-    chargeForTokens(cached, price.cachedInputPerMillion ?? price.inputPerMillion) +
-    chargeForTokens(usage.outputTokens - reasoning, price.outputPerMillion) +
-    chargeForTokens(reasoning, reasoningPrice)
-  )
+  return chargeForTokenMix([
+    [usage.inputTokens - cached, price.inputPerMillion],
+    [cached, price.cachedInputPerMillion ?? price.inputPerMillion],
+    [usage.outputTokens - reasoning, price.outputPerMillion],
+    [reasoning, reasoningPrice],
+  ])
 }
 
 /** Upper bound of a request's cost: high input estimate plus the full output cap at the dearer output rate. */

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { chargeForTokens, chargeForUnits } from '../../src/billing/pricing'
+import { chargeForTokenMix, chargeForTokens, chargeForUnits } from '../../src/billing/pricing'
+import { priceUsage } from '../../src/inference/meter'
 import { parseUsd } from '../../src/lib/money'
 
 const usd = (text: string) => parseUsd(text)!
@@ -33,6 +34,28 @@ describe('chargeForTokens: ceil(tokens × price ÷ 10^6), in integers', () => {
   test('negative inputs are programming errors', () => {
     expect(() => chargeForTokens(-1, 1n)).toThrow(RangeError)
     expect(() => chargeForTokens(1, -1n)).toThrow(RangeError)
+  })
+})
+
+describe('chargeForTokenMix and priceUsage: a usage is rounded up once, not per part', () => {
+  // 0.123456789 and 1.000000001 USD per million tokens: every part has a fraction of a nano.
+  const price = { inputPerMillion: usd('0.123456789'), outputPerMillion: usd('1.000000001') }
+
+  test('7 input and 3 output tokens cost ceil(3864.197526) nanos', () => {
+    expect(chargeForTokenMix([[7, price.inputPerMillion], [3, price.outputPerMillion]])).toBe(3865n)
+    // Rounded per part this would be 865 + 3001 = 3866.
+    expect(priceUsage(price, { inputTokens: 7, outputTokens: 3, webSearchRequests: 0, webFetchRequests: 0 })).toBe(3865n)
+  })
+
+  test('cached and reasoning tokens at their own prices, in the same single rounding', () => {
+    const full = { ...price, cachedInputPerMillion: usd('0.000000001'), reasoningPerMillion: usd('2.000000003') }
+    // 5 × 123.456789 + 2 × 0.001 + 1 × 1000.000001 + 2 × 2000.000003 = 5617.285952 → 5618.
+    expect(priceUsage(full, { inputTokens: 7, cachedInputTokens: 2, outputTokens: 3, reasoningTokens: 2, webSearchRequests: 0, webFetchRequests: 0 })).toBe(5618n)
+  })
+
+  test('nothing used costs nothing; negative parts are programming errors', () => {
+    expect(chargeForTokenMix([[0, 1n], [0, 5n]])).toBe(0n)
+    expect(() => chargeForTokenMix([[-1, 1n]])).toThrow(RangeError)
   })
 })
 
