@@ -302,10 +302,12 @@ export class Ledger {
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<void> {
     const { allowance, prepaid, key } = reservation.holds
     const now = this.clock.now()
-    const fromAllowance = allowance ? (actual < allowance.amount ? actual : allowance.amount) : 0n
+    // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
+    // lease's free part before any prepaid. Draws: what this settlement takes out of each lease.
+    // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
+    // may dip below zero).
+    const fromAllowance = allowance ? min(actual, allowance.amount + positive(allowance.pool.free)) : 0n
     const fromPrepaid = actual - fromAllowance
-    // Draws: what this settlement takes out of each lease. An overshoot beyond the hold uses the
-    // lease's free part, and beyond that is charged without a lease (prepaid may dip below zero).
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
     const prepaidDraw = min(fromPrepaid, (prepaid?.amount ?? 0n) + positive(prepaidPool.free))
     const keyDraw = key ? min(actual, key.amount + positive(key.pool.free)) : 0n

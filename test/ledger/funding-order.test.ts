@@ -35,6 +35,23 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
+  test('a charge above its estimate takes the rest from the allowance while the allowance has room', async () => {
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    // Both kinds of org: with prepaid credit and without (before, the overshoot went to prepaid
+    // in both, taking an unfunded org's prepaid below zero with allowance left).
+    for (const credit of [10n * USD, 0n]) {
+      const org = await t.createOrg(`acme-${credit}`, credit)
+      const principal = await adminPrincipal(t, org)
+      const period = utcMonth(t.clock.now()).startMs
+      // Reserved 1,619 nanos, charged 3,866 (the upstream counted more input than estimated).
+      await t.deps.ledger.settle(await admitOk(t, principal, 1_619n), 3_866n)
+      expect(await allowanceUsed(period, org.orgId)).toBe(3_866n)
+      expect(await prepaidOf(t, org.orgId)).toBe(credit)
+      expect((await t.deps.balance(org.orgId)).topUp).toEqual({ remainingNanos: credit, spentNanos: 0n })
+    }
+    await verifyClean(t)
+  })
+
   test('a new month: its allowance pays before prepaid money still leased from the month before', async () => {
     t = await buildTestApp({}, configWith({ plans: BASIC }))
     t.clock.set(Date.UTC(2026, 0, 31, 23, 0, 0))

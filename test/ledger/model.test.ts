@@ -161,6 +161,26 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
       }
     }
 
+    /** Settles a call (already out of model.open) in the ledger and in the model. */
+    const settle = async (call: OpenCall, actual: bigint) => {
+      // Allowance first, overshoot included: a charge above the call's allowance hold takes the
+      // free part of this boot's allowance lease (leased, less the other calls' holds) before any
+      // prepaid. A call held on prepaid alone draws no allowance.
+      const allowanceLeased = call.fromAllowance === 0n ? 0n : await leasedFor('SELECT leased_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', [org.orgId, call.periodStartMs])
+      const allowanceFree = max0(allowanceLeased - model.heldAllowance(call.periodStartMs) - call.fromAllowance)
+      await t.deps.ledger.settle(call.reservation, actual)
+      const fromAllowance = min(actual, call.fromAllowance + allowanceFree)
+      model.periods.get(call.periodStartMs)!.used += fromAllowance
+      model.prepaid -= actual - fromAllowance
+      model.topUpSpent += actual - fromAllowance
+      const cap = KEY_CAPS[call.key]
+      if (cap) {
+        const id = `${call.key}|${call.windowStartMs}`
+        model.keySpent.set(id, (model.keySpent.get(id) ?? 0n) + actual)
+        if (cap.period === 'overall' && model.keySpent.get(id)! >= cap.nanos) model.keyExpired[call.key] = true
+      }
+    }
+
     for (const [step, command] of commands.entries()) {
       const now = t.clock.now()
       switch (command.kind) {
@@ -213,17 +233,7 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
           if (model.open.length === 0) break
           const call = model.open.splice(command.pick % model.open.length, 1)[0]!
           const actual = command.mode === 'exact' ? call.estimate : command.mode === 'above' ? call.estimate + command.delta : max0(call.estimate - command.delta)
-          await t.deps.ledger.settle(call.reservation, actual)
-          const fromAllowance = min(actual, call.fromAllowance)
-          model.periods.get(call.periodStartMs)!.used += fromAllowance
-          model.prepaid -= actual - fromAllowance
-          model.topUpSpent += actual - fromAllowance
-          const cap = KEY_CAPS[call.key]
-          if (cap) {
-            const id = `${call.key}|${call.windowStartMs}`
-            model.keySpent.set(id, (model.keySpent.get(id) ?? 0n) + actual)
-            if (cap.period === 'overall' && model.keySpent.get(id)! >= cap.nanos) model.keyExpired[call.key] = true
-          }
+          await settle(call, actual)
           break
         }
         case 'release': {
@@ -264,21 +274,10 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
     }
 
     // Quiescence: every open call ends (alternately settled and released), then verify.
-    for (const [index, call] of model.open.entries()) {
+    for (let index = 0; model.open.length > 0; index += 1) {
+      const call = model.open.shift()!
       if (index % 2 === 0) t.deps.ledger.release(call.reservation)
-      else {
-        await t.deps.ledger.settle(call.reservation, call.estimate)
-        const fromAllowance = call.fromAllowance
-        model.periods.get(call.periodStartMs)!.used += fromAllowance
-        model.prepaid -= call.fromPrepaid
-        model.topUpSpent += call.fromPrepaid
-        const cap = KEY_CAPS[call.key]
-        if (cap) {
-          const id = `${call.key}|${call.windowStartMs}`
-          model.keySpent.set(id, (model.keySpent.get(id) ?? 0n) + call.estimate)
-          if (cap.period === 'overall' && model.keySpent.get(id)! >= cap.nanos) model.keyExpired[call.key] = true
-        }
-      }
+      else await settle(call, call.estimate)
     }
     model.open = []
     await check(commands.length, { kind: 'final' })
