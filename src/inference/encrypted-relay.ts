@@ -97,7 +97,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const onClientGone = () => upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
   input.disableIdleTimeout?.()
-  const meter = new EnvelopeMeter(Math.ceil(checked.plainBytes / 4) + checked.messageCount * 4, target.provider.proofFormat, h.algo)
+  const meter = new EnvelopeMeter(Math.ceil(checked.plainBytes / 4) + checked.messageCount * 4, { maxInputTokens: route.contextLength, maxOutputTokens: outputTokens }, target.provider.proofFormat, h.algo)
   const started = deps.clock.now()
   const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) =>
     deps.logger.info('chat', {

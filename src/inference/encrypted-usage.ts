@@ -6,6 +6,7 @@ import { minBlobBytes } from '../tee/blob-size'
 import type { SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
 import type { Usage } from './canonical'
+import { boundedUsage, type UsageBound } from './meter'
 
 const BYTES_PER_TOKEN = 4
 
@@ -14,8 +15,10 @@ export class EnvelopeMeter {
   private outputBytes = 0
   private readonly overhead: number
 
+  /** `bound`: what the exchange can have used (usage() never exceeds it: boundedUsage). */
   constructor(
     private readonly inputEstimate: number,
+    private readonly bound: UsageBound,
     format: ProofFormat,
     algo: SigningAlgo,
   ) {
@@ -69,12 +72,15 @@ export class EnvelopeMeter {
 
   usage(): Usage {
     const reported = this.reported
-    if (reported && reported.inputTokens > 0 && reported.outputTokens > 0) return reported
-    return {
-      inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputEstimate,
-      outputTokens: reported && reported.outputTokens > 0 ? reported.outputTokens : Math.ceil(this.outputBytes / BYTES_PER_TOKEN),
-      webSearchRequests: 0,
-      webFetchRequests: 0,
-    }
+    if (reported && reported.inputTokens > 0 && reported.outputTokens > 0) return boundedUsage(reported, this.bound)
+    return boundedUsage(
+      {
+        inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputEstimate,
+        outputTokens: reported && reported.outputTokens > 0 ? reported.outputTokens : Math.ceil(this.outputBytes / BYTES_PER_TOKEN),
+        webSearchRequests: 0,
+        webFetchRequests: 0,
+      },
+      this.bound,
+    )
   }
 }

@@ -75,6 +75,29 @@ export function estimateCharge(request: ChatRequest, route: ModelRoute): Nanos {
   return chargeForTokens(highInputTokens(request), price.inputPerMillion) + chargeForTokens(output, outputRate)
 }
 
+/** The most a call can have used: the model's context, and the output cap the upstream was sent. */
+export interface UsageBound {
+  readonly maxInputTokens: number
+  readonly maxOutputTokens: number
+}
+
+/**
+ * A usage held to its call's bound. An upstream's report is its claim, not a fact: no prompt is
+ * longer than the model's context, and the upstream was told to stop at max_tokens, so a count
+ * beyond either (a broken or hostile backend) is billed at the bound instead of draining the
+ * organization (QA: a report of 10^8 output tokens took a balance 200,000 USD below zero).
+ * Cached input and reasoning tokens stay within the input and output they are part of.
+ */
+export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
+  if (usage.inputTokens <= bound.maxInputTokens && usage.outputTokens <= bound.maxOutputTokens) return usage
+  const inputTokens = Math.min(usage.inputTokens, bound.maxInputTokens)
+  const outputTokens = Math.min(usage.outputTokens, bound.maxOutputTokens)
+  const held: Usage = { ...usage, inputTokens, outputTokens }
+  if (usage.cachedInputTokens !== undefined) held.cachedInputTokens = Math.min(usage.cachedInputTokens, inputTokens)
+  if (usage.reasoningTokens !== undefined) held.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens)
+  return held
+}
+
 /**
  * Watches a response's events: the upstream's usage when it reports one, else a counted
  * fallback (the input estimate plus the output seen), so a cut stream is never billed zero once
@@ -86,9 +109,13 @@ export class Meter {
   private reasoningBytes = 0
   private toolBytes = 0
 
-  /** `serverTools`: the hosted web tools the gateway ran for this turn (they replace the upstream's counts). */
+  /**
+   * `bound`: what the call can have used (usage() never exceeds it). `serverTools`: the hosted
+   * web tools the gateway ran for this turn (they replace the upstream's counts).
+   */
   constructor(
     private readonly inputTokens: number,
+    private readonly bound: UsageBound,
     private readonly serverTools?: { webFetchRequests: number; webSearchRequests: number },
   ) {}
 
@@ -111,20 +138,24 @@ export class Meter {
   /**
    * Reported usage, field by field: a count the upstream did not report (zero or absent) while
    * the meter saw the matching traffic is replaced by the fallback count, so a stream that
-   * streamed output but reported no output tokens is never billed zero output.
+   * streamed output but reported no output tokens is never billed zero output. Held to the
+   * call's bound (boundedUsage). This is what is billed, and what the reply reports.
    */
   usage(): Usage {
     const reported = this.reported
     const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
     const counted = Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning
     const outputReported = reported !== undefined && reported.outputTokens > 0
-    return {
-      inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputTokens,
-      cachedInputTokens: reported?.cachedInputTokens,
-      outputTokens: outputReported ? reported.outputTokens : counted,
-      reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
-      webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,
-      webFetchRequests: this.serverTools?.webFetchRequests ?? reported?.webFetchRequests ?? 0,
-    }
+    return boundedUsage(
+      {
+        inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputTokens,
+        cachedInputTokens: reported?.cachedInputTokens,
+        outputTokens: outputReported ? reported.outputTokens : counted,
+        reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
+        webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,
+        webFetchRequests: this.serverTools?.webFetchRequests ?? reported?.webFetchRequests ?? 0,
+      },
+      this.bound,
+    )
   }
 }

@@ -49,9 +49,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey }) : undefined
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
-  if (request.sampling.maxOutputTokens === undefined) {
-    request.sampling.maxOutputTokens = Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
-  }
+  const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
   if (deps.lifecycle.draining) throw Lifecycle.refusal()
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
@@ -69,7 +67,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const detach = () => lifecycle.untrack(upstream)
   const shutdownReason = () => (upstream.signal.reason instanceof ApiError ? upstream.signal.reason : undefined)
   const started = deps.clock.now()
-  const meter = new Meter(highInputTokens(request), serverTools)
+  const meter = new Meter(highInputTokens(request), { maxInputTokens: route.contextLength, maxOutputTokens }, serverTools)
   const record = input.httpRequest ? recordOf(input.httpRequest) : undefined
   if (record !== undefined) {
     record.model = request.model

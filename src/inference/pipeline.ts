@@ -121,8 +121,9 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     observe: event => open.observe(event),
     failure: open.shutdownReason,
     clientGone: () => input.httpRequest.signal.aborted,
-    // The usage frame reports the hosted tools the gateway ran, not the upstream's (it ran none).
-    finishUsage: open.serverTools ? usage => ({ ...usage, ...open.serverTools }) : undefined,
+    // The usage frame reports what is billed (the meter's: a missing count's fallback, the
+    // call's bound, the hosted tools the gateway ran), not the upstream's report as it came.
+    finishUsage: () => open.meter.usage(),
     // Terminal frames are written only after this resolves (settlement before the final frame).
     async complete(outcome) {
       try {

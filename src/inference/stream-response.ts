@@ -13,7 +13,7 @@ export interface StreamOptions {
   events: AsyncIterable<ChatEvent>
   encoder: StreamEncoder
   observe: (event: ChatEvent) => void
-  /** Adjusts the usage the terminal frames report (hosted tool counts); called once, at finish. */
+  /** The usage the terminal frames report, given the upstream's (default: that one); called once, at finish. */
   finishUsage?: (usage: Usage) => Usage
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
   /** Why the stream was cut by the gateway (a drain), when it was: shown instead of the upstream's ending. */

@@ -3,7 +3,7 @@ import OpenAI from 'openai'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { UpstreamError } from '../../src/providers/types'
 import { poll } from '../support/poll'
-import { EXPECTED_CHARGE, events, type Script, seen, server, setup as scripted, t, textReply, usage } from './scripted-app'
+import { EXPECTED_CHARGE, events, type Script, seen, server, setup as scripted, sseEvents, t, textReply, usage } from './scripted-app'
 
 // The chat route over a scripted router: wire format as the official SDK parses it, and billing
 // that equals price × reported usage, settled once on every path.
@@ -42,6 +42,45 @@ describe('POST /v1/chat/completions', () => {
     expect(finish).toBe('stop')
     expect(reported).toMatchObject({ prompt_tokens: 100, completion_tokens: 50 })
     expect(await charged()).toBe(EXPECTED_CHARGE)
+  })
+
+  test('a usage beyond what the call could use is billed, and reported, at its bound', async () => {
+    // An upstream reporting 10^8 output tokens for a call sent max_tokens 16, and more input than
+    // the model's context (8192): billed as 16 and 8192, and the reply says so, streamed or not.
+    const huge = { inputTokens: 1_000_000_000, outputTokens: 100_000_000, reasoningTokens: 200_000_000, webSearchRequests: 0, webFetchRequests: 0 }
+    const reply = textReply.map(event => (event.type === 'finish' ? { ...event, usage: huge } : event))
+    const { client, charged } = await setup(() => events(reply))
+    const completion = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 })
+    expect(completion.usage).toMatchObject({ prompt_tokens: 8192, completion_tokens: 16, completion_tokens_details: { reasoning_tokens: 16 } })
+    const bounded = 8192n * 1000n + 16n * 2000n
+    expect(await charged()).toBe(bounded)
+    const stream = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16, stream: true, stream_options: { include_usage: true } })
+    let reported: OpenAI.CompletionUsage | undefined
+    for await (const chunk of stream) if (chunk.usage) reported = chunk.usage
+    expect(reported).toMatchObject({ prompt_tokens: 8192, completion_tokens: 16 })
+    expect(await charged()).toBe(2n * bounded)
+  })
+
+  test('a stream whose upstream reported no usage reports the counted usage it is billed for', async () => {
+    const none = { inputTokens: 0, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 }
+    const reply = textReply.map(event => (event.type === 'finish' ? { ...event, usage: none } : event))
+    const { org, client, charged } = await setup(() => events(reply))
+    const stream = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    let reported: OpenAI.CompletionUsage | undefined
+    for await (const chunk of stream) if (chunk.usage) reported = chunk.usage
+    // The fallback: the input estimate and "Hello, world" counted (12 bytes, 3 tokens).
+    expect(reported).toMatchObject({ prompt_tokens: 5, completion_tokens: 3 })
+    const billed = await charged()
+    expect(billed).toBe(5n * 1000n + 3n * 2000n)
+    // Messages shows the same numbers in its message_delta (before: zeros, while billed the estimate).
+    const response = await fetch(`http://127.0.0.1:${server()!.port}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': org.adminKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'scripted', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    })
+    const frames = await sseEvents(response)
+    expect(frames.find(frame => frame.event === 'message_delta')!.data.usage).toMatchObject({ input_tokens: 5, output_tokens: 3 })
+    expect(await charged()).toBe(2n * billed)
   })
 
   test('a streamed reply carries the request id and rate-limit headers on every inference route', async () => {

@@ -48,7 +48,7 @@ function run(sse: string, passThrough: boolean, pieceBytes = Infinity): Run {
   const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW)
   const pass = passThrough ? new MessagesPassThrough(translator) : undefined
   const encoder = new MessagesStreamEncoder({ id: 'msg_gateway', model: 'client-model', createdAt: NOW, includeUsage: false, estimatedInputTokens: 5 })
-  const meter = new Meter(5)
+  const meter = new Meter(5, { maxInputTokens: 1_000_000, maxOutputTokens: 1_000_000 })
   const events: ChatEvent[] = []
   let client = encoder.start().join('')
   const out: ChatEvent[] = []

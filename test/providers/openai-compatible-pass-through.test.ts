@@ -48,7 +48,7 @@ function parseCallsOf(work: () => void): number {
 function run(sse: string, passThrough: boolean, pieceBytes = Infinity, includeUsage = true): Run {
   const translator = passThrough ? new PassThroughTranslator(context) : new ChunkTranslator(context)
   const encoder = new ChatCompletionsStreamEncoder({ id: 'chatcmpl-gw', model: 'client-model', createdAt: 1_800_000_000, includeUsage, estimatedInputTokens: 5 })
-  const meter = new Meter(5)
+  const meter = new Meter(5, { maxInputTokens: 1_000_000, maxOutputTokens: 1_000_000 })
   const decoder = new SseDecoder()
   const bytes = new TextEncoder().encode(sse)
   const events: ChatEvent[] = []

@@ -1,0 +1,41 @@
+import { describe, expect, test } from 'bun:test'
+import { EnvelopeMeter } from '../../src/inference/encrypted-usage'
+import { boundedUsage, Meter } from '../../src/inference/meter'
+import { parseProofFormat } from '../../src/tee/proof-format'
+
+// An upstream's usage report is held to what the call could have used: the model's context and
+// the max_tokens the upstream was sent (SECURITY-NOTES.md §3: nothing from upstream is trusted).
+
+const bound = { maxInputTokens: 8192, maxOutputTokens: 16 }
+const tools = { webSearchRequests: 0, webFetchRequests: 0 }
+
+describe('boundedUsage', () => {
+  test('a usage within the bound is returned as it is', () => {
+    const usage = { inputTokens: 100, outputTokens: 16, ...tools }
+    expect(boundedUsage(usage, bound)).toBe(usage)
+  })
+
+  test('counts beyond it are held to it; cached and reasoning stay within what they are part of', () => {
+    expect(boundedUsage({ inputTokens: 10 ** 9, cachedInputTokens: 10 ** 9, outputTokens: 10 ** 8, reasoningTokens: 10 ** 8, ...tools }, bound)).toEqual({
+      inputTokens: 8192, cachedInputTokens: 8192, outputTokens: 16, reasoningTokens: 16, ...tools,
+    })
+    expect(boundedUsage({ inputTokens: 5, cachedInputTokens: 2, outputTokens: 40, ...tools }, bound)).toEqual({ inputTokens: 5, cachedInputTokens: 2, outputTokens: 16, ...tools })
+  })
+})
+
+describe('the meters bill within the bound', () => {
+  test('Meter: a reported usage and a counted fallback alike', () => {
+    const reported = new Meter(5, bound)
+    reported.observe({ type: 'finish', reason: 'stop', usage: { inputTokens: 5, outputTokens: 10 ** 8, ...tools } })
+    expect(reported.usage()).toMatchObject({ inputTokens: 5, outputTokens: 16 })
+    const counted = new Meter(5, bound)
+    counted.observe({ type: 'text-delta', block: 0, delta: 'x'.repeat(400) })
+    expect(counted.usage()).toMatchObject({ inputTokens: 5, outputTokens: 16 })
+  })
+
+  test('EnvelopeMeter (Encrypted): the backend’s reported usage', () => {
+    const meter = new EnvelopeMeter(5, bound, parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, 'ecdsa')
+    meter.observeCompletion({ usage: { prompt_tokens: 10 ** 9, completion_tokens: 10 ** 8 } })
+    expect(meter.usage()).toMatchObject({ inputTokens: 8192, outputTokens: 16 })
+  })
+})
