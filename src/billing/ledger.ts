@@ -2,11 +2,11 @@ import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
 import { utcMonth, type Clock, type Window } from '../lib/clock'
 import { newId } from '../lib/ids'
-import type { Nanos } from '../lib/money'
+import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
-import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
+import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, prepaidTotals, type EntryRow } from './ledger-ops'
 import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
@@ -164,6 +164,7 @@ export class Ledger {
   /** Books a prepaid top-up. With `reference`, a repeated top-up is applied once. */
   async topUp(input: { orgId: string; amount: Nanos; reference?: string; note?: string }): Promise<{ applied: boolean }> {
     if (input.amount <= 0n) throw new ApiError('invalid_request', 'a top-up must be a positive amount', 'amount')
+    await this.refuseOverflow(input.orgId, input.amount)
     const row: EntryRow = {
       opId: newId(), idempotencyKey: null, orgId: input.orgId, keyId: null, kind: 'top_up',
       source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
@@ -186,6 +187,19 @@ export class Ledger {
     // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
     if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
     return result
+  }
+
+  /**
+   * Refuses a top-up that would take the balance or its credited total past MAX_NANOS (SQLite
+   * stores a larger sum as a float: inexact money). addPrepaid's guard refuses it too, for a
+   * top-up that races this check; this one says why.
+   */
+  private async refuseOverflow(orgId: string, amount: Nanos): Promise<void> {
+    const row = await this.writer.submit({ kind: 'plain', statements: [prepaidTotals(orgId)], interpret: results => results[0]!.rows[0] })
+    const room = MAX_NANOS - amount
+    if (row !== undefined && (BigInt(row.prepaid_nanos as bigint) > room || BigInt(row.top_up_credited_nanos as bigint) > room)) {
+      throw new ApiError('invalid_request', `this top-up would take the organization's prepaid balance past ${formatUsd(MAX_NANOS)} USD, the most the ledger can hold`, 'amount')
+    }
   }
 
   /** Returns a pool's whole lease to the database (idle, shutdown). */

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { addPrepaid } from '../../src/billing/ledger-ops'
 import type { Principal } from '../../src/keys/principal'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
 import {
@@ -167,6 +168,28 @@ describe('top-ups', () => {
   test('top-ups without a reference are each applied', async () => {
     await Promise.all(Array.from({ length: 5 }, () => t.deps.ledger.topUp({ orgId: org.orgId, amount: 7n })))
     expect(await prepaidOf(t, org.orgId)).toBe(10n * USD + 35n)
+  })
+
+  test('a top-up that would take the balance past a 64-bit integer is refused and books nothing', async () => {
+    // SQLite would store the sum as a float: the money would stop being exact (QA: two top-ups
+    // of 2^63 - 1 nanos, then `svc ledger verify` failing on an integer overflow).
+    const most = (1n << 63n) - 1n
+    const room = most - 10n * USD
+    expect(await t.deps.ledger.topUp({ orgId: org.orgId, amount: room })).toEqual({ applied: true })
+    await expect(t.deps.ledger.topUp({ orgId: org.orgId, amount: 1n })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining('the most the ledger can hold') })
+    expect(await prepaidOf(t, org.orgId)).toBe(most)
+    const types = await t.deps.database.client.execute({ sql: 'SELECT typeof(prepaid_nanos) AS p, typeof(top_up_credited_nanos) AS c FROM balances WHERE org_id = ?', args: [org.orgId] })
+    expect(types.rows[0]).toMatchObject({ p: 'integer', c: 'integer' })
+    expect(await countEntries(t, "kind = 'top_up'")).toBe(2n)
+    await verifyClean(t)
+  })
+
+  test('the balance update itself refuses a credit past a 64-bit integer (a top-up racing the check)', async () => {
+    const most = (1n << 63n) - 1n
+    await t.deps.ledger.topUp({ orgId: org.orgId, amount: most - 10n * USD })
+    const credit = addPrepaid(org.orgId, { credited: 1n })
+    await expect(t.deps.database.client.execute({ sql: credit.sql, args: [...credit.args] })).rejects.toThrow(/NOT NULL/)
+    expect(await prepaidOf(t, org.orgId)).toBe(most)
   })
 
   test('a non-positive top-up is refused with invalid_request and books nothing', async () => {
