@@ -10,17 +10,17 @@ export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
   return { startMs: 0, endMs: Number.MAX_SAFE_INTEGER }
 }
 
-export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number): ApiError {
-  if (period === 'overall') {
-    return new ApiError('insufficient_quota', `this key's overall spend cap of ${formatUsd(cap)} USD (${cap} nanos) is used up`)
-  }
+/**
+ * A call refused by its key's cap: what is left in the window cannot cover the call's
+ * worst-case cost (its estimate). That need not mean the cap is used up: a smaller call (a lower
+ * max_tokens) may still fit, and an overall cap's key expires only once its spend reaches the
+ * cap (spec §3.1), so the message says which limit refused and why.
+ */
+export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos): ApiError {
+  const refused = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) cannot cover this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
+  if (period === 'overall') return new ApiError('insufficient_quota', `${refused}; a request with a lower max_tokens may still fit`)
   const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
-  return new ApiError(
-    'insufficient_quota',
-    `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) is reached; it resets at ${new Date(window.endMs).toISOString()}`,
-    undefined,
-    { 'retry-after': String(retryAfter) },
-  )
+  return new ApiError('insufficient_quota', `${refused}; the cap resets at ${new Date(window.endMs).toISOString()}`, undefined, { 'retry-after': String(retryAfter) })
 }
 
 export function fundsRefusal(estimate: Nanos): ApiError {

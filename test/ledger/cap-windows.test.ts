@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { utcDay, utcMonth } from '../../src/lib/clock'
+import { formatUsd } from '../../src/lib/money'
 import { json, type TestApp } from '../support/harness'
 import {
   USD, admit, admitOk, billedApp, buildPaygApp, createCappedKey, expectInsufficientQuota, keySpentOf, scalar, verifyClean,
@@ -138,7 +139,12 @@ describe('over HTTP (a billed route on the metering API)', () => {
     const refused = await billed.call(key.secret, { estimate: String(E) })
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toBeNull()
-    expect((await json(refused)).error.message).toContain('overall spend cap')
+    // Half the cap is left: not "used up", but less than this call's worst case (QA: the message
+    // said "is used up" while the key had room for a smaller call).
+    const message = (await json(refused)).error.message
+    expect(message).toContain(`overall spend cap of ${formatUsd(2n * E)} USD`)
+    expect(message).toContain(`cannot cover this request's worst-case cost of ${formatUsd(E)} USD`)
+    expect(message).not.toContain('used up')
     expect(await keyStatus(key.keyId)).toBe('active')
   })
 })
