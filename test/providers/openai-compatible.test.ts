@@ -273,6 +273,26 @@ describe('openai-compatible: a declared-length stream is read whole', () => {
     }
   })
 
+  test('a 2xx stream that fails before any output rejects, chunked or read whole, so the router may try the next backend', async () => {
+    // An error chunk first, only [DONE], a 200 whose body is not SSE at all: before, stream()
+    // resolved at the headers and the client got a 200 carrying only an in-band error (QA).
+    const p = await provider()
+    const bodies = ['data: {"error":{"message":"model overloaded","type":"server_error"}}\n\n', DONE, '<html><body>502 Bad Gateway</body></html>']
+    for (const body of bodies) {
+      for (const passThrough of [undefined, 'chat-completions'] as const) {
+        upstream.enqueue({ kind: 'sse', body }, { kind: 'text', status: 200, body, headers: sseHeaders })
+        for (const how of ['chunked', 'whole']) {
+          const error = await rejection(p.stream({ ...providerCall(testRequest(), MODEL), passThrough }))
+          expect({ body, how, kind: error.kind }).toEqual({ body, how, kind: 'server' })
+        }
+      }
+    }
+    // Output first, then the failure: in-band as before (nothing falls over once output could be sent).
+    const late = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'partial' }) + 'data: {"error":{"message":"overloaded"}}\n\n'
+    upstream.enqueue({ kind: 'sse', body: late })
+    expect((await collect(await p.stream(providerCall(testRequest(), MODEL)))).at(-1)!.type).toBe('error')
+  })
+
   test('a declared-length stream past 256 KiB is read as it arrives', async () => {
     const p = await provider()
     const words = Array.from({ length: 3_000 }, (_, index) => chunk({ content: ` word${index}` })).join('')

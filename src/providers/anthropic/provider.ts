@@ -8,6 +8,7 @@ import { errorFromResponse, errorFromTransport, protocolError, type ErrorContext
 import { AnthropicStreamTranslator } from './from-upstream-stream'
 import { MessagesPassThrough } from './pass-through'
 import { toUpstream, UnsupportedRequestError } from './to-upstream'
+import { openedAtFirstEvent } from '../first-event'
 import { replay } from '../replay'
 
 /** The API version every request pins (the only stable version of the Messages API). */
@@ -111,17 +112,10 @@ export class AnthropicProvider implements Provider {
     // pass, its events replayed, instead of a read, a decode and a promise per event.
     const whole = await readWholeStream(response, control, stream, context, timeouts)
     if (whole !== undefined) return replay(whole, call.signal)
-    const events = translate(response, control, stream, context, timeouts)
-    const first = await events.next()
-    if (first.done === true) {
-      // Only a caller abort ends the events without an error event.
-      throw control.cause === 'client' ? errorFromTransport('client', undefined, context, timeouts) : protocolError('The Anthropic stream ended without events', context)
-    }
-    if (first.value.type === 'error') {
-      await events.return(undefined)
-      throw first.value.error
-    }
-    return prepend(first.value, events)
+    // Only a caller abort ends the events without an error event.
+    return openedAtFirstEvent(translate(response, control, stream, context, timeouts), () =>
+      control.cause === 'client' ? errorFromTransport('client', undefined, context, timeouts) : protocolError('The Anthropic stream ended without events', context),
+    )
   }
 
   /**
@@ -293,25 +287,6 @@ async function readMessage(
   const failure = events.find(event => event.type === 'error')
   if (failure?.type === 'error') throw failure.error
   return events
-}
-
-
-/** Puts the peeked first event back in front, keeping `return()` wired to the upstream. */
-function prepend(first: ChatEvent, rest: AsyncGenerator<ChatEvent, void, undefined>): AsyncIterable<ChatEvent> {
-  let pending: ChatEvent | undefined = first
-  const iterator: AsyncIterator<ChatEvent, void, undefined> = {
-    next: () => {
-      if (pending === undefined) return rest.next()
-      const value = pending
-      pending = undefined
-      return Promise.resolve({ done: false, value })
-    },
-    return: () => {
-      pending = undefined
-      return rest.return(undefined)
-    },
-  }
-  return { [Symbol.asyncIterator]: () => iterator }
 }
 
 /** Up to `maxBytes` of a body as text; a failing read yields what arrived (the status decides). */

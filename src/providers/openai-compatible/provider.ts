@@ -10,6 +10,7 @@ import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 import { openUpstreamStream, type UpstreamStream } from './open-upstream-stream'
 import { PassThroughTranslator } from './pass-through'
 import { toUpstream, UnsupportedPartError, type ChatCompletionsOptions } from './to-upstream'
+import { openedAtFirstEvent } from '../first-event'
 import { replay } from '../replay'
 
 /** Backend choices that config may set; see ChatCompletionsOptions. */
@@ -92,9 +93,15 @@ export class OpenAICompatibleProvider implements Provider {
       // Read to its end: closing stops its idle timer and the abort listener, which would hold the
       // response until the idle deadline (RSS past 1.9 GiB within a minute without it).
       upstream.close()
-      return replay(eventsFromWholeSse(whole, translator), call.signal)
+      const events = eventsFromWholeSse(whole, translator)
+      // Failed before any output (first-event.ts): the router may try the next backend.
+      if (events[0]?.type === 'error') throw events[0].error
+      return replay(events, call.signal)
     }
-    return closingIterable(fromSse(upstream, call.signal, translator, context), upstream)
+    // Only the caller leaving ends the events without an error event.
+    return openedAtFirstEvent(fromSse(upstream, call.signal, translator, context), () =>
+      new UpstreamError(call.signal.aborted ? 'aborted' : 'server', 'the upstream stream ended without events', this.id, call.upstreamModel),
+    )
   }
 }
 
@@ -218,24 +225,4 @@ async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamConte
 function asUpstreamError(error: unknown, context: { provider: string; model: string }): UpstreamError {
   if (error instanceof UpstreamError) return error
   return new UpstreamError('server', `upstream stream failed: ${error instanceof Error ? error.message : String(error)}`, context.provider, context.model)
-}
-
-/**
- * Wraps the event generator so that `return()` closes the upstream even when iteration never
- * started (a generator that was never started skips its `finally`).
- */
-function closingIterable(events: AsyncGenerator<ChatEvent>, upstream: UpstreamStream): AsyncIterable<ChatEvent> {
-  return {
-    [Symbol.asyncIterator]: () => ({
-      next: () => events.next(),
-      return: async (value?: unknown) => {
-        upstream.close()
-        return events.return(value as undefined)
-      },
-      throw: async (error?: unknown) => {
-        upstream.close()
-        return events.throw(error)
-      },
-    }),
-  }
 }
