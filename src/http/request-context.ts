@@ -1,4 +1,6 @@
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { Elysia, ValidationError } from 'elysia'
+import { explainUnion } from './validation-message'
 import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
@@ -86,6 +88,8 @@ function toApiError(code: string | number, error: unknown, path: string, method:
 interface SchemaIssue {
   path: string
   message: string
+  type?: number
+  errors?: unknown
   summary?: string
   schema?: { error?: unknown }
 }
@@ -95,11 +99,30 @@ function fromValidation(error: ValidationError): ApiError {
   const issue = (error.all as SchemaIssue[])[0]
   const where = error.type === 'body' ? 'body' : error.type
   if (!issue) return new ApiError('invalid_request', `invalid ${where}`)
-  const param = issue.path.replace(/^\//, '').replaceAll('/', '.') || undefined
-  // A schema may carry a human message in `error`; otherwise TypeBox's summary names the field.
-  const custom = typeof issue.schema?.error === 'string' ? issue.schema.error : undefined
-  let message = custom ?? issue.summary ?? issue.message
-  if (!custom && param === undefined) message = `${where}: ${message}`
-  if (!custom && issue.message === 'Unexpected property' && param) message = `unknown field "${param}"`
+  // A schema may carry a human message in `error`.
+  if (typeof issue.schema?.error === 'string') return new ApiError('invalid_request', issue.schema.error, paramOf(issue.path))
+  if (issue.type === ValueErrorType.Union && Array.isArray(issue.errors)) {
+    const explained = explainUnion(issue as unknown as ValueError)
+    if ('choices' in explained) return refused(where, explained.path, `should be one of ${explained.choices.join(', ')}`)
+    const leaf = explained.error
+    if (leaf !== (issue as unknown as ValueError)) {
+      if (leaf.type === ValueErrorType.ObjectRequiredProperty) return refused(where, leaf.path, 'is missing')
+      return refused(where, leaf.path, `is invalid: ${leaf.message.charAt(0).toLowerCase()}${leaf.message.slice(1)}`)
+    }
+  }
+  const param = paramOf(issue.path)
+  let message = issue.summary ?? issue.message
+  if (param === undefined) message = `${where}: ${message}`
+  if (issue.message === 'Unexpected property' && param) message = `unknown field "${param}"`
   return new ApiError('invalid_request', message, param)
+}
+
+/** A JSON pointer as the dotted field name clients know (`/messages/0/role` → `messages.0.role`). */
+function paramOf(path: string): string | undefined {
+  return path.replace(/^\//, '').replaceAll('/', '.') || undefined
+}
+
+function refused(where: string, path: string, problem: string): ApiError {
+  const param = paramOf(path)
+  return new ApiError('invalid_request', param === undefined ? `${where} ${problem}` : `Property '${param}' ${problem}`, param)
 }

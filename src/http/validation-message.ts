@@ -1,0 +1,55 @@
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+
+// TypeBox reports a value that no variant of a union accepts as one "Expected union value", and
+// Elysia's summary lists the variants' kinds: `max_tokens: 0` read "should be one of: 'integer',
+// 'null'", which 0 is. The useful message is in the variant the value was meant for.
+
+/** The value is not of this variant's kind at all (at the union's own path). */
+const KIND = new Set<ValueErrorType>([
+  ValueErrorType.Array, ValueErrorType.Boolean, ValueErrorType.Integer, ValueErrorType.Null, ValueErrorType.Number,
+  ValueErrorType.Object, ValueErrorType.String, ValueErrorType.Undefined,
+])
+
+/** What a failed union comes down to: one error to report, or the choices when none stands out. */
+export type Explained = { error: ValueError } | { path: string; choices: string[] }
+
+/**
+ * Follows a union's failure into the variant the value was meant for: the one it fails for
+ * another reason than being of another kind (0 is an integer below the minimum), and whose
+ * discriminating literal it does not contradict (a message's role). When no variant is left,
+ * the choices at the failing path: the discriminator's values, or the variants' kinds.
+ */
+export function explainUnion(error: ValueError, depth = 0): Explained {
+  if (error.type !== ValueErrorType.Union || error.errors.length === 0 || depth > 8) return { error }
+  const variants = error.errors.map(iterator => [...iterator])
+  const meant = variants.filter(errors => errors.length > 0 && !errors.some(each => mismatches(each, error.path)))
+  if (meant.length > 0) {
+    meant.sort((a, b) => a.length - b.length)
+    return explainUnion(meant[0]![0]!, depth + 1)
+  }
+  // Every variant contradicts the value: a discriminator's values, else the kinds of the union.
+  const literals = variants.flatMap(errors => errors.filter(each => isLiteralChoice(each)))
+  if (literals.length > 0) return { path: literals[0]!.path, choices: [...new Set(literals.flatMap(literalValues))] }
+  return { path: error.path, choices: [...new Set(((error.schema.anyOf ?? []) as Array<Record<string, unknown>>).map(kindOf))] }
+}
+
+/** An error that says this variant is not the one meant: another kind here, or another discriminator value. */
+function mismatches(error: ValueError, unionPath: string): boolean {
+  return (KIND.has(error.type) && error.path === unionPath) || isLiteralChoice(error)
+}
+
+/** A literal mismatch, or a union of literals none of which matched (a role of several values). */
+function isLiteralChoice(error: ValueError): boolean {
+  if (error.type === ValueErrorType.Literal) return true
+  return error.type === ValueErrorType.Union && ((error.schema.anyOf ?? []) as Array<Record<string, unknown>>).every(variant => 'const' in variant)
+}
+
+function literalValues(error: ValueError): string[] {
+  const schemas = error.type === ValueErrorType.Literal ? [error.schema] : ((error.schema.anyOf ?? []) as Array<Record<string, unknown>>)
+  return schemas.map(schema => JSON.stringify(schema.const))
+}
+
+function kindOf(schema: Record<string, unknown>): string {
+  if ('const' in schema) return JSON.stringify(schema.const)
+  return typeof schema.type === 'string' ? schema.type : 'another shape'
+}
