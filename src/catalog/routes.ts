@@ -1,10 +1,10 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
 import { formatNanos } from '../lib/money'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
 import type { PrivacyLevel } from './types'
-import { CatalogList, ModelsQuery, OpenAIErrorResponse, OpenAIModelList } from './schema'
+import { CatalogList, ModelsQuery, OpenAIErrorResponse, OpenAIModel, OpenAIModelList } from './schema'
 
 type OpenAIList = typeof OpenAIModelList.static
 type ApiList = typeof CatalogList.static
@@ -80,6 +80,8 @@ export function modelRoutes(catalog: Catalog) {
     api.set(level, { data: all(level).map(apiEntry) })
   }
 
+  const byId = new Map(openAI.get(undefined)!.data.map(entry => [entry.id, entry]))
+
   return new Elysia({ tags: ['Models'] })
     .get('/v1/models', ({ query }) => openAI.get(query.privacy_tier)!, {
       transform: checkQueryNames,
@@ -93,6 +95,22 @@ export function modelRoutes(catalog: Catalog) {
           '`context_length` and `max_output_tokens` to the OpenAI fields. Identical with or without credentials.',
       },
     })
+    .get(
+      '/v1/models/:model',
+      ({ params }) => {
+        const entry = byId.get(params.model)
+        if (entry === undefined) throw new ApiError('not_found', `model "${params.model.slice(0, 200)}" does not exist; GET /v1/models lists the callable ids`, 'model')
+        return entry
+      },
+      {
+        params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
+        response: { 200: OpenAIModel, 404: OpenAIErrorResponse },
+        detail: {
+          summary: 'Retrieve a model (OpenAI shape)',
+          description: 'Public. The entry GET /v1/models lists for this callable id (what the OpenAI SDKs call `models.retrieve`); 404 for an id the gateway does not serve.',
+        },
+      },
+    )
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
       transform: checkQueryNames,
       query: ModelsQuery,

@@ -810,7 +810,7 @@ describe('unknown routes', () => {
 
     test('a 404 on /v1 is a NotFoundError with our code and request id', async () => {
       const client = new OpenAI({ apiKey: org.adminKey, baseURL: `${server.url.origin}/v1`, maxRetries: 0 })
-      const error = await client.models.retrieve('x').then(
+      const error = await client.files.list().then(
         () => undefined,
         (caught: unknown) => caught,
       )
@@ -821,7 +821,7 @@ describe('unknown routes', () => {
       expect(apiError.type).toBe('invalid_request_error')
       expect(apiError.param).toBeNull()
       expect(apiError.requestID).toMatch(/^req_[0-9a-f]{32}$/)
-      expect(apiError.message).toContain('no route for GET /v1/models/x')
+      expect(apiError.message).toContain('no route for GET /v1/files')
     })
 
     test('a bad credential is an AuthenticationError; an invalid field is a BadRequestError naming it', async () => {

@@ -132,6 +132,12 @@ describe('happy', () => {
       ids.push(model.id)
     }
     expect(ids).toEqual(['demo-anonymous', 'demo-private', 'demo-alt'])
+    // models.retrieve: the listed entry; an id the gateway does not serve is 404 in the envelope.
+    const listed = (await json(await t.request('GET', '/v1/models'))).data.find((model: { id: string }) => model.id === 'demo-private')
+    expect(await client.models.retrieve('demo-private')).toEqual(listed)
+    const missing = await client.models.retrieve('gpt-nope').catch(error => error)
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError)
+    expect([missing.status, missing.code, missing.param]).toEqual([404, 'not_found', 'model'])
   })
 })
 
