@@ -184,7 +184,7 @@ describe('demo provider', () => {
     test('a stop sequence cuts the text before it and finishes stop', async () => {
       const summary = summarize(await run(testRequest({ sampling: { stop: ['zzz', 'said'] } }, 'alpha beta')))
       expect(summary.text).toBe('Hello from the demo model. You')
-      expect(summary.finish).toMatchObject({ reason: 'stop', usage: { outputTokens: 6 } })
+      expect(summary.finish).toMatchObject({ reason: 'stop', stopSequence: 'said', usage: { outputTokens: 6 } })
     })
   })
 

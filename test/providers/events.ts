@@ -29,7 +29,7 @@ export interface EventSummary {
   /** The signature of each reasoning block, in order. */
   reasoningSignatures: Array<string | undefined>
   toolCalls: CollectedToolCall[]
-  finish: { reason: FinishReason; usage: Usage } | undefined
+  finish: { reason: FinishReason; usage: Usage; stopSequence?: string } | undefined
   error: UpstreamError | undefined
 }
 
@@ -67,7 +67,7 @@ export function summarize(events: readonly ChatEvent[]): EventSummary {
         calls.get(event.block)!.arguments += event.argumentsDelta
         break
       case 'finish':
-        summary.finish = { reason: event.reason, usage: event.usage }
+        summary.finish = { reason: event.reason, usage: event.usage, ...(event.stopSequence !== undefined ? { stopSequence: event.stopSequence } : {}) }
         break
       case 'error':
         summary.error = event.error

@@ -81,10 +81,14 @@ export class DemoProvider implements Provider {
       }
     }
 
+    // The stop sequence that cut the text, reported with a `stop` finish as Anthropic does.
+    let stopSequence: string | undefined
     if (plan.text !== undefined && !state.truncated) {
       const current = block
       let started = false
-      for (const token of words(cutAtStop(plan.text, request.sampling.stop))) {
+      const cut = cutAtStop(plan.text, request.sampling.stop)
+      stopSequence = cut.sequence
+      for (const token of words(cut.text)) {
         if (!(await take())) break
         if (signal.aborted) return
         if (!started) {
@@ -115,6 +119,7 @@ export class DemoProvider implements Provider {
     yield {
       type: 'finish',
       reason,
+      ...(reason === 'stop' && stopSequence !== undefined ? { stopSequence } : {}),
       usage: {
         inputTokens: countInputTokens(request),
         outputTokens: spent,
@@ -138,15 +143,19 @@ function words(text: string): string[] {
   return text.match(/\s*\S+/g) ?? []
 }
 
-/** `text` up to the first occurrence of any stop sequence (empty sequences are ignored). */
-function cutAtStop(text: string, stop: readonly string[] | undefined): string {
+/** `text` up to the first occurrence of any stop sequence (empty sequences are ignored), and the sequence that cut it. */
+function cutAtStop(text: string, stop: readonly string[] | undefined): { text: string; sequence: string | undefined } {
   let end = text.length
+  let matched: string | undefined
   for (const sequence of stop ?? []) {
     if (sequence === '') continue
     const at = text.indexOf(sequence)
-    if (at >= 0 && at < end) end = at
+    if (at >= 0 && at < end) {
+      end = at
+      matched = sequence
+    }
   }
-  return text.slice(0, end)
+  return { text: text.slice(0, end), sequence: matched }
 }
 
 /** A deterministic stand-in for a provider's reasoning signature: a hash of the reasoning shown. */
