@@ -5,6 +5,7 @@ import type { Principal } from '../keys/principal'
 import type { ChatRequest, FinishReason, Message } from '../inference/canonical'
 import { decodeChatCompletions } from '../inference/dialects/chat-completions/decode'
 import type { CallAttestation, PipelineDeps } from '../inference/pipeline'
+import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
 import { checkPolicy } from '../inference/policy'
 import { fusionBillingKeys, parseIdempotencyKey } from './billing-keys'
 import { refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
@@ -126,15 +127,34 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
     throw new ApiError(first.code, `no participant can serve this request: ${[...refused.values()].map(error => error.message).join('; ')}`, 'models')
   }
   // The judge must accept the conversation itself (images, say): found now, not after billing participants.
-  const conversation = decode(judge).messages
+  const judged = decode(judge)
+  const conversation = judged.messages
   try {
     checkPolicy(judgeChat(judge, [...conversation], request))
   } catch (error) {
     if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judge.id}: ${error.message}`, 'judge')
     throw error
   }
+  if (hasFileParts(judged)) await extractOnce(deps.pipeline, input, judged, chats)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
   return { input, participants, judge, chats, refused, conversation, billingKeys }
+}
+
+/**
+ * Attached documents, extracted (and billed, one document-parse unit per file) once for the
+ * whole run instead of once by every participant and again by the judge (QA: one file in a
+ * three-model Fusion was four units). The judge's conversation is enriched in place, and each
+ * participant's file parts (the same files, in the same order) become the same text parts.
+ */
+async function extractOnce(pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[]): Promise<void> {
+  const files: Array<{ message: number; part: number }> = []
+  judged.messages.forEach((message, index) => message.parts.forEach((part, at) => part.type === 'file' && files.push({ message: index, part: at })))
+  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal })
+  const texts = files.map(({ message, part }) => judged.messages[message]!.parts[part]!)
+  for (const chat of chats) {
+    let next = 0
+    for (const message of chat.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts[next++]! : part))
+  }
 }
 
 /** Runs a checked request: participants concurrently, then the judge; builds the result object. */

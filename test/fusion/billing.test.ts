@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { switchPlan } from '../../src/billing/plan-switch'
 import { openAIWire } from '../providers/openai-wire'
 import { createCappedKey, verifyClean } from '../ledger/fixtures'
+import { parseCharges } from '../support/documents'
 import { json } from '../support/harness'
 import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
 
@@ -157,4 +158,26 @@ describe('Idempotency-Key', () => {
       expect(h.a.requests.length).toBe(0)
     },
   )
+})
+
+describe('attached documents', () => {
+  test('one attached file is extracted and billed once for the whole run, and every part reads its text', async () => {
+    // Before: every participant extracted and billed it, and the judge again (4 units for one file).
+    h = await buildFusionHarness()
+    for (const upstream of [h.a, h.b, h.c]) upstream.enqueue(answer('Noted.', USAGE))
+    h.judge.enqueue(answer('All noted.', JUDGE_USAGE))
+    const file = `data:text/plain;base64,${Buffer.from('Quarterly notes: Zürich office opens in May.').toString('base64')}`
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: file, filename: 'notes.txt' } }] }]
+    const response = await h.fusion({ models: ['a', 'b', 'c'], messages })
+    expect(response.status).toBe(200)
+    expect((await json(response)).status).toBe('complete')
+    const parses = await parseCharges(h.t, h.org.orgId)
+    expect(parses).toEqual([h.t.deps.config.documents.pricePerParseNanos])
+    for (const upstream of [h.a, h.b, h.c, h.judge]) {
+      const seen = JSON.stringify(upstream.onlyRequest().body.messages)
+      expect(seen).toContain('Zürich office opens in May')
+      expect(seen).toContain('[Document \\"notes.txt\\"')
+    }
+    await verifyClean(h.t)
+  })
 })
