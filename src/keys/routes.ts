@@ -53,7 +53,8 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
     .delete(
       '/:key_id',
       async ({ params, principal }) => {
-        if (!(await keys.revoke(principal.orgId, params.key_id))) {
+        // UUIDs are case-insensitive on input (RFC 9562 §4); ids are stored in lower case.
+        if (!(await keys.revoke(principal.orgId, params.key_id.toLowerCase()))) {
           throw new ApiError('not_found', 'no active or expired key with this id in your organization', 'key_id')
         }
         return new Response(null, { status: 204 })

@@ -211,7 +211,8 @@ describe('create → use → list → revoke', () => {
     const key = await createOk({ name: 'to-revoke', admin: true })
     expect((await t.request('GET', KEYS, { key: key.token })).status).toBe(200) // warm any cache
     t.clock.advance(90_000)
-    const response = await revoke(key.id)
+    // A UUID is case-insensitive on input: the id in upper case names the same key.
+    const response = await revoke(key.id.toUpperCase())
     expect(response.status).toBe(204)
     expect(await response.text()).toBe('')
     expect(response.headers.get('x-request-id')).toBeTruthy()
