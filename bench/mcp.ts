@@ -25,8 +25,8 @@ await deps.sweeper.start()
 const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: createApp(deps).fetch })
 const base = `http://127.0.0.1:${server.port}`
 const { org, ownerUserId } = await deps.orgs.createOrg({ name: 'bench', planId: 'pro', ownerEmail: 'bench@example.test' })
-const { secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'bench', admin: true, expiresAtMs: null, spendCap: null })
-const { tokens } = await deps.oauth.tokens.issue({ clientId: 'svc-cli', userId: ownerUserId, orgId: org.id, scope: 'mcp:inference', resource: null })
+const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'bench', admin: true, expiresAtMs: null, spendCap: null })
+const { tokens } = await deps.oauth.tokens.issue({ clientId: 'svc-cli', userId: ownerUserId, orgId: org.id, scope: 'mcp:inference', resource: null, keyId: key.id })
 
 const client = new Client({ name: 'bench', version: '0' })
 await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${tokens.access_token}` } } }))

@@ -131,6 +131,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const identity = overrides.identity ?? loadIdentity(config.instanceId, database.url)
   const executor = overrides.executor ?? createExecutor(database.url, database.client)
   const writer = new LedgerWriter(executor)
+  // A key found expired or inactive by the ledger stops working at once here, with its OAuth tokens.
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)
   const health = new LedgerHealth(clock, logger)

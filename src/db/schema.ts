@@ -206,7 +206,8 @@ export const instances = sqliteTable('instances', {
 // OAuth 2.1 (src/oauth/). Every secret (authorization code, device code, token) is stored as its
 // SHA-256 only. A grant is one approval (one client, user, org, scope); its access and refresh
 // tokens hang off it, so revoking the grant (revocation, refresh-token reuse, code replay)
-// kills every token it issued at once.
+// kills every token it issued at once. A grant also records the API key the person signed in
+// with (its id, never its secret): a token can never do more than that key, and dies with it.
 
 export type OAuthScope = 'mcp:inference' | 'cli:inference'
 
@@ -233,6 +234,9 @@ export const oauthGrants = sqliteTable(
     resource: text('resource'),
     createdAtMs: epochMs('created_at_ms').notNull(),
     revokedAtMs: epochMs('revoked_at_ms'),
+    // The key signed in with: its admin flag, spend cap, expiry and status bound every token of
+    // the grant. Null only on grants from before 0006, which no longer verify (sign in again).
+    keyId: text('key_id').references(() => apiKeys.id),
   },
   table => [
     index('oauth_grants_user').on(table.userId),
@@ -270,6 +274,9 @@ export const oauthCodes = sqliteTable('oauth_codes', {
   usedAtMs: epochMs('used_at_ms'),
   // The grant its exchange created: revoked if the code is ever presented again.
   grantId: text('grant_id'),
+  // The API key the person signed in with, handed on to the grant. Null only on codes from
+  // before 0006, which are refused.
+  keyId: text('key_id'),
 })
 
 export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'used'
@@ -285,6 +292,8 @@ export const oauthDeviceCodes = sqliteTable(
     status: text('status').$type<DeviceStatus>().notNull(),
     userId: text('user_id'),
     orgId: text('org_id'),
+    // Set with userId and orgId on approval: the API key the person signed in with.
+    keyId: text('key_id'),
     intervalS: epochMs('interval_s').notNull(),
     lastPolledAtMs: epochMs('last_polled_at_ms'),
     createdAtMs: epochMs('created_at_ms').notNull(),

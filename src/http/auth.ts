@@ -16,7 +16,8 @@ import { ApiError } from './errors'
  * - `admin`: management, plus an admin key whose user is currently owner or admin.
  * - `mcp`: only `svc_mcp_` tokens with `mcp:inference` (the /mcp endpoint).
  * `svc_cli_` OAuth tokens (`cli:inference`) count as an organization credential on `inference`
- * and, with their user's current owner/admin role, on `admin`; `svc_mcp_` only on `mcp`.
+ * and, when signed in with an admin key and their user is a current owner or admin, on `admin`;
+ * `svc_mcp_` only on `mcp`. Either is bounded by the key it was signed in with (src/oauth/tokens.ts).
  */
 export type AuthMode = 'public' | 'inference' | 'management' | 'admin' | 'mcp'
 
@@ -31,8 +32,9 @@ const FAILURE_MESSAGE: Record<VerifyFailure, string> = {
 
 const TOKEN_FAILURE: Record<VerifyFailure, string> = {
   unknown: 'invalid access token',
-  revoked: 'this access token has been revoked',
-  expired: 'this access token has expired; refresh it or sign in again',
+  // A token fails with the API key it was signed in with, so the messages name both.
+  revoked: 'this access token, or the API key it was signed in with, has been revoked; sign in again',
+  expired: 'this access token, or the API key it was signed in with, has expired; refresh it or sign in again',
 }
 
 /** An OAuth access token of exactly `scope` → principal, or 401. */
@@ -75,8 +77,9 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   } else if (mode === 'mcp') {
     throw new ApiError('unauthorized', '/mcp requires an MCP access token (svc_mcp_) from the OAuth flow')
   } else if (credential.startsWith(CLI_PREFIX)) {
-    // Spec §5: CLI tokens work on inference, Fusion, web, parsing, and admin routes (while the
-    // user is an owner or admin), not on the key-only management route (rate-limit inspection).
+    // Spec §5: CLI tokens work on inference, Fusion, web, parsing, and admin routes (signed in with
+    // an admin key, while the user is an owner or admin), not on the key-only management route
+    // (rate-limit inspection).
     if (mode === 'management') throw new ApiError('unauthorized', 'CLI access tokens are not accepted on this route; use an API key')
     // Admin routes re-read the user's current role, as for keys.
     principal = await verifyToken(keys, credential, mode === 'admin', 'cli:inference')
@@ -95,7 +98,7 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
     throw new ApiError('forbidden', 'X-Org-ID does not match the organization of this credential')
   }
   if (mode === 'admin' && !hasAdminAuthority(principal)) {
-    throw new ApiError('forbidden', 'this route needs an admin key (or a CLI token) whose user is an owner or admin of the organization')
+    throw new ApiError('forbidden', 'this route needs an admin key (or a CLI token signed in with one) whose user is an owner or admin of the organization')
   }
   return principal
 }

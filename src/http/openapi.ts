@@ -63,7 +63,7 @@ export function openapiDocs(version: string) {
               apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same key, for clients that only send an API-key header' },
               oauth2: {
                 type: 'oauth2',
-                description: 'OAuth 2.1 access tokens: svc_mcp_ (mcp:inference, /mcp only) and svc_cli_ (cli:inference). Discovery at /.well-known/oauth-authorization-server.',
+                description: 'OAuth 2.1 access tokens: svc_mcp_ (mcp:inference, /mcp only) and svc_cli_ (cli:inference). A token never does more than the API key the person signed in with: that key\'s admin flag, spend cap and expiry apply, and the token stops working when the key is revoked or expires. Discovery at /.well-known/oauth-authorization-server.',
                 flows: {
                   authorizationCode: { authorizationUrl: '/oauth/authorize', tokenUrl: '/oauth/token', refreshUrl: '/oauth/token', scopes: { 'mcp:inference': 'MCP tools', 'cli:inference': 'CLI access' } },
                 },

@@ -5,7 +5,7 @@ import { ApiError } from '../http/errors'
 import type { Clock } from '../lib/clock'
 import { newId } from '../lib/ids'
 import type { Logger } from '../observability/logger'
-import type { Principal, VerifyResult } from './principal'
+import { spendCapOf, type Principal, type VerifyResult } from './principal'
 import { generateKeySecret, hashSecret } from './token'
 import { VerifyCache } from './verify-cache'
 
@@ -37,6 +37,8 @@ export interface CreateKeyInput {
 /** Verifies OAuth access tokens (src/oauth/tokens.ts). */
 export interface TokenVerifier {
   verify(token: string, fresh: boolean): Promise<VerifyResult>
+  /** Drops cached results of the tokens signed in with a key (the key revoked or expired). */
+  evictKey(keyId: string): void
 }
 
 // last_used_at is advisory: written at most once a minute per key so that using a key
@@ -139,9 +141,13 @@ export class KeyService {
     return this.tokenVerifier ? this.tokenVerifier.verify(token, fresh) : { ok: false, reason: 'unknown' }
   }
 
-  /** Drops cached results for a key (revocation, cap exhaustion). */
+  /**
+   * Drops cached results for a key (revocation, cap exhaustion), and for the OAuth tokens signed
+   * in with it: they stop working with the key, at once in this process.
+   */
   evictKey(keyId: string): void {
     this.cache.evictKey(keyId)
+    this.tokenVerifier?.evictKey(keyId)
   }
 
   /** Drops cached results for a user's keys (role change). */
@@ -175,7 +181,7 @@ export class KeyService {
       keyAdmin: key.admin,
       role: row.role,
       expiresAtMs: key.expiresAtMs,
-      spendCap: key.spendCapPeriod && key.spendCapNanos !== null ? { period: key.spendCapPeriod, nanos: key.spendCapNanos } : null,
+      spendCap: spendCapOf(key.spendCapPeriod, key.spendCapNanos),
     }
     return { ok: true, principal }
   }

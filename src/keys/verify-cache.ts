@@ -59,7 +59,7 @@ export class VerifyCache {
     })
   }
 
-  /** Drops cached results of one credential: an API key by its id, an OAuth grant by its id (principal.keyId). */
+  /** Drops cached results of one API key (principal.keyId): the key itself, or the OAuth tokens signed in with it. */
   evictKey(keyId: string): void {
     this.evictWhere(result => result.ok && result.principal.keyId === keyId)
   }

@@ -18,6 +18,8 @@ export interface ApprovedRequest {
   codeChallenge: string
   scope: OAuthScope
   resource: string | null
+  /** The API key the person signed in with (its id): handed on to the grant, which it bounds. */
+  keyId: string
 }
 
 /** PKCE (S256 only) code challenges are 43 base64url characters (RFC 7636 §4.2). */
@@ -66,7 +68,9 @@ export class CodeService {
     // Spend the code first (guarded), so two concurrent exchanges cannot both get tokens.
     const spent = await this.db.update(oauthCodes).set({ usedAtMs: now }).where(and(eq(oauthCodes.hash, row.hash), isNull(oauthCodes.usedAtMs)))
     if (spent.rowsAffected !== 1) throw new OAuthError('invalid_grant', 'the authorization code was already used')
-    const grant: GrantInput = { clientId: row.clientId, userId: row.userId, orgId: row.orgId, scope: row.scope, resource: row.resource }
+    // A code from before key-bound sign-in (migration 0006) names no key: it cannot bound tokens.
+    if (row.keyId === null) throw new OAuthError('invalid_grant', 'the authorization code names no API key; sign in again')
+    const grant: GrantInput = { clientId: row.clientId, userId: row.userId, orgId: row.orgId, scope: row.scope, resource: row.resource, keyId: row.keyId }
     const { grantId, tokens } = await this.tokens.issue(grant)
     await this.db.update(oauthCodes).set({ grantId }).where(eq(oauthCodes.hash, row.hash))
     return tokens

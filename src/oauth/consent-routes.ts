@@ -52,7 +52,10 @@ async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer:
   return { client, redirectUri: params.redirect_uri, scope: scope ?? 'mcp:inference', resource: resource ?? null, params }
 }
 
-/** Signs the person in with one of their API keys; the key is checked, never kept. */
+/**
+ * Signs the person in with one of their API keys. Its secret is checked, never kept; its id is
+ * kept on the grant, so the tokens can never do more than the key (admin flag, spend cap, expiry).
+ */
 async function signIn(oauth: OAuthServer, apiKey: string | undefined): Promise<Principal | string> {
   if (!apiKey || !isWellFormedKeySecret(apiKey.trim())) return 'Enter a valid organization API key (z_sk_…).'
   const result = await oauth.keys.verify(apiKey.trim(), true)
@@ -135,7 +138,7 @@ export function consentRoutes(oauth: OAuthServer) {
         if (typeof who === 'string') return authorizeConsent(valid, issuer, { error: who, status: 401 })
         const code = await oauth.codes.create({
           clientId: valid.client.id, userId: who.userId, orgId: who.orgId, redirectUri: valid.redirectUri,
-          codeChallenge: valid.params.code_challenge!, scope: valid.scope, resource: valid.resource,
+          codeChallenge: valid.params.code_challenge!, scope: valid.scope, resource: valid.resource, keyId: who.keyId,
         })
         return redirectWith(valid.redirectUri, { code, state: valid.params.state, iss: issuer })
       },
@@ -143,7 +146,7 @@ export function consentRoutes(oauth: OAuthServer) {
         parse: 'none',
         detail: {
           summary: 'Approve or deny an authorization request',
-          description: 'The consent form post: the request parameters, csrf (double-submit with a SameSite=Strict cookie), api_key (signs the person in; never stored) and decision (approve|deny). Redirects (303) to the client with code, state and iss, or error=access_denied.',
+          description: 'The consent form post: the request parameters, csrf (double-submit with a SameSite=Strict cookie), api_key (signs the person in; the secret is never stored, the key id is, and the tokens can never do more than that key: its admin flag, spend cap, expiry and revocation bound them) and decision (approve|deny). Redirects (303) to the client with code, state and iss, or error=access_denied.',
           requestBody: formDoc({ api_key: 'string', decision: 'string', csrf: 'string', client_id: 'string', redirect_uri: 'string', code_challenge: 'string', code_challenge_method: 'string', scope: 'string', state: 'string', resource: 'string', response_type: 'string' }),
           responses: { 303: { description: 'Back to the client' }, 400: htmlDoc('Invalid request'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed') },
         },
@@ -183,7 +186,7 @@ export function consentRoutes(oauth: OAuthServer) {
         if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
         const who = await signIn(oauth, form.api_key)
         if (typeof who === 'string') return deviceConsent(oauth, pending, issuer, { error: who, status: 401 })
-        if (!(await oauth.device.decide(pending.userCode, { approve: true, userId: who.userId, orgId: who.orgId }))) {
+        if (!(await oauth.device.decide(pending.userCode, { approve: true, userId: who.userId, orgId: who.orgId, keyId: who.keyId }))) {
           return deviceCodePage(OAUTH_PATHS.device, 'That code is no longer pending.', 400)
         }
         return messagePage('Device connected', 'You are signed in. Return to your terminal; you can close this page.')
@@ -192,7 +195,7 @@ export function consentRoutes(oauth: OAuthServer) {
         parse: 'none',
         detail: {
           summary: 'Approve or deny a device',
-          description: 'The device consent form post: user_code, csrf, api_key (signs the person in; never stored) and decision (approve|deny).',
+          description: 'The device consent form post: user_code, csrf, api_key (signs the person in; the secret is never stored, the key id is, and the tokens can never do more than that key: its admin flag, spend cap, expiry and revocation bound them) and decision (approve|deny).',
           requestBody: formDoc({ user_code: 'string', api_key: 'string', decision: 'string', csrf: 'string' }),
           responses: { 200: htmlDoc('Done'), 400: htmlDoc('Unknown code'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed') },
         },

@@ -73,11 +73,14 @@ export class DeviceService {
     return { userCode, clientId: row.clientId, scope: row.scope }
   }
 
-  /** The person's decision on the device page. False when the code is no longer pending. */
-  async decide(userCode: string, decision: { approve: true; userId: string; orgId: string } | { approve: false }): Promise<boolean> {
+  /**
+   * The person's decision on the device page, with the API key they signed in with (its id),
+   * which will bound the tokens. False when the code is no longer pending.
+   */
+  async decide(userCode: string, decision: { approve: true; userId: string; orgId: string; keyId: string } | { approve: false }): Promise<boolean> {
     const result = await this.db
       .update(oauthDeviceCodes)
-      .set(decision.approve ? { status: 'approved', userId: decision.userId, orgId: decision.orgId } : { status: 'denied' })
+      .set(decision.approve ? { status: 'approved', userId: decision.userId, orgId: decision.orgId, keyId: decision.keyId } : { status: 'denied' })
       .where(and(eq(oauthDeviceCodes.userCode, userCode), eq(oauthDeviceCodes.status, 'pending')))
     return result.rowsAffected === 1
   }
@@ -107,7 +110,9 @@ export class DeviceService {
       .set({ status: 'used' })
       .where(and(eq(oauthDeviceCodes.hash, hash), eq(oauthDeviceCodes.status, 'approved')))
     if (spent.rowsAffected !== 1 || !row.userId || !row.orgId) throw new OAuthError('invalid_grant', 'the device code was already used')
-    const { tokens } = await this.tokens.issue({ clientId, userId: row.userId, orgId: row.orgId, scope: row.scope, resource: null })
+    // Approved before key-bound sign-in (migration 0006): no key to bound the tokens.
+    if (!row.keyId) throw new OAuthError('invalid_grant', 'the approval names no API key; start again')
+    const { tokens } = await this.tokens.issue({ clientId, userId: row.userId, orgId: row.orgId, scope: row.scope, resource: null, keyId: row.keyId })
     return tokens
   }
 }

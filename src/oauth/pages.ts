@@ -5,7 +5,7 @@
 
 const SCOPE_TEXT: Record<string, string> = {
   'mcp:inference': 'Use models, Fusion and web tools through MCP, billed to your organization',
-  'cli:inference': 'Use models, Fusion, web fetch and document parsing from the command line, billed to your organization; manage API keys and read the balance while you are an owner or admin',
+  'cli:inference': 'Use models, Fusion, web fetch and document parsing from the command line, billed to your organization; manage API keys and read the balance if the key you sign in with is an admin key and you are an owner or admin',
 }
 
 export function escapeHtml(text: string): string {
@@ -59,7 +59,7 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
 <form method="post" action="${escapeHtml(input.action)}">${hidden({ ...input.fields, csrf: input.csrf })}
 <label for="api_key">Sign in with one of your organization API keys</label>
 <input type="password" id="api_key" name="api_key" autocomplete="off" placeholder="z_sk_…">
-<p>The key only proves who you are; it is not stored or shared with the application. The access acts for you and the key's organization.</p>
+<p>The key's secret is not stored or shared with the application. The access acts for you and the key's organization, and can never do more than the key: its spend cap, expiry and admin flag apply, and it ends when the key is revoked or expires.</p>
 <div class="buttons"><button type="submit" name="decision" value="approve">Approve</button><button type="submit" name="decision" value="deny">Deny</button></div></form>`
   return page(`Authorize ${input.clientName}`, body, input.status ?? 200, input.cookie ? { 'set-cookie': input.cookie } : {})
 }

@@ -90,7 +90,8 @@ export function oauthRoutes(oauth: OAuthServer) {
           description:
             'Form-encoded. grant_type authorization_code (code, redirect_uri, client_id, code_verifier; PKCE S256), refresh_token (rotation: ' +
             'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
-            'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference).',
+            'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference), bounded by the API key the person signed in with ' +
+            '(a grant whose key is revoked or expired refreshes to invalid_grant).',
           requestBody: formDoc({ grant_type: 'string', code: 'string', redirect_uri: 'string', client_id: 'string', code_verifier: 'string', refresh_token: 'string', device_code: 'string', scope: 'string', resource: 'string' }),
           responses: oauthResponses(200, 'access_token, token_type, expires_in, refresh_token, scope'),
         },

@@ -1,21 +1,24 @@
 import { and, eq, isNull } from 'drizzle-orm'
 import type { OAuthConfig } from '../config/config'
 import type { Db } from '../db/client'
-import { memberships, oauthGrants, oauthTokens, type OAuthScope } from '../db/schema'
-import type { Principal, VerifyResult } from '../keys/principal'
+import { apiKeys, memberships, oauthGrants, oauthTokens, type KeyStatus, type OAuthScope } from '../db/schema'
+import { spendCapOf, type Principal, type VerifyResult } from '../keys/principal'
+import { effectiveStatus } from '../keys/service'
 import { VerifyCache } from '../keys/verify-cache'
 import type { Clock } from '../lib/clock'
 import { newId } from '../lib/ids'
 import { OAuthError } from './errors'
 import { hashOf, isWellFormedToken, PREFIX, randomSecret } from './secrets'
 
-/** What a grant is issued for: one client, user, org and scope. */
+/** What a grant is issued for: one client, user, org and scope, signed in with one API key. */
 export interface GrantInput {
   clientId: string
   userId: string
   orgId: string
   scope: OAuthScope
   resource: string | null
+  /** The key the person signed in with (a key of userId in orgId): it bounds every token of the grant. */
+  keyId: string
 }
 
 /** The token response of RFC 6749 §5.1. */
@@ -27,10 +30,32 @@ export interface TokenSet {
   scope: OAuthScope
 }
 
+/** What a token needs of the grant's key: everything that bounds what the key may do. */
+const KEY_BOUNDS = {
+  id: apiKeys.id,
+  orgId: apiKeys.orgId,
+  userId: apiKeys.userId,
+  admin: apiKeys.admin,
+  status: apiKeys.status,
+  expiresAtMs: apiKeys.expiresAtMs,
+  spendCapPeriod: apiKeys.spendCapPeriod,
+  spendCapNanos: apiKeys.spendCapNanos,
+}
+
+/**
+ * The grant key's status now: `active`, `expired` (by time or an exhausted overall cap) or
+ * `revoked`. A grant without a key (issued before migration 0006) reads as revoked.
+ */
+function keyStatusOf(key: { status: KeyStatus; expiresAtMs: number | null } | null, now: number): KeyStatus {
+  return key === null ? 'revoked' : effectiveStatus(key.status, key.expiresAtMs, now)
+}
+
 /**
  * OAuth grants and their tokens: issue, verify (for the auth step), rotate refresh tokens with
- * reuse detection, revoke. Verification is cached like API keys (same TTL); revocations in this
- * process evict at once.
+ * reuse detection, revoke. A token obtained by presenting an API key can never do more than that
+ * key (spec §2.1, §5): its principal is the key's (id, admin flag, spend cap, expiry), and it
+ * stops working when the key is revoked or expires. Verification is cached like API keys (same
+ * TTL); revocations in this process (of the grant or of its key) evict at once.
  */
 export class TokenService {
   private readonly cache: VerifyCache
@@ -46,8 +71,16 @@ export class TokenService {
 
   /** A new grant with its first access and refresh tokens. */
   async issue(input: GrantInput): Promise<{ grantId: string; tokens: TokenSet }> {
-    const grantId = newId()
     const now = this.clock.now()
+    const rows = await this.db.select(KEY_BOUNDS).from(apiKeys).where(eq(apiKeys.id, input.keyId)).limit(1)
+    const key = rows[0] ?? null
+    // The consent page signed the person in with this very key; a mismatch is a caller's bug, and
+    // would lend one person's key (cap, admin flag) to another's tokens.
+    if (key !== null && (key.orgId !== input.orgId || key.userId !== input.userId)) throw new Error('the sign-in key belongs to another user or organization')
+    // A key revoked or expired since the sign-in (a device may poll for minutes) issues nothing.
+    const status = keyStatusOf(key, now)
+    if (status !== 'active') throw new OAuthError('invalid_grant', `the API key used to sign in is ${status}; sign in again`)
+    const grantId = newId()
     await this.db.insert(oauthGrants).values({ id: grantId, ...input, createdAtMs: now })
     return { grantId, tokens: await this.mint(grantId, input.scope, now) }
   }
@@ -67,6 +100,9 @@ export class TokenService {
       throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of this authorization is now revoked')
     }
     if (row.token.expiresAtMs <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired; sign in again')
+    // The tokens live no longer than the key signed in with (revoked, expired, or none: pre-0006).
+    const keyStatus = keyStatusOf(row.key, now)
+    if (keyStatus !== 'active') throw new OAuthError('invalid_grant', `the API key this authorization was signed in with is ${keyStatus}; sign in again`)
     if (scope !== undefined && scope !== row.grant.scope) throw new OAuthError('invalid_scope', `this authorization is for ${row.grant.scope} only`)
     // Spend it with a guarded update, so two concurrent refreshes cannot both win.
     const spent = await this.db
@@ -94,7 +130,7 @@ export class TokenService {
 
   async revokeGrant(grantId: string): Promise<void> {
     await this.db.update(oauthGrants).set({ revokedAtMs: this.clock.now() }).where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAtMs)))
-    this.cache.evictKey(grantId)
+    this.cache.evictWhere(result => result.ok && result.principal.grantId === grantId)
   }
 
   /**
@@ -112,11 +148,17 @@ export class TokenService {
     this.cache.evictUser(userId)
   }
 
+  /** Drops cached results of the tokens signed in with an API key (the key revoked or expired). */
+  evictKey(keyId: string): void {
+    this.cache.evictKey(keyId)
+  }
+
   private async load(token: string, now: number): Promise<VerifyResult> {
     const rows = await this.db
-      .select({ token: oauthTokens, grant: oauthGrants, role: memberships.role })
+      .select({ token: oauthTokens, grant: oauthGrants, key: KEY_BOUNDS, role: memberships.role })
       .from(oauthTokens)
       .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .leftJoin(apiKeys, eq(apiKeys.id, oauthGrants.keyId))
       .leftJoin(memberships, and(eq(memberships.orgId, oauthGrants.orgId), eq(memberships.userId, oauthGrants.userId)))
       .where(and(eq(oauthTokens.hash, hashOf(token)), eq(oauthTokens.kind, 'access')))
       .limit(1)
@@ -125,18 +167,29 @@ export class TokenService {
     if (!row || !token.startsWith(PREFIX[row.grant.scope])) return { ok: false, reason: 'unknown' }
     if (row.grant.revokedAtMs !== null) return { ok: false, reason: 'revoked' }
     if (row.token.expiresAtMs <= now) return { ok: false, reason: 'expired' }
+    // A grant from before migration 0006 names no key, so nothing could bound it: sign in again.
+    const key = row.key
+    if (key === null) return { ok: false, reason: 'revoked' }
+    // The token fails as its key would: revoked, or expired (by time or an exhausted overall cap).
+    const keyStatus = effectiveStatus(key.status, key.expiresAtMs, now)
+    if (keyStatus !== 'active') return { ok: false, reason: keyStatus }
     // A user removed from the organization loses every token at once.
     if (row.role === null) return { ok: false, reason: 'revoked' }
     const principal: Principal = {
       kind: 'oauth',
-      keyId: row.grant.id,
+      // The key's own id: its spend-cap lease, rate-limit buckets and ledger entries are shared
+      // with the key, so a token cannot widen any of them.
+      keyId: key.id,
+      grantId: row.grant.id,
       orgId: row.grant.orgId,
       userId: row.grant.userId,
-      // A CLI token carries admin authority while its user is an owner or admin (spec §5).
-      keyAdmin: row.grant.scope === 'cli:inference',
+      // Admin authority as for the key itself: its admin flag, plus the user's current owner or
+      // admin role (spec §5), which hasAdminAuthority checks.
+      keyAdmin: key.admin,
       role: row.role,
-      expiresAtMs: row.token.expiresAtMs,
-      spendCap: null,
+      // Whichever ends first: the access token or the key.
+      expiresAtMs: key.expiresAtMs === null ? row.token.expiresAtMs : Math.min(row.token.expiresAtMs, key.expiresAtMs),
+      spendCap: spendCapOf(key.spendCapPeriod, key.spendCapNanos),
       scope: row.grant.scope,
     }
     return { ok: true, principal }
@@ -145,9 +198,10 @@ export class TokenService {
   private async lookup(token: string, kind: 'access' | 'refresh') {
     if (!isWellFormedToken(token)) return undefined
     const rows = await this.db
-      .select({ token: oauthTokens, grant: oauthGrants })
+      .select({ token: oauthTokens, grant: oauthGrants, key: KEY_BOUNDS })
       .from(oauthTokens)
       .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+      .leftJoin(apiKeys, eq(apiKeys.id, oauthGrants.keyId))
       .where(and(eq(oauthTokens.hash, hashOf(token)), eq(oauthTokens.kind, kind)))
       .limit(1)
     return rows[0]

@@ -197,7 +197,7 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
     const env = { DATABASE_URL: `file:${join(dir, 'data', 'svc.db')}` }
     const org = await seedOrg(env, 0n)
     const deps = await openDeps(env)
-    const grant = await deps.oauth.tokens.issue({ clientId: 'svc-cli', userId: org.userId, orgId: org.orgId, scope: 'mcp:inference', resource: null }).finally(() => deps.close())
+    const grant = await deps.oauth.tokens.issue({ clientId: 'svc-cli', userId: org.userId, orgId: org.orgId, scope: 'mcp:inference', resource: null, keyId: org.keyId }).finally(() => deps.close())
     const client = await connectMcp(base(), grant.tokens.access_token)
     const { tools } = await client.listTools()
     await client.close()

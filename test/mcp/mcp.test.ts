@@ -238,7 +238,7 @@ describe('auth on /mcp and the prefix rules elsewhere', () => {
     }
   })
 
-  test('svc_cli_: inference yes; keys and balance while its user is owner or admin; rate-limit inspection no', async () => {
+  test('svc_cli_: inference yes; keys and balance when signed in with an admin key while its user is owner or admin; rate-limit inspection no', async () => {
     const cli = (await codeFlowTokens(t, org.adminKey, 'cli:inference')).access_token
     const chat = await t.request('POST', '/v1/chat/completions', { key: cli, body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'x' }] } })
     expect(chat.status).toBe(200)
@@ -249,7 +249,14 @@ describe('auth on /mcp and the prefix rules elsewhere', () => {
     expect((await t.request('GET', '/api/v1/rate-limits', { key: cli })).status).toBe(401)
     expect((await t.request('GET', '/api/v1/api-keys', { key: cli, headers: { 'x-org-id': 'another-org' } })).status).toBe(403)
 
-    const member = await t.createMember(org, 'admin')
+    // A token can never do more than the key it was signed in with: an admin's ordinary key gives
+    // a token without admin authority (test/oauth/key-bound.test.ts has the rest of that rule).
+    const plain = await t.createMember(org, 'admin', { admin: false })
+    const plainCli = (await codeFlowTokens(t, plain.key, 'cli:inference')).access_token
+    expect((await t.request('GET', '/api/v1/api-keys', { key: plainCli })).status).toBe(403)
+    expect((await t.request('POST', '/api/v1/api-keys', { key: plainCli, body: { name: 'escalated' } })).status).toBe(403)
+
+    const member = await t.createMember(org, 'admin', { admin: true })
     const memberCli = (await codeFlowTokens(t, member.key, 'cli:inference')).access_token
     expect((await t.request('GET', '/api/v1/api-keys', { key: memberCli })).status).toBe(200)
     // Demotion takes effect at once, though the token itself stays valid for inference.

@@ -104,14 +104,17 @@ describe('authorization code + PKCE', () => {
     expect(fields.csrf).toMatch(/^[A-Za-z0-9_-]{43}$/)
   })
 
-  test('approve → code → tokens; the svc_mcp_ token works on /mcp only, the key is not stored', async () => {
+  test('approve → code → tokens; the svc_mcp_ token works on /mcp only; the key’s secret is not stored, its id is', async () => {
     const tokens = await codeFlowTokens(t, org.adminKey)
     expect(tokens.access_token).toMatch(/^svc_mcp_/)
     expect(tokens.refresh_token).toMatch(/^svc_mcp_/)
     expect(tokens.scope).toBe('mcp:inference')
     expect(tokens.expires_in).toBe(3600)
     expect((await chat(tokens.access_token)).status).toBe(401)
-    // Nothing of the key is kept: no OAuth table holds it or its hash.
+    // The grant records which key signed in (its id: the key bounds the tokens)…
+    const grants = await t.deps.database.client.execute('select key_id from oauth_grants')
+    expect(grants.rows.map(row => row.key_id)).toEqual([org.adminKeyId])
+    // …but nothing of its secret: no OAuth table holds it or its hash.
     const keyHash = hashSecret(org.adminKey)
     for (const table of ['oauth_clients', 'oauth_codes', 'oauth_grants', 'oauth_tokens', 'oauth_device_codes']) {
       const dump = JSON.stringify((await t.deps.database.client.execute(`select * from ${table}`)).rows, (_k, v) => (typeof v === 'bigint' ? String(v) : v))

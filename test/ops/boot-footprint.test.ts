@@ -64,7 +64,7 @@ test('the MCP SDK loads on the first POST /mcp and answers', async () => {
   const org = await seedOrg(workspace.env, 0n)
   const deps = await openDeps(workspace.env)
   const token = await deps.oauth.tokens
-    .issue({ clientId: 'svc-cli', userId: org.userId, orgId: org.orgId, scope: 'mcp:inference', resource: null })
+    .issue({ clientId: 'svc-cli', userId: org.userId, orgId: org.orgId, scope: 'mcp:inference', resource: null, keyId: org.keyId })
     .then(grant => grant.tokens.access_token)
   await deps.close()
   // An unauthenticated POST is refused before the SDK is needed.

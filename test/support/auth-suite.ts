@@ -75,15 +75,16 @@ export function runAuthSuite(route: AuthedRoute): void {
 
     test('OAuth tokens: svc_mcp_ never; svc_cli_ of an owner on inference and admin routes, not on management', withApp(async t => {
       const org = await t.createOrg()
-      const issue = (scope: 'mcp:inference' | 'cli:inference', userId = org.ownerUserId) =>
-        t.deps.oauth.tokens.issue({ clientId: 'svc-cli', userId, orgId: org.orgId, scope, resource: null }).then(grant => grant.tokens.access_token)
+      // Signed in with an admin key (the owner's, or the member's own): the token is bounded by it.
+      const issue = (scope: 'mcp:inference' | 'cli:inference', userId = org.ownerUserId, keyId = org.adminKeyId) =>
+        t.deps.oauth.tokens.issue({ clientId: 'svc-cli', userId, orgId: org.orgId, scope, resource: null, keyId }).then(grant => grant.tokens.access_token)
       await expect401(await send(t, { authorization: `Bearer ${await issue('mcp:inference')}` }))
       const cli = await issue('cli:inference')
       if (route.mode === 'management') await expect401(await send(t, { authorization: `Bearer ${cli}` }))
       else expect((await send(t, { authorization: `Bearer ${cli}` })).status).toBe(route.okStatus)
       if (route.mode === 'admin') {
         const member = await t.createMember(org, 'member', { admin: true })
-        expect((await send(t, { authorization: `Bearer ${await issue('cli:inference', member.userId)}` })).status).toBe(403)
+        expect((await send(t, { authorization: `Bearer ${await issue('cli:inference', member.userId, member.keyId)}` })).status).toBe(403)
       }
     }))
 

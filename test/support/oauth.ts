@@ -77,3 +77,25 @@ export async function codeFlowTokens(t: TestApp, apiKey: string, scope = 'mcp:in
   if (response.status !== 200) throw new Error(`token: ${response.status} ${await response.text()}`)
   return { ...((await response.json()) as { access_token: string; refresh_token: string; expires_in: number; scope: string }), clientId }
 }
+
+/** The device flow of `svc login` (svc-cli) up to approval: start, then approve on the device page with `apiKey` as a browser would. Returns the device code. */
+export async function approveDevice(t: TestApp, apiKey: string): Promise<string> {
+  const started = (await (await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })).json()) as { device_code: string; verification_uri_complete: string }
+  const link = new URL(started.verification_uri_complete)
+  const { fields, cookie } = await readConsentPage(await t.request('GET', link.pathname + link.search))
+  const decided = await postForm(t, '/oauth/device', { ...fields, api_key: apiKey, decision: 'approve' }, { cookie, origin: 'http://localhost' })
+  if (decided.status !== 200) throw new Error(`device approval: ${decided.status} ${(await decided.text()).slice(0, 300)}`)
+  return started.device_code
+}
+
+/** The CLI's poll of the token endpoint for a device code. */
+export function pollDevice(t: TestApp, deviceCode: string): Promise<Response> {
+  return postForm(t, '/oauth/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'svc-cli' })
+}
+
+/** The whole device flow (cli:inference), approved with `apiKey`. Returns the token response. */
+export async function deviceFlowTokens(t: TestApp, apiKey: string): Promise<{ access_token: string; refresh_token: string; scope: string; clientId: string }> {
+  const response = await pollDevice(t, await approveDevice(t, apiKey))
+  if (response.status !== 200) throw new Error(`token: ${response.status} ${await response.text()}`)
+  return { ...((await response.json()) as { access_token: string; refresh_token: string; scope: string }), clientId: 'svc-cli' }
+}
