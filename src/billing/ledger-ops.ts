@@ -237,17 +237,12 @@ export function addPrepaid(orgId: string, change: { credited?: bigint; spent?: b
 const PREPAID_COLUMNS = 'org_id, prepaid_nanos, prepaid_leased_nanos, top_up_credited_nanos, top_up_spent_nanos'
 // A credit that would take the balance or its credited total past a 64-bit integer makes the
 // update NULL, which the NOT NULL columns refuse, so the op fails whole: SQLite would otherwise
-// turn the sum into a float and the money would stop being exact (Ledger.topUp says why first).
+// turn the sum into a float and the money would stop being exact (Ledger.topUp names the cause).
 const PREPAID_UPDATE = `ON CONFLICT(org_id) DO UPDATE SET
   prepaid_nanos = CASE WHEN prepaid_nanos <= ${MAX_NANOS} - ?3 AND top_up_credited_nanos <= ${MAX_NANOS} - ?3 THEN prepaid_nanos + ?2 END,
   top_up_credited_nanos = top_up_credited_nanos + ?3, top_up_spent_nanos = top_up_spent_nanos + ?4`
 const ADD_PREPAID = `INSERT INTO balances (${PREPAID_COLUMNS}) VALUES (?1, ?2, 0, ?3, ?4) ${PREPAID_UPDATE}`
 const ADD_PREPAID_IF_CLAIMED = `INSERT INTO balances (${PREPAID_COLUMNS}) SELECT ?1, ?2, 0, ?3, ?4 WHERE ${claimed(5)} ${PREPAID_UPDATE}`
-
-/** An org's prepaid balance and credited total (the two a top-up adds to), if it has a row. */
-export function prepaidTotals(orgId: string): Statement {
-  return statement('SELECT prepaid_nanos, top_up_credited_nanos FROM balances WHERE org_id = ?', orgId)
-}
 
 /** Adds to an allowance period's used total. */
 export function addAllowanceUsed(orgId: string, periodStartMs: number, amount: bigint, claim?: Claim): Statement {

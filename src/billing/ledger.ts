@@ -6,7 +6,7 @@ import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
-import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, prepaidTotals, type EntryRow } from './ledger-ops'
+import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
@@ -164,7 +164,6 @@ export class Ledger {
   /** Books a prepaid top-up. With `reference`, a repeated top-up is applied once. */
   async topUp(input: { orgId: string; amount: Nanos; reference?: string; note?: string }): Promise<{ applied: boolean }> {
     if (input.amount <= 0n) throw new ApiError('invalid_request', 'a top-up must be a positive amount', 'amount')
-    await this.refuseOverflow(input.orgId, input.amount)
     const row: EntryRow = {
       opId: newId(), idempotencyKey: null, orgId: input.orgId, keyId: null, kind: 'top_up',
       source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
@@ -173,33 +172,30 @@ export class Ledger {
     const idempotencyKey = input.reference ? `top_up:${input.reference}` : claimForRetries(this.writer)
     // A claimed top-up is retried like a settlement (its claim books it once); an unclaimed one is
     // only ever on a local database, where a failed write did not commit and the caller may retry.
-    const result =
-      idempotencyKey === null
-        ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, { credited: input.amount })], interpret: () => ({ applied: true }) })
-        : await submitWithRetries(this.writer, this.logger, 
-            idempotentOp(
-              idempotencyKey,
-              claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, { credited: input.amount }, claim)],
-              outcome => ({ applied: outcome !== 'duplicate' }),
-            ),
-            { op: 'top_up', org_id: input.orgId },
-          )
+    let result: { applied: boolean }
+    try {
+      result =
+        idempotencyKey === null
+          ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, { credited: input.amount })], interpret: () => ({ applied: true }) })
+          : await submitWithRetries(this.writer, this.logger, 
+              idempotentOp(
+                idempotencyKey,
+                claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, { credited: input.amount }, claim)],
+                outcome => ({ applied: outcome !== 'duplicate' }),
+              ),
+              { op: 'top_up', org_id: input.orgId },
+            )
+    } catch (error) {
+      // addPrepaid's guard: the sum would pass a 64-bit integer, which SQLite would store as a
+      // float (inexact money). The op failed whole; nothing was booked.
+      if (/NOT NULL constraint failed: balances\.prepaid_nanos/.test(String(error))) {
+        throw new ApiError('invalid_request', `this top-up would take the organization's prepaid balance past ${formatUsd(MAX_NANOS)} USD, the most the ledger can hold`, 'amount')
+      }
+      throw error
+    }
     // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
     if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
     return result
-  }
-
-  /**
-   * Refuses a top-up that would take the balance or its credited total past MAX_NANOS (SQLite
-   * stores a larger sum as a float: inexact money). addPrepaid's guard refuses it too, for a
-   * top-up that races this check; this one says why.
-   */
-  private async refuseOverflow(orgId: string, amount: Nanos): Promise<void> {
-    const row = await this.writer.submit({ kind: 'plain', statements: [prepaidTotals(orgId)], interpret: results => results[0]!.rows[0] })
-    const room = MAX_NANOS - amount
-    if (row !== undefined && (BigInt(row.prepaid_nanos as bigint) > room || BigInt(row.top_up_credited_nanos as bigint) > room)) {
-      throw new ApiError('invalid_request', `this top-up would take the organization's prepaid balance past ${formatUsd(MAX_NANOS)} USD, the most the ledger can hold`, 'amount')
-    }
   }
 
   /** Returns a pool's whole lease to the database (idle, shutdown). */

@@ -184,7 +184,7 @@ describe('top-ups', () => {
     await verifyClean(t)
   })
 
-  test('the balance update itself refuses a credit past a 64-bit integer (a top-up racing the check)', async () => {
+  test('the guard is the balance update itself: a credit past a 64-bit integer fails the statement', async () => {
     const most = (1n << 63n) - 1n
     await t.deps.ledger.topUp({ orgId: org.orgId, amount: most - 10n * USD })
     const credit = addPrepaid(org.orgId, { credited: 1n })
