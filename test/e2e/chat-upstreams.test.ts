@@ -25,19 +25,14 @@ const AWKWARD_TEXT = 'Grüße, 世界! 🌍🚀 naïve "café"\\ ✓\nline two �
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
-/** The catalog price of a usage as the client sees it: one ceil per charge (input, cached input, output, reasoning). */
+/** The catalog price of a usage as the client sees it: input, cached input, output and reasoning summed, rounded up once. */
 function priceOf(usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } | null; completion_tokens_details?: { reasoning_tokens?: number } | null } | undefined | null): bigint {
   if (!usage) throw new Error('no usage in the response')
   const input = BigInt(usage.prompt_tokens)
   const cached = BigInt(usage.prompt_tokens_details?.cached_tokens ?? 0)
   const output = BigInt(usage.completion_tokens)
   const reasoning = BigInt(usage.completion_tokens_details?.reasoning_tokens ?? 0)
-  return (
-    ceilDiv((input - cached) * PRICE.input, MTOK) +
-    ceilDiv(cached * PRICE.cached, MTOK) +
-    ceilDiv((output - reasoning) * PRICE.output, MTOK) +
-    ceilDiv(reasoning * PRICE.reasoning, MTOK)
-  )
+  return ceilDiv((input - cached) * PRICE.input + cached * PRICE.cached + (output - reasoning) * PRICE.output + reasoning * PRICE.reasoning, MTOK)
 }
 
 /**
@@ -48,7 +43,7 @@ function priceOf(usage: { prompt_tokens: number; completion_tokens: number; prom
 function fallbackCharge(prompt: string, sentText: string): bigint {
   const input = BigInt(Math.ceil(Buffer.byteLength(prompt) / 3) + 4)
   const output = BigInt(Math.ceil(Buffer.byteLength(sentText) / 4))
-  return ceilDiv(input * PRICE.input, MTOK) + ceilDiv(output * PRICE.output, MTOK)
+  return ceilDiv(input * PRICE.input + output * PRICE.output, MTOK)
 }
 
 

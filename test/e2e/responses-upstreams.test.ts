@@ -18,17 +18,13 @@ const PRICE_YAML = '{ input_per_mtok: "1.234567891", output_per_mtok: "3.0000000
 const KEY = 'sk-upstream-0123456789'
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
-/** The catalog price of a Responses usage: one ceil per charge (input, cached input, output, reasoning). */
+/** The catalog price of a Responses usage: input, cached input, output and reasoning summed, rounded up once. */
 function priceOf(usage: OpenAI.Responses.ResponseUsage | undefined): bigint {
   if (!usage) throw new Error('no usage in the response')
   const cached = BigInt(usage.input_tokens_details.cached_tokens)
   const reasoning = BigInt(usage.output_tokens_details.reasoning_tokens)
-  return (
-    ceilDiv((BigInt(usage.input_tokens) - cached) * PRICE.input, MTOK) +
-    ceilDiv(cached * PRICE.cached, MTOK) +
-    ceilDiv((BigInt(usage.output_tokens) - reasoning) * PRICE.output, MTOK) +
-    ceilDiv(reasoning * PRICE.reasoning, MTOK)
-  )
+  const output = BigInt(usage.output_tokens) - reasoning
+  return ceilDiv((BigInt(usage.input_tokens) - cached) * PRICE.input + cached * PRICE.cached + output * PRICE.output + reasoning * PRICE.reasoning, MTOK)
 }
 
 const TARGETS: Array<{ type: 'openai-compatible' | 'anthropic'; wire: WireScript }> = [
@@ -195,7 +191,7 @@ describe('Responses clients in front of the demo backend', () => {
       // The demo models' price (0.10 / 0.40 USD per Mtok; cached input and reasoning at those rates).
       const demoPrice = (usage: OpenAI.Responses.ResponseUsage | undefined) => {
         const reasoning = BigInt(usage!.output_tokens_details.reasoning_tokens)
-        return ceilDiv(BigInt(usage!.input_tokens) * 100_000_000n, MTOK) + ceilDiv((BigInt(usage!.output_tokens) - reasoning) * 400_000_000n, MTOK) + ceilDiv(reasoning * 400_000_000n, MTOK)
+        return ceilDiv(BigInt(usage!.input_tokens) * 100_000_000n + (BigInt(usage!.output_tokens) - reasoning) * 400_000_000n + reasoning * 400_000_000n, MTOK)
       }
       const charged = async () => CREDIT - (await t.deps.balance(org.orgId)).prepaidNanos
       const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })

@@ -41,9 +41,9 @@ export const PARTICIPANT_PRICE = { input: 1_000_000_000n, output: 2_000_000_000n
 export const JUDGE_PRICE = { input: 3_000_000_000n, output: 4_000_000_000n }
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
-/** The charge of a usage at a price: one ceil per charge. */
+/** The charge of a usage at a price: input and output summed, rounded up once. */
 export function chargeOf(price: { input: bigint; output: bigint }, usage: { inputTokens: number; outputTokens: number }): bigint {
-  return ceilDiv(BigInt(usage.inputTokens) * price.input, 1_000_000n) + ceilDiv(BigInt(usage.outputTokens) * price.output, 1_000_000n)
+  return ceilDiv(BigInt(usage.inputTokens) * price.input + BigInt(usage.outputTokens) * price.output, 1_000_000n)
 }
 
 export async function buildFusionHarness(options: { plans?: string; credit?: bigint; extraModels?: string[] } = {}): Promise<FusionHarness> {
