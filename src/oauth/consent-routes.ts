@@ -42,7 +42,7 @@ async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer:
   const client = await oauth.clients.find(params.client_id)
   if (!client || !client.grantTypes.includes('authorization_code')) throw new PageError('Unknown client: client_id is missing or not registered for sign-in.')
   if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new PageError('The redirect_uri is missing or not registered for this client.')
-  if (params.response_type !== 'code') throw new OAuthError('invalid_request', 'response_type must be "code"')
+  if (params.response_type !== 'code') throw new OAuthError(params.response_type ? 'unsupported_response_type' : 'invalid_request', 'response_type must be "code"')
   if (params.code_challenge_method !== 'S256') throw new OAuthError('invalid_request', 'PKCE is required: code_challenge_method must be S256')
   if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
   const scope = parseScope(params.scope)

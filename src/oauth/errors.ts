@@ -10,6 +10,7 @@ export type OAuthErrorCode =
   | 'invalid_grant'
   | 'unauthorized_client'
   | 'unsupported_grant_type'
+  | 'unsupported_response_type'
   | 'invalid_scope'
   | 'invalid_target'
   | 'invalid_redirect_uri'
