@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { requestIdOf } from '../http/request-context'
+import { claimClient, checkRevokingClient, requireClient } from './client-auth'
 import { DEVICE_GRANT } from './clients'
 import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
@@ -60,6 +61,7 @@ export function oauthRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.token,
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
+        const claim = claimClient(request, form)
         const issuer = oauth.issuerOf(request)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
@@ -67,15 +69,15 @@ export function oauthRoutes(oauth: OAuthServer) {
         if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
         let tokens
         if (form.grant_type === 'authorization_code') {
-          const client = await oauth.clients.require(form.client_id, 'authorization_code')
+          const client = await requireClient(oauth, claim, 'authorization_code')
           if (!form.code) throw new OAuthError('invalid_request', 'code is required')
           tokens = await oauth.codes.exchange({ code: form.code, clientId: client.id, redirectUri: form.redirect_uri, verifier: form.code_verifier, resource })
         } else if (form.grant_type === 'refresh_token') {
-          const client = await oauth.clients.require(form.client_id, 'refresh_token')
+          const client = await requireClient(oauth, claim, 'refresh_token')
           if (!form.refresh_token) throw new OAuthError('invalid_request', 'refresh_token is required')
           tokens = await oauth.tokens.refresh(form.refresh_token, client.id, scope)
         } else if (form.grant_type === DEVICE_GRANT) {
-          const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
+          const client = await requireClient(oauth, claim, DEVICE_GRANT)
           if (!form.device_code) throw new OAuthError('invalid_request', 'device_code is required')
           tokens = await oauth.device.poll(form.device_code, client.id)
         } else {
@@ -102,7 +104,7 @@ export function oauthRoutes(oauth: OAuthServer) {
         const { request, set } = context
         oauth.throttle(addressOf(context))
         const form = await readForm(request)
-        const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
+        const client = await requireClient(oauth, claimClient(request, form), DEVICE_GRANT)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
         const started = await oauth.device.start(client, scope ?? 'cli:inference', oauth.issuerOf(request) + OAUTH_PATHS.device)
@@ -123,7 +125,9 @@ export function oauthRoutes(oauth: OAuthServer) {
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
         if (!form.token) throw new OAuthError('invalid_request', 'token is required')
-        if (!(await oauth.tokens.revoke(form.token, form.client_id))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
+        const claim = claimClient(request, form)
+        await checkRevokingClient(oauth, claim)
+        if (!(await oauth.tokens.revoke(form.token, claim.id))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
         // RFC 7009 §2.2: 200 whether or not the token was known.
         return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', 'x-request-id': requestIdOf(set) } })
       }),
