@@ -7,7 +7,7 @@ import { isValidChallenge } from './codes'
 import { OAuthError } from './errors'
 import type { PendingDevice } from './device'
 import { checkCsrf, newCsrf, readForm, readQuery } from './form'
-import { formDoc, htmlDoc } from './openapi'
+import { AUTHORIZE_PARAMETERS, DEVICE_PAGE_PARAMETERS, formDoc, htmlDoc } from './openapi'
 import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
@@ -116,6 +116,7 @@ export function consentRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Authorization page (code + PKCE)',
           description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page.',
+          parameters: AUTHORIZE_PARAMETERS,
           responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI') },
         },
       },
@@ -163,6 +164,7 @@ export function consentRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Device verification page (RFC 8628)',
           description: 'Without user_code: a form to type it. With user_code: the client name, scope and the sign-in and consent form.',
+          parameters: DEVICE_PAGE_PARAMETERS,
           responses: { 200: htmlDoc('The page'), 400: htmlDoc('Unknown or expired code') },
         },
       },

@@ -4,7 +4,7 @@ import { claimClient, checkRevokingClient, requireClient } from './client-auth'
 import { DEVICE_GRANT } from './clients'
 import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
-import { formDoc, jsonDoc, oauthResponses } from './openapi'
+import { formDoc, jsonDoc, oauthResponses, SCHEMAS, THROTTLED } from './openapi'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
 
@@ -31,16 +31,16 @@ function endpoint(fn: (context: Context) => Promise<Response>) {
 export function oauthRoutes(oauth: OAuthServer) {
   const metadata = ({ request }: { request: Request }) => oauth.authorizationServerMetadata(oauth.issuerOf(request))
   const resource = (kind: 'mcp' | 'api') => ({ request }: { request: Request }) => oauth.protectedResourceMetadata(oauth.issuerOf(request), kind)
-  const documentDetail = (summary: string, description: string) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document') } } })
+  const documentDetail = (summary: string, description: string, schema: object) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document', schema) } } })
   const asDescription = 'RFC 8414 authorization-server metadata: endpoints, scopes (mcp:inference, cli:inference), PKCE S256, grant types.'
   const prDescription = (what: string) => `RFC 9728 protected-resource metadata for ${what}: the resource URL, its authorization server and scope.`
 
   return new Elysia({ tags: ['OAuth'] })
-    .get('/.well-known/oauth-authorization-server', metadata, documentDetail('Authorization-server metadata', asDescription))
+    .get('/.well-known/oauth-authorization-server', metadata, documentDetail('Authorization-server metadata', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
     // Clients that treat the MCP URL's path as the issuer's path ask here (RFC 8414 §3.1 path insertion).
-    .get('/.well-known/oauth-authorization-server/mcp', metadata, documentDetail('Authorization-server metadata (path form)', asDescription))
-    .get('/.well-known/oauth-protected-resource', resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)')))
-    .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)')))
+    .get('/.well-known/oauth-authorization-server/mcp', metadata, documentDetail('Authorization-server metadata (path form)', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
+    .get('/.well-known/oauth-protected-resource', resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
+    .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
     .post(
       OAUTH_PATHS.register,
       endpoint(async context => {
@@ -52,8 +52,11 @@ export function oauthRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Register a client (RFC 7591)',
           description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes.',
-          requestBody: jsonDoc('Client metadata', { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } } }),
-          responses: { ...oauthResponses(201, 'The registered client (client_id)'), 429: jsonDoc('Too many registrations from this address (Retry-After)') },
+          requestBody: jsonDoc('Client metadata', {
+            type: 'object',
+            properties: { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } }, response_types: { type: 'array', items: { type: 'string' } } },
+          }),
+          responses: { ...oauthResponses({ 201: jsonDoc('The registered client (RFC 7591 §3.2.1)', SCHEMAS.REGISTERED_CLIENT) }), ...THROTTLED },
         },
       },
     )
@@ -94,7 +97,7 @@ export function oauthRoutes(oauth: OAuthServer) {
             'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
             'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference).',
           requestBody: formDoc({ grant_type: 'string', code: 'string', redirect_uri: 'string', client_id: 'string', code_verifier: 'string', refresh_token: 'string', device_code: 'string', scope: 'string', resource: 'string' }),
-          responses: oauthResponses(200, 'access_token, token_type, expires_in, refresh_token, scope'),
+          responses: oauthResponses({ 200: jsonDoc('The tokens (RFC 6749 §5.1)', SCHEMAS.TOKEN) }),
         },
       },
     )
@@ -116,7 +119,7 @@ export function oauthRoutes(oauth: OAuthServer) {
           summary: 'Start a device authorization (RFC 8628)',
           description: 'Form-encoded client_id (svc-cli for the bundled CLI) and optional scope (default cli:inference). Returns device_code, user_code, verification_uri(_complete), expires_in and interval.',
           requestBody: formDoc({ client_id: 'string', scope: 'string' }),
-          responses: oauthResponses(200, 'device_code, user_code, verification_uri, verification_uri_complete, expires_in, interval'),
+          responses: { ...oauthResponses({ 200: jsonDoc('The codes (RFC 8628 §3.2)', SCHEMAS.DEVICE_AUTHORIZATION) }), ...THROTTLED },
         },
       },
     )
@@ -137,7 +140,8 @@ export function oauthRoutes(oauth: OAuthServer) {
           summary: 'Revoke a token (RFC 7009)',
           description: 'Form-encoded token (access or refresh) and client_id. Revokes the whole authorization the token belongs to. 200 also for unknown tokens.',
           requestBody: formDoc({ token: 'string', token_type_hint: 'string', client_id: 'string' }),
-          responses: oauthResponses(200, 'Revoked (empty body)'),
+          // RFC 7009 §2.2: the body is empty, so no content is documented.
+          responses: oauthResponses({ 200: { description: 'Revoked, or the token was unknown (empty body)' } }),
         },
       },
     )

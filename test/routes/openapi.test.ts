@@ -21,6 +21,11 @@ describe('OpenAPI description and docs', () => {
       for (const [status, reply] of Object.entries(operation.responses ?? {}) as Array<[string, any]>) {
         // No body: 204, redirects (OAuth), 202 (an accepted MCP notification).
         if (['204', '202', '303'].includes(status)) continue
+        // RFC 7009 §2.2: a revocation answers 200 with an empty body.
+        if (`${name} ${status}` === 'POST /oauth/revoke 200') {
+          expect(reply.content).toBeUndefined()
+          continue
+        }
         // The OAuth consent pages answer in HTML, /metrics in Prometheus text.
         const schema = reply.content?.['application/json']?.schema ?? reply.content?.['text/html']?.schema ?? reply.content?.['text/plain']?.schema
         expect(schema ? name : `${name} ${status} has no schema`).toBe(name)
