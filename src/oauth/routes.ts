@@ -29,8 +29,11 @@ function endpoint(fn: (context: Context) => Promise<Response>) {
 
 /** Discovery, registration, token, device authorization and revocation endpoints. */
 export function oauthRoutes(oauth: OAuthServer) {
-  const metadata = ({ request }: { request: Request }) => oauth.authorizationServerMetadata(oauth.issuerOf(request))
-  const resource = (kind: 'mcp' | 'api') => ({ request }: { request: Request }) => oauth.protectedResourceMetadata(oauth.issuerOf(request), kind)
+  // Without oauth.issuer these are built from the request's Host: no-store (jsonResponse), so no
+  // cache hands one Host's document to another.
+  const metadata = ({ request, set }: { request: Request; set: Context['set'] }) => jsonResponse(oauth.authorizationServerMetadata(oauth.issuerOf(request)), 200, requestIdOf(set))
+  const resource = (kind: 'mcp' | 'api') => ({ request, set }: { request: Request; set: Context['set'] }) =>
+    jsonResponse(oauth.protectedResourceMetadata(oauth.issuerOf(request), kind), 200, requestIdOf(set))
   const documentDetail = (summary: string, description: string, schema: object) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document', schema) } } })
   const asDescription = 'RFC 8414 authorization-server metadata: endpoints, scopes (mcp:inference, cli:inference), PKCE S256, grant types.'
   const prDescription = (what: string) => `RFC 9728 protected-resource metadata for ${what}: the resource URL, its authorization server and scope.`
