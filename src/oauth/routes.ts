@@ -34,7 +34,7 @@ export function oauthRoutes(oauth: OAuthServer) {
   const metadata = ({ request, set }: { request: Request; set: Context['set'] }) => jsonResponse(oauth.authorizationServerMetadata(oauth.issuerOf(request)), 200, requestIdOf(set))
   const resource = (kind: 'mcp' | 'api') => ({ request, set }: { request: Request; set: Context['set'] }) =>
     jsonResponse(oauth.protectedResourceMetadata(oauth.issuerOf(request), kind), 200, requestIdOf(set))
-  const documentDetail = (summary: string, description: string, schema: object) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document', schema) } } })
+  const documentDetail = (summary: string, description: string, schema: Parameters<typeof jsonDoc>[1]) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document', schema) } } })
   const asDescription = 'RFC 8414 authorization-server metadata: endpoints, scopes (mcp:inference, cli:inference), PKCE S256, grant types.'
   const prDescription = (what: string) => `RFC 9728 protected-resource metadata for ${what}: the resource URL, its authorization server and scope.`
 
@@ -98,7 +98,8 @@ export function oauthRoutes(oauth: OAuthServer) {
           description:
             'Form-encoded. grant_type authorization_code (code, redirect_uri, client_id, code_verifier; PKCE S256), refresh_token (rotation: ' +
             'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
-            'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference).',
+            'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference). Clients are public: client_id in the body; ' +
+            'HTTP Basic naming the client with an empty password is accepted as the same, any other Basic credential is 401 invalid_client.',
           requestBody: formDoc({ grant_type: 'string', code: 'string', redirect_uri: 'string', client_id: 'string', code_verifier: 'string', refresh_token: 'string', device_code: 'string', scope: 'string', resource: 'string' }),
           responses: oauthResponses({ 200: jsonDoc('The tokens (RFC 6749 §5.1)', SCHEMAS.TOKEN) }),
         },
