@@ -1,7 +1,8 @@
 // The svc command line (src/cli.ts runs it): usage, and each command's dispatch.
+import { DrizzleQueryError } from 'drizzle-orm/errors'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
-import { migrateDatabase } from './db/client'
+import { migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { ApiError } from './http/errors'
 import { serve } from './main'
@@ -85,10 +86,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const single = COMMANDS[first]
   const command = single ?? COMMANDS[pair]
   const rest = argv.slice(single ? 1 : 2)
-  if (first === 'serve' && argv.length <= 1) {
-    await serve(config)
-    return 0
-  }
+  // serve resolves once listening; a failure before that (an unreachable database) exits 1.
+  if (first === 'serve' && argv.length <= 1) return exitCode(io, () => serve(config), config)
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
   if (first === 'chat') return exitCode(io, async () => (await import('./operator/chat')).chat(config, argv.slice(1), io))
   if (first === 'fusion') return exitCode(io, async () => (await import('./operator/fusion')).fusion(config, argv.slice(1), io))
@@ -116,18 +115,22 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
 async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>): Promise<number> {
   let deps: Deps | undefined
   try {
-    return await exitCode(io, async () => {
-      deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
-      await migrateDatabase(deps.database)
-      await fn(deps)
-    })
+    return await exitCode(
+      io,
+      async () => {
+        deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
+        await migrateDatabase(deps.database)
+        await fn(deps)
+      },
+      config,
+    )
   } finally {
     await deps?.close()
   }
 }
 
 /** Runs a command and maps its outcome to an exit code: 0, 1 (failure) or 2 (usage). */
-async function exitCode(io: CliIo, fn: () => Promise<void>): Promise<number> {
+async function exitCode(io: CliIo, fn: () => Promise<void>, config?: Config): Promise<number> {
   try {
     await fn()
     return 0
@@ -137,7 +140,42 @@ async function exitCode(io: CliIo, fn: () => Promise<void>): Promise<number> {
       io.err(`usage error: ${error.message}\n\n${USAGE}`)
       return 2
     }
-    io.err(`error: ${error instanceof ApiError ? error.message : (error as Error).message}`)
+    io.err(`error: ${failureLine(error, config)}`)
     return 1
   }
+}
+
+/** Failures of the network under a database client (Bun's fetch, sockets, DNS). */
+const UNREACHABLE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ConnectionRefused|Unable to connect|fetch failed/i
+
+/** An error's own text, with its code when the message does not say it. */
+function textOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message
+}
+
+/**
+ * One line for a failed command, naming its cause. A failed query is described by what made it
+ * fail, not by drizzle's "Failed query: <SQL>" (whose cause the message leaves out). Neither the
+ * DATABASE_AUTH_TOKEN nor credentials in DATABASE_URL are ever printed.
+ */
+export function failureLine(error: unknown, config?: Config): string {
+  const chain: unknown[] = []
+  for (let link = error; link !== undefined && link !== null && chain.length < 10; link = (link as { cause?: unknown }).cause) chain.push(link)
+  let line: string
+  if (error instanceof ApiError) {
+    line = error.message
+  } else if (chain.some(link => link instanceof DrizzleQueryError)) {
+    const detail = chain.filter(link => !(link instanceof DrizzleQueryError)).map(textOf).join(': ') || 'a query failed'
+    const where = config ? ` at ${redactUrl(config.databaseUrl)}` : ''
+    line = UNREACHABLE.test(detail) ? `cannot reach the database${where}: ${detail}` : `database error${where}: ${detail}`
+  } else {
+    // Each cause once: many messages already quote their cause's.
+    line = chain.map(textOf).reduce((text, next) => (text.includes(next) ? text : `${text}: ${next}`))
+  }
+  line = line.replace(/\s+/g, ' ').trim()
+  if (config?.databaseUrl) line = line.replaceAll(config.databaseUrl, redactUrl(config.databaseUrl))
+  if (config?.databaseAuthToken) line = line.replaceAll(config.databaseAuthToken, '[redacted]')
+  return line
 }

@@ -1,6 +1,6 @@
 import { createApp } from './app'
 import type { Config } from './config/config'
-import { migrateDatabase } from './db/client'
+import { migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
 import { startAdminServer } from './observability/admin-server'
@@ -97,9 +97,4 @@ function announceBootstrap(secret: string, orgId: string, port: number, print: (
   // The key appears once, inside a command that can be pasted as is.
   print(`Created organization ${orgId} and its admin API key, shown only this once. Try it:`)
   print(`  curl -s http://localhost:${port}/api/v1/billing/balance -H "Authorization: Bearer ${secret}"`)
-}
-
-/** Drops credentials from a database URL before logging it. */
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//[redacted]@').replace(/([?&]authToken=)[^&]*/i, '$1[redacted]')
 }

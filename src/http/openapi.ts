@@ -33,7 +33,10 @@ export function openapiDocs(version: string) {
         specPath: '/openapi.json',
         provider: 'swagger-ui',
         swagger: { cdn: '/docs-assets/swagger-ui-bundle.js', theme: '/docs-assets/swagger-ui.css', autoDarkMode: false },
-        exclude: { paths: ['/docs', '/openapi.json'] },
+        // The plugin's default (staticFile: true) drops every path with a dot, which hid the
+        // /.well-known discovery documents. The UI page, the document and the UI's assets are
+        // hidden by their own `detail.hide` instead.
+        exclude: { paths: ['/docs', '/openapi.json'], staticFile: false },
         documentation: {
           openapi: '3.1.0',
           info: {

@@ -7,7 +7,7 @@ import { randomSecret } from './secrets'
 
 export type GrantType = 'authorization_code' | 'refresh_token' | 'urn:ietf:params:oauth:grant-type:device_code'
 export const DEVICE_GRANT: GrantType = 'urn:ietf:params:oauth:grant-type:device_code'
-const GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token', DEVICE_GRANT]
+export const GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token', DEVICE_GRANT]
 
 export interface OAuthClient {
   id: string

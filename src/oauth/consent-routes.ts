@@ -7,7 +7,7 @@ import { isValidChallenge } from './codes'
 import { OAuthError } from './errors'
 import type { PendingDevice } from './device'
 import { checkCsrf, newCsrf, readForm, readQuery } from './form'
-import { formDoc, htmlDoc } from './openapi'
+import { AUTHORIZE_PARAMETERS, DEVICE_PAGE_PARAMETERS, formDoc, htmlDoc } from './openapi'
 import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
@@ -42,7 +42,7 @@ async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer:
   const client = await oauth.clients.find(params.client_id)
   if (!client || !client.grantTypes.includes('authorization_code')) throw new PageError('Unknown client: client_id is missing or not registered for sign-in.')
   if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new PageError('The redirect_uri is missing or not registered for this client.')
-  if (params.response_type !== 'code') throw new OAuthError('invalid_request', 'response_type must be "code"')
+  if (params.response_type !== 'code') throw new OAuthError(params.response_type ? 'unsupported_response_type' : 'invalid_request', 'response_type must be "code"')
   if (params.code_challenge_method !== 'S256') throw new OAuthError('invalid_request', 'PKCE is required: code_challenge_method must be S256')
   if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
   const scope = parseScope(params.scope)
@@ -119,6 +119,7 @@ export function consentRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Authorization page (code + PKCE)',
           description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page.',
+          parameters: AUTHORIZE_PARAMETERS,
           responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI') },
         },
       },
@@ -166,6 +167,7 @@ export function consentRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Device verification page (RFC 8628)',
           description: 'Without user_code: a form to type it. With user_code: the client name, scope and the sign-in and consent form.',
+          parameters: DEVICE_PAGE_PARAMETERS,
           responses: { 200: htmlDoc('The page'), 400: htmlDoc('Unknown or expired code') },
         },
       },

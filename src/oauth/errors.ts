@@ -4,22 +4,25 @@
  * The token, registration, device and revocation endpoints answer in this shape, never in the
  * gateway's own error envelope, because OAuth clients parse it.
  */
-export type OAuthErrorCode =
-  | 'invalid_request'
-  | 'invalid_client'
-  | 'invalid_grant'
-  | 'unauthorized_client'
-  | 'unsupported_grant_type'
-  | 'invalid_scope'
-  | 'invalid_target'
-  | 'invalid_redirect_uri'
-  | 'invalid_client_metadata'
-  | 'authorization_pending'
-  | 'slow_down'
-  | 'access_denied'
-  | 'expired_token'
-  | 'unsupported_token_type'
-  | 'server_error'
+export const OAUTH_ERROR_CODES = [
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'unsupported_response_type',
+  'invalid_scope',
+  'invalid_target',
+  'invalid_redirect_uri',
+  'invalid_client_metadata',
+  'authorization_pending',
+  'slow_down',
+  'access_denied',
+  'expired_token',
+  'unsupported_token_type',
+  'server_error',
+] as const
+export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number]
 
 export class OAuthError extends Error {
   constructor(

@@ -1,9 +1,10 @@
 import { Elysia } from 'elysia'
 import { requestIdOf } from '../http/request-context'
+import { claimClient, checkRevokingClient, requireClient } from './client-auth'
 import { DEVICE_GRANT } from './clients'
 import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
-import { formDoc, jsonDoc, oauthResponses } from './openapi'
+import { formDoc, jsonDoc, oauthResponses, SCHEMAS, THROTTLED } from './openapi'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
 
@@ -28,18 +29,21 @@ function endpoint(fn: (context: Context) => Promise<Response>) {
 
 /** Discovery, registration, token, device authorization and revocation endpoints. */
 export function oauthRoutes(oauth: OAuthServer) {
-  const metadata = ({ request }: { request: Request }) => oauth.authorizationServerMetadata(oauth.issuerOf(request))
-  const resource = (kind: 'mcp' | 'api') => ({ request }: { request: Request }) => oauth.protectedResourceMetadata(oauth.issuerOf(request), kind)
-  const documentDetail = (summary: string, description: string) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document') } } })
+  // Without oauth.issuer these are built from the request's Host: no-store (jsonResponse), so no
+  // cache hands one Host's document to another.
+  const metadata = ({ request, set }: { request: Request; set: Context['set'] }) => jsonResponse(oauth.authorizationServerMetadata(oauth.issuerOf(request)), 200, requestIdOf(set))
+  const resource = (kind: 'mcp' | 'api') => ({ request, set }: { request: Request; set: Context['set'] }) =>
+    jsonResponse(oauth.protectedResourceMetadata(oauth.issuerOf(request), kind), 200, requestIdOf(set))
+  const documentDetail = (summary: string, description: string, schema: Parameters<typeof jsonDoc>[1]) => ({ detail: { summary, description, responses: { 200: jsonDoc('The metadata document', schema) } } })
   const asDescription = 'RFC 8414 authorization-server metadata: endpoints, scopes (mcp:inference, cli:inference), PKCE S256, grant types.'
   const prDescription = (what: string) => `RFC 9728 protected-resource metadata for ${what}: the resource URL, its authorization server and scope.`
 
   return new Elysia({ tags: ['OAuth'] })
-    .get('/.well-known/oauth-authorization-server', metadata, documentDetail('Authorization-server metadata', asDescription))
+    .get('/.well-known/oauth-authorization-server', metadata, documentDetail('Authorization-server metadata', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
     // Clients that treat the MCP URL's path as the issuer's path ask here (RFC 8414 §3.1 path insertion).
-    .get('/.well-known/oauth-authorization-server/mcp', metadata, documentDetail('Authorization-server metadata (path form)', asDescription))
-    .get('/.well-known/oauth-protected-resource', resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)')))
-    .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)')))
+    .get('/.well-known/oauth-authorization-server/mcp', metadata, documentDetail('Authorization-server metadata (path form)', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
+    .get('/.well-known/oauth-protected-resource', resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
+    .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
     .post(
       OAUTH_PATHS.register,
       endpoint(async context => {
@@ -51,8 +55,11 @@ export function oauthRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Register a client (RFC 7591)',
           description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes.',
-          requestBody: jsonDoc('Client metadata', { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } } }),
-          responses: { ...oauthResponses(201, 'The registered client (client_id)'), 429: jsonDoc('Too many registrations from this address (Retry-After)') },
+          requestBody: jsonDoc('Client metadata', {
+            type: 'object',
+            properties: { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } }, response_types: { type: 'array', items: { type: 'string' } } },
+          }),
+          responses: { ...oauthResponses({ 201: jsonDoc('The registered client (RFC 7591 §3.2.1)', SCHEMAS.REGISTERED_CLIENT) }), ...THROTTLED },
         },
       },
     )
@@ -60,6 +67,7 @@ export function oauthRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.token,
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
+        const claim = claimClient(request, form)
         const issuer = oauth.issuerOf(request)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
@@ -67,15 +75,15 @@ export function oauthRoutes(oauth: OAuthServer) {
         if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
         let tokens
         if (form.grant_type === 'authorization_code') {
-          const client = await oauth.clients.require(form.client_id, 'authorization_code')
+          const client = await requireClient(oauth, claim, 'authorization_code')
           if (!form.code) throw new OAuthError('invalid_request', 'code is required')
           tokens = await oauth.codes.exchange({ code: form.code, clientId: client.id, redirectUri: form.redirect_uri, verifier: form.code_verifier, resource })
         } else if (form.grant_type === 'refresh_token') {
-          const client = await oauth.clients.require(form.client_id, 'refresh_token')
+          const client = await requireClient(oauth, claim, 'refresh_token')
           if (!form.refresh_token) throw new OAuthError('invalid_request', 'refresh_token is required')
           tokens = await oauth.tokens.refresh(form.refresh_token, client.id, scope)
         } else if (form.grant_type === DEVICE_GRANT) {
-          const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
+          const client = await requireClient(oauth, claim, DEVICE_GRANT)
           if (!form.device_code) throw new OAuthError('invalid_request', 'device_code is required')
           tokens = await oauth.device.poll(form.device_code, client.id)
         } else {
@@ -91,9 +99,10 @@ export function oauthRoutes(oauth: OAuthServer) {
             'Form-encoded. grant_type authorization_code (code, redirect_uri, client_id, code_verifier; PKCE S256), refresh_token (rotation: ' +
             'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
             'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference), bounded by the API key the person signed in with ' +
-            '(a grant whose key is revoked or expired refreshes to invalid_grant).',
+            '(a grant whose key is revoked or expired refreshes to invalid_grant). Clients are public: client_id in the body; ' +
+            'HTTP Basic naming the client with an empty password is accepted as the same, any other Basic credential is 401 invalid_client.',
           requestBody: formDoc({ grant_type: 'string', code: 'string', redirect_uri: 'string', client_id: 'string', code_verifier: 'string', refresh_token: 'string', device_code: 'string', scope: 'string', resource: 'string' }),
-          responses: oauthResponses(200, 'access_token, token_type, expires_in, refresh_token, scope'),
+          responses: oauthResponses({ 200: jsonDoc('The tokens (RFC 6749 §5.1)', SCHEMAS.TOKEN) }),
         },
       },
     )
@@ -103,7 +112,7 @@ export function oauthRoutes(oauth: OAuthServer) {
         const { request, set } = context
         oauth.throttle(addressOf(context))
         const form = await readForm(request)
-        const client = await oauth.clients.require(form.client_id, DEVICE_GRANT)
+        const client = await requireClient(oauth, claimClient(request, form), DEVICE_GRANT)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
         const started = await oauth.device.start(client, scope ?? 'cli:inference', oauth.issuerOf(request) + OAUTH_PATHS.device)
@@ -115,7 +124,7 @@ export function oauthRoutes(oauth: OAuthServer) {
           summary: 'Start a device authorization (RFC 8628)',
           description: 'Form-encoded client_id (svc-cli for the bundled CLI) and optional scope (default cli:inference). Returns device_code, user_code, verification_uri(_complete), expires_in and interval.',
           requestBody: formDoc({ client_id: 'string', scope: 'string' }),
-          responses: oauthResponses(200, 'device_code, user_code, verification_uri, verification_uri_complete, expires_in, interval'),
+          responses: { ...oauthResponses({ 200: jsonDoc('The codes (RFC 8628 §3.2)', SCHEMAS.DEVICE_AUTHORIZATION) }), ...THROTTLED },
         },
       },
     )
@@ -124,7 +133,9 @@ export function oauthRoutes(oauth: OAuthServer) {
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
         if (!form.token) throw new OAuthError('invalid_request', 'token is required')
-        if (!(await oauth.tokens.revoke(form.token, form.client_id))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
+        const claim = claimClient(request, form)
+        await checkRevokingClient(oauth, claim)
+        if (!(await oauth.tokens.revoke(form.token, claim.id))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
         // RFC 7009 §2.2: 200 whether or not the token was known.
         return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', 'x-request-id': requestIdOf(set) } })
       }),
@@ -134,7 +145,8 @@ export function oauthRoutes(oauth: OAuthServer) {
           summary: 'Revoke a token (RFC 7009)',
           description: 'Form-encoded token (access or refresh) and client_id. Revokes the whole authorization the token belongs to. 200 also for unknown tokens.',
           requestBody: formDoc({ token: 'string', token_type_hint: 'string', client_id: 'string' }),
-          responses: oauthResponses(200, 'Revoked (empty body)'),
+          // RFC 7009 §2.2: the body is empty, so no content is documented.
+          responses: oauthResponses({ 200: { description: 'Revoked, or the token was unknown (empty body)' } }),
         },
       },
     )
