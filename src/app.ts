@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Deps } from './deps'
+import { browserAccess, BrowserOrigins } from './http/cors'
 import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
 import { attestationRoutes } from './attestation/routes'
@@ -16,6 +17,7 @@ import { McpService } from './mcp/server'
 import { createTools } from './mcp/tools'
 import { consentRoutes } from './oauth/consent-routes'
 import { oauthRoutes } from './oauth/routes'
+import { OAUTH_PATHS, WELL_KNOWN_PATHS } from './oauth/server'
 import { webRoutes } from './web/routes'
 import packageJson from '../package.json'
 
@@ -26,8 +28,12 @@ import packageJson from '../package.json'
 export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
   const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline, fusion: deps.fusion, web: deps.web }), deps.limits, packageJson.version)
+  // Browser MCP clients call /mcp and the OAuth endpoints it leads them to from other origins.
+  const origins = new BrowserOrigins(deps.config.mcp.allowedOrigins, deps.config.oauth.issuer)
+  const crossOrigin = ['/mcp', ...Object.values(WELL_KNOWN_PATHS), OAUTH_PATHS.register, OAUTH_PATHS.token, OAUTH_PATHS.revoke]
   return new Elysia({ normalize: false })
     .use(requestContext(deps.logger, deps.requestLog))
+    .use(browserAccess(origins, crossOrigin))
     .use(openapiDocs(packageJson.version))
     .use(
       healthRoutes(deps.database, deps.lifecycle, {
@@ -50,7 +56,7 @@ export function createApp(deps: Deps) {
     .use(documentRoutes(deps.keys, deps.limits, { metering: deps.metering, extractor: deps.extractor, config: deps.config.documents, clock: deps.clock }))
     .use(oauthRoutes(deps.oauth))
     .use(consentRoutes(deps.oauth))
-    .use(mcpRoutes(deps.keys, deps.oauth, mcp, deps.config.mcp.allowedOrigins))
+    .use(mcpRoutes(deps.keys, deps.oauth, mcp, origins))
     .use(attestationRoutes(deps.keys, deps.limits, deps.attestation))
     .use(webRoutes(deps.keys, deps.limits, deps.web))
 }

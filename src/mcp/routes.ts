@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { authenticate } from '../http/auth'
 import { MiB, readCapped } from '../http/body-limit'
+import type { BrowserOrigins } from '../http/cors'
 import { ApiError } from '../http/errors'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
@@ -24,24 +25,6 @@ async function readBody(request: Request): Promise<string> {
   return readCapped(request, BODY_LIMIT)
 }
 
-/** Loopback names and addresses, as URL.hostname writes them (IPv4 normalized, IPv6 in brackets). */
-const LOOPBACK_HOST = /^(localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])$/
-
-/**
- * Whether a browser page at `origin` may call /mcp (DNS rebinding, MCP transport §Security):
- * an origin in mcp.allowed_origins, the configured issuer's, or the request's own when it is a
- * loopback one. The request's own origin comes from its Host header, which a rebinding page
- * chooses (its own name, now pointed at this server), so it proves nothing unless it names this
- * machine's loopback: only the gateway itself serves a page there. Requests without Origin
- * (CLIs, SDK clients, servers) are not browsers and are not checked here.
- */
-function originAllowed(origin: string, request: Request, issuer: string | undefined, allowed: ReadonlySet<string>): boolean {
-  if (allowed.has(origin)) return true
-  if (issuer !== undefined && origin === new URL(issuer).origin) return true
-  const own = new URL(request.url)
-  return origin === own.origin && LOOPBACK_HOST.test(own.hostname)
-}
-
 const SECURITY = [{ oauth2: ['mcp:inference'] }]
 const JSON_RPC = { description: 'JSON-RPC 2.0 message', content: { 'application/json': { schema: { type: 'object' as const } } } }
 
@@ -51,8 +34,7 @@ const JSON_RPC = { description: 'JSON-RPC 2.0 message', content: { 'application/
  * WWW-Authenticate, which is how MCP clients discover the OAuth flow by themselves.
  * GET and DELETE are 405: no server-initiated stream and no sessions to end.
  */
-export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService, allowedOrigins: readonly string[]) {
-  const allowed = new Set(allowedOrigins)
+export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService, origins: BrowserOrigins) {
   const notAllowed = () => new Response(null, { status: 405, headers: { allow: 'POST' } })
   const methodDetail = (summary: string) => ({
     detail: { summary, description: 'This server offers no server-initiated SSE stream and issues no session ids (stateless), so only POST is served.', responses: { 405: JSON_RPC } },
@@ -63,9 +45,9 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
       '/mcp',
       async ({ request, set, server }) => {
         const requestId = requestIdOf(set)
-        // DNS rebinding: a browser page must not reach /mcp from a foreign origin.
+        // DNS rebinding: a browser page must not reach /mcp from a foreign origin (http/cors.ts).
         const origin = request.headers.get('origin')
-        if (origin !== null && !originAllowed(origin, request, oauth.config.issuer, allowed)) {
+        if (origin !== null && !origins.allows(origin, request)) {
           return jsonRpcError(403, -32000, `Origin ${origin.slice(0, 200)} is not allowed`, requestId)
         }
         let principal

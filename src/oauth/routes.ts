@@ -6,7 +6,7 @@ import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
 import { formDoc, jsonDoc, oauthResponses, SCHEMAS, THROTTLED } from './openapi'
 import { parseScope } from './secrets'
-import { OAUTH_PATHS, type OAuthServer } from './server'
+import { OAUTH_PATHS, WELL_KNOWN_PATHS, type OAuthServer } from './server'
 
 type Context = { request: Request; set: { headers: Record<string, unknown> }; server: { requestIP(request: Request): { address: string } | null } | null }
 
@@ -39,11 +39,11 @@ export function oauthRoutes(oauth: OAuthServer) {
   const prDescription = (what: string) => `RFC 9728 protected-resource metadata for ${what}: the resource URL, its authorization server and scope.`
 
   return new Elysia({ tags: ['OAuth'] })
-    .get('/.well-known/oauth-authorization-server', metadata, documentDetail('Authorization-server metadata', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
+    .get(WELL_KNOWN_PATHS.authorizationServer, metadata, documentDetail('Authorization-server metadata', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
     // Clients that treat the MCP URL's path as the issuer's path ask here (RFC 8414 §3.1 path insertion).
-    .get('/.well-known/oauth-authorization-server/mcp', metadata, documentDetail('Authorization-server metadata (path form)', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
-    .get('/.well-known/oauth-protected-resource', resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
-    .get('/.well-known/oauth-protected-resource/mcp', resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
+    .get(WELL_KNOWN_PATHS.authorizationServerMcp, metadata, documentDetail('Authorization-server metadata (path form)', asDescription, SCHEMAS.AUTHORIZATION_SERVER_METADATA))
+    .get(WELL_KNOWN_PATHS.protectedResource, resource('api'), documentDetail('Protected-resource metadata of the API', prDescription('the API (svc_cli_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
+    .get(WELL_KNOWN_PATHS.protectedResourceMcp, resource('mcp'), documentDetail('Protected-resource metadata of /mcp', prDescription('/mcp (svc_mcp_ tokens)'), SCHEMAS.PROTECTED_RESOURCE_METADATA))
     .post(
       OAUTH_PATHS.register,
       endpoint(async context => {

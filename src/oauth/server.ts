@@ -22,6 +22,14 @@ export const OAUTH_PATHS = {
   device: '/oauth/device',
 } as const
 
+/** The discovery documents (RFC 8414, RFC 9728), with the path forms MCP clients ask for. */
+export const WELL_KNOWN_PATHS = {
+  authorizationServer: '/.well-known/oauth-authorization-server',
+  authorizationServerMcp: '/.well-known/oauth-authorization-server/mcp',
+  protectedResource: '/.well-known/oauth-protected-resource',
+  protectedResourceMcp: '/.well-known/oauth-protected-resource/mcp',
+} as const
+
 /**
  * Unauthenticated endpoints that write rows (registration, device authorization): per client
  * address, a burst of 30 then one every 10 seconds, so nobody can fill the database anonymously.

@@ -83,3 +83,48 @@ describe('discovery documents built from the Host are never stored by caches', (
     }
   })
 })
+
+describe('CORS for browser MCP clients', () => {
+  const APP = 'http://localhost:6274'
+
+  test('an allowed origin gets a preflight that lets it send the token, and can read the answers and their challenge', async () => {
+    const { base } = await setup(`mcp: { allowed_origins: ["${APP}"] }`)
+    const preflight = await fetch(`${base}/mcp`, {
+      method: 'OPTIONS',
+      headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, mcp-protocol-version' },
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(APP)
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST')
+    for (const name of ['authorization', 'content-type', 'mcp-protocol-version']) expect(preflight.headers.get('access-control-allow-headers')).toContain(name)
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull()
+
+    // Without a token: the 401 and its WWW-Authenticate (how the client discovers OAuth) are readable.
+    const challenged = await fetch(`${base}/mcp`, { method: 'POST', headers: { origin: APP, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(PING) })
+    expect(challenged.status).toBe(401)
+    expect(challenged.headers.get('access-control-allow-origin')).toBe(APP)
+    expect(challenged.headers.get('access-control-expose-headers')).toContain('www-authenticate')
+    expect(challenged.headers.get('vary')).toContain('Origin')
+
+    // The discovery documents and the token endpoint it then calls answer the same origin.
+    for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server']) {
+      const document = await fetch(`${base}${path}`, { headers: { origin: APP } })
+      expect(document.status).toBe(200)
+      expect(document.headers.get('access-control-allow-origin')).toBe(APP)
+    }
+    const token = await fetch(`${base}/oauth/token`, { method: 'OPTIONS', headers: { origin: APP, 'access-control-request-method': 'POST' } })
+    expect([token.status, token.headers.get('access-control-allow-origin')]).toEqual([204, APP])
+  })
+
+  test('another origin gets no CORS headers: its preflight is 403 and the browser shows it nothing', async () => {
+    const { base } = await setup(`mcp: { allowed_origins: ["${APP}"] }`)
+    const preflight = await fetch(`${base}/mcp`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+    expect(preflight.status).toBe(403)
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull()
+    const document = await fetch(`${base}/.well-known/oauth-authorization-server`, { headers: { origin: 'https://evil.example' } })
+    expect(document.headers.get('access-control-allow-origin')).toBeNull()
+    // Routes outside /mcp and OAuth are not opened to browsers at all.
+    const models = await fetch(`${base}/v1/models`, { headers: { origin: APP } })
+    expect(models.headers.get('access-control-allow-origin')).toBeNull()
+  })
+})

@@ -42,6 +42,10 @@ const PUBLIC = [
   'GET /oauth/authorize', 'POST /oauth/authorize', 'GET /oauth/device', 'POST /oauth/device',
   // 405 without looking at credentials: nothing is served there.
   'GET /mcp', 'DELETE /mcp',
+  // CORS preflights (src/http/cors.ts): browsers send them without credentials.
+  'OPTIONS /mcp', 'OPTIONS /.well-known/oauth-authorization-server', 'OPTIONS /.well-known/oauth-authorization-server/mcp',
+  'OPTIONS /.well-known/oauth-protected-resource', 'OPTIONS /.well-known/oauth-protected-resource/mcp',
+  'OPTIONS /oauth/register', 'OPTIONS /oauth/token', 'OPTIONS /oauth/revoke',
 ]
 
 // Routes authenticated by OAuth access tokens only, with their own suite (test/mcp/auth.test.ts).
