@@ -64,6 +64,11 @@ describe('GET /api/v1/attestation: happy', () => {
     const address = ethAddress(t.sims['tee-near']!.keys().ecdsa.publicKey)
     expect((await get(`?model=sim:confidential&signing_algo=ecdsa&signing_address=${address.toUpperCase().replace('0X', '0x')}`)).status).toBe(200)
     expect(t.sims['tee-near']!.state.attestations.at(-1)!.get('signing_address')).toBe(address.toUpperCase().replace('0X', '0x'))
+    // Without signing_algo, a 0x address is an ecdsa signer's (before: looked for under the
+    // backend's first algorithm, ed25519, and 404).
+    const implied = await get(`?model=sim:confidential&signing_address=${address}`)
+    expect(implied.status).toBe(200)
+    expect((await json(implied)).signing_algo).toBe('ecdsa')
     const missing = await get(`?model=sim:confidential&signing_algo=ecdsa&signing_address=0x${'1'.repeat(40)}`)
     expect(missing.status).toBe(404)
     expect((await json(missing)).error.code).toBe('not_found')
