@@ -25,6 +25,9 @@ describe('POST /v1/chat/completions', () => {
     // The canonical request keeps `user` for the gateway only; providers never forward it.
     expect(seen[0]!.user).toBe('end-user-7')
     expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+    // OpenAI's newer fields are accepted as on /v1/responses: safety_identifier stands for `user`.
+    await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], safety_identifier: 'end-user-8', prompt_cache_key: 'thread-1' } as never)
+    expect(seen[1]!.user).toBe('end-user-8')
   })
 
   test('streaming through the openai SDK: deltas, usage chunk, [DONE], charged before the end', async () => {

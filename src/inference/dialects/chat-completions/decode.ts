@@ -55,7 +55,7 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
     reasoning: body.reasoning_effort ? { effort: body.reasoning_effort === 'minimal' ? 'low' : body.reasoning_effort } : undefined,
     responseFormat: decodeResponseFormat(body.response_format),
     hosted: { webSearch, webFetch },
-    user: body.user,
+    user: body.safety_identifier ?? body.user,
     stream: body.stream === true,
   }
 }

@@ -121,6 +121,10 @@ export const ChatCompletionsBody = t.Object(
     stop: t.Optional(t.Union([t.String(), t.Array(t.String(), { maxItems: 4 }), t.Null()])),
     seed: t.Optional(t.Union([JsonInteger(), t.Null()])),
     user: t.Optional(t.String({ maxLength: 256 })),
+    // OpenAI's successors of `user`: the end user's id (kept for the gateway, never forwarded,
+    // as `user` is) and a cache-routing hint (accepted, not used), as on the Responses route.
+    safety_identifier: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
+    prompt_cache_key: t.Optional(t.Union([t.String({ maxLength: 1024 }), t.Null()])),
     response_format: t.Optional(ResponseFormat),
     reasoning_effort: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('minimal')])),
     n: t.Optional(t.Union([t.Literal(1), t.Null()], { error: 'n must be 1: one choice per request' })),
