@@ -104,6 +104,7 @@ function same(sse: string): Run {
   return passed
 }
 
+// A pass-through stream starts with its first chunk's response-start (the provider opens at the first event).
 const types = (events: ChatEvent[]) => events.map(event => event.type)
 const words = (text: string) => text.match(/\S+\s*/g)!
 
@@ -111,8 +112,8 @@ describe('openai-compatible pass-through', () => {
   test('a plain text stream passes through; the finish, usage and [DONE] still come from the translator', () => {
     const sse = chunk({ role: 'assistant', content: '' }) + words('The quick brown fox jumps over the lazy dog.').map(word => chunk({ content: word })).join('') + chunk({}, 'stop') + usageFrame() + DONE
     const result = same(sse)
-    expect(types(result.events)).toEqual(['passthrough', 'finish'])
-    expect(result.events[0]).toMatchObject({ textBytes: 44, reasoningBytes: 0, toolBytes: 0 })
+    expect(types(result.events)).toEqual(['response-start', 'passthrough', 'finish'])
+    expect(result.events[1]).toMatchObject({ textBytes: 44, reasoningBytes: 0, toolBytes: 0 })
     expect(result.client).toContain('"model":"client-model"')
     expect(result.usage).toMatchObject({ inputTokens: 11, outputTokens: 7 })
   })
@@ -137,7 +138,7 @@ describe('openai-compatible pass-through', () => {
       content('a\\"},\\"x\\":\\"b') + // a string that looks like structure
       chunk({}, 'stop') + usageFrame() + DONE
     const result = same(sse)
-    expect(types(result.events)).toEqual(['passthrough', 'finish'])
+    expect(types(result.events)).toEqual(['response-start', 'passthrough', 'finish'])
     expect(result.client).toContain('"content":"café "')
     expect(result.client).toContain('"content":"a\\"},\\"x\\":\\"b"')
   })
@@ -164,8 +165,8 @@ describe('openai-compatible pass-through', () => {
     sse += chunk({}, 'stop') + usageFrame() + DONE
     const result = same(sse)
     // The translator ends the forwarded calls' blocks at the finish (no frames for this client).
-    expect(types(result.events)).toEqual(['passthrough', 'tool-call-end', 'tool-call-end', 'finish'])
-    expect(result.events[0]).toMatchObject({ toolBlocks: [0, 1], toolBytes: args.length + '{"tz":"CET"}'.length })
+    expect(types(result.events)).toEqual(['response-start', 'passthrough', 'tool-call-end', 'tool-call-end', 'finish'])
+    expect(result.events[1]).toMatchObject({ toolBlocks: [0, 1], toolBytes: args.length + '{"tz":"CET"}'.length })
     expect(result.client).toContain('"finish_reason":"tool_calls"')
   })
 
@@ -175,14 +176,14 @@ describe('openai-compatible pass-through', () => {
     sse += chunk({ tool_calls: [{ index: 0, function: { arguments: 'ity":"Oslo"}' } }] }) // the forwarded call, continued
     sse += chunk({}, 'tool_calls') + usageFrame() + DONE
     const result = same(sse)
-    expect(types(result.events)[0]).toBe('passthrough')
+    expect(types(result.events).slice(0, 2)).toEqual(['response-start', 'passthrough'])
     expect(types(result.events)).toContain('tool-call-start')
     expect(result.client).toContain('call_req-1_1')
   })
 
   test('reasoning_content passes through; `reasoning` and function_call hand over', () => {
     const thinking = chunk({ role: 'assistant', content: '' }) + chunk({ reasoning_content: 'Think. ' }) + chunk({ reasoning_content: 'More. ' }) + chunk({ content: 'Answer.' })
-    expect(types(same(thinking + chunk({}, 'stop') + usageFrame() + DONE).events)).toEqual(['passthrough', 'finish'])
+    expect(types(same(thinking + chunk({}, 'stop') + usageFrame() + DONE).events)).toEqual(['response-start', 'passthrough', 'finish'])
     const ollama = same(thinking + chunk({ reasoning: 'late thought' }) + chunk({ content: ' More.' }) + chunk({}, 'stop') + usageFrame() + DONE)
     expect(types(ollama.events)).toContain('reasoning-delta')
     expect(ollama.usage.outputTokens).toBe(7)
@@ -192,7 +193,7 @@ describe('openai-compatible pass-through', () => {
   test('an error chunk mid-stream ends with the in-band error, output still metered', () => {
     const sse = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'partial ' }) + chunk({ content: 'answer' }) + frame({ error: { message: 'model crashed', type: 'server_error' } }) + DONE
     const result = same(sse)
-    expect(types(result.events)).toEqual(['passthrough', 'error'])
+    expect(types(result.events)).toEqual(['response-start', 'passthrough', 'error'])
     expect(result.produced).toBe(true)
     expect(result.client).toContain('"code":"provider_error"')
   })
@@ -201,18 +202,18 @@ describe('openai-compatible pass-through', () => {
     const start = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' })
     const tail = chunk({}, 'stop') + usageFrame() + DONE
     expect(types(same(chunk({ role: 'assistant', content: '' }, null, { service_tier: 'default' }) + chunk({ content: 'x' }, null, { obfuscation: 'abc' }) + tail).events)).not.toContain('passthrough')
-    expect(types(same(start + chunk({ content: 'two ' }, null, { obfuscation: 'abc' }) + tail).events)).toEqual(['passthrough', 'text-start', 'text-delta', 'text-end', 'finish'])
+    expect(types(same(start + chunk({ content: 'two ' }, null, { obfuscation: 'abc' }) + tail).events)).toEqual(['response-start', 'passthrough', 'text-start', 'text-delta', 'text-end', 'finish'])
     expect(types(same(start + chunk({ content: 'two ' }, null, { id: 'chatcmpl-other' }) + tail).events)).toContain('text-delta')
     expect(types(same(start + chunk({ content: 'two ' }, null, { usage: openAIUsage({ inputTokens: 3, outputTokens: 2 }) }) + tail).events)).toContain('text-delta')
     expect(same(start + chunk({}, 'weird_reason') + usageFrame() + DONE).client).toContain('"finish_reason":"stop"')
     // OpenAI's `"usage":null` on every chunk (include_usage) is plain.
-    expect(types(same(start + chunk({ content: 'two' }, null, { usage: null }) + tail).events)).toEqual(['passthrough', 'finish'])
+    expect(types(same(start + chunk({ content: 'two' }, null, { usage: null }) + tail).events)).toEqual(['response-start', 'passthrough', 'finish'])
   })
 
   test('other key orders (llama.cpp) and choice shapes without logprobs are parsed but still plain', () => {
     const llama = (delta: object, finish: string | null = null) => frame({ choices: [{ finish_reason: finish, index: 0, delta }], created: 1, id: 'c', model: 'gguf', object: 'chat.completion.chunk', system_fingerprint: 'b1' })
     const result = same(llama({ role: 'assistant', content: null }) + llama({ content: 'Hello' }) + llama({ content: ' there' }) + llama({}, 'stop') + usageFrame() + DONE)
-    expect(types(result.events)).toEqual(['passthrough', 'finish'])
+    expect(types(result.events)).toEqual(['response-start', 'passthrough', 'finish'])
     expect(result.client).not.toContain('gguf')
   })
 
@@ -222,7 +223,7 @@ describe('openai-compatible pass-through', () => {
     const calls = parseCallsOf(() => run(sse, true))
     // The template chunk, the escaped literal, the finish and the usage chunk.
     expect(calls).toBe(4)
-    expect(types(same(sse).events)).toEqual(['passthrough', 'finish'])
+    expect(types(same(sse).events)).toEqual(['response-start', 'passthrough', 'finish'])
   })
 
   test('a stream read whole: content in place, non-ASCII and surrogate pairs counted in UTF-8 bytes, JSON.parse only where needed', () => {

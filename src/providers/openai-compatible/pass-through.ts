@@ -38,6 +38,8 @@ interface ForwardedTool {
 
 /** What the client sees of one plain chunk, built before anything is committed. */
 interface Planned {
+  /** The stream's first chunk starts the response, as ChunkTranslator's does. */
+  start: Extract<ChatEvent, { type: 'response-start' }> | undefined
   deltas: string[]
   textBytes: number
   reasoningBytes: number
@@ -187,6 +189,9 @@ export class PassThroughTranslator {
   }
 
   private commit(planned: Planned, out: ChatEvent[]): void {
+    // Even a first chunk with nothing to show (the role alone) yields its event: the provider's
+    // stream() opens at the first event (first-event.ts), and must not wait for the next chunk.
+    if (planned.start !== undefined) out.push(planned.start)
     for (const { key, tool } of planned.started) this.tools.set(key, tool)
     if (planned.deltas.length === 0) return
     const event = this.open(out)
@@ -222,7 +227,9 @@ export class PassThroughTranslator {
     const { role, content, reasoning_content: reasoning, refusal, tool_calls: toolCalls } = delta
     if (role !== undefined && typeof role !== 'string') return undefined
     if (!stringOrNull(content) || !stringOrNull(reasoning) || (refusal !== undefined && refusal !== null)) return undefined
-    const planned: Planned = { deltas: [], textBytes: 0, reasoningBytes: 0, toolBytes: 0, started: [] }
+    // `created` is Unix seconds on this wire; canonical times are epoch milliseconds.
+    const start = head === undefined ? ({ type: 'response-start', id, model, createdAt: created * 1000 } as const) : undefined
+    const planned: Planned = { start, deltas: [], textBytes: 0, reasoningBytes: 0, toolBytes: 0, started: [] }
     if (typeof reasoning === 'string' && reasoning !== '') {
       planned.deltas.push(JSON.stringify({ reasoning_content: reasoning }))
       planned.reasoningBytes += Buffer.byteLength(reasoning)
