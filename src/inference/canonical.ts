@@ -80,10 +80,10 @@ export interface Usage {
 export type ChatEvent =
   /**
    * `inputTokens`: the prompt size when the upstream reports it up front (Anthropic's
-   * message_start), in the canonical convention (cached tokens included); `finish` still carries
-   * the authoritative usage.
+   * message_start), in the canonical convention (cached tokens included), and the cached part of
+   * it; `finish` still carries the authoritative usage.
    */
-  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number }
+  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number; cachedInputTokens?: number }
   | { type: 'text-start'; block: number }
   | { type: 'text-delta'; block: number; delta: string }
   | { type: 'text-end'; block: number }

@@ -45,7 +45,7 @@ const usage = (inputTokens: number, outputTokens: number, cachedInputTokens?: nu
 })
 
 /** message_start's usage is announced on response-start as the canonical prompt total (cache reads and writes included). */
-const start = (id: string, inputTokens: number, model = CONTEXT.model) => ({ type: 'response-start', id, model, createdAt: NOW, inputTokens })
+const start = (id: string, inputTokens: number, model = CONTEXT.model, cachedInputTokens?: number) => ({ type: 'response-start', id, model, createdAt: NOW, inputTokens, ...(cachedInputTokens ? { cachedInputTokens } : {}) })
 
 const EXPECTED: Record<string, ChatEvent[]> = {
   'text.sse': [
@@ -74,7 +74,8 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'finish', reason: 'tool-calls', usage: usage(472, 89, 0) },
   ],
   'parallel-tools.sse': [
-    start('msg_01Parallel', 2062) as ChatEvent,
+    // Its message_start reports 2,000 cache reads among the 2,062 input tokens.
+    start('msg_01Parallel', 2062, CONTEXT.model, 2000) as ChatEvent,
     { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather' },
     { type: 'tool-call-delta', block: 0, argumentsDelta: '{"location":' },
     { type: 'tool-call-delta', block: 0, argumentsDelta: ' "Paris"}' },

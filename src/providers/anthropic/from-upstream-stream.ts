@@ -163,7 +163,11 @@ export class AnthropicStreamTranslator {
     this.addUsage(message?.usage)
     const start: ChatEvent = { type: 'response-start', id: String(message?.id ?? ''), model: String(message?.model ?? this.context.model), createdAt: this.now() }
     // message_start reports the prompt size up front; dialects that announce it early use it.
-    if (typeof message?.usage?.input_tokens === 'number') start.inputTokens = this.canonicalUsage().inputTokens
+    if (typeof message?.usage?.input_tokens === 'number') {
+      const usage = this.canonicalUsage()
+      start.inputTokens = usage.inputTokens
+      if (usage.cachedInputTokens) start.cachedInputTokens = usage.cachedInputTokens
+    }
     return [start]
   }
 

@@ -52,7 +52,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
   push(event: ChatEvent): string[] {
     const out: string[] = []
     if (event.type === 'response-start') {
-      this.messageStart(out, event.inputTokens)
+      this.messageStart(out, event.inputTokens, event.cachedInputTokens)
       return out
     }
     this.messageStart(out, undefined)
@@ -144,7 +144,11 @@ export class MessagesStreamEncoder implements StreamEncoder {
     return [frame('error', JSON.stringify(anthropicErrorBody(error)))]
   }
 
-  private messageStart(out: string[], inputTokens: number | undefined): void {
+  /**
+   * The prompt's size when the upstream reported it up front, in Anthropic's convention (as
+   * message_delta and the non-streamed reply write it: input_tokens excludes cache reads).
+   */
+  private messageStart(out: string[], inputTokens: number | undefined, cachedInputTokens?: number): void {
     if (this.started) return
     this.started = true
     const message = {
@@ -155,7 +159,9 @@ export class MessagesStreamEncoder implements StreamEncoder {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: { input_tokens: inputTokens ?? this.meta.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+      usage: inputTokens === undefined
+        ? { input_tokens: this.meta.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
+        : usageObject({ inputTokens, cachedInputTokens, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 }),
     }
     out.push(frame('message_start', JSON.stringify({ type: 'message_start', message })), PING)
   }
