@@ -23,6 +23,7 @@ import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import type { DialectEncoder } from './dialects/types'
 import { refuseEncrypted } from './encrypted'
 import { isEncryptedChat, relayEncryptedChat, type EncryptedDeps } from './encrypted-relay'
+import { hasFileParts } from './enrich/documents'
 import { estimatedCountTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
 import { toApiError } from './upstream-errors'
@@ -166,10 +167,14 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         refuseEncryptedOn('POST /v1/messages/count_tokens', request, body.model)
         const chat = decodeCountTokens(body, catalog.resolve(body.model))
         let exact: number | undefined
-        try {
-          exact = await pipeline.router.countTokens?.(chat.route, chat, { signal: request.signal, requestId: requestIdOf(set) })
-        } catch (error) {
-          throw toApiError(error)
+        // Documents are extracted (and billed) only by a real call, so a backend never counts a
+        // raw file part: with one, the answer is the estimate, which counts files at their bytes.
+        if (!hasFileParts(chat)) {
+          try {
+            exact = await pipeline.router.countTokens?.(chat.route, chat, { signal: request.signal, requestId: requestIdOf(set) })
+          } catch (error) {
+            throw toApiError(error)
+          }
         }
         return { input_tokens: exact ?? estimatedCountTokens(chat) }
       },
@@ -181,7 +186,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           summary: 'Count the input tokens of a message (Anthropic Messages)',
           description:
             'Not billed; authenticated and rate-limited like inference. Exact when the model\'s first backend is Anthropic ' +
-            '(its own count_tokens). Otherwise an estimate: UTF-8 bytes ÷ 4 of text, reasoning, tool calls, results and tool ' +
+            '(its own count_tokens) and the messages carry no document (documents are extracted only by a real call). Otherwise an estimate: UTF-8 bytes ÷ 4 of text, reasoning, tool calls, results and tool ' +
             'definitions, plus 4 per message and 1600 per image (the figure the gateway uses to check context fit). Images by ' +
             'URL and documents count at those flat or byte rates, not as the backend will tokenise them.',
         },

@@ -200,6 +200,18 @@ for (const target of TARGETS) {
         expect(upstream.requests).toHaveLength(0)
       }
       expect(await charged()).toBe(0n)
+      // A document block is extracted only by a real call: counted as the estimate on every
+      // backend (before: 400 "File parts must be converted" from the Anthropic provider).
+      const before = upstream.requests.length
+      const text = 'a short text document'
+      const withDocument = await anthropic.messages.countTokens({
+        model: 'm',
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'document', source: { type: 'text', media_type: 'text/plain', data: text } }] }],
+      })
+      // The text ÷ 4 plus 4 per message, and the file's raw bytes ÷ 4 (README "count_tokens").
+      expect(withDocument.input_tokens).toBe(Math.ceil(Buffer.byteLength('hi') / 4) + 4 + Math.ceil(Buffer.byteLength(text) / 4))
+      expect(upstream.requests).toHaveLength(before)
+      expect(await charged()).toBe(0n)
     })
 
     test('a multi-turn tool conversation with thinking: tool ids and (where the backend signs) signatures survive, in order', async () => {
