@@ -1,6 +1,6 @@
 import { readBalance, type BalanceView } from './billing/balance'
 import { createExecutor, type BatchExecutor } from './billing/executor'
-import { loadIdentity } from './billing/identity'
+import { loadIdentity, type ProcessIdentity } from './billing/identity'
 import { Ledger, type Identity } from './billing/ledger'
 import { LedgerHealth } from './billing/ledger-health'
 import { LedgerWriter } from './billing/ledger-writer'
@@ -128,7 +128,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     oauth.tokens.evictUser(userId)
   })
   const plans = new Plans(config)
-  const identity = overrides.identity ?? loadIdentity(config.instanceId, database.url)
+  const identity: Identity & Partial<Pick<ProcessIdentity, 'release'>> = overrides.identity ?? loadIdentity(config.instanceId, database.url)
   const executor = overrides.executor ?? createExecutor(database.url, database.client)
   const writer = new LedgerWriter(executor)
   // A key found expired or inactive by the ledger stops working at once here, with its OAuth tokens.
@@ -182,6 +182,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     async close() {
       health.close()
       await sweeper.stop()
+      // Its leases are back: another process may now take this database's stable instance id.
+      identity.release?.()
       await extractor.close()
       await keys.idle()
       executor.close()

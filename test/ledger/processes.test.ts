@@ -206,6 +206,35 @@ describe('two processes on one database file (L12)', () => {
   }
 })
 
+describe('two apps on one database file without SVC_INSTANCE_ID', () => {
+  test("the second one's boot leaves the first one's live leases alone", async () => {
+    // Both would take the id kept beside the file; a boot returns every lease of its instance's
+    // earlier boots, so the second took the first's live lease and the organization could spend
+    // it twice (QA: 18 calls admitted against funds for 9). The second now runs under a fresh id.
+    const seeded = await seed(USD, { period: 'overall', nanos: USD })
+    const first = await createDeps(loadConfig(env), { logger: silentLogger })
+    opened.push(first)
+    await first.sweeper.start()
+    const verified = await first.keys.verify(seeded.admin.secret)
+    if (!verified.ok) throw new Error('the admin key should verify')
+    const admitted = await first.ledger.admit({ principal: verified.principal, purpose: 'chat', estimate: 30_000_000n })
+    if (!admitted.ok) throw new Error('the first app should admit')
+    const leased = await scalar(first, 'SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE boot_id = ?', [first.identity.bootId])
+    expect(leased).toBeGreaterThanOrEqual(30_000_000n)
+
+    const second = await createDeps(loadConfig(env), { logger: silentLogger })
+    opened.push(second)
+    expect(second.identity.instanceId).not.toBe(first.identity.instanceId)
+    await second.sweeper.start()
+    expect(second.sweeper.returned).toBe(0)
+    expect(await scalar(second, 'SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE boot_id = ?', [first.identity.bootId])).toBe(leased)
+
+    await first.ledger.settle(admitted.reservation, 30_000_000n)
+    await closeInstance(second)
+    await closeInstance(first)
+  }, 30_000)
+})
+
 describe('a process killed while holding a lease (L6-lite)', () => {
   async function crashWithLease(instanceId: string, seeded: Awaited<ReturnType<typeof seed>>) {
     const child = spawnChild('hang', instanceId, { LEDGER_KEYS: seeded.admin.secret, LEDGER_ESTIMATE: '30000000' })
