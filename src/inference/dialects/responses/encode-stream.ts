@@ -39,6 +39,12 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private sequence = 0
   /** The sequence number before finish(): a failed settlement replaces its frames with fail()'s. */
   private sequenceAtFinish: number | undefined
+  /**
+   * A message or function call its block ended, whose done events wait for the next event: the
+   * finish may still make it `incomplete` (a truncated answer), and its output_item.done must
+   * say what the final response says.
+   */
+  private ended: Item | undefined
 
   constructor(
     private readonly meta: ResponseMeta,
@@ -51,6 +57,15 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   }
 
   push(event: ChatEvent): string[] {
+    const ended = this.ended
+    if (ended === undefined) return this.frames(event)
+    this.ended = undefined
+    const frames = this.close(ended, 'completed')
+    for (const frame of this.frames(event)) frames.push(frame)
+    return frames
+  }
+
+  private frames(event: ChatEvent): string[] {
     switch (event.type) {
       case 'text-start': {
         const item = this.open(event.block, 'message', 'msg')
@@ -103,7 +118,8 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       case 'text-end':
       case 'tool-call-end': {
         const item = this.byBlock.get(event.block)
-        return item === undefined ? [] : this.close(item, 'completed')
+        if (item !== undefined && item.open) this.ended = item
+        return []
       }
       default:
         return []
@@ -113,10 +129,11 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   finish(reason: FinishReason, usage: Usage): string[] {
     this.sequenceAtFinish = this.sequence
     const { status, incomplete } = statusOf(reason)
-    // Providers end every block before finishing; close any left open all the same.
+    // The item ended last, and any a provider left open, close with the response's status: a
+    // truncated answer's last item is incomplete, in its output_item.done as in the response.
+    this.ended = undefined
     const frames = this.items.filter(item => item.open).flatMap(item => this.close(item, status))
     const output = this.output()
-    // A truncated answer marks its last item incomplete, as the API does.
     if (status === 'incomplete') {
       const last = output[output.length - 1] as { status?: string } | undefined
       if (last?.status !== undefined) last.status = 'incomplete'
