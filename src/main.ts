@@ -27,7 +27,6 @@ export async function serve(config: Config, print: (line: string) => void = line
   process.on('SIGINT', () => onSignal('SIGINT'))
   await migrateDatabase(deps.database)
   await deps.sweeper.start()
-  const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
   // Expired OAuth codes and tokens: purged at boot, then hourly.
   const purge = () => void deps.oauth.purgeExpired().catch(error => deps.logger.warn('oauth purge failed', { error: String(error) }))
   purge()
@@ -37,10 +36,16 @@ export async function serve(config: Config, print: (line: string) => void = line
     port: config.port,
     // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
     maxRequestBodySize: 65 * MiB,
+    // Elysia turns SO_REUSEPORT on: a second gateway (an old instance still running during an
+    // upgrade) would then share the port silently instead of failing with EADDRINUSE.
+    reusePort: false,
   })
   server = app.server ?? undefined
   admin = config.metrics.port === undefined ? undefined : startAdminServer(deps, config.metrics.port, config.metrics.host)
   const port = app.server?.port ?? config.port
+  // Only once listening: a first boot that cannot bind must not create the admin key it would
+  // then never print (the next boot finds the organization and announces nothing).
+  const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
   if (boot) announceBootstrap(boot.secret, boot.orgId, port, print)
   deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
 }
@@ -76,6 +81,9 @@ export async function drainAndExit(deps: Deps, server: Server | undefined, admin
       await Promise.race([lifecycle.idle(), delay(CUT_GRACE_MS)])
     }
   }
+  // Every response has ended, but a call whose client left mid-answer ends on the lifecycle's
+  // next tick, which releases its hold: wait for it, so its lease goes back and it is logged.
+  await Promise.race([lifecycle.idle(), delay(CUT_GRACE_MS)])
   let code = 0
   try {
     await deps.close()

@@ -171,6 +171,36 @@ describe('graceful shutdown', () => {
     }
   }, 20_000)
 
+  test('a collected answer whose client leaves during the drain is released and logged, its lease returned, before the exit', async () => {
+    // Before: the responses had all ended (the client left), so the exit did not wait for the
+    // call itself, which ends on the lifecycle's next tick: its hold kept the lease out (QA).
+    const { orgId, key } = await seedOrg(env, CREDIT)
+    const gateway = await startGateway(env)
+    children.push(gateway)
+    upstream.enqueue({ kind: 'stall' })
+    const client = new AbortController()
+    const answer = fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      signal: client.signal,
+    }).catch(() => 'aborted')
+    await upstream.request(0)
+    gateway.process.kill('SIGTERM')
+    await poll('the drain to begin', 50, 100, () => (gateway.logs('shutting down').length > 0 ? true : undefined))
+    client.abort()
+    expect(await answer).toBe('aborted')
+    expect(await gateway.exited).toBe(0)
+    expect(gateway.logs('request').some(line => line.route === '/v1/chat/completions')).toBe(true)
+    const deps = await openDeps(env)
+    try {
+      expect(await deps.database.client.execute('SELECT COUNT(*) AS n FROM leases').then(result => Number(result.rows[0]!.n))).toBe(0)
+      expect((await deps.balance(orgId)).availableNanos).toBe(CREDIT)
+    } finally {
+      await deps.close()
+    }
+  }, 20_000)
+
   test('SIGINT on an idle gateway: exits 0 promptly', async () => {
     await seedOrg(env, CREDIT)
     const gateway = await startGateway(env)

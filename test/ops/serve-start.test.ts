@@ -1,0 +1,50 @@
+import { afterEach, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { runProcess } from '../support/cli'
+import { gatewayWorkspace, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
+
+// `svc serve` when it cannot bind: a port already taken fails the start (EADDRINUSE), even when
+// another gateway holds it, and a first boot that fails so creates no admin key it would never
+// print.
+
+const CLI = join(import.meta.dir, '..', '..', 'src', 'cli.ts')
+const YAML = 'plans: { payg: { monthly_allowance: "0", fusion: false } }\n'
+
+const workspaces: GatewayWorkspace[] = []
+let running: GatewayProcess | undefined
+afterEach(async () => {
+  running?.process.kill('SIGTERM')
+  await running?.exited
+  running = undefined
+  for (const workspace of workspaces.splice(0)) workspace.remove()
+})
+
+function workspaceFor(prefix: string): GatewayWorkspace {
+  const workspace = gatewayWorkspace(prefix, YAML)
+  workspaces.push(workspace)
+  return workspace
+}
+
+const serve = (env: Record<string, string>) => runProcess([process.execPath, CLI, 'serve'], { env: { ...process.env, ...env } })
+
+test('a second gateway on a port another gateway holds fails to start instead of sharing it', async () => {
+  running = await startGateway(workspaceFor('svc-serve-port-').env)
+  const second = await serve({ ...workspaceFor('svc-serve-port-b-').env, PORT: String(running.port), SVC_BOOTSTRAP: '0' })
+  expect(second.code).toBe(1)
+  expect(second.stdout + second.stderr).toContain('EADDRINUSE')
+}, 30_000)
+
+test('a first boot that cannot bind creates no organization; the next boot creates it and prints its key', async () => {
+  const workspace = workspaceFor('svc-serve-boot-')
+  const holder = Bun.serve({ port: 0, hostname: '0.0.0.0', fetch: () => new Response('taken') })
+  try {
+    const failed = await serve({ ...workspace.env, PORT: String(holder.port), SVC_BOOTSTRAP: '1' })
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).not.toContain('Created organization')
+  } finally {
+    holder.stop(true)
+  }
+  running = await startGateway({ ...workspace.env, SVC_BOOTSTRAP: '1' })
+  expect(running.lines.join('\n')).toContain('Created organization')
+  expect(running.lines.join('\n')).toMatch(/Authorization: Bearer z_sk_/)
+}, 30_000)
