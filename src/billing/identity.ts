@@ -41,21 +41,27 @@ export function loadIdentity(configured: string | undefined, databaseUrl: string
   return { instanceId, bootId, ...ours }
 }
 
+/** Lock files this process holds (a second app in this process must not take one again). */
+const held = new Set<string>()
+
 /**
  * Takes the lock file for this process: true when it was free, or held by a process that is gone
  * (a crash: the restart reclaims its leases). Created exclusively, so two processes starting at
- * once cannot both win. The same process asking twice (a second app on the same file) is refused.
+ * once cannot both win. A lock naming this very pid that this process did not take is a dead
+ * predecessor's: in a container the restarted gateway is pid 1 again.
  */
 function claim(lock: string, alive: (pid: number) => boolean): boolean {
+  if (held.has(lock)) return false
   for (let attempt = 0; attempt < 2; attempt += 1) {
     try {
       writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' })
+      held.add(lock)
       return true
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false
     }
     const holder = Number(readFileSync(lock, 'utf8').trim())
-    if (Number.isSafeInteger(holder) && holder > 0 && (holder === process.pid || alive(holder))) return false
+    if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) return false
     try {
       unlinkSync(lock)
     } catch {
@@ -66,6 +72,7 @@ function claim(lock: string, alive: (pid: number) => boolean): boolean {
 }
 
 function releaseClaim(lock: string): void {
+  if (!held.delete(lock)) return
   try {
     if (Number(readFileSync(lock, 'utf8').trim()) === process.pid) unlinkSync(lock)
   } catch {

@@ -31,7 +31,9 @@ test('the first process takes the stable id; a second one while it lives runs un
   expect(readFileSync(lock, 'utf8').trim()).toBe(String(process.pid))
   // Once the first released it (its leases returned at shutdown), a restart gets the id back.
   first.release()
-  expect(loadIdentity(undefined, url, () => true).instanceId).toBe(first.instanceId)
+  const restarted = loadIdentity(undefined, url, () => true)
+  expect(restarted.instanceId).toBe(first.instanceId)
+  restarted.release()
 })
 
 test('a lock left by a live other process keeps the id from this one; a dead one (a crash) gives it back', () => {
@@ -41,7 +43,20 @@ test('a lock left by a live other process keeps the id from this one; a dead one
   writeFileSync(lock, '4194000\n')
   expect(loadIdentity(undefined, url, pid => pid === 4194000).instanceId).toStartWith('ephemeral-')
   // The holder is gone: the restart takes the id, and with it the dead boot's leases.
-  expect(loadIdentity(undefined, url, () => false).instanceId).toBe(stable.instanceId)
+  const restarted = loadIdentity(undefined, url, () => false)
+  expect(restarted.instanceId).toBe(stable.instanceId)
+  restarted.release()
+})
+
+test("a lock naming this process's own pid that it did not take is a dead predecessor's (a container's pid 1)", () => {
+  const { url, lock } = database()
+  const stable = loadIdentity(undefined, url, () => true)
+  stable.release()
+  // The crashed gateway was pid N; the restarted one is pid N again (here: this process).
+  writeFileSync(lock, `${process.pid}\n`)
+  const restarted = loadIdentity(undefined, url, () => true)
+  expect(restarted.instanceId).toBe(stable.instanceId)
+  restarted.release()
 })
 
 test('a configured SVC_INSTANCE_ID and a remote database are untouched by the lock', () => {
