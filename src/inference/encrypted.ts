@@ -3,7 +3,6 @@
 // every other route uses. Pure checks: nothing here decrypts, logs or keeps content.
 
 import { ApiError } from '../http/errors'
-import { minBlobBytes } from '../tee/blob-size'
 import { isHex, normalizeSecpPublicKey, parseEd25519PublicKey, bytesToHex, type SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { SYNTHESIS_INSTRUCTIONS } from '../../src/fusion/synthesis-prompt'
 import { openAIWire } from '../providers/openai-wire'
-import type { FakeResponse, FakeUpstream } from '../support/fake-upstream'
+import type { FakeResponse } from '../support/fake-upstream'
 import { json } from '../support/harness'
 import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { createPlanOrg, json, type TestApp, type TestOrg } from '../support/harness'
+import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
 
 // POST /api/v1/web/fetch through the real app and ledger. Page servers listen on 127.0.0.1 and
