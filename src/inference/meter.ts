@@ -1,4 +1,4 @@
-import { chargeForTokenMix, chargeForTokens } from '../billing/pricing'
+import { chargeForTokens, roundUpCharge, tokenCost } from '../billing/pricing'
 import type { ModelRoute, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
@@ -59,12 +59,12 @@ export function priceUsage(price: Price, usage: Usage): Nanos {
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
   const reasoning = Math.min(usage.reasoningTokens ?? 0, usage.outputTokens)
   const reasoningPrice = price.reasoningPerMillion ?? price.outputPerMillion
-  return chargeForTokenMix([
-    [usage.inputTokens - cached, price.inputPerMillion],
-    [cached, price.cachedInputPerMillion ?? price.inputPerMillion],
-    [usage.outputTokens - reasoning, price.outputPerMillion],
-    [reasoning, reasoningPrice],
-  ])
+  return roundUpCharge(
+    tokenCost(usage.inputTokens - cached, price.inputPerMillion) +
+      tokenCost(cached, price.cachedInputPerMillion ?? price.inputPerMillion) +
+      tokenCost(usage.outputTokens - reasoning, price.outputPerMillion) +
+      tokenCost(reasoning, reasoningPrice),
+  )
 }
 
 /** Upper bound of a request's cost: high input estimate plus the full output cap at the dearer output rate. */

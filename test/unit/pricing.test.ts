@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { chargeForTokenMix, chargeForTokens, chargeForUnits } from '../../src/billing/pricing'
+import { chargeForTokens, chargeForUnits, tokenCost } from '../../src/billing/pricing'
 import { priceUsage } from '../../src/inference/meter'
 import { parseUsd } from '../../src/lib/money'
 
@@ -37,12 +37,11 @@ describe('chargeForTokens: ceil(tokens × price ÷ 10^6), in integers', () => {
   })
 })
 
-describe('chargeForTokenMix and priceUsage: a usage is rounded up once, not per part', () => {
+describe('priceUsage: a usage is rounded up once, not per part', () => {
   // 0.123456789 and 1.000000001 USD per million tokens: every part has a fraction of a nano.
   const price = { inputPerMillion: usd('0.123456789'), outputPerMillion: usd('1.000000001') }
 
   test('7 input and 3 output tokens cost ceil(3864.197526) nanos', () => {
-    expect(chargeForTokenMix([[7, price.inputPerMillion], [3, price.outputPerMillion]])).toBe(3865n)
     // Rounded per part this would be 865 + 3001 = 3866.
     expect(priceUsage(price, { inputTokens: 7, outputTokens: 3, webSearchRequests: 0, webFetchRequests: 0 })).toBe(3865n)
   })
@@ -54,8 +53,8 @@ describe('chargeForTokenMix and priceUsage: a usage is rounded up once, not per 
   })
 
   test('nothing used costs nothing; negative parts are programming errors', () => {
-    expect(chargeForTokenMix([[0, 1n], [0, 5n]])).toBe(0n)
-    expect(() => chargeForTokenMix([[-1, 1n]])).toThrow(RangeError)
+    expect(priceUsage(price, { inputTokens: 0, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 })).toBe(0n)
+    expect(() => tokenCost(-1, 1n)).toThrow(RangeError)
   })
 })
 
