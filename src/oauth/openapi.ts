@@ -44,7 +44,7 @@ const REGISTERED_CLIENT: Schema = always({
 /** RFC 8628 §3.2. */
 const DEVICE_AUTHORIZATION: Schema = always({
   device_code: text('For the client to poll /oauth/token with'),
-  user_code: text('For the person to type: eight letters as XXXX-XXXX'),
+  user_code: text('For the person to type: eight letters, in two groups of four joined by a hyphen (e.g. BDFG-HJKL)'),
   verification_uri: text('The page where the person types the code'),
   verification_uri_complete: text('The same page with the code filled in'),
   expires_in: integer('Seconds until device_code and user_code expire'),
