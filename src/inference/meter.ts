@@ -108,6 +108,11 @@ export class Meter {
   private outputBytes = 0
   private reasoningBytes = 0
   private toolBytes = 0
+  /**
+   * The usage once the finish was seen (nothing is observed after it): a stream's terminal
+   * frames and its settlement read it, computed once.
+   */
+  private final: Usage | undefined
 
   /**
    * `bound`: what the call can have used (usage() never exceeds it). `serverTools`: the hosted
@@ -142,6 +147,13 @@ export class Meter {
    * call's bound (boundedUsage). This is what is billed, and what the reply reports.
    */
   usage(): Usage {
+    if (this.final !== undefined) return this.final
+    const usage = this.computeUsage()
+    if (this.reported !== undefined) this.final = usage
+    return usage
+  }
+
+  private computeUsage(): Usage {
     const reported = this.reported
     const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
     const counted = Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning

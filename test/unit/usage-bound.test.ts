@@ -33,6 +33,14 @@ describe('the meters bill within the bound', () => {
     expect(counted.usage()).toMatchObject({ inputTokens: 5, outputTokens: 16 })
   })
 
+  test('after the finish the usage is computed once: the terminal frames and the settlement read the same', () => {
+    const meter = new Meter(5, bound)
+    meter.observe({ type: 'text-delta', block: 0, delta: 'hello' })
+    expect(meter.usage()).not.toBe(meter.usage()) // still streaming: each read counts what arrived
+    meter.observe({ type: 'finish', reason: 'stop', usage: { inputTokens: 5, outputTokens: 2, ...tools } })
+    expect(meter.usage()).toBe(meter.usage())
+  })
+
   test('EnvelopeMeter (Encrypted): the backend’s reported usage', () => {
     const meter = new EnvelopeMeter(5, bound, parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, 'ecdsa')
     meter.observeCompletion({ usage: { prompt_tokens: 10 ** 9, completion_tokens: 10 ** 8 } })
