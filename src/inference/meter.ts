@@ -105,8 +105,11 @@ export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
  */
 export class Meter {
   private reported: Usage | undefined
-  /** The prompt size the upstream announced at the start (Anthropic's message_start), for a stream cut before its usage. */
-  private announced: Extract<ChatEvent, { type: 'response-start' }> | undefined
+  /**
+   * The prompt size the upstream reported before a finish (Anthropic's message_start, a Chat
+   * Completions usage chunk carried on the error event of a cut), for a stream cut before its usage.
+   */
+  private announced: { inputTokens?: number; cachedInputTokens?: number } | undefined
   private outputBytes = 0
   private reasoningBytes = 0
   private toolBytes = 0
@@ -136,6 +139,7 @@ export class Meter {
       this.toolBytes += event.toolBytes
     } else if (event.type === 'finish') this.reported = event.usage
     else if (event.type === 'response-start' && event.inputTokens) this.announced = event
+    else if (event.type === 'error' && event.usage?.inputTokens) this.announced = event.usage
   }
 
   /** Whether any output reached the meter. */
@@ -161,7 +165,7 @@ export class Meter {
     const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
     const counted = Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning
     const outputReported = reported !== undefined && reported.outputTokens > 0
-    // A stream cut before its usage (no finish) still has the input count the upstream announced.
+    // A stream cut before its usage (no finish) still has the input count the upstream reported.
     const announced = reported === undefined ? this.announced : undefined
     return boundedUsage(
       {
