@@ -2,7 +2,7 @@
 import { DrizzleQueryError } from 'drizzle-orm/errors'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
-import { migrateDatabase, redactUrl } from './db/client'
+import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { ApiError } from './http/errors'
 import { serve } from './main'
@@ -166,6 +166,8 @@ export function failureLine(error: unknown, config?: Config): string {
   let line: string
   if (error instanceof ApiError) {
     line = error.message
+  } else if (error instanceof DatabaseFileError) {
+    line = `cannot open the database${config ? ` at ${redactUrl(config.databaseUrl)} (DATABASE_URL)` : ''}: ${error.message}`
   } else if (chain.some(link => link instanceof DrizzleQueryError)) {
     const detail = chain.filter(link => !(link instanceof DrizzleQueryError)).map(textOf).join(': ') || 'a query failed'
     const where = config ? ` at ${redactUrl(config.databaseUrl)}` : ''

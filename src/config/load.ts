@@ -27,9 +27,11 @@ const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
 export function loadConfig(env: Env = process.env, readText: (path: string) => string = readFileText): Config {
   const problems: string[] = []
   const port = parsePort(env.PORT, problems)
-  const logLevel = (env.SVC_LOG_LEVEL ?? 'info') as LogLevel
+  // An empty variable means unset, for every setting (as `PORT=` and `DATABASE_URL=` always did):
+  // what an env file or a compose entry with no value gives.
+  const logLevel = (env.SVC_LOG_LEVEL || 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`SVC_LOG_LEVEL: must be one of ${LOG_LEVELS.join(', ')}, got "${env.SVC_LOG_LEVEL}"`)
-  const bootstrapFlag = env.SVC_BOOTSTRAP ?? '1'
+  const bootstrapFlag = env.SVC_BOOTSTRAP || '1'
   if (bootstrapFlag !== '0' && bootstrapFlag !== '1') problems.push(`SVC_BOOTSTRAP: must be 0 or 1, got "${bootstrapFlag}"`)
   const databaseUrl = env.DATABASE_URL || 'file:data/svc.db'
   if (!/^(file:|libsql:\/\/|https?:\/\/|:memory:$)/.test(databaseUrl)) {

@@ -1,4 +1,4 @@
-import { mkdirSync, existsSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Client } from '@libsql/client'
 import { createClient as createLocalClient } from '@libsql/client/sqlite3'
@@ -28,19 +28,45 @@ export interface Database {
  */
 export async function openDatabase(url: string, authToken?: string): Promise<Database> {
   const isFile = url.startsWith('file:')
-  if (isFile) {
-    const path = url.slice('file:'.length).split('?')[0]!
-    if (path && path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  }
+  const path = isFile ? url.slice('file:'.length).split('?')[0]! : ''
+  const localFile = path !== '' && path !== ':memory:'
+  if (localFile) prepareFile(path)
   // A local database needs only the sqlite3 client: the full entry point also loads the HTTP and
   // WebSocket clients (hrana, ~60 modules) for a server URL.
   const createClient = REMOTE.test(url) ? (await import('@libsql/client')).createClient : createLocalClient
   // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one).
   const client = createClient({ url, authToken, intMode: 'bigint', timeout: 5000 })
-  // WAL is stored in the file, so setting it once through any connection is enough.
-  if (isFile) await client.execute('PRAGMA journal_mode=WAL')
+  // WAL is stored in the file, so setting it once through any connection is enough. The first
+  // statement opens the file: a failure here is the file's (not a database, no permission).
+  if (isFile) {
+    try {
+      await client.execute('PRAGMA journal_mode=WAL')
+    } catch (error) {
+      client.close()
+      throw localFile ? new DatabaseFileError(`${path}: ${(error as Error).message}`, { cause: error }) : error
+    }
+  }
   const db = drizzle(client, { schema })
   return { client, db, url, close: () => client.close() }
+}
+
+/**
+ * A local database file that cannot be opened; the message names the path and why. The CLI
+ * prints it naming DATABASE_URL (src/commands.ts failureLine).
+ */
+export class DatabaseFileError extends Error {}
+
+/** Creates a local database's directory; a path that is a directory is refused by name (SQLite says only "unable to open"). */
+function prepareFile(path: string): void {
+  let directory: boolean
+  try {
+    directory = statSync(path, { throwIfNoEntry: false })?.isDirectory() === true
+    if (!directory) mkdirSync(dirname(path), { recursive: true })
+  } catch (error) {
+    // A path through a file (ENOTDIR, EEXIST), no permission (EACCES).
+    throw new DatabaseFileError(`${path}: ${(error as Error).message}`, { cause: error })
+  }
+  if (directory) throw new DatabaseFileError(`${path} is a directory, not a database file`)
 }
 
 /** The migrations folder: embedded next to the bundle in the compiled binary, else the repository's drizzle/. */

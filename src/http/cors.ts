@@ -25,16 +25,22 @@ export class BrowserOrigins {
 
   /**
    * Whether a page at `origin` may call: an origin in mcp.allowed_origins, the configured
-   * issuer's, or the request's own when it is a loopback one. The request's own origin comes
-   * from its Host header, which a DNS-rebinding page chooses (its own name, now pointed at this
-   * server), so it proves nothing unless it names this machine's loopback: only the gateway
-   * itself serves a page there.
+   * issuer's, or the request's own when it is a loopback one (isOwnLoopbackOrigin).
    */
   allows(origin: string, request: Request): boolean {
-    if (this.allowed.has(origin) || origin === this.issuer) return true
-    const own = new URL(request.url)
-    return origin === own.origin && LOOPBACK_HOST.test(own.hostname)
+    return this.allowed.has(origin) || origin === this.issuer || isOwnLoopbackOrigin(origin, request)
   }
+}
+
+/**
+ * Whether `origin` is the request's own and a loopback one. The request's own origin comes from
+ * its Host header, which a DNS-rebinding page chooses (its own name, now pointed at this server),
+ * so it proves nothing unless it names this machine's loopback: only the gateway itself serves a
+ * page there. /mcp (BrowserOrigins) and the OAuth consent forms (checkCsrf) trust it on this rule.
+ */
+export function isOwnLoopbackOrigin(origin: string, request: Request): boolean {
+  const own = new URL(request.url)
+  return origin === own.origin && LOOPBACK_HOST.test(own.hostname)
 }
 
 /**

@@ -5,7 +5,7 @@ import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
-import { recordOf, RequestLog } from '../observability/request-log'
+import { CLIENT_CLOSED_REQUEST, recordOf, RequestLog } from '../observability/request-log'
 import { ApiError, renderError, surfaceOf } from './errors'
 
 const REQUEST_ID = 'x-request-id'
@@ -65,7 +65,8 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const record = recordOf(request)
       if (record !== undefined) {
         record.outcome ??= apiError.code
-        requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, apiError.status)
+        const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
+        requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
       }
       return renderError(apiError, surfaceOf(path), requestId)
     })

@@ -96,7 +96,11 @@ export type ChatEvent =
   | { type: 'tool-call-end'; block: number }
   /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
   | { type: 'finish'; reason: FinishReason; usage: Usage; stopSequence?: string }
-  | { type: 'error'; error: import('../providers/types').UpstreamError }
+  /**
+   * `usage`: what the upstream had reported when it failed (a Chat Completions usage chunk before
+   * the cut), so a cut stream is billed the input count it reported rather than an estimate.
+   */
+  | { type: 'error'; error: import('../providers/types').UpstreamError; usage?: Usage }
   | PassThroughEvent
 
 /**

@@ -100,11 +100,16 @@ export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
 
 /**
  * Watches a response's events: the upstream's usage when it reports one, else a counted
- * fallback (the input estimate plus the output seen), so a cut stream is never billed zero once
- * output was sent.
+ * fallback (the input the upstream announced at the start, or the estimate, plus the output
+ * seen), so a cut stream is never billed zero once output was sent.
  */
 export class Meter {
   private reported: Usage | undefined
+  /**
+   * The prompt size the upstream reported before a finish (Anthropic's message_start, a Chat
+   * Completions usage chunk carried on the error event of a cut), for a stream cut before its usage.
+   */
+  private announced: { inputTokens?: number; cachedInputTokens?: number } | undefined
   private outputBytes = 0
   private reasoningBytes = 0
   private toolBytes = 0
@@ -133,6 +138,8 @@ export class Meter {
       this.reasoningBytes += event.reasoningBytes
       this.toolBytes += event.toolBytes
     } else if (event.type === 'finish') this.reported = event.usage
+    else if (event.type === 'response-start' && event.inputTokens) this.announced = event
+    else if (event.type === 'error' && event.usage?.inputTokens) this.announced = event.usage
   }
 
   /** Whether any output reached the meter. */
@@ -158,10 +165,12 @@ export class Meter {
     const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
     const counted = Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning
     const outputReported = reported !== undefined && reported.outputTokens > 0
+    // A stream cut before its usage (no finish) still has the input count the upstream reported.
+    const announced = reported === undefined ? this.announced : undefined
     return boundedUsage(
       {
-        inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : this.inputTokens,
-        cachedInputTokens: reported?.cachedInputTokens,
+        inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : (announced?.inputTokens ?? this.inputTokens),
+        cachedInputTokens: reported ? reported.cachedInputTokens : announced?.cachedInputTokens,
         outputTokens: outputReported ? reported.outputTokens : counted,
         reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
         webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,

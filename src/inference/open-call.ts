@@ -86,7 +86,8 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     call.release()
     detach()
     if (metrics && error instanceof UpstreamError) countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
-    if (record !== undefined) record.outcome = 'upstream-error'
+    // A client that left before the upstream answered aborted the call itself: not the upstream's failure.
+    if (record !== undefined) record.outcome = input.httpRequest!.signal.aborted ? 'cancelled' : 'upstream-error'
     throw shutdownReason() ?? toApiError(error)
   }
   if (metrics) {

@@ -177,9 +177,10 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     const result = await collect(open.events, observe)
     if (result.error || open.aborted()) {
       // The client receives nothing of a failed, abandoned or cut non-streamed answer, so
-      // nothing is charged.
+      // nothing is charged. A client that left cut the upstream itself: logged as a stream the
+      // client left is, not as the upstream's failure.
       open.call.release()
-      open.log(result.error ? 'upstream-error' : 'aborted', undefined, undefined)
+      open.log(input.httpRequest?.signal.aborted ? 'cancelled' : result.error ? 'upstream-error' : 'aborted', undefined, undefined)
       throw open.shutdownReason() ?? toApiError(result.error ?? new UpstreamError('aborted', 'the call was aborted', 'gateway', input.request.model))
     }
     const { usage, charged } = await open.settle()

@@ -132,7 +132,7 @@ export function consentRoutes(oauth: OAuthServer) {
         if (form instanceof Response) return form
         const valid = await validateOrRespond(oauth, form, issuer)
         if (valid instanceof Response) return valid
-        if (!checkCsrf(request, form.csrf, issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Go back to the application and start again.', 403)
+        if (!checkCsrf(request, form.csrf, oauth.config.issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Go back to the application and start again.', 403)
         if (form.decision === 'deny') return redirectWith(valid.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: valid.params.state, iss: issuer })
         if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
         const who = await signIn(oauth, form.api_key)
@@ -178,7 +178,7 @@ export function consentRoutes(oauth: OAuthServer) {
         const issuer = oauth.issuerOf(request)
         const form = await readFormOrPage(request)
         if (form instanceof Response) return form
-        if (!checkCsrf(request, form.csrf, issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Open the link from your terminal again.', 403)
+        if (!checkCsrf(request, form.csrf, oauth.config.issuer)) return messagePage('Request expired', 'This form is stale or was not sent from this page. Open the link from your terminal again.', 403)
         const pending = form.user_code ? await oauth.device.pending(form.user_code) : undefined
         if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired.', 400)
         if (form.decision === 'deny') {

@@ -1,4 +1,5 @@
 import { KiB, readCapped } from '../http/body-limit'
+import { isOwnLoopbackOrigin } from '../http/cors'
 import { ApiError } from '../http/errors'
 import { OAuthError } from './errors'
 import { randomSecret, safeEqual } from './secrets'
@@ -73,10 +74,15 @@ export function newCsrf(secure: boolean): { token: string; cookie: string } {
   return { token, cookie }
 }
 
-export function checkCsrf(request: Request, field: string | undefined, issuer: string): boolean {
+/**
+ * `issuer`: the configured oauth.issuer (undefined when unset). The form's Origin must be its
+ * origin, or the request's own on loopback: a request's own origin comes from the Host a
+ * DNS-rebinding page chooses, and such a page reads the form's token and holds its own cookie.
+ */
+export function checkCsrf(request: Request, field: string | undefined, issuer: string | undefined): boolean {
   // A browser always sends Origin on a form POST; when present it must be ours.
   const origin = request.headers.get('origin')
-  if (origin !== null && origin !== new URL(issuer).origin && origin !== new URL(request.url).origin) return false
+  if (origin !== null && (issuer === undefined || origin !== new URL(issuer).origin) && !isOwnLoopbackOrigin(origin, request)) return false
   const cookie = request.headers.get('cookie') ?? ''
   const match = new RegExp(`(?:^|;\\s*)${CSRF_COOKIE}=([A-Za-z0-9_-]{43})(?:;|$)`).exec(cookie)
   return match !== null && field !== undefined && safeEqual(match[1]!, field)

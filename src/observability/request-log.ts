@@ -31,6 +31,13 @@ export interface RequestRecord {
   readonly sink: RequestLog
 }
 
+/**
+ * The status logged for a request whose client left before its response (nginx's "client closed
+ * request"): the error the gateway would have sent reached no one, and is not the gateway's or
+ * the upstream's failure. A stream the client left logs the 200 that was sent.
+ */
+export const CLIENT_CLOSED_REQUEST = 499
+
 const records = new WeakMap<Request, RequestRecord>()
 // Methods are a label: anything else a client invents shares one value, so series stay bounded.
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'])

@@ -37,11 +37,12 @@ function priceOf(usage: { prompt_tokens: number; completion_tokens: number; prom
 
 /**
  * The counted fallback for a stream that ended without reported usage (cut, or left by the
- * client): the input estimated high (UTF-8 bytes ÷ 3, plus 4 per message) and the output the
- * gateway sent (bytes ÷ 4), each rounded up, priced at the input and output rates.
+ * client): the input the upstream announced at the start (Anthropic's message_start), else
+ * estimated high (UTF-8 bytes ÷ 3, plus 4 per message), and the output the gateway sent
+ * (bytes ÷ 4), each rounded up, priced at the input and output rates.
  */
-function fallbackCharge(prompt: string, sentText: string): bigint {
-  const input = BigInt(Math.ceil(Buffer.byteLength(prompt) / 3) + 4)
+function fallbackCharge(prompt: string, sentText: string, announcedInput?: number): bigint {
+  const input = BigInt(announcedInput ?? Math.ceil(Buffer.byteLength(prompt) / 3) + 4)
   const output = BigInt(Math.ceil(Buffer.byteLength(sentText) / 4))
   return ceilDiv(input * PRICE.input + output * PRICE.output, MTOK)
 }
@@ -62,6 +63,8 @@ interface Target {
   expectStreamWithUsage(received: ReceivedRequest): void
   /** The upstream is asked for one JSON answer (a non-streamed client). */
   expectJsonAnswer(received: ReceivedRequest): void
+  /** The input tokens a partial stream (wire.partial) reports before its text, if the wire reports them up front. */
+  readonly announcedInput?: number
 }
 
 const TARGETS: Target[] = [
@@ -90,6 +93,8 @@ const TARGETS: Target[] = [
   {
     type: 'anthropic',
     wire: anthropicWire,
+    // message_start's usage.input_tokens in anthropicWire.partial.
+    announcedInput: 5,
     path: '/v1/messages',
     expectProviderKey(received, key) {
       expect(received.headers['x-api-key']).toBe(key)
@@ -426,7 +431,7 @@ for (const target of TARGETS) {
       expect(failure.error).toMatchObject({ code: 'provider_error' })
       const charge = await charged()
       expect(charge).toBeGreaterThan(0n)
-      expect(charge).toBe(fallbackCharge(prompt, partial))
+      expect(charge).toBe(fallbackCharge(prompt, partial, target.announcedInput))
       expect(slotsInUse()).toBe(0)
     })
 
@@ -445,7 +450,7 @@ for (const target of TARGETS) {
       await received.disconnected
       expect(received.isDisconnected()).toBe(true)
       await poll('the slot to be freed', 500, 5, () => (slotsInUse() === 0 ? true : undefined))
-      const expected = fallbackCharge(prompt, partial)
+      const expected = fallbackCharge(prompt, partial, target.announcedInput)
       await poll('the settlement', 500, 5, async () => ((await charged()) === expected ? true : undefined))
       expect(await charged()).toBe(expected)
     })

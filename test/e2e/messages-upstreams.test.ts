@@ -4,7 +4,7 @@ import OpenAI from 'openai'
 import { loadConfig } from '../../src/config/load'
 import type { TurnScript, WireScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
-import { openAIWire } from '../providers/openai-wire'
+import { chunk as openAIChunk, frame as openAIFrame, openAIUsage, openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
@@ -303,6 +303,22 @@ for (const target of TARGETS) {
       expect(failure).toBeInstanceOf(Anthropic.APIError)
       expect(failure.error).toMatchObject({ type: 'error', error: { type: 'api_error' } })
       expect(await charged()).toBeGreaterThan(0n)
+      expect(slotsInUse()).toBe(0)
+    })
+
+    test('cut after the upstream reported its input count: that count is charged, not the estimate', async () => {
+      // Anthropic reports it in message_start (anthropicWire.partial: 5 tokens); a Chat Completions
+      // upstream in its usage chunk, which may come before the stream is cut.
+      const reported = target.type === 'anthropic' ? 5 : 1234
+      const partial = target.wire.partial('Once upon a time')
+      const body = target.type === 'anthropic' ? partial : partial + openAIChunk({}, 'stop') + openAIFrame({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'upstream-m', choices: [], usage: openAIUsage({ inputTokens: reported, outputTokens: 4 }) })
+      upstream.enqueue({ kind: 'sse', body, then: 'reset' })
+      const prompt = 'A story, please, about a long and winding road'
+      const failure = await anthropic.messages.stream({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: prompt }] }).finalMessage().catch(error => error)
+      expect(failure).toBeInstanceOf(Anthropic.APIError)
+      // The reported input at 1.234567891 USD/M and the 16 bytes of text sent (4 tokens) at 3.000000007 USD/M, rounded up once.
+      const nanos = (BigInt(reported) * 1_234_567_891n + 4n * 3_000_000_007n + 999_999n) / 1_000_000n
+      expect(await charged()).toBe(nanos)
       expect(slotsInUse()).toBe(0)
     })
 

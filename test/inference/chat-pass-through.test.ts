@@ -133,6 +133,31 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     expect(billed.nanos).toBeGreaterThan(0n)
   })
 
+  test('a stream cut after its usage chunk, before [DONE]: the input it reported is charged, the output counted', async () => {
+    const sse = upstreamChunk({ role: 'assistant', content: '' }) + upstreamChunk({ content: 'cut after ' }) + upstreamChunk({ content: 'usage' }) + upstreamChunk({}, 'stop') + usageFrame(1234, 9)
+    upstream.enqueue({ kind: 'sse', body: sse, then: 'reset' })
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    let text = ''
+    const failure = await (async () => {
+      for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
+    })().catch(error => error)
+    expect(failure).toBeInstanceOf(OpenAI.APIError)
+    expect(text).toBe('cut after usage')
+    // 1234 input tokens as reported (the estimate would be ceil(2 bytes ÷ 3) + 4 = 5); 15 bytes ÷ 4 output.
+    expect((await settled()).nanos).toBe(charge(1234, 4))
+  })
+
+  test('an error chunk after usage-bearing chunks (vLLM continuous usage): the input they reported is charged', async () => {
+    const usage = { usage: openAIUsage({ inputTokens: 321, outputTokens: 2 }) }
+    const sse = upstreamChunk({ role: 'assistant', content: '' }, null, usage) + upstreamChunk({ content: 'partial answer' }, null, usage) + frame({ error: { message: 'backend crashed', type: 'server_error' } })
+    upstream.enqueue({ kind: 'sse', body: sse })
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    expect(await (async () => {
+      for await (const _ of stream);
+    })().catch(error => error)).toBeInstanceOf(OpenAI.APIError)
+    expect((await settled()).nanos).toBe(charge(321, 4))
+  })
+
   test('a non-plain upstream (extra fields) is re-encoded from its first chunk, with the same result', async () => {
     const sse = upstreamChunk({ role: 'assistant', content: '' }, null, { service_tier: 'default' }) + upstreamChunk({ content: 'Hi' }, null, { obfuscation: 'x1' }) + upstreamChunk({}, 'stop') + usageFrame(4, 1) + DONE
     upstream.enqueue({ kind: 'sse', body: sse })

@@ -126,7 +126,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
 
   test('an error event mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
     const sse =
-      start(5) +
+      start(321) +
       event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
       texts('partial ', 'answer').map(value => delta(0, value)).join('') +
       event({ type: 'error', error: { type: 'overloaded_error', message: 'backend overloaded' } })
@@ -137,6 +137,18 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     expect(failure).toBeInstanceOf(Anthropic.APIError)
     expect(text).toBe('partial answer')
     expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply))
-    expect((await settled()).nanos).toBeGreaterThan(0n)
+    // The input message_start reported, not the gateway's estimate (5); the output counted (14 bytes ÷ 4).
+    expect((await settled()).nanos).toBe(charge(321, 4))
+  })
+
+  test('a stream cut after message_start: the input it reported is charged, with the output counted', async () => {
+    const sse = start(1234) + event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) + texts('cut short ', 'here').map(value => delta(0, value)).join('')
+    upstream.enqueue({ kind: 'sse', body: sse, then: 'reset' })
+    let text = ''
+    const stream = client.messages.stream(params).on('text', piece => (text += piece))
+    expect(await stream.finalMessage().catch(error => error)).toBeInstanceOf(Anthropic.APIError)
+    expect(text).toBe('cut short here')
+    // 1234 input tokens as reported (the estimate would be ceil(2 bytes ÷ 3) + 4 = 5), 14 bytes ÷ 4 output.
+    expect((await settled()).nanos).toBe(charge(1234, 4))
   })
 })

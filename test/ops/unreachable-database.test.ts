@@ -1,4 +1,7 @@
-import { describe, expect, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { runSvc } from '../support/gateway-process'
 
 // `svc` with a database it cannot reach, as an operator meets it: the real CLI in a child
@@ -34,5 +37,28 @@ describe('an unreachable database', () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('cannot reach the database at http://[redacted]@127.0.0.1:1')
     expect(result.stderr).not.toContain(SECRET)
+  })
+})
+
+describe('a DATABASE_URL that names a directory', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-db-dir-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  const env = { DATABASE_URL: `file:${dir}`, SVC_LOG_LEVEL: 'error' }
+
+  function expectNamed(result: { code: number; stdout: string; stderr: string }): void {
+    expect(result.code).toBe(1)
+    const lines = result.stderr.trimEnd().split('\n')
+    expect(lines).toEqual([`error: cannot open the database at file:${dir} (DATABASE_URL): ${dir} is a directory, not a database file`])
+  }
+
+  test('svc serve: one line naming DATABASE_URL and the cause, exit 1', async () => {
+    const result = await runSvc(['serve'], { ...env, PORT: '0' })
+    expectNamed(result)
+    expect(result.stdout).toBe('')
+  })
+
+  test('the commands that open the database say the same', async () => {
+    expectNamed(await runSvc(['migrate'], env))
+    expectNamed(await runSvc(['keys', 'list', '--org', 'x'], env))
   })
 })

@@ -141,6 +141,13 @@ describe('svc CLI', () => {
     expect(result.err).toContain('PORT')
   })
 
+  test('an empty setting is unset, as an empty PORT is: the command runs on the defaults', async () => {
+    Object.assign(env, { PORT: '', SVC_LOG_LEVEL: '', SVC_BOOTSTRAP: '', SVC_INSTANCE_ID: '', SVC_URL: '' })
+    const result = await cli('migrate')
+    expect(result.err).toBe('')
+    expect(result.code).toBe(0)
+  })
+
   test('help prints usage', async () => {
     const result = await cli('--help')
     expect(result.code).toBe(0)

@@ -170,6 +170,29 @@ describe('SVC_BOOTSTRAP', () => {
   })
 })
 
+describe('an empty variable means unset', () => {
+  /** Every variable the README's Configuration table lists (its `Env` column). */
+  function documentedVariables(): string[] {
+    const readme = require('node:fs').readFileSync(join(import.meta.dir, '../../README.md'), 'utf8') as string
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('The config file is validated strictly'))
+    const rows = section.split('\n').filter(line => line.startsWith('| `'))
+    return rows.flatMap(row => [...row.split('|')[1]!.matchAll(/`([A-Z_]+)`/g)].map(match => match[1]!))
+  }
+
+  test('the table lists the process settings', () => {
+    expect(documentedVariables()).toEqual(expect.arrayContaining(['PORT', 'DATABASE_URL', 'SVC_LOG_LEVEL', 'SVC_BOOTSTRAP', 'SVC_INSTANCE_ID', 'SVC_URL', 'SVC_CONFIG_DIR']))
+  })
+
+  test.each(documentedVariables())('%s="" loads as when it is unset', name => {
+    expect(loadConfig({ HOME: '/home/svc', [name]: '' }, noFile)).toEqual(loadConfig({ HOME: '/home/svc' }, noFile))
+  })
+
+  test('all of them empty at once', () => {
+    const empty = Object.fromEntries(documentedVariables().map(name => [name, '']))
+    expect(loadConfig({ ...empty, HOME: '/home/svc' }, noFile)).toEqual(loadConfig({ HOME: '/home/svc' }, noFile))
+  })
+})
+
 test('every env problem is reported at once', () => {
   const problems = problemsOf(() => loadConfig({ PORT: 'x', SVC_LOG_LEVEL: 'loud', SVC_BOOTSTRAP: 'maybe', DATABASE_URL: 'mysql://x' }, noFile))
   expect(problems.map(problem => problem.split(':')[0])).toEqual(['PORT', 'SVC_LOG_LEVEL', 'SVC_BOOTSTRAP', 'DATABASE_URL'])

@@ -222,8 +222,16 @@ export class ChunkTranslator {
   }
 
   private fail(out: ChatEvent[], message: string): void {
-    out.push({ type: 'error', error: new UpstreamError('server', message, this.context.provider, this.context.model) })
+    const failed: ChatEvent = { type: 'error', error: new UpstreamError('server', message, this.context.provider, this.context.model) }
+    const usage = this.reportedUsage
+    if (usage !== undefined) failed.usage = usage
+    out.push(failed)
     this.ended = true
+  }
+
+  /** The usage reported so far (a usage chunk came before the end), for the error event of a cut stream. */
+  get reportedUsage(): Usage | undefined {
+    return this.usage === undefined ? undefined : toUsage(this.usage)
   }
 }
 

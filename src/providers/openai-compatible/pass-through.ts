@@ -77,6 +77,11 @@ export class PassThroughTranslator {
     return this.translator.ended
   }
 
+  /** The usage reported so far (usage chunks always go through the translator). */
+  get reportedUsage() {
+    return this.translator.reportedUsage
+  }
+
   event(event: SseEvent, out: ChatEvent[]): void {
     if (this.handedOver) return this.translator.event(event, out)
     const data = event.data

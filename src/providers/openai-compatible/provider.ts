@@ -105,7 +105,7 @@ export class OpenAICompatibleProvider implements Provider {
   }
 }
 
-type Translator = Pick<ChunkTranslator, 'event' | 'end' | 'ended'>
+type Translator = Pick<ChunkTranslator, 'event' | 'end' | 'ended' | 'reportedUsage'>
 
 /** Translates decoded SSE events into `out`, up to the terminal one. */
 function translate(sse: SseEvent[], translator: Translator, out: ChatEvent[]): void {
@@ -165,7 +165,11 @@ async function* fromSse(
     // The caller left: the iterator just ends. (A lent controller is the signal's, and the idle
     // deadline aborts it too: that is a timeout, reported as one.)
     if (signal.aborted && !(error instanceof UpstreamError && error.kind === 'timeout')) return
-    yield { type: 'error', error: asUpstreamError(error, context) }
+    // The usage a chunk reported before the cut (its input count is billed, not an estimate).
+    const failed: ChatEvent = { type: 'error', error: asUpstreamError(error, context) }
+    const usage = translator.reportedUsage
+    if (usage !== undefined) failed.usage = usage
+    yield failed
   } finally {
     upstream.close()
   }
