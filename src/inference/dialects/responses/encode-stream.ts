@@ -58,9 +58,15 @@ export class ResponsesStreamEncoder implements StreamEncoder {
 
   push(event: ChatEvent): string[] {
     const ended = this.ended
-    if (ended === undefined) return this.frames(event)
+    // A new block finishes the items still open before it is added (below), as the API streams
+    // items one after the other: a Chat Completions backend ends its parallel calls only at the
+    // finish. A backend that interleaves call arguments (rare) gets its late deltas written for
+    // the earlier item; the final response, built from every delta, is still right (as Messages).
+    const opens = event.type === 'text-start' || event.type === 'reasoning-start' || event.type === 'tool-call-start'
+    if (ended === undefined && !opens) return this.frames(event)
     this.ended = undefined
-    const frames = this.close(ended, 'completed')
+    const frames = ended === undefined ? [] : this.close(ended, 'completed')
+    if (opens) for (const item of this.items) if (item.open && item.kind !== 'reasoning') frames.push(...this.close(item, 'completed'))
     for (const frame of this.frames(event)) frames.push(frame)
     return frames
   }
