@@ -77,6 +77,25 @@ describe('ResponsesStreamEncoder', () => {
     expect(final.output.map(item => (item.type === 'function_call' ? item.arguments : item.type))).toEqual(['message', '{"q":"a"}', '{"q":"b"}'])
   })
 
+  test('a refusal is a refusal content part, as the SDK parse() expects it (not text to parse as JSON)', async () => {
+    const stream = encoder()
+    const events: ChatEvent[] = [
+      { type: 'text-start', block: 0 },
+      { type: 'text-delta', block: 0, delta: "I'm sorry,", refusal: true },
+      { type: 'text-delta', block: 0, delta: ' no.', refusal: true },
+      { type: 'text-end', block: 0 },
+    ]
+    const frames = [...stream.start(), ...events.flatMap(event => stream.push(event)), ...stream.finish('stop', USAGE)]
+    expect(parse(frames).map(event => event.type).filter(type => type.includes('refusal') || type.includes('output_text'))).toEqual(['response.refusal.delta', 'response.refusal.delta', 'response.refusal.done'])
+    const text = { format: { type: 'json_schema' as const, name: 'answer', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false } } }
+    const client = new OpenAI({ apiKey: 'k', baseURL: 'http://unit.invalid/v1', maxRetries: 0, fetch: async () => new Response(frames.join(''), { headers: { 'content-type': 'text/event-stream' } }) })
+    const final = await client.responses.stream({ model: 'unit', input: 'x', text }).finalResponse()
+    const refusal = { type: 'refusal', refusal: "I'm sorry, no." }
+    expect([(final.output[0] as OpenAI.Responses.ResponseOutputMessage).content, final.output_parsed]).toEqual([[refusal], null])
+    const result = { blocks: [{ type: 'text', text: "I'm sorry, no." }], text: "I'm sorry, no.", reasoning: '', toolCalls: [], refusal: "I'm sorry, no.", finishReason: 'stop', usage: USAGE } as unknown as ChatResult
+    expect((encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' })).output[0] as { content: unknown }).content).toEqual([refusal])
+  })
+
   test('settlement failing after finish: response.failed replaces the final frames and continues the sequence', () => {
     const stream = encoder()
     const sent = [...stream.start(), ...stream.push({ type: 'text-start', block: 0 }), ...stream.push({ type: 'text-delta', block: 0, delta: 'Hi' })]
