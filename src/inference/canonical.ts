@@ -85,7 +85,8 @@ export type ChatEvent =
    */
   | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number; cachedInputTokens?: number }
   | { type: 'text-start'; block: number }
-  | { type: 'text-delta'; block: number; delta: string }
+  /** `refusal`: the model declined (Chat Completions' `refusal`); other formats show it as text. */
+  | { type: 'text-delta'; block: number; delta: string; refusal?: true }
   | { type: 'text-end'; block: number }
   | { type: 'reasoning-start'; block: number }
   | { type: 'reasoning-delta'; block: number; delta: string }

@@ -17,6 +17,8 @@ export interface ChatResult {
   text: string
   reasoning: string
   toolCalls: Array<Extract<ResultBlock, { type: 'tool-call' }>>
+  /** The part of `text` the upstream marked as a refusal (Chat Completions' `refusal` field). */
+  refusal: string
   finishReason: FinishReason
   /** The stop sequence that ended a `stop`, when the upstream said which. */
   stopSequence: string | undefined
@@ -47,7 +49,7 @@ export async function collect(events: AsyncIterable<ChatEvent>, observe: (event:
 }
 
 class ResultFolder {
-  private readonly result: ChatResult = { blocks: [], text: '', reasoning: '', toolCalls: [], finishReason: 'other', stopSequence: undefined, usage: undefined, error: undefined }
+  private readonly result: ChatResult = { blocks: [], text: '', reasoning: '', toolCalls: [], refusal: '', finishReason: 'other', stopSequence: undefined, usage: undefined, error: undefined }
   private readonly open = new Map<number, ResultBlock>()
 
   /** Adds one event; true once the result is complete (a finish or an error). */
@@ -57,7 +59,10 @@ class ResultFolder {
       case 'text-start':
       case 'text-delta': {
         const text = this.block(event.block, 'text', () => ({ type: 'text', text: '' }))
-        if (event.type === 'text-delta') text.text += event.delta
+        if (event.type === 'text-delta') {
+          text.text += event.delta
+          if (event.refusal) result.refusal += event.delta
+        }
         return false
       }
       case 'reasoning-start':

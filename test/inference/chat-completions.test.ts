@@ -243,6 +243,22 @@ describe('POST /v1/chat/completions', () => {
     expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
   })
 
+  test('an assistant refusal in the history reaches the backend as what the assistant said', async () => {
+    // OpenAI answers a refused request with content null and `refusal` set; a client that appends
+    // that message to its history (or writes a refusal content part) must not lose the turn.
+    const { client } = await setup(() => events(textReply))
+    const refused = { role: 'assistant', content: null, refusal: 'I cannot help with that.' } as unknown as OpenAI.ChatCompletionMessageParam
+    const part: OpenAI.ChatCompletionMessageParam = { role: 'assistant', content: [{ type: 'refusal', refusal: 'Still no.' }] }
+    await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'a' }, refused, { role: 'user', content: 'b' }, part, { role: 'user', content: 'c' }] })
+    expect(seen[0]!.messages.map(message => [message.role, message.parts])).toEqual([
+      ['user', [{ type: 'text', text: 'a' }]],
+      ['assistant', [{ type: 'text', text: 'I cannot help with that.' }]],
+      ['user', [{ type: 'text', text: 'b' }]],
+      ['assistant', [{ type: 'text', text: 'Still no.' }]],
+      ['user', [{ type: 'text', text: 'c' }]],
+    ])
+  })
+
   test('bad requests are clear 400s in the OpenAI envelope, and nothing is charged', async () => {
     const { client, charged } = await setup(() => events(textReply))
     const cases: Array<[Record<string, unknown>, string]> = [

@@ -117,6 +117,23 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     expect((await settled()).nanos).toBe(charge(20, 9))
   })
 
+  test('a refusal stays a refusal, streamed and not: the SDK parse() reports it instead of failing on it as JSON', async () => {
+    // OpenAI answers a structured-output request it declines with `refusal` (content null).
+    const format = { type: 'json_schema' as const, json_schema: { name: 'answer', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false } } }
+    const request = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }], response_format: format }
+    const sse = upstreamChunk({ role: 'assistant', content: null, refusal: '' }) + ["I'm sorry,", ' I cannot help.'].map(piece => upstreamChunk({ refusal: piece })).join('') + upstreamChunk({}, 'stop') + usageFrame(6, 5) + DONE
+    upstream.enqueue({ kind: 'sse', body: sse })
+    const streamed = (await client.chat.completions.stream({ ...request, stream: true }).finalChatCompletion()).choices[0]!.message
+    // (content is the first chunk's "", written before the stream shows what kind of answer it is)
+    expect([streamed.content || null, streamed.refusal, streamed.parsed]).toEqual([null, "I'm sorry, I cannot help.", null])
+    expect((await settled()).nanos).toBe(charge(6, 5))
+    const message = { role: 'assistant', content: null, refusal: "I'm sorry, I cannot help." }
+    upstream.enqueue({ kind: 'json', body: { id: 'chatcmpl-r', object: 'chat.completion', created: 1, model: BACKEND_MODEL, choices: [{ index: 0, message, finish_reason: 'stop' }], usage: openAIUsage({ inputTokens: 6, outputTokens: 5 }) } })
+    const plain = (await client.chat.completions.parse(request)).choices[0]!.message
+    expect([plain.content, plain.refusal, plain.parsed]).toEqual([null, "I'm sorry, I cannot help.", null])
+    expect((await settled()).nanos).toBe(charge(6, 5))
+  })
+
   test('an error chunk mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
     const sse = upstreamChunk({ role: 'assistant', content: '' }) + upstreamChunk({ content: 'partial ' }) + upstreamChunk({ content: 'answer' }) + frame({ error: { message: 'backend crashed', type: 'server_error' } }) + DONE
     upstream.enqueue({ kind: 'sse', body: sse })

@@ -51,6 +51,51 @@ describe('ResponsesStreamEncoder', () => {
     expect(final.usage?.output_tokens_details.reasoning_tokens).toBe(8)
   })
 
+  test('parallel calls ended only at the finish (a Chat Completions backend) still stream one item after the other', async () => {
+    // The openai-compatible translator ends every tool call at the finish. The API finishes an
+    // item (output_item.done) before it adds the next; so does the encoder, as the Messages one does.
+    const call = (block: number, callId: string, args: string): ChatEvent[] => [
+      { type: 'tool-call-start', block, callId, name: 'look' },
+      { type: 'tool-call-delta', block, argumentsDelta: args },
+    ]
+    const stream = encoder()
+    const events: ChatEvent[] = [
+      { type: 'text-start', block: 0 },
+      { type: 'text-delta', block: 0, delta: 'Looking.' },
+      { type: 'text-end', block: 0 },
+      ...call(1, 'call_a', '{"q":"a"}'),
+      ...call(2, 'call_b', '{"q":"b"}'),
+      { type: 'tool-call-end', block: 1 },
+      { type: 'tool-call-end', block: 2 },
+    ]
+    const frames = [...stream.start(), ...events.flatMap(event => stream.push(event)), ...stream.finish('tool-calls', USAGE)]
+    const items = parse(frames).flatMap(event => (event.type.startsWith('response.output_item.') ? [`${event.type.slice(21)} ${event.output_index}`] : []))
+    expect(items).toEqual(['added 0', 'done 0', 'added 1', 'done 1', 'added 2', 'done 2'])
+    const done = parse(frames).filter(event => event.type === 'response.function_call_arguments.done')
+    expect(done.map(event => [event.output_index, event.arguments])).toEqual([[1, '{"q":"a"}'], [2, '{"q":"b"}']])
+    const final = await sdkFinal(frames.join(''))
+    expect(final.output.map(item => (item.type === 'function_call' ? item.arguments : item.type))).toEqual(['message', '{"q":"a"}', '{"q":"b"}'])
+  })
+
+  test('a refusal is a refusal content part, as the SDK parse() expects it (not text to parse as JSON)', async () => {
+    const stream = encoder()
+    const events: ChatEvent[] = [
+      { type: 'text-start', block: 0 },
+      { type: 'text-delta', block: 0, delta: "I'm sorry,", refusal: true },
+      { type: 'text-delta', block: 0, delta: ' no.', refusal: true },
+      { type: 'text-end', block: 0 },
+    ]
+    const frames = [...stream.start(), ...events.flatMap(event => stream.push(event)), ...stream.finish('stop', USAGE)]
+    expect(parse(frames).map(event => event.type).filter(type => type.includes('refusal') || type.includes('output_text'))).toEqual(['response.refusal.delta', 'response.refusal.delta', 'response.refusal.done'])
+    const text = { format: { type: 'json_schema' as const, name: 'answer', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false } } }
+    const client = new OpenAI({ apiKey: 'k', baseURL: 'http://unit.invalid/v1', maxRetries: 0, fetch: async () => new Response(frames.join(''), { headers: { 'content-type': 'text/event-stream' } }) })
+    const final = await client.responses.stream({ model: 'unit', input: 'x', text }).finalResponse()
+    const refusal = { type: 'refusal', refusal: "I'm sorry, no." }
+    expect([(final.output[0] as OpenAI.Responses.ResponseOutputMessage).content, final.output_parsed]).toEqual([[refusal], null])
+    const result = { blocks: [{ type: 'text', text: "I'm sorry, no." }], text: "I'm sorry, no.", reasoning: '', toolCalls: [], refusal: "I'm sorry, no.", finishReason: 'stop', usage: USAGE } as unknown as ChatResult
+    expect((encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' })).output[0] as { content: unknown }).content).toEqual([refusal])
+  })
+
   test('settlement failing after finish: response.failed replaces the final frames and continues the sequence', () => {
     const stream = encoder()
     const sent = [...stream.start(), ...stream.push({ type: 'text-start', block: 0 }), ...stream.push({ type: 'text-delta', block: 0, delta: 'Hi' })]

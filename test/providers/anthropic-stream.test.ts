@@ -204,6 +204,31 @@ describe('anthropic stream translation: protocol details', () => {
     ])
   })
 
+  test('a tool call without input has the arguments "{}", streamed and whole, as Chat Completions clients parse them', () => {
+    // Anthropic streams a no-argument tool_use as `input: {}` and at most an empty
+    // input_json_delta: its input is the object {}, never an empty text.
+    const streamed = run(
+      messageStart(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'now', input: {} } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_2', name: 'later', input: {} } },
+      { type: 'message_stop' },
+    )
+    expect(streamed.slice(1, -1)).toEqual([
+      { type: 'tool-call-start', block: 0, callId: 'toolu_1', name: 'now' },
+      { type: 'tool-call-delta', block: 0, argumentsDelta: '{}' },
+      { type: 'tool-call-end', block: 0 },
+      { type: 'tool-call-start', block: 1, callId: 'toolu_2', name: 'later' },
+      { type: 'tool-call-delta', block: 1, argumentsDelta: '{}' },
+      { type: 'tool-call-end', block: 1 },
+    ])
+    const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW).message(
+      JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'tool_use', id: 'toolu_1', name: 'now', input: {} }], stop_reason: 'tool_use', usage: { input_tokens: 3, output_tokens: 2 } }),
+    )
+    expect(whole.filter(event => event.type === 'tool-call-delta')).toEqual([{ type: 'tool-call-delta', block: 0, argumentsDelta: '{}' }])
+  })
+
   test('content before message_start still yields response-start first', () => {
     const events = run({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'pre' } }, { type: 'message_stop' })
     expect(events).toEqual([

@@ -225,6 +225,26 @@ describe('anthropic toUpstream: exact bodies', () => {
     expect(body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque-data' }, { type: 'text', text: 'A' }] })
   })
 
+  test('whitespace-only assistant text (a "\\n\\n" some backends write before tool calls) is not sent: Anthropic refuses such blocks', () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: 'Q' }] },
+          { role: 'assistant', parts: [{ type: 'text', text: '\n\n' }, { type: 'tool-call', callId: 'c1', name: 'get_weather', arguments: '{}' }] },
+          { role: 'tool', parts: [{ type: 'tool-result', callId: 'c1', content: 'sunny' }] },
+          { role: 'assistant', parts: [{ type: 'text', text: ' ' }, { type: 'text', text: 'Sunny.' }] },
+          { role: 'user', parts: [{ type: 'text', text: 'Q2' }] },
+        ],
+        tools: [weatherTool],
+      }),
+      MODEL,
+    )
+    expect(body.messages.filter(message => message.role === 'assistant').map(message => message.content)).toEqual([
+      [{ type: 'tool_use', id: 'c1', name: 'get_weather', input: {} }],
+      [{ type: 'text', text: 'Sunny.' }],
+    ])
+  })
+
   test('tool arguments that are not a JSON object are replayed wrapped, never dropped', () => {
     const call = (callId: string, args: string) => ({ type: 'tool-call' as const, callId, name: 'get_weather', arguments: args })
     const body = toUpstream(

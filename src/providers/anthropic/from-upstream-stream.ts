@@ -31,7 +31,8 @@ type OpenBlock =
   | { readonly kind: 'text'; readonly block: number }
   | { readonly kind: 'reasoning'; readonly block: number; signature: string }
   | { readonly kind: 'redacted'; readonly block: number; readonly data: string }
-  | { readonly kind: 'tool'; readonly block: number }
+  /** `input`: whether any argument text was emitted (or forwarded) for the call. */
+  | { readonly kind: 'tool'; readonly block: number; input: boolean }
 
 /**
  * Anthropic SSE events → canonical ChatEvents, one decoded SSE event at a time. Pure: no I/O,
@@ -151,6 +152,12 @@ export class AnthropicStreamTranslator {
     return this.done ? undefined : this.blocks.get(index)
   }
 
+  /** The pass-through forwarded argument text of the tool call open at `index` (the translator did not see it). */
+  inputForwarded(index: number): void {
+    const open = this.blocks.get(index)
+    if (open?.kind === 'tool') open.input = true
+  }
+
   /** The stream's bytes ended: anything short of message_stop is a truncated answer. */
   end(): ChatEvent[] {
     if (this.done) return []
@@ -194,13 +201,15 @@ export class AnthropicStreamTranslator {
         break
       }
       case 'tool_use': {
-        const block = this.open(index, { kind: 'tool', block: this.nextBlock })
+        const open: OpenBlock = { kind: 'tool', block: this.nextBlock, input: false }
+        const block = this.open(index, open)
         events.push({ type: 'tool-call-start', block, callId: String(content.id ?? ''), name: String(content.name ?? '') })
         // Streams start tool_use with `input: {}` and send the JSON as deltas; a non-empty
         // start input (never seen, but allowed by the block shape) is passed on whole.
         const input = content.input
         if (typeof input === 'object' && input !== null && Object.keys(input).length > 0) {
           events.push({ type: 'tool-call-delta', block, argumentsDelta: JSON.stringify(input) })
+          open.input = true
         }
         break
       }
@@ -225,9 +234,9 @@ export class AnthropicStreamTranslator {
         if (open.kind === 'reasoning' && typeof delta.signature === 'string') open.signature += delta.signature
         return []
       case 'input_json_delta':
-        return open.kind === 'tool' && typeof delta.partial_json === 'string' && delta.partial_json !== ''
-          ? [{ type: 'tool-call-delta', block: open.block, argumentsDelta: delta.partial_json }]
-          : []
+        if (open.kind !== 'tool' || typeof delta.partial_json !== 'string' || delta.partial_json === '') return []
+        open.input = true
+        return [{ type: 'tool-call-delta', block: open.block, argumentsDelta: delta.partial_json }]
       default:
         return [] // citations_delta and future delta types
     }
@@ -237,7 +246,17 @@ export class AnthropicStreamTranslator {
     const open = this.blocks.get(index)
     if (open === undefined) return []
     this.blocks.delete(index)
-    return [this.endEvent(open)]
+    return this.endEvents(open)
+  }
+
+  /**
+   * A block's end. A tool call that got no argument text had the input {} (Anthropic's
+   * tool_use.input is always an object): its arguments are "{}", never the empty text a Chat
+   * Completions or Responses client cannot JSON.parse.
+   */
+  private endEvents(open: OpenBlock): ChatEvent[] {
+    if (open.kind !== 'tool' || open.input) return [this.endEvent(open)]
+    return [{ type: 'tool-call-delta', block: open.block, argumentsDelta: '{}' }, this.endEvent(open)]
   }
 
   private endEvent(open: OpenBlock): ChatEvent {
@@ -258,7 +277,7 @@ export class AnthropicStreamTranslator {
   private finish(): ChatEvent[] {
     this.done = true
     // Blocks are always stopped before message_stop; close any left open so consumers see pairs.
-    const events: ChatEvent[] = [...this.blocks.values()].sort((a, b) => a.block - b.block).map(open => this.endEvent(open))
+    const events: ChatEvent[] = [...this.blocks.values()].sort((a, b) => a.block - b.block).flatMap(open => this.endEvents(open))
     this.blocks.clear()
     const finish: ChatEvent = { type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.canonicalUsage() }
     if (this.stopReason === 'stop_sequence' && this.stopSequence !== undefined) finish.stopSequence = this.stopSequence

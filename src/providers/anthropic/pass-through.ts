@@ -146,7 +146,10 @@ export class MessagesPassThrough {
     event.count += 1
     if (delta.kind === 'text') event.textBytes += delta.bytes
     else if (delta.kind === 'reasoning') event.reasoningBytes += delta.bytes
-    else event.toolBytes += delta.bytes
+    else {
+      event.toolBytes += delta.bytes
+      this.translator.inputForwarded(delta.index)
+    }
     return event
   }
 }

@@ -70,7 +70,8 @@ export class UnsupportedRequestError extends Error {}
  *   (interleaved thinking between tool calls is verified in place); only a turn whose reasoning
  *   came after other blocks (a history from another format) has its thinking moved to the front. Reasoning without a signature (from another provider) cannot be verified by
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
- * - Empty text parts are skipped: Anthropic rejects empty text blocks.
+ * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
+ *   without non-whitespace.
  * - `user`, `seed` and hosted-tool flags are never sent. A JSON response format (json_object,
  *   json_schema) cannot be expressed without changing the answer's shape, so it is refused
  *   rather than silently dropped (issue 5: what the target cannot carry is a clear 400).
@@ -159,7 +160,10 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
 function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBlock | undefined {
   switch (part.type) {
     case 'text':
-      return part.text === '' ? undefined : { type: 'text', text: part.text }
+      // Anthropic refuses text blocks without non-whitespace. An assistant's blank text (the
+      // "\n\n" some backends write before tool calls) says nothing; a user's is theirs to send.
+      if (part.text === '' || (role === 'assistant' && part.text.trim() === '')) return undefined
+      return { type: 'text', text: part.text }
     case 'image':
       return { type: 'image', source: imageSource(part.mediaType, part.data) }
     case 'file':

@@ -148,9 +148,10 @@ export class ChunkTranslator {
     if (reasoning !== undefined) this.textual('reasoning', reasoning, out)
     const content = nonEmptyString(delta.content)
     if (content !== undefined) this.textual('text', content, out)
-    // A refusal is what the model said instead of an answer: the client must see it.
+    // A refusal is what the model said instead of an answer: the client must see it, as text
+    // where its format has no refusal field (marked, so a Chat Completions client gets `refusal`).
     const refusal = nonEmptyString(delta.refusal)
-    if (refusal !== undefined) this.textual('text', refusal, out)
+    if (refusal !== undefined) this.textual('text', refusal, out, true)
     if (Array.isArray(delta.tool_calls)) {
       delta.tool_calls.forEach((call, position) => {
         if (isRecord(call)) this.toolCallDelta(typeof call.index === 'number' ? call.index : position, call, out)
@@ -160,13 +161,14 @@ export class ChunkTranslator {
     }
   }
 
-  private textual(kind: BlockKind, delta: string, out: ChatEvent[]): void {
+  private textual(kind: BlockKind, delta: string, out: ChatEvent[], refusal = false): void {
     if (this.open?.kind !== kind) {
       this.closeOpen(out)
       this.open = { kind, block: this.nextBlock++ }
       out.push({ type: kind === 'text' ? 'text-start' : 'reasoning-start', block: this.open.block })
     }
-    out.push({ type: kind === 'text' ? 'text-delta' : 'reasoning-delta', block: this.open.block, delta })
+    if (refusal) out.push({ type: 'text-delta', block: this.open.block, delta, refusal: true })
+    else out.push({ type: kind === 'text' ? 'text-delta' : 'reasoning-delta', block: this.open.block, delta })
   }
 
   private toolCallDelta(index: number, call: Record<string, unknown>, out: ChatEvent[]): void {

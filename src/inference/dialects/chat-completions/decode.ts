@@ -75,8 +75,11 @@ function decodeMessage(message: Body['messages'][number], index: number): Messag
       if (typeof message.content === 'string') {
         if (message.content !== '') parts.push({ type: 'text', text: message.content })
       } else if (Array.isArray(message.content)) {
-        for (const part of message.content) if (part.type === 'text') parts.push({ type: 'text', text: part.text })
+        // A refusal is what the assistant said instead of an answer (as the Responses dialect reads it).
+        for (const part of message.content) parts.push({ type: 'text', text: part.type === 'text' ? part.text : part.refusal })
       }
+      // OpenAI's refused reply: content null and the refusal beside it, appended to the history as is.
+      if (message.refusal) parts.push({ type: 'text', text: message.refusal })
       for (const call of message.tool_calls ?? []) parts.push({ type: 'tool-call', callId: call.id, name: call.function.name, arguments: call.function.arguments })
       return { role: 'assistant', parts }
     }

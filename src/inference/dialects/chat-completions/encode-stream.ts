@@ -34,7 +34,8 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   push(event: ChatEvent): string[] {
     switch (event.type) {
       case 'text-delta':
-        return event.delta === '' ? [] : [this.chunk({ content: event.delta })]
+        if (event.delta === '') return []
+        return [this.chunk(event.refusal ? { refusal: event.delta } : { content: event.delta })]
       case 'reasoning-delta':
         return event.delta === '' ? [] : [this.chunk({ reasoning_content: event.delta })]
       case 'tool-call-start': {

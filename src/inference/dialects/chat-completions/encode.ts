@@ -42,7 +42,11 @@ export function usageObject(usage: Usage, serverToolUse = false) {
 
 /** A non-streamed `chat.completion` object. */
 export function encodeChatCompletion(result: ChatResult, usage: Usage, meta: ResponseMeta) {
-  const message: Record<string, unknown> = { role: 'assistant', content: result.text === '' && result.toolCalls.length > 0 ? null : result.text, refusal: null }
+  // A refusal goes in its own field, content null, as OpenAI answers it (the SDK's parse() reads it
+  // there); an answer that also had content (never seen) keeps its whole text as content.
+  const refused = result.refusal !== '' && result.refusal === result.text
+  const content = refused || (result.text === '' && result.toolCalls.length > 0) ? null : result.text
+  const message: Record<string, unknown> = { role: 'assistant', content, refusal: result.refusal === '' ? null : result.refusal }
   // Reasoning goes back the way vLLM and DeepSeek send it, so clients can replay it: every
   // visible reasoning block, joined in order. This wire has no field for signatures or redacted
   // blocks, so those do not survive a Chat Completions client (state it, never fake it).

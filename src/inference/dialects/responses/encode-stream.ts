@@ -1,7 +1,7 @@
 import type { ApiError } from '../../../http/errors'
 import type { ChatEvent, FinishReason, Usage } from '../../canonical'
 import type { ResponseMeta, StreamEncoder } from '../types'
-import { functionCallItem, itemId, messageItem, outputText, reasoningItem, responseObject, statusOf, type Echo, type ResponseStatus } from './encode'
+import { functionCallItem, itemId, messageItem, outputText, reasoningItem, refusalPart, responseObject, statusOf, type Echo, type ResponseStatus } from './encode'
 
 /** One output item of the response, opened by a canonical block. */
 interface Item {
@@ -19,6 +19,9 @@ interface Item {
   name?: string
   /** Reasoning: whether the summary part was announced (only once the upstream gave text). */
   summary?: boolean
+  /** Message: whether its content part was announced, and whether it is a refusal (told by its first delta). */
+  part?: boolean
+  refusal?: boolean
   signature?: string
   redacted?: boolean
 }
@@ -58,9 +61,15 @@ export class ResponsesStreamEncoder implements StreamEncoder {
 
   push(event: ChatEvent): string[] {
     const ended = this.ended
-    if (ended === undefined) return this.frames(event)
+    // A new block finishes the items still open before it is added (below), as the API streams
+    // items one after the other: a Chat Completions backend ends its parallel calls only at the
+    // finish. A backend that interleaves call arguments (rare) gets its late deltas written for
+    // the earlier item; the final response, built from every delta, is still right (as Messages).
+    const opens = event.type === 'text-start' || event.type === 'reasoning-start' || event.type === 'tool-call-start'
+    if (ended === undefined && !opens) return this.frames(event)
     this.ended = undefined
-    const frames = this.close(ended, 'completed')
+    const frames = ended === undefined ? [] : this.close(ended, 'completed')
+    if (opens) for (const item of this.items) if (item.open && item.kind !== 'reasoning') frames.push(...this.close(item, 'completed'))
     for (const frame of this.frames(event)) frames.push(frame)
     return frames
   }
@@ -69,16 +78,17 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     switch (event.type) {
       case 'text-start': {
         const item = this.open(event.block, 'message', 'msg')
-        return [
-          this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify({ id: item.id, type: 'message', status: 'in_progress', content: [], role: 'assistant' })}`),
-          this.event('response.content_part.added', `${item.where},"content_index":0,"part":${JSON.stringify(outputText(''))}`),
-        ]
+        // The content part is added with the first delta, which tells output_text from refusal.
+        return [this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify({ id: item.id, type: 'message', status: 'in_progress', content: [], role: 'assistant' })}`)]
       }
       case 'text-delta': {
         const item = this.byBlock.get(event.block)
         if (item === undefined || event.delta === '') return []
+        const frames = item.part === true ? [] : [this.partAdded(item, event.refusal === true)]
         item.text += event.delta
-        return [this.event('response.output_text.delta', `${item.where},"content_index":0,"delta":${JSON.stringify(event.delta)},"logprobs":[]`)]
+        const delta = JSON.stringify(event.delta)
+        frames.push(item.refusal ? this.event('response.refusal.delta', `${item.where},"content_index":0,"delta":${delta}`) : this.event('response.output_text.delta', `${item.where},"content_index":0,"delta":${delta},"logprobs":[]`))
+        return frames
       }
       case 'reasoning-start': {
         const item = this.open(event.block, 'reasoning', 'rs')
@@ -166,8 +176,10 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     const frames: string[] = []
     const text = JSON.stringify(item.text)
     if (item.kind === 'message') {
-      frames.push(this.event('response.output_text.done', `${item.where},"content_index":0,"text":${text},"logprobs":[]`))
-      frames.push(this.event('response.content_part.done', `${item.where},"content_index":0,"part":${JSON.stringify(outputText(item.text))}`))
+      if (item.part !== true) frames.push(this.partAdded(item, false))
+      if (item.refusal) frames.push(this.event('response.refusal.done', `${item.where},"content_index":0,"refusal":${text}`))
+      else frames.push(this.event('response.output_text.done', `${item.where},"content_index":0,"text":${text},"logprobs":[]`))
+      frames.push(this.event('response.content_part.done', `${item.where},"content_index":0,"part":${JSON.stringify(item.refusal ? refusalPart(item.text) : outputText(item.text))}`))
     } else if (item.kind === 'reasoning' && item.summary === true) {
       frames.push(this.event('response.reasoning_summary_text.done', `${item.where},"summary_index":0,"text":${text}`))
       frames.push(this.event('response.reasoning_summary_part.done', `${item.where},"summary_index":0,"part":{"type":"summary_text","text":${text}}`))
@@ -178,10 +190,17 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     return frames
   }
 
+  /** A message's content part, announced once. */
+  private partAdded(item: Item, refusal: boolean): string {
+    item.part = true
+    item.refusal = refusal
+    return this.event('response.content_part.added', `${item.where},"content_index":0,"part":${JSON.stringify(refusal ? refusalPart('') : outputText(''))}`)
+  }
+
   private itemObject(item: Item, status: ResponseStatus) {
     switch (item.kind) {
       case 'message':
-        return messageItem(item.id, item.text, status)
+        return messageItem(item.id, item.text, status, item.refusal === true)
       case 'reasoning':
         return reasoningItem(item.id, item.text, item.signature, item.redacted)
       case 'function_call':

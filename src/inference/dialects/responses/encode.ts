@@ -95,8 +95,13 @@ export function itemId(meta: ResponseMeta, prefix: 'msg' | 'rs' | 'fc', outputIn
   return `${prefix}_${meta.id.slice(meta.id.indexOf('_') + 1)}${outputIndex}`
 }
 
-export function messageItem(id: string, text: string, status: ResponseStatus) {
-  return { id, type: 'message', status, content: [outputText(text)], role: 'assistant' }
+/** An assistant message: its text as output_text, or (`refusal`) as the refusal part the API uses when the model declines. */
+export function messageItem(id: string, text: string, status: ResponseStatus, refusal = false) {
+  return { id, type: 'message', status, content: [refusal ? refusalPart(text) : outputText(text)], role: 'assistant' }
+}
+
+export function refusalPart(refusal: string) {
+  return { type: 'refusal', refusal }
 }
 
 export function outputText(text: string) {
@@ -152,13 +157,15 @@ function blocksOf(result: ChatResult): Block[] {
 export function encodeResponse(result: ChatResult, usage: Usage, meta: ResponseMeta, echo: Echo) {
   const { status, incomplete } = statusOf(result.finishReason)
   const blocks = blocksOf(result)
+  // An answer that is all refusal (OpenAI never mixes the two) is written as refusal parts.
+  const refused = result.refusal !== undefined && result.refusal !== '' && result.refusal === result.text
   const output = blocks.map((block, index) => {
     const itemStatus = status === 'incomplete' && index === blocks.length - 1 ? 'incomplete' : 'completed'
     switch (block.type) {
       case 'reasoning':
         return reasoningItem(itemId(meta, 'rs', index), block.text, block.signature, block.redacted)
       case 'text':
-        return messageItem(itemId(meta, 'msg', index), block.text, itemStatus)
+        return messageItem(itemId(meta, 'msg', index), block.text, itemStatus, refused)
       case 'tool-call':
         return functionCallItem(itemId(meta, 'fc', index), block, itemStatus)
     }
