@@ -88,6 +88,12 @@ describe('svc CLI', () => {
     expect(again.err).toContain('no active or expired key')
   })
 
+  test('keys revoke takes a key id in any case, as DELETE /api/v1/api-keys does', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    expect(await cliJson('keys', 'revoke', org.key_id.toUpperCase())).toEqual({ key_id: org.key_id, status: 'revoked' })
+    expect((await api('/api/v1/api-keys', org.key)).status).toBe(401)
+  })
+
   test('the last owner cannot be demoted', async () => {
     const org = await cliJson('orgs', 'create', '--name', 'Solo')
     const result = await cli('users', 'set-role', '--org', org.org_id, '--user', org.owner_user_id, '--role', 'admin')
