@@ -1,6 +1,6 @@
 import type { Config } from '../config/config'
 import { decodeSse } from '../http/sse'
-import { parseOptions, UsageError, type CliIo } from './io'
+import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
 import { storedToken } from './login'
 
 /**
@@ -9,10 +9,10 @@ import { storedToken } from './login'
  */
 export async function gatewayCredential(config: Config, values: { key?: string; url?: string }): Promise<{ key: string; url: string }> {
   const key = values.key ?? config.client.apiKey
-  if (key) return { key, url: (values.url ?? config.client.url).replace(/\/+$/, '') }
+  if (key) return { key, url: gatewayUrl(values.url, config.client.url) }
   const stored = await storedToken(config)
   if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
-  return { key: stored.token, url: (values.url ?? stored.url).replace(/\/+$/, '') }
+  return { key: stored.token, url: gatewayUrl(values.url, stored.url, 'the URL svc login stored') }
 }
 
 /**

@@ -65,6 +65,22 @@ describe('svc chat', () => {
     expect(usage.err[0]).toStartWith('usage error: --model is required')
   })
 
+  test('a --url or SVC_URL that is not an http(s) URL is a usage error naming it, on every command that takes one', async () => {
+    const cases: Array<[string[], Record<string, string>, string]> = [
+      [['chat', '--model', 'demo-anonymous', '--key', key, '--url', 'localhost:8080', 'hi'], {}, '--url must be an http(s) URL'],
+      [['chat', '--model', 'demo-anonymous', '--key', key, '--url', 'ftp://example.test', 'hi'], {}, '--url must be an http(s) URL'],
+      [['fusion', '--models', 'a,b', '--key', key, '--url', 'not a url', 'hi'], {}, '--url must be an http(s) URL'],
+      [['encrypted-chat', '--model', 'm:encrypted', '--key', key, '--url', 'gateway', 'hi'], {}, '--url must be an http(s) URL'],
+      [['login', '--url', 'notaurl'], {}, '--url must be an http(s) URL'],
+      [['chat', '--model', 'demo-anonymous', '--key', key, 'hi'], { SVC_URL: 'gateway.example:8080' }, 'SVC_URL must be an http(s) URL'],
+    ]
+    for (const [argv, extra, message] of cases) {
+      const result = capture()
+      expect(await runCli(argv, { ...env, ...extra }, result.io)).toBe(2)
+      expect(result.err[0]).toStartWith(`usage error: ${message}`)
+    }
+  })
+
   test('a stream that fails mid-way: the text so far is written, then the command fails with the in-band error', async () => {
     const upstream = await FakeUpstream.start()
     const yaml = [
