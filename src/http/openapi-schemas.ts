@@ -78,3 +78,8 @@ const RATE_LIMIT_HEADERS = {
 export function authErrors<T extends TSchema>(envelope: T) {
   return { 401: envelope, 403: envelope, 429: withHeaders(envelope, RATE_LIMIT_HEADERS), 503: envelope }
 }
+
+/** A reply documented with `Cache-Control: no-store` (balance, attestation, parsed documents: spec §4.4, §4.8, §4.9). */
+export function noStore<T extends TSchema>(schema: T) {
+  return withHeaders(schema, { 'Cache-Control': t.Literal('no-store', { description: 'Never cached: the reply is request-local or live' }) })
+}

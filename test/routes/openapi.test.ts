@@ -93,6 +93,12 @@ describe('OpenAPI description and docs', () => {
         if (cli === (name === 'GET /api/v1/rate-limits')) missing.push(`${name} oauth2 cli:inference ${cli ? 'listed' : 'missing'}`)
       }
     }
+    // Spec §4.4, §4.8, §4.9 name Cache-Control: no-store on these replies.
+    for (const name of ['GET /api/v1/billing/balance', 'GET /api/v1/attestation', 'POST /api/v1/attachments/parse']) {
+      const [method, path] = name.split(' ') as [string, string]
+      const header = spec.paths[path][method.toLowerCase()].responses['200'].headers?.['Cache-Control']
+      if (header?.schema?.const !== 'no-store') missing.push(`${name} 200 Cache-Control: no-store`)
+    }
     expect(missing).toEqual([])
     await t.close()
   })
