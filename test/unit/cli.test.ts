@@ -193,6 +193,10 @@ describe('svc CLI: billing', () => {
     expect(amount.err).toContain('already used for a top-up of 1.000000000 USD')
     expect(await cliJson('orgs', 'show', a.org_id)).toMatchObject({ prepaid_nanos: '1000000000' })
     expect(await cliJson('orgs', 'show', b.org_id)).toMatchObject({ prepaid_nanos: '0' })
+    // An empty reference (a script's unset "$PAYMENT_ID") would book every retry again.
+    const empty = await cli('credit', '--org', a.org_id, '--usd', '1', '--reference', '')
+    expect(empty.code).toBe(2)
+    expect(empty.err).toContain('--reference must not be empty')
     // The true repeat (same organization, same amount) is still applied once and reported so.
     expect(await cliJson('credit', '--org', a.org_id, '--nanos', '1000000000', '--reference', 'inv-1')).toMatchObject({ applied: false })
     expect(await cliJson('ledger', 'verify')).toEqual({ ok: true, violations: [] })
