@@ -94,7 +94,8 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   }
 
   const orgHeader = request.headers.get('x-org-id')
-  if (orgHeader !== null && orgHeader.trim() !== principal.orgId) {
+  // Organization ids are lower-case UUIDs, case-insensitive on input (RFC 9562 §4), as key ids are.
+  if (orgHeader !== null && orgHeader.trim().toLowerCase() !== principal.orgId) {
     throw new ApiError('forbidden', 'X-Org-ID does not match the organization of this credential')
   }
   if (mode === 'admin' && !hasAdminAuthority(principal)) {
