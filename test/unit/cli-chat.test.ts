@@ -37,6 +37,17 @@ describe('svc chat', () => {
     expect(err).toEqual(['[5 input tokens, 8 output tokens]'])
   })
 
+  test('--json prints one JSON object with the answer and its usage, and nothing else', async () => {
+    const { io, out, err } = capture()
+    const written: string[] = []
+    await chat(loadConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, '--json', 'hello'], io, text => written.push(text))
+    expect(written).toEqual([])
+    expect(err).toEqual([])
+    expect(out).toHaveLength(1)
+    // usage is the gateway's own usage object, as is.
+    expect(JSON.parse(out[0]!)).toMatchObject({ model: 'demo-anonymous', content: 'Hello from the demo model. You said: hello', usage: { prompt_tokens: 2, completion_tokens: 8 } })
+  })
+
   test('runCli chat exits 0; a bad key exits 1 with the 401 message; a missing model is a usage error', async () => {
     // runCli's chat writes the answer to process.stdout: capture it for the duration of the call.
     const ok = await runCliCaptured(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env)
