@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { authErrors, ErrorResponse, noStore } from '../http/openapi-schemas'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
 import type { AttestationService } from './service'
@@ -62,7 +62,7 @@ export function attestationRoutes(keys: KeyService, limits: Limits, service: Att
             'Empty or contradicting evidence, or no reachable backend: 503 `unavailable`. An unserved `signing_address`: 404. ' +
             '`Cache-Control: no-store`; nothing is persisted.',
         },
-        response: { 200: Attestation, 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
+        response: { 200: noStore(Attestation), 400: ErrorResponse, ...authErrors(ErrorResponse), 404: ErrorResponse },
       },
     )
 }

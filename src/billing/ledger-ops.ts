@@ -198,6 +198,11 @@ export function claimHolder(idempotencyKey: string): Statement {
   return statement('SELECT op_id FROM ledger_entries WHERE idempotency_key = ?', idempotencyKey)
 }
 
+/** The organization and amount of the entry an idempotency key holds (a top-up reference's booking). */
+export function claimedEntry(idempotencyKey: string): Statement {
+  return statement('SELECT org_id, amount_nanos FROM ledger_entries WHERE idempotency_key = ?', idempotencyKey)
+}
+
 /** An idempotent op's claim: its idempotency key and the op id of this attempt. */
 export interface Claim {
   readonly idempotencyKey: string

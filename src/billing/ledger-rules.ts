@@ -18,7 +18,9 @@ export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
  */
 export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos): ApiError {
   const refused = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) cannot cover this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
-  if (period === 'overall') return new ApiError('insufficient_quota', `${refused}; a request with a lower max_tokens may still fit`)
+  // No reset helps a call whose worst case exceeds the whole cap: a Retry-After would only send
+  // the client back at the window's end to be refused again.
+  if (period === 'overall' || estimate > cap) return new ApiError('insufficient_quota', `${refused}; a request with a lower max_tokens may still fit`)
   const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
   return new ApiError('insufficient_quota', `${refused}; the cap resets at ${new Date(window.endMs).toISOString()}`, undefined, { 'retry-after': String(retryAfter) })
 }

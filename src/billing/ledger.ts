@@ -6,7 +6,7 @@ import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
-import { addPrepaid, claimEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
+import { addPrepaid, claimEntry, claimedEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
@@ -172,16 +172,20 @@ export class Ledger {
     const idempotencyKey = input.reference ? `top_up:${input.reference}` : claimForRetries(this.writer)
     // A claimed top-up is retried like a settlement (its claim books it once); an unclaimed one is
     // only ever on a local database, where a failed write did not commit and the caller may retry.
-    let result: { applied: boolean }
+    let result: { applied: boolean; booked?: Record<string, unknown> }
     try {
       result =
         idempotencyKey === null
           ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, { credited: input.amount })], interpret: () => ({ applied: true }) })
-          : await submitWithRetries(this.writer, this.logger, 
+          : await submitWithRetries(this.writer, this.logger,
               idempotentOp(
                 idempotencyKey,
-                claim => [claimEntry({ ...row, opId: claim.opId, idempotencyKey }), addPrepaid(input.orgId, { credited: input.amount }, claim)],
-                outcome => ({ applied: outcome !== 'duplicate' }),
+                claim => [
+                  claimEntry({ ...row, opId: claim.opId, idempotencyKey }),
+                  addPrepaid(input.orgId, { credited: input.amount }, claim),
+                  claimedEntry(idempotencyKey),
+                ],
+                (outcome, results) => ({ applied: outcome !== 'duplicate', booked: results[2]!.rows[0] }),
               ),
               { op: 'top_up', org_id: input.orgId },
             )
@@ -193,9 +197,10 @@ export class Ledger {
       }
       throw error
     }
+    if (!result.applied) sameTopUp(input, result.booked)
     // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
     if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
-    return result
+    return { applied: result.applied }
   }
 
   /** Returns a pool's whole lease to the database (idle, shutdown). */
@@ -394,4 +399,16 @@ export class Ledger {
     reservation.state = 'settled'
     if (result.keyExpired) this.onKeyExpired(reservation.keyId)
   }
+}
+
+/**
+ * A top-up reference repeated with another organization or amount is not the same payment
+ * retried: answering "already credited" would let the second payment go unbooked unnoticed.
+ */
+function sameTopUp(input: { orgId: string; amount: Nanos; reference?: string }, booked: Record<string, unknown> | undefined): void {
+  if (booked === undefined) return
+  const orgId = String(booked.org_id)
+  const amount = BigInt(booked.amount_nanos as bigint)
+  if (orgId === input.orgId && amount === input.amount) return
+  throw new ApiError('invalid_request', `reference ${input.reference} was already used for a top-up of ${formatUsd(amount)} USD to ${orgId}; give this top-up its own reference`, 'reference')
 }

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { ApiError } from '../http/errors'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { authErrors, ErrorResponse, noStore } from '../http/openapi-schemas'
 import type { KeyService } from '../keys/service'
 import { formatNanos } from '../lib/money'
 import type { Limits } from '../limits/admission'
@@ -42,7 +42,7 @@ export function billingRoutes(keys: KeyService, limits: Limits, balance: (orgId:
     },
     {
       auth: 'admin',
-      response: { 200: BalanceResponse, 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
+      response: { 200: noStore(BalanceResponse), ...authErrors(ErrorResponse) },
       detail: {
         summary: 'Get the organization balance',
         description:

@@ -5,7 +5,7 @@ import type { DocumentsConfig } from '../config/config'
 import { authMacro } from '../http/auth'
 import { KiB, MiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
-import { ErrorResponse, JsonInteger } from '../http/openapi-schemas'
+import { authErrors, ErrorResponse, JsonInteger, noStore } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Clock } from '../lib/clock'
@@ -60,7 +60,7 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
       {
         auth: { mode: 'inference', fileBody: { limit: MAX_UPLOAD_BYTES + FRAMING_ALLOWANCE, field: 'file' } },
         body: t.Object({ file: t.File({ description: 'The document: text (UTF-8 or UTF-16), PDF, DOCX, PPTX, XLSX or XLS, at most 4 MiB' }) }),
-        response: { 200: ParsedDocument, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse },
+        response: { 200: noStore(ParsedDocument), 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse },
         detail: {
           summary: 'Extract the text of a document',
           description:

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { MiB } from '../http/body-limit'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
@@ -45,7 +45,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
           { additionalProperties: true },
         ),
         response: {
-          200: FusionResult, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse,
+          200: FusionResult, 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse,
         },
         detail: {
           summary: 'Fusion: two or three models answer, then a synthesis',

@@ -94,7 +94,8 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   }
 
   const orgHeader = request.headers.get('x-org-id')
-  if (orgHeader !== null && orgHeader.trim() !== principal.orgId) {
+  // Organization ids are lower-case UUIDs, case-insensitive on input (RFC 9562 §4), as key ids are.
+  if (orgHeader !== null && orgHeader.trim().toLowerCase() !== principal.orgId) {
     throw new ApiError('forbidden', 'X-Org-ID does not match the organization of this credential')
   }
   if (mode === 'admin' && !hasAdminAuthority(principal)) {
@@ -103,7 +104,14 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   return principal
 }
 
-const SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKeyHeader: [] }]
+const KEY_SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKeyHeader: [] }]
+// svc_cli_ tokens work wherever a key does, except on the key-only management route (above).
+const SECURITY: Record<Exclude<AuthMode, 'public'>, Array<Record<string, string[]>>> = {
+  inference: [...KEY_SECURITY, { oauth2: ['cli:inference'] }],
+  admin: [...KEY_SECURITY, { oauth2: ['cli:inference'] }],
+  management: KEY_SECURITY,
+  mcp: [{ oauth2: ['mcp:inference'] }],
+}
 
 /** The response headers the auth step adds to (Elysia's `set`). */
 type ResponseSet = { headers: Record<string, string | number> }
@@ -165,7 +173,7 @@ export function authMacro(keys: KeyService, limits: Limits) {
         return readBody?.(context)
       }
       return {
-        detail: { security: SECURITY },
+        detail: { security: SECURITY[mode] },
         // The trailing content-type name only informs OpenAPI; Elysia's macro type omits it.
         parse: (readBody ? [parse, bodyType] : [parse]) as unknown as Array<(context: { request: Request }) => Promise<unknown>>,
         async resolve({ request, set }) {

@@ -1,3 +1,4 @@
+import { withHeaders } from '@elysiajs/openapi'
 import { Type, type IntegerOptions, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 
@@ -60,3 +61,25 @@ export const AnthropicErrorResponse = t.Object(
   },
   { description: 'Error' },
 )
+
+/** What a 429 carries (spec §7, §8; src/limits/headers.ts), documented on every rate-limited route. */
+const RATE_LIMIT_HEADERS = {
+  'Retry-After': t.Integer({ minimum: 1, description: 'Whole seconds to wait before retrying' }),
+  'X-RateLimit-Limit': t.Integer({ minimum: 1, description: 'The binding bucket’s burst (also on successful responses)' }),
+  'X-RateLimit-Remaining': t.Integer({ minimum: 0, description: 'Whole requests left in that bucket' }),
+  'X-RateLimit-Reset': t.Integer({ description: 'Unix time in seconds at which that bucket is full again' }),
+}
+
+/**
+ * The answers of the auth step (src/http/auth.ts) that every authenticated route can give, in the
+ * route's error envelope: 401 bad credential, 403 X-Org-ID mismatch or no admin authority, 429
+ * with the rate-limit headers, 503 when credentials cannot be read.
+ */
+export function authErrors<T extends TSchema>(envelope: T) {
+  return { 401: envelope, 403: envelope, 429: withHeaders(envelope, RATE_LIMIT_HEADERS), 503: envelope }
+}
+
+/** A reply documented with `Cache-Control: no-store` (balance, attestation, parsed documents: spec §4.4, §4.8, §4.9). */
+export function noStore<T extends TSchema>(schema: T) {
+  return withHeaders(schema, { 'Cache-Control': t.Literal('no-store', { description: 'Never cached: the reply is request-local or live' }) })
+}

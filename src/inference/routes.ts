@@ -10,7 +10,7 @@ import { decodeChatCompletions } from './dialects/chat-completions/decode'
 import { encodeChatCompletion } from './dialects/chat-completions/encode'
 import { ChatCompletionsStreamEncoder } from './dialects/chat-completions/encode-stream'
 import { ChatCompletionResponse, ChatCompletionsBody } from './dialects/chat-completions/schema'
-import { AnthropicErrorResponse, OpenAIErrorResponse } from '../http/openapi-schemas'
+import { AnthropicErrorResponse, authErrors, OpenAIErrorResponse } from '../http/openapi-schemas'
 import { ApiError } from '../http/errors'
 import { decodeCountTokens, decodeMessages } from './dialects/messages/decode'
 import { encodeMessage } from './dialects/messages/encode'
@@ -42,7 +42,8 @@ const messages: DialectEncoder = {
   passThrough: 'messages',
 }
 
-const anthropicErrors = { 400: AnthropicErrorResponse, 401: AnthropicErrorResponse, 413: AnthropicErrorResponse, 429: AnthropicErrorResponse, 502: AnthropicErrorResponse }
+const anthropicErrors = { 400: AnthropicErrorResponse, ...authErrors(AnthropicErrorResponse), 413: AnthropicErrorResponse, 502: AnthropicErrorResponse }
+const openaiErrors = { 400: OpenAIErrorResponse, ...authErrors(OpenAIErrorResponse), 413: OpenAIErrorResponse, 502: OpenAIErrorResponse }
 
 /** Spec §4.10: Encrypted is a Chat Completions feature; the other routes refuse it, by header or by model id (before resolving it). */
 function refuseEncryptedOn(where: string, request: Request, model: string): void {
@@ -117,7 +118,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           ;(context as { body: unknown }).body = PLACEHOLDER
         },
         body: ChatCompletionsBody,
-        response: { 200: ChatCompletionResponse, 400: OpenAIErrorResponse, 401: OpenAIErrorResponse, 413: OpenAIErrorResponse, 429: OpenAIErrorResponse, 502: OpenAIErrorResponse, 503: OpenAIErrorResponse },
+        response: { 200: ChatCompletionResponse, ...openaiErrors },
         detail: {
           summary: 'Create a chat completion',
           description:
@@ -208,7 +209,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         // Spec §8: inference routes other than chat take at most 4 MiB.
         auth: { mode: 'inference', jsonBody: 4 * MiB },
         body: ResponsesBody,
-        response: { 200: ResponseObject, 400: OpenAIErrorResponse, 401: OpenAIErrorResponse, 413: OpenAIErrorResponse, 429: OpenAIErrorResponse, 502: OpenAIErrorResponse },
+        response: { 200: ResponseObject, ...openaiErrors },
         detail: {
           summary: 'Create a model response',
           description:

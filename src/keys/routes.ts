@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { KiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import type { Clock } from '../lib/clock'
 import type { Limits } from '../limits/admission'
 import type { BalanceView } from '../billing/balance'
@@ -11,7 +11,7 @@ import { CreateKeyBody, CreateKeyResponse, KeyIdParams, ListKeysResponse } from 
 import type { KeyService } from './service'
 import { keyView } from './view'
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse }
+const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse) }
 
 /** Organization key management (spec §4.1–4.3): admin credentials only. */
 export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balance: (orgId: string) => Promise<BalanceView>) {
@@ -31,7 +31,7 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
       {
         auth: { mode: 'admin', jsonBody: 16 * KiB },
         body: CreateKeyBody,
-        response: { 201: CreateKeyResponse, ...errors },
+        response: { 201: CreateKeyResponse, ...errors, 413: ErrorResponse },
         detail: {
           summary: 'Create an API key',
           description: 'Creates an organization key owned by the calling user. The secret is returned once, at `key.token`; only its SHA-256 is stored.',

@@ -7,7 +7,8 @@ import type { Limits } from './admission'
 import type { RateSnapshot } from './limiter'
 import { RateLimitsResponse } from './schema'
 
-const errors = { 401: ErrorResponse, 403: ErrorResponse, 429: ErrorResponse }
+// No 429: this route takes from no bucket (SECURITY-NOTES L10).
+const errors = { 401: ErrorResponse, 403: ErrorResponse, 503: ErrorResponse }
 
 function windowView(snapshot: RateSnapshot) {
   return {
@@ -20,8 +21,8 @@ function windowView(snapshot: RateSnapshot) {
 
 /**
  * GET /api/v1/rate-limits (spec §4.13, SECURITY-NOTES L10): the caller's request windows and
- * inference slots, for any organization key (no admin needed). It reads with `peek` only; the
- * management take for this request belongs to the auth step, like every management route.
+ * inference slots, for any organization key (no admin needed). It reads with `peek` only, and
+ * its auth step takes no management token either (`rateLimited: false`).
  */
 export function rateLimitRoutes(keys: KeyService, limits: Limits) {
   return new Elysia({ prefix: '/api/v1/rate-limits', tags: ['Rate limits'] }).use(authMacro(keys, limits)).get(
@@ -43,8 +44,8 @@ export function rateLimitRoutes(keys: KeyService, limits: Limits) {
         summary: 'Get rate limits',
         description:
           "Non-consuming snapshots of the caller's request windows (inference and management, per key and per organization) " +
-          'and of its organization’s inference concurrency. Limits are per gateway instance. Reading them takes nothing from any window ' +
-          'beyond the management request this call itself is.',
+          'and of its organization’s inference concurrency. Limits are per gateway instance. Reading them takes nothing from any window, ' +
+          'the management ones included, so this route never answers 429.',
       },
     },
   )

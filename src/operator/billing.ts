@@ -12,6 +12,8 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
     ['org'],
   )
   if ((values.usd === undefined) === (values.nanos === undefined)) throw new UsageError('give exactly one of --usd and --nanos')
+  // An empty reference would book without one, so a retried top-up would be booked again.
+  if (values.reference !== undefined && values.reference.trim() === '') throw new UsageError('--reference must not be empty (omit it for a top-up without one)')
   const amount = values.usd !== undefined ? parseUsd(values.usd) : parseNanos(values.nanos!)
   if (amount === null || amount <= 0n) {
     throw new UsageError(values.usd !== undefined ? '--usd must be a positive decimal with at most 9 decimals, e.g. 25 or 0.50' : '--nanos must be a positive integer')

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config'
 import { decodeSse } from '../http/sse'
-import { parseOptions, UsageError, type CliIo } from './io'
+import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
 import { storedToken } from './login'
 
 /**
@@ -9,10 +9,10 @@ import { storedToken } from './login'
  */
 export async function gatewayCredential(config: Config, values: { key?: string; url?: string }): Promise<{ key: string; url: string }> {
   const key = values.key ?? config.client.apiKey
-  if (key) return { key, url: (values.url ?? config.client.url).replace(/\/+$/, '') }
+  if (key) return { key, url: gatewayUrl(values.url, config.client.url) }
   const stored = await storedToken(config)
   if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
-  return { key: stored.token, url: (values.url ?? stored.url).replace(/\/+$/, '') }
+  return { key: stored.token, url: gatewayUrl(values.url, stored.url, 'the URL svc login stored') }
 }
 
 /**
@@ -40,6 +40,8 @@ export async function chat(config: Config, args: string[], io: CliIo, write: (te
     throw new Error(`HTTP ${response.status}: ${body.error?.message ?? response.statusText}`)
   }
   let usage: { prompt_tokens: number; completion_tokens: number } | undefined
+  // --json: one object at the end (as fusion and encrypted-chat print), no streamed text.
+  let content = ''
   for await (const event of decodeSse(response.body)) {
     if (event.data === '[DONE]') break
     const chunk = JSON.parse(event.data) as {
@@ -49,8 +51,15 @@ export async function chat(config: Config, args: string[], io: CliIo, write: (te
     }
     if (chunk.error) throw new Error(`the stream failed: ${chunk.error.message}`)
     const delta = chunk.choices?.[0]?.delta
-    if (delta?.content) write(delta.content)
+    if (delta?.content) {
+      if (values.json) content += delta.content
+      else write(delta.content)
+    }
     if (chunk.usage) usage = chunk.usage
+  }
+  if (values.json) {
+    io.out(JSON.stringify({ model: values.model, content, usage }))
+    return
   }
   write('\n')
   if (usage) io.err(`[${usage.prompt_tokens} input tokens, ${usage.completion_tokens} output tokens]`)

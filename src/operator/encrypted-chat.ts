@@ -1,6 +1,6 @@
 import { encryptedChat } from '../client/tee'
 import type { Config } from '../config/config'
-import { parseOptions, UsageError, type CliIo } from './io'
+import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
 
 /**
  * `svc encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream]
@@ -23,7 +23,7 @@ export async function encryptedChatCommand(config: Config, args: string[], io: C
   const stream = values['no-stream'] !== true
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
   const result = await encryptedChat({
-    baseUrl: values.url ?? config.client.url, apiKey: key, model: values.model!, algo, stream, messages,
+    baseUrl: gatewayUrl(values.url, config.client.url), apiKey: key, model: values.model!, algo, stream, messages,
     onDelta: values.json ? undefined : text => write(text),
   }).catch(error => {
     throw new Error(`encrypted chat failed: ${(error as Error).message}`)

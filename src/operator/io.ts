@@ -49,3 +49,17 @@ export function report(io: CliIo, json: boolean | undefined, data: Record<string
   if (json) io.out(JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)))
   else for (const line of lines) io.out(line)
 }
+
+/**
+ * The gateway base URL of a client command: --url, else `fallback` (SVC_URL or its default, or the
+ * URL `svc login` stored), without trailing slashes. Anything but an http(s) URL is a usage error
+ * naming where it came from, rather than a fetch failure that looks like an unreachable gateway.
+ */
+export function gatewayUrl(flag: string | undefined, fallback: string, fallbackName = 'SVC_URL'): string {
+  const [value, name] = flag !== undefined ? [flag, '--url'] : [fallback, fallbackName]
+  const parsed = URL.parse(value)
+  if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new UsageError(`${name} must be an http(s) URL such as http://localhost:8080, got "${value}"`)
+  }
+  return value.replace(/\/+$/, '')
+}

@@ -52,7 +52,8 @@ export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<v
 /** `svc keys revoke KEY_ID [--json]`: the operator may revoke any organization's key. */
 export async function keysRevoke(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(args, {}, [], 1)
-  const keyId = positionals[0]!
+  // UUIDs are case-insensitive on input (RFC 9562 §4); ids are stored in lower case.
+  const keyId = positionals[0]!.toLowerCase()
   const orgId = await deps.keys.orgOf(keyId)
   if (orgId === undefined || !(await deps.keys.revoke(orgId, keyId))) throw new ApiError('not_found', `no active or expired key ${keyId}`)
   report(io, values.json, { key_id: keyId, status: 'revoked' }, [`key ${keyId} revoked`])

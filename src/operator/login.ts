@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../config/config'
-import { parseOptions, UsageError, type CliIo } from './io'
+import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
 
 /** The client id the gateway builds in for the CLI (src/oauth/clients.ts CLI_CLIENT). */
 const CLIENT_ID = 'svc-cli'
@@ -75,7 +75,7 @@ function toLogin(url: string, tokens: Record<string, any>, now: number): StoredL
  */
 export async function login(config: Config, args: string[], io: CliIo, env: LoginEnv = realEnv): Promise<void> {
   const { values } = parseOptions(args, { url: { type: 'string' } })
-  const url = (values.url ?? config.client.url).replace(/\/+$/, '')
+  const url = gatewayUrl(values.url, config.client.url)
   const started = await postForm(`${url}/oauth/device_authorization`, { client_id: CLIENT_ID, scope: 'cli:inference' })
   if (started.status !== 200) throw new Error(`the gateway refused the sign-in: ${started.body.error_description ?? started.body.error ?? started.status}`)
   const { device_code, user_code, verification_uri, verification_uri_complete, expires_in } = started.body

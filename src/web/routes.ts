@@ -2,14 +2,14 @@ import { Elysia } from 'elysia'
 import { authMacro } from '../http/auth'
 import { KiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
 import { WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
 import type { WebService } from './service'
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse, 502: ErrorResponse, 503: ErrorResponse }
+const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse, 502: ErrorResponse }
 
 /** POST /api/v1/web/fetch and /api/v1/web/search (spec §4.6, §4.13): retrieval without a model. */
 export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {

@@ -130,6 +130,24 @@ describe('over HTTP (a billed route on the metering API)', () => {
     expect((await billed.call(key.secret, { estimate: String(E) })).status).toBe(200)
   })
 
+  test('a request whose worst case exceeds the whole daily cap gets no retry-after: waiting for the reset cannot help', async () => {
+    t = await buildPaygApp()
+    t.clock.set(Date.UTC(2026, 6, 1, 23, 0, 0))
+    const org = await t.createOrg('acme', 10n * USD)
+    const key = await createCappedKey(t, org, 'daily', E)
+    const billed = billedApp(t)
+    // Nothing spent yet: the cap itself is below this call's worst case.
+    const refused = await billed.call(key.secret, { estimate: String(2n * E) })
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBeNull()
+    const message = (await json(refused)).error.message
+    expect(message).toContain('daily spend cap')
+    expect(message).toContain('a request with a lower max_tokens may still fit')
+    expect(message).not.toContain('resets at')
+    // A call that fits the cap is still admitted.
+    expect((await billed.call(key.secret, { estimate: String(E) })).status).toBe(200)
+  })
+
   test('an overall cap refusal has no retry-after (it never resets) while the key stays active until the cap is used up', async () => {
     t = await buildPaygApp()
     const org = await t.createOrg('acme', 10n * USD)

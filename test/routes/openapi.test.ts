@@ -65,6 +65,44 @@ describe('OpenAPI description and docs', () => {
     await t.close()
   })
 
+  test("every authenticated operation documents the auth step's answers (spec §5, §7, §8)", async () => {
+    const t = await buildTestApp()
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    const missing: string[] = []
+    for (const [path, item] of Object.entries(spec.paths) as Array<[string, Record<string, any>]>) {
+      for (const [method, operation] of Object.entries(item)) {
+        const name = `${method.toUpperCase()} ${path}`
+        const schemes = (operation.security ?? []).flatMap((entry: object) => Object.keys(entry))
+        if (!schemes.includes('bearerAuth')) continue
+        const responses = operation.responses ?? {}
+        // 401 bad credential, 403 X-Org-ID mismatch or no admin authority, 503 credentials unreadable.
+        for (const status of ['401', '403', '503']) if (!responses[status]) missing.push(`${name} ${status}`)
+        // The snapshot route takes from no bucket (SECURITY-NOTES L10): it never answers 429.
+        if (name === 'GET /api/v1/rate-limits') {
+          if (responses['429']) missing.push(`${name} documents a 429 it never sends`)
+        } else {
+          const headers = Object.keys(responses['429']?.headers ?? {})
+          for (const header of ['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
+            if (!headers.includes(header)) missing.push(`${name} 429 ${header}`)
+          }
+        }
+        // Every body is read under a size cap (src/http/body-limit.ts): 413 past it.
+        if (operation.requestBody && !responses['413']) missing.push(`${name} 413`)
+        // CLI tokens (svc_cli_, cli:inference) are accepted everywhere but on the key-only snapshot route.
+        const cli = (operation.security as Array<Record<string, string[]>>).some(entry => entry.oauth2?.includes('cli:inference'))
+        if (cli === (name === 'GET /api/v1/rate-limits')) missing.push(`${name} oauth2 cli:inference ${cli ? 'listed' : 'missing'}`)
+      }
+    }
+    // Spec §4.4, §4.8, §4.9 name Cache-Control: no-store on these replies.
+    for (const name of ['GET /api/v1/billing/balance', 'GET /api/v1/attestation', 'POST /api/v1/attachments/parse']) {
+      const [method, path] = name.split(' ') as [string, string]
+      const header = spec.paths[path][method.toLowerCase()].responses['200'].headers?.['Cache-Control']
+      if (header?.schema?.const !== 'no-store') missing.push(`${name} 200 Cache-Control: no-store`)
+    }
+    expect(missing).toEqual([])
+    await t.close()
+  })
+
   test('/docs serves Swagger UI from the gateway itself, never a CDN', async () => {
     const t = await buildTestApp()
     const page = await (await t.request('GET', '/docs')).text()

@@ -49,6 +49,8 @@ export function runAuthSuite(route: AuthedRoute): void {
       expect((await send(t, { authorization: `Bearer ${org.adminKey}` })).status).toBe(route.okStatus)
       expect((await send(t, { 'x-api-key': org.adminKey })).status).toBe(route.okStatus)
       expect((await send(t, { authorization: `bearer ${org.adminKey}`, 'x-org-id': org.orgId })).status).toBe(route.okStatus)
+      // Organization ids are UUIDs, case-insensitive on input (RFC 9562 §4), as key ids are.
+      expect((await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-org-id': org.orgId.toUpperCase() })).status).toBe(route.okStatus)
     }))
 
     test('missing, malformed and unknown credentials are 401', withApp(async t => {

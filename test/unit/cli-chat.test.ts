@@ -37,6 +37,17 @@ describe('svc chat', () => {
     expect(err).toEqual(['[5 input tokens, 8 output tokens]'])
   })
 
+  test('--json prints one JSON object with the answer and its usage, and nothing else', async () => {
+    const { io, out, err } = capture()
+    const written: string[] = []
+    await chat(loadConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, '--json', 'hello'], io, text => written.push(text))
+    expect(written).toEqual([])
+    expect(err).toEqual([])
+    expect(out).toHaveLength(1)
+    // usage is the gateway's own usage object, as is.
+    expect(JSON.parse(out[0]!)).toMatchObject({ model: 'demo-anonymous', content: 'Hello from the demo model. You said: hello', usage: { prompt_tokens: 2, completion_tokens: 8 } })
+  })
+
   test('runCli chat exits 0; a bad key exits 1 with the 401 message; a missing model is a usage error', async () => {
     // runCli's chat writes the answer to process.stdout: capture it for the duration of the call.
     const ok = await runCliCaptured(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], env)
@@ -63,6 +74,22 @@ describe('svc chat', () => {
     const usage = capture()
     expect(await runCli(['chat', '--key', key, '--url', url, 'hello'], env, usage.io)).toBe(2)
     expect(usage.err[0]).toStartWith('usage error: --model is required')
+  })
+
+  test('a --url or SVC_URL that is not an http(s) URL is a usage error naming it, on every command that takes one', async () => {
+    const cases: Array<[string[], Record<string, string>, string]> = [
+      [['chat', '--model', 'demo-anonymous', '--key', key, '--url', 'localhost:8080', 'hi'], {}, '--url must be an http(s) URL'],
+      [['chat', '--model', 'demo-anonymous', '--key', key, '--url', 'ftp://example.test', 'hi'], {}, '--url must be an http(s) URL'],
+      [['fusion', '--models', 'a,b', '--key', key, '--url', 'not a url', 'hi'], {}, '--url must be an http(s) URL'],
+      [['encrypted-chat', '--model', 'm:encrypted', '--key', key, '--url', 'gateway', 'hi'], {}, '--url must be an http(s) URL'],
+      [['login', '--url', 'notaurl'], {}, '--url must be an http(s) URL'],
+      [['chat', '--model', 'demo-anonymous', '--key', key, 'hi'], { SVC_URL: 'gateway.example:8080' }, 'SVC_URL must be an http(s) URL'],
+    ]
+    for (const [argv, extra, message] of cases) {
+      const result = capture()
+      expect(await runCli(argv, { ...env, ...extra }, result.io)).toBe(2)
+      expect(result.err[0]).toStartWith(`usage error: ${message}`)
+    }
   })
 
   test('a stream that fails mid-way: the text so far is written, then the command fails with the in-band error', async () => {

@@ -88,6 +88,12 @@ describe('svc CLI', () => {
     expect(again.err).toContain('no active or expired key')
   })
 
+  test('keys revoke takes a key id in any case, as DELETE /api/v1/api-keys does', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    expect(await cliJson('keys', 'revoke', org.key_id.toUpperCase())).toEqual({ key_id: org.key_id, status: 'revoked' })
+    expect((await api('/api/v1/api-keys', org.key)).status).toBe(401)
+  })
+
   test('the last owner cannot be demoted', async () => {
     const org = await cliJson('orgs', 'create', '--name', 'Solo')
     const result = await cli('users', 'set-role', '--org', org.org_id, '--user', org.owner_user_id, '--role', 'admin')
@@ -178,6 +184,29 @@ describe('svc CLI: billing', () => {
     expect(await cliJson('ledger', 'verify')).toEqual({ ok: true, violations: [] })
     const human = await cli('orgs', 'show', org.org_id)
     expect(human.out).toContain('available:      21.750000000 USD')
+  })
+
+  test('a reference already booked for another organization or amount is refused, never reported as done', async () => {
+    const a = await cliJson('orgs', 'create', '--name', 'A', '--plan', 'payg')
+    const b = await cliJson('orgs', 'create', '--name', 'B', '--plan', 'payg')
+    await cliJson('credit', '--org', a.org_id, '--usd', '1', '--reference', 'inv-1')
+    // Another organization's payment with a colliding reference: it must not be lost silently.
+    const other = await cli('credit', '--org', b.org_id, '--usd', '1', '--reference', 'inv-1')
+    expect(other.code).toBe(1)
+    expect(other.err).toContain(`reference inv-1 was already used for a top-up of 1.000000000 USD to ${a.org_id}`)
+    // The same organization with another amount: a typo or a second payment, never "already credited".
+    const amount = await cli('credit', '--org', a.org_id, '--usd', '7', '--reference', 'inv-1')
+    expect(amount.code).toBe(1)
+    expect(amount.err).toContain('already used for a top-up of 1.000000000 USD')
+    expect(await cliJson('orgs', 'show', a.org_id)).toMatchObject({ prepaid_nanos: '1000000000' })
+    expect(await cliJson('orgs', 'show', b.org_id)).toMatchObject({ prepaid_nanos: '0' })
+    // An empty reference (a script's unset "$PAYMENT_ID") would book every retry again.
+    const empty = await cli('credit', '--org', a.org_id, '--usd', '1', '--reference', '')
+    expect(empty.code).toBe(2)
+    expect(empty.err).toContain('--reference must not be empty')
+    // The true repeat (same organization, same amount) is still applied once and reported so.
+    expect(await cliJson('credit', '--org', a.org_id, '--nanos', '1000000000', '--reference', 'inv-1')).toMatchObject({ applied: false })
+    expect(await cliJson('ledger', 'verify')).toEqual({ ok: true, violations: [] })
   })
 
   test('ledger verify exits 1 naming each violation', async () => {
