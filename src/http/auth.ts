@@ -68,6 +68,13 @@ export function credentialOf(headers: Headers): string {
  * authority. Throws ApiError (401/403); returns the principal on success.
  */
 export async function authenticate(keys: KeyService, request: Request, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
+  const principal = await identify(keys, request, mode)
+  authorize(principal, request, mode)
+  return principal
+}
+
+/** Credential → principal, or 401. */
+async function identify(keys: KeyService, request: Request, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
   const credential = credentialOf(request.headers)
   let principal: Principal
   if (credential.startsWith(MCP_PREFIX)) {
@@ -92,7 +99,11 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   } else {
     throw new ApiError('unauthorized', 'malformed credential: expected an API key starting with z_sk_')
   }
+  return principal
+}
 
+/** A known principal's right to this request: the organization header and admin authority, or 403. */
+function authorize(principal: Principal, request: Request, mode: Exclude<AuthMode, 'public'>): void {
   const orgHeader = request.headers.get('x-org-id')
   // Organization ids are lower-case UUIDs, case-insensitive on input (RFC 9562 §4), as key ids are.
   if (orgHeader !== null && orgHeader.trim().toLowerCase() !== principal.orgId) {
@@ -101,7 +112,6 @@ export async function authenticate(keys: KeyService, request: Request, mode: Exc
   if (mode === 'admin' && !hasAdminAuthority(principal)) {
     throw new ApiError('forbidden', 'this route needs an admin key (or a CLI token signed in with one) whose user is an owner or admin of the organization')
   }
-  return principal
 }
 
 const KEY_SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKeyHeader: [] }]
@@ -123,7 +133,7 @@ type ResponseSet = { headers: Record<string, string | number> }
 async function admit(keys: KeyService, limits: Limits | null, request: Request, set: ResponseSet, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
   let principal: Principal
   try {
-    principal = await authenticate(keys, request, mode)
+    principal = await identify(keys, request, mode)
   } catch (error) {
     // A key that could not be read (database unreachable) is neither valid nor invalid: 503,
     // never a 500 and never a 401 that would make clients drop a good key.
@@ -135,9 +145,13 @@ async function admit(keys: KeyService, limits: Limits | null, request: Request, 
     record.orgId = principal.orgId
     record.keyId = principal.keyId
   }
-  if (limits === null) return principal
-  const decision = mode === 'inference' ? limits.checkInference(principal) : limits.checkManagement(principal)
-  Object.assign(set.headers, rateLimitHeaders(decision))
+  // A known credential's refusals (another org's X-Org-ID, a member key on an admin route) spend
+  // from its buckets like any request: an admin route's check reads the database each time.
+  if (limits !== null) {
+    const decision = mode === 'inference' ? limits.checkInference(principal) : limits.checkManagement(principal)
+    Object.assign(set.headers, rateLimitHeaders(decision))
+  }
+  authorize(principal, request, mode)
   return principal
 }
 

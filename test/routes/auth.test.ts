@@ -15,7 +15,7 @@ const AUTHENTICATED: AuthedRoute[] = [
   { method: 'POST', path: '/api/v1/api-keys', mode: 'admin', body: { name: 'suite' }, okStatus: 201 },
   { method: 'DELETE', path: '/api/v1/api-keys/00000000-0000-7000-8000-000000000000', mode: 'admin', okStatus: 404 },
   { method: 'GET', path: '/api/v1/billing/balance', mode: 'admin', okStatus: 200 },
-  { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200 },
+  { method: 'GET', path: '/api/v1/rate-limits', mode: 'management', okStatus: 200, rateLimited: false },
   { method: 'POST', path: '/api/v1/attachments/parse', mode: 'inference', body: uploadForm(), okStatus: 200 },
   // The credential decides before the query does: a valid key reaches the "not an attested model" 400.
   { method: 'GET', path: '/api/v1/attestation?model=demo-private', mode: 'inference', okStatus: 400 },

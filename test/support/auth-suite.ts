@@ -11,14 +11,16 @@ export interface AuthedRoute {
   body?: unknown
   /** Status a valid credential gets (to prove the suite's credentials are otherwise fine). */
   okStatus: number
+  /** The route consumes no bucket (GET /api/v1/rate-limits). */
+  rateLimited?: false
 }
 
 /**
  * The shared security suite every authenticated route runs (ARCHITECTURE.md §1.8): missing,
  * malformed, unknown, revoked and expired credentials → 401; MCP tokens off /mcp → 401; CLI
  * OAuth tokens accepted on inference and admin routes (owner or admin only) but not management;
- * X-Org-ID mismatch → 403; admin routes refuse ordinary keys and demoted owners → 403;
- * cookies never authenticate.
+ * X-Org-ID mismatch → 403; admin routes refuse ordinary keys and demoted owners → 403, each
+ * spending from the credential's buckets; cookies never authenticate.
  */
 export function runAuthSuite(route: AuthedRoute): void {
   const name = `${route.method} ${route.path} auth (${route.mode})`
@@ -108,6 +110,25 @@ export function runAuthSuite(route: AuthedRoute): void {
       const other = await t.createOrg('two')
       const response = await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-org-id': other.orgId })
       expect(response.status).toBe(403)
+    }))
+
+    // A known credential's 403 is a request like any other: it spends from its buckets (an
+    // admin route's check reads the database each time), so hammering one ends in 429s.
+    if (route.rateLimited !== false) test('a refused known credential spends from its buckets', withApp(async t => {
+      const org = await t.createOrg('one')
+      const other = await t.createOrg('two')
+      const surface = route.mode === 'inference' ? 'inference' : 'management'
+      const remaining = () => t.deps.limits.snapshot({ orgId: org.orgId, keyId: org.adminKeyId })[surface].key.remaining
+      const before = remaining()
+      expect((await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-org-id': other.orgId })).status).toBe(403)
+      expect(remaining()).toBe(before - 1)
+      if (route.mode === 'admin') {
+        const plain = await t.createMember(org, 'owner', { admin: false })
+        const plainRemaining = () => t.deps.limits.snapshot({ orgId: org.orgId, keyId: plain.keyId }).management.key.remaining
+        const start = plainRemaining()
+        expect((await send(t, { authorization: `Bearer ${plain.key}` })).status).toBe(403)
+        expect(plainRemaining()).toBe(start - 1)
+      }
     }))
 
     if (route.mode === 'admin') {
