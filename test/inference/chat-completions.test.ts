@@ -259,6 +259,17 @@ describe('POST /v1/chat/completions', () => {
     ])
   })
 
+  test("the SDK's service_tier, verbosity, top_logprobs, modalities and include_obfuscation are accepted at the values honoured", async () => {
+    // As on the Responses route: the defaults a client may send explicitly are not refused as unknown fields.
+    const { client } = await setup(() => events(textReply))
+    const completion = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], service_tier: 'auto', verbosity: 'medium', top_logprobs: 0, modalities: ['text'] })
+    expect(completion.choices[0]!.message.content).toBe('Hello, world')
+    const stream = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true, include_obfuscation: false }, service_tier: 'default' })
+    let text = ''
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
+    expect(text).toBe('Hello, world')
+  })
+
   test('bad requests are clear 400s in the OpenAI envelope, and nothing is charged', async () => {
     const { client, charged } = await setup(() => events(textReply))
     const cases: Array<[Record<string, unknown>, string]> = [
@@ -273,6 +284,10 @@ describe('POST /v1/chat/completions', () => {
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x'.repeat(40_000) }] }, 'messages'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'function', function: { name: 'ghost' } } }, 'tool_choice'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], web_fetch: true }, 'tools'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], service_tier: 'flex' }, 'service_tier'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], verbosity: 'low' }, 'verbosity'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], top_logprobs: 3 }, 'top_logprobs'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'] }, 'modalities'],
     ]
     for (const [body, param] of cases) {
       const error = await client.chat.completions.create(body as never).catch(error => error)

@@ -16,6 +16,12 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
   if (body.logprobs) throw unsupported('logprobs', 'logprobs are not supported')
   if (body.presence_penalty) throw unsupported('presence_penalty', 'presence_penalty is not supported (only 0)')
   if (body.frequency_penalty) throw unsupported('frequency_penalty', 'frequency_penalty is not supported (only 0)')
+  if (body.top_logprobs) throw unsupported('top_logprobs', 'logprobs are not supported')
+  if (body.service_tier != null && body.service_tier !== 'auto' && body.service_tier !== 'default') {
+    throw unsupported('service_tier', `service_tier "${body.service_tier}" is not supported (auto or default)`)
+  }
+  if (body.verbosity != null && body.verbosity !== 'medium') throw unsupported('verbosity', `verbosity "${body.verbosity}" is not supported (only medium)`)
+  if (body.modalities?.includes('audio')) throw unsupported('modalities', 'audio output is not supported (modalities: ["text"])')
 
   const tools: FunctionTool[] = []
   let webFetch = body.web_fetch === true

@@ -110,7 +110,7 @@ export const ChatCompletionsBody = t.Object(
     model: t.String({ minLength: 1, maxLength: 256 }),
     messages: t.Array(ChatMessage, { minItems: 1 }),
     stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
-    stream_options: t.Optional(t.Union([t.Object({ include_usage: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()])),
+    stream_options: t.Optional(t.Union([t.Object({ include_usage: t.Optional(t.Boolean()), include_obfuscation: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()])),
     tools: t.Optional(t.Array(t.Union([FunctionTool, HostedTool]))),
     tool_choice: t.Optional(ToolChoice),
     parallel_tool_calls: t.Optional(t.Boolean()),
@@ -131,6 +131,11 @@ export const ChatCompletionsBody = t.Object(
     presence_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
     frequency_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
     logprobs: t.Optional(t.Union([t.Boolean(), t.Null()])),
+    top_logprobs: t.Optional(t.Union([JsonInteger({ minimum: 0, maximum: 20 }), t.Null()])),
+    // Accepted with the values the gateway honours (as on the Responses route); others are a 400 naming them.
+    service_tier: t.Optional(t.Union([t.String(), t.Null()])),
+    verbosity: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Null()])),
+    modalities: t.Optional(t.Union([t.Array(t.Union([t.Literal('text'), t.Literal('audio')])), t.Null()])),
     metadata: t.Optional(t.Union([t.Record(t.String(), t.String()), t.Null()])),
     store: t.Optional(t.Union([t.Boolean(), t.Null()])),
     // Hosted tools as body flags (spec §4.7); tool entries of the same types work too.
