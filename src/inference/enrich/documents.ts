@@ -84,7 +84,10 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput):
   }
 
   const price = chargeForUnits(files.length, documents.config.pricePerParseNanos)
-  const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId })
+  // A caller's billing key (Fusion under an Idempotency-Key) gets its own suffix: the parse units
+  // are charged once per key, apart from the chat charge that shares the caller's key.
+  const billingKey = input.billingKey === undefined ? undefined : `${input.billingKey}:doc_parse`
+  const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId, billingKey })
   try {
     const results = await mapLimited(files, FILES_IN_FLIGHT, ({ part, name }) =>
       documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: input.signal }).catch(error => {
