@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { ExtractionError } from '../../src/documents/types'
 import { ApiError } from '../../src/http/errors'
 import type { ChatRequest } from '../../src/inference/canonical'
 import { enrichDocuments, hasFileParts } from '../../src/inference/enrich/documents'
@@ -90,6 +91,37 @@ describe('enrichDocuments (canonical file parts)', () => {
     await done
     expect(most).toBe(2)
     expect(chat.messages[1]!.parts.map(part => (part as { text: string }).text.split('\n')[1])).toEqual(Array.from({ length: 7 }, (_, index) => `file ${index}`))
+  })
+
+  test('after one file fails, the rest of the request\'s files are not extracted for nothing', async () => {
+    // Before: the other lane went on extracting every remaining file for a request already refused.
+    const { deps, principal, orgId } = await setup()
+    const started: string[] = []
+    const release: Array<() => void> = []
+    deps.documents = {
+      config: t.deps.config.documents,
+      extractor: {
+        extract: async ({ filename }) => {
+          started.push(filename!)
+          if (filename === 'bad.txt') throw new ExtractionError('invalid', 'the file is damaged')
+          await new Promise<void>(resolve => release.push(resolve))
+          return { text: 'fine', documentType: 'text' }
+        },
+        stats: () => ({ workers: 2, busy: 0, queued: 0 }),
+        close: async () => {},
+      },
+    }
+    const names = ['bad.txt', ...Array.from({ length: 6 }, (_, index) => `f${index}.txt`)]
+    const chat = request(names.map(name => ({ type: 'file' as const, mediaType: 'text/plain', filename: name, data: new TextEncoder().encode(name) })))
+    const error = await enrichDocuments(deps, input(principal, chat)).then(() => undefined, error => error)
+    expect((error as ApiError).message).toMatch(/^attached file "bad.txt": the file is damaged/)
+    // Let whatever is still running finish, one job per turn.
+    for (let turn = 0; turn < 20; turn++) {
+      await Bun.sleep(0)
+      release.shift()?.()
+    }
+    expect(started).toEqual(['bad.txt', 'f0.txt'])
+    expect(await charges(orgId)).toEqual([])
   })
 
   test('a hostile file name cannot forge the delimiters', async () => {

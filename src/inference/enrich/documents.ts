@@ -22,14 +22,23 @@ type FilePart = Extract<Part, { type: 'file' }>
 // so one request cannot fill the queue and turn everyone else's uploads into 429s.
 const FILES_IN_FLIGHT = 2
 
-/** `map` with at most `limit` calls pending; results in input order; the first failure rejects. */
+/**
+ * `map` with at most `limit` calls pending; results in input order; the first failure rejects,
+ * and no lane starts another call after it (the request is refused: more work is for nothing).
+ */
 async function mapLimited<T, R>(items: T[], limit: number, call: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length)
   let next = 0
+  let failed = false
   const lane = async () => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const index = next++
-      results[index] = await call(items[index]!)
+      try {
+        results[index] = await call(items[index]!)
+      } catch (error) {
+        failed = true
+        throw error
+      }
     }
   }
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
