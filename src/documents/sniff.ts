@@ -1,3 +1,4 @@
+import { decodeText } from './text'
 import { readCentralDirectory, type ZipEntry } from './zip-guard'
 
 /** What the first bytes and the container structure say; `reject` carries the person-readable reason. */
@@ -41,9 +42,12 @@ function startsWith(bytes: Uint8Array, magic: number[], at = 0): boolean {
  */
 export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {
   if (bytes.byteLength === 0) return { kind: 'reject', message: 'the file is empty' }
-  // PDF readers accept the header anywhere in the first KiB (some files carry a preamble).
+  // PDF readers accept the header anywhere in the first KiB (some files carry a preamble). Past
+  // the first byte it only counts when the file is not plain text, or ends like a PDF: notes,
+  // scripts and logs that mention "%PDF-1.7" are text, not damaged PDFs.
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1')
-  if (/%PDF-\d/.test(head)) return { kind: 'pdf' }
+  const header = head.search(/%PDF-\d/)
+  if (header === 0 || (header > 0 && (endsLikePdf(bytes) || !decodeText(bytes).ok))) return { kind: 'pdf' }
   if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
   if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
   if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }
@@ -52,6 +56,12 @@ export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInf
     if (startsWith(bytes, magic)) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
   }
   return { kind: 'text' }
+}
+
+/** Whether the last KiB holds the `startxref` pointer every complete PDF ends with. */
+function endsLikePdf(bytes: Uint8Array): boolean {
+  const start = Math.max(0, bytes.byteLength - 1024)
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, bytes.byteLength - start).includes('startxref', 0, 'latin1')
 }
 
 function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {

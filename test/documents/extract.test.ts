@@ -87,6 +87,20 @@ describe('refusals, each with a reason a person understands', () => {
   test('text that merely mentions a PDF header stays text', async () => {
     expect((await extractDocument(new TextEncoder().encode('The magic is "%PDF-" followed by a version.'), limits)).documentType).toBe('text')
   })
+  test('text that mentions a full PDF header (with its version) after its first byte stays text; a real PDF behind a preamble is still a PDF', async () => {
+    // Before: "%PDF-1.7" anywhere in the first KiB made notes, scripts and logs "damaged PDFs".
+    for (const text of ['# Notes\nEvery PDF starts with %PDF-1.7 and ends with %%EOF.\n', 'def is_pdf(b):\n    return b.startswith(b"%PDF-1")\n']) {
+      const extraction = await extractDocument(new TextEncoder().encode(text), limits)
+      expect(extraction).toEqual({ documentType: 'text', text })
+    }
+    // Readers accept the header anywhere in the first KiB: a mail-style preamble keeps working, and
+    // cut short such a file is still named a truncated PDF. (pdf.js detaches what it reads: slice first.)
+    const pdf = await fixture('report.pdf')
+    const framed = new Uint8Array([...new TextEncoder().encode('Content-Type: application/pdf\r\n\r\n'), ...pdf])
+    const cut = framed.slice(0, 4000)
+    expect((await extractDocument(framed, limits)).documentType).toBe('pdf')
+    await refused(cut, /truncated/)
+  })
   // 80 MiB of zeros each (over the 64 MiB default cap), built once: only the refusal is timed.
   let honest: Uint8Array
   let lying: Uint8Array
