@@ -9,22 +9,28 @@ export type Sniffed =
   | { kind: 'text' }
   | { kind: 'reject'; message: string }
 
-// Formats people upload by mistake, named so the refusal says what the file is.
+// Formats people upload by mistake, named so the refusal says what the file is. These magics
+// can never begin text (invalid UTF-8 or control bytes), except RTF: 7-bit text itself, but not a
+// format we read, so it is refused by its magic whatever follows.
 const KNOWN_BINARY: Array<[number[], string]> = [
   [[0x89, 0x50, 0x4e, 0x47], 'a PNG image'],
   [[0xff, 0xd8, 0xff], 'a JPEG image'],
-  [[0x47, 0x49, 0x46, 0x38], 'a GIF image'],
-  [[0x42, 0x4d], 'a BMP image'],
   [[0x49, 0x49, 0x2a, 0x00], 'a TIFF image'],
   [[0x4d, 0x4d, 0x00, 0x2a], 'a TIFF image'],
   [[0x1f, 0x8b], 'a gzip archive'],
-  [[0x42, 0x5a, 0x68], 'a bzip2 archive'],
   [[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00], 'an xz archive'],
   [[0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c], 'a 7-Zip archive'],
-  [[0x52, 0x61, 0x72, 0x21], 'a RAR archive'],
   [[0x7f, 0x45, 0x4c, 0x46], 'an ELF executable'],
-  [[0x4d, 0x5a], 'a Windows executable'],
   [[0x7b, 0x5c, 0x72, 0x74, 0x66], 'an RTF document'],
+]
+// Magics that are plain ASCII ("BM", "MZ", "GIF8", "Rar!"): a file that starts with one but reads
+// as text is text ("BMW sales…", "MZ-2024 log"); the real formats are binary right after them.
+const ASCII_MAGIC: Array<[number[], string]> = [
+  [[0x47, 0x49, 0x46, 0x38], 'a GIF image'],
+  [[0x42, 0x4d], 'a BMP image'],
+  [[0x42, 0x5a, 0x68], 'a bzip2 archive'],
+  [[0x52, 0x61, 0x72, 0x21], 'a RAR archive'],
+  [[0x4d, 0x5a], 'a Windows executable'],
 ]
 
 const ACCEPTED = 'accepted formats are text, PDF, DOCX, PPTX, XLSX and XLS'
@@ -54,6 +60,9 @@ export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInf
   if (startsWith(bytes, [0x66, 0x74, 0x79, 0x70], 4)) return { kind: 'reject', message: `the file is an image or video (ISO media); ${ACCEPTED}` }
   for (const [magic, name] of KNOWN_BINARY) {
     if (startsWith(bytes, magic)) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
+  }
+  for (const [magic, name] of ASCII_MAGIC) {
+    if (startsWith(bytes, magic) && !decodeText(bytes).ok) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
   }
   return { kind: 'text' }
 }

@@ -101,6 +101,15 @@ describe('refusals, each with a reason a person understands', () => {
     expect((await extractDocument(framed, limits)).documentType).toBe('pdf')
     await refused(cut, /truncated/)
   })
+  test('text that happens to begin like an image, executable or archive ("BMW…", "MZ-…", "GIF89a…") is text', async () => {
+    // Before: "BMW sales" was refused as a BMP image and "MZ-2024 log" as a Windows executable.
+    for (const text of ['BMW sales by region\nQ1\t120\n', 'MZ-2024 incident log\nall clear\n', 'BM25 ranking notes', 'GIF89a is the animated variant', 'Rar! said the pirate']) {
+      expect(await extractDocument(new TextEncoder().encode(text), limits)).toEqual({ documentType: 'text', text })
+    }
+    // The real formats, binary after their magic, are still refused by name.
+    await refused(new Uint8Array([0x42, 0x4d, 0x3a, 0, 0, 0, 0, 0, 0, 0, 0x36, 0, 0, 0, 0x28, 0, 0, 0]), /BMP image/)
+    await refused(new Uint8Array([0x4d, 0x5a, 0x90, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0, 0]), /Windows executable/)
+  })
   // 80 MiB of zeros each (over the 64 MiB default cap), built once: only the refusal is timed.
   let honest: Uint8Array
   let lying: Uint8Array
