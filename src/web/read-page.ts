@@ -132,9 +132,18 @@ function sniffCharset(bytes: Uint8Array): string | undefined {
   return /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(head)?.[1]
 }
 
+/** The encoding a byte order mark names, which wins over any label (WHATWG Encoding, "decode"). */
+function bomEncoding(bytes: Uint8Array): string | undefined {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return 'utf-8'
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'utf-16le'
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'utf-16be'
+  return undefined
+}
+
 function decode(bytes: Uint8Array, charset: string | undefined): string {
   try {
-    return new TextDecoder((charset ?? 'utf-8') as 'utf-8').decode(bytes)
+    // The decoder drops a leading BOM of its own encoding.
+    return new TextDecoder((bomEncoding(bytes) ?? charset ?? 'utf-8') as 'utf-8').decode(bytes)
   } catch {
     // An unknown label: UTF-8 with replacement characters rather than a failure.
     return new TextDecoder('utf-8').decode(bytes)

@@ -333,6 +333,20 @@ describe('caps and content types', () => {
     const response = await fetchUrls(key, [`http://old.acme-web.com:${site.port}/`])
     expect((await json(response)).results[0].content).toBe('café')
   })
+
+  test('a byte order mark decides the encoding, over the header and the default (WHATWG decode)', async () => {
+    // Before: a UTF-16 text page without a charset came back as UTF-8 mojibake with NULs, and billed.
+    const { key } = await setup()
+    const pages: Record<string, Response> = {
+      '/le': new Response(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('hello from UTF-16LE', 'utf16le')]), { headers: { 'content-type': 'text/plain' } }),
+      '/be': new Response(Buffer.from([0xfe, 0xff, ...Buffer.from('<p>hello from UTF-16BE</p>', 'utf16le').swap16()]), { headers: { 'content-type': 'text/html' } }),
+      '/utf8': new Response(Buffer.from('\ufeff<p>café, says the BOM</p>'), { headers: { 'content-type': 'text/html; charset=iso-8859-1' } }),
+    }
+    const site = serve((_request, url) => pages[url.pathname]!)
+    resolver.set('bom.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, ['/le', '/be', '/utf8'].map(path => `http://bom.acme-web.com:${site.port}${path}`))
+    expect((await json(response)).results.map((result: { content: string }) => result.content)).toEqual(['hello from UTF-16LE', 'hello from UTF-16BE', 'café, says the BOM'])
+  })
 })
 
 describe('billing order and limits', () => {
