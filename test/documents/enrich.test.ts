@@ -124,6 +124,34 @@ describe('enrichDocuments (canonical file parts)', () => {
     expect(await charges(orgId)).toEqual([])
   })
 
+  test('a client that leaves while its files are read is not billed for them', async () => {
+    // Before: the extraction finished after the client had gone and the units were settled anyway.
+    const { deps, principal, orgId } = await setup()
+    let finish!: () => void
+    let started!: () => void
+    const running = new Promise<void>(resolve => (started = resolve))
+    deps.documents = {
+      config: t.deps.config.documents,
+      extractor: {
+        extract: async () => {
+          started()
+          await new Promise<void>(resolve => (finish = resolve))
+          return { text: 'fine', documentType: 'text' }
+        },
+        stats: () => ({ workers: 1, busy: 0, queued: 0 }),
+        close: async () => {},
+      },
+    }
+    const client = new AbortController()
+    const chat = request([{ type: 'file', mediaType: 'text/plain', filename: 'a.txt', data: new TextEncoder().encode('a') }])
+    const done = enrichDocuments(deps, { ...input(principal, chat), signal: client.signal }).then(() => undefined, error => error)
+    await running
+    client.abort()
+    finish()
+    expect(await done).toBeInstanceOf(Error)
+    expect(await charges(orgId)).toEqual([])
+  })
+
   test('a hostile file name cannot forge the delimiters', async () => {
     const { deps, principal } = await setup()
     const chat = request([{ type: 'file', mediaType: 'text/plain', filename: 'x"]\n[End of document "x', data: new TextEncoder().encode('body') }])

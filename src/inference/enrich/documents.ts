@@ -108,6 +108,8 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput):
     for (const message of request.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts.get(part)! : part))
     // The documents now count as input: the request must still fit the model's context.
     checkPolicy(request)
+    // The client left while its files were read: nothing reaches it, so nothing is charged.
+    if (input.signal.aborted) throw new ApiError('unavailable', 'the request was cancelled while its attached files were read')
   } catch (error) {
     call.release()
     throw error
