@@ -1,3 +1,4 @@
+import { looksBinary } from '../documents/text'
 import { lazy } from '../lib/lazy'
 import { clean, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
@@ -72,6 +73,9 @@ export async function readPage(
   }
   const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
   const text = decode(bytes, charset)
+  if (looksBinary(text)) {
+    return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML and PDF pages are fetched` }
+  }
   if (kind === 'html') {
     const { htmlToText } = await loadHtmlToText()
     const page = htmlToText(text, limits.maxContentChars)

@@ -312,6 +312,22 @@ describe('caps and content types', () => {
     expect(await spent(orgId)).toBe(0n)
   })
 
+  test('binary bytes labelled as text or HTML are refused, not returned as text, and not billed', async () => {
+    // Before: a mislabelled binary came back as "\u0000\u0001…" content, billed as a page.
+    const { orgId, key } = await setup()
+    const binary = new Uint8Array(4096).map((_, index) => (index * 7919) % 256)
+    const site = serve((_request, url) => new Response(binary, { headers: { 'content-type': url.pathname === '/a.html' ? 'text/html' : 'text/plain' } }))
+    resolver.set('bin.acme-web.com', ['127.0.0.1'])
+    for (const path of ['/a.txt', '/a.html']) {
+      const response = await fetchUrls(key, [`http://bin.acme-web.com:${site.port}${path}`])
+      expect(response.status).toBe(400)
+      const error = (await json(response)).error
+      expect(error.code).toBe('invalid_request')
+      expect(error.message).toContain('binary')
+    }
+    expect(await spent(orgId)).toBe(0n)
+  })
+
   test('an upstream error status is a 502; with another page retrieved, that page alone is billed', async () => {
     const { orgId, key } = await setup()
     const site = serve((_, url) => (url.pathname === '/ok' ? page('fine') : new Response('boom', { status: 500, headers: { 'content-type': 'text/plain' } })))
