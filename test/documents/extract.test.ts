@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, plainZip, PNG } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -83,6 +83,10 @@ describe('refusals, each with a reason a person understands', () => {
   test('a truncated XLS', async () => {
     const xls = await fixture('sheets.xls')
     await refused(xls.slice(0, 1500), /not a readable Excel workbook/)
+  })
+  test('a password-protected XLS is named as encrypted, not as an unreadable legacy file', async () => {
+    // Before: "not a readable Excel workbook; legacy .doc and .ppt are not supported".
+    await refused(await passwordProtectedXls(), /the Excel workbook is encrypted \(password protected\)/)
   })
   test('text that merely mentions a PDF header stays text', async () => {
     expect((await extractDocument(new TextEncoder().encode('The magic is "%PDF-" followed by a version.'), limits)).documentType).toBe('text')
