@@ -88,6 +88,12 @@ describe('refusals, each with a reason a person understands', () => {
     // Before: "not a readable Excel workbook; legacy .doc and .ppt are not supported".
     await refused(await passwordProtectedXls(), /the Excel workbook is encrypted \(password protected\)/)
   })
+  test('a terminal log with ANSI colour codes is UTF-8 text, not binary', async () => {
+    // Before: the escape bytes counted as binary control characters, and the log was refused as "not UTF-8 text".
+    const line = (index: number) => `\x1b[32m✓\x1b[0m test ${index} passed \x1b[2m(3ms)\x1b[0m\n`
+    const log = Array.from({ length: 50 }, (_, index) => line(index)).join('') + '\x1b[31m✗ test 51 failed\x1b[0m\n'
+    expect(await extractDocument(new TextEncoder().encode(log), limits)).toEqual({ documentType: 'text', text: log })
+  })
   test('text that merely mentions a PDF header stays text', async () => {
     expect((await extractDocument(new TextEncoder().encode('The magic is "%PDF-" followed by a version.'), limits)).documentType).toBe('text')
   })
