@@ -94,7 +94,7 @@ export async function readPage(
  * The body up to `maxBytes` (after decompression): a longer page is cut there, not refused, so a
  * compression bomb or an endless stream costs at most the cap.
  */
-async function readCapped(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+export async function readCapped(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
   if (!response.body) return new Uint8Array()
   const reader = response.body.getReader()
   const parts: Uint8Array[] = []
