@@ -57,10 +57,15 @@ function displayName(part: FilePart, ordinal: number): string {
   return name === '' ? `attachment ${ordinal}` : name
 }
 
-/** The text part the model sees instead of the file: delimited, naming the file and its type. */
+/**
+ * The text part the model sees instead of the file: delimited, naming the file and its type. The
+ * text's own copies of the end marker are removed, so a hostile document cannot close its section
+ * early and write what reads as coming after it.
+ */
 function documentText(name: string, documentType: string, text: string): string {
-  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text
-  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${body}\n[End of document "${name}"]`
+  const end = `[End of document "${name}"]`
+  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text.replaceAll(end, '')
+  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${body}\n${end}`
 }
 
 /**
