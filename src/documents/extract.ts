@@ -58,6 +58,10 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         return { text: extractXls(bytes, limits.maxTextBytes), documentType: 'xls' }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        // SheetJS's words for a FILEPASS record (any of Excel's password schemes).
+        if (/password-protected/i.test((error as Error).message ?? '')) {
+          throw invalid('the Excel workbook is encrypted (password protected); remove the password and send it again')
+        }
         throw invalid('the file is a legacy Office file (OLE2) that is not a readable Excel workbook; legacy .doc and .ppt are not supported, save them as DOCX or PPTX')
       }
     }

@@ -32,7 +32,8 @@ export function tokenEstimate(text: string): number {
 /**
  * POST /api/v1/attachments/parse (spec §4.8): one multipart `file`, capped at 4 MiB while read;
  * funding and the key's spend cap are checked (one document-parse unit reserved) before any
- * extraction; a successful parse settles that unit, a failed one releases it. Nothing is stored.
+ * extraction; a successful parse settles that unit, a failed one (or one whose client has left)
+ * releases it. Nothing is stored.
  */
 export function documentRoutes(keys: KeyService, limits: Limits, deps: { metering: Metering; extractor: ExtractorPool; config: DocumentsConfig; clock: Clock }) {
   return new Elysia({ prefix: '/api/v1/attachments', tags: ['Documents'] })
@@ -52,6 +53,11 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
         } catch (error) {
           call.release()
           throw extractionApiError(error, { queueSize: deps.config.queueSize, nowMs: deps.clock.now(), param: 'file' })
+        }
+        if (request.signal.aborted) {
+          // The client left before its text was ready: nothing is delivered, so nothing is charged.
+          call.release()
+          throw new ApiError('unavailable', 'the request was cancelled before the document was read', 'file')
         }
         await call.settle(price)
         set.headers['cache-control'] = 'no-store'

@@ -1,3 +1,4 @@
+import { decodeText } from './text'
 import { readCentralDirectory, type ZipEntry } from './zip-guard'
 
 /** What the first bytes and the container structure say; `reject` carries the person-readable reason. */
@@ -8,22 +9,28 @@ export type Sniffed =
   | { kind: 'text' }
   | { kind: 'reject'; message: string }
 
-// Formats people upload by mistake, named so the refusal says what the file is.
+// Formats people upload by mistake, named so the refusal says what the file is. These magics
+// can never begin text (invalid UTF-8 or control bytes), except RTF: 7-bit text itself, but not a
+// format we read, so it is refused by its magic whatever follows.
 const KNOWN_BINARY: Array<[number[], string]> = [
   [[0x89, 0x50, 0x4e, 0x47], 'a PNG image'],
   [[0xff, 0xd8, 0xff], 'a JPEG image'],
-  [[0x47, 0x49, 0x46, 0x38], 'a GIF image'],
-  [[0x42, 0x4d], 'a BMP image'],
   [[0x49, 0x49, 0x2a, 0x00], 'a TIFF image'],
   [[0x4d, 0x4d, 0x00, 0x2a], 'a TIFF image'],
   [[0x1f, 0x8b], 'a gzip archive'],
-  [[0x42, 0x5a, 0x68], 'a bzip2 archive'],
   [[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00], 'an xz archive'],
   [[0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c], 'a 7-Zip archive'],
-  [[0x52, 0x61, 0x72, 0x21], 'a RAR archive'],
   [[0x7f, 0x45, 0x4c, 0x46], 'an ELF executable'],
-  [[0x4d, 0x5a], 'a Windows executable'],
   [[0x7b, 0x5c, 0x72, 0x74, 0x66], 'an RTF document'],
+]
+// Magics that are plain ASCII ("BM", "MZ", "GIF8", "Rar!"): a file that starts with one but reads
+// as text is text ("BMW sales…", "MZ-2024 log"); the real formats are binary right after them.
+const ASCII_MAGIC: Array<[number[], string]> = [
+  [[0x47, 0x49, 0x46, 0x38], 'a GIF image'],
+  [[0x42, 0x4d], 'a BMP image'],
+  [[0x42, 0x5a, 0x68], 'a bzip2 archive'],
+  [[0x52, 0x61, 0x72, 0x21], 'a RAR archive'],
+  [[0x4d, 0x5a], 'a Windows executable'],
 ]
 
 const ACCEPTED = 'accepted formats are text, PDF, DOCX, PPTX, XLSX and XLS'
@@ -41,9 +48,12 @@ function startsWith(bytes: Uint8Array, magic: number[], at = 0): boolean {
  */
 export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {
   if (bytes.byteLength === 0) return { kind: 'reject', message: 'the file is empty' }
-  // PDF readers accept the header anywhere in the first KiB (some files carry a preamble).
+  // PDF readers accept the header anywhere in the first KiB (some files carry a preamble). Past
+  // the first byte it only counts when the file is not plain text, or ends like a PDF: notes,
+  // scripts and logs that mention "%PDF-1.7" are text, not damaged PDFs.
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1')
-  if (/%PDF-\d/.test(head)) return { kind: 'pdf' }
+  const header = head.search(/%PDF-\d/)
+  if (header === 0 || (header > 0 && (endsLikePdf(bytes) || !decodeText(bytes).ok))) return { kind: 'pdf' }
   if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
   if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
   if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }
@@ -51,7 +61,16 @@ export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInf
   for (const [magic, name] of KNOWN_BINARY) {
     if (startsWith(bytes, magic)) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
   }
+  for (const [magic, name] of ASCII_MAGIC) {
+    if (startsWith(bytes, magic) && !decodeText(bytes).ok) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
+  }
   return { kind: 'text' }
+}
+
+/** Whether the last KiB holds the `startxref` pointer every complete PDF ends with. */
+function endsLikePdf(bytes: Uint8Array): boolean {
+  const start = Math.max(0, bytes.byteLength - 1024)
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, bytes.byteLength - start).includes('startxref', 0, 'latin1')
 }
 
 function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {

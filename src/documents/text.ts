@@ -33,14 +33,18 @@ function utf16WithoutBom(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined
   return undefined
 }
 
-/** Control characters other than tab, newline, carriage return and form feed mark binary data. */
-function looksBinary(text: string): boolean {
+/**
+ * Control characters other than tab, newline, carriage return, form feed and escape (terminal
+ * logs carry ANSI colour codes) mark binary data (also used by the web fetch, for binary bytes
+ * a server labels as text).
+ */
+export function looksBinary(text: string): boolean {
   let control = 0
   const length = Math.min(text.length, 8192)
   for (let index = 0; index < length; index++) {
     const code = text.charCodeAt(index)
     if (code === 0) return true
-    if (code < 32 && code !== 9 && code !== 10 && code !== 12 && code !== 13) control++
+    if (code < 32 && code !== 9 && code !== 10 && code !== 12 && code !== 13 && code !== 27) control++
   }
   return control > length * 0.02
 }

@@ -34,5 +34,7 @@ export function fusionBillingKeys(idempotencyKey: string, orgId: string, request
   return {
     participant: (modelId: string) => `${base}:participant:${modelId}`,
     judge: `${base}:judge:${judgeId}`,
+    /** The run's attached documents, extracted once before the parts (service.ts extractOnce). */
+    documents: `${base}:documents`,
   }
 }

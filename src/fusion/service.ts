@@ -135,8 +135,8 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
     if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judge.id}: ${error.message}`, 'judge')
     throw error
   }
-  if (hasFileParts(judged)) await extractOnce(deps.pipeline, input, judged, chats)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
+  if (hasFileParts(judged)) await extractOnce(deps.pipeline, input, judged, chats, billingKeys?.documents)
   return { input, participants, judge, chats, refused, conversation, billingKeys }
 }
 
@@ -145,11 +145,12 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
  * whole run instead of once by every participant and again by the judge (QA: one file in a
  * three-model Fusion was four units). The judge's conversation is enriched in place, and each
  * participant's file parts (the same files, in the same order) become the same text parts.
+ * Under an Idempotency-Key the parse units get a billing key too, so a repeat pays for them once.
  */
-async function extractOnce(pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[]): Promise<void> {
+async function extractOnce(pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[], billingKey: string | undefined): Promise<void> {
   const files: Array<{ message: number; part: number }> = []
   judged.messages.forEach((message, index) => message.parts.forEach((part, at) => part.type === 'file' && files.push({ message: index, part: at })))
-  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal })
+  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal, billingKey })
   const texts = files.map(({ message, part }) => judged.messages[message]!.parts[part]!)
   for (const chat of chats) {
     let next = 0

@@ -1,3 +1,4 @@
+import { looksBinary } from '../documents/text'
 import { lazy } from '../lib/lazy'
 import { clean, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
@@ -72,6 +73,9 @@ export async function readPage(
   }
   const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
   const text = decode(bytes, charset)
+  if (looksBinary(text)) {
+    return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML and PDF pages are fetched` }
+  }
   if (kind === 'html') {
     const { htmlToText } = await loadHtmlToText()
     const page = htmlToText(text, limits.maxContentChars)
@@ -90,7 +94,7 @@ export async function readPage(
  * The body up to `maxBytes` (after decompression): a longer page is cut there, not refused, so a
  * compression bomb or an endless stream costs at most the cap.
  */
-async function readCapped(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+export async function readCapped(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
   if (!response.body) return new Uint8Array()
   const reader = response.body.getReader()
   const parts: Uint8Array[] = []
@@ -132,9 +136,18 @@ function sniffCharset(bytes: Uint8Array): string | undefined {
   return /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(head)?.[1]
 }
 
+/** The encoding a byte order mark names, which wins over any label (WHATWG Encoding, "decode"). */
+function bomEncoding(bytes: Uint8Array): string | undefined {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return 'utf-8'
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'utf-16le'
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'utf-16be'
+  return undefined
+}
+
 function decode(bytes: Uint8Array, charset: string | undefined): string {
   try {
-    return new TextDecoder((charset ?? 'utf-8') as 'utf-8').decode(bytes)
+    // The decoder drops a leading BOM of its own encoding.
+    return new TextDecoder((bomEncoding(bytes) ?? charset ?? 'utf-8') as 'utf-8').decode(bytes)
   } catch {
     // An unknown label: UTF-8 with replacement characters rather than a failure.
     return new TextDecoder('utf-8').decode(bytes)

@@ -1,3 +1,5 @@
+import { readCapped } from './read-page'
+
 /** One web search as the API takes it (POST /api/v1/web/search), backend-neutral. */
 export interface SearchQuery {
   query: string
@@ -54,16 +56,23 @@ export function hostOf(url: string): string {
   }
 }
 
-/** GET a backend's JSON within its deadline: parsed body, or a failure message. */
+// A page of at most 20 results is tens of KiB; anything near this is not a search answer.
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+/** GET a backend's JSON within its deadline and size cap: parsed body, or a failure message. */
 export async function getJson(url: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, backend: string): Promise<{ ok: true; body: unknown } | { ok: false; message: string }> {
   const deadline = AbortSignal.timeout(timeoutMs)
   try {
-    const response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.any([signal, deadline]), redirect: 'error' })
+    const combined = AbortSignal.any([signal, deadline])
+    const response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: combined, redirect: 'error' })
     if (!response.ok) {
       await response.body?.cancel()
       return { ok: false, message: `the ${backend} search backend answered HTTP ${response.status}` }
     }
-    const text = await response.text()
+    // Read one byte past the cap, so an answer that reaches it is refused rather than cut.
+    const bytes = await readCapped(response, MAX_ANSWER_BYTES + 1, combined)
+    if (bytes.byteLength > MAX_ANSWER_BYTES) return { ok: false, message: `the ${backend} search backend answered more than ${MAX_ANSWER_BYTES} bytes` }
+    const text = new TextDecoder().decode(bytes)
     try {
       return { ok: true, body: JSON.parse(text) }
     } catch {

@@ -83,6 +83,18 @@ describe('Chat Completions with file parts', () => {
     expect(JSON.stringify(upstream.onlyRequest().body)).toContain('[Slide 1]\\nSlide one: Über uns')
   })
 
+  test('a data URL with media type parameters (RFC 2397: ;charset=…, ;name=…) is read, as on Responses', async () => {
+    // Before: Chat Completions refused "data:text/plain;charset=utf-8;base64,…" that Responses accepted.
+    upstream.enqueue({ kind: 'sse', body: openAIWire.stream(turn) })
+    const notes = Buffer.from('Genève office notes').toString('base64')
+    await client.chat.completions.create({
+      model: 'reader',
+      messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: `data:text/plain;charset=utf-8;base64,${notes}`, filename: 'notes.txt' } }] }],
+    })
+    expect(JSON.stringify(upstream.onlyRequest().body)).toContain('Genève office notes')
+    expect(await parseCharges()).toEqual([PRICE_PER_PARSE])
+  })
+
   test('refusals are 400 before the upstream is called, and charge nothing', async () => {
     const refusal = async (content: OpenAI.ChatCompletionContentPart[], model = 'reader'): Promise<string> => {
       const error = await client.chat.completions.create({ model, messages: [{ role: 'user', content }] }).then(() => undefined, error => error)

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, plainZip, PNG } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -84,8 +84,41 @@ describe('refusals, each with a reason a person understands', () => {
     const xls = await fixture('sheets.xls')
     await refused(xls.slice(0, 1500), /not a readable Excel workbook/)
   })
+  test('a password-protected XLS is named as encrypted, not as an unreadable legacy file', async () => {
+    // Before: "not a readable Excel workbook; legacy .doc and .ppt are not supported".
+    await refused(await passwordProtectedXls(), /the Excel workbook is encrypted \(password protected\)/)
+  })
+  test('a terminal log with ANSI colour codes is UTF-8 text, not binary', async () => {
+    // Before: the escape bytes counted as binary control characters, and the log was refused as "not UTF-8 text".
+    const line = (index: number) => `\x1b[32m✓\x1b[0m test ${index} passed \x1b[2m(3ms)\x1b[0m\n`
+    const log = Array.from({ length: 50 }, (_, index) => line(index)).join('') + '\x1b[31m✗ test 51 failed\x1b[0m\n'
+    expect(await extractDocument(new TextEncoder().encode(log), limits)).toEqual({ documentType: 'text', text: log })
+  })
   test('text that merely mentions a PDF header stays text', async () => {
     expect((await extractDocument(new TextEncoder().encode('The magic is "%PDF-" followed by a version.'), limits)).documentType).toBe('text')
+  })
+  test('text that mentions a full PDF header (with its version) after its first byte stays text; a real PDF behind a preamble is still a PDF', async () => {
+    // Before: "%PDF-1.7" anywhere in the first KiB made notes, scripts and logs "damaged PDFs".
+    for (const text of ['# Notes\nEvery PDF starts with %PDF-1.7 and ends with %%EOF.\n', 'def is_pdf(b):\n    return b.startswith(b"%PDF-1")\n']) {
+      const extraction = await extractDocument(new TextEncoder().encode(text), limits)
+      expect(extraction).toEqual({ documentType: 'text', text })
+    }
+    // Readers accept the header anywhere in the first KiB: a mail-style preamble keeps working, and
+    // cut short such a file is still named a truncated PDF. (pdf.js detaches what it reads: slice first.)
+    const pdf = await fixture('report.pdf')
+    const framed = new Uint8Array([...new TextEncoder().encode('Content-Type: application/pdf\r\n\r\n'), ...pdf])
+    const cut = framed.slice(0, 4000)
+    expect((await extractDocument(framed, limits)).documentType).toBe('pdf')
+    await refused(cut, /truncated/)
+  })
+  test('text that happens to begin like an image, executable or archive ("BMW…", "MZ-…", "GIF89a…") is text', async () => {
+    // Before: "BMW sales" was refused as a BMP image and "MZ-2024 log" as a Windows executable.
+    for (const text of ['BMW sales by region\nQ1\t120\n', 'MZ-2024 incident log\nall clear\n', 'BM25 ranking notes', 'GIF89a is the animated variant', 'Rar! said the pirate']) {
+      expect(await extractDocument(new TextEncoder().encode(text), limits)).toEqual({ documentType: 'text', text })
+    }
+    // The real formats, binary after their magic, are still refused by name.
+    await refused(new Uint8Array([0x42, 0x4d, 0x3a, 0, 0, 0, 0, 0, 0, 0, 0x36, 0, 0, 0, 0x28, 0, 0, 0]), /BMP image/)
+    await refused(new Uint8Array([0x4d, 0x5a, 0x90, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0, 0]), /Windows executable/)
   })
   // 80 MiB of zeros each (over the 64 MiB default cap), built once: only the refusal is timed.
   let honest: Uint8Array

@@ -134,3 +134,21 @@ export function nestedContentStreamPdf(depth = 200_000): Uint8Array {
   ]
   return new TextEncoder().encode(`%PDF-1.4\n${objects.join('\n')}\ntrailer << /Root 1 0 R >>\n%%EOF\n`)
 }
+
+/**
+ * A legacy XLS whose workbook stream carries a FILEPASS record right after its BOF, as Excel
+ * writes for a password-protected file (XOR obfuscation here; SheetJS refuses every kind alike).
+ */
+export async function passwordProtectedXls(): Promise<Uint8Array> {
+  const XLSX = await import('@e965/xlsx')
+  const book = XLSX.utils.book_new()
+  XLSX.utils.book_append_sheet(book, XLSX.utils.aoa_to_sheet([['secret', 1]]), 'S')
+  const container = XLSX.CFB.read(new Uint8Array(XLSX.write(book, { bookType: 'biff8', type: 'array' })), { type: 'array' })
+  const workbook = XLSX.CFB.find(container, 'Workbook')!
+  const stream = Buffer.from(workbook.content as Uint8Array)
+  const afterBof = 4 + stream.readUInt16LE(2)
+  const filePass = Buffer.from([0x2f, 0x00, 0x06, 0x00, 0x00, 0x00, 0x34, 0x12, 0x78, 0x56])
+  workbook.content = Buffer.concat([stream.subarray(0, afterBof), filePass, stream.subarray(afterBof)])
+  workbook.size = workbook.content.length
+  return new Uint8Array(XLSX.CFB.write(container, { type: 'array' }) as ArrayBuffer)
+}

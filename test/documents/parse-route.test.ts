@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { ExtractionError, type ExtractorPool } from '../../src/documents/types'
 import { parseCharges as documentCharges } from '../support/documents'
 import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { verifyClean } from '../ledger/fixtures'
 import { fixture, honestZipBomb, lyingZipBomb, plainZip, PNG } from './hostile'
 
 // POST /api/v1/attachments/parse through app.handle with the real worker pool (spec §4.8).
@@ -198,6 +199,35 @@ describe('POST /api/v1/attachments/parse', () => {
       expect((await json(overCap)).error.code).toBe('insufficient_quota')
       expect(t.deps.extractor.stats().workers).toBe(0)
       expect(await parseCharges(funded.orgId)).toEqual([])
+    })
+
+    test('a client that leaves before its document is read is not billed for it', async () => {
+      // Before: the extraction finished after the client had gone and the unit was settled anyway.
+      let finish!: () => void
+      let started!: () => void
+      const running = new Promise<void>(resolve => (started = resolve))
+      const fake: ExtractorPool = {
+        extract: async () => {
+          started()
+          await new Promise<void>(resolve => (finish = resolve))
+          return { text: 'done', documentType: 'text' }
+        },
+        stats: () => ({ workers: 1, busy: 0, queued: 0 }),
+        close: async () => {},
+      }
+      t = await buildTestApp({}, undefined, { extractor: fake })
+      const org = await t.createOrg()
+      const client = new AbortController()
+      const request = new Request('http://localhost/api/v1/attachments/parse', {
+        method: 'POST', headers: { authorization: `Bearer ${org.adminKey}` }, body: form(['file', new Blob(['hello']), 'a.txt']), signal: client.signal,
+      })
+      const answered = t.app.handle(request)
+      await running
+      client.abort()
+      finish()
+      await answered.catch(() => undefined)
+      expect(await parseCharges(org.orgId)).toEqual([])
+      await verifyClean(t)
     })
 
     test('a full extractor queue is 429 rate_limited with Retry-After; a timeout is 503; neither is billed', async () => {

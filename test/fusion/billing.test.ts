@@ -180,4 +180,24 @@ describe('attached documents', () => {
     }
     await verifyClean(h.t)
   })
+
+  test('under an Idempotency-Key a repeated request extracts again but pays for its document once', async () => {
+    // Before: the parts were billed once, the attached file again on every repeat.
+    h = await buildFusionHarness()
+    const file = `data:text/plain;base64,${Buffer.from('Quarterly notes: Zürich office opens in May.').toString('base64')}`
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: file, filename: 'notes.txt' } }] }]
+    const send = (key: string) => h.fusion({ models: ['a', 'b'], messages }, { headers: { 'idempotency-key': key } })
+    for (let run = 0; run < 3; run++) {
+      for (const upstream of [h.a, h.b]) upstream.enqueue(answer('Noted.', USAGE))
+      h.judge.enqueue(answer('All noted.', JUDGE_USAGE))
+    }
+    expect((await json(await send('0f8fad5b-d9cb-469f-a165-70867728950e'))).status).toBe('complete')
+    expect((await json(await send('0f8fad5b-d9cb-469f-a165-70867728950e'))).status).toBe('complete')
+    const price = h.t.deps.config.documents.pricePerParseNanos
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([price])
+    // Another key is another request: its document is billed.
+    expect((await json(await send('7c9e6679-7425-40de-944b-e07fc1f90ae7'))).status).toBe('complete')
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([price, price])
+    await verifyClean(h.t)
+  })
 })

@@ -312,6 +312,22 @@ describe('caps and content types', () => {
     expect(await spent(orgId)).toBe(0n)
   })
 
+  test('binary bytes labelled as text or HTML are refused, not returned as text, and not billed', async () => {
+    // Before: a mislabelled binary came back as "\u0000\u0001…" content, billed as a page.
+    const { orgId, key } = await setup()
+    const binary = new Uint8Array(4096).map((_, index) => (index * 7919) % 256)
+    const site = serve((_request, url) => new Response(binary, { headers: { 'content-type': url.pathname === '/a.html' ? 'text/html' : 'text/plain' } }))
+    resolver.set('bin.acme-web.com', ['127.0.0.1'])
+    for (const path of ['/a.txt', '/a.html']) {
+      const response = await fetchUrls(key, [`http://bin.acme-web.com:${site.port}${path}`])
+      expect(response.status).toBe(400)
+      const error = (await json(response)).error
+      expect(error.code).toBe('invalid_request')
+      expect(error.message).toContain('binary')
+    }
+    expect(await spent(orgId)).toBe(0n)
+  })
+
   test('an upstream error status is a 502; with another page retrieved, that page alone is billed', async () => {
     const { orgId, key } = await setup()
     const site = serve((_, url) => (url.pathname === '/ok' ? page('fine') : new Response('boom', { status: 500, headers: { 'content-type': 'text/plain' } })))
@@ -332,6 +348,20 @@ describe('caps and content types', () => {
     resolver.set('old.acme-web.com', ['127.0.0.1'])
     const response = await fetchUrls(key, [`http://old.acme-web.com:${site.port}/`])
     expect((await json(response)).results[0].content).toBe('café')
+  })
+
+  test('a byte order mark decides the encoding, over the header and the default (WHATWG decode)', async () => {
+    // Before: a UTF-16 text page without a charset came back as UTF-8 mojibake with NULs, and billed.
+    const { key } = await setup()
+    const pages: Record<string, Response> = {
+      '/le': new Response(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('hello from UTF-16LE', 'utf16le')]), { headers: { 'content-type': 'text/plain' } }),
+      '/be': new Response(Buffer.from([0xfe, 0xff, ...Buffer.from('<p>hello from UTF-16BE</p>', 'utf16le').swap16()]), { headers: { 'content-type': 'text/html' } }),
+      '/utf8': new Response(Buffer.from('\ufeff<p>café, says the BOM</p>'), { headers: { 'content-type': 'text/html; charset=iso-8859-1' } }),
+    }
+    const site = serve((_request, url) => pages[url.pathname]!)
+    resolver.set('bom.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, ['/le', '/be', '/utf8'].map(path => `http://bom.acme-web.com:${site.port}${path}`))
+    expect((await json(response)).results.map((result: { content: string }) => result.content)).toEqual(['hello from UTF-16LE', 'hello from UTF-16BE', 'café, says the BOM'])
   })
 })
 

@@ -158,6 +158,8 @@ describe('POST /api/v1/web/search', () => {
     ['a 429 from the engine', () => new Response('{}', { status: 429 }), 'HTTP 429'],
     ['a body that is not JSON', () => new Response('<html>', { status: 200 }), 'not JSON'],
     ['JSON without results', () => Response.json({ query: 'x' }), 'without a results list'],
+    // Before: any body was buffered whole (response.text()), so a backend could fill the gateway's memory.
+    ['a body over the size cap', () => Response.json({ results: [{ url: 'https://a.com/', title: 'a', content: 'x'.repeat(6 * 1024 * 1024) }] }), 'more than'],
   ])('a backend failing with %s is a 502 that bills nothing', async (_, answer, fragment) => {
     const backend = fakeBackend(answer)
     const { orgId, key } = await setup(`{ backend: searxng, base_url: "${backend.base}" }`)

@@ -22,14 +22,23 @@ type FilePart = Extract<Part, { type: 'file' }>
 // so one request cannot fill the queue and turn everyone else's uploads into 429s.
 const FILES_IN_FLIGHT = 2
 
-/** `map` with at most `limit` calls pending; results in input order; the first failure rejects. */
+/**
+ * `map` with at most `limit` calls pending; results in input order; the first failure rejects,
+ * and no lane starts another call after it (the request is refused: more work is for nothing).
+ */
 async function mapLimited<T, R>(items: T[], limit: number, call: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length)
   let next = 0
+  let failed = false
   const lane = async () => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const index = next++
-      results[index] = await call(items[index]!)
+      try {
+        results[index] = await call(items[index]!)
+      } catch (error) {
+        failed = true
+        throw error
+      }
     }
   }
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane))
@@ -48,10 +57,15 @@ function displayName(part: FilePart, ordinal: number): string {
   return name === '' ? `attachment ${ordinal}` : name
 }
 
-/** The text part the model sees instead of the file: delimited, naming the file and its type. */
+/**
+ * The text part the model sees instead of the file: delimited, naming the file and its type. The
+ * text's own copies of the end marker are removed, so a hostile document cannot close its section
+ * early and write what reads as coming after it.
+ */
 function documentText(name: string, documentType: string, text: string): string {
-  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text
-  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${body}\n[End of document "${name}"]`
+  const end = `[End of document "${name}"]`
+  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text.replaceAll(end, '')
+  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${body}\n${end}`
 }
 
 /**
@@ -84,7 +98,10 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput):
   }
 
   const price = chargeForUnits(files.length, documents.config.pricePerParseNanos)
-  const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId })
+  // A caller's billing key (Fusion under an Idempotency-Key) gets its own suffix: the parse units
+  // are charged once per key, apart from the chat charge that shares the caller's key.
+  const billingKey = input.billingKey === undefined ? undefined : `${input.billingKey}:doc_parse`
+  const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId, billingKey })
   try {
     const results = await mapLimited(files, FILES_IN_FLIGHT, ({ part, name }) =>
       documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: input.signal }).catch(error => {
@@ -96,6 +113,8 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput):
     for (const message of request.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts.get(part)! : part))
     // The documents now count as input: the request must still fit the model's context.
     checkPolicy(request)
+    // The client left while its files were read: nothing reaches it, so nothing is charged.
+    if (input.signal.aborted) throw new ApiError('unavailable', 'the request was cancelled while its attached files were read')
   } catch (error) {
     call.release()
     throw error

@@ -18,8 +18,9 @@ const SEARCH_RESULTS = 5
 const DEFAULT_OUTPUT_ROOM = 1024
 // Characters per token when budgeting the context: low, so the added text errs toward fitting.
 const CHARS_PER_TOKEN = 3
-// URLs in prose: scheme, then anything up to whitespace or a closing bracket or quote.
-const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'`\])}]+/gi
+// URLs in prose: scheme, then anything up to whitespace, a closing bracket or a quote. A `)` is
+// taken too and trimmed afterwards unless the URL opened it (".../wiki/Mercury_(planet)").
+const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'`\]}]+/gi
 
 /** Whether the request asked for a hosted web tool (then runChat awaits enrichWithWeb). */
 export function wantsWeb(request: ChatRequest): boolean {
@@ -76,11 +77,22 @@ function latestUserMessage(messages: Message[]): Message | undefined {
 export function namedUrls(text: string, limit: number): string[] {
   const found: string[] = []
   for (const match of text.matchAll(URL_IN_TEXT)) {
-    const url = match[0].replace(/[.,;:!?]+$/, '')
+    const url = trimTrailing(match[0])
     if (!found.includes(url)) found.push(url)
     if (found.length === limit) break
   }
   return found
+}
+
+/** Drops trailing sentence punctuation and every trailing `)` the URL itself did not open. */
+function trimTrailing(url: string): string {
+  let trimmed = url
+  for (;;) {
+    trimmed = trimmed.replace(/[.,;:!?]+$/, '')
+    const unbalanced = trimmed.endsWith(')') && trimmed.split('(').length < trimmed.split(')').length
+    if (!unbalanced) return trimmed
+    trimmed = trimmed.slice(0, -1)
+  }
 }
 
 /** Characters of web text that still fit the context with room left for the answer. */

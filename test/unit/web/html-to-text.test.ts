@@ -58,6 +58,15 @@ describe('namedUrls (hosted web_fetch)', () => {
     expect(namedUrls(text, 10)).toEqual(['https://a.com/x', 'https://b.com/y', 'http://c.com/z', 'https://d.com/'])
     expect(namedUrls('no links, ftp://x.com/ and file:///etc/passwd', 3)).toEqual([])
   })
+
+  test('parentheses that belong to the URL are kept; the ones around it are not', () => {
+    // Before: "…/wiki/Mercury_(planet)" was fetched as "…/wiki/Mercury_(planet", a page that does not exist.
+    const text = 'Compare https://en.wikipedia.org/wiki/Mercury_(planet) with [the element](https://en.wikipedia.org/wiki/Mercury_(element)) ' +
+      '(see https://a.com/x). And (https://b.com/f(1)).'
+    expect(namedUrls(text, 10)).toEqual([
+      'https://en.wikipedia.org/wiki/Mercury_(planet)', 'https://en.wikipedia.org/wiki/Mercury_(element)', 'https://a.com/x', 'https://b.com/f(1)',
+    ])
+  })
 })
 
 describe('SystemResolver', () => {

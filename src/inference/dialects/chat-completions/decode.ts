@@ -111,7 +111,9 @@ function userParts(content: UserContent, index: number): Part[] {
   })
 }
 
-const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/i
+// RFC 2397: media type parameters (";charset=utf-8", ";name=…") may precede ";base64", as the
+// Responses dialect accepts too.
+const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=.+-]+)*;base64,([A-Za-z0-9+/=\s]*)$/i
 // Inline attachments are capped at 1 MiB decoded (spec §8).
 export const MAX_INLINE_BYTES = 1024 * 1024
 
