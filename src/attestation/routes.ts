@@ -13,7 +13,7 @@ const PARAMETERS = [
   { name: 'trust_tier', required: false, description: 'confidential (default) or encrypted' },
   { name: 'nonce', required: false, description: '32 random bytes as 64 hex characters; generated when omitted; never stored' },
   { name: 'signing_address', required: false, description: 'Forwarded to the backend: only a backend with this signing address answers (else 404)' },
-  { name: 'signing_algo', required: false, description: "ed25519 or ecdsa, forwarded to the backend; default: ecdsa for a 0x signing_address, else the backend's first" },
+  { name: 'signing_algo', required: false, description: "ed25519 or ecdsa, forwarded to the backend; default: ecdsa for a 0x signing_address, ed25519 for another signing_address, else the backend's first" },
 ].map(parameter => ({ in: 'query' as const, schema: { type: 'string' as const }, ...parameter }))
 
 const Attestation = t.Object(

@@ -80,10 +80,10 @@ export class AttestationService {
     }
     if (route.level === 'encrypted' && tierText !== 'encrypted') throw new ApiError('invalid_request', `model ${route.id} needs trust_tier=encrypted`, 'trust_tier')
     if (tierText === 'encrypted' && route.level !== 'encrypted') throw new ApiError('invalid_request', 'trust_tier=encrypted needs a model id ending in :encrypted', 'trust_tier')
-    // A 0x address is an ecdsa signer's (an Ethereum-style address; ed25519 signers are named by
-    // their public key): asked for without signing_algo, it is looked for among ecdsa signers,
-    // not under the backend's first algorithm (QA: 404 for an address the backend serves).
-    const algo = algoText ?? (signingAddress?.startsWith('0x') ? 'ecdsa' : undefined)
+    // A 0x address is an ecdsa signer's (an Ethereum-style address); any other is an ed25519
+    // signer's public key. Asked for without signing_algo, it is looked for under that algorithm,
+    // not the backend's first (QA: 404 for an address the backend serves, either way round).
+    const algo = algoText ?? (signingAddress === undefined ? undefined : signingAddress.startsWith('0x') ? 'ecdsa' : 'ed25519')
     const plan: AttestationPlan = { route, tier: tierText, nonce: (nonceText ?? bytesToHex(randomBytes(32))).toLowerCase(), algo, signingAddress }
     this.backends(route, plan.algo) // refuses an algorithm no backend serves, before any call
     return plan

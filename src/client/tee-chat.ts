@@ -98,6 +98,9 @@ export async function* decryptChatStream(
       yield { ...chunk, choices: choices.map((choice, position) => ({ ...choice, delta: decryptPart(choice.delta ?? {}, ctx, { id: chunk.id, model: chunk.model, choice: position }, options.encryptAllFields === true) })) }
     }
   }
+  // A cut stream carries no error frame (the gateway passes on what the backend sent): without
+  // [DONE] the reply is incomplete, and the backend signs only complete streams.
+  throw new GatewayError(200, { error: { message: 'the stream ended before data: [DONE]: the reply is incomplete and unsigned', code: 'incomplete_stream' } })
 }
 
 export interface SignatureReport {

@@ -72,6 +72,13 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   if (raw.store === true) throw bad('store is not supported: the gateway keeps no completions', 'store')
   if (raw.n !== undefined && raw.n !== null && raw.n !== 1) throw bad('n must be 1', 'n')
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') throw bad('stream must be a boolean', 'stream')
+  // As on the plain route: the relay merges include_usage into it, so it must be that object.
+  const streamOptions = raw.stream_options
+  if (streamOptions !== undefined && streamOptions !== null) {
+    if (!isObject(streamOptions) || Object.keys(streamOptions).some(key => key !== 'include_usage') || (streamOptions.include_usage !== undefined && typeof streamOptions.include_usage !== 'boolean')) {
+      throw bad('stream_options must be {include_usage?: boolean}', 'stream_options')
+    }
+  }
   let maxTokens: number | undefined
   for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
     const value = raw[field]

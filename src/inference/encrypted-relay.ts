@@ -156,17 +156,21 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
 
   try {
     const bytes = await readAll(upstream)
-    let parsed: Record<string, unknown>
+    let parsed: unknown
     try {
       parsed = JSON.parse(new TextDecoder().decode(bytes))
     } catch {
+      parsed = undefined
+    }
+    // A chat completion is a JSON object: anything else (null, a string, an array) is as malformed as bad JSON.
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new UpstreamError('server', 'the backend answered 2xx with malformed JSON', target.provider.id, target.backend.model)
     }
-    meter.observeCompletion(parsed)
+    meter.observeCompletion(parsed as Record<string, unknown>)
     const { usage, charged } = await settle()
     log('ok', usage, charged)
     if (!h.responseEvidence) return new Response(bytes, { headers: { 'content-type': 'application/json', ...passed } })
-    const evidenceField = await responseEvidence(target, h, bytes, parsed)
+    const evidenceField = await responseEvidence(target, h, bytes, parsed as Record<string, unknown>)
     return Response.json({ ...parsed, svc_response_evidence: evidenceField }, { headers: passed })
   } catch (error) {
     if (!call.done) {

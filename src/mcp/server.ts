@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Value } from '@sinclair/typebox/value'
 import { ApiError } from '../http/errors'
+import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
@@ -96,6 +97,9 @@ export class McpService {
         }
       }
       try {
+        // Encrypted exists only on POST /v1/chat/completions (spec §4.10): a request carrying the
+        // svc-encrypted headers is someone's Encrypted chat sent to the wrong door, whatever the tool.
+        refuseEncrypted(call.httpRequest.headers, undefined, `MCP (${tool.name})`)
         // Billed tools count against the same inference buckets as the HTTP routes (one request each).
         if (tool.billed) this.limits.checkInference(call.principal)
         const result = await tool.run(args as never, context)

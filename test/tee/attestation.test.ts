@@ -73,6 +73,22 @@ describe('GET /api/v1/attestation: happy', () => {
     expect(missing.status).toBe(404)
     expect((await json(missing)).error.code).toBe('not_found')
   })
+
+  test('without signing_algo, an address that is not 0x is an ed25519 signer\'s, whatever the backend lists first (QA: 404)', async () => {
+    const g = await startTeeGateway([{ id: 'ecdsa-first', proofFormat: NEAR_V2, signingAlgos: ['ecdsa', 'ed25519'] }])
+    try {
+      const ownKey = (await g.createOrg()).adminKey
+      const address = bytesToHex(g.sims['ecdsa-first']!.keys().ed25519.publicKey)
+      const response = await g.request('GET', `/api/v1/attestation?model=sim:confidential&signing_address=${address}`, { key: ownKey })
+      expect(response.status).toBe(200)
+      const body = await json(response)
+      expect(body.signing_algo).toBe('ed25519')
+      expect(body.signing_address).toBe(address)
+      expect(g.sims['ecdsa-first']!.state.attestations.at(-1)!.get('signing_algo')).toBe('ed25519')
+    } finally {
+      await g.stopAll()
+    }
+  })
 })
 
 describe('GET /api/v1/attestation: errors', () => {

@@ -111,4 +111,20 @@ describe('MCP svc.chat', () => {
     }
     await client.close()
   })
+
+  test('the svc-encrypted headers are refused by every tool, not only svc.chat (QA: svc.chat_fusion ran and billed)', async () => {
+    const client = await connect(ENCRYPTED_HEADERS)
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ['svc.chat_fusion', { models: ['sim:confidential', 'other:confidential'], judge: 'sim:confidential', request_id: crypto.randomUUID(), prompt: 'hello' }],
+      ['svc.web_fetch', { urls: ['https://example.com/'] }],
+      ['svc.web_search', { query: 'hello' }],
+      ['svc.list_models', {}],
+    ]
+    for (const [name, args] of calls) {
+      const refused = await untouched(() => client.callTool({ name, arguments: args }))
+      expect(refused.isError).toBe(true)
+      expect(text(refused)).toContain(`not on MCP (${name}): remove the svc-encrypted headers`)
+    }
+    await client.close()
+  })
 })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sha256 } from '@noble/hashes/sha2.js'
-import { contextFor, decryptChatResponse, decryptChatStream, encryptChatRequest, generateClientKeys, verifyResponseSignature, type Attestation } from '../../src/client/tee'
+import { contextFor, decryptChatResponse, decryptChatStream, encryptChatRequest, encryptedChat, generateClientKeys, verifyResponseSignature, type Attestation } from '../../src/client/tee'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
 import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
@@ -143,6 +143,23 @@ describe('Encrypted relay', () => {
       const id = /"id":"(chatcmpl-sim-\d+)"/.exec(text)![1]!
       expect(await simSignature(id, 'ecdsa')).toBeNull()
       expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(before)
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+
+  test('the client library does not pass a cut stream off as a complete reply (QA: encryptedChat returned "echo: ")', async () => {
+    sim().state.faults = { abortStream: true }
+    try {
+      const { ctx, raw, headers } = await prepared('ed25519', { stream: true })
+      const text = await (await post(raw, headers)).text()
+      const chunks: unknown[] = []
+      const read = async () => { for await (const chunk of decryptChatStream([new TextEncoder().encode(text)], ctx)) chunks.push(chunk) }
+      await expect(read()).rejects.toThrow('the stream ended before data: [DONE]')
+      expect(chunks.length).toBeGreaterThan(0)
+      const viaGateway: typeof fetch = (async (url: string, init?: RequestInit) => t.app.handle(new Request(url, init))) as typeof fetch
+      await expect(encryptedChat({ baseUrl: 'http://localhost', apiKey: key, model: 'sim:encrypted', algo: 'ecdsa', stream: true, messages: [{ role: 'user', content: 'cut me' }], fetch: viaGateway }))
+        .rejects.toThrow('reply is incomplete')
     } finally {
       sim().state.faults = {}
     }

@@ -216,6 +216,10 @@ describe('Encrypted chat: hostile bodies never reach a 500', () => {
     ['max_tokens string', { max_tokens: '5' }],
     ['max_tokens beyond the model', { max_tokens: 999_999 }],
     ['stream string', { stream: 'yes' }],
+    // QA: a string was spread into {0: 'a', 1: 'b', …, include_usage: true} and forwarded (200).
+    ['stream_options a string', { stream: true, stream_options: 'ab' }],
+    ['stream_options with an unknown key', { stream: true, stream_options: { include_usage: true, extra: 1 } }],
+    ['stream_options.include_usage a string', { stream: true, stream_options: { include_usage: 'yes' } }],
     ['model number', { model: 5 }],
     ['proto keys', JSON.parse('{"__proto__":{"x":1},"constructor":{"prototype":{}}}')],
   ])('%s → 400', async (_name, patch) => {

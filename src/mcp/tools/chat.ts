@@ -4,7 +4,6 @@ import { ApiError } from '../../http/errors'
 import type { ChatRequest, FinishReason, Message, Usage } from '../../inference/canonical'
 import type { ChatResult } from '../../inference/collect'
 import type { DialectEncoder, StreamEncoder } from '../../inference/dialects/types'
-import { refuseEncrypted } from '../../inference/encrypted'
 import { runChat, type PipelineDeps } from '../../inference/pipeline'
 import { tool, type ToolContext } from './types'
 
@@ -106,8 +105,6 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
     // Not read-only: every call spends the organization's money, so hosts should ask before running it.
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true, idempotentHint: false },
     async run(args, context) {
-      // An MCP request carrying the svc-encrypted headers is someone's Encrypted chat sent to the wrong door.
-      refuseEncrypted(context.httpRequest.headers, undefined, 'MCP (svc.chat)')
       const route = catalog.resolve(args.model)
       // Encrypted chat needs client-side encryption bound to an attested key (TEE-PROTOCOL.md): never through MCP.
       if (route.level === 'encrypted') throw new ApiError('invalid_request', 'encrypted models are not available through MCP; use the encrypted chat protocol on /v1/chat/completions', 'model')

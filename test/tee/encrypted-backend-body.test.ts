@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
+import { loadConfig } from '../../src/config/load'
+import { startSimTeeBackend } from '../../src/tee/sim/server'
+import { buildTestApp, json, type TestApp } from '../support/harness'
+import { NEAR_V2 } from '../support/tee'
+
+// An attested backend whose non-streamed Encrypted answer is valid JSON but no chat completion
+// (a string, a number, an array): as malformed as bad JSON, so 502 and nothing billed.
+// A proxy in front of the simulator serves the real evidence and the chosen chat body.
+
+const sim = startSimTeeBackend({ family: 'nearai' })
+let chatBody: string | undefined
+const proxy = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  async fetch(request) {
+    const url = new URL(request.url)
+    if (request.method === 'POST' && url.pathname === '/v1/chat/completions' && chatBody !== undefined) return new Response(chatBody, { headers: { 'content-type': 'application/json' } })
+    const body = request.method === 'POST' ? await request.arrayBuffer() : undefined
+    return fetch(`${sim.url.replace(/\/v1$/, '')}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body })
+  },
+})
+let t: TestApp
+let key: string
+let orgId: string
+beforeAll(async () => {
+  const env = { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token }
+  const yaml = `providers:
+  - { id: demo, type: demo, retention: none }
+  - { id: tee, type: attested, base_url: "http://127.0.0.1:${proxy.port}/v1", api_key_env: TEE_KEY, proof_format: ${NEAR_V2} }
+models:
+  - id: sim
+    backends: [{ provider: demo, model: demo }]
+    encrypted: [{ provider: tee, model: ${sim.modelName} }]
+    price: { input_per_mtok: "1", output_per_mtok: "2" }
+    context_length: 32768
+    max_output_tokens: 4096
+plans:
+  pro: { monthly_allowance: "0", fusion: true }
+`
+  t = await buildTestApp(env, loadConfig(env, () => yaml))
+  const org = await t.createOrg()
+  key = org.adminKey
+  orgId = org.orgId
+})
+afterAll(async () => {
+  await t.close()
+  proxy.stop(true)
+  await sim.stop()
+})
+
+async function send() {
+  const attestation: Attestation = await json(await t.request('GET', '/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=ecdsa', { key }))
+  const { body, headers } = encryptChatRequest({ model: 'sim:encrypted', messages: [{ role: 'user', content: 'hello' }] }, contextFor(attestation, generateClientKeys('ecdsa')))
+  return t.request('POST', '/v1/chat/completions', { key, body, headers })
+}
+
+test.each(['"a string"', '5', '[]', '[{"choices":[]}]'])('a 2xx body of %s: 502 provider_error, nothing billed (QA: 200 and billed)', async chat => {
+  chatBody = chat
+  try {
+    const before = (await t.deps.balance(orgId)).availableNanos
+    const response = await send()
+    expect(response.status).toBe(502)
+    expect((await json(response)).error.code).toBe('provider_error')
+    expect((await t.deps.balance(orgId)).availableNanos).toBe(before)
+  } finally {
+    chatBody = undefined
+  }
+})
+
+test('control: the same path with the backend\'s own answer is 200 and billed', async () => {
+  const before = (await t.deps.balance(orgId)).availableNanos
+  expect((await send()).status).toBe(200)
+  expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(before)
+})
