@@ -1,4 +1,4 @@
-import { extractOffice, extractXls, TextCapExceeded } from './office'
+import { extractOffice, extractXls, MAX_XML_ELEMENTS, TextCapExceeded } from './office'
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText } from './text'
@@ -46,6 +46,9 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         return { text, documentType: sniffed.type }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        if ((error as { officeIssue?: { code?: string } }).officeIssue?.code === 'XML_ELEMENT_LIMIT_EXCEEDED') {
+          throw invalid(`the ${sniffed.type.toUpperCase()} document holds more than ${MAX_XML_ELEMENTS.toLocaleString('en')} XML elements; split it into smaller documents`)
+        }
         throw invalid(`the ${sniffed.type.toUpperCase()} file is damaged or not a valid ${sniffed.type.toUpperCase()} document`)
       }
     }

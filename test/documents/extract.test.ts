@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -145,6 +145,11 @@ describe('refusals, each with a reason a person understands', () => {
     await refused(lyingZipBomb(100_000), /declares 1000/)
   })
   test('too many zip entries', () => refused(manyEntriesZip(50), /entries, more than the 10 allowed/, { ...limits, zip: { ...limits.zip, maxEntries: 10 } }))
+  test('a DOCX of more XML elements than the cap is refused before it is built (the parser keeps ~1.6 KiB each)', async () => {
+    await refused(manyElementsDocx(600_000), /holds more than 500,000 XML elements/)
+    // Under the cap it is read.
+    expect((await extractDocument(manyElementsDocx(1_000), limits)).text).toContain('end')
+  })
   test('a deeply nested PDF is refused by the prescan', () => refused(deeplyNestedPdf(), /nests arrays or dictionaries more than 256 levels/))
   test('a PDF nesting 200,000 levels inside a content stream is read by pdf.js without blowing its stack', async () => {
     expect(await extractDocument(nestedContentStreamPdf(), limits)).toEqual({ documentType: 'pdf', text: 'Hello' })

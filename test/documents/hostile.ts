@@ -90,6 +90,17 @@ export function lyingZipBomb(size = 80 * 1024 * 1024): Uint8Array {
   ])
 }
 
+/** A DOCX of `count` empty paragraphs: tens of KB of zip, far more XML elements than any real document. */
+export function manyElementsDocx(count: number): Uint8Array {
+  const types = '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+  const document = `<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${'<w:p/>'.repeat(count)}<w:p><w:r><w:t>end</w:t></w:r></w:p></w:body></w:document>`
+  const encoder = new TextEncoder()
+  return buildZip([
+    { name: '[Content_Types].xml', data: encoder.encode(types) },
+    { name: 'word/document.xml', data: encoder.encode(document) },
+  ])
+}
+
 /** Many tiny entries: over the entry-count limit. */
 export function manyEntriesZip(count: number): Uint8Array {
   const entries: ZipSpec[] = [{ name: '[Content_Types].xml', data: CONTENT_TYPES }, { name: 'word/document.xml', data: new Uint8Array(1) }]
