@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -149,6 +149,12 @@ describe('refusals, each with a reason a person understands', () => {
     await refused(manyElementsDocx(600_000), /holds more than 500,000 XML elements/)
     // Under the cap it is read.
     expect((await extractDocument(manyElementsDocx(1_000), limits)).text).toContain('end')
+  })
+  test('a workbook of more cells than the cap is refused before the parser runs (it keeps ~850 bytes each)', async () => {
+    await refused(manyCellsXlsx(510, 1000), /holds more than 500,000 cells/)
+    // Under the cap it is read, every cell.
+    const text = (await extractDocument(manyCellsXlsx(3, 4), limits)).text
+    expect(text).toBe('[Sheet: S]\n1\t1\t1\t1\n1\t1\t1\t1\n1\t1\t1\t1')
   })
   test('a deeply nested PDF is refused by the prescan', () => refused(deeplyNestedPdf(), /nests arrays or dictionaries more than 256 levels/))
   test('a PDF nesting 200,000 levels inside a content stream is read by pdf.js without blowing its stack', async () => {

@@ -101,6 +101,24 @@ export function manyElementsDocx(count: number): Uint8Array {
   ])
 }
 
+/** A one-sheet XLSX of `rows` × `cols` one-digit cells (a few hundred KB of zip for a million cells). */
+export function manyCellsXlsx(rows: number, cols: number): Uint8Array {
+  const encoder = new TextEncoder()
+  const row = '<c t="n"><v>1</v></c>'.repeat(cols)
+  const sheet: string[] = ['<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>']
+  for (let index = 1; index <= rows; index++) sheet.push(`<row r="${index}">${row}</row>`)
+  sheet.push('</sheetData></worksheet>')
+  const rels = (target: string, type: string) =>
+    `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}" Target="${target}"/></Relationships>`
+  return buildZip([
+    { name: '[Content_Types].xml', data: encoder.encode('<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>') },
+    { name: '_rels/.rels', data: encoder.encode(rels('xl/workbook.xml', 'officeDocument')) },
+    { name: 'xl/workbook.xml', data: encoder.encode('<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>') },
+    { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(rels('worksheets/sheet1.xml', 'worksheet')) },
+    { name: 'xl/worksheets/sheet1.xml', data: encoder.encode(sheet.join('')) },
+  ])
+}
+
 /** Many tiny entries: over the entry-count limit. */
 export function manyEntriesZip(count: number): Uint8Array {
   const entries: ZipSpec[] = [{ name: '[Content_Types].xml', data: CONTENT_TYPES }, { name: 'word/document.xml', data: new Uint8Array(1) }]
