@@ -52,10 +52,14 @@ export class WebService {
     const max = this.config.fetch.maxUrls
     if (urls.length < 1 || urls.length > max) throw new ApiError('invalid_request', `urls must hold 1 to ${max} URLs`, 'urls')
     const safe: SafeUrl[] = []
+    // The pages asked for: a #fragment is never sent, so URLs that differ only there are one page.
+    const pages: string[] = []
     for (const [index, url] of urls.entries()) {
       const checked = parseSafeUrl(url)
       if (!checked.ok) throw new ApiError('invalid_request', `urls[${index}] is refused: ${checked.message}`, `urls.${index}`)
-      if (safe.includes(checked.url)) throw new ApiError('invalid_request', `urls[${index}] repeats an earlier URL; URLs must be distinct`, `urls.${index}`)
+      const page = checked.url.split('#', 1)[0]!
+      if (pages.includes(page)) throw new ApiError('invalid_request', `urls[${index}] repeats an earlier URL (a #fragment names no other page); URLs must be distinct`, `urls.${index}`)
+      pages.push(page)
       safe.push(checked.url)
     }
     const targets = await this.resolveAll(safe, caller.signal)

@@ -111,6 +111,7 @@ describe('POST /api/v1/web/fetch: the body is exactly {urls}', () => {
     ['a number', { urls: [42] }, 'urls.0'],
     ['a string instead of a list', { urls: 'https://example.com/' }, 'urls'],
     ['duplicates', { urls: ['https://example.com/', 'https://example.com'] }, 'urls.1'],
+    ['the same page under two #fragments', { urls: ['https://example.com/a', 'https://example.com/a#two'] }, 'urls.1'],
   ])('%s → 400 naming the field', async (_, body, param) => {
     const { key } = await setup()
     const response = await fetchUrls(key, body)
