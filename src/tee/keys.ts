@@ -47,7 +47,9 @@ export function normalizeSecpPublicKey(hex: string): Uint8Array | null {
 export function parseEd25519PublicKey(hex: string): Uint8Array | null {
   if (!isHex(hex, 32)) return null
   try {
-    ed25519.Point.fromBytes(hexToBytes(hex))
+    // A small-order point (the identity, or one of the other seven torsion points) gives an X25519
+    // shared secret anyone can compute: libsodium's ed25519→curve25519 conversion refuses them too.
+    if (ed25519.Point.fromBytes(hexToBytes(hex)).isSmallOrder()) return null
     return hexToBytes(hex)
   } catch {
     return null

@@ -82,6 +82,12 @@ describe('Encrypted chat: header shapes', () => {
     await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] += '0' }, /client-pub-key/)
     await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] = 'ab'.repeat(31) }, /client-pub-key/, { algo: 'ed25519' })
   })
+  test('client key: an Ed25519 small-order point (a shared secret anyone can compute) is refused', async () => {
+    // The identity, and a point of order 8 (as listed in libsodium's blocklist).
+    for (const smallOrder of [`01${'00'.repeat(31)}`, 'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a']) {
+      await expect400('near2', r => { r.headers['svc-encrypted-client-pub-key'] = smallOrder }, /client-pub-key/, { algo: 'ed25519' })
+    }
+  })
   test('model key shape', async () => {
     await expect400('near2', r => { r.headers['svc-encrypted-model-pub-key'] = 'abcd' }, /model-pub-key must be 64 or 65 bytes/)
     await expect400('near2', r => { r.headers['svc-encrypted-model-pub-key'] = 'ab'.repeat(33) }, /model-pub-key must be 32 bytes/, { algo: 'ed25519' })
