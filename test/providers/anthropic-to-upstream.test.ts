@@ -43,10 +43,13 @@ const weatherTool = {
 const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
 
 describe('anthropic toUpstream: exact bodies', () => {
-  test('a JSON response format is refused, never silently dropped', () => {
-    for (const responseFormat of [{ type: 'json_object' as const }, { type: 'json_schema' as const, name: 'x', schema: { type: 'object' } }]) {
-      expect(() => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }], responseFormat }), MODEL)).toThrow(/response formats are not available/)
-    }
+  test('json_schema is Anthropic structured output (output_config.format, the description kept in the schema); json_object has no equivalent: refused, never dropped', () => {
+    expect(() => toUpstream(chat({ responseFormat: { type: 'json_object' } }), MODEL)).toThrow(/json_object response formats are not available/)
+    const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }
+    expect(toUpstream(chat({ responseFormat: { type: 'json_schema', name: 'x', schema, strict: false } }), MODEL).output_config).toEqual({ format: { type: 'json_schema', schema } })
+    const described = toUpstream(chat({ responseFormat: { type: 'json_schema', name: 'x', schema, description: 'One letter' } }), MODEL).output_config
+    expect(described).toEqual({ format: { type: 'json_schema', schema: { ...schema, description: 'One letter' } } })
+    expect(toUpstream(chat({ responseFormat: { type: 'text' } }), MODEL).output_config).toBeUndefined()
   })
 
   test('plain chat: systems joined and hoisted, sampling mapped, user/seed/format never sent, always streamed', () => {
