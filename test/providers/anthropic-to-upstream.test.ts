@@ -305,7 +305,10 @@ describe('anthropic toUpstream: tool choice', () => {
 })
 
 describe('anthropic toUpstream: thinking budget', () => {
-  const budget = (overrides: Partial<ChatRequest>) => toUpstream(chat(overrides), MODEL).thinking?.budget_tokens
+  const budget = (overrides: Partial<ChatRequest>) => {
+    const thinking = toUpstream(chat(overrides), MODEL).thinking
+    return thinking?.type === 'enabled' ? thinking.budget_tokens : undefined
+  }
 
   test('effort table, capped at half of max_tokens', () => {
     expect(budget({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toBe(THINKING_BUDGET_BY_EFFORT.low)
@@ -319,6 +322,19 @@ describe('anthropic toUpstream: thinking budget', () => {
     expect(budget({ reasoning: { effort: 'low', budgetTokens: 5000 } })).toBe(5000)
     expect(budget({ reasoning: { budgetTokens: 50_000 } })).toBe(8191)
     expect(budget({ reasoning: { budgetTokens: 10 } })).toBe(1024)
+  })
+
+  test('adaptive is sent as adaptive (no budget, so no max_tokens floor); its effort and an explicit budget\'s go in output_config', () => {
+    const body = (overrides: Partial<ChatRequest>) => {
+      const { thinking, output_config } = toUpstream(chat(overrides), MODEL)
+      return { thinking, output_config }
+    }
+    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 500 } })).toEqual({ thinking: { type: 'adaptive' }, output_config: undefined })
+    expect(body({ reasoning: { adaptive: true, effort: 'low', summarized: true } })).toEqual({ thinking: { type: 'adaptive', display: 'summarized' }, output_config: { effort: 'low' } })
+    expect(body({ reasoning: { budgetTokens: 2000, effort: 'high' } })).toEqual({ thinking: { type: 'enabled', budget_tokens: 2000 }, output_config: { effort: 'high' } })
+    // An effort alone is a budget, as for Chat Completions clients; forced tool use keeps thinking (and its effort) off.
+    expect(body({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toEqual({ thinking: { type: 'enabled', budget_tokens: THINKING_BUDGET_BY_EFFORT.low }, output_config: undefined })
+    expect(body({ reasoning: { adaptive: true, effort: 'low' }, tools: [weatherTool], toolChoice: 'required' })).toEqual({ thinking: undefined, output_config: undefined })
   })
 
   test('off: no request, budget 0, max_tokens ≤ 1024, route without reasoning, forced tool use', () => {

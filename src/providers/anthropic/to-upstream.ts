@@ -1,6 +1,6 @@
 import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
-import { thinkingConfig } from './thinking-budget'
+import { type AnthropicThinking, thinkingConfig } from './thinking-budget'
 
 export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
 
@@ -46,9 +46,9 @@ export interface AnthropicRequestBody {
   system?: string
   tools?: AnthropicTool[]
   tool_choice?: AnthropicToolChoice
-  thinking?: { type: 'enabled'; budget_tokens: number }
-  /** Structured outputs: the JSON schema the answer's text follows. */
-  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> } }
+  thinking?: AnthropicThinking
+  /** Structured outputs (the JSON schema the answer's text follows) and the effort level. */
+  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> }; effort?: 'low' | 'medium' | 'high' }
   temperature?: number
   top_p?: number
   top_k?: number
@@ -80,6 +80,9 @@ export class UnsupportedRequestError extends Error {}
  *   field, its description becomes the schema's when the schema has none). json_object has no
  *   Anthropic equivalent (Anthropic's outputs take a schema), so it is refused rather than
  *   silently dropped (issue 5: what the target cannot carry is a clear 400).
+ * - An effort given beside adaptive thinking or an explicit budget (a Messages client's
+ *   `output_config.effort`) is sent as `output_config.effort`; an effort alone is a thinking
+ *   budget (thinking-budget.ts), as it has always been for Chat Completions clients.
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
  *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
@@ -111,7 +114,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   }
   if (thinking !== undefined) body.thinking = thinking
-  const outputConfig = toOutputConfig(request)
+  const outputConfig = toOutputConfig(request, thinking)
   if (outputConfig !== undefined) body.output_config = outputConfig
   const { temperature, topP, topK, stop } = request.sampling
   if (thinking === undefined) {
@@ -125,14 +128,16 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
   return body
 }
 
-function toOutputConfig(request: ChatRequest): AnthropicRequestBody['output_config'] {
+function toOutputConfig(request: ChatRequest, thinking: AnthropicThinking | undefined): AnthropicRequestBody['output_config'] {
   const config: NonNullable<AnthropicRequestBody['output_config']> = {}
   const format = request.responseFormat
   if (format?.type === 'json_schema') {
     const { schema, description } = format
     config.format = { type: 'json_schema', schema: description !== undefined && schema.description === undefined ? { ...schema, description } : schema }
   }
-  return config.format === undefined ? undefined : config
+  const reasoning = request.reasoning
+  if (thinking !== undefined && reasoning?.effort !== undefined && (reasoning.adaptive === true || reasoning.budgetTokens !== undefined)) config.effort = reasoning.effort
+  return config.format === undefined && config.effort === undefined ? undefined : config
 }
 
 function convertToolChoice(choice: ToolChoice | undefined, parallelToolCalls: boolean | undefined): AnthropicToolChoice | undefined {
