@@ -129,6 +129,8 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
 }
 
 function toOutputConfig(request: ChatRequest, thinking: AnthropicThinking | undefined): AnthropicRequestBody['output_config'] {
+  // Most requests have neither: no object for them.
+  if (request.responseFormat === undefined && request.reasoning?.effort === undefined) return undefined
   const config: NonNullable<AnthropicRequestBody['output_config']> = {}
   const format = request.responseFormat
   if (format?.type === 'json_schema') {
