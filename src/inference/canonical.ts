@@ -47,7 +47,15 @@ export interface ChatRequest {
   parallelToolCalls?: boolean
   /** `topK`: only Anthropic-style clients send it; providers pass it where their wire has a field. */
   sampling: { temperature?: number; topP?: number; topK?: number; maxOutputTokens?: number; stop?: string[]; seed?: number }
-  reasoning?: { effort?: 'low' | 'medium' | 'high'; budgetTokens?: number }
+  /**
+   * Reasoning on: at an `effort`, within an explicit `budgetTokens`, or `adaptive` (the model
+   * decides whether and how much to think; Anthropic's `thinking: {type: "adaptive"}`, which
+   * `effort` may steer). Without an effort or budget each backend reasons at its own default:
+   * an Anthropic backend gets adaptive thinking itself, an OpenAI-compatible one no
+   * reasoning_effort. `summarized`: the client asked for the reasoning text explicitly
+   * (Anthropic's `display: "summarized"`; newer Claude models omit it by default).
+   */
+  reasoning?: { effort?: 'low' | 'medium' | 'high'; budgetTokens?: number; adaptive?: boolean; summarized?: boolean }
   responseFormat?: ResponseFormat
   hosted: { webSearch: boolean; webFetch: boolean }
   /** The client's end-user id: for the gateway's own abuse controls, never forwarded upstream. */

@@ -383,18 +383,19 @@ for (const target of TARGETS) {
       expect(slotsInUse()).toBe(0)
     })
 
-    test('a JSON response format: carried to an OpenAI-compatible backend, a clear 400 before any upstream call on an Anthropic one', async () => {
+    test('a JSON schema format: response_format to an OpenAI-compatible backend, Anthropic\'s output_config.format to an Anthropic one; json_object has no Anthropic equivalent', async () => {
       const format = { type: 'json_schema' as const, json_schema: { name: 'greeting', schema: { type: 'object', properties: { hi: { type: 'string' } } } } }
+      primary.enqueue({ kind: 'sse', body: target.wire.stream({ text: '{"hi":"salut"}', finish: 'stop', usage: { inputTokens: 5, outputTokens: 5 } }) })
+      const completion = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: format })
+      expect(completion.choices[0]!.message.content).toBe('{"hi":"salut"}')
       if (target.type === 'anthropic') {
-        const error = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: format }).catch(error => error)
+        expect(primary.requests[0]!.body.output_config).toEqual({ format: { type: 'json_schema', schema: format.json_schema.schema } })
+        const error = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } }).catch(error => error)
         expect(error).toBeInstanceOf(OpenAI.BadRequestError)
-        expect(error.message).toMatch(/json_schema response formats are not available/)
-        expect(primary.requests).toHaveLength(0)
+        expect(error.message).toMatch(/json_object response formats are not available/)
+        expect(primary.requests).toHaveLength(1)
         expect(secondary.requests).toHaveLength(0)
       } else {
-        primary.enqueue({ kind: 'sse', body: target.wire.stream({ text: '{"hi":"salut"}', finish: 'stop', usage: { inputTokens: 5, outputTokens: 5 } }) })
-        const completion = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: format })
-        expect(completion.choices[0]!.message.content).toBe('{"hi":"salut"}')
         expect(primary.requests[0]!.body.response_format).toEqual(format)
       }
       expect(slotsInUse()).toBe(0)

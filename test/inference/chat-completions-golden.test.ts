@@ -30,7 +30,7 @@ const CASES: GoldenCase[] = [
   { name: 'reasoning-tools', streams: { 'openai-compatible': 'reasoning-tool', anthropic: 'thinking-tool' } },
   // No stream_options: the client stream must end without a usage chunk.
   { name: 'image', streams: { 'openai-compatible': 'text', anthropic: 'text' } },
-  // upstream.anthropic.json records the refusal: Anthropic's wire has no JSON response format.
+  // To Anthropic the format is its structured output, output_config.format.
   { name: 'json-schema', streams: { 'openai-compatible': 'json', anthropic: 'json' } },
   { name: 'error-mid-stream', streams: { 'openai-compatible': 'error-mid-stream', anthropic: 'error-mid-stream' } },
   // Anthropic's in-band rate_limit_error: the frame carries the 429 envelope's type, as the HTTP error would.

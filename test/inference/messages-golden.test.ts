@@ -83,6 +83,18 @@ const plain: MessagesRequest = {
   ],
 }
 
+// Structured output (what messages.parse() sends) with adaptive thinking and an effort.
+const structured: MessagesRequest = {
+  model: 'test-model',
+  max_tokens: 1000,
+  thinking: { type: 'adaptive', display: 'summarized' },
+  output_config: {
+    format: { type: 'json_schema', schema: { type: 'object', properties: { greeting: { type: 'string' } }, required: ['greeting'], additionalProperties: false } },
+    effort: 'medium',
+  },
+  messages: [{ role: 'user', content: 'Greet me in French, as JSON.' }],
+}
+
 const read = (path: string) => readFileSync(join(import.meta.dir, path), 'utf8')
 
 const CASES: Case[] = [
@@ -96,6 +108,8 @@ const CASES: Case[] = [
       usage: { inputTokens: 310, outputTokens: 42, cachedInputTokens: 128, reasoningTokens: 6 },
     }) },
   { name: 'images-sampling', backend: 'openai-compatible', request: plain, upstream: openAIWire.stream({ text: 'A cat.', finish: 'stop', usage: { inputTokens: 1700, outputTokens: 3 } }) },
+  { name: 'structured-adaptive', backend: 'anthropic', request: structured, upstream: read('../fixtures/upstream/anthropic/json.sse') },
+  { name: 'structured-adaptive', backend: 'openai-compatible', request: structured, upstream: openAIWire.stream({ text: '{"greeting":"Bonjour !"}', finish: 'stop', usage: { inputTokens: 30, outputTokens: 9 } }) },
 ]
 
 /** JSON-safe canonical request: bytes as base64, URLs as strings, the route by id. */

@@ -43,10 +43,13 @@ const weatherTool = {
 const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
 
 describe('anthropic toUpstream: exact bodies', () => {
-  test('a JSON response format is refused, never silently dropped', () => {
-    for (const responseFormat of [{ type: 'json_object' as const }, { type: 'json_schema' as const, name: 'x', schema: { type: 'object' } }]) {
-      expect(() => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }], responseFormat }), MODEL)).toThrow(/response formats are not available/)
-    }
+  test('json_schema is Anthropic structured output (output_config.format, the description kept in the schema); json_object has no equivalent: refused, never dropped', () => {
+    expect(() => toUpstream(chat({ responseFormat: { type: 'json_object' } }), MODEL)).toThrow(/json_object response formats are not available/)
+    const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }
+    expect(toUpstream(chat({ responseFormat: { type: 'json_schema', name: 'x', schema, strict: false } }), MODEL).output_config).toEqual({ format: { type: 'json_schema', schema } })
+    const described = toUpstream(chat({ responseFormat: { type: 'json_schema', name: 'x', schema, description: 'One letter' } }), MODEL).output_config
+    expect(described).toEqual({ format: { type: 'json_schema', schema: { ...schema, description: 'One letter' } } })
+    expect(toUpstream(chat({ responseFormat: { type: 'text' } }), MODEL).output_config).toBeUndefined()
   })
 
   test('plain chat: systems joined and hoisted, sampling mapped, user/seed/format never sent, always streamed', () => {
@@ -302,7 +305,10 @@ describe('anthropic toUpstream: tool choice', () => {
 })
 
 describe('anthropic toUpstream: thinking budget', () => {
-  const budget = (overrides: Partial<ChatRequest>) => toUpstream(chat(overrides), MODEL).thinking?.budget_tokens
+  const budget = (overrides: Partial<ChatRequest>) => {
+    const thinking = toUpstream(chat(overrides), MODEL).thinking
+    return thinking?.type === 'enabled' ? thinking.budget_tokens : undefined
+  }
 
   test('effort table, capped at half of max_tokens', () => {
     expect(budget({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toBe(THINKING_BUDGET_BY_EFFORT.low)
@@ -316,6 +322,19 @@ describe('anthropic toUpstream: thinking budget', () => {
     expect(budget({ reasoning: { effort: 'low', budgetTokens: 5000 } })).toBe(5000)
     expect(budget({ reasoning: { budgetTokens: 50_000 } })).toBe(8191)
     expect(budget({ reasoning: { budgetTokens: 10 } })).toBe(1024)
+  })
+
+  test('adaptive is sent as adaptive (no budget, so no max_tokens floor); its effort and an explicit budget\'s go in output_config', () => {
+    const body = (overrides: Partial<ChatRequest>) => {
+      const { thinking, output_config } = toUpstream(chat(overrides), MODEL)
+      return { thinking, output_config }
+    }
+    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 500 } })).toEqual({ thinking: { type: 'adaptive' }, output_config: undefined })
+    expect(body({ reasoning: { adaptive: true, effort: 'low', summarized: true } })).toEqual({ thinking: { type: 'adaptive', display: 'summarized' }, output_config: { effort: 'low' } })
+    expect(body({ reasoning: { budgetTokens: 2000, effort: 'high' } })).toEqual({ thinking: { type: 'enabled', budget_tokens: 2000 }, output_config: { effort: 'high' } })
+    // An effort alone is a budget, as for Chat Completions clients; forced tool use keeps thinking (and its effort) off.
+    expect(body({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toEqual({ thinking: { type: 'enabled', budget_tokens: THINKING_BUDGET_BY_EFFORT.low }, output_config: undefined })
+    expect(body({ reasoning: { adaptive: true, effort: 'low' }, tools: [weatherTool], toolChoice: 'required' })).toEqual({ thinking: undefined, output_config: undefined })
   })
 
   test('off: no request, budget 0, max_tokens ≤ 1024, route without reasoning, forced tool use', () => {

@@ -128,8 +128,9 @@ export class AnthropicProvider implements Provider {
     const timeouts = { connectMs: this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
     let body: string
     try {
-      const { model, messages, system, tools, tool_choice, thinking } = toUpstream(call.request, call.upstreamModel)
-      body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking })
+      // output_config too: a structured output's schema is part of the prompt Anthropic counts.
+      const { model, messages, system, tools, tool_choice, thinking, output_config } = toUpstream(call.request, call.upstreamModel)
+      body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config })
     } catch (error) {
       if (!(error instanceof UnsupportedRequestError)) throw error
       throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model)

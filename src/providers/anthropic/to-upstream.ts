@@ -1,6 +1,6 @@
 import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
-import { thinkingConfig } from './thinking-budget'
+import { type AnthropicThinking, thinkingConfig } from './thinking-budget'
 
 export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
 
@@ -46,7 +46,9 @@ export interface AnthropicRequestBody {
   system?: string
   tools?: AnthropicTool[]
   tool_choice?: AnthropicToolChoice
-  thinking?: { type: 'enabled'; budget_tokens: number }
+  thinking?: AnthropicThinking
+  /** Structured outputs (the JSON schema the answer's text follows) and the effort level. */
+  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> }; effort?: 'low' | 'medium' | 'high' }
   temperature?: number
   top_p?: number
   top_k?: number
@@ -72,16 +74,22 @@ export class UnsupportedRequestError extends Error {}
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
  * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
  *   without non-whitespace.
- * - `user`, `seed` and hosted-tool flags are never sent. A JSON response format (json_object,
- *   json_schema) cannot be expressed without changing the answer's shape, so it is refused
- *   rather than silently dropped (issue 5: what the target cannot carry is a clear 400).
+ * - `user`, `seed` and hosted-tool flags are never sent.
+ * - A json_schema response format is Anthropic's structured output, `output_config.format`
+ *   (always enforced, so a non-strict format is followed strictly; the format's name has no
+ *   field, its description becomes the schema's when the schema has none). json_object has no
+ *   Anthropic equivalent (Anthropic's outputs take a schema), so it is refused rather than
+ *   silently dropped (issue 5: what the target cannot carry is a clear 400).
+ * - An effort given beside adaptive thinking or an explicit budget (a Messages client's
+ *   `output_config.effort`) is sent as `output_config.effort`; an effort alone is a thinking
+ *   budget (thinking-budget.ts), as it has always been for Chat Completions clients.
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
  *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
 export function toUpstream(request: ChatRequest, upstreamModel: string): AnthropicRequestBody {
-  if (request.responseFormat !== undefined && request.responseFormat.type !== 'text') {
+  if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
-      `${request.responseFormat.type} response formats are not available on this model's Anthropic backend; ask for JSON in the prompt instead, or use a model served by an OpenAI-compatible backend`,
+      "json_object response formats are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
     )
   }
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
@@ -106,6 +114,8 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   }
   if (thinking !== undefined) body.thinking = thinking
+  const outputConfig = toOutputConfig(request, thinking)
+  if (outputConfig !== undefined) body.output_config = outputConfig
   const { temperature, topP, topK, stop } = request.sampling
   if (thinking === undefined) {
     if (temperature !== undefined) body.temperature = temperature
@@ -116,6 +126,20 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
   }
   if (stop !== undefined && stop.length > 0) body.stop_sequences = stop
   return body
+}
+
+function toOutputConfig(request: ChatRequest, thinking: AnthropicThinking | undefined): AnthropicRequestBody['output_config'] {
+  // Most requests have neither: no object for them.
+  if (request.responseFormat === undefined && request.reasoning?.effort === undefined) return undefined
+  const config: NonNullable<AnthropicRequestBody['output_config']> = {}
+  const format = request.responseFormat
+  if (format?.type === 'json_schema') {
+    const { schema, description } = format
+    config.format = { type: 'json_schema', schema: description !== undefined && schema.description === undefined ? { ...schema, description } : schema }
+  }
+  const reasoning = request.reasoning
+  if (thinking !== undefined && reasoning?.effort !== undefined && (reasoning.adaptive === true || reasoning.budgetTokens !== undefined)) config.effort = reasoning.effort
+  return config.format === undefined && config.effort === undefined ? undefined : config
 }
 
 function convertToolChoice(choice: ToolChoice | undefined, parallelToolCalls: boolean | undefined): AnthropicToolChoice | undefined {

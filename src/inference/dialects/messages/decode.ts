@@ -1,6 +1,6 @@
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
-import type { ChatRequest, FunctionTool, Message, Part, ToolChoice } from '../../canonical'
+import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import type { CountTokensRequest, MessagesRequest } from './schema'
 
 type Body = MessagesRequest
@@ -82,10 +82,58 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
     toolChoice,
     parallelToolCalls,
     sampling: {},
-    reasoning: body.thinking?.type === 'enabled' ? { budgetTokens: body.thinking.budget_tokens } : undefined,
+    reasoning: decodeReasoning(body),
+    responseFormat: decodeOutputFormat(body.output_config?.format),
     hosted: { webSearch, webFetch },
     stream: false,
   }
+}
+
+/**
+ * `thinking` and `output_config.effort` → canonical reasoning (both requests; count_tokens sends
+ * them to an Anthropic backend, whose count depends on them).
+ *
+ * - `adaptive` is reasoning at the backend's own default amount, steered by an effort if one is
+ *   given: an Anthropic backend gets `thinking: {type: "adaptive"}` (and `output_config.effort`)
+ *   as sent; an OpenAI-compatible one the effort as reasoning_effort, or none.
+ * - An effort without thinking is a reasoning effort, as Chat Completions' reasoning_effort is
+ *   (an Anthropic backend turns it into a thinking budget, THINKING_BUDGET_BY_EFFORT). With
+ *   thinking disabled it is refused: the canonical effort is a reasoning effort, and Anthropic's
+ *   "thorough answer without thinking" has no carrier on other backends.
+ * - `xhigh` and `max` are refused rather than lowered to `high`, the top of the canonical scale,
+ *   as the Responses format refuses them: the client would silently get less than it asked for.
+ * - `display: "summarized"` is forwarded to Anthropic (newer models omit the text by default);
+ *   `omitted` is refused: OpenAI-compatible backends send the reasoning text, and the gateway
+ *   does not strip it.
+ */
+function decodeReasoning(body: CountTokensRequest): ChatRequest['reasoning'] {
+  const thinking = body.thinking
+  const effort = body.output_config?.effort ?? undefined
+  if (effort === 'xhigh' || effort === 'max') {
+    throw invalid('output_config.effort', `output_config.effort "${effort}" is not supported on this gateway: use low, medium or high`)
+  }
+  if (thinking?.type === 'disabled') {
+    if (effort !== undefined) throw invalid('output_config.effort', 'output_config.effort asks for reasoning, which thinking {type: "disabled"} turns off: send one or the other')
+    return undefined
+  }
+  if (thinking?.display === 'omitted') {
+    throw invalid('thinking.display', 'thinking.display "omitted" is not supported on this gateway: thinking text is returned as the backend sends it (omit display, or send "summarized")')
+  }
+  const summarized = thinking?.display === 'summarized' ? { summarized: true } : {}
+  const effortPart = effort !== undefined ? { effort } : {}
+  if (thinking?.type === 'enabled') return { budgetTokens: thinking.budget_tokens, ...effortPart, ...summarized }
+  if (thinking?.type === 'adaptive') return { adaptive: true, ...effortPart, ...summarized }
+  return effort !== undefined ? { effort } : undefined
+}
+
+/**
+ * Structured outputs → the canonical json_schema format. Anthropic's format has no name (the
+ * canonical one needs one, and OpenAI requires it: "response") and no `strict`: it is left unset,
+ * because OpenAI's strict mode would refuse schemas Anthropic takes (optional properties).
+ */
+function decodeOutputFormat(format: NonNullable<CountTokensRequest['output_config']>['format']): ResponseFormat | undefined {
+  if (format == null) return undefined
+  return { type: 'json_schema', name: 'response', schema: format.schema }
 }
 
 function decodeTurn(message: Body['messages'][number], index: number): Message[] {

@@ -87,10 +87,30 @@ const ToolChoice = t.Union([
   t.Object({ type: t.Literal('none') }, { additionalProperties: false }),
 ])
 
+// `display: "omitted"` is recognised so that decode.ts can refuse it by name (see there).
+const ThinkingDisplay = t.Optional(
+  t.Union([t.Literal('summarized'), t.Literal('omitted'), t.Null()], { description: '"summarized" is sent to Anthropic backends; "omitted" is refused (400)' }),
+)
 const Thinking = t.Union([
-  t.Object({ type: t.Literal('enabled'), budget_tokens: JsonInteger({ minimum: 1024 }), display: t.Optional(t.Union([t.String(), t.Null()])) }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('enabled'), budget_tokens: JsonInteger({ minimum: 1024 }), display: ThinkingDisplay }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('adaptive'), display: ThinkingDisplay }, { additionalProperties: false }),
   t.Object({ type: t.Literal('disabled') }, { additionalProperties: false }),
 ])
+
+// Structured outputs (`format`, what the SDK's messages.parse() sends) and the effort level.
+// `xhigh` and `max` are recognised so that decode.ts can refuse them by name.
+const OutputConfig = t.Object(
+  {
+    format: t.Optional(t.Union([t.Object({ type: t.Literal('json_schema'), schema: t.Record(t.String(), t.Unknown()) }, { additionalProperties: false }), t.Null()])),
+    effort: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('xhigh'), t.Literal('max'), t.Null()])),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'format: structured output (a json_schema response format on every backend; Anthropic output_config.format, OpenAI-compatible response_format). ' +
+      'effort: a reasoning effort; xhigh and max are refused (400), as is an effort with thinking disabled',
+  },
+)
 
 /** Fields shared by POST /v1/messages and POST /v1/messages/count_tokens. */
 const common = {
@@ -100,6 +120,7 @@ const common = {
   tools: t.Optional(t.Array(t.Union([CustomTool, ServerTool]))),
   tool_choice: t.Optional(ToolChoice),
   thinking: t.Optional(Thinking),
+  output_config: t.Optional(OutputConfig),
 }
 
 export const MessagesBody = t.Object(
