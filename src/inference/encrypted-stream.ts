@@ -3,7 +3,7 @@
 // the final `data: [DONE]` event can be held back until the settlement has committed. Usage is
 // read from a side view of each event; nothing is decrypted or logged.
 
-import type { ApiError } from '../http/errors'
+import { ApiError } from '../http/errors'
 import type { UpstreamStream } from '../providers/openai-compatible/open-upstream-stream'
 import type { StreamOutcome } from './stream-response'
 import { toApiError } from './upstream-errors'
@@ -12,6 +12,8 @@ const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 const LF = 10
 const CR = 13
+/** The largest event held while waiting for its end (the non-streamed relay's body cap). */
+const MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 /** End of the first event in `bytes` from `from` (index after its blank line), or -1. */
 function eventEnd(bytes: Uint8Array, from: number): number {
@@ -34,6 +36,27 @@ function eventData(text: string): string {
   return data
 }
 
+function join(parts: Uint8Array[], length: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!
+  const joined = new Uint8Array(length)
+  let at = 0
+  for (const part of parts) {
+    joined.set(part, at)
+    at += part.length
+  }
+  return joined
+}
+
+/** The last `count` bytes of `parts` (fewer when they hold fewer). */
+function lastBytes(parts: Uint8Array[], count: number): Uint8Array {
+  const out: number[] = []
+  for (let index = parts.length - 1; index >= 0 && out.length < count; index--) {
+    const part = parts[index]!
+    for (let at = part.length - 1; at >= 0 && out.length < count; at--) out.unshift(part[at]!)
+  }
+  return Uint8Array.from(out)
+}
+
 function errorEvent(error: ApiError): Uint8Array {
   const type = error.code === 'provider_error' || error.code === 'unavailable' ? 'server_error' : 'invalid_request_error'
   return encoder.encode(`data: ${JSON.stringify({ error: { message: error.message, type, param: null, code: error.code } })}\n\n`)
@@ -48,7 +71,10 @@ export function passthroughStream(options: {
   headers: Record<string, string>
 }): Response {
   const iterator = options.upstream.bytes[Symbol.asyncIterator]()
-  let pending = new Uint8Array(0)
+  // The bytes of an event not yet ended, kept as they came: joined only once its end arrives, so
+  // a long event costs one copy, not one per network chunk.
+  let pending: Uint8Array[] = []
+  let held = 0
   let completed = false
   const finish = async (outcome: StreamOutcome) => {
     if (completed) return undefined
@@ -63,7 +89,7 @@ export function passthroughStream(options: {
         try {
           step = await iterator.next()
         } catch (error) {
-          if (pending.length > 0) controller.enqueue(pending)
+          for (const part of pending) controller.enqueue(part)
           const failure = await finish('failed')
           controller.enqueue(errorEvent(failure ?? toApiError(error)))
           controller.close()
@@ -71,18 +97,31 @@ export function passthroughStream(options: {
         }
         if (step.done) {
           // Ended without [DONE]: pass on what came, settle what was used, no terminator.
-          if (pending.length > 0) controller.enqueue(pending)
+          for (const part of pending) controller.enqueue(part)
           const failure = await finish('failed')
           if (failure) controller.enqueue(errorEvent(failure))
           controller.close()
           return
         }
-        const joined = new Uint8Array(pending.length + step.value.length)
-        joined.set(pending)
-        joined.set(step.value, pending.length)
+        const chunk = step.value
+        // What is held has no event end in it, so one can only begin in its last two bytes.
+        const edge = lastBytes(pending, 2)
+        if (eventEnd(edge.length === 0 ? chunk : join([edge, chunk], edge.length + chunk.length), 0) === -1) {
+          pending.push(chunk)
+          held += chunk.length
+          if (held <= MAX_EVENT_BYTES) continue
+          // A backend that never ends its event would grow this buffer without bound: cut it.
+          options.upstream.close()
+          const failure = await finish('failed')
+          controller.enqueue(errorEvent(failure ?? new ApiError('provider_error', `the backend sent an event longer than ${MAX_EVENT_BYTES} bytes; the stream was cut`)))
+          controller.close()
+          return
+        }
+        pending.push(chunk)
+        const joined = join(pending, held + chunk.length)
         let start = 0
         let wrote = false
-        for (let end = eventEnd(joined, 0); end !== -1; end = eventEnd(joined, start)) {
+        for (let end = eventEnd(joined, Math.max(0, held - 2)); end !== -1; end = eventEnd(joined, start)) {
           const data = eventData(decoder.decode(joined.subarray(start, end)))
           if (data === '[DONE]') {
             const held = joined.slice(start)
@@ -98,7 +137,9 @@ export function passthroughStream(options: {
           wrote = true
         }
         if (wrote) controller.enqueue(joined.slice(0, start))
-        pending = joined.slice(start)
+        const rest = joined.slice(start)
+        pending = rest.length === 0 ? [] : [rest]
+        held = rest.length
         if (wrote) return
       }
     },
