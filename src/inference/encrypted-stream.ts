@@ -36,17 +36,6 @@ function eventData(text: string): string {
   return data
 }
 
-function join(parts: Uint8Array[], length: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!
-  const joined = new Uint8Array(length)
-  let at = 0
-  for (const part of parts) {
-    joined.set(part, at)
-    at += part.length
-  }
-  return joined
-}
-
 /** The last `count` bytes of `parts` (fewer when they hold fewer). */
 function lastBytes(parts: Uint8Array[], count: number): Uint8Array {
   const out: number[] = []
@@ -106,7 +95,7 @@ export function passthroughStream(options: {
         const chunk = step.value
         // What is held has no event end in it, so one can only begin in its last two bytes.
         const edge = lastBytes(pending, 2)
-        if (eventEnd(edge.length === 0 ? chunk : join([edge, chunk], edge.length + chunk.length), 0) === -1) {
+        if (eventEnd(edge.length === 0 ? chunk : Buffer.concat([edge, chunk]), 0) === -1) {
           pending.push(chunk)
           held += chunk.length
           if (held <= MAX_EVENT_BYTES) continue
@@ -118,7 +107,7 @@ export function passthroughStream(options: {
           return
         }
         pending.push(chunk)
-        const joined = join(pending, held + chunk.length)
+        const joined = pending.length === 1 ? chunk : Buffer.concat(pending, held + chunk.length)
         let start = 0
         let wrote = false
         for (let end = eventEnd(joined, Math.max(0, held - 2)); end !== -1; end = eventEnd(joined, start)) {

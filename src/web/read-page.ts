@@ -103,27 +103,17 @@ export async function readCapped(response: Response, maxBytes: number, signal: A
     while (total < maxBytes) {
       if (signal.aborted) throw signal.reason
       const { done, value } = await reader.read()
-      if (done) return concat(parts, total)
+      if (done) return Buffer.concat(parts, total)
       const room = maxBytes - total
       const part = value.byteLength > room ? value.subarray(0, room) : value
       parts.push(part)
       total += part.byteLength
     }
     await reader.cancel()
-    return concat(parts, total)
+    return Buffer.concat(parts, total)
   } finally {
     reader.releaseLock()
   }
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total)
-  let offset = 0
-  for (const part of parts) {
-    out.set(part, offset)
-    offset += part.byteLength
-  }
-  return out
 }
 
 function charsetOf(contentType: string): string | undefined {
