@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value'
 import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
-import { redact } from '../observability/logger'
+import { redactCredentials } from '../observability/logger'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, DocumentsConfig, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
@@ -15,19 +15,11 @@ export class ConfigError extends Error {
   readonly problems: string[]
 
   constructor(problems: string[]) {
-    const scrubbed = problems.map(withoutCredentials)
+    // A problem echoes the value it refuses, and goes to stderr (a boot log).
+    const scrubbed = problems.map(redactCredentials)
     super(`invalid configuration:\n  - ${scrubbed.join('\n  - ')}`)
     this.problems = scrubbed
   }
-}
-
-/**
- * A problem echoes the value it refuses, and it is printed to stderr (a boot log): the credentials
- * such a value may carry are cut out, namely a URL's user:password (up to the authority's last
- * `@`), an authToken parameter, and anything shaped like an API key or OAuth token.
- */
-function withoutCredentials(problem: string): string {
-  return redact(problem.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s"]*/gi, '$1[redacted]'))
 }
 
 type Env = Record<string, string | undefined>

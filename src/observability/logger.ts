@@ -26,6 +26,15 @@ export function redact(text: string): string {
   return text.replace(SECRET, '$1[redacted]')
 }
 
+/**
+ * For text printed to a terminal or a boot log that echoes a value it refuses (config problems,
+ * a CLI's error line): besides keys and tokens, a URL's user:password (up to the authority's
+ * last `@`) and an authToken parameter are cut out.
+ */
+export function redactCredentials(text: string): string {
+  return redact(text.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s"]*/gi, '$1[redacted]'))
+}
+
 const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)
 
 /**

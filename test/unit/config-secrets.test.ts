@@ -51,3 +51,14 @@ test('svc (a real process) prints a bad DATABASE_URL without its password', asyn
   expect(result.stderr).toContain('postgres://[redacted]@db.internal/svc')
   expect(result.stdout + result.stderr).not.toContain('hunter2')
 })
+
+test('svc (a real process): a failure line never prints the password of a URL or a key', async () => {
+  // SVC_URL with a proxy's basic-auth credentials, and a key in the query by mistake.
+  for (const url of ['http://proxy:hunter2@127.0.0.1:1', `http://127.0.0.1:1/?key=${KEY}`]) {
+    const result = await runSvc(['chat', '--model', 'demo-anonymous', '--key', KEY, '--url', url, 'hi'], { SVC_CONFIG: '', SVC_CONFIG_DIR: '/nonexistent/svc' })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('error: cannot reach the gateway at http://')
+    expect(result.stdout + result.stderr).not.toContain('hunter2')
+    expect(result.stdout + result.stderr).not.toContain(KEY.slice(5))
+  }
+})
