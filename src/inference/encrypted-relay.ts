@@ -11,6 +11,7 @@ import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
+import { recordOf } from '../observability/request-log'
 import type { Evidence } from '../providers/attested/evidence'
 import { UpstreamError } from '../providers/types'
 import { bytesToHex, randomBytes } from '../tee/keys'
@@ -99,12 +100,28 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   input.disableIdleTimeout?.()
   const meter = new EnvelopeMeter(Math.ceil(checked.plainBytes / 4) + checked.messageCount * 4, { maxInputTokens: route.contextLength, maxOutputTokens: outputTokens }, target.provider.proofFormat, h.algo)
   const started = deps.clock.now()
-  const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) =>
+  const backend = `${target.provider.id}/${target.backend.model}`
+  // The request's own log line carries the call as a chat's does (README, Metrics and logs).
+  const record = recordOf(input.httpRequest)
+  if (record !== undefined) {
+    record.model = route.id
+    record.backend = backend
+    record.stream = stream
+  }
+  const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) => {
+    if (record !== undefined) {
+      record.outcome = outcome
+      record.inputTokens = usage?.inputTokens
+      record.outputTokens = usage?.outputTokens
+      record.chargedNanos = charged
+      if (record.deferred) record.sink.end(record)
+    }
     deps.logger.info('chat', {
       request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: route.id, level: 'encrypted',
-      backend: `${target.provider.id}/${target.backend.model}`, outcome, stream, input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens,
+      backend, outcome, stream, input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens,
       charged_nanos: charged, latency_ms: deps.clock.now() - started,
     })
+  }
   const settle = async () => {
     const usage = meter.usage()
     const charged = priceUsage(route.price, usage)
@@ -130,6 +147,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
 
   if (stream) {
+    // As a chat stream's, the line is written when the stream ends (by `log`, with its outcome).
+    if (record !== undefined) record.deferred = true
     return passthroughStream({
       upstream,
       headers: passed,
