@@ -210,6 +210,10 @@ function parseFile(text: string | undefined, source: string, problems: string[])
     problems.push(`${source}: not valid YAML or JSON: ${(error as Error).message}`)
     return undefined
   }
+  if (raw === null || raw === undefined) {
+    problems.push(`SVC_CONFIG: "${source}" holds no configuration (empty, or comments only); it needs at least a plans: section`)
+    return undefined
+  }
   if (Value.Check(FileConfigSchema, raw)) return raw
   for (const error of Value.Errors(FileConfigSchema, raw)) {
     const path = error.path.replace(/^\//, '').replaceAll('/', '.') || '(root)'

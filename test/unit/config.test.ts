@@ -309,10 +309,18 @@ describe('config file problems', () => {
     expect(problems[0]).toStartWith('/etc/svc/config.yaml: not valid YAML or JSON')
   })
 
-  test('an empty file, a scalar and a list are not configurations', () => {
-    for (const text of ['', '"just a string"', '- plans\n', 'null', '42']) {
+  test('a scalar and a list are not configurations', () => {
+    for (const text of ['"just a string"', '- plans\n', '42']) {
       const problems = fileProblems(text)
       expect(problems.some(problem => problem.startsWith('(root): '))).toBe(true)
+    }
+  })
+
+  test('an empty file (or one of comments only) is named as such, with SVC_CONFIG and its path', () => {
+    // Before: "(root): Expected object", naming neither the variable nor the file (an empty
+    // mounted ConfigMap key, say).
+    for (const text of ['', '  \n', '# plans:\n#   payg: {}\n', 'null', '~']) {
+      expect(fileProblems(text)).toEqual(['SVC_CONFIG: "/etc/svc/config.yaml" holds no configuration (empty, or comments only); it needs at least a plans: section'])
     }
   })
 
