@@ -137,7 +137,7 @@ async function exitCode(io: CliIo, fn: () => Promise<void>, config?: Config): Pr
   } catch (error) {
     if (error instanceof LedgerViolation) return 1
     if (error instanceof UsageError) {
-      io.err(`usage error: ${error.message}\n\n${USAGE}`)
+      io.err(`usage error: ${redactCredentials(error.message)}\n\n${USAGE}`)
       return 2
     }
     io.err(`error: ${failureLine(error, config)}`)

@@ -62,3 +62,11 @@ test('svc (a real process): a failure line never prints the password of a URL or
     expect(result.stdout + result.stderr).not.toContain(KEY.slice(5))
   }
 })
+
+test('svc (a real process): a usage error never prints the password of the URL it refuses', async () => {
+  const result = await runSvc(['chat', '--model', 'demo-anonymous', '--key', KEY, '--url', 'ftp://proxy:hunter2@gateway.internal', 'hi'], { SVC_CONFIG: '', SVC_CONFIG_DIR: '/nonexistent/svc' })
+  expect(result.code).toBe(2)
+  expect(result.stderr).toContain('usage error: ')
+  expect(result.stderr).toContain('ftp://[redacted]@gateway.internal')
+  expect(result.stdout + result.stderr).not.toContain('hunter2')
+})
