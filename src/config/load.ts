@@ -85,6 +85,9 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const metricsToken = metricsTokenEnv ? env[metricsTokenEnv] : undefined
   if (metricsTokenEnv && (!metricsToken || metricsToken.length < 16)) {
     problems.push(`metrics.token_env: ${metricsTokenEnv} must be set to a token of at least 16 characters`)
+  } else if (metricsTokenEnv && /[\s\p{Cc}]/u.test(metricsToken!)) {
+    // The bearer /metrics reads is one run of non-space characters: this token could never match.
+    problems.push(`metrics.token_env: ${metricsTokenEnv} must not contain spaces or control characters (a trailing newline from a secret file, say)`)
   }
   if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]

@@ -38,3 +38,14 @@ test('SVC_FAULT_POINT (crash tests) accepts only the named steps, and is unset b
   expect(load('', { SVC_FAULT_POINT: 'before_settle' }).faultPoint).toBe('before_settle')
   expect(problems('', { SVC_FAULT_POINT: 'whenever' })[0]).toContain('SVC_FAULT_POINT')
 })
+
+test('a metrics token with whitespace stops the boot by name: no Authorization header could ever carry it', () => {
+  // Before, it loaded, and every scrape was 401 (the bearer is one run of non-space characters);
+  // a secret file's trailing newline is the usual way in.
+  for (const token of ['metrics-token-0123456789\n', 'metrics token 0123456789', '\tmetrics-token-0123456789']) {
+    expect(problems('metrics: { token_env: MY_TOKEN }', { MY_TOKEN: token })).toEqual([
+      'metrics.token_env: MY_TOKEN must not contain spaces or control characters (a trailing newline from a secret file, say)',
+    ])
+  }
+  expect(load('metrics: { token_env: MY_TOKEN }', { MY_TOKEN: 'metrics-token-0123456789' }).metrics.token).toBe('metrics-token-0123456789')
+})
