@@ -10,6 +10,7 @@ import type { ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
+import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { recordOf } from '../observability/request-log'
 import type { Evidence } from '../providers/attested/evidence'
@@ -29,6 +30,8 @@ export interface EncryptedDeps {
   metering: Metering
   logger: Logger
   clock: Clock
+  /** The drain: it waits for the calls it tracks and cuts them at its deadline (main.ts). */
+  lifecycle?: Pick<Lifecycle, 'track' | 'untrack'>
 }
 
 export interface EncryptedChatInput {
@@ -97,6 +100,10 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const upstreamAbort = new AbortController()
   const onClientGone = () => upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
+  // Tracked like a chat: a cut at the drain's deadline aborts with an ApiError, which the client gets.
+  const drained = { abort: (reason: ApiError) => upstreamAbort.abort(reason) }
+  deps.lifecycle?.track(drained)
+  const shutdownReason = () => (upstreamAbort.signal.reason instanceof ApiError ? upstreamAbort.signal.reason : undefined)
   input.disableIdleTimeout?.()
   const meter = new EnvelopeMeter(Math.ceil(checked.plainBytes / 4) + checked.messageCount * 4, { maxInputTokens: route.contextLength, maxOutputTokens: outputTokens }, target.provider.proofFormat, h.algo)
   const started = deps.clock.now()
@@ -135,6 +142,12 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    deps.lifecycle?.untrack(drained)
+    const reason = shutdownReason()
+    if (reason) {
+      log('aborted', undefined, undefined)
+      throw reason
+    }
     // No fallback (the ciphertext is for this backend's key), but other calls pass it over for a while.
     deps.attestation.failed(target, error)
     log('upstream-error', undefined, undefined)
@@ -153,8 +166,10 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
       upstream,
       headers: passed,
       observe: data => meter.observeEvent(data),
+      failure: shutdownReason,
       async complete(outcome) {
         input.httpRequest.signal.removeEventListener('abort', onClientGone)
+        deps.lifecycle?.untrack(drained)
         if (outcome === 'cancelled') upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
         if (outcome !== 'finished' && !meter.producedOutput) {
           call.release()
@@ -194,11 +209,12 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   } catch (error) {
     if (!call.done) {
       call.release()
-      log('upstream-error', undefined, undefined)
+      log(shutdownReason() ? 'aborted' : 'upstream-error', undefined, undefined)
     }
-    throw toApiError(error)
+    throw shutdownReason() ?? toApiError(error)
   } finally {
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    deps.lifecycle?.untrack(drained)
   }
 }
 

@@ -45,6 +45,8 @@ export function passthroughStream(options: {
   observe: (data: string) => void
   /** Settles; the held [DONE] is written only after it resolves without an error. */
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
+  /** Why the gateway cut the call (the drain's deadline), if it did: the client's error event. */
+  failure?: () => ApiError | undefined
   headers: Record<string, string>
 }): Response {
   const iterator = options.upstream.bytes[Symbol.asyncIterator]()
@@ -65,7 +67,7 @@ export function passthroughStream(options: {
         } catch (error) {
           if (pending.length > 0) controller.enqueue(pending)
           const failure = await finish('failed')
-          controller.enqueue(errorEvent(failure ?? toApiError(error)))
+          controller.enqueue(errorEvent(failure ?? options.failure?.() ?? toApiError(error)))
           controller.close()
           return
         }
