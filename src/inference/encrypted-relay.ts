@@ -10,6 +10,7 @@ import type { ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
 import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { recordOf } from '../observability/request-log'
@@ -22,6 +23,7 @@ import { checkEncryptedBody, type CheckedBody } from './encrypted-body'
 import { passthroughStream } from './encrypted-stream'
 import { EnvelopeMeter } from './encrypted-usage'
 import { priceUsage } from './meter'
+import { countUpstreamFailure } from './open-call'
 import { toApiError } from './upstream-errors'
 
 export interface EncryptedDeps {
@@ -32,6 +34,8 @@ export interface EncryptedDeps {
   clock: Clock
   /** The drain: it waits for the calls it tracks and cuts them at its deadline (main.ts). */
   lifecycle?: Pick<Lifecycle, 'track' | 'untrack'>
+  /** Counted as a chat's call: the upstream call by provider, tokens and nanos by model. */
+  metrics?: GatewayMetrics
 }
 
 export interface EncryptedChatInput {
@@ -123,6 +127,11 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
       record.chargedNanos = charged
       if (record.deferred) record.sink.end(record)
     }
+    if (deps.metrics && usage && charged !== undefined) {
+      deps.metrics.tokens.inc(usage.inputTokens, route.id, 'input')
+      deps.metrics.tokens.inc(usage.outputTokens, route.id, 'output')
+      deps.metrics.billedNanos.inc(Number(charged), route.id)
+    }
     deps.logger.info('chat', {
       request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: route.id, level: 'encrypted',
       backend, outcome, stream, input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens,
@@ -137,12 +146,14 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
 
   let upstream
+  const openedAt = performance.now()
   try {
     upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody), signal: upstreamAbort.signal, collect: !stream })
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
     deps.lifecycle?.untrack(drained)
+    if (deps.metrics && error instanceof UpstreamError) countUpstreamFailure(deps.metrics, error, 'before-first-event', openedAt)
     const reason = shutdownReason()
     if (reason) {
       log('aborted', undefined, undefined)
@@ -152,6 +163,10 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     deps.attestation.failed(target, error)
     log('upstream-error', undefined, undefined)
     throw backendRefusal(error)
+  }
+  if (deps.metrics) {
+    deps.metrics.upstreamCalls.inc(1, target.provider.id, 'ok')
+    deps.metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, target.provider.id)
   }
   const passed: Record<string, string> = {}
   for (const name of PASSED_HEADERS) {

@@ -170,7 +170,7 @@ class UpstreamAbort extends AbortController {
   }
 }
 
-function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'mid-stream', startedAt?: number): void {
+export function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'mid-stream', startedAt?: number): void {
   // A call the gateway itself cancelled (client gone, drain) is not an upstream failure.
   if (error.kind === 'aborted') return
   metrics.upstreamErrors.inc(1, error.provider, error.kind, phase)

@@ -43,3 +43,27 @@ test('an Encrypted chat, streamed or not, logs its model, backend, outcome, usag
     await t.stopAll()
   }
 })
+
+test('an Encrypted chat counts in the metrics: tokens and nanos by model, the upstream call by provider', async () => {
+  // Before: the relay counted nothing, so svc_billed_nanos_total missed every Encrypted charge.
+  const t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }])
+  try {
+    const org = await t.createOrg()
+    const nonce = 'ef'.repeat(32)
+    const attestation: Attestation = await json(await t.request('GET', `/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=ecdsa&nonce=${nonce}`, { key: org.adminKey }))
+    const ctx = contextFor(attestation, generateClientKeys('ecdsa'))
+    const { body, headers } = encryptChatRequest({ model: 'sim:encrypted', stream: false, messages: [{ role: 'user', content: 'hello' }] }, ctx)
+    const response = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body, headers, })
+    expect(response.status).toBe(200)
+    const usage = (await json(response)).usage
+    const charged = (await t.deps.database.client.execute("SELECT -SUM(amount_nanos) AS n FROM ledger_entries WHERE kind = 'settle'")).rows[0]!.n
+    const text = t.deps.metrics.registry.render()
+    const sample = (series: string) => Number(text.split('\n').find(line => line.startsWith(`${series} `))?.split(' ')[1])
+    expect(sample('svc_tokens_total{model="sim:encrypted",direction="input"}')).toBe(usage.prompt_tokens)
+    expect(sample('svc_tokens_total{model="sim:encrypted",direction="output"}')).toBe(usage.completion_tokens)
+    expect(sample('svc_billed_nanos_total{model="sim:encrypted"}')).toBe(Math.abs(Number(charged)))
+    expect(text).toMatch(/svc_upstream_requests_total\{provider="[^"]*near",outcome="ok"\} 1/)
+  } finally {
+    await t.stopAll()
+  }
+})
