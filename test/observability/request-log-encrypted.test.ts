@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import { contextFor, decryptChatStream, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
-import { createLogger } from '../../src/observability/logger'
+import { createLogger, silentLogger } from '../../src/observability/logger'
 import { json } from '../support/harness'
 import { NEAR_V2, startTeeGateway } from '../support/tee'
 
@@ -46,14 +46,14 @@ test('an Encrypted chat, streamed or not, logs its model, backend, outcome, usag
 
 test('an Encrypted chat counts in the metrics: tokens and nanos by model, the upstream call by provider', async () => {
   // Before: the relay counted nothing, so svc_billed_nanos_total missed every Encrypted charge.
-  const t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }])
+  const t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }], { logger: silentLogger })
   try {
     const org = await t.createOrg()
     const nonce = 'ef'.repeat(32)
     const attestation: Attestation = await json(await t.request('GET', `/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=ecdsa&nonce=${nonce}`, { key: org.adminKey }))
     const ctx = contextFor(attestation, generateClientKeys('ecdsa'))
     const { body, headers } = encryptChatRequest({ model: 'sim:encrypted', stream: false, messages: [{ role: 'user', content: 'hello' }] }, ctx)
-    const response = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body, headers, })
+    const response = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body, headers })
     expect(response.status).toBe(200)
     const usage = (await json(response)).usage
     const charged = (await t.deps.database.client.execute("SELECT -SUM(amount_nanos) AS n FROM ledger_entries WHERE kind = 'settle'")).rows[0]!.n
