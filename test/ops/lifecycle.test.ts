@@ -1,4 +1,5 @@
 import { expect, test } from 'bun:test'
+import { silentLogger } from '../../src/observability/logger'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
 import { buildWebApp, pageServer } from '../support/fake-web'
 import { buildTestApp, createPlanOrg, json } from '../support/harness'
@@ -29,7 +30,7 @@ test('while draining: /readyz 503 draining, new chat 503 unavailable, nothing re
 // Encrypted chat arriving during the drain ran and were charged (QA), and none of them was
 // tracked for the drain's deadline.
 test('while draining: a document parse, a web fetch and an Encrypted chat are refused with 503, nothing charged', async () => {
-  const tee = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }])
+  const tee = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }], { logger: silentLogger })
   const web = await buildWebApp()
   const site = pageServer(() => new Response('<html><title>t</title><body>page</body></html>', { headers: { 'content-type': 'text/html' } }))
   try {
