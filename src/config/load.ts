@@ -1,4 +1,5 @@
 import { Value } from '@sinclair/typebox/value'
+import { isEmail } from '../lib/email'
 import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
 import { redactCredentials } from '../observability/logger'
 import { parseUsd } from '../lib/money'
@@ -89,6 +90,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     // The bearer /metrics reads is one run of non-space characters: this token could never match.
     problems.push(`metrics.token_env: ${metricsTokenEnv} must not contain spaces or control characters (a trailing newline from a secret file, say)`)
   }
+  const ownerEmail = file.bootstrap?.owner_email
+  if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
   if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id

@@ -49,3 +49,12 @@ test('a metrics token with whitespace stops the boot by name: no Authorization h
   }
   expect(load('metrics: { token_env: MY_TOKEN }', { MY_TOKEN: 'metrics-token-0123456789' }).metrics.token).toBe('metrics-token-0123456789')
 })
+
+test('bootstrap.owner_email must be an email address, as everywhere else an email is taken', () => {
+  // Before, any 3 characters passed (even blanks), and the first boot created an owner whose
+  // email `svc users add` and the API would have refused.
+  for (const email of ['not an email', '   ', 'owner', 'a@b@c']) {
+    expect(problems(`bootstrap: { owner_email: "${email}" }`)).toEqual([`bootstrap.owner_email: must be an email address, got "${email}"`])
+  }
+  expect(load('bootstrap: { owner_email: " Ops@Example.test " }').bootstrap.ownerEmail).toBe(' Ops@Example.test ')
+})
