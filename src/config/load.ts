@@ -90,6 +90,10 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     // The bearer /metrics reads is one run of non-space characters: this token could never match.
     problems.push(`metrics.token_env: ${metricsTokenEnv} must not contain spaces or control characters (a trailing newline from a secret file, say)`)
   }
+  const adminPort = file.metrics?.port
+  if (adminPort !== undefined && adminPort !== 0 && adminPort === port) {
+    problems.push(`metrics.port: ${adminPort} is the public PORT too; the admin port needs a port of its own`)
+  }
   const ownerEmail = file.bootstrap?.owner_email
   if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
   if (problems.length > 0) throw new ConfigError(problems)

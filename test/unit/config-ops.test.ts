@@ -58,3 +58,18 @@ test('bootstrap.owner_email must be an email address, as everywhere else an emai
   }
   expect(load('bootstrap: { owner_email: " Ops@Example.test " }').bootstrap.ownerEmail).toBe(' Ops@Example.test ')
 })
+
+test('metrics.host must look like an address, and metrics.port must not be the public PORT: each stops the boot by name', () => {
+  // Before, both loaded: `svc serve` then bound the public port and failed on the admin one with
+  // "getaddrinfo ENOTFOUND not a host!!" or "EADDRINUSE … port 8080", naming no setting.
+  for (const host of ['not a host!!', 'http://127.0.0.1', '10.0.0.1/24', ' ']) {
+    const found = problems(`metrics: { port: 9090, host: "${host}" }`)
+    expect(found).toHaveLength(1)
+    expect(found[0]).toStartWith('metrics.host: ')
+  }
+  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'metrics.internal', 'fe80::1%eth0']) expect(load(`metrics: { port: 9090, host: "${host}" }`).metrics.host).toBe(host)
+  expect(problems('metrics: { port: 8080 }')).toEqual(['metrics.port: 8080 is the public PORT too; the admin port needs a port of its own'])
+  expect(problems('metrics: { port: 9090 }', { PORT: '9090' })).toEqual(['metrics.port: 9090 is the public PORT too; the admin port needs a port of its own'])
+  // Port 0 (any free port) for both is fine: they get different ones.
+  expect(load('metrics: { port: 0 }', { PORT: '0' }).metrics.port).toBe(0)
+})
