@@ -177,6 +177,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   if (stream) {
     // As a chat stream's, the line is written when the stream ends (by `log`, with its outcome).
     if (record !== undefined) record.deferred = true
+    if (deps.metrics) deps.metrics.openStreams += 1
     return passthroughStream({
       upstream,
       headers: passed,
@@ -185,6 +186,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
       async complete(outcome) {
         input.httpRequest.signal.removeEventListener('abort', onClientGone)
         deps.lifecycle?.untrack(drained)
+        if (deps.metrics) deps.metrics.openStreams -= 1
         if (outcome === 'cancelled') upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
         if (outcome !== 'finished' && !meter.producedOutput) {
           call.release()

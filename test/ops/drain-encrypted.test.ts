@@ -109,6 +109,8 @@ test('the drain deadline cuts an Encrypted stream: in-band unavailable error, it
   expect(response.status).toBe(200)
   expect(chats()).toBe(1)
   expect(t.deps.lifecycle.inFlight).toBe(1)
+  // svc_open_streams counts it too (before, Encrypted streams were not counted).
+  expect(t.deps.metrics.openStreams).toBe(1)
   const [forDecrypt, forText] = response.body!.tee()
   const text = new Response(forText).text()
   const chunks: unknown[] = []
@@ -126,6 +128,7 @@ test('the drain deadline cuts an Encrypted stream: in-band unavailable error, it
   expect(raw).toContain('"code":"unavailable"')
   expect(raw).not.toContain('[DONE]')
   expect(t.deps.lifecycle.inFlight).toBe(0)
+  expect(t.deps.metrics.openStreams).toBe(0)
   await poll('the settlement', 100, 10, async () => ((await t.deps.balance(org.orgId)).prepaidNanos < before.prepaidNanos ? true : undefined))
   const settled = await t.deps.database.client.execute("SELECT COUNT(*) AS n FROM ledger_entries WHERE request_id = 'req-cut-encrypted'")
   expect(Number(settled.rows[0]!.n)).toBe(1)
