@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
-import { silentLogger } from '../../src/observability/logger'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
+import { loadConfig } from '../../src/config/load'
+import { silentLogger } from '../../src/observability/logger'
 import { buildWebApp, pageServer } from '../support/fake-web'
 import { buildTestApp, createPlanOrg, json } from '../support/harness'
 import { NEAR_V2, startTeeGateway } from '../support/tee'
@@ -64,5 +65,32 @@ test('while draining: a document parse, a web fetch and an Encrypted chat are re
     site.stop()
     await web.t.close()
     await tee.stopAll()
+  }
+})
+
+test('while draining: a chat with a file part is refused before its document is parsed or billed', async () => {
+  // Before: the file was parsed and its unit charged (enrichment bills before the chat's own
+  // admission), and only then was the chat refused with 503.
+  const env = { SVC_CONFIG: '/virtual/files.yaml' }
+  const t = await buildTestApp(env, loadConfig(env, () => `
+providers: [{ id: demo, type: demo, retention: none }]
+models: [{ id: m, backends: [{ provider: demo, model: demo }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 256, capabilities: { file_input: true } }]
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`))
+  try {
+    const org = await t.createOrg()
+    t.deps.lifecycle.drain()
+    const before = await t.deps.balance(org.orgId)
+    const notes = Buffer.from('meeting notes').toString('base64')
+    const chat = await t.request('POST', '/v1/chat/completions', {
+      key: org.adminKey,
+      body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'summarize' }, { type: 'file', file: { file_data: `data:text/plain;base64,${notes}`, filename: 'notes.txt' } }] }] },
+    })
+    expect(chat.status).toBe(503)
+    expect((await json(chat)).error.code).toBe('unavailable')
+    expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before.prepaidNanos)
+    expect(t.deps.extractor.stats().workers).toBe(0)
+  } finally {
+    await t.close()
   }
 })
