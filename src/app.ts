@@ -46,7 +46,7 @@ export function createApp(deps: Deps) {
     .use(
       inferenceRoutes(
         deps.keys, deps.limits, deps.catalog, deps.pipeline,
-        { catalog: deps.catalog, attestation: deps.attestation, metering: deps.metering, logger: deps.logger, clock: deps.clock },
+        { catalog: deps.catalog, attestation: deps.attestation, metering: deps.metering, logger: deps.logger, clock: deps.clock, lifecycle: deps.lifecycle, metrics: deps.metrics },
       ),
     )
     .use(fusionRoutes(deps.keys, deps.limits, deps.fusion))

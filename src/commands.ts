@@ -6,7 +6,7 @@ import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { ApiError } from './http/errors'
 import { serve } from './main'
-import { createLogger } from './observability/logger'
+import { createLogger, redactCredentials } from './observability/logger'
 import { LedgerViolation, UsageError, type CliIo } from './operator/io'
 
 const USAGE = `svc — self-hostable LLM inference gateway
@@ -137,7 +137,7 @@ async function exitCode(io: CliIo, fn: () => Promise<void>, config?: Config): Pr
   } catch (error) {
     if (error instanceof LedgerViolation) return 1
     if (error instanceof UsageError) {
-      io.err(`usage error: ${error.message}\n\n${USAGE}`)
+      io.err(`usage error: ${redactCredentials(error.message)}\n\n${USAGE}`)
       return 2
     }
     io.err(`error: ${failureLine(error, config)}`)
@@ -158,7 +158,7 @@ function textOf(error: unknown): string {
 /**
  * One line for a failed command, naming its cause. A failed query is described by what made it
  * fail, not by drizzle's "Failed query: <SQL>" (whose cause the message leaves out). Neither the
- * DATABASE_AUTH_TOKEN nor credentials in DATABASE_URL are ever printed.
+ * DATABASE_AUTH_TOKEN, credentials in a URL, nor an API key or token are ever printed.
  */
 export function failureLine(error: unknown, config?: Config): string {
   const chain: unknown[] = []
@@ -179,5 +179,6 @@ export function failureLine(error: unknown, config?: Config): string {
   line = line.replace(/\s+/g, ' ').trim()
   if (config?.databaseUrl) line = line.replaceAll(config.databaseUrl, redactUrl(config.databaseUrl))
   if (config?.databaseAuthToken) line = line.replaceAll(config.databaseAuthToken, '[redacted]')
-  return line
+  // Nor a URL's password (SVC_URL behind a basic-auth proxy) or a key the failure quotes.
+  return redactCredentials(line)
 }

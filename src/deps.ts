@@ -139,7 +139,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   ledger.health = health
   writer.onFailure = error => health.failed(error)
   const limits = new Limits(config.limits, clock)
-  const metering = new Metering(ledger, limits)
+  const lifecycle = new Lifecycle()
+  const metering = new Metering(ledger, limits, lifecycle)
   const catalog = new Catalog(config)
   const providers = createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES)
   const router = new Router(providers, clock)
@@ -161,7 +162,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
   const metrics = new GatewayMetrics()
   for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
-  const lifecycle = new Lifecycle()
   registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle, extractor)
   const pipeline: PipelineDeps = {
     metering, router, logger, clock, documents: { extractor, config: documents }, web, metrics, lifecycle, fault: faultAt(config.faultPoint),

@@ -1,6 +1,7 @@
 import type { Principal } from '../keys/principal'
 import type { Nanos } from '../lib/money'
 import type { Limits } from '../limits/admission'
+import { Lifecycle } from '../observability/lifecycle'
 import type { Ledger, Purpose, Reservation } from './ledger'
 
 /**
@@ -47,14 +48,18 @@ export class Metering {
   constructor(
     private readonly ledger: Ledger,
     private readonly limits: Limits,
+    /** The process's serving state: no billed call is admitted once a shutdown has begun. */
+    private readonly lifecycle: { readonly draining: boolean } = { draining: false },
   ) {}
 
   /**
-   * Admits a billed call. Inference calls take an org concurrency slot first (429
-   * rate_limited when full); then the ledger holds `estimate` (429 insufficient_quota, 401,
-   * 503). A refusal frees the slot and leaves the ledger unchanged.
+   * Admits a billed call. While the instance drains it is refused with 503 `unavailable` (every
+   * billed route: chat, Encrypted, documents, web). Inference calls take an org concurrency slot
+   * first (429 rate_limited when full); then the ledger holds `estimate` (429
+   * insufficient_quota, 401, 503). A refusal frees the slot and leaves the ledger unchanged.
    */
   async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string }): Promise<MeteredCall> {
+    if (this.lifecycle.draining) throw Lifecycle.refusal()
     const freeSlot = input.inference ? this.limits.acquireInferenceSlot(input.principal.orgId) : () => {}
     let admitted
     try {

@@ -1,5 +1,7 @@
 import { Value } from '@sinclair/typebox/value'
+import { isEmail } from '../lib/email'
 import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
+import { redactCredentials } from '../observability/logger'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, DocumentsConfig, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
@@ -11,8 +13,13 @@ import { FileConfigSchema, type FileConfig } from './schema'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+  readonly problems: string[]
+
+  constructor(problems: string[]) {
+    // A problem echoes the value it refuses, and goes to stderr (a boot log).
+    const scrubbed = problems.map(redactCredentials)
+    super(`invalid configuration:\n  - ${scrubbed.join('\n  - ')}`)
+    this.problems = scrubbed
   }
 }
 
@@ -79,7 +86,16 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const metricsToken = metricsTokenEnv ? env[metricsTokenEnv] : undefined
   if (metricsTokenEnv && (!metricsToken || metricsToken.length < 16)) {
     problems.push(`metrics.token_env: ${metricsTokenEnv} must be set to a token of at least 16 characters`)
+  } else if (metricsTokenEnv && /[\s\p{Cc}]/u.test(metricsToken!)) {
+    // The bearer /metrics reads is one run of non-space characters: this token could never match.
+    problems.push(`metrics.token_env: ${metricsTokenEnv} must not contain spaces or control characters (a trailing newline from a secret file, say)`)
   }
+  const adminPort = file.metrics?.port
+  if (adminPort !== undefined && adminPort !== 0 && adminPort === port) {
+    problems.push(`metrics.port: ${adminPort} is the public PORT too; the admin port needs a port of its own`)
+  }
+  const ownerEmail = file.bootstrap?.owner_email
+  if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
   if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id
@@ -202,6 +218,10 @@ function parseFile(text: string | undefined, source: string, problems: string[])
     raw = Bun.YAML.parse(text)
   } catch (error) {
     problems.push(`${source}: not valid YAML or JSON: ${(error as Error).message}`)
+    return undefined
+  }
+  if (raw === null || raw === undefined) {
+    problems.push(`SVC_CONFIG: "${source}" holds no configuration (empty, or comments only); it needs at least a plans: section`)
     return undefined
   }
   if (Value.Check(FileConfigSchema, raw)) return raw

@@ -218,8 +218,9 @@ export const FileConfigSchema = t.Object(
           token_env: t.Optional(EnvName),
           // Serve /metrics (and /healthz, /readyz) on this separate admin port instead of the public one.
           port: t.Optional(Integer({ minimum: 0, maximum: 65535 })),
-          // Address the admin port binds (default 127.0.0.1).
-          host: t.Optional(t.String({ minLength: 1, maxLength: 255 })),
+          // Address the admin port binds (default 127.0.0.1): an IPv4 or IPv6 address (a zone
+          // allowed) or a host name, never a URL.
+          host: t.Optional(t.String({ pattern: '^[A-Za-z0-9._:%-]{1,255}$' })),
         },
         { additionalProperties: false },
       ),

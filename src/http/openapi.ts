@@ -1,5 +1,6 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
+import { recordOf } from '../observability/request-log'
 // `type: 'file'` gives a path that `bun build --compile` embeds, so /docs works offline.
 import swaggerBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import swaggerCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
@@ -14,8 +15,14 @@ export function openapiDocs(version: string) {
   return new Elysia()
     // Swagger UI loads the spec by the relative URL "openapi.json", which from /docs/ would be
     // /docs/openapi.json: send the trailing-slash form to /docs.
+    // Answered before routing, so the request's log line and metrics are written here. Only the
+    // path /docs/ itself (not any path or query that ends so).
     .onRequest(({ request }) => {
-      if (request.url.endsWith('/docs/')) return Response.redirect(new URL('/docs', request.url).href, 308)
+      if (!request.url.endsWith('/docs/')) return
+      if (new URL(request.url).pathname !== '/docs/') return
+      const record = recordOf(request)
+      if (record !== undefined) record.sink.respond(record, '/docs/', 308)
+      return Response.redirect(new URL('/docs', request.url).href, 308)
     })
     .get(
       '/docs-assets/swagger-ui-bundle.js',

@@ -10,7 +10,10 @@ import type { ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Clock } from '../lib/clock'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
+import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
+import { recordOf } from '../observability/request-log'
 import type { Evidence } from '../providers/attested/evidence'
 import { UpstreamError } from '../providers/types'
 import { bytesToHex, randomBytes } from '../tee/keys'
@@ -20,6 +23,7 @@ import { checkEncryptedBody, type CheckedBody } from './encrypted-body'
 import { passthroughStream } from './encrypted-stream'
 import { EnvelopeMeter } from './encrypted-usage'
 import { priceUsage } from './meter'
+import { countUpstreamFailure } from './open-call'
 import { toApiError } from './upstream-errors'
 
 export interface EncryptedDeps {
@@ -28,6 +32,10 @@ export interface EncryptedDeps {
   metering: Metering
   logger: Logger
   clock: Clock
+  /** The drain: it waits for the calls it tracks and cuts them at its deadline (main.ts). */
+  lifecycle?: Pick<Lifecycle, 'track' | 'untrack'>
+  /** Counted as a chat's call: the upstream call by provider, tokens and nanos by model. */
+  metrics?: GatewayMetrics
 }
 
 export interface EncryptedChatInput {
@@ -96,15 +104,40 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const upstreamAbort = new AbortController()
   const onClientGone = () => upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
+  // Tracked like a chat: a cut at the drain's deadline aborts with an ApiError, which the client gets.
+  const drained = { abort: (reason: ApiError) => upstreamAbort.abort(reason) }
+  deps.lifecycle?.track(drained)
+  const shutdownReason = () => (upstreamAbort.signal.reason instanceof ApiError ? upstreamAbort.signal.reason : undefined)
   input.disableIdleTimeout?.()
   const meter = new EnvelopeMeter(Math.ceil(checked.plainBytes / 4) + checked.messageCount * 4, { maxInputTokens: route.contextLength, maxOutputTokens: outputTokens }, target.provider.proofFormat, h.algo)
   const started = deps.clock.now()
-  const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) =>
+  const backend = `${target.provider.id}/${target.backend.model}`
+  // The request's own log line carries the call as a chat's does (README, Metrics and logs).
+  const record = recordOf(input.httpRequest)
+  if (record !== undefined) {
+    record.model = route.id
+    record.backend = backend
+    record.stream = stream
+  }
+  const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) => {
+    if (record !== undefined) {
+      record.outcome = outcome
+      record.inputTokens = usage?.inputTokens
+      record.outputTokens = usage?.outputTokens
+      record.chargedNanos = charged
+      if (record.deferred) record.sink.end(record)
+    }
+    if (deps.metrics && usage && charged !== undefined) {
+      deps.metrics.tokens.inc(usage.inputTokens, route.id, 'input')
+      deps.metrics.tokens.inc(usage.outputTokens, route.id, 'output')
+      deps.metrics.billedNanos.inc(Number(charged), route.id)
+    }
     deps.logger.info('chat', {
       request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: route.id, level: 'encrypted',
-      backend: `${target.provider.id}/${target.backend.model}`, outcome, stream, input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens,
+      backend, outcome, stream, input_tokens: usage?.inputTokens, output_tokens: usage?.outputTokens,
       charged_nanos: charged, latency_ms: deps.clock.now() - started,
     })
+  }
   const settle = async () => {
     const usage = meter.usage()
     const charged = priceUsage(route.price, usage)
@@ -113,15 +146,27 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
 
   let upstream
+  const openedAt = performance.now()
   try {
     upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody), signal: upstreamAbort.signal, collect: !stream })
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    deps.lifecycle?.untrack(drained)
+    if (deps.metrics && error instanceof UpstreamError) countUpstreamFailure(deps.metrics, error, 'before-first-event', openedAt)
+    const reason = shutdownReason()
+    if (reason) {
+      log('aborted', undefined, undefined)
+      throw reason
+    }
     // No fallback (the ciphertext is for this backend's key), but other calls pass it over for a while.
     deps.attestation.failed(target, error)
     log('upstream-error', undefined, undefined)
     throw backendRefusal(error)
+  }
+  if (deps.metrics) {
+    deps.metrics.upstreamCalls.inc(1, target.provider.id, 'ok')
+    deps.metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, target.provider.id)
   }
   const passed: Record<string, string> = {}
   for (const name of PASSED_HEADERS) {
@@ -130,12 +175,18 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
 
   if (stream) {
+    // As a chat stream's, the line is written when the stream ends (by `log`, with its outcome).
+    if (record !== undefined) record.deferred = true
+    if (deps.metrics) deps.metrics.openStreams += 1
     return passthroughStream({
       upstream,
       headers: passed,
       observe: data => meter.observeEvent(data),
+      failure: shutdownReason,
       async complete(outcome) {
         input.httpRequest.signal.removeEventListener('abort', onClientGone)
+        deps.lifecycle?.untrack(drained)
+        if (deps.metrics) deps.metrics.openStreams -= 1
         if (outcome === 'cancelled') upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
         if (outcome !== 'finished' && !meter.producedOutput) {
           call.release()
@@ -175,11 +226,12 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   } catch (error) {
     if (!call.done) {
       call.release()
-      log('upstream-error', undefined, undefined)
+      log(shutdownReason() ? 'aborted' : 'upstream-error', undefined, undefined)
     }
-    throw toApiError(error)
+    throw shutdownReason() ?? toApiError(error)
   } finally {
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    deps.lifecycle?.untrack(drained)
   }
 }
 

@@ -57,6 +57,8 @@ export function passthroughStream(options: {
   observe: (data: string) => void
   /** Settles; the held [DONE] is written only after it resolves without an error. */
   complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
+  /** Why the gateway cut the call (the drain's deadline), if it did: the client's error event. */
+  failure?: () => ApiError | undefined
   headers: Record<string, string>
 }): Response {
   const iterator = options.upstream.bytes[Symbol.asyncIterator]()
@@ -80,7 +82,7 @@ export function passthroughStream(options: {
         } catch (error) {
           for (const part of pending) controller.enqueue(part)
           const failure = await finish('failed')
-          controller.enqueue(errorEvent(failure ?? toApiError(error)))
+          controller.enqueue(errorEvent(failure ?? options.failure?.() ?? toApiError(error)))
           controller.close()
           return
         }

@@ -2,7 +2,6 @@ import type { MeteredCall } from '../billing/metering'
 import { ApiError } from '../http/errors'
 import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
-import { Lifecycle } from '../observability/lifecycle'
 import { recordOf, type RequestRecord } from '../observability/request-log'
 import { UpstreamError } from '../providers/types'
 import type { ChatEvent, Usage } from './canonical'
@@ -50,7 +49,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
-  if (deps.lifecycle.draining) throw Lifecycle.refusal()
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
     principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
@@ -172,7 +170,7 @@ class UpstreamAbort extends AbortController {
   }
 }
 
-function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'mid-stream', startedAt?: number): void {
+export function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'mid-stream', startedAt?: number): void {
   // A call the gateway itself cancelled (client gone, drain) is not an upstream failure.
   if (error.kind === 'aborted') return
   metrics.upstreamErrors.inc(1, error.provider, error.kind, phase)

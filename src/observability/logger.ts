@@ -11,8 +11,10 @@ export interface Logger {
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
 
 // Any credential that reaches a log line by accident (an echoed header, an error message)
-// is cut down to its prefix, on every path.
-const SECRET = /\b(z_sk_|svc_cli_|svc_mcp_)[A-Za-z0-9_-]+/g
+// is cut down to its prefix, on every path. Not anchored at a word boundary: the pattern runs
+// on the JSON text, where a key starting a stack-trace line follows `\n` (a word character),
+// as one in a URL-encoded query follows `%3D`.
+const SECRET = /(z_sk_|svc_cli_|svc_mcp_)[A-Za-z0-9_-]+/g
 
 /** Whether `text` could hold a credential: a superset of what SECRET matches. */
 function mayHoldSecret(text: string): boolean {
@@ -22,6 +24,15 @@ function mayHoldSecret(text: string): boolean {
 /** Replaces every credential-looking substring with its prefix and a marker. */
 export function redact(text: string): string {
   return text.replace(SECRET, '$1[redacted]')
+}
+
+/**
+ * For text printed to a terminal or a boot log that echoes a value it refuses (config problems,
+ * a CLI's error line): besides keys and tokens, a URL's user:password (up to the authority's
+ * last `@`) and an authToken parameter are cut out.
+ */
+export function redactCredentials(text: string): string {
+  return redact(text.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s"]*/gi, '$1[redacted]'))
 }
 
 const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)

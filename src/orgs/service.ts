@@ -3,9 +3,8 @@ import type { Db } from '../db/client'
 import { memberships, orgs, users, type Role } from '../db/schema'
 import { ApiError } from '../http/errors'
 import type { Clock } from '../lib/clock'
+import { EMAIL } from '../lib/email'
 import { newId } from '../lib/ids'
-
-const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/
 
 /** Lower-cases and checks an email address; throws invalid_request naming the field. */
 export function normalizeEmail(email: string, param = 'email'): string {

@@ -48,3 +48,22 @@ test('a message needing escapes, no fields and empty fields each make one valid 
   ])
   expect(Object.keys(JSON.parse(lines[1]!))).toEqual(['time', 'level', 'msg'])
 })
+
+test('a credential right after an escape (a stack trace line, a tab) or inside a URL-encoded or glued word is redacted too', () => {
+  // The JSON text of "\nz_sk_…" is `\nz_sk_…`: no word boundary before the prefix, so a
+  // boundary-anchored pattern let a key at the start of a stack-trace line through.
+  const lines: string[] = []
+  const logger = createLogger('info', line => lines.push(line))
+  const key = 'z_sk_4Fq9Zr0aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789abcdef'
+  const cli = 'svc_cli_Zm9vYmFyYmF6cXV4cXV1eA-_0123456789abcdefghijklmn'
+  const mcp = 'svc_mcp_Zm9vYmFyYmF6cXV4cXV1eA-_0123456789abcdefghijklmn'
+  logger.error('unhandled error', { stack: `Error: refused\n${key}\n    at handler (app.ts:1:1)` })
+  logger.warn('tabbed', { detail: `token\t${cli}` })
+  logger.warn('encoded', { url: `http://upstream/v1?auth%3D${mcp}` })
+  logger.warn('glued', { header: `Bearer_${key}`, nul: `\u0000${cli}` })
+  logger.info(`${key}\n${mcp}`)
+  const text = lines.join('')
+  for (const secret of [key, cli, mcp]) expect(text).not.toContain(secret.slice(8))
+  expect(JSON.parse(lines[0]!).stack).toBe('Error: refused\nz_sk_[redacted]\n    at handler (app.ts:1:1)')
+  expect(JSON.parse(lines[4]!).msg).toBe('z_sk_[redacted]\nsvc_mcp_[redacted]')
+})

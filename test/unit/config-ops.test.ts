@@ -38,3 +38,38 @@ test('SVC_FAULT_POINT (crash tests) accepts only the named steps, and is unset b
   expect(load('', { SVC_FAULT_POINT: 'before_settle' }).faultPoint).toBe('before_settle')
   expect(problems('', { SVC_FAULT_POINT: 'whenever' })[0]).toContain('SVC_FAULT_POINT')
 })
+
+test('a metrics token with whitespace stops the boot by name: no Authorization header could ever carry it', () => {
+  // Before, it loaded, and every scrape was 401 (the bearer is one run of non-space characters);
+  // a secret file's trailing newline is the usual way in.
+  for (const token of ['metrics-token-0123456789\n', 'metrics token 0123456789', '\tmetrics-token-0123456789']) {
+    expect(problems('metrics: { token_env: MY_TOKEN }', { MY_TOKEN: token })).toEqual([
+      'metrics.token_env: MY_TOKEN must not contain spaces or control characters (a trailing newline from a secret file, say)',
+    ])
+  }
+  expect(load('metrics: { token_env: MY_TOKEN }', { MY_TOKEN: 'metrics-token-0123456789' }).metrics.token).toBe('metrics-token-0123456789')
+})
+
+test('bootstrap.owner_email must be an email address, as everywhere else an email is taken', () => {
+  // Before, any 3 characters passed (even blanks), and the first boot created an owner whose
+  // email `svc users add` and the API would have refused.
+  for (const email of ['not an email', '   ', 'owner', 'a@b@c']) {
+    expect(problems(`bootstrap: { owner_email: "${email}" }`)).toEqual([`bootstrap.owner_email: must be an email address, got "${email}"`])
+  }
+  expect(load('bootstrap: { owner_email: " Ops@Example.test " }').bootstrap.ownerEmail).toBe(' Ops@Example.test ')
+})
+
+test('metrics.host must look like an address, and metrics.port must not be the public PORT: each stops the boot by name', () => {
+  // Before, both loaded: `svc serve` then bound the public port and failed on the admin one with
+  // "getaddrinfo ENOTFOUND not a host!!" or "EADDRINUSE … port 8080", naming no setting.
+  for (const host of ['not a host!!', 'http://127.0.0.1', '10.0.0.1/24', ' ']) {
+    const found = problems(`metrics: { port: 9090, host: "${host}" }`)
+    expect(found).toHaveLength(1)
+    expect(found[0]).toStartWith('metrics.host: ')
+  }
+  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'metrics.internal', 'fe80::1%eth0']) expect(load(`metrics: { port: 9090, host: "${host}" }`).metrics.host).toBe(host)
+  expect(problems('metrics: { port: 8080 }')).toEqual(['metrics.port: 8080 is the public PORT too; the admin port needs a port of its own'])
+  expect(problems('metrics: { port: 9090 }', { PORT: '9090' })).toEqual(['metrics.port: 9090 is the public PORT too; the admin port needs a port of its own'])
+  // Port 0 (any free port) for both is fine: they get different ones.
+  expect(load('metrics: { port: 0 }', { PORT: '0' }).metrics.port).toBe(0)
+})

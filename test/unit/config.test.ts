@@ -309,10 +309,18 @@ describe('config file problems', () => {
     expect(problems[0]).toStartWith('/etc/svc/config.yaml: not valid YAML or JSON')
   })
 
-  test('an empty file, a scalar and a list are not configurations', () => {
-    for (const text of ['', '"just a string"', '- plans\n', 'null', '42']) {
+  test('a scalar and a list are not configurations', () => {
+    for (const text of ['"just a string"', '- plans\n', '42']) {
       const problems = fileProblems(text)
       expect(problems.some(problem => problem.startsWith('(root): '))).toBe(true)
+    }
+  })
+
+  test('an empty file (or one of comments only) is named as such, with SVC_CONFIG and its path', () => {
+    // Before: "(root): Expected object", naming neither the variable nor the file (an empty
+    // mounted ConfigMap key, say).
+    for (const text of ['', '  \n', '# plans:\n#   payg: {}\n', 'null', '~']) {
+      expect(fileProblems(text)).toEqual(['SVC_CONFIG: "/etc/svc/config.yaml" holds no configuration (empty, or comments only); it needs at least a plans: section'])
     }
   })
 
@@ -480,7 +488,8 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
     const problems = problemsOf(() => loadConfig({ OLLAMA_BASE_URL: raw }, noFile))
     expect(problems).toHaveLength(1)
     expect(problems[0]).toStartWith('OLLAMA_BASE_URL: ')
-    expect(problems[0]).toContain(raw)
+    // A URL's credentials are cut from the echo (config-secrets.test.ts).
+    expect(problems[0]).toContain(raw.replace('user:pass@', '[redacted]@'))
   })
 
   test('all three together, in table order; empty values add nothing', () => {
@@ -598,7 +607,7 @@ models:
     ['{ id: a, type: anthropic }', 'providers.0.api_key_env: provider "a": type anthropic needs api_key_env (the Anthropic API always takes a key)'],
     ['{ id: a, type: openai-compatible, base_url: "ftp://x" }', 'providers.0.base_url: provider "a": must be an absolute http:// or https:// URL, got "ftp://x"'],
     ['{ id: a, type: openai-compatible, base_url: "vllm:8000" }', 'providers.0.base_url: provider "a": must be an absolute http:// or https:// URL, got "vllm:8000"'],
-    ['{ id: a, type: openai-compatible, base_url: "https://u:p@x/v1" }', 'providers.0.base_url: provider "a": must not carry credentials (use api_key_env), got "https://u:p@x/v1"'],
+    ['{ id: a, type: openai-compatible, base_url: "https://u:p@x/v1" }', 'providers.0.base_url: provider "a": must not carry credentials (use api_key_env), got "https://[redacted]@x/v1"'],
     ['{ id: a, type: openai-compatible, base_url: "https://x/v1?key=1" }', 'providers.0.base_url: provider "a": must not have a query or fragment, got "https://x/v1?key=1"'],
     ['{ id: a, type: openai-compatible, base_url: "https://x/v1#f" }', 'providers.0.base_url: provider "a": must not have a query or fragment, got "https://x/v1#f"'],
     ['{ id: a, type: demo, proof_format: x }', 'providers.0.proof_format: provider "a": proof_format applies only to type attested'],

@@ -1,0 +1,29 @@
+import { expect, test } from 'bun:test'
+import { createLogger } from '../../src/observability/logger'
+import { buildTestApp } from '../support/harness'
+
+// README: every request writes one `"msg":"request"` line (and counts in the metrics). The
+// /docs/ redirect is answered before routing: before, it wrote no line and no metric, and any
+// path ending in /docs/ (or a query ending so) was redirected too, unlogged.
+
+test('the /docs/ redirect is logged and counted; other paths ending in /docs/ are plain unmatched 404s', async () => {
+  const lines: string[] = []
+  const t = await buildTestApp({}, undefined, { logger: createLogger('info', line => lines.push(line)) })
+  try {
+    const slash = await t.request('GET', '/docs/', { headers: { 'x-request-id': 'req-docs-slash' } })
+    expect(slash.status).toBe(308)
+    expect(new URL(slash.headers.get('location')!).pathname).toBe('/docs')
+    for (const [path, id] of [['/v1/chat/completions/docs/', 'req-hostile-1'], ['/healthz?x=/docs/', 'req-hostile-2']] as const) {
+      const response = await t.request('GET', path, { headers: { 'x-request-id': id } })
+      expect(response.status).not.toBe(308)
+    }
+    const logged = lines.map(line => JSON.parse(line)).filter(line => line.msg === 'request')
+    expect(logged.find(line => line.request_id === 'req-docs-slash')).toMatchObject({ route: '/docs/', method: 'GET', status: 308 })
+    expect(logged.find(line => line.request_id === 'req-hostile-1')).toMatchObject({ route: 'unmatched', status: 404 })
+    expect(logged.find(line => line.request_id === 'req-hostile-2')).toMatchObject({ route: '/healthz', status: 200 })
+    const series = t.deps.metrics.registry.render()
+    expect(series).toContain('svc_http_requests_total{route="/docs/",method="GET",status="308"} 1')
+  } finally {
+    await t.close()
+  }
+})
