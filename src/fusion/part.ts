@@ -1,7 +1,7 @@
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
-import { collectChat, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
+import { collectChat, DeliveredFailure, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
 import { toApiError } from '../inference/upstream-errors'
 
 /** A cancellable deadline. */
@@ -27,7 +27,10 @@ export const timerDeadlines: Deadlines = {
 export interface PartOutcome {
   readonly text: string
   readonly finishReason: FinishReason
-  /** The usage charged; absent when the part failed (a failed part is never charged). */
+  /**
+   * The usage charged; absent when nothing was: a failed part is charged only when its output
+   * had already been streamed to the client (the synthesis of `stream: true`).
+   */
   readonly usage: Usage | undefined
   readonly latencyMs: number
   readonly error: ApiError | undefined
@@ -49,6 +52,8 @@ export interface PartInput {
   timeoutMs: number
   billingKey: string | undefined
   onEvent?: (event: ChatEvent) => void
+  /** Whether onEvent has sent output on to the client (then a failure charges what was sent). */
+  delivered?: () => boolean
 }
 
 /**
@@ -69,6 +74,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
         onAdmitted: () => (reachedProvider = true),
       },
       input.onEvent,
+      input.delivered,
     )
     return {
       text: collected.result.text, finishReason: collected.result.finishReason, usage: collected.usage, latencyMs: pipeline.clock.now() - started,
@@ -79,7 +85,9 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
     if (deadline.signal.aborted && !input.signal.aborted) {
       error = new ApiError('provider_error', `${input.chat.model} did not finish within ${input.timeoutMs} ms`)
     }
-    return { text: '', finishReason: 'error', usage: undefined, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
+    // Output already streamed to the client was charged, as a cut stream's is: the usage says how much.
+    const usage = thrown instanceof DeliveredFailure ? thrown.usage : undefined
+    return { text: '', finishReason: 'error', usage, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
   } finally {
     deadline.clear()
   }

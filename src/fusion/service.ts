@@ -29,7 +29,6 @@ export type FusionProgress =
   | { type: 'participant.started'; index: number; model: string }
   | { type: 'participant.finished' | 'participant.failed'; index: number; model: string; participant: FusionParticipantBody }
   | { type: 'synthesis.started'; judge: string }
-  | { type: 'synthesis.delta'; delta: string }
 
 export interface FusionInput {
   principal: Principal
@@ -48,6 +47,12 @@ export interface FusionInput {
    */
   hostedDefaults?: { webSearch: boolean; webFetch: boolean }
   onProgress?: (event: FusionProgress) => void
+  /**
+   * Sends each piece of the synthesis to the client as it arrives (`stream: true`); returns
+   * whether it went out. Once one has, the synthesis is billed as a stream is: a judge that then
+   * fails, or whose client leaves, is charged for the input and the output sent.
+   */
+  onSynthesisDelta?: (delta: string) => boolean
 }
 
 /** A checked request, ready to run: everything deterministic has been refused already. */
@@ -194,10 +199,17 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     progress?.({ type: 'synthesis.started', judge: judge.id })
     const answers = answered.map(outcome => ({ text: outcome.text, finishReason: outcome.finishReason }))
     const chat = judgeChat(judge, buildSynthesisMessages(plan.conversation, answers), input.request)
+    const forward = input.onSynthesisDelta
+    let sent = false
     synthesis = await runPart(pipeline, deadlines, {
       principal: input.principal, chat, requestId: input.requestId, signal: input.signal, timeoutMs: deps.config.judgeTimeoutMs,
       billingKey: plan.billingKeys?.judge,
-      onEvent: progress ? event => event.type === 'text-delta' && progress({ type: 'synthesis.delta', delta: event.delta }) : undefined,
+      onEvent: forward
+        ? event => {
+            if (event.type === 'text-delta' && forward(event.delta)) sent = true
+          }
+        : undefined,
+      delivered: () => sent,
     })
   }
 
