@@ -44,6 +44,8 @@ export interface PartOutcome {
 }
 
 export interface PartInput {
+  /** What the part is, for its log line. */
+  role: 'participant' | 'judge'
   principal: Principal
   chat: ChatRequest
   requestId: string
@@ -66,6 +68,8 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
   const signal = AbortSignal.any([input.signal, deadline.signal])
   const started = pipeline.clock.now()
   let reachedProvider = false
+  let outcome: PartOutcome
+  let charged = 0n
   try {
     const collected = await collectChat(
       pipeline,
@@ -76,7 +80,8 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       input.onEvent,
       input.delivered,
     )
-    return {
+    charged = collected.charged
+    outcome = {
       text: collected.result.text, finishReason: collected.result.finishReason, usage: collected.usage, latencyMs: pipeline.clock.now() - started,
       error: undefined, reachedProvider, attestation: collected.attestation,
     }
@@ -86,11 +91,27 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       error = new ApiError('provider_error', `${input.chat.model} did not finish within ${input.timeoutMs} ms`)
     }
     // Output already streamed to the client was charged, as a cut stream's is: the usage says how much.
-    const usage = thrown instanceof DeliveredFailure ? thrown.usage : undefined
-    return { text: '', finishReason: 'error', usage, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
+    const delivered = thrown instanceof DeliveredFailure ? thrown : undefined
+    if (delivered) charged = delivered.charged
+    outcome = { text: '', finishReason: 'error', usage: delivered?.usage, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
   } finally {
     deadline.clear()
   }
+  logPart(pipeline, input, outcome, charged)
+  return outcome
+}
+
+/**
+ * The part's own log line (ARCHITECTURE.md §8 step 9: every billed call logs its usage and
+ * charge). A part has no HTTP request whose line would carry them, so it writes a `chat` line of
+ * purpose fusion; the run's `fusion` line sums up. Never content.
+ */
+function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome, charged: bigint): void {
+  pipeline.logger.info('chat', {
+    request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, purpose: 'fusion', role: input.role, model: input.chat.model,
+    outcome: outcome.error ? 'failed' : 'ok', ...(outcome.error ? { error_code: outcome.error.code } : {}),
+    input_tokens: outcome.usage?.inputTokens ?? 0, output_tokens: outcome.usage?.outputTokens ?? 0, charged_nanos: String(charged), latency_ms: outcome.latencyMs,
+  })
 }
 
 /** A part refused by validation before anything ran. */

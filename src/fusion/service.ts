@@ -180,7 +180,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
       else {
         progress?.({ type: 'participant.started', index, model: route.id })
         outcome = await runPart(pipeline, deadlines, {
-          principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
+          role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
           timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id),
         })
       }
@@ -202,7 +202,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     const forward = input.onSynthesisDelta
     let sent = false
     synthesis = await runPart(pipeline, deadlines, {
-      principal: input.principal, chat, requestId: input.requestId, signal: input.signal, timeoutMs: deps.config.judgeTimeoutMs,
+      role: 'judge', principal: input.principal, chat, requestId: input.requestId, signal: input.signal, timeoutMs: deps.config.judgeTimeoutMs,
       billingKey: plan.billingKeys?.judge,
       onEvent: forward
         ? event => {
@@ -229,7 +229,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     result.synthesis_error_code = synthesis.error.code
   }
   if (synthesis?.attestation) result.judge_attestation = attestationBody(judge.id, synthesis.attestation)
-  // One line per run; each part also logged its own `chat` line (purpose fusion) with its charge.
+  // One line per run; each part logged its own `chat` line (purpose fusion) with its charge (part.ts).
   pipeline.logger.info('fusion', {
     request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, status: result.status,
     models: participants.map(route => route.id).join(','), judge: judge.id, answered: answered.length, synthesized,
