@@ -93,7 +93,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
     // Output already streamed to the client was charged, as a cut stream's is: the usage says how much.
     const delivered = thrown instanceof DeliveredFailure ? thrown : undefined
     if (delivered) charged = delivered.charged
-    outcome = { text: '', finishReason: 'error', usage: delivered?.usage, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
+    outcome = { text: '', finishReason: 'error', usage: delivered?.usage, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: delivered?.attestation }
   } finally {
     deadline.clear()
   }

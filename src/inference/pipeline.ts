@@ -167,13 +167,15 @@ function metaOf(input: ChatInput, startedAt: number, serverTools: ServerTools | 
 /**
  * A collected call that failed, or was abandoned, after `collectChat`'s caller had forwarded
  * its output to a client (Fusion's streamed synthesis): charged like a cut stream, for the input
- * and the output sent: `usage`, priced `charged`.
+ * and the output sent: `usage`, priced `charged`. `attestation`: the evidence a Confidential call
+ * was bound to, as on a success (the output sent came from that backend).
  */
 export class DeliveredFailure extends ApiError {
   constructor(
     error: ApiError,
     readonly usage: Usage,
     readonly charged: Nanos,
+    readonly attestation: CallAttestation | undefined,
   ) {
     super(error.code, error.message, error.param, error.headers)
   }
@@ -200,7 +202,7 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
       if (delivered?.() === true) {
         const { usage, charged } = await open.settle()
         open.log(outcome, usage, charged)
-        throw new DeliveredFailure(failure, usage, charged)
+        throw new DeliveredFailure(failure, usage, charged, open.attestation)
       }
       // The client receives nothing of a failed, abandoned or cut non-streamed answer, so
       // nothing is charged.
