@@ -76,6 +76,8 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       {
         principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
         onAdmitted: () => (reachedProvider = true),
+        // A drain refuses new requests; the judge belongs to a run already in flight.
+        continuesRequest: input.role === 'judge',
       },
       input.onEvent,
       input.delivered,

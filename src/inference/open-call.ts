@@ -50,7 +50,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
-  if (deps.lifecycle.draining) throw Lifecycle.refusal()
+  if (deps.lifecycle.draining && input.continuesRequest !== true) throw Lifecycle.refusal()
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
     principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,

@@ -64,6 +64,11 @@ export interface ChatCallInput {
   billingKey?: string
   /** Called once the reservation is held, just before the upstream is called. */
   onAdmitted?: () => void
+  /**
+   * The call continues a request already in flight (Fusion's judge, after its participants): a
+   * drain lets it run, as it lets that request's response finish. Only new requests are refused.
+   */
+  continuesRequest?: boolean
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
   /** The events go to an encoder that reads `passthrough` events of this format (a streamed reply). */
