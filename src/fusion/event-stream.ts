@@ -12,7 +12,7 @@ import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } 
  * failure found during the run. `: ping` comments keep proxies from closing a quiet stream.
  * `abort` is called when the client leaves, which cancels every part still running.
  */
-export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress'> }, abort: () => void): Response {
+export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta'> }, abort: () => void): Response {
   let closed = false
   let quiet: KeepAliveStream | undefined
   const body = new ReadableStream<Uint8Array>({
@@ -20,13 +20,15 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
       // Pinged by the shared ticker after 15 s of silence (src/http/keep-alive.ts).
       const watched = keepAlive.watch(() => controller.enqueue(SSE_PING))
       quiet = watched
-      const write = (event: string, data: unknown) => {
-        if (closed) return
+      const write = (event: string, data: unknown): boolean => {
+        if (closed) return false
         controller.enqueue(sseFrame(JSON.stringify(data), event))
         watched.wrote = true
+        return true
       }
       const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
-      executeFusion(deps, { ...plan, input: { ...plan.input, onProgress } })
+      const onSynthesisDelta = (delta: string) => write('synthesis.delta', { delta })
+      executeFusion(deps, { ...plan, input: { ...plan.input, onProgress, onSynthesisDelta } })
         .then(
           result => write('fusion.completion', result),
           error => {

@@ -1,7 +1,7 @@
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
-import { collectChat, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
+import { collectChat, DeliveredFailure, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
 import { toApiError } from '../inference/upstream-errors'
 
 /** A cancellable deadline. */
@@ -27,7 +27,10 @@ export const timerDeadlines: Deadlines = {
 export interface PartOutcome {
   readonly text: string
   readonly finishReason: FinishReason
-  /** The usage charged; absent when the part failed (a failed part is never charged). */
+  /**
+   * The usage charged; absent when nothing was: a failed part is charged only when its output
+   * had already been streamed to the client (the synthesis of `stream: true`).
+   */
   readonly usage: Usage | undefined
   readonly latencyMs: number
   readonly error: ApiError | undefined
@@ -41,6 +44,8 @@ export interface PartOutcome {
 }
 
 export interface PartInput {
+  /** What the part is, for its log line. */
+  role: 'participant' | 'judge'
   principal: Principal
   chat: ChatRequest
   requestId: string
@@ -49,6 +54,8 @@ export interface PartInput {
   timeoutMs: number
   billingKey: string | undefined
   onEvent?: (event: ChatEvent) => void
+  /** Whether onEvent has sent output on to the client (then a failure charges what was sent). */
+  delivered?: () => boolean
 }
 
 /**
@@ -61,16 +68,22 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
   const signal = AbortSignal.any([input.signal, deadline.signal])
   const started = pipeline.clock.now()
   let reachedProvider = false
+  let outcome: PartOutcome
+  let charged = 0n
   try {
     const collected = await collectChat(
       pipeline,
       {
         principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
         onAdmitted: () => (reachedProvider = true),
+        // A drain refuses new requests; the judge belongs to a run already in flight.
+        continuesRequest: input.role === 'judge',
       },
       input.onEvent,
+      input.delivered,
     )
-    return {
+    charged = collected.charged
+    outcome = {
       text: collected.result.text, finishReason: collected.result.finishReason, usage: collected.usage, latencyMs: pipeline.clock.now() - started,
       error: undefined, reachedProvider, attestation: collected.attestation,
     }
@@ -79,10 +92,28 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
     if (deadline.signal.aborted && !input.signal.aborted) {
       error = new ApiError('provider_error', `${input.chat.model} did not finish within ${input.timeoutMs} ms`)
     }
-    return { text: '', finishReason: 'error', usage: undefined, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: undefined }
+    // Output already streamed to the client was charged, as a cut stream's is: the usage says how much.
+    const delivered = thrown instanceof DeliveredFailure ? thrown : undefined
+    if (delivered) charged = delivered.charged
+    outcome = { text: '', finishReason: 'error', usage: delivered?.usage, latencyMs: pipeline.clock.now() - started, error, reachedProvider, attestation: delivered?.attestation }
   } finally {
     deadline.clear()
   }
+  logPart(pipeline, input, outcome, charged)
+  return outcome
+}
+
+/**
+ * The part's own log line (ARCHITECTURE.md §8 step 9: every billed call logs its usage and
+ * charge). A part has no HTTP request whose line would carry them, so it writes a `chat` line of
+ * purpose fusion; the run's `fusion` line sums up. Never content.
+ */
+function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome, charged: bigint): void {
+  pipeline.logger.info('chat', {
+    request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, purpose: 'fusion', role: input.role, model: input.chat.model,
+    outcome: outcome.error ? 'failed' : 'ok', ...(outcome.error ? { error_code: outcome.error.code } : {}),
+    input_tokens: outcome.usage?.inputTokens ?? 0, output_tokens: outcome.usage?.outputTokens ?? 0, charged_nanos: String(charged), latency_ms: outcome.latencyMs,
+  })
 }
 
 /** A part refused by validation before anything ran. */

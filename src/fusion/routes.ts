@@ -53,7 +53,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
             'Sends the conversation to 2 or 3 distinct models concurrently, each through the chat pipeline with its own deadline, then has the judge ' +
             '(`judge`, default the configured one) synthesize their answers. Needs a plan with Fusion access (403 otherwise; a prepaid balance ' +
             'alone does not unlock it). Each participant and the synthesis are reserved, settled and capped separately (a failed part is not ' +
-            'billed); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice. Provider failures give 200 with `status` ' +
+            'billed, except a synthesis already streamed: like a cut stream, its input and the output sent); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice. Provider failures give 200 with `status` ' +
             '`partial` or `failed` and per-participant `error` / `error_code`; when every participant is refused before reaching a provider ' +
             '(validation, funds, spend cap, concurrency) that error is returned instead. Privacy: Anonymous and Private models mix; ' +
             'Confidential only with Confidential (then the judge is Confidential and `attestation` / `judge_attestation` carry model, nonce, ' +

@@ -78,8 +78,10 @@ export const FusionResult = t.Object(
     judge: t.String({ description: 'Model id that produced (or was to produce) the synthesis' }),
     models: t.Array(FusionParticipant, { description: 'One entry per participant, in request order' }),
     synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run)' }),
-    synthesis_prompt_tokens: JsonInteger({ description: 'Synthesis input usage' }),
-    synthesis_tokens: JsonInteger({ description: 'Synthesis output usage' }),
+    synthesis_prompt_tokens: JsonInteger({ description: 'Synthesis input usage, as charged (0 when nothing was)' }),
+    synthesis_tokens: JsonInteger({
+      description: 'Synthesis output usage, as charged. With stream: true a synthesis that failed after its deltas went out is charged like a cut stream: the input and the output sent',
+    }),
     synthesis_error: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     synthesis_error_code: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     judge_attestation: t.Optional(FusionAttestation),

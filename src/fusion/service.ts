@@ -29,7 +29,6 @@ export type FusionProgress =
   | { type: 'participant.started'; index: number; model: string }
   | { type: 'participant.finished' | 'participant.failed'; index: number; model: string; participant: FusionParticipantBody }
   | { type: 'synthesis.started'; judge: string }
-  | { type: 'synthesis.delta'; delta: string }
 
 export interface FusionInput {
   principal: Principal
@@ -48,6 +47,12 @@ export interface FusionInput {
    */
   hostedDefaults?: { webSearch: boolean; webFetch: boolean }
   onProgress?: (event: FusionProgress) => void
+  /**
+   * Sends each piece of the synthesis to the client as it arrives (`stream: true`); returns
+   * whether it went out. Once one has, the synthesis is billed as a stream is: a judge that then
+   * fails, or whose client leaves, is charged for the input and the output sent.
+   */
+  onSynthesisDelta?: (delta: string) => boolean
 }
 
 /** A checked request, ready to run: everything deterministic has been refused already. */
@@ -113,7 +118,24 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
     return chat
   })
   const refused = new Map<number, ApiError>()
+  refuseParticipants(chats, refused)
+  // The judge must accept the conversation itself (images, say): found now, not after billing
+  // participants. It runs at the caller's output cap bounded by its own (judgeChat).
+  const judged = judgeChat(judge, decode(judge).messages, request)
+  const conversation = judged.messages
+  checkJudge(judged)
+  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
+  if (hasFileParts(judged)) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents)
+  return { input, participants, judge, chats, refused, conversation, billingKeys }
+}
+
+/**
+ * Refuses each participant its model's policy refuses (capabilities, context), by index; when
+ * none is left, the whole request is the caller's error (nothing run, nothing billed).
+ */
+function refuseParticipants(chats: readonly ChatRequest[], refused: Map<number, ApiError>): void {
   chats.forEach((chat, index) => {
+    if (refused.has(index)) return
     try {
       checkPolicy(chat)
     } catch (error) {
@@ -121,23 +143,19 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
       refused.set(index, new ApiError(error.code, `${chat.model}: ${error.message}`, `models.${index}`))
     }
   })
-  // Every participant refused by deterministic validation: the caller's error, nothing run or billed.
   if (refused.size === chats.length) {
     const first = refused.get(0)!
     throw new ApiError(first.code, `no participant can serve this request: ${[...refused.values()].map(error => error.message).join('; ')}`, 'models')
   }
-  // The judge must accept the conversation itself (images, say): found now, not after billing participants.
-  const judged = decode(judge)
-  const conversation = judged.messages
+}
+
+function checkJudge(judged: ChatRequest): void {
   try {
-    checkPolicy(judgeChat(judge, [...conversation], request))
+    checkPolicy(judged)
   } catch (error) {
-    if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judge.id}: ${error.message}`, 'judge')
+    if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judged.model}: ${error.message}`, 'judge')
     throw error
   }
-  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
-  if (hasFileParts(judged)) await extractOnce(deps.pipeline, input, judged, chats, billingKeys?.documents)
-  return { input, participants, judge, chats, refused, conversation, billingKeys }
 }
 
 /**
@@ -145,17 +163,25 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
  * whole run instead of once by every participant and again by the judge (QA: one file in a
  * three-model Fusion was four units). The judge's conversation is enriched in place, and each
  * participant's file parts (the same files, in the same order) become the same text parts.
+ * Every part is checked with the text before the units are charged: the judge must hold it, a
+ * participant that cannot is refused alone, and when none can the units are released and the
+ * request is a 400 (QA: it was charged for a document no participant could read).
  * Under an Idempotency-Key the parse units get a billing key too, so a repeat pays for them once.
  */
-async function extractOnce(pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[], billingKey: string | undefined): Promise<void> {
+async function extractOnce(
+  pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[], refused: Map<number, ApiError>, billingKey: string | undefined,
+): Promise<void> {
   const files: Array<{ message: number; part: number }> = []
   judged.messages.forEach((message, index) => message.parts.forEach((part, at) => part.type === 'file' && files.push({ message: index, part: at })))
-  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal, billingKey })
-  const texts = files.map(({ message, part }) => judged.messages[message]!.parts[part]!)
-  for (const chat of chats) {
-    let next = 0
-    for (const message of chat.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts[next++]! : part))
-  }
+  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal, billingKey }, enriched => {
+    checkJudge(enriched)
+    const texts = files.map(({ message, part }) => enriched.messages[message]!.parts[part]!)
+    for (const chat of chats) {
+      let next = 0
+      for (const message of chat.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts[next++]! : part))
+    }
+    refuseParticipants(chats, refused)
+  })
 }
 
 /** Runs a checked request: participants concurrently, then the judge; builds the result object. */
@@ -175,7 +201,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
       else {
         progress?.({ type: 'participant.started', index, model: route.id })
         outcome = await runPart(pipeline, deadlines, {
-          principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
+          role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
           timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id),
         })
       }
@@ -194,10 +220,17 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     progress?.({ type: 'synthesis.started', judge: judge.id })
     const answers = answered.map(outcome => ({ text: outcome.text, finishReason: outcome.finishReason }))
     const chat = judgeChat(judge, buildSynthesisMessages(plan.conversation, answers), input.request)
+    const forward = input.onSynthesisDelta
+    let sent = false
     synthesis = await runPart(pipeline, deadlines, {
-      principal: input.principal, chat, requestId: input.requestId, signal: input.signal, timeoutMs: deps.config.judgeTimeoutMs,
+      role: 'judge', principal: input.principal, chat, requestId: input.requestId, signal: input.signal, timeoutMs: deps.config.judgeTimeoutMs,
       billingKey: plan.billingKeys?.judge,
-      onEvent: progress ? event => event.type === 'text-delta' && progress({ type: 'synthesis.delta', delta: event.delta }) : undefined,
+      onEvent: forward
+        ? event => {
+            if (event.type === 'text-delta' && forward(event.delta)) sent = true
+          }
+        : undefined,
+      delivered: () => sent,
     })
   }
 
@@ -217,7 +250,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     result.synthesis_error_code = synthesis.error.code
   }
   if (synthesis?.attestation) result.judge_attestation = attestationBody(judge.id, synthesis.attestation)
-  // One line per run; each part also logged its own `chat` line (purpose fusion) with its charge.
+  // One line per run; each part logged its own `chat` line (purpose fusion) with its charge (part.ts).
   pipeline.logger.info('fusion', {
     request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, status: result.status,
     models: participants.map(route => route.id).join(','), judge: judge.id, answered: answered.length, synthesized,

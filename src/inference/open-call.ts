@@ -51,7 +51,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
-    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
+    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest,
   })
   const fault = deps.fault
   fault?.('after_reserve')

@@ -64,6 +64,11 @@ export interface ChatCallInput {
   billingKey?: string
   /** Called once the reservation is held, just before the upstream is called. */
   onAdmitted?: () => void
+  /**
+   * The call continues a request already in flight (Fusion's judge, after its participants): a
+   * drain lets it run, as it lets that request's response finish. Only new requests are refused.
+   */
+  continuesRequest?: boolean
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
   /** The events go to an encoder that reads `passthrough` events of this format (a streamed reply). */
@@ -165,23 +170,50 @@ function metaOf(input: ChatInput, startedAt: number, serverTools: ServerTools | 
 }
 
 /**
+ * A collected call that failed, or was abandoned, after `collectChat`'s caller had forwarded
+ * its output to a client (Fusion's streamed synthesis): charged like a cut stream, for the input
+ * and the output sent: `usage`, priced `charged`. `attestation`: the evidence a Confidential call
+ * was bound to, as on a success (the output sent came from that backend).
+ */
+export class DeliveredFailure extends ApiError {
+  constructor(
+    error: ApiError,
+    readonly usage: Usage,
+    readonly charged: Nanos,
+    readonly attestation: CallAttestation | undefined,
+  ) {
+    super(error.code, error.message, error.param, error.headers)
+  }
+}
+
+/**
  * The non-streamed path of runChat, for callers that need the canonical result rather than a
  * dialect's JSON (Fusion): admit, call, collect, settle. Throws ApiError when anything fails,
- * with nothing charged (the caller received no answer). `onEvent` sees each event as it arrives.
+ * with nothing charged (the caller received no answer), unless `delivered` says `onEvent` has
+ * already sent output on to a client: then what was sent is charged (DeliveredFailure), as a
+ * stream's is. `onEvent` sees each event as it arrives.
  */
-export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void): Promise<CollectedChat> {
+export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void, delivered?: () => boolean): Promise<CollectedChat> {
   // Nothing watches single events: the upstream may answer in one JSON body instead of a stream.
   const open = await openCall(deps, input, { collect: onEvent === undefined })
   try {
     const observe = onEvent ? (event: ChatEvent) => (open.observe(event), onEvent(event)) : open.observe
     const result = await collect(open.events, observe)
     if (result.error || open.aborted()) {
+      // A client that left cut the upstream itself: logged as a stream the client left is, not
+      // as the upstream's failure.
+      const outcome = input.httpRequest?.signal.aborted ? 'cancelled' : result.error ? 'upstream-error' : 'aborted'
+      const failure = open.shutdownReason() ?? toApiError(result.error ?? new UpstreamError('aborted', 'the call was aborted', 'gateway', input.request.model))
+      if (delivered?.() === true) {
+        const { usage, charged } = await open.settle()
+        open.log(outcome, usage, charged)
+        throw new DeliveredFailure(failure, usage, charged, open.attestation)
+      }
       // The client receives nothing of a failed, abandoned or cut non-streamed answer, so
-      // nothing is charged. A client that left cut the upstream itself: logged as a stream the
-      // client left is, not as the upstream's failure.
+      // nothing is charged.
       open.call.release()
-      open.log(input.httpRequest?.signal.aborted ? 'cancelled' : result.error ? 'upstream-error' : 'aborted', undefined, undefined)
-      throw open.shutdownReason() ?? toApiError(result.error ?? new UpstreamError('aborted', 'the call was aborted', 'gateway', input.request.model))
+      open.log(outcome, undefined, undefined)
+      throw failure
     }
     const { usage, charged } = await open.settle()
     open.log('ok', usage, charged)

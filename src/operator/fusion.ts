@@ -78,8 +78,9 @@ export async function fusion(config: Config, args: string[], io: CliIo, write: (
   if (values.json) {
     io.out(JSON.stringify({ request_id: requestId, ...result }))
   } else {
-    if (streamed && result.synthesis !== '') write('\n')
-    else if (result.synthesis === '') {
+    // A streamed synthesis ends its line, also one the judge's failure cut short.
+    if (streamed) write('\n')
+    if (result.synthesis === '') {
       // No synthesis: the answers that did arrive are still worth showing.
       for (const entry of result.models) if (!entry.error) write(`[${entry.model}]\n${entry.output}\n\n`)
     }

@@ -19,6 +19,11 @@ const body = (models: string[], extra: Record<string, unknown> = {}) => ({ model
 const USAGE = { inputTokens: 100, outputTokens: 20 }
 const JUDGE_USAGE = { inputTokens: 500, outputTokens: 40 }
 const PART = chargeOf(PARTICIPANT_PRICE, USAGE)
+const textFile = (text: string) => `data:text/plain;base64,${Buffer.from(text).toString('base64')}`
+const judgeModel = (id: string, contextLength: number, maxOutput: number) =>
+  `  - { id: ${id}, backends: [{ provider: pj, model: upstream-${id} }], price: { input_per_mtok: "3", output_per_mtok: "4" }, context_length: ${contextLength}, max_output_tokens: ${maxOutput}, level: private }`
+const BIG_JUDGE = judgeModel('big', 200_000, 2048)
+const SMALL_JUDGE = judgeModel('small', 16384, 100)
 const JUDGED = chargeOf(JUDGE_PRICE, JUDGE_USAGE)
 
 describe('access', () => {
@@ -179,6 +184,38 @@ describe('attached documents', () => {
       expect(seen).toContain('[Document \\"notes.txt\\"')
     }
     await verifyClean(h.t)
+  })
+
+  test('a document whose text no participant can hold is a 400 naming the context, and its parse unit is released', async () => {
+    // Before: the file was extracted and billed against the judge's (larger) context, then every
+    // participant refused the enriched request: a 400 that still charged the parse unit.
+    h = await buildFusionHarness({ extraModels: [BIG_JUDGE] })
+    const text = 'Lorem ipsum dolor sit amet. '.repeat(3000) // ~21,000 tokens: more than a, b (16,384)
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: textFile(text), filename: 'long.txt' } }] }]
+    const response = await h.fusion({ models: ['a', 'b'], messages, judge: 'big' })
+    expect(response.status).toBe(400)
+    const error = (await json(response)).error
+    expect(error).toMatchObject({ code: 'invalid_request', param: 'models' })
+    expect(error.message).toContain("does not fit model a's context of 16384 tokens")
+    expect(error.message).toContain("does not fit model b's context of 16384 tokens")
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([])
+    expect(await fusionEntries(h.t)).toEqual([])
+    expect(h.a.requests.length + h.b.requests.length + h.judge.requests.length).toBe(0)
+    await verifyClean(h.t)
+  })
+
+  test('with a file attached, max_tokens above the judge\'s own maximum is bounded for the judge, as without one', async () => {
+    // Before: the file's check ran the judge at the caller's max_tokens, so the run was a 400.
+    h = await buildFusionHarness({ extraModels: [SMALL_JUDGE] })
+    h.a.enqueue(answer('Noted.', USAGE))
+    h.b.enqueue(answer('Noted.', USAGE))
+    h.judge.enqueue(answer('All noted.', JUDGE_USAGE))
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: textFile('Quarterly notes.'), filename: 'notes.txt' } }] }]
+    const response = await h.fusion({ models: ['a', 'b'], messages, judge: 'small', max_tokens: 500 })
+    expect(response.status).toBe(200)
+    expect((await json(response)).status).toBe('complete')
+    expect(h.judge.onlyRequest().body.max_tokens).toBe(100)
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([h.t.deps.config.documents.pricePerParseNanos])
   })
 
   test('under an Idempotency-Key a repeated request extracts again but pays for its document once', async () => {

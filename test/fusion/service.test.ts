@@ -4,8 +4,10 @@ import type { ProviderConfig } from '../../src/config/config'
 import { runFusion, type FusionDeps, type FusionProgress } from '../../src/fusion/service'
 import { ApiError } from '../../src/http/errors'
 import type { Principal } from '../../src/keys/principal'
+import type { ChatEvent } from '../../src/inference/canonical'
 import type { ChatRouter } from '../../src/inference/pipeline'
 import { DemoProvider } from '../../src/providers/demo/provider'
+import { UpstreamError } from '../../src/providers/types'
 import { buildTestApp, type TestApp } from '../support/harness'
 
 // runFusion as a plain function (what the MCP tool svc.chat_fusion calls), on a catalog that
@@ -71,8 +73,39 @@ describe('runFusion, the service behind the route and the MCP tool', () => {
       model: 'judge:confidential', nonce: attestationOf('judge:confidential').nonce, signing_address: '0xsigner-judge:confidential', signing_algo: 'ecdsa',
       proof_format: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2',
     })
-    expect(progress.slice(0, 5)).toEqual(['participant.started', 'participant.started', 'participant.finished', 'participant.finished', 'synthesis.started'])
-    expect(progress.slice(5).every(type => type === 'synthesis.delta')).toBe(true)
+    // Synthesis deltas go to onSynthesisDelta (the event stream's), not to progress.
+    expect(progress).toEqual(['participant.started', 'participant.started', 'participant.finished', 'participant.finished', 'synthesis.started'])
+  })
+
+  test('a Confidential judge that fails after its synthesis streamed is charged, and its attestation is still reported', async () => {
+    // The judge's stream: two deltas, then the backend fails mid-stream.
+    deps.pipeline = {
+      ...deps.pipeline,
+      router: {
+        async open(target, request, options) {
+          if (target.modelId !== 'judge') return router.open(target, request, options)
+          async function* events(): AsyncIterable<ChatEvent> {
+            yield { type: 'response-start', id: 'r', model: 'm', createdAt: 0, inputTokens: 300 }
+            yield { type: 'text-start', block: 0 }
+            yield { type: 'text-delta', block: 0, delta: 'Both are ' }
+            yield { type: 'text-delta', block: 0, delta: 'attested.' }
+            yield { type: 'error', error: new UpstreamError('connection', 'reset', 'demo', 'demo') }
+          }
+          return { events: events(), backend: target.backends[0]!, provider: demo, attestation: attestationOf(target.id) }
+        },
+      },
+    }
+    const sent: string[] = []
+    const result = await runFusion(deps, {
+      principal, request: { models: ['tee-a:confidential', 'tee-b:confidential'], messages }, requestId: 'req-6', signal: new AbortController().signal,
+      onSynthesisDelta: delta => (sent.push(delta), true),
+    })
+    expect(sent.join('')).toBe('Both are attested.')
+    expect(result).toMatchObject({ status: 'partial', synthesis: '', synthesis_error_code: 'provider_error', synthesis_prompt_tokens: 300, synthesis_tokens: 5 })
+    expect(result.judge_attestation).toEqual({
+      model: 'judge:confidential', nonce: attestationOf('judge:confidential').nonce, signing_address: '0xsigner-judge:confidential', signing_algo: 'ecdsa',
+      proof_format: 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2',
+    })
   })
 
   test('Anonymous and Private participants: no attestation fields at all', async () => {

@@ -1,5 +1,6 @@
 import { loadConfig } from '../../src/config/load'
 import type { Deadline, Deadlines } from '../../src/fusion/part'
+import type { Logger } from '../../src/observability/logger'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
@@ -26,6 +27,8 @@ export interface FusionHarness {
   b: FakeUpstream
   c: FakeUpstream
   judge: FakeUpstream
+  /** An Anthropic Messages upstream: model `claude` (Private, at the judge's price), as a participant or a judge. */
+  claude: FakeUpstream
   deadlines: ManualDeadlines
   fusion(body: Record<string, unknown>, options?: { key?: string; headers?: Record<string, string> }): Promise<Response>
   close(): Promise<void>
@@ -46,8 +49,8 @@ export function chargeOf(price: { input: bigint; output: bigint }, usage: { inpu
   return ceilDiv(BigInt(usage.inputTokens) * price.input + BigInt(usage.outputTokens) * price.output, 1_000_000n)
 }
 
-export async function buildFusionHarness(options: { plans?: string; credit?: bigint; extraModels?: string[] } = {}): Promise<FusionHarness> {
-  const [a, b, c, judge] = await Promise.all([FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start()])
+export async function buildFusionHarness(options: { plans?: string; credit?: bigint; extraModels?: string[]; logger?: Logger } = {}): Promise<FusionHarness> {
+  const [a, b, c, judge, claude] = await Promise.all([FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start()])
   // A port nothing listens on: connections are refused.
   const gone = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
   const refusedUrl = `http://127.0.0.1:${gone.port}/v1`
@@ -64,26 +67,28 @@ export async function buildFusionHarness(options: { plans?: string; credit?: big
     provider('pc', `${c.url}/v1`),
     provider('pj', `${judge.url}/v1`),
     provider('nowhere', refusedUrl),
+    `  - { id: pan, type: anthropic, base_url: "${claude.url}/v1", api_key_env: UPSTREAM_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
     'models:',
     model('a', 'pa', participantPrice, ', capabilities: { vision: true }'),
     model('b', 'pb', participantPrice),
     model('c', 'pc', participantPrice),
     model('refused', 'nowhere', participantPrice),
     model('judge', 'pj', '{ input_per_mtok: "3", output_per_mtok: "4" }', ', level: private'),
+    model('claude', 'pan', '{ input_per_mtok: "3", output_per_mtok: "4" }', ', level: private'),
     ...(options.extraModels ?? []),
     options.plans ?? 'plans: { payg: { monthly_allowance: "0", fusion: true }, basic: { monthly_allowance: "0", fusion: false } }',
     'fusion: { judge: judge, participant_timeout_ms: 30000, judge_timeout_ms: 45000 }',
   ].join('\n')
   const env = { SVC_CONFIG: '/virtual/fusion.yaml', UPSTREAM_KEY: 'sk-upstream-test' }
-  const t = await buildTestApp(env, loadConfig(env, () => yaml))
+  const t = await buildTestApp(env, loadConfig(env, () => yaml), options.logger ? { logger: options.logger } : {})
   const deadlines = new ManualDeadlines()
   t.deps.fusion.deadlines = deadlines
   const org = await t.createOrg('acme', options.credit ?? 10_000_000_000n)
   return {
-    t, org, a, b, c, judge, deadlines,
+    t, org, a, b, c, judge, claude, deadlines,
     fusion: (body, request = {}) => t.request('POST', '/api/v1/chat/fusion', { key: request.key ?? org.adminKey, body, headers: request.headers }),
     async close() {
-      await Promise.all([a.close(), b.close(), c.close(), judge.close()])
+      await Promise.all([a.close(), b.close(), c.close(), judge.close(), claude.close()])
       await t.close()
     },
   }

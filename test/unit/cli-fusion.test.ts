@@ -137,6 +137,14 @@ describe('svc fusion', () => {
       expect(judged.err.at(-2)).toStartWith('[fusion partial; judge judge failed (provider_error)')
       expect(judged.err.at(-1)).toBe('error: the synthesis failed; the answers above were not synthesized')
 
+      // A synthesis cut mid-stream: what was streamed ends its line before the answers (it ran into them).
+      h.a.enqueue(answer('A says 9.9.'))
+      h.judge.enqueue({ kind: 'sse', body: openAIWire.partial('Both say'), then: 'reset' })
+      const cut = await runCaptured(['fusion', '--models', 'a,refused', '--key', h.org.adminKey, '--url', base, 'x'])
+      expect(cut.code).toBe(1)
+      expect(cut.stdout).toBe('Both say\n[a]\nA says 9.9.\n\n')
+      expect(cut.err.at(-1)).toBe('error: the synthesis failed; the answers above were not synthesized')
+
       h.b.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
       const failed = await runCaptured(['fusion', '--models', 'b,refused', '--key', h.org.adminKey, '--url', base, 'x'])
       expect(failed.code).toBe(1)

@@ -79,8 +79,10 @@ function documentText(name: string, documentType: string, text: string): string 
  * spend cap first), released if any file fails or the enriched request no longer fits the
  * model's context, and settled once every file is read, independently of the chat call that
  * follows. Errors name the file, not a dialect's JSON path, so every surface can use them.
+ * `checkEnriched` is what the enriched request must pass before the units are charged (default:
+ * the model's policy, its context included); a throw releases them. Fusion checks every part.
  */
-export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput): Promise<void> {
+export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, checkEnriched: (request: ChatRequest) => void = checkPolicy): Promise<void> {
   const { request } = input
   const documents = deps.documents
   if (!documents) throw new ApiError('invalid_request', 'file parts are not available on this gateway')
@@ -112,7 +114,7 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput):
     files.forEach(({ part, name }, index) => texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text) }))
     for (const message of request.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts.get(part)! : part))
     // The documents now count as input: the request must still fit the model's context.
-    checkPolicy(request)
+    checkEnriched(request)
     // The client left while its files were read: nothing reaches it, so nothing is charged.
     if (input.signal.aborted) throw new ApiError('unavailable', 'the request was cancelled while its attached files were read')
   } catch (error) {

@@ -66,7 +66,6 @@ function progressReporter(report: NonNullable<ToolContext['progress']>, particip
   const total = participants * 2 + 1
   let step = 0
   return event => {
-    if (event.type === 'synthesis.delta') return
     step += 1
     if (event.type === 'participant.started') report(step, `${event.model}: started`, total)
     else if (event.type === 'participant.finished') report(step, `${event.model}: answered (${event.participant.tokens} tokens, ${event.participant.latency_ms} ms)`, total)
