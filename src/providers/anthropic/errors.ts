@@ -1,3 +1,4 @@
+import { SseEventTooLargeError } from '../../http/sse'
 import { UpstreamError, type UpstreamErrorKind } from '../types'
 
 /** Who failed: stamped on every UpstreamError this adapter makes. */
@@ -115,6 +116,8 @@ export type AbortCause = 'client' | 'connect-timeout' | 'idle-timeout'
  */
 export function errorFromTransport(cause: AbortCause | undefined, error: unknown, context: ErrorContext, timeouts: { connectMs: number; idleMs: number }): UpstreamError {
   if (error instanceof UpstreamError) return error
+  // The stream's bytes arrived, but not as events: the upstream misbehaved, the connection did not fail.
+  if (error instanceof SseEventTooLargeError) return protocolError(`The Anthropic stream sent ${error.message}`, context)
   switch (cause) {
     case 'client':
       return new UpstreamError('aborted', 'The request was cancelled', context.provider, context.model)
