@@ -1,11 +1,25 @@
 import { ApiError } from '../http/errors'
 import { UpstreamError } from '../providers/types'
 
+// What in an upstream's message can name the operator's network (SECURITY-NOTES.md §1.2's local
+// names among them): URLs, IP literals, `host:port`, and local-use names. Public names (a docs link)
+// go too: the gateway cannot tell them apart, and the client needs the problem, not the address.
+const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
+const IPV6_PATTERN = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d{1,5})?/gi
+const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
+const HOST_PORT_PATTERN = /\b[a-z0-9-]*[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:)/gi
+const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)*(?:[a-z0-9-]+\.(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)|localhost)\b/gi
+
+/** `text` without the network addresses it names. */
+export function withoutAddresses(text: string): string {
+  return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, '[host]').replace(LOCAL_NAME_PATTERN, '[host]')
+}
+
 /**
  * How an upstream failure before any output reaches the client: the upstream's rate limit is
  * passed on as 429 with its Retry-After; a request the upstream rejected as malformed is the
- * caller's 400; everything else is 502 provider_error. Upstream bodies are trimmed, and never
- * carry our credentials (adapters build them without).
+ * caller's 400, with the upstream's own message (never its raw body, nor the addresses it names);
+ * everything else is 502 provider_error. Upstream text never carries our credentials (adapters scrub them).
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error
@@ -20,9 +34,12 @@ export function toApiError(error: unknown): ApiError {
     return new ApiError('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })
   }
   if (error.kind === 'bad-request') {
-    // Without an upstream body the refusal is the adapter's own (a request its wire cannot carry): say why.
-    if (!error.details.bodySnippet) return new ApiError('invalid_request', error.message)
-    return new ApiError('invalid_request', `the upstream provider rejected the request: ${error.details.bodySnippet.slice(0, 300)}`)
+    const { upstreamMessage, bodySnippet, status } = error.details
+    if (upstreamMessage) return new ApiError('invalid_request', `the upstream provider rejected the request: ${withoutAddresses(upstreamMessage).slice(0, 300)}`)
+    // A body that is not an error object (a proxy's page) is not shown: it names servers, not the problem.
+    if (bodySnippet !== undefined || status !== undefined) return new ApiError('invalid_request', `the upstream provider rejected the request${status ? ` (HTTP ${status})` : ''}`)
+    // Without an upstream answer the refusal is the adapter's own (a request its wire cannot carry): say why.
+    return new ApiError('invalid_request', error.message)
   }
   const status = error.status ? ` (HTTP ${error.status})` : ''
   return new ApiError('provider_error', `the upstream provider failed: ${error.kind}${status}`)

@@ -86,6 +86,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
         'models:',
         model('duo', '[{ provider: endless, model: model-a }, { provider: healthy, model: model-b }]'),
         model('flooded', '[{ provider: flood, model: model-c }, { provider: healthy, model: model-b }]'),
+        model('solo', '[{ provider: healthy, model: model-b }]'),
         'plans: { payg: { monthly_allowance: "0", fusion: false } }',
       ].join('\n')
       const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
@@ -134,5 +135,28 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       expect(await charged()).toBe(5n * 1000n + 6n * 3000n)
       await poll('the slot to be freed', 500, 5, () => (slotsInUse() === 0 ? true : undefined))
     }, 10_000)
+
+    test("a backend's 400 reaches the client with its message, never its page, its key or the operator's hosts", async () => {
+      const internal = ['vllm-a.internal', 'gpu-node-3.cluster.local', '10.0.3.7', 'vllm-b:8000', '[fd00::17]', healthy.url.slice('http://'.length)]
+      const message = `prompt too long: 9000 tokens > 8192 (via ${healthy.url}/v1/chat/completions, http://vllm-a.internal:8000/v1, 10.0.3.7, vllm-b:8000, [fd00::17]:8000 and gpu-node-3.cluster.local; key ${UPSTREAM_KEY})`
+      const page = `<html><h1>400 Bad Request</h1><p>upstream vllm-b:8000 (10.0.3.7) refused; Authorization: Bearer ${UPSTREAM_KEY}</p></html>`
+      healthy.enqueue({ kind: 'json', status: 400, body: wire.errorBody(400, message) }, { kind: 'text', status: 400, body: page })
+      const ask = () => client.chat.completions.create({ model: 'solo', messages: [{ role: 'user', content: 'hi' }] }).catch(error => error)
+
+      const fromJson = await ask()
+      expect(fromJson).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(fromJson.error).toMatchObject({ code: 'invalid_request' })
+      expect(fromJson.message).toContain('prompt too long: 9000 tokens > 8192')
+      const fromPage = await ask()
+      expect(fromPage).toBeInstanceOf(OpenAI.BadRequestError)
+      expect(fromPage.message).toBe('400 the upstream provider rejected the request (HTTP 400)')
+      for (const shown of [fromJson.message, fromPage.message]) {
+        for (const host of internal) expect(shown).not.toContain(host)
+        expect(shown).not.toContain(UPSTREAM_KEY)
+        expect(shown).not.toContain('<html>')
+      }
+      expect(await charged()).toBe(0n)
+      expect(slotsInUse()).toBe(0)
+    })
   })
 }

@@ -84,6 +84,7 @@ export function errorFromResponse(status: number, headers: Headers, rawBody: str
     status,
     ...(kind === 'rate-limited' || status === 529 || status === 503 ? optionalRetryAfter(headers, nowMs) : {}),
     ...(body !== '' ? { bodySnippet: truncate(body) } : {}),
+    ...(parsed?.message !== undefined ? { upstreamMessage: truncate(parsed.message) } : {}),
   })
 }
 
@@ -96,6 +97,7 @@ export function errorFromStreamEvent(rawData: string, context: ErrorContext): Up
   const message = parsed?.message !== undefined ? `${label}: ${parsed.message}` : label
   return new UpstreamError(kind, `Anthropic stream error (${truncate(message)})`, context.provider, context.model, {
     bodySnippet: truncate(data),
+    ...(parsed?.message !== undefined ? { upstreamMessage: truncate(parsed.message) } : {}),
   })
 }
 

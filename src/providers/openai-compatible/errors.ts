@@ -29,7 +29,7 @@ export function classifyStatus(origin: ErrorOrigin, status: number, headers: Hea
   const detail = parsed === undefined ? undefined : cutUtf8(parsed, 200)
   const message = `upstream answered ${status}${detail ? `: ${detail}` : ''}`
   const retryAfterMs = parseRetryAfter(headers)
-  const details = { status, bodySnippet, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
+  const details = { status, bodySnippet, ...(parsed !== undefined ? { upstreamMessage: cutUtf8(parsed, BODY_SNIPPET_BYTES) } : {}), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
   return new UpstreamError(kindForStatus(status), message, origin.provider, origin.model, details)
 }
 
