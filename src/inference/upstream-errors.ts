@@ -10,6 +10,9 @@ const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
 const HOST_PORT_PATTERN = /\b[a-z0-9-]*[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:)/gi
 const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)*(?:[a-z0-9-]+\.(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)|localhost)\b/gi
 
+/** Longest Retry-After passed on from an upstream (one day). */
+const MAX_RETRY_AFTER_S = 86_400
+
 /** `text` without the network addresses it names. */
 export function withoutAddresses(text: string): string {
   return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, '[host]').replace(LOCAL_NAME_PATTERN, '[host]')
@@ -30,7 +33,8 @@ export function toApiError(error: unknown): ApiError {
     return new ApiError('unavailable', `the attested backend's evidence could not be fetched: ${error.kind}${status}`)
   }
   if (error.kind === 'rate-limited') {
-    const seconds = Math.max(1, Math.ceil((error.details.retryAfterMs ?? 1000) / 1000))
+    // Capped at a day: an absurd wait (a far date, a number past 1e21) would print as "Infinity" or "1e+23", no delta-seconds.
+    const seconds = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil((error.details.retryAfterMs ?? 1000) / 1000)))
     return new ApiError('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })
   }
   if (error.kind === 'bad-request') {

@@ -37,3 +37,14 @@ describe('what a client is shown of an upstream refusal', () => {
     expect(toApiError(new UpstreamError('bad-request', 'x', 'p', 'm'))).toBeInstanceOf(ApiError)
   })
 })
+
+describe("an upstream's Retry-After, passed on", () => {
+  const retryAfter = (retryAfterMs: number | undefined) => toApiError(new UpstreamError('rate-limited', 'x', 'p', 'm', { status: 429, retryAfterMs })).headers?.['retry-after']
+
+  test('a wait too long to write as delta-seconds (an absurd number or date) is capped at a day, never "Infinity" or "1e+23"', () => {
+    expect(retryAfter(Infinity)).toBe('86400')
+    expect(retryAfter(1e26)).toBe('86400')
+    expect(retryAfter(251_606_573_842_200)).toBe('86400')
+    expect(retryAfter(3_600_000)).toBe('3600')
+  })
+})
