@@ -7,15 +7,17 @@ import { UpstreamError } from '../providers/types'
 const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
 const IPV6_PATTERN = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d{1,5})?/gi
 const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
-const HOST_PORT_PATTERN = /\b[a-z0-9-]*[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:)/gi
-const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)*(?:[a-z0-9-]+\.(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)|localhost)\b/gi
+// `name:port` whose name has a letter (checked apart: "10:30" is a time). No two quantifiers here
+// can match the same characters, so a long run like "a-a-a-…" costs no backtracking.
+const HOST_PORT_PATTERN = /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:)/gi
+const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)+(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)\b|\blocalhost\b/gi
 
 /** Longest Retry-After passed on from an upstream (one day). */
 const MAX_RETRY_AFTER_S = 86_400
 
 /** `text` without the network addresses it names. */
 export function withoutAddresses(text: string): string {
-  return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, '[host]').replace(LOCAL_NAME_PATTERN, '[host]')
+  return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
 }
 
 /**
