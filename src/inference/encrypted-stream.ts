@@ -3,7 +3,8 @@
 // the final `data: [DONE]` event can be held back until the settlement has committed. Usage is
 // read from a side view of each event; nothing is decrypted or logged.
 
-import type { ApiError } from '../http/errors'
+import { ApiError } from '../http/errors'
+import { MAX_SSE_EVENT_CHARS } from '../http/sse'
 import type { UpstreamStream } from '../providers/openai-compatible/open-upstream-stream'
 import type { StreamOutcome } from './stream-response'
 import { toApiError } from './upstream-errors'
@@ -48,7 +49,10 @@ export function passthroughStream(options: {
   headers: Record<string, string>
 }): Response {
   const iterator = options.upstream.bytes[Symbol.asyncIterator]()
-  let pending = new Uint8Array(0)
+  // The bytes of the unfinished event, at the start of a buffer that grows by doubling: joined
+  // anew with each chunk, an event arriving in n chunks cost O(n²) copies.
+  let held = new Uint8Array(0)
+  let heldLength = 0
   let completed = false
   const finish = async (outcome: StreamOutcome) => {
     if (completed) return undefined
@@ -63,7 +67,7 @@ export function passthroughStream(options: {
         try {
           step = await iterator.next()
         } catch (error) {
-          if (pending.length > 0) controller.enqueue(pending)
+          if (heldLength > 0) controller.enqueue(held.slice(0, heldLength))
           const failure = await finish('failed')
           controller.enqueue(errorEvent(failure ?? toApiError(error)))
           controller.close()
@@ -71,25 +75,33 @@ export function passthroughStream(options: {
         }
         if (step.done) {
           // Ended without [DONE]: pass on what came, settle what was used, no terminator.
-          if (pending.length > 0) controller.enqueue(pending)
+          if (heldLength > 0) controller.enqueue(held.slice(0, heldLength))
           const failure = await finish('failed')
           if (failure) controller.enqueue(errorEvent(failure))
           controller.close()
           return
         }
-        const joined = new Uint8Array(pending.length + step.value.length)
-        joined.set(pending)
-        joined.set(step.value, pending.length)
+        const chunk = step.value
+        if (heldLength + chunk.length > held.length) {
+          const grown = new Uint8Array(Math.max(held.length * 2, heldLength + chunk.length))
+          grown.set(held.subarray(0, heldLength))
+          held = grown
+        }
+        held.set(chunk, heldLength)
+        // The held bytes have no event end: only their last two can begin one with the new chunk.
+        const scanFrom = Math.max(0, heldLength - 2)
+        heldLength += chunk.length
+        const joined = held.subarray(0, heldLength)
         let start = 0
         let wrote = false
-        for (let end = eventEnd(joined, 0); end !== -1; end = eventEnd(joined, start)) {
+        for (let end = eventEnd(joined, scanFrom); end !== -1; end = eventEnd(joined, start)) {
           const data = eventData(decoder.decode(joined.subarray(start, end)))
           if (data === '[DONE]') {
-            const held = joined.slice(start)
+            const terminator = joined.slice(start)
             if (start > 0) controller.enqueue(joined.slice(0, start))
             options.upstream.close()
             const failure = await finish('finished')
-            controller.enqueue(failure ? errorEvent(failure) : held)
+            controller.enqueue(failure ? errorEvent(failure) : terminator)
             controller.close()
             return
           }
@@ -97,8 +109,19 @@ export function passthroughStream(options: {
           start = end
           wrote = true
         }
-        if (wrote) controller.enqueue(joined.slice(0, start))
-        pending = joined.slice(start)
+        if (wrote) {
+          controller.enqueue(joined.slice(0, start))
+          held.copyWithin(0, start, heldLength)
+          heldLength -= start
+        }
+        if (heldLength > MAX_SSE_EVENT_CHARS) {
+          // An event that never ends (the decoder's cap, http/sse.ts): held, it would fill the memory.
+          options.upstream.close()
+          const failure = await finish('failed')
+          controller.enqueue(errorEvent(failure ?? new ApiError('provider_error', 'the upstream provider failed: server')))
+          controller.close()
+          return
+        }
         if (wrote) return
       }
     },
