@@ -112,7 +112,8 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       // The endless upstream was cut once the line passed the cap, not left to fill the memory.
       await endless.whenCut
       expect(endless.sent()).toBeGreaterThan(16 * 1024 * 1024)
-      expect(endless.sent()).toBeLessThan(24 * 1024 * 1024)
+      // Plus what the server wrote into socket buffers before it saw the abort (varies with load).
+      expect(endless.sent()).toBeLessThan(48 * 1024 * 1024)
       expect(t.deps.router.isCoolingDown({ provider: 'endless', model: 'model-a' })).toBe(true)
       // The input estimate and the 4 words sent, at 1 and 3 USD per million tokens.
       expect(await charged()).toBe(5n * 1000n + 4n * 3000n)
@@ -129,7 +130,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       expect(failure).toBeInstanceOf(OpenAI.APIError)
       expect(failure.error).toMatchObject({ code: 'provider_error', message: 'the upstream provider failed: server' })
       await endlessAfterText.whenCut
-      expect(endlessAfterText.sent()).toBeLessThan(24 * 1024 * 1024)
+      expect(endlessAfterText.sent()).toBeLessThan(48 * 1024 * 1024)
       expect(healthy.requests).toHaveLength(0)
       // The input ('hi' estimated at 2 bytes ÷ 3 plus 4; Anthropic's message_start says 5 too) and the text sent (22 bytes ÷ 4), rounded up.
       expect(await charged()).toBe(5n * 1000n + 6n * 3000n)

@@ -44,5 +44,6 @@ test('an attestation answer that never ends is refused past 8 MiB, and its conne
   expect(error).toBeInstanceOf(UpstreamError)
   expect(error).toMatchObject({ kind: 'server', message: 'attestation answer too large', details: { phase: 'attestation' } })
   await cut
-  expect(sent).toBeLessThan(10 * 1024 * 1024)
+  // What the server wrote before it saw the abort (socket buffers) varies with load; unbounded, it ran to the deadline.
+  expect(sent).toBeLessThan(40 * 1024 * 1024)
 }, 10_000)
