@@ -159,5 +159,15 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       expect(await charged()).toBe(0n)
       expect(slotsInUse()).toBe(0)
     })
+
+    if (type === 'openai-compatible') {
+      test("a FastAPI validation error (vLLM's 422) is shown by place and message, without the input it echoes", async () => {
+        const detail = [{ type: 'missing', loc: ['body', 'messages', 0, 'content'], msg: 'Field required', input: { role: 'user' }, url: 'https://errors.pydantic.dev/2.9/v/missing' }]
+        healthy.enqueue({ kind: 'json', status: 422, body: { detail } })
+        const error = await client.chat.completions.create({ model: 'solo', messages: [{ role: 'user', content: 'hi' }] }).catch(thrown => thrown)
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+        expect(error.message).toBe('400 the upstream provider rejected the request: body.messages.0.content: Field required')
+      })
+    }
   })
 }

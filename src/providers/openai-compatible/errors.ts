@@ -89,6 +89,15 @@ function upstreamMessage(body: string): string | undefined {
     if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message
     if (typeof parsed.message === 'string') return parsed.message
     if (typeof parsed.detail === 'string') return parsed.detail
+    // FastAPI's validation errors (vLLM, many proxies): `detail: [{ loc, msg, input }]`, told by place and message.
+    if (Array.isArray(parsed.detail)) {
+      const problems = parsed.detail.flatMap(item => {
+        const { loc, msg } = (typeof item === 'object' && item !== null ? item : {}) as { loc?: unknown; msg?: unknown }
+        if (typeof msg !== 'string') return []
+        return [Array.isArray(loc) && loc.length > 0 ? `${loc.join('.')}: ${msg}` : msg]
+      })
+      if (problems.length > 0) return problems.join('; ')
+    }
   } catch {
     // Not JSON (a proxy's HTML page, a truncated snippet): the snippet itself carries it.
   }
