@@ -11,6 +11,20 @@ export interface SseEvent {
 }
 
 /**
+ * Longest event the decoder holds (its unfinished line and data lines, in UTF-16 code units): the
+ * size of the largest whole JSON answer a provider accepts (16 MiB). An upstream whose line never
+ * ends would otherwise fill the memory while its bytes keep the idle deadline from firing.
+ */
+export const MAX_SSE_EVENT_CHARS = 16 * 1024 * 1024
+
+/** An upstream event past MAX_SSE_EVENT_CHARS: the stream fails (before any output, the next backend is tried). */
+export class SseEventTooLargeError extends Error {
+  constructor() {
+    super(`an SSE event longer than ${MAX_SSE_EVENT_CHARS} characters`)
+  }
+}
+
+/**
  * Decodes an SSE byte stream per the WHATWG rules: lines end in CRLF, LF or CR, may be split
  * across chunks at any byte (including inside a multi-byte UTF-8 character or between CR and
  * LF); `data:` lines join with "\n"; comment lines (":") and unknown fields are ignored; an event
@@ -26,6 +40,8 @@ export class SseDecoder {
   private buffer = ''
   private event: string | undefined
   private data: string[] = []
+  /** Characters held in `data` (see MAX_SSE_EVENT_CHARS). */
+  private dataChars = 0
   private id: string | undefined
   private skipLeadingLf = false
 
@@ -36,6 +52,13 @@ export class SseDecoder {
 
   /** As `push`, for text already decoded (a body read whole). */
   pushText(text: string, out: SseEvent[]): void {
+    // The held rest of a line has no line end: a chunk without one only extends it. Searched
+    // again from its start, a line arriving in n chunks cost O(n²) (seconds for a few MiB).
+    if (this.buffer !== '' && text.indexOf('\n') === -1 && text.indexOf('\r') === -1) {
+      this.buffer += text
+      if (this.buffer.length + this.dataChars > MAX_SSE_EVENT_CHARS) throw new SseEventTooLargeError()
+      return
+    }
     const buffer = this.buffer + text
     // Lines are found with indexOf (native) rather than a per-character loop: this decoder runs
     // on every upstream frame. Most streams never send a CR, so its search ends at once for them.
@@ -75,13 +98,18 @@ export class SseDecoder {
           out.push(this.id !== undefined ? { event: this.event, data: joined, id: this.id } : { event: this.event, data: joined })
         }
         this.event = undefined
-        if (data.length > 0) this.data = []
+        if (data.length > 0) {
+          this.data = []
+          this.dataChars = 0
+        }
         continue
       }
       if (buffer.charCodeAt(lineStart) === 58) continue // ":" comment (keep-alives)
       // The common lines, `data: …` and `event: …`, are recognised without slicing the field name.
       if (buffer.startsWith('data:', lineStart)) {
-        this.data.push(buffer.slice(buffer.charCodeAt(lineStart + 5) === 32 ? lineStart + 6 : lineStart + 5, lineEnd))
+        const value = buffer.slice(buffer.charCodeAt(lineStart + 5) === 32 ? lineStart + 6 : lineStart + 5, lineEnd)
+        this.dataChars += value.length
+        this.data.push(value)
         continue
       }
       if (buffer.startsWith('event:', lineStart)) {
@@ -93,11 +121,14 @@ export class SseDecoder {
       const field = colon === -1 ? line : line.slice(0, colon)
       let value = colon === -1 ? '' : line.slice(colon + 1)
       if (value.charCodeAt(0) === 32) value = value.slice(1)
-      if (field === 'data') this.data.push(value)
-      else if (field === 'event') this.event = value
+      if (field === 'data') {
+        this.dataChars += value.length
+        this.data.push(value)
+      } else if (field === 'event') this.event = value
       else if (field === 'id') this.id = value
     }
     this.buffer = start === buffer.length ? '' : buffer.slice(start)
+    if (this.buffer.length + this.dataChars > MAX_SSE_EVENT_CHARS) throw new SseEventTooLargeError()
   }
 }
 

@@ -4,6 +4,7 @@
 // read from a side view of each event; nothing is decrypted or logged.
 
 import { ApiError } from '../http/errors'
+import { MAX_SSE_EVENT_CHARS } from '../http/sse'
 import type { UpstreamStream } from '../providers/openai-compatible/open-upstream-stream'
 import type { StreamOutcome } from './stream-response'
 import { toApiError } from './upstream-errors'
@@ -12,8 +13,6 @@ const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 const LF = 10
 const CR = 13
-/** The largest event held while waiting for its end (the non-streamed relay's body cap). */
-const MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 /** End of the first event in `bytes` from `from` (index after its blank line), or -1. */
 function eventEnd(bytes: Uint8Array, from: number): number {
@@ -36,16 +35,6 @@ function eventData(text: string): string {
   return data
 }
 
-/** The last `count` bytes of `parts` (fewer when they hold fewer). */
-function lastBytes(parts: Uint8Array[], count: number): Uint8Array {
-  const out: number[] = []
-  for (let index = parts.length - 1; index >= 0 && out.length < count; index--) {
-    const part = parts[index]!
-    for (let at = part.length - 1; at >= 0 && out.length < count; at--) out.unshift(part[at]!)
-  }
-  return Uint8Array.from(out)
-}
-
 function errorEvent(error: ApiError): Uint8Array {
   const type = error.code === 'provider_error' || error.code === 'unavailable' ? 'server_error' : 'invalid_request_error'
   return encoder.encode(`data: ${JSON.stringify({ error: { message: error.message, type, param: null, code: error.code } })}\n\n`)
@@ -62,10 +51,10 @@ export function passthroughStream(options: {
   headers: Record<string, string>
 }): Response {
   const iterator = options.upstream.bytes[Symbol.asyncIterator]()
-  // The bytes of an event not yet ended, kept as they came: joined only once its end arrives, so
-  // a long event costs one copy, not one per network chunk.
-  let pending: Uint8Array[] = []
-  let held = 0
+  // The bytes of the unfinished event, at the start of a buffer that grows by doubling: joined
+  // anew with each chunk, an event arriving in n chunks cost O(n²) copies.
+  let held = new Uint8Array(0)
+  let heldLength = 0
   let completed = false
   const finish = async (outcome: StreamOutcome) => {
     if (completed) return undefined
@@ -80,7 +69,7 @@ export function passthroughStream(options: {
         try {
           step = await iterator.next()
         } catch (error) {
-          for (const part of pending) controller.enqueue(part)
+          if (heldLength > 0) controller.enqueue(held.slice(0, heldLength))
           const failure = await finish('failed')
           controller.enqueue(errorEvent(failure ?? options.failure?.() ?? toApiError(error)))
           controller.close()
@@ -88,38 +77,33 @@ export function passthroughStream(options: {
         }
         if (step.done) {
           // Ended without [DONE]: pass on what came, settle what was used, no terminator.
-          for (const part of pending) controller.enqueue(part)
+          if (heldLength > 0) controller.enqueue(held.slice(0, heldLength))
           const failure = await finish('failed')
           if (failure) controller.enqueue(errorEvent(failure))
           controller.close()
           return
         }
         const chunk = step.value
-        // What is held has no event end in it, so one can only begin in its last two bytes.
-        const edge = lastBytes(pending, 2)
-        if (eventEnd(edge.length === 0 ? chunk : Buffer.concat([edge, chunk]), 0) === -1) {
-          pending.push(chunk)
-          held += chunk.length
-          if (held <= MAX_EVENT_BYTES) continue
-          // A backend that never ends its event would grow this buffer without bound: cut it.
-          options.upstream.close()
-          const failure = await finish('failed')
-          controller.enqueue(errorEvent(failure ?? new ApiError('provider_error', `the backend sent an event longer than ${MAX_EVENT_BYTES} bytes; the stream was cut`)))
-          controller.close()
-          return
+        if (heldLength + chunk.length > held.length) {
+          const grown = new Uint8Array(Math.max(held.length * 2, heldLength + chunk.length))
+          grown.set(held.subarray(0, heldLength))
+          held = grown
         }
-        pending.push(chunk)
-        const joined = pending.length === 1 ? chunk : Buffer.concat(pending, held + chunk.length)
+        held.set(chunk, heldLength)
+        // The held bytes have no event end: only their last two can begin one with the new chunk.
+        const scanFrom = Math.max(0, heldLength - 2)
+        heldLength += chunk.length
+        const joined = held.subarray(0, heldLength)
         let start = 0
         let wrote = false
-        for (let end = eventEnd(joined, Math.max(0, held - 2)); end !== -1; end = eventEnd(joined, start)) {
+        for (let end = eventEnd(joined, scanFrom); end !== -1; end = eventEnd(joined, start)) {
           const data = eventData(decoder.decode(joined.subarray(start, end)))
           if (data === '[DONE]') {
-            const held = joined.slice(start)
+            const terminator = joined.slice(start)
             if (start > 0) controller.enqueue(joined.slice(0, start))
             options.upstream.close()
             const failure = await finish('finished')
-            controller.enqueue(failure ? errorEvent(failure) : held)
+            controller.enqueue(failure ? errorEvent(failure) : terminator)
             controller.close()
             return
           }
@@ -127,10 +111,19 @@ export function passthroughStream(options: {
           start = end
           wrote = true
         }
-        if (wrote) controller.enqueue(joined.slice(0, start))
-        const rest = joined.slice(start)
-        pending = rest.length === 0 ? [] : [rest]
-        held = rest.length
+        if (wrote) {
+          controller.enqueue(joined.slice(0, start))
+          held.copyWithin(0, start, heldLength)
+          heldLength -= start
+        }
+        if (heldLength > MAX_SSE_EVENT_CHARS) {
+          // An event that never ends (the decoder's cap, http/sse.ts): held, it would fill the memory.
+          options.upstream.close()
+          const failure = await finish('failed')
+          controller.enqueue(errorEvent(failure ?? new ApiError('provider_error', `the backend sent an event longer than ${MAX_SSE_EVENT_CHARS} bytes; the stream was cut`)))
+          controller.close()
+          return
+        }
         if (wrote) return
       }
     },

@@ -1,11 +1,30 @@
 import { ApiError } from '../http/errors'
 import { UpstreamError } from '../providers/types'
 
+// What in an upstream's message can name the operator's network (SECURITY-NOTES.md §1.2's local
+// names among them): URLs, IP literals, `host:port`, and local-use names. Public names (a docs link)
+// go too: the gateway cannot tell them apart, and the client needs the problem, not the address.
+const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
+const IPV6_PATTERN = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d{1,5})?/gi
+const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
+// `name:port` whose name has a letter (checked apart: "10:30" is a time). No two quantifiers here
+// can match the same characters, so a long run like "a-a-a-…" costs no backtracking.
+const HOST_PORT_PATTERN = /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:)/gi
+const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)+(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)\b|\blocalhost\b/gi
+
+/** Longest Retry-After passed on from an upstream (one day). */
+const MAX_RETRY_AFTER_S = 86_400
+
+/** `text` without the network addresses it names. */
+export function withoutAddresses(text: string): string {
+  return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
+}
+
 /**
  * How an upstream failure before any output reaches the client: the upstream's rate limit is
  * passed on as 429 with its Retry-After; a request the upstream rejected as malformed is the
- * caller's 400; everything else is 502 provider_error. Upstream bodies are trimmed, and never
- * carry our credentials (adapters build them without).
+ * caller's 400, with the upstream's own message (never its raw body, nor the addresses it names);
+ * everything else is 502 provider_error. Upstream text never carries our credentials (adapters scrub them).
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error
@@ -16,13 +35,17 @@ export function toApiError(error: unknown): ApiError {
     return new ApiError('unavailable', `the attested backend's evidence could not be fetched: ${error.kind}${status}`)
   }
   if (error.kind === 'rate-limited') {
-    const seconds = Math.max(1, Math.ceil((error.details.retryAfterMs ?? 1000) / 1000))
+    // Capped at a day: an absurd wait (a far date, a number past 1e21) would print as "Infinity" or "1e+23", no delta-seconds.
+    const seconds = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil((error.details.retryAfterMs ?? 1000) / 1000)))
     return new ApiError('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })
   }
   if (error.kind === 'bad-request') {
-    // Without an upstream body the refusal is the adapter's own (a request its wire cannot carry): say why.
-    if (!error.details.bodySnippet) return new ApiError('invalid_request', error.message)
-    return new ApiError('invalid_request', `the upstream provider rejected the request: ${error.details.bodySnippet.slice(0, 300)}`)
+    const { upstreamMessage, bodySnippet, status } = error.details
+    if (upstreamMessage) return new ApiError('invalid_request', `the upstream provider rejected the request: ${withoutAddresses(upstreamMessage).slice(0, 300)}`)
+    // A body that is not an error object (a proxy's page) is not shown: it names servers, not the problem.
+    if (bodySnippet !== undefined || status !== undefined) return new ApiError('invalid_request', `the upstream provider rejected the request${status ? ` (HTTP ${status})` : ''}`)
+    // Without an upstream answer the refusal is the adapter's own (a request its wire cannot carry): say why.
+    return new ApiError('invalid_request', error.message)
   }
   const status = error.status ? ` (HTTP ${error.status})` : ''
   return new ApiError('provider_error', `the upstream provider failed: ${error.kind}${status}`)

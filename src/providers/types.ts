@@ -64,8 +64,12 @@ export class UpstreamError extends Error {
     message: string,
     readonly provider: string,
     readonly model: string,
-    /** `phase: 'attestation'`: the evidence fetch before a Confidential or Encrypted call failed (→ 503). */
-    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; phase?: 'attestation' } = {},
+    /**
+     * `phase: 'attestation'`: the evidence fetch before a Confidential or Encrypted call failed (→ 503).
+     * `upstreamMessage`: the message of an error object the upstream answered (key scrubbed), the only
+     * upstream text a client may be shown; `bodySnippet` is the raw body, for logs.
+     */
+    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; upstreamMessage?: string; phase?: 'attestation' } = {},
   ) {
     super(message)
   }

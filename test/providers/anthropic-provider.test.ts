@@ -417,6 +417,18 @@ describe('anthropic provider: deadlines and cancellation', () => {
     await upstream.onlyRequest().disconnected
   })
 
+  for (const collected of [false, true]) {
+    test(`an error status whose body stalls: the idle deadline cuts the body and the status classifies it${collected ? ' (a collected call)' : ''}`, async () => {
+      upstream.enqueue({ kind: 'sse', status: 529, body: ['{"type":"error","error":', new Promise(() => {})] })
+      // Deadlines for the headers far past the test's own: only the idle deadline can end this.
+      const slow = provider({ connectTimeoutMs: 600_000, responseTimeoutMs: 600_000, idleTimeoutMs: 50 })
+      const error = await rejection(slow.stream({ ...call(), collect: collected }))
+      expect(error.kind).toBe('server')
+      expect(error.status).toBe(529)
+      await upstream.onlyRequest().disconnected
+    })
+  }
+
   test('the connect deadline ends at the response headers; only the idle deadline governs the body', async () => {
     upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
     const events = await collect(await provider({ connectTimeoutMs: 30, idleTimeoutMs: 150 }).stream(call()))

@@ -115,6 +115,22 @@ describe('openai-compatible over HTTP', () => {
     expect(error.message).toContain('model is loading')
   })
 
+  test('a 2xx JSON object that is no completion (no choice) rejects before any event, asked for JSON or not', async () => {
+    const provider = await make()
+    const noAnswers = [{ status: 'queued' }, { id: 'chatcmpl-x', object: 'chat.completion', choices: [] }, { choices: [{ index: 1, message: { content: 'the second choice only' } }] }]
+    for (const collect of [false, true]) {
+      for (const body of noAnswers) {
+        upstream.enqueue({ kind: 'json', body })
+        const error = await rejection(provider.stream({ ...providerCall(testRequest(), MODEL), collect }))
+        expect(error.kind).toBe('server')
+        expect(error.message).toContain('without a completion')
+      }
+    }
+    // An empty completion is still one: the model answered nothing.
+    upstream.enqueue({ kind: 'json', body: { choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'stop' }] } })
+    expect((await collect(await provider.stream(providerCall(testRequest(), MODEL)))).at(-1)?.type).toBe('finish')
+  })
+
   test('a backend that ignores stream:true and answers one JSON completion still yields the same events', async () => {
     const provider = await make()
     upstream.enqueue({

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { decodeSse, sseFrame, type SseEvent } from '../../src/http/sse'
+import { decodeSse, MAX_SSE_EVENT_CHARS, SseDecoder, SseEventTooLargeError, sseFrame, type SseEvent } from '../../src/http/sse'
 
 async function decodeChunks(chunks: Array<string | Uint8Array>): Promise<SseEvent[]> {
   const encoder = new TextEncoder()
@@ -62,6 +62,39 @@ describe('decodeSse', () => {
       { event: undefined, data: '6' },
     ]
     for (const events of await everySplit(text)) expect(events).toEqual(expected)
+  })
+})
+
+describe('SseDecoder: an event past MAX_SSE_EVENT_CHARS', () => {
+  const piece = new TextEncoder().encode('x'.repeat(64 * 1024))
+  const pieces = MAX_SSE_EVENT_CHARS / piece.length
+
+  test('one line that never ends throws once it passes the cap', () => {
+    const decoder = new SseDecoder()
+    const out: SseEvent[] = []
+    decoder.push(new TextEncoder().encode('data: '), out)
+    for (let index = 0; index < pieces - 1; index += 1) decoder.push(piece, out)
+    expect(() => decoder.push(piece, out)).toThrow(SseEventTooLargeError)
+    expect(out).toEqual([])
+  })
+
+  test('data lines without the blank line that ends their event count together', () => {
+    const decoder = new SseDecoder()
+    const out: SseEvent[] = []
+    // Each line holds 64 KiB of data.
+    const line = new TextEncoder().encode(`data: ${'y'.repeat(64 * 1024)}\n`)
+    for (let index = 0; index < pieces; index += 1) decoder.push(line, out)
+    expect(() => decoder.push(line, out)).toThrow(SseEventTooLargeError)
+    expect(out).toEqual([])
+  })
+
+  test('events under the cap, one after another, never add up', () => {
+    const decoder = new SseDecoder()
+    const out: SseEvent[] = []
+    const event = new TextEncoder().encode(`data: ${'z'.repeat(1024 * 1024)}\n\n`)
+    for (let index = 0; index < 40; index += 1) decoder.push(event, out)
+    expect(out).toHaveLength(40)
+    expect(out[39]!.data).toHaveLength(1024 * 1024)
   })
 })
 

@@ -1,3 +1,4 @@
+import { SseEventTooLargeError } from '../../http/sse'
 import { UpstreamError, type UpstreamErrorKind } from '../types'
 
 /** Who failed: stamped on every UpstreamError this adapter makes. */
@@ -83,6 +84,7 @@ export function errorFromResponse(status: number, headers: Headers, rawBody: str
     status,
     ...(kind === 'rate-limited' || status === 529 || status === 503 ? optionalRetryAfter(headers, nowMs) : {}),
     ...(body !== '' ? { bodySnippet: truncate(body) } : {}),
+    ...(parsed?.message !== undefined ? { upstreamMessage: truncate(parsed.message) } : {}),
   })
 }
 
@@ -95,6 +97,7 @@ export function errorFromStreamEvent(rawData: string, context: ErrorContext): Up
   const message = parsed?.message !== undefined ? `${label}: ${parsed.message}` : label
   return new UpstreamError(kind, `Anthropic stream error (${truncate(message)})`, context.provider, context.model, {
     bodySnippet: truncate(data),
+    ...(parsed?.message !== undefined ? { upstreamMessage: truncate(parsed.message) } : {}),
   })
 }
 
@@ -115,6 +118,8 @@ export type AbortCause = 'client' | 'connect-timeout' | 'idle-timeout'
  */
 export function errorFromTransport(cause: AbortCause | undefined, error: unknown, context: ErrorContext, timeouts: { connectMs: number; idleMs: number }): UpstreamError {
   if (error instanceof UpstreamError) return error
+  // The stream's bytes arrived, but not as events: the upstream misbehaved, the connection did not fail.
+  if (error instanceof SseEventTooLargeError) return protocolError(`The Anthropic stream sent ${error.message}`, context)
   switch (cause) {
     case 'client':
       return new UpstreamError('aborted', 'The request was cancelled', context.provider, context.model)

@@ -90,16 +90,15 @@ export class AnthropicProvider implements Provider {
       const headers = collect ? { ...this.headers(call.requestId), accept: 'application/json' } : this.headers(call.requestId)
       // `timeout: false`: our deadlines govern, not Bun's 5-minute socket idle timer.
       response = await this.fetch(this.url, { method: 'POST', headers, body, signal: control.signal, redirect: 'manual', timeout: false })
+      control.headersReceived()
       if (!response.ok) {
-        // The connect deadline still runs while the error body is read.
-        const text = await readCapped(response, ERROR_BODY_BYTES)
+        const text = await readErrorBody(response, control)
         throw errorFromResponse(response.status, response.headers, text, context, this.clock.now())
       }
     } catch (error) {
       control.dispose()
       throw errorFromTransport(control.cause, error, context, timeouts)
     }
-    control.headersReceived()
 
     const translator = new AnthropicStreamTranslator(context, () => this.clock.now())
     if ((response.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
@@ -288,6 +287,28 @@ async function readMessage(
   const failure = events.find(event => event.type === 'error')
   if (failure?.type === 'error') throw failure.error
   return events
+}
+
+/**
+ * Up to ERROR_BODY_BYTES of a non-2xx body as text, read under the idle deadline like any body
+ * (README, "Upstream deadlines"): under the headers' deadline, a stalled error body of a collected
+ * call held it up to response_timeout_ms. A stall or a cut yields what arrived (the status
+ * decides); only the caller leaving ends the call.
+ */
+async function readErrorBody(response: Response, control: CallControl): Promise<string> {
+  const chunks: Uint8Array[] = []
+  let total = 0
+  try {
+    while (response.body !== null && total < ERROR_BODY_BYTES) {
+      const chunk = await control.read(response.body)
+      if (chunk === undefined) break
+      chunks.push(chunk)
+      total += chunk.byteLength
+    }
+  } catch (error) {
+    if (control.cause === 'client') throw error
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, ERROR_BODY_BYTES))
 }
 
 /** Up to `maxBytes` of a body as text; a failing read yields what arrived (the status decides). */

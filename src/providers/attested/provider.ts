@@ -146,24 +146,44 @@ export class AttestedProvider implements Provider {
   private async getJson(path: string, model: string, signal?: AbortSignal): Promise<unknown> {
     const origin = this.origin(model)
     const deadline = AbortSignal.timeout(this.config.connectTimeoutMs + this.config.idleTimeoutMs)
+    // Closes the connection of an answer past the size cap (only an abort reliably does, STACK-NOTES.md §8).
+    const cut = new AbortController()
     const headers: Record<string, string> = { accept: 'application/json' }
     if (this.config.apiKey) headers.authorization = `Bearer ${this.config.apiKey}`
     let response: Response
     try {
-      response = await fetch(`${this.base}${path}`, { headers, redirect: 'manual', signal: signal ? AbortSignal.any([signal, deadline]) : deadline })
+      response = await fetch(`${this.base}${path}`, { headers, redirect: 'manual', signal: AbortSignal.any(signal ? [signal, deadline, cut.signal] : [deadline, cut.signal]) })
     } catch (error) {
       if (signal?.aborted) throw mark(new UpstreamError('aborted', 'the caller left', origin.provider, origin.model))
       if (deadline.aborted) throw mark(new UpstreamError('timeout', 'attestation timed out', origin.provider, origin.model))
       throw mark(connectionError(origin, error))
     }
-    const text = await response.text().catch(() => '')
-    if (response.status < 200 || response.status >= 300) throw mark(classifyStatus(origin, response.status, response.headers, text.slice(0, 4096)))
-    if (text.length > MAX_JSON_BYTES) throw mark(new UpstreamError('server', 'attestation answer too large', origin.provider, origin.model))
+    // Read under the cap: read whole first, an answer that never ends filled the memory until the deadline.
+    const text = await textUpTo(response, MAX_JSON_BYTES).catch(() => '')
+    if (text === undefined) cut.abort()
+    if (response.status < 200 || response.status >= 300) throw mark(classifyStatus(origin, response.status, response.headers, (text ?? '').slice(0, 4096)))
+    if (text === undefined) throw mark(new UpstreamError('server', 'attestation answer too large', origin.provider, origin.model))
     try {
       return JSON.parse(text)
     } catch {
       throw mark(new UpstreamError('server', 'attestation answer is not JSON', origin.provider, origin.model))
     }
+  }
+}
+
+/** The body as text, or undefined once it passes `limit` bytes (nothing more is read). */
+async function textUpTo(response: Response, limit: number): Promise<string | undefined> {
+  if (response.body === null) return ''
+  const reader = response.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    // As response.text(): UTF-8, a BOM dropped.
+    if (done) return new TextDecoder().decode(Buffer.concat(chunks))
+    size += value.length
+    if (size > limit) return undefined
+    chunks.push(value)
   }
 }
 

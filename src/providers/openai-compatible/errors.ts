@@ -29,7 +29,7 @@ export function classifyStatus(origin: ErrorOrigin, status: number, headers: Hea
   const detail = parsed === undefined ? undefined : cutUtf8(parsed, 200)
   const message = `upstream answered ${status}${detail ? `: ${detail}` : ''}`
   const retryAfterMs = parseRetryAfter(headers)
-  const details = { status, bodySnippet, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
+  const details = { status, bodySnippet, ...(parsed !== undefined ? { upstreamMessage: cutUtf8(parsed, BODY_SNIPPET_BYTES) } : {}), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
   return new UpstreamError(kindForStatus(status), message, origin.provider, origin.model, details)
 }
 
@@ -89,6 +89,15 @@ function upstreamMessage(body: string): string | undefined {
     if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message
     if (typeof parsed.message === 'string') return parsed.message
     if (typeof parsed.detail === 'string') return parsed.detail
+    // FastAPI's validation errors (vLLM, many proxies): `detail: [{ loc, msg, input }]`, told by place and message.
+    if (Array.isArray(parsed.detail)) {
+      const problems = parsed.detail.flatMap(item => {
+        const { loc, msg } = (typeof item === 'object' && item !== null ? item : {}) as { loc?: unknown; msg?: unknown }
+        if (typeof msg !== 'string') return []
+        return [Array.isArray(loc) && loc.length > 0 ? `${loc.join('.')}: ${msg}` : msg]
+      })
+      if (problems.length > 0) return problems.join('; ')
+    }
   } catch {
     // Not JSON (a proxy's HTML page, a truncated snippet): the snippet itself carries it.
   }

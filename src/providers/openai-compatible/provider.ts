@@ -215,6 +215,10 @@ async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamConte
   } finally {
     upstream.close()
   }
+  // An object that is neither an error nor a completion with its first choice (a proxy's status
+  // object, an empty `choices`) is no answer: read as one, it was a 200 with nothing in it, billed
+  // the input, and no other backend was tried.
+  if (isNoCompletion(parsed)) throw new UpstreamError('server', 'upstream answered 2xx JSON without a completion', context.provider, context.model)
   const out: ChatEvent[] = []
   const translator = new ChunkTranslator(context)
   // The translator reads a choice's `message` where a chunk has `delta`, and numbers tool calls
@@ -224,6 +228,14 @@ async function eventsFromJsonBody(upstream: UpstreamStream, context: StreamConte
   const failure = out.find(event => event.type === 'error')
   if (failure !== undefined && failure.type === 'error') throw failure.error
   return out
+}
+
+/** A JSON object with no error and no choice 0 (the translator reports errors and non-objects itself). */
+function isNoCompletion(parsed: unknown): boolean {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return false
+  const { error, object, choices } = parsed as { error?: unknown; object?: unknown; choices?: unknown }
+  if ((error !== undefined && error !== null) || object === 'error') return false
+  return !Array.isArray(choices) || !choices.some(choice => typeof choice === 'object' && choice !== null && ((choice as { index?: unknown }).index ?? 0) === 0)
 }
 
 function asUpstreamError(error: unknown, context: { provider: string; model: string }): UpstreamError {

@@ -1,0 +1,50 @@
+import { describe, expect, test } from 'bun:test'
+import { ApiError } from '../../src/http/errors'
+import { toApiError, withoutAddresses } from '../../src/inference/upstream-errors'
+import { UpstreamError } from '../../src/providers/types'
+
+describe('what a client is shown of an upstream refusal', () => {
+  test('the addresses an upstream message names are taken out, wherever they stand', () => {
+    expect(withoutAddresses('failed at http://vllm-a:8000/v1/chat/completions, retry')).toBe('failed at [url], retry')
+    expect(withoutAddresses('via 10.0.3.7:8000 and 192.168.1.20')).toBe('via [host] and [host]')
+    expect(withoutAddresses('node [fd00::17]:8000 or [::1]')).toBe('node [host] or [host]')
+    expect(withoutAddresses('backend vllm-b:8000 is full')).toBe('backend [host] is full')
+    expect(withoutAddresses('gpu-3.cluster.local, api.corp, db.internal and localhost')).toBe('[host], [host], [host] and [host]')
+  })
+
+  test('what is not an address is kept: numbers, model tags, fields, times', () => {
+    for (const message of [
+      "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (1000 in the messages, 4000 in the completion).",
+      "Invalid 'messages[0].content': expected a string, got null.",
+      'model llama3.1:70b not found; try qwen2.5:14b',
+      'max_tokens: 5000 is above 4096',
+      'temperature must be at most 2.0, got 2.5',
+      'quota resets at 2026-11-26T10:30:00Z',
+      'messages.1.content.0.text: field required',
+    ]) {
+      expect(withoutAddresses(message)).toBe(message)
+    }
+  })
+
+  test("a 400's message is shown without addresses; a body that is no error object is not shown at all", () => {
+    const refused = (details: UpstreamError['details']) => toApiError(new UpstreamError('bad-request', 'upstream answered 400', 'openai-compatible:a', 'm', details))
+    const shown = refused({ status: 400, bodySnippet: '{"error":{"message":"too long for vllm-a:8000"}}', upstreamMessage: 'too long for vllm-a:8000' })
+    expect(shown).toMatchObject({ code: 'invalid_request', message: 'the upstream provider rejected the request: too long for [host]' })
+    expect(refused({ status: 413, bodySnippet: '<html>nginx at 10.0.0.2</html>' }).message).toBe('the upstream provider rejected the request (HTTP 413)')
+    expect(refused({ status: 400, bodySnippet: '' }).message).toBe('the upstream provider rejected the request (HTTP 400)')
+    // The adapter's own refusal (nothing was sent) says why.
+    expect(toApiError(new UpstreamError('bad-request', 'the backend cannot take audio parts', 'openai-compatible:a', 'm')).message).toBe('the backend cannot take audio parts')
+    expect(toApiError(new UpstreamError('bad-request', 'x', 'p', 'm'))).toBeInstanceOf(ApiError)
+  })
+})
+
+describe("an upstream's Retry-After, passed on", () => {
+  const retryAfter = (retryAfterMs: number | undefined) => toApiError(new UpstreamError('rate-limited', 'x', 'p', 'm', { status: 429, retryAfterMs })).headers?.['retry-after']
+
+  test('a wait too long to write as delta-seconds (an absurd number or date) is capped at a day, never "Infinity" or "1e+23"', () => {
+    expect(retryAfter(Infinity)).toBe('86400')
+    expect(retryAfter(1e26)).toBe('86400')
+    expect(retryAfter(251_606_573_842_200)).toBe('86400')
+    expect(retryAfter(3_600_000)).toBe('3600')
+  })
+})
