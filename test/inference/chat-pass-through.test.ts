@@ -23,6 +23,17 @@ const usageFrame = (input: number, output: number) =>
 const charge = (input: number, output: number) => BigInt(input * 3_000 + output * 7_000)
 
 /** What the re-encoding path (ChunkTranslator → canonical events → encoder) writes for `sse`, under the reply's id and created. */
+/** A stream's text up to the error that ends it (undefined when it ends cleanly). */
+async function readUntilFailure(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<{ text: string; failure: unknown }> {
+  let text = ''
+  try {
+    for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
+    return { text, failure: undefined }
+  } catch (failure) {
+    return { text, failure }
+  }
+}
+
 function reEncoded(sse: string, reply: string, includeUsage: boolean): string {
   const first = JSON.parse(reply.slice('data: '.length, reply.indexOf('\n')))
   const encoder = new ChatCompletionsStreamEncoder({ id: first.id, model: 'm', createdAt: first.created, includeUsage, estimatedInputTokens: 0 })
@@ -138,10 +149,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const sse = upstreamChunk({ role: 'assistant', content: '' }) + upstreamChunk({ content: 'partial ' }) + upstreamChunk({ content: 'answer' }) + frame({ error: { message: 'backend crashed', type: 'server_error' } }) + DONE
     upstream.enqueue({ kind: 'sse', body: sse })
     const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
-    let text = ''
-    const failure = await (async () => {
-      for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-    })().catch(error => error)
+    const { text, failure } = await readUntilFailure(stream)
     expect(failure).toBeInstanceOf(OpenAI.APIError)
     expect(text).toBe('partial answer')
     expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply, false))
@@ -154,10 +162,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const sse = upstreamChunk({ role: 'assistant', content: '' }) + upstreamChunk({ content: 'cut after ' }) + upstreamChunk({ content: 'usage' }) + upstreamChunk({}, 'stop') + usageFrame(1234, 9)
     upstream.enqueue({ kind: 'sse', body: sse, then: 'reset' })
     const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
-    let text = ''
-    const failure = await (async () => {
-      for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-    })().catch(error => error)
+    const { text, failure } = await readUntilFailure(stream)
     expect(failure).toBeInstanceOf(OpenAI.APIError)
     expect(text).toBe('cut after usage')
     // 1234 input tokens as reported (the estimate would be ceil(2 bytes ÷ 3) + 4 = 5); 15 bytes ÷ 4 output.
@@ -169,9 +174,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
     const sse = upstreamChunk({ role: 'assistant', content: '' }, null, usage) + upstreamChunk({ content: 'partial answer' }, null, usage) + frame({ error: { message: 'backend crashed', type: 'server_error' } })
     upstream.enqueue({ kind: 'sse', body: sse })
     const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
-    expect(await (async () => {
-      for await (const _ of stream);
-    })().catch(error => error)).toBeInstanceOf(OpenAI.APIError)
+    expect((await readUntilFailure(stream)).failure).toBeInstanceOf(OpenAI.APIError)
     expect((await settled()).nanos).toBe(charge(321, 4))
   })
 
