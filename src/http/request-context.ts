@@ -68,7 +68,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
         requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
       }
-      return renderError(apiError, surfaceOf(path), requestId)
+      return renderError(apiError, surfaceOf(path, request.headers), requestId)
     })
 }
 
