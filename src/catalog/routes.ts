@@ -55,6 +55,15 @@ export function apiEntry(model: CatalogModel): ApiList['data'][number] {
   }
 }
 
+/** The raw tail of a slash id; a malformed escape stays as sent (and so matches no id: 404). */
+function decodeRest(rest: string): string {
+  try {
+    return decodeURIComponent(rest)
+  } catch {
+    return rest
+  }
+}
+
 /**
  * Runs before query validation so the message names a query parameter (not a body field),
  * and so a repeated parameter is refused instead of one copy silently winning. An Anthropic
@@ -96,6 +105,11 @@ export function modelRoutes(catalog: Catalog) {
     anthropic.set(level, all(level).flatMap(model => model.routes.filter(route => level === undefined || route.level === level)).map(anthropicEntry))
   }
   const anthropicById = new Map(anthropic.get(undefined)!.map(entry => [entry.id, entry]))
+  const retrieve = (id: string, request: Request) => {
+    const entry = isAnthropicClient(request) ? anthropicById.get(id) : byId.get(id)
+    if (entry === undefined) throw new ApiError('not_found', `model "${id.slice(0, 200)}" does not exist; GET /v1/models lists the callable ids`, 'model')
+    return entry
+  }
 
   return new Elysia({ tags: ['Models'] })
     .get(
@@ -120,11 +134,7 @@ export function modelRoutes(catalog: Catalog) {
     )
     .get(
       '/v1/models/:model',
-      ({ params, request }) => {
-        const entry = isAnthropicClient(request) ? anthropicById.get(params.model) : byId.get(params.model)
-        if (entry === undefined) throw new ApiError('not_found', `model "${params.model.slice(0, 200)}" does not exist; GET /v1/models lists the callable ids`, 'model')
-        return entry
-      },
+      ({ params, request }) => retrieve(params.model, request),
       {
         params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
         response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
@@ -135,6 +145,16 @@ export function modelRoutes(catalog: Catalog) {
         },
       },
     )
+    // Ids may hold `/` (meta-llama/llama-3.3-70b): the SDKs send %2F, which the route above
+    // decodes, but curl and plain string formatting send it raw: same answer.
+    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), {
+      params: t.Object({ model: t.String({ description: 'The part of the id before its first `/`' }), '*': t.String({ description: 'The rest of the id' }) }),
+      response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
+      detail: {
+        summary: 'Retrieve a model whose id holds `/`, sent unencoded',
+        description: 'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F.',
+      },
+    })
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
       transform: checkQueryNames,
       query: ModelsQuery,
