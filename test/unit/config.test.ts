@@ -661,6 +661,8 @@ models:
     [', level: private, backends: [{ provider: demo, model: d }, { provider: open, model: o }]', ['models.0.level: model "m" is private but its backend 1 uses provider "open", which does not declare retention: none']],
     [', backends: [{ provider: nope, model: d }]', ['models.0.backends.0.provider: model "m" names unknown provider "nope" (known: demo, open, tee, plain-tee)']],
     [', backends: [{ provider: demo, model: d }, { provider: demo, model: d }]', ['models.0.backends.1: model "m" binds provider "demo" model "d" twice (use weight instead)']],
+    [', confidential: [{ provider: tee, model: d }, { provider: tee, model: d }]', ['models.0.confidential.1: model "m" binds provider "tee" model "d" twice (use weight instead)']],
+    [', encrypted: [{ provider: tee, model: d }, { provider: tee, model: e }, { provider: tee, model: d }]', ['models.0.encrypted.2: model "m" binds provider "tee" model "d" twice (use weight instead)']],
     [', max_output_tokens: 1001', ['models.0.max_output_tokens: model "m": 1001 exceeds context_length 1000']],
     [', confidential: [{ provider: demo, model: d }]', ['models.0.confidential.0.provider: model "m": the confidential level needs an attested provider, "demo" is demo']],
     [', encrypted: [{ provider: open, model: d }]', ['models.0.encrypted.0.provider: model "m": the encrypted level needs an attested provider, "open" is openai-compatible']],
