@@ -13,8 +13,12 @@ const UNKNOWN_DATE = '1970-01-01T00:00:00Z'
 const MAX_LIMIT = 1000
 const DEFAULT_LIMIT = 20
 
-/** The query parameters Anthropic clients page with; `privacy_tier` is ours, on both shapes. */
-export const ANTHROPIC_PAGE_PARAMS: ReadonlySet<string> = new Set(['limit', 'after_id', 'before_id'])
+/**
+ * The query parameters Anthropic clients send: the page cursors, and `beta=true`, which earlier
+ * SDK releases (bundled in Claude Code) append to beta.models.list() and which changes nothing
+ * here. `privacy_tier` is ours, on both shapes.
+ */
+export const ANTHROPIC_QUERY_PARAMS: ReadonlySet<string> = new Set(['limit', 'after_id', 'before_id', 'beta'])
 
 export const AnthropicModel = t.Object(
   {

@@ -115,6 +115,15 @@ describe('the Anthropic SDK', () => {
     expect(error.error.error.message).toContain(param)
   })
 
+  test('beta.models.list as earlier SDK releases (bundled in Claude Code) send it (?beta=true) pages the same', async () => {
+    t = await fileApp()
+    const page = await anthropic(t).beta.models.list({}, { query: { beta: 'true', limit: 2 } })
+    expect(page.data.map(model => model.id)).toEqual(['a', 'b'])
+    const ids: string[] = []
+    for await (const model of anthropic(t).beta.models.list({}, { query: { beta: 'true', limit: 3 } })) ids.push(model.id)
+    expect(ids).toEqual(['a', 'b', 'b:confidential', 'c', 'd'])
+  })
+
   test('unknown query parameters are still refused, in the Anthropic envelope', async () => {
     t = await fileApp()
     const response = await t.request('GET', '/v1/models?page=2', { headers: { 'anthropic-version': '2023-06-01' } })
