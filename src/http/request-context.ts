@@ -114,6 +114,8 @@ function fromValidation(error: ValidationError): ApiError {
   const param = paramOf(issue.path)
   let message = issue.summary ?? issue.message
   if (param === undefined) message = `${where}: ${message}`
+  // Anthropic's envelope has no `param`: a message must name its field itself.
+  else if (!message.includes(`'${param}'`)) message = `${param}: ${message}`
   if (issue.message === 'Unexpected property' && param) message = `unknown field "${param}"`
   return new ApiError('invalid_request', message, param)
 }
