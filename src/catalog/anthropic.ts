@@ -28,6 +28,11 @@ export const AnthropicModel = t.Object(
     created_at: t.String({ description: 'RFC 3339; the epoch, as the gateway tracks no release dates' }),
     max_input_tokens: t.Integer({ minimum: 1 }),
     max_tokens: t.Integer({ minimum: 1 }),
+    lifecycle: t.Literal('active'),
+    deprecated_at: t.Null(),
+    retires_at: t.Null(),
+    capabilities: t.Null({ description: "Anthropic's capability tree is not tracked: see GET /api/v1/models" }),
+    line: t.Null(),
     privacy_level: t.Union([t.Literal('anonymous'), t.Literal('private'), t.Literal('confidential'), t.Literal('encrypted')]),
   },
   { description: 'One callable model id, Anthropic shape (sent when the request carries anthropic-version)' },
@@ -58,6 +63,12 @@ export function anthropicEntry(route: ModelRoute): Entry {
     created_at: UNKNOWN_DATE,
     max_input_tokens: route.contextLength,
     max_tokens: route.maxOutputTokens,
+    // The SDK types these as always present (nullable): a catalog model is live until removed.
+    lifecycle: 'active',
+    deprecated_at: null,
+    retires_at: null,
+    capabilities: null,
+    line: null,
     privacy_level: route.level,
   }
 }

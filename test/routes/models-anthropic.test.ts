@@ -46,12 +46,17 @@ function anthropic(app: TestApp): Anthropic {
 }
 
 const entry = (id: string, level = 'anonymous') => ({
-  type: 'model',
+  type: 'model' as const,
   id,
   display_name: id,
   created_at: '1970-01-01T00:00:00Z',
   max_input_tokens: 200000,
   max_tokens: 64000,
+  lifecycle: 'active' as const,
+  deprecated_at: null,
+  retires_at: null,
+  capabilities: null,
+  line: null,
   privacy_level: level,
 })
 
