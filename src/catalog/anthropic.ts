@@ -13,12 +13,16 @@ const UNKNOWN_DATE = '1970-01-01T00:00:00Z'
 const MAX_LIMIT = 1000
 const DEFAULT_LIMIT = 20
 
+/** `lifecycle` filter stages, sent as `lifecycle[]=active&lifecycle[]=…` (the SDK's bracket arrays), so repeatable. */
+export const LIFECYCLE_PARAMS: readonly string[] = ['lifecycle[]', 'lifecycle']
+const LIFECYCLES: ReadonlySet<string> = new Set(['active', 'deprecated', 'retired'])
+
 /**
  * The query parameters Anthropic clients send: the page cursors, and `beta=true`, which earlier
  * SDK releases (bundled in Claude Code) append to beta.models.list() and which changes nothing
  * here. `privacy_tier` is ours, on both shapes.
  */
-export const ANTHROPIC_QUERY_PARAMS: ReadonlySet<string> = new Set(['limit', 'after_id', 'before_id', 'beta'])
+export const ANTHROPIC_QUERY_PARAMS: ReadonlySet<string> = new Set(['limit', 'after_id', 'before_id', 'beta', ...LIFECYCLE_PARAMS])
 
 export const AnthropicModel = t.Object(
   {
@@ -78,13 +82,20 @@ export function anthropicEntry(route: ModelRoute): Entry {
  * ends before it, `has_more` says whether more lie in the direction paged. A cursor that is not
  * a listed id, both cursors, or a limit outside 1..1000 is 400 naming the parameter.
  */
-export function anthropicPage(entries: readonly Entry[], query: URLSearchParams): Page {
+export function anthropicPage(listed: readonly Entry[], query: URLSearchParams): Page {
+  let entries = listed
   const limitText = query.get('limit')
   let limit = DEFAULT_LIMIT
   if (limitText !== null) {
     limit = /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : 0
     if (limit < 1 || limit > MAX_LIMIT) throw new ApiError('invalid_request', `limit must be an integer from 1 to ${MAX_LIMIT}`, 'limit')
   }
+  // Every catalog model is active: a lifecycle filter without `active` leaves nothing.
+  const stages = LIFECYCLE_PARAMS.flatMap(name => query.getAll(name)).flatMap(value => value.split(','))
+  for (const stage of stages) {
+    if (!LIFECYCLES.has(stage)) throw new ApiError('invalid_request', `lifecycle must be active, deprecated or retired, got "${stage.slice(0, 100)}"`, 'lifecycle')
+  }
+  if (stages.length > 0 && !stages.includes('active')) entries = []
   const after = query.get('after_id')
   const before = query.get('before_id')
   if (after !== null && before !== null) throw new ApiError('invalid_request', 'give after_id or before_id, not both', 'before_id')

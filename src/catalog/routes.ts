@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
 import { formatNanos } from '../lib/money'
-import { ANTHROPIC_QUERY_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
+import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
 import type { PrivacyLevel } from './types'
 import { CatalogList, ModelsQuery, OpenAIErrorResponse, OpenAIModel, OpenAIModelList } from './schema'
@@ -67,7 +67,8 @@ function decodeRest(rest: string): string {
 /**
  * Runs before query validation so the message names a query parameter (not a body field),
  * and so a repeated parameter is refused instead of one copy silently winning. An Anthropic
- * client on /v1/models may also page (limit, after_id, before_id) and send beta: those are read
+ * client on /v1/models may also page (limit, after_id, before_id), filter by lifecycle and send
+ * beta: those are read
  * (or ignored) by the handler, so they are taken out of the query the schema checks.
  */
 function checkQueryNames({ request, query }: { request: Request; query: Record<string, unknown> }): void {
@@ -76,10 +77,10 @@ function checkQueryNames({ request, query }: { request: Request; query: Record<s
   for (const name of new Set(params.keys())) {
     const known = name === 'privacy_tier' || (paging && ANTHROPIC_QUERY_PARAMS.has(name))
     if (!known) {
-      const accepted = paging ? 'privacy_tier, limit, after_id, before_id and beta are accepted' : 'only privacy_tier is accepted'
+      const accepted = paging ? 'privacy_tier, limit, after_id, before_id, lifecycle and beta are accepted' : 'only privacy_tier is accepted'
       throw new ApiError('invalid_request', `unknown query parameter "${name.slice(0, 100)}" (${accepted})`, name.slice(0, 100))
     }
-    if (params.getAll(name).length > 1) throw new ApiError('invalid_request', `${name} may be given once`, name)
+    if (params.getAll(name).length > 1 && !(paging && LIFECYCLE_PARAMS.includes(name))) throw new ApiError('invalid_request', `${name} may be given once`, name)
     if (name !== 'privacy_tier') delete query[name]
   }
 }

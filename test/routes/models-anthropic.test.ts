@@ -129,6 +129,21 @@ describe('the Anthropic SDK', () => {
     expect(ids).toEqual(['a', 'b', 'b:confidential', 'c', 'd'])
   })
 
+  test('the lifecycle filter: every catalog model is active', async () => {
+    t = await fileApp()
+    const client = anthropic(t)
+    const active = await client.models.list({ lifecycle: ['active', 'deprecated'], limit: 2 })
+    expect([active.data.map(model => model.id), active.has_more]).toEqual([['a', 'b'], true])
+    const ids: string[] = []
+    for await (const model of client.models.list({ lifecycle: ['active'], limit: 2 })) ids.push(model.id)
+    expect(ids).toEqual(['a', 'b', 'b:confidential', 'c', 'd'])
+    const retired = await client.models.list({ lifecycle: ['retired'] })
+    expect([retired.data, retired.has_more, retired.first_id]).toEqual([[], false, null])
+    const bad = await client.models.list({ lifecycle: ['gone' as 'active'] }).catch(error => error)
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError)
+    expect(bad.error.error.message).toContain('lifecycle')
+  })
+
   test('unknown query parameters are still refused, in the Anthropic envelope', async () => {
     t = await fileApp()
     const response = await t.request('GET', '/v1/models?page=2', { headers: { 'anthropic-version': '2023-06-01' } })
