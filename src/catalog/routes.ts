@@ -2,6 +2,7 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
 import { formatNanos } from '../lib/money'
+import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
 import type { PrivacyLevel } from './types'
 import { CatalogList, ModelsQuery, OpenAIErrorResponse, OpenAIModel, OpenAIModelList } from './schema'
@@ -54,15 +55,33 @@ export function apiEntry(model: CatalogModel): ApiList['data'][number] {
   }
 }
 
+/** The raw tail of a slash id; a malformed escape stays as sent (and so matches no id: 404). */
+function decodeRest(rest: string): string {
+  try {
+    return decodeURIComponent(rest)
+  } catch {
+    return rest
+  }
+}
+
 /**
  * Runs before query validation so the message names a query parameter (not a body field),
- * and so a repeated `privacy_tier` is refused instead of one copy silently winning.
+ * and so a repeated parameter is refused instead of one copy silently winning. An Anthropic
+ * client on /v1/models may also page (limit, after_id, before_id), filter by lifecycle and send
+ * beta: those are read
+ * (or ignored) by the handler, so they are taken out of the query the schema checks.
  */
-function checkQueryNames({ request }: { request: Request }): void {
-  const query = new URL(request.url).searchParams
-  for (const name of new Set(query.keys())) {
-    if (name !== 'privacy_tier') throw new ApiError('invalid_request', `unknown query parameter "${name.slice(0, 100)}" (only privacy_tier is accepted)`, name.slice(0, 100))
-    if (query.getAll(name).length > 1) throw new ApiError('invalid_request', 'privacy_tier may be given once', name)
+function checkQueryNames({ request, query }: { request: Request; query: Record<string, unknown> }): void {
+  const params = new URL(request.url).searchParams
+  const paging = isAnthropicClient(request) && new URL(request.url).pathname === '/v1/models'
+  for (const name of new Set(params.keys())) {
+    const known = name === 'privacy_tier' || (paging && ANTHROPIC_QUERY_PARAMS.has(name))
+    if (!known) {
+      const accepted = paging ? 'privacy_tier, limit, after_id, before_id, lifecycle and beta are accepted' : 'only privacy_tier is accepted'
+      throw new ApiError('invalid_request', `unknown query parameter "${name.slice(0, 100)}" (${accepted})`, name.slice(0, 100))
+    }
+    if (params.getAll(name).length > 1 && !(paging && LIFECYCLE_PARAMS.includes(name))) throw new ApiError('invalid_request', `${name} may be given once`, name)
+    if (name !== 'privacy_tier') delete query[name]
   }
 }
 
@@ -81,36 +100,62 @@ export function modelRoutes(catalog: Catalog) {
   }
 
   const byId = new Map(openAI.get(undefined)!.data.map(entry => [entry.id, entry]))
+  // Anthropic's shape of the same callable ids (see ./anthropic.ts), paged per request.
+  const anthropic = new Map<PrivacyLevel | undefined, (typeof AnthropicModel.static)[]>()
+  for (const level of [undefined, ...PRIVACY_LEVELS]) {
+    anthropic.set(level, all(level).flatMap(model => model.routes.filter(route => level === undefined || route.level === level)).map(anthropicEntry))
+  }
+  const anthropicById = new Map(anthropic.get(undefined)!.map(entry => [entry.id, entry]))
+  const retrieve = (id: string, request: Request) => {
+    const entry = isAnthropicClient(request) ? anthropicById.get(id) : byId.get(id)
+    if (entry === undefined) throw new ApiError('not_found', `model "${id.slice(0, 200)}" does not exist; GET /v1/models lists the callable ids`, 'model')
+    return entry
+  }
 
   return new Elysia({ tags: ['Models'] })
-    .get('/v1/models', ({ query }) => openAI.get(query.privacy_tier)!, {
-      transform: checkQueryNames,
-      query: ModelsQuery,
-      response: { 200: OpenAIModelList, 400: OpenAIErrorResponse },
-      detail: {
-        summary: 'List models (OpenAI shape)',
-        description:
-          'Public. One entry per callable id: the unsuffixed id is the anonymous or private level, `<id>:confidential` and ' +
-          '`<id>:encrypted` the suffix levels. `privacy_tier` keeps only ids at that level. Entries add `privacy_level`, ' +
-          '`context_length` and `max_output_tokens` to the OpenAI fields. Identical with or without credentials.',
-      },
-    })
     .get(
-      '/v1/models/:model',
-      ({ params }) => {
-        const entry = byId.get(params.model)
-        if (entry === undefined) throw new ApiError('not_found', `model "${params.model.slice(0, 200)}" does not exist; GET /v1/models lists the callable ids`, 'model')
-        return entry
-      },
+      '/v1/models',
+      ({ query, request }) =>
+        isAnthropicClient(request) ? anthropicPage(anthropic.get(query.privacy_tier)!, new URL(request.url).searchParams) : openAI.get(query.privacy_tier)!,
       {
-        params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
-        response: { 200: OpenAIModel, 404: OpenAIErrorResponse },
+        transform: checkQueryNames,
+        query: ModelsQuery,
+        response: { 200: t.Union([OpenAIModelList, AnthropicModelList]), 400: OpenAIErrorResponse },
         detail: {
-          summary: 'Retrieve a model (OpenAI shape)',
-          description: 'Public. The entry GET /v1/models lists for this callable id (what the OpenAI SDKs call `models.retrieve`); 404 for an id the gateway does not serve.',
+          summary: 'List models (OpenAI shape, or Anthropic with anthropic-version)',
+          description:
+            'Public. One entry per callable id: the unsuffixed id is the anonymous or private level, `<id>:confidential` and ' +
+            '`<id>:encrypted` the suffix levels. `privacy_tier` keeps only ids at that level. Entries add `privacy_level`, ' +
+            '`context_length` and `max_output_tokens` to the OpenAI fields. Identical with or without credentials. ' +
+            'With an `anthropic-version` header (the Anthropic SDKs send one) the answer is Anthropic\'s page instead: ' +
+            '`{data: [{type, id, display_name, created_at, …}], has_more, first_id, last_id}`, paged by `limit` (1–1000, default 20), ' +
+            '`after_id` or `before_id`, with errors in the Anthropic envelope.',
         },
       },
     )
+    .get(
+      '/v1/models/:model',
+      ({ params, request }) => retrieve(params.model, request),
+      {
+        params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
+        response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
+        detail: {
+          summary: 'Retrieve a model (OpenAI shape, or Anthropic with anthropic-version)',
+          description: 'Public. The entry GET /v1/models lists for this callable id (what the OpenAI and Anthropic SDKs call `models.retrieve`; ' +
+            'Anthropic\'s shape with an `anthropic-version` header); 404 for an id the gateway does not serve.',
+        },
+      },
+    )
+    // Ids may hold `/` (meta-llama/llama-3.3-70b): the SDKs send %2F, which the route above
+    // decodes, but curl and plain string formatting send it raw: same answer.
+    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), {
+      params: t.Object({ model: t.String({ description: 'The part of the id before its first `/`' }), '*': t.String({ description: 'The rest of the id' }) }),
+      response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
+      detail: {
+        summary: 'Retrieve a model whose id holds `/`, sent unencoded',
+        description: 'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F.',
+      },
+    })
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
       transform: checkQueryNames,
       query: ModelsQuery,

@@ -10,6 +10,8 @@ import { buildModels } from './models'
 import { buildProviders } from './providers'
 import { buildWeb } from './web'
 import { FileConfigSchema, type FileConfig } from './schema'
+import { Catalog } from '../catalog/catalog'
+import { ApiError } from '../http/errors'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
 export class ConfigError extends Error {
@@ -61,10 +63,21 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   // Keys are read from the variables the file names, here, so nothing else touches the env.
   const providers = buildProviders(file.providers ?? [], name => env[name], problems)
   const models = buildModels(file.models ?? [], providers, problems)
-  // The default judge must name a configured model (its level suffix is checked by the catalog per request).
+  // The default judge must name a configured model, at a level it offers and that may judge:
+  // else every Fusion request that names no judge would be refused as if the client erred.
   const judge = file.fusion?.judge
   if (judge !== undefined && !models.some(model => model.id === judge.split(':')[0])) {
     problems.push(`fusion.judge: "${judge}" is not a configured model (known: ${models.map(model => model.id).join(', ') || 'none'})`)
+  } else if (judge !== undefined && problems.length === 0) {
+    try {
+      // The same resolution (and wording) a request's `judge` gets (fusion/privacy.ts).
+      if (new Catalog({ models }).resolve(judge).level === 'encrypted') {
+        problems.push(`fusion.judge: "${judge}" is Encrypted: the judge must read the answers it synthesises`)
+      }
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      problems.push(`fusion.judge: ${error.message}`)
+    }
   }
   const { web, prices } = buildWeb(file, name => env[name], problems)
   if (problems.length > 0) throw new ConfigError(problems)

@@ -9,7 +9,8 @@ import type { FileBackend, FileModel } from './schema'
  * provider, a `private` model with a backend whose provider does not declare
  * `retention: none` (issue 4 point 6), an attested provider on the unsuffixed level or a
  * non-attested one on `confidential`/`encrypted` (and `encrypted` needs a proof_format with an
- * E2EE protocol), max output above the context length, and prices past int64 nanos.
+ * E2EE protocol), a provider/model bound twice in one level's list, max output above the
+ * context length, and prices past int64 nanos.
  */
 export function buildModels(entries: readonly FileModel[], providers: readonly ProviderConfig[], problems: string[]): ModelConfig[] {
   const providerById = new Map(providers.map(provider => [provider.id, provider]))
@@ -57,14 +58,11 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
       }
       return toBackend(backend)
     })
-    const bindings = new Set<string>()
-    backends.forEach((backend, backendIndex) => {
-      const key = `${backend.provider}\u0000${backend.model}`
-      if (bindings.has(key)) {
-        problems.push(`${path}.backends.${backendIndex}: ${name} binds provider "${backend.provider}" model "${backend.model}" twice (use weight instead)`)
-      }
-      bindings.add(key)
-    })
+    checkBindings(backends, `${path}.backends`, name, problems)
+    for (const suffix of ['confidential', 'encrypted'] as const) {
+      const list = suffixLevels[suffix]
+      if (list !== undefined) checkBindings(list, `${path}.${suffix}`, name, problems)
+    }
 
     if (entry.max_output_tokens > entry.context_length) {
       problems.push(`${path}.max_output_tokens: ${name}: ${entry.max_output_tokens} exceeds context_length ${entry.context_length}`)
@@ -85,6 +83,16 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
     )
   })
   return models
+}
+
+/** A level's list binds each provider/model once: a repeat is an unstated weight, and a failed call would retry the same upstream as if it were another. */
+function checkBindings(backends: readonly Backend[], path: string, name: string, problems: string[]): void {
+  const bindings = new Set<string>()
+  backends.forEach((backend, backendIndex) => {
+    const key = `${backend.provider}\u0000${backend.model}`
+    if (bindings.has(key)) problems.push(`${path}.${backendIndex}: ${name} binds provider "${backend.provider}" model "${backend.model}" twice (use weight instead)`)
+    bindings.add(key)
+  })
 }
 
 function toBackend(backend: FileBackend): Backend {

@@ -35,8 +35,10 @@ export class ApiError extends Error {
 /** Which envelope a path's clients expect. */
 export type Surface = 'api' | 'openai' | 'anthropic'
 
-export function surfaceOf(path: string): Surface {
+export function surfaceOf(path: string, headers?: Headers): Surface {
   if (path.startsWith('/v1/messages')) return 'anthropic'
+  // /v1/models serves both SDKs; Anthropic's always sends anthropic-version (catalog/anthropic.ts).
+  if ((path === '/v1/models' || path.startsWith('/v1/models/')) && headers?.has('anthropic-version')) return 'anthropic'
   if (path.startsWith('/v1/') || path === '/v1') return 'openai'
   return 'api'
 }

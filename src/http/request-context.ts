@@ -68,7 +68,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
         requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
       }
-      return renderError(apiError, surfaceOf(path), requestId)
+      return renderError(apiError, surfaceOf(path, request.headers), requestId)
     })
 }
 
@@ -114,6 +114,8 @@ function fromValidation(error: ValidationError): ApiError {
   const param = paramOf(issue.path)
   let message = issue.summary ?? issue.message
   if (param === undefined) message = `${where}: ${message}`
+  // Anthropic's envelope has no `param`: a message must name its field itself.
+  else if (!message.includes(`'${param}'`)) message = `${param}: ${message}`
   if (issue.message === 'Unexpected property' && param) message = `unknown field "${param}"`
   return new ApiError('invalid_request', message, param)
 }

@@ -147,6 +147,18 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
     expect((await json(response)).error.type).toBe('invalid_request_error')
   })
 
+  // Anthropic's envelope has no `param`, so a schema message that does not name its field
+  // ("Expected array length to be greater or equal to 1") left the SDK user guessing which one.
+  test.each([
+    ['count_tokens with no messages', () => client.messages.countTokens({ model: 'demo-anonymous', messages: [] }), 'messages'],
+    ['create with no messages', () => client.messages.create({ model: 'demo-anonymous', max_tokens: 5, messages: [] }), 'messages'],
+    ['count_tokens with an empty model', () => client.messages.countTokens({ model: '', messages: [{ role: 'user', content: 'hi' }] }), 'model'],
+  ])('%s: the 400 message names the field', async (_name, call, field) => {
+    const error = await call().catch(caught => caught)
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+    expect(error.error.error.message).toContain(field)
+  })
+
   test('anthropic-version (any value) and anthropic-beta are accepted; Authorization: Bearer works as well as x-api-key', async () => {
     const response = await t.app.handle(
       new Request('http://localhost/v1/messages', {

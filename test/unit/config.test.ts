@@ -661,6 +661,8 @@ models:
     [', level: private, backends: [{ provider: demo, model: d }, { provider: open, model: o }]', ['models.0.level: model "m" is private but its backend 1 uses provider "open", which does not declare retention: none']],
     [', backends: [{ provider: nope, model: d }]', ['models.0.backends.0.provider: model "m" names unknown provider "nope" (known: demo, open, tee, plain-tee)']],
     [', backends: [{ provider: demo, model: d }, { provider: demo, model: d }]', ['models.0.backends.1: model "m" binds provider "demo" model "d" twice (use weight instead)']],
+    [', confidential: [{ provider: tee, model: d }, { provider: tee, model: d }]', ['models.0.confidential.1: model "m" binds provider "tee" model "d" twice (use weight instead)']],
+    [', encrypted: [{ provider: tee, model: d }, { provider: tee, model: e }, { provider: tee, model: d }]', ['models.0.encrypted.2: model "m" binds provider "tee" model "d" twice (use weight instead)']],
     [', max_output_tokens: 1001', ['models.0.max_output_tokens: model "m": 1001 exceeds context_length 1000']],
     [', confidential: [{ provider: demo, model: d }]', ['models.0.confidential.0.provider: model "m": the confidential level needs an attested provider, "demo" is demo']],
     [', encrypted: [{ provider: open, model: d }]', ['models.0.encrypted.0.provider: model "m": the encrypted level needs an attested provider, "open" is openai-compatible']],
@@ -725,14 +727,21 @@ describe('fusion', () => {
   const load = (text: string) => loadConfig({ SVC_CONFIG: 'fusion.yaml' }, () => text)
 
   test('judge and deadlines are read; without the section there is no default judge and 120 s deadlines', () => {
-    expect(load(`${withModel}fusion: { judge: "m:confidential", participant_timeout_ms: 5000, judge_timeout_ms: 9000 }\n`).fusion).toEqual({
-      judge: 'm:confidential', participantTimeoutMs: 5000, judgeTimeoutMs: 9000,
+    expect(load(`${withModel}fusion: { judge: m, participant_timeout_ms: 5000, judge_timeout_ms: 9000 }\n`).fusion).toEqual({
+      judge: 'm', participantTimeoutMs: 5000, judgeTimeoutMs: 9000,
     })
     expect(load(withModel).fusion).toEqual({ judge: undefined, participantTimeoutMs: 120_000, judgeTimeoutMs: 120_000 })
   })
 
   test('a judge that is not a configured model, or a deadline out of range, stops the boot by name', () => {
     expect(fileProblems(`${withModel}fusion: { judge: nope }\n`)).toEqual(['fusion.judge: "nope" is not a configured model (known: m)'])
+    // A suffix the model does not offer, or an Encrypted judge, would refuse every Fusion request
+    // that names no judge, with a 400 blaming the client: the boot names it instead.
+    expect(fileProblems(`${withModel}fusion: { judge: "m:confidential" }\n`)).toEqual(['fusion.judge: model m is not offered at level confidential'])
+    expect(fileProblems(`${withModel}fusion: { judge: "m:bogus" }\n`)).toEqual([expect.stringMatching(/^fusion\.judge: "m:bogus": unknown level suffix ":bogus"/)])
+    const tee = `${MINIMAL}providers:\n  - { id: d, type: demo }\n  - { id: tee, type: attested, base_url: "https://tee.example/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2 }\nmodels:\n  - { id: m, backends: [{ provider: d, model: x }], confidential: [{ provider: tee, model: y }], encrypted: [{ provider: tee, model: y }], price: { input_per_mtok: "0", output_per_mtok: "0" }, context_length: 1000, max_output_tokens: 100 }\n`
+    expect(load(`${tee}fusion: { judge: "m:confidential" }\n`).fusion.judge).toBe('m:confidential')
+    expect(fileProblems(`${tee}fusion: { judge: "m:encrypted" }\n`)).toEqual(['fusion.judge: "m:encrypted" is Encrypted: the judge must read the answers it synthesises'])
     expect(fileProblems(`${withModel}fusion: { participant_timeout_ms: 10 }\n`)).toEqual([expect.stringContaining('fusion.participant_timeout_ms')])
     expect(fileProblems(`${withModel}fusion: { judges: m }\n`)).toEqual([expect.stringContaining('fusion')])
   })
