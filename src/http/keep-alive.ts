@@ -43,8 +43,8 @@ export interface StallWatch {
 
 /**
  * One stream's registration: set `wrote` on every write, and count each chunk enqueued in
- * `enqueued` when the stream's reader is watched; `ping` writes the keep-alive frame (none for
- * streams that must not carry comments).
+ * `enqueued` (pings included) when the stream's reader is watched; `ping` writes the keep-alive
+ * frame (none for streams that must not carry comments).
  */
 export class KeepAliveStream {
   // Registration counts as a write: the stream has just sent its start frames.
@@ -133,7 +133,6 @@ export class KeepAlive {
       if (stream.ping === undefined) continue
       try {
         stream.ping()
-        stream.enqueued += 1
       } catch {
         // The stream closed under us (its stop comes with its end): watch it no longer.
         this.streams.delete(stream)

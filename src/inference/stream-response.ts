@@ -159,7 +159,13 @@ class Pump {
       start: controller => {
         enqueue(controller, frames)
         const ping = options.encoder.ping ?? SSE_PING
-        this.quiet = this.ticker.watch(() => controller.enqueue(ping), { controller, cut: () => void this.cut(controller) })
+        this.quiet = this.ticker.watch(
+          () => {
+            controller.enqueue(ping)
+            this.quiet!.enqueued += 1
+          },
+          { controller, cut: () => void this.cut(controller) },
+        )
       },
       pull: async controller => {
         // One pull writes at least one frame (or ends the stream), so backpressure works per frame.

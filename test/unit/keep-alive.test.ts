@@ -164,7 +164,13 @@ describe('KeepAlive: a reader that stops taking chunks', () => {
     let controller!: ReadableStreamDefaultController<Uint8Array>
     const stream = new ReadableStream<Uint8Array>({ start: c => void (controller = c) })
     const state = { cuts: 0 }
-    const watched = ticker.watch(() => controller.enqueue(new Uint8Array([58])), { controller, cut: () => (state.cuts += 1) })
+    const watched = ticker.watch(
+      () => {
+        controller.enqueue(new Uint8Array([58]))
+        watched.enqueued += 1
+      },
+      { controller, cut: () => (state.cuts += 1) },
+    )
     const write = () => {
       controller.enqueue(new Uint8Array(16))
       watched.wrote = true
