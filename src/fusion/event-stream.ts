@@ -17,13 +17,31 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
   let quiet: KeepAliveStream | undefined
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      // Pinged by the shared ticker after 15 s of silence (src/http/keep-alive.ts).
-      const watched = keepAlive.watch(() => controller.enqueue(SSE_PING))
+      // Pinged by the shared ticker after 15 s of silence, and cut when the client stops
+      // reading (src/http/keep-alive.ts): the run is aborted and the connection dropped. The
+      // watch outlives the run (its last events may still wait unread); once they are read, the
+      // closed stream looks stalled and its cut does nothing (error() on a closed stream is a no-op).
+      const watched = keepAlive.watch(
+        () => {
+          if (closed) return
+          controller.enqueue(SSE_PING)
+          watched.enqueued += 1
+        },
+        {
+          controller,
+          cut: () => {
+            closed = true
+            controller.error(undefined)
+            abort()
+          },
+        },
+      )
       quiet = watched
       const write = (event: string, data: unknown): boolean => {
         if (closed) return false
         controller.enqueue(sseFrame(JSON.stringify(data), event))
         watched.wrote = true
+        watched.enqueued += 1
         return true
       }
       const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
@@ -38,7 +56,6 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
           },
         )
         .finally(() => {
-          keepAlive.stop(watched)
           if (closed) return
           closed = true
           controller.close()

@@ -6,6 +6,8 @@
  * One timer for all open streams instead of a setInterval per stream: under load a stream lives
  * a few milliseconds, and creating and clearing its own timer cost more than its ping ever did.
  * A write marks the stream with a boolean instead of reading the clock.
+ *
+ * The same ticks cut a stream whose client stopped reading without closing (STALL_TICKS).
  */
 
 /** Timer functions the ticker uses; tests pass hand-driven ones instead of waiting. */
@@ -25,12 +27,56 @@ export const realTimers: TickerTimers = {
 /** Ticks of silence before a ping. */
 const QUIET_TICKS = 3
 
-/** One stream's registration: set `wrote` on every write; `ping` writes the keep-alive frame. */
+/**
+ * Ticks in a row that a stream's reader took nothing from a non-empty queue before the stream is
+ * cut: 30 s, the idle timeout (Elysia's) that streaming routes lift so a silent upstream is not
+ * cut. Without it a client that stops reading without closing held its connection, the upstream
+ * call, the concurrency slot and the reservation for ever.
+ */
+export const STALL_TICKS = 6
+
+/** A stream whose reader is watched: its controller (default strategy, one chunk), and how to cut it. */
+export interface StallWatch {
+  controller: ReadableStreamDefaultController<Uint8Array>
+  cut(): void
+}
+
+/**
+ * One stream's registration: set `wrote` on every write, and count each chunk enqueued in
+ * `enqueued` (pings included) when the stream's reader is watched; `ping` writes the keep-alive
+ * frame (none for streams that must not carry comments).
+ */
 export class KeepAliveStream {
   // Registration counts as a write: the stream has just sent its start frames.
   wrote = true
   quietTicks = 0
-  constructor(readonly ping: () => void) {}
+  enqueued = 0
+  /** Chunks the reader had taken at the last tick, and the ticks since it last took one while some waited. */
+  private taken = 0
+  private stalledTicks = 0
+  constructor(
+    readonly ping: (() => void) | undefined,
+    readonly stall?: StallWatch,
+  ) {}
+
+  /**
+   * Whether the reader has taken nothing for STALL_TICKS ticks while chunks waited in the queue.
+   * A reader waiting for the source (an empty queue: a silent upstream) is not stalled, nor is a
+   * slow one that took any chunk since the last tick.
+   */
+  stalled(): boolean {
+    const desired = this.stall!.controller.desiredSize
+    if (desired === null) return false
+    // The default strategy's high-water mark is one chunk: what waits is 1 - desiredSize.
+    const queued = 1 - desired
+    const taken = this.enqueued - queued
+    if (queued <= 0 || taken !== this.taken) {
+      this.taken = taken
+      this.stalledTicks = 0
+      return false
+    }
+    return ++this.stalledTicks >= STALL_TICKS
+  }
 }
 
 export class KeepAlive {
@@ -42,9 +88,12 @@ export class KeepAlive {
     private readonly timers: TickerTimers = realTimers,
   ) {}
 
-  /** Starts pinging `ping` when the stream stays quiet; `stop` it when the stream ends. */
-  watch(ping: () => void): KeepAliveStream {
-    const stream = new KeepAliveStream(ping)
+  /**
+   * Starts pinging `ping` when the stream stays quiet, and with `stall`, cuts the stream when its
+   * reader stops taking chunks (KeepAliveStream.stalled); `stop` it when the stream ends.
+   */
+  watch(ping: (() => void) | undefined, stall?: StallWatch): KeepAliveStream {
+    const stream = new KeepAliveStream(ping, stall)
     this.streams.add(stream)
     if (this.timer === undefined) this.timer = this.timers.setInterval(() => this.tick(), this.pingAfterMs / QUIET_TICKS)
     return stream
@@ -69,6 +118,11 @@ export class KeepAlive {
       return
     }
     for (const stream of this.streams) {
+      if (stream.stall !== undefined && stream.stalled()) {
+        this.streams.delete(stream)
+        stream.stall.cut()
+        continue
+      }
       if (stream.wrote) {
         stream.wrote = false
         stream.quietTicks = 0
@@ -76,6 +130,7 @@ export class KeepAlive {
       }
       if (++stream.quietTicks < QUIET_TICKS) continue
       stream.quietTicks = 0
+      if (stream.ping === undefined) continue
       try {
         stream.ping()
       } catch {

@@ -4,6 +4,7 @@
 // read from a side view of each event; nothing is decrypted or logged.
 
 import { ApiError } from '../http/errors'
+import { keepAlive, type KeepAliveStream } from '../http/keep-alive'
 import { MAX_SSE_EVENT_CHARS } from '../http/sse'
 import type { UpstreamStream } from '../providers/openai-compatible/open-upstream-stream'
 import type { StreamOutcome } from './stream-response'
@@ -56,13 +57,26 @@ export function passthroughStream(options: {
   let held = new Uint8Array(0)
   let heldLength = 0
   let completed = false
+  let watched: KeepAliveStream | undefined
   const finish = async (outcome: StreamOutcome) => {
     if (completed) return undefined
     completed = true
+    if (watched !== undefined) keepAlive.stop(watched)
     return options.complete(outcome)
   }
 
   const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      // No pings (the bytes are the backend's), but a client that stops reading is cut as on
+      // every stream (http/keep-alive.ts, STALL_TICKS): the connection dropped, the call a cancel.
+      watched = keepAlive.watch(undefined, {
+        controller,
+        cut: () => {
+          controller.error(undefined)
+          void finish('cancelled').then(() => options.upstream.close())
+        },
+      })
+    },
     async pull(controller) {
       for (;;) {
         let step: IteratorResult<Uint8Array>
@@ -113,6 +127,7 @@ export function passthroughStream(options: {
         }
         if (wrote) {
           controller.enqueue(joined.slice(0, start))
+          watched!.enqueued += 1
           held.copyWithin(0, start, heldLength)
           heldLength -= start
         }

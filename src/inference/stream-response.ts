@@ -159,7 +159,13 @@ class Pump {
       start: controller => {
         enqueue(controller, frames)
         const ping = options.encoder.ping ?? SSE_PING
-        this.quiet = this.ticker.watch(() => controller.enqueue(ping))
+        this.quiet = this.ticker.watch(
+          () => {
+            controller.enqueue(ping)
+            this.quiet!.enqueued += 1
+          },
+          { controller, cut: () => void this.cut(controller) },
+        )
       },
       pull: async controller => {
         // One pull writes at least one frame (or ends the stream), so backpressure works per frame.
@@ -182,6 +188,7 @@ class Pump {
           if (pushed.length === 0) continue
           enqueue(controller, pushed)
           this.quiet!.wrote = true
+          this.quiet!.enqueued += 1
           return
         }
       },
@@ -192,6 +199,17 @@ class Pump {
       },
     })
     return new Response(body, { headers: SSE_HEADERS })
+  }
+
+  /**
+   * The client stopped reading (KeepAlive's stall watch): the connection is dropped (an error
+   * with no reason: Bun resets it without logging), then the call ends as a cancel does, charged
+   * for the output written to the connection.
+   */
+  private async cut(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    controller.error(undefined)
+    await this.complete('cancelled')
+    await this.iterator.return?.()
   }
 
   private async close(controller: ReadableStreamDefaultController<Uint8Array>, ending: Ending): Promise<void> {

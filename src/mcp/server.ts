@@ -5,6 +5,7 @@ import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
+import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
 
 type Sdk = typeof import('./sdk')
@@ -77,6 +78,8 @@ export class McpService {
     const sdk = await loadSdk()
     const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
     const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
+    const streams = wantsProgress(call.body)
+    const flow = streams ? new ProgressFlow() : undefined
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const tool = this.byName.get(request.params.name)
@@ -93,8 +96,10 @@ export class McpService {
       if (token !== undefined) {
         context.progress = (progress, message, total) => {
           const params = { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }
+          flow?.notified()
           extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {})
         }
+        if (flow !== undefined) context.ready = () => flow.ready()
       }
       try {
         // Encrypted exists only on POST /v1/chat/completions (spec §4.10): a request carrying the
@@ -113,13 +118,12 @@ export class McpService {
       }
     })
 
-    const streams = wantsProgress(call.body)
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams })
     await server.connect(transport)
     const response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
     if (!streams) await server.close()
-    return response
+    return flow !== undefined && response.headers.get('content-type')?.startsWith('text/event-stream') ? flow.wrap(response) : response
   }
 }
 

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
+import { keepAlive, STALL_TICKS } from '../../src/http/keep-alive'
 import { verifyClean } from '../ledger/fixtures'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { poll } from '../support/poll'
@@ -79,5 +80,29 @@ test('the client leaves in the middle of the synthesis: the judge is cut and cha
   })
   expect(entries.map(entry => entry.amount).sort()).toEqual([PART, PART, chargeOf(JUDGE_PRICE, SENT_USAGE)].sort())
   expect(h.deadlines.started.every(deadline => deadline.cleared)).toBe(true)
+  await verifyClean(h.t)
+})
+
+test('a client that stops reading the stream is cut after the stall ticks: the run aborted, the judge charged for the output sent', async () => {
+  h.a.enqueue(answer('A.'))
+  h.b.enqueue(answer('B.'))
+  // The judge streams its deltas, then stays silent: only the stall cut can end this run.
+  h.claude.enqueue({ kind: 'sse', body: CUT, then: 'stall' })
+  const response = await h.t.app.handle(request())
+  const reader = response.body!.getReader()
+  // The client reads up to the first synthesis delta, then nothing more.
+  let read = ''
+  while (!read.includes('event: synthesis.delta')) read += new TextDecoder().decode((await reader.read()).value)
+  const judge = await h.claude.request(0)
+  // Unread events (or, once the judge is silent, pings) wait in the stream's queue: the
+  // ticker counts the stall and cuts it.
+  await poll('the stalled stream to be cut', 200, 10, () => {
+    keepAlive.tick()
+    return judge.isDisconnected() ? true : undefined
+  })
+  await expect(reader.read()).rejects.toBeUndefined()
+  await poll('the judge to settle', 200, 10, async () => ((await fusionEntries(h.t)).length === 3 ? true : undefined))
+  expect((await fusionEntries(h.t)).map(entry => entry.amount).sort()).toEqual([PART, PART, chargeOf(JUDGE_PRICE, SENT_USAGE)].sort())
+  expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
   await verifyClean(h.t)
 })

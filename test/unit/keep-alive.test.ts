@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { KeepAlive, type TickerTimers } from '../../src/http/keep-alive'
+import { KeepAlive, STALL_TICKS, type TickerTimers } from '../../src/http/keep-alive'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
 import { streamResponse, type StreamOutcome } from '../../src/inference/stream-response'
@@ -155,5 +155,110 @@ describe('streamResponse keep-alive', () => {
     expect(body).toContain('"content":"hi"')
     expect(body.endsWith('data: [DONE]\n\n')).toBe(true)
     expect(watchedAtSettlement).toBe(0)
+  })
+})
+
+describe('KeepAlive: a reader that stops taking chunks', () => {
+  /** A stream the test fills by hand, watched for stalls; `cuts` counts the ticker's cuts. */
+  function watchedStream(ticker: KeepAlive) {
+    let controller!: ReadableStreamDefaultController<Uint8Array>
+    const stream = new ReadableStream<Uint8Array>({ start: c => void (controller = c) })
+    const state = { cuts: 0 }
+    const watched = ticker.watch(
+      () => {
+        controller.enqueue(new Uint8Array([58]))
+        watched.enqueued += 1
+      },
+      { controller, cut: () => (state.cuts += 1) },
+    )
+    const write = () => {
+      controller.enqueue(new Uint8Array(16))
+      watched.wrote = true
+      watched.enqueued += 1
+    }
+    return { stream, state, write }
+  }
+
+  test(`cut at the ${STALL_TICKS}th tick in a row where chunks waited and none was taken, and not watched after`, () => {
+    const ticker = new KeepAlive(15_000, handTimers().timers)
+    const { state, write } = watchedStream(ticker)
+    write()
+    const cutsAfter: number[] = []
+    for (let tick = 1; tick <= STALL_TICKS + 3; tick++) {
+      ticker.tick()
+      cutsAfter.push(state.cuts)
+    }
+    expect(cutsAfter).toEqual([0, 0, 0, 0, 0, 1, 1, 1, 1])
+    expect(ticker.size).toBe(0)
+  })
+
+  test('a slow reader that takes a chunk now and then, or one waiting on an empty queue, is never cut', async () => {
+    const ticker = new KeepAlive(15_000, handTimers().timers)
+    const slow = watchedStream(ticker)
+    const reader = slow.stream.getReader()
+    const waiting = watchedStream(ticker)
+    const waitingReader = waiting.stream.getReader()
+    // Always waiting for a chunk (taking the pings): the source is silent, not the reader.
+    void (async () => {
+      while (!(await waitingReader.read()).done);
+    })()
+    for (let tick = 1; tick <= 40; tick++) {
+      slow.write()
+      slow.write()
+      // The slow reader takes one chunk every fifth tick: its queue only grows, yet it reads.
+      if (tick % STALL_TICKS === STALL_TICKS - 1) await reader.read()
+      ticker.tick()
+    }
+    expect(slow.state.cuts).toBe(0)
+    expect(waiting.state.cuts).toBe(0)
+    expect(ticker.size).toBe(2)
+  })
+})
+
+describe('streamResponse and a client that stops reading', () => {
+  const meta = { id: 'chatcmpl-test', model: 'm', createdAt: 1, includeUsage: false, estimatedInputTokens: 1 }
+
+  test('the stream is cut: settled once as cancelled, the upstream iterator ended, the body errored', async () => {
+    const ticker = new KeepAlive(15_000, handTimers().timers)
+    const state = { returned: 0, produced: 0 }
+    // An upstream with output for ever.
+    const events: AsyncIterable<ChatEvent> = {
+      [Symbol.asyncIterator]: () => ({
+        next: async () => {
+          await new Promise(resolve => setImmediate(resolve))
+          state.produced += 1
+          return { done: false, value: { type: 'text-delta', block: 0, delta: 'x'.repeat(100) } }
+        },
+        return: async () => {
+          state.returned += 1
+          return { done: true, value: undefined }
+        },
+      }),
+    }
+    const outcomes: StreamOutcome[] = []
+    const response = await streamResponse({
+      events,
+      encoder: new ChatCompletionsStreamEncoder(meta),
+      observe: () => {},
+      complete: async outcome => {
+        outcomes.push(outcome)
+        return undefined
+      },
+      keepAlive: ticker,
+    })
+    const reader = response.body!.getReader()
+    await reader.read() // the start frames; then the client reads nothing more
+    await new Promise(resolve => setImmediate(resolve))
+    await new Promise(resolve => setImmediate(resolve))
+    // Backpressure: with the reader idle, the stream holds one chunk and pulls no more events.
+    const produced = state.produced
+    expect(produced).toBeLessThanOrEqual(2)
+    for (let tick = 0; tick < STALL_TICKS; tick++) ticker.tick()
+    await new Promise(resolve => setImmediate(resolve))
+    expect(outcomes).toEqual(['cancelled'])
+    expect(state.returned).toBe(1)
+    expect(state.produced).toBe(produced)
+    expect(ticker.size).toBe(0)
+    await expect(reader.read()).rejects.toBeUndefined()
   })
 })

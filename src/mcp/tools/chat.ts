@@ -47,7 +47,12 @@ class McpChatEncoder implements DialectEncoder {
       push: event => {
         if (event.type === 'text-delta') {
           this.text += event.delta
-          this.progress?.(this.text.length, event.delta)
+          if (this.progress !== undefined) {
+            this.progress(this.text.length, event.delta)
+            // One (empty) chunk per notification: the stream then pulls the next event only
+            // when the tool reads on, which it does at the MCP client's pace (run below).
+            return ['']
+          }
         }
         return []
       },
@@ -117,8 +122,9 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
       })
       let result: ChatAnswer
       if (reply instanceof Response) {
-        // Drain the stream: the encoder saw every event; settlement ran before its last frame.
-        await reply.arrayBuffer()
+        // Drain the stream (the encoder sees every event; settlement runs before its last
+        // frame), no faster than the client reads the notifications.
+        await drainAtClientPace(reply, context)
         const outcome = encoder.outcome
         if (!outcome) throw new ApiError('provider_error', 'the model stream ended early')
         if ('error' in outcome) throw outcome.error
@@ -129,4 +135,21 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
       return { text: result.text, structured: result as unknown as Record<string, unknown> }
     },
   })
+}
+
+/**
+ * Reads a streamed reply to its end, waiting while the MCP client has too many notifications
+ * unread: the upstream is then read no faster than the client reads. A client that left ends
+ * the call as a cancel (charged for the notifications sent), and the tool fails.
+ */
+async function drainAtClientPace(reply: Response, context: ToolContext): Promise<void> {
+  const reader = reply.body!.getReader()
+  for (;;) {
+    const waiting = context.ready?.()
+    if (waiting !== undefined && !(await waiting)) {
+      await reader.cancel()
+      throw new ApiError('provider_error', 'the client stopped reading the progress notifications; the call was cut')
+    }
+    if ((await reader.read()).done) return
+  }
 }

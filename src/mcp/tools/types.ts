@@ -14,6 +14,11 @@ export interface ToolContext {
    * is the value `progress` reaches at the end.
    */
   progress?: (progress: number, message?: string, total?: number) => void
+  /**
+   * With `progress`: undefined while the client keeps up with the notifications; else resolves
+   * once it has read enough (true) or has gone (false). A tool that reports fast awaits it.
+   */
+  ready?: () => Promise<boolean> | undefined
 }
 
 /** A tool's answer: text for the model, and structured content matching its output schema. */

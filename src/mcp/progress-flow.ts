@@ -1,0 +1,79 @@
+import { keepAlive, type KeepAliveStream } from '../http/keep-alive'
+
+/**
+ * Notifications a progress stream may hold unread before its tool waits for the client. The
+ * SDK's SSE stream takes every notification it is given (no backpressure): a tool that
+ * reported each delta of a fast upstream to a client that stopped reading read the whole
+ * upstream into that queue (hundreds of MB), and was charged for output no one could read.
+ */
+export const MAX_UNREAD_NOTIFICATIONS = 64
+
+/**
+ * The pace of one tools/call answered as SSE (a client that sent a progressToken): the SDK's
+ * response is read through a pull stream, one SDK chunk (one message) per client read, so the
+ * notifications sent but not yet read are counted; a tool awaits `ready()` before producing
+ * more. A client that stops reading is cut as every stream is (http/keep-alive.ts).
+ */
+export class ProgressFlow {
+  private sent = 0
+  private passed = 0
+  private gone = false
+  private waiter: ((present: boolean) => void) | undefined
+
+  /** One notification was handed to the SDK. */
+  notified(): void {
+    this.sent += 1
+  }
+
+  /** Undefined while the client keeps up; else resolves once it has read enough (true), or has gone (false). */
+  ready(): Promise<boolean> | undefined {
+    if (this.gone) return Promise.resolve(false)
+    if (this.sent - this.passed <= MAX_UNREAD_NOTIFICATIONS) return undefined
+    return new Promise(resolve => (this.waiter = resolve))
+  }
+
+  /** The SDK's SSE response, read at the client's pace. */
+  wrap(response: Response): Response {
+    const source = response.body
+    if (source === null) return response
+    const reader = source.getReader()
+    let watched: KeepAliveStream | undefined
+    const leave = () => {
+      if (watched !== undefined) keepAlive.stop(watched)
+      this.gone = true
+      this.wake(false)
+      reader.cancel().catch(() => {})
+    }
+    const body = new ReadableStream<Uint8Array>({
+      start: controller => {
+        watched = keepAlive.watch(undefined, {
+          controller,
+          cut: () => {
+            controller.error(undefined)
+            leave()
+          },
+        })
+      },
+      pull: async controller => {
+        const { done, value } = await reader.read()
+        if (done) {
+          keepAlive.stop(watched!)
+          return controller.close()
+        }
+        controller.enqueue(value)
+        watched!.wrote = true
+        watched!.enqueued += 1
+        this.passed += 1
+        if (this.sent - this.passed <= MAX_UNREAD_NOTIFICATIONS) this.wake(true)
+      },
+      cancel: leave,
+    })
+    return new Response(body, { status: response.status, headers: response.headers })
+  }
+
+  private wake(present: boolean): void {
+    const waiter = this.waiter
+    this.waiter = undefined
+    waiter?.(present)
+  }
+}
