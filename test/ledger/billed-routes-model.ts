@@ -24,6 +24,10 @@ export const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 export function tokenCharge(input: number, output: number): bigint {
   return ceilDiv(BigInt(input) * INPUT_PER_TOKEN_MILLIONTHS + BigInt(output) * OUTPUT_PER_TOKEN_MILLIONTHS, 1_000_000n)
 }
+/** The Fusion judge `j`: "0.5" in, "1" out per Mtok (told apart from the participants in the ledger). */
+export function judgeCharge(input: number, output: number): bigint {
+  return ceilDiv(BigInt(input) * 500_000_000n + BigInt(output) * 1_000_000_000n, 1_000_000n)
+}
 /** The reservation: high input and the output cap, each part rounded up (README "Money", meter). */
 export function estimateOf(prompt: string, maxTokens: number): bigint {
   return ceilDiv(BigInt(highInput(prompt)) * INPUT_PER_TOKEN_MILLIONTHS, 1_000_000n) + ceilDiv(BigInt(maxTokens) * OUTPUT_PER_TOKEN_MILLIONTHS, 1_000_000n)
@@ -113,7 +117,9 @@ export class MoneyModel {
 
 export interface Gateway {
   t: TestApp
+  /** Models m, m2 and m3 (the Fusion participants share it); the judge `j` has its own. */
   upstream: FakeUpstream
+  judge: FakeUpstream
   resolver: FakeResolver
   pagesPort: number
   close(): Promise<void>
@@ -122,14 +128,21 @@ export interface Gateway {
 /** The app with one OpenAI-compatible upstream (model `m`), a page server reached through the test resolver, and three plans. */
 export async function startGateway(): Promise<Gateway> {
   const upstream = await FakeUpstream.start()
-  const pages = pageServer((_, url) => new Response(`<html><head><title>Page ${url.pathname}</title></head><body><p>Text of ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }))
+  const judge = await FakeUpstream.start()
+  const pages = pageServer((_, url) =>
+    url.pathname.endsWith('/broken') ? new Response('down', { status: 500 })
+    : url.pathname.endsWith('/image') ? new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), { headers: { 'content-type': 'image/png' } })
+    : new Response(`<html><head><title>Page ${url.pathname}</title></head><body><p>Text of ${url.pathname}.</p></body></html>`, { headers: { 'content-type': 'text/html' } }))
   const resolver = new FakeResolver().set('pages.example-fuzz.com', ['127.0.0.1'])
   const { transport } = loggingTransport()
   const yaml = [
     'providers:',
     `  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
+    `  - { id: jp, type: openai-compatible, base_url: "${judge.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
     'models:',
-    `  - { id: m, backends: [{ provider: up, model: upstream-m }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: ${CONTEXT_LENGTH}, max_output_tokens: ${MODEL_MAX_OUTPUT} }`,
+    ...['m', 'm2', 'm3'].map(id => `  - { id: ${id}, backends: [{ provider: up, model: upstream-${id} }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: ${CONTEXT_LENGTH}, max_output_tokens: ${MODEL_MAX_OUTPUT} }`),
+    `  - { id: j, backends: [{ provider: jp, model: upstream-j }], price: { input_per_mtok: "0.5", output_per_mtok: "1" }, context_length: ${CONTEXT_LENGTH}, max_output_tokens: ${MODEL_MAX_OUTPUT} }`,
+    'fusion: { judge: j, participant_timeout_ms: 30000, judge_timeout_ms: 30000 }',
     'plans: { pro: { monthly_allowance: "0.002", fusion: true }, basic: { monthly_allowance: "0.0005", fusion: false }, payg: { monthly_allowance: "0", fusion: false } }',
     'limits: { inference: { key: { burst: 100000, per_second: 100000 }, org: { burst: 100000, per_second: 100000 } }, management: { key: { burst: 100000, per_second: 100000 }, org: { burst: 100000, per_second: 100000 } } }',
     'web: { fetch: { timeout_ms: 5000, max_bytes: 65536, unsafe_test_allow_cidrs: ["127.0.0.1/32"] } }',
@@ -139,10 +152,11 @@ export async function startGateway(): Promise<Gateway> {
   const env = { SVC_CONFIG: '/virtual/billed-routes.yaml', UP_KEY: 'sk-up' }
   const t = await buildTestApp(env, loadConfig(env, () => yaml), { resolver, webTransport: transport })
   return {
-    t, upstream, resolver, pagesPort: pages.port,
+    t, upstream, judge, resolver, pagesPort: pages.port,
     async close() {
       await t.close()
       await upstream.close()
+      await judge.close()
       pages.stop()
     },
   }

@@ -5,7 +5,7 @@ import { chunk, DONE, frame, openAIUsage } from '../providers/openai-wire'
 import type { FakeResponse } from '../support/fake-upstream'
 import { poll } from '../support/poll'
 import {
-  capWindow, estimateOf, highInput, MoneyModel, outputFallback, PARSE_PRICE, prng, startGateway, tokenCharge, WEB_FETCH_PRICE,
+  capWindow, estimateOf, highInput, judgeCharge, MoneyModel, outputFallback, PARSE_PRICE, prng, startGateway, tokenCharge, WEB_FETCH_PRICE,
   type Gateway, type ModelKey, type ModelOrg, type PlanId,
 } from './billed-routes-model'
 import { scalar, verifyClean } from './fixtures'
@@ -119,17 +119,66 @@ async function runSeed(seed: number): Promise<string[]> {
       return
     }
     expect({ what, refused: status === 429 }).toEqual({ what, refused: false })
+    const prepaidBefore = org.prepaid
     model.charge(org, key, charge, now)
+    // §7.3: prepaid goes below zero only by an overshoot (actual above the hold), and by no more.
+    const prepaid = await scalar(t.deps.database.client, 'SELECT prepaid_nanos FROM balances WHERE org_id = ?', [org.id])
+    const floorBefore = prepaidBefore < 0n ? prepaidBefore : 0n
+    if (prepaid < floorBefore) {
+      const overshoot = charge - estimate
+      expect({ what, overshoot: overshoot > 0n, withinOvershoot: prepaid >= floorBefore - overshoot }).toEqual({ what, overshoot: true, withinOvershoot: true })
+    }
     if (what.includes(' chat ') || what.includes(' responses ') || what.includes(' messages ')) expect({ what, upstreamCalls: upstream.requests.length - before }).toEqual({ what, upstreamCalls: 1 })
     // After every billed call: the org's settled total against the model's (names the call that diverged).
     const settledTotal = await scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
     expect({ what, status, settled: settledTotal }).toEqual({ what, status, settled: model.charged(org) })
   }
 
+  // Spec §4.5: each participant and the synthesis billed separately; a failed participant charges
+  // nothing; no synthesis (and no judge charge) when every participant failed; 403 without Fusion
+  // access. Participants share one upstream, so they all get the same usage (arrival order is free).
+  const fusion = async (org: ModelOrg, key: ModelKey, where: string) => {
+    const n = random.int(2, 3)
+    const failed = random.weighted<number>([[6, 0], [2, 1], [1, n]])
+    const maxTokens = random.int(16, 32)
+    const usage = { inputTokens: random.int(1, 50), outputTokens: random.int(1, maxTokens) }
+    const judged = { inputTokens: random.int(100, 600), outputTokens: random.int(1, maxTokens) }
+    const answer = { id: 'x', object: 'chat.completion', created: 1, model: 'upstream', choices: [{ index: 0, message: { role: 'assistant', content: `answer of ${where}` }, finish_reason: 'stop' }] }
+    const body = { models: ['m', 'm2', 'm3'].slice(0, n), messages: [{ role: 'user', content: `question of ${where}` }], max_tokens: maxTokens }
+    const now = t.clock.now()
+    const before = upstream.requests.length + gateway.judge.requests.length
+    const settledBefore = model.charged(org)
+    if (key.status !== 'active' || org.plan !== 'pro') {
+      const response = await post('/api/v1/chat/fusion', key.secret, body)
+      await response.text()
+      expect({ where, status: response.status }).toEqual({ where, status: key.status !== 'active' ? 401 : 403 })
+      expect(upstream.requests.length + gateway.judge.requests.length).toBe(before)
+      return
+    }
+    // Only with room for every part (the judge's estimate depends on the answers): partial admission is covered by chat.
+    if (!model.admits(org, key, 1_000_000n, now)) return
+    const scripts = upstream as unknown as { script: FakeResponse[] }
+    scripts.script.splice(0)
+    for (let index = 0; index < n; index++) {
+      upstream.enqueue(index < failed ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } } : { kind: 'json', body: { ...answer, usage: openAIUsage(usage) } })
+    }
+    ;(gateway.judge as unknown as { script: FakeResponse[] }).script.splice(0)
+    gateway.judge.enqueue({ kind: 'json', body: { ...answer, usage: openAIUsage(judged) } })
+    const response = await post('/api/v1/chat/fusion', key.secret, body)
+    const result: any = await response.json()
+    await settled(org.id)
+    const answered = n - failed
+    expect({ where, status: response.status, result: result.status }).toEqual({ where, status: 200, result: answered === 0 ? 'failed' : answered >= 2 ? 'complete' : 'partial' })
+    for (let index = 0; index < answered; index++) model.charge(org, key, tokenCharge(usage.inputTokens, usage.outputTokens), now)
+    if (answered > 0) model.charge(org, key, judgeCharge(judged.inputTokens, judged.outputTokens), now)
+    const settledTotal = await scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
+    expect({ where, n, failed, settled: settledTotal - settledBefore }).toEqual({ where, n, failed, settled: model.charged(org) - settledBefore })
+  }
+
   for (let step = 0; step < STEPS; step++) {
     const org = random.pick(orgs)
     const key = random.pick(org.keys)
-    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
+    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [1.5, 'fusion'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
     const where = `seed ${seed} step ${step} ${op}`
     log.push(where)
     if (op === 'chat') {
@@ -141,7 +190,8 @@ async function runSeed(seed: number): Promise<string[]> {
       // The last word is unique, so a reader that saw it saw every delta before it.
       const words = [...Array.from({ length: random.int(0, 7) }, () => random.pick(WORDS)), `omega${step} `]
       const text = words.join('')
-      const reported = { inputTokens: random.int(1, highInput(prompt) * 2), outputTokens: random.int(1, maxTokens) }
+      // Sometimes far more input than the estimate's bytes ÷ 3 (an overshoot, README "Money"), within the context.
+      const reported = { inputTokens: random.next() < 0.3 ? random.int(highInput(prompt), highInput(prompt) * 8) : random.int(1, highInput(prompt)), outputTokens: random.int(1, maxTokens) }
       let partial = chunk({ role: 'assistant', content: '' })
       for (const word of words) partial += chunk({ content: word })
       // A non-streamed chat asks its upstream for one JSON answer (README "Upstream deadlines").
@@ -208,22 +258,38 @@ async function runSeed(seed: number): Promise<string[]> {
       expect({ where, status: response.status }).toEqual({ where, status: key.status === 'active' ? 200 : 401 })
       expect(await scalar(t.deps.database.client, 'SELECT COUNT(*) FROM ledger_entries')).toBe(before)
     } else if (op === 'web') {
-      const count = random.int(1, 3)
-      const urls = Array.from({ length: count }, (_, index) => `http://pages.example-fuzz.com:${gateway.pagesPort}/s${step}/p${index}`)
-      await billed(org, key, BigInt(count) * WEB_FETCH_PRICE, async () => {
+      // Pages that load, pages that fail (billed only for what was retrieved) and a page the policy
+      // refuses (the whole call is released: "a refusal is never billed"), or a name that does not resolve.
+      const kinds = Array.from({ length: random.int(1, 3) }, () => random.weighted<string>([[6, 'ok'], [1, 'broken'], [0.5, 'image'], [0.3, 'nowhere']]))
+      const urls = kinds.map((kind, index) => `http://${kind === 'nowhere' ? 'nowhere.example-fuzz.com' : 'pages.example-fuzz.com'}:${gateway.pagesPort}/s${step}/p${index}/${kind}`)
+      const send = async () => {
         const response = await post('/api/v1/web/fetch', key.secret, { urls })
         const body: any = await response.json()
-        if (response.status === 200) expect(body.results).toHaveLength(count)
-        return { status: response.status, charge: BigInt(count) * WEB_FETCH_PRICE }
-      }, where)
+        if (response.status === 200) expect(body.results).toHaveLength(kinds.length)
+        const charge = kinds.includes('image') ? 0n : BigInt(kinds.filter(kind => kind === 'ok').length) * WEB_FETCH_PRICE
+        return { status: response.status, charge }
+      }
+      if (kinds.includes('nowhere')) {
+        // Names are resolved before the call is admitted: refused whatever the funds, nothing held.
+        const before = await scalar(t.deps.database.client, 'SELECT COUNT(*) FROM ledger_entries')
+        const { status } = await send()
+        expect({ where, status: status === 200 || status === 429 }).toEqual({ where, status: false })
+        expect(await scalar(t.deps.database.client, 'SELECT COUNT(*) FROM ledger_entries')).toBe(before)
+      } else await billed(org, key, BigInt(kinds.length) * WEB_FETCH_PRICE, send, `${where} ${kinds.join(',')}`)
     } else if (op === 'parse') {
+      // A text file is one unit; a PNG is refused after admission (400) and charged nothing (L7).
+      const valid = random.next() < 0.8
       await billed(org, key, PARSE_PRICE, async () => {
         const form = new FormData()
-        form.append('file', new Blob([`notes of step ${step}\n`], { type: 'text/plain' }), 'notes.txt')
+        const content = valid ? `notes of step ${step}\n` : new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13])
+        form.append('file', new Blob([content], { type: 'text/plain' }), 'notes.txt')
         const response = await post('/api/v1/attachments/parse', key.secret, form)
         await response.text()
-        return { status: response.status, charge: PARSE_PRICE }
-      }, where)
+        if (key.status === 'active' && response.status !== 429) expect({ where, status: response.status }).toEqual({ where, status: valid ? 200 : 400 })
+        return { status: response.status, charge: valid ? PARSE_PRICE : 0n }
+      }, `${where} valid=${valid}`)
+    } else if (op === 'fusion') {
+      await fusion(org, key, where)
     } else if (op === 'topup') {
       const amount = BigInt(random.int(100_000, 2_000_000))
       await t.deps.ledger.topUp({ orgId: org.id, amount })
