@@ -39,8 +39,8 @@ function requestFor(dialect: Dialect, prompt: string, maxTokens: number, stream:
   return { path: '/v1/messages', body: { model: 'm', messages: [{ role: 'user', content: prompt }], max_tokens: maxTokens, stream } }
 }
 
-function post(path: string, key: string, body: unknown, signal?: AbortSignal): Promise<Response> {
-  const init: RequestInit = { method: 'POST', headers: { authorization: `Bearer ${key}` }, signal }
+function post(path: string, key: string, body: unknown, signal?: AbortSignal, headers: Record<string, string> = {}): Promise<Response> {
+  const init: RequestInit = { method: 'POST', headers: { ...headers, authorization: `Bearer ${key}` }, signal }
   if (body instanceof FormData) init.body = body
   else {
     init.body = JSON.stringify(body)
@@ -144,7 +144,8 @@ async function runSeed(seed: number): Promise<string[]> {
     const usage = { inputTokens: random.int(1, 50), outputTokens: random.int(1, maxTokens) }
     const judged = { inputTokens: random.int(100, 600), outputTokens: random.int(1, maxTokens) }
     const answer = { id: 'x', object: 'chat.completion', created: 1, model: 'upstream', choices: [{ index: 0, message: { role: 'assistant', content: `answer of ${where}` }, finish_reason: 'stop' }] }
-    const body = { models: ['m', 'm2', 'm3'].slice(0, n), messages: [{ role: 'user', content: `question of ${where}` }], max_tokens: maxTokens }
+    const stream = random.next() < 0.4
+    const body = { models: ['m', 'm2', 'm3'].slice(0, n), messages: [{ role: 'user', content: `question of ${where}` }], max_tokens: maxTokens, stream }
     const now = t.clock.now()
     const before = upstream.requests.length + gateway.judge.requests.length
     const settledBefore = model.charged(org)
@@ -157,28 +158,40 @@ async function runSeed(seed: number): Promise<string[]> {
     }
     // Only with room for every part (the judge's estimate depends on the answers): partial admission is covered by chat.
     if (!model.admits(org, key, 1_000_000n, now)) return
-    const scripts = upstream as unknown as { script: FakeResponse[] }
-    scripts.script.splice(0)
-    for (let index = 0; index < n; index++) {
-      upstream.enqueue(index < failed ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } } : { kind: 'json', body: { ...answer, usage: openAIUsage(usage) } })
+    // With an Idempotency-Key a repeat of the same request bills no part twice (README "Fusion").
+    const headers: Record<string, string> = random.next() < 0.6 ? { 'idempotency-key': crypto.randomUUID() } : {}
+    const run = async (failing: number) => {
+      ;(upstream as unknown as { script: FakeResponse[] }).script.splice(0)
+      for (let index = 0; index < n; index++) {
+        upstream.enqueue(index < failing ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } } : { kind: 'json', body: { ...answer, usage: openAIUsage(usage) } })
+      }
+      ;(gateway.judge as unknown as { script: FakeResponse[] }).script.splice(0)
+      gateway.judge.enqueue({ kind: 'json', body: { ...answer, usage: openAIUsage(judged) } })
+      const response = await post('/api/v1/chat/fusion', key.secret, body, undefined, headers)
+      // Streamed: progress events, then `fusion.completion` with the same result object.
+      const text = await response.text()
+      const result: any = stream ? JSON.parse(text.split('event: fusion.completion\ndata: ')[1]!.split('\n')[0]!) : JSON.parse(text)
+      await settled(org.id)
+      const answered = n - failing
+      expect({ where, stream, status: response.status, result: result.status }).toEqual({ where, stream, status: 200, result: answered === 0 ? 'failed' : answered >= 2 ? 'complete' : 'partial' })
+      return answered
     }
-    ;(gateway.judge as unknown as { script: FakeResponse[] }).script.splice(0)
-    gateway.judge.enqueue({ kind: 'json', body: { ...answer, usage: openAIUsage(judged) } })
-    const response = await post('/api/v1/chat/fusion', key.secret, body)
-    const result: any = await response.json()
-    await settled(org.id)
-    const answered = n - failed
-    expect({ where, status: response.status, result: result.status }).toEqual({ where, status: 200, result: answered === 0 ? 'failed' : answered >= 2 ? 'complete' : 'partial' })
+    const answered = await run(failed)
     for (let index = 0; index < answered; index++) model.charge(org, key, tokenCharge(usage.inputTokens, usage.outputTokens), now)
     if (answered > 0) model.charge(org, key, judgeCharge(judged.inputTokens, judged.outputTokens), now)
-    const settledTotal = await scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
-    expect({ where, n, failed, settled: settledTotal - settledBefore }).toEqual({ where, n, failed, settled: model.charged(org) - settledBefore })
+    const settledNow = () => scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
+    expect({ where, n, failed, settled: (await settledNow()) - settledBefore }).toEqual({ where, n, failed, settled: model.charged(org) - settledBefore })
+    // Every part was billed under its key: the repeat (when it is admitted) charges nothing more.
+    if (headers['idempotency-key'] && failed === 0 && model.admits(org, key, 1_000_000n, t.clock.now())) {
+      await run(0)
+      expect({ where, replay: true, settled: (await settledNow()) - settledBefore }).toEqual({ where, replay: true, settled: model.charged(org) - settledBefore })
+    }
   }
 
   for (let step = 0; step < STEPS; step++) {
     const org = random.pick(orgs)
     const key = random.pick(org.keys)
-    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [1.5, 'fusion'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
+    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [2, 'fusion'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
     const where = `seed ${seed} step ${step} ${op}`
     log.push(where)
     if (op === 'chat') {
