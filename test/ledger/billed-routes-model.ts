@@ -141,6 +141,7 @@ export async function startGateway(): Promise<Gateway> {
     `  - { id: jp, type: openai-compatible, base_url: "${judge.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
     'models:',
     ...['m', 'm2', 'm3'].map(id => `  - { id: ${id}, backends: [{ provider: up, model: upstream-${id} }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: ${CONTEXT_LENGTH}, max_output_tokens: ${MODEL_MAX_OUTPUT} }`),
+    `  - { id: mw, backends: [{ provider: up, model: upstream-mw }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: ${CONTEXT_LENGTH}, max_output_tokens: ${MODEL_MAX_OUTPUT}, capabilities: { file_input: true, supports_web_fetch: true } }`,
     `  - { id: j, backends: [{ provider: jp, model: upstream-j }], price: { input_per_mtok: "0.5", output_per_mtok: "1" }, context_length: ${CONTEXT_LENGTH}, max_output_tokens: ${MODEL_MAX_OUTPUT} }`,
     'fusion: { judge: j, participant_timeout_ms: 30000, judge_timeout_ms: 30000 }',
     'plans: { pro: { monthly_allowance: "0.002", fusion: true }, basic: { monthly_allowance: "0.0005", fusion: false }, payg: { monthly_allowance: "0", fusion: false } }',

@@ -188,10 +188,41 @@ async function runSeed(seed: number): Promise<string[]> {
     }
   }
 
+  // A chat with request-local work (README "Documents", spec §4.7): a text file part is one parse
+  // unit and a fetched page one web_fetch unit, each settled on its own, then the chat's tokens.
+  // The estimate counts the added text, so this runs only with room for all of it.
+  const enriched = async (org: ModelOrg, key: ModelKey, where: string) => {
+    if (key.status !== 'active' || !model.admits(org, key, 1_000_000n, t.clock.now())) return
+    const kind = random.pick(['file', 'page', 'broken-page'] as const)
+    const stream = random.next() < 0.5
+    const maxTokens = random.int(16, 64)
+    const reported = { inputTokens: random.int(20, 400), outputTokens: random.int(1, maxTokens) }
+    const url = `http://pages.example-fuzz.com:${gateway.pagesPort}/${where.replaceAll(' ', '-')}/${kind === 'broken-page' ? 'broken' : 'ok'}`
+    const content = kind === 'file'
+      ? [{ type: 'text', text: 'Summarize the notes.' }, { type: 'file', file: { file_data: `data:text/plain;base64,${Buffer.from(`notes of ${where}\n`).toString('base64')}`, filename: 'notes.txt' } }]
+      : `Read ${url} and summarize it.`
+    const scripted: FakeResponse = stream
+      ? { kind: 'sse', body: chunk({ role: 'assistant', content: '' }) + chunk({ content: 'done ' }) + chunk({}, 'stop') + frame({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'upstream-mw', choices: [], usage: openAIUsage(reported) }) + DONE }
+      : { kind: 'json', body: { id: 'x', object: 'chat.completion', created: 1, model: 'upstream-mw', choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }], usage: openAIUsage(reported) } }
+    ;(upstream as unknown as { script: FakeResponse[] }).script.splice(0)
+    upstream.enqueue(scripted)
+    const now = t.clock.now()
+    const settledBefore = model.charged(org)
+    const response = await post('/v1/chat/completions', key.secret, { model: 'mw', messages: [{ role: 'user', content }], max_tokens: maxTokens, stream, ...(kind === 'file' ? {} : { web_fetch: true }) })
+    await response.text()
+    await settled(org.id)
+    expect({ where, kind, status: response.status }).toEqual({ where, kind, status: 200 })
+    if (kind === 'file') model.charge(org, key, PARSE_PRICE, now)
+    if (kind === 'page') model.charge(org, key, WEB_FETCH_PRICE, now)
+    model.charge(org, key, tokenCharge(reported.inputTokens, reported.outputTokens), now)
+    const settledTotal = await scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
+    expect({ where, kind, stream, settled: settledTotal - settledBefore }).toEqual({ where, kind, stream, settled: model.charged(org) - settledBefore })
+  }
+
   for (let step = 0; step < STEPS; step++) {
     const org = random.pick(orgs)
     const key = random.pick(org.keys)
-    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [2, 'fusion'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
+    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [2, 'fusion'], [1.5, 'enriched'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
     const where = `seed ${seed} step ${step} ${op}`
     log.push(where)
     if (op === 'chat') {
@@ -301,6 +332,8 @@ async function runSeed(seed: number): Promise<string[]> {
         if (key.status === 'active' && response.status !== 429) expect({ where, status: response.status }).toEqual({ where, status: valid ? 200 : 400 })
         return { status: response.status, charge: valid ? PARSE_PRICE : 0n }
       }, `${where} valid=${valid}`)
+    } else if (op === 'enriched') {
+      await enriched(org, key, where)
     } else if (op === 'fusion') {
       await fusion(org, key, where)
     } else if (op === 'topup') {
