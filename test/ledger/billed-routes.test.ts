@@ -219,10 +219,51 @@ async function runSeed(seed: number): Promise<string[]> {
     expect({ where, kind, stream, settled: settledTotal - settledBefore }).toEqual({ where, kind, stream, settled: model.charged(org) - settledBefore })
   }
 
+  // Several identical calls in flight at once on one key (L3/L4): with room for all their holds
+  // every one is admitted and charged exactly once, and the slots all come back.
+  const burst = async (org: ModelOrg, key: ModelKey, where: string) => {
+    const count = random.int(2, 4)
+    const dialect = random.pick<Dialect>(['chat', 'responses', 'messages'])
+    const stream = random.next() < 0.5
+    const behaviour = random.pick(['usage', 'no-usage', 'fail-before', 'fail-mid'] as const)
+    const prompt = `burst ${where} ` + random.pick(WORDS).repeat(random.int(1, 20))
+    const maxTokens = random.int(16, 64)
+    const estimate = estimateOf(prompt, maxTokens)
+    if (key.status !== 'active' || !model.admits(org, key, BigInt(count) * estimate, t.clock.now())) return
+    const text = 'one two three '
+    const reported = { inputTokens: random.int(1, highInput(prompt) * 2), outputTokens: random.int(1, maxTokens) }
+    const partial = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + chunk({ content: 'two ' }) + chunk({ content: 'three ' })
+    const json = { id: 'x', object: 'chat.completion', created: 1, model: 'upstream-m', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] }
+    const scripted: FakeResponse =
+      behaviour === 'usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + frame({ ...json, object: 'chat.completion.chunk', choices: [], usage: openAIUsage(reported) }) + DONE } : { kind: 'json', body: { ...json, usage: openAIUsage(reported) } })
+      : behaviour === 'no-usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + DONE } : { kind: 'json', body: json })
+      : behaviour === 'fail-before' ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } }
+      : stream ? { kind: 'sse', body: partial, then: 'reset' } : { kind: 'sse', body: JSON.stringify(json).slice(0, 60), then: 'reset', headers: { 'content-type': 'application/json' } }
+    const each =
+      behaviour === 'usage' ? tokenCharge(reported.inputTokens, reported.outputTokens)
+      : behaviour === 'no-usage' || (stream && behaviour === 'fail-mid') ? tokenCharge(highInput(prompt), outputFallback(text))
+      : 0n
+    ;(upstream as unknown as { script: FakeResponse[] }).script.splice(0)
+    for (let index = 0; index < count; index++) upstream.enqueue(scripted)
+    const now = t.clock.now()
+    const settledBefore = model.charged(org)
+    const request = requestFor(dialect, prompt, maxTokens, stream)
+    const statuses = await Promise.all(Array.from({ length: count }, async () => {
+      const response = await post(request.path, key.secret, request.body)
+      await response.text().catch(() => '')
+      return response.status
+    }))
+    await settled(org.id)
+    expect({ where, refused: statuses.filter(status => status === 429).length }).toEqual({ where, refused: 0 })
+    for (let index = 0; index < count; index++) model.charge(org, key, each, now)
+    const settledTotal = await scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
+    expect({ where, dialect, stream, behaviour, count, settled: settledTotal - settledBefore }).toEqual({ where, dialect, stream, behaviour, count, settled: model.charged(org) - settledBefore })
+  }
+
   for (let step = 0; step < STEPS; step++) {
     const org = random.pick(orgs)
     const key = random.pick(org.keys)
-    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [2, 'fusion'], [1.5, 'enriched'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
+    const op = random.weighted<string>([[12, 'chat'], [1, 'count'], [2, 'web'], [1, 'parse'], [2, 'fusion'], [1.5, 'enriched'], [1.5, 'burst'], [1, 'topup'], [0.5, 'revoke'], [1.5, 'clock'], [1, 'check']])
     const where = `seed ${seed} step ${step} ${op}`
     log.push(where)
     if (op === 'chat') {
@@ -289,6 +330,9 @@ async function runSeed(seed: number): Promise<string[]> {
             if (done) break
             seen += decoder.decode(value, { stream: true })
           }
+          // Sometimes the UTC day or month ends while the stream is open: the charge belongs to the
+          // period and cap window the call was admitted in (its hold's leases).
+          if (random.next() < 0.3) t.clock.set((random.next() < 0.5 ? utcDay(t.clock.now()).endMs : utcMonth(t.clock.now()).endMs) + 1)
           controller.abort()
           await reader.cancel().catch(() => {})
           return { status: 200, charge: expected }
@@ -332,6 +376,8 @@ async function runSeed(seed: number): Promise<string[]> {
         if (key.status === 'active' && response.status !== 429) expect({ where, status: response.status }).toEqual({ where, status: valid ? 200 : 400 })
         return { status: response.status, charge: valid ? PARSE_PRICE : 0n }
       }, `${where} valid=${valid}`)
+    } else if (op === 'burst') {
+      await burst(org, key, where)
     } else if (op === 'enriched') {
       await enriched(org, key, where)
     } else if (op === 'fusion') {
