@@ -333,6 +333,13 @@ async function runSeed(seed: number): Promise<string[]> {
           // Sometimes the UTC day or month ends while the stream is open: the charge belongs to the
           // period and cap window the call was admitted in (its hold's leases).
           if (random.next() < 0.3) t.clock.set((random.next() < 0.5 ? utcDay(t.clock.now()).endMs : utcMonth(t.clock.now()).endMs) + 1)
+          // Sometimes the key is revoked while its stream is open (§7.4: its leases are dropped at
+          // once): the output already produced is still charged to it, exactly once.
+          if (key.cap && random.next() < 0.3) {
+            const revoked = await t.request('DELETE', `/api/v1/api-keys/${key.id}`, { key: org.adminKey })
+            expect({ where, revoked: revoked.status }).toEqual({ where, revoked: 204 })
+            key.status = 'revoked'
+          }
           controller.abort()
           await reader.cancel().catch(() => {})
           return { status: 200, charge: expected }
