@@ -225,7 +225,6 @@ async function runSeed(seed: number): Promise<string[]> {
     const count = random.int(2, 4)
     const dialect = random.pick<Dialect>(['chat', 'responses', 'messages'])
     const stream = random.next() < 0.5
-    const behaviour = random.pick(['usage', 'no-usage', 'fail-before', 'fail-mid'] as const)
     const prompt = `burst ${where} ` + random.pick(WORDS).repeat(random.int(1, 20))
     const maxTokens = random.int(16, 64)
     const estimate = estimateOf(prompt, maxTokens)
@@ -234,17 +233,21 @@ async function runSeed(seed: number): Promise<string[]> {
     const reported = { inputTokens: random.int(1, highInput(prompt) * 2), outputTokens: random.int(1, maxTokens) }
     const partial = chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + chunk({ content: 'two ' }) + chunk({ content: 'three ' })
     const json = { id: 'x', object: 'chat.completion', created: 1, model: 'upstream-m', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] }
-    const scripted: FakeResponse =
-      behaviour === 'usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + frame({ ...json, object: 'chat.completion.chunk', choices: [], usage: openAIUsage(reported) }) + DONE } : { kind: 'json', body: { ...json, usage: openAIUsage(reported) } })
-      : behaviour === 'no-usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + DONE } : { kind: 'json', body: json })
-      : behaviour === 'fail-before' ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } }
+    // Each call of the burst meets its own upstream behaviour; the calls are identical, so which
+    // call met which does not change the total.
+    const behaviours = Array.from({ length: count }, () => random.pick(['usage', 'no-usage', 'fail-before', 'fail-mid'] as const))
+    const behaviour = behaviours.join(',')
+    const scriptOf = (kind: (typeof behaviours)[number]): FakeResponse =>
+      kind === 'usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + frame({ ...json, object: 'chat.completion.chunk', choices: [], usage: openAIUsage(reported) }) + DONE } : { kind: 'json', body: { ...json, usage: openAIUsage(reported) } })
+      : kind === 'no-usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + DONE } : { kind: 'json', body: json })
+      : kind === 'fail-before' ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } }
       : stream ? { kind: 'sse', body: partial, then: 'reset' } : { kind: 'sse', body: JSON.stringify(json).slice(0, 60), then: 'reset', headers: { 'content-type': 'application/json' } }
-    const each =
-      behaviour === 'usage' ? tokenCharge(reported.inputTokens, reported.outputTokens)
-      : behaviour === 'no-usage' || (stream && behaviour === 'fail-mid') ? tokenCharge(highInput(prompt), outputFallback(text))
+    const chargeOf = (kind: (typeof behaviours)[number]): bigint =>
+      kind === 'usage' ? tokenCharge(reported.inputTokens, reported.outputTokens)
+      : kind === 'no-usage' || (stream && kind === 'fail-mid') ? tokenCharge(highInput(prompt), outputFallback(text))
       : 0n
     ;(upstream as unknown as { script: FakeResponse[] }).script.splice(0)
-    for (let index = 0; index < count; index++) upstream.enqueue(scripted)
+    for (const kind of behaviours) upstream.enqueue(scriptOf(kind))
     const now = t.clock.now()
     const settledBefore = model.charged(org)
     const request = requestFor(dialect, prompt, maxTokens, stream)
@@ -255,7 +258,24 @@ async function runSeed(seed: number): Promise<string[]> {
     }))
     await settled(org.id)
     expect({ where, refused: statuses.filter(status => status === 429).length }).toEqual({ where, refused: 0 })
-    for (let index = 0; index < count; index++) model.charge(org, key, each, now)
+    const month = utcMonth(now).startMs
+    const modelAllowanceBefore = org.periods.get(month)?.used ?? 0n
+    const modelPrepaidBefore = org.prepaid
+    for (const kind of behaviours) model.charge(org, key, chargeOf(kind), now)
+    // The split between allowance and prepaid depends on the order the calls settle in: each
+    // settlement takes allowance that no call still in flight holds (§7.2), so a call settled
+    // while another still held the last of the allowance pays the rest from prepaid, even if
+    // that other call then gives part of its hold back. The total is exact; allowance is never
+    // used beyond what settling one at a time would use; the model then takes the ledger's split.
+    const used = await scalar(t.deps.database.client, 'SELECT used_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', [org.id, month])
+    const prepaid = await scalar(t.deps.database.client, 'SELECT prepaid_nanos FROM balances WHERE org_id = ?', [org.id])
+    const period = org.periods.get(month)
+    if (period) {
+      expect({ where, total: used - modelAllowanceBefore + (modelPrepaidBefore - prepaid), withinAllowance: used <= period.used })
+        .toEqual({ where, total: period.used - modelAllowanceBefore + (modelPrepaidBefore - org.prepaid), withinAllowance: true })
+      period.used = used
+      org.prepaid = prepaid
+    }
     const settledTotal = await scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM ledger_entries WHERE org_id = ? AND kind = 'settle'", [org.id])
     expect({ where, dialect, stream, behaviour, count, settled: settledTotal - settledBefore }).toEqual({ where, dialect, stream, behaviour, count, settled: model.charged(org) - settledBefore })
   }
