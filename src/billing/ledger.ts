@@ -228,7 +228,9 @@ export class Ledger {
     if (keyPool) keyPool.held += estimate
     for (const pool of [allowance, prepaid, keyPool]) if (pool) pool.lastUsedMs = now
     return {
-      allowance: fromAllowance > 0n ? { pool: allowance, amount: fromAllowance } : null,
+      // The admission month's allowance pool is kept even with nothing held on it: allowance that
+      // a concurrent call gives back before this one settles pays first (§7.3), not prepaid.
+      allowance: { pool: allowance, amount: fromAllowance },
       prepaid: fromPrepaid > 0n ? { pool: prepaid, amount: fromPrepaid } : null,
       key: null,
     }

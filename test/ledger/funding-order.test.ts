@@ -52,6 +52,23 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
+  test('allowance a concurrent call gave back pays before prepaid, also for a call held wholly on prepaid', async () => {
+    // Found by the billed-routes model (seed 13): three calls in flight; the first held the last of
+    // the allowance and settled below its estimate, and the next settlement went wholly to prepaid
+    // because its own hold had no allowance part, leaving allowance free in the lease.
+    t = await buildTestApp({}, configWith({ plans: { basic: { monthly_allowance: '0.0003', fusion: false } } }))
+    const org = await t.createOrg('acme', USD)
+    const principal = await adminPrincipal(t, org)
+    const period = utcMonth(t.clock.now()).startMs
+    const first = await admitOk(t, principal, 300_000n) // the whole allowance
+    const second = await admitOk(t, principal, 100_000n) // nothing left of it: held on prepaid
+    await t.deps.ledger.settle(first, 200_000n) // 100,000 of allowance free again
+    await t.deps.ledger.settle(second, 100_000n)
+    expect(await allowanceUsed(period, org.orgId)).toBe(300_000n)
+    expect(await prepaidOf(t, org.orgId)).toBe(USD)
+    await verifyClean(t)
+  })
+
   test('a new month: its allowance pays before prepaid money still leased from the month before', async () => {
     t = await buildTestApp({}, configWith({ plans: BASIC }))
     t.clock.set(Date.UTC(2026, 0, 31, 23, 0, 0))

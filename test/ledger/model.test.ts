@@ -165,8 +165,8 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
     const settle = async (call: OpenCall, actual: bigint) => {
       // Allowance first, overshoot included: a charge above the call's allowance hold takes the
       // free part of this boot's allowance lease (leased, less the other calls' holds) before any
-      // prepaid. A call held on prepaid alone draws no allowance.
-      const allowanceLeased = call.fromAllowance === 0n ? 0n : await leasedFor('SELECT leased_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', [org.orgId, call.periodStartMs])
+      // prepaid. A call held on prepaid alone draws it too (allowance a concurrent call gave back).
+      const allowanceLeased = await leasedFor('SELECT leased_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', [org.orgId, call.periodStartMs])
       const allowanceFree = max0(allowanceLeased - model.heldAllowance(call.periodStartMs) - call.fromAllowance)
       await t.deps.ledger.settle(call.reservation, actual)
       const fromAllowance = min(actual, call.fromAllowance + allowanceFree)
