@@ -2,14 +2,15 @@ import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
 import { utcMonth, type Clock, type Window } from '../lib/clock'
 import { newId } from '../lib/ids'
-import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
+import type { Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
-import { addPrepaid, claimEntry, claimedEntry, insertEntries, leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
-import { idempotentOp, settleStatementsGuarded } from './settle-guarded'
+import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
+import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
+import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
 import { capRefusal, capWindow, fundsRefusal, min, positive } from './ledger-rules'
@@ -162,45 +163,12 @@ export class Ledger {
   }
 
   /** Books a prepaid top-up. With `reference`, a repeated top-up is applied once. */
-  async topUp(input: { orgId: string; amount: Nanos; reference?: string; note?: string }): Promise<{ applied: boolean }> {
-    if (input.amount <= 0n) throw new ApiError('invalid_request', 'a top-up must be a positive amount', 'amount')
-    const row: EntryRow = {
-      opId: newId(), idempotencyKey: null, orgId: input.orgId, keyId: null, kind: 'top_up',
-      source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,
-      note: input.note ?? null, createdAtMs: this.clock.now(),
-    }
-    const idempotencyKey = input.reference ? `top_up:${input.reference}` : claimForRetries(this.writer)
-    // A claimed top-up is retried like a settlement (its claim books it once); an unclaimed one is
-    // only ever on a local database, where a failed write did not commit and the caller may retry.
-    let result: { applied: boolean; booked?: Record<string, unknown> }
-    try {
-      result =
-        idempotencyKey === null
-          ? await this.writer.submit({ kind: 'plain', statements: [insertEntries([row]), addPrepaid(input.orgId, { credited: input.amount })], interpret: () => ({ applied: true }) })
-          : await submitWithRetries(this.writer, this.logger,
-              idempotentOp(
-                idempotencyKey,
-                claim => [
-                  claimEntry({ ...row, opId: claim.opId, idempotencyKey }),
-                  addPrepaid(input.orgId, { credited: input.amount }, claim),
-                  claimedEntry(idempotencyKey),
-                ],
-                (outcome, results) => ({ applied: outcome !== 'duplicate', booked: results[2]!.rows[0] }),
-              ),
-              { op: 'top_up', org_id: input.orgId },
-            )
-    } catch (error) {
-      // addPrepaid's guard: the sum would pass a 64-bit integer, which SQLite would store as a
-      // float (inexact money). The op failed whole; nothing was booked.
-      if (/NOT NULL constraint failed: balances\.prepaid_nanos/.test(String(error))) {
-        throw new ApiError('invalid_request', `this top-up would take the organization's prepaid balance past ${formatUsd(MAX_NANOS)} USD, the most the ledger can hold`, 'amount')
-      }
-      throw error
-    }
-    if (!result.applied) sameTopUp(input, result.booked)
+  async topUp(input: TopUpInput): Promise<{ applied: boolean }> {
+    const now = this.clock.now()
+    const applied = await bookTopUp(this.writer, this.logger, input, now)
     // Money arrived: a refusal remembered for this org's prepaid scope no longer holds.
-    if (result.applied) this.pools.get('prepaid', input.orgId, null, 0, row.createdAtMs).emptyUntilMs = 0
-    return { applied: result.applied }
+    if (applied) this.pools.get('prepaid', input.orgId, null, 0, now).emptyUntilMs = 0
+    return { applied }
   }
 
   /** Returns a pool's whole lease to the database (idle, shutdown). */
@@ -401,16 +369,4 @@ export class Ledger {
     reservation.state = 'settled'
     if (result.keyExpired) this.onKeyExpired(reservation.keyId)
   }
-}
-
-/**
- * A top-up reference repeated with another organization or amount is not the same payment
- * retried: answering "already credited" would let the second payment go unbooked unnoticed.
- */
-function sameTopUp(input: { orgId: string; amount: Nanos; reference?: string }, booked: Record<string, unknown> | undefined): void {
-  if (booked === undefined) return
-  const orgId = String(booked.org_id)
-  const amount = BigInt(booked.amount_nanos as bigint)
-  if (orgId === input.orgId && amount === input.amount) return
-  throw new ApiError('invalid_request', `reference ${input.reference} was already used for a top-up of ${formatUsd(amount)} USD to ${orgId}; give this top-up its own reference`, 'reference')
 }
