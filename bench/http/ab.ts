@@ -6,10 +6,16 @@
  *
  *   bun bench/http/ab.ts --a /tmp/base-tree [--b .] [--a-env K=V,K=V] [--b-env K=V] [--a-flags '--smol']
  *                        [--scenario nonstream|stream|paced|messages|messages-stream] [--conns 32] [--seconds 5] [--rounds 6] [--rate R]
+ *                        [--ttfb N]
  *
  * Prints each run and the medians of CPU µs/request, requests/s and peak RSS per side, and the
  * paired view: B ÷ A of each round (its two runs are adjacent in time, so a machine that drifts
  * over minutes moves both), their median and range, and in how many rounds B was lower.
+ *
+ * With `--ttfb N` (a streaming scenario): time to the first streamed byte at one connection
+ * instead, N pairs of single requests from this process, A and B alternately (the first of each
+ * pair flips), so drift between two requests ~0.2 s apart is all the pairing leaves. Prints the
+ * medians per side and the median of the per-pair differences B − A.
  */
 import { resolve } from 'node:path'
 import { measure, type Sample } from './drive'
@@ -52,6 +58,14 @@ const run = (side: 'A' | 'B', secs: number) =>
 
 const samples: Record<'A' | 'B', Sample[]> = { A: [], B: [] }
 try {
+  const pairs = Number(option('ttfb', '0'))
+  if (pairs > 0) await firstBytes(pairs)
+  else await cpuRounds()
+} finally {
+  await stop()
+}
+
+async function cpuRounds(): Promise<void> {
   console.error(`A: ${JSON.stringify(sides.A)}\nB: ${JSON.stringify(sides.B)}\n${scenario}, ${conns} connections, ${seconds} s × ${rounds} rounds`)
   // Warm-up: the JIT keeps compiling for several seconds under load (its threads took ~10-25% of
   // the gateway's CPU in the first 10 s), then pools, caches and leases.
@@ -91,7 +105,49 @@ try {
       paired_cpu_ratio: { median: round3(median(paired)), min: round3(paired[0]!), max: round3(paired.at(-1)!), b_lower_in: `${paired.filter(value => value < 1).length} of ${paired.length}` },
     }),
   )
-} finally {
+}
+
+/** Microseconds from sending the request to its first body byte (the body is then read to its end). */
+async function firstByteOf(side: 'A' | 'B'): Promise<number> {
+  const started = performance.now()
+  const response = await fetch(`${gateways[side].process.url}${request.path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gateways[side].key}` },
+    body: request.body,
+  })
+  if (!response.ok) throw new Error(`${side} answered ${response.status}: ${await response.text()}`)
+  const reader = response.body!.getReader()
+  let first: number | undefined
+  for (;;) {
+    const { done } = await reader.read()
+    first ??= (performance.now() - started) * 1000
+    if (done) return first
+  }
+}
+
+async function firstBytes(pairs: number): Promise<void> {
+  for (let i = 0; i < 20; i++) for (const side of ['A', 'B'] as const) await firstByteOf(side)
+  const times: Record<'A' | 'B', number[]> = { A: [], B: [] }
+  const differences: number[] = []
+  for (let pair = 0; pair < pairs; pair++) {
+    const order = pair % 2 === 0 ? (['A', 'B'] as const) : (['B', 'A'] as const)
+    for (const side of order) times[side].push(await firstByteOf(side))
+    differences.push(times.B.at(-1)! - times.A.at(-1)!)
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+  const round = (value: number) => Math.round(value)
+  console.log(
+    JSON.stringify({
+      scenario,
+      pairs,
+      ttfb_p50_us: { A: round(median(times.A)), B: round(median(times.B)) },
+      b_minus_a_p50_us: round(median(differences)),
+      b_later_in: `${differences.filter(value => value > 0).length} of ${pairs}`,
+    }),
+  )
+}
+
+async function stop(): Promise<void> {
   for (const side of ['A', 'B'] as const) gateways[side].process.kill()
   upstreams.instant.kill()
   upstreams.paced.kill()
