@@ -1,6 +1,7 @@
+import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
-import { type AnthropicThinking, thinkingConfig } from './thinking-budget'
+import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 
 export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
 
@@ -80,13 +81,13 @@ export class UnsupportedRequestError extends Error {}
  *   field, its description becomes the schema's when the schema has none). json_object has no
  *   Anthropic equivalent (Anthropic's outputs take a schema), so it is refused rather than
  *   silently dropped (issue 5: what the target cannot carry is a clear 400).
- * - An effort given beside adaptive thinking or an explicit budget (a Messages client's
- *   `output_config.effort`) is sent as `output_config.effort`; an effort alone is a thinking
- *   budget (thinking-budget.ts), as it has always been for Chat Completions clients.
+ * - Thinking takes the form the binding's upstream model accepts (`thinking` in the catalog,
+ *   default budget), whatever form the client wrote: adaptive with `output_config.effort`, or a
+ *   budget (thinking-budget.ts).
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
  *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
-export function toUpstream(request: ChatRequest, upstreamModel: string): AnthropicRequestBody {
+export function toUpstream(request: ChatRequest, upstreamModel: string, form: ThinkingForm = 'budget'): AnthropicRequestBody {
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
       "json_object response formats are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
@@ -96,10 +97,13 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
   const { system, messages } = convertMessages(request.messages)
   const hasTools = request.tools.length > 0
   const toolChoice = hasTools ? convertToolChoice(request.toolChoice, request.parallelToolCalls) : undefined
-  const thinking = thinkingConfig(request, maxTokens, {
-    forcedToolUse: toolChoice?.type === 'any' || toolChoice?.type === 'tool',
-    toolTurnWithoutThinking: lastAssistantCallsToolsWithoutThinking(messages),
-  })
+  const plan = thinkingConfig(
+    request,
+    maxTokens,
+    { forcedToolUse: toolChoice?.type === 'any' || toolChoice?.type === 'tool', toolTurnWithoutThinking: lastAssistantCallsToolsWithoutThinking(messages) },
+    form,
+  )
+  const thinking = plan?.thinking
   if (thinking === undefined) stripThinkingFromFinalAssistant(messages)
 
   const body: AnthropicRequestBody = { model: upstreamModel, max_tokens: maxTokens, messages, stream: true }
@@ -114,7 +118,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   }
   if (thinking !== undefined) body.thinking = thinking
-  const outputConfig = toOutputConfig(request, thinking)
+  const outputConfig = toOutputConfig(request, plan)
   if (outputConfig !== undefined) body.output_config = outputConfig
   const { temperature, topP, topK, stop } = request.sampling
   if (thinking === undefined) {
@@ -128,17 +132,16 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
   return body
 }
 
-function toOutputConfig(request: ChatRequest, thinking: AnthropicThinking | undefined): AnthropicRequestBody['output_config'] {
+function toOutputConfig(request: ChatRequest, plan: ThinkingPlan | undefined): AnthropicRequestBody['output_config'] {
   // Most requests have neither: no object for them.
-  if (request.responseFormat === undefined && request.reasoning?.effort === undefined) return undefined
+  if (request.responseFormat === undefined && plan?.effort === undefined) return undefined
   const config: NonNullable<AnthropicRequestBody['output_config']> = {}
   const format = request.responseFormat
   if (format?.type === 'json_schema') {
     const { schema, description } = format
     config.format = { type: 'json_schema', schema: description !== undefined && schema.description === undefined ? { ...schema, description } : schema }
   }
-  const reasoning = request.reasoning
-  if (thinking !== undefined && reasoning?.effort !== undefined && (reasoning.adaptive === true || reasoning.budgetTokens !== undefined)) config.effort = reasoning.effort
+  if (plan?.effort !== undefined) config.effort = plan.effort
   return config.format === undefined && config.effort === undefined ? undefined : config
 }
 
