@@ -3,8 +3,8 @@ import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import { loadConfig } from '../../src/config/load'
 import type { TurnScript } from '../providers/conformance'
-import { anthropicWire } from '../providers/anthropic-wire'
 import { buildTestApp, type TestApp } from '../support/harness'
+import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, strictAnthropic } from '../support/strict-anthropic'
 
 // The catalog's per-binding `thinking` form, end to end: clients of all three dialects (official
 // SDKs) → gateway → an Anthropic upstream that, like the real API, refuses budget thinking on an
@@ -13,60 +13,18 @@ import { buildTestApp, type TestApp } from '../support/harness'
 
 const CREDIT = 10_000_000_000n
 const UPSTREAM_KEY = 'sk-upstream-0123456789'
-const ADAPTIVE_ONLY = 'claude-opus-4-7'
-const BUDGET_ONLY = 'claude-sonnet-4-5'
 
 const turn: TurnScript = { reasoning: { text: 'Add them.', signature: 'sig-1' }, text: 'Four.', finish: 'stop', usage: { inputTokens: 20, outputTokens: 10 } }
 
-interface Received {
-  readonly path: string
-  readonly body: any
-}
-
-/**
- * A Messages upstream on port 0 that checks `thinking` per model as Anthropic does, counts tokens,
- * and answers a stream or (stream: false) one JSON message. `overloadNext` answers the next call 529.
- */
-function anthropicUpstream() {
-  const received: Received[] = []
-  let overloadNext = false
-  const refuse = (message: string) => Response.json({ type: 'error', error: { type: 'invalid_request_error', message } }, { status: 400 })
-  const server = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    async fetch(request) {
-      const body = (await request.json()) as any
-      const path = new URL(request.url).pathname
-      received.push({ path, body })
-      if (overloadNext) {
-        overloadNext = false
-        return Response.json({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, { status: 529 })
-      }
-      const type = body.thinking?.type
-      if (body.model === ADAPTIVE_ONLY && type === 'enabled') return refuse('"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.')
-      if (body.model === BUDGET_ONLY && type === 'adaptive') return refuse('adaptive thinking is not supported on this model')
-      if (path.endsWith('/count_tokens')) return Response.json({ input_tokens: 42 })
-      if (body.stream === false) return Response.json(anthropicWire.json(turn))
-      return new Response(anthropicWire.stream(turn), { headers: { 'content-type': 'text/event-stream' } })
-    },
-  })
-  return {
-    url: `http://127.0.0.1:${server.port}`,
-    received,
-    overloadNext: () => (overloadNext = true),
-    stop: () => server.stop(true),
-  }
-}
-
 describe('thinking form per Anthropic binding: effort, budget and adaptive requests from every dialect', () => {
-  let upstream: ReturnType<typeof anthropicUpstream>
+  let upstream: ReturnType<typeof strictAnthropic>
   let t: TestApp
   let server: ReturnType<typeof Bun.serve>
   let openai: OpenAI
   let anthropic: Anthropic
 
   beforeAll(async () => {
-    upstream = anthropicUpstream()
+    upstream = strictAnthropic(turn)
     const model = (id: string, backends: string) =>
       `  - { id: ${id}, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 64000, capabilities: { tools: true, reasoning: true } }`
     const yaml = [

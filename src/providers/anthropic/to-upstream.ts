@@ -76,6 +76,13 @@ export class UnsupportedRequestError extends Error {}
  * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
  *   without non-whitespace.
  * - `user`, `seed` and hosted-tool flags are never sent.
+ * - A history with tool calls but no `tools` (a client that stopped offering them, a summary
+ *   turn) is refused by Anthropic, which needs every tool_use's tool defined: each tool named in
+ *   the history is declared with an open object schema, and tool_choice `none` keeps the model
+ *   from calling what the client did not offer.
+ * - Empty stop sequences stop nothing and are dropped. Whitespace-only ones (`"\n"`) Anthropic
+ *   refuses, and dropping them would let the answer run past where the client wanted it cut:
+ *   refused here, naming the field, before any upstream call.
  * - A json_schema response format is Anthropic's structured output, `output_config.format`
  *   (always enforced, so a non-strict format is followed strictly; the format's name has no
  *   field, its description becomes the schema's when the schema has none). json_object has no
@@ -91,6 +98,13 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form: Th
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
       "json_object response formats are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
+    )
+  }
+  const stop = request.sampling.stop?.filter(sequence => sequence !== '')
+  const blank = stop?.find(sequence => sequence.trim() === '')
+  if (blank !== undefined) {
+    throw new UnsupportedRequestError(
+      `stop sequences made only of whitespace (${JSON.stringify(blank)} in stop / stop_sequences) are refused by this model's Anthropic backend: remove them, or stop on visible text`,
     )
   }
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
@@ -116,11 +130,17 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form: Th
       input_schema: { type: 'object', ...tool.parameters },
     }))
     if (toolChoice !== undefined) body.tool_choice = toolChoice
+  } else {
+    const named = toolNamesCalled(messages)
+    if (named.length > 0) {
+      body.tools = named.map(name => ({ name, input_schema: { type: 'object' } }))
+      body.tool_choice = { type: 'none' }
+    }
   }
   if (thinking !== undefined) body.thinking = thinking
   const outputConfig = toOutputConfig(request, plan)
   if (outputConfig !== undefined) body.output_config = outputConfig
-  const { temperature, topP, topK, stop } = request.sampling
+  const { temperature, topP, topK } = request.sampling
   if (thinking === undefined) {
     if (temperature !== undefined) body.temperature = temperature
     else if (topP !== undefined) body.top_p = topP
@@ -261,6 +281,13 @@ function lastAssistantCallsToolsWithoutThinking(messages: readonly AnthropicMess
   const first = lastAssistant.content[0]
   const startsWithThinking = first?.type === 'thinking' || first?.type === 'redacted_thinking'
   return !startsWithThinking && lastAssistant.content.some(block => block.type === 'tool_use')
+}
+
+/** The tools the history's tool_use blocks name, each once, in order. */
+function toolNamesCalled(messages: readonly AnthropicMessage[]): string[] {
+  const names = new Set<string>()
+  for (const message of messages) for (const block of message.content) if (block.type === 'tool_use') names.add(block.name)
+  return [...names]
 }
 
 /** With thinking off, a final (prefill) assistant turn may not contain thinking blocks. */
