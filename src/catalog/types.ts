@@ -22,6 +22,13 @@ export interface Capabilities {
   readonly fileInput: boolean
 }
 
+/**
+ * The thinking form an Anthropic upstream model takes: `budget` (`thinking: {type: "enabled",
+ * budget_tokens}`: Claude before 4.6) or `adaptive` (`thinking: {type: "adaptive"}` with
+ * `output_config.effort`: Claude 4.6 and later; the only form from Opus 4.7 on).
+ */
+export type ThinkingForm = 'budget' | 'adaptive'
+
 /** One upstream binding of a model level: which provider, and the model name it knows. */
 export interface Backend {
   /** The provider id from config. */
@@ -32,6 +39,8 @@ export interface Backend {
   readonly weight: number
   /** The binding serves `uncensored: true` requests. */
   readonly uncensored: boolean
+  /** The thinking form the upstream model accepts (Anthropic backends; default `budget`). */
+  readonly thinking: ThinkingForm
 }
 
 /** A resolved, callable model at one privacy level. */

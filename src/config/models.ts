@@ -9,8 +9,9 @@ import type { FileBackend, FileModel } from './schema'
  * provider, a `private` model with a backend whose provider does not declare
  * `retention: none` (issue 4 point 6), an attested provider on the unsuffixed level or a
  * non-attested one on `confidential`/`encrypted` (and `encrypted` needs a proof_format with an
- * E2EE protocol), a provider/model bound twice in one level's list, max output above the
- * context length, and prices past int64 nanos.
+ * E2EE protocol), a provider/model bound twice in one level's list, a `thinking` form on a
+ * backend that is not Anthropic (no other translation reads it), max output above the context
+ * length, and prices past int64 nanos.
  */
 export function buildModels(entries: readonly FileModel[], providers: readonly ProviderConfig[], problems: string[]): ModelConfig[] {
   const providerById = new Map(providers.map(provider => [provider.id, provider]))
@@ -36,6 +37,7 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
           } else if (suffix === 'encrypted' && provider.attested !== undefined && provider.attested.proofFormat.e2ee === undefined) {
             problems.push(`${backendPath}.provider: ${name}: the encrypted level needs a proof_format with an E2EE protocol, "${provider.id}" has ${provider.attested.proofFormat.name}`)
           }
+          checkThinking(backend, provider, backendPath, name, problems)
           return toBackend(backend)
         }),
       )
@@ -56,6 +58,7 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
           `${path}.level: ${name} is private but its backend ${backendIndex} uses provider "${provider.id}", which does not declare retention: none`,
         )
       }
+      checkThinking(backend, provider, backendPath, name, problems)
       return toBackend(backend)
     })
     checkBindings(backends, `${path}.backends`, name, problems)
@@ -95,8 +98,21 @@ function checkBindings(backends: readonly Backend[], path: string, name: string,
   })
 }
 
+/** `thinking` describes an Anthropic upstream model; on any other provider it would be silently ignored. */
+function checkThinking(backend: FileBackend, provider: ProviderConfig | undefined, path: string, name: string, problems: string[]): void {
+  if (backend.thinking === undefined || provider === undefined || provider.type === 'anthropic') return
+  problems.push(`${path}.thinking: ${name}: thinking applies to anthropic providers only, "${provider.id}" is ${provider.type}`)
+}
+
 function toBackend(backend: FileBackend): Backend {
-  return Object.freeze({ provider: backend.provider, model: backend.model, weight: backend.weight ?? 1, uncensored: backend.uncensored ?? false })
+  return Object.freeze({
+    provider: backend.provider,
+    model: backend.model,
+    weight: backend.weight ?? 1,
+    uncensored: backend.uncensored ?? false,
+    // What the gateway always sent; every Claude with thinking up to 4.6 takes it.
+    thinking: backend.thinking ?? 'budget',
+  })
 }
 
 function toPrice(price: FileModel['price'], path: string, problems: string[]): Price {

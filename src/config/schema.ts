@@ -62,6 +62,8 @@ const BackendEntry = t.Object(
     model: t.String({ pattern: '^\\S{1,256}$' }),
     weight: t.Optional(Integer({ minimum: 1, maximum: 1000 })),
     uncensored: t.Optional(t.Boolean()),
+    // Anthropic backends only (models.ts): the thinking form the upstream model accepts.
+    thinking: t.Optional(t.Union([t.Literal('budget'), t.Literal('adaptive')])),
   },
   { additionalProperties: false },
 )

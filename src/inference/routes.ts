@@ -153,7 +153,8 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           summary: 'Create a message (Anthropic Messages)',
           description:
             'Anthropic Messages API to any backend: system, text/image/document/tool_use/tool_result blocks, tools and tool_choice, ' +
-            'thinking (enabled with budget_tokens, or adaptive; display summarized) with thinking and redacted_thinking blocks and their signatures kept in order across turns, ' +
+            'thinking (enabled with budget_tokens, or adaptive; display summarized; an Anthropic backend gets the form its model takes, budget or adaptive, per the catalog) ' +
+            'with thinking and redacted_thinking blocks and their signatures kept in order across turns, ' +
             'output_config (format json_schema: structured outputs, as messages.parse() sends; effort low, medium or high), ' +
             'stop_sequences, temperature, top_p, top_k (passed to backends that have it), metadata.user_id (never forwarded). ' +
             'Streaming (stream: true) sends message_start, content_block_start/_delta/_stop, ping, message_delta (stop_reason, usage), ' +

@@ -88,7 +88,7 @@ export class Router implements BackendHealth {
       if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
       try {
         const abortable = attempt === order.length - 1 ? options.controller : undefined
-        const call = { request, upstreamModel: backend.model, signal: options.signal, abortable, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
+        const call = { request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, abortable, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
           this.recovered(backend)
@@ -117,7 +117,7 @@ export class Router implements BackendHealth {
     if (backend === undefined) return undefined
     const provider = this.providers.get(backend.provider)
     if (provider?.countTokens === undefined) return undefined
-    return provider.countTokens({ request, upstreamModel: backend.model, signal: options.signal, requestId: options.requestId })
+    return provider.countTokens({ request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, requestId: options.requestId })
   }
 
   readyFirst<T>(items: readonly T[], backendOf: (item: T) => Pick<Backend, 'provider' | 'model'>): T[] {

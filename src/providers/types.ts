@@ -1,3 +1,4 @@
+import type { ThinkingForm } from '../catalog/types'
 import type { ChatEvent, ChatRequest, PassThroughFormat } from '../inference/canonical'
 
 /** One call of a provider: the canonical request, the upstream model name, and cancellation. */
@@ -5,6 +6,8 @@ export interface ProviderCall {
   readonly request: ChatRequest
   /** The backend's own model name (from the catalog binding). */
   readonly upstreamModel: string
+  /** The binding's thinking form (from the catalog; read by the Anthropic adapter). Absent: `budget`. */
+  readonly thinking?: ThinkingForm
   /** Aborted when the client leaves or the deadline passes: the upstream request must be cancelled. */
   readonly signal: AbortSignal
   /**

@@ -47,7 +47,8 @@ for (const target of TARGETS) {
         'providers:',
         `  - { id: up, type: ${target.type}, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
         'models:',
-        '  - { id: m, backends: [{ provider: up, model: upstream-m }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }',
+        // The Anthropic binding is an adaptive model (Claude 4.6 on); the budget form has its own tests (anthropic-thinking-form.test.ts).
+        `  - { id: m, backends: [{ provider: up, model: upstream-m${target.type === 'anthropic' ? ', thinking: adaptive' : ''} }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }`,
         'plans: { payg: { monthly_allowance: "0", fusion: false } }',
       ].join('\n')
       const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
@@ -124,11 +125,11 @@ for (const target of TARGETS) {
       }
     })
 
-    test('output_config.effort alone is a reasoning effort: reasoning_effort, or an Anthropic thinking budget', async () => {
+    test('output_config.effort alone is a reasoning effort: reasoning_effort, or adaptive thinking at that effort on an adaptive Anthropic binding', async () => {
       answer('ok')
       await anthropic.messages.create({ model: 'm', max_tokens: 4096, output_config: { effort: 'low' }, messages: [{ role: 'user', content: 'hi' }] })
       const received = upstream.onlyRequest().body
-      if (target.type === 'anthropic') expect(received.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 })
+      if (target.type === 'anthropic') expect([received.thinking, received.output_config]).toEqual([{ type: 'adaptive' }, { effort: 'low' }])
       else expect(received.reasoning_effort).toBe('low')
     })
 

@@ -8,6 +8,7 @@ import { encodeMessage } from '../../src/inference/dialects/messages/encode'
 import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
 import type { MessagesRequest } from '../../src/inference/dialects/messages/schema'
 import { typicalInputTokens } from '../../src/inference/meter'
+import type { ThinkingForm } from '../../src/catalog/types'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { openAIWire } from '../providers/openai-wire'
@@ -28,6 +29,8 @@ interface Case {
   request: MessagesRequest
   /** The upstream's SSE body. */
   upstream: string
+  /** The Anthropic binding's thinking form (default budget). */
+  thinking?: ThinkingForm
 }
 
 const tools = [{ name: 'get_weather', description: 'Current weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }]
@@ -108,7 +111,7 @@ const CASES: Case[] = [
       usage: { inputTokens: 310, outputTokens: 42, cachedInputTokens: 128, reasoningTokens: 6 },
     }) },
   { name: 'images-sampling', backend: 'openai-compatible', request: plain, upstream: openAIWire.stream({ text: 'A cat.', finish: 'stop', usage: { inputTokens: 1700, outputTokens: 3 } }) },
-  { name: 'structured-adaptive', backend: 'anthropic', request: structured, upstream: read('../fixtures/upstream/anthropic/json.sse') },
+  { name: 'structured-adaptive', backend: 'anthropic', request: structured, upstream: read('../fixtures/upstream/anthropic/json.sse'), thinking: 'adaptive' },
   { name: 'structured-adaptive', backend: 'openai-compatible', request: structured, upstream: openAIWire.stream({ text: '{"greeting":"Bonjour !"}', finish: 'stop', usage: { inputTokens: 30, outputTokens: 9 } }) },
 ]
 
@@ -118,7 +121,7 @@ const canonicalJson = (request: ChatRequest): unknown => JSON.parse(goldenJson(r
 async function render(entry: Case) {
   const canonical = decodeMessages(structuredClone(entry.request), testRoute())
   canonical.stream = true
-  const upstreamRequest = entry.backend === 'anthropic' ? toAnthropic(canonical, 'upstream-model') : toOpenAI(canonical, 'upstream-model')
+  const upstreamRequest = entry.backend === 'anthropic' ? toAnthropic(canonical, 'upstream-model', entry.thinking) : toOpenAI(canonical, 'upstream-model')
   const events = await upstreamEvents(entry.backend, entry.upstream, { name: 'up', model: 'upstream-model', now: 0 })
   const meta = { id: 'msg_golden', model: entry.request.model, createdAt: 0, includeUsage: true, estimatedInputTokens: typicalInputTokens(canonical) }
   const encoder = new MessagesStreamEncoder(meta)

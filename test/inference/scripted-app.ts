@@ -18,7 +18,7 @@ export const PRICE = { inputPerMillion: 1_000_000_000n, outputPerMillion: 2_000_
 const capabilities = { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: true }
 export const ROUTE: ModelRoute = {
   id: 'scripted', modelId: 'scripted', level: 'anonymous', routing: 'ordered', price: PRICE, contextLength: 8192, maxOutputTokens: 1024,
-  backends: [{ provider: 'fake', model: 'upstream-model', weight: 1, uncensored: false }], capabilities,
+  backends: [{ provider: 'fake', model: 'upstream-model', weight: 1, uncensored: false, thinking: 'budget' }], capabilities,
 }
 export const CREDIT = 10_000_000_000n
 

@@ -11,7 +11,7 @@ function route(overrides: Partial<ModelRoute> = {}): ModelRoute {
     id: 'claude',
     modelId: 'claude',
     level: 'anonymous',
-    backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
+    backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false, thinking: 'budget' }],
     routing: 'ordered',
     price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
     capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
@@ -324,17 +324,39 @@ describe('anthropic toUpstream: thinking budget', () => {
     expect(budget({ reasoning: { budgetTokens: 10 } })).toBe(1024)
   })
 
-  test('adaptive is sent as adaptive (no budget, so no max_tokens floor); its effort and an explicit budget\'s go in output_config', () => {
+  test('adaptive on a budget binding (the default) is a budget at its effort, else high; only an explicit budget\'s effort goes in output_config', () => {
     const body = (overrides: Partial<ChatRequest>) => {
       const { thinking, output_config } = toUpstream(chat(overrides), MODEL)
       return { thinking, output_config }
     }
-    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 500 } })).toEqual({ thinking: { type: 'adaptive' }, output_config: undefined })
-    expect(body({ reasoning: { adaptive: true, effort: 'low', summarized: true } })).toEqual({ thinking: { type: 'adaptive', display: 'summarized' }, output_config: { effort: 'low' } })
+    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 64_000 } })).toEqual({ thinking: { type: 'enabled', budget_tokens: THINKING_BUDGET_BY_EFFORT.high }, output_config: undefined })
+    expect(body({ reasoning: { adaptive: true, effort: 'low', summarized: true } })).toEqual({ thinking: { type: 'enabled', budget_tokens: 2048, display: 'summarized' }, output_config: undefined })
+    // No budget fits under max_tokens 500: off, as for an effort.
+    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 500 } })).toEqual({ thinking: undefined, output_config: undefined })
     expect(body({ reasoning: { budgetTokens: 2000, effort: 'high' } })).toEqual({ thinking: { type: 'enabled', budget_tokens: 2000 }, output_config: { effort: 'high' } })
     // An effort alone is a budget, as for Chat Completions clients; forced tool use keeps thinking (and its effort) off.
     expect(body({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toEqual({ thinking: { type: 'enabled', budget_tokens: THINKING_BUDGET_BY_EFFORT.low }, output_config: undefined })
-    expect(body({ reasoning: { adaptive: true, effort: 'low' }, tools: [weatherTool], toolChoice: 'required' })).toEqual({ thinking: undefined, output_config: undefined })
+    expect(body({ reasoning: { budgetTokens: 2000, effort: 'low' }, tools: [weatherTool], toolChoice: 'required' })).toEqual({ thinking: undefined, output_config: undefined })
+  })
+
+  test('an adaptive binding: adaptive with the effort (an explicit budget read as the lowest effort covering it), no max_tokens floor', () => {
+    const body = (overrides: Partial<ChatRequest>) => {
+      const { thinking, output_config, temperature } = toUpstream(chat(overrides), MODEL, 'adaptive')
+      return { thinking, output_config, temperature }
+    }
+    const adaptive = (effort?: 'low' | 'medium' | 'high') => ({ thinking: { type: 'adaptive' as const }, output_config: effort ? { effort } : undefined, temperature: undefined })
+    expect(body({ reasoning: { effort: 'medium' }, sampling: { temperature: 0.5 } })).toEqual(adaptive('medium'))
+    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 500 } })).toEqual(adaptive())
+    expect(body({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 500 } })).toEqual(adaptive('low'))
+    expect(body({ reasoning: { budgetTokens: 1024 } })).toEqual(adaptive('low'))
+    expect(body({ reasoning: { budgetTokens: 2049 } })).toEqual(adaptive('medium'))
+    expect(body({ reasoning: { budgetTokens: 8192 } })).toEqual(adaptive('medium'))
+    expect(body({ reasoning: { budgetTokens: 8193 } })).toEqual(adaptive('high'))
+    // The client's own effort wins over the one its budget reads as.
+    expect(body({ reasoning: { budgetTokens: 30_000, effort: 'low', summarized: true } })).toEqual({ ...adaptive('low'), thinking: { type: 'adaptive', display: 'summarized' } })
+    expect(body({ reasoning: { effort: 'high' }, tools: [weatherTool], toolChoice: 'required', sampling: { temperature: 0.5 } })).toEqual({ thinking: undefined, output_config: undefined, temperature: 0.5 })
+    expect(body({})).toEqual({ thinking: undefined, output_config: undefined, temperature: undefined })
+    expect(body({ reasoning: { effort: 'high' }, route: route({ capabilities: { ...route().capabilities, reasoning: false } }) }).thinking).toBeUndefined()
   })
 
   test('off: no request, budget 0, max_tokens ≤ 1024, route without reasoning, forced tool use', () => {

@@ -96,7 +96,7 @@ export const GOLDEN_NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
 export const GOLDEN_ROUTE: ModelRoute = {
   id: 'golden', modelId: 'golden', level: 'private', routing: 'ordered', contextLength: 200_000, maxOutputTokens: 8192,
   price: { inputPerMillion: 1_000n, outputPerMillion: 2_000n },
-  backends: [{ provider: 'golden', model: 'golden-upstream', weight: 1, uncensored: false }],
+  backends: [{ provider: 'golden', model: 'golden-upstream', weight: 1, uncensored: false, thinking: 'budget' }],
   capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
 }
 

@@ -41,7 +41,7 @@ class FakeProvider implements Provider {
 }
 
 function backend(provider: string, model = `${provider}-model`, extra: Partial<Backend> = {}): Backend {
-  return { provider, model, weight: 1, uncensored: false, ...extra }
+  return { provider, model, weight: 1, uncensored: false, thinking: 'budget', ...extra }
 }
 
 function route(backends: Backend[], routing: ModelRoute['routing'] = 'ordered', id = 'm'): ModelRoute {

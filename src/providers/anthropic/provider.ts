@@ -75,7 +75,7 @@ export class AnthropicProvider implements Provider {
     if (call.signal.aborted) throw errorFromTransport('client', call.signal.reason, context, timeouts)
     let body: string
     try {
-      const upstreamBody = toUpstream(call.request, call.upstreamModel)
+      const upstreamBody = toUpstream(call.request, call.upstreamModel, call.thinking)
       if (collect) upstreamBody.stream = false
       body = JSON.stringify(upstreamBody)
     } catch (error) {
@@ -128,7 +128,7 @@ export class AnthropicProvider implements Provider {
     let body: string
     try {
       // output_config too: a structured output's schema is part of the prompt Anthropic counts.
-      const { model, messages, system, tools, tool_choice, thinking, output_config } = toUpstream(call.request, call.upstreamModel)
+      const { model, messages, system, tools, tool_choice, thinking, output_config } = toUpstream(call.request, call.upstreamModel, call.thinking)
       body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config })
     } catch (error) {
       if (!(error instanceof UnsupportedRequestError)) throw error

@@ -1,7 +1,10 @@
+import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest } from '../../inference/canonical'
 
 /** Anthropic's floor for `thinking.budget_tokens`. */
 export const MIN_THINKING_BUDGET = 1024
+
+type Effort = 'low' | 'medium' | 'high'
 
 /**
  * Effort → thinking budget. A budget is a ceiling the model rarely fills, and its tokens are
@@ -9,6 +12,14 @@ export const MIN_THINKING_BUDGET = 1024
  * `max_tokens`, so the visible answer keeps room: with `max_tokens` 8192, `high` thinks up to 4096.
  */
 export const THINKING_BUDGET_BY_EFFORT = { low: 2048, medium: 8192, high: 24576 } as const
+
+/**
+ * Budget → effort, the same steps read the other way: the lowest effort whose budget covers it
+ * (low ≤ 2048 < medium ≤ 8192 < high). For a wire or a model that takes an effort, not a budget.
+ */
+export function effortForBudget(budgetTokens: number): Effort {
+  return budgetTokens <= THINKING_BUDGET_BY_EFFORT.low ? 'low' : budgetTokens <= THINKING_BUDGET_BY_EFFORT.medium ? 'medium' : 'high'
+}
 
 /** Why thinking may have to stay off although the client asked for it. */
 export interface ThinkingConstraints {
@@ -21,30 +32,53 @@ export interface ThinkingConstraints {
 /** The `thinking` parameter as sent. `display` only when the client asked for the text (see canonical.ts). */
 export type AnthropicThinking = ({ type: 'enabled'; budget_tokens: number } | { type: 'adaptive' }) & { display?: 'summarized' }
 
+/** What the request sends: `thinking`, and the `output_config.effort` that goes with it, if any. */
+export interface ThinkingPlan {
+  readonly thinking: AnthropicThinking
+  readonly effort?: Effort
+}
+
 /**
- * The `thinking` parameter, or undefined for none. On when the request asks for reasoning
- * (adaptive, an effort or an explicit budget) and the route advertises it.
+ * The thinking to send, or undefined for none. On when the request asks for reasoning
+ * (adaptive, an effort or an explicit budget) and the route advertises it, in the form the
+ * backend's upstream model accepts (`form`, from the catalog binding): whichever form the client
+ * wrote, because the router may hand one request to bindings of either form, and "this model
+ * thinks this much" has a faithful reading in both.
  *
- * - Adaptive is sent as adaptive: the model sizes its own thinking, with no budget to fit under
- *   `max_tokens`. (Claude models before 4.6 refuse it; the client asked for it by name.)
- * - An explicit `budgetTokens` is used as given, capped at `max_tokens − 1` (it must be lower).
- * - An effort maps through THINKING_BUDGET_BY_EFFORT, capped at ⌊max_tokens / 2⌋.
+ * `adaptive` (Claude 4.6 and later; Opus 4.7 on refuses budgets with a 400):
+ * - `thinking: {type: "adaptive"}`, with the client's effort as `output_config.effort`; an
+ *   explicit budget without an effort becomes the lowest effort whose budget covers it
+ *   (effortForBudget). `max_tokens` stays the hard ceiling, and no budget floor applies.
+ *
+ * `budget` (Claude before 4.6, which refuses adaptive):
+ * - An explicit `budgetTokens` is used as given, capped at `max_tokens − 1` (it must be lower);
+ *   an effort the client wrote beside it goes as `output_config.effort`, as it asked.
+ * - An effort maps through THINKING_BUDGET_BY_EFFORT, capped at ⌊max_tokens / 2⌋. Adaptive is
+ *   read the same way, at its effort or else Anthropic's default effort (high); that effort is
+ *   spent on the budget and not sent (not every budget model takes `output_config.effort`).
  * - Either is raised to Anthropic's floor of 1024; if `max_tokens` ≤ 1024 there is no valid
  *   budget and thinking stays off.
- * - Forced tool use and a tool turn without replayable thinking keep it off: both would be a
- *   400 from Anthropic, and the client's tool contract matters more than hidden reasoning.
+ *
+ * Either form: forced tool use and a tool turn without replayable thinking keep it off: both
+ * would be a 400 from Anthropic, and the client's tool contract matters more than hidden reasoning.
  */
-export function thinkingConfig(request: ChatRequest, maxTokens: number, constraints: ThinkingConstraints): AnthropicThinking | undefined {
+export function thinkingConfig(request: ChatRequest, maxTokens: number, constraints: ThinkingConstraints, form: ThinkingForm): ThinkingPlan | undefined {
   const reasoning = request.reasoning
   if (reasoning === undefined || !request.route.capabilities.reasoning) return undefined
   if (constraints.forcedToolUse || constraints.toolTurnWithoutThinking) return undefined
   const display = reasoning.summarized === true ? { display: 'summarized' as const } : {}
-  if (reasoning.adaptive === true) return { type: 'adaptive', ...display }
+  const { effort, budgetTokens } = reasoning
+  if (form === 'adaptive') {
+    if (reasoning.adaptive !== true && effort === undefined && budgetTokens === undefined) return undefined
+    const steer = effort ?? (budgetTokens !== undefined ? effortForBudget(budgetTokens) : undefined)
+    return { thinking: { type: 'adaptive', ...display }, ...(steer !== undefined ? { effort: steer } : {}) }
+  }
   if (maxTokens <= MIN_THINKING_BUDGET) return undefined
   let budget: number
-  if (reasoning.budgetTokens !== undefined) budget = Math.min(reasoning.budgetTokens, maxTokens - 1)
-  else if (reasoning.effort !== undefined) budget = Math.min(THINKING_BUDGET_BY_EFFORT[reasoning.effort], Math.floor(maxTokens / 2))
+  if (budgetTokens !== undefined) budget = Math.min(budgetTokens, maxTokens - 1)
+  else if (effort !== undefined || reasoning.adaptive === true) budget = Math.min(THINKING_BUDGET_BY_EFFORT[effort ?? 'high'], Math.floor(maxTokens / 2))
   else return undefined
   if (budget <= 0) return undefined
-  return { type: 'enabled', budget_tokens: Math.max(MIN_THINKING_BUDGET, Math.floor(budget)), ...display }
+  const thinking: AnthropicThinking = { type: 'enabled', budget_tokens: Math.max(MIN_THINKING_BUDGET, Math.floor(budget)), ...display }
+  return budgetTokens !== undefined && effort !== undefined ? { thinking, effort } : { thinking }
 }

@@ -1,6 +1,7 @@
+import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
-import { type AnthropicThinking, thinkingConfig } from './thinking-budget'
+import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 
 export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
 
@@ -75,31 +76,48 @@ export class UnsupportedRequestError extends Error {}
  * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
  *   without non-whitespace.
  * - `user`, `seed` and hosted-tool flags are never sent.
+ * - A history with tool calls but no `tools` (a client that stopped offering them, a summary
+ *   turn) is refused by Anthropic, which needs every tool_use's tool defined: each tool named in
+ *   the history is declared with an open object schema, and tool_choice `none` keeps the model
+ *   from calling what the client did not offer.
+ * - Empty stop sequences stop nothing and are dropped. Whitespace-only ones (`"\n"`) Anthropic
+ *   refuses, and dropping them would let the answer run past where the client wanted it cut:
+ *   refused here, naming the field, before any upstream call.
  * - A json_schema response format is Anthropic's structured output, `output_config.format`
  *   (always enforced, so a non-strict format is followed strictly; the format's name has no
  *   field, its description becomes the schema's when the schema has none). json_object has no
  *   Anthropic equivalent (Anthropic's outputs take a schema), so it is refused rather than
  *   silently dropped (issue 5: what the target cannot carry is a clear 400).
- * - An effort given beside adaptive thinking or an explicit budget (a Messages client's
- *   `output_config.effort`) is sent as `output_config.effort`; an effort alone is a thinking
- *   budget (thinking-budget.ts), as it has always been for Chat Completions clients.
+ * - Thinking takes the form the binding's upstream model accepts (`thinking` in the catalog,
+ *   default budget), whatever form the client wrote: adaptive with `output_config.effort`, or a
+ *   budget (thinking-budget.ts).
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
  *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
-export function toUpstream(request: ChatRequest, upstreamModel: string): AnthropicRequestBody {
+export function toUpstream(request: ChatRequest, upstreamModel: string, form: ThinkingForm = 'budget'): AnthropicRequestBody {
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
       "json_object response formats are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
+    )
+  }
+  const stop = request.sampling.stop?.filter(sequence => sequence !== '')
+  const blank = stop?.find(sequence => sequence.trim() === '')
+  if (blank !== undefined) {
+    throw new UnsupportedRequestError(
+      `stop sequences made only of whitespace (${JSON.stringify(blank)} in stop / stop_sequences) are refused by this model's Anthropic backend: remove them, or stop on visible text`,
     )
   }
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
   const { system, messages } = convertMessages(request.messages)
   const hasTools = request.tools.length > 0
   const toolChoice = hasTools ? convertToolChoice(request.toolChoice, request.parallelToolCalls) : undefined
-  const thinking = thinkingConfig(request, maxTokens, {
-    forcedToolUse: toolChoice?.type === 'any' || toolChoice?.type === 'tool',
-    toolTurnWithoutThinking: lastAssistantCallsToolsWithoutThinking(messages),
-  })
+  const plan = thinkingConfig(
+    request,
+    maxTokens,
+    { forcedToolUse: toolChoice?.type === 'any' || toolChoice?.type === 'tool', toolTurnWithoutThinking: lastAssistantCallsToolsWithoutThinking(messages) },
+    form,
+  )
+  const thinking = plan?.thinking
   if (thinking === undefined) stripThinkingFromFinalAssistant(messages)
 
   const body: AnthropicRequestBody = { model: upstreamModel, max_tokens: maxTokens, messages, stream: true }
@@ -112,11 +130,17 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
       input_schema: { type: 'object', ...tool.parameters },
     }))
     if (toolChoice !== undefined) body.tool_choice = toolChoice
+  } else {
+    const named = toolNamesCalled(messages)
+    if (named.length > 0) {
+      body.tools = named.map(name => ({ name, input_schema: { type: 'object' } }))
+      body.tool_choice = { type: 'none' }
+    }
   }
   if (thinking !== undefined) body.thinking = thinking
-  const outputConfig = toOutputConfig(request, thinking)
+  const outputConfig = toOutputConfig(request, plan)
   if (outputConfig !== undefined) body.output_config = outputConfig
-  const { temperature, topP, topK, stop } = request.sampling
+  const { temperature, topP, topK } = request.sampling
   if (thinking === undefined) {
     if (temperature !== undefined) body.temperature = temperature
     else if (topP !== undefined) body.top_p = topP
@@ -128,17 +152,16 @@ export function toUpstream(request: ChatRequest, upstreamModel: string): Anthrop
   return body
 }
 
-function toOutputConfig(request: ChatRequest, thinking: AnthropicThinking | undefined): AnthropicRequestBody['output_config'] {
+function toOutputConfig(request: ChatRequest, plan: ThinkingPlan | undefined): AnthropicRequestBody['output_config'] {
   // Most requests have neither: no object for them.
-  if (request.responseFormat === undefined && request.reasoning?.effort === undefined) return undefined
+  if (request.responseFormat === undefined && plan?.effort === undefined) return undefined
   const config: NonNullable<AnthropicRequestBody['output_config']> = {}
   const format = request.responseFormat
   if (format?.type === 'json_schema') {
     const { schema, description } = format
     config.format = { type: 'json_schema', schema: description !== undefined && schema.description === undefined ? { ...schema, description } : schema }
   }
-  const reasoning = request.reasoning
-  if (thinking !== undefined && reasoning?.effort !== undefined && (reasoning.adaptive === true || reasoning.budgetTokens !== undefined)) config.effort = reasoning.effort
+  if (plan?.effort !== undefined) config.effort = plan.effort
   return config.format === undefined && config.effort === undefined ? undefined : config
 }
 
@@ -258,6 +281,13 @@ function lastAssistantCallsToolsWithoutThinking(messages: readonly AnthropicMess
   const first = lastAssistant.content[0]
   const startsWithThinking = first?.type === 'thinking' || first?.type === 'redacted_thinking'
   return !startsWithThinking && lastAssistant.content.some(block => block.type === 'tool_use')
+}
+
+/** The tools the history's tool_use blocks name, each once, in order. */
+function toolNamesCalled(messages: readonly AnthropicMessage[]): string[] {
+  const names = new Set<string>()
+  for (const message of messages) for (const block of message.content) if (block.type === 'tool_use') names.add(block.name)
+  return [...names]
 }
 
 /** With thinking off, a final (prefill) assistant turn may not contain thinking blocks. */

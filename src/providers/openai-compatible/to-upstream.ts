@@ -2,6 +2,7 @@
 // its API (vLLM, Ollama, llama.cpp server). Pure: no I/O, no config reads.
 
 import type { ChatRequest, Message, Part, ResponseFormat, ToolChoice } from '../../inference/canonical'
+import { effortForBudget } from '../anthropic/thinking-budget'
 
 /**
  * Per-backend choices the Chat Completions API leaves open. Both default to what every
@@ -112,7 +113,7 @@ function reasoningEffort(reasoning: ChatRequest['reasoning']): 'low' | 'medium' 
   if (reasoning === undefined) return undefined
   if (reasoning.effort !== undefined) return reasoning.effort
   if (reasoning.budgetTokens === undefined) return undefined
-  return reasoning.budgetTokens <= 2048 ? 'low' : reasoning.budgetTokens <= 8192 ? 'medium' : 'high'
+  return effortForBudget(reasoning.budgetTokens)
 }
 
 function toToolChoice(choice: ToolChoice): NonNullable<ChatCompletionsBody['tool_choice']> {

@@ -94,10 +94,12 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
  * them to an Anthropic backend, whose count depends on them).
  *
  * - `adaptive` is reasoning at the backend's own default amount, steered by an effort if one is
- *   given: an Anthropic backend gets `thinking: {type: "adaptive"}` (and `output_config.effort`)
- *   as sent; an OpenAI-compatible one the effort as reasoning_effort, or none.
+ *   given: an Anthropic backend gets it in the form its binding takes (adaptive with
+ *   `output_config.effort`, or a budget; thinking-budget.ts); an OpenAI-compatible one the
+ *   effort as reasoning_effort, or none.
  * - An effort without thinking is a reasoning effort, as Chat Completions' reasoning_effort is
- *   (an Anthropic backend turns it into a thinking budget, THINKING_BUDGET_BY_EFFORT). With
+ *   (an Anthropic backend turns it into adaptive thinking at that effort, or a thinking budget,
+ *   THINKING_BUDGET_BY_EFFORT, by its binding's form). With
  *   thinking disabled it is refused: the canonical effort is a reasoning effort, and Anthropic's
  *   "thorough answer without thinking" has no carrier on other backends.
  * - `xhigh` and `max` are refused rather than lowered to `high`, the top of the canonical scale,

@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
+import { loadConfig } from '../../src/config/load'
+import type { TurnScript } from '../providers/conformance'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { strictAnthropic } from '../support/strict-anthropic'
+
+// Requests every client dialect may send that Anthropic itself refuses with its own 400: stop
+// sequences made only of whitespace, and a tool history without `tools`. The first has no
+// Anthropic equivalent and is the gateway's 400 naming the field, before any upstream call and
+// without a charge; the second has a faithful one (the history's tools declared, none callable).
+
+const CREDIT = 10_000_000_000n
+const UPSTREAM_KEY = 'sk-upstream-0123456789'
+
+const turn: TurnScript = { text: 'It was 18 °C in Paris.', finish: 'stop', usage: { inputTokens: 40, outputTokens: 9 } }
+const DECLARED = { tools: [{ name: 'get_weather', input_schema: { type: 'object' } }], tool_choice: { type: 'none' } }
+
+describe('Anthropic backend: whitespace stop sequences and tool history without tools, from every dialect', () => {
+  let upstream: ReturnType<typeof strictAnthropic>
+  let t: TestApp
+  let server: ReturnType<typeof Bun.serve>
+  let openai: OpenAI
+  let anthropic: Anthropic
+  let orgId: string
+
+  const charged = async () => CREDIT - (await t.deps.balance(orgId)).prepaidNanos
+
+  beforeAll(async () => {
+    upstream = strictAnthropic(turn)
+    const yaml = [
+      'providers:',
+      `  - { id: claude, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
+      'models:',
+      '  - { id: m, backends: [{ provider: claude, model: claude-sonnet-4-5 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 8192, capabilities: { tools: true } }',
+      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
+    ].join('\n')
+    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
+    t = await buildTestApp(env, loadConfig(env, () => yaml))
+    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+    const org = await t.createOrg('acme', CREDIT)
+    orgId = org.orgId
+    openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+    anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+  })
+
+  afterAll(async () => {
+    server.stop(true)
+    upstream.stop()
+    await t.close()
+  })
+
+  beforeEach(() => {
+    upstream.received.length = 0
+  })
+
+  test('a whitespace-only stop sequence: 400 naming it and the field, no upstream call, nothing charged', async () => {
+    const before = await charged()
+    const chat = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'One line please.' }], stop: '\n' }).catch(error => error)
+    expect(chat).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(chat.message).toMatch(/stop sequences made only of whitespace \("\\n" in stop \/ stop_sequences\)/)
+    const streamed = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['END', '\n\n'], stream: true }).catch(error => error)
+    expect(streamed).toBeInstanceOf(OpenAI.BadRequestError)
+    const messages = await anthropic.messages.create({ model: 'm', max_tokens: 100, stop_sequences: ['END', ' \t'], messages: [{ role: 'user', content: 'x' }] }).catch(error => error)
+    expect(messages).toBeInstanceOf(Anthropic.BadRequestError)
+    expect(messages.error.error.message).toMatch(/whitespace \(" \\t" in stop \/ stop_sequences\)/)
+    expect(upstream.received).toHaveLength(0)
+    expect(await charged()).toBe(before)
+  })
+
+  test('an empty stop sequence stops nothing: dropped, the others sent', async () => {
+    const completion = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['', 'END'] })
+    expect(completion.choices[0]!.message.content).toBe(turn.text!)
+    expect(upstream.received[0]!.body.stop_sequences).toEqual(['END'])
+  })
+
+  test('Chat Completions: a tool history without tools declares the history\'s tools, none callable', async () => {
+    const completion = await openai.chat.completions.create({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '18 °C' },
+        { role: 'user', content: 'Summarize that.' },
+      ],
+    })
+    expect(completion.choices[0]!.message.content).toBe(turn.text!)
+    expect(upstream.received[0]!.body).toMatchObject(DECLARED)
+  })
+
+  test('Responses: function_call items without tools, the same', async () => {
+    const response = await openai.responses.create({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { type: 'function_call_output', call_id: 'call_1', output: '18 °C' },
+      ],
+    })
+    expect(response.output_text).toBe(turn.text!)
+    expect(upstream.received[0]!.body).toMatchObject(DECLARED)
+  })
+
+  test('Messages: tool_use / tool_result without tools, the same, on create and count_tokens', async () => {
+    const history: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'Weather in Paris and Rome?' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+          { type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { city: 'Rome' } },
+          { type: 'tool_use', id: 'toolu_3', name: 'get_time', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: '18 °C' },
+          { type: 'tool_result', tool_use_id: 'toolu_2', content: '24 °C' },
+          { type: 'tool_result', tool_use_id: 'toolu_3', content: '12:00' },
+        ],
+      },
+    ]
+    const message = await anthropic.messages.create({ model: 'm', max_tokens: 100, messages: history })
+    expect(message.content).toMatchObject([{ type: 'text', text: turn.text }])
+    const tools = [
+      { name: 'get_weather', input_schema: { type: 'object' } },
+      { name: 'get_time', input_schema: { type: 'object' } },
+    ]
+    expect(upstream.received[0]!.body).toMatchObject({ tools, tool_choice: { type: 'none' } })
+    const counted = await anthropic.messages.countTokens({ model: 'm', messages: history })
+    expect(counted.input_tokens).toBe(42)
+    expect(upstream.received[1]!.body).toMatchObject({ tools, tool_choice: { type: 'none' } })
+  })
+})

@@ -1,0 +1,58 @@
+import type { TurnScript } from '../providers/conformance'
+import { anthropicWire } from '../providers/anthropic-wire'
+
+/** Refuses budget thinking, as Opus 4.7 on does. */
+export const ADAPTIVE_ONLY_MODEL = 'claude-opus-4-7'
+/** Refuses adaptive thinking, as every Claude before 4.6 does. */
+export const BUDGET_ONLY_MODEL = 'claude-sonnet-4-5'
+
+/** A request as the upstream saw it: path and parsed body. */
+export interface StrictReceived {
+  readonly path: string
+  readonly body: any
+}
+
+/**
+ * A Messages upstream on port 0 that validates what the scripted FakeUpstream takes on trust,
+ * answering Anthropic's own 400 (messages as the API words them) for:
+ * - budget thinking on ADAPTIVE_ONLY_MODEL, adaptive thinking on BUDGET_ONLY_MODEL;
+ * - a stop sequence without non-whitespace;
+ * - tool_use or tool_result blocks in a request without `tools`.
+ * Otherwise it counts tokens (42) or answers `turn`: a stream, or one JSON message for
+ * `stream: false`. `overloadNext()` answers the next call 529.
+ */
+export function strictAnthropic(turn: TurnScript) {
+  const received: StrictReceived[] = []
+  let overloadNext = false
+  const refuse = (message: string) => Response.json({ type: 'error', error: { type: 'invalid_request_error', message } }, { status: 400 })
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      const body = (await request.json()) as any
+      const path = new URL(request.url).pathname
+      received.push({ path, body })
+      if (overloadNext) {
+        overloadNext = false
+        return Response.json({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, { status: 529 })
+      }
+      const type = body.thinking?.type
+      if (body.model === ADAPTIVE_ONLY_MODEL && type === 'enabled') {
+        return refuse('"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.')
+      }
+      if (body.model === BUDGET_ONLY_MODEL && type === 'adaptive') return refuse('adaptive thinking is not supported on this model')
+      if ((body.stop_sequences ?? []).some((sequence: string) => sequence.trim() === '')) return refuse('stop_sequences: each stop sequence must contain non-whitespace')
+      const toolBlocks = (body.messages ?? []).some((message: any) => message.content.some((block: any) => block.type === 'tool_use' || block.type === 'tool_result'))
+      if (toolBlocks && !(body.tools?.length > 0)) return refuse('Requests which include `tool_use` or `tool_result` blocks must define tools.')
+      if (path.endsWith('/count_tokens')) return Response.json({ input_tokens: 42 })
+      if (body.stream === false) return Response.json(anthropicWire.json(turn))
+      return new Response(anthropicWire.stream(turn), { headers: { 'content-type': 'text/event-stream' } })
+    },
+  })
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    received,
+    overloadNext: () => (overloadNext = true),
+    stop: () => server.stop(true),
+  }
+}
