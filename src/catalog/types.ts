@@ -39,8 +39,11 @@ export interface Backend {
   readonly weight: number
   /** The binding serves `uncensored: true` requests. */
   readonly uncensored: boolean
-  /** The thinking form the upstream model accepts (Anthropic backends; default `budget`). */
-  readonly thinking: ThinkingForm
+  /**
+   * The thinking form the upstream model accepts (Anthropic backends). Unset: the client's own
+   * form is sent (adaptive as adaptive, a budget as a budget, an effort alone as a budget).
+   */
+  readonly thinking?: ThinkingForm
 }
 
 /** A resolved, callable model at one privacy level. */

@@ -110,8 +110,7 @@ function toBackend(backend: FileBackend): Backend {
     model: backend.model,
     weight: backend.weight ?? 1,
     uncensored: backend.uncensored ?? false,
-    // What the gateway always sent; every Claude with thinking up to 4.6 takes it.
-    thinking: backend.thinking ?? 'budget',
+    ...(backend.thinking !== undefined ? { thinking: backend.thinking } : {}),
   })
 }
 

@@ -6,7 +6,7 @@ export interface ProviderCall {
   readonly request: ChatRequest
   /** The backend's own model name (from the catalog binding). */
   readonly upstreamModel: string
-  /** The binding's thinking form (from the catalog; read by the Anthropic adapter). Absent: `budget`. */
+  /** The binding's thinking form (from the catalog; read by the Anthropic adapter). Absent: the client's form. */
   readonly thinking?: ThinkingForm
   /** Aborted when the client leaves or the deadline passes: the upstream request must be cancelled. */
   readonly signal: AbortSignal

@@ -32,7 +32,7 @@ describe('thinking form per Anthropic binding: effort, budget and adaptive reque
       `  - { id: claude, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
       'models:',
       model('new', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }]`),
-      model('old', `[{ provider: claude, model: ${BUDGET_ONLY} }]`),
+      model('old', `[{ provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
       // Ordered fallback from an adaptive-only binding to a budget-only one: each call in its own form.
       model('mixed', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }, { provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
       'plans: { payg: { monthly_allowance: "0", fusion: false } }',

@@ -17,7 +17,7 @@ import { buildTestApp, type TestApp } from '../support/harness'
 
 function route(id: string, level: PrivacyLevel): ModelRoute {
   return {
-    id, modelId: id.split(':')[0]!, level, backends: [{ provider: 'demo', model: 'demo', weight: 1, uncensored: false, thinking: 'budget' }], routing: 'ordered',
+    id, modelId: id.split(':')[0]!, level, backends: [{ provider: 'demo', model: 'demo', weight: 1, uncensored: false }], routing: 'ordered',
     price: { inputPerMillion: 100_000_000n, outputPerMillion: 400_000_000n },
     capabilities: { tools: false, reasoning: false, vision: false, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
     contextLength: 32768, maxOutputTokens: 1024,

@@ -43,7 +43,7 @@ const route: ModelRoute = {
   id: 'claude',
   modelId: 'claude',
   level: 'anonymous',
-  backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false, thinking: 'budget' }],
+  backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
   routing: 'ordered',
   price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
   capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },

@@ -11,7 +11,7 @@ function route(overrides: Partial<ModelRoute> = {}): ModelRoute {
     id: 'claude',
     modelId: 'claude',
     level: 'anonymous',
-    backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false, thinking: 'budget' }],
+    backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
     routing: 'ordered',
     price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
     capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
@@ -324,9 +324,20 @@ describe('anthropic toUpstream: thinking budget', () => {
     expect(budget({ reasoning: { budgetTokens: 10 } })).toBe(1024)
   })
 
-  test('adaptive on a budget binding (the default) is a budget at its effort, else high; only an explicit budget\'s effort goes in output_config', () => {
+  test('no form on the binding: the client\'s own form, an effort alone as a budget (what the gateway sent before the setting)', () => {
     const body = (overrides: Partial<ChatRequest>) => {
       const { thinking, output_config } = toUpstream(chat(overrides), MODEL)
+      return { thinking, output_config }
+    }
+    expect(body({ reasoning: { adaptive: true, effort: 'low', summarized: true } })).toEqual({ thinking: { type: 'adaptive', display: 'summarized' }, output_config: { effort: 'low' } })
+    expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 500 } })).toEqual({ thinking: { type: 'adaptive' }, output_config: undefined })
+    expect(body({ reasoning: { budgetTokens: 2000, effort: 'high' } })).toEqual({ thinking: { type: 'enabled', budget_tokens: 2000 }, output_config: { effort: 'high' } })
+    expect(body({ reasoning: { effort: 'low' }, sampling: { maxOutputTokens: 64_000 } })).toEqual({ thinking: { type: 'enabled', budget_tokens: THINKING_BUDGET_BY_EFFORT.low }, output_config: undefined })
+  })
+
+  test('adaptive on a budget binding is a budget at its effort, else high; only an explicit budget\'s effort goes in output_config', () => {
+    const body = (overrides: Partial<ChatRequest>) => {
+      const { thinking, output_config } = toUpstream(chat(overrides), MODEL, 'budget')
       return { thinking, output_config }
     }
     expect(body({ reasoning: { adaptive: true }, sampling: { maxOutputTokens: 64_000 } })).toEqual({ thinking: { type: 'enabled', budget_tokens: THINKING_BUDGET_BY_EFFORT.high }, output_config: undefined })

@@ -14,7 +14,7 @@ export function testRoute(overrides: { capabilities?: Partial<Capabilities>; max
     id: 'test-model',
     modelId: 'test-model',
     level: 'anonymous',
-    backends: [{ provider: 'test', model: 'upstream-model', weight: 1, uncensored: false, thinking: 'budget' }],
+    backends: [{ provider: 'test', model: 'upstream-model', weight: 1, uncensored: false }],
     routing: 'ordered',
     price: { inputPerMillion: 1_000n, outputPerMillion: 2_000n },
     capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false, ...overrides.capabilities },

@@ -10,7 +10,7 @@ function model(id: string, level: 'anonymous' | 'private', overrides: Partial<Mo
   return {
     id,
     level,
-    backends: [{ provider: 'p', model: `${id}-upstream`, weight: 1, uncensored: false, thinking: 'budget' }],
+    backends: [{ provider: 'p', model: `${id}-upstream`, weight: 1, uncensored: false }],
     routing: 'ordered',
     price: { inputPerMillion: 1n, outputPerMillion: 2n },
     contextLength: 1000,
@@ -45,7 +45,7 @@ describe('Catalog.resolve', () => {
       id: 'alpha',
       modelId: 'alpha',
       level: 'anonymous',
-      backends: [{ provider: 'p', model: 'alpha-upstream', weight: 1, uncensored: false, thinking: 'budget' }],
+      backends: [{ provider: 'p', model: 'alpha-upstream', weight: 1, uncensored: false }],
       routing: 'round-robin',
       price: { inputPerMillion: 5n, outputPerMillion: 7n, cachedInputPerMillion: 1n },
       capabilities: CAPABILITIES,

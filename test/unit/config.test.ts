@@ -416,7 +416,7 @@ describe('providers and models: embedded default', () => {
     ])
     expect(config.fusion).toEqual({ judge: 'demo-private', participantTimeoutMs: 120_000, judgeTimeoutMs: 120_000 })
     for (const model of config.models) {
-      expect(model.backends).toEqual([{ provider: 'demo', model: 'demo', weight: 1, uncensored: false, thinking: 'budget' }])
+      expect(model.backends).toEqual([{ provider: 'demo', model: 'demo', weight: 1, uncensored: false }])
       expect(model.routing).toBe('ordered')
       expect(model.price).toEqual({ inputPerMillion: 100_000_000n, outputPerMillion: 400_000_000n })
       expect(model.contextLength).toBe(32768)
@@ -453,7 +453,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
     })
     const mini = config.models.find(model => model.id === 'gpt-4o-mini')!
     expect(mini.level).toBe('anonymous')
-    expect(mini.backends).toEqual([{ provider: 'openai', model: 'gpt-4o-mini', weight: 1, uncensored: false, thinking: 'budget' }])
+    expect(mini.backends).toEqual([{ provider: 'openai', model: 'gpt-4o-mini', weight: 1, uncensored: false }])
     expect(mini.price).toEqual({ inputPerMillion: 150_000_000n, outputPerMillion: 600_000_000n, cachedInputPerMillion: 75_000_000n })
     expect(config.models.every(model => model.id.startsWith('demo-') || model.backends[0]!.provider === 'openai')).toBe(true)
   })
@@ -480,7 +480,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
     expect(config.providers[1]).toMatchObject({ id: 'ollama', type: 'openai-compatible', baseUrl: base, apiKey: undefined, retention: 'none' })
     const llama = config.models.find(model => model.id === 'llama3.2')!
     expect(llama.level).toBe('private')
-    expect(llama.backends).toEqual([{ provider: 'ollama', model: 'llama3.2', weight: 1, uncensored: false, thinking: 'budget' }])
+    expect(llama.backends).toEqual([{ provider: 'ollama', model: 'llama3.2', weight: 1, uncensored: false }])
     expect(llama.price).toEqual({ inputPerMillion: 0n, outputPerMillion: 0n })
   })
 
@@ -555,8 +555,8 @@ models:
         id: 'llama-3.3-70b',
         level: 'private',
         backends: [
-          { provider: 'vllm-a', model: 'meta-llama/Llama-3.3-70B-Instruct', weight: 3, uncensored: false, thinking: 'budget' },
-          { provider: 'local', model: 'llama3.3:70b', weight: 1, uncensored: true, thinking: 'budget' },
+          { provider: 'vllm-a', model: 'meta-llama/Llama-3.3-70B-Instruct', weight: 3, uncensored: false },
+          { provider: 'local', model: 'llama3.3:70b', weight: 1, uncensored: true },
         ],
         routing: 'round-robin',
         price: { inputPerMillion: 400_000_000n, outputPerMillion: 800_000_000n, cachedInputPerMillion: 100_000_000n, reasoningPerMillion: 1_000_000_001n },
@@ -567,7 +567,7 @@ models:
       {
         id: 'claude-sonnet',
         level: 'anonymous',
-        backends: [{ provider: 'claude', model: 'claude-sonnet-4-5', weight: 1, uncensored: false, thinking: 'budget' }],
+        backends: [{ provider: 'claude', model: 'claude-sonnet-4-5', weight: 1, uncensored: false }],
         routing: 'ordered',
         price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
         contextLength: 200_000,
@@ -653,7 +653,7 @@ models:
   const loadModels = (...entries: string[]) => fromFile(`${MINIMAL}${PROVIDERS}models:\n${entries.map(entry => `  ${entry}\n`).join('')}`).config.models
 
   test('a minimal model loads with its defaults', () => {
-    expect(loadModels(model(''))[0]).toMatchObject({ id: 'm', level: 'anonymous', routing: 'ordered', backends: [{ provider: 'demo', model: 'd', weight: 1, uncensored: false, thinking: 'budget' }] })
+    expect(loadModels(model(''))[0]).toMatchObject({ id: 'm', level: 'anonymous', routing: 'ordered', backends: [{ provider: 'demo', model: 'd', weight: 1, uncensored: false }] })
   })
 
   test.each([
@@ -692,12 +692,12 @@ models:
     else expect(modelProblems(model(fields))).toEqual(expected)
   })
 
-  test('an anthropic backend states its thinking form; the default is budget', () => {
+  test('an anthropic backend states its thinking form; unset, none (the client\'s form is sent)', () => {
     const providers = `providers:\n  - { id: claude, type: anthropic, api_key_env: ANTHROPIC_API_KEY }\n`
     const backends = '[{ provider: claude, model: claude-opus-4-7, thinking: adaptive }, { provider: claude, model: claude-sonnet-4-5 }]'
     const entry = `- { id: m, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 1000, max_output_tokens: 100 }`
     const { config } = fromFile(`${MINIMAL}${providers}models:\n  ${entry}\n`, { ANTHROPIC_API_KEY: 'ant-secret' })
-    expect(config.models[0]!.backends.map(backend => [backend.model, backend.thinking])).toEqual([['claude-opus-4-7', 'adaptive'], ['claude-sonnet-4-5', 'budget']])
+    expect(config.models[0]!.backends.map(backend => [backend.model, backend.thinking])).toEqual([['claude-opus-4-7', 'adaptive'], ['claude-sonnet-4-5', undefined]])
   })
 
   test('a required model field missing is named', () => {

@@ -59,16 +59,20 @@ export interface ThinkingPlan {
  * - Either is raised to Anthropic's floor of 1024; if `max_tokens` ≤ 1024 there is no valid
  *   budget and thinking stays off.
  *
+ * No form set (the binding does not say): the client's own form, so existing catalogs keep their
+ * behaviour: adaptive as adaptive (with its effort), a budget as a budget, an effort alone as a
+ * budget.
+ *
  * Either form: forced tool use and a tool turn without replayable thinking keep it off: both
  * would be a 400 from Anthropic, and the client's tool contract matters more than hidden reasoning.
  */
-export function thinkingConfig(request: ChatRequest, maxTokens: number, constraints: ThinkingConstraints, form: ThinkingForm): ThinkingPlan | undefined {
+export function thinkingConfig(request: ChatRequest, maxTokens: number, constraints: ThinkingConstraints, form: ThinkingForm | undefined): ThinkingPlan | undefined {
   const reasoning = request.reasoning
   if (reasoning === undefined || !request.route.capabilities.reasoning) return undefined
   if (constraints.forcedToolUse || constraints.toolTurnWithoutThinking) return undefined
   const display = reasoning.summarized === true ? { display: 'summarized' as const } : {}
   const { effort, budgetTokens } = reasoning
-  if (form === 'adaptive') {
+  if (form === 'adaptive' || (form === undefined && reasoning.adaptive === true)) {
     if (reasoning.adaptive !== true && effort === undefined && budgetTokens === undefined) return undefined
     const steer = effort ?? (budgetTokens !== undefined ? effortForBudget(budgetTokens) : undefined)
     return { thinking: { type: 'adaptive', ...display }, ...(steer !== undefined ? { effort: steer } : {}) }

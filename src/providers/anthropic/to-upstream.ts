@@ -88,13 +88,13 @@ export class UnsupportedRequestError extends Error {}
  *   field, its description becomes the schema's when the schema has none). json_object has no
  *   Anthropic equivalent (Anthropic's outputs take a schema), so it is refused rather than
  *   silently dropped (issue 5: what the target cannot carry is a clear 400).
- * - Thinking takes the form the binding's upstream model accepts (`thinking` in the catalog,
- *   default budget), whatever form the client wrote: adaptive with `output_config.effort`, or a
+ * - Thinking takes the form the binding's upstream model accepts (`thinking` in the catalog;
+ *   unset, the client's form, an effort alone as a budget), whatever form the client wrote: adaptive with `output_config.effort`, or a
  *   budget (thinking-budget.ts).
  * - `temperature` and `top_p` together are rejected by current models: temperature wins.
  *   With thinking on, temperature and top_k are not allowed and top_p only within [0.95, 1].
  */
-export function toUpstream(request: ChatRequest, upstreamModel: string, form: ThinkingForm = 'budget'): AnthropicRequestBody {
+export function toUpstream(request: ChatRequest, upstreamModel: string, form?: ThinkingForm): AnthropicRequestBody {
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
       "json_object response formats are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
