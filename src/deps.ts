@@ -23,6 +23,7 @@ import { Router } from './providers/router'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
+import { abortable } from './lib/abortable'
 import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
 import { GatewayMetrics } from './observability/gateway-metrics'
@@ -159,7 +160,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
   }
-  const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
+  const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger, lifecycle)
   const metrics = new GatewayMetrics()
   for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
   registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle, extractor)
@@ -199,7 +200,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
 function pdfReader(extractor: ExtractorPool): PdfReader {
   return async (bytes, signal) => {
     try {
-      const extraction = await extractor.extract({ bytes, signal })
+      // A job already in a worker does not stop on the signal: a call that is cut stops waiting.
+      const extraction = await abortable(extractor.extract({ bytes, signal }), signal)
       if (extraction.documentType !== 'pdf') return { ok: false, kind: 'rejected', message: 'the page is labelled application/pdf but is not a PDF' }
       return { ok: true, text: extraction.text }
     } catch (error) {
@@ -236,7 +238,7 @@ function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, swee
     return Number(held)
   })
   gauge('svc_inference_slots_in_use', 'Inference concurrency slots taken, over all organizations.', () => limits.concurrency.totalInUse)
-  gauge('svc_billed_calls_in_flight', 'Billed calls (chat) in flight.', () => lifecycle.inFlight)
+  gauge('svc_billed_calls_in_flight', 'Billed calls in flight (chat, document parses, web calls): what a drain waits for.', () => lifecycle.inFlight)
   gauge('svc_draining', '1 while the instance drains for shutdown.', () => (lifecycle.draining ? 1 : 0))
   gauge('svc_process_resident_memory_bytes', 'Resident set size.', () => process.memoryUsage.rss())
   // The extractor pool's own counts, read at scrape time (workers start on demand, so 0 until the first parse).

@@ -2,6 +2,7 @@ import type { MeteredCall } from '../billing/metering'
 import { ApiError } from '../http/errors'
 import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
+import { CallAbort } from '../observability/lifecycle'
 import { recordOf, type RequestRecord } from '../observability/request-log'
 import { UpstreamError } from '../providers/types'
 import type { ChatEvent, Usage } from './canonical'
@@ -56,14 +57,14 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const fault = deps.fault
   fault?.('after_reserve')
   input.onAdmitted?.()
-  const upstream = new UpstreamAbort(input.signal)
+  const upstream = new CallAbort(input.signal)
   upstream.checkClient()
   // The lifecycle's ticks cut the call when its client leaves; a drain's deadline cuts it with an
   // ApiError as the abort reason, which the client sees.
   const lifecycle = deps.lifecycle
   lifecycle.track(upstream)
   const detach = () => lifecycle.untrack(upstream)
-  const shutdownReason = () => (upstream.signal.reason instanceof ApiError ? upstream.signal.reason : undefined)
+  const shutdownReason = () => upstream.shutdownReason()
   const started = deps.clock.now()
   const meter = new Meter(highInputTokens(request), { maxInputTokens: route.contextLength, maxOutputTokens }, serverTools)
   const record = input.httpRequest ? recordOf(input.httpRequest) : undefined
@@ -148,25 +149,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
         metrics.billedNanos.inc(Number(charged), request.model)
       }
     },
-  }
-}
-
-/**
- * The upstream call's controller, cut when the caller's signal aborts (the client left, or a
- * caller's deadline passed). That signal is read on the lifecycle's ticks, not listened to
- * (Lifecycle's CLIENT_CHECK_MS says why).
- */
-class UpstreamAbort extends AbortController {
-  constructor(private readonly caller: AbortSignal) {
-    super()
-  }
-
-  checkClient(): void {
-    if (this.caller.aborted) this.cut()
-  }
-
-  cut(): void {
-    if (!this.signal.aborted) this.abort(new DOMException('client disconnected', 'AbortError'))
   }
 }
 
