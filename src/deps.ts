@@ -11,6 +11,7 @@ import { AttestationService } from './attestation/service'
 import { Catalog } from './catalog/catalog'
 import type { FusionDeps } from './fusion/service'
 import type { PipelineDeps } from './inference/pipeline'
+import { extractionApiError } from './documents/errors'
 import { WorkerExtractorPool } from './documents/pool'
 import { ExtractionError, type ExtractorPool } from './documents/types'
 import { AnthropicProvider } from './providers/anthropic/provider'
@@ -155,7 +156,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     allowance: new AddressAllowance(config.web.fetch.unsafeTestAllowCidrs),
     transport: overrides.webTransport,
     tlsCa: overrides.webTlsCa,
-    readPdf: pdfReader(extractor),
+    readPdf: pdfReader(extractor, documents.queueSize, clock),
   })
   if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
@@ -197,7 +198,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
  * Fetched PDF pages go through the extraction pool like uploads (never parsed on the event
  * loop). The page is billed as one fetched page, not as a document parse.
  */
-function pdfReader(extractor: ExtractorPool): PdfReader {
+function pdfReader(extractor: ExtractorPool, queueSize: number, clock: Clock): PdfReader {
   return async (bytes, signal) => {
     try {
       // A job already in a worker does not stop on the signal: a call that is cut stops waiting.
@@ -206,8 +207,11 @@ function pdfReader(extractor: ExtractorPool): PdfReader {
       return { ok: true, text: extraction.text }
     } catch (error) {
       if (!(error instanceof ExtractionError)) throw error
-      // Unreadable documents are the page's problem; a busy or stopping pool is ours, outcome unknown to the caller.
-      return { ok: false, kind: error.reason === 'invalid' ? 'rejected' : 'failed', message: error.message }
+      // Unreadable documents are the page's problem; a full, slow or stopping pool is the
+      // gateway's, answered as for an upload (429 with Retry-After, 503).
+      if (error.reason === 'invalid') return { ok: false, kind: 'rejected', message: error.message }
+      const refusal = extractionApiError(error, { queueSize, nowMs: clock.now() })
+      return { ok: false, kind: 'gateway', message: refusal.message, error: refusal }
     }
   }
 }

@@ -35,7 +35,8 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
             'non-public addresses in any spelling, names that resolve to one, local-use names, sensitive query keys (tokens, keys, secrets, passwords, ' +
             'signatures, sessions, auth codes), redirects to any of those, and pages that are not HTML, text, JSON or XML. One web_fetch unit is billed ' +
             'per page retrieved (plan allowance first, then prepaid; spend caps and rate limits apply). 502 provider_error means the outcome is unknown: ' +
-            'do not retry automatically. A call still running ' +
+            'do not retry automatically. A PDF page is read by the document extraction pool and answered as an upload would be: 429 rate_limited ' +
+            'with Retry-After while the pool is full, 503 unavailable on an extraction timeout; nothing is billed for either. A call still running ' +
             'at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed. Nothing is stored.',
         },
       },

@@ -81,6 +81,16 @@ export class WebService {
         call.release()
         throw new ApiError('invalid_request', `urls[${rejected}] is refused: ${(results[rejected] as { message: string }).message}`, `urls.${rejected}`)
       }
+      const ours = results.findIndex(result => !result.ok && result.kind === 'gateway')
+      if (ours >= 0) {
+        // The gateway could not read a page it fetched (its extraction pool is full, slow or
+        // stopping): the answer is that pool's 429 or 503, as for an upload, and nothing is billed,
+        // so the retry those statuses invite never pays twice.
+        call.release()
+        this.log(caller, 'web_fetch', 'extraction-failed', 0)
+        const { error, message } = results[ours] as { error: ApiError; message: string }
+        throw new ApiError(error.code, `urls[${ours}]: ${message}; nothing was billed`, `urls.${ours}`, error.headers)
+      }
       const failed = results.findIndex(result => !result.ok)
       await this.settle(call, chargeForUnits(retrieved, this.prices.webFetch))
       this.log(caller, 'web_fetch', failed < 0 ? 'ok' : 'upstream-error', retrieved)
