@@ -57,8 +57,8 @@ export class Metering {
    * billed route: chat, Encrypted, documents, web). Inference calls take an org concurrency slot
    * first (429 rate_limited when full); then the ledger holds `estimate` (429
    * insufficient_quota, 401, 503). A refusal frees the slot and leaves the ledger unchanged.
-   * `continuesRequest`: the call belongs to a request already in flight (Fusion's judge), which a
-   * drain lets finish.
+   * `continuesRequest`: the call belongs to a request already in flight (Fusion's judge, a chat or
+   * Fusion run whose documents or pages were already charged), which a drain lets finish.
    */
   async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string; continuesRequest?: boolean }): Promise<MeteredCall> {
     if (this.lifecycle.draining && input.continuesRequest !== true) throw Lifecycle.refusal()

@@ -45,14 +45,19 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const route = request.route
   checkPolicy(request)
   // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
-  if (hasFileParts(request)) await enrichDocuments(deps, input)
+  const withFiles = hasFileParts(request)
+  if (withFiles) await enrichDocuments(deps, input)
   const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey }) : undefined
+  // A request whose files or pages were admitted and charged is in flight: a drain that began
+  // since lets its chat run (and cuts it at the deadline), as it lets Fusion's judge. Refusing it
+  // then answered 503 to a request that had paid for its enrichment.
+  const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
-    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest,
+    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest === true || enriched,
   })
   const fault = deps.fault
   fault?.('after_reserve')
