@@ -30,6 +30,8 @@ export const CLIENT_CHECK_MS = 50
 export class Lifecycle {
   /** True from the moment shutdown starts. */
   draining = false
+  /** True once the drain's deadline has cut the calls in flight: nothing starts after that. */
+  cut = false
   private readonly calls = new Set<Abortable>()
   private waiters: Array<() => void> = []
   private timer: unknown
@@ -84,6 +86,7 @@ export class Lifecycle {
 
   /** Cuts every call still in flight: each ends with `reason` (an in-band error on a stream) and settles what it produced. */
   abortAll(reason = new ApiError('unavailable', 'the gateway is shutting down; retry the request')): void {
+    this.cut = true
     for (const call of [...this.calls]) call.abort(reason)
   }
 

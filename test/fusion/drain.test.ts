@@ -74,3 +74,24 @@ test('a run whose attached file was being read when the drain began still runs, 
   expect(await parseCharges(h.t, h.org.orgId)).toEqual([h.t.deps.config.documents.pricePerParseNanos])
   expect((await fusionEntries(h.t)).length).toBe(3)
 })
+
+test('once the drain deadline has cut the run, its judge is not started: the answer is partial, the judge never called', async () => {
+  // Before: the judge of a run whose participant had answered was admitted after the cut (it
+  // continues a request in flight), ran uncut past the deadline, and was dropped with the process.
+  let release!: () => void
+  const gate = new Promise<void>(resolve => (release = resolve))
+  h.a.enqueue(answer('A.', USAGE))
+  h.b.enqueue({ kind: 'sse' as const, body: [gate, openAIWire.stream({ text: 'B.', finish: 'stop', usage: USAGE })] })
+  h.judge.enqueue(answer('AB.', USAGE))
+  const pending = h.fusion({ models: ['a', 'b'], messages: USER_MESSAGES })
+  await poll('participant a to be charged', 200, 10, async () => ((await fusionEntries(h.t)).length === 1 ? true : undefined))
+  await h.b.request(0)
+  h.t.deps.lifecycle.drain()
+  h.t.deps.lifecycle.abortAll()
+  const result = await json(await pending)
+  release()
+  expect(result).toMatchObject({ status: 'partial', synthesis: '', synthesis_error_code: 'unavailable' })
+  expect(h.judge.requests).toHaveLength(0)
+  expect((await fusionEntries(h.t)).map(entry => entry.amount)).toEqual([chargeOf(PARTICIPANT_PRICE, USAGE)])
+  expect(h.t.deps.lifecycle.inFlight).toBe(0)
+})
