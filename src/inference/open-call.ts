@@ -1,5 +1,5 @@
 import type { MeteredCall } from '../billing/metering'
-import { ApiError } from '../http/errors'
+import type { ApiError } from '../http/errors'
 import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
 import { CallAbort } from '../observability/lifecycle'
