@@ -53,7 +53,7 @@ export function createApp(deps: Deps) {
     .use(keyRoutes(deps.keys, deps.limits, deps.clock, deps.balance))
     .use(billingRoutes(deps.keys, deps.limits, deps.balance, deps.logger))
     .use(rateLimitRoutes(deps.keys, deps.limits))
-    .use(documentRoutes(deps.keys, deps.limits, { metering: deps.metering, extractor: deps.extractor, config: deps.config.documents, clock: deps.clock }))
+    .use(documentRoutes(deps.keys, deps.limits, { metering: deps.metering, extractor: deps.extractor, config: deps.config.documents, clock: deps.clock, lifecycle: deps.lifecycle }))
     .use(oauthRoutes(deps.oauth))
     .use(consentRoutes(deps.oauth))
     .use(mcpRoutes(deps.keys, deps.oauth, mcp, origins))

@@ -11,6 +11,7 @@ import { AttestationService } from './attestation/service'
 import { Catalog } from './catalog/catalog'
 import type { FusionDeps } from './fusion/service'
 import type { PipelineDeps } from './inference/pipeline'
+import { extractionApiError } from './documents/errors'
 import { WorkerExtractorPool } from './documents/pool'
 import { ExtractionError, type ExtractorPool } from './documents/types'
 import { AnthropicProvider } from './providers/anthropic/provider'
@@ -23,6 +24,7 @@ import { Router } from './providers/router'
 import type { Config } from './config/config'
 import { openDatabase, type Database } from './db/client'
 import { KeyService } from './keys/service'
+import { abortable } from './lib/abortable'
 import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
 import { GatewayMetrics } from './observability/gateway-metrics'
@@ -154,12 +156,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     allowance: new AddressAllowance(config.web.fetch.unsafeTestAllowCidrs),
     transport: overrides.webTransport,
     tlsCa: overrides.webTlsCa,
-    readPdf: pdfReader(extractor),
+    readPdf: pdfReader(extractor, documents.queueSize, clock),
   })
   if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
   }
-  const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger)
+  const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger, lifecycle)
   const metrics = new GatewayMetrics()
   for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
   registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle, extractor)
@@ -196,16 +198,20 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
  * Fetched PDF pages go through the extraction pool like uploads (never parsed on the event
  * loop). The page is billed as one fetched page, not as a document parse.
  */
-function pdfReader(extractor: ExtractorPool): PdfReader {
+function pdfReader(extractor: ExtractorPool, queueSize: number, clock: Clock): PdfReader {
   return async (bytes, signal) => {
     try {
-      const extraction = await extractor.extract({ bytes, signal })
+      // A job already in a worker does not stop on the signal: a call that is cut stops waiting.
+      const extraction = await abortable(extractor.extract({ bytes, signal }), signal)
       if (extraction.documentType !== 'pdf') return { ok: false, kind: 'rejected', message: 'the page is labelled application/pdf but is not a PDF' }
       return { ok: true, text: extraction.text }
     } catch (error) {
       if (!(error instanceof ExtractionError)) throw error
-      // Unreadable documents are the page's problem; a busy or stopping pool is ours, outcome unknown to the caller.
-      return { ok: false, kind: error.reason === 'invalid' ? 'rejected' : 'failed', message: error.message }
+      // Unreadable documents are the page's problem; a full, slow or stopping pool is the
+      // gateway's, answered as for an upload (429 with Retry-After, 503).
+      if (error.reason === 'invalid') return { ok: false, kind: 'rejected', message: error.message }
+      const refusal = extractionApiError(error, { queueSize, nowMs: clock.now() })
+      return { ok: false, kind: 'gateway', message: refusal.message, error: refusal }
     }
   }
 }
@@ -236,7 +242,7 @@ function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, swee
     return Number(held)
   })
   gauge('svc_inference_slots_in_use', 'Inference concurrency slots taken, over all organizations.', () => limits.concurrency.totalInUse)
-  gauge('svc_billed_calls_in_flight', 'Billed calls (chat) in flight.', () => lifecycle.inFlight)
+  gauge('svc_billed_calls_in_flight', 'Billed calls in flight (chat, document parses, web calls): what a drain waits for.', () => lifecycle.inFlight)
   gauge('svc_draining', '1 while the instance drains for shutdown.', () => (lifecycle.draining ? 1 : 0))
   gauge('svc_process_resident_memory_bytes', 'Resident set size.', () => process.memoryUsage.rss())
   // The extractor pool's own counts, read at scrape time (workers start on demand, so 0 until the first parse).

@@ -49,7 +49,7 @@ export class Metering {
     private readonly ledger: Ledger,
     private readonly limits: Limits,
     /** The process's serving state: no billed call is admitted once a shutdown has begun. */
-    private readonly lifecycle: { readonly draining: boolean } = { draining: false },
+    private readonly lifecycle: { readonly draining: boolean; readonly cut?: boolean } = { draining: false },
   ) {}
 
   /**
@@ -57,11 +57,13 @@ export class Metering {
    * billed route: chat, Encrypted, documents, web). Inference calls take an org concurrency slot
    * first (429 rate_limited when full); then the ledger holds `estimate` (429
    * insufficient_quota, 401, 503). A refusal frees the slot and leaves the ledger unchanged.
-   * `continuesRequest`: the call belongs to a request already in flight (Fusion's judge), which a
-   * drain lets finish.
+   * `continuesRequest`: the call belongs to a request already in flight (Fusion's judge, a chat or
+   * Fusion run whose documents or pages were already charged), which a drain lets finish until
+   * its deadline: once that has cut the calls in flight, nothing starts (a judge would run on,
+   * uncut, until the process stopped under it).
    */
   async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string; continuesRequest?: boolean }): Promise<MeteredCall> {
-    if (this.lifecycle.draining && input.continuesRequest !== true) throw Lifecycle.refusal()
+    if (this.lifecycle.draining && (input.continuesRequest !== true || this.lifecycle.cut === true)) throw Lifecycle.refusal()
     const freeSlot = input.inference ? this.limits.acquireInferenceSlot(input.principal.orgId) : () => {}
     let admitted
     try {

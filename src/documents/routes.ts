@@ -8,8 +8,11 @@ import { ApiError } from '../http/errors'
 import { authErrors, ErrorResponse, JsonInteger, noStore } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
+import { abortable } from '../lib/abortable'
 import type { Clock } from '../lib/clock'
 import type { Limits } from '../limits/admission'
+import { CallAbort, type Lifecycle } from '../observability/lifecycle'
+import { recordOf } from '../observability/request-log'
 import { extractionApiError } from './errors'
 import type { ExtractorPool } from './types'
 
@@ -32,10 +35,10 @@ export function tokenEstimate(text: string): number {
 /**
  * POST /api/v1/attachments/parse (spec §4.8): one multipart `file`, capped at 4 MiB while read;
  * funding and the key's spend cap are checked (one document-parse unit reserved) before any
- * extraction; a successful parse settles that unit, a failed one (or one whose client has left)
- * releases it. Nothing is stored.
+ * extraction; a successful parse settles that unit, a failed one (or one whose client has left,
+ * or one the drain's deadline cut) releases it. Nothing is stored.
  */
-export function documentRoutes(keys: KeyService, limits: Limits, deps: { metering: Metering; extractor: ExtractorPool; config: DocumentsConfig; clock: Clock }) {
+export function documentRoutes(keys: KeyService, limits: Limits, deps: { metering: Metering; extractor: ExtractorPool; config: DocumentsConfig; clock: Clock; lifecycle: Lifecycle }) {
   return new Elysia({ prefix: '/api/v1/attachments', tags: ['Documents'] })
     .use(authMacro(keys, limits))
     .post(
@@ -47,17 +50,24 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
         const requestId = requestIdOf(set)
         // Reserve first: an unfunded org or a capped key is refused before any work is done.
         const call = await deps.metering.begin({ principal, purpose: 'doc_parse', estimate: price, inference: false, requestId })
+        // Tracked by the drain like a collected chat answer: its deadline cuts the parse with 503
+        // and nothing charged (a job already in a worker is dropped, not waited for).
+        const tracked = new CallAbort(request.signal)
+        deps.lifecycle.track(tracked)
         let result
         try {
-          result = await deps.extractor.extract({ bytes: new Uint8Array(await file.arrayBuffer()), filename: file.name, signal: request.signal })
+          result = await abortable(deps.extractor.extract({ bytes: new Uint8Array(await file.arrayBuffer()), filename: file.name, signal: tracked.signal }), tracked.signal)
         } catch (error) {
           call.release()
-          throw extractionApiError(error, { queueSize: deps.config.queueSize, nowMs: deps.clock.now(), param: 'file' })
+          throw unread(request, tracked) ?? extractionApiError(error, { queueSize: deps.config.queueSize, nowMs: deps.clock.now(), param: 'file' })
+        } finally {
+          deps.lifecycle.untrack(tracked)
         }
-        if (request.signal.aborted) {
+        const cut = unread(request, tracked)
+        if (cut) {
           // The client left before its text was ready: nothing is delivered, so nothing is charged.
           call.release()
-          throw new ApiError('unavailable', 'the request was cancelled before the document was read', 'file')
+          throw cut
         }
         await call.settle(price)
         set.headers['cache-control'] = 'no-store'
@@ -72,10 +82,27 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
           description:
             'Multipart form data with exactly one field, `file` (other fields, a second file or a text value are 400). The format is detected ' +
             'from the content: text, PDF, DOCX, PPTX, XLSX, XLS. A scanned PDF without a text layer gives empty text. Unsupported, encrypted, ' +
-            'corrupt, truncated or hostile files (zip bombs) are 400; an extraction timeout is 503; a full extractor queue is 429 with Retry-After. ' +
+            'corrupt, truncated or hostile files (zip bombs) are 400; an extraction timeout is 503; a full extractor queue is 429 with Retry-After; ' +
+            'a parse still running at a shutdown\'s drain deadline is cut with 503. ' +
             'Billed as one document-parse unit on success only; funding and spend caps are checked first. Nothing is stored; the response is ' +
             '`Cache-Control: no-store`.',
         },
       },
     )
+}
+
+/**
+ * Why a parse ends unread, if it does: the drain's deadline cut it (503, logged `aborted`), or
+ * its client left (logged `cancelled`, so the line says 499: nobody received the error).
+ */
+function unread(request: Request, tracked: CallAbort): ApiError | undefined {
+  const record = recordOf(request)
+  const reason = tracked.shutdownReason()
+  if (reason) {
+    if (record) record.outcome = 'aborted'
+    return reason
+  }
+  if (!request.signal.aborted) return undefined
+  if (record) record.outcome = 'cancelled'
+  return new ApiError('unavailable', 'the request was cancelled before the document was read', 'file')
 }

@@ -56,6 +56,8 @@ export interface PartInput {
   onEvent?: (event: ChatEvent) => void
   /** Whether onEvent has sent output on to the client (then a failure charges what was sent). */
   delivered?: () => boolean
+  /** The run already holds charged work (its documents): a drain that began since lets this part run. */
+  continuesRun?: boolean
 }
 
 /**
@@ -76,8 +78,9 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       {
         principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
         onAdmitted: () => (reachedProvider = true),
-        // A drain refuses new requests; the judge belongs to a run already in flight.
-        continuesRequest: input.role === 'judge',
+        // A drain refuses new requests; the judge belongs to a run already in flight, and so do
+        // participants of a run whose documents were extracted and charged.
+        continuesRequest: input.role === 'judge' || input.continuesRun === true,
       },
       input.onEvent,
       input.delivered,

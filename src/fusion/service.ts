@@ -66,6 +66,8 @@ export interface FusionPlan {
   readonly refused: ReadonlyMap<number, ApiError>
   readonly conversation: readonly Message[]
   readonly billingKeys: ReturnType<typeof fusionBillingKeys> | undefined
+  /** The attached documents were extracted and charged: the run is in flight (a drain lets it run). */
+  readonly extracted: boolean
 }
 
 /**
@@ -125,8 +127,9 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
   const conversation = judged.messages
   checkJudge(judged)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
-  if (hasFileParts(judged)) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents)
-  return { input, participants, judge, chats, refused, conversation, billingKeys }
+  const extracted = hasFileParts(judged)
+  if (extracted) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents)
+  return { input, participants, judge, chats, refused, conversation, billingKeys, extracted }
 }
 
 /**
@@ -202,7 +205,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
         progress?.({ type: 'participant.started', index, model: route.id })
         outcome = await runPart(pipeline, deadlines, {
           role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
-          timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id),
+          timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id), continuesRun: plan.extracted,
         })
       }
       progress?.({ type: outcome.error ? 'participant.failed' : 'participant.finished', index, model: route.id, participant: participantEntry(route, outcome) })

@@ -1,7 +1,8 @@
 import type { MeteredCall } from '../billing/metering'
-import { ApiError } from '../http/errors'
+import type { ApiError } from '../http/errors'
 import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
+import { CallAbort } from '../observability/lifecycle'
 import { recordOf, type RequestRecord } from '../observability/request-log'
 import { UpstreamError } from '../providers/types'
 import type { ChatEvent, Usage } from './canonical'
@@ -44,26 +45,31 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const route = request.route
   checkPolicy(request)
   // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
-  if (hasFileParts(request)) await enrichDocuments(deps, input)
+  const withFiles = hasFileParts(request)
+  if (withFiles) await enrichDocuments(deps, input)
   const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey }) : undefined
+  // A request whose files or pages were admitted and charged is in flight: a drain that began
+  // since lets its chat run (and cuts it at the deadline), as it lets Fusion's judge. Refusing it
+  // then answered 503 to a request that had paid for its enrichment.
+  const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)
   // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
   // reserved for: the model's cap, within the context left.
   const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
   const purpose = input.purpose ?? 'chat'
   const call = await deps.metering.begin({
-    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest,
+    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest === true || enriched,
   })
   const fault = deps.fault
   fault?.('after_reserve')
   input.onAdmitted?.()
-  const upstream = new UpstreamAbort(input.signal)
+  const upstream = new CallAbort(input.signal)
   upstream.checkClient()
   // The lifecycle's ticks cut the call when its client leaves; a drain's deadline cuts it with an
   // ApiError as the abort reason, which the client sees.
   const lifecycle = deps.lifecycle
   lifecycle.track(upstream)
   const detach = () => lifecycle.untrack(upstream)
-  const shutdownReason = () => (upstream.signal.reason instanceof ApiError ? upstream.signal.reason : undefined)
+  const shutdownReason = () => upstream.shutdownReason()
   const started = deps.clock.now()
   const meter = new Meter(highInputTokens(request), { maxInputTokens: route.contextLength, maxOutputTokens }, serverTools)
   const record = input.httpRequest ? recordOf(input.httpRequest) : undefined
@@ -148,25 +154,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
         metrics.billedNanos.inc(Number(charged), request.model)
       }
     },
-  }
-}
-
-/**
- * The upstream call's controller, cut when the caller's signal aborts (the client left, or a
- * caller's deadline passed). That signal is read on the lifecycle's ticks, not listened to
- * (Lifecycle's CLIENT_CHECK_MS says why).
- */
-class UpstreamAbort extends AbortController {
-  constructor(private readonly caller: AbortSignal) {
-    super()
-  }
-
-  checkClient(): void {
-    if (this.caller.aborted) this.cut()
-  }
-
-  cut(): void {
-    if (!this.signal.aborted) this.abort(new DOMException('client disconnected', 'AbortError'))
   }
 }
 

@@ -30,6 +30,8 @@ export const CLIENT_CHECK_MS = 50
 export class Lifecycle {
   /** True from the moment shutdown starts. */
   draining = false
+  /** True once the drain's deadline has cut the calls in flight: nothing starts after that. */
+  cut = false
   private readonly calls = new Set<Abortable>()
   private waiters: Array<() => void> = []
   private timer: unknown
@@ -66,7 +68,7 @@ export class Lifecycle {
     for (const wake of waiters) wake()
   }
 
-  /** Billed calls (chat streams and collections) in flight now. */
+  /** Billed calls in flight now (chat streams and collections, document parses, web calls). */
   get inFlight(): number {
     return this.calls.size
   }
@@ -84,11 +86,37 @@ export class Lifecycle {
 
   /** Cuts every call still in flight: each ends with `reason` (an in-band error on a stream) and settles what it produced. */
   abortAll(reason = new ApiError('unavailable', 'the gateway is shutting down; retry the request')): void {
+    this.cut = true
     for (const call of [...this.calls]) call.abort(reason)
   }
 
   /** The refusal for a call that arrives while draining (on a connection kept alive). */
   static refusal(): ApiError {
     return new ApiError('unavailable', 'this gateway instance is shutting down; retry the request')
+  }
+}
+
+/**
+ * A billed call's own controller, tracked by the lifecycle: aborted when the caller's signal has
+ * aborted (the client left, or a caller's deadline passed), read on the lifecycle's ticks rather
+ * than listened to (CLIENT_CHECK_MS says why), or by the drain's deadline, whose ApiError is then
+ * the reason and what the client is told.
+ */
+export class CallAbort extends AbortController implements Abortable {
+  constructor(private readonly caller: AbortSignal) {
+    super()
+  }
+
+  checkClient(): void {
+    if (this.caller.aborted) this.cut()
+  }
+
+  cut(): void {
+    if (!this.signal.aborted) this.abort(new DOMException('client disconnected', 'AbortError'))
+  }
+
+  /** The ApiError the drain's deadline cut the call with, if it did. */
+  shutdownReason(): ApiError | undefined {
+    return this.signal.reason instanceof ApiError ? this.signal.reason : undefined
   }
 }

@@ -1,5 +1,5 @@
 import { addressProblem, AddressAllowance, dialableAddress } from './address-policy'
-import { readPage, type FetchedPage, type PdfReader } from './read-page'
+import { readPage, type FetchedPage, type GatewayFailure, type PdfReader } from './read-page'
 import type { Resolver } from './resolver'
 import { parseSafeUrl, type SafeUrl } from './url-guard'
 
@@ -28,10 +28,11 @@ export interface FetchTarget {
  * Outcomes as values. `rejected`: the policy refused (a private answer, a redirect to a
  * forbidden place, a content type that is not text): the caller's problem, never billed.
  * `unresolvable`: the name has no addresses. `failed`: the network or the page failed after
- * the request may have reached it: the outcome is unknown (502 `provider_error`).
+ * the request may have reached it: the outcome is unknown (502 `provider_error`). `gateway`: the
+ * page arrived but the gateway could not read it (GatewayFailure).
  */
 export type TargetResult = { ok: true; target: FetchTarget } | { ok: false; kind: 'rejected' | 'unresolvable' | 'failed'; message: string }
-export type PageResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'rejected' | 'failed'; message: string }
+export type PageResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'rejected' | 'failed'; message: string } | GatewayFailure
 
 /** The HTTP client seam: Bun's fetch in production; tests wrap it to log every outbound call. */
 export type Transport = (url: string, init: RequestInit & { tls?: { serverName?: string; ca?: string } }) => Promise<Response>

@@ -1,4 +1,5 @@
 import { looksBinary } from '../documents/text'
+import type { ApiError } from '../http/errors'
 import { lazy } from '../lib/lazy'
 import { clean, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
@@ -22,7 +23,18 @@ const loadHtmlToText = lazy(() => import('./html-to-text'))
  * PDF text through the document extraction pool (src/documents/): the page's bytes never touch
  * the event loop's parser. Resolves to the text, or rejects with a message a person understands.
  */
-export type PdfReader = (bytes: Uint8Array, signal: AbortSignal) => Promise<{ ok: true; text: string } | { ok: false; kind: 'rejected' | 'failed'; message: string }>
+export type PdfReader = (bytes: Uint8Array, signal: AbortSignal) => Promise<{ ok: true; text: string } | { ok: false; kind: 'rejected' | 'failed'; message: string } | GatewayFailure>
+
+/**
+ * A page that arrived but that the gateway itself could not read now: its extraction pool was
+ * full (429 with Retry-After), too slow or stopping (503). `error` is what an upload would get.
+ */
+export interface GatewayFailure {
+  ok: false
+  kind: 'gateway'
+  message: string
+  error: ApiError
+}
 
 /**
  * Text-like media types, and PDF when a PdfReader is wired; everything else (images, archives,
@@ -37,7 +49,7 @@ function kindOf(mediaType: string): Kind | null {
   return null
 }
 
-type ReadResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'rejected' | 'failed'; message: string }
+type ReadResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'rejected' | 'failed'; message: string } | GatewayFailure
 
 /** Reads a final (non-redirect) response into a page, within the byte and text caps. */
 export async function readPage(
@@ -68,7 +80,7 @@ export async function readPage(
     // A PDF cut at the byte cap cannot be read (its cross-reference table is at the end): refuse it whole.
     if (bytes.byteLength >= limits.maxBytes) return { ok: false, kind: 'rejected', message: `${final}: the PDF is larger than the ${limits.maxBytes}-byte page limit` }
     const read = await readPdf!(bytes, signal)
-    if (!read.ok) return { ok: false, kind: read.kind, message: `${final}: ${read.message}` }
+    if (!read.ok) return { ...read, message: `${final}: ${read.message}` }
     return { ok: true, page: { title: fallbackTitle, url: requested, content: clean(read.text).slice(0, limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null } }
   }
   const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)

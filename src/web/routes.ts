@@ -20,7 +20,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
       async ({ body, principal, request, set }) => {
         // Content is request-local: nothing is stored, and nothing may cache it.
         set.headers['cache-control'] = 'no-store'
-        const pages = await web.fetchUrls({ principal, requestId: requestIdOf(set), signal: request.signal }, body.urls)
+        const pages = await web.fetchUrls({ principal, requestId: requestIdOf(set), signal: request.signal, httpRequest: request }, body.urls)
         return { results: pages.map(page => ({ title: page.title, url: page.url, content: page.content, last_updated: page.lastUpdated })) }
       },
       {
@@ -35,7 +35,9 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
             'non-public addresses in any spelling, names that resolve to one, local-use names, sensitive query keys (tokens, keys, secrets, passwords, ' +
             'signatures, sessions, auth codes), redirects to any of those, and pages that are not HTML, text, JSON or XML. One web_fetch unit is billed ' +
             'per page retrieved (plan allowance first, then prepaid; spend caps and rate limits apply). 502 provider_error means the outcome is unknown: ' +
-            'do not retry automatically. Nothing is stored.',
+            'do not retry automatically. A PDF page is read by the document extraction pool and answered as an upload would be: 429 rate_limited ' +
+            'with Retry-After while the pool is full, 503 unavailable on an extraction timeout; nothing is billed for either. A call still running ' +
+            'at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed. Nothing is stored.',
         },
       },
     )
@@ -45,7 +47,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
         set.headers['cache-control'] = 'no-store'
         const query = body.query.trim()
         const results = await web.search(
-          { principal, requestId: requestIdOf(set), signal: request.signal },
+          { principal, requestId: requestIdOf(set), signal: request.signal, httpRequest: request },
           { query, count: body.count ?? 10, offset: body.offset ?? 0, freshness: body.freshness, country: body.country?.toUpperCase(), safeSearch: body.safe_search },
         )
         return {
@@ -65,7 +67,8 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
           summary: 'Search the web',
           description:
             'Runs one search on the configured backend (SearXNG or Brave Search) and returns up to `count` results. One web_search unit is billed ' +
-            'per search. With no backend configured the route answers 503 unavailable. 502 provider_error: the backend failed; nothing was billed.',
+            'per search. With no backend configured the route answers 503 unavailable. 502 provider_error: the backend failed; nothing was billed. ' +
+            'A search still running at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed.',
         },
       },
     )

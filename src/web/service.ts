@@ -3,7 +3,9 @@ import type { UnitPrices, WebConfig } from '../config/config'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import { chargeForUnits } from '../billing/pricing'
+import { CallAbort, type Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
+import { recordOf } from '../observability/request-log'
 import type { FetchTarget, PageResult, WebFetcher } from './fetcher'
 import type { FetchedPage } from './read-page'
 import type { SearchBackend, SearchQuery, SearchResult } from './search'
@@ -23,6 +25,8 @@ export interface WebCaller {
    * twice for its searches and pages either. Absent for the standalone routes.
    */
   billingKey?: string
+  /** The HTTP request of a standalone route: its log line gets the call's outcome when it is cut. */
+  httpRequest?: Request
 }
 
 /** A URL that was named but not fetched, and why (hosted fetch tells the model). */
@@ -45,6 +49,8 @@ export class WebService {
     readonly searchBackend: SearchBackend | null,
     private readonly metering: Metering,
     private readonly logger: Logger,
+    /** The drain: it tracks every web call in flight and cuts those left at its deadline. */
+    private readonly lifecycle: Lifecycle,
   ) {}
 
   /** POST /api/v1/web/fetch: every URL or nothing; throws ApiError naming the URL and rule. */
@@ -64,14 +70,26 @@ export class WebService {
     }
     const targets = await this.resolveAll(safe, caller.signal)
     const call = await this.begin(caller, 'web_fetch', chargeForUnits(targets.length, this.prices.webFetch))
+    const cut = this.track(caller)
     try {
-      const results = await Promise.all(targets.map(target => this.fetchOne(target, caller.signal)))
+      const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal)))
+      this.endIfCut(cut, call, caller, 'web_fetch')
       const retrieved = results.filter(result => result.ok).length
       const rejected = results.findIndex(result => !result.ok && result.kind === 'rejected')
       if (rejected >= 0) {
         // A refusal is never billed, even when other pages of the call arrived.
         call.release()
         throw new ApiError('invalid_request', `urls[${rejected}] is refused: ${(results[rejected] as { message: string }).message}`, `urls.${rejected}`)
+      }
+      const ours = results.findIndex(result => !result.ok && result.kind === 'gateway')
+      if (ours >= 0) {
+        // The gateway could not read a page it fetched (its extraction pool is full, slow or
+        // stopping): the answer is that pool's 429 or 503, as for an upload, and nothing is billed,
+        // so the retry those statuses invite never pays twice.
+        call.release()
+        this.log(caller, 'web_fetch', 'extraction-failed', 0)
+        const { error, message } = results[ours] as { error: ApiError; message: string }
+        throw new ApiError(error.code, `urls[${ours}]: ${message}; nothing was billed`, `urls.${ours}`, error.headers)
       }
       const failed = results.findIndex(result => !result.ok)
       await this.settle(call, chargeForUnits(retrieved, this.prices.webFetch))
@@ -82,6 +100,7 @@ export class WebService {
       }
       return results.map(result => (result as { page: FetchedPage }).page)
     } finally {
+      this.lifecycle.untrack(cut)
       if (!call.done) call.release()
     }
   }
@@ -106,8 +125,10 @@ export class WebService {
     }
     if (targets.length === 0) return { pages: [], skipped }
     const call = await this.begin(caller, 'web_fetch', chargeForUnits(targets.length, this.prices.webFetch))
+    const cut = this.track(caller)
     try {
-      const results = await Promise.all(targets.map(target => this.fetchOne(target, caller.signal)))
+      const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal)))
+      this.endIfCut(cut, call, caller, 'web_fetch')
       const pages: FetchedPage[] = []
       for (const [index, result] of results.entries()) {
         if (result.ok) pages.push(result.page)
@@ -117,6 +138,7 @@ export class WebService {
       this.log(caller, 'web_fetch', 'hosted', pages.length)
       return { pages, skipped }
     } finally {
+      this.lifecycle.untrack(cut)
       if (!call.done) call.release()
     }
   }
@@ -128,8 +150,10 @@ export class WebService {
     const refusal = backend.unsupported(query)
     if (refusal) throw new ApiError('invalid_request', refusal, 'country')
     const call = await this.begin(caller, 'web_search', this.prices.webSearch)
+    const cut = this.track(caller)
     try {
-      const outcome = await backend.search(query, caller.signal)
+      const outcome = await backend.search(query, cut.signal)
+      this.endIfCut(cut, call, caller, 'web_search')
       if (!outcome.ok) {
         call.release()
         this.log(caller, 'web_search', 'upstream-error', 0)
@@ -139,6 +163,7 @@ export class WebService {
       this.log(caller, 'web_search', 'ok', 1)
       return outcome.results
     } finally {
+      this.lifecycle.untrack(cut)
       if (!call.done) call.release()
     }
   }
@@ -160,6 +185,28 @@ export class WebService {
     } catch (error) {
       return { ok: false, kind: 'failed', message: `fetching ${target.url} failed (${(error as Error).message})` }
     }
+  }
+
+  /** The call's controller, tracked by the drain from its admission to its end (untrack it). */
+  private track(caller: WebCaller): CallAbort {
+    const cut = new CallAbort(caller.signal)
+    cut.checkClient()
+    this.lifecycle.track(cut)
+    return cut
+  }
+
+  /**
+   * The drain's deadline cut the call: like a collected chat answer, nothing is charged (what
+   * was retrieved never reaches the client) and the client gets the drain's 503.
+   */
+  private endIfCut(cut: CallAbort, call: MeteredCall, caller: WebCaller, purpose: 'web_fetch' | 'web_search'): void {
+    const reason = cut.shutdownReason()
+    if (reason === undefined) return
+    call.release()
+    this.log(caller, purpose, 'aborted', 0)
+    const record = caller.httpRequest && recordOf(caller.httpRequest)
+    if (record) record.outcome = 'aborted'
+    throw reason
   }
 
   private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {

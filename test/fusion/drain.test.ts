@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
+import type { ExtractorPool } from '../../src/documents/types'
 import { openAIWire } from '../providers/openai-wire'
+import { parseCharges } from '../support/documents'
 import { json } from '../support/harness'
+import { poll } from '../support/poll'
 import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
 
 // A graceful shutdown (SIGTERM: the lifecycle drains) lets requests in flight finish; only new
@@ -38,4 +41,57 @@ test('a run in flight when the drain starts still gets its synthesis; a run that
   expect((await json(late)).error.code).toBe('unavailable')
   expect(h.a.requests.length + h.b.requests.length).toBe(2)
   expect((await fusionEntries(h.t)).length).toBe(3)
+})
+
+test('a run whose attached file was being read when the drain began still runs, its file charged once', async () => {
+  // Before: the file's unit was charged, then every participant was refused as a new request and
+  // the run answered 503.
+  await h.close()
+  let release!: () => void
+  const held = new Promise<void>(resolve => (release = resolve))
+  let jobs = 0
+  const extractor: ExtractorPool = {
+    async extract() {
+      jobs += 1
+      await held
+      return { text: 'Quarterly notes.', documentType: 'text' }
+    },
+    stats: () => ({ workers: 1, busy: jobs, queued: 0 }),
+    close: async () => {},
+  }
+  h = await buildFusionHarness({ extractor })
+  h.a.enqueue(answer('A.', USAGE))
+  h.b.enqueue(answer('B.', USAGE))
+  h.judge.enqueue(answer('AB.', USAGE))
+  const file = `data:text/plain;base64,${Buffer.from('Quarterly notes.').toString('base64')}`
+  const pending = h.fusion({ models: ['a', 'b'], messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: file, filename: 'notes.txt' } }] }] })
+  await poll('the file to reach the extractor', 200, 10, () => (jobs === 1 ? true : undefined))
+  h.t.deps.lifecycle.drain()
+  release()
+  const response = await pending
+  expect(response.status).toBe(200)
+  expect(await json(response)).toMatchObject({ status: 'complete', synthesis: 'AB.' })
+  expect(await parseCharges(h.t, h.org.orgId)).toEqual([h.t.deps.config.documents.pricePerParseNanos])
+  expect((await fusionEntries(h.t)).length).toBe(3)
+})
+
+test('once the drain deadline has cut the run, its judge is not started: the answer is partial, the judge never called', async () => {
+  // Before: the judge of a run whose participant had answered was admitted after the cut (it
+  // continues a request in flight), ran uncut past the deadline, and was dropped with the process.
+  let release!: () => void
+  const gate = new Promise<void>(resolve => (release = resolve))
+  h.a.enqueue(answer('A.', USAGE))
+  h.b.enqueue({ kind: 'sse' as const, body: [gate, openAIWire.stream({ text: 'B.', finish: 'stop', usage: USAGE })] })
+  h.judge.enqueue(answer('AB.', USAGE))
+  const pending = h.fusion({ models: ['a', 'b'], messages: USER_MESSAGES })
+  await poll('participant a to be charged', 200, 10, async () => ((await fusionEntries(h.t)).length === 1 ? true : undefined))
+  await h.b.request(0)
+  h.t.deps.lifecycle.drain()
+  h.t.deps.lifecycle.abortAll()
+  const result = await json(await pending)
+  release()
+  expect(result).toMatchObject({ status: 'partial', synthesis: '', synthesis_error_code: 'unavailable' })
+  expect(h.judge.requests).toHaveLength(0)
+  expect((await fusionEntries(h.t)).map(entry => entry.amount)).toEqual([chargeOf(PARTICIPANT_PRICE, USAGE)])
+  expect(h.t.deps.lifecycle.inFlight).toBe(0)
 })

@@ -1,5 +1,6 @@
 import { loadConfig } from '../../src/config/load'
 import type { Deadline, Deadlines } from '../../src/fusion/part'
+import type { ExtractorPool } from '../../src/documents/types'
 import type { Logger } from '../../src/observability/logger'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
@@ -49,7 +50,7 @@ export function chargeOf(price: { input: bigint; output: bigint }, usage: { inpu
   return ceilDiv(BigInt(usage.inputTokens) * price.input + BigInt(usage.outputTokens) * price.output, 1_000_000n)
 }
 
-export async function buildFusionHarness(options: { plans?: string; credit?: bigint; extraModels?: string[]; logger?: Logger } = {}): Promise<FusionHarness> {
+export async function buildFusionHarness(options: { plans?: string; credit?: bigint; extraModels?: string[]; logger?: Logger; extractor?: ExtractorPool } = {}): Promise<FusionHarness> {
   const [a, b, c, judge, claude] = await Promise.all([FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start()])
   // A port nothing listens on: connections are refused.
   const gone = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
@@ -80,7 +81,7 @@ export async function buildFusionHarness(options: { plans?: string; credit?: big
     'fusion: { judge: judge, participant_timeout_ms: 30000, judge_timeout_ms: 45000 }',
   ].join('\n')
   const env = { SVC_CONFIG: '/virtual/fusion.yaml', UPSTREAM_KEY: 'sk-upstream-test' }
-  const t = await buildTestApp(env, loadConfig(env, () => yaml), options.logger ? { logger: options.logger } : {})
+  const t = await buildTestApp(env, loadConfig(env, () => yaml), { ...(options.logger ? { logger: options.logger } : {}), extractor: options.extractor })
   const deadlines = new ManualDeadlines()
   t.deps.fusion.deadlines = deadlines
   const org = await t.createOrg('acme', options.credit ?? 10_000_000_000n)

@@ -1,5 +1,7 @@
 import type { Resolver, ResolveResult } from '../../src/web/resolver'
 import type { Transport } from '../../src/web/fetcher'
+import type { ExtractorPool } from '../../src/documents/types'
+import type { Logger } from '../../src/observability/logger'
 
 /**
  * A scripted DNS (SECURITY-NOTES.md §6.1): each name maps to a list of answers, one per lookup
@@ -143,12 +145,12 @@ ${extra.limits ? `limits: ${extra.limits}` : ''}
 }
 
 /** A test app on `webConfigYaml(extra)` with the scripted resolver and the logging transport. */
-export async function buildWebApp(extra: Parameters<typeof webConfigYaml>[0] = {}, env: Record<string, string> = {}, overrides: { tlsCa?: string } = {}) {
+export async function buildWebApp(extra: Parameters<typeof webConfigYaml>[0] = {}, env: Record<string, string> = {}, overrides: { tlsCa?: string; extractor?: ExtractorPool; logger?: Logger } = {}) {
   const { loadConfig } = await import('../../src/config/load')
   const { buildTestApp } = await import('./harness')
   const resolver = new FakeResolver()
   const { transport, egress } = loggingTransport()
   const config = loadConfig({ SVC_CONFIG: 'web-test.yaml', ...env }, () => webConfigYaml(extra))
-  const t = await buildTestApp({}, config, { resolver, webTransport: transport, webTlsCa: overrides.tlsCa })
+  const t = await buildTestApp({}, config, { resolver, webTransport: transport, webTlsCa: overrides.tlsCa, extractor: overrides.extractor, ...(overrides.logger ? { logger: overrides.logger } : {}) })
   return { t, resolver, egress }
 }

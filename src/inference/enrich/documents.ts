@@ -3,6 +3,8 @@ import type { DocumentsConfig } from '../../config/config'
 import { extractionApiError } from '../../documents/errors'
 import type { ExtractorPool } from '../../documents/types'
 import { ApiError } from '../../http/errors'
+import { abortable } from '../../lib/abortable'
+import { CallAbort } from '../../observability/lifecycle'
 import type { ChatRequest, Part } from '../canonical'
 import type { ChatCallInput, PipelineDeps } from '../pipeline'
 import { checkPolicy } from '../policy'
@@ -104,9 +106,15 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
   // are charged once per key, apart from the chat charge that shares the caller's key.
   const billingKey = input.billingKey === undefined ? undefined : `${input.billingKey}:doc_parse`
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'doc_parse', estimate: price, inference: false, requestId: input.requestId, billingKey })
+  // Tracked by the drain as an upload's parse is: its deadline cuts the extraction (the drain's
+  // 503, nothing charged); a job already in a worker is dropped, not waited for.
+  const cut = new CallAbort(input.signal)
+  deps.lifecycle.track(cut)
+  const cancelled = () => new ApiError('unavailable', 'the request was cancelled while its attached files were read')
   try {
     const results = await mapLimited(files, FILES_IN_FLIGHT, ({ part, name }) =>
-      documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: input.signal }).catch(error => {
+      abortable(documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: cut.signal }), cut.signal).catch(error => {
+        if (cut.signal.aborted) throw cut.shutdownReason() ?? cancelled()
         throw extractionApiError(error, { subject: `attached file "${name}"`, queueSize: documents.config.queueSize, nowMs: deps.clock.now() })
       }),
     )
@@ -116,10 +124,12 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
     // The documents now count as input: the request must still fit the model's context.
     checkEnriched(request)
     // The client left while its files were read: nothing reaches it, so nothing is charged.
-    if (input.signal.aborted) throw new ApiError('unavailable', 'the request was cancelled while its attached files were read')
+    if (input.signal.aborted) throw cancelled()
   } catch (error) {
     call.release()
     throw error
+  } finally {
+    deps.lifecycle.untrack(cut)
   }
   await call.settle(price)
 }

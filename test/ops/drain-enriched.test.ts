@@ -1,0 +1,121 @@
+import { afterEach, expect, test } from 'bun:test'
+import { sql } from 'drizzle-orm'
+import { loadConfig } from '../../src/config/load'
+import type { ExtractorPool } from '../../src/documents/types'
+import { buildWebApp, pageServer } from '../support/fake-web'
+import { buildTestApp, createPlanOrg, json, type TestApp } from '../support/harness'
+import { poll } from '../support/poll'
+
+// A chat with a file part parses it (one document-parse unit, its own metered call) before the
+// chat itself is admitted. Two drain defects there: the parse was not tracked, so the drain's
+// deadline did not cut it; and a drain that began while the file was read refused the chat's own
+// admission as a new request, so a request in flight answered 503 after paying for its file (or,
+// with hosted web fetch, for its pages).
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+async function gatewayWithHeldExtractor() {
+  let jobs = 0
+  const held: Array<() => void> = []
+  const extractor: ExtractorPool = {
+    async extract() {
+      jobs += 1
+      // Like a job already in a worker: it runs until released whatever its signal says.
+      await new Promise<void>(resolve => held.push(resolve))
+      return { text: 'meeting notes', documentType: 'text' }
+    },
+    stats: () => ({ workers: 1, busy: jobs, queued: 0 }),
+    close: async () => {},
+  }
+  const env = { SVC_CONFIG: '/virtual/files.yaml' }
+  const t = await buildTestApp(env, loadConfig(env, () => `
+providers: [{ id: demo, type: demo, retention: none }]
+models: [{ id: m, backends: [{ provider: demo, model: demo }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 256, capabilities: { file_input: true } }]
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`), { extractor })
+  cleanups.push(() => t.close())
+  cleanups.push(() => held.forEach(release => release()))
+  return { t, jobs: () => jobs, release: () => held.forEach(release => release()) }
+}
+
+function chatWithFile(t: TestApp, key: string) {
+  const notes = Buffer.from('meeting notes').toString('base64')
+  return t.request('POST', '/v1/chat/completions', {
+    key,
+    body: { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'summarize' }, { type: 'file', file: { file_data: `data:text/plain;base64,${notes}`, filename: 'notes.txt' } }] }] },
+  })
+}
+
+async function charges(t: TestApp, orgId: string): Promise<string[]> {
+  const rows = await t.deps.database.db.all<{ purpose: string }>(sql`select purpose from ledger_entries where org_id = ${orgId} and kind = 'settle' order by purpose`)
+  return rows.map(row => row.purpose)
+}
+
+test('the drain deadline cuts a chat whose attached file is being read: 503 unavailable, nothing charged', async () => {
+  const { t, jobs } = await gatewayWithHeldExtractor()
+  const org = await t.createOrg()
+  const before = await t.deps.balance(org.orgId)
+  const answer = chatWithFile(t, org.adminKey)
+  await poll('the file to reach the extractor', 200, 10, () => (jobs() === 1 ? true : undefined))
+  expect(t.deps.lifecycle.inFlight).toBe(1)
+  t.deps.lifecycle.drain()
+  t.deps.lifecycle.abortAll()
+  const response = await answer
+  expect(response.status).toBe(503)
+  expect((await json(response)).error.message).toContain('shutting down')
+  expect(t.deps.lifecycle.inFlight).toBe(0)
+  expect(await charges(t, org.orgId)).toEqual([])
+  expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before.prepaidNanos)
+  expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+})
+
+test('a chat whose file was being read when the drain began still gets its answer, its file and chat each charged once', async () => {
+  const { t, jobs, release } = await gatewayWithHeldExtractor()
+  const org = await t.createOrg()
+  const answer = chatWithFile(t, org.adminKey)
+  await poll('the file to reach the extractor', 200, 10, () => (jobs() === 1 ? true : undefined))
+  t.deps.lifecycle.drain()
+  release()
+  const response = await answer
+  expect(response.status).toBe(200)
+  expect((await json(response)).choices[0].message.content.length).toBeGreaterThan(0)
+  expect(await charges(t, org.orgId)).toEqual(['chat', 'doc_parse'])
+  // A request that arrives now is new: refused before its file is read.
+  const late = await chatWithFile(t, org.adminKey)
+  expect(late.status).toBe(503)
+  expect(jobs()).toBe(1)
+  expect(await charges(t, org.orgId)).toEqual(['chat', 'doc_parse'])
+})
+
+test('a chat whose hosted web fetch was running when the drain began still gets its answer, its page and chat each charged once', async () => {
+  // Before: the page was charged, then the chat was refused 503 as a new request.
+  let release!: () => void
+  const held = new Promise<void>(resolve => (release = resolve))
+  const site = pageServer(async () => {
+    await held
+    return new Response('<html><title>Notes</title><body>meeting notes</body></html>', { headers: { 'content-type': 'text/html' } })
+  })
+  cleanups.push(() => {
+    release()
+    site.stop()
+  })
+  const web = await buildWebApp()
+  cleanups.push(() => web.t.close())
+  const t = web.t
+  web.resolver.set('docs.example-web.com', ['127.0.0.1'])
+  const org = await createPlanOrg(t, { name: 'chat', keyName: 'chat' })
+  const answer = t.request('POST', '/v1/chat/completions', {
+    key: org.key,
+    body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
+  })
+  await poll('the fetch to reach the page', 200, 10, () => (site.seen.length === 1 ? true : undefined))
+  t.deps.lifecycle.drain()
+  release()
+  const response = await answer
+  expect(response.status).toBe(200)
+  expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 1 })
+  expect(await charges(t, org.orgId)).toEqual(['chat', 'web_fetch'])
+})
