@@ -11,6 +11,7 @@ import { buildProviders } from './providers'
 import { buildWeb } from './web'
 import { FileConfigSchema, type FileConfig } from './schema'
 import { Catalog } from '../catalog/catalog'
+import { HEARTBEAT_MS, MIN_STALE_AFTER_MS } from '../billing/sweeper'
 import { ApiError } from '../http/errors'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
@@ -107,6 +108,13 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (adminPort !== undefined && adminPort !== 0 && adminPort === port) {
     problems.push(`metrics.port: ${adminPort} is the public PORT too; the admin port needs a port of its own`)
   }
+  const staleAfterS = file.ledger?.instance_stale_after_s ?? 30
+  if (staleAfterS * 1000 < MIN_STALE_AFTER_MS) {
+    problems.push(
+      `ledger.instance_stale_after_s: must be at least ${MIN_STALE_AFTER_MS / 1000} (${MIN_STALE_AFTER_MS / HEARTBEAT_MS} heartbeats of ${HEARTBEAT_MS / 1000} s), ` +
+        `got ${staleAfterS}: a live instance would be declared stale between its own heartbeats and its leases returned`,
+    )
+  }
   const ownerEmail = file.bootstrap?.owner_email
   if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
   if (problems.length > 0) throw new ConfigError(problems)
@@ -150,7 +158,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     }),
     ledger: Object.freeze({
       bootstrapCreditNanos: bootstrapCredit ?? 0n,
-      instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
+      instanceStaleAfterMs: staleAfterS * 1000,
     }),
     metrics: Object.freeze({ token: metricsToken || undefined, port: file.metrics?.port, host: file.metrics?.host ?? '127.0.0.1' }),
     shutdown: Object.freeze({ drainTimeoutMs: Math.round((file.shutdown?.drain_timeout_s ?? 25) * 1000) }),

@@ -73,3 +73,16 @@ test('metrics.host must look like an address, and metrics.port must not be the p
   // Port 0 (any free port) for both is fine: they get different ones.
   expect(load('metrics: { port: 0 }', { PORT: '0' }).metrics.port).toBe(0)
 })
+
+test('ledger.instance_stale_after_s must span three heartbeats: below that, live instances get their leases swept', () => {
+  // Before, 5 (one heartbeat interval) loaded: another instance then found a live one stale
+  // between two of its beats and returned the leases its in-flight holds were drawn on.
+  for (const seconds of [1, 5, 10, 14]) {
+    expect(problems(`ledger: { instance_stale_after_s: ${seconds} }`)).toEqual([
+      `ledger.instance_stale_after_s: must be at least 15 (3 heartbeats of 5 s), got ${seconds}: a live instance would be declared stale between its own heartbeats and its leases returned`,
+    ])
+  }
+  expect(load('ledger: { instance_stale_after_s: 15 }').ledger.instanceStaleAfterMs).toBe(15_000)
+  expect(load('').ledger.instanceStaleAfterMs).toBe(30_000)
+  expect(problems('ledger: { instance_stale_after_s: 3601 }')[0]).toStartWith('ledger.instance_stale_after_s: ')
+})
