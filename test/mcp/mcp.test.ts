@@ -141,6 +141,10 @@ describe('tools', () => {
     const badArgs = await client.callTool({ name: 'svc.chat', arguments: { model: 'demo-anonymous' } })
     expect(badArgs.isError).toBe(true)
     expect((badArgs.content as Array<{ text: string }>)[0]!.text).toContain('prompt')
+    // A value outside a set names the set (before: "Expected union value"), as the HTTP routes do.
+    const badTier = await client.callTool({ name: 'svc.list_models', arguments: { privacy_tier: 'secret' } })
+    expect(badTier.isError).toBe(true)
+    expect((badTier.content as Array<{ text: string }>)[0]!.text).toBe('invalid arguments: privacy_tier: must be one of "anonymous", "private", "confidential", "encrypted"')
     const unknownModel = await client.callTool({ name: 'svc.chat', arguments: { model: 'nope', prompt: 'x' } })
     expect(unknownModel.isError).toBe(true)
     expect((unknownModel.content as Array<{ text: string }>)[0]!.text).toContain('not in the catalog')
