@@ -13,6 +13,7 @@ import { FileConfigSchema, type FileConfig } from './schema'
 import { Catalog } from '../catalog/catalog'
 import { HEARTBEAT_MS, MIN_STALE_AFTER_MS } from '../billing/sweeper'
 import { ApiError } from '../http/errors'
+import { explainUnion } from '../http/validation-message'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
 export class ConfigError extends Error {
@@ -225,11 +226,9 @@ function readConfigFile(path: string, readText: (path: string) => string, proble
   }
 }
 
-/** For a union of literals (`type`, `level`, `routing`…), name the allowed values instead of "Expected union value". */
-function oneOf(schema: object): string | undefined {
-  const values = (schema as { anyOf?: Array<{ const?: unknown }> }).anyOf?.map(member => member.const)
-  if (!values?.length || values.some(value => typeof value !== 'string')) return undefined
-  return `must be one of ${values.join(', ')}`
+/** A union's choice as written in YAML: `none`, not `"none"`. */
+function unquote(choice: string): string {
+  return choice.startsWith('"') ? (JSON.parse(choice) as string) : choice
 }
 
 function parseFile(text: string | undefined, source: string, problems: string[]): FileConfig | undefined {
@@ -246,11 +245,25 @@ function parseFile(text: string | undefined, source: string, problems: string[])
     return undefined
   }
   if (Value.Check(FileConfigSchema, raw)) return raw
-  for (const error of Value.Errors(FileConfigSchema, raw)) {
-    const path = error.path.replace(/^\//, '').replaceAll('/', '.') || '(root)'
+  const named = new Set<string>()
+  for (const found of Value.Errors(FileConfigSchema, raw)) {
+    // A union (`type`, `level`, `web.search`…) names the values allowed, or the problem inside the
+    // variant the value was meant for (a searxng backend without base_url), never "Expected union value".
+    const explained = explainUnion(found)
+    const error = 'error' in explained ? explained.error : undefined
+    const path = (error?.path ?? ('path' in explained ? explained.path : found.path)).replace(/^\//, '').replaceAll('/', '.') || '(root)'
+    // One problem per field: a missing one is not also "Expected object" or "Expected integer".
+    if (named.has(path)) continue
+    named.add(path)
+    if (error === undefined) {
+      // Literal values (quoted) are choices; anything else is the kinds the union takes.
+      const { choices } = explained as { choices: string[] }
+      problems.push(choices.every(choice => choice.startsWith('"')) ? `${path}: must be one of ${choices.map(unquote).join(', ')}` : `${path}: Expected ${choices.join(' or ')}`)
+      continue
+    }
     const money = typeof error.schema.description === 'string' && error.schema.description.startsWith('USD decimal string')
     const hint = typeof error.value === 'number' && money ? ' (write money as a quoted decimal string)' : ''
-    problems.push(`${path}: ${oneOf(error.schema) ?? error.message}${hint}`)
+    problems.push(`${path}: ${error.message}${hint}`)
   }
   return undefined
 }
