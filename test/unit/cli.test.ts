@@ -254,7 +254,12 @@ describe('svc CLI: billing', () => {
       [['credit', '--org', org.org_id, '--usd', '-3'], "'--usd'"],
       [['credit', '--org', org.org_id, '--nanos', '0'], '--nanos must be a positive integer'],
       [['plans', 'set', '--org', org.org_id, '--plan', 'gold'], '--plan must be one of'],
-      [['orgs', 'create', '--name', 'x', '--credit-usd', 'lots'], '--credit-usd'],
+      [['orgs', 'create', '--name', 'x', '--credit-usd', 'lots'], '--credit-usd must be a decimal with at most 9 decimals'],
+      [['orgs', 'create', '--name', 'x', '--credit-usd', '01'], '--credit-usd must be a decimal with at most 9 decimals'],
+      // Well formed but past int64 nanos: before, these read "must be a decimal with at most 9 decimals" / "a positive integer".
+      [['orgs', 'create', '--name', 'x', '--credit-usd', '99999999999999999999'], '--credit-usd is more than the ledger can hold (at most 9223372036.854775807 USD)'],
+      [['credit', '--org', org.org_id, '--usd', '9223372036.854775808'], '--usd is more than the ledger can hold (at most 9223372036.854775807 USD)'],
+      [['credit', '--org', org.org_id, '--nanos', '99999999999999999999999'], '--nanos is more than the ledger can hold (at most 9223372036854775807 nanos)'],
     ]
     for (const [argv, message] of cases) {
       const result = await cli(...argv)
