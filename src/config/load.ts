@@ -116,6 +116,16 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
         `got ${staleAfterS}: a live instance would be declared stale between its own heartbeats and its leases returned`,
     )
   }
+  const deviceCodeTtlS = file.oauth?.device_code_ttl_s ?? 600
+  const devicePollIntervalS = file.oauth?.device_poll_interval_s ?? 5
+  if (deviceCodeTtlS < 3 * devicePollIntervalS) {
+    // The device flow's client waits one interval before each poll (RFC 8628 §3.5): a code that
+    // lives one interval or less can never be redeemed, and two leaves one poll.
+    problems.push(
+      `oauth.device_code_ttl_s: must be at least 3 × oauth.device_poll_interval_s (${3 * devicePollIntervalS}), got ${deviceCodeTtlS}: ` +
+        'svc login waits one interval before each poll, and the code would expire before it could be redeemed',
+    )
+  }
   const ownerEmail = file.bootstrap?.owner_email
   if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
   if (problems.length > 0) throw new ConfigError(problems)
@@ -135,8 +145,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       accessTokenTtlMs: (file.oauth?.access_token_ttl_s ?? 3600) * 1000,
       refreshTokenTtlMs: (file.oauth?.refresh_token_ttl_s ?? 30 * 86_400) * 1000,
       codeTtlMs: (file.oauth?.code_ttl_s ?? 60) * 1000,
-      deviceCodeTtlMs: (file.oauth?.device_code_ttl_s ?? 600) * 1000,
-      devicePollIntervalS: file.oauth?.device_poll_interval_s ?? 5,
+      deviceCodeTtlMs: deviceCodeTtlS * 1000,
+      devicePollIntervalS,
     }),
     mcp: Object.freeze({ allowedOrigins: Object.freeze([...(file.mcp?.allowed_origins ?? [])]) }),
     bootstrap: Object.freeze({
