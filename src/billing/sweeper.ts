@@ -4,7 +4,15 @@ import type { Identity, Ledger } from './ledger'
 import { heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
 import type { LedgerWriter } from './ledger-writer'
 
-const HEARTBEAT_MS = 5000
+/** How often every instance writes its heartbeat row (and sweeps). */
+export const HEARTBEAT_MS = 5000
+/**
+ * The least `ledger.instance_stale_after_s` may be: three heartbeats. A beat goes through the
+ * ledger writer, so a busy batch, a lock wait or a retry can make one late; the sweeping
+ * instance also reads another's beat by its own clock. At one or two beats, a live instance
+ * would be declared stale between its own heartbeats and its holds' leases swept from under it.
+ */
+export const MIN_STALE_AFTER_MS = 3 * HEARTBEAT_MS
 const IDLE_RETURN_MS = 10_000
 
 /**

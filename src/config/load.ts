@@ -11,7 +11,9 @@ import { buildProviders } from './providers'
 import { buildWeb } from './web'
 import { FileConfigSchema, type FileConfig } from './schema'
 import { Catalog } from '../catalog/catalog'
+import { HEARTBEAT_MS, MIN_STALE_AFTER_MS } from '../billing/sweeper'
 import { ApiError } from '../http/errors'
+import { explainUnion } from '../http/validation-message'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
 export class ConfigError extends Error {
@@ -107,6 +109,23 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (adminPort !== undefined && adminPort !== 0 && adminPort === port) {
     problems.push(`metrics.port: ${adminPort} is the public PORT too; the admin port needs a port of its own`)
   }
+  const staleAfterS = file.ledger?.instance_stale_after_s ?? 30
+  if (staleAfterS * 1000 < MIN_STALE_AFTER_MS) {
+    problems.push(
+      `ledger.instance_stale_after_s: must be at least ${MIN_STALE_AFTER_MS / 1000} (${MIN_STALE_AFTER_MS / HEARTBEAT_MS} heartbeats of ${HEARTBEAT_MS / 1000} s), ` +
+        `got ${staleAfterS}: a live instance would be declared stale between its own heartbeats and its leases returned`,
+    )
+  }
+  const deviceCodeTtlS = file.oauth?.device_code_ttl_s ?? 600
+  const devicePollIntervalS = file.oauth?.device_poll_interval_s ?? 5
+  if (deviceCodeTtlS < 3 * devicePollIntervalS) {
+    // The device flow's client waits one interval before each poll (RFC 8628 §3.5): a code that
+    // lives one interval or less can never be redeemed, and two leaves one poll.
+    problems.push(
+      `oauth.device_code_ttl_s: must be at least 3 × oauth.device_poll_interval_s (${3 * devicePollIntervalS}), got ${deviceCodeTtlS}: ` +
+        'svc login waits one interval before each poll, and the code would expire before it could be redeemed',
+    )
+  }
   const ownerEmail = file.bootstrap?.owner_email
   if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
   if (problems.length > 0) throw new ConfigError(problems)
@@ -126,8 +145,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       accessTokenTtlMs: (file.oauth?.access_token_ttl_s ?? 3600) * 1000,
       refreshTokenTtlMs: (file.oauth?.refresh_token_ttl_s ?? 30 * 86_400) * 1000,
       codeTtlMs: (file.oauth?.code_ttl_s ?? 60) * 1000,
-      deviceCodeTtlMs: (file.oauth?.device_code_ttl_s ?? 600) * 1000,
-      devicePollIntervalS: file.oauth?.device_poll_interval_s ?? 5,
+      deviceCodeTtlMs: deviceCodeTtlS * 1000,
+      devicePollIntervalS,
     }),
     mcp: Object.freeze({ allowedOrigins: Object.freeze([...(file.mcp?.allowed_origins ?? [])]) }),
     bootstrap: Object.freeze({
@@ -150,7 +169,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     }),
     ledger: Object.freeze({
       bootstrapCreditNanos: bootstrapCredit ?? 0n,
-      instanceStaleAfterMs: (file.ledger?.instance_stale_after_s ?? 30) * 1000,
+      instanceStaleAfterMs: staleAfterS * 1000,
     }),
     metrics: Object.freeze({ token: metricsToken || undefined, port: file.metrics?.port, host: file.metrics?.host ?? '127.0.0.1' }),
     shutdown: Object.freeze({ drainTimeoutMs: Math.round((file.shutdown?.drain_timeout_s ?? 25) * 1000) }),
@@ -217,11 +236,9 @@ function readConfigFile(path: string, readText: (path: string) => string, proble
   }
 }
 
-/** For a union of literals (`type`, `level`, `routing`…), name the allowed values instead of "Expected union value". */
-function oneOf(schema: object): string | undefined {
-  const values = (schema as { anyOf?: Array<{ const?: unknown }> }).anyOf?.map(member => member.const)
-  if (!values?.length || values.some(value => typeof value !== 'string')) return undefined
-  return `must be one of ${values.join(', ')}`
+/** A union's choice as written in YAML: `none`, not `"none"`. */
+function unquote(choice: string): string {
+  return choice.startsWith('"') ? (JSON.parse(choice) as string) : choice
 }
 
 function parseFile(text: string | undefined, source: string, problems: string[]): FileConfig | undefined {
@@ -238,11 +255,25 @@ function parseFile(text: string | undefined, source: string, problems: string[])
     return undefined
   }
   if (Value.Check(FileConfigSchema, raw)) return raw
-  for (const error of Value.Errors(FileConfigSchema, raw)) {
-    const path = error.path.replace(/^\//, '').replaceAll('/', '.') || '(root)'
+  const named = new Set<string>()
+  for (const found of Value.Errors(FileConfigSchema, raw)) {
+    // A union (`type`, `level`, `web.search`…) names the values allowed, or the problem inside the
+    // variant the value was meant for (a searxng backend without base_url), never "Expected union value".
+    const explained = explainUnion(found)
+    const error = 'error' in explained ? explained.error : undefined
+    const path = (error?.path ?? ('path' in explained ? explained.path : found.path)).replace(/^\//, '').replaceAll('/', '.') || '(root)'
+    // One problem per field: a missing one is not also "Expected object" or "Expected integer".
+    if (named.has(path)) continue
+    named.add(path)
+    if (error === undefined) {
+      // Literal values (quoted) are choices; anything else is the kinds the union takes.
+      const { choices } = explained as { choices: string[] }
+      problems.push(choices.every(choice => choice.startsWith('"')) ? `${path}: must be one of ${choices.map(unquote).join(', ')}` : `${path}: Expected ${choices.join(' or ')}`)
+      continue
+    }
     const money = typeof error.schema.description === 'string' && error.schema.description.startsWith('USD decimal string')
     const hint = typeof error.value === 'number' && money ? ' (write money as a quoted decimal string)' : ''
-    problems.push(`${path}: ${oneOf(error.schema) ?? error.message}${hint}`)
+    problems.push(`${path}: ${error.message}${hint}`)
   }
   return undefined
 }

@@ -196,7 +196,8 @@ export const FileConfigSchema = t.Object(
           // Prepaid credit granted to the organization created at first boot.
           bootstrap_credit: t.Optional(Usd),
           // Seconds without a heartbeat after which another instance's leases are returned.
-          instance_stale_after_s: t.Optional(Integer({ minimum: 5, maximum: 3600 })),
+          // The lower bound (a few heartbeats) is checked in load.ts, which names it.
+          instance_stale_after_s: t.Optional(Integer({ minimum: 1, maximum: 3600 })),
         },
         { additionalProperties: false },
       ),

@@ -7,9 +7,12 @@ import { UpstreamError } from '../providers/types'
 const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
 const IPV6_PATTERN = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d{1,5})?/gi
 const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
-// `name:port` whose name has a letter (checked apart: "10:30" is a time). No two quantifiers here
-// can match the same characters, so a long run like "a-a-a-…" costs no backtracking.
-const HOST_PORT_PATTERN = /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:)/gi
+// `name:port` whose name has a letter (checked apart: "10:30" is a time), a single label
+// (`inference:8000`) too. It may be followed by a colon, as Go's net errors write it ("dial tcp
+// inference:8000: connect: connection refused"), but not by `:` and a digit: "T10:30:00" is a
+// time. No two quantifiers here can match the same characters, so a long run like "a-a-a-…"
+// costs no backtracking.
+const HOST_PORT_PATTERN = /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:\d)/gi
 const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)+(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)\b|\blocalhost\b/gi
 
 /** Longest Retry-After passed on from an upstream (one day). */

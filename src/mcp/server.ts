@@ -1,6 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Value } from '@sinclair/typebox/value'
+import type { TObject } from '@sinclair/typebox'
 import { ApiError } from '../http/errors'
+import { explainUnion } from '../http/validation-message'
 import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
@@ -27,10 +29,24 @@ function failure({ McpError }: Sdk, error: unknown): CallToolResult {
   // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
   if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.payment, apiError.message, data)
   if (apiError.code === 'rate_limited') {
-    const retryAfter = Number(apiError.headers?.['Retry-After'] ?? 1)
+    // Header names vary in case (the limiter's `Retry-After`, an upstream's passed-on `retry-after`).
+    const retryAfter = Number(new Headers(apiError.headers).get('retry-after') ?? 1)
     throw new McpError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
   }
   return { content: [{ type: 'text', text: apiError.message }], isError: true, structuredContent: undefined }
+}
+
+/**
+ * The first problem with a tool's arguments, named as the HTTP routes name a body's: a value
+ * outside a set of literals lists the set, not TypeBox's "Expected union value".
+ */
+function argumentProblem(schema: TObject, args: unknown): string {
+  const first = Value.Errors(schema, args).First()
+  if (first === undefined) return 'arguments: do not match the input schema'
+  const explained = explainUnion(first)
+  const path = 'error' in explained ? explained.error.path : explained.path
+  const where = path.replace(/^\//, '').replaceAll('/', '.') || 'arguments'
+  return `${where}: ${'error' in explained ? explained.error.message : `must be one of ${explained.choices.join(', ')}`}`
 }
 
 /** A TypeBox schema as plain JSON Schema (TypeBox adds symbol keys; JSON drops them). */
@@ -86,11 +102,7 @@ export class McpService {
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
       const args = request.params.arguments ?? {}
       // Bad arguments are a tool error (not a protocol error), so the model can correct itself.
-      if (!Value.Check(tool.inputSchema, args)) {
-        const first = Value.Errors(tool.inputSchema, args).First()
-        const where = first?.path ? first.path.replace(/^\//, '').replaceAll('/', '.') : 'arguments'
-        return { content: [{ type: 'text', text: `invalid arguments: ${where}: ${first?.message ?? 'does not match the input schema'}` }], isError: true }
-      }
+      if (!Value.Check(tool.inputSchema, args)) return { content: [{ type: 'text', text: `invalid arguments: ${argumentProblem(tool.inputSchema, args)}` }], isError: true }
       const token = request.params._meta?.progressToken
       const context: ToolContext = { principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, disableIdleTimeout: call.disableIdleTimeout }
       if (token !== undefined) {

@@ -1,8 +1,8 @@
 import { switchPlan } from '../billing/plan-switch'
 import { verifyLedger } from '../billing/verify'
 import type { Deps } from '../deps'
-import { formatNanos, formatUsd, parseNanos, parseUsd } from '../lib/money'
-import { LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
+import { formatNanos, formatUsd } from '../lib/money'
+import { amountFlag, LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
 
 /** `svc credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF] [--json]`: a prepaid top-up. */
 export async function credit(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -14,10 +14,7 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
   if ((values.usd === undefined) === (values.nanos === undefined)) throw new UsageError('give exactly one of --usd and --nanos')
   // An empty reference would book without one, so a retried top-up would be booked again.
   if (values.reference !== undefined && values.reference.trim() === '') throw new UsageError('--reference must not be empty (omit it for a top-up without one)')
-  const amount = values.usd !== undefined ? parseUsd(values.usd) : parseNanos(values.nanos!)
-  if (amount === null || amount <= 0n) {
-    throw new UsageError(values.usd !== undefined ? '--usd must be a positive decimal with at most 9 decimals, e.g. 25 or 0.50' : '--nanos must be a positive integer')
-  }
+  const amount = values.usd !== undefined ? amountFlag('--usd', values.usd, 'usd', { positive: true }) : amountFlag('--nanos', values.nanos!, 'nanos', { positive: true })
   await deps.orgs.requireOrg(values.org!)
   const { applied } = await deps.ledger.topUp({ orgId: values.org!, amount, note: values.note, reference: values.reference })
   const balance = await deps.balance(values.org!)

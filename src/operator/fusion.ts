@@ -33,6 +33,9 @@ export async function fusion(config: Config, args: string[], io: CliIo, write: (
   )
   const models = values.models!.split(',').map(model => model.trim()).filter(model => model !== '')
   if (models.length < 2 || models.length > 3) throw new UsageError('--models takes 2 or 3 comma-separated model ids, e.g. --models demo-anonymous,demo-alt')
+  // Spec §4.5: distinct models. Known here, so a usage error rather than the gateway's 400 (exit 1).
+  const repeated = models.find((model, index) => models.indexOf(model) !== index)
+  if (repeated !== undefined) throw new UsageError(`--models names ${repeated} twice; it takes 2 or 3 distinct model ids`)
   const requestId = values['request-id'] ?? crypto.randomUUID()
   if (!UUID.test(requestId)) throw new UsageError('--request-id must be a UUID')
   const { key, url } = await gatewayCredential(config, values)

@@ -1,4 +1,6 @@
 import { parseArgs } from 'node:util'
+import { ApiError } from '../http/errors'
+import { formatUsd, MAX_NANOS, parseNanos, parseUsd } from '../lib/money'
 
 /** Where a CLI command writes; tests capture it. */
 export interface CliIo {
@@ -42,6 +44,45 @@ export function parseOptions<T extends OptionSpec>(
     if (value === undefined || value === '') throw new UsageError(`--${name} is required`)
   }
   return parsed as never
+}
+
+/**
+ * Runs checks the CLI shares with the API (key options, org and user fields) on flag values.
+ * An `invalid_request` they raise about one of `flags`' fields (API field → CLI flag) is a usage
+ * error (exit 2) that names the flag, not the JSON field the API would name. Other errors (a
+ * missing org, a state conflict) pass through as failures.
+ */
+export async function checkFlags<T>(flags: Record<string, `--${string}`>, run: () => T | Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    const flag = error instanceof ApiError && error.code === 'invalid_request' && error.param !== undefined ? flags[error.param] : undefined
+    if (flag === undefined) throw error
+    throw new UsageError(renameFields((error as ApiError).message, flags, flag))
+  }
+}
+
+/** The message with API field names as flags: a leading field name, and snake_case ones anywhere. */
+function renameFields(message: string, flags: Record<string, string>, flag: string): string {
+  let renamed = message.replace(/^[a-z_]+\b/, word => flags[word] ?? word)
+  for (const [field, name] of Object.entries(flags)) if (field.includes('_')) renamed = renamed.replace(new RegExp(`\\b${field}\\b`, 'g'), name)
+  return renamed.includes(flag) ? renamed : `${flag}: ${renamed}`
+}
+
+/**
+ * An amount flag in USD (`--usd 0.50`) or nanos (`--nanos 500000000`): a usage error naming the
+ * flag when it is malformed, zero where a positive amount is needed, or more than the ledger holds.
+ */
+export function amountFlag(flag: `--${string}`, value: string, unit: 'usd' | 'nanos', options: { positive: boolean }): bigint {
+  const amount = unit === 'usd' ? parseUsd(value) : parseNanos(value)
+  if (amount === null && /^(0|[1-9][0-9]*)$/.test(unit === 'usd' ? value.replace(/\.[0-9]{1,9}$/, '') : value)) {
+    throw new UsageError(`${flag} is more than the ledger can hold (at most ${unit === 'usd' ? `${formatUsd(MAX_NANOS)} USD` : `${MAX_NANOS} nanos`})`)
+  }
+  if (amount === null || (options.positive && amount === 0n)) {
+    const kind = options.positive ? 'a positive' : 'a'
+    throw new UsageError(unit === 'usd' ? `${flag} must be ${kind} decimal with at most 9 decimals, e.g. 25 or 0.50` : `${flag} must be ${kind} integer`)
+  }
+  return amount
 }
 
 /** Prints `data` as one JSON object with --json, else the human lines. */

@@ -3,7 +3,7 @@ import { ApiError } from '../http/errors'
 import { parseKeyOptions } from '../keys/request'
 import { keyView } from '../keys/view'
 import type { SpendCapPeriod } from '../db/schema'
-import { parseOptions, report, type CliIo } from './io'
+import { checkFlags, parseOptions, report, type CliIo } from './io'
 
 /** `svc keys create --org ORG --user USER --name N [--admin] [--expires-in X] [--spend-cap-period P --spend-cap-nanos N] [--json]` */
 export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -20,18 +20,22 @@ export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise
     },
     ['org', 'user', 'name'],
   )
-  await deps.orgs.requireOrg(values.org!)
-  // The same rules as POST /api/v1/api-keys.
-  const options = parseKeyOptions(
-    {
-      name: values.name!,
-      admin: values.admin ?? false,
-      expires_in: values['expires-in'],
-      spend_cap_period: values['spend-cap-period'] as SpendCapPeriod | undefined,
-      spend_cap_nanos: values['spend-cap-nanos'],
-    },
-    deps.clock.now(),
+  // The same rules as POST /api/v1/api-keys; a bad value is a usage error naming its flag.
+  const options = await checkFlags(
+    { name: '--name', expires_in: '--expires-in', spend_cap_period: '--spend-cap-period', spend_cap_nanos: '--spend-cap-nanos' },
+    () =>
+      parseKeyOptions(
+        {
+          name: values.name!,
+          admin: values.admin ?? false,
+          expires_in: values['expires-in'],
+          spend_cap_period: values['spend-cap-period'] as SpendCapPeriod | undefined,
+          spend_cap_nanos: values['spend-cap-nanos'],
+        },
+        deps.clock.now(),
+      ),
   )
+  await deps.orgs.requireOrg(values.org!)
   const { key, secret } = await deps.keys.create({ orgId: values.org!, userId: values.user!, ...options })
   report(io, values.json, { key: { ...keyView(key), token: secret } }, [`key ${key.id} (${key.name}${key.admin ? ', admin' : ''}): ${secret}`, 'The key is shown only once; store it now.'])
 }

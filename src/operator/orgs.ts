@@ -1,6 +1,6 @@
 import type { Deps } from '../deps'
-import { formatNanos, formatUsd, parseUsd } from '../lib/money'
-import { parseOptions, report, UsageError, type CliIo } from './io'
+import { formatNanos, formatUsd } from '../lib/money'
+import { amountFlag, checkFlags, parseOptions, report, type CliIo } from './io'
 
 /** `svc orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X] [--json]`: an org, its owner and an admin key. */
 export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -9,9 +9,11 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
     { name: { type: 'string' }, owner: { type: 'string' }, plan: { type: 'string' }, 'credit-usd': { type: 'string' } },
     ['name'],
   )
-  const creditNanos = values['credit-usd'] === undefined ? 0n : parseUsd(values['credit-usd'])
-  if (creditNanos === null) throw new UsageError('--credit-usd must be a decimal with at most 9 decimals, e.g. 25 or 0.50')
-  const { org, ownerUserId } = await deps.orgs.createOrg({ name: values.name!, planId: values.plan ?? deps.config.defaultPlanId, ownerEmail: values.owner })
+  const creditNanos = values['credit-usd'] === undefined ? 0n : amountFlag('--credit-usd', values['credit-usd'], 'usd', { positive: false })
+  // createOrg checks the name, plan and owner email before it writes anything.
+  const { org, ownerUserId } = await checkFlags({ name: '--name', plan: '--plan', owner: '--owner' }, () =>
+    deps.orgs.createOrg({ name: values.name!, planId: values.plan ?? deps.config.defaultPlanId, ownerEmail: values.owner }),
+  )
   const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
   if (creditNanos > 0n) await deps.ledger.topUp({ orgId: org.id, amount: creditNanos, reference: `orgs-create:${org.id}`, note: 'initial credit' })
   report(io, values.json, { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret, credit_nanos: formatNanos(creditNanos) }, [

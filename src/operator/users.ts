@@ -1,6 +1,7 @@
 import { ROLES, type Role } from '../db/schema'
 import type { Deps } from '../deps'
-import { parseOptions, report, UsageError, type CliIo } from './io'
+import { normalizeEmail } from '../orgs/service'
+import { checkFlags, parseOptions, report, UsageError, type CliIo } from './io'
 
 function parseRole(value: string): Role {
   if (!(ROLES as readonly string[]).includes(value)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`)
@@ -11,6 +12,8 @@ function parseRole(value: string): Role {
 export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' } }, ['org', 'email', 'role'])
   const role = parseRole(values.role!)
+  // A malformed address is a usage error; "already a member" (from addUser) stays a failure.
+  await checkFlags({ email: '--email' }, () => normalizeEmail(values.email!))
   const { userId, created } = await deps.orgs.addUser({ orgId: values.org!, email: values.email!, role })
   report(io, values.json, { user_id: userId, org_id: values.org, role, created }, [
     `user ${userId} ${created ? 'created and ' : ''}added to ${values.org} as ${role}`,

@@ -17,7 +17,7 @@ import { PAYG_ONLY, USD } from './fixtures'
 // heartbeat is stale, and the ledger then verifies clean with the balance whole.
 
 const CHILD = join(import.meta.dir, '..', 'support', 'ledger-child.ts')
-const STALE_AFTER_S = 5
+const STALE_AFTER_S = 15
 
 let directory: string
 let env: Record<string, string>

@@ -110,12 +110,29 @@ describe('tools', () => {
     await client.close()
   })
 
-  test('svc.list_models lists the catalog as structured content', async () => {
+  test('svc.list_models lists the catalog as structured content, filtered by privacy_tier as GET /v1/models is', async () => {
     const client = await connect()
     const result = await client.callTool({ name: 'svc.list_models', arguments: {} })
-    expect((result.structuredContent as any).models.map((model: { id: string }) => model.id)).toEqual(['demo-anonymous'])
-    const none = await client.callTool({ name: 'svc.list_models', arguments: { privacy_level: 'confidential' } })
+    const ids = (content: unknown) => (content as { models: Array<{ id: string }> }).models.map(model => model.id)
+    expect(ids(result.structuredContent)).toEqual(['demo-anonymous'])
+    // The entries are /api/v1/models' own.
+    const api = (await (await fetch(`${base}/api/v1/models`)).json()) as { data: unknown[] }
+    expect((result.structuredContent as { models: unknown[] }).models).toEqual(api.data)
+    // Before, the filter was `privacy_level`, and the spec's (and the routes') `privacy_tier` was refused.
+    expect(ids((await client.callTool({ name: 'svc.list_models', arguments: { privacy_tier: 'anonymous' } })).structuredContent)).toEqual(['demo-anonymous'])
+    const none = await client.callTool({ name: 'svc.list_models', arguments: { privacy_tier: 'confidential' } })
     expect((none.content as Array<{ text: string }>)[0]!.text).toBe('No models match.')
+    expect((await fetch(`${base}/v1/models?privacy_tier=confidential`).then(response => response.json()) as { data: unknown[] }).data).toEqual([])
+    const old = await client.callTool({ name: 'svc.list_models', arguments: { privacy_level: 'confidential' } })
+    expect(old.isError).toBe(true)
+    expect((old.content as Array<{ text: string }>)[0]!.text).toContain('privacy_level')
+    // tools/list says so: the input names privacy_tier, and the output schema describes whole entries.
+    const listed = (await client.listTools()).tools.find(tool => tool.name === 'svc.list_models')!
+    expect(Object.keys(listed.inputSchema.properties!)).toEqual(['privacy_tier'])
+    expect(listed.description).toContain('privacy_tier')
+    const entry = (listed.outputSchema as any).properties.models.items
+    expect(entry.properties.privacy_levels.type).toBe('array')
+    expect(entry.properties.pricing.type).toBe('object')
     await client.close()
   })
 
@@ -124,6 +141,10 @@ describe('tools', () => {
     const badArgs = await client.callTool({ name: 'svc.chat', arguments: { model: 'demo-anonymous' } })
     expect(badArgs.isError).toBe(true)
     expect((badArgs.content as Array<{ text: string }>)[0]!.text).toContain('prompt')
+    // A value outside a set names the set (before: "Expected union value"), as the HTTP routes do.
+    const badTier = await client.callTool({ name: 'svc.list_models', arguments: { privacy_tier: 'secret' } })
+    expect(badTier.isError).toBe(true)
+    expect((badTier.content as Array<{ text: string }>)[0]!.text).toBe('invalid arguments: privacy_tier: must be one of "anonymous", "private", "confidential", "encrypted"')
     const unknownModel = await client.callTool({ name: 'svc.chat', arguments: { model: 'nope', prompt: 'x' } })
     expect(unknownModel.isError).toBe(true)
     expect((unknownModel.content as Array<{ text: string }>)[0]!.text).toContain('not in the catalog')

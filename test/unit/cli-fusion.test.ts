@@ -78,6 +78,10 @@ describe('svc fusion', () => {
     expect(one.code).toBe(2)
     expect(one.err[0]).toStartWith('usage error: --models takes 2 or 3 comma-separated model ids')
     expect((await runCaptured(['fusion', '--key', key, '--url', url, 'x'])).err[0]).toStartWith('usage error: --models is required')
+    // Before, a repeated model went to the gateway and came back as its 400: exit 1, a failure.
+    const twice = await runCaptured(['fusion', '--models', 'demo-anonymous,demo-anonymous', '--key', key, '--url', url, 'x'])
+    expect(twice.code).toBe(2)
+    expect(twice.err[0]).toStartWith('usage error: --models names demo-anonymous twice; it takes 2 or 3 distinct model ids')
     expect((await runCaptured(['fusion', '--models', MODELS, '--request-id', 'again', '--key', key, '--url', url, 'x'])).err[0]).toStartWith('usage error: --request-id must be a UUID')
 
     const unknown = await runCaptured(['fusion', '--models', 'demo-anonymous,nope', '--key', key, '--url', url, 'x'])

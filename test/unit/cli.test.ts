@@ -120,12 +120,8 @@ describe('svc CLI', () => {
   test('domain failures exit 1 naming the problem', async () => {
     const org = await cliJson('orgs', 'create', '--name', 'Acme')
     const cases: Array<[string[], string]> = [
-      [['orgs', 'create', '--name', 'x', '--plan', 'gold'], 'unknown plan "gold"'],
-      [['orgs', 'create', '--name', 'x', '--owner', 'not-an-email'], 'owner must be an email address'],
       [['keys', 'list', '--org', 'nope'], 'no organization nope'],
       [['keys', 'create', '--org', org.org_id, '--user', 'nobody', '--name', 'k'], 'not a member'],
-      [['keys', 'create', '--org', org.org_id, '--user', org.owner_user_id, '--name', 'k', '--expires-in', '2001-01-01'], 'in the past'],
-      [['keys', 'create', '--org', org.org_id, '--user', org.owner_user_id, '--name', 'k', '--spend-cap-period', 'daily'], 'together'],
       [['users', 'add', '--org', org.org_id, '--email', 'dup@example.com', '--role', 'member'], ''],
       [['users', 'add', '--org', org.org_id, '--email', 'DUP@example.com', '--role', 'member'], 'already a member'],
     ]
@@ -138,6 +134,36 @@ describe('svc CLI', () => {
       expect(result.code).toBe(1)
       expect(result.err).toContain(message)
     }
+  })
+
+  test('bad flag values are usage errors (exit 2) naming the flag, not the API field, and write nothing', async () => {
+    // Before, each exited 1 (a failure, as if the database had erred) with the JSON field's name:
+    // "expires_in must be one of …", "spend_cap_period and spend_cap_nanos must be given together".
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    const key = ['keys', 'create', '--org', org.org_id, '--user', org.owner_user_id, '--name', 'k']
+    const cases: Array<[string[], string, string]> = [
+      [[...key, '--expires-in', 'tomorrow'], '--expires-in must be one of: never, 10m', 'expires_in'],
+      [[...key, '--expires-in', '2001-01-01'], '--expires-in is in the past', 'expires_in'],
+      [[...key, '--spend-cap-period', 'daily'], '--spend-cap-period and --spend-cap-nanos must be given together', 'spend_cap'],
+      [[...key, '--spend-cap-period', 'weekly', '--spend-cap-nanos', '5'], '--spend-cap-period must be daily, monthly or overall', 'spend_cap'],
+      [[...key, '--spend-cap-period', 'daily', '--spend-cap-nanos', '1.5'], '--spend-cap-nanos must be a positive decimal integer', 'spend_cap'],
+      [[...key.slice(0, -1), ' '], '--name must not be blank', 'usage error: name'],
+      [['orgs', 'create', '--name', ' '], '--name must be 1 to 200 characters', 'usage error: name'],
+      [['orgs', 'create', '--name', 'x', '--plan', 'gold'], '--plan: unknown plan "gold"', 'usage error: unknown'],
+      [['orgs', 'create', '--name', 'x', '--owner', 'not-an-email'], '--owner must be an email address', 'usage error: owner'],
+      [['users', 'add', '--org', org.org_id, '--email', 'not-an-email', '--role', 'member'], '--email must be an email address', 'usage error: email'],
+    ]
+    for (const [argv, message, apiWording] of cases) {
+      const result = await cli(...argv)
+      expect({ argv, code: result.code }).toEqual({ argv, code: 2 })
+      expect(result.err).toStartWith(`usage error: ${message}`)
+      expect(result.err).not.toContain(apiWording)
+    }
+    expect((await cliJson('keys', 'list', '--org', org.org_id)).keys).toHaveLength(1)
+    // A flag that is well formed but names something missing is still a failure (exit 1).
+    const unknownOrg = await cli('keys', 'create', '--org', 'nope', '--user', org.owner_user_id, '--name', 'k')
+    expect(unknownOrg.code).toBe(1)
+    expect(unknownOrg.err).toContain('no organization nope')
   })
 
   test('invalid configuration stops with a message naming the field', async () => {
@@ -228,7 +254,12 @@ describe('svc CLI: billing', () => {
       [['credit', '--org', org.org_id, '--usd', '-3'], "'--usd'"],
       [['credit', '--org', org.org_id, '--nanos', '0'], '--nanos must be a positive integer'],
       [['plans', 'set', '--org', org.org_id, '--plan', 'gold'], '--plan must be one of'],
-      [['orgs', 'create', '--name', 'x', '--credit-usd', 'lots'], '--credit-usd'],
+      [['orgs', 'create', '--name', 'x', '--credit-usd', 'lots'], '--credit-usd must be a decimal with at most 9 decimals'],
+      [['orgs', 'create', '--name', 'x', '--credit-usd', '01'], '--credit-usd must be a decimal with at most 9 decimals'],
+      // Well formed but past int64 nanos: before, these read "must be a decimal with at most 9 decimals" / "a positive integer".
+      [['orgs', 'create', '--name', 'x', '--credit-usd', '99999999999999999999'], '--credit-usd is more than the ledger can hold (at most 9223372036.854775807 USD)'],
+      [['credit', '--org', org.org_id, '--usd', '9223372036.854775808'], '--usd is more than the ledger can hold (at most 9223372036.854775807 USD)'],
+      [['credit', '--org', org.org_id, '--nanos', '99999999999999999999999'], '--nanos is more than the ledger can hold (at most 9223372036854775807 nanos)'],
     ]
     for (const [argv, message] of cases) {
       const result = await cli(...argv)

@@ -1,7 +1,8 @@
 import { expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config/load'
 
-// The operations config keys: metrics (token, admin port) and shutdown (drain deadline).
+// The operations config keys: metrics (token, admin port), shutdown (drain deadline), and the
+// timings that must leave room for a periodic action (heartbeats, device-flow polls).
 const BASE = 'plans: { payg: { monthly_allowance: "0", fusion: false } }\n'
 const load = (yaml: string, env: Record<string, string> = {}) => loadConfig({ SVC_CONFIG: '/virtual.yaml', ...env }, () => BASE + yaml)
 const problems = (yaml: string, env: Record<string, string> = {}) => {
@@ -72,4 +73,29 @@ test('metrics.host must look like an address, and metrics.port must not be the p
   expect(problems('metrics: { port: 9090 }', { PORT: '9090' })).toEqual(['metrics.port: 9090 is the public PORT too; the admin port needs a port of its own'])
   // Port 0 (any free port) for both is fine: they get different ones.
   expect(load('metrics: { port: 0 }', { PORT: '0' }).metrics.port).toBe(0)
+})
+
+test('ledger.instance_stale_after_s must span three heartbeats: below that, live instances get their leases swept', () => {
+  // Before, 5 (one heartbeat interval) loaded: another instance then found a live one stale
+  // between two of its beats and returned the leases its in-flight holds were drawn on.
+  for (const seconds of [1, 5, 10, 14]) {
+    expect(problems(`ledger: { instance_stale_after_s: ${seconds} }`)).toEqual([
+      `ledger.instance_stale_after_s: must be at least 15 (3 heartbeats of 5 s), got ${seconds}: a live instance would be declared stale between its own heartbeats and its leases returned`,
+    ])
+  }
+  expect(load('ledger: { instance_stale_after_s: 15 }').ledger.instanceStaleAfterMs).toBe(15_000)
+  expect(load('').ledger.instanceStaleAfterMs).toBe(30_000)
+  expect(problems('ledger: { instance_stale_after_s: 3601 }')[0]).toStartWith('ledger.instance_stale_after_s: ')
+})
+
+test('oauth.device_code_ttl_s must leave svc login three polls: a code that expires before its first poll cannot be redeemed', () => {
+  // Before, ttl 60 with a 60 s interval loaded: svc login slept 60 s, polled, and got expired_token every time.
+  for (const [ttl, interval] of [[60, 60], [60, 30], [89, 30]]) {
+    expect(problems(`oauth: { device_code_ttl_s: ${ttl}, device_poll_interval_s: ${interval} }`)).toEqual([
+      `oauth.device_code_ttl_s: must be at least 3 × oauth.device_poll_interval_s (${3 * interval!}), got ${ttl}: svc login waits one interval before each poll, and the code would expire before it could be redeemed`,
+    ])
+  }
+  expect(problems('oauth: { device_poll_interval_s: 60 }')).toEqual([])
+  expect(load('oauth: { device_code_ttl_s: 90, device_poll_interval_s: 30 }').oauth).toMatchObject({ deviceCodeTtlMs: 90_000, devicePollIntervalS: 30 })
+  expect(load('').oauth).toMatchObject({ deviceCodeTtlMs: 600_000, devicePollIntervalS: 5 })
 })

@@ -9,6 +9,12 @@ describe('what a client is shown of an upstream refusal', () => {
     expect(withoutAddresses('via 10.0.3.7:8000 and 192.168.1.20')).toBe('via [host] and [host]')
     expect(withoutAddresses('node [fd00::17]:8000 or [::1]')).toBe('node [host] or [host]')
     expect(withoutAddresses('backend vllm-b:8000 is full')).toBe('backend [host] is full')
+    // A single-label host (a compose service name) as a URL host or host:port, also before a
+    // colon as Go's net errors put it (before, "inference:8000:" was shown as it was).
+    expect(withoutAddresses('Post "http://inference:8000/v1/chat/completions": EOF')).toBe('Post "[url]": EOF')
+    expect(withoutAddresses('dial tcp inference:8000: connect: connection refused')).toBe('dial tcp [host]: connect: connection refused')
+    expect(withoutAddresses('proxy error: inference:8000: i/o timeout; vllm-b.svc:8000:refused')).toBe('proxy error: [host]: i/o timeout; [host]:refused')
+    expect(withoutAddresses('upstream=inference:8000, (inference:8000) inference:8000/v1')).toBe('upstream=[host], ([host]) [host]/v1')
     expect(withoutAddresses('gpu-3.cluster.local, api.corp, db.internal and localhost')).toBe('[host], [host], [host] and [host]')
   })
 
@@ -20,6 +26,8 @@ describe('what a client is shown of an upstream refusal', () => {
       'max_tokens: 5000 is above 4096',
       'temperature must be at most 2.0, got 2.5',
       'quota resets at 2026-11-26T10:30:00Z',
+      'retry after T10:30:00 or at 10:30:15: inference is busy',
+      'the inference server is overloaded: retry',
       'messages.1.content.0.text: field required',
     ]) {
       expect(withoutAddresses(message)).toBe(message)
@@ -30,6 +38,8 @@ describe('what a client is shown of an upstream refusal', () => {
     const refused = (details: UpstreamError['details']) => toApiError(new UpstreamError('bad-request', 'upstream answered 400', 'openai-compatible:a', 'm', details))
     const shown = refused({ status: 400, bodySnippet: '{"error":{"message":"too long for vllm-a:8000"}}', upstreamMessage: 'too long for vllm-a:8000' })
     expect(shown).toMatchObject({ code: 'invalid_request', message: 'the upstream provider rejected the request: too long for [host]' })
+    const dial = refused({ status: 400, upstreamMessage: 'dial tcp inference:8000: connect: connection refused' })
+    expect(dial.message).toBe('the upstream provider rejected the request: dial tcp [host]: connect: connection refused')
     expect(refused({ status: 413, bodySnippet: '<html>nginx at 10.0.0.2</html>' }).message).toBe('the upstream provider rejected the request (HTTP 413)')
     expect(refused({ status: 400, bodySnippet: '' }).message).toBe('the upstream provider rejected the request (HTTP 400)')
     // The adapter's own refusal (nothing was sent) says why.
