@@ -27,7 +27,8 @@ function failure({ McpError }: Sdk, error: unknown): CallToolResult {
   // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
   if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.payment, apiError.message, data)
   if (apiError.code === 'rate_limited') {
-    const retryAfter = Number(apiError.headers?.['Retry-After'] ?? 1)
+    // Header names are case-insensitive, and the refusals spell Retry-After both ways (an upstream's 429 in lower case).
+    const retryAfter = Number(new Headers(apiError.headers).get('retry-after') ?? 1)
     throw new McpError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
   }
   return { content: [{ type: 'text', text: apiError.message }], isError: true, structuredContent: undefined }
