@@ -1,4 +1,4 @@
-import type { MeteredCall } from '../billing/metering'
+import { PendingCharges, type MeteredCall } from '../billing/metering'
 import { ApiError } from '../http/errors'
 import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
@@ -43,16 +43,31 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
-  // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
-  if (hasFileParts(request)) await enrichDocuments(deps, input)
-  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey }) : undefined
-  // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
-  // reserved for: the model's cap, within the context left.
-  const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
-  const purpose = input.purpose ?? 'chat'
-  const call = await deps.metering.begin({
-    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest,
-  })
+  // Request-local enrichment, before the estimate so it counts the added text. Each piece is
+  // priced on its own, but charged only once the chat is admitted: a refused chat costs nothing.
+  const pending = new PendingCharges()
+  let serverTools: ServerTools | undefined
+  let maxOutputTokens: number
+  let call: MeteredCall
+  try {
+    if (hasFileParts(request)) await enrichDocuments(deps, { ...input, pending })
+    serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending }) : undefined
+    // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
+    // reserved for: the model's cap, within the context left.
+    maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
+    call = await deps.metering.begin({
+      principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest,
+    })
+  } catch (error) {
+    pending.releaseAll()
+    throw error
+  }
+  try {
+    await pending.settleAll()
+  } catch (error) {
+    call.release()
+    throw error
+  }
   const fault = deps.fault
   fault?.('after_reserve')
   input.onAdmitted?.()
