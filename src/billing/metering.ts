@@ -41,6 +41,49 @@ export class MeteredCall {
   get done(): boolean {
     return this.ended
   }
+
+  /** Frees the concurrency slot now, keeping the hold: the work is done, only its charge waits. */
+  freeSlotEarly(): void {
+    this.freeSlot()
+  }
+}
+
+/**
+ * The charges of a chat call's request-local work (attached files read, pages fetched, a search)
+ * held until the chat itself is admitted: a chat refused for funds, spend cap or rate then
+ * charges nothing at all, as no refusal is billed. Each piece keeps its own hold meanwhile, so
+ * the chat is admitted against what is left after them, as when they were settled first.
+ */
+export class PendingCharges {
+  private readonly pending: Array<{ call: MeteredCall; amount: Nanos }> = []
+  private released = false
+
+  /** Keeps `call` to be charged `amount` later; frees its slot (the work is done) for the chat's. */
+  add(call: MeteredCall, amount: Nanos): void {
+    // Work that finishes after the chat failed (a fetch racing a failed search) is never charged.
+    if (this.released) return call.release()
+    call.freeSlotEarly()
+    this.pending.push({ call, amount })
+  }
+
+  /** The chat was admitted: charges each piece (committed before this resolves). */
+  async settleAll(): Promise<void> {
+    try {
+      while (this.pending.length > 0) {
+        const { call, amount } = this.pending.shift()!
+        await call.settle(amount)
+      }
+    } finally {
+      // A settlement the ledger could not commit (503) leaves the rest uncharged.
+      this.releaseAll()
+    }
+  }
+
+  /** The chat was refused or failed before admission: charges nothing. */
+  releaseAll(): void {
+    this.released = true
+    for (const { call } of this.pending.splice(0)) call.release()
+  }
 }
 
 /** The metering API billed routes call: admit → MeteredCall (settle | release), or a typed refusal thrown as ApiError. */

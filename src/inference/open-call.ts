@@ -1,4 +1,4 @@
-import type { MeteredCall } from '../billing/metering'
+import { type MeteredCall, PendingCharges } from '../billing/metering'
 import type { ApiError } from '../http/errors'
 import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
@@ -44,21 +44,39 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   const { request, requestId } = input
   const route = request.route
   checkPolicy(request)
-  // Request-local enrichment, before the estimate so it counts the added text (each step bills its own work).
+  // Request-local enrichment, before the estimate so it counts the added text. Each piece is
+  // priced on its own, but charged only once the chat is admitted: a refused chat costs nothing.
   const withFiles = hasFileParts(request)
-  if (withFiles) await enrichDocuments(deps, input)
-  const serverTools = wantsWeb(request) ? await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey }) : undefined
-  // A request whose files or pages were admitted and charged is in flight: a drain that began
-  // since lets its chat run (and cuts it at the deadline), as it lets Fusion's judge. Refusing it
-  // then answered 503 to a request that had paid for its enrichment.
-  const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)
-  // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
-  // reserved for: the model's cap, within the context left.
-  const maxOutputTokens = (request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request))))
-  const purpose = input.purpose ?? 'chat'
-  const call = await deps.metering.begin({
-    principal: input.principal, purpose, estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey, continuesRequest: input.continuesRequest === true || enriched,
-  })
+  const withWeb = wantsWeb(request)
+  const pending = withFiles || withWeb ? new PendingCharges() : undefined
+  let serverTools: ServerTools | undefined
+  let maxOutputTokens: number
+  let call: MeteredCall
+  try {
+    if (withFiles) await enrichDocuments(deps, { ...input, pending })
+    if (withWeb) serverTools = await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending })
+    // A request whose files or pages were admitted is in flight: a drain that began since lets
+    // its chat run (and cuts it at the deadline), as it lets Fusion's judge.
+    const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)
+    // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
+    // reserved for: the model's cap, within the context left.
+    maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
+    call = await deps.metering.begin({
+      principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
+      continuesRequest: input.continuesRequest === true || enriched,
+    })
+  } catch (error) {
+    pending?.releaseAll()
+    throw error
+  }
+  if (pending !== undefined) {
+    try {
+      await pending.settleAll()
+    } catch (error) {
+      call.release()
+      throw error
+    }
+  }
   const fault = deps.fault
   fault?.('after_reserve')
   input.onAdmitted?.()

@@ -1,4 +1,4 @@
-import type { Metering } from '../billing/metering'
+import type { Metering, PendingCharges } from '../billing/metering'
 import type { Purpose } from '../billing/ledger'
 import type { Backend } from '../catalog/types'
 import { ApiError } from '../http/errors'
@@ -71,6 +71,8 @@ export interface ChatCallInput {
   continuesRequest?: boolean
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
+  /** Set by openCall: charges of request-local work that wait for the chat's admission. */
+  pending?: PendingCharges
   /** The events go to an encoder that reads `passthrough` events of this format (a streamed reply). */
   passThrough?: PassThroughFormat
 }

@@ -12,13 +12,17 @@ const RELATIVE: Record<string, number> = {
 /** The accepted `expires_in` forms, for messages and the OpenAPI description. */
 export const EXPIRES_IN_FORMS = `never, ${Object.keys(RELATIVE).join(', ')}, a UTC date (YYYY-MM-DD, meaning 00:00:00Z that day) or an RFC 3339 timestamp`
 
+// expires_at is shown as an RFC 3339 timestamp, whose year has four digits: an instant past this
+// one would print as "+010000-…", which strict RFC 3339 parsers refuse.
+const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/
 
 /**
  * Turns an `expires_in` value into an absolute expiry in epoch ms (null = never).
  * Throws invalid_request for an unknown form, an impossible calendar date, or an instant
- * that is not in the future.
+ * that is not in the future or past year 9999.
  */
 export function parseExpiresIn(value: string | undefined, nowMs: number): number | null {
   if (value === undefined || value === 'never') return null
@@ -32,6 +36,7 @@ export function parseExpiresIn(value: string | undefined, nowMs: number): number
     at = parsed
   }
   if (at <= nowMs) throw new ApiError('invalid_request', `expires_in is in the past: ${new Date(at).toISOString()}`, 'expires_in')
+  if (at > LATEST_MS) throw new ApiError('invalid_request', 'expires_in is past 9999-12-31T23:59:59.999Z, the latest instant an RFC 3339 timestamp can express; use "never" for no expiry', 'expires_in')
   return at
 }
 

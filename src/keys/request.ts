@@ -25,7 +25,9 @@ export interface KeyOptions {
  */
 export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptions {
   const name = input.name.trim()
-  if (name.length === 0) throw new ApiError('invalid_request', 'name must not be blank', 'name')
+  // Blank includes invisible: a name of only format characters (zero-width space, word joiner,
+  // BOM, soft hyphen, Hangul filler: Default_Ignorable_Code_Point) shows as empty in every listing.
+  if (/^[\s\p{Default_Ignorable_Code_Point}]*$/u.test(name)) throw new ApiError('invalid_request', 'name must not be blank (whitespace or invisible characters only)', 'name')
   if (name.length > 200) throw new ApiError('invalid_request', 'name must be at most 200 characters', 'name')
   // C0, DEL and C1 (U+0080–U+009F, e.g. the 8-bit CSI U+009B) are all terminal controls.
   if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw new ApiError('invalid_request', 'name must not contain control characters', 'name')

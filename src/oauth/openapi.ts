@@ -25,7 +25,7 @@ const OAUTH_ERROR: Schema = always({
 const TOKEN: Schema = always({
   access_token: text('Opaque: svc_mcp_… (mcp:inference) or svc_cli_… (cli:inference)'),
   token_type: { type: 'string', enum: ['Bearer'] },
-  expires_in: integer('Lifetime of the access token in seconds (oauth.access_token_ttl_s)'),
+  expires_in: integer('Lifetime of the access token in seconds: oauth.access_token_ttl_s, or less when the API key it was signed in with expires sooner'),
   refresh_token: text('Single use: each refresh returns a new one; reusing a spent one revokes the authorization'),
   scope: { type: 'string', enum: [...SCOPES], description: 'The one scope granted' },
 })

@@ -82,7 +82,7 @@ export class TokenService {
     if (status !== 'active') throw new OAuthError('invalid_grant', `the API key used to sign in is ${status}; sign in again`)
     const grantId = newId()
     await this.db.insert(oauthGrants).values({ id: grantId, ...input, createdAtMs: now })
-    return { grantId, tokens: await this.mint(grantId, input.scope, now) }
+    return { grantId, tokens: await this.mint(grantId, input.scope, now, key!.expiresAtMs) }
   }
 
   /**
@@ -113,7 +113,7 @@ export class TokenService {
       await this.revokeGrant(row.grant.id)
       throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of this authorization is now revoked')
     }
-    return this.mint(row.grant.id, row.grant.scope, now)
+    return this.mint(row.grant.id, row.grant.scope, now, row.key!.expiresAtMs)
   }
 
   /**
@@ -207,13 +207,20 @@ export class TokenService {
     return rows[0]
   }
 
-  private async mint(grantId: string, scope: OAuthScope, now: number): Promise<TokenSet> {
+  /**
+   * A new access and refresh token pair. The access token lives no longer than the key it is
+   * bounded by, and `expires_in` says so (RFC 6749 §5.1: the token's lifetime): a client that
+   * schedules its refresh from it would otherwise keep a dead token for up to the full TTL.
+   */
+  private async mint(grantId: string, scope: OAuthScope, now: number, keyExpiresAtMs: number | null): Promise<TokenSet> {
     const access = randomSecret(PREFIX[scope])
     const refresh = randomSecret(PREFIX[scope])
+    const ttlEnd = now + this.config.accessTokenTtlMs
+    const accessExpiresAtMs = keyExpiresAtMs === null ? ttlEnd : Math.min(ttlEnd, keyExpiresAtMs)
     await this.db.insert(oauthTokens).values([
-      { hash: hashOf(access), grantId, kind: 'access', createdAtMs: now, expiresAtMs: now + this.config.accessTokenTtlMs },
+      { hash: hashOf(access), grantId, kind: 'access', createdAtMs: now, expiresAtMs: accessExpiresAtMs },
       { hash: hashOf(refresh), grantId, kind: 'refresh', createdAtMs: now, expiresAtMs: now + this.config.refreshTokenTtlMs },
     ])
-    return { access_token: access, token_type: 'Bearer', expires_in: Math.floor(this.config.accessTokenTtlMs / 1000), refresh_token: refresh, scope }
+    return { access_token: access, token_type: 'Bearer', expires_in: Math.floor((accessExpiresAtMs - now) / 1000), refresh_token: refresh, scope }
   }
 }

@@ -1,4 +1,4 @@
-import type { MeteredCall, Metering } from '../billing/metering'
+import type { MeteredCall, Metering, PendingCharges } from '../billing/metering'
 import type { UnitPrices, WebConfig } from '../config/config'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
@@ -27,6 +27,8 @@ export interface WebCaller {
   billingKey?: string
   /** The HTTP request of a standalone route: its log line gets the call's outcome when it is cut. */
   httpRequest?: Request
+  /** Hosted tools in chat: the charges wait for the chat's admission (none if it is refused). */
+  pending?: PendingCharges
 }
 
 /** A URL that was named but not fetched, and why (hosted fetch tells the model). */
@@ -126,6 +128,7 @@ export class WebService {
     if (targets.length === 0) return { pages: [], skipped }
     const call = await this.begin(caller, 'web_fetch', chargeForUnits(targets.length, this.prices.webFetch))
     const cut = this.track(caller)
+    let handedOver = false
     try {
       const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal)))
       this.endIfCut(cut, call, caller, 'web_fetch')
@@ -134,12 +137,12 @@ export class WebService {
         if (result.ok) pages.push(result.page)
         else skipped.push({ url: targets[index]!.url, reason: result.message })
       }
-      await this.settle(call, chargeForUnits(pages.length, this.prices.webFetch))
+      handedOver = await this.charge(caller, call, chargeForUnits(pages.length, this.prices.webFetch))
       this.log(caller, 'web_fetch', 'hosted', pages.length)
       return { pages, skipped }
     } finally {
       this.lifecycle.untrack(cut)
-      if (!call.done) call.release()
+      if (!call.done && !handedOver) call.release()
     }
   }
 
@@ -151,6 +154,7 @@ export class WebService {
     if (refusal) throw new ApiError('invalid_request', refusal, 'country')
     const call = await this.begin(caller, 'web_search', this.prices.webSearch)
     const cut = this.track(caller)
+    let handedOver = false
     try {
       const outcome = await backend.search(query, cut.signal)
       this.endIfCut(cut, call, caller, 'web_search')
@@ -159,12 +163,12 @@ export class WebService {
         this.log(caller, 'web_search', 'upstream-error', 0)
         throw new ApiError('provider_error', `${outcome.message}; nothing was billed; do not retry automatically`)
       }
-      await this.settle(call, this.prices.webSearch)
+      handedOver = await this.charge(caller, call, this.prices.webSearch)
       this.log(caller, 'web_search', 'ok', 1)
       return outcome.results
     } finally {
       this.lifecycle.untrack(cut)
-      if (!call.done) call.release()
+      if (!call.done && !handedOver) call.release()
     }
   }
 
@@ -212,6 +216,19 @@ export class WebService {
   private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {
     const billingKey = caller.billingKey === undefined ? undefined : `${caller.billingKey}:${purpose}`
     return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: true, requestId: caller.requestId, billingKey })
+  }
+
+  /**
+   * Settles now, or (hosted tools in chat) hands the charge to the chat's pending charges, which
+   * then own the call: true when handed over.
+   */
+  private async charge(caller: WebCaller, call: MeteredCall, amount: bigint): Promise<boolean> {
+    if (caller.pending === undefined || amount === 0n) {
+      await this.settle(call, amount)
+      return false
+    }
+    caller.pending.add(call, amount)
+    return true
   }
 
   /** Settles (nothing retrieved: releases); a ledger failure is a 503, never a 500. */

@@ -167,6 +167,20 @@ describe('tokens die with the key', () => {
     expect((await refresh(mcpFlow)).error).toBe('invalid_grant')
   })
 
+  test('expires_in never promises more than the key has left: code flow, device flow and refresh', async () => {
+    // Access tokens live 3600 s by default; this key has 10 minutes.
+    const key = await ownerKey({ expiresAtMs: t.clock.now() + 10 * 60_000 })
+    const code = await codeFlowTokens(t, key.secret, 'cli:inference')
+    expect(code.expires_in).toBe(600)
+    const device = await json(await pollDevice(t, await approveDevice(t, key.secret)))
+    expect(device.expires_in).toBe(600)
+    t.clock.advance(4 * 60_000)
+    expect((await refresh(code)).expires_in).toBe(360)
+    // A key that outlives the TTL leaves the TTL as it is.
+    const lasting = await ownerKey({ expiresAtMs: t.clock.now() + 2 * 3_600_000 })
+    expect((await codeFlowTokens(t, lasting.secret)).expires_in).toBe(3600)
+  })
+
   test('a key revoked between approval and the token request issues nothing', async () => {
     const key = await ownerKey()
     const deviceCode = await approveDevice(t, key.secret)

@@ -154,6 +154,15 @@ describe('parseExpiresIn: RFC 3339 timestamps', () => {
     expect(parseExpiresIn('2026-01-15T11:00:00-02:00', NOW)).toBe(NOW + 3_600_000)
   })
 
+  test('the last instant of year 9999 is the latest expiry: later ones could not be shown as RFC 3339', () => {
+    expect(parseExpiresIn('9999-12-31T23:59:59.999Z', NOW)).toBe(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
+    expect(new Date(parseExpiresIn('9999-12-31', NOW)!).toISOString()).toBe('9999-12-31T00:00:00.000Z')
+    // A negative offset carries 9999-12-31 local time into year 10000 UTC ("+010000-…" in ISO form).
+    for (const value of ['9999-12-31T23:59:59-00:01', '9999-12-31T23:59:59-23:59', '9999-12-31T23:00:00-01:00']) {
+      expect(expectRejected(value).message).toContain('9999-12-31T23:59:59.999Z')
+    }
+  })
+
   test('out-of-range clock fields are rejected', () => {
     for (const value of [
       '2027-01-01T24:00:00Z',

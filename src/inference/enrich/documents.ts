@@ -79,8 +79,9 @@ function documentText(name: string, documentType: string, text: string): string 
  * Billing (decided here, stated in README): each file part is one document-parse unit, like
  * POST /api/v1/attachments/parse. All units are reserved before any extraction (funding and
  * spend cap first), released if any file fails or the enriched request no longer fits the
- * model's context, and settled once every file is read, independently of the chat call that
- * follows. Errors name the file, not a dialect's JSON path, so every surface can use them.
+ * model's context. In a chat call (`input.pending`) they are settled once the chat is admitted,
+ * so a chat refused after its files were read charges nothing; otherwise (Fusion) once every
+ * file is read. Errors name the file, not a dialect's JSON path, so every surface can use them.
  * `checkEnriched` is what the enriched request must pass before the units are charged (default:
  * the model's policy, its context included); a throw releases them. Fusion checks every part.
  */
@@ -131,5 +132,7 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
   } finally {
     deps.lifecycle.untrack(cut)
   }
-  await call.settle(price)
+  // In a chat call the units are charged once the chat is admitted (nothing, if it is refused).
+  if (input.pending) input.pending.add(call, price)
+  else await call.settle(price)
 }

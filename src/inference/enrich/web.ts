@@ -1,3 +1,4 @@
+import type { PendingCharges } from '../../billing/metering'
 import { ApiError } from '../../http/errors'
 import type { Principal } from '../../keys/principal'
 import type { FetchedPage } from '../../web/read-page'
@@ -37,13 +38,13 @@ export function wantsWeb(request: ChatRequest): boolean {
  */
 export async function enrichWithWeb(
   web: WebService | undefined,
-  input: { principal: Principal; request: ChatRequest; requestId: string; signal: AbortSignal; billingKey?: string },
+  input: { principal: Principal; request: ChatRequest; requestId: string; signal: AbortSignal; billingKey?: string; pending?: PendingCharges },
 ): Promise<ServerToolUse> {
   const { request } = input
   if (web === undefined) throw new ApiError('unavailable', 'hosted web tools are not available on this gateway')
   const message = latestUserMessage(request.messages)
   const text = message ? message.parts.flatMap(part => (part.type === 'text' ? [part.text] : [])).join('\n') : ''
-  const caller = { principal: input.principal, requestId: input.requestId, signal: input.signal, billingKey: input.billingKey }
+  const caller = { principal: input.principal, requestId: input.requestId, signal: input.signal, billingKey: input.billingKey, pending: input.pending }
 
   const urls = request.hosted.webFetch ? namedUrls(text, web.config.fetch.maxUrls) : []
   const query = text.replace(/\s+/g, ' ').trim().slice(0, 400)
