@@ -1,3 +1,4 @@
+import { PendingCharges } from '../billing/metering'
 import type { ModelRoute } from '../catalog/types'
 import type { Config } from '../config/config'
 import { ApiError } from '../http/errors'
@@ -66,8 +67,10 @@ export interface FusionPlan {
   readonly refused: ReadonlyMap<number, ApiError>
   readonly conversation: readonly Message[]
   readonly billingKeys: ReturnType<typeof fusionBillingKeys> | undefined
-  /** The attached documents were extracted and charged: the run is in flight (a drain lets it run). */
+  /** The attached documents were extracted: the run is in flight (a drain lets it run). */
   readonly extracted: boolean
+  /** Their parse units, charged once a participant reaches its provider (nothing if none does). */
+  readonly pending: PendingCharges | undefined
 }
 
 /**
@@ -128,8 +131,9 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
   checkJudge(judged)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
   const extracted = hasFileParts(judged)
-  if (extracted) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents)
-  return { input, participants, judge, chats, refused, conversation, billingKeys, extracted }
+  const pending = extracted ? new PendingCharges() : undefined
+  if (pending) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents, pending)
+  return { input, participants, judge, chats, refused, conversation, billingKeys, extracted, pending }
 }
 
 /**
@@ -170,13 +174,16 @@ function checkJudge(judged: ChatRequest): void {
  * participant that cannot is refused alone, and when none can the units are released and the
  * request is a 400 (QA: it was charged for a document no participant could read).
  * Under an Idempotency-Key the parse units get a billing key too, so a repeat pays for them once.
+ * The units are held in `pending` until a participant is admitted (executeFusion): a run refused
+ * as a whole (funds, cap, concurrency) pays nothing for its documents, as a refused chat does.
  */
 async function extractOnce(
   pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[], refused: Map<number, ApiError>, billingKey: string | undefined,
+  pending: PendingCharges,
 ): Promise<void> {
   const files: Array<{ message: number; part: number }> = []
   judged.messages.forEach((message, index) => message.parts.forEach((part, at) => part.type === 'file' && files.push({ message: index, part: at })))
-  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal, billingKey }, enriched => {
+  await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal, billingKey, pending }, enriched => {
     checkJudge(enriched)
     const texts = files.map(({ message, part }) => enriched.messages[message]!.parts[part]!)
     for (const chat of chats) {
@@ -215,8 +222,11 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
   const answered = outcomes.filter(outcome => outcome.error === undefined)
   // Nothing reached a provider (funds, cap, concurrency, ledger): the caller gets that error, as chat would.
   if (answered.length === 0 && outcomes.every(outcome => !outcome.reachedProvider)) {
+    plan.pending?.releaseAll()
     throw outcomes.find((_outcome, index) => !plan.refused.has(index))!.error!
   }
+  // A participant reached its provider: the run's documents are charged (committed before the result).
+  await plan.pending?.settleAll()
 
   let synthesis: PartOutcome | undefined
   if (answered.length > 0) {

@@ -204,6 +204,21 @@ describe('attached documents', () => {
     await verifyClean(h.t)
   })
 
+  test('a run refused as a whole after its document was read pays nothing for the document', async () => {
+    // Before: the parse unit was settled before the participants were admitted, so a run every
+    // participant was refused for funds answered 429 and still charged the document.
+    const parsePrice = 1_000_000n // the default documents.price_per_parse, 0.001 USD
+    h = await buildFusionHarness({ credit: parsePrice + 1n })
+    expect(h.t.deps.config.documents.pricePerParseNanos).toBe(parsePrice)
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: textFile('Quarterly notes.'), filename: 'notes.txt' } }] }]
+    const response = await h.fusion({ models: ['a', 'b'], messages })
+    expect(response.status).toBe(429)
+    expect((await json(response)).error.code).toBe('insufficient_quota')
+    expect(h.a.requests.length + h.b.requests.length + h.judge.requests.length).toBe(0)
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([])
+    await verifyClean(h.t)
+  })
+
   test('with a file attached, max_tokens above the judge\'s own maximum is bounded for the judge, as without one', async () => {
     // Before: the file's check ran the judge at the caller's max_tokens, so the run was a 400.
     h = await buildFusionHarness({ extraModels: [SMALL_JUDGE] })
