@@ -145,7 +145,9 @@ export class OAuthServer {
 
   /**
    * The `resource` indicator (RFC 8707), when a client sends one, must name this gateway: /mcp
-   * or the API root. Returns the normalized value, undefined when absent, or 'invalid'.
+   * or the API root. Returns the normalized value (the origin as the URL parser writes it, and
+   * `/mcp` for both `/mcp` and `/mcp/`), undefined when absent, or 'invalid'. Normalized, because
+   * the token request's indicator is compared with the authorization request's.
    */
   checkResource(raw: string | undefined, issuer: string): string | undefined | 'invalid' {
     if (raw === undefined || raw === '') return undefined
@@ -156,6 +158,7 @@ export class OAuthServer {
       return 'invalid'
     }
     if (url.origin !== new URL(issuer).origin || url.hash !== '') return 'invalid'
-    return ['/', MCP_PATH, `${MCP_PATH}/`].includes(url.pathname) ? raw : 'invalid'
+    if (url.pathname === '/') return url.origin
+    return url.pathname === MCP_PATH || url.pathname === `${MCP_PATH}/` ? `${url.origin}${MCP_PATH}` : 'invalid'
   }
 }
