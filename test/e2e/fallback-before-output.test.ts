@@ -198,3 +198,37 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
     })
   })
 }
+
+describe('fallback before the first output, deadlines', () => {
+  test('a backend that goes silent after its opening is cut by its own idle deadline, and the next one answers', async () => {
+    const primary = await FakeUpstream.start()
+    const secondary = await FakeUpstream.start()
+    const yaml = [
+      'providers:',
+      `  - { id: up, type: openai-compatible, base_url: "${primary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 1000 }`,
+      `  - { id: second, type: openai-compatible, base_url: "${secondary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
+      'models:',
+      `  - { id: duo, backends: [{ provider: up, model: model-a }, { provider: second, model: model-b }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048 }`,
+      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
+    ].join('\n')
+    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-upstream-0123456789' }
+    const t = await buildTestApp(env, loadConfig(env, () => yaml))
+    try {
+      const org = await t.createOrg('acme', CREDIT)
+      const openai = new OpenAI({ apiKey: org.adminKey, baseURL: `${t.listen()}/v1`, maxRetries: 0 })
+      primary.enqueue({ kind: 'sse', body: [...WIRES['openai-compatible'].opening], then: 'stall' })
+      secondary.enqueue(sse(openAIWire.stream({ text: ANSWER, finish: 'stop', usage: USAGE })))
+      const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
+      let text = ''
+      for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
+      expect(text).toBe(ANSWER)
+      // The silent upstream's request was cut (its connection closed), not left open.
+      await primary.onlyRequest().disconnected
+      expect(secondary.onlyRequest().body.model).toBe('model-b')
+    } finally {
+      await t.close()
+      await primary.close()
+      await secondary.close()
+    }
+  })
+})
