@@ -9,7 +9,7 @@ import type { ChatEvent, Usage } from './canonical'
 import { enrichDocuments, hasFileParts } from './enrich/documents'
 import { enrichWithWeb, wantsWeb } from './enrich/web'
 import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
-import type { CallAttestation, ChatCallInput, ChatRouter, PipelineDeps, ServerTools } from './pipeline'
+import type { CallAttestation, ChatCallInput, ChatRouter, OpenedBackend, PipelineDeps, ServerTools } from './pipeline'
 import { checkPolicy } from './policy'
 import { toApiError } from './upstream-errors'
 
@@ -102,8 +102,20 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   input.disableIdleTimeout?.()
   let opened: Awaited<ReturnType<ChatRouter['open']>>
   const openedAt = performance.now()
+  // The backend answering: the log line names it, a collected call reports its attestation.
+  let answering: OpenedBackend | undefined
+  const onFallback = (next: OpenedBackend) => {
+    answering = next
+    const [failure, ...rejected] = next.failures ?? []
+    if (metrics) {
+      if (failure !== undefined) countUpstreamFailure(metrics, failure, 'before-output')
+      for (const rejection of rejected) countUpstreamFailure(metrics, rejection, 'before-first-event', openedAt)
+      metrics.upstreamCalls.inc(1, next.provider.id, 'ok')
+    }
+    if (record !== undefined) record.backend = `${next.provider.id}/${next.backend.model}`
+  }
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, controller: upstream, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough })
+    opened = await deps.router.open(route, request, { signal: upstream.signal, controller: upstream, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough, onFallback })
   } catch (error) {
     call.release()
     detach()
@@ -113,7 +125,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     throw shutdownReason() ?? toApiError(error)
   }
   if (metrics) {
-    for (const failure of (opened as { failures?: UpstreamError[] }).failures ?? []) countUpstreamFailure(metrics, failure, 'before-first-event', openedAt)
+    for (const failure of opened.failures ?? []) countUpstreamFailure(metrics, failure, 'before-first-event', openedAt)
     metrics.upstreamCalls.inc(1, opened.provider.id, 'ok')
     metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, opened.provider.id)
   }
@@ -128,7 +140,9 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     events: opened.events,
     meter,
     started,
-    attestation: opened.attestation,
+    get attestation() {
+      return (answering ?? opened).attestation
+    },
     serverTools,
     record,
     observe(event) {
@@ -175,7 +189,11 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   }
 }
 
-export function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'mid-stream', startedAt?: number): void {
+/**
+ * `before-first-event`: the call failed to open (no status, no event); `before-output`: it opened,
+ * then failed before any output, and the next backend was tried; `mid-stream`: the client saw it.
+ */
+export function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'before-output' | 'mid-stream', startedAt?: number): void {
   // A call the gateway itself cancelled (client gone, drain) is not an upstream failure.
   if (error.kind === 'aborted') return
   metrics.upstreamErrors.inc(1, error.provider, error.kind, phase)

@@ -20,13 +20,30 @@ import { openCall } from './open-call'
 import { streamResponse } from './stream-response'
 import { toApiError } from './upstream-errors'
 
+/** The backend a call's stream comes from; `failures`: the ones abandoned before it (router.ts). */
+export interface OpenedBackend {
+  backend: Backend
+  provider: Provider
+  attestation?: CallAttestation
+  failures?: readonly UpstreamError[]
+}
+
 /** What the pipeline needs of the provider router. */
 export interface ChatRouter {
   open(
     route: ChatRequest['route'],
     request: ChatRequest,
-    options: { signal: AbortSignal; controller?: AbortController; requestId: string; uncensored?: boolean; collect?: boolean; passThrough?: PassThroughFormat },
-  ): Promise<{ events: AsyncIterable<ChatEvent>; backend: Backend; provider: Provider; attestation?: CallAttestation }>
+    options: {
+      signal: AbortSignal
+      controller?: AbortController
+      requestId: string
+      uncensored?: boolean
+      collect?: boolean
+      passThrough?: PassThroughFormat
+      /** The stream moved to another backend before any output (providers/before-output.ts). */
+      onFallback?: (opened: OpenedBackend) => void
+    },
+  ): Promise<OpenedBackend & { events: AsyncIterable<ChatEvent> }>
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
 }

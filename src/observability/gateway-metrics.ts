@@ -15,7 +15,7 @@ export class GatewayMetrics {
   readonly upstreamCalls: Counter
   /** Time from the call to the upstream's response headers (or its failure), by provider. */
   readonly upstreamSeconds: Histogram
-  /** Upstream failures by provider and kind, before the first byte or mid-stream. */
+  /** Upstream failures by provider and kind: before the first event, before any output (the next backend took over), or mid-stream. */
   readonly upstreamErrors: Counter
   /** Evidence fetches of attested backends (Confidential pre-call, Encrypted key pinning, GET /api/v1/attestation), by provider. */
   readonly attestationSeconds: Histogram
@@ -35,7 +35,7 @@ export class GatewayMetrics {
     this.requestSeconds = r.histogram('svc_http_request_duration_seconds', 'Time to the response headers (streams: to the first byte), by route.', ['route'])
     this.upstreamCalls = r.counter('svc_upstream_requests_total', 'Upstream calls by provider and outcome (ok or the failure kind).', ['provider', 'outcome'])
     this.upstreamSeconds = r.histogram('svc_upstream_response_seconds', 'Upstream time to response headers (or failure), by provider.', ['provider'])
-    this.upstreamErrors = r.counter('svc_upstream_errors_total', 'Upstream failures by provider, kind and phase (before the first event or mid-stream).', ['provider', 'kind', 'phase'])
+    this.upstreamErrors = r.counter('svc_upstream_errors_total', 'Upstream failures by provider, kind and phase (before the first event, before any output with the next backend tried, or mid-stream).', ['provider', 'kind', 'phase'])
     this.attestationSeconds = r.histogram('svc_attestation_fetch_seconds', 'Attestation evidence fetch time (request to checked evidence, or failure), by provider.', ['provider'])
     this.attestationFailures = r.counter(
       'svc_attestation_failures_total',

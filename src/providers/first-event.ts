@@ -5,7 +5,8 @@ import type { ChatEvent } from '../inference/canonical'
 // event). An upstream that answered 2xx and then failed before any output (an error chunk or
 // event, an empty stream, a body that is not SSE at all) rejects, so the router may try the
 // next backend, and a client whose every backend failed gets an HTTP error instead of a 200
-// carrying nothing but an in-band error.
+// carrying nothing but an in-band error. A failure after the first event but before any output
+// is the router's to fall back from (before-output.ts).
 
 /**
  * The events, with their first one read: rejects with the upstream's error when that first

@@ -2,6 +2,8 @@ import type { Backend, ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
 import type { ChatEvent, ChatRequest, PassThroughFormat } from '../inference/canonical'
 import type { Clock } from '../lib/clock'
+import { failureBeforeOutput, untilOutput } from './before-output'
+import { ReplayedEvents } from './replay'
 import { UpstreamError, type CallAttestation, type Provider } from './types'
 
 /** How long a backend that failed retryably is passed over while another can serve (ARCHITECTURE.md §6). */
@@ -33,6 +35,12 @@ export interface RouteOptions {
   readonly collect?: boolean
   /** Handed to the provider: the client accepts `passthrough` events of this format (ProviderCall.passThrough). */
   readonly passThrough?: PassThroughFormat
+  /**
+   * The stream `open` resolved with moved to another backend: the one it answered from failed
+   * before any output (before-output.ts). `opened` is the backend answering now; its `failures`
+   * start with that failure, then the backends that failed to open since.
+   */
+  readonly onFallback?: (opened: OpenedStream) => void
 }
 
 /** The stream of the backend that answered, and which one it was. */
@@ -53,11 +61,15 @@ export interface OpenedStream {
  *   smooth weighted round robin (weights 2:1 start A, B, A, A, B, A…), then continues in
  *   config order, wrapping. Either way, backends cooling down move behind the others (kept as
  *   a last resort rather than failing without trying them).
- * - Fallback: only when `provider.stream` rejects (so before any event reached the client)
- *   with an UpstreamError that is `retryable` (connection, timeout, server, rate-limited),
- *   and the client has not gone. The abandoned backend cools down for 30 s on the injected
- *   clock, unless it was the last one to try. Never on bad-request, auth, not-found or abort.
- * - When every backend fails, the last error is rethrown.
+ * - Fallback: when a backend fails before its first output with an UpstreamError that is
+ *   `retryable` (connection, timeout, server, rate-limited), and the client has not gone:
+ *   `provider.stream` rejects (no status, no event), or its stream fails after its first event
+ *   but before any content, reasoning, tool call or finish (before-output.ts holds those events,
+ *   so the client has seen nothing of that backend). The abandoned backend cools down for 30 s
+ *   on the injected clock, unless it was the last one to try. Never on bad-request, auth,
+ *   not-found or abort, and never once output went out: then the error ends the stream in-band.
+ * - When every backend fails, the last error is rethrown; once a stream opened (its reply's
+ *   headers may be out), it is that stream's error event instead.
  *
  * State (cool-downs, rotations) is per process, like every limit (ARCHITECTURE.md §11).
  */
@@ -80,26 +92,54 @@ export class Router implements BackendHealth {
       throw new ApiError('invalid_request', `model ${route.id} has no uncensored backend; remove "uncensored" or choose another model`, 'uncensored')
     }
     const order = this.order(route, candidates, uncensored)
-    const failures: UpstreamError[] = []
-    for (let attempt = 0; ; attempt++) {
+    const first = await this.attempt(route, order, 0, request, options, [])
+    const final = (answered: { opened: OpenedStream; index: number }) => answered.index === order.length - 1 || answered.opened.events instanceof ReplayedEvents
+    if (final(first)) return first.opened
+    // A backend is left to fall back to: the stream is held until its first output (before-output.ts).
+    let at = first.index
+    const events = untilOutput(first.opened.events, {
+      fallsBack: failure => fallsBack(failure, options),
+      next: async failure => {
+        this.coolDown(order[at]!)
+        const next = await this.attempt(route, order, at + 1, request, options, [failure])
+        at = next.index
+        options.onFallback?.(next.opened)
+        return { events: next.opened.events, final: final(next) }
+      },
+    })
+    return { ...first.opened, events }
+  }
+
+  /** Opens the backends of `order` from `from` on, until one answers (`failures` collects the ones abandoned). */
+  private async attempt(
+    route: ModelRoute,
+    order: readonly Backend[],
+    from: number,
+    request: ChatRequest,
+    options: RouteOptions,
+    failures: UpstreamError[],
+  ): Promise<{ opened: OpenedStream; index: number }> {
+    for (let attempt = from; ; attempt++) {
       const backend = order[attempt]!
       const provider = this.providers.get(backend.provider)
       // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
       if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
+      const last = attempt === order.length - 1
       try {
-        const abortable = attempt === order.length - 1 ? options.controller : undefined
+        const abortable = last ? options.controller : undefined
         const call = { request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, abortable, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
         if (provider.streamAttested !== undefined) {
           const { events, attestation } = await provider.streamAttested(call)
+          if (!last) checkReplayed(events, options)
           this.recovered(backend)
-          return { events, backend, provider, failures, attestation }
+          return { opened: { events, backend, provider, failures, attestation }, index: attempt }
         }
         const events = await provider.stream(call)
+        if (!last) checkReplayed(events, options)
         this.recovered(backend)
-        return { events, backend, provider, failures }
+        return { opened: { events, backend, provider, failures }, index: attempt }
       } catch (error) {
-        const last = attempt === order.length - 1
-        if (last || options.signal.aborted || !(error instanceof UpstreamError) || !error.retryable) throw error
+        if (last || !(error instanceof UpstreamError) || !fallsBack(error, options)) throw error
         this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
         failures.push(error)
       }
@@ -160,6 +200,18 @@ export class Router implements BackendHealth {
     for (const backend of rotated) ((this.coolingUntil.get(keyOf(backend)) ?? 0) > now ? cooling : ready).push(backend)
     return ready.concat(cooling)
   }
+}
+
+/** Whether a retryable failure, before any output, moves the call to the next backend: not once the client has gone. */
+function fallsBack(error: UpstreamError, options: RouteOptions): boolean {
+  return error.retryable && !options.signal.aborted
+}
+
+/** Events read whole that failed before any output are thrown, to fall back like a rejection (before-output.ts). */
+function checkReplayed(events: AsyncIterable<ChatEvent>, options: RouteOptions): void {
+  if (!(events instanceof ReplayedEvents)) return
+  const failure = failureBeforeOutput(events.events)
+  if (failure !== undefined && fallsBack(failure, options)) throw failure
 }
 
 /** A backend is its provider and upstream model: shared by every route that binds it. */

@@ -35,7 +35,8 @@ export interface ProviderCall {
 /**
  * An upstream adapter (ARCHITECTURE.md §6). `stream` resolves once the upstream answered 2xx
  * and rejects with an UpstreamError before any event otherwise; after that, failures arrive
- * in-band as an `error` event. Non-streaming clients collect the same events.
+ * in-band as an `error` event (one before any output still lets the router fall back:
+ * before-output.ts). Non-streaming clients collect the same events.
  */
 export interface Provider {
   /** `<type>:<config id>`, e.g. `openai-compatible:vllm-a`. */
@@ -81,7 +82,7 @@ export class UpstreamError extends Error {
     return this.details.status
   }
 
-  /** Whether the router may try the next backend (only before the first event). */
+  /** Whether the router may try the next backend (only before any output: router.ts). */
   get retryable(): boolean {
     return this.kind === 'connection' || this.kind === 'timeout' || this.kind === 'server' || this.kind === 'rate-limited'
   }
