@@ -144,7 +144,7 @@ export async function burstOp(run: Run, org: ModelOrg, key: ModelKey, where: str
     kind === 'usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + frame({ ...json, object: 'chat.completion.chunk', choices: [], usage: openAIUsage(reported) }) + DONE } : { kind: 'json', body: { ...json, usage: openAIUsage(reported) } })
     : kind === 'no-usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + DONE } : { kind: 'json', body: json })
     : kind === 'fail-before' ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } }
-    : stream ? { kind: 'sse', body: partial, then: 'reset' } : { kind: 'sse', body: JSON.stringify(json).slice(0, 60), then: 'reset', headers: { 'content-type': 'application/json' } }
+    : stream ? { kind: 'sse', body: partial, then: 'close' } : { kind: 'sse', body: JSON.stringify(json).slice(0, 60), then: 'reset', headers: { 'content-type': 'application/json' } }
   const chargeOf = (kind: (typeof behaviours)[number]): bigint =>
     kind === 'usage' ? tokenCharge(reported.inputTokens, reported.outputTokens)
     : kind === 'no-usage' || (stream && kind === 'fail-mid') ? tokenCharge(highInput(prompt), outputFallback(text))

@@ -156,7 +156,9 @@ async function runSeed(seed: number): Promise<string[]> {
         : behaviour === 'no-usage' ? (stream ? { kind: 'sse', body: partial + chunk({}, 'stop') + DONE } : { kind: 'json', body: json })
         : behaviour === 'fail-before' ? { kind: 'json', status: 500, body: { error: { message: 'boom', type: 'server_error', param: null, code: null } } }
         : behaviour === 'fail-mid'
-          ? stream ? { kind: 'sse', body: partial, then: 'reset' } : { kind: 'sse', body: JSON.stringify(json).slice(0, 60), then: 'reset', headers: { 'content-type': 'application/json' } }
+          // A stream cut mid-way ends without its terminator: a clean close, not a reset, so its
+          // content always arrives (a reset under load could drop what the gateway had not read).
+          ? stream ? { kind: 'sse', body: partial, then: 'close' } : { kind: 'sse', body: JSON.stringify(json).slice(0, 60), then: 'reset', headers: { 'content-type': 'application/json' } }
         : behaviour === 'abort-mid' ? { kind: 'sse', body: partial, then: 'stall' }
         : { kind: 'stall' }
       // Charged: the reported usage, else the fallback count (SECURITY-NOTES.md §4) for a stream that
