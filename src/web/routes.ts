@@ -37,7 +37,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
             'per page retrieved (plan allowance first, then prepaid; spend caps and rate limits apply). 502 provider_error means the outcome is unknown: ' +
             'do not retry automatically. A PDF page is read by the document extraction pool and answered as an upload would be: 429 rate_limited ' +
             'with Retry-After while the pool is full, 503 unavailable on an extraction timeout; nothing is billed for either. A call still running ' +
-            'at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed. Nothing is stored.',
+            'at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed; nor is a call whose client leaves before the answer. Nothing is stored.',
         },
       },
     )
@@ -68,7 +68,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
           description:
             'Runs one search on the configured backend (SearXNG or Brave Search) and returns up to `count` results. One web_search unit is billed ' +
             'per search. With no backend configured the route answers 503 unavailable. 502 provider_error: the backend failed; nothing was billed. ' +
-            'A search still running at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed.',
+            'A search still running at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed; nor is a search whose client leaves before the answer.',
         },
       },
     )
