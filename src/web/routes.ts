@@ -6,7 +6,7 @@ import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
-import { WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
+import { DEFAULT_SEARCH_COUNT, WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
 import type { WebService } from './service'
 
 const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse, 502: ErrorResponse }
@@ -48,7 +48,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
         const query = body.query.trim()
         const results = await web.search(
           { principal, requestId: requestIdOf(set), signal: request.signal, httpRequest: request },
-          { query, count: body.count ?? 10, offset: body.offset ?? 0, freshness: body.freshness, country: body.country?.toUpperCase(), safeSearch: body.safe_search },
+          { query, count: body.count ?? DEFAULT_SEARCH_COUNT, offset: body.offset ?? 0, freshness: body.freshness, country: body.country?.toUpperCase(), safeSearch: body.safe_search },
         )
         return {
           object: 'web.search' as const,
