@@ -53,3 +53,19 @@ function kindOf(schema: Record<string, unknown>): string {
   if ('const' in schema) return JSON.stringify(schema.const)
   return typeof schema.type === 'string' ? schema.type : 'another shape'
 }
+
+/**
+ * A string pattern with what it means in plain words, to complete "must be …": a value that
+ * fails it is told that meaning (in config problems, request errors and tool errors alike), never
+ * the regular expression.
+ */
+export function plainPattern(pattern: string, meaning: string): { pattern: string; patternMeaning: string } {
+  return { pattern, patternMeaning: meaning }
+}
+
+/** One failure in words for whoever wrote the value: TypeBox's message, but a pattern's meaning instead of its regex. */
+export function problemOf(error: ValueError): string {
+  if (error.type !== ValueErrorType.StringPattern) return error.message
+  const meaning = (error.schema as { patternMeaning?: unknown }).patternMeaning
+  return typeof meaning === 'string' ? `must be ${meaning}` : 'is not in the expected form'
+}
