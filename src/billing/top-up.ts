@@ -15,12 +15,25 @@ export interface TopUpInput {
   note?: string
 }
 
+/** Longest top-up `note` and `reference` (characters): each is stored on the ledger entry. */
+export const TOP_UP_NOTE_MAX = 500
+export const TOP_UP_REFERENCE_MAX = 200
+
+/** The top-up's text fields within their limits; an ApiError naming the field otherwise. */
+export function checkTopUpText(input: Pick<TopUpInput, 'note' | 'reference'>): void {
+  if (input.note !== undefined && input.note.length > TOP_UP_NOTE_MAX) throw new ApiError('invalid_request', `note must be at most ${TOP_UP_NOTE_MAX} characters`, 'note')
+  if (input.reference !== undefined && input.reference.length > TOP_UP_REFERENCE_MAX) {
+    throw new ApiError('invalid_request', `reference must be at most ${TOP_UP_REFERENCE_MAX} characters`, 'reference')
+  }
+}
+
 /**
  * Books a prepaid top-up (an entry and the balance, in one op); true when it was applied, false
  * when `reference` had already booked this same payment.
  */
 export async function bookTopUp(writer: LedgerWriter, logger: Logger, input: TopUpInput, now: number): Promise<boolean> {
   if (input.amount <= 0n) throw new ApiError('invalid_request', 'a top-up must be a positive amount', 'amount')
+  checkTopUpText(input)
   const row: EntryRow = {
     opId: newId(), idempotencyKey: null, orgId: input.orgId, keyId: null, kind: 'top_up',
     source: 'top_up', amountNanos: input.amount, periodStartMs: null, capWindowStartMs: null, purpose: null, requestId: null,

@@ -13,7 +13,7 @@ import { FileConfigSchema, type FileConfig } from './schema'
 import { Catalog } from '../catalog/catalog'
 import { HEARTBEAT_MS, MIN_STALE_AFTER_MS } from '../billing/sweeper'
 import { ApiError } from '../http/errors'
-import { explainUnion } from '../http/validation-message'
+import { explainUnion, problemOf } from '../http/validation-message'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
 export class ConfigError extends Error {
@@ -273,7 +273,7 @@ function parseFile(text: string | undefined, source: string, problems: string[])
     }
     const money = typeof error.schema.description === 'string' && error.schema.description.startsWith('USD decimal string')
     const hint = typeof error.value === 'number' && money ? ' (write money as a quoted decimal string)' : ''
-    problems.push(`${path}: ${error.message}${hint}`)
+    problems.push(`${path}: ${problemOf(error)}${hint}`)
   }
   return undefined
 }

@@ -1,12 +1,16 @@
 import { Type } from '@sinclair/typebox'
 import { t, type Static } from 'elysia'
+import { plainPattern } from '../http/validation-message'
 
 // Elysia's `t.Integer` also accepts numeric strings (it is meant for query params), which
 // would let `"100"` through as a string: config integers use TypeBox 0.34's own.
 const Integer = Type.Integer
 
+/** An http(s) origin: scheme and host (and port), nothing after. */
+const Origin = plainPattern('^https?://[^/?#\\s]+$', 'an http(s) origin without a path, query or fragment, e.g. https://gateway.example.com')
+
 /** A USD amount written as a quoted decimal string with at most 9 decimals ("20", "0.40"). */
-const Usd = t.String({ pattern: '^(0|[1-9][0-9]*)(\\.[0-9]{1,9})?$', description: 'USD decimal string, at most 9 decimals' })
+const Usd = t.String({ ...plainPattern('^(0|[1-9][0-9]*)(\\.[0-9]{1,9})?$', 'a decimal USD amount with at most 9 decimals, e.g. "20" or "0.40"'), description: 'USD decimal string, at most 9 decimals' })
 
 const Plan = t.Object(
   {
@@ -28,10 +32,10 @@ const Bucket = t.Object(
 const BucketPair = t.Object({ key: Bucket, org: Bucket }, { additionalProperties: false })
 
 /** A config id: lower-case letters, digits, `.`, `_`, `-` (provider ids). */
-const ProviderId = t.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' })
+const ProviderId = t.String(plainPattern('^[a-z0-9][a-z0-9._-]{0,63}$', '1 to 64 lower-case letters, digits, dots, underscores or dashes, starting with a letter or digit'))
 
 /** An environment variable name (secrets are referenced by name, never written inline). */
-const EnvName = t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' })
+const EnvName = t.String(plainPattern('^[A-Za-z_][A-Za-z0-9_]{0,127}$', 'an environment variable name: 1 to 128 letters, digits or underscores, not starting with a digit'))
 
 /** An upstream provider (ARCHITECTURE.md §3.2). Cross-field rules (base_url per type, keys) are in providers.ts. */
 const ProviderEntry = t.Object(
@@ -59,7 +63,7 @@ const BackendEntry = t.Object(
   {
     provider: ProviderId,
     // The upstream's name: may hold `/` and `:` (`meta-llama/Llama-3.3-70B-Instruct`, `llama3.2:3b`).
-    model: t.String({ pattern: '^\\S{1,256}$' }),
+    model: t.String(plainPattern('^\\S{1,256}$', '1 to 256 characters without spaces')),
     weight: t.Optional(Integer({ minimum: 1, maximum: 1000 })),
     uncensored: t.Optional(t.Boolean()),
     // Anthropic backends only (models.ts): the thinking form the upstream model accepts.
@@ -73,7 +77,7 @@ const Backends = t.Array(BackendEntry, { minItems: 1, maxItems: 64 })
 /** A logical model (ARCHITECTURE.md §3.2). Its id never holds `:`, which introduces a level suffix. */
 const ModelEntry = t.Object(
   {
-    id: t.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$' }),
+    id: t.String(plainPattern('^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$', '1 to 128 letters, digits, dots, underscores, slashes or dashes, starting with a letter or digit (a level suffix such as :confidential is not part of the id)')),
     // The level of the unsuffixed id.
     level: t.Optional(t.Union([t.Literal('anonymous'), t.Literal('private')])),
     backends: Backends,
@@ -170,7 +174,7 @@ export const FileConfigSchema = t.Object(
     // additionalProperties: false makes a key outside the id pattern an error (else it is not checked at all).
     providers: t.Optional(t.Array(ProviderEntry, { maxItems: 256 })),
     models: t.Optional(t.Array(ModelEntry, { maxItems: 4096 })),
-    plans: t.Record(t.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' }), Plan, { minProperties: 1, additionalProperties: false }),
+    plans: t.Record(t.String(plainPattern('^[a-z0-9][a-z0-9_-]{0,63}$', '1 to 64 lower-case letters, digits, underscores or dashes, starting with a letter or digit')), Plan, { minProperties: 1, additionalProperties: false }),
     bootstrap: t.Optional(
       t.Object(
         {
@@ -223,7 +227,7 @@ export const FileConfigSchema = t.Object(
           port: t.Optional(Integer({ minimum: 0, maximum: 65535 })),
           // Address the admin port binds (default 127.0.0.1): an IPv4 or IPv6 address (a zone
           // allowed) or a host name, never a URL.
-          host: t.Optional(t.String({ pattern: '^[A-Za-z0-9._:%-]{1,255}$' })),
+          host: t.Optional(t.String(plainPattern('^[A-Za-z0-9._:%-]{1,255}$', 'an IP address or a host name (letters, digits, dots, colons, dashes, a %zone; at most 255), not a URL'))),
         },
         { additionalProperties: false },
       ),
@@ -232,7 +236,7 @@ export const FileConfigSchema = t.Object(
       t.Object(
         {
           // The authorization server's issuer URL (https://gateway.example.com). Unset: the origin each request arrived at.
-          issuer: t.Optional(t.String({ pattern: '^https?://[^/?#\\s]+$', maxLength: 500 })),
+          issuer: t.Optional(t.String({ ...Origin, maxLength: 500 })),
           access_token_ttl_s: t.Optional(Integer({ minimum: 60, maximum: 86_400 })),
           refresh_token_ttl_s: t.Optional(Integer({ minimum: 300, maximum: 31_536_000 })),
           code_ttl_s: t.Optional(Integer({ minimum: 10, maximum: 600 })),
@@ -280,7 +284,7 @@ export const FileConfigSchema = t.Object(
       t.Object(
         {
           // Browser origins allowed to call /mcp besides the issuer's own (DNS-rebinding defence).
-          allowed_origins: t.Optional(t.Array(t.String({ pattern: '^https?://[^/?#\\s]+$', maxLength: 500 }), { maxItems: 100 })),
+          allowed_origins: t.Optional(t.Array(t.String({ ...Origin, maxLength: 500 }), { maxItems: 100 })),
         },
         { additionalProperties: false },
       ),

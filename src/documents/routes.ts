@@ -96,13 +96,9 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
  * its client left (logged `cancelled`, so the line says 499: nobody received the error).
  */
 function unread(request: Request, tracked: CallAbort): ApiError | undefined {
+  const outcome = tracked.unread()
+  if (outcome === undefined) return undefined
   const record = recordOf(request)
-  const reason = tracked.shutdownReason()
-  if (reason) {
-    if (record) record.outcome = 'aborted'
-    return reason
-  }
-  if (!request.signal.aborted) return undefined
-  if (record) record.outcome = 'cancelled'
-  return new ApiError('unavailable', 'the request was cancelled before the document was read', 'file')
+  if (record) record.outcome = outcome
+  return tracked.shutdownReason() ?? new ApiError('unavailable', 'the request was cancelled before the document was read', 'file')
 }

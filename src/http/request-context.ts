@@ -1,6 +1,6 @@
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { Elysia, ValidationError } from 'elysia'
-import { explainUnion } from './validation-message'
+import { choiceText, explainUnion, isKindError, problemOf } from './validation-message'
 import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
@@ -104,15 +104,21 @@ function fromValidation(error: ValidationError): ApiError {
   if (typeof issue.schema?.error === 'string') return new ApiError('invalid_request', issue.schema.error, paramOf(issue.path))
   if (issue.type === ValueErrorType.Union && Array.isArray(issue.errors)) {
     const explained = explainUnion(issue as unknown as ValueError)
-    if ('choices' in explained) return refused(where, explained.path, `should be one of ${explained.choices.join(', ')}`)
+    if ('choices' in explained) return refused(where, explained.path, `should be ${choiceText(explained.choices)}`)
     const leaf = explained.error
     if (leaf !== (issue as unknown as ValueError)) {
+      // The variant's own message, as for a field outside a union (a tool function's name).
+      if (typeof leaf.schema.error === 'string') return new ApiError('invalid_request', leaf.schema.error, paramOf(leaf.path))
       if (leaf.type === ValueErrorType.ObjectRequiredProperty) return refused(where, leaf.path, 'is missing')
-      return refused(where, leaf.path, `is invalid: ${leaf.message.charAt(0).toLowerCase()}${leaf.message.slice(1)}`)
+      const problem = problemOf(leaf)
+      return refused(where, leaf.path, `is invalid: ${problem.charAt(0).toLowerCase()}${problem.slice(1)}`)
     }
   }
   const param = paramOf(issue.path)
-  let message = issue.summary ?? issue.message
+  // Elysia's summary of a value of the wrong kind reads "to be string but found: [object Object]"
+  // (an array [1] "found: 1"); TypeBox's own message is plain. A pattern says what it means.
+  const plain = isKindError(issue as unknown as ValueError) || issue.type === ValueErrorType.StringPattern
+  let message = plain ? problemOf(issue as unknown as ValueError) : (issue.summary ?? issue.message)
   if (param === undefined) message = `${where}: ${message}`
   // Anthropic's envelope has no `param`: a message must name its field itself.
   else if (!message.includes(`'${param}'`)) message = `${param}: ${message}`

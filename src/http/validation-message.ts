@@ -53,3 +53,35 @@ function kindOf(schema: Record<string, unknown>): string {
   if ('const' in schema) return JSON.stringify(schema.const)
   return typeof schema.type === 'string' ? schema.type : 'another shape'
 }
+
+/** The schema keyword holding a pattern's meaning (see plainPattern). */
+export const PATTERN_MEANING = 'x-pattern-meaning'
+
+/**
+ * A string pattern with what it means in plain words, to complete "must be …": a value that
+ * fails it is told that meaning (in config problems, request errors and tool errors alike), never
+ * the regular expression. Kept as an OpenAPI vendor extension, so the published schemas stay valid.
+ */
+export function plainPattern(pattern: string, meaning: string): { pattern: string; [PATTERN_MEANING]: string } {
+  return { pattern, [PATTERN_MEANING]: meaning }
+}
+
+/** One failure in words for whoever wrote the value: TypeBox's message ("Expected string"), but a pattern's meaning instead of its regex. */
+export function problemOf(error: ValueError): string {
+  if (error.type !== ValueErrorType.StringPattern) return error.message
+  const meaning = (error.schema as Record<string, unknown>)[PATTERN_MEANING]
+  return typeof meaning === 'string' ? `must be ${meaning}` : 'is not in the expected form'
+}
+
+/** The value is of another kind than the schema's (a number for a string): said as TypeBox says it. */
+export function isKindError(error: ValueError): boolean {
+  return KIND.has(error.type)
+}
+
+/** The choices of an explained union as words: "one of a, b", or the only one ("an object", "\"json_schema\""). */
+export function choiceText(choices: string[]): string {
+  if (choices.length !== 1) return `one of ${choices.join(', ')}`
+  const only = choices[0]!
+  if (only.startsWith('"') || only === 'null') return only
+  return `${/^[aeiou]/.test(only) ? 'an' : 'a'} ${only}`
+}

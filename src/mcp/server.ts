@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Value } from '@sinclair/typebox/value'
 import type { TObject } from '@sinclair/typebox'
 import { ApiError } from '../http/errors'
-import { explainUnion } from '../http/validation-message'
+import { choiceText, explainUnion, PATTERN_MEANING, problemOf } from '../http/validation-message'
 import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
@@ -46,12 +46,15 @@ function argumentProblem(schema: TObject, args: unknown): string {
   const explained = explainUnion(first)
   const path = 'error' in explained ? explained.error.path : explained.path
   const where = path.replace(/^\//, '').replaceAll('/', '.') || 'arguments'
-  return `${where}: ${'error' in explained ? explained.error.message : `must be one of ${explained.choices.join(', ')}`}`
+  return `${where}: ${'error' in explained ? problemOf(explained.error) : `must be ${choiceText(explained.choices)}`}`
 }
 
-/** A TypeBox schema as plain JSON Schema (TypeBox adds symbol keys; JSON drops them). */
+/**
+ * A TypeBox schema as plain JSON Schema (TypeBox adds symbol keys; JSON drops them), without
+ * the gateway's own pattern meanings (a strict JSON Schema compiler refuses unknown keywords).
+ */
 function jsonSchema(schema: object): Record<string, unknown> & { type: 'object' } {
-  return JSON.parse(JSON.stringify(schema))
+  return JSON.parse(JSON.stringify(schema, (key, value) => (key === PATTERN_MEANING ? undefined : value)))
 }
 
 export interface McpCall {

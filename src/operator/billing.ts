@@ -1,8 +1,9 @@
 import { switchPlan } from '../billing/plan-switch'
+import { checkTopUpText } from '../billing/top-up'
 import { verifyLedger } from '../billing/verify'
 import type { Deps } from '../deps'
 import { formatNanos, formatUsd } from '../lib/money'
-import { amountFlag, LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
+import { amountFlag, checkFlags, LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
 
 /** `svc credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF] [--json]`: a prepaid top-up. */
 export async function credit(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -14,6 +15,8 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
   if ((values.usd === undefined) === (values.nanos === undefined)) throw new UsageError('give exactly one of --usd and --nanos')
   // An empty reference would book without one, so a retried top-up would be booked again.
   if (values.reference !== undefined && values.reference.trim() === '') throw new UsageError('--reference must not be empty (omit it for a top-up without one)')
+  // The ledger's own limits, checked before anything is booked: a usage error naming the flag.
+  await checkFlags({ note: '--note', reference: '--reference' }, () => checkTopUpText({ note: values.note, reference: values.reference }))
   const amount = values.usd !== undefined ? amountFlag('--usd', values.usd, 'usd', { positive: true }) : amountFlag('--nanos', values.nanos!, 'nanos', { positive: true })
   await deps.orgs.requireOrg(values.org!)
   const { applied } = await deps.ledger.topUp({ orgId: values.org!, amount, note: values.note, reference: values.reference })

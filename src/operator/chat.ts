@@ -1,6 +1,6 @@
 import type { Config } from '../config/config'
 import { decodeSse } from '../http/sse'
-import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
+import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from './io'
 import { storedToken } from './login'
 
 /**
@@ -23,8 +23,9 @@ export async function gatewayCredential(config: Config, values: { key?: string; 
  */
 export async function chat(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
   const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 1)
+  const prompt = promptArgument(positionals)
   const { key, url } = await gatewayCredential(config, values)
-  const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
+  const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]
   let response: Response
   try {
     response = await fetch(`${url}/v1/chat/completions`, {

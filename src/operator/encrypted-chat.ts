@@ -1,6 +1,6 @@
 import { encryptedChat } from '../client/tee'
 import type { Config } from '../config/config'
-import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
+import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from './io'
 
 /**
  * `svc encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream]
@@ -15,13 +15,14 @@ export async function encryptedChatCommand(config: Config, args: string[], io: C
     ['model'],
     1,
   )
+  const prompt = promptArgument(positionals)
   const key = values.key ?? config.client.apiKey
   if (!key) throw new UsageError('an API key is needed: --key or SVC_API_KEY')
   if (!values.model!.endsWith(':encrypted')) throw new UsageError('--model must be an :encrypted model id (GET /v1/models?privacy_tier=encrypted lists them)')
   const algo = values.algo ?? 'ecdsa'
   if (algo !== 'ecdsa' && algo !== 'ed25519') throw new UsageError('--algo must be ecdsa or ed25519')
   const stream = values['no-stream'] !== true
-  const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }]
+  const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]
   const result = await encryptedChat({
     baseUrl: gatewayUrl(values.url, config.client.url), apiKey: key, model: values.model!, algo, stream, messages,
     onDelta: values.json ? undefined : text => write(text),

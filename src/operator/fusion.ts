@@ -2,7 +2,7 @@ import type { Config } from '../config/config'
 import type { FusionParticipantBody, FusionResultBody } from '../fusion/schema'
 import { decodeSse } from '../http/sse'
 import { gatewayCredential } from './chat'
-import { parseOptions, UsageError, type CliIo } from './io'
+import { parseOptions, promptArgument, UsageError, type CliIo } from './io'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -31,6 +31,7 @@ export async function fusion(config: Config, args: string[], io: CliIo, write: (
     ['models'],
     1,
   )
+  const prompt = promptArgument(positionals)
   const models = values.models!.split(',').map(model => model.trim()).filter(model => model !== '')
   if (models.length < 2 || models.length > 3) throw new UsageError('--models takes 2 or 3 comma-separated model ids, e.g. --models demo-anonymous,demo-alt')
   // Spec §4.5: distinct models. Known here, so a usage error rather than the gateway's 400 (exit 1).
@@ -41,7 +42,7 @@ export async function fusion(config: Config, args: string[], io: CliIo, write: (
   const { key, url } = await gatewayCredential(config, values)
   const body = {
     models,
-    messages: [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: positionals[0]! }],
+    messages: [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }],
     ...(values.judge ? { judge: values.judge } : {}),
     ...(values['web-search'] ? { web_search: true } : {}),
     ...(values['web-fetch'] ? { web_fetch: true } : {}),

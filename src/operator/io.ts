@@ -47,6 +47,16 @@ export function parseOptions<T extends OptionSpec>(
 }
 
 /**
+ * The PROMPT argument of the chat commands: an empty or whitespace-only one is a usage error
+ * here, not a request the gateway would answer (or bill) for nothing.
+ */
+export function promptArgument(positionals: string[]): string {
+  const prompt = positionals[0] ?? ''
+  if (prompt.trim() === '') throw new UsageError('PROMPT must not be empty or only whitespace')
+  return prompt
+}
+
+/**
  * Runs checks the CLI shares with the API (key options, org and user fields) on flag values.
  * An `invalid_request` they raise about one of `flags`' fields (API field → CLI flag) is a usage
  * error (exit 2) that names the flag, not the JSON field the API would name. Other errors (a

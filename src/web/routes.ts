@@ -6,7 +6,7 @@ import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
-import { WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
+import { DEFAULT_SEARCH_COUNT, WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
 import type { WebService } from './service'
 
 const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse, 502: ErrorResponse }
@@ -37,7 +37,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
             'per page retrieved (plan allowance first, then prepaid; spend caps and rate limits apply). 502 provider_error means the outcome is unknown: ' +
             'do not retry automatically. A PDF page is read by the document extraction pool and answered as an upload would be: 429 rate_limited ' +
             'with Retry-After while the pool is full, 503 unavailable on an extraction timeout; nothing is billed for either. A call still running ' +
-            'at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed. Nothing is stored.',
+            'at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed; nor is a call whose client leaves before the answer. Nothing is stored.',
         },
       },
     )
@@ -48,7 +48,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
         const query = body.query.trim()
         const results = await web.search(
           { principal, requestId: requestIdOf(set), signal: request.signal, httpRequest: request },
-          { query, count: body.count ?? 10, offset: body.offset ?? 0, freshness: body.freshness, country: body.country?.toUpperCase(), safeSearch: body.safe_search },
+          { query, count: body.count ?? DEFAULT_SEARCH_COUNT, offset: body.offset ?? 0, freshness: body.freshness, country: body.country?.toUpperCase(), safeSearch: body.safe_search },
         )
         return {
           object: 'web.search' as const,
@@ -68,7 +68,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
           description:
             'Runs one search on the configured backend (SearXNG or Brave Search) and returns up to `count` results. One web_search unit is billed ' +
             'per search. With no backend configured the route answers 503 unavailable. 502 provider_error: the backend failed; nothing was billed. ' +
-            'A search still running at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed.',
+            'A search still running at a shutdown\'s drain deadline is cut with 503 unavailable, nothing billed; nor is a search whose client leaves before the answer.',
         },
       },
     )

@@ -75,7 +75,7 @@ export class WebService {
     const cut = this.track(caller)
     try {
       const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal)))
-      this.endIfCut(cut, call, caller, 'web_fetch')
+      this.endIfUnread(cut, call, caller, 'web_fetch')
       const retrieved = results.filter(result => result.ok).length
       const rejected = results.findIndex(result => !result.ok && result.kind === 'rejected')
       if (rejected >= 0) {
@@ -131,7 +131,7 @@ export class WebService {
     let handedOver = false
     try {
       const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal)))
-      this.endIfCut(cut, call, caller, 'web_fetch')
+      this.endIfUnread(cut, call, caller, 'web_fetch')
       const pages: FetchedPage[] = []
       for (const [index, result] of results.entries()) {
         if (result.ok) pages.push(result.page)
@@ -157,7 +157,7 @@ export class WebService {
     let handedOver = false
     try {
       const outcome = await backend.search(query, cut.signal)
-      this.endIfCut(cut, call, caller, 'web_search')
+      this.endIfUnread(cut, call, caller, 'web_search')
       if (!outcome.ok) {
         call.release()
         this.log(caller, 'web_search', 'upstream-error', 0)
@@ -200,17 +200,20 @@ export class WebService {
   }
 
   /**
-   * The drain's deadline cut the call: like a collected chat answer, nothing is charged (what
-   * was retrieved never reaches the client) and the client gets the drain's 503.
+   * The call ends unread when the drain's deadline cut it or its client left (then the fetches
+   * or the search were cut on a lifecycle tick, or finished for no one). Like a collected chat
+   * answer or a document parse, nothing is charged: what was retrieved never reaches the client.
+   * The drain's cut answers its 503; a client that left is logged `cancelled` (the request line
+   * says 499), not as the backend's failure.
    */
-  private endIfCut(cut: CallAbort, call: MeteredCall, caller: WebCaller, purpose: 'web_fetch' | 'web_search'): void {
-    const reason = cut.shutdownReason()
-    if (reason === undefined) return
+  private endIfUnread(cut: CallAbort, call: MeteredCall, caller: WebCaller, purpose: 'web_fetch' | 'web_search'): void {
+    const outcome = cut.unread()
+    if (outcome === undefined) return
     call.release()
-    this.log(caller, purpose, 'aborted', 0)
+    this.log(caller, purpose, outcome, 0)
     const record = caller.httpRequest && recordOf(caller.httpRequest)
-    if (record) record.outcome = 'aborted'
-    throw reason
+    if (record) record.outcome = outcome
+    throw cut.shutdownReason() ?? new ApiError('unavailable', `the request was cancelled before its ${purpose === 'web_fetch' ? 'pages were' : 'results were'} delivered; nothing was billed`)
   }
 
   private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {

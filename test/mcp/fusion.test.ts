@@ -112,7 +112,8 @@ describe('svc.chat_fusion', () => {
     expect(unknown.isError).toBe(true)
     expect(text(unknown)).toStartWith('models.1: model "nope" is not in the catalog')
     const badId = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: 'retry-1', prompt: 'x' } })
-    expect(text(badId)).toStartWith('invalid arguments: request_id')
+    // Before: the UUID's regular expression, "Expected string to match '^[0-9a-fA-F]{8}-…'".
+    expect(text(badId)).toBe('invalid arguments: request_id: must be a UUID, e.g. 0f8fad5b-d9cb-469f-a165-70867728950e')
 
     // Both participants fail at their providers: the run failed, reported in full as an isError result.
     h.a.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })

@@ -72,7 +72,7 @@ describe('svc.web_search and svc.web_fetch', () => {
     const { org, connect } = await setup()
     const mcpOrg = await org('mcp')
     const client = await connect(mcpOrg.key)
-    const result = await client.callTool({ name: 'svc.web_search', arguments: { query: '  what is bun ', max_results: 2 } })
+    const result = await client.callTool({ name: 'svc.web_search', arguments: { query: '  what is bun ', count: 2 } })
     expect(result.isError).toBeFalsy()
     expect(text(result)).toBe('1. Bun docs — https://bun.sh/docs (2025-01-02T00:00:00.000Z)\n   Bun is a fast JavaScript runtime.\n2. oven-sh/bun — https://github.com/oven-sh/bun\n   Source code.')
     expect(result.structuredContent).toEqual({
@@ -90,6 +90,20 @@ describe('svc.web_search and svc.web_fetch', () => {
     expect(await charges(httpOrg.id)).toEqual(await charges(mcpOrg.id))
     const blank = await client.callTool({ name: 'svc.web_search', arguments: { query: '   ' } })
     expect([blank.isError, text(blank)]).toEqual([true, 'query must not be blank'])
+  })
+
+  test('search takes the route\'s `count` (same range, same default), not a second name for it', async () => {
+    // Before: the tool took `max_results` (default 5) where the route takes `count` (default 10).
+    const { org, connect } = await setup()
+    const client = await connect((await org('mcp')).key)
+    const listed = (await client.listTools()).tools.find(tool => tool.name === 'svc.web_search')!
+    expect(Object.keys(listed.inputSchema.properties!)).toEqual(['query', 'count'])
+    expect(listed.inputSchema.properties!.count).toMatchObject({ type: 'integer', minimum: 1, maximum: 20, default: 10 })
+    const one = await client.callTool({ name: 'svc.web_search', arguments: { query: 'bun', count: 1 } })
+    expect((one.structuredContent as { results: unknown[] }).results).toHaveLength(1)
+    const old = await client.callTool({ name: 'svc.web_search', arguments: { query: 'bun', max_results: 1 } })
+    expect(old.isError).toBe(true)
+    expect(text(old)).toContain('max_results')
   })
 
   test('fetch: page text as the route returns it, one web_fetch unit per page, as POST /api/v1/web/fetch bills', async () => {

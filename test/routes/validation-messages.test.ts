@@ -33,3 +33,27 @@ test('union failures are explained by the variant the value was meant for', asyn
   const role = await json(await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body: { model: 'demo-anonymous', messages: [message({ role: 'wizard' })] } }))
   for (const name of ['"system"', '"user"', '"assistant"', '"tool"']) expect(role.error.message).toContain(name)
 })
+
+test('no regular expression, "[object Object]" or variant list reaches a client: the field and what it takes', async () => {
+  // Before: "Property 'tools.0.function.name' is invalid: expected string to match '^[A-Za-z0-9_-]{1,64}$'",
+  // "Expected property 'model' to be string but found: [object Object]", "'messages.0' should be one of object".
+  t = await buildTestApp()
+  const org = await t.createOrg()
+  const chat = { model: 'demo-anonymous', messages: [message({})] }
+  const cases: Array<[string, Record<string, unknown>, string, string]> = [
+    ['/v1/chat/completions', { ...chat, tools: [{ type: 'function', function: { name: 'bad name!' } }] }, 'tools.0.function.name', 'tool function names must be 1-64 letters, digits, underscores or dashes'],
+    ['/v1/responses', { model: 'demo-anonymous', input: 'hi', text: { format: { type: 'json_schema', name: 'bad name!', schema: {} } } }, 'text.format.name', 'text.format.name must be 1-64 letters, digits, underscores or dashes'],
+    ['/v1/chat/completions', { ...chat, model: { id: 'demo-anonymous' } }, 'model', 'model: Expected string'],
+    ['/v1/chat/completions', { ...chat, messages: [5] }, 'messages.0', "Property 'messages.0' should be an object"],
+    ['/api/v1/chat/fusion', { models: ['demo-anonymous', ['demo-private']], messages: [message({})] }, 'models.1', 'models.1: Expected string'],
+  ]
+  for (const [path, body, param, expected] of cases) {
+    const response = await t.request('POST', path, { key: org.adminKey, body })
+    const error = (await json(response)).error
+    expect({ path, status: response.status, param: error.param, message: error.message }).toEqual({ path, status: 400, param, message: expected })
+  }
+  // Anthropic's envelope has no param: the message names the field and the form it takes.
+  const server = await t.request('POST', '/v1/messages', { key: org.adminKey, body: { model: 'demo-anonymous', max_tokens: 16, messages: [message({})], tools: [{ type: 'web_search', name: 'web_search' }] } })
+  expect(server.status).toBe(400)
+  expect((await json(server)).error.message).toBe(`Property 'tools.0.type' is invalid: must be a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own`)
+})

@@ -92,6 +92,30 @@ describe('svc chat', () => {
     }
   })
 
+  test('an empty or whitespace-only PROMPT is a usage error naming it on every chat command; nothing is sent', async () => {
+    // Before: the blank prompt went to the gateway (exit 0 or 1 on its answer, not 2).
+    let requests = 0
+    const gateway = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => (requests++, new Response('{}', { status: 500 })) })
+    try {
+      const at = `http://127.0.0.1:${gateway.port}`
+      const commands = [
+        ['chat', '--model', 'demo-anonymous'],
+        ['fusion', '--models', 'demo-anonymous,demo-private'],
+        ['encrypted-chat', '--model', 'demo-encrypted:encrypted'],
+      ]
+      for (const command of commands) {
+        for (const prompt of ['', '   ', '\n\t ']) {
+          const result = capture()
+          expect({ command: command[0], prompt, code: await runCli([...command, '--key', key, '--url', at, prompt], env, result.io) }).toEqual({ command: command[0], prompt, code: 2 })
+          expect(result.err[0]).toStartWith('usage error: PROMPT must not be empty or only whitespace')
+        }
+      }
+      expect(requests).toBe(0)
+    } finally {
+      gateway.stop(true)
+    }
+  })
+
   test('a stream that fails mid-way: the text so far is written, then the command fails with the in-band error', async () => {
     const upstream = await FakeUpstream.start()
     const yaml = [

@@ -270,4 +270,19 @@ describe('svc CLI: billing', () => {
     expect(missing.code).toBe(1)
     expect(missing.err).toContain('no organization nope')
   })
+
+  test('a top-up --note or --reference past the ledger\'s limit is a usage error naming the flag; nothing is booked', async () => {
+    // Before: any length was booked onto the ledger entry.
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    for (const [argv, message] of [
+      [['--note', 'n'.repeat(501)], '--note must be at most 500 characters'],
+      [['--reference', 'r'.repeat(201)], '--reference must be at most 200 characters'],
+    ] as const) {
+      const result = await cli('credit', '--org', org.org_id, '--usd', '1', ...argv)
+      expect({ code: result.code, err: result.err }).toEqual({ code: 2, err: expect.stringContaining(message) })
+    }
+    expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ prepaid_nanos: '0' })
+    // At the limits, booked.
+    expect(await cliJson('credit', '--org', org.org_id, '--usd', '1', '--note', 'n'.repeat(500), '--reference', 'r'.repeat(200))).toMatchObject({ applied: true })
+  })
 })

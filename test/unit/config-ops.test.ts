@@ -99,3 +99,16 @@ test('oauth.device_code_ttl_s must leave svc login three polls: a code that expi
   expect(load('oauth: { device_code_ttl_s: 90, device_poll_interval_s: 30 }').oauth).toMatchObject({ deviceCodeTtlMs: 90_000, devicePollIntervalS: 30 })
   expect(load('').oauth).toMatchObject({ deviceCodeTtlMs: 600_000, devicePollIntervalS: 5 })
 })
+
+test('a value that fails a pattern is told what the field takes, in words, never the regular expression', () => {
+  // Before: "oauth.issuer: Expected string to match '^https?://[^/?#\s]+$'", and so on.
+  const cases: Array<[string, string]> = [
+    ['oauth: { issuer: "https://gateway.example.com/app" }', 'oauth.issuer: must be an http(s) origin without a path, query or fragment, e.g. https://gateway.example.com'],
+    ['mcp: { allowed_origins: ["inspector.example"] }', 'mcp.allowed_origins.0: must be an http(s) origin without a path, query or fragment, e.g. https://gateway.example.com'],
+    ['metrics: { port: 9090, host: "http://127.0.0.1" }', 'metrics.host: must be an IP address or a host name (letters, digits, dots, colons, dashes, a %zone; at most 255), not a URL'],
+    ['metrics: { token_env: "MY TOKEN" }', 'metrics.token_env: must be an environment variable name: 1 to 128 letters, digits or underscores, not starting with a digit'],
+    ['prices: { web_fetch: "$0.002" }', 'prices.web_fetch: must be a decimal USD amount with at most 9 decimals, e.g. "20" or "0.40"'],
+    ['ledger: { bootstrap_credit: "5.0000000001" }', 'ledger.bootstrap_credit: must be a decimal USD amount with at most 9 decimals, e.g. "20" or "0.40"'],
+  ]
+  for (const [yaml, problem] of cases) expect(problems(yaml)).toEqual([problem])
+})

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { RouteResolver } from '../../fusion/privacy'
 import { participantHosted, runFusion, type FusionDeps, type FusionProgress } from '../../fusion/service'
 import type { FusionRequest, FusionResultBody } from '../../fusion/schema'
+import { plainPattern } from '../../http/validation-message'
 import { tool, type ToolContext } from './types'
 
 const ModelId = Type.String({ minLength: 1, maxLength: 256, description: 'Model id from svc.list_models' })
@@ -11,7 +12,7 @@ export const CHAT_FUSION_INPUT = Type.Object(
   {
     models: Type.Array(ModelId, { minItems: 2, maxItems: 3, uniqueItems: true, description: 'Two or three distinct model ids' }),
     request_id: Type.String({
-      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+      ...plainPattern('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', 'a UUID, e.g. 0f8fad5b-d9cb-469f-a165-70867728950e'),
       description: 'A UUID you choose; the idempotency key of the billing (reuse it only to retry the same request)',
     }),
     prompt: Type.String({ minLength: 1, maxLength: 4 * 1024 * 1024, description: 'The question or task' }),

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../http/errors'
+import { DEFAULT_SEARCH_COUNT, SearchCount } from '../../web/schema'
 import type { WebService } from '../../web/service'
 import { tool } from './types'
 
@@ -7,7 +8,8 @@ import { tool } from './types'
 export const WEB_SEARCH_INPUT = Type.Object(
   {
     query: Type.String({ minLength: 1, maxLength: 400, description: 'The search query' }),
-    max_results: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: 5, description: 'Results wanted, 1–20 (default 5)' })),
+    // The route's field, name and default: one way to ask for N results, over HTTP or MCP.
+    count: Type.Optional(SearchCount),
   },
   { additionalProperties: false },
 )
@@ -28,7 +30,7 @@ export function webSearchTool(web: WebService) {
   return tool({
     name: 'svc.web_search',
     title: 'Search the web',
-    description: 'Searches the web and returns titles, URLs and snippets. Billed as one web search per call; no model inference.',
+    description: 'Searches the web and returns up to `count` (default 10) titles, URLs and snippets. Billed as one web search per call; no model inference.',
     inputSchema: WEB_SEARCH_INPUT,
     outputSchema: WEB_SEARCH_OUTPUT,
     billed: true,
@@ -38,7 +40,7 @@ export function webSearchTool(web: WebService) {
       if (query === '') throw new ApiError('invalid_request', 'query must not be blank', 'query')
       const found = await web.search(
         { principal: context.principal, requestId: context.requestId, signal: context.httpRequest.signal },
-        { query, count: args.max_results ?? 5, offset: 0 },
+        { query, count: args.count ?? DEFAULT_SEARCH_COUNT, offset: 0 },
       )
       const results = found.map(result => ({ title: result.title, url: result.url, description: result.description, published: result.published, site_name: result.siteName }))
       const lines = results.map((result, index) => `${index + 1}. ${result.title} — ${result.url}${result.published ? ` (${result.published})` : ''}\n   ${result.description}`)

@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
+import { plainPattern } from '../../../http/validation-message'
 
 // Anthropic Messages request body (the fields the gateway understands). Unknown fields are
 // rejected rather than silently dropped. `cache_control` is accepted everywhere Anthropic allows
@@ -78,7 +79,10 @@ const CustomTool = t.Object(
 // Anthropic's hosted (server) tools are typed `<name>_<date>` (web_search_20250305,
 // web_fetch_20250910, bash_20250124...). Their options are for the host to apply; which ones
 // the gateway hosts is decided in decode.ts.
-const ServerTool = t.Object({ type: t.String({ pattern: '^[a-z_]+_[0-9]{8}$' }), name: t.String() }, { additionalProperties: true })
+const ServerTool = t.Object(
+  { type: t.String(plainPattern('^[a-z_]+_[0-9]{8}$', 'a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own')), name: t.String() },
+  { additionalProperties: true },
+)
 
 const ToolChoice = t.Union([
   t.Object({ type: t.Literal('auto'), disable_parallel_tool_use: t.Optional(t.Boolean()) }, { additionalProperties: false }),

@@ -1,5 +1,6 @@
 import { t, type Static } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
+import { plainPattern } from '../../../http/validation-message'
 
 // OpenAI Responses request body (the fields the gateway understands). Unknown fields are rejected,
 // as OpenAI itself does, rather than silently dropped. Item and tool types the gateway cannot
@@ -117,7 +118,7 @@ const ToolChoice = t.Union([
   t.Literal('required'),
   t.Object({ type: t.Literal('function'), name: t.String() }, { additionalProperties: false }),
   // Hosted-tool, allowed_tools, mcp and custom choices: refused by name in decode.ts.
-  t.Object({ type: t.String({ pattern: '^(?!function$)' }) }, { additionalProperties: true }),
+  t.Object({ type: t.String(plainPattern('^(?!function$)', 'a hosted tool choice type (a function choice is {type: "function", name})')) }, { additionalProperties: true }),
 ])
 
 const TextFormat = t.Union([
