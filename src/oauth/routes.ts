@@ -55,10 +55,13 @@ export function oauthRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Register a client (RFC 7591)',
           description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes.',
-          requestBody: jsonDoc('Client metadata', {
-            type: 'object',
-            properties: { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } }, response_types: { type: 'array', items: { type: 'string' } } },
-          }),
+          requestBody: {
+            ...jsonDoc('Client metadata', {
+              type: 'object',
+              properties: { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } }, response_types: { type: 'array', items: { type: 'string' } } },
+            }),
+            required: true,
+          },
           responses: { ...oauthResponses({ 201: jsonDoc('The registered client (RFC 7591 §3.2.1)', SCHEMAS.REGISTERED_CLIENT) }), ...THROTTLED },
         },
       },

@@ -35,6 +35,8 @@ describe('OpenAPI description and docs', () => {
         const body = operation.requestBody.content['application/json'] ?? operation.requestBody.content['application/x-www-form-urlencoded'] ?? operation.requestBody.content['multipart/form-data']
         expect(body?.schema?.type ? name : `${name} has no request body schema`).toBe(name)
         expect(body.schema.type).toBe('object')
+        // Every POST refuses a missing body (400), so none is optional.
+        expect(operation.requestBody.required ? name : `${name} marks its body optional`).toBe(name)
       }
       if (name.startsWith('POST') && operation.requestBody.content['multipart/form-data']) {
         // The document upload: its `file` part typed as binary.
