@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # svc-gateway as one compiled binary (build.ts) on a small glibc base.
 #   docker build -t svc-gateway .
-#   docker run -p 8080:8080 -v svc-data:/data svc-gateway     # prints the bootstrap admin key once
+#   docker run --stop-timeout 30 -p 8080:8080 -v svc-data:/data svc-gateway     # prints the bootstrap admin key once
+# --stop-timeout: `docker stop` kills after 10 s by default, before the 25 s drain (shutdown.drain_timeout_s) ends.
 
 # --- build: Bun compiles src/ + the libsql addon + drizzle/ migrations into dist/svc ----------
 FROM oven/bun:1.4.5 AS build

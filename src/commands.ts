@@ -44,7 +44,8 @@ Usage: svc [command] [options]
   keys revoke KEY_ID
 
 Every command that prints data accepts --json. Exit codes: 0 success, 1 failure, 2 usage error.
-Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR.`
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR;
+without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.`
 
 type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 

@@ -3,6 +3,7 @@ import { authenticate } from '../http/auth'
 import { MiB, readCapped } from '../http/body-limit'
 import type { BrowserOrigins } from '../http/cors'
 import { ApiError } from '../http/errors'
+import { ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { OAuthServer } from '../oauth/server'
@@ -79,7 +80,19 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError.',
           security: SECURITY,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
-          responses: { 200: JSON_RPC, 202: { description: 'Notification accepted' }, 401: JSON_RPC, 403: JSON_RPC, 405: JSON_RPC, 406: JSON_RPC, 415: JSON_RPC },
+          responses: {
+            200: JSON_RPC,
+            202: { description: 'Notification accepted' },
+            400: { description: 'JSON-RPC parse error (-32700): the body is not JSON, or not a JSON-RPC message', content: JSON_RPC.content },
+            401: JSON_RPC,
+            403: JSON_RPC,
+            405: JSON_RPC,
+            406: JSON_RPC,
+            413: { description: `JSON-RPC error -32600: the body exceeds ${BODY_LIMIT} bytes`, content: JSON_RPC.content },
+            415: JSON_RPC,
+            // Raised outside the JSON-RPC layer (the token or the ledger cannot be read), so in the /api/v1 envelope.
+            503: { description: 'The database is unavailable; retry shortly', content: { 'application/json': { schema: ErrorResponse } } },
+          },
         },
       },
     )

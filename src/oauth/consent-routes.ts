@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { isDatabaseOutage } from '../db/client'
 import type { OAuthScope } from '../db/schema'
 import { isWellFormedKeySecret } from '../keys/token'
 import type { Principal } from '../keys/principal'
@@ -7,7 +8,7 @@ import { isValidChallenge } from './codes'
 import { OAuthError } from './errors'
 import type { PendingDevice } from './device'
 import { checkCsrf, newCsrf, readForm, readQuery } from './form'
-import { AUTHORIZE_PARAMETERS, DEVICE_PAGE_PARAMETERS, formDoc, htmlDoc } from './openapi'
+import { AUTHORIZE_PARAMETERS, DEVICE_PAGE_PARAMETERS, formDoc, htmlDoc, PAGE_UNAVAILABLE } from './openapi'
 import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
@@ -102,31 +103,46 @@ async function deviceConsent(oauth: OAuthServer, pending: PendingDevice, issuer:
   return consentPage({ action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode }, csrf: csrf.token, cookie: csrf.cookie, ...extras })
 }
 
+/**
+ * Runs a page: a database outage is a page saying to retry (503), not the API's JSON envelope,
+ * and never a failed sign-in (the key could not be checked, so it is neither good nor bad).
+ */
+function page(fn: (context: { request: Request }) => Promise<Response>) {
+  return async (context: { request: Request }): Promise<Response> => {
+    try {
+      return await fn(context)
+    } catch (error) {
+      if (isDatabaseOutage(error)) return messagePage('Temporarily unavailable', 'The gateway cannot reach its database right now. Try again in a moment.', 503)
+      throw error
+    }
+  }
+}
+
 /** GET/POST /oauth/authorize and GET/POST /oauth/device: the HTML sign-in and consent pages. */
 export function consentRoutes(oauth: OAuthServer) {
   return new Elysia({ tags: ['OAuth'] })
     .get(
       OAUTH_PATHS.authorize,
-      async ({ request }) => {
+      page(async ({ request }) => {
         const issuer = oauth.issuerOf(request)
         const query = readQuery(new URL(request.url))
         if (query === 'repeated') return messagePage('Invalid request', 'A parameter is repeated.', 400)
         const valid = await validateOrRespond(oauth, query, issuer)
         if (valid instanceof Response) return valid
         return authorizeConsent(valid, issuer, { detail: `After you decide, you return to <code>${escapeHtml(valid.redirectUri)}</code>.` })
-      },
+      }),
       {
         detail: {
           summary: 'Authorization page (code + PKCE)',
           description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page.',
           parameters: AUTHORIZE_PARAMETERS,
-          responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI') },
+          responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI'), ...PAGE_UNAVAILABLE },
         },
       },
     )
     .post(
       OAUTH_PATHS.authorize,
-      async ({ request }) => {
+      page(async ({ request }) => {
         const issuer = oauth.issuerOf(request)
         const form = await readFormOrPage(request)
         if (form instanceof Response) return form
@@ -142,39 +158,39 @@ export function consentRoutes(oauth: OAuthServer) {
           codeChallenge: valid.params.code_challenge!, scope: valid.scope, resource: valid.resource, keyId: who.keyId,
         })
         return redirectWith(valid.redirectUri, { code, state: valid.params.state, iss: issuer })
-      },
+      }),
       {
         parse: 'none',
         detail: {
           summary: 'Approve or deny an authorization request',
           description: 'The consent form post: the request parameters, csrf (double-submit with a SameSite=Strict cookie), api_key (signs the person in; the secret is never stored, the key id is, and the tokens can never do more than that key: its admin flag, spend cap, expiry and revocation bound them) and decision (approve|deny). Redirects (303) to the client with code, state and iss, or error=access_denied.',
           requestBody: formDoc({ api_key: 'string', decision: 'string', csrf: 'string', client_id: 'string', redirect_uri: 'string', code_challenge: 'string', code_challenge_method: 'string', scope: 'string', state: 'string', resource: 'string', response_type: 'string' }),
-          responses: { 303: { description: 'Back to the client' }, 400: htmlDoc('Invalid request'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed') },
+          responses: { 303: { description: 'Back to the client' }, 400: htmlDoc('Invalid request'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed'), ...PAGE_UNAVAILABLE },
         },
       },
     )
     .get(
       OAUTH_PATHS.device,
-      async ({ request }) => {
+      page(async ({ request }) => {
         const issuer = oauth.issuerOf(request)
         const query = readQuery(new URL(request.url))
         if (query === 'repeated' || !query.user_code) return deviceCodePage(OAUTH_PATHS.device)
         const pending = await oauth.device.pending(query.user_code)
         if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired. Check the code in your terminal.', 400)
         return deviceConsent(oauth, pending, issuer, { detail: 'Only approve if you started this sign-in yourself and the code matches your terminal.' })
-      },
+      }),
       {
         detail: {
           summary: 'Device verification page (RFC 8628)',
           description: 'Without user_code: a form to type it. With user_code: the client name, scope and the sign-in and consent form.',
           parameters: DEVICE_PAGE_PARAMETERS,
-          responses: { 200: htmlDoc('The page'), 400: htmlDoc('Unknown or expired code') },
+          responses: { 200: htmlDoc('The page'), 400: htmlDoc('Unknown or expired code'), ...PAGE_UNAVAILABLE },
         },
       },
     )
     .post(
       OAUTH_PATHS.device,
-      async ({ request }) => {
+      page(async ({ request }) => {
         const issuer = oauth.issuerOf(request)
         const form = await readFormOrPage(request)
         if (form instanceof Response) return form
@@ -192,14 +208,14 @@ export function consentRoutes(oauth: OAuthServer) {
           return deviceCodePage(OAUTH_PATHS.device, 'That code is no longer pending.', 400)
         }
         return messagePage('Device connected', 'You are signed in. Return to your terminal; you can close this page.')
-      },
+      }),
       {
         parse: 'none',
         detail: {
           summary: 'Approve or deny a device',
           description: 'The device consent form post: user_code, csrf, api_key (signs the person in; the secret is never stored, the key id is, and the tokens can never do more than that key: its admin flag, spend cap, expiry and revocation bound them) and decision (approve|deny).',
           requestBody: formDoc({ user_code: 'string', api_key: 'string', decision: 'string', csrf: 'string' }),
-          responses: { 200: htmlDoc('Done'), 400: htmlDoc('Unknown code'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed') },
+          responses: { 200: htmlDoc('Done'), 400: htmlDoc('Unknown code'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed'), ...PAGE_UNAVAILABLE },
         },
       },
     )

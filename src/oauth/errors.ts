@@ -21,6 +21,7 @@ export const OAUTH_ERROR_CODES = [
   'expired_token',
   'unsupported_token_type',
   'server_error',
+  'temporarily_unavailable',
 ] as const
 export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number]
 

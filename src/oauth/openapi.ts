@@ -105,6 +105,7 @@ export function oauthResponses(success: Record<number, OpenAPIV3.ResponseObject>
     ...success,
     400: jsonDoc('OAuth error (invalid_request, invalid_grant, invalid_scope, …)', OAUTH_ERROR),
     401: jsonDoc('invalid_client: unknown client, or failed HTTP Basic client authentication', OAUTH_ERROR, BASIC_CHALLENGE),
+    503: jsonDoc('temporarily_unavailable: the database is unavailable; retry shortly', OAUTH_ERROR),
   }
 }
 
@@ -134,3 +135,6 @@ export const DEVICE_PAGE_PARAMETERS: OpenAPIV3.ParameterObject[] = [
 export function htmlDoc(description: string): OpenAPIV3.ResponseObject {
   return { description, content: { 'text/html': { schema: { type: 'string' as const } } } }
 }
+
+/** What every sign-in page answers while the database is unavailable (page() in consent-routes.ts). */
+export const PAGE_UNAVAILABLE = { 503: htmlDoc('The database is unavailable: a page saying to try again shortly') }

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { isDatabaseOutage } from '../db/client'
 import { requestIdOf } from '../http/request-context'
 import { claimClient, checkRevokingClient, requireClient } from './client-auth'
 import { DEVICE_GRANT } from './clients'
@@ -15,13 +16,18 @@ function addressOf({ request, server }: Context): string {
   return server?.requestIP(request)?.address ?? 'local'
 }
 
-/** Runs an OAuth endpoint: OAuthError becomes the RFC 6749 §5.2 error body, never the gateway envelope. */
+/**
+ * Runs an OAuth endpoint: OAuthError becomes the RFC 6749 §5.2 error body, never the gateway
+ * envelope, and so does a database outage (503 temporarily_unavailable, which OAuth client
+ * libraries such as the MCP SDK recognise as retryable).
+ */
 function endpoint(fn: (context: Context) => Promise<Response>) {
   return async (context: Context): Promise<Response> => {
     try {
       return await fn(context)
     } catch (error) {
       if (error instanceof OAuthError) return oauthErrorResponse(error, requestIdOf(context.set))
+      if (isDatabaseOutage(error)) return oauthErrorResponse(new OAuthError('temporarily_unavailable', 'the database is unavailable; retry shortly', 503), requestIdOf(context.set))
       throw error
     }
   }
@@ -55,10 +61,13 @@ export function oauthRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Register a client (RFC 7591)',
           description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes.',
-          requestBody: jsonDoc('Client metadata', {
-            type: 'object',
-            properties: { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } }, response_types: { type: 'array', items: { type: 'string' } } },
-          }),
+          requestBody: {
+            ...jsonDoc('Client metadata', {
+              type: 'object',
+              properties: { redirect_uris: { type: 'array', items: { type: 'string' } }, client_name: { type: 'string' }, grant_types: { type: 'array', items: { type: 'string' } }, response_types: { type: 'array', items: { type: 'string' } } },
+            }),
+            required: true,
+          },
           responses: { ...oauthResponses({ 201: jsonDoc('The registered client (RFC 7591 §3.2.1)', SCHEMAS.REGISTERED_CLIENT) }), ...THROTTLED },
         },
       },

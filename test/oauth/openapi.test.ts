@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { switchable } from '../support/database-outage'
 import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
 import { schemaErrors } from '../support/json-schema'
-import { approve, pkce, postForm, REDIRECT, registerClient } from '../support/oauth'
+import { approve, authorizeQuery, pkce, postForm, readConsentPage, REDIRECT, registerClient } from '../support/oauth'
 
 // The OAuth routes write their responses by hand, so nothing ties them to /openapi.json but
 // this: real responses of each route, checked against the schema documented for their status
@@ -113,6 +114,42 @@ describe('documented responses of the OAuth routes', () => {
     const { user_code } = await json(await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' }))
     await expectDocumented('GET', '/oauth/device', await t.request('GET', `/oauth/device?user_code=${user_code}`))
     await expectDocumented('GET', '/oauth/device', await t.request('GET', '/oauth/device?user_code=BBBB-BBBB'))
+  })
+
+  test('with the database down: a documented 503, in the OAuth error shape where OAuth clients parse it', async () => {
+    const clientId = await registerClient(t)
+    const { fields, cookie } = await readConsentPage(await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge })))
+    const { user_code } = await json(await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' }))
+    const device = await readConsentPage(await t.request('GET', `/oauth/device?user_code=${user_code}`))
+    const token = (await t.deps.oauth.tokens.issue({ clientId, userId: org.ownerUserId, orgId: org.orgId, scope: 'mcp:inference', resource: null, keyId: org.adminKeyId })).tokens
+    t.clock.advance(60_000) // past the registration throttle's window
+    const database = switchable(t.deps.database.client)
+    database.set('unreachable')
+    try {
+      const json503 = [
+        ['/oauth/register', await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT] } })],
+        ['/oauth/token', await postForm(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token.refresh_token, client_id: clientId })],
+        ['/oauth/device_authorization', await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })],
+        ['/oauth/revoke', await postForm(t, '/oauth/revoke', { token: token.access_token, client_id: clientId })],
+      ] as const
+      for (const [path, response] of json503) {
+        expect({ path, status: response.status }).toEqual({ path, status: 503 })
+        expect(await expectDocumented('POST', path, response)).toEqual({ error: 'temporarily_unavailable', error_description: expect.stringContaining('database') })
+      }
+      // The pages a person's browser shows: the sign-in is neither refused nor accepted.
+      const pages: Array<[string, string, Response]> = [
+        ['GET', '/oauth/authorize', await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge }))],
+        ['POST', '/oauth/authorize', await postForm(t, '/oauth/authorize', { ...fields, api_key: org.adminKey, decision: 'approve' }, { cookie, origin: 'http://localhost' })],
+        ['GET', '/oauth/device', await t.request('GET', `/oauth/device?user_code=${user_code}`)],
+        ['POST', '/oauth/device', await postForm(t, '/oauth/device', { ...device.fields, api_key: org.adminKey, decision: 'approve' }, { cookie: device.cookie, origin: 'http://localhost' })],
+      ]
+      for (const [method, path, response] of pages) {
+        expect({ path, status: response.status }).toEqual({ path, status: 503 })
+        await expectDocumented(method, path, response)
+      }
+    } finally {
+      database.set('ok')
+    }
   })
 
   test('no OAuth JSON response is documented as an empty object', () => {

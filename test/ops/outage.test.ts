@@ -2,7 +2,6 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Client } from '@libsql/client'
 import { drizzle } from 'drizzle-orm/libsql'
 import { createApp } from '../../src/app'
 import { ClientExecutor, NativeExecutor } from '../../src/billing/executor'
@@ -13,6 +12,7 @@ import { schema } from '../../src/db/schema'
 import { createDeps, type Deps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
 import { chunk, DONE, frame, openAIUsage } from '../providers/openai-wire'
+import { switchable } from '../support/database-outage'
 import { FakeClock } from '../support/fake-clock'
 import { FakeUpstream } from '../support/fake-upstream'
 import { seedAdminOrg } from '../support/harness'
@@ -22,27 +22,6 @@ import { poll } from '../support/poll'
 // and the balance answer 503 `unavailable` before any upstream call (never a fabricated zero,
 // never inference that cannot be billed), public routes keep working, nothing is written, and
 // service resumes by itself once the database is back.
-
-type Mode = 'ok' | 'unreachable'
-
-/** A libSQL client whose every query fails while switched to `unreachable` (a network partition). */
-function switchable(client: Client): { client: Client; set(mode: Mode): void } {
-  let mode: Mode = 'ok'
-  const failing = new Set(['execute', 'batch', 'transaction', 'executeMultiple', 'migrate'])
-  const proxy = new Proxy(client, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (typeof value !== 'function') return value
-      if (mode === 'unreachable' && failing.has(String(property))) {
-        return async () => {
-          throw Object.assign(new Error('ECONNREFUSED: database unreachable'), { code: 'ECONNREFUSED' })
-        }
-      }
-      return value.bind(target)
-    },
-  })
-  return { client: proxy, set: next => (mode = next) }
-}
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {

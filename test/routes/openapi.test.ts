@@ -35,6 +35,8 @@ describe('OpenAPI description and docs', () => {
         const body = operation.requestBody.content['application/json'] ?? operation.requestBody.content['application/x-www-form-urlencoded'] ?? operation.requestBody.content['multipart/form-data']
         expect(body?.schema?.type ? name : `${name} has no request body schema`).toBe(name)
         expect(body.schema.type).toBe('object')
+        // Every POST refuses a missing body (400), so none is optional.
+        expect(operation.requestBody.required ? name : `${name} marks its body optional`).toBe(name)
       }
       if (name.startsWith('POST') && operation.requestBody.content['multipart/form-data']) {
         // The document upload: its `file` part typed as binary.
@@ -73,8 +75,14 @@ describe('OpenAPI description and docs', () => {
       for (const [method, operation] of Object.entries(item)) {
         const name = `${method.toUpperCase()} ${path}`
         const schemes = (operation.security ?? []).flatMap((entry: object) => Object.keys(entry))
-        if (!schemes.includes('bearerAuth')) continue
         const responses = operation.responses ?? {}
+        // /mcp takes only MCP tokens: 401 bad token, 403 foreign Origin, 503 credentials unreadable
+        // (the database is down), 413 past its body cap; refusals past auth are JSON-RPC errors.
+        if (schemes.includes('oauth2') && !schemes.includes('bearerAuth')) {
+          for (const status of ['401', '403', '503', ...(operation.requestBody ? ['413'] : [])]) if (!responses[status]) missing.push(`${name} ${status}`)
+          continue
+        }
+        if (!schemes.includes('bearerAuth')) continue
         // 401 bad credential, 403 X-Org-ID mismatch or no admin authority, 503 credentials unreadable.
         for (const status of ['401', '403', '503']) if (!responses[status]) missing.push(`${name} ${status}`)
         // The snapshot route takes from no bucket (SECURITY-NOTES L10): it never answers 429.
@@ -102,6 +110,45 @@ describe('OpenAPI description and docs', () => {
     expect(missing).toEqual([])
     await t.close()
   })
+
+  test('every error status a route answers to bad input is among its documented responses', async () => {
+    const t = await buildTestApp()
+    const org = await t.createOrg()
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    // Issued per operation: the fake clock moves an hour per operation, past a token's lifetime.
+    const mcpToken = async () => (await t.deps.oauth.tokens.issue({ clientId: 'svc-cli', userId: org.ownerUserId, orgId: org.orgId, scope: 'mcp:inference', resource: null, keyId: org.adminKeyId })).tokens.access_token
+    // Each operation gets no credential, a malformed one and the one it takes, each with every
+    // body below: what a client gets wrong first. A declared length past every cap is a 413.
+    const bodies: Array<[string, string | undefined, Record<string, string>]> = [
+      ['no body', undefined, {}],
+      ['{}', '{}', { 'content-type': 'application/json' }],
+      ['malformed JSON', '{', { 'content-type': 'application/json' }],
+      ['text', 'x', { 'content-type': 'text/plain' }],
+      ['form', 'a=b', { 'content-type': 'application/x-www-form-urlencoded' }],
+      ['empty multipart', '--b--\r\n', { 'content-type': 'multipart/form-data; boundary=b' }],
+      ['oversized', '{}', { 'content-type': 'application/json', 'content-length': String(512 * 1024 * 1024) }],
+    ]
+    const undocumented = new Set<string>()
+    for (const [path, item] of Object.entries(spec.paths) as Array<[string, Record<string, any>]>) {
+      const url = path.replace('{key_id}', '00000000-0000-7000-8000-000000000000').replace('{model}', 'no-such-model').replace('{*}', 'x')
+      for (const [method, operation] of Object.entries(item)) {
+        const schemes = (operation.security ?? []).flatMap((entry: Record<string, string[]>) => Object.entries(entry).flatMap(([scheme, scopes]) => [scheme, ...scopes]))
+        const credential = schemes.includes('mcp:inference') ? await mcpToken() : org.adminKey
+        for (const authorization of [undefined, 'Bearer z_sk_malformed', `Bearer ${credential}`]) {
+          for (const [name, body, headers] of bodies) {
+            if (method === 'get' && body !== undefined) continue
+            const request = new Request(`http://localhost${url}`, { method: method.toUpperCase(), headers: { ...headers, ...(authorization ? { authorization } : {}) }, body })
+            const response = await t.app.handle(request)
+            if (response.status >= 400 && !operation.responses?.[String(response.status)]) undocumented.add(`${method.toUpperCase()} ${path} ${response.status} (${name})`)
+          }
+        }
+        // The buckets would otherwise turn the rest into 429s.
+        t.clock.advance(3_600_000)
+      }
+    }
+    expect([...undocumented]).toEqual([])
+    await t.close()
+  }, 30_000)
 
   test('/docs serves Swagger UI from the gateway itself, never a CDN', async () => {
     const t = await buildTestApp()

@@ -185,6 +185,20 @@ describe('svc CLI', () => {
     expect(result.code).toBe(0)
     expect(result.out).toContain('keys create')
   })
+
+  test('help names every process setting of the README (Configuration) and every command of its Operator CLI table', async () => {
+    const readme = await Bun.file(join(import.meta.dir, '..', '..', 'README.md')).text()
+    const section = (title: string) => readme.slice(readme.indexOf(`\n## ${title}\n`)).split('\n\n').find(block => block.startsWith('| '))!
+    const firstCells = (table: string) => table.split('\n').slice(2).map(row => row.split(' | ')[0]!)
+    const variables = firstCells(section('Configuration')).flatMap(cell => [...cell.matchAll(/`([A-Z_]+)`/g)].map(match => match[1]!))
+    const commands = firstCells(section('Operator CLI')).map(cell => /`([a-z-]+(?: [a-z]+)?)/.exec(cell)![1]!)
+    expect(variables).toContain('OLLAMA_BASE_URL')
+    expect(commands).toContain('keys revoke')
+    const usage = (await cli('--help')).out
+    const environment = usage.slice(usage.indexOf('\nEnvironment:'))
+    expect(variables.filter(name => !environment.includes(name))).toEqual([])
+    expect(commands.filter(command => !usage.includes(`  ${command}`))).toEqual([])
+  })
 })
 
 describe('svc CLI: billing', () => {
