@@ -105,7 +105,7 @@ export class WebFetcher {
         } finally {
           clearTimeout(timer)
         }
-        if (!REDIRECTS.has(response.status)) return await readPage(first.url, target.url, response, this.limits, combined, this.options.readPdf)
+        if (!REDIRECTS.has(response.status)) return await readPage(first.url, target.url, response, this.limits, combined, this.pdfReader(signal))
         await response.body?.cancel()
         const location = response.headers.get('location')
         if (location === null) return { ok: false, kind: 'failed', message: `${target.url} answered ${response.status} without a Location` }
@@ -130,6 +130,17 @@ export class WebFetcher {
       const code = (error as { code?: string }).code
       return { ok: false, kind: 'failed', message: `fetching ${target.url} failed (${code ?? (error as Error).message ?? 'network error'})` }
     }
+  }
+
+  /**
+   * The PDF reader for one fetch: `timeout_ms` bounds the retrieval (all hops and the body), and
+   * the extraction then runs under the pool's own job timeout (its 503 names it), cut only by the
+   * caller (the client leaving, the drain). Under the fetch deadline a cold or busy pool read as
+   * "did not answer within timeout_ms" about a page that had answered.
+   */
+  private pdfReader(signal: AbortSignal): PdfReader | undefined {
+    const read = this.options.readPdf
+    return read && (bytes => read(bytes, signal))
   }
 
   /** One request, to the checked address, with SNI and Host set to the real host. */

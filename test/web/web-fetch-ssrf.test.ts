@@ -302,7 +302,8 @@ describe('caps and content types', () => {
     expect(result.content).toContain('Quarterly report — Zürich office')
     expect(result.last_updated).toBe('2026-11-03T10:00:00.000Z')
     expect(await spent(orgId)).toBe(PRICE)
-  })
+    // A cold extraction worker starts within ~1-2 s idle, ~5 s with the machine's cores busy.
+  }, 30_000)
 
   test('bytes labelled application/pdf that are not a readable PDF are refused, and not billed', async () => {
     const { orgId, key } = await setup()
