@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import type { TurnScript, WireScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { chunk as openAIChunk, frame as openAIFrame, openAIUsage, openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
 
 // The official Anthropic SDK against the gateway in front of real (fake) upstreams of both
@@ -40,7 +40,6 @@ const weatherTool: Anthropic.Tool = {
 for (const target of TARGETS) {
   describe(`Anthropic SDK → gateway → ${target.type} backend`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let upstream: FakeUpstream
     let anthropic: Anthropic
     let openai: OpenAI
@@ -51,25 +50,14 @@ for (const target of TARGETS) {
 
     beforeEach(async () => {
       upstream = await FakeUpstream.start()
-      const yaml = [
-        'providers:',
-        `  - { id: up, type: ${target.type}, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        'models:',
-        `  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true, vision: true } }`,
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
       // The Anthropic SDK sends its key as x-api-key; the OpenAI SDK as a bearer token.
-      anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
-      openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      ;({ t, orgId, anthropic, openai } = await startServedGateway(paygConfig(
+        [upstreamProvider('up', target.type, `${upstream.url}/v1`, 'UPSTREAM_KEY')],
+        [`  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true, vision: true } }`],
+      ), { UPSTREAM_KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
-      server.stop(true)
       await upstream.close()
       await t.close()
     })
@@ -385,19 +373,11 @@ for (const target of TARGETS) {
 describe('openai SDK → gateway → Anthropic backend (the reverse direction)', () => {
   test('tool ids survive both ways; a thinking signature cannot ride Chat Completions, so thinking is not replayed unsigned', async () => {
     const upstream = await FakeUpstream.start()
-    const yaml = [
-      'providers:',
-      `  - { id: up, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, retention: none }`,
-      'models:',
-      `  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }`,
-      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-    ].join('\n')
-    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-    const t = await buildTestApp(env, loadConfig(env, () => yaml))
-    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+    const { t, openai } = await startServedGateway(paygConfig(
+      [upstreamProvider('up', 'anthropic', `${upstream.url}/v1`, 'UPSTREAM_KEY')],
+      [`  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }`],
+    ), { UPSTREAM_KEY }, { credit: CREDIT })
     try {
-      const org = await t.createOrg('acme', CREDIT)
-      const openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
       const call = { callId: 'toolu_01Reverse', name: 'get_weather', arguments: '{"city":"Oslo"}' }
       upstream.enqueue(
         { kind: 'sse', body: anthropicWire.stream({ reasoning: { text: 'Use the tool.', signature: 'sig-r' }, toolCalls: [call], finish: 'tool-calls', usage: { inputTokens: 40, outputTokens: 20 } }) },
@@ -428,7 +408,6 @@ describe('openai SDK → gateway → Anthropic backend (the reverse direction)',
       // Anthropic rejects a thinking request whose continued tool turn lacks its signed thinking.
       expect(replay.thinking).toBeUndefined()
     } finally {
-      server.stop(true)
       await upstream.close()
       await t.close()
     }

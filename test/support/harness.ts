@@ -106,6 +106,16 @@ export async function createPlanOrg(
   return { orgId: org.id, ownerUserId, key: secret }
 }
 
+/**
+ * A test app configured by YAML text (a list is joined by newlines), as SVC_CONFIG would load it
+ * from `env.SVC_CONFIG` (default /virtual/gateway.yaml); `env` also holds the keys it names.
+ */
+export async function buildConfiguredApp(yaml: string | string[], env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
+  const configEnv = { SVC_CONFIG: '/virtual/gateway.yaml', ...env }
+  const text = Array.isArray(yaml) ? yaml.join('\n') : yaml
+  return buildTestApp(configEnv, loadConfig(configEnv, () => text), overrides)
+}
+
 /** Reads a JSON body (typed loosely: tests assert on it). */
 export async function json(response: Response): Promise<any> {
   return response.json()
