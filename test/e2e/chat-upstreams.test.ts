@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import type { TurnScript, WireScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream, type ReceivedRequest } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
 
 // The gateway in front of real (fake) upstream servers, for each HTTP provider type: the
@@ -118,10 +118,10 @@ const TARGETS: Target[] = [
 for (const target of TARGETS) {
   describe(`${target.type} backends behind the gateway`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let primary: FakeUpstream
     let secondary: FakeUpstream
     let client: OpenAI
+    let baseUrl: string
     let orgId: string
     let key: string
     let gates: Array<() => void>
@@ -145,34 +145,23 @@ for (const target of TARGETS) {
       await gone.stop(true)
       gates = []
 
-      const provider = (id: string, url: string, keyEnv: string) =>
-        `  - { id: ${id}, type: ${target.type}, base_url: "${url}", api_key_env: ${keyEnv}, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`
+      const provider = (id: string, url: string, keyEnv: string) => upstreamProvider(id, target.type, url, keyEnv)
       const model = (id: string, backends: string, extra = '') =>
         `  - { id: ${id}${extra}, backends: ${backends}, price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true, reasoning: true } }`
-      const yaml = [
-        'providers:',
-        provider('primary', `${primary.url}/v1`, 'PRIMARY_KEY'),
-        provider('secondary', `${secondary.url}/v1`, 'SECONDARY_KEY'),
-        provider('nowhere', refusedUrl, 'PRIMARY_KEY'),
-        'models:',
-        model('duo', '[{ provider: primary, model: model-a }, { provider: secondary, model: model-b }]', ', level: private'),
-        model('solo', '[{ provider: primary, model: model-a }]'),
-        model('refused-first', '[{ provider: nowhere, model: model-x }, { provider: secondary, model: model-b }]'),
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', PRIMARY_KEY, SECONDARY_KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+      const yaml = paygConfig(
+        [provider('primary', `${primary.url}/v1`, 'PRIMARY_KEY'), provider('secondary', `${secondary.url}/v1`, 'SECONDARY_KEY'), provider('nowhere', refusedUrl, 'PRIMARY_KEY')],
+        [
+          model('duo', '[{ provider: primary, model: model-a }, { provider: secondary, model: model-b }]', ', level: private'),
+          model('solo', '[{ provider: primary, model: model-a }]'),
+          model('refused-first', '[{ provider: nowhere, model: model-x }, { provider: secondary, model: model-b }]'),
+        ],
+      )
       // The only plan is pay-as-you-go (no allowance): every charge reaches the prepaid balance.
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
-      key = org.adminKey
-      client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      ;({ t, baseUrl, orgId, key, openai: client } = await startServedGateway(yaml, { PRIMARY_KEY, SECONDARY_KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
       for (const open of gates) open()
-      server.stop(true)
       await Promise.all([primary.close(), secondary.close()])
       await t.close()
     })
@@ -240,7 +229,7 @@ for (const target of TARGETS) {
       primary.enqueue({ kind: 'sse', body: target.wire.stream({ text: 'ok', finish: 'stop', usage: { inputTokens: 3, outputTokens: 1 } }) })
       const identified = new OpenAI({
         apiKey: key,
-        baseURL: `http://127.0.0.1:${server.port}/v1`,
+        baseURL: `${baseUrl}/v1`,
         maxRetries: 0,
         defaultHeaders: { 'X-API-Key': key, 'X-Org-ID': orgId, 'X-Forwarded-For': '203.0.113.9', 'X-Real-IP': '203.0.113.9' },
       })

@@ -1,12 +1,33 @@
 import { sql } from 'drizzle-orm'
-import { loadConfig } from '../../src/config/load'
+import type { ExtractorPool } from '../../src/documents/types'
 import { FakeUpstream } from './fake-upstream'
-import { buildTestApp, type TestApp } from './harness'
+import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from './gateway'
+import type { TestApp } from './harness'
 
 /** The settled document-parse charges of an organization, one per parse, in nanos. */
 export async function parseCharges(t: TestApp, orgId: string): Promise<bigint[]> {
   const rows = await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)
   return rows.map(row => BigInt(row.amount_nanos))
+}
+
+/**
+ * An extractor whose one extraction waits, once `running`, until the test calls `finish()`, then
+ * reads `text`: for a client that leaves while its document is read.
+ */
+export function heldExtractor(text: string): { extractor: ExtractorPool; running: Promise<void>; finish(): void } {
+  let finish!: () => void
+  let started!: () => void
+  const running = new Promise<void>(resolve => (started = resolve))
+  const extractor: ExtractorPool = {
+    extract: async () => {
+      started()
+      await new Promise<void>(resolve => (finish = resolve))
+      return { text, documentType: 'text' }
+    },
+    stats: () => ({ workers: 1, busy: 0, queued: 0 }),
+    close: async () => {},
+  }
+  return { extractor, running, finish: () => finish() }
 }
 
 export interface DocumentsGateway {
@@ -18,6 +39,8 @@ export interface DocumentsGateway {
   baseUrl: string
   orgId: string
   key: string
+  /** The official SDKs with the organization's admin key. */
+  clients: Pick<ServedGateway, 'openai' | 'anthropic'>
   close(): Promise<void>
 }
 
@@ -29,19 +52,14 @@ export interface DocumentsGateway {
 export async function startDocumentsGateway(models: string[]): Promise<DocumentsGateway> {
   const openai = await FakeUpstream.start()
   const anthropic = await FakeUpstream.start()
-  const yaml = [
-    'providers:',
-    `  - { id: oa, type: openai-compatible, base_url: "${openai.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    `  - { id: an, type: anthropic, base_url: "${anthropic.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    'models:',
-    ...models.map(model => `  - ${model}`),
-    'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-  ].join('\n')
-  const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-up' }
-  const t = await buildTestApp(env, loadConfig(env, () => yaml))
-  const org = await t.createOrg('acme', 10_000_000_000n)
+  const served = await startServedGateway(paygConfig(
+    [upstreamProvider('oa', 'openai-compatible', `${openai.url}/v1`, 'UP_KEY'), upstreamProvider('an', 'anthropic', `${anthropic.url}/v1`, 'UP_KEY')],
+    models.map(model => `  - ${model}`),
+  ), { UP_KEY: 'sk-up' })
+  const t = served.t
   return {
-    t, openai, anthropic, baseUrl: t.listen(), orgId: org.orgId, key: org.adminKey,
+    t, openai, anthropic, baseUrl: served.baseUrl, orgId: served.orgId, key: served.key,
+    clients: { openai: served.openai, anthropic: served.anthropic },
     async close() {
       await t.close()
       await openai.close()
