@@ -1,6 +1,6 @@
 import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
-import { buildTestApp, type TestApp } from './harness'
+import { buildConfiguredApp, buildTestApp, type TestApp } from './harness'
 
 /** The proof formats the simulated backends speak (TEE-PROTOCOL.md). */
 export const NEAR_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
@@ -79,4 +79,25 @@ limits:
       await Promise.all(Object.values(sims).map(sim => sim.stop()))
     },
   }
+}
+
+/**
+ * A test gateway whose model `sim` answers from the demo backend and, at the `:encrypted` level
+ * only, from the attested provider `providerId` at `baseUrl`: a proxy in front of `sim` that
+ * plays a fault (the simulator's token and model name are used as they are).
+ */
+export async function buildEncryptedProxyApp(sim: SimTeeBackend, baseUrl: string, providerId = 'tee'): Promise<TestApp> {
+  return buildConfiguredApp(`providers:
+  - { id: demo, type: demo, retention: none }
+  - { id: ${providerId}, type: attested, base_url: "${baseUrl}", api_key_env: TEE_KEY, proof_format: ${NEAR_V2} }
+models:
+  - id: sim
+    backends: [{ provider: demo, model: demo }]
+    encrypted: [{ provider: ${providerId}, model: ${sim.modelName} }]
+    price: { input_per_mtok: "1", output_per_mtok: "2" }
+    context_length: 32768
+    max_output_tokens: 4096
+plans:
+  pro: { monthly_allowance: "0", fusion: true }
+`, { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token })
 }
