@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from 'bun:test'
 import { createApp, type App } from '../../src/app'
 import type { Config } from '../../src/config/config'
 import { loadConfig } from '../../src/config/load'
@@ -77,6 +78,19 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
       await deps.close()
     },
   }
+}
+
+/**
+ * A fresh test app and organization (10 USD) before each test of the calling file or describe
+ * block, closed after it; `assign` stores them where the tests read them.
+ */
+export function eachTestWithOrg(assign: (t: TestApp, org: TestOrg) => void | Promise<void>): void {
+  let current: TestApp | undefined
+  beforeEach(async () => {
+    current = await buildTestApp()
+    await assign(current, await current.createOrg())
+  })
+  afterEach(() => current?.close())
 }
 
 /**
