@@ -1,5 +1,9 @@
+import { afterAll, beforeAll } from 'bun:test'
+import type Anthropic from '@anthropic-ai/sdk'
+import type OpenAI from 'openai'
 import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
+import { anthropicClient, openAIClient } from './gateway'
 import { buildConfiguredApp, buildTestApp, type TestApp } from './harness'
 
 /** The proof formats the simulated backends speak (TEE-PROTOCOL.md). */
@@ -79,6 +83,31 @@ limits:
       await Promise.all(Object.values(sims).map(sim => sim.stop()))
     },
   }
+}
+
+/** A TEE gateway served for a whole test file, with an organization and both SDKs on its admin key. */
+export interface TeeSession {
+  t: TeeGateway
+  baseUrl: string
+  key: string
+  orgId: string
+  openai: OpenAI
+  anthropic: Anthropic
+}
+
+/**
+ * `startTeeGateway(specs, options)` before the calling file's tests (served, with an
+ * organization), stopped after them; `assign` stores what the tests read.
+ */
+export function teeGatewayForFile(specs: TeeBackendSpec[], options: Parameters<typeof startTeeGateway>[1], assign: (session: TeeSession) => void): void {
+  let gateway: TeeGateway | undefined
+  beforeAll(async () => {
+    gateway = await startTeeGateway(specs, options)
+    const org = await gateway.createOrg()
+    const baseUrl = gateway.listen()
+    assign({ t: gateway, baseUrl, key: org.adminKey, orgId: org.orgId, openai: openAIClient(baseUrl, org.adminKey), anthropic: anthropicClient(baseUrl, org.adminKey) })
+  })
+  afterAll(() => gateway?.stopAll())
 }
 
 /**
