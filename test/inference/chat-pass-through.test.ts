@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { SseDecoder, type SseEvent } from '../../src/http/sse'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
 import { ChunkTranslator } from '../../src/providers/openai-compatible/from-upstream-stream'
 import { chunk, DONE, fragments, frame, openAIUsage } from '../providers/openai-wire'
-import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
-import { encodeEvents, expectNothingOpen, recordingFetch, settledOnce } from '../support/pass-through'
+import type { FakeUpstream } from '../support/fake-upstream'
+import type { TestApp, TestOrg } from '../support/harness'
+import { encodeEvents, expectNothingOpen, type recordingFetch, settledOnce, startPassThroughGateway } from '../support/pass-through'
 
 // Same-format pass-through end to end (ARCHITECTURE.md §11): a Chat Completions client (the
 // official SDK, through app.handle) streaming from an openai-compatible upstream (a real server
@@ -54,18 +53,7 @@ describe('Chat Completions pass-through from an openai-compatible upstream', () 
   let client: OpenAI
 
   beforeAll(async () => {
-    upstream = await FakeUpstream.start()
-    const yaml = `
-providers:
-  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }
-models:
-  - { id: m, backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 128, capabilities: { tools: true } }
-plans: { payg: { monthly_allowance: "0", fusion: false } }
-`
-    const env = { SVC_CONFIG: '/virtual/pass-through.yaml', UP_KEY: 'sk-up-0123456789' }
-    t = await buildTestApp(env, loadConfig(env, () => yaml))
-    org = await t.createOrg('pass-through', 10_000_000_000n)
-    recorder = recordingFetch(t, 'pt')
+    ;({ t, upstream, org, recorder } = await startPassThroughGateway('openai-compatible', `backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 128, capabilities: { tools: true }`, 'pass-through', 'pt'))
     client = new OpenAI({ apiKey: org.adminKey, baseURL: 'http://gateway.test/v1', maxRetries: 0, fetch: recorder.fetch })
   })
 
