@@ -19,6 +19,12 @@ export interface TeeBackendSpec {
   signingAlgos?: Array<'ed25519' | 'ecdsa'>
 }
 
+/** Two NEAR v2 backends `a` and `b` behind one model: for routing between attested backends. */
+export const TWO_NEAR_BACKENDS: TeeBackendSpec[] = [
+  { id: 'a', proofFormat: NEAR_V2 },
+  { id: 'b', proofFormat: NEAR_V2 },
+]
+
 export interface TeeGateway extends TestApp {
   sims: Record<string, SimTeeBackend>
   stopAll(): Promise<void>

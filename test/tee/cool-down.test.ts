@@ -3,7 +3,7 @@ import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } 
 import { COOL_DOWN_MS } from '../../src/providers/router'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
+import { type TeeGateway, teeGatewayForFile, TWO_NEAR_BACKENDS } from '../support/tee'
 
 // The router's cool-down applies to every way the gateway reaches an attested backend: a backend
 // that failed retryably (here: answering 500) is passed over for COOL_DOWN_MS by Confidential chat,
@@ -12,10 +12,7 @@ import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 let t: TeeGateway
 let key: string
-teeGatewayForFile([
-  { id: 'a', proofFormat: NEAR_V2 },
-  { id: 'b', proofFormat: NEAR_V2 },
-], {}, session => ({ t, key } = session))
+teeGatewayForFile(TWO_NEAR_BACKENDS, {}, session => ({ t, key } = session))
 
 /** Failed attestation fetches of backend `a` (every fetch it answers 500 counts here). */
 const failuresOfA = () => {
