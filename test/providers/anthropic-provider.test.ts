@@ -365,15 +365,21 @@ describe('anthropic provider: deadlines and cancellation', () => {
     expect(upstream.requests).toHaveLength(0)
   })
 
-  test('abort while waiting for headers → rejected aborted, upstream request cancelled', async () => {
-    upstream.enqueue({ kind: 'stall' })
-    const controller = new AbortController()
-    const pending = provider().stream(call({}, controller.signal))
-    await upstream.request(0)
-    controller.abort()
-    expect((await rejection(pending)).kind).toBe('aborted')
-    await upstream.onlyRequest().disconnected
-  })
+  const waits: Array<[string, FakeResponse]> = [
+    ['abort while waiting for headers → rejected aborted, upstream request cancelled', { kind: 'stall' }],
+    ['abort while waiting for message_start → rejected aborted', { kind: 'sse', body: ': ping\n\n', then: 'stall' }],
+  ]
+  for (const [name, response] of waits) {
+    test(name, async () => {
+      upstream.enqueue(response)
+      const controller = new AbortController()
+      const pending = provider().stream(call({}, controller.signal))
+      await upstream.request(0)
+      controller.abort()
+      expect((await rejection(pending)).kind).toBe('aborted')
+      await upstream.onlyRequest().disconnected
+    })
+  }
 
   test('abort mid-stream → the events end without a terminal event, upstream stream cancelled', async () => {
     upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
@@ -388,15 +394,6 @@ describe('anthropic provider: deadlines and cancellation', () => {
     await upstream.onlyRequest().disconnected
   })
 
-  test('abort while waiting for message_start → rejected aborted', async () => {
-    upstream.enqueue({ kind: 'sse', body: ': ping\n\n', then: 'stall' })
-    const controller = new AbortController()
-    const pending = provider().stream(call({}, controller.signal))
-    await upstream.request(0)
-    controller.abort()
-    expect((await rejection(pending)).kind).toBe('aborted')
-    await upstream.onlyRequest().disconnected
-  })
 
   test('a consumer that stops iterating early cancels the upstream stream', async () => {
     upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
