@@ -6,17 +6,13 @@ import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
 import { openAIClient, paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
 import { buildTestApp, type TestApp } from '../support/harness'
+import { CREDIT, ceilDiv, MTOK, PRICE, PRICE_YAML } from './upstream-fixtures'
 
 // POST /v1/responses end to end: the official openai SDK over a real socket, the gateway with
 // its real config, catalog, router and providers, and real HTTP upstreams of each kind (plus
 // the embedded demo backend). Charges are checked to the nano against the usage the client saw.
 
-const CREDIT = 10_000_000_000n
-const MTOK = 1_000_000n
-const PRICE = { input: 1_234_567_891n, output: 3_000_000_007n, cached: 300_000_000n, reasoning: 7_500_000_000n }
-const PRICE_YAML = '{ input_per_mtok: "1.234567891", output_per_mtok: "3.000000007", cached_input_per_mtok: "0.3", reasoning_per_mtok: "7.5" }'
 const KEY = 'sk-upstream-0123456789'
-const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
 /** The catalog price of a Responses usage: input, cached input, output and reasoning summed, rounded up once. */
 function priceOf(usage: OpenAI.Responses.ResponseUsage | undefined): bigint {
