@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { ExtractorPool } from '../../src/documents/types'
+import type { DocumentType, ExtractorPool } from '../../src/documents/types'
 import { FakeUpstream } from './fake-upstream'
 import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from './gateway'
 import type { TestApp } from './harness'
@@ -11,23 +11,26 @@ export async function parseCharges(t: TestApp, orgId: string): Promise<bigint[]>
 }
 
 /**
- * An extractor whose one extraction waits, once `running`, until the test calls `finish()`, then
- * reads `text`: for a client that leaves while its document is read.
+ * An extractor whose jobs, like ones already in a worker, wait (whatever their signal says) until
+ * the test calls `finish()`, then read `text`: for a client that leaves, or a drain that cuts,
+ * while a document is read. `running` resolves when the first job started; `jobs()` counts them.
  */
-export function heldExtractor(text: string): { extractor: ExtractorPool; running: Promise<void>; finish(): void } {
-  let finish!: () => void
+export function heldExtractor(text: string, documentType: DocumentType = 'text') {
+  let jobs = 0
+  const held: Array<() => void> = []
   let started!: () => void
   const running = new Promise<void>(resolve => (started = resolve))
   const extractor: ExtractorPool = {
-    extract: async () => {
+    async extract() {
+      jobs += 1
       started()
-      await new Promise<void>(resolve => (finish = resolve))
-      return { text, documentType: 'text' }
+      await new Promise<void>(resolve => held.push(resolve))
+      return { text, documentType }
     },
-    stats: () => ({ workers: 1, busy: 0, queued: 0 }),
+    stats: () => ({ workers: 1, busy: jobs, queued: 0 }),
     close: async () => {},
   }
-  return { extractor, running, finish: () => finish() }
+  return { extractor, running, jobs: () => jobs, finish: () => held.forEach(release => release()) }
 }
 
 export interface DocumentsGateway {
