@@ -4,7 +4,7 @@ import OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
 import { paygConfig, startServedGateway } from '../support/gateway'
 import { type TestApp } from '../support/harness'
-import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, strictAnthropic } from '../support/strict-anthropic'
+import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
 
 // The catalog's per-binding `thinking` form, end to end: clients of all three dialects (official
 // SDKs) → gateway → an Anthropic upstream that, like the real API, refuses budget thinking on an
@@ -27,7 +27,7 @@ describe('thinking form per Anthropic binding: effort, budget and adaptive reque
     const model = (id: string, backends: string) =>
       `  - { id: ${id}, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 64000, capabilities: { tools: true, reasoning: true } }`
     ;({ t, openai, anthropic } = await startServedGateway(paygConfig(
-      [`  - { id: claude, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`],
+      [strictAnthropicProvider(upstream.url)],
       [
         model('new', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }]`),
         model('old', `[{ provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),

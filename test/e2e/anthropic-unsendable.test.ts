@@ -4,7 +4,7 @@ import OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
 import { paygConfig, startServedGateway } from '../support/gateway'
 import { type TestApp } from '../support/harness'
-import { strictAnthropic } from '../support/strict-anthropic'
+import { strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
 
 // Requests every client dialect may send that Anthropic itself refuses with its own 400: stop
 // sequences made only of whitespace, and a tool history without `tools`. The first has no
@@ -29,7 +29,7 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
   beforeAll(async () => {
     upstream = strictAnthropic(turn)
     ;({ t, orgId, openai, anthropic } = await startServedGateway(paygConfig(
-      [`  - { id: claude, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`],
+      [strictAnthropicProvider(upstream.url)],
       ['  - { id: m, backends: [{ provider: claude, model: claude-sonnet-4-5 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 8192, capabilities: { tools: true } }'],
     ), { UPSTREAM_KEY }, { credit: CREDIT }))
   })
