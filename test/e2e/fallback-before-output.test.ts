@@ -5,7 +5,7 @@ import { createLogger } from '../../src/observability/logger'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { chunk, frame, openAIWire } from '../providers/openai-wire'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
-import { openAIClient, paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { openAIClient, paygConfig, readUntilFailure, startServedGateway, upstreamProvider } from '../support/gateway'
 import { buildConfiguredApp, type TestApp } from '../support/harness'
 
 // A backend that answers 2xx and sends its first event, then fails before any output (Anthropic's
@@ -42,17 +42,6 @@ const WIRES = {
     error: anthropicEvent({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
   },
 } as const
-
-/** A Chat Completions stream read to its end: the text, and what it failed with (if it did). */
-async function readUntilEnd(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<{ text: string; failure: unknown }> {
-  let text = ''
-  try {
-    for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-    return { text, failure: undefined }
-  } catch (failure) {
-    return { text, failure }
-  }
-}
 
 for (const type of ['openai-compatible', 'anthropic'] as const) {
   const { wire, opening, error } = WIRES[type]
@@ -172,7 +161,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
     test('after the first output, an error still ends the stream in-band: no fallback, the output sent is charged', async () => {
       primary.enqueue(sse([wire.partial('Once upon'), error]))
       const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
-      const { text, failure } = await readUntilEnd(stream)
+      const { text, failure } = await readUntilFailure(stream)
       expect(failure).toBeInstanceOf(OpenAI.APIError)
       expect(text).toBe('Once upon')
       expect([primary.requests.length, secondary.requests.length]).toEqual([1, 0])
@@ -185,7 +174,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       primary.enqueue(sse([...opening, error]))
       secondary.enqueue({ kind: 'json', status: 500, body: wire.errorBody(500, 'internal failure') })
       const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
-      const { text, failure } = await readUntilEnd(stream)
+      const { text, failure } = await readUntilFailure(stream)
       expect(failure).toBeInstanceOf(OpenAI.APIError)
       expect(text).toBe('')
       expect([primary.requests.length, secondary.requests.length]).toEqual([1, 1])

@@ -7,6 +7,7 @@ import { ChunkTranslator } from '../../src/providers/openai-compatible/from-upst
 import { chunk, DONE, fragments, frame, openAIUsage } from '../providers/openai-wire'
 import type { FakeUpstream } from '../support/fake-upstream'
 import type { TestApp, TestOrg } from '../support/harness'
+import { readUntilFailure } from '../support/gateway'
 import { encodeEvents, expectNothingOpen, type recordingFetch, settledOnce, startPassThroughGateway } from '../support/pass-through'
 
 // Same-format pass-through end to end (ARCHITECTURE.md §11): a Chat Completions client (the
@@ -22,17 +23,6 @@ const usageFrame = (input: number, output: number) =>
 const charge = (input: number, output: number) => BigInt(input * 3_000 + output * 7_000)
 
 /** What the re-encoding path (ChunkTranslator → canonical events → encoder) writes for `sse`, under the reply's id and created. */
-/** A stream's text up to the error that ends it (undefined when it ends cleanly). */
-async function readUntilFailure(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<{ text: string; failure: unknown }> {
-  let text = ''
-  try {
-    for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-    return { text, failure: undefined }
-  } catch (failure) {
-    return { text, failure }
-  }
-}
-
 function reEncoded(sse: string, reply: string, includeUsage: boolean): string {
   const first = JSON.parse(reply.slice('data: '.length, reply.indexOf('\n')))
   const encoder = new ChatCompletionsStreamEncoder({ id: first.id, model: 'm', createdAt: first.created, includeUsage, estimatedInputTokens: 0 })

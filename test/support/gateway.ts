@@ -39,6 +39,17 @@ export function anthropicClient(baseUrl: string, apiKey: string, fetch?: SdkFetc
   return new Anthropic({ apiKey, baseURL: baseUrl, maxRetries: 0, ...(fetch ? { fetch } : {}) })
 }
 
+/** A Chat Completions stream's text up to the error that ends it (`failure` undefined when it ends cleanly). */
+export async function readUntilFailure(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<{ text: string; failure: unknown }> {
+  let text = ''
+  try {
+    for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
+    return { text, failure: undefined }
+  } catch (failure) {
+    return { text, failure }
+  }
+}
+
 export interface ServedGateway {
   t: TestApp
   /** Where the gateway listens (127.0.0.1:0). */
