@@ -26,8 +26,7 @@ beforeEach(async () => {
     '{ id: reader-anthropic, backends: [{ provider: an, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
   ])
   ;({ openai, anthropic } = gateway)
-  responses = new OpenAI({ apiKey: gateway.key, baseURL: `${gateway.baseUrl}/v1`, maxRetries: 0 })
-  messages = new Anthropic({ apiKey: gateway.key, baseURL: gateway.baseUrl, maxRetries: 0 })
+  ;({ openai: responses, anthropic: messages } = gateway.clients)
 })
 
 afterEach(() => gateway.close())

@@ -22,7 +22,7 @@ beforeEach(async () => {
     '{ id: tiny, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 64, max_output_tokens: 8 }',
   ])
   ;({ t, openai: upstream } = gateway)
-  client = new OpenAI({ apiKey: gateway.key, baseURL: `${gateway.baseUrl}/v1`, maxRetries: 0 })
+  client = gateway.clients.openai
 })
 
 afterEach(() => gateway.close())

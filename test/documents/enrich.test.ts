@@ -5,7 +5,7 @@ import type { ChatRequest } from '../../src/inference/canonical'
 import { enrichDocuments, hasFileParts } from '../../src/inference/enrich/documents'
 import type { ChatCallInput, PipelineDeps } from '../../src/inference/pipeline'
 import type { Principal } from '../../src/keys/principal'
-import { parseCharges } from '../support/documents'
+import { heldExtractor, parseCharges } from '../support/documents'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { fixture } from './hostile'
 
@@ -127,21 +127,8 @@ describe('enrichDocuments (canonical file parts)', () => {
   test('a client that leaves while its files are read is not billed for them', async () => {
     // Before: the extraction finished after the client had gone and the units were settled anyway.
     const { deps, principal, orgId } = await setup()
-    let finish!: () => void
-    let started!: () => void
-    const running = new Promise<void>(resolve => (started = resolve))
-    deps.documents = {
-      config: t.deps.config.documents,
-      extractor: {
-        extract: async () => {
-          started()
-          await new Promise<void>(resolve => (finish = resolve))
-          return { text: 'fine', documentType: 'text' }
-        },
-        stats: () => ({ workers: 1, busy: 0, queued: 0 }),
-        close: async () => {},
-      },
-    }
+    const { extractor, running, finish } = heldExtractor('fine')
+    deps.documents = { config: t.deps.config.documents, extractor }
     const client = new AbortController()
     const chat = request([{ type: 'file', mediaType: 'text/plain', filename: 'a.txt', data: new TextEncoder().encode('a') }])
     const done = enrichDocuments(deps, { ...input(principal, chat), signal: client.signal }).then(() => undefined, error => error)

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { ExtractionError, type ExtractorPool } from '../../src/documents/types'
-import { parseCharges as documentCharges } from '../support/documents'
+import { heldExtractor, parseCharges as documentCharges } from '../support/documents'
 import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
 import { verifyClean } from '../ledger/fixtures'
 import { fixture, honestZipBomb, lyingZipBomb, plainZip, PNG } from './hostile'
@@ -203,19 +203,8 @@ describe('POST /api/v1/attachments/parse', () => {
 
     test('a client that leaves before its document is read is not billed for it', async () => {
       // Before: the extraction finished after the client had gone and the unit was settled anyway.
-      let finish!: () => void
-      let started!: () => void
-      const running = new Promise<void>(resolve => (started = resolve))
-      const fake: ExtractorPool = {
-        extract: async () => {
-          started()
-          await new Promise<void>(resolve => (finish = resolve))
-          return { text: 'done', documentType: 'text' }
-        },
-        stats: () => ({ workers: 1, busy: 0, queued: 0 }),
-        close: async () => {},
-      }
-      t = await buildTestApp({}, undefined, { extractor: fake })
+      const { extractor, running, finish } = heldExtractor('done')
+      t = await buildTestApp({}, undefined, { extractor })
       const org = await t.createOrg()
       const client = new AbortController()
       const request = new Request('http://localhost/api/v1/attachments/parse', {

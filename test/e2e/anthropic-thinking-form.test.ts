@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import type { TurnScript } from '../providers/conformance'
-import { buildTestApp, type TestApp } from '../support/harness'
-import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, strictAnthropic } from '../support/strict-anthropic'
+import { paygConfig, startServedGateway } from '../support/gateway'
+import { type TestApp } from '../support/harness'
+import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
 
 // The catalog's per-binding `thinking` form, end to end: clients of all three dialects (official
 // SDKs) → gateway → an Anthropic upstream that, like the real API, refuses budget thinking on an
@@ -19,7 +19,6 @@ const turn: TurnScript = { reasoning: { text: 'Add them.', signature: 'sig-1' },
 describe('thinking form per Anthropic binding: effort, budget and adaptive requests from every dialect', () => {
   let upstream: ReturnType<typeof strictAnthropic>
   let t: TestApp
-  let server: ReturnType<typeof Bun.serve>
   let openai: OpenAI
   let anthropic: Anthropic
 
@@ -27,26 +26,18 @@ describe('thinking form per Anthropic binding: effort, budget and adaptive reque
     upstream = strictAnthropic(turn)
     const model = (id: string, backends: string) =>
       `  - { id: ${id}, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 64000, capabilities: { tools: true, reasoning: true } }`
-    const yaml = [
-      'providers:',
-      `  - { id: claude, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-      'models:',
-      model('new', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }]`),
-      model('old', `[{ provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
-      // Ordered fallback from an adaptive-only binding to a budget-only one: each call in its own form.
-      model('mixed', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }, { provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
-      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-    ].join('\n')
-    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-    t = await buildTestApp(env, loadConfig(env, () => yaml))
-    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-    const org = await t.createOrg('acme', CREDIT)
-    openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
-    anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+    ;({ t, openai, anthropic } = await startServedGateway(paygConfig(
+      [strictAnthropicProvider(upstream.url)],
+      [
+        model('new', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }]`),
+        model('old', `[{ provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
+        // Ordered fallback from an adaptive-only binding to a budget-only one: each call in its own form.
+        model('mixed', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }, { provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
+      ],
+    ), { UPSTREAM_KEY }, { credit: CREDIT }))
   })
 
   afterAll(async () => {
-    server.stop(true)
     upstream.stop()
     await t.close()
   })

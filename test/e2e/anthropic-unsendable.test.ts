@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import type { TurnScript } from '../providers/conformance'
-import { buildTestApp, type TestApp } from '../support/harness'
-import { strictAnthropic } from '../support/strict-anthropic'
+import { paygConfig, startServedGateway } from '../support/gateway'
+import { type TestApp } from '../support/harness'
+import { strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
 
 // Requests every client dialect may send that Anthropic itself refuses with its own 400: stop
 // sequences made only of whitespace, and a tool history without `tools`. The first has no
@@ -20,7 +20,6 @@ const DECLARED = { tools: [{ name: 'get_weather', input_schema: { type: 'object'
 describe('Anthropic backend: whitespace stop sequences and tool history without tools, from every dialect', () => {
   let upstream: ReturnType<typeof strictAnthropic>
   let t: TestApp
-  let server: ReturnType<typeof Bun.serve>
   let openai: OpenAI
   let anthropic: Anthropic
   let orgId: string
@@ -29,24 +28,13 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
 
   beforeAll(async () => {
     upstream = strictAnthropic(turn)
-    const yaml = [
-      'providers:',
-      `  - { id: claude, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-      'models:',
-      '  - { id: m, backends: [{ provider: claude, model: claude-sonnet-4-5 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 8192, capabilities: { tools: true } }',
-      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-    ].join('\n')
-    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-    t = await buildTestApp(env, loadConfig(env, () => yaml))
-    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-    const org = await t.createOrg('acme', CREDIT)
-    orgId = org.orgId
-    openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
-    anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+    ;({ t, orgId, openai, anthropic } = await startServedGateway(paygConfig(
+      [strictAnthropicProvider(upstream.url)],
+      ['  - { id: m, backends: [{ provider: claude, model: claude-sonnet-4-5 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 8192, capabilities: { tools: true } }'],
+    ), { UPSTREAM_KEY }, { credit: CREDIT }))
   })
 
   afterAll(async () => {
-    server.stop(true)
     upstream.stop()
     await t.close()
   })

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { openAIClient } from '../support/gateway'
+import { buildTestApp, createPlanOrg, type TestApp } from '../support/harness'
 
 // The embedded default, end to end: a gateway built with no config at all answers the demo
 // models through the official SDK over a real socket, and bills exactly the catalog price of
@@ -12,7 +13,6 @@ const INPUT_PER_MTOK = 100_000_000n // "0.10" USD in nanos
 const OUTPUT_PER_MTOK = 400_000_000n // "0.40" USD in nanos
 
 let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 let client: OpenAI
 let orgId: string
 let charges: bigint[]
@@ -45,18 +45,14 @@ async function expectChargedExactly() {
 beforeEach(async () => {
   // No env, no SVC_CONFIG: the embedded default (src/config/default.yaml).
   t = await buildTestApp()
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
   // A pay-as-you-go organization (no monthly allowance) so every charge reaches the prepaid balance.
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'payg', planId: 'payg', ownerEmail: `payg-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'chat', admin: false, expiresAtMs: null, spendCap: null })
-  await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
-  orgId = org.id
+  const org = await createPlanOrg(t, { name: 'payg', keyName: 'chat', credit: CREDIT })
+  orgId = org.orgId
   charges = []
-  client = new OpenAI({ apiKey: secret, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  client = openAIClient(t.listen(), org.key)
 })
 
 afterEach(async () => {
-  server.stop(true)
   await t.close()
 })
 

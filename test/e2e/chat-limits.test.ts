@@ -3,7 +3,8 @@ import OpenAI from 'openai'
 import { loadConfig } from '../../src/config/load'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { openAIClient } from '../support/gateway'
+import { buildTestApp, createPlanOrg, type TestApp } from '../support/harness'
 
 // Spec §8 limits on POST /v1/chat/completions over a real socket: the 64 MiB body cap (enforced
 // while the body streams in), the 1 MiB inline attachment cap, the model's context, and
@@ -41,11 +42,8 @@ async function start(yaml?: string) {
       return t.app.fetch(request)
     },
   })
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'limits', planId: 'payg', ownerEmail: `limits-${Bun.randomUUIDv7()}@example.test` })
-  key = (await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'chat', admin: false, expiresAtMs: null, spendCap: null })).secret
-  await t.deps.ledger.topUp({ orgId: org.id, amount: CREDIT })
-  orgId = org.id
-  client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+  ;({ orgId, key } = await createPlanOrg(t, { name: 'limits', keyName: 'chat', credit: CREDIT }))
+  client = openAIClient(`http://127.0.0.1:${server.port}`, key)
 }
 
 /** Asserts the refusal left no trace: nothing charged, no hold, no slot. */

@@ -1,127 +1,30 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
-import type { TurnScript, WireScript } from '../providers/conformance'
-import { anthropicWire } from '../providers/anthropic-wire'
-import { openAIWire } from '../providers/openai-wire'
-import { FakeUpstream, type ReceivedRequest } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import type { TurnScript } from '../providers/conformance'
+import { FakeUpstream } from '../support/fake-upstream'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
+import { fallbackCharge, priceOf, TARGETS } from './chat-targets'
+import { CREDIT, PRICE_YAML } from './upstream-fixtures'
 
 // The gateway in front of real (fake) upstream servers, for each HTTP provider type: the
 // official SDK as the client, a config that binds a model to two backends, and the ledger
 // checked to the nano against the catalog price of the usage the client was shown.
 
-const CREDIT = 10_000_000_000n
-const MTOK = 1_000_000n
-// Prices that do not divide evenly, so every charge's ceil matters.
-const PRICE = { input: 1_234_567_891n, output: 3_000_000_007n, cached: 300_000_000n, reasoning: 7_500_000_000n }
-const PRICE_YAML = '{ input_per_mtok: "1.234567891", output_per_mtok: "3.000000007", cached_input_per_mtok: "0.3", reasoning_per_mtok: "7.5" }'
 const PRIMARY_KEY = 'sk-primary-upstream-0123456789'
 const SECONDARY_KEY = 'sk-secondary-upstream-abcdef'
 const END_USER = 'end-user-5c1d7e'
 /** Multi-byte UTF-8 (2, 3 and 4 bytes), JSON escapes and a newline: to be split at awkward byte boundaries. */
 const AWKWARD_TEXT = 'Grüße, 世界! 🌍🚀 naïve "café"\\ ✓\nline two — done.'
 
-const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
-
-/** The catalog price of a usage as the client sees it: input, cached input, output and reasoning summed, rounded up once. */
-function priceOf(usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } | null; completion_tokens_details?: { reasoning_tokens?: number } | null } | undefined | null): bigint {
-  if (!usage) throw new Error('no usage in the response')
-  const input = BigInt(usage.prompt_tokens)
-  const cached = BigInt(usage.prompt_tokens_details?.cached_tokens ?? 0)
-  const output = BigInt(usage.completion_tokens)
-  const reasoning = BigInt(usage.completion_tokens_details?.reasoning_tokens ?? 0)
-  return ceilDiv((input - cached) * PRICE.input + cached * PRICE.cached + (output - reasoning) * PRICE.output + reasoning * PRICE.reasoning, MTOK)
-}
-
-/**
- * The counted fallback for a stream that ended without reported usage (cut, or left by the
- * client): the input the upstream announced at the start (Anthropic's message_start), else
- * estimated high (UTF-8 bytes ÷ 3, plus 4 per message), and the output the gateway sent
- * (bytes ÷ 4), each rounded up, priced at the input and output rates.
- */
-function fallbackCharge(prompt: string, sentText: string, announcedInput?: number): bigint {
-  const input = BigInt(announcedInput ?? Math.ceil(Buffer.byteLength(prompt) / 3) + 4)
-  const output = BigInt(Math.ceil(Buffer.byteLength(sentText) / 4))
-  return ceilDiv(input * PRICE.input + output * PRICE.output, MTOK)
-}
-
-
-// ---------------------------------------------------------------------------------------------
-
-interface Target {
-  readonly type: 'openai-compatible' | 'anthropic'
-  readonly wire: WireScript
-  /** The path the adapter POSTs to under base_url `<upstream>/v1`. */
-  readonly path: string
-  /** What the upstream must see as the provider's credential. */
-  expectProviderKey(received: ReceivedRequest, key: string): void
-  /** Where a `user` would land on this wire, which must stay absent. */
-  expectNoEndUser(received: ReceivedRequest): void
-  /** The upstream is asked for a stream that reports usage. */
-  expectStreamWithUsage(received: ReceivedRequest): void
-  /** The upstream is asked for one JSON answer (a non-streamed client). */
-  expectJsonAnswer(received: ReceivedRequest): void
-  /** The input tokens a partial stream (wire.partial) reports before its text, if the wire reports them up front. */
-  readonly announcedInput?: number
-}
-
-const TARGETS: Target[] = [
-  {
-    type: 'openai-compatible',
-    wire: openAIWire,
-    path: '/v1/chat/completions',
-    expectProviderKey(received, key) {
-      expect(received.headers.authorization).toBe(`Bearer ${key}`)
-      expect(received.headers['x-api-key']).toBeUndefined()
-    },
-    expectNoEndUser(received) {
-      expect(received.body.user).toBeUndefined()
-      expect(received.body.safety_identifier).toBeUndefined()
-    },
-    expectStreamWithUsage(received) {
-      expect(received.body.stream).toBe(true)
-      expect(received.body.stream_options).toEqual({ include_usage: true })
-    },
-    expectJsonAnswer(received) {
-      expect(received.body.stream).toBe(false)
-      expect(received.body.stream_options).toBeUndefined()
-      expect(received.headers.accept).toBe('application/json')
-    },
-  },
-  {
-    type: 'anthropic',
-    wire: anthropicWire,
-    // message_start's usage.input_tokens in anthropicWire.partial.
-    announcedInput: 5,
-    path: '/v1/messages',
-    expectProviderKey(received, key) {
-      expect(received.headers['x-api-key']).toBe(key)
-      expect(received.headers['anthropic-version']).toBe('2023-06-01')
-      expect(received.headers.authorization).toBeUndefined()
-    },
-    expectNoEndUser(received) {
-      expect(received.body.metadata).toBeUndefined()
-    },
-    expectStreamWithUsage(received) {
-      // The Messages stream always reports usage (message_start and message_delta).
-      expect(received.body.stream).toBe(true)
-    },
-    expectJsonAnswer(received) {
-      expect(received.body.stream).toBe(false)
-      expect(received.headers.accept).toBe('application/json')
-    },
-  },
-]
-
 for (const target of TARGETS) {
   describe(`${target.type} backends behind the gateway`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let primary: FakeUpstream
     let secondary: FakeUpstream
     let client: OpenAI
+    let baseUrl: string
     let orgId: string
     let key: string
     let gates: Array<() => void>
@@ -145,34 +48,23 @@ for (const target of TARGETS) {
       await gone.stop(true)
       gates = []
 
-      const provider = (id: string, url: string, keyEnv: string) =>
-        `  - { id: ${id}, type: ${target.type}, base_url: "${url}", api_key_env: ${keyEnv}, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`
+      const provider = (id: string, url: string, keyEnv: string) => upstreamProvider(id, target.type, url, keyEnv)
       const model = (id: string, backends: string, extra = '') =>
         `  - { id: ${id}${extra}, backends: ${backends}, price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true, reasoning: true } }`
-      const yaml = [
-        'providers:',
-        provider('primary', `${primary.url}/v1`, 'PRIMARY_KEY'),
-        provider('secondary', `${secondary.url}/v1`, 'SECONDARY_KEY'),
-        provider('nowhere', refusedUrl, 'PRIMARY_KEY'),
-        'models:',
-        model('duo', '[{ provider: primary, model: model-a }, { provider: secondary, model: model-b }]', ', level: private'),
-        model('solo', '[{ provider: primary, model: model-a }]'),
-        model('refused-first', '[{ provider: nowhere, model: model-x }, { provider: secondary, model: model-b }]'),
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', PRIMARY_KEY, SECONDARY_KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+      const yaml = paygConfig(
+        [provider('primary', `${primary.url}/v1`, 'PRIMARY_KEY'), provider('secondary', `${secondary.url}/v1`, 'SECONDARY_KEY'), provider('nowhere', refusedUrl, 'PRIMARY_KEY')],
+        [
+          model('duo', '[{ provider: primary, model: model-a }, { provider: secondary, model: model-b }]', ', level: private'),
+          model('solo', '[{ provider: primary, model: model-a }]'),
+          model('refused-first', '[{ provider: nowhere, model: model-x }, { provider: secondary, model: model-b }]'),
+        ],
+      )
       // The only plan is pay-as-you-go (no allowance): every charge reaches the prepaid balance.
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
-      key = org.adminKey
-      client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      ;({ t, baseUrl, orgId, key, openai: client } = await startServedGateway(yaml, { PRIMARY_KEY, SECONDARY_KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
       for (const open of gates) open()
-      server.stop(true)
       await Promise.all([primary.close(), secondary.close()])
       await t.close()
     })
@@ -240,7 +132,7 @@ for (const target of TARGETS) {
       primary.enqueue({ kind: 'sse', body: target.wire.stream({ text: 'ok', finish: 'stop', usage: { inputTokens: 3, outputTokens: 1 } }) })
       const identified = new OpenAI({
         apiKey: key,
-        baseURL: `http://127.0.0.1:${server.port}/v1`,
+        baseURL: `${baseUrl}/v1`,
         maxRetries: 0,
         defaultHeaders: { 'X-API-Key': key, 'X-Org-ID': orgId, 'X-Forwarded-For': '203.0.113.9', 'X-Real-IP': '203.0.113.9' },
       })

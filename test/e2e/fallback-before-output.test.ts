@@ -1,12 +1,12 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { createLogger } from '../../src/observability/logger'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { chunk, frame, openAIWire } from '../providers/openai-wire'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { openAIClient, paygConfig, readUntilFailure, startServedGateway, upstreamProvider } from '../support/gateway'
+import { buildConfiguredApp, type TestApp } from '../support/harness'
 
 // A backend that answers 2xx and sends its first event, then fails before any output (Anthropic's
 // message_start then an `overloaded_error` event; a Chat Completions role chunk then an error
@@ -63,23 +63,14 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
     beforeEach(async () => {
       primary = await FakeUpstream.start()
       secondary = await FakeUpstream.start()
-      const yaml = [
-        'providers:',
-        `  - { id: up, type: ${type}, base_url: "${primary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        `  - { id: second, type: ${type}, base_url: "${secondary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        'models:',
-        `  - { id: duo, backends: [{ provider: up, model: model-a }, { provider: second, model: model-b }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048 }`,
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-upstream-0123456789' }
       lines = []
-      t = await buildTestApp(env, loadConfig(env, () => yaml), { logger: createLogger('info', line => lines.push(line)) })
-      const base = t.listen()
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
+      const yaml = paygConfig(
+        [upstreamProvider('up', type, `${primary.url}/v1`, 'UP_KEY'), upstreamProvider('second', type, `${secondary.url}/v1`, 'UP_KEY')],
+        [`  - { id: duo, backends: [{ provider: up, model: model-a }, { provider: second, model: model-b }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048 }`],
+      )
+      const logger = createLogger('info', line => lines.push(line))
+      ;({ t, orgId, openai, anthropic } = await startServedGateway(yaml, { UP_KEY: 'sk-upstream-0123456789' }, { credit: CREDIT, overrides: { logger } }))
       await t.deps.database.client.execute({ sql: "UPDATE orgs SET plan_id = 'payg' WHERE id = ?", args: [orgId] })
-      openai = new OpenAI({ apiKey: org.adminKey, baseURL: `${base}/v1`, maxRetries: 0 })
-      anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: base, maxRetries: 0 })
     })
 
     afterEach(async () => {
@@ -170,10 +161,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
     test('after the first output, an error still ends the stream in-band: no fallback, the output sent is charged', async () => {
       primary.enqueue(sse([wire.partial('Once upon'), error]))
       const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
-      let text = ''
-      const failure = await (async () => {
-        for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-      })().catch(error => error)
+      const { text, failure } = await readUntilFailure(stream)
       expect(failure).toBeInstanceOf(OpenAI.APIError)
       expect(text).toBe('Once upon')
       expect([primary.requests.length, secondary.requests.length]).toEqual([1, 0])
@@ -186,10 +174,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       primary.enqueue(sse([...opening, error]))
       secondary.enqueue({ kind: 'json', status: 500, body: wire.errorBody(500, 'internal failure') })
       const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
-      let text = ''
-      const failure = await (async () => {
-        for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-      })().catch(error => error)
+      const { text, failure } = await readUntilFailure(stream)
       expect(failure).toBeInstanceOf(OpenAI.APIError)
       expect(text).toBe('')
       expect([primary.requests.length, secondary.requests.length]).toEqual([1, 1])
@@ -203,19 +188,16 @@ describe('fallback before the first output, deadlines', () => {
   test('a backend that goes silent after its opening is cut by its own idle deadline, and the next one answers', async () => {
     const primary = await FakeUpstream.start()
     const secondary = await FakeUpstream.start()
-    const yaml = [
-      'providers:',
-      `  - { id: up, type: openai-compatible, base_url: "${primary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 1000 }`,
-      `  - { id: second, type: openai-compatible, base_url: "${secondary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-      'models:',
-      `  - { id: duo, backends: [{ provider: up, model: model-a }, { provider: second, model: model-b }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048 }`,
-      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-    ].join('\n')
-    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-upstream-0123456789' }
-    const t = await buildTestApp(env, loadConfig(env, () => yaml))
+    const t = await buildConfiguredApp(paygConfig(
+      [
+        `  - { id: up, type: openai-compatible, base_url: "${primary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 1000 }`,
+        upstreamProvider('second', 'openai-compatible', `${secondary.url}/v1`, 'UP_KEY'),
+      ],
+      [`  - { id: duo, backends: [{ provider: up, model: model-a }, { provider: second, model: model-b }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048 }`],
+    ), { UP_KEY: 'sk-upstream-0123456789' })
     try {
       const org = await t.createOrg('acme', CREDIT)
-      const openai = new OpenAI({ apiKey: org.adminKey, baseURL: `${t.listen()}/v1`, maxRetries: 0 })
+      const openai = openAIClient(t.listen(), org.adminKey)
       primary.enqueue({ kind: 'sse', body: [...WIRES['openai-compatible'].opening], then: 'stall' })
       secondary.enqueue(sse(openAIWire.stream({ text: ANSWER, finish: 'stop', usage: USAGE })))
       const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })

@@ -7,10 +7,10 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { chromium, type Browser } from 'playwright-core'
-import { loadConfig } from '../../src/config/load'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
+import { upstreamProvider } from '../support/gateway'
+import { buildConfiguredApp, type TestApp, type TestOrg } from '../support/harness'
 import { readConsentPage } from '../support/oauth'
 
 // What an MCP host does, end to end, with the official SDK client and its OAuth support: the
@@ -77,7 +77,6 @@ async function launchChromium(): Promise<Browser | undefined> {
 describe('MCP host: OAuth discovery, registration and consent (in Chromium when available), then tools', () => {
   let t: TestApp
   let org: TestOrg
-  let gateway: ReturnType<typeof Bun.serve>
   let callbackServer: ReturnType<typeof Bun.serve>
   let upstream: FakeUpstream
   let browser: Browser | undefined
@@ -86,21 +85,18 @@ describe('MCP host: OAuth discovery, registration and consent (in Chromium when 
 
   beforeAll(async () => {
     upstream = await FakeUpstream.start()
-    const yaml = [
+    t = await buildConfiguredApp([
       'providers:',
-      `  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
+      upstreamProvider('up', 'openai-compatible', `${upstream.url}/v1`, 'UP_KEY'),
       'models:',
-      '  - { id: solo, backends: [{ provider: up, model: model-a }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }',
-      '  - { id: second, backends: [{ provider: up, model: model-b }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }',
-      '  - { id: judge, backends: [{ provider: up, model: model-j }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }',
+      ...[['solo', 'a'], ['second', 'b'], ['judge', 'j']].map(
+        ([id, model]) => `  - { id: ${id}, backends: [{ provider: up, model: model-${model} }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }`,
+      ),
       'plans: { payg: { monthly_allowance: "0", fusion: true } }',
       'fusion: { judge: judge, participant_timeout_ms: 30000, judge_timeout_ms: 30000 }',
-    ].join('\n')
-    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-upstream-key' }
-    t = await buildTestApp(env, loadConfig(env, () => yaml))
+    ], { UP_KEY: 'sk-upstream-key' })
     org = await t.createOrg('acme', 1_000_000_000n)
-    gateway = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-    base = `http://127.0.0.1:${gateway.port}`
+    base = t.listen()
     let arrived!: (url: URL) => void
     codeArrived = new Promise(resolve => (arrived = resolve))
     callbackServer = Bun.serve({
@@ -116,7 +112,6 @@ describe('MCP host: OAuth discovery, registration and consent (in Chromium when 
 
   afterAll(async () => {
     await browser?.close()
-    gateway.stop(true)
     callbackServer.stop(true)
     await upstream.close()
     await t.close()

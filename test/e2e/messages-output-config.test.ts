@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema'
-import { loadConfig } from '../../src/config/load'
 import type { WireScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, json, type TestApp } from '../support/harness'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { json, type TestApp } from '../support/harness'
 
 // The official Anthropic SDK's structured outputs (`output_config.format`, messages.parse()),
 // `output_config.effort` and adaptive thinking, through the gateway to a (fake) Anthropic
@@ -31,7 +31,6 @@ const citySchema = {
 for (const target of TARGETS) {
   describe(`output_config and adaptive thinking: Anthropic SDK → gateway → ${target.type} backend`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let upstream: FakeUpstream
     let anthropic: Anthropic
     let orgId: string
@@ -43,25 +42,14 @@ for (const target of TARGETS) {
 
     beforeEach(async () => {
       upstream = await FakeUpstream.start()
-      const yaml = [
-        'providers:',
-        `  - { id: up, type: ${target.type}, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        'models:',
+      ;({ t, orgId, key: apiKey, anthropic } = await startServedGateway(paygConfig(
+        [upstreamProvider('up', target.type, `${upstream.url}/v1`, 'UPSTREAM_KEY')],
         // The Anthropic binding is an adaptive model (Claude 4.6 on); the budget form has its own tests (anthropic-thinking-form.test.ts).
-        `  - { id: m, backends: [{ provider: up, model: upstream-m${target.type === 'anthropic' ? ', thinking: adaptive' : ''} }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }`,
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
-      apiKey = org.adminKey
-      anthropic = new Anthropic({ apiKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+        [`  - { id: m, backends: [{ provider: up, model: upstream-m${target.type === 'anthropic' ? ', thinking: adaptive' : ''} }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }`],
+      ), { UPSTREAM_KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
-      server.stop(true)
       await upstream.close()
       await t.close()
     })

@@ -1,20 +1,19 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import type { TurnScript, WireScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { chunk as openAIChunk, frame as openAIFrame, openAIUsage, openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
+import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
 
 // The official Anthropic SDK against the gateway in front of real (fake) upstreams of both
 // kinds: plain, streamed, counted, failing mid-stream, and multi-turn tool use with thinking,
 // with the ledger checked against what Chat Completions charges for the same usage.
 
-const CREDIT = 10_000_000_000n
-const PRICE_YAML = '{ input_per_mtok: "1.234567891", output_per_mtok: "3.000000007", cached_input_per_mtok: "0.3", reasoning_per_mtok: "7.5" }'
 const UPSTREAM_KEY = 'sk-upstream-0123456789'
 
 /** Anthropic SSE event framing, for turns the shared wire script does not cover (redacted thinking). */
@@ -31,16 +30,10 @@ const TARGETS: Target[] = [
   { type: 'anthropic', wire: anthropicWire, callId: 'toolu_01Xy12' },
 ]
 
-const weatherTool: Anthropic.Tool = {
-  name: 'get_weather',
-  description: 'Current weather',
-  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-}
 
 for (const target of TARGETS) {
   describe(`Anthropic SDK → gateway → ${target.type} backend`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let upstream: FakeUpstream
     let anthropic: Anthropic
     let openai: OpenAI
@@ -51,25 +44,14 @@ for (const target of TARGETS) {
 
     beforeEach(async () => {
       upstream = await FakeUpstream.start()
-      const yaml = [
-        'providers:',
-        `  - { id: up, type: ${target.type}, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        'models:',
-        `  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true, vision: true } }`,
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
       // The Anthropic SDK sends its key as x-api-key; the OpenAI SDK as a bearer token.
-      anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
-      openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      ;({ t, orgId, anthropic, openai } = await startServedGateway(paygConfig(
+        [upstreamProvider('up', target.type, `${upstream.url}/v1`, 'UPSTREAM_KEY')],
+        [`  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true, vision: true } }`],
+      ), { UPSTREAM_KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
-      server.stop(true)
       await upstream.close()
       await t.close()
     })
@@ -381,56 +363,3 @@ for (const target of TARGETS) {
     })
   })
 }
-
-describe('openai SDK → gateway → Anthropic backend (the reverse direction)', () => {
-  test('tool ids survive both ways; a thinking signature cannot ride Chat Completions, so thinking is not replayed unsigned', async () => {
-    const upstream = await FakeUpstream.start()
-    const yaml = [
-      'providers:',
-      `  - { id: up, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UPSTREAM_KEY, retention: none }`,
-      'models:',
-      `  - { id: m, backends: [{ provider: up, model: upstream-m }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }`,
-      'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-    ].join('\n')
-    const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-    const t = await buildTestApp(env, loadConfig(env, () => yaml))
-    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-    try {
-      const org = await t.createOrg('acme', CREDIT)
-      const openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
-      const call = { callId: 'toolu_01Reverse', name: 'get_weather', arguments: '{"city":"Oslo"}' }
-      upstream.enqueue(
-        { kind: 'sse', body: anthropicWire.stream({ reasoning: { text: 'Use the tool.', signature: 'sig-r' }, toolCalls: [call], finish: 'tool-calls', usage: { inputTokens: 40, outputTokens: 20 } }) },
-        { kind: 'sse', body: anthropicWire.stream({ text: 'Cold: -3 °C.', finish: 'stop', usage: { inputTokens: 70, outputTokens: 6 } }) },
-      )
-      const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', parameters: weatherTool.input_schema as Record<string, unknown> } }]
-      const question: OpenAI.ChatCompletionMessageParam = { role: 'user', content: 'Weather in Oslo?' }
-      const first = await openai.chat.completions.create({ model: 'm', messages: [question], tools, reasoning_effort: 'low' })
-      const message = first.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string }
-      expect(first.choices[0]!.finish_reason).toBe('tool_calls')
-      expect(message.reasoning_content).toBe('Use the tool.')
-      expect(message.tool_calls![0]!.id).toBe(call.callId)
-
-      const assistant = { role: 'assistant', content: null, tool_calls: message.tool_calls, reasoning_content: message.reasoning_content } as OpenAI.ChatCompletionAssistantMessageParam
-      const second = await openai.chat.completions.create({
-        model: 'm',
-        messages: [question, assistant, { role: 'tool', tool_call_id: call.callId, content: '-3 °C' }],
-        tools,
-        reasoning_effort: 'low',
-      })
-      expect(second.choices[0]!.message.content).toBe('Cold: -3 °C.')
-      const replay = upstream.requests[1]!.body
-      expect(replay.messages).toEqual([
-        { role: 'user', content: [{ type: 'text', text: 'Weather in Oslo?' }] },
-        { role: 'assistant', content: [{ type: 'tool_use', id: call.callId, name: call.name, input: { city: 'Oslo' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.callId, content: '-3 °C' }] },
-      ])
-      // Anthropic rejects a thinking request whose continued tool turn lacks its signed thinking.
-      expect(replay.thinking).toBeUndefined()
-    } finally {
-      server.stop(true)
-      await upstream.close()
-      await t.close()
-    }
-  })
-})

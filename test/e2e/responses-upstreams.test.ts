@@ -1,22 +1,18 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import type { WireScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
+import { openAIClient, paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
 import { buildTestApp, type TestApp } from '../support/harness'
+import { CREDIT, ceilDiv, MTOK, PRICE, PRICE_YAML } from './upstream-fixtures'
 
 // POST /v1/responses end to end: the official openai SDK over a real socket, the gateway with
 // its real config, catalog, router and providers, and real HTTP upstreams of each kind (plus
 // the embedded demo backend). Charges are checked to the nano against the usage the client saw.
 
-const CREDIT = 10_000_000_000n
-const MTOK = 1_000_000n
-const PRICE = { input: 1_234_567_891n, output: 3_000_000_007n, cached: 300_000_000n, reasoning: 7_500_000_000n }
-const PRICE_YAML = '{ input_per_mtok: "1.234567891", output_per_mtok: "3.000000007", cached_input_per_mtok: "0.3", reasoning_per_mtok: "7.5" }'
 const KEY = 'sk-upstream-0123456789'
-const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
 /** The catalog price of a Responses usage: input, cached input, output and reasoning summed, rounded up once. */
 function priceOf(usage: OpenAI.Responses.ResponseUsage | undefined): bigint {
@@ -35,7 +31,6 @@ const TARGETS: Array<{ type: 'openai-compatible' | 'anthropic'; wire: WireScript
 for (const { type, wire } of TARGETS) {
   describe(`Responses clients in front of ${type} backends`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let upstream: FakeUpstream
     let secondary: FakeUpstream
     let client: OpenAI
@@ -47,25 +42,14 @@ for (const { type, wire } of TARGETS) {
       secondary = await FakeUpstream.start()
       const model = (id: string, backends: string) =>
         `  - { id: ${id}, backends: ${backends}, price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true, reasoning: true } }`
-      const yaml = [
-        'providers:',
-        `  - { id: up, type: ${type}, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        `  - { id: second, type: ${type}, base_url: "${secondary.url}/v1", api_key_env: UP_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-        'models:',
-        model('solo', '[{ provider: up, model: model-a }]'),
-        model('duo', '[{ provider: up, model: model-a }, { provider: second, model: model-b }]'),
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
-      client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      const yaml = paygConfig(
+        [upstreamProvider('up', type, `${upstream.url}/v1`, 'UP_KEY'), upstreamProvider('second', type, `${secondary.url}/v1`, 'UP_KEY')],
+        [model('solo', '[{ provider: up, model: model-a }]'), model('duo', '[{ provider: up, model: model-a }, { provider: second, model: model-b }]')],
+      )
+      ;({ t, orgId, openai: client } = await startServedGateway(yaml, { UP_KEY: KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
-      server.stop(true)
       await Promise.all([upstream.close(), secondary.close()])
       await t.close()
     })
@@ -184,7 +168,7 @@ for (const { type, wire } of TARGETS) {
 describe('Responses clients in front of the demo backend', () => {
   test('plain, streamed and a tool round trip with reasoning, charged what the usage says', async () => {
     const t = await buildTestApp()
-    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
+    const baseUrl = t.listen()
     try {
       const org = await t.createOrg('demo', CREDIT)
       await t.deps.database.client.execute({ sql: "UPDATE orgs SET plan_id = 'payg' WHERE id = ?", args: [org.orgId] })
@@ -194,7 +178,7 @@ describe('Responses clients in front of the demo backend', () => {
         return ceilDiv(BigInt(usage!.input_tokens) * 100_000_000n + (BigInt(usage!.output_tokens) - reasoning) * 400_000_000n + reasoning * 400_000_000n, MTOK)
       }
       const charged = async () => CREDIT - (await t.deps.balance(org.orgId)).prepaidNanos
-      const client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      const client = openAIClient(baseUrl, org.adminKey)
       const plain = await client.responses.create({ model: 'demo-anonymous', input: 'ping' })
       expect(plain.output_text).toBe('Hello from the demo model. You said: ping')
       const streamed = await client.responses.stream({ model: 'demo-anonymous', input: 'ping' }).finalResponse()
@@ -218,7 +202,6 @@ describe('Responses clients in front of the demo backend', () => {
       expect(await charged()).toBe([plain, streamed, first, second].reduce((sum, response) => sum + demoPrice(response.usage), 0n))
       expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
     } finally {
-      server.stop(true)
       await t.close()
     }
   })

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
 
 // Upstreams that misbehave in ways the conformance suites do not play: a stream line that never
@@ -60,7 +60,6 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
 
   describe(`${type} upstreams that misbehave`, () => {
     let t: TestApp
-    let server: ReturnType<typeof Bun.serve>
     let endless: ReturnType<typeof endlessLine>
     let endlessAfterText: ReturnType<typeof endlessLine>
     let healthy: FakeUpstream
@@ -74,31 +73,21 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       endless = endlessLine()
       endlessAfterText = endlessLine(wire.partial('words before the flood'))
       healthy = await FakeUpstream.start()
-      const provider = (id: string, url: string) =>
-        `  - { id: ${id}, type: ${type}, base_url: "${url}/v1", api_key_env: UPSTREAM_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`
+      const provider = (id: string, url: string) => upstreamProvider(id, type, `${url}/v1`, 'UPSTREAM_KEY')
       const model = (id: string, backends: string) =>
         `  - { id: ${id}, backends: ${backends}, price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true } }`
-      const yaml = [
-        'providers:',
-        provider('endless', endless.url),
-        provider('healthy', healthy.url),
-        provider('flood', endlessAfterText.url),
-        'models:',
-        model('duo', '[{ provider: endless, model: model-a }, { provider: healthy, model: model-b }]'),
-        model('flooded', '[{ provider: flood, model: model-c }, { provider: healthy, model: model-b }]'),
-        model('solo', '[{ provider: healthy, model: model-b }]'),
-        'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-      ].join('\n')
-      const env = { SVC_CONFIG: '/virtual/gateway.yaml', UPSTREAM_KEY }
-      t = await buildTestApp(env, loadConfig(env, () => yaml))
-      server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-      const org = await t.createOrg('acme', CREDIT)
-      orgId = org.orgId
-      client = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
+      const yaml = paygConfig(
+        [provider('endless', endless.url), provider('healthy', healthy.url), provider('flood', endlessAfterText.url)],
+        [
+          model('duo', '[{ provider: endless, model: model-a }, { provider: healthy, model: model-b }]'),
+          model('flooded', '[{ provider: flood, model: model-c }, { provider: healthy, model: model-b }]'),
+          model('solo', '[{ provider: healthy, model: model-b }]'),
+        ],
+      )
+      ;({ t, orgId, openai: client } = await startServedGateway(yaml, { UPSTREAM_KEY }, { credit: CREDIT }))
     })
 
     afterEach(async () => {
-      server.stop(true)
       await Promise.all([endless.close(), endlessAfterText.close(), healthy.close()])
       await t.close()
     })

@@ -36,6 +36,18 @@ function request(): Request {
   })
 }
 
+/** Both participants answer; the judge streams its deltas, then resets or stalls. The run's response. */
+function runUntilJudge(then: 'reset' | 'stall'): Promise<Response> {
+  h.a.enqueue(answer('A.'))
+  h.b.enqueue(answer('B.'))
+  h.claude.enqueue({ kind: 'sse', body: CUT, then })
+  return h.t.app.handle(request())
+}
+
+/** The participants charged their answers and the judge its input plus the output sent. */
+const expectJudgeChargedForSent = (entries: Array<{ amount: bigint }>) =>
+  expect(entries.map(entry => entry.amount).sort()).toEqual([PART, PART, chargeOf(JUDGE_PRICE, SENT_USAGE)].sort())
+
 type Event = { event: string; data: any }
 const parse = (text: string): Event[] =>
   text.split('\n\n').filter(block => block.startsWith('event: ')).map(block => {
@@ -44,10 +56,7 @@ const parse = (text: string): Event[] =>
   })
 
 test('the judge fails after its deltas were streamed: charged for the input and the output sent, and the result says so', async () => {
-  h.a.enqueue(answer('A.'))
-  h.b.enqueue(answer('B.'))
-  h.claude.enqueue({ kind: 'sse', body: CUT, then: 'reset' })
-  const response = await h.t.app.handle(request())
+  const response = await runUntilJudge('reset')
   const events = parse(await response.text())
   expect(events.filter(event => event.event === 'synthesis.delta').map(event => event.data.delta).join('')).toBe(SENT)
   const result = events.at(-1)!
@@ -56,16 +65,13 @@ test('the judge fails after its deltas were streamed: charged for the input and 
     status: 'partial', synthesis: '', synthesis_error_code: 'provider_error',
     synthesis_prompt_tokens: SENT_USAGE.inputTokens, synthesis_tokens: SENT_USAGE.outputTokens,
   })
-  expect((await fusionEntries(h.t)).map(entry => entry.amount).sort()).toEqual([PART, PART, chargeOf(JUDGE_PRICE, SENT_USAGE)].sort())
+  expectJudgeChargedForSent(await fusionEntries(h.t))
   expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
   await verifyClean(h.t)
 })
 
 test('the client leaves in the middle of the synthesis: the judge is cut and charged for what was sent', async () => {
-  h.a.enqueue(answer('A.'))
-  h.b.enqueue(answer('B.'))
-  h.claude.enqueue({ kind: 'sse', body: CUT, then: 'stall' })
-  const response = await h.t.app.handle(request())
+  const response = await runUntilJudge('stall')
   const reader = response.body!.getReader()
   let seen = ''
   const decoder = new TextDecoder()
@@ -78,17 +84,14 @@ test('the client leaves in the middle of the synthesis: the judge is cut and cha
     const found = await fusionEntries(h.t)
     return found.length === 3 && h.t.deps.limits.concurrency.inUse(h.org.orgId) === 0 ? found : undefined
   })
-  expect(entries.map(entry => entry.amount).sort()).toEqual([PART, PART, chargeOf(JUDGE_PRICE, SENT_USAGE)].sort())
+  expectJudgeChargedForSent(entries)
   expect(h.deadlines.started.every(deadline => deadline.cleared)).toBe(true)
   await verifyClean(h.t)
 })
 
 test('a client that stops reading the stream is cut after the stall ticks: the run aborted, the judge charged for the output sent', async () => {
-  h.a.enqueue(answer('A.'))
-  h.b.enqueue(answer('B.'))
   // The judge streams its deltas, then stays silent: only the stall cut can end this run.
-  h.claude.enqueue({ kind: 'sse', body: CUT, then: 'stall' })
-  const response = await h.t.app.handle(request())
+  const response = await runUntilJudge('stall')
   const reader = response.body!.getReader()
   // The client reads up to the first synthesis delta, then nothing more.
   let read = ''
@@ -102,7 +105,7 @@ test('a client that stops reading the stream is cut after the stall ticks: the r
   })
   await expect(reader.read()).rejects.toBeUndefined()
   await poll('the judge to settle', 200, 10, async () => ((await fusionEntries(h.t)).length === 3 ? true : undefined))
-  expect((await fusionEntries(h.t)).map(entry => entry.amount).sort()).toEqual([PART, PART, chargeOf(JUDGE_PRICE, SENT_USAGE)].sort())
+  expectJudgeChargedForSent(await fusionEntries(h.t))
   expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
   await verifyClean(h.t)
 })

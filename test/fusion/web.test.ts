@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, test } from 'bun:test'
-import { BUN_RESULTS, buildWebApp, pageServer, searxngServer, storyPage } from '../support/fake-web'
+import { describe, expect, test } from 'bun:test'
+import { BUN_RESULTS, buildWebApp, pageServer, searxngServer, storyPage, stopsAfterEach } from '../support/fake-web'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
 
 // Fusion with the hosted web tools over HTTP (POST /api/v1/chat/fusion with web_search /
@@ -9,13 +9,8 @@ import { createPlanOrg, json, type TestApp } from '../support/harness'
 
 const FETCH_PRICE = 2_000_000n
 const SEARCH_PRICE = 5_000_000n
-const stops: Array<() => void> = []
 let t: TestApp
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop()
-  await t?.close()
-})
+const stops = stopsAfterEach(() => t)
 
 const MODELS = ['demo-web-2', 'demo-web-3']
   .map(id => `

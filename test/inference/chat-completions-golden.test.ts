@@ -12,6 +12,7 @@ import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { assertEventGrammar } from '../providers/events'
+import { encodeEvents } from '../support/pass-through'
 import { type Backend, fixture, golden, goldenJson as json, replay, upstreamEvents, anthropicBodyOrRefusal, GOLDEN_NOW as NOW, GOLDEN_ROUTE as ROUTE, type GoldenCase } from '../support/golden'
 
 // Golden translations for the Chat Completions client format × each HTTP backend, stored as
@@ -51,14 +52,7 @@ const metaOf = (body: ChatCompletionsRequest): ResponseMeta => ({
 
 /** Canonical events → the client's Chat Completions stream, as stream-response.ts drives the encoder. */
 function encode(body: ChatCompletionsRequest, events: ChatEvent[]): string {
-  const encoder = new ChatCompletionsStreamEncoder(metaOf(body))
-  const frames = encoder.start()
-  for (const event of events) {
-    if (event.type === 'finish') frames.push(...encoder.finish(event.reason, event.usage))
-    else if (event.type === 'error') frames.push(...encoder.fail(toApiError(event.error)))
-    else frames.push(...encoder.push(event))
-  }
-  return frames.join('')
+  return encodeEvents(new ChatCompletionsStreamEncoder(metaOf(body)), events)
 }
 
 /** The non-streamed answer: the chat.completion object, or the error body when the upstream failed (collectChat throws it). */

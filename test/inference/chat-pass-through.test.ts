@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { SseDecoder, type SseEvent } from '../../src/http/sse'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
 import { ChunkTranslator } from '../../src/providers/openai-compatible/from-upstream-stream'
 import { chunk, DONE, fragments, frame, openAIUsage } from '../providers/openai-wire'
-import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
-import { encodeEvents, expectNothingOpen, recordingFetch, settledOnce } from '../support/pass-through'
+import type { FakeUpstream } from '../support/fake-upstream'
+import type { TestApp, TestOrg } from '../support/harness'
+import { readUntilFailure } from '../support/gateway'
+import { encodeEvents, expectNothingOpen, type recordingFetch, settledOnce, startPassThroughGateway } from '../support/pass-through'
 
 // Same-format pass-through end to end (ARCHITECTURE.md §11): a Chat Completions client (the
 // official SDK, through app.handle) streaming from an openai-compatible upstream (a real server
@@ -23,17 +23,6 @@ const usageFrame = (input: number, output: number) =>
 const charge = (input: number, output: number) => BigInt(input * 3_000 + output * 7_000)
 
 /** What the re-encoding path (ChunkTranslator → canonical events → encoder) writes for `sse`, under the reply's id and created. */
-/** A stream's text up to the error that ends it (undefined when it ends cleanly). */
-async function readUntilFailure(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<{ text: string; failure: unknown }> {
-  let text = ''
-  try {
-    for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-    return { text, failure: undefined }
-  } catch (failure) {
-    return { text, failure }
-  }
-}
-
 function reEncoded(sse: string, reply: string, includeUsage: boolean): string {
   const first = JSON.parse(reply.slice('data: '.length, reply.indexOf('\n')))
   const encoder = new ChatCompletionsStreamEncoder({ id: first.id, model: 'm', createdAt: first.created, includeUsage, estimatedInputTokens: 0 })
@@ -54,18 +43,7 @@ describe('Chat Completions pass-through from an openai-compatible upstream', () 
   let client: OpenAI
 
   beforeAll(async () => {
-    upstream = await FakeUpstream.start()
-    const yaml = `
-providers:
-  - { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }
-models:
-  - { id: m, backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 128, capabilities: { tools: true } }
-plans: { payg: { monthly_allowance: "0", fusion: false } }
-`
-    const env = { SVC_CONFIG: '/virtual/pass-through.yaml', UP_KEY: 'sk-up-0123456789' }
-    t = await buildTestApp(env, loadConfig(env, () => yaml))
-    org = await t.createOrg('pass-through', 10_000_000_000n)
-    recorder = recordingFetch(t, 'pt')
+    ;({ t, upstream, org, recorder } = await startPassThroughGateway('openai-compatible', `backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 128, capabilities: { tools: true }`, 'pass-through', 'pt'))
     client = new OpenAI({ apiKey: org.adminKey, baseURL: 'http://gateway.test/v1', maxRetries: 0, fetch: recorder.fetch })
   })
 

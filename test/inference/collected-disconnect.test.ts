@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config/load'
 import { createLogger } from '../../src/observability/logger'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
 
 // A non-streamed chat whose client disconnects before the answer: the gateway must log it as a
@@ -24,19 +24,11 @@ beforeEach(async () => {
   upstream = await FakeUpstream.start()
   lines = []
   gates = []
-  const yaml = [
-    'providers:',
-    `  - { id: slow, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: SLOW_KEY, retention: none, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`,
-    'models:',
-    '  - { id: solo, backends: [{ provider: slow, model: model-a }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }',
-    'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-  ].join('\n')
-  const env = { SVC_CONFIG: '/virtual/gateway.yaml', SLOW_KEY: 'sk-slow' }
-  t = await buildTestApp(env, loadConfig(env, () => yaml), { logger: createLogger('info', line => lines.push(line)) })
-  base = t.listen()
-  const org = await t.createOrg('acme', CREDIT)
-  orgId = org.orgId
-  key = org.adminKey
+  const yaml = paygConfig(
+    [upstreamProvider('slow', 'openai-compatible', `${upstream.url}/v1`, 'SLOW_KEY')],
+    ['  - { id: solo, backends: [{ provider: slow, model: model-a }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }'],
+  )
+  ;({ t, baseUrl: base, orgId, key } = await startServedGateway(yaml, { SLOW_KEY: 'sk-slow' }, { credit: CREDIT, overrides: { logger: createLogger('info', line => lines.push(line)) } }))
 })
 
 afterEach(async () => {

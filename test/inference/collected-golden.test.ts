@@ -2,11 +2,11 @@ import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
 import { jsonFromSse, type CollectBackend } from '../providers/collect-conformance'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
 import { fixture, FIXTURES } from '../support/golden'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { startServedGateway, upstreamProvider, type UpstreamType } from '../support/gateway'
+import { type TestApp } from '../support/harness'
 
 // A non-streamed client asks the gateway for one answer, and the gateway asks its upstream for
 // one JSON answer (stream: false) instead of a stream. Every recorded upstream stream
@@ -23,7 +23,6 @@ const BACKENDS: CollectBackend[] = ['openai-compatible', 'anthropic']
 const weather = { type: 'object', properties: { location: { type: 'string' }, city: { type: 'string' }, unit: { type: 'string' } } }
 
 let t: TestApp
-let server: ReturnType<typeof Bun.serve>
 const upstreams = {} as Record<CollectBackend | 'failing', FakeUpstream>
 let openai: OpenAI
 let anthropic: Anthropic
@@ -31,7 +30,7 @@ let orgId: string
 
 beforeAll(async () => {
   for (const name of [...BACKENDS, 'failing'] as const) upstreams[name] = await FakeUpstream.start()
-  const provider = (id: string, type: string, url: string) => `  - { id: ${id}, type: ${type}, base_url: "${url}/v1", api_key_env: UP_KEY, retention: none }`
+  const provider = (id: string, type: UpstreamType, url: string) => upstreamProvider(id, type, `${url}/v1`, 'UP_KEY')
   const model = (id: string, backends: string) =>
     `  - { id: ${id}, backends: ${backends}, price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 2048, capabilities: { tools: true, reasoning: true } }`
   const yaml = [
@@ -45,18 +44,11 @@ beforeAll(async () => {
     model('fallback', '[{ provider: failing, model: up-bad }, { provider: oa, model: up-oa }]'),
     'plans: { payg: { monthly_allowance: "0", fusion: false } }',
     'limits: { inference: { key: { burst: 1000, per_second: 100 }, org: { burst: 1000, per_second: 100 } } }',
-  ].join('\n')
-  const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-upstream-collected-0123' }
-  t = await buildTestApp(env, loadConfig(env, () => yaml))
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  const org = await t.createOrg('acme', CREDIT)
-  orgId = org.orgId
-  openai = new OpenAI({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}/v1`, maxRetries: 0 })
-  anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+  ]
+  ;({ t, orgId, openai, anthropic } = await startServedGateway(yaml, { UP_KEY: 'sk-upstream-collected-0123' }, { credit: CREDIT }))
 })
 
 afterAll(async () => {
-  server?.stop(true)
   await Promise.all(Object.values(upstreams).map(upstream => upstream.close()))
   await t?.close()
 })

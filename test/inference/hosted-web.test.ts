@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
 import { createPlanOrg, type TestApp } from '../support/harness'
-import { buildWebApp, type Egress, type FakeResolver, pageServer, searxngServer, storyPage } from '../support/fake-web'
+import { buildWebApp, type Egress, type FakeResolver, pageServer, searxngServer, storyPage, stopsAfterEach } from '../support/fake-web'
 
 // Hosted web_fetch and web_search in chat, through the official openai SDK over a real socket:
 // the demo model echoes the user's latest message, so the reply shows exactly what context the
@@ -15,12 +15,7 @@ const MTOK = 1_000_000n
 let t: TestApp
 let resolver: FakeResolver
 let egress: Egress[]
-const stops: Array<() => void> = []
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop()
-  await t?.close()
-})
+const stops = stopsAfterEach(() => t)
 
 type ServerToolUsage = OpenAI.CompletionUsage & { server_tool_use?: { web_fetch_requests: number; web_search_requests: number } }
 

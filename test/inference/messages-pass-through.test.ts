@@ -1,14 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
-import { loadConfig } from '../../src/config/load'
 import { SseDecoder, type SseEvent } from '../../src/http/sse'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
 import { AnthropicStreamTranslator } from '../../src/providers/anthropic/from-upstream-stream'
 import { MessagesPassThrough } from '../../src/providers/anthropic/pass-through'
-import { FakeUpstream } from '../support/fake-upstream'
-import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
-import { encodeEvents, expectNothingOpen, recordingFetch, settledOnce } from '../support/pass-through'
+import type { FakeUpstream } from '../support/fake-upstream'
+import type { TestApp, TestOrg } from '../support/harness'
+import { encodeEvents, expectNothingOpen, type recordingFetch, settledOnce, startPassThroughGateway } from '../support/pass-through'
 
 // Same-format pass-through for Messages end to end (ARCHITECTURE.md §11): an Anthropic SDK
 // client (through app.handle) streaming from an Anthropic upstream (a real server on port 0)
@@ -49,18 +48,7 @@ describe('Messages pass-through from an Anthropic upstream', () => {
   const passed = { events: spyOn(MessagesPassThrough.prototype, 'events'), whole: spyOn(MessagesPassThrough.prototype, 'whole') }
 
   beforeAll(async () => {
-    upstream = await FakeUpstream.start()
-    const yaml = `
-providers:
-  - { id: up, type: anthropic, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }
-models:
-  - { id: m, backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true } }
-plans: { payg: { monthly_allowance: "0", fusion: false } }
-`
-    const env = { SVC_CONFIG: '/virtual/messages-pass-through.yaml', UP_KEY: 'sk-ant-up-0123456789' }
-    t = await buildTestApp(env, loadConfig(env, () => yaml))
-    org = await t.createOrg('messages-pass-through', 10_000_000_000n)
-    recorder = recordingFetch(t, 'mpt')
+    ;({ t, upstream, org, recorder } = await startPassThroughGateway('anthropic', `backends: [{ provider: up, model: ${BACKEND_MODEL} }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 8192, max_output_tokens: 4096, capabilities: { tools: true, reasoning: true }`, 'messages-pass-through', 'mpt'))
     client = new Anthropic({ apiKey: org.adminKey, baseURL: 'http://gateway.test', maxRetries: 0, fetch: recorder.fetch })
   })
 

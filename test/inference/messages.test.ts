@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
-import { buildTestApp, json, type TestApp } from '../support/harness'
+import { anthropicClient } from '../support/gateway'
+import { buildTestApp, createPlanOrg, json, type TestApp } from '../support/harness'
 
 // POST /v1/messages and /v1/messages/count_tokens on the embedded demo backend: the official
 // SDK as the client, exact charges, and the route's refusals in Anthropic's envelope.
@@ -10,7 +11,7 @@ const charge = (usage: { input_tokens: number; output_tokens: number }) => BigIn
 
 let t: TestApp
 let org: { orgId: string; adminKey: string }
-let server: ReturnType<typeof Bun.serve>
+let baseUrl: string
 let client: Anthropic
 let spent = 0n
 
@@ -20,21 +21,18 @@ const post = (path: string, body: unknown, headers: Record<string, string> = {})
 
 /** A pay-as-you-go organization (no monthly allowance), so every charge reaches the prepaid balance. */
 async function paygOrg(credit: bigint) {
-  const { org, ownerUserId } = await t.deps.orgs.createOrg({ name: 'payg', planId: 'payg', ownerEmail: `payg-${Bun.randomUUIDv7()}@example.test` })
-  const { secret } = await t.deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'messages', admin: false, expiresAtMs: null, spendCap: null })
-  if (credit > 0n) await t.deps.ledger.topUp({ orgId: org.id, amount: credit })
-  return { orgId: org.id, adminKey: secret }
+  const { orgId, key } = await createPlanOrg(t, { name: 'payg', keyName: 'messages', credit })
+  return { orgId, adminKey: key }
 }
 
 beforeAll(async () => {
   t = await buildTestApp()
   org = await paygOrg(10_000_000_000n)
-  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: t.app.fetch })
-  client = new Anthropic({ apiKey: org.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 0 })
+  baseUrl = t.listen()
+  client = anthropicClient(baseUrl, org.adminKey)
 })
 
 afterAll(async () => {
-  server.stop(true)
   await t.close()
 })
 
@@ -185,7 +183,7 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
 
   test('an unfunded organization: 429 billing_error that the SDK is told not to retry', async () => {
     const poor = await paygOrg(0n)
-    const sdk = new Anthropic({ apiKey: poor.adminKey, baseURL: `http://127.0.0.1:${server.port}`, maxRetries: 2 })
+    const sdk = new Anthropic({ apiKey: poor.adminKey, baseURL: baseUrl, maxRetries: 2 })
     const failure = await sdk.messages.create(valid as Anthropic.MessageCreateParamsNonStreaming).catch(error => error)
     expect(failure).toBeInstanceOf(Anthropic.RateLimitError)
     expect(failure.error.error.type).toBe('billing_error')

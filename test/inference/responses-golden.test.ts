@@ -5,10 +5,10 @@ import { decodeResponses } from '../../src/inference/dialects/responses/decode'
 import { echoOf } from '../../src/inference/dialects/responses/encode'
 import { ResponsesStreamEncoder } from '../../src/inference/dialects/responses/encode-stream'
 import type { ResponsesRequest } from '../../src/inference/dialects/responses/schema'
-import { toApiError } from '../../src/inference/upstream-errors'
 import { toUpstream as toAnthropic } from '../../src/providers/anthropic/to-upstream'
 import { toUpstream as toOpenAI } from '../../src/providers/openai-compatible/to-upstream'
 import { assertEventGrammar } from '../providers/events'
+import { encodeEvents } from '../support/pass-through'
 import { type Backend, FIXTURES, golden, goldenJson as json, upstreamEvents, anthropicBodyOrRefusal, GOLDEN_NOW as NOW, GOLDEN_ROUTE as ROUTE, type GoldenCase } from '../support/golden'
 
 // Golden translations for the Responses client format × each HTTP backend, stored as fixtures
@@ -32,14 +32,7 @@ const translate = (backend: Backend, sse: string) => upstreamEvents(backend, sse
 
 /** Canonical events → the client's Responses stream, as stream-response.ts drives the encoder. */
 function encode(body: ResponsesRequest, events: ChatEvent[]): string {
-  const encoder = new ResponsesStreamEncoder(META, echoOf(body))
-  const frames = encoder.start()
-  for (const event of events) {
-    if (event.type === 'finish') frames.push(...encoder.finish(event.reason, event.usage))
-    else if (event.type === 'error') frames.push(...encoder.fail(toApiError(event.error)))
-    else frames.push(...encoder.push(event))
-  }
-  return frames.join('')
+  return encodeEvents(new ResponsesStreamEncoder(META, echoOf(body)), events)
 }
 
 for (const { name, streams } of CASES) {

@@ -1,4 +1,4 @@
-import { expect } from 'bun:test'
+import { afterEach, beforeEach, expect } from 'bun:test'
 import type { Client } from '@libsql/client'
 import { Elysia, t as ElysiaT } from 'elysia'
 import type { BatchExecutor } from '../../src/billing/executor'
@@ -48,6 +48,24 @@ export async function ledgerOver(t: TestApp, executor: BatchExecutor, instanceId
   const sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
   await sweeper.start()
   return { writer, ledger, sweeper }
+}
+
+/**
+ * Before each test of the calling file: a pay-as-you-go app, an organization with 10 USD and its
+ * admin principal, handed to `ready` (which stores what the tests read and may build more on
+ * them); after it, `after` (if any), then the app closed.
+ */
+export function eachTestPaygOrg(ready: (setup: { t: TestApp; org: TestOrg; principal: Principal }) => void | Promise<void>, after?: () => Promise<void>): void {
+  let current: TestApp | undefined
+  beforeEach(async () => {
+    current = await buildPaygApp()
+    const org = await current.createOrg('acme', 10n * USD)
+    await ready({ t: current, org, principal: await adminPrincipal(current, org) })
+  })
+  afterEach(async () => {
+    await after?.()
+    await current?.close()
+  })
 }
 
 /** A test app whose only plan has no monthly allowance. */

@@ -69,14 +69,22 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
-  test('a new month: its allowance pays before prepaid money still leased from the month before', async () => {
+  /**
+   * January 31st, 23:00 UTC on the basic plan with 10 USD prepaid: the allowance runs out, and a
+   * call is paid from prepaid (which leases a slice of it).
+   */
+  async function januaryOnPrepaid() {
     t = await buildTestApp({}, configWith({ plans: BASIC }))
     t.clock.set(Date.UTC(2026, 0, 31, 23, 0, 0))
     const org = await t.createOrg('acme', 10n * USD)
     const principal = await adminPrincipal(t, org)
-    // January: the allowance runs out, and a call is paid from prepaid (which leases a slice of it).
     await t.deps.ledger.settle(await admitOk(t, principal, USD), USD)
     await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+    return { org, principal }
+  }
+
+  test('a new month: its allowance pays before prepaid money still leased from the month before', async () => {
+    const { org, principal } = await januaryOnPrepaid()
     expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 10_000_000n)
     const leased = await scalar(t.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [org.orgId])
     expect(leased).toBeGreaterThan(0n) // the in-memory lease outlives the month
@@ -94,12 +102,7 @@ describe('allowance first, then prepaid', () => {
   })
 
   test('a new month with a partly used allowance lease: the allowance is topped up before prepaid is touched', async () => {
-    t = await buildTestApp({}, configWith({ plans: BASIC }))
-    t.clock.set(Date.UTC(2026, 0, 31, 23, 0, 0))
-    const org = await t.createOrg('acme', 10n * USD)
-    const principal = await adminPrincipal(t, org)
-    await t.deps.ledger.settle(await admitOk(t, principal, USD), USD)
-    await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+    const { org, principal } = await januaryOnPrepaid()
     t.clock.set(Date.UTC(2026, 1, 1, 0, 0, 30))
     const february = utcMonth(t.clock.now()).startMs
     // Many small calls: the allowance lease is topped up in slices as it drains.

@@ -1,11 +1,8 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { addPrepaid } from '../../src/billing/ledger-ops'
 import type { Principal } from '../../src/keys/principal'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
-import {
-  USD, adminPrincipal, admitOk, buildPaygApp, configWith, countEntries, createCappedKey, keySettledOf, moneyState, prepaidOf, scalar,
-  verifyClean,
-} from './fixtures'
+import { USD, admitOk, configWith, countEntries, createCappedKey, keySettledOf, moneyState, prepaidOf, scalar, verifyClean, eachTestPaygOrg } from './fixtures'
 
 // Every reservation ends exactly once (L4) and replays charge once (L5): settle and release are
 // idempotent per reservation; a billing key charges once across reservations; a top-up with a
@@ -15,14 +12,7 @@ let t: TestApp
 let org: TestOrg
 let principal: Principal
 
-beforeEach(async () => {
-  t = await buildPaygApp()
-  org = await t.createOrg('acme', 10n * USD)
-  principal = await adminPrincipal(t, org)
-})
-afterEach(async () => {
-  await t.close()
-})
+eachTestPaygOrg(setup => void ({ t, org, principal } = setup))
 
 const settleEntries = () => countEntries(t, "kind = 'settle'")
 

@@ -1,10 +1,10 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { ClientExecutor, createExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
 import type { Ledger } from '../../src/billing/ledger'
 import type { Sweeper } from '../../src/billing/sweeper'
 import type { Principal } from '../../src/keys/principal'
 import type { TestApp, TestOrg } from '../support/harness'
-import { USD, adminPrincipal, buildPaygApp, ledgerOver, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean } from './fixtures'
+import { USD, ledgerOver, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean, eachTestPaygOrg } from './fixtures'
 
 // L5 (SECURITY-NOTES.md §3) when a COMMIT's outcome is unknown: against a libSQL server the
 // transaction can commit and its reply be lost (a reset connection), so the writer sees a failure
@@ -41,17 +41,11 @@ let executor: LostReplyExecutor
 let ledger: Ledger
 let sweeper: Sweeper
 
-beforeEach(async () => {
-  t = await buildPaygApp()
-  org = await t.createOrg('acme', 10n * USD)
-  principal = await adminPrincipal(t, org)
+eachTestPaygOrg(async setup => {
+  ;({ t, org, principal } = setup)
   executor = new LostReplyExecutor(new ClientExecutor(t.deps.database.client))
   ;({ ledger, sweeper } = await ledgerOver(t, executor, 'lost-commit-test'))
-})
-afterEach(async () => {
-  await sweeper.stop()
-  await t.close()
-})
+}, () => sweeper.stop())
 
 /** A reservation on this test's ledger; without a billing key, a plain chat call's. */
 async function admitted(estimate: bigint, billingKey?: string, who: Principal = principal, on: Ledger = ledger) {

@@ -1,11 +1,11 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { ClientExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
 import type { Ledger } from '../../src/billing/ledger'
 import type { LedgerWriter } from '../../src/billing/ledger-writer'
 import type { Sweeper } from '../../src/billing/sweeper'
 import type { Principal } from '../../src/keys/principal'
 import type { TestApp, TestOrg } from '../support/harness'
-import { USD, adminPrincipal, buildPaygApp, ledgerOver, countEntries, createCappedKey, prepaidOf, scalar, verifyClean } from './fixtures'
+import { USD, ledgerOver, countEntries, createCappedKey, prepaidOf, scalar, verifyClean, eachTestPaygOrg } from './fixtures'
 
 // L11 (SECURITY-NOTES.md §3): one bad op or one failed guard in a group-committed batch does
 // not affect the other ops of that batch. The ledger here runs on its own writer over a spy
@@ -35,17 +35,11 @@ let writer: LedgerWriter
 let ledger: Ledger
 let sweeper: Sweeper
 
-beforeEach(async () => {
-  t = await buildPaygApp()
-  org = await t.createOrg('acme', 10n * USD)
-  principal = await adminPrincipal(t, org)
+eachTestPaygOrg(async setup => {
+  ;({ t, org, principal } = setup)
   spy = new SpyExecutor(new ClientExecutor(t.deps.database.client))
   ;({ writer, ledger, sweeper } = await ledgerOver(t, spy, 'writer-test'))
-})
-afterEach(async () => {
-  await sweeper.stop()
-  await t.close()
-})
+}, () => sweeper.stop())
 
 async function admitted(estimate: bigint, extra: { billingKey?: string; principal?: Principal } = {}) {
   const result = await ledger.admit({ principal: extra.principal ?? principal, purpose: 'chat', estimate, billingKey: extra.billingKey })

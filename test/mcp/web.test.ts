@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, test } from 'bun:test'
-import { buildWebApp, type Egress, pageServer, searxngServer, storyPage } from '../support/fake-web'
+import { describe, expect, test } from 'bun:test'
+import { buildWebApp, type Egress, pageServer, searxngServer, storyPage, stopsAfterEach } from '../support/fake-web'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
 import { connectMcp } from '../support/mcp'
@@ -12,13 +12,8 @@ import { connectMcp } from '../support/mcp'
 const FETCH_PRICE = 2_000_000n
 const SEARCH_PRICE = 5_000_000n
 const CREDIT = 1_000_000_000n
-const stops: Array<() => void> = []
 let t: TestApp
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop()
-  await t?.close()
-})
+const stops = stopsAfterEach(() => t)
 
 // A second web-capable model and a judge, for Fusion.
 const MODELS = `

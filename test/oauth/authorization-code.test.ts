@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { hashSecret } from '../../src/keys/token'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { buildTestApp, eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { approve, authorizeQuery, codeFlowTokens, pkce, postForm, readConsentPage, REDIRECT, registerClient } from '../support/oauth'
 
 // The authorization server through app.handle: discovery, registration, code + PKCE, refresh
@@ -8,12 +8,7 @@ import { approve, authorizeQuery, codeFlowTokens, pkce, postForm, readConsentPag
 
 let t: TestApp
 let org: TestOrg
-
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
-})
-afterEach(() => t.close())
+eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
 const chat = (token: string) => t.request('POST', '/v1/chat/completions', { key: token, body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] } })
 

@@ -6,7 +6,7 @@ import { runCli } from '../../src/commands'
 import { loadConfig } from '../../src/config/load'
 import { chat } from '../../src/operator/chat'
 import { login, readLogin, storedToken } from '../../src/operator/login'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { postForm, readConsentPage } from '../support/oauth'
 
 // The device authorization grant (RFC 8628): the endpoint rules through app.handle, then
@@ -15,12 +15,7 @@ import { postForm, readConsentPage } from '../support/oauth'
 
 let t: TestApp
 let org: TestOrg
-
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
-})
-afterEach(() => t.close())
+eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 

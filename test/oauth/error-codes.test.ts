@@ -1,5 +1,5 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { describe, expect, test } from 'bun:test'
+import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { codeFlowTokens, pkce, postForm, REDIRECT, registerClient } from '../support/oauth'
 
 // The error codes and statuses the RFCs prescribe where a nearby code would be easy to pick:
@@ -9,12 +9,7 @@ import { codeFlowTokens, pkce, postForm, REDIRECT, registerClient } from '../sup
 
 let t: TestApp
 let org: TestOrg
-
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
-})
-afterEach(() => t.close())
+eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
 /** An Authorization: Basic header (RFC 6749 §2.3.1: each part form-encoded, then base64). */
 const basic = (clientId: string, secret = '') => ({ authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}` })

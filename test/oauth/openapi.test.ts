@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { switchable } from '../support/database-outage'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { schemaErrors } from '../support/json-schema'
 import { approve, authorizeQuery, pkce, postForm, readConsentPage, REDIRECT, registerClient } from '../support/oauth'
 
@@ -12,12 +12,10 @@ let t: TestApp
 let org: TestOrg
 let spec: any
 
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
+eachTestWithOrg(async (app, created) => {
+  ;[t, org] = [app, created]
   spec = await json(await t.request('GET', '/openapi.json'))
 })
-afterEach(() => t.close())
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 

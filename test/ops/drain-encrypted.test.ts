@@ -1,10 +1,9 @@
 import { afterEach, expect, test } from 'bun:test'
 import { contextFor, decryptChatStream, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
-import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend } from '../../src/tee/sim/server'
-import { buildTestApp, json, type TestApp } from '../support/harness'
+import { json, type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
-import { NEAR_V2 } from '../support/tee'
+import { buildEncryptedProxyApp } from '../support/tee'
 
 // The drain's deadline (main.ts: lifecycle.abortAll) cuts every billed call still running. An
 // Encrypted chat was not tracked by the lifecycle: the drain neither counted it nor cut it, so a
@@ -56,21 +55,7 @@ async function stalledTeeGateway() {
     proxy.stop(true)
     await sim.stop()
   })
-  const env = { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token }
-  const yaml = `providers:
-  - { id: demo, type: demo, retention: none }
-  - { id: near, type: attested, base_url: "http://127.0.0.1:${proxy.port}/v1", api_key_env: TEE_KEY, proof_format: ${NEAR_V2} }
-models:
-  - id: sim
-    backends: [{ provider: demo, model: demo }]
-    encrypted: [{ provider: near, model: ${sim.modelName} }]
-    price: { input_per_mtok: "1", output_per_mtok: "2" }
-    context_length: 32768
-    max_output_tokens: 4096
-plans:
-  pro: { monthly_allowance: "0", fusion: true }
-`
-  const t = await buildTestApp(env, loadConfig(env, () => yaml))
+  const t = await buildEncryptedProxyApp(sim, `http://127.0.0.1:${proxy.port}/v1`, 'near')
   cleanups.push(() => t.close())
   return { t, chats: () => chats }
 }

@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { loadConfig } from '../../src/config/load'
-import type { ExtractorPool } from '../../src/documents/types'
+import { heldExtractor } from '../support/documents'
 import { buildWebApp, pageServer } from '../support/fake-web'
 import { buildTestApp, createPlanOrg, json, type TestApp } from '../support/harness'
 import { poll } from '../support/poll'
@@ -18,18 +18,7 @@ afterEach(async () => {
 })
 
 async function gatewayWithHeldExtractor() {
-  let jobs = 0
-  const held: Array<() => void> = []
-  const extractor: ExtractorPool = {
-    async extract() {
-      jobs += 1
-      // Like a job already in a worker: it runs until released whatever its signal says.
-      await new Promise<void>(resolve => held.push(resolve))
-      return { text: 'meeting notes', documentType: 'text' }
-    },
-    stats: () => ({ workers: 1, busy: jobs, queued: 0 }),
-    close: async () => {},
-  }
+  const { extractor, jobs, finish } = heldExtractor('meeting notes')
   const env = { SVC_CONFIG: '/virtual/files.yaml' }
   const t = await buildTestApp(env, loadConfig(env, () => `
 providers: [{ id: demo, type: demo, retention: none }]
@@ -37,8 +26,8 @@ models: [{ id: m, backends: [{ provider: demo, model: demo }], price: { input_pe
 plans: { payg: { monthly_allowance: "0", fusion: false } }
 `), { extractor })
   cleanups.push(() => t.close())
-  cleanups.push(() => held.forEach(release => release()))
-  return { t, jobs: () => jobs, release: () => held.forEach(release => release()) }
+  cleanups.push(finish)
+  return { t, jobs, release: finish }
 }
 
 function chatWithFile(t: TestApp, key: string) {

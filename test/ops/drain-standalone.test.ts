@@ -1,7 +1,6 @@
 import { afterEach, expect, test } from 'bun:test'
-import type { ExtractorPool } from '../../src/documents/types'
 import { createLogger } from '../../src/observability/logger'
-import { parseCharges } from '../support/documents'
+import { heldExtractor, parseCharges } from '../support/documents'
 import { buildWebApp, pageServer } from '../support/fake-web'
 import { buildTestApp, createPlanOrg, json } from '../support/harness'
 import { poll } from '../support/poll'
@@ -17,21 +16,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-/** An extractor whose job, like one already in a worker, runs until released whatever its signal says. */
-function heldExtractor() {
-  let jobs = 0
-  const held: Array<() => void> = []
-  const extractor: ExtractorPool = {
-    async extract() {
-      jobs += 1
-      await new Promise<void>(resolve => held.push(resolve))
-      return { text: 'late text', documentType: 'pdf' }
-    },
-    stats: () => ({ workers: 1, busy: jobs, queued: 0 }),
-    close: async () => {},
-  }
-  cleanups.push(() => held.forEach(release => release()))
-  return { extractor, jobs: () => jobs }
+/** An extractor whose jobs wait until released (at the latest after the test). */
+function heldPdfExtractor() {
+  const held = heldExtractor('late text', 'pdf')
+  cleanups.push(held.finish)
+  return held
 }
 
 /** The `request` log lines a logger wrote, by request id. */
@@ -40,7 +29,7 @@ function requestLines(lines: string[]) {
 }
 
 test('the drain deadline cuts a standalone document parse: 503 unavailable, nothing charged, logged aborted', async () => {
-  const { extractor, jobs } = heldExtractor()
+  const { extractor, jobs } = heldPdfExtractor()
   const lines: string[] = []
   const t = await buildTestApp({}, undefined, { extractor, logger: createLogger('info', line => lines.push(line)) })
   cleanups.push(() => t.close())
@@ -64,7 +53,7 @@ test('the drain deadline cuts a standalone document parse: 503 unavailable, noth
 
 test('a parse whose client left is logged 499 cancelled, not 503, and is not charged', async () => {
   // Before: the line said 503 unavailable, an error nobody received (a chat logs 499 here).
-  const { extractor, jobs } = heldExtractor()
+  const { extractor, jobs } = heldPdfExtractor()
   const lines: string[] = []
   const t = await buildTestApp({}, undefined, { extractor, logger: createLogger('info', line => lines.push(line)) })
   cleanups.push(() => t.close())
@@ -132,7 +121,7 @@ test('the drain deadline cuts a standalone web fetch and a web search: 503, noth
 })
 
 test('the drain deadline cuts a web fetch whose PDF is in an extraction worker: it stops waiting for the job', async () => {
-  const { extractor, jobs } = heldExtractor()
+  const { extractor, jobs } = heldPdfExtractor()
   const site = pageServer(() => new Response('%PDF-1.7 held', { headers: { 'content-type': 'application/pdf' } }))
   cleanups.push(() => site.stop())
   const web = await buildWebApp({}, {}, { extractor })

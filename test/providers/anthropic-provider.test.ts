@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import type { ModelRoute } from '../../src/catalog/types'
 import type { ProviderConfig } from '../../src/config/config'
 import type { ChatEvent, ChatRequest, Message, Part } from '../../src/inference/canonical'
 import { ANTHROPIC_VERSION, AnthropicProvider } from '../../src/providers/anthropic/provider'
@@ -9,8 +8,8 @@ import { UpstreamError, type ProviderCall } from '../../src/providers/types'
 import { FakeClock } from '../support/fake-clock'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
 import { encodeEvents } from '../support/pass-through'
+import { CLAUDE_MODEL as MODEL, claudeRoute } from './anthropic-wire'
 
-const MODEL = 'claude-sonnet-4-5-20250929'
 const API_KEY = 'sk-ant-test-0123456789'
 const fixture = (name: string) => Bun.file(new URL(`../fixtures/upstream/anthropic/${name}`, import.meta.url)).text()
 const clock = new FakeClock()
@@ -39,17 +38,7 @@ function providerConfig(overrides: Partial<ProviderConfig> = {}): ProviderConfig
 
 const provider = (overrides: Partial<ProviderConfig> = {}) => new AnthropicProvider(providerConfig(overrides), { clock })
 
-const route: ModelRoute = {
-  id: 'claude',
-  modelId: 'claude',
-  level: 'anonymous',
-  backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
-  routing: 'ordered',
-  price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
-  capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
-  contextLength: 200_000,
-  maxOutputTokens: 8192,
-}
+const route = claudeRoute()
 
 function call(request: Partial<ChatRequest> = {}, signal: AbortSignal = new AbortController().signal): ProviderCall {
   return {
@@ -376,15 +365,21 @@ describe('anthropic provider: deadlines and cancellation', () => {
     expect(upstream.requests).toHaveLength(0)
   })
 
-  test('abort while waiting for headers → rejected aborted, upstream request cancelled', async () => {
-    upstream.enqueue({ kind: 'stall' })
-    const controller = new AbortController()
-    const pending = provider().stream(call({}, controller.signal))
-    await upstream.request(0)
-    controller.abort()
-    expect((await rejection(pending)).kind).toBe('aborted')
-    await upstream.onlyRequest().disconnected
-  })
+  const waits: Array<[string, FakeResponse]> = [
+    ['abort while waiting for headers → rejected aborted, upstream request cancelled', { kind: 'stall' }],
+    ['abort while waiting for message_start → rejected aborted', { kind: 'sse', body: ': ping\n\n', then: 'stall' }],
+  ]
+  for (const [name, response] of waits) {
+    test(name, async () => {
+      upstream.enqueue(response)
+      const controller = new AbortController()
+      const pending = provider().stream(call({}, controller.signal))
+      await upstream.request(0)
+      controller.abort()
+      expect((await rejection(pending)).kind).toBe('aborted')
+      await upstream.onlyRequest().disconnected
+    })
+  }
 
   test('abort mid-stream → the events end without a terminal event, upstream stream cancelled', async () => {
     upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })
@@ -399,15 +394,6 @@ describe('anthropic provider: deadlines and cancellation', () => {
     await upstream.onlyRequest().disconnected
   })
 
-  test('abort while waiting for message_start → rejected aborted', async () => {
-    upstream.enqueue({ kind: 'sse', body: ': ping\n\n', then: 'stall' })
-    const controller = new AbortController()
-    const pending = provider().stream(call({}, controller.signal))
-    await upstream.request(0)
-    controller.abort()
-    expect((await rejection(pending)).kind).toBe('aborted')
-    await upstream.onlyRequest().disconnected
-  })
 
   test('a consumer that stops iterating early cancels the upstream stream', async () => {
     upstream.enqueue({ kind: 'sse', body: await partial(), then: 'stall' })

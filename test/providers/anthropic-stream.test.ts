@@ -267,14 +267,17 @@ describe('anthropic stream translation: protocol details', () => {
   })
 
   test('stop reasons', () => {
-    expect(mapFinishReason('end_turn')).toBe('stop')
-    expect(mapFinishReason('stop_sequence')).toBe('stop')
-    expect(mapFinishReason('max_tokens')).toBe('length')
-    expect(mapFinishReason('model_context_window_exceeded')).toBe('length')
-    expect(mapFinishReason('tool_use')).toBe('tool-calls')
-    expect(mapFinishReason('refusal')).toBe('content-filter')
-    expect(mapFinishReason('pause_turn')).toBe('other')
-    expect(mapFinishReason(null)).toBe('other')
-    expect(mapFinishReason('brand_new_reason')).toBe('other')
+    const reasons: Array<[string | null, string]> = [
+      ['end_turn', 'stop'],
+      ['stop_sequence', 'stop'],
+      ['max_tokens', 'length'],
+      ['model_context_window_exceeded', 'length'],
+      ['tool_use', 'tool-calls'],
+      ['refusal', 'content-filter'],
+      ['pause_turn', 'other'],
+      [null, 'other'],
+      ['brand_new_reason', 'other'],
+    ]
+    for (const [reason, finish] of reasons) expect({ reason, finish: mapFinishReason(reason) as string }).toEqual({ reason, finish })
   })
 })

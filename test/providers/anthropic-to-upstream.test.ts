@@ -1,25 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import type { ModelRoute } from '../../src/catalog/types'
 import type { ChatRequest, Message } from '../../src/inference/canonical'
 import { THINKING_BUDGET_BY_EFFORT } from '../../src/providers/anthropic/thinking-budget'
 import { RAW_ARGUMENTS_KEY, toUpstream, UnsupportedRequestError } from '../../src/providers/anthropic/to-upstream'
-
-const MODEL = 'claude-sonnet-4-5-20250929'
-
-function route(overrides: Partial<ModelRoute> = {}): ModelRoute {
-  return {
-    id: 'claude',
-    modelId: 'claude',
-    level: 'anonymous',
-    backends: [{ provider: 'claude', model: MODEL, weight: 1, uncensored: false }],
-    routing: 'ordered',
-    price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
-    capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
-    contextLength: 200_000,
-    maxOutputTokens: 8192,
-    ...overrides,
-  }
-}
+import { CLAUDE_MODEL as MODEL, claudeRoute as route } from './anthropic-wire'
 
 function chat(overrides: Partial<ChatRequest> = {}): ChatRequest {
   return {

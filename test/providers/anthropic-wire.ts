@@ -1,3 +1,4 @@
+import type { ModelRoute } from '../../src/catalog/types'
 import type { TurnScript, WireScript } from './conformance'
 
 // Anthropic's Messages SSE for scripted upstreams: the conformance suite and the end-to-end
@@ -101,4 +102,23 @@ export const anthropicWire: WireScript = {
   // Thinking tokens are inside output_tokens; Anthropic does not report them apart.
   reportsReasoningTokens: false,
   reportsCachedInputTokens: true,
+}
+
+/** The Claude model the Anthropic provider tests route to. */
+export const CLAUDE_MODEL = 'claude-sonnet-4-5-20250929'
+
+/** A catalog route `claude` on one Anthropic backend (3 / 15 USD per Mtok, 200k context, 8192 out). */
+export function claudeRoute(overrides: Partial<ModelRoute> = {}): ModelRoute {
+  return {
+    id: 'claude',
+    modelId: 'claude',
+    level: 'anonymous',
+    backends: [{ provider: 'claude', model: CLAUDE_MODEL, weight: 1, uncensored: false }],
+    routing: 'ordered',
+    price: { inputPerMillion: 3_000_000_000n, outputPerMillion: 15_000_000_000n },
+    capabilities: { tools: true, reasoning: true, vision: true, supportsWebFetch: false, supportsWebSearch: false, fileInput: false },
+    contextLength: 200_000,
+    maxOutputTokens: 8192,
+    ...overrides,
+  }
 }

@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm'
 import OpenAI from 'openai'
 import { apiKeys } from '../../src/db/schema'
 import { hashSecret, isWellFormedKeySecret } from '../../src/keys/token'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 
 // Key management through HTTP (spec §2.1, §3.1, §4.1–4.3, §5, §7), on the fake clock.
 
@@ -16,15 +16,7 @@ const ALWAYS = ['admin', 'created_at', 'id', 'name', 'status']
 
 let t: TestApp
 let org: TestOrg
-
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
-})
-
-afterEach(async () => {
-  await t.close()
-})
+eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
 function create(body: unknown, key = org.adminKey, headers?: Record<string, string>): Promise<Response> {
   return t.request('POST', KEYS, { body, key, headers })

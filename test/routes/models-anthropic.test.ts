@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
-import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
-import { buildTestApp, json, type TestApp } from '../support/harness'
+import { catalogFile } from '../support/catalog'
+import { anthropicClient, handleFetch, openAIClient } from '../support/gateway'
+import { buildConfiguredApp, json, type TestApp } from '../support/harness'
 
 // GET /v1/models and GET /v1/models/{model} as the @anthropic-ai/sdk calls them (models.list,
 // models.retrieve): the same paths as the OpenAI SDK, told apart by the `anthropic-version`
@@ -15,34 +15,25 @@ afterEach(async () => {
 })
 
 /** Five callable ids: a, b, b:confidential, c, d (b also offered at the confidential level). */
-const FILE = `plans:
-  basic: { monthly_allowance: "0", fusion: false }
-providers:
-  - { id: local, type: openai-compatible, base_url: "http://127.0.0.1:9/v1", retention: none }
-  - { id: tee, type: attested, base_url: "https://tee.example/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2 }
-models:
-${['a', 'b', 'c', 'd']
-  .map(
-    id => `  - id: ${id}
+const FILE = catalogFile(
+  ['a', 'b', 'c', 'd']
+    .map(
+      id => `  - id: ${id}
     backends: [{ provider: local, model: ${id}-upstream }]
 ${id === 'b' ? '    confidential: [{ provider: tee, model: b-tee }]\n' : ''}    price: { input_per_mtok: "1", output_per_mtok: "2" }
     context_length: 200000
     max_output_tokens: 64000`,
-  )
-  .join('\n')}
-`
+    )
+    .join('\n'),
+  ['  - { id: tee, type: attested, base_url: "https://tee.example/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2 }'],
+)
 
 async function fileApp(): Promise<TestApp> {
-  return buildTestApp({}, loadConfig({ SVC_CONFIG: '/svc.yaml' }, () => FILE))
+  return buildConfiguredApp(FILE, { SVC_CONFIG: '/svc.yaml' })
 }
 
 function anthropic(app: TestApp): Anthropic {
-  return new Anthropic({
-    apiKey: 'not-needed-for-a-public-route',
-    baseURL: 'http://gateway.test',
-    maxRetries: 0,
-    fetch: (input: string | URL | Request, init?: RequestInit) => app.app.handle(input instanceof Request ? input : new Request(String(input), init)),
-  })
+  return anthropicClient('http://gateway.test', 'not-needed-for-a-public-route', handleFetch(app))
 }
 
 const entry = (id: string, level = 'anonymous') => ({
@@ -154,12 +145,7 @@ describe('the Anthropic SDK', () => {
 
 test('without anthropic-version the OpenAI answer is unchanged, and limit stays unknown there', async () => {
   t = await fileApp()
-  const client = new OpenAI({
-    apiKey: 'x',
-    baseURL: 'http://gateway.test/v1',
-    maxRetries: 0,
-    fetch: (input: string | URL | Request, init?: RequestInit) => t.app.handle(input instanceof Request ? input : new Request(String(input), init)),
-  })
+  const client = openAIClient('http://gateway.test', 'x', handleFetch(t))
   const page = await client.models.list()
   expect(page.data.map(model => model.id)).toEqual(['a', 'b', 'b:confidential', 'c', 'd'])
   expect(page.data[0]).toEqual({ id: 'a', object: 'model', created: 0, owned_by: 'svc', privacy_level: 'anonymous', context_length: 200000, max_output_tokens: 64000 } as never)

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { loadConfig } from '../../src/config/load'
-import { buildTestApp, json, type TestApp } from '../support/harness'
+import { catalogFile } from '../support/catalog'
+import { handleFetch, openAIClient } from '../support/gateway'
+import { buildConfiguredApp, buildTestApp, json, type TestApp } from '../support/harness'
 
 // GET /v1/models and GET /api/v1/models (spec §2.7, §4.11, §7): public, identical with or
 // without credentials or X-Org-ID, filtered by ?privacy_tier=, 400 on an unknown tier or any
@@ -16,13 +17,8 @@ const DEMO_CAPABILITIES = { tools: true, reasoning: true, vision: false, file_in
 const DEMO_PRICING = { input_per_mtok_nanos: '100000000', output_per_mtok_nanos: '400000000', cached_input_per_mtok_nanos: '100000000', reasoning_per_mtok_nanos: '400000000' }
 
 /** A config file with three models on two providers (one private-capable). */
-const FILE = `plans:
-  basic: { monthly_allowance: "0", fusion: false }
-providers:
-  - { id: local, type: openai-compatible, base_url: "http://127.0.0.1:9/v1", retention: none }
-  - { id: cloud, type: openai-compatible, base_url: "https://cloud.example/v1", api_key_env: CLOUD_KEY }
-models:
-  - id: llama-3.3-70b
+const FILE = catalogFile(
+  `  - id: llama-3.3-70b
     level: private
     backends: [{ provider: local, model: meta-llama/Llama-3.3-70B-Instruct }]
     price: { input_per_mtok: "0.40", output_per_mtok: "0.80", cached_input_per_mtok: "0.000000001", reasoning_per_mtok: "1.25" }
@@ -39,11 +35,12 @@ models:
     backends: [{ provider: local, model: tiny }]
     price: { input_per_mtok: "0", output_per_mtok: "0" }
     context_length: 2048
-    max_output_tokens: 2048
-`
+    max_output_tokens: 2048`,
+  ['  - { id: cloud, type: openai-compatible, base_url: "https://cloud.example/v1", api_key_env: CLOUD_KEY }'],
+)
 
 async function fileApp(): Promise<TestApp> {
-  return buildTestApp({}, loadConfig({ SVC_CONFIG: '/svc.yaml', CLOUD_KEY: 'secret' }, () => FILE))
+  return buildConfiguredApp(FILE, { SVC_CONFIG: '/svc.yaml', CLOUD_KEY: 'secret' })
 }
 
 async function ok(response: Response): Promise<any> {
@@ -119,12 +116,7 @@ describe('happy', () => {
 
   test('the official openai SDK lists the models', async () => {
     t = await buildTestApp()
-    const client = new OpenAI({
-      apiKey: 'not-needed-for-a-public-route',
-      baseURL: 'http://gateway.test/v1',
-      maxRetries: 0,
-      fetch: (input: string | URL | Request, init?: RequestInit) => t.app.handle(input instanceof Request ? input : new Request(String(input), init)),
-    })
+    const client = openAIClient('http://gateway.test', 'not-needed-for-a-public-route', handleFetch(t))
     const ids: string[] = []
     for await (const model of client.models.list()) {
       expect(model.object).toBe('model')

@@ -1,12 +1,36 @@
 import { sql } from 'drizzle-orm'
-import { loadConfig } from '../../src/config/load'
+import type { DocumentType, ExtractorPool } from '../../src/documents/types'
 import { FakeUpstream } from './fake-upstream'
-import { buildTestApp, type TestApp } from './harness'
+import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from './gateway'
+import type { TestApp } from './harness'
 
 /** The settled document-parse charges of an organization, one per parse, in nanos. */
 export async function parseCharges(t: TestApp, orgId: string): Promise<bigint[]> {
   const rows = await t.deps.database.db.all<{ amount_nanos: bigint }>(sql`select amount_nanos from ledger_entries where org_id = ${orgId} and purpose = 'doc_parse' and kind = 'settle'`)
   return rows.map(row => BigInt(row.amount_nanos))
+}
+
+/**
+ * An extractor whose jobs, like ones already in a worker, wait (whatever their signal says) until
+ * the test calls `finish()`, then read `text`: for a client that leaves, or a drain that cuts,
+ * while a document is read. `running` resolves when the first job started; `jobs()` counts them.
+ */
+export function heldExtractor(text: string, documentType: DocumentType = 'text') {
+  let jobs = 0
+  const held: Array<() => void> = []
+  let started!: () => void
+  const running = new Promise<void>(resolve => (started = resolve))
+  const extractor: ExtractorPool = {
+    async extract() {
+      jobs += 1
+      started()
+      await new Promise<void>(resolve => held.push(resolve))
+      return { text, documentType }
+    },
+    stats: () => ({ workers: 1, busy: jobs, queued: 0 }),
+    close: async () => {},
+  }
+  return { extractor, running, jobs: () => jobs, finish: () => held.forEach(release => release()) }
 }
 
 export interface DocumentsGateway {
@@ -18,6 +42,8 @@ export interface DocumentsGateway {
   baseUrl: string
   orgId: string
   key: string
+  /** The official SDKs with the organization's admin key. */
+  clients: Pick<ServedGateway, 'openai' | 'anthropic'>
   close(): Promise<void>
 }
 
@@ -29,19 +55,14 @@ export interface DocumentsGateway {
 export async function startDocumentsGateway(models: string[]): Promise<DocumentsGateway> {
   const openai = await FakeUpstream.start()
   const anthropic = await FakeUpstream.start()
-  const yaml = [
-    'providers:',
-    `  - { id: oa, type: openai-compatible, base_url: "${openai.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    `  - { id: an, type: anthropic, base_url: "${anthropic.url}/v1", api_key_env: UP_KEY, retention: none }`,
-    'models:',
-    ...models.map(model => `  - ${model}`),
-    'plans: { payg: { monthly_allowance: "0", fusion: false } }',
-  ].join('\n')
-  const env = { SVC_CONFIG: '/virtual/gateway.yaml', UP_KEY: 'sk-up' }
-  const t = await buildTestApp(env, loadConfig(env, () => yaml))
-  const org = await t.createOrg('acme', 10_000_000_000n)
+  const served = await startServedGateway(paygConfig(
+    [upstreamProvider('oa', 'openai-compatible', `${openai.url}/v1`, 'UP_KEY'), upstreamProvider('an', 'anthropic', `${anthropic.url}/v1`, 'UP_KEY')],
+    models.map(model => `  - ${model}`),
+  ), { UP_KEY: 'sk-up' })
+  const t = served.t
   return {
-    t, openai, anthropic, baseUrl: t.listen(), orgId: org.orgId, key: org.adminKey,
+    t, openai, anthropic, baseUrl: served.baseUrl, orgId: served.orgId, key: served.key,
+    clients: { openai: served.openai, anthropic: served.anthropic },
     async close() {
       await t.close()
       await openai.close()

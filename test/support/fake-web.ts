@@ -1,3 +1,4 @@
+import { afterEach } from 'bun:test'
 import type { Resolver, ResolveResult } from '../../src/web/resolver'
 import type { Transport } from '../../src/web/fetcher'
 import type { ExtractorPool } from '../../src/documents/types'
@@ -142,6 +143,19 @@ ${extra.search ? `  search: ${extra.search}` : ''}
 prices: { web_fetch: "0.002", web_search: "0.005" }
 ${extra.limits ? `limits: ${extra.limits}` : ''}
 `
+}
+
+/**
+ * The stops to run after each test of the calling file (page servers, fake SearXNG), then the
+ * test's app (`app()`, when one was built) closed.
+ */
+export function stopsAfterEach(app: () => { close(): Promise<void> } | undefined): Array<() => void> {
+  const stops: Array<() => void> = []
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) stop()
+    await app()?.close()
+  })
+  return stops
 }
 
 /** A test app on `webConfigYaml(extra)` with the scripted resolver and the logging transport. */

@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from 'bun:test'
 import { createApp, type App } from '../../src/app'
 import type { Config } from '../../src/config/config'
 import { loadConfig } from '../../src/config/load'
@@ -80,6 +81,19 @@ export async function buildTestApp(env: Record<string, string | undefined> = {},
 }
 
 /**
+ * A fresh test app and organization (10 USD) before each test of the calling file or describe
+ * block, closed after it; `assign` stores them where the tests read them.
+ */
+export function eachTestWithOrg(assign: (t: TestApp, org: TestOrg) => void | Promise<void>): void {
+  let current: TestApp | undefined
+  beforeEach(async () => {
+    current = await buildTestApp()
+    await assign(current, await current.createOrg())
+  })
+  afterEach(() => current?.close())
+}
+
+/**
  * An organization on the default plan with an owner, an admin key and `credit` nanos prepaid, on
  * any deps: a test app's (TestApp.createOrg) or ones a test built itself.
  */
@@ -104,6 +118,16 @@ export async function createPlanOrg(
   const credit = options.credit ?? 1_000_000_000n
   if (credit > 0n) await t.deps.ledger.topUp({ orgId: org.id, amount: credit })
   return { orgId: org.id, ownerUserId, key: secret }
+}
+
+/**
+ * A test app configured by YAML text (a list is joined by newlines), as SVC_CONFIG would load it
+ * from `env.SVC_CONFIG` (default /virtual/gateway.yaml); `env` also holds the keys it names.
+ */
+export async function buildConfiguredApp(yaml: string | string[], env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
+  const configEnv = { SVC_CONFIG: '/virtual/gateway.yaml', ...env }
+  const text = Array.isArray(yaml) ? yaml.join('\n') : yaml
+  return buildTestApp(configEnv, loadConfig(configEnv, () => text), overrides)
 }
 
 /** Reads a JSON body (typed loosely: tests assert on it). */

@@ -2,7 +2,9 @@ import { expect } from 'bun:test'
 import type { ChatEvent } from '../../src/inference/canonical'
 import type { StreamEncoder } from '../../src/inference/dialects/types'
 import { toApiError } from '../../src/inference/upstream-errors'
-import type { TestApp } from './harness'
+import { FakeUpstream } from './fake-upstream'
+import { paygConfig, upstreamProvider, type UpstreamType } from './gateway'
+import { buildConfiguredApp, type TestApp, type TestOrg } from './harness'
 import { poll } from './poll'
 
 // What the same-format pass-through tests share (test/inference/*-pass-through.test.ts): an SDK
@@ -31,6 +33,17 @@ export function recordingFetch(t: TestApp, prefix: string) {
     },
   }
   return recorder
+}
+
+/**
+ * A gateway whose model `m` (the rest of its YAML flow entry in `model`) is served by one fake
+ * upstream of `type`, an organization `orgName` with 10 USD, and a recording fetch (`prefix`).
+ */
+export async function startPassThroughGateway(type: UpstreamType, model: string, orgName: string, prefix: string) {
+  const upstream = await FakeUpstream.start()
+  const t = await buildConfiguredApp(paygConfig([upstreamProvider('up', type, `${upstream.url}/v1`, 'UP_KEY')], [`  - { id: m, ${model} }`]), { UP_KEY: 'sk-up-0123456789' })
+  const org: TestOrg = await t.createOrg(orgName, 10_000_000_000n)
+  return { t, upstream, org, recorder: recordingFetch(t, prefix) }
 }
 
 /** The settle entries of one request (count and sum), once its one entry is there. */

@@ -12,6 +12,11 @@ export interface StrictReceived {
   readonly body: any
 }
 
+/** The `providers:` entry `claude` for a strict upstream at `url` (its key in UPSTREAM_KEY). */
+export function strictAnthropicProvider(url: string): string {
+  return `  - { id: claude, type: anthropic, base_url: "${url}/v1", api_key_env: UPSTREAM_KEY, connect_timeout_ms: 5000, idle_timeout_ms: 5000 }`
+}
+
 /**
  * A Messages upstream on port 0 that validates what the scripted FakeUpstream takes on trust,
  * answering Anthropic's own 400 (messages as the API words them) for:

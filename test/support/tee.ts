@@ -1,6 +1,10 @@
+import { afterAll, beforeAll } from 'bun:test'
+import type Anthropic from '@anthropic-ai/sdk'
+import type OpenAI from 'openai'
 import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
-import { buildTestApp, type TestApp } from './harness'
+import { anthropicClient, openAIClient } from './gateway'
+import { buildConfiguredApp, buildTestApp, type TestApp } from './harness'
 
 /** The proof formats the simulated backends speak (TEE-PROTOCOL.md). */
 export const NEAR_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
@@ -14,6 +18,12 @@ export interface TeeBackendSpec {
   sim?: SimOptions
   signingAlgos?: Array<'ed25519' | 'ecdsa'>
 }
+
+/** Two NEAR v2 backends `a` and `b` behind one model: for routing between attested backends. */
+export const TWO_NEAR_BACKENDS: TeeBackendSpec[] = [
+  { id: 'a', proofFormat: NEAR_V2 },
+  { id: 'b', proofFormat: NEAR_V2 },
+]
 
 export interface TeeGateway extends TestApp {
   sims: Record<string, SimTeeBackend>
@@ -79,4 +89,50 @@ limits:
       await Promise.all(Object.values(sims).map(sim => sim.stop()))
     },
   }
+}
+
+/** A TEE gateway served for a whole test file, with an organization and both SDKs on its admin key. */
+export interface TeeSession {
+  t: TeeGateway
+  baseUrl: string
+  key: string
+  orgId: string
+  openai: OpenAI
+  anthropic: Anthropic
+}
+
+/**
+ * `startTeeGateway(specs, options)` before the calling file's tests (served, with an
+ * organization), stopped after them; `assign` stores what the tests read.
+ */
+export function teeGatewayForFile(specs: TeeBackendSpec[], options: Parameters<typeof startTeeGateway>[1], assign: (session: TeeSession) => void): void {
+  let gateway: TeeGateway | undefined
+  beforeAll(async () => {
+    gateway = await startTeeGateway(specs, options)
+    const org = await gateway.createOrg()
+    const baseUrl = gateway.listen()
+    assign({ t: gateway, baseUrl, key: org.adminKey, orgId: org.orgId, openai: openAIClient(baseUrl, org.adminKey), anthropic: anthropicClient(baseUrl, org.adminKey) })
+  })
+  afterAll(() => gateway?.stopAll())
+}
+
+/**
+ * A test gateway whose model `sim` answers from the demo backend and, at the `:encrypted` level
+ * only, from the attested provider `providerId` at `baseUrl`: a proxy in front of `sim` that
+ * plays a fault (the simulator's token and model name are used as they are).
+ */
+export async function buildEncryptedProxyApp(sim: SimTeeBackend, baseUrl: string, providerId = 'tee'): Promise<TestApp> {
+  return buildConfiguredApp(`providers:
+  - { id: demo, type: demo, retention: none }
+  - { id: ${providerId}, type: attested, base_url: "${baseUrl}", api_key_env: TEE_KEY, proof_format: ${NEAR_V2} }
+models:
+  - id: sim
+    backends: [{ provider: demo, model: demo }]
+    encrypted: [{ provider: ${providerId}, model: ${sim.modelName} }]
+    price: { input_per_mtok: "1", output_per_mtok: "2" }
+    context_length: 32768
+    max_output_tokens: 4096
+plans:
+  pro: { monthly_allowance: "0", fusion: true }
+`, { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token })
 }

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys } from '../../src/client/tee'
 import { json } from '../support/harness'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 // Attestation fetches as Prometheus series (issue 12 point 1 applied to TEE): latency by
 // provider and failures by provider and kind, counted once per evidence fetch whoever asked for
@@ -11,11 +11,7 @@ const PROVIDER = 'attested:tee-near'
 
 let t: TeeGateway
 let key: string
-beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2 }], { models: ['sim', 'other'], fusionJudge: 'sim' })
-  key = (await t.createOrg()).adminKey
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([{ id: 'tee-near', proofFormat: NEAR_V2 }], { models: ['sim', 'other'], fusionJudge: 'sim' }, session => ({ t, key } = session))
 
 const sim = () => t.sims['tee-near']!
 

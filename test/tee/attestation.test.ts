@@ -1,19 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { bytesToHex, ethAddress, hexToBytes, randomBytes } from '../../src/tee/keys'
 import { readQuote } from '../../src/tee/quote'
 import { json } from '../support/harness'
-import { NEAR_V2, PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, PHALA_V2, startTeeGateway, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 let t: TeeGateway
 let key: string
-beforeAll(async () => {
-  t = await startTeeGateway([
-    { id: 'tee-near', proofFormat: NEAR_V2 },
-    { id: 'tee-phala', proofFormat: PHALA_V2, sim: { ecdsaAddressCase: 'checksum' } },
-  ], { confidential: ['tee-near'], encrypted: ['tee-near'] })
-  key = (await t.createOrg()).adminKey
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([
+  { id: 'tee-near', proofFormat: NEAR_V2 },
+  { id: 'tee-phala', proofFormat: PHALA_V2, sim: { ecdsaAddressCase: 'checksum' } },
+], { confidential: ['tee-near'], encrypted: ['tee-near'] }, session => ({ t, key } = session))
 
 const get = (query: string) => t.request('GET', `/api/v1/attestation${query}`, { key })
 const nonce = () => bytesToHex(randomBytes(32))

@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 // Confidential chat: every call is preceded by a fresh evidence fetch whose checks must pass.
 
 let t: TeeGateway
 let client: OpenAI
 let orgId: string
-beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2, sim: { reasoning: true } }])
-  const org = await t.createOrg()
-  orgId = org.orgId
-  client = new OpenAI({ apiKey: org.adminKey, baseURL: `${t.listen()}/v1`, maxRetries: 0 })
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([{ id: 'tee-near', proofFormat: NEAR_V2, sim: { reasoning: true } }], {}, session => ({ t, orgId, openai: client } = session))
 
 const sim = () => t.sims['tee-near']!
 

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
-import { PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { PHALA_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 // Confidential chat through all three client formats (issue 8 point 4), with the official SDKs
 // against `:confidential` models on the simulated TEE backend: plain and streamed, every call
@@ -12,15 +12,7 @@ let t: TeeGateway
 let openai: OpenAI
 let anthropic: Anthropic
 let orgId: string
-beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-phala', proofFormat: PHALA_V2, sim: { ecdsaAddressCase: 'checksum' } }])
-  const org = await t.createOrg()
-  orgId = org.orgId
-  const base = t.listen()
-  openai = new OpenAI({ apiKey: org.adminKey, baseURL: `${base}/v1`, maxRetries: 0 })
-  anthropic = new Anthropic({ apiKey: org.adminKey, baseURL: base, maxRetries: 0 })
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([{ id: 'tee-phala', proofFormat: PHALA_V2, sim: { ecdsaAddressCase: 'checksum' } }], {}, session => ({ t, orgId, openai, anthropic } = session))
 
 const sim = () => t.sims['tee-phala']!
 const MODEL = 'sim:confidential'

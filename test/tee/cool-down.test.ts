@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
 import { COOL_DOWN_MS } from '../../src/providers/router'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { type TeeGateway, teeGatewayForFile, TWO_NEAR_BACKENDS } from '../support/tee'
 
 // The router's cool-down applies to every way the gateway reaches an attested backend: a backend
 // that failed retryably (here: answering 500) is passed over for COOL_DOWN_MS by Confidential chat,
@@ -12,14 +12,7 @@ import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 let t: TeeGateway
 let key: string
-beforeAll(async () => {
-  t = await startTeeGateway([
-    { id: 'a', proofFormat: NEAR_V2 },
-    { id: 'b', proofFormat: NEAR_V2 },
-  ])
-  key = (await t.createOrg()).adminKey
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile(TWO_NEAR_BACKENDS, {}, session => ({ t, key } = session))
 
 /** Failed attestation fetches of backend `a` (every fetch it answers 500 counts here). */
 const failuresOfA = () => {

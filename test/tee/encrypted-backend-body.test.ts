@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
-import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend } from '../../src/tee/sim/server'
-import { buildTestApp, json, type TestApp } from '../support/harness'
-import { NEAR_V2 } from '../support/tee'
+import { json, type TestApp } from '../support/harness'
+import { buildEncryptedProxyApp } from '../support/tee'
 
 // An attested backend whose non-streamed Encrypted answer is valid JSON but no chat completion
 // (a string, a number, an array): as malformed as bad JSON, so 502 and nothing billed.
@@ -27,21 +26,7 @@ let t: TestApp
 let key: string
 let orgId: string
 beforeAll(async () => {
-  const env = { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token }
-  const yaml = `providers:
-  - { id: demo, type: demo, retention: none }
-  - { id: tee, type: attested, base_url: "http://127.0.0.1:${proxy.port}/v1", api_key_env: TEE_KEY, proof_format: ${NEAR_V2} }
-models:
-  - id: sim
-    backends: [{ provider: demo, model: demo }]
-    encrypted: [{ provider: tee, model: ${sim.modelName} }]
-    price: { input_per_mtok: "1", output_per_mtok: "2" }
-    context_length: 32768
-    max_output_tokens: 4096
-plans:
-  pro: { monthly_allowance: "0", fusion: true }
-`
-  t = await buildTestApp(env, loadConfig(env, () => yaml))
+  t = await buildEncryptedProxyApp(sim, `http://127.0.0.1:${proxy.port}/v1`)
   const org = await t.createOrg()
   key = org.adminKey
   orgId = org.orgId

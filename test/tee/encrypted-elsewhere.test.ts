@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { json } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 import { connectMcp } from '../support/mcp'
 
 // Encrypted exists only on POST /v1/chat/completions (spec §4.10, issue 8 point 5). Every other
@@ -19,14 +19,7 @@ let t: TeeGateway
 let baseUrl: string
 let key: string
 let orgId: string
-beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2 }], { models: ['sim', 'other'] })
-  const org = await t.createOrg()
-  key = org.adminKey
-  orgId = org.orgId
-  baseUrl = t.listen()
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([{ id: 'tee-near', proofFormat: NEAR_V2 }], { models: ['sim', 'other'] }, session => ({ t, key, orgId, baseUrl } = session))
 
 const sim = () => t.sims['tee-near']!
 

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { contextFor, decryptChatResponse, decryptChatStream, encryptChatRequest, encryptedChat, generateClientKeys, verifyResponseSignature, type Attestation } from '../../src/client/tee'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 // The relay itself: bytes unchanged (so backend signatures verify), [DONE] only after the
 // settlement, response evidence, cut streams, and billing from the backend's usage.
@@ -11,13 +11,7 @@ import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 let t: TeeGateway
 let key: string
 let orgId: string
-beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }])
-  const org = await t.createOrg()
-  key = org.adminKey
-  orgId = org.orgId
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([{ id: 'near', proofFormat: NEAR_V2 }], {}, session => ({ t, key, orgId } = session))
 
 const sim = () => t.sims.near!
 

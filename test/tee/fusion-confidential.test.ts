@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { json } from '../support/harness'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 // Fusion at the Confidential level, end to end over HTTP: the participants and the judge are
 // `:confidential` catalog entries bound to the simulated TEE backend, every part attests with
@@ -10,14 +10,7 @@ let t: TeeGateway
 let baseUrl: string
 let key: string
 let orgId: string
-beforeAll(async () => {
-  t = await startTeeGateway([{ id: 'tee-near', proofFormat: NEAR_V2, signingAlgos: ['ecdsa'] }], { models: ['alpha', 'beta', 'gamma', 'judge'], fusionJudge: 'judge' })
-  const org = await t.createOrg()
-  key = org.adminKey
-  orgId = org.orgId
-  baseUrl = t.listen()
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile([{ id: 'tee-near', proofFormat: NEAR_V2, signingAlgos: ['ecdsa'] }], { models: ['alpha', 'beta', 'gamma', 'judge'], fusionJudge: 'judge' }, session => ({ t, key, orgId, baseUrl } = session))
 
 const sim = () => t.sims['tee-near']!
 const fusion = (body: Record<string, unknown>) =>

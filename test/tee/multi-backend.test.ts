@@ -1,22 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
 import { bytesToHex, ethAddress, randomBytes } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { startTeeGateway, type TeeGateway, teeGatewayForFile, TWO_NEAR_BACKENDS } from '../support/tee'
 
 // A model bound to several attested backends: key pinning routes Encrypted requests only to the
 // backend attested with the client's key; Confidential calls and attestation pass over a dead one.
 
 let t: TeeGateway
 let key: string
-beforeAll(async () => {
-  t = await startTeeGateway([
-    { id: 'a', proofFormat: NEAR_V2 },
-    { id: 'b', proofFormat: NEAR_V2 },
-  ])
-  key = (await t.createOrg()).adminKey
-})
-afterAll(() => t.stopAll())
+teeGatewayForFile(TWO_NEAR_BACKENDS, {}, session => ({ t, key } = session))
 
 describe('several attested backends', () => {
   test('an Encrypted request goes to the backend whose attested key the client encrypted to', async () => {

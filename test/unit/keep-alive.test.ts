@@ -22,6 +22,24 @@ function handTimers() {
   return { state, timers }
 }
 
+const meta = { id: 'chatcmpl-test', model: 'm', createdAt: 1, includeUsage: false, estimatedInputTokens: 1 }
+
+/** A Chat Completions stream of `events` watched by `keepAlive`; `outcomes` records each settlement. */
+async function settledStream(events: AsyncIterable<ChatEvent>, keepAlive: KeepAlive) {
+  const outcomes: StreamOutcome[] = []
+  const response = await streamResponse({
+    events,
+    encoder: new ChatCompletionsStreamEncoder(meta),
+    observe: () => {},
+    complete: async outcome => {
+      outcomes.push(outcome)
+      return undefined
+    },
+    keepAlive,
+  })
+  return { response, outcomes }
+}
+
 describe('KeepAlive: one shared ticker for every stream', () => {
   test('one timer for many streams, ticking every third of the quiet period; stopped at the first tick with nothing to watch', () => {
     const { state, timers } = handTimers()
@@ -85,8 +103,6 @@ describe('KeepAlive: one shared ticker for every stream', () => {
 })
 
 describe('streamResponse keep-alive', () => {
-  const meta = { id: 'chatcmpl-test', model: 'm', createdAt: 1, includeUsage: false, estimatedInputTokens: 1 }
-
   /** Events that never come until the stream is cancelled (a long time to first token). */
   function silentEvents() {
     const state = { returned: 0 }
@@ -108,17 +124,7 @@ describe('streamResponse keep-alive', () => {
     const { timers } = handTimers()
     const ticker = new KeepAlive(15_000, timers)
     const { events, state } = silentEvents()
-    const outcomes: StreamOutcome[] = []
-    const response = await streamResponse({
-      events,
-      encoder: new ChatCompletionsStreamEncoder(meta),
-      observe: () => {},
-      complete: async outcome => {
-        outcomes.push(outcome)
-        return undefined
-      },
-      keepAlive: ticker,
-    })
+    const { response, outcomes } = await settledStream(events, ticker)
     const reader = response.body!.getReader()
     const text = async () => new TextDecoder().decode((await reader.read()).value)
     expect(await text()).toContain('"role":"assistant"')
@@ -216,8 +222,6 @@ describe('KeepAlive: a reader that stops taking chunks', () => {
 })
 
 describe('streamResponse and a client that stops reading', () => {
-  const meta = { id: 'chatcmpl-test', model: 'm', createdAt: 1, includeUsage: false, estimatedInputTokens: 1 }
-
   test('the stream is cut: settled once as cancelled, the upstream iterator ended, the body errored', async () => {
     const ticker = new KeepAlive(15_000, handTimers().timers)
     const state = { returned: 0, produced: 0 }
@@ -235,17 +239,7 @@ describe('streamResponse and a client that stops reading', () => {
         },
       }),
     }
-    const outcomes: StreamOutcome[] = []
-    const response = await streamResponse({
-      events,
-      encoder: new ChatCompletionsStreamEncoder(meta),
-      observe: () => {},
-      complete: async outcome => {
-        outcomes.push(outcome)
-        return undefined
-      },
-      keepAlive: ticker,
-    })
+    const { response, outcomes } = await settledStream(events, ticker)
     const reader = response.body!.getReader()
     await reader.read() // the start frames; then the client reads nothing more
     await new Promise(resolve => setImmediate(resolve))

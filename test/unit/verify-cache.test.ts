@@ -1,10 +1,10 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys, memberships } from '../../src/db/schema'
 import type { Principal, VerifyResult } from '../../src/keys/principal'
 import { hashSecret } from '../../src/keys/token'
 import { VerifyCache } from '../../src/keys/verify-cache'
-import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
+import { buildTestApp, eachTestWithOrg, type TestApp, type TestOrg } from '../support/harness'
 
 function principal(keyId: string, userId = 'user-1'): Principal {
   return { kind: 'api_key', keyId, orgId: 'org-1', userId, keyAdmin: true, role: 'owner', expiresAtMs: null, spendCap: null }
@@ -127,14 +127,7 @@ describe('VerifyCache', () => {
 describe('KeyService verify caching', () => {
   let t: TestApp
   let org: TestOrg
-
-  beforeEach(async () => {
-    t = await buildTestApp()
-    org = await t.createOrg()
-  })
-  afterEach(async () => {
-    await t.close()
-  })
+  eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
   /** Simulates another instance changing the row behind this process's back. */
   async function revokeElsewhere(keyId: string) {

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
-import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
+import { buildWebApp, type Egress, type FakeResolver, pageServer, stopsAfterEach } from '../support/fake-web'
 
 // The SSRF defences through the HTTP route (not only the validator: litellm#37053), with the
 // billing and connection evidence: a refused URL is never billed, and never opens a socket
@@ -12,12 +12,7 @@ const CREDIT = 1_000_000_000n
 let t: TestApp
 let resolver: FakeResolver
 let egress: Egress[]
-const stops: Array<() => void> = []
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop()
-  await t?.close()
-})
+const stops = stopsAfterEach(() => t)
 
 async function setup(extra: Parameters<typeof buildWebApp>[0] = {}) {
   ;({ t, resolver, egress } = await buildWebApp(extra))

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
-import { buildWebApp, type Egress, type FakeResolver, pageServer } from '../support/fake-web'
+import { buildWebApp, type Egress, type FakeResolver, pageServer, stopsAfterEach } from '../support/fake-web'
 
 // POST /api/v1/web/fetch through the real app and ledger. Page servers listen on 127.0.0.1 and
 // are reached only through the scripted resolver (public-looking names; the config's test-only
@@ -11,12 +11,7 @@ const PRICE = 2_000_000n // web_fetch "0.002" USD
 let t: TestApp
 let resolver: FakeResolver
 let egress: Egress[]
-const stops: Array<() => void> = []
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop()
-  await t?.close()
-})
+const stops = stopsAfterEach(() => t)
 
 async function setup(extra: Parameters<typeof buildWebApp>[0] = {}, options: { tlsCa?: string } = {}) {
   ;({ t, resolver, egress } = await buildWebApp(extra, {}, options))

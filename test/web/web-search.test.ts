@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config/load'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
-import { buildWebApp, webConfigYaml } from '../support/fake-web'
+import { buildWebApp, webConfigYaml, stopsAfterEach } from '../support/fake-web'
 
 // POST /api/v1/web/search against fake SearXNG and Brave servers that speak their real
 // response shapes, through the real app and ledger.
@@ -9,12 +9,7 @@ import { buildWebApp, webConfigYaml } from '../support/fake-web'
 const PRICE = 5_000_000n // web_search "0.005" USD
 const CREDIT = 1_000_000_000n
 let t: TestApp
-const stops: Array<() => void> = []
-
-afterEach(async () => {
-  for (const stop of stops.splice(0)) stop()
-  await t?.close()
-})
+const stops = stopsAfterEach(() => t)
 
 /** A fake backend on 127.0.0.1 recording each request's path, query and headers. */
 function fakeBackend(answer: (url: URL) => Response) {
