@@ -64,6 +64,33 @@ function decodeRest(rest: string): string {
   }
 }
 
+const retrieveResponse = (description: string, schema: object) => ({ description, content: { 'application/json': { schema } } })
+
+/**
+ * The OpenAPI path item of the raw-slash retrieval route (hidden from the generated document):
+ * the wildcard is `{rest}` here, a real parameter in the template, so "Try it out" sends the id.
+ */
+export const SLASH_ID_PATH_DOC = {
+  '/v1/models/{model}/{rest}': {
+    get: {
+      tags: ['Models'],
+      operationId: 'getV1ModelsByModelByRest',
+      summary: 'Retrieve a model whose id holds `/`, sent unencoded',
+      description:
+        'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F. ' +
+        '`rest` is everything after the first `/`, itself possibly holding more `/`.',
+      parameters: [
+        { name: 'model', in: 'path', required: true, schema: { type: 'string', description: 'The part of the id before its first `/`' } },
+        { name: 'rest', in: 'path', required: true, schema: { type: 'string', description: 'The rest of the id' } },
+      ],
+      responses: {
+        200: retrieveResponse('The model entry', t.Union([OpenAIModel, AnthropicModel])),
+        404: retrieveResponse('No such callable id', OpenAIErrorResponse),
+      },
+    },
+  },
+}
+
 /**
  * Runs before query validation so the message names a query parameter (not a body field),
  * and so a repeated parameter is refused instead of one copy silently winning. An Anthropic
@@ -147,15 +174,10 @@ export function modelRoutes(catalog: Catalog) {
       },
     )
     // Ids may hold `/` (meta-llama/llama-3.3-70b): the SDKs send %2F, which the route above
-    // decodes, but curl and plain string formatting send it raw: same answer.
-    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), {
-      params: t.Object({ model: t.String({ description: 'The part of the id before its first `/`' }), '*': t.String({ description: 'The rest of the id' }) }),
-      response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
-      detail: {
-        summary: 'Retrieve a model whose id holds `/`, sent unencoded',
-        description: 'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F.',
-      },
-    })
+    // decodes, but curl and plain string formatting send it raw: same answer. Elysia's wildcard
+    // would be documented as a path parameter named `*` that no template holds (invalid OpenAPI):
+    // hidden here, documented by SLASH_ID_PATH_DOC instead.
+    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), { detail: { hide: true } })
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
       transform: checkQueryNames,
       query: ModelsQuery,
