@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
+import { checkQueryNames } from '../http/query'
 import { formatNanos } from '../lib/money'
 import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
@@ -98,18 +99,16 @@ export const SLASH_ID_PATH_DOC = {
  * beta: those are read
  * (or ignored) by the handler, so they are taken out of the query the schema checks.
  */
-function checkQueryNames({ request, query }: { request: Request; query: Record<string, unknown> }): void {
+function checkModelsQuery({ request, query }: { request: Request; query: Record<string, unknown> }): void {
   const params = new URL(request.url).searchParams
   const paging = isAnthropicClient(request) && new URL(request.url).pathname === '/v1/models'
-  for (const name of new Set(params.keys())) {
-    const known = name === 'privacy_tier' || (paging && ANTHROPIC_QUERY_PARAMS.has(name))
-    if (!known) {
-      const accepted = paging ? 'privacy_tier, limit, after_id, before_id, lifecycle and beta are accepted' : 'only privacy_tier is accepted'
-      throw new ApiError('invalid_request', `unknown query parameter "${name.slice(0, 100)}" (${accepted})`, name.slice(0, 100))
-    }
-    if (params.getAll(name).length > 1 && !(paging && LIFECYCLE_PARAMS.includes(name))) throw new ApiError('invalid_request', `${name} may be given once`, name)
-    if (name !== 'privacy_tier') delete query[name]
-  }
+  checkQueryNames(
+    params,
+    paging ? 'privacy_tier, limit, after_id, before_id, lifecycle and beta are accepted' : 'only privacy_tier is accepted',
+    name => name === 'privacy_tier' || (paging && ANTHROPIC_QUERY_PARAMS.has(name)),
+    name => paging && LIFECYCLE_PARAMS.includes(name),
+  )
+  for (const name of new Set(params.keys())) if (name !== 'privacy_tier') delete query[name]
 }
 
 /**
@@ -145,7 +144,7 @@ export function modelRoutes(catalog: Catalog) {
       ({ query, request }) =>
         isAnthropicClient(request) ? anthropicPage(anthropic.get(query.privacy_tier)!, new URL(request.url).searchParams) : openAI.get(query.privacy_tier)!,
       {
-        transform: checkQueryNames,
+        transform: checkModelsQuery,
         query: ModelsQuery,
         response: { 200: t.Union([OpenAIModelList, AnthropicModelList]), 400: OpenAIErrorResponse },
         detail: {
@@ -179,7 +178,7 @@ export function modelRoutes(catalog: Catalog) {
     // hidden here, documented by SLASH_ID_PATH_DOC instead.
     .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), { detail: { hide: true } })
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
-      transform: checkQueryNames,
+      transform: checkModelsQuery,
       query: ModelsQuery,
       response: { 200: CatalogList, 400: ErrorResponse },
       detail: {
