@@ -5,7 +5,7 @@ import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
 import { attestationRoutes } from './attestation/routes'
 import { billingRoutes } from './billing/routes'
-import { modelRoutes } from './catalog/routes'
+import { modelRoutes, SLASH_ID_PATH_DOC } from './catalog/routes'
 import { documentRoutes } from './documents/routes'
 import { fusionRoutes } from './fusion/routes'
 import { inferenceRoutes } from './inference/routes'
@@ -34,7 +34,7 @@ export function createApp(deps: Deps) {
   return new Elysia({ normalize: false })
     .use(requestContext(deps.logger, deps.requestLog))
     .use(browserAccess(origins, crossOrigin))
-    .use(openapiDocs(packageJson.version))
+    .use(openapiDocs(packageJson.version, SLASH_ID_PATH_DOC))
     .use(
       healthRoutes(deps.database, deps.lifecycle, {
         registry: deps.metrics.registry,

@@ -8,11 +8,14 @@ import { ApiError } from './http/errors'
 import { serve } from './main'
 import { createLogger, redactCredentials } from './observability/logger'
 import { LedgerViolation, UsageError, type CliIo } from './operator/io'
+import packageJson from '../package.json'
 
 const USAGE = `svc — self-hostable LLM inference gateway
 
 Usage: svc [command] [options]
 
+  help, --help, -h              print this text
+  version, --version            print the gateway's version and exit
   serve                         apply migrations, bootstrap an empty database, listen on PORT (default)
   migrate                       apply pending migrations and exit
   orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X]
@@ -72,6 +75,10 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const [first = 'serve', second] = argv
   if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
     io.out(USAGE)
+    return 0
+  }
+  if ((first === 'version' || first === '--version') && argv.length === 1) {
+    io.out(packageJson.version)
     return 0
   }
   let config: Config

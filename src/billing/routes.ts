@@ -2,6 +2,7 @@ import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { ApiError } from '../http/errors'
 import { authErrors, ErrorResponse, noStore } from '../http/openapi-schemas'
+import { refuseQuery } from '../http/query'
 import type { KeyService } from '../keys/service'
 import { formatNanos } from '../lib/money'
 import type { Limits } from '../limits/admission'
@@ -21,7 +22,8 @@ export const BalanceResponse = t.Object({
 export function billingRoutes(keys: KeyService, limits: Limits, balance: (orgId: string) => Promise<BalanceView>, logger: Logger) {
   return new Elysia({ prefix: '/api/v1/billing', tags: ['Billing'] }).use(authMacro(keys, limits)).get(
     '/balance',
-    async ({ principal, set }) => {
+    async ({ principal, request, set }) => {
+      refuseQuery(request)
       set.headers['cache-control'] = 'no-store'
       let view: BalanceView
       try {
@@ -42,12 +44,12 @@ export function billingRoutes(keys: KeyService, limits: Limits, balance: (orgId:
     },
     {
       auth: 'admin',
-      response: { 200: noStore(BalanceResponse), ...authErrors(ErrorResponse) },
+      response: { 200: noStore(BalanceResponse), 400: ErrorResponse, ...authErrors(ErrorResponse) },
       detail: {
         summary: 'Get the organization balance',
         description:
           'Amounts are integer USD nanos as decimal strings. When the top-up projection is unavailable only available_nanos and ' +
-          'top_up_projection_state are returned; the omitted fields are never zero. A ledger outage is 503.',
+          'top_up_projection_state are returned; the omitted fields are never zero. A ledger outage is 503. Takes no query parameters (any is 400).',
       },
     },
   )

@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
+import { checkQueryNames } from '../http/query'
 import { formatNanos } from '../lib/money'
 import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
@@ -64,6 +65,33 @@ function decodeRest(rest: string): string {
   }
 }
 
+const retrieveResponse = (description: string, schema: object) => ({ description, content: { 'application/json': { schema } } })
+
+/**
+ * The OpenAPI path item of the raw-slash retrieval route (hidden from the generated document):
+ * the wildcard is `{rest}` here, a real parameter in the template, so "Try it out" sends the id.
+ */
+export const SLASH_ID_PATH_DOC = {
+  '/v1/models/{model}/{rest}': {
+    get: {
+      tags: ['Models'],
+      operationId: 'getV1ModelsByModelByRest',
+      summary: 'Retrieve a model whose id holds `/`, sent unencoded',
+      description:
+        'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F. ' +
+        '`rest` is everything after the first `/`, itself possibly holding more `/`.',
+      parameters: [
+        { name: 'model', in: 'path', required: true, schema: { type: 'string', description: 'The part of the id before its first `/`' } },
+        { name: 'rest', in: 'path', required: true, schema: { type: 'string', description: 'The rest of the id' } },
+      ],
+      responses: {
+        200: retrieveResponse('The model entry', t.Union([OpenAIModel, AnthropicModel])),
+        404: retrieveResponse('No such callable id', OpenAIErrorResponse),
+      },
+    },
+  },
+}
+
 /**
  * Runs before query validation so the message names a query parameter (not a body field),
  * and so a repeated parameter is refused instead of one copy silently winning. An Anthropic
@@ -71,18 +99,16 @@ function decodeRest(rest: string): string {
  * beta: those are read
  * (or ignored) by the handler, so they are taken out of the query the schema checks.
  */
-function checkQueryNames({ request, query }: { request: Request; query: Record<string, unknown> }): void {
+function checkModelsQuery({ request, query }: { request: Request; query: Record<string, unknown> }): void {
   const params = new URL(request.url).searchParams
   const paging = isAnthropicClient(request) && new URL(request.url).pathname === '/v1/models'
-  for (const name of new Set(params.keys())) {
-    const known = name === 'privacy_tier' || (paging && ANTHROPIC_QUERY_PARAMS.has(name))
-    if (!known) {
-      const accepted = paging ? 'privacy_tier, limit, after_id, before_id, lifecycle and beta are accepted' : 'only privacy_tier is accepted'
-      throw new ApiError('invalid_request', `unknown query parameter "${name.slice(0, 100)}" (${accepted})`, name.slice(0, 100))
-    }
-    if (params.getAll(name).length > 1 && !(paging && LIFECYCLE_PARAMS.includes(name))) throw new ApiError('invalid_request', `${name} may be given once`, name)
-    if (name !== 'privacy_tier') delete query[name]
-  }
+  checkQueryNames(
+    params,
+    paging ? 'privacy_tier, limit, after_id, before_id, lifecycle and beta are accepted' : 'only privacy_tier is accepted',
+    name => name === 'privacy_tier' || (paging && ANTHROPIC_QUERY_PARAMS.has(name)),
+    name => paging && LIFECYCLE_PARAMS.includes(name),
+  )
+  for (const name of new Set(params.keys())) if (name !== 'privacy_tier') delete query[name]
 }
 
 /**
@@ -118,7 +144,7 @@ export function modelRoutes(catalog: Catalog) {
       ({ query, request }) =>
         isAnthropicClient(request) ? anthropicPage(anthropic.get(query.privacy_tier)!, new URL(request.url).searchParams) : openAI.get(query.privacy_tier)!,
       {
-        transform: checkQueryNames,
+        transform: checkModelsQuery,
         query: ModelsQuery,
         response: { 200: t.Union([OpenAIModelList, AnthropicModelList]), 400: OpenAIErrorResponse },
         detail: {
@@ -147,17 +173,12 @@ export function modelRoutes(catalog: Catalog) {
       },
     )
     // Ids may hold `/` (meta-llama/llama-3.3-70b): the SDKs send %2F, which the route above
-    // decodes, but curl and plain string formatting send it raw: same answer.
-    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), {
-      params: t.Object({ model: t.String({ description: 'The part of the id before its first `/`' }), '*': t.String({ description: 'The rest of the id' }) }),
-      response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
-      detail: {
-        summary: 'Retrieve a model whose id holds `/`, sent unencoded',
-        description: 'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F.',
-      },
-    })
+    // decodes, but curl and plain string formatting send it raw: same answer. Elysia's wildcard
+    // would be documented as a path parameter named `*` that no template holds (invalid OpenAPI):
+    // hidden here, documented by SLASH_ID_PATH_DOC instead.
+    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), { detail: { hide: true } })
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
-      transform: checkQueryNames,
+      transform: checkModelsQuery,
       query: ModelsQuery,
       response: { 200: CatalogList, 400: ErrorResponse },
       detail: {

@@ -9,9 +9,10 @@ const ASSET_CACHE = 'public, max-age=86400'
 
 /**
  * OpenAPI 3.1 at /openapi.json and Swagger UI at /docs, with the UI's script and stylesheet
- * served by the gateway itself (the plugin's default is a public CDN).
+ * served by the gateway itself (the plugin's default is a public CDN). `paths` documents routes
+ * the generator cannot describe (hidden on the route itself).
  */
-export function openapiDocs(version: string) {
+export function openapiDocs(version: string, paths: Record<string, object> = {}) {
   return new Elysia()
     // Swagger UI loads the spec by the relative URL "openapi.json", which from /docs/ would be
     // /docs/openapi.json: send the trailing-slash form to /docs.
@@ -56,6 +57,7 @@ export function openapiDocs(version: string) {
               'Errors on /api/v1 carry an error object with code, message, param (when a field is to blame) and request_id; ' +
               'every response carries an x-request-id header.',
           },
+          paths,
           tags: [
             { name: 'API keys', description: 'Organization keys (admin credentials)' },
             { name: 'Billing', description: 'Prepaid balance in integer USD nanos (admin credentials)' },

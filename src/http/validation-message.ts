@@ -16,21 +16,40 @@ export type Explained = { error: ValueError } | { path: string; choices: string[
 /**
  * Follows a union's failure into the variant the value was meant for: the one it fails for
  * another reason than being of another kind (0 is an integer below the minimum), and whose
- * discriminating literal it does not contradict (a message's role). When no variant is left,
+ * discriminating literal it does not contradict (a message's role), preferring one whose
+ * literal it names. When no variant is left,
  * the choices at the failing path: the discriminator's values, or the variants' kinds.
  */
 export function explainUnion(error: ValueError, depth = 0): Explained {
   if (error.type !== ValueErrorType.Union || error.errors.length === 0 || depth > 8) return { error }
+  const schemas = (error.schema.anyOf ?? []) as Array<Record<string, unknown>>
   const variants = error.errors.map(iterator => [...iterator])
-  const meant = variants.filter(errors => errors.length > 0 && !errors.some(each => mismatches(each, error.path)))
+  const meant = variants
+    .map((errors, index) => ({ errors, claimed: claims(schemas[index], error.value) }))
+    .filter(({ errors }) => errors.length > 0 && !errors.some(each => mismatches(each, error.path)))
   if (meant.length > 0) {
-    meant.sort((a, b) => a.length - b.length)
-    return explainUnion(meant[0]![0]!, depth + 1)
+    // A variant whose discriminating literal the value names ({type: "custom"}) is the one
+    // meant, however many errors it has; otherwise the one with the fewest.
+    meant.sort((a, b) => Number(b.claimed) - Number(a.claimed) || a.errors.length - b.errors.length)
+    return explainUnion(meant[0]!.errors[0]!, depth + 1)
   }
   // Every variant contradicts the value: a discriminator's values, else the kinds of the union.
   const literals = variants.flatMap(errors => errors.filter(each => isLiteralChoice(each)))
   if (literals.length > 0) return { path: literals[0]!.path, choices: [...new Set(literals.flatMap(literalValues))] }
   return { path: error.path, choices: [...new Set(((error.schema.anyOf ?? []) as Array<Record<string, unknown>>).map(kindOf))] }
+}
+
+/** Whether an object variant has a literal property (a `type: "custom"`) that the value sets to one of its values. */
+function claims(schema: Record<string, unknown> | undefined, value: unknown): boolean {
+  if (schema === undefined || typeof value !== 'object' || value === null) return false
+  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>
+  for (const [name, property] of Object.entries(properties)) {
+    const given = (value as Record<string, unknown>)[name]
+    if (given === undefined || given === null) continue
+    const literals = 'const' in property ? [property.const] : ((property.anyOf ?? []) as Array<Record<string, unknown>>).filter(each => 'const' in each).map(each => each.const)
+    if (literals.includes(given)) return true
+  }
+  return false
 }
 
 /** An error that says this variant is not the one meant: another kind here, or another discriminator value. */

@@ -3,6 +3,7 @@ import { authMacro } from '../http/auth'
 import { KiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
+import { refuseQuery } from '../http/query'
 import type { Clock } from '../lib/clock'
 import type { Limits } from '../limits/admission'
 import type { BalanceView } from '../billing/balance'
@@ -40,14 +41,15 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
     )
     .get(
       '',
-      async ({ principal, set }) => {
+      async ({ principal, request, set }) => {
+        refuseQuery(request)
         set.headers['cache-control'] = 'no-store'
         return { keys: (await keys.list(principal.orgId)).map(keyView) } as typeof ListKeysResponse.static
       },
       {
         auth: 'admin',
         response: { 200: ListKeysResponse, ...errors },
-        detail: { summary: 'List API keys', description: "Every key of the caller's organization, newest first. Never returns secrets or hashes." },
+        detail: { summary: 'List API keys', description: "Every key of the caller's organization, newest first. Never returns secrets or hashes. Takes no query parameters (any is 400)." },
       },
     )
     .delete(

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import { authMacro } from '../http/auth'
 import { ErrorResponse } from '../http/openapi-schemas'
+import { refuseQuery } from '../http/query'
 import type { KeyService } from '../keys/service'
 import { toRfc3339 } from '../lib/clock'
 import type { Limits } from './admission'
@@ -8,7 +9,7 @@ import type { RateSnapshot } from './limiter'
 import { RateLimitsResponse } from './schema'
 
 // No 429: this route takes from no bucket (SECURITY-NOTES L10).
-const errors = { 401: ErrorResponse, 403: ErrorResponse, 503: ErrorResponse }
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 503: ErrorResponse }
 
 function windowView(snapshot: RateSnapshot) {
   return {
@@ -27,7 +28,8 @@ function windowView(snapshot: RateSnapshot) {
 export function rateLimitRoutes(keys: KeyService, limits: Limits) {
   return new Elysia({ prefix: '/api/v1/rate-limits', tags: ['Rate limits'] }).use(authMacro(keys, limits)).get(
     '',
-    ({ principal, set }) => {
+    ({ principal, request, set }) => {
+      refuseQuery(request)
       const snapshot = limits.snapshot(principal)
       set.headers['cache-control'] = 'no-store'
       return {
@@ -45,7 +47,7 @@ export function rateLimitRoutes(keys: KeyService, limits: Limits) {
         description:
           "Non-consuming snapshots of the caller's request windows (inference and management, per key and per organization) " +
           'and of its organization’s inference concurrency. Limits are per gateway instance. Reading them takes nothing from any window, ' +
-          'the management ones included, so this route never answers 429.',
+          'the management ones included, so this route never answers 429. Takes no query parameters (any is 400).',
       },
     },
   )

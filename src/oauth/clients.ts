@@ -67,6 +67,23 @@ export function matchRedirectUri(client: OAuthClient, requested: string): boolea
   })
 }
 
+// RFC 7591 §2 metadata the gateway does not use but must not take mistyped (§3.2.2:
+// invalid_client_metadata). Unknown fields are still ignored, as §2 asks.
+const STRING_METADATA = ['token_endpoint_auth_method', 'scope', 'client_uri', 'logo_uri', 'tos_uri', 'policy_uri', 'jwks_uri', 'software_id', 'software_version', 'software_statement']
+const STRING_LIST_METADATA = ['contacts']
+
+function checkMetadataTypes(metadata: Record<string, unknown>): void {
+  for (const field of STRING_METADATA) {
+    if (metadata[field] !== undefined && typeof metadata[field] !== 'string') throw new OAuthError('invalid_client_metadata', `${field} must be a string`)
+  }
+  for (const field of STRING_LIST_METADATA) {
+    const value = metadata[field]
+    if (value !== undefined && !(Array.isArray(value) && value.every(item => typeof item === 'string'))) throw new OAuthError('invalid_client_metadata', `${field} must be an array of strings`)
+  }
+  const jwks = metadata.jwks
+  if (jwks !== undefined && (typeof jwks !== 'object' || jwks === null || Array.isArray(jwks))) throw new OAuthError('invalid_client_metadata', 'jwks must be an object')
+}
+
 /** RFC 7591 dynamic client registration, and client lookup. Only public clients (auth method `none`). */
 export class ClientService {
   constructor(
@@ -75,6 +92,7 @@ export class ClientService {
   ) {}
 
   async register(metadata: Record<string, unknown>): Promise<Record<string, unknown>> {
+    checkMetadataTypes(metadata)
     const uris = metadata.redirect_uris
     const grantTypes = metadata.grant_types ?? ['authorization_code', 'refresh_token']
     if (!Array.isArray(grantTypes) || grantTypes.length === 0 || grantTypes.some(type => !GRANT_TYPES.includes(type as GrantType))) {

@@ -1,4 +1,4 @@
-import { KiB, readCapped } from '../http/body-limit'
+import { foreignCharset, KiB, readCapped, withoutBom } from '../http/body-limit'
 import { isOwnLoopbackOrigin } from '../http/cors'
 import { ApiError } from '../http/errors'
 import { OAuthError } from './errors'
@@ -40,9 +40,11 @@ export async function readForm(request: Request): Promise<Record<string, string>
 export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
   const type = request.headers.get('content-type') ?? ''
   if (!/^application\/json\b/i.test(type)) throw new OAuthError('invalid_client_metadata', 'Content-Type must be application/json')
+  const charset = foreignCharset(type)
+  if (charset !== undefined) throw new OAuthError('invalid_client_metadata', `charset "${charset.slice(0, 50)}" is not supported: JSON bodies must be UTF-8`)
   let value: unknown
   try {
-    value = JSON.parse(await readText(request, FORM_LIMIT))
+    value = JSON.parse(withoutBom(await readText(request, FORM_LIMIT)))
   } catch (error) {
     if (error instanceof OAuthError) throw error
     throw new OAuthError('invalid_client_metadata', 'the body is not valid JSON')

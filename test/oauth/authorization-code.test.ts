@@ -68,6 +68,20 @@ describe('registration (RFC 7591)', () => {
     const notJson = await t.request('POST', '/oauth/register', { body: 'redirect_uris=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
     expect((await json(notJson)).error).toBe('invalid_client_metadata')
   })
+  test('mistyped optional metadata is invalid_client_metadata naming the field; unknown fields are ignored (RFC 7591 §2, §3.2.2)', async () => {
+    const cases: Array<[string, unknown]> = [['token_endpoint_auth_method', 5], ['scope', 5], ['client_uri', 5], ['logo_uri', {}], ['contacts', 'a'], ['contacts', [1]], ['jwks', 'x']]
+    for (const [field, value] of cases) {
+      const response = await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT], [field]: value } })
+      expect(response.status).toBe(400)
+      const body = await json(response)
+      expect(body.error).toBe('invalid_client_metadata')
+      expect(body.error_description).toContain(field)
+    }
+    const valid = await t.request('POST', '/oauth/register', {
+      body: { redirect_uris: [REDIRECT], scope: 'mcp:inference', client_uri: 'https://app.example', contacts: ['ops@app.example'], x_vendor_extension: { any: 1 } },
+    })
+    expect(valid.status).toBe(201)
+  })
 })
 
 describe('anonymous writes are throttled', () => {

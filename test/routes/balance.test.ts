@@ -108,10 +108,10 @@ describe('happy', () => {
     const two = await t.createOrg('two', 3n * USD)
     expect((await balanceOk(one.adminKey)).available_nanos).toBe('1000000000')
     expect((await balanceOk(two.adminKey)).available_nanos).toBe('3000000000')
-    // There is no way to pick an organization: a query parameter selects nothing.
+    // There is no way to pick an organization: a query parameter is refused, naming it.
     const response = await t.request('GET', `${BALANCE}?org_id=${two.orgId}`, { key: one.adminKey })
-    expect(response.status).toBe(200)
-    expect((await json(response)).available_nanos).toBe('1000000000')
+    expect(response.status).toBe(400)
+    expect((await json(response)).error.param).toBe('org_id')
   })
 })
 

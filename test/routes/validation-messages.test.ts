@@ -56,4 +56,15 @@ test('no regular expression, "[object Object]" or variant list reaches a client:
   const server = await t.request('POST', '/v1/messages', { key: org.adminKey, body: { model: 'demo-anonymous', max_tokens: 16, messages: [message({})], tools: [{ type: 'web_search', name: 'web_search' }] } })
   expect(server.status).toBe(400)
   expect((await json(server)).error.message).toBe(`Property 'tools.0.type' is invalid: must be a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own`)
+  // A tool that says it is custom is judged as a custom tool, never blamed for its type: the
+  // server-tool variant (a pattern on type, and name) once won whenever it had no more errors.
+  const cases2: Array<[Record<string, unknown>, string]> = [
+    [{ type: 'custom', name: 5, description: 5, cache_control: 5, input_schema: { type: 'object' } }, "Property 'tools.0.name' is invalid: expected string"],
+    [{ type: 'custom', name: 5 }, "Property 'tools.0.input_schema' is missing"],
+  ]
+  for (const [tool, expected] of cases2) {
+    const custom = await t.request('POST', '/v1/messages', { key: org.adminKey, body: { model: 'demo-anonymous', max_tokens: 16, messages: [message({})], tools: [tool] } })
+    expect(custom.status).toBe(400)
+    expect((await json(custom)).error.message).toBe(expected)
+  }
 })

@@ -186,6 +186,16 @@ describe('svc CLI', () => {
     expect(result.out).toContain('keys create')
   })
 
+  test('version and --version print the package version, opening no database', async () => {
+    const { version } = await Bun.file(join(import.meta.dir, '..', '..', 'package.json')).json()
+    for (const flag of ['--version', 'version']) {
+      const result = await cli(flag)
+      expect(result).toEqual({ code: 0, out: version, err: '' })
+    }
+    expect(await Bun.file(join(dir, 'svc.db')).exists()).toBe(false)
+    expect((await cli('--help')).out).toContain('--version')
+  })
+
   test('help names every process setting of the README (Configuration) and every command of its Operator CLI table', async () => {
     const readme = await Bun.file(join(import.meta.dir, '..', '..', 'README.md')).text()
     const section = (title: string) => readme.slice(readme.indexOf(`\n## ${title}\n`)).split('\n\n').find(block => block.startsWith('| '))!
