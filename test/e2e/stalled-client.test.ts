@@ -162,13 +162,18 @@ async function stallAgainst(upstreamKind: 'openai' | 'anthropic', path: string, 
   const receivedContent = (received.match(/Z{50,}/g) ?? []).reduce((sum, run) => sum + run.length, 0)
   expect(receivedContent).toBeGreaterThan(0)
 
-  // Settled once, for the output written to the connection: what the client could still
-  // read after the cut, give or take what was waiting in the stream's queue.
+  // Settled once, for the output written to the connection: what the client read after the cut,
+  // plus what the cut lost on the way. The cut is a reset (the client sees ECONNRESET), which
+  // drops what sat in the kernel's queues and in the paused client socket's own buffers: usually
+  // little (the client reads nearly all that was charged), but in some runs (3 of ~30 here)
+  // ~4 MB (the buffers grow with the connection; tcp_rmem allows 32 MiB). Written and lost, it is still
+  // output the gateway delivered to the connection; what was read from the upstream and never
+  // written is checked below.
   const { n, nanos } = await settledOnce(t, requestId)
   expect(n).toBe(1)
   const billedTokens = Number(nanos / 1000n)
   expect(billedTokens).toBeGreaterThanOrEqual(Math.ceil(receivedContent / 4))
-  expect(billedTokens).toBeLessThanOrEqual(Math.ceil((receivedContent + MiB) / 4))
+  expect(billedTokens).toBeLessThanOrEqual(Math.ceil((receivedContent + 8 * MiB) / 4))
   // Not charged for what was read from the upstream but never written: the sockets'
   // buffers on the upstream side held megabytes of it.
   const contentPulled = (pulledAtCut / upstreamChunks(upstreamKind).delta.length) * DELTA.length
