@@ -103,14 +103,19 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       await expectServedBySecond()
     })
 
-    test('Chat Completions stream: a cut right after the opening event falls back', async () => {
-      primary.enqueue(sse([...opening], 'reset'))
+    /** A streamed Chat Completions call through the fallback: the second backend's answer, whole. */
+    async function expectStreamedAnswer(): Promise<void> {
       secondary.enqueue(answer())
       const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
       let text = ''
       for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
       expect(text).toBe(ANSWER)
       await expectServedBySecond()
+    }
+
+    test('Chat Completions stream: a cut right after the opening event falls back', async () => {
+      primary.enqueue(sse([...opening], 'reset'))
+      await expectStreamedAnswer()
     })
 
     test('Chat Completions, not streamed (the upstream streams anyway): falls back', async () => {
@@ -150,12 +155,7 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
 
     test('a stream read whole (declared length) that fails after its opening falls back too', async () => {
       primary.enqueue({ kind: 'text', status: 200, body: [...opening, error].join(''), headers: { 'content-type': 'text/event-stream' } })
-      secondary.enqueue(answer())
-      const stream = await openai.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'hi' }], stream: true })
-      let text = ''
-      for await (const part of stream) text += part.choices[0]?.delta.content ?? ''
-      expect(text).toBe(ANSWER)
-      await expectServedBySecond()
+      await expectStreamedAnswer()
     })
 
     test('after the first output, an error still ends the stream in-band: no fallback, the output sent is charged', async () => {
