@@ -31,6 +31,24 @@ async function setup(search?: string) {
   return { ...web, org, logged, send, before: (await web.t.deps.balance(org.orgId)).prepaidNanos }
 }
 
+/** The client leaves `call`: logged 499 cancelled (the request line) and 0 units (the web line), nothing charged, nothing left held. */
+async function leaveAndExpectCancelled(
+  web: Pick<Awaited<ReturnType<typeof setup>>, 't' | 'org' | 'logged' | 'before'>,
+  call: ReturnType<Awaited<ReturnType<typeof setup>>['send']>,
+  kind: 'web_fetch' | 'web_search',
+  id: string,
+): Promise<void> {
+  const { t, org, logged, before } = web
+  call.leave()
+  await call.answered
+  await poll('the request line', 200, 10, () => logged('request', id))
+  expect(logged('request', id)).toMatchObject({ status: 499, outcome: 'cancelled' })
+  expect(logged(kind, id)).toMatchObject({ outcome: 'cancelled', units: 0 })
+  expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before)
+  expect(t.deps.lifecycle.inFlight).toBe(0)
+  expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+}
+
 /** A gate that holds a fake server's answer until `release()`. */
 function held() {
   let release!: () => void
@@ -51,14 +69,7 @@ test('a client that leaves a web fetch is not charged for the pages already retr
   const base = `http://docs.example-web.com:${site.port}`
   const call = send('/api/v1/web/fetch', { urls: [`${base}/fast`, `${base}/slow`] }, 'req-left-fetch')
   await poll('both pages to be asked for', 200, 10, () => (site.seen.length === 2 ? true : undefined))
-  call.leave()
-  await call.answered
-  await poll('the request line', 200, 10, () => logged('request', 'req-left-fetch'))
-  expect(logged('request', 'req-left-fetch')).toMatchObject({ status: 499, outcome: 'cancelled' })
-  expect(logged('web_fetch', 'req-left-fetch')).toMatchObject({ outcome: 'cancelled', units: 0 })
-  expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before)
-  expect(t.deps.lifecycle.inFlight).toBe(0)
-  expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
+  await leaveAndExpectCancelled({ t, org, logged, before }, call, 'web_fetch', 'req-left-fetch')
 })
 
 test('a client that leaves a web search: logged 499 cancelled, not 502, nothing charged', async () => {
@@ -77,11 +88,5 @@ test('a client that leaves a web search: logged 499 cancelled, not 502, nothing 
   const { t, org, logged, send, before } = await setup(`{ backend: searxng, base_url: "http://127.0.0.1:${search.port}" }`)
   const call = send('/api/v1/web/search', { query: 'bun' }, 'req-left-search')
   await poll('the search to reach its backend', 200, 10, () => (searches === 1 ? true : undefined))
-  call.leave()
-  await call.answered
-  await poll('the request line', 200, 10, () => logged('request', 'req-left-search'))
-  expect(logged('request', 'req-left-search')).toMatchObject({ status: 499, outcome: 'cancelled' })
-  expect(logged('web_search', 'req-left-search')).toMatchObject({ outcome: 'cancelled', units: 0 })
-  expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before)
-  expect(t.deps.lifecycle.inFlight).toBe(0)
+  await leaveAndExpectCancelled({ t, org, logged, before }, call, 'web_search', 'req-left-search')
 })
