@@ -31,6 +31,8 @@ export interface AnthropicTool {
   name: string
   description?: string
   input_schema: Record<string, unknown>
+  /** Strict tool use: the input is guaranteed to follow input_schema. */
+  strict?: boolean
 }
 
 /** `disable_parallel_tool_use` lives on the choice; `none` cannot carry it. */
@@ -128,6 +130,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
       ...(tool.description !== undefined ? { description: tool.description } : {}),
       // input_schema must be an object schema; an empty `parameters` means "no arguments".
       input_schema: { type: 'object', ...tool.parameters },
+      ...(tool.strict !== undefined ? { strict: tool.strict } : {}),
     }))
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   } else {

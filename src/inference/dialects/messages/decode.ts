@@ -54,8 +54,13 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
   for (const [index, tool] of (body.tools ?? []).entries()) {
     const type = tool.type ?? 'custom'
     if (type === 'custom') {
-      const custom = tool as { name: string; description?: string; input_schema: Record<string, unknown> }
-      tools.push({ name: custom.name, ...(custom.description !== undefined ? { description: custom.description } : {}), parameters: custom.input_schema })
+      const custom = tool as { name: string; description?: string; input_schema: Record<string, unknown>; strict?: boolean }
+      tools.push({
+        name: custom.name,
+        ...(custom.description !== undefined ? { description: custom.description } : {}),
+        parameters: custom.input_schema,
+        ...(custom.strict !== undefined ? { strict: custom.strict } : {}),
+      })
     } else if (type.startsWith('web_search_')) webSearch = true
     else if (type.startsWith('web_fetch_')) webFetch = true
     else throw invalid(`tools.${index}.type`, `the hosted tool "${type}" is not available on this gateway (hosted web_search_* and web_fetch_* are recognised)`)

@@ -71,6 +71,7 @@ const CustomTool = t.Object(
     name: t.String({ minLength: 1, maxLength: 128 }),
     description: t.Optional(t.String()),
     input_schema: t.Record(t.String(), t.Unknown()),
+    strict: t.Optional(t.Boolean({ description: 'strict tool use: the tool input follows input_schema exactly (Anthropic strict, OpenAI-compatible function.strict)' })),
     type: t.Optional(t.Union([t.Literal('custom'), t.Null()])),
     cache_control: CacheControl,
   },
