@@ -1,5 +1,5 @@
 import type { ThinkingForm } from '../../catalog/types'
-import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
+import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 
@@ -51,7 +51,7 @@ export interface AnthropicRequestBody {
   tool_choice?: AnthropicToolChoice
   thinking?: AnthropicThinking
   /** Structured outputs (the JSON schema the answer's text follows) and the effort level. */
-  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> }; effort?: 'low' | 'medium' | 'high' }
+  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> }; effort?: Effort }
   temperature?: number
   top_p?: number
   top_k?: number
