@@ -29,6 +29,13 @@ export interface FunctionTool {
   strict?: boolean
 }
 
+/**
+ * A reasoning effort. `xhigh` and `max` go as written where the backend takes them (an Anthropic
+ * binding with adaptive thinking); elsewhere they are the backend's top: the `high` budget, or
+ * reasoning_effort `high` on an OpenAI-compatible wire.
+ */
+export type Effort = 'low' | 'medium' | 'high' | 'xhigh' | 'max'
+
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string }
 
 export type ResponseFormat =
@@ -57,7 +64,7 @@ export interface ChatRequest {
    * (providers/anthropic/thinking-budget.ts). `summarized`: the client asked for the reasoning text explicitly
    * (Anthropic's `display: "summarized"`; newer Claude models omit it by default).
    */
-  reasoning?: { effort?: 'low' | 'medium' | 'high'; budgetTokens?: number; adaptive?: boolean; summarized?: boolean }
+  reasoning?: { effort?: Effort; budgetTokens?: number; adaptive?: boolean; summarized?: boolean }
   responseFormat?: ResponseFormat
   hosted: { webSearch: boolean; webFetch: boolean }
   /** The client's end-user id: for the gateway's own abuse controls, never forwarded upstream. */

@@ -123,7 +123,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           summary: 'Create a chat completion',
           description:
             'OpenAI Chat Completions: streaming (SSE, `[DONE]` terminated, usage with stream_options.include_usage), function tools, ' +
-            'reasoning (reasoning_effort; reasoning_content in replies), response_format json_schema, `file` content parts (file_data as a base64 ' +
+            'reasoning (reasoning_effort minimal, low, medium, high, xhigh, max: xhigh and max as written to Anthropic adaptive backends, else as high; reasoning_content in replies), response_format json_schema, `file` content parts (file_data as a base64 ' +
             'data URL, at most 1 MiB decoded: the text is extracted and given to the model as a delimited text part; one document-parse unit per file). ' +
             'Billed from the upstream-reported usage, settled before the final frame. Errors use the OpenAI envelope. ' +
             '`:confidential` models attest their backend with a fresh challenge ' +
@@ -155,7 +155,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
             'Anthropic Messages API to any backend: system, text/image/document/tool_use/tool_result blocks, tools and tool_choice, ' +
             'thinking (enabled with budget_tokens, or adaptive; display summarized; an Anthropic backend gets the form its model takes, budget or adaptive, per the catalog) ' +
             'with thinking and redacted_thinking blocks and their signatures kept in order across turns, ' +
-            'output_config (format json_schema: structured outputs, as messages.parse() sends; effort low, medium or high), ' +
+            'output_config (format json_schema: structured outputs, as messages.parse() sends; effort low, medium, high, xhigh or max: xhigh and max as written to Anthropic adaptive backends, else as high), ' +
             'stop_sequences, temperature, top_p, top_k (passed to backends that have it), metadata.user_id (never forwarded). ' +
             'Streaming (stream: true) sends message_start, content_block_start/_delta/_stop, ping, message_delta (stop_reason, usage), ' +
             'message_stop, or an in-band error event. Accepts x-api-key or Authorization: Bearer; anthropic-version and anthropic-beta ' +
@@ -216,7 +216,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           summary: 'Create a model response',
           description:
             'OpenAI Responses: input as a string or items (messages, function_call, function_call_output, reasoning), instructions, ' +
-            'function tools, reasoning (effort, summary; reasoning items carry the upstream signature in encrypted_content), ' +
+            'function tools, reasoning (effort minimal to max, xhigh and max as high where the backend takes no more; summary; reasoning items carry the upstream signature in encrypted_content), ' +
             'text.format json_schema, and streaming (response.created … response.completed, each event with its sequence_number). ' +
             'Nothing is stored: store: true, previous_response_id and conversation are 400. Encrypted models are refused (Chat Completions only). ' +
             'Billed from the upstream-reported usage, settled before the final event. Errors use the OpenAI envelope.',

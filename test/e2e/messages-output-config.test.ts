@@ -153,8 +153,6 @@ for (const target of TARGETS) {
         [{ thinking: { type: 'adaptive', display: 'omitted' } }, /thinking\.display "omitted"/],
         [{ thinking: { type: 'enabled', budget_tokens: 1024, display: 'omitted' } }, /thinking\.display "omitted"/],
         [{ thinking: { type: 'adaptive', display: 'hidden' } }, /thinking\.display/],
-        [{ output_config: { effort: 'max' } }, /output_config\.effort "max"/],
-        [{ thinking: { type: 'adaptive' }, output_config: { effort: 'xhigh' } }, /output_config\.effort "xhigh"/],
         [{ thinking: { type: 'disabled' }, output_config: { effort: 'low' } }, /output_config\.effort/],
         [{ output_config: { effort: 'extreme' } }, /output_config\.effort/],
         [{ output_config: { format: { type: 'json_object' } } }, /output_config\.format/],

@@ -1,10 +1,16 @@
 import type { ThinkingForm } from '../../catalog/types'
-import type { ChatRequest } from '../../inference/canonical'
+import type { ChatRequest, Effort } from '../../inference/canonical'
 
 /** Anthropic's floor for `thinking.budget_tokens`. */
 export const MIN_THINKING_BUDGET = 1024
 
-type Effort = 'low' | 'medium' | 'high'
+/** The efforts every backend takes: `xhigh` and `max` lowered to `high` (see topEffort). */
+export type BaseEffort = 'low' | 'medium' | 'high'
+
+/** An effort on the scale every backend takes: `xhigh` and `max` become `high`, its top. */
+export function topEffort(effort: Effort): BaseEffort {
+  return effort === 'xhigh' || effort === 'max' ? 'high' : effort
+}
 
 /**
  * Effort → thinking budget. A budget is a ceiling the model rarely fills, and its tokens are
@@ -17,7 +23,7 @@ export const THINKING_BUDGET_BY_EFFORT = { low: 2048, medium: 8192, high: 24576 
  * Budget → effort, the same steps read the other way: the lowest effort whose budget covers it
  * (low ≤ 2048 < medium ≤ 8192 < high). For a wire or a model that takes an effort, not a budget.
  */
-export function effortForBudget(budgetTokens: number): Effort {
+export function effortForBudget(budgetTokens: number): BaseEffort {
   return budgetTokens <= THINKING_BUDGET_BY_EFFORT.low ? 'low' : budgetTokens <= THINKING_BUDGET_BY_EFFORT.medium ? 'medium' : 'high'
 }
 
@@ -48,12 +54,15 @@ export interface ThinkingPlan {
  * `adaptive` (Claude 4.6 and later; Opus 4.7 on refuses budgets with a 400):
  * - `thinking: {type: "adaptive"}`, with the client's effort as `output_config.effort`; an
  *   explicit budget without an effort becomes the lowest effort whose budget covers it
- *   (effortForBudget). `max_tokens` stays the hard ceiling, and no budget floor applies.
+ *   (effortForBudget). `max_tokens` stays the hard ceiling, and no budget floor applies. `xhigh`
+ *   and `max` go as written: the adaptive models take them.
  *
  * `budget` (Claude before 4.6, which refuses adaptive):
  * - An explicit `budgetTokens` is used as given, capped at `max_tokens − 1` (it must be lower);
- *   an effort the client wrote beside it goes as `output_config.effort`, as it asked.
- * - An effort maps through THINKING_BUDGET_BY_EFFORT, capped at ⌊max_tokens / 2⌋. Adaptive is
+ *   an effort the client wrote beside it goes as `output_config.effort`, as it asked (`xhigh`
+ *   and `max` as `high`: models before 4.6 take no more).
+ * - An effort maps through THINKING_BUDGET_BY_EFFORT (`xhigh` and `max` as `high`, the largest
+ *   budget), capped at ⌊max_tokens / 2⌋. Adaptive is
  *   read the same way, at its effort or else Anthropic's default effort (high); that effort is
  *   spent on the budget and not sent (not every budget model takes `output_config.effort`).
  * - Either is raised to Anthropic's floor of 1024; if `max_tokens` ≤ 1024 there is no valid
@@ -80,9 +89,10 @@ export function thinkingConfig(request: ChatRequest, maxTokens: number, constrai
   if (maxTokens <= MIN_THINKING_BUDGET) return undefined
   let budget: number
   if (budgetTokens !== undefined) budget = Math.min(budgetTokens, maxTokens - 1)
-  else if (effort !== undefined || reasoning.adaptive === true) budget = Math.min(THINKING_BUDGET_BY_EFFORT[effort ?? 'high'], Math.floor(maxTokens / 2))
+  else if (effort !== undefined || reasoning.adaptive === true) budget = Math.min(THINKING_BUDGET_BY_EFFORT[topEffort(effort ?? 'high')], Math.floor(maxTokens / 2))
   else return undefined
   if (budget <= 0) return undefined
   const thinking: AnthropicThinking = { type: 'enabled', budget_tokens: Math.max(MIN_THINKING_BUDGET, Math.floor(budget)), ...display }
-  return budgetTokens !== undefined && effort !== undefined ? { thinking, effort } : { thinking }
+  if (budgetTokens === undefined || effort === undefined) return { thinking }
+  return { thinking, effort: form === 'budget' ? topEffort(effort) : effort }
 }

@@ -1,5 +1,5 @@
 import type { ThinkingForm } from '../../catalog/types'
-import type { ChatRequest, Message, Part, ToolChoice } from '../../inference/canonical'
+import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 
@@ -31,6 +31,8 @@ export interface AnthropicTool {
   name: string
   description?: string
   input_schema: Record<string, unknown>
+  /** Strict tool use: the input is guaranteed to follow input_schema. */
+  strict?: boolean
 }
 
 /** `disable_parallel_tool_use` lives on the choice; `none` cannot carry it. */
@@ -49,7 +51,7 @@ export interface AnthropicRequestBody {
   tool_choice?: AnthropicToolChoice
   thinking?: AnthropicThinking
   /** Structured outputs (the JSON schema the answer's text follows) and the effort level. */
-  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> }; effort?: 'low' | 'medium' | 'high' }
+  output_config?: { format?: { type: 'json_schema'; schema: Record<string, unknown> }; effort?: Effort }
   temperature?: number
   top_p?: number
   top_k?: number
@@ -128,6 +130,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
       ...(tool.description !== undefined ? { description: tool.description } : {}),
       // input_schema must be an object schema; an empty `parameters` means "no arguments".
       input_schema: { type: 'object', ...tool.parameters },
+      ...(tool.strict !== undefined ? { strict: tool.strict } : {}),
     }))
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   } else {

@@ -2,7 +2,7 @@
 // its API (vLLM, Ollama, llama.cpp server). Pure: no I/O, no config reads.
 
 import type { ChatRequest, Message, Part, ResponseFormat, ToolChoice } from '../../inference/canonical'
-import { effortForBudget } from '../anthropic/thinking-budget'
+import { effortForBudget, topEffort } from '../anthropic/thinking-budget'
 
 /**
  * Per-backend choices the Chat Completions API leaves open. Both default to what every
@@ -107,11 +107,13 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, options:
 /**
  * The effort to ask for. A thinking budget (Anthropic-style clients) has no field on this wire,
  * so it maps to the nearest effort, on the same steps the Anthropic adapter uses the other way
- * (low ≤ 2048 < medium ≤ 8192 < high), rather than being dropped.
+ * (low ≤ 2048 < medium ≤ 8192 < high), rather than being dropped. `xhigh` and `max` are sent as
+ * `high`, the top of the scale every OpenAI-compatible backend takes (OpenAI's own models
+ * differ in which of the higher ones they accept, other servers take none).
  */
 function reasoningEffort(reasoning: ChatRequest['reasoning']): 'low' | 'medium' | 'high' | undefined {
   if (reasoning === undefined) return undefined
-  if (reasoning.effort !== undefined) return reasoning.effort
+  if (reasoning.effort !== undefined) return topEffort(reasoning.effort)
   if (reasoning.budgetTokens === undefined) return undefined
   return effortForBudget(reasoning.budgetTokens)
 }

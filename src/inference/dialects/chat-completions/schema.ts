@@ -126,7 +126,7 @@ export const ChatCompletionsBody = t.Object(
     safety_identifier: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
     prompt_cache_key: t.Optional(t.Union([t.String({ maxLength: 1024 }), t.Null()])),
     response_format: t.Optional(ResponseFormat),
-    reasoning_effort: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('minimal')])),
+    reasoning_effort: t.Optional(t.Union([t.Literal('minimal'), t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('xhigh'), t.Literal('max')])),
     n: t.Optional(t.Union([t.Literal(1), t.Null()], { error: 'n must be 1: one choice per request' })),
     presence_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
     frequency_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),

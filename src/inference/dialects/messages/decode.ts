@@ -54,8 +54,13 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
   for (const [index, tool] of (body.tools ?? []).entries()) {
     const type = tool.type ?? 'custom'
     if (type === 'custom') {
-      const custom = tool as { name: string; description?: string; input_schema: Record<string, unknown> }
-      tools.push({ name: custom.name, ...(custom.description !== undefined ? { description: custom.description } : {}), parameters: custom.input_schema })
+      const custom = tool as { name: string; description?: string; input_schema: Record<string, unknown>; strict?: boolean }
+      tools.push({
+        name: custom.name,
+        ...(custom.description !== undefined ? { description: custom.description } : {}),
+        parameters: custom.input_schema,
+        ...(custom.strict !== undefined ? { strict: custom.strict } : {}),
+      })
     } else if (type.startsWith('web_search_')) webSearch = true
     else if (type.startsWith('web_fetch_')) webFetch = true
     else throw invalid(`tools.${index}.type`, `the hosted tool "${type}" is not available on this gateway (hosted web_search_* and web_fetch_* are recognised)`)
@@ -102,8 +107,9 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
  *   THINKING_BUDGET_BY_EFFORT, by its binding's form). With
  *   thinking disabled it is refused: the canonical effort is a reasoning effort, and Anthropic's
  *   "thorough answer without thinking" has no carrier on other backends.
- * - `xhigh` and `max` are refused rather than lowered to `high`, the top of the canonical scale,
- *   as the Responses format refuses them: the client would silently get less than it asked for.
+ * - `xhigh` and `max` go as written to an Anthropic binding with adaptive thinking (the models
+ *   that take them); elsewhere they are the backend's top (the `high` budget, reasoning_effort
+ *   `high`): the most reasoning that backend can be asked for (thinking-budget.ts).
  * - `display: "summarized"` is forwarded to Anthropic (newer models omit the text by default);
  *   `omitted` is refused: OpenAI-compatible backends send the reasoning text, and the gateway
  *   does not strip it.
@@ -111,9 +117,6 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
 function decodeReasoning(body: CountTokensRequest): ChatRequest['reasoning'] {
   const thinking = body.thinking
   const effort = body.output_config?.effort ?? undefined
-  if (effort === 'xhigh' || effort === 'max') {
-    throw invalid('output_config.effort', `output_config.effort "${effort}" is not supported on this gateway: use low, medium or high`)
-  }
   if (thinking?.type === 'disabled') {
     if (effort !== undefined) throw invalid('output_config.effort', 'output_config.effort asks for reasoning, which thinking {type: "disabled"} turns off: send one or the other')
     return undefined

@@ -71,6 +71,7 @@ const CustomTool = t.Object(
     name: t.String({ minLength: 1, maxLength: 128 }),
     description: t.Optional(t.String()),
     input_schema: t.Record(t.String(), t.Unknown()),
+    strict: t.Optional(t.Boolean({ description: 'strict tool use: the tool input follows input_schema exactly (Anthropic strict, OpenAI-compatible function.strict)' })),
     type: t.Optional(t.Union([t.Literal('custom'), t.Null()])),
     cache_control: CacheControl,
   },
@@ -102,7 +103,6 @@ const Thinking = t.Union([
 ])
 
 // Structured outputs (`format`, what the SDK's messages.parse() sends) and the effort level.
-// `xhigh` and `max` are recognised so that decode.ts can refuse them by name.
 const OutputConfig = t.Object(
   {
     format: t.Optional(t.Union([t.Object({ type: t.Literal('json_schema'), schema: t.Record(t.String(), t.Unknown()) }, { additionalProperties: false }), t.Null()])),
@@ -112,7 +112,7 @@ const OutputConfig = t.Object(
     additionalProperties: false,
     description:
       'format: structured output (a json_schema response format on every backend; Anthropic output_config.format, OpenAI-compatible response_format). ' +
-      'effort: a reasoning effort; xhigh and max are refused (400), as is an effort with thinking disabled',
+      'effort: a reasoning effort (xhigh and max as written to an Anthropic backend with adaptive thinking, else as high); refused (400) with thinking disabled',
   },
 )
 

@@ -2,7 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
-import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
+import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage, MAX_INLINE_BYTES } from '../chat-completions/decode'
 import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
@@ -57,8 +57,9 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
   }
 
   const effort = body.reasoning?.effort ?? undefined
-  if (effort === 'none' || effort === 'xhigh' || effort === 'max') {
-    throw unsupported('reasoning.effort', `reasoning effort "${effort}" is not supported: use low, medium or high (minimal means low)`)
+  // `none` (reasoning off) has no carrier: a backend given no effort reasons at its default.
+  if (effort === 'none') {
+    throw unsupported('reasoning.effort', 'reasoning effort "none" is not supported: omit reasoning.effort for the model\'s default, or use minimal (= low), low, medium, high, xhigh or max')
   }
   // Checked here, before policy, so that the error names this API's fields.
   if (effort !== undefined && !route.capabilities.reasoning) throw unsupported('reasoning.effort', `model ${route.id} does not advertise reasoning controls`)
@@ -81,7 +82,7 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
     parallelToolCalls: body.parallel_tool_calls ?? undefined,
     sampling: { temperature: body.temperature ?? undefined, topP: body.top_p ?? undefined, maxOutputTokens },
     // `minimal` is OpenAI's smallest effort; the canonical scale starts at low.
-    reasoning: effort === undefined ? undefined : { effort: effort === 'minimal' ? 'low' : (effort as 'low' | 'medium' | 'high') },
+    reasoning: effort === undefined ? undefined : { effort: effort === 'minimal' ? 'low' : (effort as Effort) },
     responseFormat: decodeFormat(body.text?.format),
     hosted: { webSearch, webFetch },
     user: body.safety_identifier ?? body.user,
