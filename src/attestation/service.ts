@@ -4,6 +4,7 @@
 
 import type { Backend, ModelRoute } from '../catalog/types'
 import { ApiError } from '../http/errors'
+import { checkQueryNames } from '../http/query'
 import type { Evidence } from '../providers/attested/evidence'
 import { AttestedProvider, type AttestRequest } from '../providers/attested/provider'
 import type { BackendHealth } from '../providers/router'
@@ -12,6 +13,7 @@ import { UpstreamError } from '../providers/types'
 import { bytesToHex, randomBytes, type SigningAlgo } from '../tee/keys'
 
 const QUERY_KEYS = new Set(['model', 'trust_tier', 'nonce', 'signing_address', 'signing_algo'])
+const ACCEPTED = 'model, trust_tier, nonce, signing_address and signing_algo are accepted'
 
 /** A checked attestation request. */
 export interface AttestationPlan {
@@ -58,11 +60,7 @@ export class AttestationService {
 
   /** Validates the query (B3 rows 1–4); throws 400 invalid_request. */
   plan(query: URLSearchParams): AttestationPlan {
-    for (const name of new Set(query.keys())) {
-      const shown = name.slice(0, 100)
-      if (!QUERY_KEYS.has(name)) throw new ApiError('invalid_request', `unknown query parameter "${shown}" (accepted: ${[...QUERY_KEYS].join(', ')})`, shown)
-      if (query.getAll(name).length > 1) throw new ApiError('invalid_request', `${shown} may be given once`, shown)
-    }
+    checkQueryNames(query, ACCEPTED, name => QUERY_KEYS.has(name))
     const model = query.get('model')
     if (!model) throw new ApiError('invalid_request', 'model is required (a model id ending in :confidential or :encrypted)', 'model')
     const tierText = query.get('trust_tier') ?? 'confidential'

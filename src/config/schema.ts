@@ -20,11 +20,15 @@ const Plan = t.Object(
   { additionalProperties: false },
 )
 
-/** A token bucket: up to `burst` requests at once, refilled at `per_second`. */
+/**
+ * A token bucket: up to `burst` requests at once, refilled at `per_second`. The buckets count
+ * in steps of 1e-6 token/s (src/limits/token-bucket.ts), so a slower rate is refused here rather
+ * than silently run 1e-6.
+ */
 const Bucket = t.Object(
   {
     burst: Integer({ minimum: 1, maximum: 1_000_000 }),
-    per_second: t.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }),
+    per_second: t.Number({ minimum: 0.000001, maximum: 1_000_000 }),
   },
   { additionalProperties: false },
 )

@@ -1,3 +1,5 @@
+import { apiErrorAsJsonRpc, type JsonRpcId } from '../mcp/json-rpc'
+
 /**
  * The closed table of error codes (ARCHITECTURE.md §10). Every error the gateway sends
  * has one of these codes; the status follows from the code.
@@ -33,9 +35,11 @@ export class ApiError extends Error {
 }
 
 /** Which envelope a path's clients expect. */
-export type Surface = 'api' | 'openai' | 'anthropic'
+export type Surface = 'api' | 'openai' | 'anthropic' | 'mcp'
 
 export function surfaceOf(path: string, headers?: Headers): Surface {
+  // MCP clients read JSON-RPC error objects (src/mcp/json-rpc.ts).
+  if (path === '/mcp') return 'mcp'
   if (path.startsWith('/v1/messages')) return 'anthropic'
   // /v1/models serves both SDKs; Anthropic's always sends anthropic-version (catalog/anthropic.ts).
   if ((path === '/v1/models' || path.startsWith('/v1/models/')) && headers?.has('anthropic-version')) return 'anthropic'
@@ -82,10 +86,15 @@ export function openAIErrorBody(error: ApiError): { error: { message: string; ty
   return { error: { message: error.message, type: OPENAI_TYPE[error.code], param: error.param ?? null, code: error.code } }
 }
 
-/** Renders an ApiError in the envelope of its surface, with the request id header. */
-export function renderError(error: ApiError, surface: Surface, requestId: string): Response {
+/**
+ * Renders an ApiError in the envelope of its surface, with the request id header. On `mcp`,
+ * `jsonRpcId` is the id of the JSON-RPC request being answered (null when not known).
+ */
+export function renderError(error: ApiError, surface: Surface, requestId: string, jsonRpcId: JsonRpcId = null): Response {
   let body: unknown
-  if (surface === 'openai') {
+  if (surface === 'mcp') {
+    body = apiErrorAsJsonRpc(error, jsonRpcId, requestId)
+  } else if (surface === 'openai') {
     body = openAIErrorBody(error)
   } else if (surface === 'anthropic') {
     body = { ...anthropicErrorBody(error), request_id: requestId }

@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
 import { CLIENT_CLOSED_REQUEST, recordOf, RequestLog } from '../observability/request-log'
 import { ApiError, renderError, surfaceOf } from './errors'
+import { jsonRpcIdOf } from '../mcp/json-rpc'
 
 const REQUEST_ID = 'x-request-id'
 
@@ -68,7 +69,8 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
         requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
       }
-      return renderError(apiError, surfaceOf(path, request.headers), requestId)
+      const surface = surfaceOf(path, request.headers)
+      return renderError(apiError, surface, requestId, surface === 'mcp' ? jsonRpcIdOf(request) : null)
     })
 }
 

@@ -1,6 +1,6 @@
 import type { BucketRule } from '../config/config'
 import type { Clock } from '../lib/clock'
-import { fullBucket, isFull, peekBucket, takeFromBucket, type BucketOutcome, type BucketState } from './token-bucket'
+import { fullBucket, isFull, peekBucket, refillPerSecond, takeFromBucket, type BucketOutcome, type BucketState } from './token-bucket'
 
 /** One bucket's state as shown to clients: integers only, reset in whole epoch seconds. */
 export interface RateSnapshot {
@@ -14,7 +14,7 @@ export interface RateSnapshot {
   readonly resetAt: number
   /** Integer ms until a refused request could pass; 0 when allowed. */
   readonly retryAfterMs: number
-  /** The configured refill rate, tokens per second (may be fractional, e.g. 0.5). */
+  /** The refill rate in effect, tokens per second (may be fractional, e.g. 0.5; steps of 1e-6). */
   readonly refillPerSecond: number
 }
 
@@ -140,7 +140,7 @@ function toSnapshot(outcome: BucketOutcome, rule: BucketRule): RateSnapshot {
     remaining: outcome.remaining,
     resetAt: Math.ceil(outcome.resetAtMs / 1000),
     retryAfterMs: outcome.retryAfterMs,
-    refillPerSecond: rule.perSecond,
+    refillPerSecond: refillPerSecond(rule),
   }
 }
 

@@ -13,7 +13,7 @@ const RateWindow = t.Object(
     limit: Count({ minimum: 1, description: 'Burst: requests allowed at once when the window is full' }),
     remaining: Count({ minimum: 0, description: 'Whole requests available now' }),
     reset_at: t.String({ format: 'date-time', description: 'When the window is full again (whole seconds, UTC)' }),
-    refill_per_second: t.Number({ exclusiveMinimum: 0, description: 'Requests added back per second (may be fractional)', examples: [0.5] }),
+    refill_per_second: t.Number({ exclusiveMinimum: 0, description: 'Requests added back per second, as the window refills (may be fractional; steps of 0.000001)', examples: [0.5] }),
   },
   { description: 'A token bucket, read without consuming' },
 )

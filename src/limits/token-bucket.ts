@@ -41,6 +41,11 @@ export function unitsPerMs(rule: BucketRule): number {
   return Math.max(1, Math.round(rule.perSecond * 1_000_000))
 }
 
+/** The refill rate in effect, tokens per second: the configured one rounded to the bucket's 1e-6 step. */
+export function refillPerSecond(rule: BucketRule): number {
+  return unitsPerMs(rule) / 1_000_000
+}
+
 function capacityOf(rule: BucketRule): number {
   return rule.burst * UNITS_PER_TOKEN
 }

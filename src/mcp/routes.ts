@@ -3,17 +3,18 @@ import { authenticate } from '../http/auth'
 import { MiB, readCapped } from '../http/body-limit'
 import type { BrowserOrigins } from '../http/cors'
 import { ApiError } from '../http/errors'
-import { ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { OAuthServer } from '../oauth/server'
-import { MCP_ERROR, type McpService } from './server'
+import { jsonRpcErrorBody, MCP_ERROR, noteJsonRpcId } from './json-rpc'
+import type { McpService } from './server'
 
 /** MCP requests carry prompts as text: 4 MiB, like the other non-chat inference routes (spec §8). */
 const BODY_LIMIT = 4 * MiB
 
+/** A refusal before the body is read: the request's id is not known yet, so it is null. */
 function jsonRpcError(status: number, code: number, message: string, requestId: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
+  return new Response(JSON.stringify(jsonRpcErrorBody(null, code, message)), {
     status,
     headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...headers },
   })
@@ -55,7 +56,10 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
         try {
           principal = await authenticate(keys, request, 'mcp')
         } catch (error) {
-          if (!(error instanceof ApiError)) throw error
+          // Not a refusal of the credential (the token store is unreachable): the error handler
+          // answers it, in JSON-RPC shape (json-rpc.ts), never as a 401 that would send an MCP
+          // client into a new OAuth flow.
+          if (!(error instanceof ApiError) || (error.status !== 401 && error.status !== 403)) throw error
           const sentToken = request.headers.has('authorization') || request.headers.has('x-api-key')
           const status = error.status === 403 ? 403 : 401
           return jsonRpcError(status, MCP_ERROR.auth, error.message, requestId, status === 401 ? { 'www-authenticate': oauth.mcpChallenge(request, sentToken ? 'invalid_token' : undefined) } : {})
@@ -67,6 +71,8 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
           if (error instanceof ApiError) return jsonRpcError(413, -32600, error.message, requestId)
           return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON', requestId)
         }
+        // From here on a failure answers this request (its id), not an anonymous one.
+        noteJsonRpcId(request, body)
         return mcp.handle({ principal, requestId, httpRequest: request, body, disableIdleTimeout: () => server?.timeout(request, 0) })
       },
       {
@@ -77,7 +83,9 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             'Hosted MCP for agent hosts: initialize (version negotiation), notifications/initialized, ping, tools/list, tools/call. ' +
             'JSON responses; a tools/call with a progressToken is answered as SSE with notifications/progress. Stateless: no Mcp-Session-Id. ' +
             'Only svc_mcp_ OAuth tokens with mcp:inference; otherwise 401 with WWW-Authenticate resource_metadata. ' +
-            'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError.',
+            'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError. ' +
+            'Failures outside a tool are JSON-RPC error objects too (the request\'s id once the body is read, else null; error.data carrying the gateway code and status): ' +
+            'a database outage is HTTP 503 with -32603 (data.code unavailable).',
           security: SECURITY,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
           responses: {
@@ -90,8 +98,8 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             406: JSON_RPC,
             413: { description: `JSON-RPC error -32600: the body exceeds ${BODY_LIMIT} bytes`, content: JSON_RPC.content },
             415: JSON_RPC,
-            // Raised outside the JSON-RPC layer (the token or the ledger cannot be read), so in the /api/v1 envelope.
-            503: { description: 'The database is unavailable; retry shortly', content: { 'application/json': { schema: ErrorResponse } } },
+            500: { description: 'JSON-RPC error -32603: an unexpected failure', content: JSON_RPC.content },
+            503: { description: 'JSON-RPC error -32603 (error.data.code `unavailable`): the database is unavailable; retry shortly', content: JSON_RPC.content },
           },
         },
       },

@@ -7,6 +7,7 @@ import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
+import { MCP_ERROR } from './json-rpc'
 import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
 
@@ -14,11 +15,6 @@ type Sdk = typeof import('./sdk')
 /** The MCP SDK, loaded on the first POST /mcp (see ./sdk.ts). */
 const loadSdk = lazy(() => import('./sdk'))
 
-/**
- * JSON-RPC error codes for gateway refusals inside MCP (the codes other hosted-MCP gateways use,
- * reference/PEERS.md): a tool call refused for credentials, for money, or for rate.
- */
-export const MCP_ERROR = { auth: -32001, payment: -32002, rateLimited: -32003 } as const
 
 /** Turns a tool's failure into what MCP expects: a JSON-RPC error for refusals, else an isError result. */
 function failure({ McpError }: Sdk, error: unknown): CallToolResult {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { McpError } from '@modelcontextprotocol/sdk/types.js'
 import { loadConfig } from '../../src/config/load'
-import { MCP_ERROR } from '../../src/mcp/server'
+import { MCP_ERROR } from '../../src/mcp/json-rpc'
 import { FakeUpstream } from '../support/fake-upstream'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { connectMcp } from '../support/mcp'

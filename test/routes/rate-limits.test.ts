@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { buildTestApp, json, type TestApp } from '../support/harness'
+import { buildConfiguredApp, buildTestApp, json, type TestApp } from '../support/harness'
 
 
 let current: TestApp | undefined
@@ -36,6 +36,22 @@ describe('GET /api/v1/rate-limits happy', () => {
       management: { key: window(limits.management.key), org: window(limits.management.org) },
       concurrency: { in_use: 0, limit: limits.orgInferenceConcurrency },
     })
+  })
+
+  test('refill_per_second is the rate the bucket refills at, not the configured digits past its 1e-6 step', async () => {
+    const t = await buildConfiguredApp([
+      'plans: { basic: { monthly_allowance: "0", fusion: false } }',
+      'limits: { management: { key: { burst: 2, per_second: 0.0123456789 }, org: { burst: 100, per_second: 1 } } }',
+    ])
+    current = t
+    const org = await t.createOrg()
+    const principal = { orgId: org.orgId, keyId: org.adminKeyId }
+    t.deps.limits.checkManagement(principal)
+    const window = (await json(await t.request('GET', '/api/v1/rate-limits', { key: org.adminKey }))).management.key
+    expect(window.refill_per_second).toBe(0.012346)
+    // The reset it reports agrees: one token back at 0.012346/s, not at the configured 0.0123456789/s.
+    const seconds = (Date.parse(window.reset_at) - t.clock.now()) / 1000
+    expect(Math.abs(seconds - 1 / 0.012346)).toBeLessThan(1)
   })
 
   test('100 calls leave every remaining unchanged', async () => {

@@ -114,6 +114,13 @@ describe('GET /api/v1/attestation: errors', () => {
     expect(before()).toBe(calls)
   })
 
+  test('query names are checked in the same words as every other route (src/http/query.ts)', async () => {
+    const unknown = await json(await get('?model=sim:confidential&extra=1'))
+    expect(unknown.error.message).toBe('unknown query parameter "extra" (model, trust_tier, nonce, signing_address and signing_algo are accepted)')
+    const twice = await json(await get('?model=sim:confidential&nonce=' + nonce() + '&nonce=' + nonce()))
+    expect(twice.error).toMatchObject({ param: 'nonce', message: 'nonce may be given once' })
+  })
+
   test('needs a credential', async () => {
     expect((await t.request('GET', '/api/v1/attestation?model=sim:confidential')).status).toBe(401)
   })

@@ -734,6 +734,13 @@ test('a quoted number is not an integer setting', () => {
   ])
 })
 
+test('a refill rate below the buckets\' 1e-6 token/s step is refused, not silently run faster', () => {
+  const limits = (perSecond: string) => `${MINIMAL}limits: { inference: { key: { burst: 5, per_second: ${perSecond} }, org: { burst: 5, per_second: 1 } } }\n`
+  expect(fileProblems(limits('0.0000001'))).toEqual(['limits.inference.key.per_second: Expected number to be greater or equal to 0.000001'])
+  expect(fileProblems(limits('0'))).toHaveLength(1)
+  expect(fromFile(limits('0.000001')).config.limits.inference.key.perSecond).toBe(0.000001)
+})
+
 describe('fusion', () => {
   const withModel = `${MINIMAL}providers:\n  - { id: d, type: demo }\nmodels:\n  - { id: m, backends: [{ provider: d, model: x }], price: { input_per_mtok: "0", output_per_mtok: "0" }, context_length: 1000, max_output_tokens: 100 }\n`
   const load = (text: string) => loadConfig({ SVC_CONFIG: 'fusion.yaml' }, () => text)

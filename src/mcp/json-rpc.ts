@@ -1,0 +1,54 @@
+import type { ApiError, ErrorCode } from '../http/errors'
+
+// The JSON-RPC 2.0 error shape of POST /mcp: every answer an MCP client gets there, a refusal
+// before dispatch (Origin, credential, body) or a failure the gateway's error handler renders
+// (a database outage, an unexpected error), is a JSON-RPC error object, under the HTTP status
+// the failure has on every other route (Streamable HTTP lets an error status carry one).
+
+export type JsonRpcId = string | number | null
+
+/**
+ * JSON-RPC error codes for gateway refusals inside MCP (the codes other hosted-MCP gateways use,
+ * reference/PEERS.md): a tool call refused for credentials, for money, or for rate.
+ */
+export const MCP_ERROR = { auth: -32001, payment: -32002, rateLimited: -32003 } as const
+
+/** The JSON-RPC code of each gateway error code when it is raised outside a tool. */
+const CODE: Record<ErrorCode, number> = {
+  invalid_request: -32600,
+  payload_too_large: -32600,
+  not_found: -32601,
+  unauthorized: MCP_ERROR.auth,
+  forbidden: MCP_ERROR.auth,
+  insufficient_quota: MCP_ERROR.payment,
+  rate_limited: MCP_ERROR.rateLimited,
+  internal_error: -32603,
+  provider_error: -32603,
+  unavailable: -32603,
+}
+
+/** A JSON-RPC error response body. */
+export function jsonRpcErrorBody(id: JsonRpcId, code: number, message: string, data?: Record<string, unknown>) {
+  return { jsonrpc: '2.0' as const, id, error: { code, message, ...(data ? { data } : {}) } }
+}
+
+/** A gateway error as a JSON-RPC error: `data` carries the gateway's own code and status, as a tool's refusals do. */
+export function apiErrorAsJsonRpc(error: ApiError, id: JsonRpcId, requestId: string) {
+  const data = { code: error.code, status: error.status, ...(error.param ? { param: error.param } : {}), request_id: requestId }
+  return jsonRpcErrorBody(id, CODE[error.code], error.message, data)
+}
+
+// The id of the JSON-RPC request a POST /mcp carries, once its body is read, so a failure after
+// that point answers that request (the error handler has the Request, not the body).
+const ids = new WeakMap<Request, JsonRpcId>()
+
+/** Remembers the id of a single JSON-RPC request; a batch, a notification or anything else has none. */
+export function noteJsonRpcId(request: Request, body: unknown): void {
+  const id = (body as { id?: unknown } | null)?.id
+  if (!Array.isArray(body) && (typeof id === 'string' || typeof id === 'number')) ids.set(request, id)
+}
+
+/** The id noted for this request, or null (JSON-RPC's id when it is not known). */
+export function jsonRpcIdOf(request: Request): JsonRpcId {
+  return ids.get(request) ?? null
+}
