@@ -2,10 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
-import { openAIWire } from '../providers/openai-wire'
 import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
 import { type TestApp } from '../support/harness'
-import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
+import { ADAPTIVE_ONLY_MODEL as ADAPTIVE_ONLY, BUDGET_ONLY_MODEL as BUDGET_ONLY, recordingCompatible, strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
 
 // The efforts above high (`xhigh`, `max`), from every client dialect (official SDKs): sent as
 // written to an Anthropic binding with adaptive thinking, the models that take them; the top of
@@ -19,26 +18,18 @@ type Top = 'xhigh' | 'max'
 
 describe('reasoning efforts xhigh and max from every dialect to every backend kind', () => {
   let claude: ReturnType<typeof strictAnthropic>
-  let compatible: ReturnType<typeof Bun.serve>
-  const compatibleBodies: any[] = []
+  let compatible: ReturnType<typeof recordingCompatible>
   let t: TestApp
   let openai: OpenAI
   let anthropic: Anthropic
 
   beforeAll(async () => {
     claude = strictAnthropic(turn)
-    compatible = Bun.serve({
-      port: 0,
-      hostname: '127.0.0.1',
-      async fetch(request) {
-        compatibleBodies.push(await request.json())
-        return new Response(openAIWire.stream(turn), { headers: { 'content-type': 'text/event-stream' } })
-      },
-    })
+    compatible = recordingCompatible(turn)
     const model = (id: string, backends: string) =>
       `  - { id: ${id}, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 64000, capabilities: { tools: true, reasoning: true } }`
     ;({ t, openai, anthropic } = await startServedGateway(paygConfig(
-      [strictAnthropicProvider(claude.url), upstreamProvider('oai', 'openai-compatible', `http://127.0.0.1:${compatible.port}/v1`, 'UPSTREAM_KEY')],
+      [strictAnthropicProvider(claude.url), upstreamProvider('oai', 'openai-compatible', compatible.url, 'UPSTREAM_KEY')],
       [
         model('new', `[{ provider: claude, model: ${ADAPTIVE_ONLY}, thinking: adaptive }]`),
         model('old', `[{ provider: claude, model: ${BUDGET_ONLY}, thinking: budget }]`),
@@ -49,13 +40,13 @@ describe('reasoning efforts xhigh and max from every dialect to every backend ki
 
   afterAll(async () => {
     claude.stop()
-    compatible.stop(true)
+    compatible.stop()
     await t.close()
   })
 
   beforeEach(() => {
     claude.received.length = 0
-    compatibleBodies.length = 0
+    compatible.bodies.length = 0
   })
 
   /** The thinking fields of the one call the Anthropic upstream received. */
@@ -86,8 +77,8 @@ describe('reasoning efforts xhigh and max from every dialect to every backend ki
         expect(await call('old', effort)).toBe('Four.')
         expect(claudeSent()).toEqual({ model: BUDGET_ONLY, thinking: { type: 'enabled', budget_tokens: 24576 }, output_config: undefined })
         expect(await call('gpt', effort)).toBe('Four.')
-        expect(compatibleBodies).toHaveLength(1)
-        expect(compatibleBodies[0].reasoning_effort).toBe('high')
+        expect(compatible.bodies).toHaveLength(1)
+        expect(compatible.bodies[0].reasoning_effort).toBe('high')
       })
     }
   }
@@ -114,6 +105,6 @@ describe('reasoning efforts xhigh and max from every dialect to every backend ki
     expect(responses).toBeInstanceOf(OpenAI.BadRequestError)
     expect((responses as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('reasoning.effort')
     expect((responses as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('omit reasoning.effort')
-    expect(compatibleBodies).toHaveLength(0)
+    expect(compatible.bodies).toHaveLength(0)
   })
 })

@@ -2,10 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
-import { openAIWire } from '../providers/openai-wire'
 import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
 import { type TestApp } from '../support/harness'
-import { strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
+import { recordingCompatible, strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
 
 // Strict tool use (the tool's input is guaranteed to follow its schema), end to end: a Messages
 // tool's `strict`, a Chat Completions or Responses function's `strict`, each sent by the official
@@ -18,44 +17,36 @@ const SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, requi
 
 describe('strict tool use from every dialect to both backend kinds', () => {
   let claude: ReturnType<typeof strictAnthropic>
-  let compatible: ReturnType<typeof Bun.serve>
-  const compatibleBodies: any[] = []
+  let compatible: ReturnType<typeof recordingCompatible>
   let t: TestApp
   let openai: OpenAI
   let anthropic: Anthropic
 
   beforeAll(async () => {
     claude = strictAnthropic(turn)
-    compatible = Bun.serve({
-      port: 0,
-      hostname: '127.0.0.1',
-      async fetch(request) {
-        compatibleBodies.push(await request.json())
-        return new Response(openAIWire.stream(turn), { headers: { 'content-type': 'text/event-stream' } })
-      },
-    })
+    compatible = recordingCompatible(turn)
     const model = (id: string, backends: string) =>
       `  - { id: ${id}, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 8192, capabilities: { tools: true } }`
     ;({ t, openai, anthropic } = await startServedGateway(paygConfig(
-      [strictAnthropicProvider(claude.url), upstreamProvider('oai', 'openai-compatible', `http://127.0.0.1:${compatible.port}/v1`, 'UPSTREAM_KEY')],
+      [strictAnthropicProvider(claude.url), upstreamProvider('oai', 'openai-compatible', compatible.url, 'UPSTREAM_KEY')],
       [model('claude', '[{ provider: claude, model: claude-sonnet-4-5 }]'), model('gpt', '[{ provider: oai, model: gpt-5 }]')],
     ), { UPSTREAM_KEY }))
   })
 
   afterAll(async () => {
     claude.stop()
-    compatible.stop(true)
+    compatible.stop()
     await t.close()
   })
 
   beforeEach(() => {
     claude.received.length = 0
-    compatibleBodies.length = 0
+    compatible.bodies.length = 0
   })
 
   /** The tools of the one call the backend of `model` received. */
   const toolsSent = (model: 'claude' | 'gpt') => {
-    const bodies = model === 'claude' ? claude.received.map(({ body }) => body) : compatibleBodies
+    const bodies = model === 'claude' ? claude.received.map(({ body }) => body) : compatible.bodies
     expect(bodies).toHaveLength(1)
     return bodies[0].tools
   }

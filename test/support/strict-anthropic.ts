@@ -1,5 +1,6 @@
 import type { TurnScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
+import { openAIWire } from '../providers/openai-wire'
 
 /** Refuses budget thinking, as Opus 4.7 on does. */
 export const ADAPTIVE_ONLY_MODEL = 'claude-opus-4-7'
@@ -60,4 +61,18 @@ export function strictAnthropic(turn: TurnScript) {
     overloadNext: () => (overloadNext = true),
     stop: () => server.stop(true),
   }
+}
+
+/** Its OpenAI-compatible counterpart: a streaming upstream on port 0 that records each request body. */
+export function recordingCompatible(turn: TurnScript) {
+  const bodies: any[] = []
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      bodies.push(await request.json())
+      return new Response(openAIWire.stream(turn), { headers: { 'content-type': 'text/event-stream' } })
+    },
+  })
+  return { bodies, url: `http://127.0.0.1:${server.port}/v1`, stop: () => server.stop(true) }
 }
