@@ -1,5 +1,5 @@
-import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { expect, test } from 'bun:test'
+import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 
 // Edges of key creation and listing found by exploratory QA (spec §2.1, §4.1), each kept with
 // the test that showed it; the main suite is test/routes/api-keys.test.ts.
@@ -8,13 +8,7 @@ const KEYS = '/api/v1/api-keys'
 
 let t: TestApp
 let org: TestOrg
-
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
-})
-
-afterEach(() => t.close())
+eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
 const create = (body: unknown) => t.request('POST', KEYS, { key: org.adminKey, body })
 const listedNames = async () => ((await json(await t.request('GET', KEYS, { key: org.adminKey }))).keys as Array<{ name: string }>).map(key => key.name)

@@ -1,5 +1,5 @@
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { buildTestApp, json, type TestApp, type TestOrg } from '../support/harness'
+import { describe, expect, test } from 'bun:test'
+import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { REDIRECT } from '../support/oauth'
 
 // The shared JSON body reader (src/http/body-limit.ts): a leading UTF-8 byte-order mark is
@@ -7,11 +7,7 @@ import { REDIRECT } from '../support/oauth'
 
 let t: TestApp
 let org: TestOrg
-beforeEach(async () => {
-  t = await buildTestApp()
-  org = await t.createOrg()
-})
-afterEach(() => t.close())
+eachTestWithOrg((app, created) => void ([t, org] = [app, created]))
 
 const BOM = '\uFEFF'
 const chat = { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }
