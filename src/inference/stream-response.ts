@@ -22,6 +22,11 @@ export interface StreamOptions {
   clientGone?: () => boolean
   /** Pings the stream after 15 s of silence (default: the process's shared ticker; tests pass their own). */
   keepAlive?: KeepAlive
+  /**
+   * Whether an answer that came whole goes out before its settlement (its terminal frames after
+   * it) rather than as one body after it. Asked once, when the answer is at hand; default no.
+   */
+  sendBeforeSettling?: () => boolean
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
@@ -37,7 +42,10 @@ const TURN = Symbol('turn')
  * turn, or until the terminal event (all of them in one pass when the provider replays events it
  * read whole). An answer that came whole within that turn (an upstream that sent its stream in
  * one read) is sent as one body, settled first: one write to the client instead of three (the
- * start frames, the answer, the terminal frames after settlement), and no reply stream.
+ * start frames, the answer, the terminal frames after settlement), and no reply stream. Unless
+ * `sendBeforeSettling` says otherwise (the gateway has nothing else in flight, so no write is
+ * saved for anyone): then the answer leaves at once, and only the terminal frames wait for the
+ * settlement, as a live stream's do.
  * Otherwise the reply is a pull-based stream that starts with what was encoded, so a slow client
  * applies backpressure to the upstream, and the first byte never waits for more than the
  * upstream's first events.
@@ -128,10 +136,27 @@ class Pump {
     return this.reply(frames, ending!)
   }
 
-  /** The whole stream, settled, as one body. */
+  /** The whole stream, settled, as one body; or the answer now and the rest once settled (`sendBeforeSettling`). */
   async reply(frames: string[], ending: Ending): Promise<Response> {
+    if (ending.outcome === 'finished' && this.options.sendBeforeSettling?.() === true) return this.before(frames, ending)
     for (const frame of await this.end(ending)) frames.push(frame)
     return new Response(frames.join(''), { headers: SSE_HEADERS })
+  }
+
+  /**
+   * The answer's frames at once, the terminal frames (or the settlement's error) once the call is
+   * settled. The settlement starts now, whatever the client does next: the upstream finished.
+   */
+  private before(frames: string[], ending: Ending): Response {
+    const closing = this.end(ending)
+    const body = new ReadableStream<Uint8Array>({
+      start: controller => enqueue(controller, frames),
+      pull: async controller => {
+        enqueue(controller, await closing)
+        controller.close()
+      },
+    })
+    return new Response(body, { headers: SSE_HEADERS })
   }
 
   /** Settles (once) and returns the frames that close the stream. */

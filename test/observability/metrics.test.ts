@@ -160,10 +160,11 @@ describe('request log', () => {
       body: { model: 'demo-anonymous', stream: true, messages: [{ role: 'user', content: PROMPT }] },
       headers: { 'x-request-id': 'req-stream-1' },
     })
-    // The streamed request's line is written when its stream ends: here before its reply was
-    // made, as the demo's answer is at hand at once and goes out whole (stream-response.ts).
-    expect(g.logs().filter(line => line.request_id === 'req-stream-1')).toHaveLength(1)
+    // The streamed request's line is written when its stream ends, by the time its last frame is
+    // out (the demo's answer is at hand at once: stream-response.ts sends it whole, or at once with
+    // the terminal frames after the settlement when nothing else is in flight).
     await streamed.text()
+    expect(g.logs().filter(line => line.request_id === 'req-stream-1')).toHaveLength(1)
     await g.request('GET', '/api/v1/billing/balance', { headers: { 'x-request-id': 'req-balance-1' } })
 
     const lines = g.logs().filter(line => line.msg === 'request')

@@ -173,4 +173,63 @@ describe('streamResponse', () => {
       expect(outcomes).toEqual([outcome])
     }
   })
+
+  describe('sendBeforeSettling (an idle gateway)', () => {
+    /** A settlement held until `settle` is called, resolving with `result`. */
+    function heldSettlement(result: ApiError | undefined = undefined) {
+      const outcomes: StreamOutcome[] = []
+      let settle: () => void = () => {}
+      const settled = new Promise<void>(resolve => (settle = resolve))
+      return { outcomes, settle, complete: async (outcome: StreamOutcome) => (outcomes.push(outcome), await settled, result) }
+    }
+
+    for (const [name, source] of [
+      ['events read whole', () => new ReplayedEvents([delta('Hel'), delta('lo'), finish], new AbortController().signal)],
+      ['events at hand within the turn', () => events([delta('Hel'), delta('lo'), finish]).iterable],
+    ] as const) {
+      test(`${name}: the answer is readable before the settlement ends, the terminal frames only after it`, async () => {
+        const held = heldSettlement()
+        const asked: number[] = []
+        const response = await streamResponse({ events: source(), encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: held.complete, sendBeforeSettling: () => (asked.push(1), true) })
+        expect(asked).toHaveLength(1)
+        // The settlement began (exactly once) but has not ended: the answer is out all the same.
+        expect(held.outcomes).toEqual(['finished'])
+        const reader = response.body!.getReader()
+        const first = dataLines(new TextDecoder().decode((await reader.read()).value))
+        expect(first[0]).toContain('"role":"assistant"')
+        expect(first.at(-1)).toContain('"content":"lo"')
+        expect(first.join('\n')).not.toContain('finish_reason":"stop"')
+        let rest = ''
+        const reading = (async () => {
+          for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value)
+        })()
+        await Bun.sleep(0)
+        expect(rest).toBe('')
+        held.settle()
+        await reading
+        expect(rest).toContain('"finish_reason":"stop"')
+        expect(rest.endsWith('data: [DONE]\n\n')).toBe(true)
+        expect(held.outcomes).toEqual(['finished'])
+      })
+    }
+
+    test('a failed settlement still ends the stream with the in-band error after the answer', async () => {
+      const held = heldSettlement(new ApiError('unavailable', 'the ledger could not record this charge'))
+      held.settle()
+      const response = await streamResponse({ events: events([delta('Hi'), finish]).iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: held.complete, sendBeforeSettling: () => true })
+      const text = await response.text()
+      expect(text.indexOf('"content":"Hi"')).toBeLessThan(text.indexOf('the ledger could not record this charge'))
+      expect(text).not.toContain('finish_reason":"stop"')
+      expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
+    })
+
+    test('a stream that failed or was cut is not sent early: it settles (or releases) first, as before', async () => {
+      const asked: number[] = []
+      const { outcomes, complete } = recorder()
+      const response = await streamResponse({ events: events([delta('cut')]).iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete, sendBeforeSettling: () => (asked.push(1), true) })
+      expect(outcomes).toEqual(['failed'])
+      expect(asked).toHaveLength(0)
+      expect(await response.text()).toContain('"error"')
+    })
+  })
 })
