@@ -149,6 +149,9 @@ class Pump {
    */
   private before(frames: string[], ending: Ending): Response {
     const closing = this.end(ending)
+    // Handled here too: a client that leaves before the last pull never awaits it, and an
+    // unhandled rejection would end the process.
+    closing.catch(() => {})
     const body = new ReadableStream<Uint8Array>({
       start: controller => enqueue(controller, frames),
       pull: async controller => {

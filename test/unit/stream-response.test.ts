@@ -223,6 +223,16 @@ describe('streamResponse', () => {
       expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
     })
 
+    test('a client that leaves before the terminal frames leaves no unhandled rejection behind, even if the settlement throws', async () => {
+      let fail: (error: Error) => void = () => {}
+      const failing = new Promise<never>((_, reject) => (fail = reject))
+      const response = await streamResponse({ events: events([delta('Hi'), finish]).iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: () => failing, sendBeforeSettling: () => true })
+      // Gone before reading anything: the reply stream never pulls for the terminal frames.
+      await response.body!.cancel()
+      fail(new Error('a bug in the settlement'))
+      await new Promise(resolve => setImmediate(resolve))
+    })
+
     test('a stream that failed or was cut is not sent early: it settles (or releases) first, as before', async () => {
       const asked: number[] = []
       const { outcomes, complete } = recorder()
