@@ -218,6 +218,42 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }`, { UP_KEY: 'sk-upstr
   })
 })
 
+describe('an answer that came whole', () => {
+  test('is settled before it leaves while another call is in flight, and leaves before its settlement when the gateway is idle', async () => {
+    const upstream = await FakeUpstream.start()
+    cleanups.push(() => upstream.close())
+    const g = await gateway(`
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+providers: [{ id: demo, type: demo, retention: none }, { id: up, type: openai-compatible, base_url: "${upstream.url}/v1", api_key_env: UP_KEY, retention: none }]
+models:
+  - { id: demo-anonymous, backends: [{ provider: demo, model: demo }], price: { input_per_mtok: "0.10", output_per_mtok: "0.40" }, context_length: 32768, max_output_tokens: 4096 }
+  - { id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 4096, max_output_tokens: 64 }`, { UP_KEY: 'sk-upstream-key-123456' })
+    const demo = (id: string) =>
+      g.request('POST', '/v1/chat/completions', { body: { model: 'demo-anonymous', stream: true, messages: [{ role: 'user', content: PROMPT }] }, headers: { 'x-request-id': id } })
+    const logged = (id: string) => g.logs().filter(line => line.request_id === id).length
+
+    // Idle: the demo's answer (at hand at once) is out before the settlement, whose end writes the line.
+    const idle = await demo('req-idle')
+    expect(logged('req-idle')).toBe(0)
+    expect(await idle.text()).toContain('data: [DONE]')
+    expect(logged('req-idle')).toBe(1)
+
+    // Another call in flight (a stream held open upstream): the answer is settled first, then sent as one body.
+    let open: (value?: unknown) => void = () => {}
+    const gate = new Promise(resolve => (open = resolve))
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+    upstream.enqueue({ kind: 'sse', body: [chunk({ role: 'assistant', content: 'Hel' }), gate, chunk({}, 'stop'), 'data: [DONE]\n\n'] })
+    const held = await g.request('POST', '/v1/chat/completions', { body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] } })
+    expect(g.deps.lifecycle.inFlight).toBe(1)
+    const busy = await demo('req-busy')
+    expect(logged('req-busy')).toBe(1)
+    expect(await busy.text()).toContain('data: [DONE]')
+    open()
+    expect(await held.text()).toContain('data: [DONE]')
+  })
+})
+
 describe('request id upstream', () => {
   test('the client request id is forwarded to the upstream as X-Request-Id (both HTTP provider types)', async () => {
     for (const type of ['openai-compatible', 'anthropic'] as const) {
