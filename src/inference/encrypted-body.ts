@@ -2,10 +2,13 @@
 // must be ciphertext hex of the right shape for (proof_format, algorithm); anything the gateway
 // would have to read, or that would leave content in plaintext, is refused. Never decrypts.
 
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { t, ValidationError } from 'elysia'
 import { ApiError } from '../http/errors'
 import { minBlobBytes } from '../tee/blob-size'
 import type { SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
+import { ChatCompletionsBody } from './dialects/chat-completions/schema'
 import type { EncryptedHeaders } from './encrypted'
 
 const bad = (message: string, param?: string) => new ApiError('invalid_request', message, param)
@@ -22,6 +25,16 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
   assistant: new Set(['role', 'content', 'name', 'tool_calls', 'reasoning_content', 'reasoning', 'refusal']),
   tool: new Set(['role', 'content', 'tool_call_id']),
 }
+/**
+ * The fields an Encrypted body carries in plaintext, held to the plain chat route's rules (the
+ * same schemas): a value the plain route refuses is refused here too, by the gateway, naming the
+ * field, rather than relayed for the backend to refuse. The content fields are checked below.
+ */
+const PLAINTEXT = t.Pick(ChatCompletionsBody, [
+  'temperature', 'top_p', 'stop', 'seed', 'user', 'reasoning_effort', 'presence_penalty', 'frequency_penalty', 'parallel_tool_calls', 'metadata', 'response_format',
+])
+const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
+
 /** Fields the gateway acts on itself; never forwarded. */
 const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search'] as const
 
@@ -64,6 +77,9 @@ class CipherCheck {
 export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: ProofFormat): CheckedBody {
   if (!isObject(raw)) throw bad('request body must be a JSON object')
   for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) throw bad(`unknown field "${key.slice(0, 60)}"`, key.slice(0, 60))
+  // Rendered as the plain route's validation failures are (request-context.ts).
+  const plaintext = Object.fromEntries(Object.keys(PLAINTEXT.properties).filter(key => key in raw).map(key => [key, raw[key]]))
+  if (!plaintextOk.Check(plaintext)) throw new ValidationError('body', PLAINTEXT, plaintext)
   if (raw.uncensored === true) throw bad('uncensored is not available with an :encrypted model', 'uncensored')
   // The chat route's `web_fetch` / `web_search` switches: named as hosted tools, not as unknown fields.
   for (const name of ['web_fetch', 'web_search'] as const) {

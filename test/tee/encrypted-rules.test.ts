@@ -144,6 +144,22 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.uncensored = true }, /uncensored/)
     await expect400('near2', r => { r.body.logprobs = true }, /unknown field "logprobs"/)
   })
+  test('plaintext fields follow the plain route\'s rules, and a refused value is named by the gateway, not relayed', async () => {
+    await expect400('near2', r => { r.body.reasoning_effort = 'banana' }, /reasoning_effort/)
+    await expect400('near2', r => { r.body.temperature = 5 }, /temperature/)
+    await expect400('near2', r => { r.body.top_p = '0.5' }, /top_p/)
+    await expect400('near2', r => { r.body.stop = 7 }, /stop/)
+    await expect400('near2', r => { r.body.seed = 1.5 }, /seed/)
+    await expect400('near2', r => { r.body.metadata = { tier: 1 } }, /metadata/)
+    await expect400('near2', r => { r.body.parallel_tool_calls = 'yes' }, /parallel_tool_calls/)
+    await expect400('near2', r => { r.body.user = 'u'.repeat(300) }, /user/)
+    // Values the plain route takes are relayed as they are.
+    const { s, body, headers } = await valid('near2', 'ecdsa', { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold' } })
+    const sim = s.t.sims.near2!
+    const response = await send(s, body, headers)
+    expect(response.status).toBe(200)
+    expect(sim.state.seen.at(-1)).toMatchObject({ plain: { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold' } } })
+  })
   test('function tools need encrypt-all-fields, ciphertext fields, and a NEAR-family backend', async () => {
     const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }
     await expect400('near2', r => { r.body.tools = [tool] }, /function tools need svc-encrypted-encrypt-all-fields: 1/)
