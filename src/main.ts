@@ -3,6 +3,7 @@ import type { Config } from './config/config'
 import { migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
+import { IDLE_TIMEOUT_S } from './http/idle-timeout'
 import { startAdminServer } from './observability/admin-server'
 import { bootstrapIfEmpty } from './orgs/bootstrap'
 
@@ -36,6 +37,8 @@ export async function serve(config: Config, print: (line: string) => void = line
     port: config.port,
     // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
     maxRequestBodySize: 65 * MiB,
+    // Idle connections are closed after this; a request awaiting a long answer lifts it (http/idle-timeout.ts).
+    idleTimeout: IDLE_TIMEOUT_S,
     // Elysia turns SO_REUSEPORT on: a second gateway (an old instance still running during an
     // upgrade) would then share the port silently instead of failing with EADDRINUSE.
     reusePort: false,

@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { MiB } from '../http/body-limit'
+import { liftIdleTimeout } from '../http/idle-timeout'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
@@ -20,7 +21,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
         // Encrypted chat exists only on /v1/chat/completions (`:encrypted` participants are refused in privacy.ts).
         refuseEncrypted(request.headers, undefined, 'POST /api/v1/chat/fusion')
         // Participants and the judge run one after the other: Bun's idle timeout must not cut the response.
-        server?.timeout(request, 0)
+        liftIdleTimeout(server, request)
         const gone = new AbortController()
         const onClientGone = () => gone.abort()
         request.signal.addEventListener('abort', onClientGone, { once: true })

@@ -54,7 +54,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const record = recordOf(request)
       if (record === undefined) return
       const status = built ? responseValue.status : typeof set.status === 'number' ? set.status : 200
-      requestLog.respond(record, route, status)
+      requestLog.respond(record, route, status, built && isEventStream(responseValue))
     })
     .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {
       const requestId = requestIdOf(set) || requestIdFrom(null)
@@ -72,6 +72,10 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const surface = surfaceOf(path, request.headers)
       return renderError(apiError, surface, requestId, surface === 'mcp' ? jsonRpcIdOf(request) : null)
     })
+}
+
+function isEventStream(response: Response): boolean {
+  return response.headers.get('content-type')?.startsWith('text/event-stream') === true
 }
 
 function toApiError(code: string | number, error: unknown, path: string, method: string): ApiError {

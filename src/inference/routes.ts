@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { ModelRoute } from '../catalog/types'
 import { authMacro } from '../http/auth'
 import { MiB, rawBodyOf } from '../http/body-limit'
+import { liftIdleTimeout } from '../http/idle-timeout'
 import { requestIdOf } from '../http/request-context'
 import type { Principal } from '../keys/principal'
 import type { KeyService } from '../keys/service'
@@ -66,7 +67,7 @@ const PLACEHOLDER = Object.freeze({ model: 'encrypted', messages: [{ role: 'user
 // (Handlers destructure their context rather than pass it whole: Elysia infers from the
 // parameter which parts of the context to build per request.)
 function httpCall({ principal, request, set, server }: { principal: Principal; request: Request; set: { headers: Record<string, unknown> }; server: { timeout(request: Request, seconds: number): void } | null }) {
-  return { principal, requestId: requestIdOf(set), httpRequest: request, disableIdleTimeout: () => server?.timeout(request, 0) }
+  return { principal, requestId: requestIdOf(set), httpRequest: request, disableIdleTimeout: () => liftIdleTimeout(server, request) }
 }
 
 /** The Responses encoder of one request: its response object repeats the request's settings. */

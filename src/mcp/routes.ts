@@ -3,6 +3,7 @@ import { authenticate } from '../http/auth'
 import { MiB, readCapped } from '../http/body-limit'
 import type { BrowserOrigins } from '../http/cors'
 import { ApiError } from '../http/errors'
+import { liftIdleTimeout } from '../http/idle-timeout'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { OAuthServer } from '../oauth/server'
@@ -73,7 +74,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
         }
         // From here on a failure answers this request (its id), not an anonymous one.
         noteJsonRpcId(request, body)
-        return mcp.handle({ principal, requestId, httpRequest: request, body, disableIdleTimeout: () => server?.timeout(request, 0) })
+        return mcp.handle({ principal, requestId, httpRequest: request, body, disableIdleTimeout: () => liftIdleTimeout(server, request) })
       },
       {
         parse: 'none',

@@ -29,6 +29,11 @@ export interface RequestRecord {
   endRequested: boolean
   ended: boolean
   readonly sink: RequestLog
+  /**
+   * Puts back the connection's idle timeout, which the request lifted for a long answer
+   * (http/idle-timeout.ts): called once the request is done.
+   */
+  restoreIdle?: () => void
 }
 
 /**
@@ -63,11 +68,17 @@ export class RequestLog {
     return record
   }
 
-  /** The response headers are ready: metrics now; the log line now, unless a stream defers it. */
-  respond(record: RequestRecord, route: string, status: number): void {
+  /**
+   * The response headers are ready: metrics now; the log line now, unless a stream defers it.
+   * `eventStream`: the response is an SSE stream the request does not follow to its end (Fusion,
+   * MCP), so a lifted idle timeout stays lifted; otherwise the request is done once its body is
+   * out, or (a deferred stream) at `end`.
+   */
+  respond(record: RequestRecord, route: string, status: number, eventStream = false): void {
     record.route = route
     record.status = status
     this.metrics.request(route, record.method, status, (performance.now() - record.startedAt) / 1000)
+    if (!record.deferred && !eventStream) restoreIdle(record)
     if (!record.deferred || record.endRequested) this.end(record)
   }
 
@@ -86,5 +97,17 @@ export class RequestLog {
       input_tokens: record.inputTokens, output_tokens: record.outputTokens, charged_nanos: record.chargedNanos?.toString(),
       latency_ms: Math.round((performance.now() - record.startedAt) * 100) / 100,
     })
+    if (record.deferred) restoreIdle(record)
+  }
+}
+
+function restoreIdle(record: RequestRecord): void {
+  const restore = record.restoreIdle
+  if (restore === undefined) return
+  record.restoreIdle = undefined
+  try {
+    restore()
+  } catch {
+    // The connection is gone already: nothing to time out.
   }
 }

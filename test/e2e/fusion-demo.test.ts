@@ -51,7 +51,8 @@ test('three demo models and the default judge through a listening gateway, bille
   expect(result.synthesis).toStartWith('Hello from the demo model. You said: 3 models answered the last message above.')
   expect(result.synthesis_prompt_tokens).toBeGreaterThan(result.models[0].prompt_tokens)
   expect(result.synthesis_tokens).toBeGreaterThan(0)
-  expect(lifted).toEqual(['/api/v1/chat/fusion 0'])
+  // Lifted for the run, restored with its answer (http/idle-timeout.ts).
+  expect(lifted).toEqual(['/api/v1/chat/fusion 0', '/api/v1/chat/fusion 30'])
 
   // Four settlements, each the demo price of the usage shown for that part.
   const rows = await t.deps.database.client.execute("SELECT amount_nanos FROM ledger_entries WHERE kind = 'settle' AND purpose = 'fusion'")
