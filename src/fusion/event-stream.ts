@@ -10,9 +10,10 @@ import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } 
  * or `error` with the /api/v1 error envelope. Every request was checked before the stream
  * began (planFusion), so a refused request still gets its HTTP status; `error` only reports a
  * failure found during the run. `: ping` comments keep proxies from closing a quiet stream.
- * `abort` is called when the client leaves, which cancels every part still running.
+ * `abort` is called when the client leaves, which cancels every part still running; `ended` once
+ * the last event is written.
  */
-export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta'> }, abort: () => void): Response {
+export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta'> }, abort: () => void, ended?: () => void): Response {
   let closed = false
   let quiet: KeepAliveStream | undefined
   const body = new ReadableStream<Uint8Array>({
@@ -59,6 +60,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
           if (closed) return
           closed = true
           controller.close()
+          ended?.()
         })
     },
     cancel() {

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { MiB } from '../http/body-limit'
-import { liftIdleTimeout } from '../http/idle-timeout'
+import { liftIdleTimeout, restoreIdleTimeout } from '../http/idle-timeout'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
@@ -36,7 +36,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
         // Refusals (access, validation) are found before the stream starts, so they keep their status.
         const plan = await planFusion(fusion, input)
         // Elysia passes a Response through untouched (the schema documents the JSON form).
-        return fusionEventStream(fusion, plan, onClientGone) as unknown as typeof FusionResult.static
+        return fusionEventStream(fusion, plan, onClientGone, () => restoreIdleTimeout(request)) as unknown as typeof FusionResult.static
       },
       {
         auth: { mode: 'inference', jsonBody: 4 * MiB },

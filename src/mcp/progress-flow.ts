@@ -32,8 +32,8 @@ export class ProgressFlow {
     return new Promise(resolve => (this.waiter = resolve))
   }
 
-  /** The SDK's SSE response, read at the client's pace. */
-  wrap(response: Response): Response {
+  /** The SDK's SSE response, read at the client's pace; `ended` once its last reply is passed on. */
+  wrap(response: Response, ended?: () => void): Response {
     const source = response.body
     if (source === null) return response
     const reader = source.getReader()
@@ -58,7 +58,8 @@ export class ProgressFlow {
         const { done, value } = await reader.read()
         if (done) {
           keepAlive.stop(watched!)
-          return controller.close()
+          controller.close()
+          return ended?.()
         }
         controller.enqueue(value)
         watched!.wrote = true

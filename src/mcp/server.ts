@@ -2,6 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Value } from '@sinclair/typebox/value'
 import type { TObject } from '@sinclair/typebox'
 import { ApiError } from '../http/errors'
+import { restoreIdleTimeout } from '../http/idle-timeout'
 import { choiceText, explainUnion, PATTERN_MEANING, problemOf } from '../http/validation-message'
 import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
@@ -134,7 +135,7 @@ export class McpService {
     const response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
     if (!streams) await server.close()
-    return flow !== undefined && response.headers.get('content-type')?.startsWith('text/event-stream') ? flow.wrap(response) : response
+    return flow !== undefined && response.headers.get('content-type')?.startsWith('text/event-stream') ? flow.wrap(response, () => restoreIdleTimeout(call.httpRequest)) : response
   }
 }
 

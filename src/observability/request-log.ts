@@ -70,9 +70,9 @@ export class RequestLog {
 
   /**
    * The response headers are ready: metrics now; the log line now, unless a stream defers it.
-   * `eventStream`: the response is an SSE stream the request does not follow to its end (Fusion,
-   * MCP), so a lifted idle timeout stays lifted; otherwise the request is done once its body is
-   * out, or (a deferred stream) at `end`.
+   * `eventStream`: the response is an SSE stream whose line is not deferred (Fusion, MCP): its
+   * route restores a lifted idle timeout at the stream's end (restoreIdleTimeout); otherwise the
+   * request is done once its body is out, or (a deferred stream) at `end`.
    */
   respond(record: RequestRecord, route: string, status: number, eventStream = false): void {
     record.route = route
@@ -101,7 +101,8 @@ export class RequestLog {
   }
 }
 
-function restoreIdle(record: RequestRecord): void {
+/** Puts back the idle timeout the request lifted (http/idle-timeout.ts), once; a no-op otherwise. */
+export function restoreIdle(record: RequestRecord): void {
   const restore = record.restoreIdle
   if (restore === undefined) return
   record.restoreIdle = undefined

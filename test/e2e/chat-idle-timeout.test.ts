@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import OpenAI from 'openai'
 import { IDLE_TIMEOUT_S } from '../../src/http/idle-timeout'
 import { buildTestApp, type TestApp } from '../support/harness'
+import { connectMcp } from '../support/mcp'
+import { codeFlowTokens } from '../support/oauth'
 
 // Bun closes a connection that has been idle for `idleTimeout` seconds (Elysia's listen sets 30):
 // a streamed response with a long gap between chunks is reset mid-stream (Bun 1.4.5 does so within
@@ -83,6 +86,20 @@ describe("Bun's idle timeout and long generations", () => {
     // A request that never lifted it leaves it alone.
     await client.models.list()
     expect(lifted).toHaveLength(4)
+  })
+
+  test('an MCP tools/call lifts it and restores it once answered, as JSON or as a progress stream', async () => {
+    t = await buildTestApp()
+    const { lifted, port, key } = await listen(t)
+    const client = await connectMcp(`http://127.0.0.1:${port}`, (await codeFlowTokens(t, key)).access_token)
+    const call = { name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'take your time' } }
+    await client.callTool(call)
+    const progress: unknown[] = []
+    await client.callTool(call, CallToolResultSchema, { onprogress: update => progress.push(update) })
+    expect(progress.length).toBeGreaterThan(0)
+    await client.close()
+    const mcp = lifted.filter(entry => entry.path === '/mcp').map(entry => entry.seconds)
+    expect(mcp).toEqual([0, IDLE_TIMEOUT_S, 0, IDLE_TIMEOUT_S])
   })
 
   for (const stream of [false, true]) {

@@ -62,4 +62,13 @@ test('three demo models and the default judge through a listening gateway, bille
     demoCharge(result.synthesis_prompt_tokens, result.synthesis_tokens),
   ].sort()
   expect(charged).toEqual(expected)
+
+  // Streamed: lifted for the run, restored once its last event is written.
+  const streamed = await fetch(`http://127.0.0.1:${server.port}/api/v1/chat/fusion`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ models: ['demo-anonymous', 'demo-private'], stream: true, messages: [{ role: 'user', content: 'Is 9.11 larger than 9.9?' }] }),
+  })
+  expect(await streamed.text()).toContain('event: fusion.completion')
+  expect(lifted.slice(2)).toEqual(['/api/v1/chat/fusion 0', '/api/v1/chat/fusion 30'])
 })
