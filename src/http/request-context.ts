@@ -54,7 +54,8 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const record = recordOf(request)
       if (record === undefined) return
       const status = built ? responseValue.status : typeof set.status === 'number' ? set.status : 200
-      requestLog.respond(record, route, status, built && isEventStream(responseValue))
+      // A deferred stream's line waits for its end anyway: its headers need no look.
+      requestLog.respond(record, route, status, built && !record.deferred && isEventStream(responseValue))
     })
     .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {
       const requestId = requestIdOf(set) || requestIdFrom(null)
