@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
-import { paygConfig, startServedGateway } from '../support/gateway'
-import { type TestApp } from '../support/harness'
-import { strictAnthropic, strictAnthropicProvider } from '../support/strict-anthropic'
+import { claudeModelLine, strictUpstreamsSuite } from '../support/strict-anthropic'
 
 // Requests every client dialect may send that Anthropic itself refuses with its own 400: stop
 // sequences made only of whitespace, and a tool history without `tools`. The first has no
@@ -12,59 +10,36 @@ import { strictAnthropic, strictAnthropicProvider } from '../support/strict-anth
 // without a charge; the second has a faithful one (the history's tools declared, none callable).
 
 const CREDIT = 10_000_000_000n
-const UPSTREAM_KEY = 'sk-upstream-0123456789'
 
 const turn: TurnScript = { text: 'It was 18 °C in Paris.', finish: 'stop', usage: { inputTokens: 40, outputTokens: 9 } }
 const DECLARED = { tools: [{ name: 'get_weather', input_schema: { type: 'object' } }], tool_choice: { type: 'none' } }
 
 describe('Anthropic backend: whitespace stop sequences and tool history without tools, from every dialect', () => {
-  let upstream: ReturnType<typeof strictAnthropic>
-  let t: TestApp
-  let openai: OpenAI
-  let anthropic: Anthropic
-  let orgId: string
-
-  const charged = async () => CREDIT - (await t.deps.balance(orgId)).prepaidNanos
-
-  beforeAll(async () => {
-    upstream = strictAnthropic(turn)
-    ;({ t, orgId, openai, anthropic } = await startServedGateway(paygConfig(
-      [strictAnthropicProvider(upstream.url)],
-      ['  - { id: m, backends: [{ provider: claude, model: claude-sonnet-4-5 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: 8192, capabilities: { tools: true } }'],
-    ), { UPSTREAM_KEY }, { credit: CREDIT }))
-  })
-
-  afterAll(async () => {
-    upstream.stop()
-    await t.close()
-  })
-
-  beforeEach(() => {
-    upstream.received.length = 0
-  })
+  const s = strictUpstreamsSuite(turn, [claudeModelLine('m', '[{ provider: claude, model: claude-sonnet-4-5 }]')], { credit: CREDIT })
+  const charged = async () => CREDIT - (await s.t.deps.balance(s.orgId)).prepaidNanos
 
   test('a whitespace-only stop sequence: 400 naming it and the field, no upstream call, nothing charged', async () => {
     const before = await charged()
-    const chat = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'One line please.' }], stop: '\n' }).catch(error => error)
+    const chat = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'One line please.' }], stop: '\n' }).catch(error => error)
     expect(chat).toBeInstanceOf(OpenAI.BadRequestError)
     expect(chat.message).toMatch(/stop sequences made only of whitespace \("\\n" in stop \/ stop_sequences\)/)
-    const streamed = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['END', '\n\n'], stream: true }).catch(error => error)
+    const streamed = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['END', '\n\n'], stream: true }).catch(error => error)
     expect(streamed).toBeInstanceOf(OpenAI.BadRequestError)
-    const messages = await anthropic.messages.create({ model: 'm', max_tokens: 100, stop_sequences: ['END', ' \t'], messages: [{ role: 'user', content: 'x' }] }).catch(error => error)
+    const messages = await s.anthropic.messages.create({ model: 'm', max_tokens: 100, stop_sequences: ['END', ' \t'], messages: [{ role: 'user', content: 'x' }] }).catch(error => error)
     expect(messages).toBeInstanceOf(Anthropic.BadRequestError)
     expect(messages.error.error.message).toMatch(/whitespace \(" \\t" in stop \/ stop_sequences\)/)
-    expect(upstream.received).toHaveLength(0)
+    expect(s.claude.received).toHaveLength(0)
     expect(await charged()).toBe(before)
   })
 
   test('an empty stop sequence stops nothing: dropped, the others sent', async () => {
-    const completion = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['', 'END'] })
+    const completion = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['', 'END'] })
     expect(completion.choices[0]!.message.content).toBe(turn.text!)
-    expect(upstream.received[0]!.body.stop_sequences).toEqual(['END'])
+    expect(s.claude.received[0]!.body.stop_sequences).toEqual(['END'])
   })
 
   test('Chat Completions: a tool history without tools declares the history\'s tools, none callable', async () => {
-    const completion = await openai.chat.completions.create({
+    const completion = await s.openai.chat.completions.create({
       model: 'm',
       messages: [
         { role: 'user', content: 'Weather in Paris?' },
@@ -74,11 +49,11 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
       ],
     })
     expect(completion.choices[0]!.message.content).toBe(turn.text!)
-    expect(upstream.received[0]!.body).toMatchObject(DECLARED)
+    expect(s.claude.received[0]!.body).toMatchObject(DECLARED)
   })
 
   test('Responses: function_call items without tools, the same', async () => {
-    const response = await openai.responses.create({
+    const response = await s.openai.responses.create({
       model: 'm',
       input: [
         { role: 'user', content: 'Weather in Paris?' },
@@ -87,7 +62,7 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
       ],
     })
     expect(response.output_text).toBe(turn.text!)
-    expect(upstream.received[0]!.body).toMatchObject(DECLARED)
+    expect(s.claude.received[0]!.body).toMatchObject(DECLARED)
   })
 
   test('Messages: tool_use / tool_result without tools, the same, on create and count_tokens', async () => {
@@ -110,15 +85,15 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
         ],
       },
     ]
-    const message = await anthropic.messages.create({ model: 'm', max_tokens: 100, messages: history })
+    const message = await s.anthropic.messages.create({ model: 'm', max_tokens: 100, messages: history })
     expect(message.content).toMatchObject([{ type: 'text', text: turn.text }])
     const tools = [
       { name: 'get_weather', input_schema: { type: 'object' } },
       { name: 'get_time', input_schema: { type: 'object' } },
     ]
-    expect(upstream.received[0]!.body).toMatchObject({ tools, tool_choice: { type: 'none' } })
-    const counted = await anthropic.messages.countTokens({ model: 'm', messages: history })
+    expect(s.claude.received[0]!.body).toMatchObject({ tools, tool_choice: { type: 'none' } })
+    const counted = await s.anthropic.messages.countTokens({ model: 'm', messages: history })
     expect(counted.input_tokens).toBe(42)
-    expect(upstream.received[1]!.body).toMatchObject({ tools, tool_choice: { type: 'none' } })
+    expect(s.claude.received[1]!.body).toMatchObject({ tools, tool_choice: { type: 'none' } })
   })
 })

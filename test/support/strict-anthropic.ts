@@ -1,6 +1,11 @@
+import { afterAll, beforeAll, beforeEach } from 'bun:test'
+import type Anthropic from '@anthropic-ai/sdk'
+import type OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { openAIWire } from '../providers/openai-wire'
+import { paygConfig, startServedGateway, upstreamProvider } from './gateway'
+import type { TestApp } from './harness'
 
 /** Refuses budget thinking, as Opus 4.7 on does. */
 export const ADAPTIVE_ONLY_MODEL = 'claude-opus-4-7'
@@ -75,4 +80,51 @@ export function recordingCompatible(turn: TurnScript) {
     },
   })
   return { bodies, url: `http://127.0.0.1:${server.port}/v1`, stop: () => server.stop(true) }
+}
+
+/** A model line for these suites: 1 and 2 USD per million tokens, a 200k context, tools (and reasoning controls when asked). */
+export function claudeModelLine(id: string, backends: string, options: { maxOutputTokens?: number; reasoning?: boolean } = {}): string {
+  const capabilities = options.reasoning === true ? '{ tools: true, reasoning: true }' : '{ tools: true }'
+  return `  - { id: ${id}, backends: ${backends}, price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 200000, max_output_tokens: ${options.maxOutputTokens ?? 8192}, capabilities: ${capabilities} }`
+}
+
+/** A started strict-upstreams suite (its fields are set once the describe block's beforeAll ran). */
+export interface StrictUpstreamsSuite {
+  t: TestApp
+  orgId: string
+  openai: OpenAI
+  anthropic: Anthropic
+  claude: ReturnType<typeof strictAnthropic>
+  /** Absent unless the suite asked for it. */
+  compatible: ReturnType<typeof recordingCompatible>
+}
+
+/**
+ * A served gateway in front of a strict Anthropic upstream (provider `claude`) and, with
+ * `compatible`, a recording OpenAI-compatible one (provider `oai`), both answering `turn`, with
+ * the model lines `models`. Registers the describe block's hooks: started before all, stopped
+ * after all, and what the upstreams received forgotten before each test.
+ */
+export function strictUpstreamsSuite(turn: TurnScript, models: string[], options: { compatible?: boolean; credit?: bigint } = {}): StrictUpstreamsSuite {
+  const suite = {} as StrictUpstreamsSuite
+  beforeAll(async () => {
+    suite.claude = strictAnthropic(turn)
+    const providers = [strictAnthropicProvider(suite.claude.url)]
+    if (options.compatible === true) {
+      suite.compatible = recordingCompatible(turn)
+      providers.push(upstreamProvider('oai', 'openai-compatible', suite.compatible.url, 'UPSTREAM_KEY'))
+    }
+    const served = await startServedGateway(paygConfig(providers, models), { UPSTREAM_KEY: 'sk-upstream-0123456789' }, { credit: options.credit })
+    Object.assign(suite, { t: served.t, orgId: served.orgId, openai: served.openai, anthropic: served.anthropic })
+  })
+  afterAll(async () => {
+    suite.claude.stop()
+    suite.compatible?.stop()
+    await suite.t.close()
+  })
+  beforeEach(() => {
+    suite.claude.received.length = 0
+    if (suite.compatible !== undefined) suite.compatible.bodies.length = 0
+  })
+  return suite
 }
