@@ -255,7 +255,7 @@ async function pinKey(attestation: AttestationService, candidates: Array<{ targe
   for (const candidate of candidates) {
     let evidence: Evidence
     try {
-      evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo })
+      evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo, modelKey: h.modelKey })
     } catch (error) {
       if (error instanceof UpstreamError) continue
       throw error

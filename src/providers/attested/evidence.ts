@@ -13,6 +13,12 @@ export interface EvidenceRequest {
   readonly nonce: string
   readonly algo: SigningAlgo
   readonly signingAddress?: string
+  /**
+   * Without a signing address: the model key (Evidence.modelPublicKey's form) the caller
+   * encrypted to. An aggregator lists one report per instance, in an order of its choosing, and
+   * the report holding this key is the one to check, if there is one.
+   */
+  readonly modelKey?: string
   readonly proofFormat: ProofFormat
 }
 
@@ -49,6 +55,23 @@ function candidates(body: Record<string, unknown>): Record<string, unknown>[] {
 
 const same = (a: unknown, b: string) => typeof a === 'string' && a.toLowerCase() === b.toLowerCase()
 
+/** The report for the request's signing address; else the one holding its model key; else the first. */
+function select(forAlgo: Record<string, unknown>[], request: EvidenceRequest): Record<string, unknown> | undefined {
+  const { signingAddress, modelKey } = request
+  if (signingAddress !== undefined) return forAlgo.find(entry => same(entry.signing_address, signingAddress))
+  if (modelKey !== undefined && forAlgo.length > 1) return forAlgo.find(entry => modelKeyOf(entry, request.algo) === modelKey) ?? forAlgo[0]
+  return forAlgo[0]
+}
+
+/** A report's signing key as Evidence.modelPublicKey (ecdsa normalized to 65 bytes), or null when malformed. */
+function modelKeyOf(report: Record<string, unknown>, algo: SigningAlgo): string | null {
+  const key = report.signing_public_key
+  if (typeof key !== 'string') return null
+  if (algo === 'ed25519') return isHex(key, 32) ? key.toLowerCase() : null
+  const normalized = key.length === 128 || key.length === 130 ? normalizeSecpPublicKey(key) : null
+  return normalized === null ? null : bytesToHex(normalized)
+}
+
 /** Selects the report for the request and runs B3 checks 8–12; throws 503 unavailable naming the failure. */
 export function checkEvidence(raw: unknown, request: EvidenceRequest): Evidence {
   const body = record(raw)
@@ -57,7 +80,7 @@ export function checkEvidence(raw: unknown, request: EvidenceRequest): Evidence 
   if (reports.length === 0) throw unavailable('the backend answered no report')
   const forAlgo = reports.filter(entry => entry.signing_algo === request.algo)
   if (forAlgo.length === 0) throw unavailable(`no report for signing_algo ${request.algo} (the backend echoed ${String(reports[0]!.signing_algo).slice(0, 20)})`)
-  const report = request.signingAddress === undefined ? forAlgo[0]! : forAlgo.find(entry => same(entry.signing_address, request.signingAddress!))
+  const report = select(forAlgo, request)
   if (report === undefined) throw unavailable('the backend echoed another signing_address')
 
   // Empty evidence.
@@ -84,15 +107,12 @@ export function checkEvidence(raw: unknown, request: EvidenceRequest): Evidence 
   const address = report.signing_address
   const key = report.signing_public_key
   if (typeof address !== 'string' || typeof key !== 'string') throw unavailable('the report has no signing address or key')
-  let modelPublicKey: string
+  const modelPublicKey = modelKeyOf(report, request.algo)
   if (request.algo === 'ed25519') {
-    if (!isHex(key, 32) || !same(address, key)) throw unavailable('the ed25519 signing key is malformed or is not the signing address')
-    modelPublicKey = key.toLowerCase()
+    if (modelPublicKey === null || !same(address, key)) throw unavailable('the ed25519 signing key is malformed or is not the signing address')
   } else {
-    const normalized = normalizeSecpPublicKey(key)
-    if (normalized === null || (key.length !== 128 && key.length !== 130)) throw unavailable('the ecdsa signing key is malformed or not on secp256k1')
-    if (ethAddress(normalized) !== address.toLowerCase()) throw unavailable('the ecdsa signing key does not hash to the signing address')
-    modelPublicKey = bytesToHex(normalized)
+    if (modelPublicKey === null) throw unavailable('the ecdsa signing key is malformed or not on secp256k1')
+    if (ethAddress(hexToBytes(modelPublicKey)) !== address.toLowerCase()) throw unavailable('the ecdsa signing key does not hash to the signing address')
   }
   const tls = typeof report.tls_cert_fingerprint === 'string' ? report.tls_cert_fingerprint : undefined
   const half = expectedBindingHalf(request.proofFormat.binding, request.algo, address, tls)

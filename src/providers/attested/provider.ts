@@ -20,6 +20,8 @@ export interface AttestRequest {
   readonly nonce: string
   readonly algo: SigningAlgo
   readonly signingAddress?: string
+  /** The model key an Encrypted caller encrypted to (EvidenceRequest.modelKey). */
+  readonly modelKey?: string
   readonly signal?: AbortSignal
 }
 
@@ -93,7 +95,7 @@ export class AttestedProvider implements Provider {
     if (this.proofFormat.binding === 'tlsfp') query.set('include_tls_fingerprint', 'true')
     query.set('model', request.upstreamModel)
     const body = await this.getJson(`/attestation/report?${query}`, request.upstreamModel, request.signal)
-    return checkEvidence(body, { nonce: request.nonce, algo: request.algo, signingAddress: request.signingAddress, proofFormat: this.proofFormat })
+    return checkEvidence(body, { nonce: request.nonce, algo: request.algo, signingAddress: request.signingAddress, modelKey: request.modelKey, proofFormat: this.proofFormat })
   }
 
   /** Confidential: the call goes ahead only once fresh evidence binds our challenge and the backend key. */
