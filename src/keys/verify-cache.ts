@@ -18,6 +18,8 @@ function unexpired(result: VerifyResult, nowMs: number): VerifyResult {
  */
 export class VerifyCache {
   private readonly entries = new Map<string, Entry>()
+  /** Counts evictions: a read that overlapped one may have seen the row before the change. */
+  private evictions = 0
 
   constructor(
     private readonly ttlMs: number,
@@ -53,7 +55,12 @@ export class VerifyCache {
   resolve(hash: string, nowMs: number, fresh: boolean, load: () => Promise<VerifyResult>): VerifyResult | Promise<VerifyResult> {
     const hit = fresh ? undefined : this.get(hash, nowMs)
     if (hit !== undefined) return unexpired(hit, nowMs)
+    const evictions = this.evictions
     return load().then(result => {
+      // A revocation or role change evicted while this read was in flight: its result may be the
+      // row from before the change, and cached it would undo the eviction for the whole TTL.
+      // Read again, and leave the caching to the next request (evictions are rare).
+      if (this.evictions !== evictions) return load().then(again => unexpired(again, nowMs))
       this.set(hash, result, nowMs)
       return unexpired(result, nowMs)
     })
@@ -71,6 +78,7 @@ export class VerifyCache {
 
   /** Drops every entry for which `match` holds (revocation, role change: rare, so a scan is fine). */
   evictWhere(match: (result: VerifyResult) => boolean): void {
+    this.evictions += 1
     for (const [hash, entry] of this.entries) if (match(entry.result)) this.entries.delete(hash)
   }
 

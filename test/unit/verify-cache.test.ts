@@ -4,7 +4,7 @@ import { apiKeys, memberships } from '../../src/db/schema'
 import type { Principal, VerifyResult } from '../../src/keys/principal'
 import { hashSecret } from '../../src/keys/token'
 import { VerifyCache } from '../../src/keys/verify-cache'
-import { buildTestApp, eachTestWithOrg, type TestApp, type TestOrg } from '../support/harness'
+import { buildTestApp, eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 
 function principal(keyId: string, userId = 'user-1'): Principal {
   return { kind: 'api_key', keyId, orgId: 'org-1', userId, keyAdmin: true, role: 'owner', expiresAtMs: null, spendCap: null }
@@ -120,6 +120,26 @@ describe('VerifyCache', () => {
     cache.evictWhere(() => true)
     expect(cache.size).toBe(0)
   })
+
+  test('a read in flight across an eviction is read again and not cached: it may predate the change', async () => {
+    const cache = new VerifyCache(60_000, 10)
+    const reads: Array<(result: VerifyResult) => void> = []
+    const load = () => new Promise<VerifyResult>(resolve => reads.push(resolve))
+    const resolved = cache.resolve('h1', T0, false, load)
+    // The key is revoked (and evicted) while the first read, of the row before, is in flight.
+    cache.evictKey('k1')
+    reads[0]!(ok('k1'))
+    await Promise.resolve()
+    expect(reads.length).toBe(2)
+    reads[1]!({ ok: false, reason: 'revoked' })
+    expect(await resolved).toEqual({ ok: false, reason: 'revoked' })
+    expect(cache.get('h1', T0)).toBeUndefined()
+    // Without an eviction in between, a read is cached as before.
+    const next = cache.resolve('h1', T0, false, load)
+    reads[2]!({ ok: false, reason: 'revoked' })
+    expect(await next).toEqual({ ok: false, reason: 'revoked' })
+    expect(cache.get('h1', T0)).toEqual({ ok: false, reason: 'revoked' })
+  })
 })
 
 // The cache as KeyService uses it: non-fresh verifies may be served from it for the TTL (the
@@ -152,6 +172,18 @@ describe('KeyService verify caching', () => {
     await revokeElsewhere(org.adminKeyId)
     t.clock.advance(2000)
     expect(await t.deps.keys.verify(org.adminKey)).toEqual({ ok: false, reason: 'revoked' })
+  })
+
+  test("this process's revocation holds against requests in flight across it", async () => {
+    const created = await json(await t.request('POST', '/api/v1/api-keys', { key: org.adminKey, body: { name: 'leaked' } }))
+    const leaked: string = created.key.token
+    // A client keeps using the key (its first uses: nothing cached) while an admin revokes it:
+    // a verification that read the row before the revocation must not be cached after it.
+    const revoked = t.request('DELETE', `/api/v1/api-keys/${created.key.id}`, { key: org.adminKey })
+    await Promise.all(Array.from({ length: 30 }, () => t.request('GET', '/api/v1/rate-limits', { key: leaked })))
+    expect((await revoked).status).toBe(204)
+    const chat = await t.request('POST', '/v1/chat/completions', { key: leaked, body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] } })
+    expect(chat.status).toBe(401)
   })
 
   test("this process's revocation evicts at once", async () => {
