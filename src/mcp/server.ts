@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolRequest, CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Value } from '@sinclair/typebox/value'
 import type { TObject } from '@sinclair/typebox'
 import { ApiError } from '../http/errors'
@@ -92,12 +92,14 @@ export class McpService {
 
   async handle(call: McpCall): Promise<Response> {
     const sdk = await loadSdk()
-    const { Server, CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
+    const { Server, LooseCallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
     const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
     const streams = wantsProgress(call.body)
     const flow = streams ? new ProgressFlow() : undefined
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    server.setRequestHandler(LooseCallToolRequestSchema, async (loose, extra) => {
+      // The SDK's Server has checked the request against CallToolRequestSchema before this runs.
+      const request = loose as CallToolRequest
       const tool = this.byName.get(request.params.name)
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
       const args = request.params.arguments ?? {}

@@ -151,6 +151,11 @@ describe('tools', () => {
     const error = await client.callTool({ name: 'svc.nothing', arguments: {} }).catch(caught => caught)
     expect(error).toBeInstanceOf(McpError)
     expect(error.code).toBe(-32602)
+    // params that do not fit tools/call's shape are the caller's error (-32602), not an internal one.
+    const arrayArgs = await rawMcp({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'svc.chat', arguments: ['x'] } }, { authorization: `Bearer ${token}` })
+    const reply = (await arrayArgs.json()) as { error: { code: number; message: string } }
+    expect(reply.error.code).toBe(-32602)
+    expect(reply.error.message).toContain('arguments')
     // None of these was billed.
     expect(await settled(org.orgId)).toBe(0n)
     await client.close()
