@@ -469,6 +469,25 @@ describe('hostile input', () => {
     expect((await createOk({ name: '名'.repeat(200) })).name).toBe('名'.repeat(200))
   })
 
+  test('the 200-character limit applies to the trimmed name', async () => {
+    expect((await createOk({ name: ` ${'n'.repeat(200)} ` })).name).toBe('n'.repeat(200))
+    expect((await createOk({ name: `\t${'m'.repeat(200)}${' '.repeat(300)}\n` })).name).toBe('m'.repeat(200))
+    const error = await createRejected({ name: ` ${'n'.repeat(201)} ` }, 'name')
+    expect(error.message).toBe('name must be at most 200 characters')
+  })
+
+  test('characters are code points: 200 emoji (400 UTF-16 units) are fine, 201 are not', async () => {
+    expect((await createOk({ name: '🔑'.repeat(200) })).name).toBe('🔑'.repeat(200))
+    expect((await createOk({ name: `${'𝒦'.repeat(199)}a` })).name).toBe(`${'𝒦'.repeat(199)}a`)
+    const error = await createRejected({ name: '🔑'.repeat(201) }, 'name')
+    expect(error.message).toBe('name must be at most 200 characters')
+  })
+
+  test('a raw name past the schema bound (1000 UTF-16 units) is refused by the schema, whatever trimming would leave', async () => {
+    const error = await createRejected({ name: `a${' '.repeat(1000)}` }, 'name')
+    expect(error.message).toBe('name must be a nonblank string of at most 200 characters')
+  })
+
   test('a 1 MB name is refused before it is buffered (413), never a 500', async () => {
     await expectCreateRejected(() => create({ name: 'n'.repeat(1 << 20) }), 413, 'payload_too_large')
     await expectCreateRejected(() => create(`{"name":"${'\u00e9'.repeat(1 << 19)}"}`), 413, 'payload_too_large')
