@@ -17,7 +17,8 @@ export const EXPIRES_IN_FORMS = `never, ${Object.keys(RELATIVE).join(', ')}, a U
 const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/
+// RFC 3339 puts no limit on fraction digits (time-secfrac = "." 1*DIGIT); the schema's length cap bounds them.
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|([+-])(\d{2}):(\d{2}))$/
 
 /**
  * Turns an `expires_in` value into an absolute expiry in epoch ms (null = never).
@@ -59,13 +60,27 @@ function parseTimestamp(value: string): number | undefined {
   const match = TIMESTAMP.exec(value)
   if (!match) return undefined
   const [, year, month, day, hour, minute, second, fraction, zone, sign, offsetHours, offsetMinutes] = match
-  const base = utc(Number(year), Number(month), Number(day), Number(hour), Number(minute), Number(second))
+  // RFC 3339 §5.7: second 60 is a leap second. Epoch ms (like POSIX time) has none, so it is read as
+  // the second after 59, as POSIX's seconds-since-the-epoch formula does: 23:59:60Z is 00:00:00Z.
+  const leap = second === '60'
+  const base = utc(Number(year), Number(month), Number(day), Number(hour), Number(minute), leap ? 59 : Number(second))
   if (base === undefined) return undefined
-  const millis = fraction ? Math.floor(Number(`0${fraction}`) * 1000) : 0
   let offset = 0
   if (zone !== 'Z' && zone !== 'z') {
     if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return undefined
     offset = (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000 * (sign === '-' ? -1 : 1)
   }
-  return base + millis - offset
+  const at = base + (leap ? 1000 : 0) - offset
+  // Strict, as RFC 3339 §5.7 is: a leap second ends a month (so far June or December), in UTC
+  // whatever the offset. Any month end is allowed without a leap-second table, which would go
+  // stale; 60 anywhere else (12:30:60Z, or 23:59:60Z mid-month) is refused like minute 60.
+  if (leap && !startsUtcMonth(at)) return undefined
+  // Kept to the millisecond: digits past the third are truncated, from the text (no float rounding).
+  const millis = fraction ? Number(fraction.slice(0, 3).padEnd(3, '0')) : 0
+  return at + millis
+}
+
+/** Whether `ms` is 00:00:00.000Z on the first day of a month: the instant right after a leap second. */
+function startsUtcMonth(ms: number): boolean {
+  return ms % 86_400_000 === 0 && new Date(ms).getUTCDate() === 1
 }

@@ -12,6 +12,9 @@ export interface KeyOptionsInput {
   spend_cap_nanos?: string
 }
 
+/** A key name's limit, in characters (Unicode code points) after surrounding whitespace is trimmed. */
+export const KEY_NAME_MAX_CHARACTERS = 200
+
 export interface KeyOptions {
   name: string
   admin: boolean
@@ -28,7 +31,8 @@ export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptio
   // Blank includes invisible: a name of only format characters (zero-width space, word joiner,
   // BOM, soft hyphen, Hangul filler: Default_Ignorable_Code_Point) shows as empty in every listing.
   if (/^[\s\p{Default_Ignorable_Code_Point}]*$/u.test(name)) throw new ApiError('invalid_request', 'name must not be blank (whitespace or invisible characters only)', 'name')
-  if (name.length > 200) throw new ApiError('invalid_request', 'name must be at most 200 characters', 'name')
+  // Characters, not UTF-16 code units: an emoji counts once, as a person reading the name counts it.
+  if (codePointCount(name) > KEY_NAME_MAX_CHARACTERS) throw new ApiError('invalid_request', `name must be at most ${KEY_NAME_MAX_CHARACTERS} characters`, 'name')
   // C0, DEL and C1 (U+0080–U+009F, e.g. the 8-bit CSI U+009B) are all terminal controls.
   if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw new ApiError('invalid_request', 'name must not contain control characters', 'name')
   // An unpaired surrogate cannot be stored as UTF-8: the database would hand back U+FFFD.
@@ -52,4 +56,11 @@ export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptio
     spendCap = { period: input.spend_cap_period!, nanos }
   }
   return { name, admin: input.admin ?? false, expiresAtMs, spendCap }
+}
+
+/** Code points in `text`; the string iterator yields one per code point (a lone surrogate counts once). */
+function codePointCount(text: string): number {
+  let count = 0
+  for (const _ of text) count++
+  return count
 }

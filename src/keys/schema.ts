@@ -1,13 +1,26 @@
 import { t } from 'elysia'
 import { EXPIRES_IN_FORMS } from './expiry'
+import { KEY_NAME_MAX_CHARACTERS } from './request'
 
 // Wire schemas for the key routes (spec §2.1, §4.1–4.3). Unknown body fields are rejected.
 
+// The name's real limit (KEY_NAME_MAX_CHARACTERS code points, after trimming) is checked in
+// parseKeyOptions; this bound only refuses an absurd raw string before any work. It counts UTF-16
+// code units (as TypeBox does) and leaves room for two units per character plus padding.
+const NAME_RAW_MAX_LENGTH = 1000
+
 export const CreateKeyBody = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 200, pattern: '\\S', error: 'name must be a nonblank string of at most 200 characters', examples: ['ci-deploy'] }),
+    name: t.String({
+      minLength: 1,
+      maxLength: NAME_RAW_MAX_LENGTH,
+      pattern: '\\S',
+      error: `name must be a nonblank string of at most ${KEY_NAME_MAX_CHARACTERS} characters`,
+      description: `At most ${KEY_NAME_MAX_CHARACTERS} characters (Unicode code points), counted after surrounding whitespace is trimmed; the name is stored trimmed. maxLength bounds only the raw, untrimmed string`,
+      examples: ['ci-deploy'],
+    }),
     admin: t.Optional(t.Boolean({ default: false, error: 'admin must be a boolean' })),
-    expires_in: t.Optional(t.String({ maxLength: 64, description: `One of: ${EXPIRES_IN_FORMS}. Default never.`, examples: ['30d'] })),
+    expires_in: t.Optional(t.String({ maxLength: 64, description: `One of: ${EXPIRES_IN_FORMS}. Default never. A timestamp is kept to the millisecond (further fraction digits are truncated); a leap second, 23:59:60 UTC at a month's end, counts as the next second.`, examples: ['30d'] })),
     spend_cap_period: t.Optional(
       t.Union([t.Literal('daily'), t.Literal('monthly'), t.Literal('overall')], { error: 'spend_cap_period must be daily, monthly or overall' }),
     ),

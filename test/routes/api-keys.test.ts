@@ -282,6 +282,10 @@ describe('expires_in', () => {
     ['2026-06-30T18:45:00+00:00', '2026-06-30T18:45:00.000Z'],
     ['2026-06-30T18:45:00.5Z', '2026-06-30T18:45:00.500Z'],
     ['2026-06-30T18:45:00.123456789Z', '2026-06-30T18:45:00.123Z'],
+    ['2026-06-30T18:45:00.1234567891Z', '2026-06-30T18:45:00.123Z'], // RFC 3339 sets no digit limit
+    [`2026-06-30T18:45:00.${'9'.repeat(40)}Z`, '2026-06-30T18:45:00.999Z'],
+    ['2026-06-30T23:59:60Z', '2026-07-01T00:00:00.000Z'], // a leap second: the next second, as in POSIX time
+    ['2026-12-31T23:59:60.25Z', '2027-01-01T00:00:00.250Z'],
     ['2026-06-30T18:45:00.250+01:00', '2026-06-30T17:45:00.250Z'],
     ['2026-01-15T12:00:00.001Z', '2026-01-15T12:00:00.001Z'],
   ])('%p → expires_at %s, in the response and the list', async (expiresIn, expiresAt) => {
@@ -323,7 +327,8 @@ describe('expires_in', () => {
     '2027-00-10',
     '2027-01-01T24:00:00Z',
     '2027-01-01T23:60:00Z',
-    '2027-01-01T23:59:60Z',
+    '2027-01-01T23:59:60Z', // second 60 only ends a UTC month
+    '2027-06-30T12:59:60Z',
     '2027-01-01T00:00:00+25:00',
     '2027-01-01T00:00:00', // no offset
     '2027-01-01 00:00:00Z',
@@ -467,6 +472,25 @@ describe('hostile input', () => {
     await createRejected({ name: 'n'.repeat(201) }, 'name')
     await createRejected({ name: '名'.repeat(201) }, 'name')
     expect((await createOk({ name: '名'.repeat(200) })).name).toBe('名'.repeat(200))
+  })
+
+  test('the 200-character limit applies to the trimmed name', async () => {
+    expect((await createOk({ name: ` ${'n'.repeat(200)} ` })).name).toBe('n'.repeat(200))
+    expect((await createOk({ name: `\t${'m'.repeat(200)}${' '.repeat(300)}\n` })).name).toBe('m'.repeat(200))
+    const error = await createRejected({ name: ` ${'n'.repeat(201)} ` }, 'name')
+    expect(error.message).toBe('name must be at most 200 characters')
+  })
+
+  test('characters are code points: 200 emoji (400 UTF-16 units) are fine, 201 are not', async () => {
+    expect((await createOk({ name: '🔑'.repeat(200) })).name).toBe('🔑'.repeat(200))
+    expect((await createOk({ name: `${'𝒦'.repeat(199)}a` })).name).toBe(`${'𝒦'.repeat(199)}a`)
+    const error = await createRejected({ name: '🔑'.repeat(201) }, 'name')
+    expect(error.message).toBe('name must be at most 200 characters')
+  })
+
+  test('a raw name past the schema bound (1000 UTF-16 units) is refused by the schema, whatever trimming would leave', async () => {
+    const error = await createRejected({ name: `a${' '.repeat(1000)}` }, 'name')
+    expect(error.message).toBe('name must be a nonblank string of at most 200 characters')
   })
 
   test('a 1 MB name is refused before it is buffered (413), never a 500', async () => {

@@ -94,6 +94,21 @@ describe('svc CLI', () => {
     expect((await api('/api/v1/api-keys', org.key)).status).toBe(401)
   })
 
+  test('keys create shares the API rules: a trimmed name counted in characters, leap seconds and long fractions', async () => {
+    const org = await cliJson('orgs', 'create', '--name', 'Acme')
+    const key = ['keys', 'create', '--org', org.org_id, '--user', org.owner_user_id]
+    const leap = await cliJson(...key, '--name', ` ${'🔑'.repeat(200)} `, '--expires-in', '2099-12-31T23:59:60Z')
+    expect(leap.key).toMatchObject({ name: '🔑'.repeat(200), expires_at: '2100-01-01T00:00:00.000Z' })
+    const fraction = await cliJson(...key, '--name', 'f', '--expires-in', '2099-01-01T00:00:00.1234567891Z')
+    expect(fraction.key.expires_at).toBe('2099-01-01T00:00:00.123Z')
+    const tooLong = await cli(...key, '--name', '🔑'.repeat(201))
+    expect(tooLong.code).toBe(2)
+    expect(tooLong.err).toStartWith('usage error: --name must be at most 200 characters')
+    const notLeap = await cli(...key, '--name', 'n', '--expires-in', '2099-12-30T23:59:60Z')
+    expect(notLeap.code).toBe(2)
+    expect(notLeap.err).toStartWith('usage error: --expires-in must be one of')
+  })
+
   test('the last owner cannot be demoted', async () => {
     const org = await cliJson('orgs', 'create', '--name', 'Solo')
     const result = await cli('users', 'set-role', '--org', org.org_id, '--user', org.owner_user_id, '--role', 'admin')

@@ -120,7 +120,7 @@ describe('parseExpiresIn: RFC 3339 timestamps', () => {
     expect(parseExpiresIn(value, NOW)).toBe(expected)
   })
 
-  test('fractional seconds: 1 to 9 digits, truncated to the millisecond', () => {
+  test('fractional seconds: any number of digits, truncated to the millisecond', () => {
     const base = Date.UTC(2026, 1, 1, 10, 20, 30)
     expect(parseExpiresIn('2026-02-01T10:20:30.5Z', NOW)).toBe(base + 500)
     expect(parseExpiresIn('2026-02-01T10:20:30.05Z', NOW)).toBe(base + 50)
@@ -129,6 +129,13 @@ describe('parseExpiresIn: RFC 3339 timestamps', () => {
     expect(parseExpiresIn('2026-02-01T10:20:30.999999999Z', NOW)).toBe(base + 999)
     expect(parseExpiresIn('2026-02-01T10:20:30.000000001Z', NOW)).toBe(base)
     expect(parseExpiresIn('2026-02-01T10:20:30.250+01:00', NOW)).toBe(base + 250 - 3_600_000)
+ 
+    // RFC 3339's time-secfrac is "." 1*DIGIT: no upper bound. Past the third digit nothing counts,
+    // not even nines that a float would round up into the next second.
+    expect(parseExpiresIn('2027-01-01T00:00:00.1234567891Z', NOW)).toBe(Date.UTC(2027, 0, 1, 0, 0, 0, 123))
+    expect(parseExpiresIn('2026-02-01T10:20:30.000000000000Z', NOW)).toBe(base)
+    expect(parseExpiresIn(`2026-02-01T10:20:30.${'9'.repeat(40)}Z`, NOW)).toBe(base + 999)
+    expect(parseExpiresIn(`2026-02-01T10:20:30.${'0'.repeat(3)}${'9'.repeat(30)}-00:30`, NOW)).toBe(base + 1_800_000)
   })
 
   test('every 1–3 digit fraction maps to the exact millisecond (no float drift)', () => {
@@ -163,11 +170,47 @@ describe('parseExpiresIn: RFC 3339 timestamps', () => {
     }
   })
 
+  test('a leap second (second 60, RFC 3339 §5.7) is read as the next second, as POSIX time does', () => {
+    expect(parseExpiresIn('2027-06-30T23:59:60Z', NOW)).toBe(Date.UTC(2027, 6, 1))
+    expect(parseExpiresIn('2026-12-31T23:59:60Z', NOW)).toBe(Date.UTC(2027, 0, 1))
+    expect(parseExpiresIn('2026-12-31t23:59:60z', NOW)).toBe(Date.UTC(2027, 0, 1))
+    expect(parseExpiresIn('2027-06-30T23:59:60.5Z', NOW)).toBe(Date.UTC(2027, 6, 1, 0, 0, 0, 500))
+    expect(parseExpiresIn('2027-06-30T23:59:60.999999999999Z', NOW)).toBe(Date.UTC(2027, 6, 1, 0, 0, 0, 999))
+    // Any month's end: ITU-R TF.460 allows them all; so far only June and December were used.
+    expect(parseExpiresIn('2027-03-31T23:59:60Z', NOW)).toBe(Date.UTC(2027, 3, 1))
+    expect(parseExpiresIn('2028-02-29T23:59:60Z', NOW)).toBe(Date.UTC(2028, 2, 1))
+    // Elsewhere than Z, the leap second is at the same instant, shifted by the offset.
+    expect(parseExpiresIn('2027-07-01T01:59:60+02:00', NOW)).toBe(Date.UTC(2027, 6, 1))
+    expect(parseExpiresIn('2027-06-30T18:29:60-05:30', NOW)).toBe(Date.UTC(2027, 6, 1))
+  })
+
+  test('second 60 anywhere but the last minute of a UTC month is refused', () => {
+    for (const value of [
+      '2027-01-01T23:59:60Z', // the end of a day, not of a month
+      '2027-06-29T23:59:60Z',
+      '2027-06-30T23:58:60Z',
+      '2027-06-30T12:30:60Z',
+      '2027-02-28T22:59:60Z',
+      '2027-02-29T23:59:60Z', // no such day
+      '2027-06-30T23:59:60+02:00', // 21:59:60Z
+      '2027-07-01T00:59:60+02:00', // 22:59:60Z
+      '2027-06-30T23:59:61Z',
+    ]) {
+      expect(expectRejected(value).message).toContain('expires_in must be one of')
+    }
+  })
+
+  test('a leap second is still checked against now and year 9999', () => {
+    expect(expectRejected('2025-12-31T23:59:60Z').message).toContain('in the past')
+    expect(parseExpiresIn('2026-01-31T23:59:60Z', Date.UTC(2026, 1, 1) - 1)).toBe(Date.UTC(2026, 1, 1))
+    expect(expectRejected('2026-01-31T23:59:60Z', Date.UTC(2026, 1, 1)).message).toContain('in the past')
+    expect(expectRejected('9999-12-31T23:59:60Z').message).toContain('9999-12-31T23:59:59.999Z')
+  })
+
   test('out-of-range clock fields are rejected', () => {
     for (const value of [
       '2027-01-01T24:00:00Z',
       '2027-01-01T23:60:00Z',
-      '2027-01-01T23:59:60Z', // leap seconds are not representable in epoch ms
       '2027-01-01T99:99:99Z',
       '2027-02-30T00:00:00Z',
       '2027-01-01T00:00:00+24:00',
@@ -185,7 +228,10 @@ describe('parseExpiresIn: RFC 3339 timestamps', () => {
       '2027-01-01T00:00Z', // no seconds
       '2027-01-01T0:00:00Z',
       '2027-01-01T00:00:00.Z',
-      '2027-01-01T00:00:00.1234567890Z', // 10 fraction digits
+      '2027-01-01T00:00:00.+01:00',
+      '2027-01-01T00:00:00,5Z', // ISO 8601's decimal comma; RFC 3339 has only the point
+      '2027-01-01T00:00:00.5.5Z',
+      '2027-01-01T00:00:00.٥Z', // a non-ASCII digit
       '2027-01-01T00:00:00+0100',
       '2027-01-01T00:00:00+01',
       '2027-01-01T00:00:00UTC',
