@@ -71,9 +71,11 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   }
   const hostProblem = canonicalProblem(input, url)
   if (hostProblem) return hostProblem
+  // Port 0 names no listening service: connecting to it fails after the call was admitted.
+  if (url.port === '0') return fail('port', 'port 0 is refused (no server listens on it)')
   if (url.port !== '' && BAD_PORTS.has(Number(url.port))) return fail('port', `port ${url.port} is refused (a port browsers block)`)
 
-  for (const key of url.searchParams.keys()) {
+  for (const key of queryKeys(url)) {
     if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${key.slice(0, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
   }
 
@@ -132,6 +134,15 @@ function hostNameProblem(hostname: string): SafeUrlResult | null {
   // A name whose last label is numeric is an address spelling the WHATWG parser did not take.
   if (/^[0-9]+$/.test(labels.at(-1)!)) return fail('host-syntax', 'the last label of a host name may not be numeric')
   return null
+}
+
+/**
+ * The query's keys, decoded as URLSearchParams does, split on `;` as well as `&`: URLSearchParams
+ * splits on `&` only, but servers that follow the old HTML 4 advice (and many frameworks) also
+ * split on `;`, so `?a=1;token=x` carries a `token` key there.
+ */
+function queryKeys(url: URL): IterableIterator<string> {
+  return new URLSearchParams(url.search.replaceAll(';', '&')).keys()
 }
 
 /** Whether a query key names a credential (see SENSITIVE_KEYS). */

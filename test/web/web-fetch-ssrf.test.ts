@@ -49,6 +49,8 @@ describe('a URL the policy refuses is never billed and never opens a socket', ()
     ['GCP metadata name', 'http://metadata.google.internal/', 'local-use'],
     ['credentials', 'https://user:pw@docs.acme-web.com/', 'credentials'],
     ['sensitive query key', 'https://docs.acme-web.com/?access_token=x', 'credential'],
+    ['sensitive query key after a semicolon', 'https://docs.acme-web.com/?a=1;token=x', 'credential'],
+    ['port 0', 'http://docs.acme-web.com:0/', 'port 0'],
     ['file scheme', 'file:///etc/passwd', 'http and https'],
     ['gopher', 'gopher://docs.acme-web.com:70/_x', 'http and https'],
     ['backslash confusion', 'http://docs.acme-web.com\\@127.0.0.1/', 'backslash'],

@@ -182,6 +182,8 @@ const CASES: Array<[string, string, Expect]> = [
   ['smtp port', 'http://example.com:25/', 'port'],
   ['X11 port', 'http://example.com:6000/', 'port'],
   ['default port written out', 'http://example.com:80/', 'canonical'],
+  ['port 0 (no server listens there)', 'http://example.com:0/', 'port'],
+  ['port 0 with a leading zero', 'http://example.com:00/', 'canonical'],
 
   // Sensitive query keys.
   ['api_key', 'https://example.com/?api_key=abc', 'sensitive-query'],
@@ -211,6 +213,9 @@ const CASES: Array<[string, string, Expect]> = [
   ['auth', 'https://example.com/?auth=x', 'sensitive-query'],
   ['SAML response', 'https://example.com/acs?SAMLResponse=x', 'sensitive-query'],
   ['key without a value', 'https://example.com/?token', 'sensitive-query'],
+  ['key after a semicolon (servers that split on ;)', 'https://example.com/?a=1;token=x', 'sensitive-query'],
+  ['encoded key after a semicolon', 'https://example.com/?a=1;%61pi_key=x', 'sensitive-query'],
+  ['public: a semicolon between harmless keys', 'https://example.com/?a=1;b=2', 'ok'],
 ]
 
 describe('parseSafeUrl: bypass classes and public URLs', () => {
