@@ -107,6 +107,9 @@ describe('POST /api/v1/web/fetch: the body is exactly {urls}', () => {
     ['a string instead of a list', { urls: 'https://example.com/' }, 'urls'],
     ['duplicates', { urls: ['https://example.com/', 'https://example.com'] }, 'urls.1'],
     ['the same page under two #fragments', { urls: ['https://example.com/a', 'https://example.com/a#two'] }, 'urls.1'],
+    // Before: these were fetched and billed twice (the fetch sends /a for /a?; /%61 is /a, RFC 3986 §6.2.2).
+    ['the same page with an empty query', { urls: ['https://example.com/a', 'https://example.com/b', 'https://example.com/a?'] }, 'urls.2'],
+    ['the same page with a percent-encoded letter', { urls: ['https://example.com/a', 'https://example.com/%61'] }, 'urls.1'],
   ])('%s → 400 naming the field', async (_, body, param) => {
     const { key } = await setup()
     const response = await fetchUrls(key, body)

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { addressProblem, AddressAllowance } from '../../../src/web/address-policy'
+import { pageKey } from '../../../src/web/fetcher'
 import { isSensitiveKey, parseSafeUrl, type UrlRule } from '../../../src/web/url-guard'
 
 // The URL policy, case by case, over every bypass class of SECURITY-NOTES.md §1.2 plus public
@@ -272,4 +273,14 @@ describe('addressProblem: every resolved answer', () => {
 test('isSensitiveKey normalises case, separators and vendor suffixes', () => {
   for (const key of ['X-Amz-Signature', 'x_amz_signature', 'Access.Token', 'STRIPE_SECRET', 'my-api-key']) expect(isSensitiveKey(key)).toBe(true)
   for (const key of ['q', 'page', 'keyword', 'tokens', 'passage', 'codec']) expect(isSensitiveKey(key)).toBe(false)
+})
+
+test('pageKey: one page however it is spelled (RFC 3986 §6.2.2), different pages stay different', () => {
+  const key = (url: string) => pageKey(new URL(url))
+  for (const same of ['https://example.com/a?', 'https://example.com/%61', 'https://example.com/a#part', 'https://example.com:443/a']) expect(key(same)).toBe(key('https://example.com/a'))
+  expect(key('https://example.com/~x?q=%7e')).toBe(key('https://example.com/%7Ex?q=~'))
+  expect(key('https://example.com/a%2fb')).toBe(key('https://example.com/a%2Fb'))
+  // An encoded reserved character (the slash) is not the character itself.
+  expect(key('https://example.com/a%2Fb')).not.toBe(key('https://example.com/a/b'))
+  for (const other of ['https://example.com/A', 'https://example.com/a?q', 'http://example.com/a', 'https://example.com:8443/a']) expect(key(other)).not.toBe(key('https://example.com/a'))
 })
