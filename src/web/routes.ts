@@ -30,8 +30,9 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
         detail: {
           summary: 'Fetch web pages',
           description:
-            'Retrieves 1–3 distinct public http(s) URLs (canonical form, at most 400 UTF-8 bytes each) and returns their readable text in input order. ' +
-            'URLs naming the same page (differing only in a #fragment, an empty query or a percent-encoded unreserved character) are a 400. ' +
+            'Retrieves 1–3 distinct public http(s) URLs (canonical form, at most 400 UTF-8 bytes each) and returns their readable text in input order, ' +
+            'each result\'s `url` exactly as sent. URLs naming the same page (differing only in a #fragment, an empty query or a percent-encoded ' +
+            'unreserved character) are a 400. ' +
             'Refused with 400 invalid_request, never billed and never connected to: credentials in the URL, private, loopback, link-local or other ' +
             'non-public addresses in any spelling, names that resolve to one, local-use names, port 0 and ports browsers block, sensitive query keys ' +
             '(tokens, keys, secrets, passwords, signatures, sessions, auth codes; the query split on `&` and `;`), redirects to any of those, and pages that are not HTML, text, JSON or XML. One web_fetch unit is billed ' +

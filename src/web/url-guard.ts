@@ -5,7 +5,11 @@ import { addressProblem } from './address-policy'
 // and input that parser would rewrite is refused, so the check and the connection can never
 // read the same string differently.
 
-/** A URL that passed parseSafeUrl; only that function makes one. */
+/**
+ * A URL that passed parseSafeUrl, exactly as the caller wrote it (its canonical form, or that
+ * form without the root slash), so results and messages echo the URL as requested; only that
+ * function makes one. Connections use the parsed URL, never this string.
+ */
 export type SafeUrl = string & { readonly __brand: 'SafeUrl' }
 
 /** Which rule a URL broke (tests and logs key on it; the message explains it to the caller). */
@@ -83,15 +87,15 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   if (hostname.startsWith('[')) {
     const literal = hostname.slice(1, -1)
     const problem = addressProblem(literal)
-    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: url.href as SafeUrl, parsed: url, host: literal, isIp: true }
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: input as SafeUrl, parsed: url, host: literal, isIp: true }
   }
   if (/^[0-9.]+$/.test(hostname)) {
     const problem = addressProblem(hostname)
-    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: url.href as SafeUrl, parsed: url, host: hostname, isIp: true }
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: input as SafeUrl, parsed: url, host: hostname, isIp: true }
   }
   const nameProblem = hostNameProblem(hostname)
   if (nameProblem) return nameProblem
-  return { ok: true, url: url.href as SafeUrl, parsed: url, host: hostname, isIp: false }
+  return { ok: true, url: input as SafeUrl, parsed: url, host: hostname, isIp: false }
 }
 
 /** The raw authority text (between `//` and the next `/`, `?` or `#`). */

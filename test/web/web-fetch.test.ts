@@ -77,6 +77,18 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
     expect(await spent(orgId)).toBe(3n * PRICE)
   })
 
+  test('results[].url is the URL exactly as sent: no root slash added, the #fragment kept', async () => {
+    // Before: `http://host:port?q=1` came back as `http://host:port/?q=1`.
+    const { key } = await setup()
+    const site = serve((_, url) => html(`<p>page ${url.pathname}${url.search}</p>`))
+    resolver.set('echo.acme-web.com', ['127.0.0.1'])
+    const urls = [`http://echo.acme-web.com:${site.port}?q=1`, `http://echo.acme-web.com:${site.port}/a#frag`]
+    const response = await fetchUrls(key, { urls })
+    expect(response.status).toBe(200)
+    const { results } = await json(response)
+    expect(results.map((result: { url: string; content: string }) => [result.url, result.content])).toEqual([[urls[0], 'page /?q=1'], [urls[1], 'page /a']])
+  })
+
   test('https: connects to the checked address with SNI and certificate checked against the host name', async () => {
     const cert = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.cert.pem`).text()
     const tlsKey = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.key.pem`).text()
