@@ -147,7 +147,7 @@ export class WebFetcher {
   private send(target: FetchTarget, signal: AbortSignal): Promise<Response> {
     const { parsed } = target
     const literal = target.address.includes(':') ? `[${target.address}]` : target.address
-    const pinned = `${parsed.protocol}//${literal}${parsed.port ? `:${parsed.port}` : ''}${parsed.pathname}${parsed.search}`
+    const pinned = `${parsed.protocol}//${literal}${parsed.port ? `:${parsed.port}` : ''}${pathAndQuery(parsed)}`
     const https = parsed.protocol === 'https:'
     const tls = https ? { ...(target.isIp ? {} : { serverName: target.host }), ...(this.options.tlsCa ? { ca: this.options.tlsCa } : {}) } : undefined
     const transport = this.options.transport ?? (fetch as Transport)
@@ -159,4 +159,23 @@ export class WebFetcher {
       ...(tls ? { tls } : {}),
     })
   }
+}
+
+/** What a request asks the server for: the fragment is never sent, and an empty query (`/a?`) is sent as none. */
+function pathAndQuery(parsed: URL): string {
+  return `${parsed.pathname}${parsed.search}`
+}
+
+/**
+ * Which page a URL names, for refusing duplicates: the origin and the path and query the fetch
+ * sends, with percent-encoded unreserved characters decoded and the other escapes' hex digits in
+ * upper case (RFC 3986 §6.2.2), so `/a`, `/a?`, `/a#x` and `/%61` are one page.
+ */
+export function pageKey(parsed: URL): string {
+  return `${parsed.origin}${pathAndQuery(parsed).replace(/%[0-9a-fA-F]{2}/g, normalizeEscape)}`
+}
+
+function normalizeEscape(escape: string): string {
+  const character = String.fromCharCode(Number.parseInt(escape.slice(1), 16))
+  return /[A-Za-z0-9\-._~]/.test(character) ? character : escape.toUpperCase()
 }

@@ -135,7 +135,26 @@ function charsetOf(contentType: string): string | undefined {
 /** `<meta charset>` or its http-equiv form, in the first KiB (the HTML sniffing window). */
 function sniffCharset(bytes: Uint8Array): string | undefined {
   const head = new TextDecoder('latin1' as 'utf-8').decode(bytes.subarray(0, 1024))
-  return /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(head)?.[1]
+  const label = /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(head)?.[1]
+  return label === undefined ? undefined : prescanEncoding(label)
+}
+
+/**
+ * The encoding a meta label stands for (WHATWG HTML, "prescan a byte stream", step "get an
+ * encoding"): a meta found by reading the bytes as ASCII cannot be in UTF-16, so UTF-16LE/BE
+ * labels (`utf-16`, `unicode`, `ucs-2`, …) mean UTF-8; `x-user-defined` means windows-1252.
+ * An unknown label is left to decode()'s UTF-8 fallback.
+ */
+function prescanEncoding(label: string): string {
+  let encoding: string
+  try {
+    encoding = new TextDecoder(label as 'utf-8').encoding
+  } catch {
+    return label
+  }
+  if (encoding === 'utf-16le' || encoding === 'utf-16be') return 'utf-8'
+  if (encoding === 'x-user-defined') return 'windows-1252'
+  return encoding
 }
 
 /** The encoding a byte order mark names, which wins over any label (WHATWG Encoding, "decode"). */

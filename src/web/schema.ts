@@ -23,7 +23,7 @@ export const WebFetchResponse = t.Object({
   results: t.Array(
     t.Object({
       title: t.String({ description: 'Page title (the URL when the page has none)' }),
-      url: t.String({ description: 'The URL as requested' }),
+      url: t.String({ description: 'The URL as requested, exactly as sent' }),
       content: t.String({ description: 'Readable text of the page' }),
       last_updated: t.Union([t.String({ description: 'ISO 8601' }), t.Null()], { description: 'From Last-Modified or the page metadata, else null' }),
     }),

@@ -6,7 +6,7 @@ import { chargeForUnits } from '../billing/pricing'
 import { CallAbort, type Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { recordOf } from '../observability/request-log'
-import type { FetchTarget, PageResult, WebFetcher } from './fetcher'
+import { pageKey, type FetchTarget, type PageResult, type WebFetcher } from './fetcher'
 import type { FetchedPage } from './read-page'
 import type { SearchBackend, SearchQuery, SearchResult } from './search'
 import { parseSafeUrl, type SafeUrl } from './url-guard'
@@ -60,13 +60,15 @@ export class WebService {
     const max = this.config.fetch.maxUrls
     if (urls.length < 1 || urls.length > max) throw new ApiError('invalid_request', `urls must hold 1 to ${max} URLs`, 'urls')
     const safe: SafeUrl[] = []
-    // The pages asked for: a #fragment is never sent, so URLs that differ only there are one page.
+    // The pages asked for, as the fetch asks for them: URLs that name one page are billed once or not at all.
     const pages: string[] = []
     for (const [index, url] of urls.entries()) {
       const checked = parseSafeUrl(url)
       if (!checked.ok) throw new ApiError('invalid_request', `urls[${index}] is refused: ${checked.message}`, `urls.${index}`)
-      const page = checked.url.split('#', 1)[0]!
-      if (pages.includes(page)) throw new ApiError('invalid_request', `urls[${index}] repeats an earlier URL (a #fragment names no other page); URLs must be distinct`, `urls.${index}`)
+      const page = pageKey(checked.parsed)
+      if (pages.includes(page)) {
+        throw new ApiError('invalid_request', `urls[${index}] names the same page as urls[${pages.indexOf(page)}] (a #fragment, an empty query or a percent-encoded letter names no other page); URLs must be distinct`, `urls.${index}`)
+      }
       pages.push(page)
       safe.push(checked.url)
     }
@@ -114,10 +116,14 @@ export class WebService {
   async fetchForChat(caller: WebCaller, urls: string[]): Promise<{ pages: FetchedPage[]; skipped: SkippedUrl[] }> {
     const skipped: SkippedUrl[] = []
     const safe: SafeUrl[] = []
+    const pages: string[] = []
     for (const url of urls) {
       const checked = parseSafeUrl(url)
       if (!checked.ok) skipped.push({ url, reason: checked.message })
-      else if (!safe.includes(checked.url)) safe.push(checked.url)
+      else if (!pages.includes(pageKey(checked.parsed))) {
+        pages.push(pageKey(checked.parsed))
+        safe.push(checked.url)
+      }
     }
     const targets: FetchTarget[] = []
     const timeout = AbortSignal.any([caller.signal, AbortSignal.timeout(this.config.fetch.timeoutMs)])

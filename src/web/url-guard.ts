@@ -5,7 +5,11 @@ import { addressProblem } from './address-policy'
 // and input that parser would rewrite is refused, so the check and the connection can never
 // read the same string differently.
 
-/** A URL that passed parseSafeUrl; only that function makes one. */
+/**
+ * A URL that passed parseSafeUrl, exactly as the caller wrote it (its canonical form, or that
+ * form without the root slash), so results and messages echo the URL as requested; only that
+ * function makes one. Connections use the parsed URL, never this string.
+ */
 export type SafeUrl = string & { readonly __brand: 'SafeUrl' }
 
 /** Which rule a URL broke (tests and logs key on it; the message explains it to the caller). */
@@ -71,9 +75,11 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   }
   const hostProblem = canonicalProblem(input, url)
   if (hostProblem) return hostProblem
+  // Port 0 names no listening service: connecting to it fails after the call was admitted.
+  if (url.port === '0') return fail('port', 'port 0 is refused (no server listens on it)')
   if (url.port !== '' && BAD_PORTS.has(Number(url.port))) return fail('port', `port ${url.port} is refused (a port browsers block)`)
 
-  for (const key of url.searchParams.keys()) {
+  for (const key of queryKeys(url)) {
     if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${key.slice(0, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
   }
 
@@ -81,15 +87,15 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   if (hostname.startsWith('[')) {
     const literal = hostname.slice(1, -1)
     const problem = addressProblem(literal)
-    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: url.href as SafeUrl, parsed: url, host: literal, isIp: true }
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: input as SafeUrl, parsed: url, host: literal, isIp: true }
   }
   if (/^[0-9.]+$/.test(hostname)) {
     const problem = addressProblem(hostname)
-    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: url.href as SafeUrl, parsed: url, host: hostname, isIp: true }
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: input as SafeUrl, parsed: url, host: hostname, isIp: true }
   }
   const nameProblem = hostNameProblem(hostname)
   if (nameProblem) return nameProblem
-  return { ok: true, url: url.href as SafeUrl, parsed: url, host: hostname, isIp: false }
+  return { ok: true, url: input as SafeUrl, parsed: url, host: hostname, isIp: false }
 }
 
 /** The raw authority text (between `//` and the next `/`, `?` or `#`). */
@@ -132,6 +138,15 @@ function hostNameProblem(hostname: string): SafeUrlResult | null {
   // A name whose last label is numeric is an address spelling the WHATWG parser did not take.
   if (/^[0-9]+$/.test(labels.at(-1)!)) return fail('host-syntax', 'the last label of a host name may not be numeric')
   return null
+}
+
+/**
+ * The query's keys, decoded as URLSearchParams does, split on `;` as well as `&`: URLSearchParams
+ * splits on `&` only, but servers that follow the old HTML 4 advice (and many frameworks) also
+ * split on `;`, so `?a=1;token=x` carries a `token` key there.
+ */
+function queryKeys(url: URL): IterableIterator<string> {
+  return new URLSearchParams(url.search.replaceAll(';', '&')).keys()
 }
 
 /** Whether a query key names a credential (see SENSITIVE_KEYS). */

@@ -113,6 +113,24 @@ describe('hosted web tools in chat completions', () => {
     expect(await spent()).toBe(chatPrice(usage) + 2n * FETCH_PRICE + SEARCH_PRICE)
   })
 
+  test('the hosted fetch shares the standalone URL policy: port 0 and a key after a semicolon are skipped, one page spelled three ways is fetched once', async () => {
+    // Before: port 0 reached a connect; `?a=1;token=x` was fetched; /a, /a? and /%61 were fetched and billed three times.
+    const { client, spent, site, pages } = await setup()
+    const chat = async (content: string) => {
+      const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content }], web_fetch: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+      const usage = completion.usage as ServerToolUsage
+      expect(usage.server_tool_use).toEqual({ web_fetch_requests: 1, web_search_requests: 0 })
+      return { reply: completion.choices[0]!.message.content!, price: chatPrice(usage) }
+    }
+    const refused = await chat(`See http://news.acme-web.com:0/x and ${site}/q?a=1;token=SECRET and ${site}/a please`)
+    expect(refused.reply).toContain('Not fetched: http://news.acme-web.com:0/x (port 0 is refused')
+    expect(refused.reply).toContain(`Not fetched: ${site}/q?a=1;token=SECRET (the query key "token" looks like a credential`)
+    const spelled = await chat(`Read ${site}/a and ${site}/a? and ${site}/%61 please`)
+    expect(spelled.reply.match(/<<<page \d/g)).toHaveLength(1)
+    expect(pages.seen.map(seen => seen.path)).toEqual(['/a', '/a'])
+    expect(await spent()).toBe(refused.price + spelled.price + 2n * FETCH_PRICE)
+  })
+
   test('a page that fails is a note, not billed and not counted', async () => {
     const { client, spent, site } = await setup()
     const completion = await client.chat.completions.create({

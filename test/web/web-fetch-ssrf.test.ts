@@ -49,6 +49,8 @@ describe('a URL the policy refuses is never billed and never opens a socket', ()
     ['GCP metadata name', 'http://metadata.google.internal/', 'local-use'],
     ['credentials', 'https://user:pw@docs.acme-web.com/', 'credentials'],
     ['sensitive query key', 'https://docs.acme-web.com/?access_token=x', 'credential'],
+    ['sensitive query key after a semicolon', 'https://docs.acme-web.com/?a=1;token=x', 'credential'],
+    ['port 0', 'http://docs.acme-web.com:0/', 'port 0'],
     ['file scheme', 'file:///etc/passwd', 'http and https'],
     ['gopher', 'gopher://docs.acme-web.com:70/_x', 'http and https'],
     ['backslash confusion', 'http://docs.acme-web.com\\@127.0.0.1/', 'backslash'],
@@ -346,6 +348,30 @@ describe('caps and content types', () => {
     resolver.set('old.acme-web.com', ['127.0.0.1'])
     const response = await fetchUrls(key, [`http://old.acme-web.com:${site.port}/`])
     expect((await json(response)).results[0].content).toBe('café')
+  })
+
+  test('a <meta> declaring UTF-16 means UTF-8 and x-user-defined means windows-1252; a header charset=utf-16 is honoured', async () => {
+    // Before: an ASCII page whose <meta charset> said utf-16 was decoded as UTF-16 (CJK mojibake), and billed.
+    // A prescan that read the meta as ASCII proves the page is not UTF-16 (WHATWG HTML, prescan).
+    const { key } = await setup()
+    const latin = (text: string) => Buffer.from(text, 'latin1')
+    const pages: Record<string, Response> = {
+      '/meta': new Response('<html><head><meta charset="utf-16"><title>Hello</title></head><body><p>Plain ASCII page</p></body></html>', { headers: { 'content-type': 'text/html' } }),
+      '/equiv': new Response('<meta http-equiv="Content-Type" content="text/html; charset=UTF-16BE"><p>caf\u00e9 in UTF-8</p>', { headers: { 'content-type': 'text/html' } }),
+      '/unicode': new Response('<meta charset=unicode><p>utf-16le alias</p>', { headers: { 'content-type': 'text/html' } }),
+      '/user-defined': new Response(latin('<meta charset="x-user-defined"><p>caf\u00e9 \u0080</p>'), { headers: { 'content-type': 'text/html' } }),
+      '/header': new Response(Buffer.from('hello in UTF-16LE', 'utf16le'), { headers: { 'content-type': 'text/plain; charset=utf-16' } }),
+    }
+    const site = serve((_request, url) => pages[url.pathname]!)
+    resolver.set('meta.acme-web.com', ['127.0.0.1'])
+    const read = async (paths: string[]) => {
+      const response = await fetchUrls(key, paths.map(path => `http://meta.acme-web.com:${site.port}${path}`))
+      return (await json(response)).results.map((result: { title: string; content: string }) => `${result.title} | ${result.content}`)
+    }
+    const untitled = (path: string, content: string) => `meta.acme-web.com:${site.port}${path} | ${content}`
+    expect(await read(['/meta', '/equiv', '/unicode'])).toEqual(['Hello | Plain ASCII page', untitled('/equiv', 'café in UTF-8'), untitled('/unicode', 'utf-16le alias')])
+    // windows-1252: 0xe9 is é and 0x80 the euro sign (x-user-defined would map them to U+F7xx).
+    expect(await read(['/user-defined', '/header'])).toEqual([untitled('/user-defined', 'café €'), untitled('/header', 'hello in UTF-16LE')])
   })
 
   test('a byte order mark decides the encoding, over the header and the default (WHATWG decode)', async () => {

@@ -77,6 +77,18 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
     expect(await spent(orgId)).toBe(3n * PRICE)
   })
 
+  test('results[].url is the URL exactly as sent: no root slash added, the #fragment kept', async () => {
+    // Before: `http://host:port?q=1` came back as `http://host:port/?q=1`.
+    const { key } = await setup()
+    const site = serve((_, url) => html(`<p>page ${url.pathname}${url.search}</p>`))
+    resolver.set('echo.acme-web.com', ['127.0.0.1'])
+    const urls = [`http://echo.acme-web.com:${site.port}?q=1`, `http://echo.acme-web.com:${site.port}/a#frag`]
+    const response = await fetchUrls(key, { urls })
+    expect(response.status).toBe(200)
+    const { results } = await json(response)
+    expect(results.map((result: { url: string; content: string }) => [result.url, result.content])).toEqual([[urls[0], 'page /?q=1'], [urls[1], 'page /a']])
+  })
+
   test('https: connects to the checked address with SNI and certificate checked against the host name', async () => {
     const cert = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.cert.pem`).text()
     const tlsKey = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.key.pem`).text()
@@ -107,6 +119,9 @@ describe('POST /api/v1/web/fetch: the body is exactly {urls}', () => {
     ['a string instead of a list', { urls: 'https://example.com/' }, 'urls'],
     ['duplicates', { urls: ['https://example.com/', 'https://example.com'] }, 'urls.1'],
     ['the same page under two #fragments', { urls: ['https://example.com/a', 'https://example.com/a#two'] }, 'urls.1'],
+    // Before: these were fetched and billed twice (the fetch sends /a for /a?; /%61 is /a, RFC 3986 §6.2.2).
+    ['the same page with an empty query', { urls: ['https://example.com/a', 'https://example.com/b', 'https://example.com/a?'] }, 'urls.2'],
+    ['the same page with a percent-encoded letter', { urls: ['https://example.com/a', 'https://example.com/%61'] }, 'urls.1'],
   ])('%s → 400 naming the field', async (_, body, param) => {
     const { key } = await setup()
     const response = await fetchUrls(key, body)

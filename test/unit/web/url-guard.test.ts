@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { addressProblem, AddressAllowance } from '../../../src/web/address-policy'
+import { pageKey } from '../../../src/web/fetcher'
 import { isSensitiveKey, parseSafeUrl, type UrlRule } from '../../../src/web/url-guard'
 
 // The URL policy, case by case, over every bypass class of SECURITY-NOTES.md §1.2 plus public
@@ -182,6 +183,8 @@ const CASES: Array<[string, string, Expect]> = [
   ['smtp port', 'http://example.com:25/', 'port'],
   ['X11 port', 'http://example.com:6000/', 'port'],
   ['default port written out', 'http://example.com:80/', 'canonical'],
+  ['port 0 (no server listens there)', 'http://example.com:0/', 'port'],
+  ['port 0 with a leading zero', 'http://example.com:00/', 'canonical'],
 
   // Sensitive query keys.
   ['api_key', 'https://example.com/?api_key=abc', 'sensitive-query'],
@@ -211,6 +214,9 @@ const CASES: Array<[string, string, Expect]> = [
   ['auth', 'https://example.com/?auth=x', 'sensitive-query'],
   ['SAML response', 'https://example.com/acs?SAMLResponse=x', 'sensitive-query'],
   ['key without a value', 'https://example.com/?token', 'sensitive-query'],
+  ['key after a semicolon (servers that split on ;)', 'https://example.com/?a=1;token=x', 'sensitive-query'],
+  ['encoded key after a semicolon', 'https://example.com/?a=1;%61pi_key=x', 'sensitive-query'],
+  ['public: a semicolon between harmless keys', 'https://example.com/?a=1;b=2', 'ok'],
 ]
 
 describe('parseSafeUrl: bypass classes and public URLs', () => {
@@ -224,7 +230,11 @@ describe('parseSafeUrl: bypass classes and public URLs', () => {
       const got = result.ok ? 'ok' : result.rule
       expect(got).toBe(expected)
       if (!result.ok) expect(result.message.length).toBeGreaterThan(10)
-      else expect(result.url).toBe(new URL(input).href as typeof result.url)
+      else {
+        // The URL as written (results echo it); the parsed form is what is connected to.
+        expect(result.url as string).toBe(input)
+        expect(result.parsed.href).toBe(new URL(input).href)
+      }
     })
   }
 
@@ -267,4 +277,14 @@ describe('addressProblem: every resolved answer', () => {
 test('isSensitiveKey normalises case, separators and vendor suffixes', () => {
   for (const key of ['X-Amz-Signature', 'x_amz_signature', 'Access.Token', 'STRIPE_SECRET', 'my-api-key']) expect(isSensitiveKey(key)).toBe(true)
   for (const key of ['q', 'page', 'keyword', 'tokens', 'passage', 'codec']) expect(isSensitiveKey(key)).toBe(false)
+})
+
+test('pageKey: one page however it is spelled (RFC 3986 §6.2.2), different pages stay different', () => {
+  const key = (url: string) => pageKey(new URL(url))
+  for (const same of ['https://example.com/a?', 'https://example.com/%61', 'https://example.com/a#part', 'https://example.com:443/a']) expect(key(same)).toBe(key('https://example.com/a'))
+  expect(key('https://example.com/~x?q=%7e')).toBe(key('https://example.com/%7Ex?q=~'))
+  expect(key('https://example.com/a%2fb')).toBe(key('https://example.com/a%2Fb'))
+  // An encoded reserved character (the slash) is not the character itself.
+  expect(key('https://example.com/a%2Fb')).not.toBe(key('https://example.com/a/b'))
+  for (const other of ['https://example.com/A', 'https://example.com/a?q', 'http://example.com/a', 'https://example.com:8443/a']) expect(key(other)).not.toBe(key('https://example.com/a'))
 })
