@@ -198,6 +198,9 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
           log(outcome, usage, charged)
           return undefined
         } catch (error) {
+          // A settlement that failed before reaching the ledger (a usage it could not price) would
+          // hold the call, its hold and slot, for good: end it (the ledger keeps its own failures).
+          if (!call.done) call.release()
           log('settlement-failed', undefined, undefined)
           return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
         }

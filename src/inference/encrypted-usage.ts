@@ -7,6 +7,7 @@ import type { SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
 import type { Usage } from './canonical'
 import { boundedUsage, type UsageBound } from './meter'
+import { toUsage } from '../providers/openai-compatible/from-upstream-stream'
 
 const BYTES_PER_TOKEN = 4
 
@@ -43,16 +44,8 @@ export class EnvelopeMeter {
   /** A chat.completion or chat.completion.chunk object. */
   observeCompletion(object: Record<string, unknown>): void {
     const usage = object.usage as Record<string, any> | undefined
-    if (usage && typeof usage === 'object' && Number.isSafeInteger(usage.prompt_tokens) && Number.isSafeInteger(usage.completion_tokens)) {
-      this.reported = {
-        inputTokens: Math.max(0, usage.prompt_tokens),
-        cachedInputTokens: Number.isSafeInteger(usage.prompt_tokens_details?.cached_tokens) ? usage.prompt_tokens_details.cached_tokens : undefined,
-        outputTokens: Math.max(0, usage.completion_tokens),
-        reasoningTokens: Number.isSafeInteger(usage.completion_tokens_details?.reasoning_tokens) ? usage.completion_tokens_details.reasoning_tokens : undefined,
-        webSearchRequests: 0,
-        webFetchRequests: 0,
-      }
-    }
+    // Read as any Chat Completions usage is (counts floored, negatives dropped), once both counts are there.
+    if (usage && typeof usage === 'object' && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') this.reported = toUsage(usage)
     const choices = Array.isArray(object.choices) ? object.choices : []
     for (const choice of choices) {
       const part = (choice as Record<string, any>)?.delta ?? (choice as Record<string, any>)?.message

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { EnvelopeMeter } from '../../src/inference/encrypted-usage'
-import { boundedUsage, Meter } from '../../src/inference/meter'
+import { boundedUsage, Meter, priceUsage } from '../../src/inference/meter'
 import { parseProofFormat } from '../../src/tee/proof-format'
 
 // An upstream's usage report is held to what the call could have used: the model's context and
@@ -45,5 +45,13 @@ describe('the meters bill within the bound', () => {
     const meter = new EnvelopeMeter(5, bound, parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, 'ecdsa')
     meter.observeCompletion({ usage: { prompt_tokens: 10 ** 9, completion_tokens: 10 ** 8 } })
     expect(meter.usage()).toMatchObject({ inputTokens: 8192, outputTokens: 16 })
+  })
+
+  test('EnvelopeMeter: fractional counts are floored and negative subsets dropped, so the usage can be priced', () => {
+    const meter = new EnvelopeMeter(5, bound, parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, 'ecdsa')
+    meter.observeCompletion({ usage: { prompt_tokens: 10.5, completion_tokens: 3.7, prompt_tokens_details: { cached_tokens: -4 }, completion_tokens_details: { reasoning_tokens: 1.5 } } })
+    const usage = meter.usage()
+    expect(usage).toEqual({ inputTokens: 10, outputTokens: 3, reasoningTokens: 1, ...tools })
+    expect(priceUsage({ inputPerMillion: 1_000_000n, outputPerMillion: 1_000_000n }, usage)).toBe(13n)
   })
 })

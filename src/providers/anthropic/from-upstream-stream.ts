@@ -3,6 +3,7 @@ import type { SseEvent } from '../../http/sse'
 import type { UpstreamError } from '../types'
 import { errorFromStreamEvent, protocolError, type ErrorContext } from './errors'
 import { mapFinishReason } from './map-finish-reason'
+import { tokenCount } from '../token-count'
 
 /**
  * A `reasoning-end` for an Anthropic `redacted_thinking` block: the opaque, encrypted `data`
@@ -300,8 +301,8 @@ export class AnthropicStreamTranslator {
   private addUsage(usage: AnthropicUsage | undefined): void {
     if (usage === undefined || usage === null) return
     for (const key of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const) {
-      const value = usage[key]
-      if (typeof value === 'number' && Number.isFinite(value) && value >= 0) {
+      const value = tokenCount(usage[key])
+      if (value !== undefined) {
         this.usage[key] = value
         if (key === 'cache_read_input_tokens') this.cacheReadReported = true
       }

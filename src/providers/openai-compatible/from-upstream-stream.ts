@@ -5,6 +5,7 @@ import type { ChatEvent, Usage } from '../../inference/canonical'
 import type { SseEvent } from '../../http/sse'
 import { UpstreamError } from '../types'
 import { mapFinishReason } from './map-finish-reason'
+import { tokenCount } from '../token-count'
 
 /** Identifies the call for error events and for ids the upstream omits. */
 export interface StreamContext {
@@ -240,20 +241,16 @@ export class ChunkTranslator {
 /** Usage as reported (see fromUpstreamStream): absent counts are 0, absent subsets undefined. */
 export function toUsage(usage: Record<string, unknown> | undefined): Usage {
   const result: Usage = {
-    inputTokens: count(usage?.prompt_tokens) ?? 0,
-    outputTokens: count(usage?.completion_tokens) ?? 0,
+    inputTokens: tokenCount(usage?.prompt_tokens) ?? 0,
+    outputTokens: tokenCount(usage?.completion_tokens) ?? 0,
     webSearchRequests: 0,
     webFetchRequests: 0,
   }
-  const cached = count(isRecord(usage?.prompt_tokens_details) ? usage.prompt_tokens_details.cached_tokens : undefined)
+  const cached = tokenCount(isRecord(usage?.prompt_tokens_details) ? usage.prompt_tokens_details.cached_tokens : undefined)
   if (cached !== undefined) result.cachedInputTokens = cached
-  const reasoning = count(isRecord(usage?.completion_tokens_details) ? usage.completion_tokens_details.reasoning_tokens : undefined)
+  const reasoning = tokenCount(isRecord(usage?.completion_tokens_details) ? usage.completion_tokens_details.reasoning_tokens : undefined)
   if (reasoning !== undefined) result.reasoningTokens = reasoning
   return result
-}
-
-function count(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
