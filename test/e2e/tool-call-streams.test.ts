@@ -7,8 +7,8 @@ import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } 
 import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
 
 // Tool calls of a Chat Completions backend as Messages and Responses clients (the official SDKs)
-// stream them: arguments that are not a JSON object, and parallel calls whose argument deltas
-// the backend interleaves.
+// stream them: arguments that are not a JSON object, parallel calls whose argument deltas the
+// backend interleaves, and a Messages history carrying the `_raw_arguments` wrapper back.
 
 const USAGE = { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 }
 const model = (id: string, provider: string) =>
@@ -138,4 +138,30 @@ describe('parallel calls whose argument deltas a Chat Completions backend interl
     ])
     expect(final.output.map(item => (item as OpenAI.Responses.ResponseFunctionToolCall).arguments)).toEqual(['{"city":"Oslo"}', '{"city":"Paris"}'])
   })
+})
+
+test('a Messages history with input {_raw_arguments: text}: a Chat Completions backend gets the text the model wrote, an Anthropic one the same input', async () => {
+  const raw = "{'city': 'Oslo'}"
+  const history = (id: string): Anthropic.MessageCreateParamsNonStreaming => ({
+    model: id,
+    max_tokens: 10,
+    tools: [weatherTool],
+    messages: [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'call_x', name: 'get_weather', input: { _raw_arguments: raw } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_x', content: 'bad arguments' }] },
+    ],
+  })
+  openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
+  anthropicUpstream.enqueue({ kind: 'json', body: { id: 'msg_1', type: 'message', role: 'assistant', model: 'upstream-an', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 9, output_tokens: 1 } } })
+  await gateway.anthropic.messages.create(history('oa'))
+  await gateway.anthropic.messages.create(history('an'))
+  expect(openaiUpstream.requests.at(-1)!.body.messages[1].tool_calls).toEqual([{ id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: raw } }])
+  expect(anthropicUpstream.requests.at(-1)!.body.messages[1].content).toEqual([{ type: 'tool_use', id: 'call_x', name: 'get_weather', input: { _raw_arguments: raw } }])
+  // Another object stays as it is, even with the key among others.
+  openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
+  const mixed = history('oa')
+  ;(mixed.messages[1]!.content as Anthropic.ToolUseBlockParam[])[0]!.input = { _raw_arguments: raw, city: 'Oslo' }
+  await gateway.anthropic.messages.create(mixed)
+  expect(openaiUpstream.requests.at(-1)!.body.messages[1].tool_calls[0].function.arguments).toBe(JSON.stringify({ _raw_arguments: raw, city: 'Oslo' }))
 })
