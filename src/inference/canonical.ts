@@ -109,7 +109,13 @@ export type ChatEvent =
   | { type: 'reasoning-delta'; block: number; delta: string }
   /** `redacted`: the block's content is encrypted by the upstream and `signature` carries its data. */
   | { type: 'reasoning-end'; block: number; signature?: string; redacted?: boolean }
-  | { type: 'tool-call-start'; block: number; callId: string; name: string }
+  /**
+   * `jsonObject`: the upstream streams the arguments as a JSON object's text as it goes
+   * (Anthropic's input_json_delta), which a client format that needs an object may forward as it
+   * comes. Without it the text is whatever the model wrote (a Chat Completions backend's), known
+   * to be an object only at the call's end.
+   */
+  | { type: 'tool-call-start'; block: number; callId: string; name: string; jsonObject?: true }
   | { type: 'tool-call-delta'; block: number; argumentsDelta: string }
   | { type: 'tool-call-end'; block: number }
   /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */

@@ -20,6 +20,9 @@ function frames(events: ChatEvent[], end: { reason: FinishReason; stopSequence?:
   return text
 }
 
+/** The JSON data of every frame. */
+const events = (body: string): any[] => body.split('\n').filter(line => line.startsWith('data: ')).map(line => JSON.parse(line.slice(6)))
+
 /** The SDK's MessageStream over a canned SSE body. */
 function sdkStream(body: string) {
   const client = new Anthropic({
@@ -31,7 +34,7 @@ function sdkStream(body: string) {
 }
 
 describe('MessagesStreamEncoder read by the SDK', () => {
-  test('interleaved tool-call arguments (one backend streams two calls at once) still accumulate per block', async () => {
+  test('interleaved tool-call arguments (one backend streams two calls at once): each block whole, one after the other', async () => {
     const body = frames(
       [
         { type: 'response-start', id: 'up', model: 'u', createdAt: 0 },
@@ -45,14 +48,64 @@ describe('MessagesStreamEncoder read by the SDK', () => {
       ],
       { reason: 'tool-calls' },
     )
-    const final = await sdkStream(body).finalMessage()
-    expect(final.content).toEqual([
+    // Blocks never overlap: the SDK's contentBlock event reports the last block started.
+    expect(events(body).map(event => `${event.type} ${event.index ?? ''}`.trim()).filter(line => line.startsWith('content_block'))).toEqual([
+      'content_block_start 0', 'content_block_delta 0', 'content_block_stop 0',
+      'content_block_start 1', 'content_block_delta 1', 'content_block_stop 1',
+    ])
+    const stream = sdkStream(body)
+    const blocks: unknown[] = []
+    stream.on('contentBlock', block => blocks.push(block))
+    const final = await stream.finalMessage()
+    const expected = [
       { type: 'tool_use', id: 'call_a', name: 'f', input: { x: 1 } },
       { type: 'tool_use', id: 'call_b', name: 'g', input: { y: 2 } },
-    ] as never)
+    ]
+    expect(blocks).toEqual(expected)
+    expect(final.content).toEqual(expected as never)
     expect(final.stop_reason).toBe('tool_use')
     // message_start carried the estimate; message_delta the reported input, which wins.
     expect(final.usage).toMatchObject({ input_tokens: 10, output_tokens: 5 })
+  })
+
+  test('held arguments are one input_json_delta of the non-streamed input; a jsonObject block (Anthropic) streams its deltas as they come', async () => {
+    const call = (block: number, jsonObject: boolean, args: string[]): ChatEvent[] => [
+      { type: 'tool-call-start', block, callId: `call_${block}`, name: 'f', ...(jsonObject ? { jsonObject: true as const } : {}) },
+      ...args.map((argumentsDelta): ChatEvent => ({ type: 'tool-call-delta', block, argumentsDelta })),
+      { type: 'tool-call-end', block },
+    ]
+    const body = frames([...call(0, false, ["{'a'", ': 1}']), ...call(1, true, ['{"b"', ':', '2}']), ...call(2, false, [' ', ' ']), ...call(3, false, [])], { reason: 'tool-calls' })
+    const partials = events(body).filter(event => event.type === 'content_block_delta').map(event => [event.index, event.delta.partial_json])
+    expect(partials).toEqual([[0, JSON.stringify({ _raw_arguments: "{'a': 1}" })], [1, '{"b"'], [1, ':'], [1, '2}'], [2, '{}']])
+    const final = await sdkStream(body).finalMessage()
+    expect(final.content.map(block => (block as Anthropic.ToolUseBlock).input)).toEqual([{ _raw_arguments: "{'a': 1}" }, { b: 2 }, {}, {}])
+  })
+
+  test('blocks that come while a tool block is open wait for its end, then keep their order; finish ends a block left open', async () => {
+    const body = frames(
+      [
+        { type: 'tool-call-start', block: 0, callId: 'call_a', name: 'f' },
+        { type: 'tool-call-delta', block: 0, argumentsDelta: '{"x":' },
+        { type: 'text-start', block: 1 },
+        { type: 'text-delta', block: 1, delta: 'and ' },
+        { type: 'text-delta', block: 1, delta: 'more' },
+        { type: 'text-end', block: 1 },
+        { type: 'tool-call-start', block: 2, callId: 'call_b', name: 'g' },
+        { type: 'tool-call-delta', block: 0, argumentsDelta: '1}' },
+        { type: 'tool-call-delta', block: 2, argumentsDelta: '{}' },
+        { type: 'tool-call-end', block: 0 },
+        // block 2 never ends: the finish stops it.
+      ],
+      { reason: 'tool-calls' },
+    )
+    const final = await sdkStream(body).finalMessage()
+    expect(final.content).toEqual([
+      { type: 'tool_use', id: 'call_a', name: 'f', input: { x: 1 } },
+      { type: 'text', text: 'and more' },
+      { type: 'tool_use', id: 'call_b', name: 'g', input: {} },
+    ] as never)
+    const indexes = events(body).flatMap(event => (event.index === undefined ? [] : [event.index]))
+    expect(indexes).toEqual([...indexes].sort())
   })
 
   test('message_start reports a prompt size given up front as message_delta does: cache reads apart', async () => {

@@ -77,6 +77,36 @@ describe('ResponsesStreamEncoder', () => {
     expect(final.output.map(item => (item.type === 'function_call' ? item.arguments : item.type))).toEqual(['message', '{"q":"a"}', '{"q":"b"}'])
   })
 
+  test('interleaved call arguments: the next items wait for the open call to end; done events carry whole arguments, no delta follows them', async () => {
+    const stream = encoder()
+    const events: ChatEvent[] = [
+      { type: 'tool-call-start', block: 0, callId: 'call_a', name: 'look' },
+      { type: 'tool-call-delta', block: 0, argumentsDelta: '{"q":' },
+      { type: 'tool-call-start', block: 1, callId: 'call_b', name: 'look' },
+      { type: 'tool-call-delta', block: 1, argumentsDelta: '{"q":' },
+      { type: 'tool-call-delta', block: 0, argumentsDelta: '"a"}' },
+      { type: 'text-start', block: 2 },
+      { type: 'text-delta', block: 2, delta: 'Also.' },
+      { type: 'text-end', block: 2 },
+      { type: 'tool-call-delta', block: 1, argumentsDelta: '"b"}' },
+      { type: 'tool-call-end', block: 0 },
+      // block 1 never ends: the finish ends it, and writes what waited behind it.
+    ]
+    const frames = [...stream.start(), ...events.flatMap(event => stream.push(event)), ...stream.finish('tool-calls', USAGE)]
+    const parsed = parse(frames)
+    const closed = new Set<number>()
+    for (const event of parsed) {
+      if (event.type === 'response.output_item.done') closed.add(event.output_index)
+      else if (event.output_index !== undefined) expect(closed.has(event.output_index)).toBe(false)
+    }
+    const items = parsed.flatMap(event => (event.type.startsWith('response.output_item.') ? [`${event.type.slice(21)} ${event.output_index}`] : []))
+    expect(items).toEqual(['added 0', 'done 0', 'added 1', 'done 1', 'added 2', 'done 2'])
+    const done = parsed.filter(event => event.type === 'response.function_call_arguments.done' || (event.type === 'response.output_item.done' && event.item.type === 'function_call'))
+    expect(done.map(event => event.arguments ?? event.item.arguments)).toEqual(['{"q":"a"}', '{"q":"a"}', '{"q":"b"}', '{"q":"b"}'])
+    const final = await sdkFinal(frames.join(''))
+    expect(final.output.map(item => (item.type === 'function_call' ? item.arguments : item.type))).toEqual(['{"q":"a"}', '{"q":"b"}', 'message'])
+  })
+
   test('a refusal is a refusal content part, as the SDK parse() expects it (not text to parse as JSON)', async () => {
     const stream = encoder()
     const events: ChatEvent[] = [

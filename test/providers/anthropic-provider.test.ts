@@ -153,7 +153,7 @@ describe('anthropic provider: streams over real HTTP', () => {
       'finish',
     ])
     expect(events[4]).toEqual({ type: 'reasoning-end', block: 0, signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds==' })
-    expect(events[8]).toEqual({ type: 'tool-call-start', block: 2, callId: 'toolu_01Weather', name: 'get_weather' })
+    expect(events[8]).toEqual({ type: 'tool-call-start', block: 2, callId: 'toolu_01Weather', name: 'get_weather', jsonObject: true })
     expect(events.at(-1)).toMatchObject({ type: 'finish', reason: 'tool-calls', usage: { inputTokens: 472, outputTokens: 89 } })
   })
 

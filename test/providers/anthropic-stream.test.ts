@@ -66,7 +66,7 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'text-start', block: 1 },
     { type: 'text-delta', block: 1, delta: 'Let me check.' },
     { type: 'text-end', block: 1 },
-    { type: 'tool-call-start', block: 2, callId: 'toolu_01Weather', name: 'get_weather' },
+    { type: 'tool-call-start', block: 2, callId: 'toolu_01Weather', name: 'get_weather', jsonObject: true },
     { type: 'tool-call-delta', block: 2, argumentsDelta: '{"locat' },
     { type: 'tool-call-delta', block: 2, argumentsDelta: 'ion": "Par' },
     { type: 'tool-call-delta', block: 2, argumentsDelta: 'is", "unit": "°C"}' },
@@ -76,11 +76,11 @@ const EXPECTED: Record<string, ChatEvent[]> = {
   'parallel-tools.sse': [
     // Its message_start reports 2,000 cache reads among the 2,062 input tokens.
     start('msg_01Parallel', 2062, CONTEXT.model, 2000) as ChatEvent,
-    { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather' },
+    { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather', jsonObject: true },
     { type: 'tool-call-delta', block: 0, argumentsDelta: '{"location":' },
     { type: 'tool-call-delta', block: 0, argumentsDelta: ' "Paris"}' },
     { type: 'tool-call-end', block: 0 },
-    { type: 'tool-call-start', block: 1, callId: 'toolu_01Tokyo', name: 'get_weather' },
+    { type: 'tool-call-start', block: 1, callId: 'toolu_01Tokyo', name: 'get_weather', jsonObject: true },
     { type: 'tool-call-delta', block: 1, argumentsDelta: '{"location": "Tok' },
     { type: 'tool-call-delta', block: 1, argumentsDelta: 'yo"}' },
     { type: 'tool-call-end', block: 1 },
@@ -216,10 +216,10 @@ describe('anthropic stream translation: protocol details', () => {
       { type: 'message_stop' },
     )
     expect(streamed.slice(1, -1)).toEqual([
-      { type: 'tool-call-start', block: 0, callId: 'toolu_1', name: 'now' },
+      { type: 'tool-call-start', block: 0, callId: 'toolu_1', name: 'now', jsonObject: true },
       { type: 'tool-call-delta', block: 0, argumentsDelta: '{}' },
       { type: 'tool-call-end', block: 0 },
-      { type: 'tool-call-start', block: 1, callId: 'toolu_2', name: 'later' },
+      { type: 'tool-call-start', block: 1, callId: 'toolu_2', name: 'later', jsonObject: true },
       { type: 'tool-call-delta', block: 1, argumentsDelta: '{}' },
       { type: 'tool-call-end', block: 1 },
     ])

@@ -204,7 +204,7 @@ export class AnthropicStreamTranslator {
       case 'tool_use': {
         const open: OpenBlock = { kind: 'tool', block: this.nextBlock, input: false }
         const block = this.open(index, open)
-        events.push({ type: 'tool-call-start', block, callId: String(content.id ?? ''), name: String(content.name ?? '') })
+        events.push({ type: 'tool-call-start', block, callId: String(content.id ?? ''), name: String(content.name ?? ''), jsonObject: true })
         // Streams start tool_use with `input: {}` and send the JSON as deltas; a non-empty
         // start input (never seen, but allowed by the block shape) is passed on whole.
         const input = content.input

@@ -1,6 +1,7 @@
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
+import { toolArgumentsText } from '../../tool-input'
 import type { CountTokensRequest, MessagesRequest } from './schema'
 
 type Body = MessagesRequest
@@ -170,7 +171,7 @@ function assistantPart(block: Block, param: string): Part {
       return { type: 'reasoning', text: '', signature: block.data, redacted: true }
     case 'tool_use':
       if (typeof block.input !== 'object' || block.input === null || Array.isArray(block.input)) throw invalid(`${param}.input`, 'tool_use.input must be a JSON object')
-      return { type: 'tool-call', callId: block.id, name: block.name, arguments: JSON.stringify(block.input) }
+      return { type: 'tool-call', callId: block.id, name: block.name, arguments: toolArgumentsText(block.input as Record<string, unknown>) }
     default:
       throw invalid(param, `an assistant turn cannot carry a ${block.type} block`)
   }

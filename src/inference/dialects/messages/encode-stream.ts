@@ -1,5 +1,6 @@
 import { anthropicErrorBody, type ApiError } from '../../../http/errors'
 import type { ChatEvent, FinishReason, Usage } from '../../canonical'
+import { parseToolInput } from '../../tool-input'
 import type { ResponseMeta, StreamEncoder } from '../types'
 import { stopReason, usageObject } from './encode'
 
@@ -16,6 +17,11 @@ interface Block {
   readonly kind: 'text' | 'reasoning' | 'tool'
   started: boolean
   stopped: boolean
+  /**
+   * A tool block's argument text, held for its end: undefined while the provider's deltas are
+   * forwarded as they come (`jsonObject`, see the class comment).
+   */
+  held?: string
 }
 
 /**
@@ -32,14 +38,28 @@ interface Block {
  * - A reasoning block's start is written at its first delta or its end: only then is it known
  *   whether it is a `thinking` block or a `redacted_thinking` one (whose data arrives at the end).
  *   Its signature goes out as one signature_delta just before content_block_stop.
- * - A new block stops the open one, so blocks never interleave. A backend that interleaves
- *   parallel tool-call arguments (rare) gets its late deltas written with the earlier block's
- *   index: the SDK accumulates by index, so the final message is still right.
+ * - A new block stops the open one, so blocks never interleave (the SDK reports the last block
+ *   started as the one a content_block_stop ends). An open tool block is the exception: it is
+ *   stopped only by its tool-call-end, and the events of other blocks wait behind it (`waiting`),
+ *   then are written in order. A Chat Completions backend may interleave the arguments of
+ *   parallel calls (its deltas carry an index) and ends its calls only at the finish, so a
+ *   block stopped when the next one starts could still get arguments after its stop.
+ * - A tool block's input must be a JSON object, and the text its deltas accumulate to must be
+ *   the one the non-streamed reply gives (tool-input.ts): a Chat Completions backend's
+ *   arguments may be anything (`{'city': 'Oslo'}` from small models, a bare array, JSON cut by
+ *   a length stop), which the SDK's partial-JSON parser rejects or takes as a non-object. Only
+ *   the whole text tells: a valid object prefix can still be cut, so streaming while the prefix
+ *   is valid could not keep that promise. Such a block's arguments are held and written at its
+ *   end as one input_json_delta of the normalised object (the block itself starts on time). An
+ *   Anthropic backend's input_json_delta (`jsonObject`) is forwarded as it comes, as Anthropic
+ *   streams it.
  */
 export class MessagesStreamEncoder implements StreamEncoder {
   readonly ping = PING_BYTES
   private readonly blocks = new Map<number, Block>()
   private current: Block | undefined
+  /** Events of other blocks that came while a tool block was open (current), in order. */
+  private waiting: ChatEvent[] | undefined
   private nextIndex = 0
   private started = false
 
@@ -56,6 +76,16 @@ export class MessagesStreamEncoder implements StreamEncoder {
       return out
     }
     this.messageStart(out, undefined)
+    this.handle(event, out)
+    return out
+  }
+
+  private handle(event: ChatEvent, out: string[]): void {
+    const current = this.current
+    if (current !== undefined && current.kind === 'tool' && 'block' in event && this.blocks.get(event.block) !== current) {
+      ;(this.waiting ??= []).push(event)
+      return
+    }
     switch (event.type) {
       case 'text-start':
         this.begin(out, this.block(event.block, 'text'), TEXT_BLOCK)
@@ -67,10 +97,16 @@ export class MessagesStreamEncoder implements StreamEncoder {
         out.push(this.delta(block, `{"type":"text_delta","text":${JSON.stringify(event.delta)}}`))
         break
       }
-      case 'text-end':
-      case 'tool-call-end': {
+      case 'text-end': {
         const block = this.blocks.get(event.block)
         if (block !== undefined) this.stop(out, block)
+        break
+      }
+      case 'tool-call-end': {
+        const block = this.blocks.get(event.block)
+        if (block === undefined) break
+        this.stop(out, block)
+        this.release(out)
         break
       }
       case 'reasoning-start':
@@ -95,13 +131,17 @@ export class MessagesStreamEncoder implements StreamEncoder {
         this.stop(out, block)
         break
       }
-      case 'tool-call-start':
-        this.begin(out, this.block(event.block, 'tool'), `{"type":"tool_use","id":${JSON.stringify(event.callId)},"name":${JSON.stringify(event.name)},"input":{}}`)
+      case 'tool-call-start': {
+        const block = this.block(event.block, 'tool')
+        if (event.jsonObject !== true) block.held = ''
+        this.begin(out, block, `{"type":"tool_use","id":${JSON.stringify(event.callId)},"name":${JSON.stringify(event.name)},"input":{}}`)
         break
+      }
       case 'tool-call-delta': {
         const block = this.blocks.get(event.block)
         if (block === undefined || event.argumentsDelta === '') break
-        out.push(this.delta(block, `{"type":"input_json_delta","partial_json":${JSON.stringify(event.argumentsDelta)}}`))
+        if (block.held !== undefined) block.held += event.argumentsDelta
+        else out.push(this.delta(block, `{"type":"input_json_delta","partial_json":${JSON.stringify(event.argumentsDelta)}}`))
         break
       }
       case 'passthrough': {
@@ -121,13 +161,24 @@ export class MessagesStreamEncoder implements StreamEncoder {
         break
       }
     }
-    return out
+  }
+
+  /** After a tool block's stop: the events that waited behind it, in order (one may open the next tool block). */
+  private release(out: string[]): void {
+    const waiting = this.waiting
+    if (waiting === undefined) return
+    this.waiting = undefined
+    for (const event of waiting) this.handle(event, out)
   }
 
   finish(reason: FinishReason, usage: Usage, stopSequence?: string): string[] {
     const out: string[] = []
     this.messageStart(out, undefined)
-    if (this.current !== undefined) this.stop(out, this.current)
+    // Blocks a provider left open stop here, a tool block's waiting events written after it.
+    while (this.current !== undefined) {
+      this.stop(out, this.current)
+      this.release(out)
+    }
     const sequence = reason === 'stop' && stopSequence !== undefined ? JSON.stringify(stopSequence) : 'null'
     out.push(
       frame(
@@ -191,6 +242,10 @@ export class MessagesStreamEncoder implements StreamEncoder {
   private stop(out: string[], block: Block): void {
     if (!block.started || block.stopped) return
     block.stopped = true
+    // Held arguments, normalised as the non-streamed reply's input (no text: the start's {}).
+    if (block.held !== undefined && block.held !== '') {
+      out.push(this.delta(block, `{"type":"input_json_delta","partial_json":${JSON.stringify(JSON.stringify(parseToolInput(block.held)))}}`))
+    }
     if (this.current === block) this.current = undefined
     out.push(frame('content_block_stop', `{"type":"content_block_stop","index":${block.index}}`))
   }

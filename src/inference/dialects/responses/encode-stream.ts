@@ -48,6 +48,16 @@ export class ResponsesStreamEncoder implements StreamEncoder {
    * say what the final response says.
    */
   private ended: Item | undefined
+  /**
+   * The function call open until its tool-call-end, and the events of other blocks that came
+   * meanwhile (in order): items stream one after the other, and a Chat Completions backend may
+   * interleave the arguments of parallel calls (its deltas carry an index), ending them all only
+   * at the finish. Had the call been closed when the next block started, its done events would
+   * carry part of its arguments and more deltas would follow them. So the next items are
+   * written once the call ends: for such a backend, at the finish.
+   */
+  private call: Item | undefined
+  private waiting: ChatEvent[] | undefined
 
   constructor(
     private readonly meta: ResponseMeta,
@@ -60,17 +70,29 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   }
 
   push(event: ChatEvent): string[] {
+    const call = this.call
+    if (call !== undefined && 'block' in event && this.byBlock.get(event.block) !== call) {
+      ;(this.waiting ??= []).push(event)
+      return []
+    }
     const ended = this.ended
     // A new block finishes the items still open before it is added (below), as the API streams
-    // items one after the other: a Chat Completions backend ends its parallel calls only at the
-    // finish. A backend that interleaves call arguments (rare) gets its late deltas written for
-    // the earlier item; the final response, built from every delta, is still right (as Messages).
+    // items one after the other (a provider may leave a text block open).
     const opens = event.type === 'text-start' || event.type === 'reasoning-start' || event.type === 'tool-call-start'
-    if (ended === undefined && !opens) return this.frames(event)
+    if (ended === undefined && !opens) return this.release(this.frames(event))
     this.ended = undefined
     const frames = ended === undefined ? [] : this.close(ended, 'completed')
     if (opens) for (const item of this.items) if (item.open && item.kind !== 'reasoning') frames.push(...this.close(item, 'completed'))
     for (const frame of this.frames(event)) frames.push(frame)
+    return this.release(frames)
+  }
+
+  /** Once the open call ended: `frames`, then those of the events that waited behind it. */
+  private release(frames: string[]): string[] {
+    const waiting = this.waiting
+    if (waiting === undefined || this.call !== undefined) return frames
+    this.waiting = undefined
+    for (const event of waiting) for (const frame of this.push(event)) frames.push(frame)
     return frames
   }
 
@@ -117,6 +139,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
         const item = this.open(event.block, 'function_call', 'fc')
         item.callId = event.callId
         item.name = event.name
+        this.call = item
         return [this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify(this.itemObject(item, 'in_progress'))}`)]
       }
       case 'tool-call-delta': {
@@ -129,6 +152,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       case 'tool-call-end': {
         const item = this.byBlock.get(event.block)
         if (item !== undefined && item.open) this.ended = item
+        if (item === this.call) this.call = undefined
         return []
       }
       default:
@@ -139,10 +163,16 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   finish(reason: FinishReason, usage: Usage): string[] {
     this.sequenceAtFinish = this.sequence
     const { status, incomplete } = statusOf(reason)
+    // A call a provider left open ends here, and the events that waited behind it are written.
+    const frames: string[] = []
+    while (this.call !== undefined) {
+      this.call = undefined
+      this.release(frames)
+    }
     // The item ended last, and any a provider left open, close with the response's status: a
     // truncated answer's last item is incomplete, in its output_item.done as in the response.
     this.ended = undefined
-    const frames = this.items.filter(item => item.open).flatMap(item => this.close(item, status))
+    for (const item of this.items) if (item.open) frames.push(...this.close(item, status))
     const output = this.output()
     if (status === 'incomplete') {
       const last = output[output.length - 1] as { status?: string } | undefined

@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type Anthropic from '@anthropic-ai/sdk'
+import type OpenAI from 'openai'
+import { chunk, DONE, frame } from '../providers/openai-wire'
+import { FakeUpstream } from '../support/fake-upstream'
+import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
+import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
+
+// Tool calls of a Chat Completions backend as Messages and Responses clients (the official SDKs)
+// stream them: arguments that are not a JSON object, parallel calls whose argument deltas the
+// backend interleaves, and a Messages history carrying the `_raw_arguments` wrapper back.
+
+const USAGE = { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 }
+const model = (id: string, provider: string) =>
+  `  - { id: ${id}, backends: [{ provider: ${provider}, model: upstream-${id} }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true } }`
+
+let openaiUpstream: FakeUpstream
+let anthropicUpstream: FakeUpstream
+let gateway: ServedGateway
+
+beforeAll(async () => {
+  openaiUpstream = await FakeUpstream.start()
+  anthropicUpstream = await FakeUpstream.start()
+  gateway = await startServedGateway(
+    paygConfig(
+      [upstreamProvider('oa', 'openai-compatible', `${openaiUpstream.url}/v1`, 'KEY'), upstreamProvider('an', 'anthropic', `${anthropicUpstream.url}/v1`, 'KEY')],
+      [model('oa', 'oa'), model('an', 'an')],
+    ),
+    { KEY: 'sk-upstream' },
+    { credit: CREDIT },
+  )
+})
+
+afterAll(async () => {
+  await gateway.close()
+  await openaiUpstream.close()
+  await anthropicUpstream.close()
+})
+
+/** A Chat Completions answer that is one call of get_weather with `args`, whole and streamed (the arguments cut in two). */
+function oneCall(args: string, finish: 'tool_calls' | 'length') {
+  const whole = {
+    id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'upstream-oa',
+    choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: args } }] }, finish_reason: finish }],
+    usage: USAGE,
+  }
+  const cut = Math.ceil(args.length / 2)
+  const streamed = [
+    chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: args.slice(0, cut) } }] }),
+    chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(cut) } }] }),
+    chunk({}, finish),
+    frame({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'upstream-oa', choices: [], usage: USAGE }),
+    DONE,
+  ].join('')
+  return { whole, streamed }
+}
+
+/** Two parallel calls whose argument deltas the backend interleaves (legal: deltas carry the call's index). */
+const interleaved = [
+  chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+  chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }),
+  chunk({ tool_calls: [{ index: 1, function: { arguments: '"Paris"}' } }] }),
+  chunk({}, 'tool_calls'),
+  frame({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'upstream-oa', choices: [], usage: USAGE }),
+  DONE,
+].join('')
+
+const messagesRequest = { model: 'oa', max_tokens: 100, messages: [{ role: 'user' as const, content: 'Weather?' }], tools: [weatherTool] }
+
+describe('Messages stream of a Chat Completions backend: tool_use input as the non-streamed reply has it', () => {
+  const cases = [
+    { name: 'Python-style dict (small open models)', args: "{'city': 'Oslo'}", finish: 'tool_calls' as const },
+    { name: 'a bare array', args: '["Oslo"]', finish: 'tool_calls' as const },
+    { name: 'an object cut by a length stop', args: '{"city": "Os', finish: 'length' as const },
+    { name: 'a valid object, with spacing', args: '{ "city" : "Oslo" }', finish: 'tool_calls' as const },
+  ]
+  for (const { name, args, finish } of cases) {
+    test(name, async () => {
+      const { whole, streamed } = oneCall(args, finish)
+      openaiUpstream.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
+      const plain = await gateway.anthropic.messages.create(messagesRequest)
+      const stream = gateway.anthropic.messages.stream(messagesRequest)
+      let partialJson = ''
+      stream.on('streamEvent', event => {
+        if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') partialJson += event.delta.partial_json
+      })
+      const final = await stream.finalMessage()
+      expect(final.content).toEqual(plain.content as never)
+      const input = (plain.content[0] as Anthropic.ToolUseBlock).input
+      expect(input).toEqual(args.startsWith('{ ') ? { city: 'Oslo' } : { _raw_arguments: args })
+      // The deltas add up to the very JSON text of that object.
+      expect(partialJson).toBe(JSON.stringify(input))
+    })
+  }
+})
+
+describe('parallel calls whose argument deltas a Chat Completions backend interleaves', () => {
+  test('Messages: each block stops with its whole input, and no delta follows a stop', async () => {
+    openaiUpstream.enqueue({ kind: 'sse', body: interleaved })
+    const stream = gateway.anthropic.messages.stream(messagesRequest)
+    const stopped = new Set<number>()
+    const late: number[] = []
+    stream.on('streamEvent', event => {
+      if (event.type === 'content_block_stop') stopped.add(event.index)
+      if (event.type === 'content_block_delta' && stopped.has(event.index)) late.push(event.index)
+    })
+    const blocks: unknown[] = []
+    stream.on('contentBlock', block => blocks.push((block as Anthropic.ToolUseBlock).input))
+    const final = await stream.finalMessage()
+    expect(late).toEqual([])
+    expect(blocks).toEqual([{ city: 'Oslo' }, { city: 'Paris' }])
+    expect(final.content.map(block => (block as Anthropic.ToolUseBlock).id)).toEqual(['call_a', 'call_b'])
+  })
+
+  test('Responses: every done event carries the whole arguments, and no delta follows an item done', async () => {
+    openaiUpstream.enqueue({ kind: 'sse', body: interleaved })
+    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: null }]
+    const stream = gateway.openai.responses.stream({ model: 'oa', input: 'Weather?', tools })
+    const done: Array<[string, string]> = []
+    const closed = new Set<number>()
+    const late: number[] = []
+    stream.on('response.function_call_arguments.delta', event => {
+      if (closed.has(event.output_index)) late.push(event.output_index)
+    })
+    stream.on('response.function_call_arguments.done', event => done.push(['arguments', event.arguments]))
+    stream.on('response.output_item.done', event => {
+      closed.add(event.output_index)
+      done.push(['item', (event.item as OpenAI.Responses.ResponseFunctionToolCall).arguments])
+    })
+    const final = await stream.finalResponse()
+    expect(late).toEqual([])
+    expect(done).toEqual([
+      ['arguments', '{"city":"Oslo"}'],
+      ['item', '{"city":"Oslo"}'],
+      ['arguments', '{"city":"Paris"}'],
+      ['item', '{"city":"Paris"}'],
+    ])
+    expect(final.output.map(item => (item as OpenAI.Responses.ResponseFunctionToolCall).arguments)).toEqual(['{"city":"Oslo"}', '{"city":"Paris"}'])
+  })
+})
+
+test('a Messages history with input {_raw_arguments: text}: a Chat Completions backend gets the text the model wrote, an Anthropic one the same input', async () => {
+  const raw = "{'city': 'Oslo'}"
+  const history = (id: string): Anthropic.MessageCreateParamsNonStreaming => ({
+    model: id,
+    max_tokens: 10,
+    tools: [weatherTool],
+    messages: [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'call_x', name: 'get_weather', input: { _raw_arguments: raw } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_x', content: 'bad arguments' }] },
+    ],
+  })
+  openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
+  anthropicUpstream.enqueue({ kind: 'json', body: { id: 'msg_1', type: 'message', role: 'assistant', model: 'upstream-an', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 9, output_tokens: 1 } } })
+  await gateway.anthropic.messages.create(history('oa'))
+  await gateway.anthropic.messages.create(history('an'))
+  expect(openaiUpstream.requests.at(-1)!.body.messages[1].tool_calls).toEqual([{ id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: raw } }])
+  expect(anthropicUpstream.requests.at(-1)!.body.messages[1].content).toEqual([{ type: 'tool_use', id: 'call_x', name: 'get_weather', input: { _raw_arguments: raw } }])
+  // Another object stays as it is, even with the key among others.
+  openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
+  const mixed = history('oa')
+  ;(mixed.messages[1]!.content as Anthropic.ToolUseBlockParam[])[0]!.input = { _raw_arguments: raw, city: 'Oslo' }
+  await gateway.anthropic.messages.create(mixed)
+  expect(openaiUpstream.requests.at(-1)!.body.messages[1].tool_calls[0].function.arguments).toBe(JSON.stringify({ _raw_arguments: raw, city: 'Oslo' }))
+})
