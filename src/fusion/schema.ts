@@ -33,7 +33,11 @@ export const FusionBody = t.Object(
       }),
     ),
     // Recognised only so that function tools get a clear 400 rather than "unknown field".
-    tools: t.Optional(t.Array(t.Unknown(), { description: 'Function tools are not supported in Fusion (400); web_search / web_fetch entries equal the flags' })),
+    tools: t.Optional(
+      t.Array(t.Unknown(), {
+        description: 'Function tools are not supported in Fusion (400); web_search / web_fetch entries equal the flags, with Chat Completions\' limits (max_uses, allowed_domains, blocked_domains) on every participant',
+      }),
+    ),
   },
   { additionalProperties: false },
 )

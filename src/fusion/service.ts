@@ -4,7 +4,8 @@ import type { Config } from '../config/config'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { ChatRequest, FinishReason, Message } from '../inference/canonical'
-import { decodeChatCompletions } from '../inference/dialects/chat-completions/decode'
+import { decodeChatCompletions, HOSTED_TOOL_OPTIONS } from '../inference/dialects/chat-completions/decode'
+import { addHostedTool } from '../inference/dialects/hosted-tool-options'
 import type { CallAttestation, PipelineDeps } from '../inference/pipeline'
 import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
 import { checkPolicy } from '../inference/policy'
@@ -286,21 +287,24 @@ function judgeChat(judge: ModelRoute, messages: Message[], request: FusionReques
  * capabilities by the policy, so an unsupported one refuses that participant), plus the
  * defaults where the model supports them.
  */
-export function participantHosted(route: ModelRoute, hosted: { webSearch: boolean; webFetch: boolean }, defaults?: { webSearch: boolean; webFetch: boolean }) {
+export function participantHosted(route: ModelRoute, hosted: ChatRequest['hosted'], defaults?: { webSearch: boolean; webFetch: boolean }): ChatRequest['hosted'] {
   const capabilities = route.capabilities
   return {
+    ...hosted,
     webSearch: hosted.webSearch || (defaults?.webSearch === true && capabilities.supportsWebSearch),
     webFetch: hosted.webFetch || (defaults?.webFetch === true && capabilities.supportsWebFetch),
   }
 }
 
-/** `web_search` / `web_fetch` flags and their tool-entry spellings; function tools are a 400. */
-function hostedOf(request: FusionRequest): { webSearch: boolean; webFetch: boolean } {
-  const hosted = { webSearch: request.web_search === true, webFetch: request.web_fetch === true }
+/**
+ * `web_search` / `web_fetch` flags and their tool-entry spellings, with Chat Completions' options
+ * (max_uses, allowed_domains, blocked_domains) applied to every participant; function tools are a 400.
+ */
+function hostedOf(request: FusionRequest): ChatRequest['hosted'] {
+  const hosted: ChatRequest['hosted'] = { webSearch: request.web_search === true, webFetch: request.web_fetch === true }
   request.tools?.forEach((tool, index) => {
     const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined
-    if (type === 'web_search') hosted.webSearch = true
-    else if (type === 'web_fetch') hosted.webFetch = true
+    if (type === 'web_search' || type === 'web_fetch') addHostedTool(hosted, type === 'web_fetch' ? 'fetch' : 'search', tool as Record<string, unknown>, `tools.${index}`, HOSTED_TOOL_OPTIONS)
     else if (type === 'function') throw new ApiError('invalid_request', 'function tools are not supported in Fusion', `tools.${index}`)
     else throw new ApiError('invalid_request', 'unsupported tool entry: Fusion accepts only web_search and web_fetch', `tools.${index}`)
   })

@@ -43,6 +43,21 @@ export type ResponseFormat =
   | { type: 'json_object' }
   | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string }
 
+/**
+ * A client's limits on one hosted web tool: Anthropic's max_uses / allowed_domains /
+ * blocked_domains / max_content_tokens, OpenAI's filters.allowed_domains, the gateway's own
+ * extensions of the same names. Domains are normalised (lower case, no trailing dot) and cover
+ * their subdomains (web/domain-list.ts).
+ */
+export interface HostedToolLimits {
+  /** At most this many runs in the turn: pages fetched, searches run. */
+  maxUses?: number
+  allowedDomains?: string[]
+  blockedDomains?: string[]
+  /** web_fetch: each page's text is cut to about this many tokens. */
+  maxContentTokens?: number
+}
+
 /** A chat request after decoding, bound to its catalog route. */
 export interface ChatRequest {
   /** The model id as the client wrote it (with any level suffix). */
@@ -66,7 +81,11 @@ export interface ChatRequest {
    */
   reasoning?: { effort?: Effort; budgetTokens?: number; adaptive?: boolean; summarized?: boolean }
   responseFormat?: ResponseFormat
-  hosted: { webSearch: boolean; webFetch: boolean }
+  /**
+   * The hosted web tools asked for (spec §4.7), with the limits the client set on each (absent:
+   * none). Every dialect decodes them; enrich/web.ts applies them.
+   */
+  hosted: { webSearch: boolean; webFetch: boolean; fetch?: HostedToolLimits; search?: HostedToolLimits }
   /** The client's end-user id: for the gateway's own abuse controls, never forwarded upstream. */
   user?: string
   stream: boolean

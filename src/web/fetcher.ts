@@ -84,9 +84,10 @@ export class WebFetcher {
 
   /**
    * Fetches a resolved target within the time and byte caps, following redirects by hand.
-   * `signal` aborts it (client gone); the time cap is the fetcher's own.
+   * `signal` aborts it (client gone); the time cap is the fetcher's own. `refuse` says why a
+   * redirect target is not to be followed (a chat client's domain lists), or null.
    */
-  async fetchPage(first: FetchTarget, signal: AbortSignal): Promise<PageResult> {
+  async fetchPage(first: FetchTarget, signal: AbortSignal, refuse?: (url: string) => string | null): Promise<PageResult> {
     const deadline = AbortSignal.timeout(this.limits.timeoutMs)
     const combined = AbortSignal.any([signal, deadline])
     let target = first
@@ -116,6 +117,8 @@ export class WebFetcher {
         } catch {
           return { ok: false, kind: 'rejected', message: `${target.url} redirects to an unparseable Location` }
         }
+        const refused = refuse?.(next)
+        if (refused) return { ok: false, kind: 'rejected', message: `${target.url} redirects to ${next.slice(0, 200)}: ${refused}` }
         const resolved = await this.resolveTarget(next as SafeUrl, combined)
         if (!resolved.ok) {
           const kind = resolved.kind === 'failed' ? 'failed' : 'rejected'

@@ -6,6 +6,7 @@ import { chargeForUnits } from '../billing/pricing'
 import { CallAbort, type Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { recordOf } from '../observability/request-log'
+import { domainProblem, type DomainLists } from './domain-list'
 import { pageKey, type FetchTarget, type PageResult, type WebFetcher } from './fetcher'
 import type { FetchedPage } from './read-page'
 import type { SearchBackend, SearchQuery, SearchResult } from './search'
@@ -112,16 +113,17 @@ export class WebService {
   /**
    * Hosted web_fetch in chat: the safe URLs among `urls` (already capped by the caller), each
    * failure a note instead of an error. Bills the pages retrieved, like the standalone route.
+   * `lists`: the client's domain lists (the caller checked `urls`), held on every redirect hop.
    */
-  async fetchForChat(caller: WebCaller, urls: string[]): Promise<{ pages: FetchedPage[]; skipped: SkippedUrl[] }> {
+  async fetchForChat(caller: WebCaller, urls: string[], lists?: DomainLists): Promise<{ pages: FetchedPage[]; skipped: SkippedUrl[] }> {
     const skipped: SkippedUrl[] = []
     const safe: SafeUrl[] = []
-    const pages: string[] = []
+    const seen: string[] = []
     for (const url of urls) {
       const checked = parseSafeUrl(url)
       if (!checked.ok) skipped.push({ url, reason: checked.message })
-      else if (!pages.includes(pageKey(checked.parsed))) {
-        pages.push(pageKey(checked.parsed))
+      else if (!seen.includes(pageKey(checked.parsed))) {
+        seen.push(pageKey(checked.parsed))
         safe.push(checked.url)
       }
     }
@@ -136,7 +138,8 @@ export class WebService {
     const cut = this.track(caller)
     let handedOver = false
     try {
-      const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal)))
+      const refuse = lists ? (url: string) => domainProblem(url, lists) : undefined
+      const results = await Promise.all(targets.map(target => this.fetchOne(target, cut.signal, refuse)))
       this.endIfUnread(cut, call, caller, 'web_fetch')
       const pages: FetchedPage[] = []
       for (const [index, result] of results.entries()) {
@@ -189,9 +192,9 @@ export class WebService {
     })
   }
 
-  private async fetchOne(target: FetchTarget, signal: AbortSignal): Promise<PageResult> {
+  private async fetchOne(target: FetchTarget, signal: AbortSignal, refuse?: (url: string) => string | null): Promise<PageResult> {
     try {
-      return await this.fetcher.fetchPage(target, signal)
+      return await this.fetcher.fetchPage(target, signal, refuse)
     } catch (error) {
       return { ok: false, kind: 'failed', message: `fetching ${target.url} failed (${(error as Error).message})` }
     }

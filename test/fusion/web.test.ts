@@ -76,6 +76,25 @@ describe('Fusion with hosted web tools', () => {
     expect(await charges('web_search')).toEqual([])
   })
 
+  test("a web_fetch tool entry's limits hold on every participant (max_uses, blocked_domains); a malformed one is a 400", async () => {
+    const { fusion, charges, pages, site } = await setup()
+    const prompt = `Read ${site}/a and ${site}/b`
+    const tool = { type: 'web_fetch', max_uses: 1 }
+    const result = await json(await fusion({ models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', messages: [{ role: 'user', content: prompt }], tools: [tool] }))
+    expect(result.status).toBe('complete')
+    for (const entry of result.models) expect(entry.output).toContain(`Not fetched: ${site}/b (the client's max_uses (1) was reached)`)
+    expect(pages.seen.map(seen => seen.path)).toEqual(['/a', '/a'])
+    expect(await charges('web_fetch')).toEqual([FETCH_PRICE, FETCH_PRICE])
+
+    const blocked = await fusion({ models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', messages: [{ role: 'user', content: prompt }], tools: [{ type: 'web_fetch', blocked_domains: ['acme-web.com'] }] })
+    expect((await json(blocked)).models[0].output).toContain("(the client's blocked_domains exclude acme-web.com)")
+    const refused = await fusion({ models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', messages: [{ role: 'user', content: prompt }], tools: [{ type: 'web_fetch', allowed_domains: ['https://x.com'] }] })
+    expect(refused.status).toBe(400)
+    expect((await json(refused)).error.param).toBe('tools.0.allowed_domains.0')
+    expect(pages.seen.length).toBe(2)
+    expect(await charges('web_fetch')).toEqual([FETCH_PRICE, FETCH_PRICE])
+  })
+
   test('with an Idempotency-Key a repeated request fetches again but pays for its pages and searches once', async () => {
     const { fusion, charges, pages, site } = await setup()
     const body = { models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', messages: [{ role: 'user', content: `Read ${site}/a` }], web_fetch: true, web_search: true }

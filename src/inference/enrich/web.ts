@@ -3,8 +3,9 @@ import { ApiError } from '../../http/errors'
 import type { Principal } from '../../keys/principal'
 import type { FetchedPage } from '../../web/read-page'
 import type { SearchResult } from '../../web/search'
+import { domainProblem, type DomainLists } from '../../web/domain-list'
 import type { SkippedUrl, WebService } from '../../web/service'
-import type { ChatRequest, Message } from '../canonical'
+import type { ChatRequest, HostedToolLimits, Message } from '../canonical'
 import { typicalInputTokens } from '../meter'
 
 /** What the hosted tools ran for one turn (usage.server_tool_use). */
@@ -15,6 +16,11 @@ export interface ServerToolUse {
 
 /** Results of a hosted search in the context block. */
 const SEARCH_RESULTS = 5
+// Results asked of the backend when the client's domain lists filter them (its maximum), so
+// that some are likely left after filtering.
+const FILTERED_SEARCH_COUNT = 20
+// Distinct URLs read from the message: those past the fetch limit are listed as not fetched.
+const MAX_NAMED_URLS = 20
 // Output room assumed when the client set no max_tokens, so added context leaves space to answer.
 const DEFAULT_OUTPUT_ROOM = 1024
 // Characters per token when budgeting the context: low, so the added text errs toward fitting.
@@ -35,6 +41,11 @@ export function wantsWeb(request: ChatRequest): boolean {
  * clearly delimited, untrusted, request-local block (nothing is stored). Each fetch and search
  * is billed exactly like the standalone routes, through their own metered calls. Dialects only
  * set `request.hosted`; this serves Chat Completions, Responses and Messages alike.
+ *
+ * The client's limits on each tool hold (`hosted.fetch`, `hosted.search`): a URL outside its
+ * domain lists (on any redirect hop too) or past its max_uses is listed as not fetched and never
+ * billed; search results outside the lists are left out. max_uses of a search is at least 1 in
+ * every format, and the gateway runs at most one search per turn.
  */
 export async function enrichWithWeb(
   web: WebService | undefined,
@@ -46,23 +57,55 @@ export async function enrichWithWeb(
   const text = message ? message.parts.flatMap(part => (part.type === 'text' ? [part.text] : [])).join('\n') : ''
   const caller = { principal: input.principal, requestId: input.requestId, signal: input.signal, billingKey: input.billingKey, pending: input.pending }
 
-  const urls = request.hosted.webFetch ? namedUrls(text, web.config.fetch.maxUrls) : []
+  const fetchLists = listsOf(request.hosted.fetch)
+  const chosen = request.hosted.webFetch ? chooseUrls(text, web.config.fetch.maxUrls, request.hosted.fetch) : { urls: [], skipped: [] }
   const query = text.replace(/\s+/g, ' ').trim().slice(0, 400)
   const [fetched, searched] = await Promise.all([
-    urls.length > 0 ? web.fetchForChat(caller, urls) : Promise.resolve({ pages: [] as FetchedPage[], skipped: [] as SkippedUrl[] }),
-    request.hosted.webSearch && query !== '' ? searchForChat(web, caller, query) : Promise.resolve(undefined),
+    chosen.urls.length > 0 ? web.fetchForChat(caller, chosen.urls, fetchLists) : Promise.resolve({ pages: [] as FetchedPage[], skipped: [] as SkippedUrl[] }),
+    request.hosted.webSearch && query !== '' ? searchForChat(web, caller, query, listsOf(request.hosted.search)) : Promise.resolve(undefined),
   ])
+  const skipped = [...chosen.skipped, ...fetched.skipped]
   const used: ServerToolUse = { webFetchRequests: fetched.pages.length, webSearchRequests: searched?.results ? 1 : 0 }
-  if (message && (fetched.pages.length > 0 || fetched.skipped.length > 0 || searched)) {
-    message.parts.push({ type: 'text', text: contextBlock(fetched.pages, fetched.skipped, query, searched, budgetChars(request)) })
+  if (message && (fetched.pages.length > 0 || skipped.length > 0 || searched)) {
+    const pageCap = request.hosted.fetch?.maxContentTokens
+    message.parts.push({ type: 'text', text: contextBlock(fetched.pages, skipped, query, searched, budgetChars(request), pageCap === undefined ? undefined : pageCap * CHARS_PER_TOKEN) })
   }
   return used
 }
 
-/** A search for chat: a failed backend becomes a note for the model, not a failed turn. */
-async function searchForChat(web: WebService, caller: Parameters<WebService['search']>[0], query: string) {
+function listsOf(limits: HostedToolLimits | undefined): DomainLists | undefined {
+  if (limits?.allowedDomains === undefined && limits?.blockedDomains === undefined) return undefined
+  return { allowed: limits.allowedDomains, blocked: limits.blockedDomains }
+}
+
+/**
+ * The URLs named in `text` to fetch, in order of mention: those the client's domain lists allow,
+ * at most max_uses of them and the gateway's own per-turn limit. Each one left out is a skipped
+ * URL with the reason, for the model (and never fetched or billed).
+ */
+export function chooseUrls(text: string, maxUrls: number, limits: HostedToolLimits | undefined): { urls: string[]; skipped: SkippedUrl[] } {
+  const lists = listsOf(limits)
+  const cap = Math.min(maxUrls, limits?.maxUses ?? maxUrls)
+  const urls: string[] = []
+  const skipped: SkippedUrl[] = []
+  for (const url of namedUrls(text, MAX_NAMED_URLS)) {
+    const problem = lists ? domainProblem(url, lists) : null
+    if (problem !== null) skipped.push({ url, reason: problem })
+    else if (urls.length < cap) urls.push(url)
+    else skipped.push({ url, reason: cap === limits?.maxUses ? `the client's max_uses (${cap}) was reached` : `the gateway fetches at most ${maxUrls} pages per turn` })
+  }
+  return { urls, skipped }
+}
+
+/**
+ * A search for chat: a failed backend becomes a note for the model, not a failed turn. With the
+ * client's domain lists, more results are asked for and those outside the lists left out.
+ */
+async function searchForChat(web: WebService, caller: Parameters<WebService['search']>[0], query: string, lists: DomainLists | undefined) {
   try {
-    return { results: await web.search(caller, { query, count: SEARCH_RESULTS, offset: 0 }) }
+    const results = await web.search(caller, { query, count: lists ? FILTERED_SEARCH_COUNT : SEARCH_RESULTS, offset: 0 })
+    if (!lists) return { results }
+    return { results: results.filter(result => domainProblem(result.url, lists) === null).slice(0, SEARCH_RESULTS), filtered: true }
   } catch (error) {
     if (error instanceof ApiError && error.code === 'provider_error') return { failure: error.message }
     throw error
@@ -107,7 +150,15 @@ function budgetChars(request: ChatRequest): number {
  * The context block. A random marker delimits it and each part: page text cannot forge the
  * end of its own section, because it cannot know the marker.
  */
-function contextBlock(pages: FetchedPage[], skipped: SkippedUrl[], query: string, searched: { results?: SearchResult[]; failure?: string } | undefined, budget: number): string {
+function contextBlock(
+  pages: FetchedPage[],
+  skipped: SkippedUrl[],
+  query: string,
+  searched: { results?: SearchResult[]; failure?: string; filtered?: boolean } | undefined,
+  budget: number,
+  /** The client's max_content_tokens, in characters. */
+  pageCap: number | undefined,
+): string {
   const marker = Bun.randomUUIDv7('hex').slice(-12)
   const scrub = (value: string) => value.replaceAll(marker, '')
   const lines = [
@@ -116,8 +167,9 @@ function contextBlock(pages: FetchedPage[], skipped: SkippedUrl[], query: string
   ]
   // Page bodies share what is left of the budget after the fixed parts.
   const perPage = pages.length > 0 ? Math.max(0, Math.floor((budget - 2000) / pages.length)) : 0
+  const cut = pageCap !== undefined && pageCap < perPage ? { at: pageCap, why: "the client's max_content_tokens" } : { at: perPage, why: "the model's context" }
   for (const [index, page] of pages.entries()) {
-    const content = page.content.length > perPage ? `${page.content.slice(0, perPage)}\n[… cut to fit the model's context]` : page.content
+    const content = page.content.length > cut.at ? `${page.content.slice(0, cut.at)}\n[… cut to fit ${cut.why}]` : page.content
     lines.push(
       '',
       `<<<page ${index + 1} ${marker}>>>`,
@@ -133,6 +185,7 @@ function contextBlock(pages: FetchedPage[], skipped: SkippedUrl[], query: string
   if (searched?.failure) lines.push('', `Web search for "${scrub(query)}" failed: ${scrub(searched.failure)}`)
   if (searched?.results) {
     lines.push('', `<<<search ${marker}>>>`, `Query: ${scrub(query)}`)
+    if (searched.filtered) lines.push("Results outside the client's domain lists were left out.")
     if (searched.results.length === 0) lines.push('No results.')
     for (const [index, result] of searched.results.entries()) {
       const published = result.published ? ` (published ${result.published})` : ''

@@ -1,7 +1,11 @@
 import { ApiError } from '../../../http/errors'
 import type { ModelRoute } from '../../../catalog/types'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
+import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import type { ChatCompletionsRequest } from './schema'
+
+/** The options of the gateway's hosted tool entries `{type: "web_fetch" | "web_search"}`: limits it applies. */
+export const HOSTED_TOOL_OPTIONS: HostedOption[] = ['max_uses', 'allowed_domains', 'blocked_domains']
 
 type Body = ChatCompletionsRequest
 type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content']
@@ -24,15 +28,14 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
   if (body.modalities?.includes('audio')) throw unsupported('modalities', 'audio output is not supported (modalities: ["text"])')
 
   const tools: FunctionTool[] = []
-  let webFetch = body.web_fetch === true
-  let webSearch = body.web_search === true
+  const hosted: ChatRequest['hosted'] = { webSearch: body.web_search === true, webFetch: body.web_fetch === true }
   for (const [index, tool] of (body.tools ?? []).entries()) {
     if (tool.type === 'function' && 'function' in tool) {
       const fn = (tool as Extract<typeof tool, { type: 'function' }>).function
       tools.push({ name: fn.name, description: fn.description, parameters: fn.parameters ?? { type: 'object', properties: {} }, strict: fn.strict ?? undefined })
-    } else if (tool.type === 'web_fetch') webFetch = true
-    else if (tool.type === 'web_search') webSearch = true
-    else throw unsupported(`tools.${index}`, 'unsupported tool entry')
+    } else if (tool.type === 'web_fetch' || tool.type === 'web_search') {
+      addHostedTool(hosted, tool.type === 'web_fetch' ? 'fetch' : 'search', tool as Record<string, unknown>, `tools.${index}`, HOSTED_TOOL_OPTIONS)
+    } else throw unsupported(`tools.${index}`, 'unsupported tool entry')
   }
   const names = new Set<string>()
   for (const tool of tools) {
@@ -60,7 +63,7 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
     // `minimal` is OpenAI's smallest effort; the canonical scale starts at low.
     reasoning: body.reasoning_effort ? { effort: body.reasoning_effort === 'minimal' ? 'low' : body.reasoning_effort } : undefined,
     responseFormat: decodeResponseFormat(body.response_format),
-    hosted: { webSearch, webFetch },
+    hosted,
     user: body.safety_identifier ?? body.user,
     stream: body.stream === true,
   }

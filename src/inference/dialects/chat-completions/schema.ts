@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
+import { HOSTED_LIMITS } from '../hosted-tool-schema'
 
 // OpenAI Chat Completions request body (the fields the gateway understands). Unknown fields are
 // rejected, as OpenAI itself does ("Unrecognized request argument"), rather than silently dropped.
@@ -75,8 +76,12 @@ const FunctionTool = t.Object(
   },
   { additionalProperties: false },
 )
-// Hosted tools (web fetch and search) are named here so their refusal or use is explicit.
-const HostedTool = t.Object({ type: t.Union([t.Literal('web_fetch'), t.Literal('web_search')]) }, { additionalProperties: true })
+// Hosted tools (web fetch and search, the gateway's extension) with the limits it applies; any
+// other key is refused by name in decode.ts (hosted-tool-options.ts).
+const HostedTool = t.Object(
+  { type: t.Union([t.Literal('web_fetch'), t.Literal('web_search')]), ...HOSTED_LIMITS },
+  { additionalProperties: true, description: 'Hosted web_fetch or web_search in this turn (the same as the web_fetch / web_search switches, with limits)' },
+)
 
 const ToolChoice = t.Union([
   t.Literal('auto'),

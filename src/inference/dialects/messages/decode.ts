@@ -2,6 +2,7 @@ import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { toolArgumentsText } from '../../tool-input'
+import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
 
 type Body = MessagesRequest
@@ -12,6 +13,12 @@ const MAX_INLINE_BYTES = 1024 * 1024
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 
 const invalid = (param: string, message: string) => new ApiError('invalid_request', message, param)
+
+// Anthropic's options of its web tools (WebFetchTool20250910, WebSearchTool20250305 and their
+// later dates). citations, user_location and cache_control are hints the gateway accepts and
+// cannot apply (README); the others it applies.
+const WEB_FETCH_OPTIONS: HostedOption[] = ['name', 'max_uses', 'allowed_domains', 'blocked_domains', 'max_content_tokens', 'citations', 'cache_control']
+const WEB_SEARCH_OPTIONS: HostedOption[] = ['name', 'max_uses', 'allowed_domains', 'blocked_domains', 'user_location', 'cache_control']
 
 /**
  * Anthropic Messages wire → canonical. Anything the gateway cannot honour is a 400 naming the
@@ -50,8 +57,7 @@ export function decodeCountTokens(body: CountTokensRequest, route: ModelRoute): 
 
 function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest {
   const tools: FunctionTool[] = []
-  let webSearch = false
-  let webFetch = false
+  const hosted: ChatRequest['hosted'] = { webSearch: false, webFetch: false }
   for (const [index, tool] of (body.tools ?? []).entries()) {
     const type = tool.type ?? 'custom'
     if (type === 'custom') {
@@ -62,8 +68,8 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
         parameters: custom.input_schema,
         ...(custom.strict !== undefined ? { strict: custom.strict } : {}),
       })
-    } else if (type.startsWith('web_search_')) webSearch = true
-    else if (type.startsWith('web_fetch_')) webFetch = true
+    } else if (type.startsWith('web_search_')) addHostedTool(hosted, 'search', tool, `tools.${index}`, WEB_SEARCH_OPTIONS)
+    else if (type.startsWith('web_fetch_')) addHostedTool(hosted, 'fetch', tool, `tools.${index}`, WEB_FETCH_OPTIONS)
     else throw invalid(`tools.${index}.type`, `the hosted tool "${type}" is not available on this gateway (hosted web_search_* and web_fetch_* are recognised)`)
   }
   const names = new Set<string>()
@@ -90,7 +96,7 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
     sampling: {},
     reasoning: decodeReasoning(body),
     responseFormat: decodeOutputFormat(body.output_config?.format),
-    hosted: { webSearch, webFetch },
+    hosted,
     stream: false,
   }
 }

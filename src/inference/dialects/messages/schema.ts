@@ -1,6 +1,7 @@
 import { t } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 import { plainPattern } from '../../../http/validation-message'
+import { HOSTED_LIMITS, hint, MAX_CONTENT_TOKENS } from '../hosted-tool-schema'
 
 // Anthropic Messages request body (the fields the gateway understands). Unknown fields are
 // rejected rather than silently dropped. `cache_control` is accepted everywhere Anthropic allows
@@ -78,11 +79,20 @@ const CustomTool = t.Object(
   { additionalProperties: false },
 )
 // Anthropic's hosted (server) tools are typed `<name>_<date>` (web_search_20250305,
-// web_fetch_20250910, bash_20250124...). Their options are for the host to apply; which ones
-// the gateway hosts is decided in decode.ts.
+// web_fetch_20250910, bash_20250124...). Which ones the gateway hosts, and which options each
+// takes (any other key is a 400 naming it), is decided in decode.ts; the gateway applies the
+// limits itself (enrich/web.ts), so they are documented here.
 const ServerTool = t.Object(
-  { type: t.String(plainPattern('^[a-z_]+_[0-9]{8}$', 'a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own')), name: t.String() },
-  { additionalProperties: true },
+  {
+    type: t.String(plainPattern('^[a-z_]+_[0-9]{8}$', 'a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own')),
+    name: t.String(),
+    ...HOSTED_LIMITS,
+    max_content_tokens: MAX_CONTENT_TOKENS,
+    citations: hint('web_fetch citations (the gateway has no citations channel)'),
+    user_location: hint("web_search's user location (the search backend is not localised per request)"),
+    cache_control: CacheControl,
+  },
+  { additionalProperties: true, description: 'A hosted web_search_* or web_fetch_* tool (other keys are refused by name)' },
 )
 
 const ToolChoice = t.Union([

@@ -4,6 +4,7 @@ import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage, MAX_INLINE_BYTES } from '../chat-completions/decode'
+import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
 type Body = ResponsesRequest
@@ -30,6 +31,12 @@ export const REDACTED_PREFIX = 'redacted:'
 
 const unsupported = (param: string, message: string) => new ApiError('invalid_request', message, param)
 
+// OpenAI's web_search options (WebSearchTool, WebSearchPreviewTool): filters.allowed_domains is
+// applied, user_location and search_context_size are hints the gateway cannot apply (README).
+// The gateway's own web_fetch takes Anthropic's web_fetch limits.
+const WEB_SEARCH_OPTIONS: HostedOption[] = ['filters', 'user_location', 'search_context_size']
+const WEB_FETCH_OPTIONS: HostedOption[] = ['max_uses', 'allowed_domains', 'blocked_domains']
+
 /**
  * Responses wire → canonical. Anything the gateway cannot honour is a 400 naming the field;
  * nothing is dropped silently (ARCHITECTURE.md §6). Nothing is stored, so nothing that refers
@@ -44,15 +51,14 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
   refuseUnsupported(body)
 
   const tools: FunctionTool[] = []
-  let webFetch = body.web_fetch === true
-  let webSearch = body.web_search === true
+  const hosted: ChatRequest['hosted'] = { webSearch: body.web_search === true, webFetch: body.web_fetch === true }
   for (const [index, tool] of (body.tools ?? []).entries()) {
     if (tool.type === 'function') {
       const fn = checked<WireTool>(FUNCTION_TOOL_CHECK, tool, `tools.${index}`)
       if (tools.some(existing => existing.name === fn.name)) throw unsupported(`tools.${index}`, `duplicate tool name "${fn.name}"`)
       tools.push({ name: fn.name, description: fn.description ?? undefined, parameters: fn.parameters ?? { type: 'object', properties: {} }, strict: fn.strict ?? undefined })
-    } else if (tool.type === 'web_fetch') webFetch = true
-    else if ((HOSTED_WEB_TOOLS as readonly string[]).includes(tool.type)) webSearch = true
+    } else if (tool.type === 'web_fetch') addHostedTool(hosted, 'fetch', tool, `tools.${index}`, WEB_FETCH_OPTIONS)
+    else if ((HOSTED_WEB_TOOLS as readonly string[]).includes(tool.type)) addHostedTool(hosted, 'search', tool, `tools.${index}`, WEB_SEARCH_OPTIONS)
     else throw unsupported(`tools.${index}`, `tool type "${tool.type}" is not supported: function, web_search and web_fetch tools are`)
   }
 
@@ -84,7 +90,7 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
     // `minimal` is OpenAI's smallest effort; the canonical scale starts at low.
     reasoning: effort === undefined ? undefined : { effort: effort === 'minimal' ? 'low' : (effort as Effort) },
     responseFormat: decodeFormat(body.text?.format),
-    hosted: { webSearch, webFetch },
+    hosted,
     user: body.safety_identifier ?? body.user,
     stream: body.stream === true,
   }

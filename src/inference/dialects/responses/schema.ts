@@ -148,7 +148,20 @@ export const ResponsesBody = t.Object(
     instructions: nullable(t.String()),
     stream: nullable(t.Boolean()),
     stream_options: nullable(t.Object({ include_obfuscation: t.Optional(t.Boolean()) }, { additionalProperties: false })),
-    tools: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true, description: 'A function tool, or a hosted web_search / web_fetch tool' }))),
+    tools: t.Optional(
+      t.Array(
+        t.Object(
+          { type: t.String() },
+          {
+            additionalProperties: true,
+            description:
+              'A function tool, or a hosted web_search / web_fetch tool. web_search (and its dated and preview aliases) takes filters.allowed_domains (applied: ' +
+              'results outside it are left out) and user_location and search_context_size (accepted, not applied); web_fetch, the gateway\'s own, takes ' +
+              'max_uses, allowed_domains and blocked_domains (applied, as on Messages). Any other key is a 400 naming it',
+          },
+        ),
+      ),
+    ),
     tool_choice: t.Optional(ToolChoice),
     parallel_tool_calls: nullable(t.Boolean()),
     reasoning: nullable(t.Object({ effort: nullable(Effort), summary: Summary, generate_summary: Summary }, { additionalProperties: false })),
