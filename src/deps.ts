@@ -120,7 +120,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const logger = overrides.logger ?? createLogger(config.logLevel)
   const database = overrides.database ?? (await openDatabase(config.databaseUrl, config.databaseAuthToken))
   const orgs = new OrgService(database.db, clock, new Set(config.plans.keys()))
-  const keys = new KeyService(database.db, clock, logger, { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries })
+  const executor = overrides.executor ?? createExecutor(database.url, database.client)
+  const writer = new LedgerWriter(executor)
+  const keys = new KeyService(database.db, writer, clock, logger, { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries })
   const cache = { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries }
   const oauth = new OAuthServer(database.db, clock, config.oauth, keys, cache)
   keys.useTokenVerifier(oauth.tokens)
@@ -131,8 +133,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   })
   const plans = new Plans(config)
   const identity: Identity & Partial<Pick<ProcessIdentity, 'release'>> = overrides.identity ?? loadIdentity(config.instanceId, database.url)
-  const executor = overrides.executor ?? createExecutor(database.url, database.client)
-  const writer = new LedgerWriter(executor)
   // A key found expired or inactive by the ledger stops working at once here, with its OAuth tokens.
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)

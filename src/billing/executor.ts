@@ -48,9 +48,15 @@ export class NativeExecutor implements BatchExecutor {
   private readonly rollback: Libsql.Statement<unknown[]>
   private readonly checkpointer: WalCheckpointer | null
 
-  constructor(path: string) {
-    // A busy timeout lets processes sharing one file queue for the write lock.
-    this.database = new Libsql(path, { timeout: 5000 })
+  /** `busyWaitMs`: how long a batch waits for another process's write lock (tests shorten it). */
+  constructor(
+    path: string,
+    private readonly busyWaitMs = BUSY_WAIT_MS,
+  ) {
+    // No busy timeout: SQLite's busy-wait is synchronous, so waiting there for another process's
+    // write lock froze the event loop (every route, every stream) for up to the timeout, again on
+    // each batch and health probe. write() waits for the lock between turns instead.
+    this.database = new Libsql(path, { timeout: 0 })
     this.database.defaultSafeIntegers(true)
     this.database.exec('PRAGMA journal_mode=WAL')
     // WAL + NORMAL: a commit survives a process kill; an OS crash may lose the last commits.
@@ -65,7 +71,17 @@ export class NativeExecutor implements BatchExecutor {
     // Every few commits (see WalCheckpointer): wait, off the event loop, for a checkpoint of the
     // whole WAL, so that this transaction restarts the WAL from its beginning.
     if (this.checkpointer?.restartDue) await this.checkpointer.catchUp()
-    return this.transact(statements)
+    // Processes sharing the file queue for its write lock: a batch that finds it taken (SQLITE_BUSY,
+    // before anything was written, or rolled back) tries again after a pause, up to busyWaitMs,
+    // the busy timeout SQLite was given before.
+    for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, 50)) {
+      try {
+        return this.transact(statements)
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || waited >= this.busyWaitMs) throw error
+      }
+      await Bun.sleep(pause)
+    }
   }
 
   close(): void {
@@ -110,6 +126,9 @@ interface PreparedStatement {
   readonly statement: Libsql.Statement<unknown[]>
   readonly reader: boolean
 }
+
+/** How long a batch waits, between event-loop turns, for another process to release the write lock. */
+export const BUSY_WAIT_MS = 5000
 
 // Shared by every write-only result; frozen because callers receive it.
 const NO_ROWS: ReadonlyArray<Record<string, unknown>> = Object.freeze([])

@@ -8,6 +8,7 @@ import type { Logger } from '../observability/logger'
 import { spendCapOf, type Principal, type VerifyResult } from './principal'
 import { generateKeySecret, hashSecret } from './token'
 import { VerifyCache } from './verify-cache'
+import type { LedgerWriter } from '../billing/ledger-writer'
 
 /** A key as listings show it. Never carries the secret or its hash. */
 export interface KeyRecord {
@@ -42,8 +43,12 @@ export interface TokenVerifier {
 }
 
 // last_used_at is advisory: written at most once a minute per key so that using a key
-// never costs a database write per request.
+// never costs a database write per request. It goes through the process's one writer, into its
+// next batch: that writer waits for another process's write lock between event-loop turns, where
+// the drizzle client's busy timeout waits on the loop (a key's first use froze every route for as
+// long as another process held the lock, up to 5 s).
 const LAST_USED_RESOLUTION_MS = 60_000
+const LAST_USED_SQL = 'UPDATE api_keys SET last_used_at_ms = ? WHERE id = ?'
 
 /** Create, list, revoke and verify organization API keys. */
 export class KeyService {
@@ -54,6 +59,7 @@ export class KeyService {
 
   constructor(
     private readonly db: Db,
+    private readonly writer: LedgerWriter,
     private readonly clock: Clock,
     private readonly logger: Logger,
     cache: { ttlMs: number; maxEntries: number },
@@ -190,10 +196,8 @@ export class KeyService {
     const last = this.lastUsedWritten.get(keyId)
     if (last !== undefined && now - last < LAST_USED_RESOLUTION_MS) return
     this.lastUsedWritten.set(keyId, now)
-    const write = this.db
-      .update(apiKeys)
-      .set({ lastUsedAtMs: now })
-      .where(eq(apiKeys.id, keyId))
+    const write = this.writer
+      .submit({ kind: 'plain', statements: [{ sql: LAST_USED_SQL, args: [now, keyId] }], interpret: () => undefined })
       .catch(error => this.logger.warn('last_used_at write failed', { key_id: keyId, error: String(error) }))
     this.pendingWrites = Promise.all([this.pendingWrites, write])
   }
