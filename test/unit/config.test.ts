@@ -309,6 +309,16 @@ describe('config file problems', () => {
     expect(problems[0]).toStartWith('/etc/svc/config.yaml: not valid YAML or JSON')
   })
 
+  test('a key given twice stops the boot, naming it and where, in YAML and in JSON', () => {
+    // Before, the last one won silently: a second price of "0" made a model free.
+    const twoPrices = `${MINIMAL}providers:\n  - { id: demo, type: demo, retention: none }\nmodels:\n  - { id: m, backends: [{ provider: demo, model: d }], price: { input_per_mtok: "5", output_per_mtok: "25" }, price: { input_per_mtok: "0", output_per_mtok: "0" }, context_length: 1000, max_output_tokens: 100 }\n`
+    expect(fileProblems(twoPrices)).toEqual(['/etc/svc/config.yaml: not valid YAML or JSON: line 6, column 111: the key price appears twice in one mapping (each key may be given once)'])
+    const twoPlans = 'plans:\n  pro: { monthly_allowance: "20", fusion: true }\n  pro: { monthly_allowance: "0", fusion: false }\n'
+    expect(fileProblems(twoPlans)).toEqual(['/etc/svc/config.yaml: not valid YAML or JSON: line 3, column 3: the key pro appears twice in one mapping (each key may be given once)'])
+    const json = '{ "plans": { "basic": { "monthly_allowance": "0", "fusion": false } }, "plans": {} }'
+    expect(fileProblems(json)).toEqual(['/etc/svc/config.yaml: not valid YAML or JSON: line 1, column 72: the key "plans" appears twice in one mapping (each key may be given once)'])
+  })
+
   test('a scalar and a list are not configurations', () => {
     for (const text of ['"just a string"', '- plans\n', '42']) {
       const problems = fileProblems(text)
@@ -648,8 +658,12 @@ models:
   })
 
   const PROVIDERS = `providers:\n  - { id: demo, type: demo, retention: none }\n  - { id: open, type: openai-compatible, base_url: "http://x" }\n  - { id: tee, type: attested, base_url: "http://t/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1 }\n  - { id: plain-tee, type: attested, base_url: "http://p/v1", proof_format: dstack-tdx-nvgpu.addr-nonce.v1 }\n`
-  const model = (fields: string) =>
-    `- { id: m, backends: [{ provider: demo, model: d }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 1000, max_output_tokens: 100${fields} }`
+  // A model entry: these defaults, each unless `fields` gives its own (a key may appear once).
+  const MODEL_DEFAULTS = { id: 'm', backends: '[{ provider: demo, model: d }]', price: '{ input_per_mtok: "1", output_per_mtok: "2" }', context_length: '1000', max_output_tokens: '100' }
+  const model = (fields: string) => {
+    const defaults = Object.entries(MODEL_DEFAULTS).filter(([key]) => !fields.includes(`, ${key}:`))
+    return `- { ${defaults.map(([key, value]) => `${key}: ${value}`).join(', ')}${fields} }`
+  }
   const modelProblems = (...entries: string[]) => fileProblems(`${MINIMAL}${PROVIDERS}models:\n${entries.map(entry => `  ${entry}\n`).join('')}`)
   const loadModels = (...entries: string[]) => fromFile(`${MINIMAL}${PROVIDERS}models:\n${entries.map(entry => `  ${entry}\n`).join('')}`).config.models
 
