@@ -105,6 +105,12 @@ describe('Chat Completions with file parts', () => {
     expect(await refusal([{ type: 'file', file: { file_data: dataUrl(big, 'text/plain'), filename: 'big.txt' } }])).toMatch(/1 MiB/)
     expect(await refusal([{ type: 'file', file: { file_id: 'file-abc' } }])).toMatch(/file_id is not supported/)
     expect(await refusal([{ type: 'file', file: { filename: 'x.pdf' } }])).toMatch(/file_data is required/)
+    // Not base64 (a `=` inside): Buffer would decode only what comes before it, a cut document.
+    const cut = Buffer.from('hello world, this is the whole document').toString('base64')
+    const malformed = `${cut.slice(0, 4)}==${cut.slice(4)}`
+    expect(await refusal([{ type: 'file', file: { file_data: malformed, filename: 'a.txt' } }])).toMatch(/not base64/)
+    expect(await refusal([{ type: 'file', file: { file_data: `data:text/plain;base64,${malformed}`, filename: 'a.txt' } }])).toMatch(/not base64/)
+    expect(await refusal([{ type: 'image_url', image_url: { url: `data:image/png;base64,${malformed}` } }])).toMatch(/not base64/)
     expect(await refusal([{ type: 'file', file: { file_data: dataUrl(await fixture('encrypted.pdf'), 'application/pdf'), filename: 'locked.pdf' } }])).toMatch(/attached file "locked.pdf": the PDF is encrypted/)
     expect(await refusal([{ type: 'file', file: { file_data: dataUrl(lyingZipBomb(2 * 1024 * 1024), 'application/zip'), filename: 'bomb.docx' } }])).toMatch(/bomb.docx/)
     // A document too long for the model's context is refused after extraction, unbilled.

@@ -3,6 +3,7 @@ import type { ModelRoute } from '../../../catalog/types'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import type { ChatCompletionsRequest } from './schema'
+import { inlineBytes, parseDataUrl } from '../inline-data'
 
 /** The options of the gateway's hosted tool entries `{type: "web_fetch" | "web_search"}`: limits it applies. */
 export const HOSTED_TOOL_OPTIONS: HostedOption[] = ['max_uses', 'allowed_domains', 'blocked_domains']
@@ -114,14 +115,6 @@ function userParts(content: UserContent, index: number): Part[] {
   })
 }
 
-// RFC 2397: media type parameters (";charset=utf-8", ";name=…") may precede ";base64", as the
-// Responses dialect accepts too.
-const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=.+-]+)*;base64,([A-Za-z0-9+/=\s]*)$/i
-// Inline attachments are capped at 1 MiB decoded (spec §8).
-export const MAX_INLINE_BYTES = 1024 * 1024
-
-const BASE64 = /^[A-Za-z0-9+/=\s]*$/
-
 /**
  * A `file` content part: `file_data` is a base64 data URL (or bare base64, as some clients
  * send) of at most 1 MiB decoded; `file_id` names a provider-hosted file, which this API has
@@ -132,22 +125,14 @@ function decodeFile(file: { file_data?: string; filename?: string; file_id?: str
     throw new ApiError('invalid_request', 'file.file_id is not supported: there is no file upload API; send the document inline as file.file_data (a base64 data URL)', param)
   }
   if (file.file_data === undefined || file.file_data === '') throw new ApiError('invalid_request', 'file.file_data is required: a base64 data URL such as data:application/pdf;base64,...', param)
-  let mediaType = 'application/octet-stream'
-  let base64 = file.file_data
-  if (base64.startsWith('data:')) {
-    const match = DATA_URL.exec(base64)
-    if (!match) throw new ApiError('invalid_request', 'file.file_data must be data:<type>;base64,<data>', param)
-    mediaType = match[1]!.toLowerCase()
-    base64 = match[2]!
-  } else if (!BASE64.test(base64)) {
-    throw new ApiError('invalid_request', 'file.file_data must be a base64 data URL (data:<type>;base64,<data>)', param)
-  }
-  base64 = base64.replace(/\s/g, '')
-  // Refuse before decoding anything oversized; enrichment checks the decoded size exactly.
-  if (Math.floor((base64.length * 3) / 4) > MAX_INLINE_BYTES + 3) {
-    throw new ApiError('invalid_request', 'inline files are limited to 1 MiB decoded (use POST /api/v1/attachments/parse for up to 4 MiB)', param)
-  }
-  const data = new Uint8Array(Buffer.from(base64, 'base64'))
+  const dataUrl = file.file_data.startsWith('data:') ? parseDataUrl(file.file_data) : undefined
+  if (file.file_data.startsWith('data:') && dataUrl === undefined) throw new ApiError('invalid_request', 'file.file_data must be data:<type>;base64,<data>', param)
+  const data = inlineBytes(dataUrl?.base64 ?? file.file_data, problem =>
+    problem === 'malformed'
+      ? new ApiError('invalid_request', 'file.file_data must be a base64 data URL (data:<type>;base64,<data>): its data is not base64', param)
+      : new ApiError('invalid_request', 'inline files are limited to 1 MiB decoded (use POST /api/v1/attachments/parse for up to 4 MiB)', param),
+  )
+  const mediaType = dataUrl?.mediaType ?? 'application/octet-stream'
   const filename = file.filename?.trim() ? file.filename.slice(0, 255) : undefined
   return filename === undefined ? { type: 'file', mediaType, data } : { type: 'file', mediaType, filename, data }
 }
@@ -155,16 +140,13 @@ function decodeFile(file: { file_data?: string; filename?: string; file_id?: str
 /** An image URL or base64 data URL → a canonical image part (shared with the Responses dialect). */
 export function decodeImage(url: string, param: string): Part {
   if (url.startsWith('data:')) {
-    const match = DATA_URL.exec(url)
-    if (!match) throw new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>', param)
-    const mediaType = match[1]!.toLowerCase()
+    const dataUrl = parseDataUrl(url)
+    if (dataUrl === undefined) throw new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>', param)
+    const { mediaType } = dataUrl
     if (!mediaType.startsWith('image/')) throw new ApiError('invalid_request', `unsupported image type ${mediaType}`, param)
-    const base64 = match[2]!.replace(/\s/g, '')
-    if (Math.floor((base64.length * 3) / 4) > MAX_INLINE_BYTES + 3) {
-      throw new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param)
-    }
-    const data = Uint8Array.from(Buffer.from(base64, 'base64'))
-    if (data.byteLength > MAX_INLINE_BYTES) throw new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param)
+    const data = inlineBytes(dataUrl.base64, problem =>
+      problem === 'malformed' ? new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>: its data is not base64', param) : new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param),
+    )
     return { type: 'image', mediaType, data }
   }
   let parsed: URL

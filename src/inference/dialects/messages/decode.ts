@@ -4,12 +4,12 @@ import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoi
 import { toolArgumentsText } from '../../tool-input'
 import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
+import { inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
 
 type Body = MessagesRequest
 type Block = Exclude<Body['messages'][number]['content'], string>[number]
 
 // Inline attachments are capped at 1 MiB decoded (spec §8).
-const MAX_INLINE_BYTES = 1024 * 1024
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 
 const invalid = (param: string, message: string) => new ApiError('invalid_request', message, param)
@@ -213,12 +213,7 @@ function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: strin
 }
 
 function base64Bytes(data: string, param: string, what: string): Uint8Array {
-  const clean = data.replace(/\s/g, '')
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) throw invalid(param, `${what} data must be base64`)
-  if (Math.floor((clean.length * 3) / 4) > MAX_INLINE_BYTES + 3) throw invalid(param, `inline ${what}s are limited to 1 MiB decoded`)
-  const bytes = Uint8Array.from(Buffer.from(clean, 'base64'))
-  if (bytes.byteLength > MAX_INLINE_BYTES) throw invalid(param, `inline ${what}s are limited to 1 MiB decoded`)
-  return bytes
+  return inlineBytes(data, problem => invalid(param, problem === 'malformed' ? `${what} data must be base64` : `inline ${what}s are limited to 1 MiB decoded`))
 }
 
 function image(source: Extract<Block, { type: 'image' }>['source'], param: string): Part {

@@ -3,7 +3,8 @@ import { TypeCompiler, type TypeCheck, type ValueError } from '@sinclair/typebox
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
-import { decodeImage, MAX_INLINE_BYTES } from '../chat-completions/decode'
+import { decodeImage } from '../chat-completions/decode'
+import { inlineBytes, parseDataUrl } from '../inline-data'
 import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
@@ -253,24 +254,18 @@ function imagePart(part: { image_url?: string | null; file_id?: string | null },
   return decodeImage(part.image_url, `${param}.image_url`)
 }
 
-const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=.+-]+)*;base64,([A-Za-z0-9+/=\s]*)$/i
-const BASE64 = /^[A-Za-z0-9+/=\s]*$/
-
 /** input_file with inline file_data (a base64 data URL, or bare base64) → a canonical file part. */
 function filePart(part: { file_data?: string; file_id?: string | null; file_url?: string; filename?: string }, param: string): Part {
   if (part.file_id != null) throw unsupported(`${param}.file_id`, 'file_id is not supported: there is no file storage (spec §1); send file_data inline')
   if (part.file_url !== undefined) throw unsupported(`${param}.file_url`, 'file_url is not supported: send the document inline as file_data')
   if (part.file_data === undefined) throw unsupported(`${param}.file_data`, 'input_file needs file_data (a base64 data URL)')
-  const match = DATA_URL.exec(part.file_data)
-  if (!match && !BASE64.test(part.file_data)) throw unsupported(`${param}.file_data`, 'file_data must be a base64 data URL (data:<type>;base64,<data>)')
-  // Bare base64 carries no type: the document parser recognises the format from its bytes.
-  const mediaType = match ? match[1]!.toLowerCase() : 'application/octet-stream'
-  const base64 = (match ? match[2]! : part.file_data).replace(/\s/g, '')
-  const tooLarge = () => unsupported(`${param}.file_data`, 'inline files are limited to 1 MiB decoded')
-  if (Math.floor((base64.length * 3) / 4) > MAX_INLINE_BYTES + 3) throw tooLarge()
-  const data = Uint8Array.from(Buffer.from(base64, 'base64'))
-  if (data.byteLength > MAX_INLINE_BYTES) throw tooLarge()
+  const dataUrl = parseDataUrl(part.file_data)
+  const data = inlineBytes(dataUrl?.base64 ?? part.file_data, problem =>
+    unsupported(`${param}.file_data`, problem === 'malformed' ? 'file_data must be a base64 data URL (data:<type>;base64,<data>)' : 'inline files are limited to 1 MiB decoded'),
+  )
   if (data.byteLength === 0) throw unsupported(`${param}.file_data`, 'file_data is empty')
+  // Bare base64 carries no type: the document parser recognises the format from its bytes.
+  const mediaType = dataUrl?.mediaType ?? 'application/octet-stream'
   return { type: 'file', mediaType, ...(part.filename !== undefined ? { filename: part.filename } : {}), data }
 }
 
