@@ -133,7 +133,10 @@ export function modelRoutes(catalog: Catalog) {
   }
   const anthropicById = new Map(anthropic.get(undefined)!.map(entry => [entry.id, entry]))
   const retrieve = (id: string, request: Request) => {
-    const entry = isAnthropicClient(request) ? anthropicById.get(id) : byId.get(id)
+    const anthropicClient = isAnthropicClient(request)
+    // As on the list: no query parameter but `beta=true`, which older Anthropic SDKs append to beta.models.retrieve().
+    if (request.url.includes('?')) checkQueryNames(new URL(request.url).searchParams, anthropicClient ? 'only beta is accepted' : 'this route takes none', name => anthropicClient && name === 'beta')
+    const entry = anthropicClient ? anthropicById.get(id) : byId.get(id)
     if (entry === undefined) throw new ApiError('not_found', `model "${id.slice(0, 200)}" does not exist; GET /v1/models lists the callable ids`, 'model')
     return entry
   }

@@ -14,19 +14,26 @@ export function startAdminServer(deps: Deps, port: number, hostname: string): Re
     hostname,
     async fetch(request) {
       const requestId = requestIdFrom(request.headers.get('x-request-id'))
-      const path = new URL(request.url).pathname
       try {
-        if (request.method !== 'GET') throw new ApiError('not_found', `no route for ${request.method} ${path}`)
-        if (path === '/metrics') return metricsResponse(request, { registry: deps.metrics.registry, token: deps.config.metrics.token })
-        if (path === '/healthz') return Response.json({ status: 'ok' })
-        if (path === '/readyz') {
-          const answer = await readiness(deps.database, deps.lifecycle)
-          return Response.json(answer, { status: answer.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
-        }
-        throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+        const response = await answer(deps, request)
+        // Every response carries its request id, as the public port's do (README, Metrics and logs).
+        response.headers.set('x-request-id', requestId)
+        return response
       } catch (error) {
         return renderError(error instanceof ApiError ? error : new ApiError('internal_error', 'internal error'), 'api', requestId)
       }
     },
   })
+}
+
+async function answer(deps: Deps, request: Request): Promise<Response> {
+  const path = new URL(request.url).pathname
+  if (request.method !== 'GET') throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+  if (path === '/metrics') return metricsResponse(request, { registry: deps.metrics.registry, token: deps.config.metrics.token })
+  if (path === '/healthz') return Response.json({ status: 'ok' })
+  if (path === '/readyz') {
+    const ready = await readiness(deps.database, deps.lifecycle)
+    return Response.json(ready, { status: ready.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
+  }
+  throw new ApiError('not_found', `no route for ${request.method} ${path}`)
 }

@@ -148,6 +148,11 @@ describe('/metrics', () => {
     expect(await scraped.text()).toContain('# TYPE svc_http_requests_total counter')
     expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ status: 'ready', database: 'ok' })
     expect((await fetch(`${base}/v1/models`)).status).toBe(404)
+    // Every answer carries its request id (the client's when well-formed), as the public port's do.
+    for (const path of ['/healthz', '/readyz', '/metrics', '/nope']) {
+      const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': `probe-${path.length}` } })
+      expect([path, response.headers.get('x-request-id')]).toEqual([path, `probe-${path.length}`])
+    }
   })
 })
 

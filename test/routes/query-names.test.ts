@@ -27,3 +27,17 @@ test.each(ROUTES)('GET %s refuses an unknown query parameter with 400 naming it,
   expect((await t.request('GET', path, { key: org.adminKey })).status).toBe(200)
   expect((await t.request('GET', `${path}?`, { key: org.adminKey })).status).toBe(200)
 })
+
+test('GET /v1/models/{model} takes no query parameter; an Anthropic client may send beta=true', async () => {
+  t = await buildTestApp()
+  const refused = await t.request('GET', '/v1/models/demo-anonymous?bogus=1')
+  expect(refused.status).toBe(400)
+  expect((await json(refused)).error).toMatchObject({ code: 'invalid_request', param: 'bogus', message: 'unknown query parameter "bogus" (this route takes none)' })
+  expect((await t.request('GET', '/v1/models/demo-anonymous?beta=true')).status).toBe(400)
+  const anthropic = { 'anthropic-version': '2023-06-01' }
+  expect((await t.request('GET', '/v1/models/demo-anonymous?beta=true', { headers: anthropic })).status).toBe(200)
+  const anthropicRefused = await t.request('GET', '/v1/models/demo-anonymous?bogus=1', { headers: anthropic })
+  expect(anthropicRefused.status).toBe(400)
+  expect((await json(anthropicRefused)).error.message).toBe('unknown query parameter "bogus" (only beta is accepted)')
+  expect((await t.request('GET', '/v1/models/demo-anonymous')).status).toBe(200)
+})
