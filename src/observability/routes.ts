@@ -48,7 +48,11 @@ export function healthRoutes(database: Database, lifecycle: Lifecycle, metrics: 
     .get(
       '/metrics',
       ({ request }) => {
-        if (!metrics.onPublicPort) throw new ApiError('not_found', 'metrics are not served on this port (configure metrics.token_env, or use the admin port)')
+        if (!metrics.onPublicPort) {
+          // Off, or served on the admin port only (metrics.port set): say which, so an operator is not sent to configure what is configured.
+          const where = metrics.token === undefined ? 'configure metrics.token_env, or metrics.port for an admin port' : 'they are served on the admin port (metrics.port)'
+          throw new ApiError('not_found', `metrics are not served on this port (${where})`)
+        }
         return metricsResponse(request, metrics)
       },
       {

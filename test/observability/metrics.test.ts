@@ -62,7 +62,9 @@ function sample(text: string, series: string): number | undefined {
 describe('/metrics', () => {
   test('off unless configured: 404', async () => {
     const t = await buildTestApp()
-    expect((await t.request('GET', '/metrics')).status).toBe(404)
+    const off = await t.request('GET', '/metrics')
+    expect(off.status).toBe(404)
+    expect((await json(off)).error.message).toBe('metrics are not served on this port (configure metrics.token_env, or metrics.port for an admin port)')
     await t.close()
   })
 
@@ -138,7 +140,9 @@ describe('/metrics', () => {
   test('with an admin port, /metrics is served there (token still checked) and not on the public app', async () => {
     const g = await gateway(`${DEMO_BASE}metrics: { token_env: SVC_METRICS_TOKEN, port: 0 }`, { SVC_METRICS_TOKEN: TOKEN })
     expect(g.deps.config.metrics.port).toBe(0)
-    expect((await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404)
+    const elsewhere = await g.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(elsewhere.status).toBe(404)
+    expect((await json(elsewhere)).error.message).toBe('metrics are not served on this port (they are served on the admin port (metrics.port))')
     const admin = startAdminServer(g.deps, 0, '127.0.0.1')
     cleanups.push(() => admin.stop(true))
     const base = `http://127.0.0.1:${admin.port}`
