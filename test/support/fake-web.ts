@@ -138,11 +138,18 @@ plans:
   payg: { monthly_allowance: "0", fusion: false }
   pro: { monthly_allowance: "0.003", fusion: true }
 web:
-  fetch: { timeout_ms: 2000, max_bytes: 65536, unsafe_test_allow_cidrs: ${extra.allow ?? '["127.0.0.1/32"]'}${extra.fetch ? `, ${extra.fetch}` : ''} }
+  fetch: { ${fetchSettings(extra)} }
 ${extra.search ? `  search: ${extra.search}` : ''}
 prices: { web_fetch: "0.002", web_search: "0.005" }
 ${extra.limits ? `limits: ${extra.limits}` : ''}
 `
+}
+
+/** web.fetch's settings: the defaults, each unless `extra.fetch` gives its own (a key may appear once), then `extra.fetch`. */
+function fetchSettings(extra: { fetch?: string; allow?: string }): string {
+  const defaults = { timeout_ms: '2000', max_bytes: '65536', unsafe_test_allow_cidrs: extra.allow ?? '["127.0.0.1/32"]' }
+  const given = (key: string) => new RegExp(`(^|, )${key}:`).test(extra.fetch ?? '')
+  return [...Object.entries(defaults).filter(([key]) => !given(key)).map(([key, value]) => `${key}: ${value}`), ...(extra.fetch ? [extra.fetch] : [])].join(', ')
 }
 
 /**

@@ -191,7 +191,7 @@ describe('web config', () => {
   test('a Brave backend needs its key variable; bad CIDRs and URLs stop the boot', () => {
     const yaml = webConfigYaml({ search: '{ backend: brave, api_key_env: MISSING_BRAVE_KEY }', fetch: 'unsafe_test_allow_cidrs: ["not-a-cidr"]' })
     try {
-      loadConfig({ SVC_CONFIG: 'x.yaml' }, () => yaml.replace('unsafe_test_allow_cidrs: ["127.0.0.1/32"], ', ''))
+      loadConfig({ SVC_CONFIG: 'x.yaml' }, () => yaml)
       throw new Error('expected a ConfigError')
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError)
