@@ -14,7 +14,7 @@ import { Catalog } from '../catalog/catalog'
 import { HEARTBEAT_MS, MIN_STALE_AFTER_MS } from '../billing/sweeper'
 import { ApiError } from '../http/errors'
 import { explainUnion, problemOf } from '../http/validation-message'
-import { parseDocument, type YAMLError } from 'yaml'
+import { duplicateKey } from './duplicate-keys'
 
 /** Boot-time configuration failure; `problems` names every bad field. */
 export class ConfigError extends Error {
@@ -242,27 +242,21 @@ function unquote(choice: string): string {
   return choice.startsWith('"') ? (JSON.parse(choice) as string) : choice
 }
 
-/** A parse error as one line: where it is and what, naming the key a duplicate repeats. */
-function yamlProblem(text: string, error: YAMLError): string {
-  const before = text.slice(0, error.pos[0]).split('\n')
-  const where = `line ${before.length}, column ${before.at(-1)!.length + 1}`
-  if (error.code !== 'DUPLICATE_KEY') return `${where}: ${error.message}`
-  const key = /^("[^"]*"|'[^']*'|[^\s:,{}[\]]+)/.exec(text.slice(error.pos[0]))?.[1] ?? '?'
-  return `${where}: the key ${key} appears twice in one mapping (each key may be given once)`
-}
-
 function parseFile(text: string | undefined, source: string, problems: string[]): FileConfig | undefined {
   if (text === undefined) return undefined
-  // The `yaml` package, not Bun.YAML: a key written twice (two `price:` of one model, two plans of
-  // one name) must stop the boot like any other mistake, and Bun.YAML, like JSON.parse, keeps the
-  // last one silently. YAML 1.2 requires unique keys; JSON files are YAML here too.
-  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false })
-  const error = document.errors[0]
-  if (error !== undefined) {
-    problems.push(`${source}: not valid YAML or JSON: ${yamlProblem(text, error)}`)
+  let raw: unknown
+  try {
+    raw = Bun.YAML.parse(text)
+  } catch (error) {
+    problems.push(`${source}: not valid YAML or JSON: ${(error as Error).message}`)
     return undefined
   }
-  const raw: unknown = document.toJS()
+  // Bun.YAML keeps the last of two equal keys; a key written twice must stop the boot instead.
+  const duplicate = duplicateKey(text)
+  if (duplicate !== undefined) {
+    problems.push(`${source}: line ${duplicate.line}, column ${duplicate.column}: the key ${duplicate.key} appears twice in one mapping (each key may be given once)`)
+    return undefined
+  }
   if (raw === null || raw === undefined) {
     problems.push(`SVC_CONFIG: "${source}" holds no configuration (empty, or comments only); it needs at least a plans: section`)
     return undefined

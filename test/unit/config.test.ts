@@ -312,11 +312,11 @@ describe('config file problems', () => {
   test('a key given twice stops the boot, naming it and where, in YAML and in JSON', () => {
     // Before, the last one won silently: a second price of "0" made a model free.
     const twoPrices = `${MINIMAL}providers:\n  - { id: demo, type: demo, retention: none }\nmodels:\n  - { id: m, backends: [{ provider: demo, model: d }], price: { input_per_mtok: "5", output_per_mtok: "25" }, price: { input_per_mtok: "0", output_per_mtok: "0" }, context_length: 1000, max_output_tokens: 100 }\n`
-    expect(fileProblems(twoPrices)).toEqual(['/etc/svc/config.yaml: not valid YAML or JSON: line 6, column 111: the key price appears twice in one mapping (each key may be given once)'])
+    expect(fileProblems(twoPrices)).toEqual(['/etc/svc/config.yaml: line 6, column 111: the key price appears twice in one mapping (each key may be given once)'])
     const twoPlans = 'plans:\n  pro: { monthly_allowance: "20", fusion: true }\n  pro: { monthly_allowance: "0", fusion: false }\n'
-    expect(fileProblems(twoPlans)).toEqual(['/etc/svc/config.yaml: not valid YAML or JSON: line 3, column 3: the key pro appears twice in one mapping (each key may be given once)'])
+    expect(fileProblems(twoPlans)).toEqual(['/etc/svc/config.yaml: line 3, column 3: the key pro appears twice in one mapping (each key may be given once)'])
     const json = '{ "plans": { "basic": { "monthly_allowance": "0", "fusion": false } }, "plans": {} }'
-    expect(fileProblems(json)).toEqual(['/etc/svc/config.yaml: not valid YAML or JSON: line 1, column 72: the key "plans" appears twice in one mapping (each key may be given once)'])
+    expect(fileProblems(json)).toEqual(['/etc/svc/config.yaml: line 1, column 72: the key plans appears twice in one mapping (each key may be given once)'])
   })
 
   test('a scalar and a list are not configurations', () => {
