@@ -71,6 +71,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 const consoleIo: CliIo = { out: line => console.log(line), err: line => console.error(line) }
 
 /** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
+/** Commands runCli dispatches itself (the rest are COMMANDS). */
+const DIRECT_COMMANDS = new Set(['chat', 'fusion', 'login', 'logout', 'encrypted-chat', 'dev-tee'])
+
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = consoleIo): Promise<number> {
   const [first = 'serve', second] = argv
   if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
@@ -81,6 +84,17 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     io.out(packageJson.version)
     return 0
   }
+  const pair = `${first} ${second ?? ''}`.trim()
+  // One-word commands (credit) take their options from the second word on.
+  const single = COMMANDS[first]
+  const command = single ?? COMMANDS[pair]
+  const rest = argv.slice(single ? 1 : 2)
+  // A mistyped command is a usage error (2) whatever the configuration's state.
+  const direct = ((first === 'serve' || first === 'migrate') && argv.length <= 1) || DIRECT_COMMANDS.has(first)
+  if (!command && !direct) {
+    io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
+    return 2
+  }
   let config: Config
   try {
     config = loadConfig(env)
@@ -89,11 +103,6 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     io.err(error.message)
     return 1
   }
-  const pair = `${first} ${second ?? ''}`.trim()
-  // One-word commands (credit) take their options from the second word on.
-  const single = COMMANDS[first]
-  const command = single ?? COMMANDS[pair]
-  const rest = argv.slice(single ? 1 : 2)
   // serve resolves once listening; a failure before that (an unreachable database) exits 1.
   if (first === 'serve' && argv.length <= 1) return exitCode(io, () => serve(config), config)
   if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
@@ -112,11 +121,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
     }
   }
-  if (!command) {
-    io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
-    return 2
-  }
-  return withDeps(config, io, async deps => (await command())(deps, rest, io))
+  return withDeps(config, io, async deps => (await command!())(deps, rest, io))
 }
 
 /** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */

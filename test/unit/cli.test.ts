@@ -130,6 +130,9 @@ describe('svc CLI', () => {
       expect(result.code).toBe(2)
       expect(result.err).toContain(message)
     }
+    // A mistyped command is a usage error even when the configuration would not load.
+    const broken = await runCli(['frobnicate'], { ...env, SVC_CONFIG: '/nonexistent/svc.yaml' }, { out: () => {}, err: () => {} })
+    expect(broken).toBe(2)
   })
 
   test('domain failures exit 1 naming the problem', async () => {
