@@ -118,6 +118,28 @@ export async function readCappedBytes(request: Request, limit: number): Promise<
   return new Uint8Array(Buffer.concat(parts))
 }
 
+/**
+ * The parts of a multipart body (RFC 2046 §5.1.1): its delimiter lines, `--boundary` at the start
+ * of a line, less the closing one (`--boundary--`); undefined without a closing delimiter. A
+ * boundary never occurs inside a part, by definition.
+ */
+function partCount(bytes: Uint8Array, boundary: string): number | undefined {
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const delimiter = Buffer.from(`--${boundary}`, 'latin1')
+  let count = 0
+  let closed = false
+  for (let at = body.indexOf(delimiter); at !== -1; at = body.indexOf(delimiter, at + delimiter.length)) {
+    if (at !== 0 && body[at - 1] !== 0x0a) continue
+    const end = at + delimiter.length
+    if (body[end] === 0x2d && body[end + 1] === 0x2d) {
+      closed = true
+      break
+    }
+    count += 1
+  }
+  return closed ? count : undefined
+}
+
 // RFC 2046 §5.1.1: a boundary is 1 to 70 characters.
 const BOUNDARY = /;\s*boundary=(?:"([^"]{1,200})"|([^;\s]{1,200}))/i
 
@@ -147,6 +169,13 @@ export function singleFileBody(limit: number, field: string) {
       throw new ApiError('invalid_request', 'the multipart body is malformed (check the boundary and the part headers)')
     }
     const entries = [...form.entries()]
+    // Bun's parser drops a part with an empty name or no Content-Disposition: counted here, so that
+    // "exactly one part" holds of the body as sent, not only of what the parser kept.
+    const parts = partCount(bytes, value)
+    if (parts === undefined) throw new ApiError('invalid_request', 'the multipart body has no closing boundary (was the upload cut short?)')
+    if (parts !== entries.length) {
+      throw new ApiError('invalid_request', `the form has ${parts} parts, of which ${entries.length} named: send exactly one part, Content-Disposition: form-data; name="${field}"; filename="…"`, field)
+    }
     const names = [...new Set(entries.map(([name]) => name))].filter(name => name !== field)
     if (names.length > 0) throw new ApiError('invalid_request', `unexpected form field(s) ${names.slice(0, 5).map(name => `"${name.slice(0, 50)}"`).join(', ')}: only "${field}" is accepted`, names[0])
     if (entries.length === 0) throw new ApiError('invalid_request', `the form has no "${field}" part; send the document as a file in "${field}"`, field)

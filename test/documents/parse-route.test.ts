@@ -134,13 +134,35 @@ describe('POST /api/v1/attachments/parse', () => {
         ['file=x', { 'content-type': 'application/x-www-form-urlencoded' }, /multipart\/form-data/],
         ['--x\r\n', { 'content-type': 'multipart/form-data' }, /no boundary/],
         ['--x\r\n', { 'content-type': `multipart/form-data; boundary=${'b'.repeat(71)}` }, /longer than 70/],
-        ['not multipart at all', { 'content-type': 'multipart/form-data; boundary=abc' }, /malformed|no "file" part/],
+        ['not multipart at all', { 'content-type': 'multipart/form-data; boundary=abc' }, /malformed|no "file" part|no closing boundary/],
       ]
       for (const [body, headers, message] of cases) {
         const response = await upload(org, body, headers)
         expect(response.status).toBe(400)
         expect((await json(response)).error.message).toMatch(message)
       }
+    })
+
+    test('parts the form parser would drop still count: one with an empty name, one without Content-Disposition; a body cut before its closing boundary', async () => {
+      t = await buildTestApp()
+      const org = await t.createOrg()
+      const part = (headers: string, body: string) => `--b0\r\n${headers}\r\n\r\n${body}\r\n`
+      const file = part('Content-Disposition: form-data; name="file"; filename="a.txt"', 'hello')
+      const headers = { 'content-type': 'multipart/form-data; boundary=b0' }
+      const cases: Array<[string, RegExp]> = [
+        [file + part('Content-Disposition: form-data; name=""', 'b') + '--b0--\r\n', /the form has 2 parts, of which 1 named/],
+        [part('Content-Type: text/plain', 'zz') + file + '--b0--\r\n', /the form has 2 parts, of which 1 named/],
+        [file, /malformed|no closing boundary/],
+      ]
+      for (const [body, message] of cases) {
+        const response = await upload(org, body, headers)
+        expect(response.status).toBe(400)
+        expect((await json(response)).error.message).toMatch(message)
+      }
+      // A preamble and an epilogue are not parts.
+      const ok = await upload(org, `a preamble\r\n${file}--b0--\r\nan epilogue`, headers)
+      expect(ok.status).toBe(200)
+      expect((await json(ok)).text).toBe('hello')
     })
 
     test('over 4 MiB is 413, refused from Content-Length or while a chunked body streams', async () => {
