@@ -17,7 +17,8 @@ import { decodeCountTokens, decodeMessages } from './dialects/messages/decode'
 import { encodeMessage } from './dialects/messages/encode'
 import { MessagesStreamEncoder } from './dialects/messages/encode-stream'
 import { CountTokensBody, MessageResponse, MessagesBody, TokenCountResponse } from './dialects/messages/schema'
-import { decodeResponses, renameParam } from './dialects/responses/decode'
+import { decodeResponses, RESPONSES_PARAMS } from './dialects/responses/decode'
+import { renameParam } from './dialects/rename-param'
 import { echoOf, encodeResponse } from './dialects/responses/encode'
 import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
 import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
@@ -84,6 +85,8 @@ function responsesEncoder(body: typeof ResponsesBody.static): DialectEncoder {
  * POST /v1/chat/completions, /v1/responses, /v1/messages and /v1/messages/count_tokens (spec §4.12): each
  * client format to any configured backend, through the one pipeline.
  */
+const COMPLETION_TOKENS = { max_tokens: 'max_completion_tokens' } as const
+
 export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { resolve(id: string): ModelRoute }, pipeline: PipelineDeps, encrypted?: EncryptedDeps) {
   return new Elysia({ prefix: '/v1', tags: ['Inference'] })
     .use(authMacro(keys, limits))
@@ -100,15 +103,20 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           }) as unknown as typeof ChatCompletionResponse.static
         }
         const chat = decodeChatCompletions(body, catalog.resolve(body.model))
-        // A JSON chat.completion, or a streamed reply's Response (request-context sends it as built).
-        const reply = await runChat(pipeline, {
-          ...http,
-          request: chat,
-          encoder: chatCompletions,
-          includeUsage: body.stream_options?.include_usage === true,
-          uncensored: body.uncensored,
-        })
-        return reply as typeof ChatCompletionResponse.static
+        try {
+          // A JSON chat.completion, or a streamed reply's Response (request-context sends it as built).
+          const reply = await runChat(pipeline, {
+            ...http,
+            request: chat,
+            encoder: chatCompletions,
+            includeUsage: body.stream_options?.include_usage === true,
+            uncensored: body.uncensored,
+          })
+          return reply as typeof ChatCompletionResponse.static
+        } catch (error) {
+          // The output limit's checks name max_tokens; a client that sent max_completion_tokens gets its own field's name.
+          throw body.max_completion_tokens == null ? error : renameParam(error, COMPLETION_TOKENS)
+        }
       },
       {
         // Chat bodies may carry inline images: 64 MiB, enforced before the body is buffered.
@@ -205,7 +213,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: responsesEncoder(body), includeUsage: true, uncensored: body.uncensored })
           return reply as typeof ResponseObject.static
         } catch (error) {
-          throw renameParam(error)
+          throw renameParam(error, RESPONSES_PARAMS)
         }
       },
       {

@@ -280,6 +280,8 @@ describe('POST /v1/chat/completions', () => {
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], store: true }, 'store'],
       [{ model: 'scripted', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 'messages'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], max_tokens: 5000 }, 'max_tokens'],
+      // The limit's own field name, whichever of the two the client sent.
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 5000 }, 'max_completion_tokens'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x'.repeat(30_000) }], max_tokens: 1000 }, 'messages'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x'.repeat(40_000) }] }, 'messages'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'function', function: { name: 'ghost' } } }, 'tool_choice'],
@@ -293,6 +295,7 @@ describe('POST /v1/chat/completions', () => {
       const error = await client.chat.completions.create(body as never).catch(error => error)
       expect(error).toBeInstanceOf(OpenAI.APIError)
       expect([error.status, error.code, error.param]).toEqual([400, 'invalid_request', param])
+      if (param === 'max_completion_tokens') expect(error.message).toStartWith('400 max_completion_tokens 5000 exceeds')
     }
     expect(seen).toHaveLength(0)
     expect(await charged()).toBe(0n)

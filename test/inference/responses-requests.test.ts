@@ -112,7 +112,7 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ service_tier: 'flex' }), 'service_tier', /flex/],
       [call({ text: { verbosity: 'low' } }), 'text.verbosity', /medium/],
       [call({ reasoning: { effort: 'none' } }), 'reasoning.effort', /"none"/],
-      [call({ max_output_tokens: 5000 }), 'max_output_tokens', /maximum output of 1024/],
+      [call({ max_output_tokens: 5000 }), 'max_output_tokens', /max_output_tokens 5000 exceeds model .*maximum output of 1024/],
       [call({ input: 'x'.repeat(40_000) }), 'input', /does not fit/],
       [call(item({ type: 'item_reference', id: 'msg_1' })), 'input.0', /stores no items/],
       [call(item({ type: 'computer_call_output', call_id: 'c', output: {} })), 'input.0.type', /"computer_call_output" is not supported/],

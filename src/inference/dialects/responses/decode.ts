@@ -299,11 +299,5 @@ function decodeFormat(format: NonNullable<Body['text']>['format']): ResponseForm
   return { type: 'json_schema', name: spec.name, schema: spec.schema, strict: spec.strict ?? undefined, description: spec.description }
 }
 
-/** Policy names Chat Completions fields; on this route the same checks concern these. */
-const PARAM_NAMES: Record<string, string> = { messages: 'input', max_tokens: 'max_output_tokens', reasoning_effort: 'reasoning.effort' }
-
-/** An ApiError from the shared pipeline, its param renamed to this API's field. */
-export function renameParam(error: unknown): unknown {
-  if (!(error instanceof ApiError) || error.param === undefined || !(error.param in PARAM_NAMES)) return error
-  return new ApiError(error.code, error.message, PARAM_NAMES[error.param], error.headers)
-}
+/** Policy names Chat Completions fields; on this route the same checks concern these (renameParam). */
+export const RESPONSES_PARAMS: Readonly<Record<string, string>> = { messages: 'input', max_tokens: 'max_output_tokens', reasoning_effort: 'reasoning.effort' }
