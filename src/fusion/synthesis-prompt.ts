@@ -42,12 +42,14 @@ export interface CandidateAnswer {
 }
 
 const TAG = 'candidate_answer'
-// Any spelling of the fence tag inside a candidate (<candidate_answer, </candidate_answer, any case).
-const FENCE = new RegExp(`<(/?)(${TAG})`, 'gi')
+// Any spelling of the fence tag inside a candidate: <candidate_answer, </candidate_answer, with
+// spaces around the slash (`</ candidate_answer>`), any case, or the full-width bracket (＜): a
+// model may read each of these as the tag.
+const FENCE = new RegExp(`([<＜])(\\s*/?\\s*)(${TAG})`, 'gi')
 
-/** A candidate's text with every `<candidate_answer` / `</candidate_answer` made inert. */
+/** A candidate's text with every spelling of `<candidate_answer` / `</candidate_answer` made inert. */
 export function neutralizeFences(text: string): string {
-  return text.replace(FENCE, (_match, slash: string, name: string) => `<${slash}\u200b${name}`)
+  return text.replace(FENCE, (_match, bracket: string, slash: string, name: string) => `${bracket}${slash}\u200b${name}`)
 }
 
 /** The note shown on a candidate that is not a plain, complete answer. */
