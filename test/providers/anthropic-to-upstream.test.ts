@@ -256,6 +256,16 @@ describe('anthropic toUpstream: exact bodies', () => {
     expect(body.tools).toEqual([{ name: 'now', input_schema: { type: 'object' } }])
   })
 
+  test('an empty user message is refused: left out, the assistant turn before it would be continued as a prefill', () => {
+    const empty = { role: 'user' as const, parts: [{ type: 'text' as const, text: '' }] }
+    const history = [{ role: 'user' as const, parts: [{ type: 'text' as const, text: 'Write a poem' }] }, { role: 'assistant' as const, parts: [{ type: 'text' as const, text: 'Roses are red' }] }]
+    expect(() => toUpstream(chat({ messages: [...history, empty] }), MODEL)).toThrow(/A user message is empty/)
+    expect(() => toUpstream(chat({ messages: [...history, { role: 'user', parts: [] }] }), MODEL)).toThrow(UnsupportedRequestError)
+    // An assistant's blank text is still left out (it says nothing).
+    const body = toUpstream(chat({ messages: [history[0]!, { role: 'assistant', parts: [{ type: 'text', text: '\n\n' }, { type: 'tool-call', callId: 'c', name: 'f', arguments: '{}' }] }] }), MODEL)
+    expect(body.messages[1]!.content).toEqual([{ type: 'tool_use', id: 'c', name: 'f', input: {} }])
+  })
+
   test('a file part is refused (enrichment turns files into text first)', () => {
     expect(() => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'application/pdf', data: new Uint8Array([37]) }] }] }), MODEL)).toThrow(UnsupportedRequestError)
   })

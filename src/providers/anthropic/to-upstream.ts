@@ -194,7 +194,13 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
       const block = convertPart(part, role)
       if (block !== undefined) blocks.push(block)
     }
-    if (blocks.length === 0) continue
+    if (blocks.length === 0) {
+      // Left out, an empty user turn would join the assistant turns around it, or make the one
+      // before it the last, which Anthropic continues as a prefill instead of answering anew.
+      // Anthropic itself refuses empty content: refused here, before the call.
+      if (role === 'user') throw new UnsupportedRequestError('A user message is empty: Anthropic backends take no empty message (send its text, or leave the message out)')
+      continue
+    }
     const last = messages[messages.length - 1]
     if (last !== undefined && last.role === role) last.content.push(...blocks)
     else messages.push({ role, content: blocks })
