@@ -19,6 +19,8 @@ export type Part =
 export interface Message {
   role: Role
   parts: Part[]
+  /** A participant's name (Chat Completions' `name`), for backends whose wire carries one. */
+  name?: string
 }
 
 /** A function the model may call; `parameters` is a JSON Schema object. */

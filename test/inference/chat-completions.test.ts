@@ -28,6 +28,9 @@ describe('POST /v1/chat/completions', () => {
     // OpenAI's newer fields are accepted as on /v1/responses: safety_identifier stands for `user`.
     await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], safety_identifier: 'end-user-8', prompt_cache_key: 'thread-1' } as never)
     expect(seen[1]!.user).toBe('end-user-8')
+    // A participant's name is kept on its message (Chat Completions backends receive it).
+    await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'yes', name: 'alice' }, { role: 'user', content: 'no', name: 'bob' }] })
+    expect(seen[2]!.messages.map(message => message.name)).toEqual(['alice', 'bob'])
   })
 
   test('streaming through the openai SDK: deltas, usage chunk, [DONE], charged before the end', async () => {

@@ -23,6 +23,25 @@ describe('toUpstream (Chat Completions body)', () => {
     })
   })
 
+  test("participants' names travel on every message that had one", () => {
+    const request = testRequest({
+      messages: [
+        { role: 'system', parts: [{ type: 'text', text: 'Moderate.' }], name: 'rules' },
+        { role: 'user', parts: [{ type: 'text', text: 'I say yes' }], name: 'alice' },
+        { role: 'user', parts: [{ type: 'text', text: 'I say no' }], name: 'bob' },
+        { role: 'assistant', parts: [{ type: 'text', text: 'Noted.' }], name: 'mod' },
+        { role: 'user', parts: [{ type: 'text', text: 'And now?' }] },
+      ],
+    })
+    expect(toUpstream(request, MODEL).messages).toEqual([
+      { role: 'system', content: 'Moderate.', name: 'rules' },
+      { role: 'user', content: 'I say yes', name: 'alice' },
+      { role: 'user', content: 'I say no', name: 'bob' },
+      { role: 'assistant', content: 'Noted.', name: 'mod' },
+      { role: 'user', content: 'And now?' },
+    ])
+  })
+
   test('never the end-user id, even though the request carries one', () => {
     const body = toUpstream(testRequest({ user: END_USER_ID }), MODEL)
     expect(JSON.stringify(body)).not.toContain(END_USER_ID)

@@ -26,9 +26,9 @@ export interface ChatCompletionsOptions {
 
 /** One message of the upstream body. */
 export type UpstreamMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string | UpstreamContentPart[] }
-  | { role: 'assistant'; content: string | null; tool_calls?: UpstreamToolCall[]; reasoning_content?: string }
+  | { role: 'system'; content: string; name?: string }
+  | { role: 'user'; content: string | UpstreamContentPart[]; name?: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: UpstreamToolCall[]; reasoning_content?: string; name?: string }
   | { role: 'tool'; tool_call_id: string; content: string }
 
 export type UpstreamContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
@@ -149,6 +149,7 @@ function toMessages(message: Message, options: ChatCompletionsOptions): Upstream
     message.role === 'system' ? { role: 'system', content: textOf(rest, 'system') }
     : message.role === 'user' ? { role: 'user', content: userContent(rest) }
     : assistantMessage(rest, options)
+  if (message.name !== undefined) (upstream as { name?: string }).name = message.name
   // Appended, not spread into a new array: this runs for every message of every request.
   toolResults.push(upstream)
   return toolResults

@@ -71,6 +71,13 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
 }
 
 function decodeMessage(message: Body['messages'][number], index: number): Message {
+  const decoded = decodeRole(message, index)
+  // The participant's name goes to backends that carry one (Chat Completions); tool messages have none.
+  if ('name' in message && typeof message.name === 'string' && message.name !== '' && decoded.role !== 'tool') decoded.name = message.name
+  return decoded
+}
+
+function decodeRole(message: Body['messages'][number], index: number): Message {
   switch (message.role) {
     case 'system':
     case 'developer':
