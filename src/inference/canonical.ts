@@ -10,7 +10,7 @@ export type Role = 'system' | 'user' | 'assistant' | 'tool'
 export type Part =
   | { type: 'text'; text: string }
   | { type: 'image'; mediaType: string; data: Uint8Array | URL }
-  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array }
+  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string }
   | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
   | { type: 'tool-call'; callId: string; name: string; arguments: string }
   | { type: 'tool-result'; callId: string; content: string; isError?: boolean }

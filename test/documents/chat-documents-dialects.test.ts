@@ -129,7 +129,7 @@ describe('Messages with document blocks', () => {
             role: 'user',
             content: [
               { type: 'document', title: 'report.pdf', source: { type: 'base64', media_type: 'application/pdf', data: base64(pdf) } },
-              { type: 'document', title: 'notes', source: { type: 'text', media_type: 'text/plain', data: 'Grüße aus Bern: three notes.' } },
+              { type: 'document', title: 'notes', context: 'Figures are in millions of EUR', source: { type: 'text', media_type: 'text/plain', data: 'Grüße aus Bern: three notes.' } },
               { type: 'text', text: 'Summarise both.' },
             ],
           },
@@ -141,7 +141,7 @@ describe('Messages with document blocks', () => {
       expect(body).toContain('Quarterly report — Zürich office')
       expect(body).toContain('Genève 980 −2 %')
       expect(body).toContain('[End of document \\"report.pdf\\"]')
-      expect(body).toContain('[Document \\"notes\\" (text)')
+      expect(body).toContain('[Document \\"notes\\" (text), attached by the user; its extracted text follows until the end marker]\\n[The user\'s context for this document: Figures are in millions of EUR]\\nGrüße')
       expect(body).toContain('Grüße aus Bern: three notes.')
       expect(body).toContain('Summarise both.')
       expectTextNotFile(backend, pdf)

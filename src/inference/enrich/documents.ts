@@ -64,10 +64,11 @@ function displayName(part: FilePart, ordinal: number): string {
  * text's own copies of the end marker are removed, so a hostile document cannot close its section
  * early and write what reads as coming after it.
  */
-function documentText(name: string, documentType: string, text: string): string {
+function documentText(name: string, documentType: string, text: string, context: string | undefined): string {
   const end = `[End of document "${name}"]`
   const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text.replaceAll(end, '')
-  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${body}\n${end}`
+  const note = context === undefined ? '' : `[The user's context for this document: ${context.replaceAll(end, '')}]\n`
+  return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${note}${body}\n${end}`
 }
 
 /**
@@ -120,7 +121,7 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
       }),
     )
     const texts = new Map<FilePart, Part>()
-    files.forEach(({ part, name }, index) => texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text) }))
+    files.forEach(({ part, name }, index) => texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text, part.context) }))
     for (const message of request.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts.get(part)! : part))
     // The documents now count as input: the request must still fit the model's context.
     checkEnriched(request)

@@ -236,16 +236,18 @@ function image(source: Extract<Block, { type: 'image' }>['source'], param: strin
 function documentPart(block: Extract<Block, { type: 'document' }>, param: string): Part {
   if (block.citations?.enabled === true) throw invalid(`${param}.citations`, 'document citations are not supported on this gateway')
   const filename = block.title ?? undefined
+  // Messages' `context` (what the user says about the document) is shown with its text.
+  const context = block.context?.trim() ? { context: block.context } : {}
   const source = block.source
   if (source.type === 'base64') {
     if (source.media_type !== 'application/pdf') throw invalid(`${param}.source.media_type`, 'base64 documents must be application/pdf')
-    return { type: 'file', mediaType: 'application/pdf', ...(filename !== undefined ? { filename } : {}), data: base64Bytes(source.data, `${param}.source.data`, 'document') }
+    return { type: 'file', mediaType: 'application/pdf', ...(filename !== undefined ? { filename } : {}), ...context, data: base64Bytes(source.data, `${param}.source.data`, 'document') }
   }
   if (source.type === 'text') {
     if (source.media_type !== 'text/plain') throw invalid(`${param}.source.media_type`, 'text documents must be text/plain')
     const data = new TextEncoder().encode(source.data)
     if (data.byteLength > MAX_INLINE_BYTES) throw invalid(`${param}.source.data`, 'inline documents are limited to 1 MiB')
-    return { type: 'file', mediaType: 'text/plain', ...(filename !== undefined ? { filename } : {}), data }
+    return { type: 'file', mediaType: 'text/plain', ...(filename !== undefined ? { filename } : {}), ...context, data }
   }
   // Documents are request-local (spec §1): no fetching by URL, no hosted file ids.
   throw invalid(`${param}.source.type`, `document sources of type ${source.type} are not supported: send a base64 PDF or a text/plain source`)
