@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import Libsql from 'libsql'
 import { dirname, join } from 'node:path'
 import { newId } from '../lib/ids'
 import { localPathOf } from './executor'
@@ -22,70 +23,57 @@ export interface ProcessIdentity extends Identity {
  * spend them twice (QA). A process that finds the id held by a live process runs under a fresh
  * id instead; its leases come back through the stale sweep if it dies.
  */
-export function loadIdentity(configured: string | undefined, databaseUrl: string, alive: (pid: number) => boolean = processAlive): ProcessIdentity {
+export function loadIdentity(configured: string | undefined, databaseUrl: string): ProcessIdentity {
   const bootId = newId()
   const release = () => {}
   if (configured) return { instanceId: configured, bootId, release }
   const path = localPathOf(databaseUrl)
   if (path === undefined) return { instanceId: `ephemeral-${bootId}`, bootId, release }
   const file = join(dirname(path), `${path.split('/').pop()}.instance-id`)
-  const lock = `${file}.lock`
-  if (!claim(lock, alive)) return { instanceId: `ephemeral-${bootId}`, bootId, release }
-  const ours = { release: () => releaseClaim(lock) }
+  const held = claim(`${file}.lock`)
+  if (held === undefined) return { instanceId: `ephemeral-${bootId}`, bootId, release }
   if (existsSync(file)) {
     const stored = readFileSync(file, 'utf8').trim()
-    if (stored) return { instanceId: stored, bootId, ...ours }
+    if (stored) return { instanceId: stored, bootId, release: held }
   }
   const instanceId = newId()
   writeFileSync(file, `${instanceId}\n`)
-  return { instanceId, bootId, ...ours }
+  return { instanceId, bootId, release: held }
 }
 
 /** Lock files this process holds (a second app in this process must not take one again). */
 const held = new Set<string>()
 
 /**
- * Takes the lock file for this process: true when it was free, or held by a process that is gone
- * (a crash: the restart reclaims its leases). Created exclusively, so two processes starting at
- * once cannot both win. A lock naming this very pid that this process did not take is a dead
- * predecessor's: in a container the restarted gateway is pid 1 again.
+ * Takes the lock for this process's lifetime, or undefined when a live process holds it. The lock
+ * is an exclusive SQLite file lock (fcntl) on a tiny database of its own, held by an open
+ * connection in exclusive locking mode: the kernel drops it when the process ends, however it
+ * ends, so a crashed holder's restart gets it back. A pid written to a file could not tell: two
+ * containers sharing a volume are each pid 1 (QA: the second took the first's live leases and
+ * the organization spent them twice), and another namespace's pid means nothing here.
+ * Returns the function that releases it.
  */
-function claim(lock: string, alive: (pid: number) => boolean): boolean {
-  if (held.has(lock)) return false
+function claim(lock: string): (() => void) | undefined {
+  if (held.has(lock)) return undefined
   for (let attempt = 0; attempt < 2; attempt += 1) {
+    const database = new Libsql(lock, { timeout: 0 })
     try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' })
+      // In exclusive locking mode the first write's EXCLUSIVE lock is kept until the connection closes.
+      database.exec('PRAGMA locking_mode=EXCLUSIVE')
+      database.exec('BEGIN EXCLUSIVE')
+      database.exec('COMMIT')
       held.add(lock)
-      return true
+      return () => {
+        if (held.delete(lock)) database.close()
+      }
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false
-    }
-    const holder = Number(readFileSync(lock, 'utf8').trim())
-    if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) return false
-    try {
+      database.close()
+      const code = (error as { code?: string }).code
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return undefined
+      // An earlier version's lock (a pid in a text file): replaced once by a lock of this kind.
+      if (code !== 'SQLITE_NOTADB' || attempt > 0) throw error
       unlinkSync(lock)
-    } catch {
-      // Another process removed it first; the exclusive create decides between us.
     }
   }
-  return false
-}
-
-function releaseClaim(lock: string): void {
-  if (!held.delete(lock)) return
-  try {
-    if (Number(readFileSync(lock, 'utf8').trim()) === process.pid) unlinkSync(lock)
-  } catch {
-    // Gone already: nothing to release.
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
+  return undefined
 }

@@ -20,42 +20,64 @@ function database(): { url: string; lock: string } {
 }
 
 test('the first process takes the stable id; a second one while it lives runs under a fresh id', () => {
-  const { url, lock } = database()
-  const first = loadIdentity(undefined, url, () => true)
+  const { url } = database()
+  const first = loadIdentity(undefined, url)
   expect(first.instanceId).not.toStartWith('ephemeral-')
-  expect(readFileSync(lock, 'utf8').trim()).toBe(String(process.pid))
   // Another app on the same file (here: in this very process) is refused the stable id.
-  const second = loadIdentity(undefined, url, () => true)
+  const second = loadIdentity(undefined, url)
   expect(second.instanceId).toStartWith('ephemeral-')
   second.release() // not its claim: nothing happens
-  expect(readFileSync(lock, 'utf8').trim()).toBe(String(process.pid))
+  expect(loadIdentity(undefined, url).instanceId).toStartWith('ephemeral-')
   // Once the first released it (its leases returned at shutdown), a restart gets the id back.
   first.release()
-  const restarted = loadIdentity(undefined, url, () => true)
+  const restarted = loadIdentity(undefined, url)
   expect(restarted.instanceId).toBe(first.instanceId)
   restarted.release()
 })
 
-test('a lock left by a live other process keeps the id from this one; a dead one (a crash) gives it back', () => {
-  const { url, lock } = database()
-  const stable = loadIdentity(undefined, url, () => false)
+/** Another process holding the id: it prints the id it got once it holds the lock, then waits to be killed. */
+async function otherProcess(url: string): Promise<{ instanceId: string; kill(): Promise<void> }> {
+  const code = `import { loadIdentity } from ${JSON.stringify(join(import.meta.dir, '../../src/billing/identity'))}\nconsole.log(loadIdentity(undefined, ${JSON.stringify(url)}).instanceId)\nsetInterval(() => {}, 1000)`
+  const child = Bun.spawn(['bun', '-e', code], { stdout: 'pipe', stderr: 'inherit' })
+  const reader = child.stdout.getReader()
+  let text = ''
+  while (!text.includes('\n')) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error('the other process ended before taking the lock')
+    text += new TextDecoder().decode(value)
+  }
+  return {
+    instanceId: text.trim(),
+    kill: async () => {
+      child.kill('SIGKILL')
+      await child.exited
+    },
+  }
+}
+
+test('a live other process keeps the id from this one, whatever its pid; its crash gives the id back', async () => {
+  const { url } = database()
+  const stable = loadIdentity(undefined, url)
   stable.release()
-  writeFileSync(lock, '4194000\n')
-  expect(loadIdentity(undefined, url, pid => pid === 4194000).instanceId).toStartWith('ephemeral-')
-  // The holder is gone: the restart takes the id, and with it the dead boot's leases.
-  const restarted = loadIdentity(undefined, url, () => false)
+  // The lock is the kernel's, not a pid in a file: two containers sharing a volume are each pid 1.
+  const other = await otherProcess(url)
+  expect(other.instanceId).toBe(stable.instanceId)
+  expect(loadIdentity(undefined, url).instanceId).toStartWith('ephemeral-')
+  // The holder is killed (a crash): the restart takes the id, and with it the dead boot's leases.
+  await other.kill()
+  const restarted = loadIdentity(undefined, url)
   expect(restarted.instanceId).toBe(stable.instanceId)
   restarted.release()
-})
+}, 20_000)
 
-test("a lock naming this process's own pid that it did not take is a dead predecessor's (a container's pid 1)", () => {
+test("an earlier version's lock (a pid in a text file) is replaced", () => {
   const { url, lock } = database()
-  const stable = loadIdentity(undefined, url, () => true)
+  const stable = loadIdentity(undefined, url)
   stable.release()
-  // The crashed gateway was pid N; the restarted one is pid N again (here: this process).
   writeFileSync(lock, `${process.pid}\n`)
-  const restarted = loadIdentity(undefined, url, () => true)
+  const restarted = loadIdentity(undefined, url)
   expect(restarted.instanceId).toBe(stable.instanceId)
+  expect(readFileSync(lock).subarray(0, 15).toString()).toBe('SQLite format 3')
   restarted.release()
 })
 
