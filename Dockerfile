@@ -16,7 +16,10 @@ RUN bun run build
 # --- runtime: Debian, not Alpine: the binary and libsql's -gnu addon are glibc-linked -------
 FROM debian:bookworm-slim
 # No ca-certificates needed (Bun ships its own root store) and no curl: bash does the healthcheck.
-RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin svc \
+# The group first, with the same id: a group useradd makes for the user gets a system gid (999), not the 10001
+# that USER names, leaving files in /data with an orphan group.
+RUN groupadd --system --gid 10001 svc \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin svc \
  && install -d -o svc -g svc /data
 COPY --from=build /src/dist/svc /usr/local/bin/svc
 

@@ -17,3 +17,12 @@ test('every docker run line leaves the drain its time before Docker kills the pr
     expect({ line, enough: timeout > drainSeconds }).toEqual({ line, enough: true })
   }
 })
+
+test("the image's user and group both have the id USER names", async () => {
+  const dockerfile = await Bun.file(join(REPO, 'Dockerfile')).text()
+  const [uid, gid] = /^USER (\d+):(\d+)$/m.exec(dockerfile)!.slice(1)
+  // useradd --user-group picks a system gid of its own: the group is created first with the same id.
+  expect(dockerfile).toContain(`groupadd --system --gid ${gid} svc`)
+  expect(dockerfile).toContain(`useradd --system --uid ${uid} --gid ${gid} `)
+  expect(dockerfile).not.toContain('--user-group')
+})
