@@ -81,7 +81,9 @@ export async function login(config: Config, args: string[], io: CliIo, env: Logi
   const { device_code, user_code, verification_uri, verification_uri_complete, expires_in } = started.body
   let interval = Number(started.body.interval ?? 5)
   io.err(`To sign in, open ${verification_uri_complete ?? verification_uri}`)
-  io.err(`and confirm the code ${user_code} (valid for ${Math.round(Number(expires_in) / 60)} minutes).`)
+  const minutes = Math.round(Number(expires_in) / 60)
+  const validity = minutes >= 1 ? `${minutes} minute${minutes === 1 ? '' : 's'}` : `${Number(expires_in)} seconds`
+  io.err(`and confirm the code ${user_code} (valid for ${validity}).`)
   for (;;) {
     await env.sleep(interval * 1000)
     const polled = await postForm(`${url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code, client_id: CLIENT_ID })

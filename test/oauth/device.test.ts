@@ -133,6 +133,8 @@ describe('svc login / chat / logout, end to end', () => {
     }
     await login(config, ['--url', base], io, env)
     expect(sleeps).toBe(2)
+    // The code's lifetime in words (the default device_code_ttl_s, 600).
+    expect(err.join('\n')).toMatch(/\(valid for 10 minutes\)\.$/m)
     expect(out.join('\n')).toContain(`Signed in to ${base}`)
     const path = join(dir, 'svc', 'credentials.json')
     expect(statSync(path).mode & 0o777).toBe(0o600)
