@@ -41,8 +41,12 @@ export function loadIdentity(configured: string | undefined, databaseUrl: string
   return { instanceId, bootId, release: held }
 }
 
-/** Lock files this process holds (a second app in this process must not take one again). */
-const held = new Set<string>()
+/**
+ * Lock files this process holds, with the connections holding them: kept here, so that a lock
+ * lasts as long as the process (a collected connection would close and drop it), and a second
+ * app in this process does not take one again.
+ */
+const held = new Map<string, Libsql.Database>()
 
 /**
  * Takes the lock for this process's lifetime, or undefined when a live process holds it. The lock
@@ -62,9 +66,11 @@ function claim(lock: string): (() => void) | undefined {
       database.exec('PRAGMA locking_mode=EXCLUSIVE')
       database.exec('BEGIN EXCLUSIVE')
       database.exec('COMMIT')
-      held.add(lock)
+      held.set(lock, database)
       return () => {
-        if (held.delete(lock)) database.close()
+        if (held.get(lock) !== database) return
+        held.delete(lock)
+        database.close()
       }
     } catch (error) {
       database.close()
