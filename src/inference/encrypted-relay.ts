@@ -95,6 +95,9 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
 
   const pinned = await pinKey(deps.attestation, candidates, h)
   const { target, evidence } = pinned
+  // The client may have left during the evidence fetch: no reservation, no backend call.
+  const clientLeft = () => input.httpRequest.signal.aborted
+  if (clientLeft()) throw clientGone(input.httpRequest)
   const estimate = chargeForTokens(inputTokens, route.price.inputPerMillion) + chargeForTokens(outputTokens, maxOutputRate(route))
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId })
 
@@ -104,6 +107,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const upstreamAbort = new AbortController()
   const onClientGone = () => upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
   input.httpRequest.signal.addEventListener('abort', onClientGone, { once: true })
+  // An abort listener added after the abort never runs: a client that left meanwhile stops the call now.
+  if (clientLeft()) onClientGone()
   // Tracked like a chat: a cut at the drain's deadline aborts with an ApiError, which the client gets.
   const drained = { abort: (reason: ApiError) => upstreamAbort.abort(reason) }
   deps.lifecycle?.track(drained)
@@ -158,6 +163,11 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     if (reason) {
       log('aborted', undefined, undefined)
       throw reason
+    }
+    // The client's own leaving, not the backend's failure (logged 499 cancelled, as a chat's).
+    if (clientLeft()) {
+      log('cancelled', undefined, undefined)
+      throw toApiError(error)
     }
     // No fallback (the ciphertext is for this backend's key), but other calls pass it over for a while.
     deps.attestation.failed(target, error)
@@ -221,6 +231,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
       throw new UpstreamError('server', 'the backend answered 2xx with malformed JSON', target.provider.id, target.backend.model)
     }
     meter.observeCompletion(parsed as Record<string, unknown>)
+    // A client that left receives nothing of a non-streamed answer, so nothing is charged (as a chat's).
+    if (clientLeft()) throw clientGone(input.httpRequest)
     const { usage, charged } = await settle()
     log('ok', usage, charged)
     if (!h.responseEvidence) return new Response(bytes, { headers: { 'content-type': 'application/json', ...passed } })
@@ -229,13 +241,20 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   } catch (error) {
     if (!call.done) {
       call.release()
-      log(shutdownReason() ? 'aborted' : 'upstream-error', undefined, undefined)
+      log(shutdownReason() ? 'aborted' : clientLeft() ? 'cancelled' : 'upstream-error', undefined, undefined)
     }
     throw shutdownReason() ?? toApiError(error)
   } finally {
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
     deps.lifecycle?.untrack(drained)
   }
+}
+
+/** The error of a call whose client left: its request is logged 499 `cancelled`; nobody reads the error. */
+function clientGone(request: Request): ApiError {
+  const record = recordOf(request)
+  if (record !== undefined) record.outcome = 'cancelled'
+  return new ApiError('unavailable', 'the client closed the request')
 }
 
 function maxOutputRate(route: ModelRoute): bigint {

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config/load'
 import { startSimTeeBackend, type SimOptions, type SimTeeBackend } from '../../src/tee/sim/server'
 import { anthropicClient, openAIClient } from './gateway'
 import { buildConfiguredApp, buildTestApp, type TestApp } from './harness'
+import type { DepsOverrides } from '../../src/deps'
 
 /** The proof formats the simulated backends speak (TEE-PROTOCOL.md). */
 export const NEAR_V2 = 'dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2'
@@ -121,7 +122,7 @@ export function teeGatewayForFile(specs: TeeBackendSpec[], options: Parameters<t
  * only, from the attested provider `providerId` at `baseUrl`: a proxy in front of `sim` that
  * plays a fault (the simulator's token and model name are used as they are).
  */
-export async function buildEncryptedProxyApp(sim: SimTeeBackend, baseUrl: string, providerId = 'tee'): Promise<TestApp> {
+export async function buildEncryptedProxyApp(sim: SimTeeBackend, baseUrl: string, providerId = 'tee', overrides: DepsOverrides = {}): Promise<TestApp> {
   return buildConfiguredApp(`providers:
   - { id: demo, type: demo, retention: none }
   - { id: ${providerId}, type: attested, base_url: "${baseUrl}", api_key_env: TEE_KEY, proof_format: ${NEAR_V2} }
@@ -134,5 +135,5 @@ models:
     max_output_tokens: 4096
 plans:
   pro: { monthly_allowance: "0", fusion: true }
-`, { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token })
+`, { SVC_CONFIG: '/virtual/tee.yaml', TEE_KEY: sim.token }, overrides)
 }
