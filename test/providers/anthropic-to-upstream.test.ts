@@ -74,6 +74,11 @@ describe('anthropic toUpstream: exact bodies', () => {
     expect(body).toEqual({ model: MODEL, max_tokens: 8192, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], top_p: 0.5, stream: true })
   })
 
+  test("a temperature above Anthropic's 1 (an OpenAI client may send up to 2) is refused before the call; 1 is sent", () => {
+    expect(() => toUpstream(chat({ sampling: { temperature: 1.5 } }), MODEL)).toThrow(/temperature 1.5 is above 1/)
+    expect(toUpstream(chat({ sampling: { temperature: 1 } }), MODEL).temperature).toBe(1)
+  })
+
   test('images: bytes → base64, https URL → url source, data URL → base64', () => {
     const body = toUpstream(
       chat({

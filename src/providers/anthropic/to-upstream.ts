@@ -145,6 +145,8 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   if (outputConfig !== undefined) body.output_config = outputConfig
   const { temperature, topP, topK } = request.sampling
   if (thinking === undefined) {
+    // Anthropic's range is 0..1 (OpenAI's 0..2): refused here, before a call Anthropic would refuse.
+    if (temperature !== undefined && temperature > 1) throw new UnsupportedRequestError(`temperature ${temperature} is above 1, the most this model's Anthropic backend takes`)
     if (temperature !== undefined) body.temperature = temperature
     else if (topP !== undefined) body.top_p = topP
     if (topK !== undefined) body.top_k = topK
