@@ -25,9 +25,6 @@ interface ValidRequest {
   params: AuthorizeParams
 }
 
-/** Errors that may not go back to the redirect URI (unknown client, bad redirect URI): shown on the page instead (§4.1.2.1). */
-class PageError extends Error {}
-
 function redirectWith(redirectUri: string, params: Record<string, string | undefined>): Response {
   const url = new URL(redirectUri)
   for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value)
@@ -35,14 +32,16 @@ function redirectWith(redirectUri: string, params: Record<string, string | undef
 }
 
 /**
- * Validates an authorization request. A bad client or redirect URI throws PageError; anything
- * else throws OAuthError, which goes back to the (now trusted) redirect URI.
+ * Validates an authorization request; any error throws OAuthError. None of them redirects to the
+ * client: until the person has seen the consent page and chosen, an error redirect would make the
+ * gateway a no-click open redirector to any URI anyone registered (RFC 9700 §4.11.2, OAuth 2.1
+ * §7.12.2). They are shown on the gateway's own page instead.
  */
 async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer: string): Promise<ValidRequest> {
   const params: AuthorizeParams = Object.fromEntries(AUTHORIZE_FIELDS.map(name => [name, raw[name]]))
   const client = await oauth.clients.find(params.client_id)
-  if (!client || !client.grantTypes.includes('authorization_code')) throw new PageError('Unknown client: client_id is missing or not registered for sign-in.')
-  if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new PageError('The redirect_uri is missing or not registered for this client.')
+  if (!client || !client.grantTypes.includes('authorization_code')) throw new OAuthError('invalid_request', 'Unknown client: client_id is missing or not registered for sign-in.')
+  if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new OAuthError('invalid_request', 'The redirect_uri is missing or not registered for this client.')
   if (params.response_type !== 'code') throw new OAuthError(params.response_type ? 'unsupported_response_type' : 'invalid_request', 'response_type must be "code"')
   if (params.code_challenge_method !== 'S256') throw new OAuthError('invalid_request', 'PKCE is required: code_challenge_method must be S256')
   if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
@@ -74,13 +73,12 @@ async function readFormOrPage(request: Request): Promise<Record<string, string> 
   }
 }
 
-/** validate(), with its errors turned into the page (PageError) or the redirect to the client (OAuthError). */
+/** validate(), with its errors turned into the error page (400: the error code and its description). */
 async function validateOrRespond(oauth: OAuthServer, raw: Record<string, string>, issuer: string): Promise<ValidRequest | Response> {
   try {
     return await validate(oauth, raw, issuer)
   } catch (error) {
-    if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
-    if (error instanceof OAuthError) return redirectWith(raw.redirect_uri!, { error: error.code, error_description: error.message, state: raw.state, iss: issuer })
+    if (error instanceof OAuthError) return messagePage('Invalid request', `The application's sign-in request is invalid (${error.code}): ${error.message}`, 400)
     throw error
   }
 }
@@ -134,9 +132,9 @@ export function consentRoutes(oauth: OAuthServer) {
       {
         detail: {
           summary: 'Authorization page (code + PKCE)',
-          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page.',
+          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page. An invalid request is answered with an error page (400), not redirected to the client: only the person’s Approve or Deny on the page goes back to the redirect URI.',
           parameters: AUTHORIZE_PARAMETERS,
-          responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI'), ...PAGE_UNAVAILABLE },
+          responses: { 200: htmlDoc('The consent page'), 400: htmlDoc('Invalid request (unknown client or redirect URI, response_type, PKCE, scope, resource): an error page, never a redirect'), ...PAGE_UNAVAILABLE },
         },
       },
     )

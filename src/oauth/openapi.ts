@@ -116,7 +116,7 @@ const query = (name: string, description: string, required = false, schema: Sche
 
 /** The authorization request (OAuth 2.1 §4.1.1, RFC 7636, RFC 8707) as GET /oauth/authorize reads it. */
 export const AUTHORIZE_PARAMETERS: OpenAPIV3.ParameterObject[] = [
-  query('response_type', 'Only code (another value is redirected back as unsupported_response_type)', true, { type: 'string', enum: ['code'] }),
+  query('response_type', 'Only code (another value is an error page, unsupported_response_type; never redirected)', true, { type: 'string', enum: ['code'] }),
   query('client_id', 'A client from POST /oauth/register', true),
   query('redirect_uri', 'One of the client\'s registered redirect URIs (a loopback IP may change port)', true),
   query('code_challenge', 'PKCE: BASE64URL(SHA-256(code_verifier)), 43 characters', true),

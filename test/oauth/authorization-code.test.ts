@@ -189,8 +189,9 @@ describe('authorization code + PKCE', () => {
     const { verifier, challenge } = pkce()
     for (const params of [{ method: 'plain' }, { challenge: 'short' }]) {
       const response = await t.request('GET', authorizeQuery({ clientId, challenge, ...params }))
-      expect(response.status).toBe(303)
-      expect(new URL(response.headers.get('location')!).searchParams.get('error')).toBe('invalid_request')
+      expect(response.status).toBe(400)
+      expect(response.headers.get('location')).toBeNull()
+      expect(await response.text()).toContain('(invalid_request)')
     }
     const exchange = async (form: Record<string, string | undefined>) => postForm(t, '/oauth/token', { grant_type: 'authorization_code', redirect_uri: REDIRECT, client_id: clientId, ...form })
     const code1 = (await approve(t, { clientId, challenge }, org.adminKey)).searchParams.get('code')!
@@ -232,7 +233,8 @@ describe('authorization code + PKCE', () => {
     const clientId = await registerClient(t)
     for (const scope of ['admin', 'mcp:inference cli:inference']) {
       const response = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, scope }))
-      expect(new URL(response.headers.get('location')!).searchParams.get('error')).toBe('invalid_scope')
+      expect(response.status).toBe(400)
+      expect(await response.text()).toContain('(invalid_scope)')
     }
     const cli = await codeFlowTokens(t, org.adminKey, 'cli:inference')
     expect(cli.access_token).toMatch(/^svc_cli_/)
@@ -242,7 +244,8 @@ describe('authorization code + PKCE', () => {
   test('resource indicators (RFC 8707) must name this gateway', async () => {
     const clientId = await registerClient(t)
     const bad = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, resource: 'https://other.example/mcp' }))
-    expect(new URL(bad.headers.get('location')!).searchParams.get('error')).toBe('invalid_target')
+    expect(bad.status).toBe(400)
+    expect(await bad.text()).toContain('(invalid_target)')
     const good = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, resource: 'http://localhost/mcp' }))
     expect(good.status).toBe(200)
   })
