@@ -127,7 +127,9 @@ export function consentRoutes(oauth: OAuthServer) {
         if (query === 'repeated') return messagePage('Invalid request', 'A parameter is repeated.', 400)
         const valid = await validateOrRespond(oauth, query, issuer)
         if (valid instanceof Response) return valid
-        return authorizeConsent(valid, issuer, { detail: `After you decide, you return to <code>${escapeHtml(valid.redirectUri)}</code>.` })
+        // The parsed href, not the string as sent: its host in punycode, so a lookalike
+        // (https://аpple.com with a Cyrillic а) shows as the xn-- name the browser will go to.
+        return authorizeConsent(valid, issuer, { detail: `After you decide, you return to <code>${escapeHtml(new URL(valid.redirectUri).href)}</code>.` })
       }),
       {
         detail: {

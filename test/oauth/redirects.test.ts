@@ -65,3 +65,14 @@ describe('registration: redirect URI schemes are an allowlist', () => {
     }
   })
 })
+
+describe('the consent page shows the destination as the browser reads it', () => {
+  test('a lookalike Unicode host is shown in punycode', async () => {
+    const lookalike = 'https://\u0430pple.com/oauth/callback' // Cyrillic а
+    const clientId = await registerClient(t, { client_name: 'Apple', redirect_uris: [lookalike] })
+    const { html } = await readConsentPage(await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, redirectUri: lookalike })))
+    expect(html).toContain('you return to <code>https://xn--pple-43d.com/oauth/callback</code>')
+    // Only the hidden form field keeps the string as sent (the request must round-trip).
+    expect(html.replace(/<input type="hidden"[^>]*>/g, '')).not.toContain('\u0430pple')
+  })
+})
