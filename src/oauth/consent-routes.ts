@@ -25,10 +25,22 @@ interface ValidRequest {
   params: AuthorizeParams
 }
 
+/**
+ * The redirect back to the client. The registered URI's query is kept as written (RFC 6749
+ * §3.1.2: it MUST be retained), not re-serialized through URLSearchParams; only the values added
+ * are encoded. The base is the parsed URL's href, so the Location is always a valid header value
+ * (no raw Unicode or control characters), and never carries a fragment (the response is the query).
+ */
 function redirectWith(redirectUri: string, params: Record<string, string | undefined>): Response {
   const url = new URL(redirectUri)
-  for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value)
-  return new Response(null, { status: 303, headers: { location: url.href, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+  url.hash = ''
+  const base = url.href
+  const added = Object.entries(params)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .map(([name, value]) => `${name}=${encodeURIComponent(value)}`)
+    .join('&')
+  const separator = !base.includes('?') ? '?' : base.endsWith('?') || base.endsWith('&') ? '' : '&'
+  return new Response(null, { status: 303, headers: { location: base + separator + added, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
 }
 
 /**

@@ -76,3 +76,23 @@ describe('the consent page shows the destination as the browser reads it', () =>
     expect(html.replace(/<input type="hidden"[^>]*>/g, '')).not.toContain('\u0430pple')
   })
 })
+
+describe('the redirect keeps the registered query as written (RFC 6749 §3.1.2)', () => {
+  test('parameters are appended; only their values are encoded; the code exchanges with the URI as registered', async () => {
+    const registered = 'https://app.example/cb?x=~&flag&p=a%20b'
+    const clientId = await registerClient(t, { redirect_uris: [registered] })
+    const { verifier, challenge } = pkce()
+    const location = await approve(t, { clientId, challenge, redirectUri: registered, state: 'a b&c=d' }, org.adminKey)
+    const code = location.searchParams.get('code')!
+    expect(location.href).toBe(`${registered}&code=${code}&state=a%20b%26c%3Dd&iss=http%3A%2F%2Flocalhost`)
+    const tokens = await postForm(t, '/oauth/token', { grant_type: 'authorization_code', code, redirect_uri: registered, client_id: clientId, code_verifier: verifier })
+    expect(tokens.status).toBe(200)
+  })
+
+  test('an empty query or none: the parameters follow `?` once', async () => {
+    for (const [registered, prefix] of [['https://app.example/cb?', 'https://app.example/cb?error='], ['com.example.app:/cb', 'com.example.app:/cb?error=']]) {
+      const clientId = await registerClient(t, { redirect_uris: [registered] })
+      expect((await approve(t, { clientId, challenge: pkce().challenge, redirectUri: registered }, '', 'deny')).href).toStartWith(prefix!)
+    }
+  })
+})
