@@ -110,7 +110,7 @@ export function oauthResponses(success: Record<number, OpenAPIV3.ResponseObject>
 }
 
 /** 429 of the unauthenticated endpoints that write rows (OAuthServer.throttle). */
-export const THROTTLED = { 429: jsonDoc('Too many requests from this address (invalid_request, with Retry-After)', OAUTH_ERROR, RETRY_AFTER) }
+export const THROTTLED = { 429: jsonDoc('Too many requests to this endpoint from this address (its IPv6 /64; behind a reverse proxy, the proxy’s): invalid_request, with Retry-After', OAUTH_ERROR, RETRY_AFTER) }
 
 const query = (name: string, description: string, required = false, schema: Schema = { type: 'string' }): OpenAPIV3.ParameterObject => ({ name, in: 'query', required, description, schema })
 

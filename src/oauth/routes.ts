@@ -53,7 +53,7 @@ export function oauthRoutes(oauth: OAuthServer) {
     .post(
       OAUTH_PATHS.register,
       endpoint(async context => {
-        oauth.throttle(addressOf(context))
+        oauth.throttle('register', addressOf(context))
         return jsonResponse(await oauth.clients.register(await readJsonObject(context.request)), 201, requestIdOf(context.set))
       }),
       {
@@ -119,7 +119,7 @@ export function oauthRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.deviceAuthorization,
       endpoint(async context => {
         const { request, set } = context
-        oauth.throttle(addressOf(context))
+        oauth.throttle('device_authorization', addressOf(context))
         const form = await readForm(request)
         const client = await requireClient(oauth, claimClient(request, form), DEVICE_GRANT)
         const scope = parseScope(form.scope)

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { hashSecret } from '../../src/keys/token'
+import { throttleKeyOf } from '../../src/oauth/server'
 import { buildTestApp, eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { approve, authorizeQuery, codeFlowTokens, pkce, postForm, readConsentPage, REDIRECT, registerClient } from '../support/oauth'
 
@@ -91,10 +92,27 @@ describe('anonymous writes are throttled', () => {
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toBe('10')
     expect((await json(refused)).error).toBe('invalid_request')
-    // The same bucket covers device authorizations.
-    expect((await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })).status).toBe(429)
     t.clock.advance(10_000)
     await registerClient(t)
+  })
+
+  test('device authorization has its own bucket: a registration flood does not lock `svc login` out', async () => {
+    for (let index = 0; index < 31; index++) await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT] } })
+    const deviceAuthorization = () => postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })
+    for (let index = 0; index < 30; index++) expect((await deviceAuthorization()).status).toBe(200)
+    const refused = await deviceAuthorization()
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('10')
+  })
+
+  test('IPv6 peers are throttled by their /64; IPv4 and IPv4-mapped addresses as they are', () => {
+    expect(throttleKeyOf('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64')
+    expect(throttleKeyOf('2001:DB8:0001:0002::9')).toBe('2001:db8:1:2::/64')
+    expect(throttleKeyOf('fe80::1%eth0')).toBe('fe80:0:0:0::/64')
+    expect(throttleKeyOf('2001:db8:1:3::1')).not.toBe(throttleKeyOf('2001:db8:1:2::1'))
+    expect(throttleKeyOf('203.0.113.7')).toBe('203.0.113.7')
+    expect(throttleKeyOf('::ffff:203.0.113.7')).toBe('::ffff:203.0.113.7')
+    expect(throttleKeyOf('1::2::3')).toBe('1::2::3')
   })
 })
 
