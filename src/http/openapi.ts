@@ -23,7 +23,8 @@ export function openapiDocs(version: string, paths: Record<string, object> = {})
       if (new URL(request.url).pathname !== '/docs/') return
       const record = recordOf(request)
       if (record !== undefined) record.sink.respond(record, '/docs/', 308)
-      return Response.redirect(new URL('/docs', request.url).href, 308)
+      // Relative: an absolute URL would be built from the Host header a client chose, and a 308 is cacheable.
+      return new Response(null, { status: 308, headers: { location: '/docs' } })
     })
     .get(
       '/docs-assets/swagger-ui-bundle.js',

@@ -20,17 +20,30 @@ export interface OAuthClient {
 export const CLI_CLIENT: OAuthClient = { id: 'svc-cli', name: 'svc command-line client', redirectUris: [], grantTypes: [DEVICE_GRANT, 'refresh_token'] }
 
 const MAX_REDIRECT_URIS = 10
-// Schemes a browser would run or read locally: never a redirect target.
-const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:', 'filesystem:'])
 const LOOPBACK_IPS = new Set(['127.0.0.1', '[::1]'])
+// Private-use schemes without the period of RFC 8252 §7.1's reverse-DNS form that well-known
+// MCP hosts register (Cursor: cursor://anysphere.cursor-retrieval/…; VS Code URI handlers).
+const KNOWN_APP_SCHEMES = new Set(['cursor:', 'vscode:', 'vscode-insiders:'])
+
+/**
+ * Whether a redirect URI may use this scheme: an allowlist, not a blocklist, since anyone may
+ * register a client and an OS protocol handler (ms-msdt:, search-ms:…) is a target of its own.
+ * https; http (loopback only, checked by the caller); a private-use reverse-DNS scheme
+ * (com.example.app:, RFC 8252 §7.1); or one of the known app schemes above.
+ */
+function isAllowedScheme(protocol: string): boolean {
+  return protocol === 'https:' || protocol === 'http:' || protocol.includes('.') || KNOWN_APP_SCHEMES.has(protocol)
+}
 
 /**
  * Redirect URIs a public client may register (OAuth 2.1 §2.3.1, RFC 8252 §7): https anywhere;
  * http only on loopback (127.0.0.1, [::1], localhost); private-use schemes of native apps
- * (cursor://…, vscode://…). No fragments.
+ * (com.example.app:/…, cursor://…). No fragments, no whitespace or control characters (the URL
+ * parser would silently drop them, so the URI registered would not be the one redirected to).
  */
 export function checkRedirectUri(raw: unknown): string {
   if (typeof raw !== 'string' || raw.length === 0 || raw.length > 2000) throw new OAuthError('invalid_redirect_uri', 'each redirect URI must be a string of 1 to 2000 characters')
+  if (/[\x00-\x20\x7f]/.test(raw)) throw new OAuthError('invalid_redirect_uri', 'redirect URIs must not contain whitespace or control characters')
   let url: URL
   try {
     url = new URL(raw)
@@ -38,7 +51,9 @@ export function checkRedirectUri(raw: unknown): string {
     throw new OAuthError('invalid_redirect_uri', `redirect URI "${raw.slice(0, 200)}" is not an absolute URL`)
   }
   if (url.hash !== '' || raw.includes('#')) throw new OAuthError('invalid_redirect_uri', 'redirect URIs must not contain a fragment')
-  if (FORBIDDEN_SCHEMES.has(url.protocol)) throw new OAuthError('invalid_redirect_uri', `redirect URI scheme ${url.protocol} is not allowed`)
+  if (!isAllowedScheme(url.protocol)) {
+    throw new OAuthError('invalid_redirect_uri', `redirect URI scheme ${url.protocol.slice(0, 50)} is not allowed: use https, loopback http, or a private-use scheme in reverse-DNS form (com.example.app:)`)
+  }
   if (url.protocol === 'http:' && !LOOPBACK_IPS.has(url.hostname) && url.hostname !== 'localhost') {
     throw new OAuthError('invalid_redirect_uri', 'http redirect URIs are allowed only on loopback (127.0.0.1, [::1], localhost); use https')
   }

@@ -25,24 +25,35 @@ interface ValidRequest {
   params: AuthorizeParams
 }
 
-/** Errors that may not go back to the redirect URI (unknown client, bad redirect URI): shown on the page instead (§4.1.2.1). */
-class PageError extends Error {}
-
+/**
+ * The redirect back to the client. The registered URI's query is kept as written (RFC 6749
+ * §3.1.2: it MUST be retained), not re-serialized through URLSearchParams; only the values added
+ * are encoded. The base is the parsed URL's href, so the Location is always a valid header value
+ * (no raw Unicode or control characters), and never carries a fragment (the response is the query).
+ */
 function redirectWith(redirectUri: string, params: Record<string, string | undefined>): Response {
   const url = new URL(redirectUri)
-  for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value)
-  return new Response(null, { status: 303, headers: { location: url.href, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+  url.hash = ''
+  const base = url.href
+  const added = Object.entries(params)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .map(([name, value]) => `${name}=${encodeURIComponent(value)}`)
+    .join('&')
+  const separator = !base.includes('?') ? '?' : base.endsWith('?') || base.endsWith('&') ? '' : '&'
+  return new Response(null, { status: 303, headers: { location: base + separator + added, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
 }
 
 /**
- * Validates an authorization request. A bad client or redirect URI throws PageError; anything
- * else throws OAuthError, which goes back to the (now trusted) redirect URI.
+ * Validates an authorization request; any error throws OAuthError. None of them redirects to the
+ * client: until the person has seen the consent page and chosen, an error redirect would make the
+ * gateway a no-click open redirector to any URI anyone registered (RFC 9700 §4.11.2, OAuth 2.1
+ * §7.12.2). They are shown on the gateway's own page instead.
  */
 async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer: string): Promise<ValidRequest> {
   const params: AuthorizeParams = Object.fromEntries(AUTHORIZE_FIELDS.map(name => [name, raw[name]]))
   const client = await oauth.clients.find(params.client_id)
-  if (!client || !client.grantTypes.includes('authorization_code')) throw new PageError('Unknown client: client_id is missing or not registered for sign-in.')
-  if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new PageError('The redirect_uri is missing or not registered for this client.')
+  if (!client || !client.grantTypes.includes('authorization_code')) throw new OAuthError('invalid_request', 'Unknown client: client_id is missing or not registered for sign-in.')
+  if (!params.redirect_uri || !matchRedirectUri(client, params.redirect_uri)) throw new OAuthError('invalid_request', 'The redirect_uri is missing or not registered for this client.')
   if (params.response_type !== 'code') throw new OAuthError(params.response_type ? 'unsupported_response_type' : 'invalid_request', 'response_type must be "code"')
   if (params.code_challenge_method !== 'S256') throw new OAuthError('invalid_request', 'PKCE is required: code_challenge_method must be S256')
   if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
@@ -74,13 +85,12 @@ async function readFormOrPage(request: Request): Promise<Record<string, string> 
   }
 }
 
-/** validate(), with its errors turned into the page (PageError) or the redirect to the client (OAuthError). */
+/** validate(), with its errors turned into the error page (400: the error code and its description). */
 async function validateOrRespond(oauth: OAuthServer, raw: Record<string, string>, issuer: string): Promise<ValidRequest | Response> {
   try {
     return await validate(oauth, raw, issuer)
   } catch (error) {
-    if (error instanceof PageError) return messagePage('Invalid request', error.message, 400)
-    if (error instanceof OAuthError) return redirectWith(raw.redirect_uri!, { error: error.code, error_description: error.message, state: raw.state, iss: issuer })
+    if (error instanceof OAuthError) return messagePage('Invalid request', `The application's sign-in request is invalid (${error.code}): ${error.message}`, 400)
     throw error
   }
 }
@@ -129,14 +139,16 @@ export function consentRoutes(oauth: OAuthServer) {
         if (query === 'repeated') return messagePage('Invalid request', 'A parameter is repeated.', 400)
         const valid = await validateOrRespond(oauth, query, issuer)
         if (valid instanceof Response) return valid
-        return authorizeConsent(valid, issuer, { detail: `After you decide, you return to <code>${escapeHtml(valid.redirectUri)}</code>.` })
+        // The parsed href, not the string as sent: its host in punycode, so a lookalike
+        // (https://аpple.com with a Cyrillic а) shows as the xn-- name the browser will go to.
+        return authorizeConsent(valid, issuer, { detail: `After you decide, you return to <code>${escapeHtml(new URL(valid.redirectUri).href)}</code>.` })
       }),
       {
         detail: {
           summary: 'Authorization page (code + PKCE)',
-          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page.',
+          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page. An invalid request is answered with an error page (400), not redirected to the client: only the person’s Approve or Deny on the page goes back to the redirect URI.',
           parameters: AUTHORIZE_PARAMETERS,
-          responses: { 200: htmlDoc('The consent page'), 303: { description: 'Error redirect to the client' }, 400: htmlDoc('Unknown client or redirect URI'), ...PAGE_UNAVAILABLE },
+          responses: { 200: htmlDoc('The consent page'), 400: htmlDoc('Invalid request (unknown client or redirect URI, response_type, PKCE, scope, resource): an error page, never a redirect'), ...PAGE_UNAVAILABLE },
         },
       },
     )

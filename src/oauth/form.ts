@@ -2,7 +2,7 @@ import { foreignCharset, KiB, readCapped, withoutBom } from '../http/body-limit'
 import { isOwnLoopbackOrigin } from '../http/cors'
 import { ApiError } from '../http/errors'
 import { OAuthError } from './errors'
-import { randomSecret, safeEqual } from './secrets'
+import { randomSecret, s256, safeEqual } from './secrets'
 
 const FORM_LIMIT = 16 * KiB
 
@@ -63,7 +63,17 @@ export function readQuery(url: URL): Record<string, string> | 'repeated' {
   return out
 }
 
-const CSRF_COOKIE = 'svc_oauth_csrf'
+const CSRF_COOKIE_PREFIX = 'svc_oauth_csrf_'
+const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/
+
+/**
+ * Each page's cookie has its own name, derived from its token: with one shared name, opening a
+ * second consent page (another MCP host's sign-in, a second `svc login`) overwrote the cookie and
+ * the first tab's form failed. The post finds its cookie by the token in its form.
+ */
+function csrfCookieName(token: string): string {
+  return CSRF_COOKIE_PREFIX + s256(token).slice(0, 16)
+}
 
 /**
  * Double-submit CSRF protection for the consent forms: a random token in a SameSite=Strict,
@@ -72,7 +82,7 @@ const CSRF_COOKIE = 'svc_oauth_csrf'
  */
 export function newCsrf(secure: boolean): { token: string; cookie: string } {
   const token = randomSecret()
-  const cookie = `${CSRF_COOKIE}=${token}; Path=/oauth; HttpOnly; SameSite=Strict; Max-Age=1800${secure ? '; Secure' : ''}`
+  const cookie = `${csrfCookieName(token)}=${token}; Path=/oauth; HttpOnly; SameSite=Strict; Max-Age=1800${secure ? '; Secure' : ''}`
   return { token, cookie }
 }
 
@@ -85,7 +95,9 @@ export function checkCsrf(request: Request, field: string | undefined, issuer: s
   // A browser always sends Origin on a form POST; when present it must be ours.
   const origin = request.headers.get('origin')
   if (origin !== null && (issuer === undefined || origin !== new URL(issuer).origin) && !isOwnLoopbackOrigin(origin, request)) return false
+  if (field === undefined || !CSRF_TOKEN.test(field)) return false
   const cookie = request.headers.get('cookie') ?? ''
-  const match = new RegExp(`(?:^|;\\s*)${CSRF_COOKIE}=([A-Za-z0-9_-]{43})(?:;|$)`).exec(cookie)
-  return match !== null && field !== undefined && safeEqual(match[1]!, field)
+  // The name is base64url (letters, digits, - and _): nothing to escape in the pattern.
+  const match = new RegExp(`(?:^|;\\s*)${csrfCookieName(field)}=([A-Za-z0-9_-]{43})(?:;|$)`).exec(cookie)
+  return match !== null && safeEqual(match[1]!, field)
 }

@@ -110,13 +110,13 @@ export function oauthResponses(success: Record<number, OpenAPIV3.ResponseObject>
 }
 
 /** 429 of the unauthenticated endpoints that write rows (OAuthServer.throttle). */
-export const THROTTLED = { 429: jsonDoc('Too many requests from this address (invalid_request, with Retry-After)', OAUTH_ERROR, RETRY_AFTER) }
+export const THROTTLED = { 429: jsonDoc('Too many requests to this endpoint from this address (its IPv6 /64; behind a reverse proxy, the proxy’s): invalid_request, with Retry-After', OAUTH_ERROR, RETRY_AFTER) }
 
 const query = (name: string, description: string, required = false, schema: Schema = { type: 'string' }): OpenAPIV3.ParameterObject => ({ name, in: 'query', required, description, schema })
 
 /** The authorization request (OAuth 2.1 §4.1.1, RFC 7636, RFC 8707) as GET /oauth/authorize reads it. */
 export const AUTHORIZE_PARAMETERS: OpenAPIV3.ParameterObject[] = [
-  query('response_type', 'Only code (another value is redirected back as unsupported_response_type)', true, { type: 'string', enum: ['code'] }),
+  query('response_type', 'Only code (another value is an error page, unsupported_response_type; never redirected)', true, { type: 'string', enum: ['code'] }),
   query('client_id', 'A client from POST /oauth/register', true),
   query('redirect_uri', 'One of the client\'s registered redirect URIs (a loopback IP may change port)', true),
   query('code_challenge', 'PKCE: BASE64URL(SHA-256(code_verifier)), 43 characters', true),

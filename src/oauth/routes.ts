@@ -53,14 +53,14 @@ export function oauthRoutes(oauth: OAuthServer) {
     .post(
       OAUTH_PATHS.register,
       endpoint(async context => {
-        oauth.throttle(addressOf(context))
+        oauth.throttle('register', addressOf(context))
         return jsonResponse(await oauth.clients.register(await readJsonObject(context.request)), 201, requestIdOf(context.set))
       }),
       {
         parse: 'none',
         detail: {
           summary: 'Register a client (RFC 7591)',
-          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes. Other RFC 7591 metadata of the wrong type (a non-string scope, client_uri, logo_uri…, contacts not an array of strings) is 400 invalid_client_metadata naming the field; unknown fields are ignored.',
+          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme in reverse-DNS form such as com.example.app: or of a known MCP host: cursor, vscode; other schemes, fragments and whitespace are invalid_redirect_uri), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes. Other RFC 7591 metadata of the wrong type (a non-string scope, client_uri, logo_uri…, contacts not an array of strings) is 400 invalid_client_metadata naming the field; unknown fields are ignored.',
           requestBody: {
             ...jsonDoc('Client metadata', {
               type: 'object',
@@ -119,7 +119,7 @@ export function oauthRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.deviceAuthorization,
       endpoint(async context => {
         const { request, set } = context
-        oauth.throttle(addressOf(context))
+        oauth.throttle('device_authorization', addressOf(context))
         const form = await readForm(request)
         const client = await requireClient(oauth, claimClient(request, form), DEVICE_GRANT)
         const scope = parseScope(form.scope)

@@ -33,8 +33,31 @@ export const WELL_KNOWN_PATHS = {
 /**
  * Unauthenticated endpoints that write rows (registration, device authorization): per client
  * address, a burst of 30 then one every 10 seconds, so nobody can fill the database anonymously.
+ * Each endpoint has its own bucket: a registration flood must not lock everyone behind the same
+ * address out of `svc login`.
  */
 const ANONYMOUS_WRITES = { burst: 30, perSecond: 0.1 }
+
+/** The unauthenticated endpoints that write rows, each throttled in its own bucket. */
+export type AnonymousWrite = 'register' | 'device_authorization'
+
+/**
+ * The throttle key of a peer address: an IPv6 address by its /64 (one host usually holds a whole
+ * /64, so keying by the full address would give it 2^64 buckets); IPv4, IPv4-mapped IPv6 and
+ * anything unparsable as written.
+ */
+export function throttleKeyOf(address: string): string {
+  const bare = address.replace(/%.*$/, '').toLowerCase()
+  if (!bare.includes(':') || bare.includes('.')) return bare
+  const halves = bare.split('::')
+  if (halves.length > 2) return bare
+  const [headGroups, tailGroups] = halves.map(half => (half === '' ? [] : half.split(':'))) as [string[], string[] | undefined]
+  const missing = 8 - headGroups.length - (tailGroups?.length ?? 0)
+  if (tailGroups !== undefined && missing < 1) return bare
+  const groups = tailGroups === undefined ? headGroups : [...headGroups, ...Array<string>(missing).fill('0'), ...tailGroups]
+  if (groups.length !== 8 || groups.some(group => !/^[0-9a-f]{1,4}$/.test(group))) return bare
+  return `${groups.slice(0, 4).map(group => Number.parseInt(group, 16).toString(16)).join(':')}::/64`
+}
 
 /** Spent codes are kept a day past expiry, so a late replay still revokes what they issued. */
 const KEEP_EXPIRED_MS = 86_400_000
@@ -88,9 +111,9 @@ export class OAuthServer {
     return results.reduce((sum, result) => sum + result.rowsAffected, 0)
   }
 
-  /** Throttles anonymous writes by client address (429 with Retry-After in the OAuth error shape). */
-  throttle(address: string): void {
-    const decision = this.limiter.take(`oauth:${address}`, ANONYMOUS_WRITES)
+  /** Throttles anonymous writes of one kind by client address (429 with Retry-After in the OAuth error shape). */
+  throttle(kind: AnonymousWrite, address: string): void {
+    const decision = this.limiter.take(`oauth:${kind}:${throttleKeyOf(address)}`, ANONYMOUS_WRITES)
     if (!decision.allowed) {
       throw new OAuthError('invalid_request', `too many requests from this address; retry in ${Math.ceil(decision.retryAfterMs / 1000)} s`, 429, { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) })
     }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { hashSecret } from '../../src/keys/token'
+import { throttleKeyOf } from '../../src/oauth/server'
 import { buildTestApp, eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 import { approve, authorizeQuery, codeFlowTokens, pkce, postForm, readConsentPage, REDIRECT, registerClient } from '../support/oauth'
 
@@ -91,10 +92,27 @@ describe('anonymous writes are throttled', () => {
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toBe('10')
     expect((await json(refused)).error).toBe('invalid_request')
-    // The same bucket covers device authorizations.
-    expect((await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })).status).toBe(429)
     t.clock.advance(10_000)
     await registerClient(t)
+  })
+
+  test('device authorization has its own bucket: a registration flood does not lock `svc login` out', async () => {
+    for (let index = 0; index < 31; index++) await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT] } })
+    const deviceAuthorization = () => postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' })
+    for (let index = 0; index < 30; index++) expect((await deviceAuthorization()).status).toBe(200)
+    const refused = await deviceAuthorization()
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('10')
+  })
+
+  test('IPv6 peers are throttled by their /64; IPv4 and IPv4-mapped addresses as they are', () => {
+    expect(throttleKeyOf('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64')
+    expect(throttleKeyOf('2001:DB8:0001:0002::9')).toBe('2001:db8:1:2::/64')
+    expect(throttleKeyOf('fe80::1%eth0')).toBe('fe80:0:0:0::/64')
+    expect(throttleKeyOf('2001:db8:1:3::1')).not.toBe(throttleKeyOf('2001:db8:1:2::1'))
+    expect(throttleKeyOf('203.0.113.7')).toBe('203.0.113.7')
+    expect(throttleKeyOf('::ffff:203.0.113.7')).toBe('::ffff:203.0.113.7')
+    expect(throttleKeyOf('1::2::3')).toBe('1::2::3')
   })
 })
 
@@ -189,8 +207,9 @@ describe('authorization code + PKCE', () => {
     const { verifier, challenge } = pkce()
     for (const params of [{ method: 'plain' }, { challenge: 'short' }]) {
       const response = await t.request('GET', authorizeQuery({ clientId, challenge, ...params }))
-      expect(response.status).toBe(303)
-      expect(new URL(response.headers.get('location')!).searchParams.get('error')).toBe('invalid_request')
+      expect(response.status).toBe(400)
+      expect(response.headers.get('location')).toBeNull()
+      expect(await response.text()).toContain('(invalid_request)')
     }
     const exchange = async (form: Record<string, string | undefined>) => postForm(t, '/oauth/token', { grant_type: 'authorization_code', redirect_uri: REDIRECT, client_id: clientId, ...form })
     const code1 = (await approve(t, { clientId, challenge }, org.adminKey)).searchParams.get('code')!
@@ -232,7 +251,8 @@ describe('authorization code + PKCE', () => {
     const clientId = await registerClient(t)
     for (const scope of ['admin', 'mcp:inference cli:inference']) {
       const response = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, scope }))
-      expect(new URL(response.headers.get('location')!).searchParams.get('error')).toBe('invalid_scope')
+      expect(response.status).toBe(400)
+      expect(await response.text()).toContain('(invalid_scope)')
     }
     const cli = await codeFlowTokens(t, org.adminKey, 'cli:inference')
     expect(cli.access_token).toMatch(/^svc_cli_/)
@@ -242,7 +262,8 @@ describe('authorization code + PKCE', () => {
   test('resource indicators (RFC 8707) must name this gateway', async () => {
     const clientId = await registerClient(t)
     const bad = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, resource: 'https://other.example/mcp' }))
-    expect(new URL(bad.headers.get('location')!).searchParams.get('error')).toBe('invalid_target')
+    expect(bad.status).toBe(400)
+    expect(await bad.text()).toContain('(invalid_target)')
     const good = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge, resource: 'http://localhost/mcp' }))
     expect(good.status).toBe(200)
   })

@@ -97,6 +97,27 @@ describe('device endpoints', () => {
   })
 })
 
+describe('two consent pages at once', () => {
+  test('opening a second page does not break the first one’s form (each page has its own CSRF cookie)', async () => {
+    // A browser's cookie jar: a Set-Cookie with a name already held replaces it.
+    const jar = new Map<string, string>()
+    const open = async (userCode: string) => {
+      const page = await readConsentPage(await t.request('GET', `/oauth/device?user_code=${userCode}`))
+      const [name, value] = page.cookie.split('=') as [string, string]
+      jar.set(name, value)
+      return page.fields
+    }
+    const start = async () => (await json(await postForm(t, '/oauth/device_authorization', { client_id: 'svc-cli' }))).user_code as string
+    const first = await open(await start())
+    const second = await open(await start())
+    const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
+    for (const fields of [first, second]) {
+      const decided = await postForm(t, '/oauth/device', { ...fields, api_key: org.adminKey, decision: 'approve' }, { cookie, origin: 'http://localhost' })
+      expect(decided.status).toBe(200)
+    }
+  })
+})
+
 describe('svc login / chat / logout, end to end', () => {
   let server: ReturnType<typeof Bun.serve>
   let base: string

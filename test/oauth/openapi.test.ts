@@ -104,7 +104,7 @@ describe('documented responses of the OAuth routes', () => {
     const page = await t.request('GET', `/oauth/authorize?${new URLSearchParams(values)}`)
     expect(page.status).toBe(200)
     await expectDocumented('GET', '/oauth/authorize', page)
-    // Without one of them: the client is redirected back with the error.
+    // Without one of them: the error page (never a redirect to the client).
     await expectDocumented('GET', '/oauth/authorize', await t.request('GET', `/oauth/authorize?${new URLSearchParams({ ...values, code_challenge_method: 'plain' })}`))
 
     const device = spec.paths['/oauth/device'].get

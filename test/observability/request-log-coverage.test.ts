@@ -12,7 +12,7 @@ test('the /docs/ redirect is logged and counted; other paths ending in /docs/ ar
   try {
     const slash = await t.request('GET', '/docs/', { headers: { 'x-request-id': 'req-docs-slash' } })
     expect(slash.status).toBe(308)
-    expect(new URL(slash.headers.get('location')!).pathname).toBe('/docs')
+    expect(slash.headers.get('location')).toBe('/docs')
     for (const [path, id] of [['/v1/chat/completions/docs/', 'req-hostile-1'], ['/healthz?x=/docs/', 'req-hostile-2']] as const) {
       const response = await t.request('GET', path, { headers: { 'x-request-id': id } })
       expect(response.status).not.toBe(308)
