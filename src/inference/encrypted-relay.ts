@@ -176,7 +176,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
 
   if (stream) {
     // As a chat stream's, the line is written when the stream ends (by `log`, with its outcome).
-    if (record !== undefined) record.deferred = true
+    if (record !== undefined) record.sink.defer(record)
     if (deps.metrics) deps.metrics.openStreams += 1
     return passthroughStream({
       upstream,

@@ -1,4 +1,8 @@
+import { type ApiError, UpstreamRefusal } from '../http/errors'
 import { MetricsRegistry, type Counter, type Histogram } from './metrics'
+
+/** The codes `svc_refusals_total` counts: the gateway's limits, the ledger, and unavailability. */
+const REFUSAL_CODES = new Set(['rate_limited', 'insufficient_quota', 'unavailable'])
 
 /**
  * The gateway's metrics (ARCHITECTURE.md §9, Observability), all prefixed `svc_`. Modules that
@@ -55,6 +59,15 @@ export class GatewayMetrics {
    */
   gauge(name: string, help: string, read: () => number): void {
     this.registry.gauge(name, help, read)
+  }
+
+  /**
+   * Counts a refusal of the gateway's own (buckets, concurrency gate, funds and caps,
+   * unavailability), wherever it is answered: the HTTP error handler, an MCP tool's JSON-RPC
+   * error. Other errors, and an upstream's rate limit passed on (UpstreamRefusal), are not counted.
+   */
+  refused(error: ApiError): void {
+    if (REFUSAL_CODES.has(error.code) && !(error instanceof UpstreamRefusal)) this.refusals.inc(1, error.code)
   }
 
   /** Records one finished HTTP request (called once per request). */
