@@ -96,7 +96,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const pinned = await pinKey(deps.attestation, candidates, h)
   const { target, evidence } = pinned
   const estimate = chargeForTokens(inputTokens, route.price.inputPerMillion) + chargeForTokens(outputTokens, maxOutputRate(route))
-  const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId })
+  const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId, model: route.id })
 
   const forward: Record<string, unknown> = { ...pinned.checked.body, model: target.backend.model }
   if (checked.maxTokens === undefined) forward.max_tokens = outputTokens
@@ -130,7 +130,6 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     if (deps.metrics && usage && charged !== undefined) {
       deps.metrics.tokens.inc(usage.inputTokens, route.id, 'input')
       deps.metrics.tokens.inc(usage.outputTokens, route.id, 'output')
-      deps.metrics.billedNanos.inc(Number(charged), route.id)
     }
     deps.logger.info('chat', {
       request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: route.id, level: 'encrypted',

@@ -26,6 +26,7 @@ export class GatewayMetrics {
   /** Evidence fetches that failed, by provider and kind (an UpstreamError kind, or `evidence-rejected`). */
   readonly attestationFailures: Counter
   readonly tokens: Counter
+  /** Every settled charge (MeteredCall.settle): by model ('' for documents and web) and ledger purpose. */
   readonly billedNanos: Counter
   /** Refusals by code: rate_limited (buckets, concurrency), insufficient_quota (funds, caps), unavailable. */
   readonly refusals: Counter
@@ -47,7 +48,7 @@ export class GatewayMetrics {
       ['provider', 'kind'],
     )
     this.tokens = r.counter('svc_tokens_total', 'Tokens billed, by model and direction (input, output).', ['model', 'direction'])
-    this.billedNanos = r.counter('svc_billed_nanos_total', 'USD nanos charged, by model.', ['model'])
+    this.billedNanos = r.counter('svc_billed_nanos_total', 'USD nanos charged, by model (empty for document parsing and web) and purpose (chat, fusion, doc_parse, web_fetch, web_search).', ['model', 'purpose'])
     this.refusals = r.counter('svc_refusals_total', 'Requests refused by limits or the ledger, by error code.', ['code'])
     this.ledgerCommitSeconds = r.histogram('svc_ledger_commit_seconds', 'Ledger writer batch commit time.', [])
     r.gauge('svc_open_streams', 'Streaming responses in progress.', () => this.openStreams)
