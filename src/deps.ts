@@ -142,7 +142,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   writer.onFailure = error => health.failed(error)
   const limits = new Limits(config.limits, clock)
   const lifecycle = new Lifecycle()
-  const metering = new Metering(ledger, limits, lifecycle)
+  const metrics = new GatewayMetrics()
+  const metering = new Metering(ledger, limits, lifecycle, metrics)
   const catalog = new Catalog(config)
   const providers = createProviders(config, overrides.providerFactories ?? PROVIDER_FACTORIES)
   const router = new Router(providers, clock)
@@ -162,7 +163,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })
   }
   const web = new WebService(config.web, config.prices, fetcher, searchBackend(config), metering, logger, lifecycle)
-  const metrics = new GatewayMetrics()
   for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
   registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle, extractor)
   const pipeline: PipelineDeps = {

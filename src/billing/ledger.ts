@@ -31,7 +31,7 @@ export interface Reservation {
   /** @internal */
   state: 'held' | 'settling' | 'settled' | 'released'
   /** @internal the settlement in flight, so a second settle call waits for the first */
-  settling?: Promise<void>
+  settling?: Promise<Nanos>
 }
 
 interface Holds {
@@ -144,11 +144,13 @@ export class Ledger {
    * Charges `actual` for an admitted call: allowance first (up to its hold), then prepaid; the
    * key's cap window is charged in full. Durable before it resolves. Idempotent per reservation;
    * a reservation with a billing key charges once across processes. If the ledger cannot commit
-   * after retries, nothing is charged and ApiError('unavailable') is thrown.
+   * after retries, nothing is charged and ApiError('unavailable') is thrown. Resolves to what
+   * this settlement charged: `actual`, or 0 when its billing key had been charged before (a
+   * second call waits for the first and reports the same; a reservation already ended: 0).
    */
-  async settle(reservation: Reservation, actual: Nanos): Promise<void> {
-    if (reservation.state === 'settling') return reservation.settling
-    if (reservation.state !== 'held') return
+  async settle(reservation: Reservation, actual: Nanos): Promise<Nanos> {
+    if (reservation.state === 'settling') return reservation.settling!
+    if (reservation.state !== 'held') return 0n
     if (actual < 0n) throw new RangeError('actual must be non-negative')
     reservation.state = 'settling'
     reservation.settling = this.commitSettlement(reservation, actual)
@@ -284,7 +286,7 @@ export class Ledger {
     return inactive
   }
 
-  private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<void> {
+  private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
     const now = this.clock.now()
     // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
@@ -325,7 +327,7 @@ export class Ledger {
     }
     if (entries.length === 0) {
       reservation.state = 'settled' // nothing to charge and no billing key to claim
-      return
+      return 0n
     }
     // The pools drawn on, and the op's draws on their leases (pushed: this runs per request).
     const drawn: LeasePool[] = []
@@ -343,7 +345,7 @@ export class Ledger {
     }
     for (const pool of drawn) this.settlingOn.set(pool, (this.settlingOn.get(pool) ?? 0) + 1)
     try {
-      await this.commitWithRetries(reservation, op, undo)
+      return (await this.commitWithRetries(reservation, op, undo)) ? 0n : actual
     } finally {
       for (const pool of drawn) {
         const count = this.settlingOn.get(pool)! - 1
@@ -353,7 +355,8 @@ export class Ledger {
     }
   }
 
-  private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void): Promise<void> {
+  /** Commits the settlement; true when its billing key had been charged before (nothing charged now). */
+  private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void): Promise<boolean> {
     // One guarded op for every try: it claims under a fresh op id per attempt and knows its own
     // earlier attempts' claims (a COMMIT whose reply was lost), so a retry charges nothing twice.
     const guarded = op.entries[0]!.idempotencyKey !== null ? settleStatementsGuarded(op) : null
@@ -368,5 +371,6 @@ export class Ledger {
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now
     reservation.state = 'settled'
     if (result.keyExpired) this.onKeyExpired(reservation.keyId)
+    return result.duplicate
   }
 }

@@ -1,6 +1,7 @@
 import type { Principal } from '../keys/principal'
 import type { Nanos } from '../lib/money'
 import type { Limits } from '../limits/admission'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
 import { Lifecycle } from '../observability/lifecycle'
 import type { Ledger, Purpose, Reservation } from './ledger'
 
@@ -9,6 +10,10 @@ import type { Ledger, Purpose, Reservation } from './ledger'
  * calls. It ends exactly once: `settle` charges, `release` charges nothing; either frees the
  * slot, and calling either again does nothing. Billed routes end it in a `finally` (or a
  * stream's cancel), so success, error and client disconnect all free the slot.
+ *
+ * Every charge of the gateway settles here, so `svc_billed_nanos_total` is counted here, once
+ * per settlement, with what the ledger charged (nothing for a billing key charged before): the
+ * metric adds up to the ledger's settlements.
  */
 export class MeteredCall {
   private ended = false
@@ -17,6 +22,9 @@ export class MeteredCall {
     private readonly ledger: Ledger,
     readonly reservation: Reservation,
     private readonly freeSlot: () => void,
+    private readonly metrics?: GatewayMetrics,
+    /** The model label: the model a chat call ran, '' for work that is not a model's (documents, web). */
+    private readonly model = '',
   ) {}
 
   /** Charges `actual` (committed before this resolves), then frees the slot. */
@@ -24,7 +32,8 @@ export class MeteredCall {
     if (this.ended) return
     this.ended = true
     try {
-      await this.ledger.settle(this.reservation, actual)
+      const charged = await this.ledger.settle(this.reservation, actual)
+      this.metrics?.billedNanos.inc(Number(charged), this.model, this.reservation.purpose)
     } finally {
       this.freeSlot()
     }
@@ -93,6 +102,8 @@ export class Metering {
     private readonly limits: Limits,
     /** The process's serving state: no billed call is admitted once a shutdown has begun. */
     private readonly lifecycle: { readonly draining: boolean; readonly cut?: boolean } = { draining: false },
+    /** Counts what each settlement charged (`svc_billed_nanos_total`). */
+    private readonly metrics?: GatewayMetrics,
   ) {}
 
   /**
@@ -103,9 +114,10 @@ export class Metering {
    * `continuesRequest`: the call belongs to a request already in flight (Fusion's judge, a chat or
    * Fusion run whose documents or pages were already charged), which a drain lets finish until
    * its deadline: once that has cut the calls in flight, nothing starts (a judge would run on,
-   * uncut, until the process stopped under it).
+   * uncut, until the process stopped under it). `model`: the model a chat call runs (the
+   * charge's metric label).
    */
-  async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string; continuesRequest?: boolean }): Promise<MeteredCall> {
+  async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string; continuesRequest?: boolean; model?: string }): Promise<MeteredCall> {
     if (this.lifecycle.draining && (input.continuesRequest !== true || this.lifecycle.cut === true)) throw Lifecycle.refusal()
     const freeSlot = input.inference ? this.limits.acquireInferenceSlot(input.principal.orgId) : () => {}
     let admitted
@@ -119,6 +131,6 @@ export class Metering {
       freeSlot()
       throw admitted.error
     }
-    return new MeteredCall(this.ledger, admitted.reservation, freeSlot)
+    return new MeteredCall(this.ledger, admitted.reservation, freeSlot, this.metrics, input.model)
   }
 }

@@ -64,13 +64,25 @@ export function credentialOf(headers: Headers): string {
 }
 
 /**
- * The auth step for one request: credential → principal, organization header check, admin
- * authority. Throws ApiError (401/403); returns the principal on success.
+ * The auth step for one request without the macro (/mcp, which answers refusals in JSON-RPC):
+ * credential → principal, organization header check, admin authority. Throws ApiError
+ * (401/403); returns the principal on success. The request's log line names the caller, as the
+ * macro's does.
  */
 export async function authenticate(keys: KeyService, request: Request, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
   const principal = await identify(keys, request, mode)
+  noteCaller(request, principal)
   authorize(principal, request, mode)
   return principal
+}
+
+/** The request's log line names the organization and key (a refusal by authorize too: the caller is known). */
+function noteCaller(request: Request, principal: Principal): void {
+  const record = recordOf(request)
+  if (record !== undefined) {
+    record.orgId = principal.orgId
+    record.keyId = principal.keyId
+  }
 }
 
 /** Credential → principal, or 401. */
@@ -140,11 +152,7 @@ async function admit(keys: KeyService, limits: Limits | null, request: Request, 
     if (error instanceof ApiError) throw error
     throw new ApiError('unavailable', 'credentials cannot be checked right now (database unavailable); retry shortly')
   }
-  const record = recordOf(request)
-  if (record !== undefined) {
-    record.orgId = principal.orgId
-    record.keyId = principal.keyId
-  }
+  noteCaller(request, principal)
   // A known credential's refusals (another org's X-Org-ID, a member key on an admin route) spend
   // from its buckets like any request: an admin route's check reads the database each time.
   if (limits !== null) {

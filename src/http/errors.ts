@@ -34,6 +34,13 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * An upstream provider's refusal passed on to the client (its 429 with its Retry-After): the
+ * client's answer is the same, but it is not one of the gateway's own limits, so
+ * `svc_refusals_total` does not count it.
+ */
+export class UpstreamRefusal extends ApiError {}
+
 /** Which envelope a path's clients expect. */
 export type Surface = 'api' | 'openai' | 'anthropic' | 'mcp'
 

@@ -32,9 +32,6 @@ function sendAsBuilt(response: Response, set: { headers: Record<string, unknown>
   set.headers = {}
 }
 
-// Refusals counted by code in svc_refusals_total.
-const REFUSALS = new Set(['rate_limited', 'insufficient_quota', 'unavailable'])
-
 /**
  * Global request plumbing: a request id on every response, every failure, expected or not,
  * rendered in the envelope of the route's surface (nothing reaches the client as a bare 500 or
@@ -63,7 +60,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       if (apiError.code === 'internal_error') {
         logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
       }
-      if (REFUSALS.has(apiError.code)) requestLog.metrics.refusals.inc(1, apiError.code)
+      requestLog.metrics.refused(apiError)
       const record = recordOf(request)
       if (record !== undefined) {
         record.outcome ??= apiError.code

@@ -99,7 +99,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const clientLeft = () => input.httpRequest.signal.aborted
   if (clientLeft()) throw clientGone(input.httpRequest)
   const estimate = chargeForTokens(inputTokens, route.price.inputPerMillion) + chargeForTokens(outputTokens, maxOutputRate(route))
-  const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId })
+  const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId, model: route.id })
 
   const forward: Record<string, unknown> = { ...pinned.checked.body, model: target.backend.model }
   if (checked.maxTokens === undefined) forward.max_tokens = outputTokens
@@ -135,7 +135,6 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     if (deps.metrics && usage && charged !== undefined) {
       deps.metrics.tokens.inc(usage.inputTokens, route.id, 'input')
       deps.metrics.tokens.inc(usage.outputTokens, route.id, 'output')
-      deps.metrics.billedNanos.inc(Number(charged), route.id)
     }
     deps.logger.info('chat', {
       request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, model: route.id, level: 'encrypted',
@@ -186,7 +185,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
 
   if (stream) {
     // As a chat stream's, the line is written when the stream ends (by `log`, with its outcome).
-    if (record !== undefined) record.deferred = true
+    if (record !== undefined) record.sink.defer(record)
     if (deps.metrics) deps.metrics.openStreams += 1
     return passthroughStream({
       upstream,

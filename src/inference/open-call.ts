@@ -63,7 +63,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
     call = await deps.metering.begin({
       principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
-      continuesRequest: input.continuesRequest === true || enriched,
+      continuesRequest: input.continuesRequest === true || enriched, model: request.model,
     })
   } catch (error) {
     pending?.releaseAll()
@@ -171,8 +171,9 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       return { usage, charged }
     },
     // The request's log line (written by the request context, or by the stream's end) gets the
-    // outcome, usage and charge; metrics count tokens and nanos by model once per call. Calls
-    // without an HTTP request of their own (Fusion parts) are logged by their caller.
+    // outcome, usage and charge; metrics count tokens by model once per call (the nanos are
+    // counted where every charge settles: MeteredCall). Calls without an HTTP request of their
+    // own (Fusion parts) are logged by their caller.
     log(outcome, usage, charged) {
       if (record !== undefined) {
         record.outcome = outcome
@@ -183,7 +184,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       if (metrics && usage && charged !== undefined) {
         metrics.tokens.inc(usage.inputTokens, request.model, 'input')
         metrics.tokens.inc(usage.outputTokens, request.model, 'output')
-        metrics.billedNanos.inc(Number(charged), request.model)
       }
     },
   }

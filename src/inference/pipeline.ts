@@ -137,7 +137,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   }
   const open = await openCall(deps, call)
   const record = open.record
-  if (record !== undefined) record.deferred = true
+  if (record !== undefined) record.sink.defer(record)
   if (deps.metrics) deps.metrics.openStreams += 1
   return streamResponse({
     events: open.events,

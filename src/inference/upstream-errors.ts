@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors'
+import { ApiError, UpstreamRefusal } from '../http/errors'
 import { UpstreamError } from '../providers/types'
 
 // What in an upstream's message can name the operator's network (SECURITY-NOTES.md §1.2's local
@@ -40,7 +40,7 @@ export function toApiError(error: unknown): ApiError {
   if (error.kind === 'rate-limited') {
     // Capped at a day: an absurd wait (a far date, a number past 1e21) would print as "Infinity" or "1e+23", no delta-seconds.
     const seconds = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil((error.details.retryAfterMs ?? 1000) / 1000)))
-    return new ApiError('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })
+    return new UpstreamRefusal('rate_limited', 'the upstream provider is rate limiting requests; retry later', undefined, { 'retry-after': String(seconds) })
   }
   if (error.kind === 'bad-request') {
     const { upstreamMessage, bodySnippet, status } = error.details

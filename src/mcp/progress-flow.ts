@@ -32,17 +32,30 @@ export class ProgressFlow {
     return new Promise(resolve => (this.waiter = resolve))
   }
 
-  /** The SDK's SSE response, read at the client's pace; `ended` once its last reply is passed on. */
-  wrap(response: Response, ended?: () => void): Response {
+  /**
+   * The SDK's SSE response, read at the client's pace. `ended` runs once: when its last reply is
+   * passed on (`left` false), or when the client left or was cut first (`left` true).
+   */
+  wrap(response: Response, ended: (left: boolean) => void = () => {}): Response {
     const source = response.body
-    if (source === null) return response
+    if (source === null) {
+      ended(false)
+      return response
+    }
     const reader = source.getReader()
     let watched: KeepAliveStream | undefined
+    let over = false
+    const finish = (left: boolean) => {
+      if (over) return
+      over = true
+      ended(left)
+    }
     const leave = () => {
       if (watched !== undefined) keepAlive.stop(watched)
       this.gone = true
       this.wake(false)
       reader.cancel().catch(() => {})
+      finish(true)
     }
     const body = new ReadableStream<Uint8Array>({
       start: controller => {
@@ -55,11 +68,19 @@ export class ProgressFlow {
         })
       },
       pull: async controller => {
-        const { done, value } = await reader.read()
+        let read: Awaited<ReturnType<typeof reader.read>>
+        try {
+          read = await reader.read()
+        } catch (error) {
+          // The SDK's stream failed: the response ends here, as if the client had left.
+          leave()
+          throw error
+        }
+        const { done, value } = read
         if (done) {
           keepAlive.stop(watched!)
           controller.close()
-          return ended?.()
+          return finish(false)
         }
         controller.enqueue(value)
         watched!.wrote = true

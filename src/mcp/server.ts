@@ -2,12 +2,13 @@ import type { CallToolRequest, CallToolResult } from '@modelcontextprotocol/sdk/
 import { Value } from '@sinclair/typebox/value'
 import type { TObject } from '@sinclair/typebox'
 import { ApiError } from '../http/errors'
-import { restoreIdleTimeout } from '../http/idle-timeout'
 import { choiceText, explainUnion, PATTERN_MEANING, problemOf } from '../http/validation-message'
 import { refuseEncrypted } from '../inference/encrypted'
 import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
+import type { GatewayMetrics } from '../observability/gateway-metrics'
+import { CLIENT_CLOSED_REQUEST, recordOf } from '../observability/request-log'
 import { MCP_ERROR } from './json-rpc'
 import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
@@ -17,10 +18,18 @@ type Sdk = typeof import('./sdk')
 const loadSdk = lazy(() => import('./sdk'))
 
 
-/** Turns a tool's failure into what MCP expects: a JSON-RPC error for refusals, else an isError result. */
-function failure({ McpError }: Sdk, error: unknown): CallToolResult {
+/**
+ * Turns a tool's failure into what MCP expects: a JSON-RPC error for refusals, else an isError
+ * result. As the HTTP routes' error handler does, the request's line gets the failure's code as
+ * its outcome (unless the call set its own: `upstream-error`, `cancelled`), and the gateway's own
+ * refusals are counted.
+ */
+function failure({ McpError }: Sdk, error: unknown, call: McpCall, metrics: GatewayMetrics | undefined): CallToolResult {
   if (error instanceof McpError) throw error
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
+  const record = recordOf(call.httpRequest)
+  if (record !== undefined) record.outcome ??= call.httpRequest.signal.aborted ? 'cancelled' : apiError.code
+  metrics?.refused(apiError)
   const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
   if (apiError.code === 'unauthorized') throw new McpError(MCP_ERROR.auth, apiError.message, data)
   // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
@@ -78,6 +87,7 @@ export class McpService {
     readonly tools: readonly McpTool[],
     private readonly limits: Limits,
     private readonly version: string,
+    private readonly metrics?: GatewayMetrics,
   ) {
     this.byName = new Map(tools.map(tool => [tool.name, tool]))
     this.listed = tools.map(tool => ({
@@ -96,6 +106,9 @@ export class McpService {
     const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
     const streams = wantsProgress(call.body)
     const flow = streams ? new ProgressFlow() : undefined
+    // The request's line waits for each tool call and for a progress stream's end, so that it
+    // carries the billed call's model, outcome, usage and charge (README, Metrics and logs).
+    const record = recordOf(call.httpRequest)
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
     server.setRequestHandler(LooseCallToolRequestSchema, async (loose, extra) => {
       // The SDK's Server has checked the request against CallToolRequestSchema before this runs.
@@ -104,7 +117,10 @@ export class McpService {
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
       const args = request.params.arguments ?? {}
       // Bad arguments are a tool error (not a protocol error), so the model can correct itself.
-      if (!Value.Check(tool.inputSchema, args)) return { content: [{ type: 'text', text: `invalid arguments: ${argumentProblem(tool.inputSchema, args)}` }], isError: true }
+      if (!Value.Check(tool.inputSchema, args)) {
+        if (record !== undefined) record.outcome ??= 'invalid_request'
+        return { content: [{ type: 'text', text: `invalid arguments: ${argumentProblem(tool.inputSchema, args)}` }], isError: true }
+      }
       const token = request.params._meta?.progressToken
       const context: ToolContext = { principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, disableIdleTimeout: call.disableIdleTimeout }
       if (token !== undefined) {
@@ -115,6 +131,7 @@ export class McpService {
         }
         if (flow !== undefined) context.ready = () => flow.ready()
       }
+      if (record !== undefined) record.sink.defer(record)
       try {
         // Encrypted exists only on POST /v1/chat/completions (spec §4.10): a request carrying the
         // svc-encrypted headers is someone's Encrypted chat sent to the wrong door, whatever the tool.
@@ -128,16 +145,39 @@ export class McpService {
           ...(result.isError ? { isError: true } : {}),
         }
       } catch (error) {
-        return failure(sdk, error)
+        return failure(sdk, error, call, this.metrics)
+      } finally {
+        if (record !== undefined) record.sink.end(record)
       }
     })
 
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams })
     await server.connect(transport)
-    const response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
+    const followed = record !== undefined && flow !== undefined
+    if (followed) record.sink.defer(record)
+    let response: Response
+    try {
+      response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
+    } catch (error) {
+      if (followed) record.sink.end(record)
+      throw error
+    }
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
-    if (!streams) await server.close()
-    return flow !== undefined && response.headers.get('content-type')?.startsWith('text/event-stream') ? flow.wrap(response, () => restoreIdleTimeout(call.httpRequest)) : response
+    if (flow === undefined) {
+      await server.close()
+      // A client that left before its answer is logged as the chat route logs it: 499 (no one reads this).
+      return record?.outcome === 'cancelled' && call.httpRequest.signal.aborted ? new Response(null, { status: CLIENT_CLOSED_REQUEST }) : response
+    }
+    // The stream's end writes the line (and puts back the idle timeout a long tool lifted).
+    const ended = (left: boolean) => {
+      if (record === undefined) return
+      // A client gone before the answer: `cancelled`, unless the call already has its outcome.
+      if (left) record.outcome ??= 'cancelled'
+      record.sink.end(record)
+    }
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) return flow.wrap(response, ended)
+    ended(false)
+    return response
   }
 }
 

@@ -1,4 +1,8 @@
+import { type ApiError, UpstreamRefusal } from '../http/errors'
 import { MetricsRegistry, type Counter, type Histogram } from './metrics'
+
+/** The codes `svc_refusals_total` counts: the gateway's limits, the ledger, and unavailability. */
+const REFUSAL_CODES = new Set(['rate_limited', 'insufficient_quota', 'unavailable'])
 
 /**
  * The gateway's metrics (ARCHITECTURE.md §9, Observability), all prefixed `svc_`. Modules that
@@ -22,6 +26,7 @@ export class GatewayMetrics {
   /** Evidence fetches that failed, by provider and kind (an UpstreamError kind, or `evidence-rejected`). */
   readonly attestationFailures: Counter
   readonly tokens: Counter
+  /** Every settled charge (MeteredCall.settle): by model ('' for documents and web) and ledger purpose. */
   readonly billedNanos: Counter
   /** Refusals by code: rate_limited (buckets, concurrency), insufficient_quota (funds, caps), unavailable. */
   readonly refusals: Counter
@@ -43,7 +48,7 @@ export class GatewayMetrics {
       ['provider', 'kind'],
     )
     this.tokens = r.counter('svc_tokens_total', 'Tokens billed, by model and direction (input, output).', ['model', 'direction'])
-    this.billedNanos = r.counter('svc_billed_nanos_total', 'USD nanos charged, by model.', ['model'])
+    this.billedNanos = r.counter('svc_billed_nanos_total', 'USD nanos charged, by model (empty for document parsing and web) and purpose (chat, fusion, doc_parse, web_fetch, web_search).', ['model', 'purpose'])
     this.refusals = r.counter('svc_refusals_total', 'Requests refused by limits or the ledger, by error code.', ['code'])
     this.ledgerCommitSeconds = r.histogram('svc_ledger_commit_seconds', 'Ledger writer batch commit time.', [])
     r.gauge('svc_open_streams', 'Streaming responses in progress.', () => this.openStreams)
@@ -55,6 +60,15 @@ export class GatewayMetrics {
    */
   gauge(name: string, help: string, read: () => number): void {
     this.registry.gauge(name, help, read)
+  }
+
+  /**
+   * Counts a refusal of the gateway's own (buckets, concurrency gate, funds and caps,
+   * unavailability), wherever it is answered: the HTTP error handler, an MCP tool's JSON-RPC
+   * error. Other errors, and an upstream's rate limit passed on (UpstreamRefusal), are not counted.
+   */
+  refused(error: ApiError): void {
+    if (REFUSAL_CODES.has(error.code) && !(error instanceof UpstreamRefusal)) this.refusals.inc(1, error.code)
   }
 
   /** Records one finished HTTP request (called once per request). */

@@ -23,10 +23,14 @@ export interface RequestRecord {
   inputTokens?: number
   outputTokens?: number
   chargedNanos?: bigint
-  /** A stream: its line is written when the stream ends, not when the headers leave. */
+  /** A stream: its line is written when the stream ends, not when the headers leave (RequestLog.defer). */
   deferred: boolean
-  /** The stream ended before the response was recorded: write the line when it is. */
-  endRequested: boolean
+  /**
+   * Parts of the response still running that the line waits for: a stream, or an MCP tools/call
+   * and its progress stream around the chat stream inside it. The line is written when the last
+   * one ends (and the response was recorded).
+   */
+  pending: number
   ended: boolean
   readonly sink: RequestLog
   /**
@@ -62,34 +66,43 @@ export class RequestLog {
   /** A record for a request entering the app. */
   begin(request: Request, requestId: string): RequestRecord {
     const record: RequestRecord = {
-      startedAt: performance.now(), method: METHODS.has(request.method) ? request.method : 'OTHER', requestId, route: 'unmatched', status: 0, deferred: false, endRequested: false, ended: false, sink: this,
+      startedAt: performance.now(), method: METHODS.has(request.method) ? request.method : 'OTHER', requestId, route: 'unmatched', status: 0, deferred: false, pending: 0, ended: false, sink: this,
     }
     records.set(request, record)
     return record
   }
 
   /**
-   * The response headers are ready: metrics now; the log line now, unless a stream defers it.
-   * `eventStream`: the response is an SSE stream whose line is not deferred (Fusion, MCP): its
-   * route restores a lifted idle timeout at the stream's end (restoreIdleTimeout); otherwise the
-   * request is done once its body is out, or (a deferred stream) at `end`.
+   * The response headers are ready: metrics now; the log line now, unless a part it waits for
+   * is still running (`defer`). `eventStream`: the response is an SSE stream whose line is not
+   * deferred (Fusion): its route restores a lifted idle timeout at the stream's end
+   * (restoreIdleTimeout); otherwise the request is done once its body is out, or (deferred) at
+   * the last `end`.
    */
   respond(record: RequestRecord, route: string, status: number, eventStream = false): void {
     record.route = route
     record.status = status
     this.metrics.request(route, record.method, status, (performance.now() - record.startedAt) / 1000)
     if (!record.deferred && !eventStream) restoreIdle(record)
-    if (!record.deferred || record.endRequested) this.end(record)
+    if (record.pending === 0) this.write(record)
+  }
+
+  /** A part of the response the line must wait for starts (a stream); `end` says it is over. */
+  defer(record: RequestRecord): void {
+    record.deferred = true
+    record.pending += 1
+  }
+
+  /** A deferred part is over: the line is written once none is left (and the response was recorded). */
+  end(record: RequestRecord): void {
+    if (record.pending > 0) record.pending -= 1
+    if (record.pending === 0) this.write(record)
   }
 
   /** Writes the request's line (once). */
-  end(record: RequestRecord): void {
-    if (record.ended) return
-    // A short stream can end before the request context has recorded its status.
-    if (record.status === 0) {
-      record.endRequested = true
-      return
-    }
+  private write(record: RequestRecord): void {
+    // A short stream can end before the request context has recorded its status: `respond` writes it.
+    if (record.ended || record.status === 0) return
     record.ended = true
     this.logger.info('request', {
       request_id: record.requestId, org_id: record.orgId, key_id: record.keyId, route: record.route, method: record.method,

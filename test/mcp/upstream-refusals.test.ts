@@ -56,3 +56,21 @@ test("svc.chat on a rate-limited upstream: JSON-RPC -32003 with the upstream's R
   expect(http.status).toBe(429)
   expect(http.headers.get('retry-after')).toBe('30')
 })
+
+test("an upstream's 429 is not counted as the gateway's refusal, and its X-RateLimit-* do not claim it", async () => {
+  // Before, svc_refusals_total{code="rate_limited"} counted it (README scopes that to the
+  // gateway's own buckets and concurrency gate), on the HTTP route; through MCP, no refusal
+  // at all was counted, not even the gateway's own (request-log.test.ts).
+  const refusal = { kind: 'json' as const, status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '30' } }
+  upstream.enqueue(refusal, refusal)
+  const key = (await t.createOrg('other', 1_000_000_000n)).adminKey
+  const http = await t.request('POST', '/v1/chat/completions', { key, body: { model: 'solo', messages: [{ role: 'user', content: 'hi' }] } })
+  expect(http.status).toBe(429)
+  expect(http.headers.get('retry-after')).toBe('30')
+  // The headers are the gateway's key bucket after this admitted request, not a refusing limit.
+  expect(Number(http.headers.get('x-ratelimit-remaining'))).toBeGreaterThan(0)
+  const client = await connectMcp(base, token)
+  expect(await client.callTool({ name: 'svc.chat', arguments: { model: 'solo', prompt: 'hi' } }).catch(caught => caught)).toBeInstanceOf(McpError)
+  await client.close()
+  expect(t.deps.metrics.registry.render().split('\n').filter(line => line.startsWith('svc_refusals_total'))).toEqual([])
+})

@@ -93,7 +93,7 @@ describe('/metrics', () => {
     expect(sample(text, 'svc_http_request_duration_seconds_count{route="/v1/chat/completions"}')).toBe(3)
     expect(sample(text, 'svc_upstream_requests_total{provider="demo:demo",outcome="ok"}') ?? sample(text, 'svc_upstream_requests_total{provider="demo",outcome="ok"}')).toBe(2)
     expect(sample(text, 'svc_tokens_total{model="demo-anonymous",direction="input"}')).toBeGreaterThanOrEqual(usage.prompt_tokens)
-    expect(sample(text, 'svc_billed_nanos_total{model="demo-anonymous"}')).toBeGreaterThan(0)
+    expect(sample(text, 'svc_billed_nanos_total{model="demo-anonymous",purpose="chat"}')).toBeGreaterThan(0)
     expect(sample(text, 'svc_ledger_commit_seconds_count')).toBeGreaterThan(0)
     expect(sample(text, 'svc_ledger_queue_depth')).toBe(0)
     expect(sample(text, 'svc_open_streams')).toBe(0)

@@ -61,7 +61,7 @@ test('an Encrypted chat counts in the metrics: tokens and nanos by model, the up
     const sample = (series: string) => Number(text.split('\n').find(line => line.startsWith(`${series} `))?.split(' ')[1])
     expect(sample('svc_tokens_total{model="sim:encrypted",direction="input"}')).toBe(usage.prompt_tokens)
     expect(sample('svc_tokens_total{model="sim:encrypted",direction="output"}')).toBe(usage.completion_tokens)
-    expect(sample('svc_billed_nanos_total{model="sim:encrypted"}')).toBe(Math.abs(Number(charged)))
+    expect(sample('svc_billed_nanos_total{model="sim:encrypted",purpose="chat"}')).toBe(Math.abs(Number(charged)))
     expect(text).toMatch(/svc_upstream_requests_total\{provider="[^"]*near",outcome="ok"\} 1/)
   } finally {
     await t.stopAll()
