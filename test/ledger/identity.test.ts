@@ -9,7 +9,10 @@ import { loadIdentity } from '../../src/billing/identity'
 // take the first one's leases and the organization could spend them twice.
 
 const dirs: string[] = []
+/** Other processes a test started: killed after it, whatever it asserted. */
+const children: Array<ReturnType<typeof Bun.spawn>> = []
 afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL')
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
 
@@ -39,6 +42,7 @@ test('the first process takes the stable id; a second one while it lives runs un
 async function otherProcess(url: string): Promise<{ instanceId: string; kill(): Promise<void> }> {
   const code = `import { loadIdentity } from ${JSON.stringify(join(import.meta.dir, '../../src/billing/identity'))}\nconsole.log(loadIdentity(undefined, ${JSON.stringify(url)}).instanceId)\nsetInterval(() => {}, 1000)`
   const child = Bun.spawn(['bun', '-e', code], { stdout: 'pipe', stderr: 'inherit' })
+  children.push(child)
   const reader = child.stdout.getReader()
   let text = ''
   while (!text.includes('\n')) {
