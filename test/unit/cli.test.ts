@@ -178,6 +178,9 @@ describe('svc CLI', () => {
       expect(result.err).not.toContain(apiWording)
     }
     expect((await cliJson('keys', 'list', '--org', org.org_id)).keys).toHaveLength(1)
+    // An organization's name counts characters, as a key's does: 200 emoji fit, 201 do not.
+    expect((await cliJson('orgs', 'create', '--name', '🦊'.repeat(200))).name).toBe('🦊'.repeat(200))
+    expect((await cli('orgs', 'create', '--name', '🦊'.repeat(201))).code).toBe(2)
     // A flag that is well formed but names something missing is still a failure (exit 1).
     const unknownOrg = await cli('keys', 'create', '--org', 'nope', '--user', org.owner_user_id, '--name', 'k')
     expect(unknownOrg.code).toBe(1)
