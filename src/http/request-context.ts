@@ -60,8 +60,9 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       if (apiError.code === 'internal_error') {
         logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
       }
-      requestLog.metrics.refused(apiError)
       const record = recordOf(request)
+      // A client that left was refused nothing: its call's error reached no one.
+      if (record?.outcome !== 'cancelled') requestLog.metrics.refused(apiError)
       if (record !== undefined) {
         record.outcome ??= apiError.code
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status

@@ -95,5 +95,7 @@ describe('an Encrypted chat whose client leaves', () => {
     expect([line.status, line.outcome]).toEqual([499, 'cancelled'])
     expect(await settled()).toBe(before)
     expect(t.deps.limits.concurrency.totalInUse).toBe(0)
+    // Nobody was refused anything: no client-gone call counts as an `unavailable` refusal.
+    expect(t.deps.metrics.registry.render()).not.toContain('svc_refusals_total{code="unavailable"}')
   })
 })
