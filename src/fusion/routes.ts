@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { MiB } from '../http/body-limit'
+import { eventStream } from '../http/openapi-complete'
 import { liftIdleTimeout, restoreIdleTimeout } from '../http/idle-timeout'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
@@ -49,6 +50,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
           200: FusionResult, 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse,
         },
         detail: {
+          ...eventStream('With stream: true: named events (`event:` and `data:` lines) participant.started, participant.finished, participant.failed, synthesis.started, synthesis.delta, then fusion.completion with the result object, or `error` with the error envelope. Keep-alive comment lines (`: ping`) while quiet.'),
           summary: 'Fusion: two or three models answer, then a synthesis',
           description:
             'Sends the conversation to 2 or 3 distinct models concurrently, each through the chat pipeline with its own deadline, then has the judge ' +

@@ -1,6 +1,7 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { recordOf } from '../observability/request-log'
+import { completeDocument } from './openapi-complete'
 // `type: 'file'` gives a path that `bun build --compile` embeds, so /docs works offline.
 import swaggerBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import swaggerCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
@@ -25,6 +26,10 @@ export function openapiDocs(version: string, paths: Record<string, object> = {})
       if (record !== undefined) record.sink.respond(record, '/docs/', 308)
       // Relative: an absolute URL would be built from the Host header a client chose, and a 308 is cacheable.
       return new Response(null, { status: 308, headers: { location: '/docs' } })
+    })
+    // Local: runs for the plugin's routes below (the document's among them), not the API's.
+    .onAfterHandle(({ path, response }) => {
+      if (path === '/openapi.json') completeDocument(response as Parameters<typeof completeDocument>[0])
     })
     .get(
       '/docs-assets/swagger-ui-bundle.js',

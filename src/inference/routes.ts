@@ -29,6 +29,7 @@ import { hasFileParts } from './enrich/documents'
 import { estimatedCountTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
 import { toApiError } from './upstream-errors'
+import { eventStream } from '../http/openapi-complete'
 
 const chatCompletions: DialectEncoder = {
   idPrefix: 'chatcmpl-',
@@ -129,6 +130,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         body: ChatCompletionsBody,
         response: { 200: ChatCompletionResponse, ...openaiErrors },
         detail: {
+          ...eventStream('With stream: true: `data:` lines each holding a chat.completion.chunk, then `data: [DONE]`; an error after the first byte is an in-band `data:` line with an error object. Keep-alive comment lines (`: ping`) while the upstream is quiet.'),
           summary: 'Create a chat completion',
           description:
             'OpenAI Chat Completions: streaming (SSE, `[DONE]` terminated, usage with stream_options.include_usage), function tools, ' +
@@ -159,6 +161,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         body: MessagesBody,
         response: { 200: MessageResponse, ...anthropicErrors },
         detail: {
+          ...eventStream('With stream: true: named events (`event:` and `data:` lines) message_start, content_block_start, content_block_delta, content_block_stop, ping, message_delta, message_stop; or an in-band `error` event.'),
           summary: 'Create a message (Anthropic Messages)',
           description:
             'Anthropic Messages API to any backend: system, text/image/document/tool_use/tool_result blocks, tools and tool_choice, ' +
@@ -222,6 +225,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         body: ResponsesBody,
         response: { 200: ResponseObject, ...openaiErrors },
         detail: {
+          ...eventStream('With stream: true: named events (`event:` and `data:` lines) from response.created through response.completed, or response.incomplete, or response.failed for a failure after the first byte; each data object carries its sequence_number. Keep-alive comment lines (`: ping`) while the upstream is quiet.'),
           summary: 'Create a model response',
           description:
             'OpenAI Responses: input as a string or items (messages, function_call, function_call_output, reasoning), instructions, ' +

@@ -3,6 +3,7 @@ import { authenticate } from '../http/auth'
 import { MiB, readCapped } from '../http/body-limit'
 import type { BrowserOrigins } from '../http/cors'
 import { ApiError } from '../http/errors'
+import { eventStream } from '../http/openapi-complete'
 import { liftIdleTimeout } from '../http/idle-timeout'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
@@ -87,6 +88,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError. ' +
             'Failures outside a tool are JSON-RPC error objects too (the request\'s id once the body is read, else null; error.data carrying the gateway code and status): ' +
             'a database outage is HTTP 503 with -32603 (data.code unavailable).',
+          ...eventStream('A tools/call with params._meta.progressToken: SSE `message` events, each a JSON-RPC message: notifications/progress, then the call\'s response.'),
           security: SECURITY,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
           responses: {

@@ -129,6 +129,43 @@ describe('OpenAPI description and docs', () => {
     await t.close()
   })
 
+  test('streamed replies are documented as text/event-stream, and X-Org-ID on every authenticated operation (spec §6)', async () => {
+    const t = await buildTestApp()
+    const first = await json(await t.request('GET', '/openapi.json'))
+    // Completed once: the plugin caches its document, and a second fetch must not add twice.
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    expect(spec).toEqual(first)
+    const streaming: string[] = []
+    const orgHeader: string[] = []
+    for (const [path, item] of Object.entries(spec.paths) as Array<[string, Record<string, any>]>) {
+      for (const [method, operation] of Object.entries(item)) {
+        const name = `${method.toUpperCase()} ${path}`
+        expect(Object.keys(operation).filter(key => key.startsWith('x-'))).toEqual([])
+        const stream = operation.responses?.['200']?.content?.['text/event-stream']
+        if (stream) {
+          streaming.push(name)
+          expect(stream.schema.description.length).toBeGreaterThan(20)
+        }
+        // Only a 200 streams: a route sharing one response object between statuses keeps its errors JSON.
+        for (const [status, reply] of Object.entries(operation.responses ?? {}) as Array<[string, any]>) {
+          if (status !== '200') expect(reply.content?.['text/event-stream'] ? `${name} ${status}` : '').toBe('')
+        }
+        const headers = (operation.parameters ?? []).filter((parameter: any) => parameter.in === 'header' && parameter.name === 'X-Org-ID')
+        if (headers.length > 0) orgHeader.push(name)
+        expect(headers.length).toBeLessThanOrEqual(1)
+        expect(headers.length).toBe((operation.security ?? []).length > 0 ? 1 : 0)
+      }
+    }
+    expect(streaming.toSorted()).toEqual(['POST /api/v1/chat/fusion', 'POST /mcp', 'POST /v1/chat/completions', 'POST /v1/messages', 'POST /v1/responses'])
+    expect(orgHeader).toEqual(expect.arrayContaining(['POST /v1/chat/completions', 'GET /api/v1/billing/balance', 'POST /mcp']))
+    expect(orgHeader).not.toContain('GET /v1/models')
+    // The header does what the document says: another organization's id is refused.
+    const org = await t.createOrg()
+    const response = await t.request('GET', '/api/v1/billing/balance', { key: org.adminKey, headers: { 'x-org-id': '00000000-0000-7000-8000-000000000000' } })
+    expect(response.status).toBe(403)
+    await t.close()
+  })
+
   test('every error status a route answers to bad input is among its documented responses', async () => {
     const t = await buildTestApp()
     const org = await t.createOrg()
