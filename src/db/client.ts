@@ -26,7 +26,7 @@ export interface Database {
  * Opens a libSQL database: a local `file:` path (WAL mode, directory created), `:memory:`,
  * or a `libsql://` / `http(s)://` server. Integers come back as bigints so nanos stay exact.
  */
-export async function openDatabase(url: string, authToken?: string): Promise<Database> {
+export async function openDatabase(url: string, authToken?: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Promise<Database> {
   const isFile = url.startsWith('file:')
   const path = isFile ? url.slice('file:'.length).split('?')[0]! : ''
   const localFile = path !== '' && path !== ':memory:'
@@ -35,7 +35,8 @@ export async function openDatabase(url: string, authToken?: string): Promise<Dat
   // WebSocket clients (hrana, ~60 modules) for a server URL.
   const createClient = REMOTE.test(url) ? (await import('@libsql/client')).createClient : createLocalClient
   // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one).
-  const client = createClient({ url, authToken, intMode: 'bigint', timeout: 5000 })
+  const client = createClient({ url, authToken, intMode: 'bigint', timeout: busyTimeoutMs })
+  if (localFile) reopenAfterBusy(client)
   // WAL is stored in the file, so setting it once through any connection is enough. The first
   // statement opens the file: a failure here is the file's (not a database, no permission).
   if (isFile) {
@@ -48,6 +49,37 @@ export async function openDatabase(url: string, authToken?: string): Promise<Dat
   }
   const db = drizzle(client, { schema })
   return { client, db, url, close: () => client.close() }
+}
+
+/** How long a statement waits for another connection's write lock (SQLite's busy timeout). */
+const BUSY_TIMEOUT_MS = 5000
+
+/** The client methods that run statements on a pooled connection. */
+const RUNS_STATEMENTS = ['execute', 'batch', 'migrate', 'transaction', 'executeMultiple'] as const
+
+/**
+ * After SQLITE_BUSY (another process held the write lock past the busy timeout), @libsql/client's
+ * local connection is broken for good: the failed statement is never reset, so SQLite counts it
+ * as still running. Every later transaction on that connection fails ("cannot commit transaction
+ * - SQL statements in progress"), and every later autocommit write reports success but stays in
+ * a transaction that never commits, holding the file's write lock: the writes are lost and every
+ * other writer (the ledger's, other instances) is locked out until the process ends (measured
+ * with @libsql/client 0.18). The pool is reopened instead, which closes that connection; the
+ * statement that met the lock still fails (a 503 to its caller). Statements run synchronously
+ * and no route holds a transaction across an await, so no other operation has a connection out.
+ */
+function reopenAfterBusy(client: Client): void {
+  for (const name of RUNS_STATEMENTS) {
+    const run = client[name] as (...args: unknown[]) => Promise<unknown>
+    ;(client as unknown as Record<string, unknown>)[name] = async (...args: unknown[]) => {
+      try {
+        return await run.apply(client, args)
+      } catch (error) {
+        if (String((error as { code?: unknown })?.code ?? '').startsWith('SQLITE_BUSY')) await client.reconnect()
+        throw error
+      }
+    }
+  }
 }
 
 /**
