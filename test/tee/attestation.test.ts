@@ -172,7 +172,7 @@ describe('OpenAPI', () => {
     const spec = await json(await t.request('GET', '/openapi.json'))
     const operation = spec.paths['/api/v1/attestation'].get
     expect(operation.summary).toBeTruthy()
-    expect(operation.parameters.map((parameter: any) => parameter.name)).toEqual(['model', 'trust_tier', 'nonce', 'signing_address', 'signing_algo'])
+    expect(operation.parameters.map((parameter: any) => parameter.name)).toEqual(['model', 'trust_tier', 'nonce', 'signing_address', 'signing_algo', 'X-Org-ID'])
     expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404', '503']))
     expect(spec.paths['/v1/chat/completions'].post.description).toContain('svc-encrypted')
   })
