@@ -70,15 +70,25 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
       describe: row => `lease ${row.id} belongs to a dead boot or a stale instance and should have been returned`,
     },
     {
-      // 3. Key spend equals its settled charges (one scan, as 1.).
+      // 3. Key spend equals its settled charges, both ways: every key_spend row matches its
+      // window's charges, and every window charged (a settlement of a capped key carries its cap
+      // window; the same transaction adds to the window's row, creating it) has a row: without
+      // it the window reads as unspent and the cap starts over. One scan, as 1.; the CTE used
+      // twice is materialized once.
       sql: `WITH derived AS (
               SELECT key_id, cap_window_start_ms, SUM(amount_nanos) AS spent FROM ledger_entries
               WHERE kind = 'settle' AND cap_window_start_ms IS NOT NULL GROUP BY key_id, cap_window_start_ms)
             SELECT * FROM (
               SELECT k.key_id AS key, k.window_start_ms AS window, k.spent_nanos AS running, COALESCE(d.spent, 0) AS derived_spent
               FROM key_spend k LEFT JOIN derived d ON d.key_id = k.key_id AND d.cap_window_start_ms = k.window_start_ms)
-            WHERE running <> derived_spent`,
-      describe: row => `key ${row.key} window ${row.window}: key_spend.spent_nanos ${row.running} != settled charges ${row.derived_spent}`,
+            WHERE running <> derived_spent
+            UNION ALL
+            SELECT d.key_id, d.cap_window_start_ms, NULL, d.spent FROM derived d
+            WHERE NOT EXISTS (SELECT 1 FROM key_spend k WHERE k.key_id = d.key_id AND k.window_start_ms = d.cap_window_start_ms)`,
+      describe: row =>
+        row.running === null
+          ? `key ${row.key} window ${row.window}: settled charges ${row.derived_spent} have no key_spend row`
+          : `key ${row.key} window ${row.window}: key_spend.spent_nanos ${row.running} != settled charges ${row.derived_spent}`,
     },
     {
       // 4. No active key with an exhausted overall cap.

@@ -232,11 +232,12 @@ describe('the queries on ledger_entries after 0005 (EXPLAIN QUERY PLAN)', () => 
     recorded.length = 0
     await verifyLedger(recording(client, recorded), { nowMs: t.clock.now(), staleAfterMs: 60_000 })
     const verifyPlans = recorded.filter(statement => JSON.stringify(statement).includes('FROM ledger_entries')).map(statement => plan(schema, statement))
-    // Prepaid totals per org, allowance totals per org and period, key spend per key and window:
-    // one scan each (an audit, not a request), not a scan or a seek per row of the totals.
+    // Prepaid totals per org, allowance totals per org and period, key spend per key and window
+    // (compared both ways, from the one materialized scan): one scan each (an audit, not a
+    // request), not a scan or a seek per row of the totals.
     expect(verifyPlans).toHaveLength(4)
     for (const index of [0, 1, 3]) {
-      expect(verifyPlans[index]).toMatch(/^MATERIALIZE derived\nSCAN ledger_entries\n/)
+      expect(verifyPlans[index]).toMatch(/(^|\n)MATERIALIZE derived\nSCAN ledger_entries\n/)
       expect(verifyPlans[index]!.match(/ledger_entries/g)).toHaveLength(1)
     }
     // Allowance entries without an allowances row: a scan, as before.

@@ -57,6 +57,12 @@ describe('each check fires', () => {
     })
   }
 
+  test('a key window’s settled charges without a key_spend row are reported, naming key and window', async () => {
+    // Without its row the window reads as unspent, so the key's cap would start over.
+    await run('DELETE FROM key_spend WHERE key_id = ?', [keyId])
+    expect(await verify()).toEqual([`key ${keyId} window 0: settled charges 1500000000 have no key_spend row`])
+  })
+
   test('a stale heartbeat flags this instance’s leases', async () => {
     t.clock.advance(t.deps.config.ledger.instanceStaleAfterMs + 1)
     expect((await verify()).some(line => line.includes('stale instance'))).toBe(true)
