@@ -103,11 +103,25 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
       describe: row => `${row.what} lease total on ${row.id}`,
     },
     {
-      // 5. The append-only triggers and the idempotency index exist.
+      // 5. The append-only triggers and the idempotency index exist, and idempotency keys are unique.
       sql: `SELECT name FROM (SELECT 'ledger_entries_no_update' AS name UNION ALL SELECT 'ledger_entries_no_delete'
               UNION ALL SELECT 'ledger_entries_idempotency_key_unique') expected
             WHERE name NOT IN (SELECT name FROM sqlite_master WHERE type IN ('trigger', 'index'))`,
       describe: row => `missing ${row.name}`,
+    },
+    {
+      // An index of that name only arbitrates claims if it is unique, and on the idempotency key.
+      sql: `SELECT name FROM sqlite_master m WHERE type = 'index' AND name = 'ledger_entries_idempotency_key_unique'
+              AND NOT EXISTS (SELECT 1 FROM pragma_index_list('ledger_entries') l WHERE l.name = m.name AND l."unique" = 1
+                AND (SELECT group_concat(i.name) FROM pragma_index_info(l.name) i) = 'idempotency_key')`,
+      describe: row => `${row.name} is not a unique index on ledger_entries(idempotency_key)`,
+    },
+    {
+      // And no two entries share an idempotency key. (Op ids are not unique: a settlement's
+      // allowance and prepaid entries share one.) Read from the partial index, not the table.
+      sql: `SELECT idempotency_key AS key, COUNT(*) AS entries FROM ledger_entries WHERE idempotency_key IS NOT NULL
+            GROUP BY idempotency_key HAVING COUNT(*) > 1`,
+      describe: row => `idempotency key ${row.key} is on ${row.entries} ledger entries`,
     },
   ]
   const results = await client.batch(checks.map(check => ({ sql: check.sql, args: check.args ?? [] })), 'read')

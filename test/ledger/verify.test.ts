@@ -63,6 +63,17 @@ describe('each check fires', () => {
     expect(await verify()).toEqual([`key ${keyId} window 0: settled charges 1500000000 have no key_spend row`])
   })
 
+  test('an idempotency index that is not unique is reported, and so are the keys it let through twice', async () => {
+    // Same name, so only the index's kind shows it: a claim no longer arbitrates anything.
+    await run('DROP INDEX ledger_entries_idempotency_key_unique')
+    await run('CREATE INDEX ledger_entries_idempotency_key_unique ON ledger_entries (idempotency_key)')
+    expect(await verify()).toEqual(['ledger_entries_idempotency_key_unique is not a unique index on ledger_entries(idempotency_key)'])
+    const entry = "INSERT INTO ledger_entries (op_id, idempotency_key, org_id, kind, source, amount_nanos, created_at_ms) VALUES (?, 'top_up:same-ref', ?, 'top_up', 'top_up', 0, 0)"
+    await run(entry, ['op-1', org.orgId])
+    await run(entry, ['op-2', org.orgId])
+    expect(await verify()).toContain('idempotency key top_up:same-ref is on 2 ledger entries')
+  })
+
   test('a stale heartbeat flags this instance’s leases', async () => {
     t.clock.advance(t.deps.config.ledger.instanceStaleAfterMs + 1)
     expect((await verify()).some(line => line.includes('stale instance'))).toBe(true)
