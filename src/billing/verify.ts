@@ -9,24 +9,40 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
     {
       // 1. Prepaid running totals equal the entries: the balance, and the top-up projection's
       // credited and spent totals. Entries have no index by organization or key (nothing on a
-      // request reads them so), so each total is summed in one scan and joined to its row.
+      // request reads them so), so each total is summed in one scan and joined to its row. The
+      // same scan finds entries of an organization that does not exist, whose money the join
+      // from orgs would never see.
       sql: `WITH derived AS (
-              SELECT org_id, SUM(CASE WHEN kind = 'settle' THEN 0 ELSE amount_nanos END) AS credited,
-                     SUM(CASE WHEN kind = 'settle' THEN amount_nanos ELSE 0 END) AS spent
-              FROM ledger_entries WHERE source = 'top_up' GROUP BY org_id)
+              SELECT org_id, COUNT(*) AS entries,
+                     SUM(CASE WHEN source = 'top_up' AND kind <> 'settle' THEN amount_nanos ELSE 0 END) AS credited,
+                     SUM(CASE WHEN source = 'top_up' AND kind = 'settle' THEN amount_nanos ELSE 0 END) AS spent
+              FROM ledger_entries GROUP BY org_id)
             SELECT * FROM (
-              SELECT o.id AS org, COALESCE(b.prepaid_nanos, 0) AS prepaid, COALESCE(d.credited, 0) - COALESCE(d.spent, 0) AS derived_prepaid,
+              SELECT o.id AS org, NULL AS orphans, COALESCE(b.prepaid_nanos, 0) AS prepaid, COALESCE(d.credited, 0) - COALESCE(d.spent, 0) AS derived_prepaid,
                      COALESCE(b.top_up_credited_nanos, 0) AS credited, COALESCE(d.credited, 0) AS derived_credited,
                      COALESCE(b.top_up_spent_nanos, 0) AS spent, COALESCE(d.spent, 0) AS derived_spent
               FROM orgs o LEFT JOIN balances b ON b.org_id = o.id LEFT JOIN derived d ON d.org_id = o.id)
-            WHERE prepaid <> derived_prepaid OR credited <> derived_credited OR spent <> derived_spent`,
+            WHERE prepaid <> derived_prepaid OR credited <> derived_credited OR spent <> derived_spent
+            UNION ALL
+            SELECT d.org_id, d.entries, NULL, NULL, NULL, NULL, NULL, NULL FROM derived d WHERE NOT EXISTS (SELECT 1 FROM orgs o WHERE o.id = d.org_id)`,
       describe: row => {
+        if (row.orphans !== null) return orphaned(row.org, 'ledger_entries', row.orphans)
         const drifts: string[] = []
         if (row.prepaid !== row.derived_prepaid) drifts.push(`balances.prepaid_nanos ${row.prepaid} != ledger entries ${row.derived_prepaid}`)
         if (row.credited !== row.derived_credited) drifts.push(`balances.top_up_credited_nanos ${row.credited} != credited top-up entries ${row.derived_credited}`)
         if (row.spent !== row.derived_spent) drifts.push(`balances.top_up_spent_nanos ${row.spent} != settled top-up entries ${row.derived_spent}`)
         return `org ${row.org}: ${drifts.join('; ')}`
       },
+    },
+    {
+      // Running totals and leases of an organization that does not exist (small tables, seeks on orgs).
+      sql: `SELECT 'balances' AS tab, org_id AS org, COUNT(*) AS orphans FROM balances t
+              WHERE NOT EXISTS (SELECT 1 FROM orgs o WHERE o.id = t.org_id) GROUP BY org_id
+            UNION ALL SELECT 'allowances', org_id, COUNT(*) FROM allowances t
+              WHERE NOT EXISTS (SELECT 1 FROM orgs o WHERE o.id = t.org_id) GROUP BY org_id
+            UNION ALL SELECT 'leases', org_id, COUNT(*) FROM leases t
+              WHERE NOT EXISTS (SELECT 1 FROM orgs o WHERE o.id = t.org_id) GROUP BY org_id`,
+      describe: row => orphaned(row.org, String(row.tab), row.orphans),
     },
     {
       sql: `WITH derived AS (
@@ -127,3 +143,5 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
   const results = await client.batch(checks.map(check => ({ sql: check.sql, args: check.args ?? [] })), 'read')
   return results.flatMap((result, index) => result.rows.map(row => checks[index]!.describe(row as Record<string, unknown>)))
 }
+
+const orphaned = (org: unknown, table: string, rows: unknown) => `org ${org} does not exist but has ${table} rows (${rows})`

@@ -232,8 +232,8 @@ describe('the queries on ledger_entries after 0005 (EXPLAIN QUERY PLAN)', () => 
     recorded.length = 0
     await verifyLedger(recording(client, recorded), { nowMs: t.clock.now(), staleAfterMs: 60_000 })
     const verifyPlans = recorded.filter(statement => JSON.stringify(statement).includes('FROM ledger_entries')).map(statement => plan(schema, statement))
-    // Prepaid totals per org, allowance totals per org and period, key spend per key and window
-    // (compared both ways, from the one materialized scan): one scan each (an audit, not a
+    // Prepaid totals per org (and entries of unknown orgs), allowance totals per org and period,
+    // key spend per key and window (compared both ways): one scan each (an audit, not a
     // request), not a scan or a seek per row of the totals.
     expect(verifyPlans).toHaveLength(5)
     for (const index of [0, 1, 3]) {
