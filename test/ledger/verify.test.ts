@@ -57,6 +57,39 @@ describe('each check fires', () => {
     })
   }
 
+  test('a key window’s settled charges without a key_spend row are reported, naming key and window', async () => {
+    // Without its row the window reads as unspent, so the key's cap would start over.
+    await run('DELETE FROM key_spend WHERE key_id = ?', [keyId])
+    expect(await verify()).toEqual([`key ${keyId} window 0: settled charges 1500000000 have no key_spend row`])
+  })
+
+  test('an idempotency index that is not unique is reported, and so are the keys it let through twice', async () => {
+    // Same name, so only the index's kind shows it: a claim no longer arbitrates anything.
+    await run('DROP INDEX ledger_entries_idempotency_key_unique')
+    await run('CREATE INDEX ledger_entries_idempotency_key_unique ON ledger_entries (idempotency_key)')
+    expect(await verify()).toEqual(['ledger_entries_idempotency_key_unique is not a unique index on ledger_entries(idempotency_key)'])
+    const entry = "INSERT INTO ledger_entries (op_id, idempotency_key, org_id, kind, source, amount_nanos, created_at_ms) VALUES (?, 'top_up:same-ref', ?, 'top_up', 'top_up', 0, 0)"
+    await run(entry, ['op-1', org.orgId])
+    await run(entry, ['op-2', org.orgId])
+    expect(await verify()).toContain('idempotency key top_up:same-ref is on 2 ledger entries')
+  })
+
+  test('ledger rows of an organization that does not exist are reported, naming it', async () => {
+    // Check 1 starts from the organizations, so their money would otherwise never be compared.
+    await run("INSERT INTO ledger_entries (op_id, org_id, kind, source, amount_nanos, created_at_ms) VALUES ('op-orphan', 'no-such-org', 'top_up', 'top_up', 999, 0)")
+    expect(await verify()).toEqual(['org no-such-org does not exist but has ledger_entries rows (1)'])
+    await run("INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos, top_up_credited_nanos, top_up_spent_nanos) VALUES ('no-such-org', 999, 0, 999, 0)")
+    await run('INSERT INTO allowances (org_id, period_start_ms, granted_nanos, used_nanos, leased_nanos) VALUES (?, ?, 0, 0, 0), (?, ?, 0, 0, 0)', ['no-such-org', month, 'no-such-org', 0])
+    await run(`INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+               SELECT 'lease-orphan', instance_id, boot_id, 'prepaid', 'no-such-org', NULL, 0, 0, 0, 0 FROM leases LIMIT 1`)
+    expect(await verify()).toEqual([
+      'org no-such-org does not exist but has ledger_entries rows (1)',
+      'org no-such-org does not exist but has balances rows (1)',
+      'org no-such-org does not exist but has allowances rows (2)',
+      'org no-such-org does not exist but has leases rows (1)',
+    ])
+  })
+
   test('a stale heartbeat flags this instance’s leases', async () => {
     t.clock.advance(t.deps.config.ledger.instanceStaleAfterMs + 1)
     expect((await verify()).some(line => line.includes('stale instance'))).toBe(true)
