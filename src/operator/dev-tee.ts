@@ -19,10 +19,13 @@ export async function devTee(args: string[], io: CliIo, stop: AbortSignal, start
   if (family !== 'nearai' && family !== 'phala') throw new UsageError('--family must be nearai or phala')
   const version = values.version ?? '2'
   if (version !== '1' && version !== '2') throw new UsageError('--version must be 1 or 2')
-  const port = values.port === undefined ? 0 : Number(values.port)
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number')
+  // Digits only: Number() reads '' and ' ' as 0 (a random port) and '0x50' or '1e3' as numbers.
+  const port = values.port === undefined ? 0 : /^[0-9]{1,5}$/.test(values.port) ? Number(values.port) : NaN
+  if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port must be a port number (0 to 65535), got "${values.port}"`)
   const faults: SimFaults = {}
-  for (const name of (values.faults ?? '').split(',').filter(Boolean)) {
+  const names = values.faults === undefined ? [] : values.faults.split(',')
+  if (names.includes('')) throw new UsageError(`--faults takes fault names separated by commas, none empty; got "${values.faults}"`)
+  for (const name of names) {
     if (!FAULTS.includes(name as keyof SimFaults)) throw new UsageError(`unknown fault "${name}" (known: ${FAULTS.join(', ')})`)
     ;(faults as Record<string, boolean>)[name] = true
   }

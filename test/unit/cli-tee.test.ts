@@ -104,6 +104,23 @@ describe('svc dev-tee', () => {
     expect(await runCli(['dev-tee', '--family', 'tinfoil'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
     expect(await runCli(['dev-tee', '--faults', 'nope'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
   })
+
+  // Number('') is 0: an empty --port started on a random port instead of refusing (QA tee #3).
+  for (const port of ['', ' ', 'abc', '1.5', '-1', '70000', '0x50', '1e3', ' 80']) {
+    test(`--port ${JSON.stringify(port)} is a usage error, before anything starts`, async () => {
+      const { io, err } = capture()
+      expect(await runCli(['dev-tee', `--port=${port}`], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+      expect(err.join('\n')).toContain('--port must be a port number')
+    })
+  }
+
+  for (const faults of [',,', '', 'echoWrongNonce,', 'echoWrongNonce,,status500']) {
+    test(`--faults ${JSON.stringify(faults)} (an empty fault name) is a usage error`, async () => {
+      const { io, err } = capture()
+      expect(await runCli(['dev-tee', '--faults', faults], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+      expect(err.join('\n')).toContain('--faults')
+    })
+  }
 })
 
 describe('examples/encrypted-chat.ts', () => {
