@@ -55,7 +55,7 @@ describe('svc encrypted-chat', () => {
 })
 
 describe('svc dev-tee', () => {
-  test('serves a simulated backend, prints URL, token and a config snippet, and stops', async () => {
+  test('serves a simulated backend, prints URL, token and a complete config, and stops', async () => {
     const { io, out } = capture()
     const stop = new AbortController()
     let running: Promise<void> = Promise.resolve()
