@@ -38,7 +38,7 @@ Usage: svc [command] [options]
   encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream] [--system S] PROMPT
                                 one end-to-end encrypted answer: attest, check the binding, encrypt, decrypt
   dev-tee [--port N] [--family nearai|phala] [--version 1|2] [--faults a,b] [--reasoning]
-                                run the simulated TEE backend; prints its URL, token and a config snippet
+                                run the simulated TEE backend; prints its URL, token and a complete config (SVC_CONFIG)
   users add --org ORG --email E --role owner|admin|member
   users set-role --org ORG --user USER_ID --role owner|admin|member
   keys create --org ORG --user USER_ID --name N [--admin] [--expires-in X]

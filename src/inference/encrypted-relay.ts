@@ -14,7 +14,7 @@ import type { GatewayMetrics } from '../observability/gateway-metrics'
 import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
 import { recordOf } from '../observability/request-log'
-import type { Evidence } from '../providers/attested/evidence'
+import { EvidenceRejected, type Evidence } from '../providers/attested/evidence'
 import { UpstreamError } from '../providers/types'
 import { bytesToHex, randomBytes } from '../tee/keys'
 import type { Usage } from './canonical'
@@ -93,7 +93,11 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     throw new ApiError('invalid_request', `the request (up to ${inputTokens} input tokens plus ${outputTokens} output tokens) does not fit model ${route.id}'s context of ${route.contextLength} tokens`, 'messages')
   }
 
-  const pinned = await pinKey(deps.attestation, candidates, h)
+  const pinned = await pinKey(deps.attestation, candidates, h, (target, error) =>
+    deps.logger.warn('attestation evidence rejected; the Encrypted request is for another backend', {
+      request_id: input.requestId, model: route.id, backend: `${target.provider.id}/${target.backend.model}`, reason: error.message,
+    }),
+  )
   const { target, evidence } = pinned
   // The client may have left during the evidence fetch: no reservation, no backend call.
   const clientLeft = () => input.httpRequest.signal.aborted
@@ -263,29 +267,43 @@ function maxOutputRate(route: ModelRoute): bigint {
 
 /**
  * B3 row 4: the client's model key must be the one fresh evidence shows now. Only a backend
- * attested with that key is used; contradicting evidence is 503 at once.
+ * attested with that key is used; contradicting evidence from it is 503 at once.
  *
  * Candidates come cooling-last (AttestationService.backends), so a backend that just failed is
  * attested only after the others; it is never skipped, since only the backend holding the
  * client's key can serve the request. Round-robin does not apply: the client chose the backend
  * by the key it encrypted to (GET /api/v1/attestation answers with the first ready backend, or
- * the one `signing_address` names).
+ * the one `signing_address` names). For the same reason, rejected evidence from a backend none of
+ * whose reports carries the client's key refuses nothing: it could never serve this ciphertext,
+ * just as GET /api/v1/attestation passes over a backend that does not serve the `signing_address`
+ * asked for. Its rejection is still counted (AttestedProvider.attest) and goes to `passedOver`.
  */
-async function pinKey(attestation: AttestationService, candidates: Array<{ target: AttestedBackend; checked: CheckedBody }>, h: EncryptedHeaders) {
+async function pinKey(
+  attestation: AttestationService,
+  candidates: Array<{ target: AttestedBackend; checked: CheckedBody }>,
+  h: EncryptedHeaders,
+  passedOver: (target: AttestedBackend, error: EvidenceRejected) => void,
+) {
   let attested = 0
+  let rejected: EvidenceRejected | undefined
   for (const candidate of candidates) {
     let evidence: Evidence
     try {
       evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo, modelKey: h.modelKey })
     } catch (error) {
       if (error instanceof UpstreamError) continue
-      throw error
+      if (!(error instanceof EvidenceRejected && error.otherKey)) throw error
+      passedOver(candidate.target, error)
+      rejected ??= error
+      continue
     }
     attested += 1
     if (evidence.modelPublicKey === h.modelKey) return { ...candidate, evidence }
   }
-  if (attested === 0) throw new ApiError('unavailable', 'no attested backend of this model could produce evidence')
-  throw new ApiError('invalid_request', 'model key mismatch: svc-encrypted-model-pub-key is not the key the backend attests now; re-attest (GET /api/v1/attestation) and encrypt again', 'svc-encrypted-model-pub-key')
+  if (attested > 0) throw new ApiError('invalid_request', 'model key mismatch: svc-encrypted-model-pub-key is not the key the backend attests now; re-attest (GET /api/v1/attestation) and encrypt again', 'svc-encrypted-model-pub-key')
+  // No backend showed sound evidence: the rejection is the answer, as with a single backend.
+  if (rejected !== undefined) throw rejected
+  throw new ApiError('unavailable', 'no attested backend of this model could produce evidence')
 }
 
 /** B1: the backend's header names for this family and version, plus X-Request-Hash. */

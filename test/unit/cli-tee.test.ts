@@ -3,8 +3,10 @@ import { runCli } from '../../src/commands'
 import { loadConfig } from '../../src/config/load'
 import { devTee } from '../../src/operator/dev-tee'
 import { encryptedChatCommand } from '../../src/operator/encrypted-chat'
+import { bootstrapIfEmpty } from '../../src/orgs/bootstrap'
 import type { SimTeeBackend } from '../../src/tee/sim/server'
 import { captureIo as capture, runProcess } from '../support/cli'
+import { buildTestApp } from '../support/harness'
 import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
 let t: TeeGateway
@@ -53,7 +55,7 @@ describe('svc encrypted-chat', () => {
 })
 
 describe('svc dev-tee', () => {
-  test('serves a simulated backend, prints URL, token and a config snippet that loads, and stops', async () => {
+  test('serves a simulated backend, prints URL, token and a complete config, and stops', async () => {
     const { io, out } = capture()
     const stop = new AbortController()
     let running: Promise<void> = Promise.resolve()
@@ -63,11 +65,38 @@ describe('svc dev-tee', () => {
     const printed = JSON.parse(out[0]!)
     expect(printed).toMatchObject({ url: sim.url, token: sim.token, family: 'phala', proof_format: 'dstack-tdx-nvgpu.addr-nonce.e2ee-phala.v1', faults: ['dropSignature'] })
     expect((await fetch(`${sim.url}/models`)).status).toBe(200)
-    const yaml = `${printed.config.replace('providers:\n', 'providers:\n  - { id: demo, type: demo, retention: none }\n')}\nplans:\n  pro: { monthly_allowance: "0", fusion: true }\n`
-    const config = loadConfig({ SVC_CONFIG: '/dev-tee.yaml', SVC_DEV_TEE_KEY: sim.token }, () => yaml)
-    expect(config.models.find(model => model.id === 'demo-tee')?.encrypted).toHaveLength(1)
     stop.abort()
     await running
+  })
+
+  test('the printed config is a whole SVC_CONFIG file: as-is, the gateway boots and serves demo-tee at every level (README)', async () => {
+    const { io, out } = capture()
+    const stop = new AbortController()
+    let running: Promise<void> = Promise.resolve()
+    const sim = await new Promise<SimTeeBackend>(resolve => {
+      running = devTee([], io, stop.signal, resolve)
+    })
+    const text = out.join('\n')
+    const snippet = text.slice(text.indexOf('providers:'))
+    expect(text).toContain('a complete config: save it as the file SVC_CONFIG names')
+    const env = { SVC_CONFIG: '/dev-tee.yaml', SVC_DEV_TEE_KEY: sim.token, SVC_LOG_LEVEL: 'error' }
+    const gateway = await buildTestApp(env, loadConfig(env, () => snippet))
+    try {
+      // First boot, as `svc serve` does it: the admin key it prints.
+      const booted = await bootstrapIfEmpty(gateway.deps)
+      expect(booted).not.toBeNull()
+      const chat = (model: string) => gateway.request('POST', '/v1/chat/completions', { key: booted!.secret, body: { model, messages: [{ role: 'user', content: 'hi' }] } })
+      expect((await chat('demo-tee')).status).toBe(200)
+      expect((await chat('demo-tee:confidential')).status).toBe(200)
+      // README: SVC_URL=… SVC_API_KEY=… bun examples/encrypted-chat.ts demo-tee:encrypted "hello"
+      const { stdout, code } = await runProcess(['bun', 'examples/encrypted-chat.ts', 'demo-tee:encrypted', 'hello'], { env: { ...process.env, SVC_URL: gateway.listen(), SVC_API_KEY: booted!.secret } })
+      expect(stdout).toBe('echo: hello\n')
+      expect(code).toBe(0)
+    } finally {
+      await gateway.close()
+      stop.abort()
+      await running
+    }
   })
 
   test('bad options are usage errors', async () => {
@@ -75,6 +104,23 @@ describe('svc dev-tee', () => {
     expect(await runCli(['dev-tee', '--family', 'tinfoil'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
     expect(await runCli(['dev-tee', '--faults', 'nope'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
   })
+
+  // Number('') is 0: an empty --port started on a random port instead of refusing (QA tee #3).
+  for (const port of ['', ' ', 'abc', '1.5', '-1', '70000', '0x50', '1e3', ' 80']) {
+    test(`--port ${JSON.stringify(port)} is a usage error, before anything starts`, async () => {
+      const { io, err } = capture()
+      expect(await runCli(['dev-tee', `--port=${port}`], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+      expect(err.join('\n')).toContain('--port must be a port number')
+    })
+  }
+
+  for (const faults of [',,', '', 'echoWrongNonce,', 'echoWrongNonce,,status500']) {
+    test(`--faults ${JSON.stringify(faults)} (an empty fault name) is a usage error`, async () => {
+      const { io, err } = capture()
+      expect(await runCli(['dev-tee', '--faults', faults], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+      expect(err.join('\n')).toContain('--faults')
+    })
+  }
 })
 
 describe('examples/encrypted-chat.ts', () => {

@@ -16,7 +16,8 @@ export interface EvidenceRequest {
   /**
    * Without a signing address: the model key (Evidence.modelPublicKey's form) the caller
    * encrypted to. An aggregator lists one report per instance, in an order of its choosing, and
-   * the report holding this key is the one to check, if there is one.
+   * the report holding this key is the one to check, if there is one. A backend with no report
+   * holding it is not the key's: its rejection says so (EvidenceRejected.otherKey).
    */
   readonly modelKey?: string
   readonly proofFormat: ProofFormat
@@ -39,8 +40,17 @@ export interface Evidence {
 }
 
 /** 503 unavailable: the backend's evidence is empty or contradicts what was asked. */
-function unavailable(reason: string): ApiError {
-  return new ApiError('unavailable', `attestation evidence rejected: ${reason}`)
+export class EvidenceRejected extends ApiError {
+  constructor(
+    reason: string,
+    /**
+     * The request named a model key (EvidenceRequest.modelKey) and no report of this backend
+     * carries it: the backend is not the one the caller encrypted to, whatever its evidence says.
+     */
+    readonly otherKey: boolean,
+  ) {
+    super('unavailable', `attestation evidence rejected: ${reason}`)
+  }
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
@@ -56,11 +66,21 @@ function candidates(body: Record<string, unknown>): Record<string, unknown>[] {
 const same = (a: unknown, b: string) => typeof a === 'string' && a.toLowerCase() === b.toLowerCase()
 
 /** The report for the request's signing address; else the one holding its model key; else the first. */
-function select(forAlgo: Record<string, unknown>[], request: EvidenceRequest): Record<string, unknown> | undefined {
+function select(forAlgo: Record<string, unknown>[], request: EvidenceRequest, holdsKey: (report: Record<string, unknown>) => boolean): Record<string, unknown> | undefined {
   const { signingAddress, modelKey } = request
   if (signingAddress !== undefined) return forAlgo.find(entry => same(entry.signing_address, signingAddress))
-  if (modelKey !== undefined && forAlgo.length > 1) return forAlgo.find(entry => modelKeyOf(entry, request.algo) === modelKey) ?? forAlgo[0]
+  if (modelKey !== undefined && forAlgo.length > 1) return forAlgo.find(holdsKey) ?? forAlgo[0]
   return forAlgo[0]
+}
+
+/**
+ * Whether a report is the one of `modelKey`: it carries the key, or names the signing address
+ * the key implies (the selection by signing_address, so a report whose key contradicts its
+ * address is still that address's).
+ */
+function keyHolder(modelKey: string, algo: SigningAlgo): (report: Record<string, unknown>) => boolean {
+  const address = algo === 'ed25519' ? modelKey : modelKey.length === 130 ? ethAddress(hexToBytes(modelKey)) : undefined
+  return report => modelKeyOf(report, algo) === modelKey || (address !== undefined && same(report.signing_address, address))
 }
 
 /** A report's signing key as Evidence.modelPublicKey (ecdsa normalized to 65 bytes), or null when malformed. */
@@ -75,12 +95,15 @@ function modelKeyOf(report: Record<string, unknown>, algo: SigningAlgo): string 
 /** Selects the report for the request and runs B3 checks 8–12; throws 503 unavailable naming the failure. */
 export function checkEvidence(raw: unknown, request: EvidenceRequest): Evidence {
   const body = record(raw)
-  if (body === undefined) throw unavailable('the backend answered no report')
-  const reports = candidates(body)
+  const reports = body === undefined ? [] : candidates(body)
+  const holdsKey = request.modelKey === undefined ? () => false : keyHolder(request.modelKey, request.algo)
+  // Over every report, whatever algorithm it echoes: a report of the key is that key's even when it contradicts.
+  const otherKey = request.modelKey !== undefined && !reports.some(holdsKey)
+  const unavailable = (reason: string) => new EvidenceRejected(reason, otherKey)
   if (reports.length === 0) throw unavailable('the backend answered no report')
   const forAlgo = reports.filter(entry => entry.signing_algo === request.algo)
   if (forAlgo.length === 0) throw unavailable(`no report for signing_algo ${request.algo} (the backend echoed ${String(reports[0]!.signing_algo).slice(0, 20)})`)
-  const report = select(forAlgo, request)
+  const report = select(forAlgo, request, holdsKey)
   if (report === undefined) throw unavailable('the backend echoed another signing_address')
 
   // Empty evidence.
