@@ -84,21 +84,21 @@ export class OrgService {
     return { userId, created: !existing }
   }
 
-  /** Changes a member's role. The last owner cannot be demoted (the org would be unmanageable). */
+  /**
+   * Changes a member's role. The last owner cannot be demoted (the org would be unmanageable).
+   * The owner count is checked inside the UPDATE itself: SQLite runs one statement under the
+   * write lock, so of two concurrent demotions of an org's last two owners, one finds a single
+   * owner left and changes nothing. A count read first, then an UPDATE, let both pass (QA).
+   */
   async setRole(input: { orgId: string; userId: string; role: Role }): Promise<void> {
-    const current = await this.roleOf(input.orgId, input.userId)
-    if (!current) throw new ApiError('not_found', 'no such member in this organization', 'user')
-    if (current === 'owner' && input.role !== 'owner') {
-      const owners = await this.db
-        .select({ n: sql<bigint>`count(*)` })
-        .from(memberships)
-        .where(and(eq(memberships.orgId, input.orgId), eq(memberships.role, 'owner')))
-      if (Number(owners[0]?.n ?? 0) <= 1) throw new ApiError('invalid_request', 'cannot demote the last owner of an organization', 'role')
+    const member = and(eq(memberships.orgId, input.orgId), eq(memberships.userId, input.userId))
+    const otherOwners = sql`(SELECT count(*) FROM ${memberships} WHERE ${memberships.orgId} = ${input.orgId} AND ${memberships.role} = 'owner') > 1`
+    const keepsAnOwner = input.role === 'owner' ? undefined : sql`(${memberships.role} <> 'owner' OR ${otherOwners})`
+    const changed = await this.db.update(memberships).set({ role: input.role }).where(and(member, keepsAnOwner))
+    if (changed.rowsAffected !== 1) {
+      if (!(await this.roleOf(input.orgId, input.userId))) throw new ApiError('not_found', 'no such member in this organization', 'user')
+      throw new ApiError('invalid_request', 'cannot demote the last owner of an organization', 'role')
     }
-    await this.db
-      .update(memberships)
-      .set({ role: input.role })
-      .where(and(eq(memberships.orgId, input.orgId), eq(memberships.userId, input.userId)))
     for (const listener of this.roleListeners) listener(input.userId)
   }
 
