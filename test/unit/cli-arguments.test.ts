@@ -1,0 +1,49 @@
+import { afterEach, beforeEach, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { runCli } from '../../src/commands'
+import { captureIo } from '../support/cli'
+
+// How the operator commands read their arguments (QA cli #4, #8, #9).
+
+let dir: string
+let env: Record<string, string>
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-cli-args-'))
+  env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+})
+afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+async function cli(...argv: string[]) {
+  const { io, out, err } = captureIo()
+  const code = await runCli(argv, env, io)
+  return { code, out: out.join('\n'), err: err.join('\n') }
+}
+
+async function cliJson(...argv: string[]) {
+  const result = await cli(...argv, '--json')
+  expect({ code: result.code, err: result.err }).toEqual({ code: 0, err: '' })
+  return JSON.parse(result.out)
+}
+
+test('a flag given twice is a usage error naming it, and nothing is written', async () => {
+  // Before, the last value won: `--usd 1 --usd 1000` booked 1000 USD, `--org A --org B` credited B.
+  const a = await cliJson('orgs', 'create', '--name', 'A', '--plan', 'payg')
+  const b = await cliJson('orgs', 'create', '--name', 'B', '--plan', 'payg')
+  const cases: Array<[string[], string]> = [
+    [['credit', '--org', a.org_id, '--usd', '1', '--usd', '1000'], '--usd'],
+    [['credit', '--org', a.org_id, '--usd=1', '--usd=1000'], '--usd'],
+    [['credit', '--org', a.org_id, '--org', b.org_id, '--usd', '5'], '--org'],
+    [['credit', '--org', a.org_id, '--usd', '5', '--reference', 'inv-1', '--reference', 'inv-2'], '--reference'],
+    [['plans', 'set', '--org', a.org_id, '--plan', 'pro', '--plan', 'payg'], '--plan'],
+    [['orgs', 'create', '--name', 'x', '--name', 'y'], '--name'],
+    [['keys', 'create', '--org', a.org_id, '--user', a.owner_user_id, '--name', 'k', '--admin', '--admin'], '--admin'],
+    [['keys', 'list', '--org', a.org_id, '--json', '--json'], '--json'],
+  ]
+  for (const [argv, flag] of cases) {
+    const result = await cli(...argv)
+    expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: `usage error: ${flag} was given more than once` })
+  }
+  for (const org of [a, b]) expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ plan: 'payg', prepaid_nanos: '0', keys: 1 })
+})
