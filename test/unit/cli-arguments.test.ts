@@ -47,3 +47,13 @@ test('a flag given twice is a usage error naming it, and nothing is written', as
   }
   for (const org of [a, b]) expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ plan: 'payg', prepaid_nanos: '0', keys: 1 })
 })
+
+test('an argument to a command that takes none is a usage error naming it, not an unknown command', async () => {
+  // Before: `unknown command "version --json"` (and the same for migrate and serve), though the command exists.
+  for (const argv of [['version', '--json'], ['--version', 'x'], ['migrate', '--json'], ['migrate', 'extra'], ['serve', '--port', '1']]) {
+    const result = await cli(...argv)
+    expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: `usage error: ${argv[0]} takes no arguments, got "${argv[1]}"` })
+  }
+  // Nothing was opened or created for them.
+  expect(await Bun.file(join(dir, 'svc.db')).exists()).toBe(false)
+})
