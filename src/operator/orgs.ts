@@ -1,4 +1,5 @@
 import type { Deps } from '../deps'
+import { idFromInput } from '../lib/ids'
 import { formatNanos, formatUsd } from '../lib/money'
 import { amountFlag, checkFlags, parseOptions, report, type CliIo } from './io'
 
@@ -27,7 +28,7 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
 /** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
 export async function orgsShow(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(args, {}, [], 1)
-  const org = await deps.orgs.requireOrg(positionals[0]!)
+  const org = await deps.orgs.requireOrg(idFromInput(positionals[0]!))
   const balance = await deps.balance(org.id)
   const plan = deps.plans.get(org.planId)
   const keys = await deps.keys.list(org.id)

@@ -57,3 +57,22 @@ test('an argument to a command that takes none is a usage error naming it, not a
   // Nothing was opened or created for them.
   expect(await Bun.file(join(dir, 'svc.db')).exists()).toBe(false)
 })
+
+test('organization and user ids are read in any case, as key ids are (RFC 9562: UUIDs are case-insensitive)', async () => {
+  // Before, every command but keys revoke said "no organization 01A2…" for an upper-case id.
+  const org = await cliJson('orgs', 'create', '--name', 'Acme', '--plan', 'payg')
+  const ORG = org.org_id.toUpperCase()
+  const OWNER = org.owner_user_id.toUpperCase()
+  expect(await cliJson('credit', '--org', ORG, '--usd', '1')).toMatchObject({ org_id: org.org_id, applied: true })
+  expect(await cliJson('plans', 'set', '--org', ` ${ORG}`, '--plan', 'pro')).toEqual({ org_id: org.org_id, plan: 'pro' })
+  const member = await cliJson('users', 'add', '--org', ORG, '--email', 'm@example.com', '--role', 'owner')
+  expect(member.org_id).toBe(org.org_id)
+  expect(await cliJson('users', 'set-role', '--org', ORG, '--user', member.user_id.toUpperCase(), '--role', 'member')).toEqual({ user_id: member.user_id, org_id: org.org_id, role: 'member' })
+  const created = await cliJson('keys', 'create', '--org', ORG, '--user', OWNER, '--name', 'k')
+  expect(created.key).toMatchObject({ name: 'k', status: 'active' })
+  expect((await cliJson('keys', 'list', '--org', ORG)).keys).toHaveLength(2)
+  expect(await cliJson('orgs', 'show', ORG)).toMatchObject({ org_id: org.org_id, plan: 'pro', prepaid_nanos: '1000000000', keys: 2 })
+  expect(await cliJson('keys', 'revoke', created.key.id.toUpperCase())).toEqual({ key_id: created.key.id, status: 'revoked' })
+  const human = await cli('credit', '--org', ORG, '--usd', '1')
+  expect(human.out).toContain(`credited 1.000000000 USD to ${org.org_id}`)
+})
