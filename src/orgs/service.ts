@@ -5,7 +5,7 @@ import { ApiError } from '../http/errors'
 import type { Clock } from '../lib/clock'
 import { EMAIL } from '../lib/email'
 import { newId } from '../lib/ids'
-import { characterCount } from '../lib/characters'
+import { characterCount, nameTextProblem } from '../lib/characters'
 
 /** Lower-cases and checks an email address; throws invalid_request naming the field. */
 export function normalizeEmail(email: string, param = 'email'): string {
@@ -43,6 +43,9 @@ export class OrgService {
   async createOrg(input: { name: string; planId: string; ownerEmail?: string }): Promise<{ org: OrgRecord; ownerUserId: string }> {
     const name = input.name.trim()
     if (name.length === 0 || characterCount(name) > 200) throw new ApiError('invalid_request', 'name must be 1 to 200 characters', 'name')
+    // The same text rules as a key's name: it is printed raw (svc orgs show).
+    const textProblem = nameTextProblem(name)
+    if (textProblem !== undefined) throw new ApiError('invalid_request', `name ${textProblem}`, 'name')
     if (!this.planIds.has(input.planId)) {
       throw new ApiError('invalid_request', `unknown plan "${input.planId}" (configured: ${[...this.planIds].join(', ')})`, 'plan')
     }
