@@ -1,5 +1,7 @@
 // The svc command line (src/cli.ts runs it): usage, and each command's dispatch.
+import { existsSync } from 'node:fs'
 import { DrizzleQueryError } from 'drizzle-orm/errors'
+import { localPathOf } from './billing/executor'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
 import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
@@ -113,7 +115,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   }
   // serve resolves once listening; a failure before that (an unreachable database) exits 1.
   if (first === 'serve') return exitCode(io, () => serve(config), config)
-  if (first === 'migrate') return withDeps(config, io, async () => {})
+  if (first === 'migrate') return withDeps(config, io, async () => {}, { create: true })
   if (first === 'chat') return exitCode(io, async () => (await import('./operator/chat')).chat(config, argv.slice(1), io))
   if (first === 'fusion') return exitCode(io, async () => (await import('./operator/fusion')).fusion(config, argv.slice(1), io))
   if (first === 'login') return exitCode(io, async () => (await import('./operator/login')).login(config, argv.slice(1), io))
@@ -132,13 +134,23 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   return withDeps(config, io, async deps => (await command!())(deps, rest, io))
 }
 
-/** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */
-async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>): Promise<number> {
+/**
+ * Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes.
+ * Only `create` (migrate; serve opens its own) may create a local database file. Any other
+ * command on a file that does not exist (a mistyped DATABASE_URL, the default relative path run
+ * from another directory) is refused before anything is written: it would otherwise report on a
+ * new, empty database (`ledger verify`: "every invariant holds"), or write where no server reads.
+ */
+async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>, options: { create?: boolean } = {}): Promise<number> {
   let deps: Deps | undefined
   try {
     return await exitCode(
       io,
       async () => {
+        const path = localPathOf(config.databaseUrl)
+        if (!options.create && path !== undefined && !existsSync(path)) {
+          throw new DatabaseFileError(`${path} does not exist (svc migrate or svc serve creates it)`)
+        }
         deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
         await migrateDatabase(deps.database)
         await fn(deps)

@@ -9,9 +9,10 @@ import { captureIo } from '../support/cli'
 
 let dir: string
 let env: Record<string, string>
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-cli-args-'))
   env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+  expect((await cli('migrate')).code).toBe(0)
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -50,12 +51,13 @@ test('a flag given twice is a usage error naming it, and nothing is written', as
 
 test('an argument to a command that takes none is a usage error naming it, not an unknown command', async () => {
   // Before: `unknown command "version --json"` (and the same for migrate and serve), though the command exists.
+  env.DATABASE_URL = `file:${join(dir, 'unopened.db')}`
   for (const argv of [['version', '--json'], ['--version', 'x'], ['migrate', '--json'], ['migrate', 'extra'], ['serve', '--port', '1']]) {
     const result = await cli(...argv)
     expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: `usage error: ${argv[0]} takes no arguments, got "${argv[1]}"` })
   }
   // Nothing was opened or created for them.
-  expect(await Bun.file(join(dir, 'svc.db')).exists()).toBe(false)
+  expect(await Bun.file(join(dir, 'unopened.db')).exists()).toBe(false)
 })
 
 test('organization and user ids are read in any case, as key ids are (RFC 9562: UUIDs are case-insensitive)', async () => {

@@ -12,9 +12,10 @@ import { captureIo } from '../support/cli'
 
 let dir: string
 let env: Record<string, string>
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-cli-orgs-'))
   env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+  expect((await cli('migrate')).code).toBe(0)
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -53,7 +54,6 @@ test('an organization name with control characters is refused as a key name is, 
 test('when the initial credit fails, the organization and key that were created are printed with the command that books it', async () => {
   // Before: only "error: …", exit 1, while the organization and an admin key whose secret was
   // never printed stayed in the database (a retry made a second organization).
-  expect((await cli('migrate')).code).toBe(0)
   await execute(REFUSE_ENTRIES)
   const failed = await cli('orgs', 'create', '--name', 'Acme', '--plan', 'payg', '--credit-usd', '25')
   expect(failed.code).toBe(1)
