@@ -1,5 +1,7 @@
 // The svc command line (src/cli.ts runs it): usage, and each command's dispatch.
+import { existsSync } from 'node:fs'
 import { DrizzleQueryError } from 'drizzle-orm/errors'
+import { localPathOf } from './billing/executor'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
 import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
@@ -46,7 +48,7 @@ Usage: svc [command] [options]
   keys list --org ORG
   keys revoke KEY_ID
 
-Every command that prints data accepts --json. Exit codes: 0 success, 1 failure, 2 usage error.
+Every command that prints data accepts --json; serve, migrate and version take no arguments. Exit codes: 0 success, 1 failure, 2 usage error.
 Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR;
 without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.`
 
@@ -74,13 +76,21 @@ const consoleIo: CliIo = { out: line => console.log(line), err: line => console.
 /** Commands runCli dispatches itself (the rest are COMMANDS). */
 const DIRECT_COMMANDS = new Set(['chat', 'fusion', 'login', 'logout', 'encrypted-chat', 'dev-tee'])
 
+/** Commands that take no arguments at all (not even --json: they print no data, or only a version). */
+const NO_ARGUMENTS = new Set(['serve', 'migrate', 'version', '--version'])
+
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = consoleIo): Promise<number> {
   const [first = 'serve', second] = argv
   if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
     io.out(USAGE)
     return 0
   }
-  if ((first === 'version' || first === '--version') && argv.length === 1) {
+  // These take no arguments: one given is named as such, not read as an unknown command.
+  if (NO_ARGUMENTS.has(first) && argv.length > 1) {
+    io.err(`usage error: ${first} takes no arguments, got "${argv[1]}"\n\n${USAGE}`)
+    return 2
+  }
+  if (first === 'version' || first === '--version') {
     io.out(packageJson.version)
     return 0
   }
@@ -90,7 +100,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const command = single ?? COMMANDS[pair]
   const rest = argv.slice(single ? 1 : 2)
   // A mistyped command is a usage error (2) whatever the configuration's state.
-  const direct = ((first === 'serve' || first === 'migrate') && argv.length <= 1) || DIRECT_COMMANDS.has(first)
+  const direct = first === 'serve' || first === 'migrate' || DIRECT_COMMANDS.has(first)
   if (!command && !direct) {
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2
@@ -104,8 +114,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     return 1
   }
   // serve resolves once listening; a failure before that (an unreachable database) exits 1.
-  if (first === 'serve' && argv.length <= 1) return exitCode(io, () => serve(config), config)
-  if (first === 'migrate' && argv.length <= 1) return withDeps(config, io, async () => {})
+  if (first === 'serve') return exitCode(io, () => serve(config), config)
+  if (first === 'migrate') return withDeps(config, io, async () => {}, { create: true })
   if (first === 'chat') return exitCode(io, async () => (await import('./operator/chat')).chat(config, argv.slice(1), io))
   if (first === 'fusion') return exitCode(io, async () => (await import('./operator/fusion')).fusion(config, argv.slice(1), io))
   if (first === 'login') return exitCode(io, async () => (await import('./operator/login')).login(config, argv.slice(1), io))
@@ -124,13 +134,23 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   return withDeps(config, io, async deps => (await command!())(deps, rest, io))
 }
 
-/** Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes. */
-async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>): Promise<number> {
+/**
+ * Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes.
+ * Only `create` (migrate; serve opens its own) may create a local database file. Any other
+ * command on a file that does not exist (a mistyped DATABASE_URL, the default relative path run
+ * from another directory) is refused before anything is written: it would otherwise report on a
+ * new, empty database (`ledger verify`: "every invariant holds"), or write where no server reads.
+ */
+async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>, options: { create?: boolean } = {}): Promise<number> {
   let deps: Deps | undefined
   try {
     return await exitCode(
       io,
       async () => {
+        const path = localPathOf(config.databaseUrl)
+        if (!options.create && path !== undefined && !existsSync(path)) {
+          throw new DatabaseFileError(`${path} does not exist (svc migrate or svc serve creates it)`)
+        }
         deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
         await migrateDatabase(deps.database)
         await fn(deps)

@@ -1,4 +1,5 @@
 import { Value } from '@sinclair/typebox/value'
+import { nameTextProblem } from '../lib/characters'
 import { isEmail } from '../lib/email'
 import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
 import { redactCredentials } from '../observability/logger'
@@ -129,6 +130,9 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   }
   const ownerEmail = file.bootstrap?.owner_email
   if (ownerEmail !== undefined && !isEmail(ownerEmail)) problems.push(`bootstrap.owner_email: must be an email address, got "${ownerEmail}"`)
+  // The first boot's organization is named here, and its name is printed as raw as any other's.
+  const orgNameProblem = file.bootstrap?.org_name === undefined ? undefined : nameTextProblem(file.bootstrap.org_name)
+  if (orgNameProblem !== undefined) problems.push(`bootstrap.org_name: ${orgNameProblem}`)
   if (problems.length > 0) throw new ConfigError(problems)
   const planList = [...plans.values()]
   const defaultPlanId = (planList.find(plan => plan.fusion) ?? planList[0]!).id

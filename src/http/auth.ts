@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import { hasAdminAuthority, type Principal, type VerifyFailure } from '../keys/principal'
 import type { KeyService } from '../keys/service'
 import { isWellFormedKeySecret, KEY_PREFIX } from '../keys/token'
+import { idFromInput } from '../lib/ids'
 import { rateLimitHeaders } from '../limits/headers'
 import type { Limits } from '../limits/admission'
 import { recordOf } from '../observability/request-log'
@@ -117,8 +118,7 @@ async function identify(keys: KeyService, request: Request, mode: Exclude<AuthMo
 /** A known principal's right to this request: the organization header and admin authority, or 403. */
 function authorize(principal: Principal, request: Request, mode: Exclude<AuthMode, 'public'>): void {
   const orgHeader = request.headers.get('x-org-id')
-  // Organization ids are lower-case UUIDs, case-insensitive on input (RFC 9562 §4), as key ids are.
-  if (orgHeader !== null && orgHeader.trim().toLowerCase() !== principal.orgId) {
+  if (orgHeader !== null && idFromInput(orgHeader) !== principal.orgId) {
     throw new ApiError('forbidden', 'X-Org-ID does not match the organization of this credential')
   }
   if (mode === 'admin' && !hasAdminAuthority(principal)) {

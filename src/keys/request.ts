@@ -2,7 +2,7 @@ import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
 import { parseNanos } from '../lib/money'
 import { parseExpiresIn } from './expiry'
-import { characterCount } from '../lib/characters'
+import { characterCount, nameTextProblem } from '../lib/characters'
 
 /** Key options as the API and the CLI accept them. */
 export interface KeyOptionsInput {
@@ -34,10 +34,8 @@ export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptio
   if (/^[\s\p{Default_Ignorable_Code_Point}]*$/u.test(name)) throw new ApiError('invalid_request', 'name must not be blank (whitespace or invisible characters only)', 'name')
   // Characters, not UTF-16 code units: an emoji counts once, as a person reading the name counts it.
   if (characterCount(name) > KEY_NAME_MAX_CHARACTERS) throw new ApiError('invalid_request', `name must be at most ${KEY_NAME_MAX_CHARACTERS} characters`, 'name')
-  // C0, DEL and C1 (U+0080–U+009F, e.g. the 8-bit CSI U+009B) are all terminal controls.
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw new ApiError('invalid_request', 'name must not contain control characters', 'name')
-  // An unpaired surrogate cannot be stored as UTF-8: the database would hand back U+FFFD.
-  if (!name.isWellFormed()) throw new ApiError('invalid_request', 'name must be valid Unicode text (no unpaired surrogates)', 'name')
+  const textProblem = nameTextProblem(name)
+  if (textProblem !== undefined) throw new ApiError('invalid_request', `name ${textProblem}`, 'name')
   const expiresAtMs = parseExpiresIn(input.expires_in, nowMs)
   const hasPeriod = input.spend_cap_period !== undefined
   const hasAmount = input.spend_cap_nanos !== undefined

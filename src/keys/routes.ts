@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { refuseQuery } from '../http/query'
 import type { Clock } from '../lib/clock'
+import { idFromInput } from '../lib/ids'
 import type { Limits } from '../limits/admission'
 import type { BalanceView } from '../billing/balance'
 import { parseKeyOptions } from './request'
@@ -55,8 +56,7 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
     .delete(
       '/:key_id',
       async ({ params, principal }) => {
-        // UUIDs are case-insensitive on input (RFC 9562 §4); ids are stored in lower case.
-        if (!(await keys.revoke(principal.orgId, params.key_id.toLowerCase()))) {
+        if (!(await keys.revoke(principal.orgId, idFromInput(params.key_id)))) {
           throw new ApiError('not_found', 'no active or expired key with this id in your organization', 'key_id')
         }
         return new Response(null, { status: 204 })

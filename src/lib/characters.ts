@@ -8,3 +8,16 @@ export function characterCount(text: string): number {
   for (const _ of text) count++
   return count
 }
+
+/**
+ * Why `name` (a key's, an organization's) cannot be stored and shown as typed, or undefined. Names
+ * are printed raw in listings and terminals (`svc orgs show`, `svc keys list`): C0, DEL and C1
+ * (U+0080–U+009F, e.g. the 8-bit CSI U+009B) are all terminal controls, with which a name could
+ * clear the screen or print a fake line. An unpaired surrogate cannot be stored as UTF-8: the
+ * database would hand back U+FFFD.
+ */
+export function nameTextProblem(name: string): string | undefined {
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return 'must not contain control characters'
+  if (!name.isWellFormed()) return 'must be valid Unicode text (no unpaired surrogates)'
+  return undefined
+}

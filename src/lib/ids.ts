@@ -3,6 +3,15 @@ export function newId(): string {
   return Bun.randomUUIDv7()
 }
 
+/**
+ * An id (organization, user, key) as typed by a caller, as it is stored: ids are UUIDs, which are
+ * case-insensitive on input (RFC 9562 §4) and stored in lower case; surrounding whitespace is not
+ * part of one. Every place that takes an id from outside (flags, headers, paths) reads it here.
+ */
+export function idFromInput(text: string): string {
+  return text.trim().toLowerCase()
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /**

@@ -2,6 +2,7 @@ import { switchPlan } from '../billing/plan-switch'
 import { checkTopUpText } from '../billing/top-up'
 import { verifyLedger } from '../billing/verify'
 import type { Deps } from '../deps'
+import { idFromInput } from '../lib/ids'
 import { formatNanos, formatUsd } from '../lib/money'
 import { amountFlag, checkFlags, LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
 
@@ -18,11 +19,12 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
   // The ledger's own limits, checked before anything is booked: a usage error naming the flag.
   await checkFlags({ note: '--note', reference: '--reference' }, () => checkTopUpText({ note: values.note, reference: values.reference }))
   const amount = values.usd !== undefined ? amountFlag('--usd', values.usd, 'usd', { positive: true }) : amountFlag('--nanos', values.nanos!, 'nanos', { positive: true })
-  await deps.orgs.requireOrg(values.org!)
-  const { applied } = await deps.ledger.topUp({ orgId: values.org!, amount, note: values.note, reference: values.reference })
-  const balance = await deps.balance(values.org!)
-  report(io, values.json, { org_id: values.org, amount_nanos: formatNanos(amount), applied, available_nanos: formatNanos(balance.availableNanos) }, [
-    applied ? `credited ${formatUsd(amount)} USD to ${values.org}` : `reference ${values.reference} was already credited; nothing changed`,
+  const orgId = idFromInput(values.org!)
+  await deps.orgs.requireOrg(orgId)
+  const { applied } = await deps.ledger.topUp({ orgId, amount, note: values.note, reference: values.reference })
+  const balance = await deps.balance(orgId)
+  report(io, values.json, { org_id: orgId, amount_nanos: formatNanos(amount), applied, available_nanos: formatNanos(balance.availableNanos) }, [
+    applied ? `credited ${formatUsd(amount)} USD to ${orgId}` : `reference ${values.reference} was already credited; nothing changed`,
     `available: ${formatUsd(balance.availableNanos)} USD`,
   ])
 }
@@ -31,8 +33,9 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
 export async function plansSet(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, plan: { type: 'string' } }, ['org', 'plan'])
   if (!deps.config.plans.has(values.plan!)) throw new UsageError(`--plan must be one of ${[...deps.config.plans.keys()].join(', ')}`)
-  await switchPlan(deps.writer, deps.plans, deps.clock, values.org!, values.plan!)
-  report(io, values.json, { org_id: values.org, plan: values.plan }, [`${values.org} is now on plan ${values.plan}`])
+  const orgId = idFromInput(values.org!)
+  await switchPlan(deps.writer, deps.plans, deps.clock, orgId, values.plan!)
+  report(io, values.json, { org_id: orgId, plan: values.plan }, [`${orgId} is now on plan ${values.plan}`])
 }
 
 /** `svc ledger verify [--json]`: exit 1 with one line per violated invariant. */

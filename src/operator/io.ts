@@ -21,8 +21,8 @@ export class LedgerViolation extends Error {
 type OptionSpec = Record<string, { type: 'string' | 'boolean' }>
 
 /**
- * Strict option parsing: unknown flags, missing values and stray positionals are usage
- * errors. `required` names flags that must be present.
+ * Strict option parsing: unknown flags, missing values, a flag given twice and stray positionals
+ * are usage errors. `required` names flags that must be present.
  */
 export function parseOptions<T extends OptionSpec>(
   args: string[],
@@ -32,9 +32,16 @@ export function parseOptions<T extends OptionSpec>(
 ): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string } & { json?: boolean }; positionals: string[] } {
   let parsed
   try {
-    parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positionals > 0 })
+    parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positionals > 0, tokens: true })
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''))
+  }
+  // parseArgs keeps a repeated flag's last value: `credit --usd 1 --usd 1000` would book 1000 USD.
+  const seen = new Set<string>()
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} was given more than once`)
+    seen.add(token.name)
   }
   if (parsed.positionals.length !== positionals) {
     throw new UsageError(positionals === 0 ? `unexpected argument "${parsed.positionals[0]}"` : `expected ${positionals} argument(s)`)

@@ -1,4 +1,5 @@
 import type { Deps } from '../deps'
+import { idFromInput } from '../lib/ids'
 import { formatNanos, formatUsd } from '../lib/money'
 import { amountFlag, checkFlags, parseOptions, report, type CliIo } from './io'
 
@@ -15,19 +16,35 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
     deps.orgs.createOrg({ name: values.name!, planId: values.plan ?? deps.config.defaultPlanId, ownerEmail: values.owner }),
   )
   const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-  if (creditNanos > 0n) await deps.ledger.topUp({ orgId: org.id, amount: creditNanos, reference: `orgs-create:${org.id}`, note: 'initial credit' })
-  report(io, values.json, { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret, credit_nanos: formatNanos(creditNanos) }, [
-    `organization: ${org.id} (${org.name}, plan ${org.planId})`,
-    `owner user:   ${ownerUserId}`,
-    `admin key:    ${secret}`,
-    'The key is shown only once; store it now.',
-  ])
+  const created = (credited: bigint) =>
+    report(io, values.json, { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret, credit_nanos: formatNanos(credited) }, [
+      `organization: ${org.id} (${org.name}, plan ${org.planId})`,
+      `owner user:   ${ownerUserId}`,
+      `admin key:    ${secret}`,
+      'The key is shown only once; store it now.',
+    ])
+  // The credit goes through the ledger writer, after the organization and key are committed: they
+  // cannot be one transaction. When it fails, what exists is printed anyway (the key's secret
+  // exists nowhere else), with the command that books the credit; its reference is this one, so
+  // it books once even if the failed attempt did reach the ledger. Then the failure, exit 1.
+  const reference = `orgs-create:${org.id}`
+  try {
+    if (creditNanos > 0n) await deps.ledger.topUp({ orgId: org.id, amount: creditNanos, reference, note: 'initial credit' })
+  } catch (error) {
+    created(0n)
+    io.err(
+      `organization ${org.id} and its admin key ${key.id} were created, but the initial credit of ${formatUsd(creditNanos)} USD was not booked; ` +
+        `book it with: svc credit --org ${org.id} --usd ${formatUsd(creditNanos)} --reference ${reference}`,
+    )
+    throw error
+  }
+  created(creditNanos)
 }
 
 /** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
 export async function orgsShow(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(args, {}, [], 1)
-  const org = await deps.orgs.requireOrg(positionals[0]!)
+  const org = await deps.orgs.requireOrg(idFromInput(positionals[0]!))
   const balance = await deps.balance(org.id)
   const plan = deps.plans.get(org.planId)
   const keys = await deps.keys.list(org.id)

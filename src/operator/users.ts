@@ -1,5 +1,6 @@
 import { ROLES, type Role } from '../db/schema'
 import type { Deps } from '../deps'
+import { idFromInput } from '../lib/ids'
 import { normalizeEmail } from '../orgs/service'
 import { checkFlags, parseOptions, report, UsageError, type CliIo } from './io'
 
@@ -14,9 +15,10 @@ export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<v
   const role = parseRole(values.role!)
   // A malformed address is a usage error; "already a member" (from addUser) stays a failure.
   await checkFlags({ email: '--email' }, () => normalizeEmail(values.email!))
-  const { userId, created } = await deps.orgs.addUser({ orgId: values.org!, email: values.email!, role })
-  report(io, values.json, { user_id: userId, org_id: values.org, role, created }, [
-    `user ${userId} ${created ? 'created and ' : ''}added to ${values.org} as ${role}`,
+  const orgId = idFromInput(values.org!)
+  const { userId, created } = await deps.orgs.addUser({ orgId, email: values.email!, role })
+  report(io, values.json, { user_id: userId, org_id: orgId, role, created }, [
+    `user ${userId} ${created ? 'created and ' : ''}added to ${orgId} as ${role}`,
   ])
 }
 
@@ -24,6 +26,8 @@ export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<v
 export async function usersSetRole(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, user: { type: 'string' }, role: { type: 'string' } }, ['org', 'user', 'role'])
   const role = parseRole(values.role!)
-  await deps.orgs.setRole({ orgId: values.org!, userId: values.user!, role })
-  report(io, values.json, { user_id: values.user, org_id: values.org, role }, [`user ${values.user} is now ${role} of ${values.org}`])
+  const orgId = idFromInput(values.org!)
+  const userId = idFromInput(values.user!)
+  await deps.orgs.setRole({ orgId, userId, role })
+  report(io, values.json, { user_id: userId, org_id: orgId, role }, [`user ${userId} is now ${role} of ${orgId}`])
 }

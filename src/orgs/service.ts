@@ -5,7 +5,7 @@ import { ApiError } from '../http/errors'
 import type { Clock } from '../lib/clock'
 import { EMAIL } from '../lib/email'
 import { newId } from '../lib/ids'
-import { characterCount } from '../lib/characters'
+import { characterCount, nameTextProblem } from '../lib/characters'
 
 /** Lower-cases and checks an email address; throws invalid_request naming the field. */
 export function normalizeEmail(email: string, param = 'email'): string {
@@ -43,6 +43,9 @@ export class OrgService {
   async createOrg(input: { name: string; planId: string; ownerEmail?: string }): Promise<{ org: OrgRecord; ownerUserId: string }> {
     const name = input.name.trim()
     if (name.length === 0 || characterCount(name) > 200) throw new ApiError('invalid_request', 'name must be 1 to 200 characters', 'name')
+    // The same text rules as a key's name: it is printed raw (svc orgs show).
+    const textProblem = nameTextProblem(name)
+    if (textProblem !== undefined) throw new ApiError('invalid_request', `name ${textProblem}`, 'name')
     if (!this.planIds.has(input.planId)) {
       throw new ApiError('invalid_request', `unknown plan "${input.planId}" (configured: ${[...this.planIds].join(', ')})`, 'plan')
     }
@@ -84,21 +87,21 @@ export class OrgService {
     return { userId, created: !existing }
   }
 
-  /** Changes a member's role. The last owner cannot be demoted (the org would be unmanageable). */
+  /**
+   * Changes a member's role. The last owner cannot be demoted (the org would be unmanageable).
+   * The owner count is checked inside the UPDATE itself: SQLite runs one statement under the
+   * write lock, so of two concurrent demotions of an org's last two owners, one finds a single
+   * owner left and changes nothing. A count read first, then an UPDATE, let both pass (QA).
+   */
   async setRole(input: { orgId: string; userId: string; role: Role }): Promise<void> {
-    const current = await this.roleOf(input.orgId, input.userId)
-    if (!current) throw new ApiError('not_found', 'no such member in this organization', 'user')
-    if (current === 'owner' && input.role !== 'owner') {
-      const owners = await this.db
-        .select({ n: sql<bigint>`count(*)` })
-        .from(memberships)
-        .where(and(eq(memberships.orgId, input.orgId), eq(memberships.role, 'owner')))
-      if (Number(owners[0]?.n ?? 0) <= 1) throw new ApiError('invalid_request', 'cannot demote the last owner of an organization', 'role')
+    const member = and(eq(memberships.orgId, input.orgId), eq(memberships.userId, input.userId))
+    const otherOwners = sql`(SELECT count(*) FROM ${memberships} WHERE ${memberships.orgId} = ${input.orgId} AND ${memberships.role} = 'owner') > 1`
+    const keepsAnOwner = input.role === 'owner' ? undefined : sql`(${memberships.role} <> 'owner' OR ${otherOwners})`
+    const changed = await this.db.update(memberships).set({ role: input.role }).where(and(member, keepsAnOwner))
+    if (changed.rowsAffected !== 1) {
+      if (!(await this.roleOf(input.orgId, input.userId))) throw new ApiError('not_found', 'no such member in this organization', 'user')
+      throw new ApiError('invalid_request', 'cannot demote the last owner of an organization', 'role')
     }
-    await this.db
-      .update(memberships)
-      .set({ role: input.role })
-      .where(and(eq(memberships.orgId, input.orgId), eq(memberships.userId, input.userId)))
     for (const listener of this.roleListeners) listener(input.userId)
   }
 

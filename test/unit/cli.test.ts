@@ -11,9 +11,11 @@ import { silentLogger } from '../../src/observability/logger'
 let dir: string
 let env: Record<string, string>
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-cli-'))
   env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+  // Only migrate and serve create a database; the other commands need one.
+  expect((await cli('migrate')).code).toBe(0)
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -44,6 +46,7 @@ async function api(path: string, key: string, init: RequestInit = {}) {
 
 describe('svc CLI', () => {
   test('migrate on an empty database succeeds and is idempotent', async () => {
+    env.DATABASE_URL = `file:${join(dir, 'new', 'svc.db')}`
     expect((await cli('migrate')).code).toBe(0)
     expect((await cli('migrate')).code).toBe(0)
   })
@@ -208,12 +211,13 @@ describe('svc CLI', () => {
   })
 
   test('version and --version print the package version, opening no database', async () => {
+    env.DATABASE_URL = `file:${join(dir, 'unopened.db')}`
     const { version } = await Bun.file(join(import.meta.dir, '..', '..', 'package.json')).json()
     for (const flag of ['--version', 'version']) {
       const result = await cli(flag)
       expect(result).toEqual({ code: 0, out: version, err: '' })
     }
-    expect(await Bun.file(join(dir, 'svc.db')).exists()).toBe(false)
+    expect(await Bun.file(join(dir, 'unopened.db')).exists()).toBe(false)
     expect((await cli('--help')).out).toContain('--version')
   })
 

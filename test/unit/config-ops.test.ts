@@ -60,6 +60,12 @@ test('bootstrap.owner_email must be an email address, as everywhere else an emai
   expect(load('bootstrap: { owner_email: " Ops@Example.test " }').bootstrap.ownerEmail).toBe(' Ops@Example.test ')
 })
 
+test('bootstrap.org_name refuses control characters, as every organization name does', () => {
+  // Before, the first boot's organization could be named with an escape sequence that `svc orgs show` printed raw.
+  expect(problems('bootstrap: { org_name: "\\e[2Jfake\\nplan: enterprise" }')).toEqual(['bootstrap.org_name: must not contain control characters'])
+  expect(load('bootstrap: { org_name: "Acme 🦊" }').bootstrap.orgName).toBe('Acme 🦊')
+})
+
 test('metrics.host must look like an address, and metrics.port must not be the public PORT: each stops the boot by name', () => {
   // Before, both loaded: `svc serve` then bound the public port and failed on the admin one with
   // "getaddrinfo ENOTFOUND not a host!!" or "EADDRINUSE … port 8080", naming no setting.

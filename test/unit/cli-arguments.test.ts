@@ -1,0 +1,80 @@
+import { afterEach, beforeEach, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { runCli } from '../../src/commands'
+import { captureIo } from '../support/cli'
+
+// How the operator commands read their arguments (QA cli #4, #8, #9).
+
+let dir: string
+let env: Record<string, string>
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-cli-args-'))
+  env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+  expect((await cli('migrate')).code).toBe(0)
+})
+afterEach(() => rmSync(dir, { recursive: true, force: true }))
+
+async function cli(...argv: string[]) {
+  const { io, out, err } = captureIo()
+  const code = await runCli(argv, env, io)
+  return { code, out: out.join('\n'), err: err.join('\n') }
+}
+
+async function cliJson(...argv: string[]) {
+  const result = await cli(...argv, '--json')
+  expect({ code: result.code, err: result.err }).toEqual({ code: 0, err: '' })
+  return JSON.parse(result.out)
+}
+
+test('a flag given twice is a usage error naming it, and nothing is written', async () => {
+  // Before, the last value won: `--usd 1 --usd 1000` booked 1000 USD, `--org A --org B` credited B.
+  const a = await cliJson('orgs', 'create', '--name', 'A', '--plan', 'payg')
+  const b = await cliJson('orgs', 'create', '--name', 'B', '--plan', 'payg')
+  const cases: Array<[string[], string]> = [
+    [['credit', '--org', a.org_id, '--usd', '1', '--usd', '1000'], '--usd'],
+    [['credit', '--org', a.org_id, '--usd=1', '--usd=1000'], '--usd'],
+    [['credit', '--org', a.org_id, '--org', b.org_id, '--usd', '5'], '--org'],
+    [['credit', '--org', a.org_id, '--usd', '5', '--reference', 'inv-1', '--reference', 'inv-2'], '--reference'],
+    [['plans', 'set', '--org', a.org_id, '--plan', 'pro', '--plan', 'payg'], '--plan'],
+    [['orgs', 'create', '--name', 'x', '--name', 'y'], '--name'],
+    [['keys', 'create', '--org', a.org_id, '--user', a.owner_user_id, '--name', 'k', '--admin', '--admin'], '--admin'],
+    [['keys', 'list', '--org', a.org_id, '--json', '--json'], '--json'],
+  ]
+  for (const [argv, flag] of cases) {
+    const result = await cli(...argv)
+    expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: `usage error: ${flag} was given more than once` })
+  }
+  for (const org of [a, b]) expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ plan: 'payg', prepaid_nanos: '0', keys: 1 })
+})
+
+test('an argument to a command that takes none is a usage error naming it, not an unknown command', async () => {
+  // Before: `unknown command "version --json"` (and the same for migrate and serve), though the command exists.
+  env.DATABASE_URL = `file:${join(dir, 'unopened.db')}`
+  for (const argv of [['version', '--json'], ['--version', 'x'], ['migrate', '--json'], ['migrate', 'extra'], ['serve', '--port', '1']]) {
+    const result = await cli(...argv)
+    expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: `usage error: ${argv[0]} takes no arguments, got "${argv[1]}"` })
+  }
+  // Nothing was opened or created for them.
+  expect(await Bun.file(join(dir, 'unopened.db')).exists()).toBe(false)
+})
+
+test('organization and user ids are read in any case, as key ids are (RFC 9562: UUIDs are case-insensitive)', async () => {
+  // Before, every command but keys revoke said "no organization 01A2…" for an upper-case id.
+  const org = await cliJson('orgs', 'create', '--name', 'Acme', '--plan', 'payg')
+  const ORG = org.org_id.toUpperCase()
+  const OWNER = org.owner_user_id.toUpperCase()
+  expect(await cliJson('credit', '--org', ORG, '--usd', '1')).toMatchObject({ org_id: org.org_id, applied: true })
+  expect(await cliJson('plans', 'set', '--org', ` ${ORG}`, '--plan', 'pro')).toEqual({ org_id: org.org_id, plan: 'pro' })
+  const member = await cliJson('users', 'add', '--org', ORG, '--email', 'm@example.com', '--role', 'owner')
+  expect(member.org_id).toBe(org.org_id)
+  expect(await cliJson('users', 'set-role', '--org', ORG, '--user', member.user_id.toUpperCase(), '--role', 'member')).toEqual({ user_id: member.user_id, org_id: org.org_id, role: 'member' })
+  const created = await cliJson('keys', 'create', '--org', ORG, '--user', OWNER, '--name', 'k')
+  expect(created.key).toMatchObject({ name: 'k', status: 'active' })
+  expect((await cliJson('keys', 'list', '--org', ORG)).keys).toHaveLength(2)
+  expect(await cliJson('orgs', 'show', ORG)).toMatchObject({ org_id: org.org_id, plan: 'pro', prepaid_nanos: '1000000000', keys: 2 })
+  expect(await cliJson('keys', 'revoke', created.key.id.toUpperCase())).toEqual({ key_id: created.key.id, status: 'revoked' })
+  const human = await cli('credit', '--org', ORG, '--usd', '1')
+  expect(human.out).toContain(`credited 1.000000000 USD to ${org.org_id}`)
+})
