@@ -10,10 +10,10 @@ import type { AttestationService } from './service'
 // repeated and unknown parameters are refused rather than merged or dropped).
 const PARAMETERS = [
   { name: 'model', required: true, description: 'Model id ending in :confidential, or :encrypted with trust_tier=encrypted' },
-  { name: 'trust_tier', required: false, description: 'confidential (default) or encrypted' },
-  { name: 'nonce', required: false, description: '32 random bytes as 64 hex characters; generated when omitted; never stored' },
+  { name: 'trust_tier', required: false, description: 'confidential (default) or encrypted', schema: { type: 'string' as const, enum: ['confidential', 'encrypted'] } },
+  { name: 'nonce', required: false, description: '32 random bytes as 64 hex characters; generated when omitted; never stored', schema: { type: 'string' as const, pattern: '^[0-9a-fA-F]{64}$' } },
   { name: 'signing_address', required: false, description: 'Forwarded to the backend: only a backend with this signing address answers (else 404)' },
-  { name: 'signing_algo', required: false, description: "ed25519 or ecdsa, forwarded to the backend; default: ecdsa for a 0x signing_address, ed25519 for another signing_address, else the backend's first" },
+  { name: 'signing_algo', required: false, description: "ed25519 or ecdsa, forwarded to the backend; default: ecdsa for a 0x signing_address, ed25519 for another signing_address, else the backend's first", schema: { type: 'string' as const, enum: ['ed25519', 'ecdsa'] } },
 ].map(parameter => ({ in: 'query' as const, schema: { type: 'string' as const }, ...parameter }))
 
 const Attestation = t.Object(

@@ -1,5 +1,6 @@
 import { t } from 'elysia'
 import { ApiError } from '../http/errors'
+import { JsonInteger } from '../http/openapi-schemas'
 import type { ModelRoute } from './types'
 
 // GET /v1/models as Anthropic clients call it (spec §4.11 leaves the shape open). The
@@ -30,8 +31,8 @@ export const AnthropicModel = t.Object(
     id: t.String({ description: 'The id to send as `model` (with its level suffix, if any)' }),
     display_name: t.String({ description: 'The id: the gateway has no display names' }),
     created_at: t.String({ description: 'RFC 3339; the epoch, as the gateway tracks no release dates' }),
-    max_input_tokens: t.Integer({ minimum: 1 }),
-    max_tokens: t.Integer({ minimum: 1 }),
+    max_input_tokens: JsonInteger({ minimum: 1 }),
+    max_tokens: JsonInteger({ minimum: 1 }),
     lifecycle: t.Literal('active'),
     deprecated_at: t.Null(),
     retires_at: t.Null(),

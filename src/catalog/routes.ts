@@ -2,11 +2,13 @@ import { Elysia, t } from 'elysia'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
 import { checkQueryNames } from '../http/query'
+import { readsParameters, type ParameterDoc } from '../http/openapi-complete'
+import { AnthropicErrorResponse, OpenAIErrorResponse } from '../http/openapi-schemas'
 import { formatNanos } from '../lib/money'
 import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
 import type { PrivacyLevel } from './types'
-import { CatalogList, ModelsQuery, OpenAIErrorResponse, OpenAIModel, OpenAIModelList } from './schema'
+import { CatalogList, ModelsQuery, OpenAIModel, OpenAIModelList } from './schema'
 
 type OpenAIList = typeof OpenAIModelList.static
 type ApiList = typeof CatalogList.static
@@ -141,6 +143,23 @@ export function modelRoutes(catalog: Catalog) {
     return entry
   }
 
+  const anthropicVersion: ParameterDoc = {
+    name: 'anthropic-version', in: 'header', required: false, schema: { type: 'string', examples: ['2023-06-01'] },
+    description: 'Any value selects Anthropic\'s shape (the Anthropic SDKs send one); not interpreted otherwise',
+  }
+  const beta: ParameterDoc = { name: 'beta', in: 'query', required: false, schema: { type: 'string', enum: ['true'] }, description: 'With anthropic-version only: accepted (older Anthropic SDKs append it) and ignored' }
+  const anthropicPaging: ParameterDoc[] = [
+    anthropicVersion,
+    { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 }, description: 'With anthropic-version only: entries per page' },
+    { name: 'after_id', in: 'query', required: false, schema: { type: 'string' }, description: 'With anthropic-version only: the page after this id' },
+    { name: 'before_id', in: 'query', required: false, schema: { type: 'string' }, description: 'With anthropic-version only: the page before this id' },
+    {
+      name: 'lifecycle[]', in: 'query', required: false, schema: { type: 'array', items: { type: 'string', enum: ['active', 'deprecated', 'retired'] } },
+      description: 'With anthropic-version only: keep entries in these stages (repeatable, or comma-separated; also as `lifecycle`); every model served is active',
+    },
+    beta,
+  ]
+
   return new Elysia({ tags: ['Models'] })
     .get(
       '/v1/models',
@@ -149,8 +168,9 @@ export function modelRoutes(catalog: Catalog) {
       {
         transform: checkModelsQuery,
         query: ModelsQuery,
-        response: { 200: t.Union([OpenAIModelList, AnthropicModelList]), 400: OpenAIErrorResponse },
+        response: { 200: t.Union([OpenAIModelList, AnthropicModelList]), 400: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]) },
         detail: {
+          ...readsParameters(anthropicPaging),
           summary: 'List models (OpenAI shape, or Anthropic with anthropic-version)',
           description:
             'Public. One entry per callable id: the unsuffixed id is the anonymous or private level, `<id>:confidential` and ' +
@@ -167,8 +187,9 @@ export function modelRoutes(catalog: Catalog) {
       ({ params, request }) => retrieve(params.model, request),
       {
         params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
-        response: { 200: t.Union([OpenAIModel, AnthropicModel]), 404: OpenAIErrorResponse },
+        response: { 200: t.Union([OpenAIModel, AnthropicModel]), 400: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]), 404: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]) },
         detail: {
+          ...readsParameters([anthropicVersion, beta]),
           summary: 'Retrieve a model (OpenAI shape, or Anthropic with anthropic-version)',
           description: 'Public. The entry GET /v1/models lists for this callable id (what the OpenAI and Anthropic SDKs call `models.retrieve`; ' +
             'Anthropic\'s shape with an `anthropic-version` header); 404 for an id the gateway does not serve.',

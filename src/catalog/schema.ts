@@ -38,19 +38,6 @@ export const OpenAIModel = t.Object(
 
 export const OpenAIModelList = t.Object({ object: t.Literal('list'), data: t.Array(OpenAIModel) })
 
-/** OpenAI's error envelope: what /v1 routes answer (src/http/errors.ts renderError). */
-export const OpenAIErrorResponse = t.Object(
-  {
-    error: t.Object({
-      message: t.String(),
-      type: t.String({ examples: ['invalid_request_error'] }),
-      param: t.Union([t.String(), t.Null()]),
-      code: t.String({ examples: ['invalid_request'] }),
-    }),
-  },
-  { description: 'Error (OpenAI envelope)' },
-)
-
 const PerMillion = (description: string) => t.String({ pattern: '^[0-9]+$', description, examples: ['100000000'] })
 
 export const CatalogEntry = t.Object(

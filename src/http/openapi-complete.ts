@@ -4,20 +4,40 @@
  * - A streamed reply's media type. The generator writes one `application/json` content per status
  *   from the route's `response` schema and overwrites `detail.responses`, so a route that streams
  *   marks its detail with `eventStream(…)` and the event stream is added to its 200 here.
- * - The optional `X-Org-ID` header (spec §6: it must match the credential's organization). Every
- *   authenticated operation takes it; declaring it as a route `headers` schema would make Elysia
- *   build and check a headers object on every request.
+ * - Parameters a route reads itself (headers, or query parameters of a second wire format): the
+ *   generator writes `parameters` from the route's schemas only, overwriting `detail.parameters`,
+ *   and a `headers` or `query` schema would make Elysia build and check those objects on every
+ *   request. Such a route marks its detail with `readsParameters(…)`.
+ * - The optional `X-Org-ID` header (spec §6: it must match the credential's organization), on every
+ *   authenticated operation, for the same reason.
+ * - A body-less reply (`t.Void()`, a 204): the generator writes the schema itself where the map of
+ *   media types belongs, which OpenAPI validators reject.
  */
 
-/** The detail key a streaming route sets (an OpenAPI extension name, removed when applied). */
+/** The detail keys a route sets (OpenAPI extension names, removed when applied). */
 const EVENT_STREAM = 'x-svc-event-stream'
+const PARAMETERS = 'x-svc-parameters'
 
 /** Spread into a route's `detail`: its 200 is also `text/event-stream`, described by `description`. */
 export function eventStream(description: string): Record<string, string> {
   return { [EVENT_STREAM]: description }
 }
 
-const ORG_HEADER = {
+/** An OpenAPI parameter object. */
+export interface ParameterDoc {
+  name: string
+  in: 'header' | 'query'
+  required?: boolean
+  description: string
+  schema: Record<string, unknown>
+}
+
+/** Spread into a route's `detail`: parameters the handler reads itself, documented after the generated ones. */
+export function readsParameters(parameters: ParameterDoc[]): Record<string, ParameterDoc[]> {
+  return { [PARAMETERS]: parameters }
+}
+
+const ORG_HEADER: ParameterDoc = {
   name: 'X-Org-ID',
   in: 'header',
   required: false,
@@ -30,26 +50,35 @@ type Operation = {
   parameters?: Array<{ name: string; in: string }>
   responses?: Record<string, { content?: Record<string, unknown> }>
   [EVENT_STREAM]?: string
+  [PARAMETERS]?: ParameterDoc[]
 }
 
 const completed = new WeakSet<object>()
 
-/** Adds the event streams and the X-Org-ID header to `document` in place (once per document object). */
+/** Completes `document` in place (once per document object). */
 export function completeDocument(document: { paths?: Record<string, Record<string, Operation>> }): void {
   if (completed.has(document)) return
   completed.add(document)
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       const stream = operation[EVENT_STREAM]
-      if (stream !== undefined) {
-        delete operation[EVENT_STREAM]
-        const ok = operation.responses?.['200']
-        // A new object: a route may share one response object between statuses.
-        if (ok !== undefined) operation.responses!['200'] = { ...ok, content: { ...ok.content, 'text/event-stream': { schema: { type: 'string', description: stream } } } }
+      delete operation[EVENT_STREAM]
+      const read = operation[PARAMETERS] ?? []
+      delete operation[PARAMETERS]
+      const responses = operation.responses ?? {}
+      for (const [status, response] of Object.entries(responses)) {
+        // A map of media types has only type/subtype keys; anything else is a schema put in its place.
+        if (response.content !== undefined && Object.keys(response.content).some(key => !key.includes('/'))) {
+          const { content: _, ...rest } = response
+          responses[status] = rest
+        }
       }
-      if ((operation.security?.length ?? 0) > 0 && !operation.parameters?.some(parameter => parameter.in === 'header' && parameter.name.toLowerCase() === 'x-org-id')) {
-        operation.parameters = [...(operation.parameters ?? []), ORG_HEADER]
-      }
+      const ok = responses['200']
+      // A new object: a route may share one response object between statuses.
+      if (stream !== undefined && ok !== undefined) responses['200'] = { ...ok, content: { ...ok.content, 'text/event-stream': { schema: { type: 'string', description: stream } } } }
+      const declared = new Set((operation.parameters ?? []).map(parameter => `${parameter.in} ${parameter.name.toLowerCase()}`))
+      const added = [...read, ...((operation.security?.length ?? 0) > 0 ? [ORG_HEADER] : [])].filter(parameter => !declared.has(`${parameter.in} ${parameter.name.toLowerCase()}`))
+      if (added.length > 0) operation.parameters = [...(operation.parameters ?? []), ...added]
     }
   }
 }

@@ -3,6 +3,7 @@
 // every other route uses. Pure checks: nothing here decrypts, logs or keeps content.
 
 import { ApiError } from '../http/errors'
+import type { ParameterDoc } from '../http/openapi-complete'
 import { isHex, normalizeSecpPublicKey, parseEd25519PublicKey, bytesToHex, type SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
 
@@ -107,3 +108,18 @@ export function checkHeadersForFormat(h: EncryptedHeaders, format: ProofFormat, 
   }
   if (h.allFields && e2ee.family !== 'nearai') throw bad(`${format.name} cannot encrypt tool fields: omit svc-encrypted-encrypt-all-fields (and function tools)`)
 }
+
+const header = (name: string, description: string, schema: Record<string, unknown>): ParameterDoc => ({ name: name === '' ? PREFIX : `${PREFIX}-${name}`, in: 'header', required: false, description, schema })
+
+/** The Encrypted request headers as OpenAPI documents them (spec §4.10), in parseEncryptedHeaders' terms. */
+export const ENCRYPTED_HEADERS: ParameterDoc[] = [
+  header('', 'Encrypted requests only (an :encrypted model): `1`; every other svc-encrypted header is refused without it', { type: 'string', enum: ['1'] }),
+  header('client-pub-key', 'Encrypted: the client public key, hex: 32 bytes for ed25519, 65 bytes uncompressed (04…) for ecdsa; shape-checked, never stored', { type: 'string', pattern: '^[0-9a-fA-F]+$' }),
+  header('model-pub-key', 'Encrypted: the attestation\'s model_public_key (GET /api/v1/attestation), hex', { type: 'string', pattern: '^[0-9a-fA-F]+$' }),
+  header('signing-algo', 'Encrypted: the attestation\'s signing_algo', { type: 'string', enum: ['ed25519', 'ecdsa'] }),
+  header('encryption-version', 'Encrypted: `2` for protocol version 2; omitted when the proof_format is the legacy protocol', { type: 'string', enum: ['2'] }),
+  header('nonce', 'Encrypted, where the backend\'s version 2 protocol needs one: a fresh request-bound nonce', { type: 'string', pattern: '^[A-Za-z0-9_-]{16,128}$' }),
+  header('timestamp', `Encrypted, with svc-encrypted-nonce: Unix seconds, within ${TIMESTAMP_WINDOW_SEC} s of the gateway's clock`, { type: 'string', pattern: '^[0-9]+$' }),
+  header('encrypt-all-fields', 'Encrypted with function tools: `1` (tool names, schemas, calls and results are ciphertext too)', { type: 'string', enum: ['1'] }),
+  header('response-evidence', 'Encrypted, stream false, on supported backends: `1` adds svc_response_evidence (the raw body and its signature) to the reply', { type: 'string', enum: ['1'] }),
+]

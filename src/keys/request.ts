@@ -1,6 +1,6 @@
 import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
-import { parseNanos } from '../lib/money'
+import { MAX_NANOS, parseNanos } from '../lib/money'
 import { parseExpiresIn } from './expiry'
 import { characterCount, nameTextProblem } from '../lib/characters'
 
@@ -47,7 +47,9 @@ export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptio
   if (hasPeriod && hasAmount) {
     const nanos = parseNanos(input.spend_cap_nanos!)
     if (nanos === null || nanos <= 0n) {
-      throw new ApiError('invalid_request', 'spend_cap_nanos must be a positive decimal integer string of USD nanos', 'spend_cap_nanos')
+      // The schema's pattern lets 19 digits through; past MAX_NANOS the limit is what is wrong.
+      const tooLarge = /^[1-9][0-9]{18}$/.test(input.spend_cap_nanos!)
+      throw new ApiError('invalid_request', tooLarge ? `spend_cap_nanos must be at most ${MAX_NANOS} (the most the ledger can hold)` : 'spend_cap_nanos must be a positive decimal integer string of USD nanos', 'spend_cap_nanos')
     }
     if (!['daily', 'monthly', 'overall'].includes(input.spend_cap_period!)) {
       throw new ApiError('invalid_request', 'spend_cap_period must be daily, monthly or overall', 'spend_cap_period')

@@ -28,7 +28,7 @@ export const CreateKeyBody = t.Object(
       t.String({
         pattern: '^[1-9][0-9]{0,18}$',
         error: 'spend_cap_nanos must be a positive decimal integer string of USD nanos',
-        description: 'Positive decimal string, USD nanos (1000000000 = 1 USD); requires spend_cap_period',
+        description: 'Positive decimal string, USD nanos (1000000000 = 1 USD), at most 9223372036854775807; requires spend_cap_period',
         examples: ['5000000000'],
       }),
     ),

@@ -36,3 +36,13 @@ test('visible text with invisible characters inside is a name, kept as sent', as
     expect((await json(response)).key.name).toBe(name)
   }
 })
+
+test('a spend cap past what the ledger holds is refused naming the limit, not the shape', async () => {
+  const response = await create({ name: 'huge cap', spend_cap_period: 'daily', spend_cap_nanos: '9223372036854775808' })
+  expect(response.status).toBe(400)
+  const { error } = await json(response)
+  expect(error).toMatchObject({ code: 'invalid_request', param: 'spend_cap_nanos', message: 'spend_cap_nanos must be at most 9223372036854775807 (the most the ledger can hold)' })
+  expect(await listedNames()).not.toContain('huge cap')
+  // The largest cap the ledger holds is accepted.
+  expect((await create({ name: 'max cap', spend_cap_period: 'daily', spend_cap_nanos: '9223372036854775807' })).status).toBe(201)
+})

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import SwaggerParser from '@apidevtools/swagger-parser'
 import { buildTestApp, json } from '../support/harness'
 
 describe('OpenAPI description and docs', () => {
@@ -163,6 +164,40 @@ describe('OpenAPI description and docs', () => {
     const org = await t.createOrg()
     const response = await t.request('GET', '/api/v1/billing/balance', { key: org.adminKey, headers: { 'x-org-id': '00000000-0000-7000-8000-000000000000' } })
     expect(response.status).toBe(403)
+    await t.close()
+  })
+
+  test('the document passes an OpenAPI 3.1 validator', async () => {
+    const t = await buildTestApp()
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    // The validator dereferences in place: give it a copy.
+    await SwaggerParser.validate(structuredClone(spec))
+    // A body-less reply (the key revocation's 204) has no content: Elysia wrote its void schema there.
+    expect(spec.paths['/api/v1/api-keys/{key_id}'].delete.responses['204']).toEqual({ description: 'Revoked' })
+    await t.close()
+  })
+
+  test('parameters a handler reads itself are documented: the Encrypted headers, the models routes\' Anthropic paging, the attestation query', async () => {
+    const t = await buildTestApp()
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    const names = (path: string, method: string) => (spec.paths[path][method].parameters as Array<{ in: string; name: string }>).map(parameter => `${parameter.in} ${parameter.name}`)
+    const chat = names('/v1/chat/completions', 'post')
+    for (const header of ['svc-encrypted', 'svc-encrypted-client-pub-key', 'svc-encrypted-model-pub-key', 'svc-encrypted-signing-algo', 'svc-encrypted-encryption-version', 'svc-encrypted-nonce', 'svc-encrypted-timestamp', 'svc-encrypted-encrypt-all-fields', 'svc-encrypted-response-evidence']) {
+      expect(chat).toContain(`header ${header}`)
+    }
+    expect(names('/v1/models', 'get')).toEqual(['query privacy_tier', 'header anthropic-version', 'query limit', 'query after_id', 'query before_id', 'query lifecycle[]', 'query beta'])
+    expect(names('/v1/models/{model}', 'get')).toEqual(['path model', 'header anthropic-version', 'query beta'])
+    // What the document says is what the route takes: an Anthropic client pages with them, and its errors are in its envelope.
+    const page = await t.app.handle(new Request('http://localhost/v1/models?limit=1&lifecycle[]=active&beta=true', { headers: { 'anthropic-version': '2023-06-01' } }))
+    expect(page.status).toBe(200)
+    expect(((await page.json()) as { data: unknown[] }).data).toHaveLength(1)
+    const refused = await t.app.handle(new Request('http://localhost/v1/models?limit=0', { headers: { 'anthropic-version': '2023-06-01' } }))
+    expect(refused.status).toBe(400)
+    expect(spec.paths['/v1/models'].get.responses['400'].content['application/json'].schema.anyOf).toHaveLength(2)
+    const attestation = spec.paths['/api/v1/attestation'].get.parameters as Array<{ name: string; schema: { enum?: string[]; pattern?: string } }>
+    expect(attestation.find(parameter => parameter.name === 'trust_tier')!.schema.enum).toEqual(['confidential', 'encrypted'])
+    expect(attestation.find(parameter => parameter.name === 'signing_algo')!.schema.enum).toEqual(['ed25519', 'ecdsa'])
+    expect(new RegExp(attestation.find(parameter => parameter.name === 'nonce')!.schema.pattern!).test('ab'.repeat(32))).toBe(true)
     await t.close()
   })
 
