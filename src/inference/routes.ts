@@ -23,13 +23,13 @@ import { echoOf, encodeResponse } from './dialects/responses/encode'
 import { ResponsesStreamEncoder } from './dialects/responses/encode-stream'
 import { ResponseObject, ResponsesBody } from './dialects/responses/schema'
 import type { DialectEncoder } from './dialects/types'
-import { refuseEncrypted } from './encrypted'
+import { ENCRYPTED_HEADERS, refuseEncrypted } from './encrypted'
 import { isEncryptedChat, relayEncryptedChat, type EncryptedDeps } from './encrypted-relay'
 import { hasFileParts } from './enrich/documents'
 import { estimatedCountTokens } from './meter'
 import { runChat, type PipelineDeps } from './pipeline'
 import { toApiError } from './upstream-errors'
-import { eventStream } from '../http/openapi-complete'
+import { eventStream, readsParameters } from '../http/openapi-complete'
 
 const chatCompletions: DialectEncoder = {
   idPrefix: 'chatcmpl-',
@@ -122,7 +122,10 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
       {
         // Chat bodies may carry inline images: 64 MiB, enforced before the body is buffered.
         auth: { mode: 'inference', jsonBody: 64 * MiB },
-        transform(context) {
+        // An arrow function: Elysia reads a hook's source to see what it uses, and on the compiled
+        // binary's minified method shorthand (`transform(o){…}`) it printed a warning with the
+        // code to stdout, among the JSON log lines.
+        transform: context => {
           if (!isEncryptedChat(context.request.headers, context.body)) return
           encryptedBodies.set(context.request, context.body)
           ;(context as { body: unknown }).body = PLACEHOLDER
@@ -130,6 +133,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         body: ChatCompletionsBody,
         response: { 200: ChatCompletionResponse, ...openaiErrors },
         detail: {
+          ...readsParameters(ENCRYPTED_HEADERS),
           ...eventStream('With stream: true: `data:` lines each holding a chat.completion.chunk, then `data: [DONE]`; an error after the first byte is an in-band `data:` line with an error object. Keep-alive comment lines (`: ping`) while the upstream is quiet.'),
           summary: 'Create a chat completion',
           description:

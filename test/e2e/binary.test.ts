@@ -170,6 +170,20 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
     expect(keys).toHaveLength(2)
   })
 
+  test('answers a chat, and stdout stays JSON lines (the minified routes give Elysia nothing to warn about)', async () => {
+    const from = stdout.text.length
+    const chat = await fetch(`${base()}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'demo-private', messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    expect(chat.status).toBe(200)
+    expect(((await chat.json()) as { object: string }).object).toBe('chat.completion')
+    await stdout.waitFor(/"route":"\/v1\/chat\/completions"/)
+    const lines = stdout.text.slice(from).split('\n').filter(line => line !== '')
+    expect(lines.filter(line => !line.startsWith('{'))).toEqual([])
+  })
+
   test('extracts every accepted format through the embedded extraction worker', async () => {
     // The worker is its own build entrypoint (build.ts); a miss would surface as "the extractor crashed".
     const fixtures = join(REPO, 'test', 'fixtures', 'documents')
