@@ -1,3 +1,8 @@
+import { afterEach, beforeEach, expect } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
 /** Line sinks for a command's `io`, and what was written to each. */
 export function captureIo() {
   const out: string[] = []
@@ -29,4 +34,26 @@ export async function runCliCaptured(argv: string[], env: Record<string, string>
   } finally {
     process.stdout.write = write
   }
+}
+
+/**
+ * Before each test of the calling file: a fresh directory with a migrated database file (only
+ * migrate and serve create one). `cli` runs a command on it in process; `db.env` and `db.dir` are
+ * the current test's, and a test may change `db.env`.
+ */
+export function eachTestCliDatabase(prefix: string) {
+  const db = { dir: '', env: {} as Record<string, string> }
+  const cli = async (...argv: string[]) => {
+    const { runCli } = await import('../../src/commands')
+    const { io, out, err } = captureIo()
+    const code = await runCli(argv, db.env, io)
+    return { code, out: out.join('\n'), err: err.join('\n') }
+  }
+  beforeEach(async () => {
+    db.dir = mkdtempSync(join(tmpdir(), prefix))
+    db.env = { DATABASE_URL: `file:${join(db.dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
+    expect((await cli('migrate')).code).toBe(0)
+  })
+  afterEach(() => rmSync(db.dir, { recursive: true, force: true }))
+  return { db, cli }
 }

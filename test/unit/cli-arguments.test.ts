@@ -1,26 +1,10 @@
-import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { runCli } from '../../src/commands'
-import { captureIo } from '../support/cli'
+import { eachTestCliDatabase } from '../support/cli'
 
 // How the operator commands read their arguments (QA cli #4, #8, #9).
 
-let dir: string
-let env: Record<string, string>
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-cli-args-'))
-  env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
-  expect((await cli('migrate')).code).toBe(0)
-})
-afterEach(() => rmSync(dir, { recursive: true, force: true }))
-
-async function cli(...argv: string[]) {
-  const { io, out, err } = captureIo()
-  const code = await runCli(argv, env, io)
-  return { code, out: out.join('\n'), err: err.join('\n') }
-}
+const { db, cli } = eachTestCliDatabase('svc-cli-args-')
 
 async function cliJson(...argv: string[]) {
   const result = await cli(...argv, '--json')
@@ -51,13 +35,13 @@ test('a flag given twice is a usage error naming it, and nothing is written', as
 
 test('an argument to a command that takes none is a usage error naming it, not an unknown command', async () => {
   // Before: `unknown command "version --json"` (and the same for migrate and serve), though the command exists.
-  env.DATABASE_URL = `file:${join(dir, 'unopened.db')}`
+  db.env.DATABASE_URL = `file:${join(db.dir, 'unopened.db')}`
   for (const argv of [['version', '--json'], ['--version', 'x'], ['migrate', '--json'], ['migrate', 'extra'], ['serve', '--port', '1']]) {
     const result = await cli(...argv)
     expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: `usage error: ${argv[0]} takes no arguments, got "${argv[1]}"` })
   }
   // Nothing was opened or created for them.
-  expect(await Bun.file(join(dir, 'unopened.db')).exists()).toBe(false)
+  expect(await Bun.file(join(db.dir, 'unopened.db')).exists()).toBe(false)
 })
 
 test('organization and user ids are read in any case, as key ids are (RFC 9562: UUIDs are case-insensitive)', async () => {

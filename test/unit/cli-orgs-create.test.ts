@@ -1,33 +1,16 @@
-import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { runCli } from '../../src/commands'
+import { expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { createDeps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
-import { captureIo } from '../support/cli'
+import { eachTestCliDatabase } from '../support/cli'
 
 // `svc orgs create`: what it accepts as a name, and what it says when it cannot finish (QA cli #3, #7).
 
-let dir: string
-let env: Record<string, string>
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-cli-orgs-'))
-  env = { DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error' }
-  expect((await cli('migrate')).code).toBe(0)
-})
-afterEach(() => rmSync(dir, { recursive: true, force: true }))
-
-async function cli(...argv: string[]) {
-  const { io, out, err } = captureIo()
-  const code = await runCli(argv, env, io)
-  return { code, out: out.join('\n'), err: err.join('\n') }
-}
+const { db, cli } = eachTestCliDatabase('svc-cli-orgs-')
 
 /** Runs a statement on the command's database file, as an operator's sqlite3 session would. */
 async function execute(statement: string) {
-  const deps = await createDeps(loadConfig(env), { logger: silentLogger })
+  const deps = await createDeps(loadConfig(db.env), { logger: silentLogger })
   try {
     return (await deps.database.client.execute(statement)).rows
   } finally {
