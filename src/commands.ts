@@ -25,7 +25,7 @@ Usage: svc [command] [options]
   orgs show ORG                 plan, balance and allowance left
   credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF]
                                 book a prepaid top-up (a repeated --reference is applied once)
-  plans set --org ORG --plan P  switch plan (an upgrade raises this month's allowance at once)
+  plans set --org ORG --plan P  switch plan (an upgrade raises this month's allowance; running gateways draw on it within 1 s)
   ledger verify                 check every ledger invariant; exit 1 naming each violation
   chat --model M [--key K] [--url U] [--system S] PROMPT
                                 stream one answer through a running gateway (SVC_API_KEY, SVC_URL,
