@@ -5,7 +5,7 @@ import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
-import { CLIENT_CLOSED_REQUEST, recordOf, RequestLog } from '../observability/request-log'
+import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf, RequestLog } from '../observability/request-log'
 import { ApiError, renderError, surfaceOf } from './errors'
 import { jsonRpcIdOf } from '../mcp/json-rpc'
 
@@ -60,11 +60,8 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       if (apiError.code === 'internal_error') {
         logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
       }
-      const record = recordOf(request)
-      // A client that left was refused nothing: its call's error reached no one.
-      if (record?.outcome !== 'cancelled') requestLog.metrics.refused(apiError)
+      const record = recordFailure(request, apiError, requestLog.metrics)
       if (record !== undefined) {
-        record.outcome ??= apiError.code
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
         requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
       }

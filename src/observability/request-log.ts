@@ -1,3 +1,4 @@
+import type { ApiError } from '../http/errors'
 import type { GatewayMetrics } from './gateway-metrics'
 import type { Logger } from './logger'
 
@@ -54,6 +55,22 @@ const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIO
 /** The record of a request (undefined for requests that did not pass through the request context). */
 export function recordOf(request: Request): RequestRecord | undefined {
   return records.get(request)
+}
+
+/**
+ * A request's call failed with `error`: the one rule of the HTTP error handler and of an MCP
+ * tool's failure. The line's outcome is the one the call set (`upstream-error`, `aborted`, …),
+ * else `cancelled` when the client has left (the error reaches no one: the line says 499, never
+ * an upstream failure or a refusal; a chat's hosted search, say, throws when its client leaves
+ * and has no request to mark), else the error's code. The gateway's own refusals
+ * are counted, except a cancelled call's: a client that left was refused nothing.
+ */
+export function recordFailure(request: Request, error: ApiError, metrics: GatewayMetrics | undefined): RequestRecord | undefined {
+  const record = recordOf(request)
+  const outcome = record?.outcome ?? (request.signal.aborted ? 'cancelled' : error.code)
+  if (record !== undefined) record.outcome = outcome
+  if (outcome !== 'cancelled') metrics?.refused(error)
+  return record
 }
 
 /** Writes the per-request log line and the per-request metrics, once each. */
