@@ -51,8 +51,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const record = recordOf(request)
       if (record === undefined) return
       const status = built ? responseValue.status : typeof set.status === 'number' ? set.status : 200
-      // A deferred stream's line waits for its end anyway: its headers need no look.
-      requestLog.respond(record, route, status, built && !record.deferred && isEventStream(responseValue))
+      requestLog.respond(record, route, status)
     })
     .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {
       const requestId = requestIdOf(set) || requestIdFrom(null)
@@ -68,10 +67,6 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const surface = surfaceOf(path, request.headers)
       return renderError(apiError, surface, requestId, surface === 'mcp' ? jsonRpcIdOf(request) : null)
     })
-}
-
-function isEventStream(response: Response): boolean {
-  return response.headers.get('content-type')?.startsWith('text/event-stream') === true
 }
 
 function toApiError(code: string | number, error: unknown, path: string, method: string): ApiError {

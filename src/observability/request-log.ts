@@ -91,16 +91,14 @@ export class RequestLog {
 
   /**
    * The response headers are ready: metrics now; the log line now, unless a part it waits for
-   * is still running (`defer`). `eventStream`: the response is an SSE stream whose line is not
-   * deferred (Fusion): its route restores a lifted idle timeout at the stream's end
-   * (restoreIdleTimeout); otherwise the request is done once its body is out, or (deferred) at
-   * the last `end`.
+   * is still running (`defer`: a stream's line is written at its end). A lifted idle timeout
+   * comes back now, or (deferred) with the line.
    */
-  respond(record: RequestRecord, route: string, status: number, eventStream = false): void {
+  respond(record: RequestRecord, route: string, status: number): void {
     record.route = route
     record.status = status
     this.metrics.request(route, record.method, status, (performance.now() - record.startedAt) / 1000)
-    if (!record.deferred && !eventStream) restoreIdle(record)
+    if (!record.deferred) restoreIdle(record)
     if (record.pending === 0) this.write(record)
   }
 
