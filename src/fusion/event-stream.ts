@@ -11,7 +11,7 @@ import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } 
  * began (planFusion), so a refused request still gets its HTTP status; `error` only reports a
  * failure found during the run. `: ping` comments keep proxies from closing a quiet stream.
  * `abort` is called when the client leaves, which cancels every part still running; `ended` once
- * the last event is written.
+ * the run is over and its last event written (or, the client gone, dropped).
  */
 export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta'> }, abort: () => void, ended?: () => void): Response {
   let closed = false
@@ -57,9 +57,10 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
           },
         )
         .finally(() => {
-          if (closed) return
-          closed = true
-          controller.close()
+          if (!closed) {
+            closed = true
+            controller.close()
+          }
           ended?.()
         })
     },

@@ -72,6 +72,8 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
   let reachedProvider = false
   let outcome: PartOutcome
   let charged = 0n
+  // The client left before the part ended: cut (or never started) by that, not by its provider.
+  let cancelled = false
   try {
     const collected = await collectChat(
       pipeline,
@@ -91,6 +93,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       error: undefined, reachedProvider, attestation: collected.attestation,
     }
   } catch (thrown) {
+    cancelled = input.signal.aborted
     let error = toApiError(thrown)
     if (deadline.signal.aborted && !input.signal.aborted) {
       error = new ApiError('provider_error', `${input.chat.model} did not finish within ${input.timeoutMs} ms`)
@@ -102,19 +105,21 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
   } finally {
     deadline.clear()
   }
-  logPart(pipeline, input, outcome, charged)
+  logPart(pipeline, input, outcome, charged, cancelled)
   return outcome
 }
 
 /**
  * The part's own log line (ARCHITECTURE.md §8 step 9: every billed call logs its usage and
  * charge). A part has no HTTP request whose line would carry them, so it writes a `chat` line of
- * purpose fusion; the run's `fusion` line sums up. Never content.
+ * purpose fusion; the run's `fusion` line sums up. A part its client's leaving ended is
+ * `cancelled`, as a chat the client left is, never an upstream failure. Never content.
  */
-function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome, charged: bigint): void {
+function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome, charged: bigint, cancelled: boolean): void {
+  const failure = cancelled ? undefined : outcome.error
   pipeline.logger.info('chat', {
     request_id: input.requestId, org_id: input.principal.orgId, key_id: input.principal.keyId, purpose: 'fusion', role: input.role, model: input.chat.model,
-    outcome: outcome.error ? 'failed' : 'ok', ...(outcome.error ? { error_code: outcome.error.code } : {}),
+    outcome: cancelled ? 'cancelled' : failure ? 'failed' : 'ok', ...(failure ? { error_code: failure.code } : {}),
     input_tokens: outcome.usage?.inputTokens ?? 0, output_tokens: outcome.usage?.outputTokens ?? 0, charged_nanos: String(charged), latency_ms: outcome.latencyMs,
   })
 }

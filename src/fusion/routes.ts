@@ -2,12 +2,13 @@ import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { MiB } from '../http/body-limit'
 import { eventStream } from '../http/openapi-complete'
-import { liftIdleTimeout, restoreIdleTimeout } from '../http/idle-timeout'
+import { liftIdleTimeout } from '../http/idle-timeout'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
 import { refuseEncrypted } from '../inference/encrypted'
+import { recordOf } from '../observability/request-log'
 import { fusionEventStream } from './event-stream'
 import { FusionBody, FusionResult } from './schema'
 import { planFusion, runFusion, type FusionDeps } from './service'
@@ -36,8 +37,17 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
         }
         // Refusals (access, validation) are found before the stream starts, so they keep their status.
         const plan = await planFusion(fusion, input)
+        // As a chat stream's, the line is written when the run ends (and gives the idle timeout
+        // back): a client that left is `cancelled`, with the 200 it was sent.
+        const record = recordOf(request)
+        if (record !== undefined) record.sink.defer(record)
+        const ended = () => {
+          if (record === undefined) return
+          if (gone.signal.aborted) record.outcome = 'cancelled'
+          record.sink.end(record)
+        }
         // Elysia passes a Response through untouched (the schema documents the JSON form).
-        return fusionEventStream(fusion, plan, onClientGone, () => restoreIdleTimeout(request)) as unknown as typeof FusionResult.static
+        return fusionEventStream(fusion, plan, onClientGone, ended) as unknown as typeof FusionResult.static
       },
       {
         auth: { mode: 'inference', jsonBody: 4 * MiB },

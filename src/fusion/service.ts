@@ -79,8 +79,9 @@ export interface FusionPlan {
  * concurrently through the chat pipeline, then the judge's synthesis, and returns the result
  * object of spec §2.3. Throws ApiError for a request refused as a whole: no Fusion access
  * (403), bad input (400), or every participant failing before any provider was called
- * (validation, funds, spend cap, concurrency: that error's own status). Provider failures are
- * per participant, in the result.
+ * (validation, funds, spend cap, concurrency: that error's own status), or a caller that left
+ * (`signal` aborted: nobody receives the result). Provider failures are per participant, in the
+ * result.
  */
 export async function runFusion(deps: FusionDeps, input: FusionInput): Promise<FusionResultBody> {
   return executeFusion(deps, await planFusion(deps, input))
@@ -270,6 +271,10 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     models: participants.map(route => route.id).join(','), judge: judge.id, answered: answered.length, synthesized,
     latency_ms: pipeline.clock.now() - started,
   })
+  // The client left: the result reaches no one, so the request ends as a collected chat whose
+  // client left does (its line `cancelled`, 499), not as a 200 with upstream failures. What
+  // the parts delivered before is charged as it was.
+  if (input.signal.aborted) throw new ApiError('unavailable', 'the client closed the request before the Fusion result')
   return result
 }
 

@@ -1,4 +1,4 @@
-import { recordOf, restoreIdle } from '../observability/request-log'
+import { recordOf } from '../observability/request-log'
 
 /** The listener's idle timeout in seconds (Elysia's default, set explicitly by main.ts). */
 export const IDLE_TIMEOUT_S = 30
@@ -18,10 +18,4 @@ export function liftIdleTimeout(server: TimeoutServer, request: Request): void {
   server.timeout(request, 0)
   const record = recordOf(request)
   if (record !== undefined) record.restoreIdle ??= () => server.timeout(request, IDLE_TIMEOUT_S)
-}
-
-/** An SSE stream the request log does not follow (Fusion, MCP) has ended: the timeout comes back now. */
-export function restoreIdleTimeout(request: Request): void {
-  const record = recordOf(request)
-  if (record !== undefined) restoreIdle(record)
 }

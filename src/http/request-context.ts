@@ -5,7 +5,7 @@ import { isDatabaseOutage } from '../db/client'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
-import { CLIENT_CLOSED_REQUEST, recordOf, RequestLog } from '../observability/request-log'
+import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf, RequestLog } from '../observability/request-log'
 import { ApiError, renderError, surfaceOf } from './errors'
 import { jsonRpcIdOf } from '../mcp/json-rpc'
 
@@ -51,8 +51,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const record = recordOf(request)
       if (record === undefined) return
       const status = built ? responseValue.status : typeof set.status === 'number' ? set.status : 200
-      // A deferred stream's line waits for its end anyway: its headers need no look.
-      requestLog.respond(record, route, status, built && !record.deferred && isEventStream(responseValue))
+      requestLog.respond(record, route, status)
     })
     .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {
       const requestId = requestIdOf(set) || requestIdFrom(null)
@@ -60,21 +59,14 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       if (apiError.code === 'internal_error') {
         logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
       }
-      const record = recordOf(request)
-      // A client that left was refused nothing: its call's error reached no one.
-      if (record?.outcome !== 'cancelled') requestLog.metrics.refused(apiError)
+      const record = recordFailure(request, apiError, requestLog.metrics)
       if (record !== undefined) {
-        record.outcome ??= apiError.code
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
         requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
       }
       const surface = surfaceOf(path, request.headers)
       return renderError(apiError, surface, requestId, surface === 'mcp' ? jsonRpcIdOf(request) : null)
     })
-}
-
-function isEventStream(response: Response): boolean {
-  return response.headers.get('content-type')?.startsWith('text/event-stream') === true
 }
 
 function toApiError(code: string | number, error: unknown, path: string, method: string): ApiError {

@@ -8,7 +8,7 @@ import { lazy } from '../lib/lazy'
 import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
-import { CLIENT_CLOSED_REQUEST, recordOf } from '../observability/request-log'
+import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf } from '../observability/request-log'
 import { MCP_ERROR } from './json-rpc'
 import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
@@ -20,16 +20,13 @@ const loadSdk = lazy(() => import('./sdk'))
 
 /**
  * Turns a tool's failure into what MCP expects: a JSON-RPC error for refusals, else an isError
- * result. As the HTTP routes' error handler does, the request's line gets the failure's code as
- * its outcome (unless the call set its own: `upstream-error`, `cancelled`), and the gateway's own
- * refusals are counted.
+ * result. The request's line and the refusal count follow the HTTP error handler's rule
+ * (recordFailure): a client that left is `cancelled` and refused nothing.
  */
 function failure({ McpError }: Sdk, error: unknown, call: McpCall, metrics: GatewayMetrics | undefined): CallToolResult {
   if (error instanceof McpError) throw error
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
-  const record = recordOf(call.httpRequest)
-  if (record !== undefined) record.outcome ??= call.httpRequest.signal.aborted ? 'cancelled' : apiError.code
-  metrics?.refused(apiError)
+  recordFailure(call.httpRequest, apiError, metrics)
   const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
   if (apiError.code === 'unauthorized') throw new McpError(MCP_ERROR.auth, apiError.message, data)
   // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.

@@ -1,3 +1,4 @@
+import type { ApiError } from '../http/errors'
 import type { GatewayMetrics } from './gateway-metrics'
 import type { Logger } from './logger'
 
@@ -56,6 +57,22 @@ export function recordOf(request: Request): RequestRecord | undefined {
   return records.get(request)
 }
 
+/**
+ * A request's call failed with `error`: the one rule of the HTTP error handler and of an MCP
+ * tool's failure. The line's outcome is the one the call set (`upstream-error`, `aborted`, …),
+ * else `cancelled` when the client has left (the error reaches no one: the line says 499, never
+ * an upstream failure or a refusal; a chat's hosted search, say, throws when its client leaves
+ * and has no request to mark), else the error's code. The gateway's own refusals
+ * are counted, except a cancelled call's: a client that left was refused nothing.
+ */
+export function recordFailure(request: Request, error: ApiError, metrics: GatewayMetrics | undefined): RequestRecord | undefined {
+  const record = recordOf(request)
+  const outcome = record?.outcome ?? (request.signal.aborted ? 'cancelled' : error.code)
+  if (record !== undefined) record.outcome = outcome
+  if (outcome !== 'cancelled') metrics?.refused(error)
+  return record
+}
+
 /** Writes the per-request log line and the per-request metrics, once each. */
 export class RequestLog {
   constructor(
@@ -74,16 +91,14 @@ export class RequestLog {
 
   /**
    * The response headers are ready: metrics now; the log line now, unless a part it waits for
-   * is still running (`defer`). `eventStream`: the response is an SSE stream whose line is not
-   * deferred (Fusion): its route restores a lifted idle timeout at the stream's end
-   * (restoreIdleTimeout); otherwise the request is done once its body is out, or (deferred) at
-   * the last `end`.
+   * is still running (`defer`: a stream's line is written at its end). A lifted idle timeout
+   * comes back now, or (deferred) with the line.
    */
-  respond(record: RequestRecord, route: string, status: number, eventStream = false): void {
+  respond(record: RequestRecord, route: string, status: number): void {
     record.route = route
     record.status = status
     this.metrics.request(route, record.method, status, (performance.now() - record.startedAt) / 1000)
-    if (!record.deferred && !eventStream) restoreIdle(record)
+    if (!record.deferred) restoreIdle(record)
     if (record.pending === 0) this.write(record)
   }
 

@@ -1,13 +1,20 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
+import { createLogger } from '../../src/observability/logger'
 import { poll } from '../support/poll'
-import { buildFusionHarness, fusionEntries, USER_MESSAGES, type FusionHarness } from './support'
+import { answer, buildFusionHarness, fusionEntries, USER_MESSAGES, type FusionHarness } from './support'
 
 // A client that leaves ends every part still running: the upstream calls are cancelled, the
 // reservations released (nothing charged), the concurrency slots freed, and no judge is called.
+// The run is logged as a chat the client left is (README, Metrics and logs): the request line
+// `cancelled` (499 before the response; a stream with the 200 it sent), each part the leaving
+// ended `cancelled` too, never an upstream failure. Before: a 200 with no outcome, and the cut
+// participant and the judge that never ran logged `failed` with `provider_error`.
 
 let h: FusionHarness
+let lines: Array<Record<string, unknown>>
 beforeEach(async () => {
-  h = await buildFusionHarness()
+  lines = []
+  h = await buildFusionHarness({ logger: createLogger('info', line => lines.push(JSON.parse(line))) })
 })
 afterEach(async () => {
   await h.close()
@@ -15,8 +22,28 @@ afterEach(async () => {
 
 function request(body: Record<string, unknown>, signal?: AbortSignal): Request {
   return new Request('http://localhost/api/v1/chat/fusion', {
-    method: 'POST', signal, headers: { authorization: `Bearer ${h.org.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    method: 'POST', signal, headers: { authorization: `Bearer ${h.org.adminKey}`, 'content-type': 'application/json', 'x-request-id': 'req-fusion-left' }, body: JSON.stringify(body),
   })
+}
+
+const partLine = (model: string) => lines.find(line => line.msg === 'chat' && line.purpose === 'fusion' && line.model === model)
+const requestLine = () => lines.find(line => line.msg === 'request' && line.request_id === 'req-fusion-left')
+
+/** Participant a answers, b stalls until the client leaves: a is charged, b and the judge (which starts for a's answer) are cancelled. */
+async function expectLeftAfterOneAnswer(status: number) {
+  const line = await poll('the request line', 200, 10, requestLine)
+  expect(line).toMatchObject({ route: '/api/v1/chat/fusion', status, outcome: 'cancelled' })
+  expect(partLine('a')).toMatchObject({ role: 'participant', outcome: 'ok' })
+  for (const model of ['b', 'judge']) {
+    expect(partLine(model)).toMatchObject({ outcome: 'cancelled', charged_nanos: '0' })
+    expect(partLine(model)).not.toHaveProperty('error_code')
+  }
+  expect(h.judge.requests.length).toBe(0)
+  // Only a's answer was charged, as before.
+  expect((await fusionEntries(h.t)).length).toBe(1)
+  const series = h.t.deps.metrics.registry.render()
+  expect(series).toContain(`svc_http_requests_total{route="/api/v1/chat/fusion",method="POST",status="${status}"} 1`)
+  expect(series).not.toContain('svc_refusals_total{')
 }
 
 async function expectEverythingEnded() {
@@ -52,4 +79,30 @@ test('with stream: cancelling the event stream aborts every participant', async 
   await Promise.all([h.a.request(0), h.b.request(0)])
   await reader.cancel()
   await expectEverythingEnded()
+})
+
+test('without stream: a client that leaves after one answer is logged 499 cancelled, its cut parts cancelled', async () => {
+  h.a.enqueue(answer('A.'))
+  h.b.enqueue({ kind: 'stall' })
+  const controller = new AbortController()
+  const pending = h.t.app.handle(request({ models: ['a', 'b'], messages: USER_MESSAGES }, controller.signal))
+  await h.b.request(0)
+  await poll("a's answer", 200, 10, () => partLine('a'))
+  controller.abort()
+  await pending.catch(() => undefined)
+  await expectLeftAfterOneAnswer(499)
+})
+
+test('with stream: a client that leaves after one answer is logged cancelled with the 200 it was sent', async () => {
+  h.a.enqueue(answer('A.'))
+  h.b.enqueue({ kind: 'stall' })
+  const response = await h.t.app.handle(request({ models: ['a', 'b'], messages: USER_MESSAGES, stream: true }))
+  expect(response.status).toBe(200)
+  const reader = response.body!.getReader()
+  let seen = ''
+  while (!seen.includes('event: participant.finished')) seen += new TextDecoder().decode((await reader.read()).value)
+  // The headers are out, the run is not: no line yet.
+  expect(requestLine()).toBeUndefined()
+  await reader.cancel()
+  await expectLeftAfterOneAnswer(200)
 })

@@ -1,11 +1,13 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { switchPlan } from '../../src/billing/plan-switch'
+import { createLogger } from '../../src/observability/logger'
 import { openAIWire } from '../providers/openai-wire'
 import { answer, buildFusionHarness, chargeOf, JUDGE_PRICE, PARTICIPANT_PRICE, type FusionHarness } from '../fusion/support'
 import { json, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
 import { connectMcp } from '../support/mcp'
+import { poll } from '../support/poll'
 
 // svc.chat_fusion with the official SDK client over a real socket, in front of one fake
 // OpenAI-compatible upstream per participant and one for the judge: progress notifications,
@@ -15,9 +17,14 @@ import { connectMcp } from '../support/mcp'
 let h: FusionHarness
 let base: string
 let token: string
+let lines: Array<Record<string, unknown>>
 
 beforeEach(async () => {
-  h = await buildFusionHarness({ plans: 'plans: { payg: { monthly_allowance: "0", fusion: true }, basic: { monthly_allowance: "0", fusion: false } }' })
+  lines = []
+  h = await buildFusionHarness({
+    plans: 'plans: { payg: { monthly_allowance: "0", fusion: true }, basic: { monthly_allowance: "0", fusion: false } }',
+    logger: createLogger('info', line => lines.push(JSON.parse(line))),
+  })
   base = h.t.listen()
   token = (await codeFlowTokens(h.t, h.org.adminKey)).access_token
 })
@@ -164,5 +171,31 @@ describe('svc.chat_fusion', () => {
     expect(unpaid.data.code).toBe('insufficient_quota')
     expect(h.a.requests.length + h.b.requests.length).toBe(0)
     await poor.close()
+  })
+
+  test('a client that leaves after one answer: the /mcp line says 499 cancelled, the cut parts cancelled, no refusal counted', async () => {
+    // README (Metrics and logs): a call whose client left is `cancelled`, never an upstream failure.
+    // Before: a 200 with no outcome, the cut participant and the judge logged provider_error.
+    h.a.enqueue(answer('9.9 is larger.', USAGE))
+    h.b.enqueue({ kind: 'stall' })
+    const client = new AbortController()
+    const answered = h.t.app.handle(
+      new Request('http://localhost/mcp', {
+        method: 'POST', signal: client.signal,
+        headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': 'req-mcp-fusion-left' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'Which is larger, 9.11 or 9.9?' } } }),
+      }),
+    )
+    const part = (model: string) => lines.find(line => line.msg === 'chat' && line.purpose === 'fusion' && line.model === model)
+    await h.b.request(0)
+    await poll("a's answer", 200, 10, () => part('a'))
+    client.abort()
+    await answered.catch(() => undefined)
+    const line = await poll('the request line', 200, 10, () => lines.find(entry => entry.msg === 'request' && entry.request_id === 'req-mcp-fusion-left'))
+    expect(line).toMatchObject({ route: '/mcp', status: 499, outcome: 'cancelled' })
+    expect(part('b')).toMatchObject({ outcome: 'cancelled' })
+    expect(part('judge')).toMatchObject({ outcome: 'cancelled' })
+    expect(await charges(h.t, h.org.orgId)).toEqual([chargeOf(PARTICIPANT_PRICE, USAGE)])
+    expect(h.t.deps.metrics.registry.render()).not.toContain('svc_refusals_total{')
   })
 })

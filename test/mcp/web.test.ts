@@ -1,8 +1,10 @@
 import { describe, expect, test } from 'bun:test'
+import { createLogger } from '../../src/observability/logger'
 import { buildWebApp, type Egress, pageServer, searxngServer, storyPage, stopsAfterEach } from '../support/fake-web'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { codeFlowTokens } from '../support/oauth'
 import { connectMcp } from '../support/mcp'
+import { poll } from '../support/poll'
 
 // svc.web_search, svc.web_fetch and svc.chat_fusion's web defaults through the official SDK
 // client, against a fake SearXNG and a local page server reached through the scripted resolver
@@ -141,6 +143,45 @@ describe('svc.web_search and svc.web_fetch', () => {
     const result = await client.callTool({ name: 'svc.web_search', arguments: { query: 'bun' } })
     expect(result.isError).toBe(true)
     expect(text(result)).toStartWith('web search is not configured on this gateway')
+  })
+
+  test('a client that leaves a search: its line says 499 cancelled, no refusal is counted and nothing is charged', async () => {
+    // README (Metrics and logs): a call whose client left is `cancelled`; svc_refusals_total counts
+    // the gateway's own refusals. Before, the tool's `unavailable` was counted as one.
+    let release!: () => void
+    const gate = new Promise<void>(resolve => (release = resolve))
+    stops.push(() => release())
+    let searches = 0
+    const searxng = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      async fetch() {
+        searches += 1
+        await gate
+        return Response.json({ results: [] })
+      },
+    })
+    stops.push(() => void searxng.stop(true))
+    const lines: Array<Record<string, unknown>> = []
+    const built = await buildWebApp({ search: `{ backend: searxng, base_url: "http://127.0.0.1:${searxng.port}" }` }, {}, { logger: createLogger('info', line => lines.push(JSON.parse(line))) })
+    t = built.t
+    const { orgId, key } = await createPlanOrg(t, { name: 'left', credit: CREDIT, admin: true })
+    const token = (await codeFlowTokens(t, key)).access_token
+    const client = new AbortController()
+    const answered = t.app.handle(
+      new Request('http://localhost/mcp', {
+        method: 'POST', signal: client.signal,
+        headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': 'req-mcp-left-search' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'svc.web_search', arguments: { query: 'bun' } } }),
+      }),
+    )
+    await poll('the search to reach its backend', 200, 10, () => (searches === 1 ? true : undefined))
+    client.abort()
+    await answered.catch(() => undefined)
+    const line = await poll('the request line', 200, 10, () => lines.find(entry => entry.msg === 'request' && entry.request_id === 'req-mcp-left-search'))
+    expect(line).toMatchObject({ route: '/mcp', status: 499, outcome: 'cancelled' })
+    expect(t.deps.metrics.registry.render()).not.toContain('svc_refusals_total{')
+    expect(await charges(orgId)).toEqual([])
   })
 })
 

@@ -7,7 +7,8 @@ import { poll } from '../support/poll'
 // A client that leaves a standalone web fetch or search: like a document parse or a collected
 // chat, nothing reaches it, so nothing is charged and the request line says 499 `cancelled`.
 // Before: the pages already retrieved were charged, and the line said 502 (the backend's
-// failure, an error nobody received).
+// failure, an error nobody received). The same for a chat's hosted search: before, its line said
+// 503 `unavailable` and svc_refusals_total counted it, though nobody was refused anything.
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -44,6 +45,7 @@ async function leaveAndExpectCancelled(
   await poll('the request line', 200, 10, () => logged('request', id))
   expect(logged('request', id)).toMatchObject({ status: 499, outcome: 'cancelled' })
   expect(logged(kind, id)).toMatchObject({ outcome: 'cancelled', units: 0 })
+  expect(t.deps.metrics.registry.render()).not.toContain('svc_refusals_total{')
   expect((await t.deps.balance(org.orgId)).prepaidNanos).toBe(before)
   expect(t.deps.lifecycle.inFlight).toBe(0)
   expect(t.deps.limits.concurrency.inUse(org.orgId)).toBe(0)
@@ -72,7 +74,8 @@ test('a client that leaves a web fetch is not charged for the pages already retr
   await leaveAndExpectCancelled({ t, org, logged, before }, call, 'web_fetch', 'req-left-fetch')
 })
 
-test('a client that leaves a web search: logged 499 cancelled, not 502, nothing charged', async () => {
+/** A SearXNG that answers no search until the test ends; `searches()` counts those asked. */
+function heldSearch() {
   const slow = held()
   let searches = 0
   const search = Bun.serve({
@@ -85,8 +88,21 @@ test('a client that leaves a web search: logged 499 cancelled, not 502, nothing 
     },
   })
   cleanups.push(() => search.stop(true))
-  const { t, org, logged, send, before } = await setup(`{ backend: searxng, base_url: "http://127.0.0.1:${search.port}" }`)
+  return { config: `{ backend: searxng, base_url: "http://127.0.0.1:${search.port}" }`, searches: () => searches }
+}
+
+test('a client that leaves a web search: logged 499 cancelled, not 502, nothing charged', async () => {
+  const search = heldSearch()
+  const { t, org, logged, send, before } = await setup(search.config)
   const call = send('/api/v1/web/search', { query: 'bun' }, 'req-left-search')
-  await poll('the search to reach its backend', 200, 10, () => (searches === 1 ? true : undefined))
+  await poll('the search to reach its backend', 200, 10, () => (search.searches() === 1 ? true : undefined))
   await leaveAndExpectCancelled({ t, org, logged, before }, call, 'web_search', 'req-left-search')
+})
+
+test("a client that leaves during a chat's hosted web search: logged 499 cancelled, not 503, and no refusal counted", async () => {
+  const search = heldSearch()
+  const { t, org, logged, send, before } = await setup(search.config)
+  const call = send('/v1/chat/completions', { model: 'demo-web', web_search: true, max_tokens: 20, messages: [{ role: 'user', content: 'what is bun' }] }, 'req-left-chat-search')
+  await poll('the search to reach its backend', 200, 10, () => (search.searches() === 1 ? true : undefined))
+  await leaveAndExpectCancelled({ t, org, logged, before }, call, 'web_search', 'req-left-chat-search')
 })
