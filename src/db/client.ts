@@ -26,7 +26,7 @@ export interface Database {
  * Opens a libSQL database: a local `file:` path (WAL mode, directory created), `:memory:`,
  * or a `libsql://` / `http(s)://` server. Integers come back as bigints so nanos stay exact.
  */
-export async function openDatabase(url: string, authToken?: string, busyWaitMs = BUSY_WAIT_MS): Promise<Database> {
+export async function openDatabase(url: string, authToken?: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Promise<Database> {
   const isFile = url.startsWith('file:')
   const path = isFile ? url.slice('file:'.length).split('?')[0]! : ''
   const localFile = path !== '' && path !== ':memory:'
@@ -34,10 +34,9 @@ export async function openDatabase(url: string, authToken?: string, busyWaitMs =
   // A local database needs only the sqlite3 client: the full entry point also loads the HTTP and
   // WebSocket clients (hrana, ~60 modules) for a server URL.
   const createClient = REMOTE.test(url) ? (await import('@libsql/client')).createClient : createLocalClient
-  // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one): none
-  // for a local file, whose lock is waited for between turns instead (waitOutBusy).
-  const client = createClient({ url, authToken, intMode: 'bigint', timeout: localFile ? 0 : BUSY_WAIT_MS })
-  if (localFile) waitOutBusy(client, busyWaitMs)
+  // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one).
+  const client = createClient({ url, authToken, intMode: 'bigint', timeout: busyTimeoutMs })
+  if (localFile) reopenAfterBusy(client)
   // WAL is stored in the file, so setting it once through any connection is enough. The first
   // statement opens the file: a failure here is the file's (not a database, no permission).
   if (isFile) {
@@ -52,42 +51,32 @@ export async function openDatabase(url: string, authToken?: string, busyWaitMs =
   return { client, db, url, close: () => client.close() }
 }
 
-/** How long a statement waits for another process's write lock, between event-loop turns. */
-const BUSY_WAIT_MS = 5000
+/** How long a statement waits for another connection's write lock (SQLite's busy timeout). */
+const BUSY_TIMEOUT_MS = 5000
 
-/** The client methods that run statements on a pooled connection; each is whole or nothing, so it can run again. */
-const RUNS_STATEMENTS = ['execute', 'batch', 'migrate', 'transaction'] as const
+/** The client methods that run statements on a pooled connection. */
+const RUNS_STATEMENTS = ['execute', 'batch', 'migrate', 'transaction', 'executeMultiple'] as const
 
 /**
- * Another process's write lock (another instance, an operator's sqlite3 session, a migration) is
- * waited for between event-loop turns, as the ledger's writer waits (billing/executor.ts): with a
- * busy timeout, SQLite sleeps inside the statement and every route and stream of the process froze
- * for up to that long per write. So the client runs with no busy timeout, and a statement that
- * meets the lock (SQLITE_BUSY: nothing of it was written; a batch's or transaction's BEGIN is
- * where it waits) runs again after a pause, up to `busyWaitMs`, then fails (a 503 to its caller).
- *
- * Each time, the pool is reopened first. @libsql/client's local connection never resets a statement
- * that failed with SQLITE_BUSY, and SQLite then counts it as still running: every later transaction
- * on that connection failed ("cannot commit transaction - SQL statements in progress"), and every
- * later autocommit write answered success but stayed in a transaction that never committed,
- * holding the file's write lock, so the writes were lost and every other writer (the ledger's,
- * other instances) was locked out until the process ended (measured with @libsql/client 0.18).
- * Reopening closes that connection. Statements run synchronously and no route holds a transaction
- * across an await, so no other operation has a connection out when it happens.
+ * After SQLITE_BUSY (another process held the write lock past the busy timeout), @libsql/client's
+ * local connection is broken for good: the failed statement is never reset, so SQLite counts it
+ * as still running. Every later transaction on that connection fails ("cannot commit transaction
+ * - SQL statements in progress"), and every later autocommit write reports success but stays in
+ * a transaction that never commits, holding the file's write lock: the writes are lost and every
+ * other writer (the ledger's, other instances) is locked out until the process ends (measured
+ * with @libsql/client 0.18). The pool is reopened instead, which closes that connection; the
+ * statement that met the lock still fails (a 503 to its caller). Statements run synchronously
+ * and no route holds a transaction across an await, so no other operation has a connection out.
  */
-function waitOutBusy(client: Client, busyWaitMs: number): void {
+function reopenAfterBusy(client: Client): void {
   for (const name of RUNS_STATEMENTS) {
     const run = client[name] as (...args: unknown[]) => Promise<unknown>
     ;(client as unknown as Record<string, unknown>)[name] = async (...args: unknown[]) => {
-      for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, 50)) {
-        try {
-          return await run.apply(client, args)
-        } catch (error) {
-          if (!String((error as { code?: unknown })?.code ?? '').startsWith('SQLITE_BUSY')) throw error
-          await client.reconnect()
-          if (waited >= busyWaitMs) throw error
-        }
-        await Bun.sleep(pause)
+      try {
+        return await run.apply(client, args)
+      } catch (error) {
+        if (String((error as { code?: unknown })?.code ?? '').startsWith('SQLITE_BUSY')) await client.reconnect()
+        throw error
       }
     }
   }
