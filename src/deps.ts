@@ -132,7 +132,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     oauth.tokens.evictUser(userId)
   })
   const plans = new Plans(config)
-  const identity: Identity & Partial<Pick<ProcessIdentity, 'release'>> = overrides.identity ?? loadIdentity(config.instanceId, database.url)
+  const identity: Identity & Partial<Pick<ProcessIdentity, 'release' | 'fallback'>> = overrides.identity ?? loadIdentity(config.instanceId, database.url)
+  if (identity.fallback !== undefined) logger.warn(identity.fallback, { instance_id: identity.instanceId })
   // A key found expired or inactive by the ledger stops working at once here, with its OAuth tokens.
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)

@@ -27,7 +27,6 @@ export async function serve(config: Config, print: (line: string) => void = line
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
   await migrateDatabase(deps.database)
-  await deps.sweeper.start()
   // Expired OAuth codes and tokens: purged at boot, then hourly.
   const purge = () => void deps.oauth.purgeExpired().catch(error => deps.logger.warn('oauth purge failed', { error: String(error) }))
   purge()
@@ -44,6 +43,9 @@ export async function serve(config: Config, print: (line: string) => void = line
     reusePort: false,
   })
   server = app.server ?? undefined
+  // Only once listening: a second copy that cannot bind (started with the same environment by
+  // mistake) exits before its boot returns any lease (QA: it returned the live instance's).
+  await deps.sweeper.start()
   admin = config.metrics.port === undefined ? undefined : startAdminServer(deps, config.metrics.port, config.metrics.host)
   const port = app.server?.port ?? config.port
   // Only once listening: a first boot that cannot bind must not create the admin key it would

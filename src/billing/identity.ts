@@ -8,6 +8,8 @@ import type { Identity } from './ledger'
 /** This process's ledger identity, and how to give up its claim on a stable id at shutdown. */
 export interface ProcessIdentity extends Identity {
   release(): void
+  /** Why the process runs under a fresh id instead of its stable one (deps logs it). */
+  readonly fallback?: string
 }
 
 /**
@@ -16,7 +18,7 @@ export interface ProcessIdentity extends Identity {
  * a local database, else (remote database, no id configured) a fresh id whose leases the stale
  * sweep of other instances returns. The boot id is new for every process.
  *
- * A local database's stable id belongs to one live process at a time. A boot returns every
+ * A local database's stable id, kept or configured, belongs to one live process at a time. A boot returns every
  * lease of its instance's earlier boots, so a second process sharing the file (README: "Several
  * processes on one host may also share a local file: database", or a restart whose new process
  * starts before the old one exits) would take a live process's leases, and the organization could
@@ -26,12 +28,23 @@ export interface ProcessIdentity extends Identity {
 export function loadIdentity(configured: string | undefined, databaseUrl: string): ProcessIdentity {
   const bootId = newId()
   const release = () => {}
-  if (configured) return { instanceId: configured, bootId, release }
   const path = localPathOf(databaseUrl)
+  const fresh = (fallback: string): ProcessIdentity => ({ instanceId: `ephemeral-${bootId}`, bootId, release, fallback })
+  if (configured) {
+    // A configured id on a remote database cannot be locked here: each live process needs its own (README).
+    if (path === undefined) return { instanceId: configured, bootId, release }
+    // The same rule for an id the operator gave: a second copy started with the same environment
+    // (it fails to bind, but only after its boot returned the live process's leases: QA), or a
+    // restart that overlaps the old process, must not take a live process's leases.
+    const digest = new Bun.CryptoHasher('sha256').update(configured).digest('hex').slice(0, 16)
+    const held = claim(`${path}.instance-${digest}.lock`)
+    if (held === undefined) return fresh(`SVC_INSTANCE_ID ${configured} is held by a live process on this database; running under a fresh id`)
+    return { instanceId: configured, bootId, release: held }
+  }
   if (path === undefined) return { instanceId: `ephemeral-${bootId}`, bootId, release }
   const file = join(dirname(path), `${path.split('/').pop()}.instance-id`)
   const held = claim(`${file}.lock`)
-  if (held === undefined) return { instanceId: `ephemeral-${bootId}`, bootId, release }
+  if (held === undefined) return fresh('the instance id kept beside the database is held by a live process; running under a fresh id')
   if (existsSync(file)) {
     const stored = readFileSync(file, 'utf8').trim()
     if (stored) return { instanceId: stored, bootId, release: held }

@@ -39,8 +39,8 @@ test('the first process takes the stable id; a second one while it lives runs un
 })
 
 /** Another process holding the id: it prints the id it got once it holds the lock, then waits to be killed. */
-async function otherProcess(url: string): Promise<{ instanceId: string; kill(): Promise<void> }> {
-  const code = `import { loadIdentity } from ${JSON.stringify(join(import.meta.dir, '../../src/billing/identity'))}\nconsole.log(loadIdentity(undefined, ${JSON.stringify(url)}).instanceId)\nsetInterval(() => {}, 1000)`
+async function otherProcess(url: string, configured?: string): Promise<{ instanceId: string; kill(): Promise<void> }> {
+  const code = `import { loadIdentity } from ${JSON.stringify(join(import.meta.dir, '../../src/billing/identity'))}\nconsole.log(loadIdentity(${JSON.stringify(configured)}, ${JSON.stringify(url)}).instanceId)\nsetInterval(() => {}, 1000)`
   const child = Bun.spawn(['bun', '-e', code], { stdout: 'pipe', stderr: 'inherit' })
   children.push(child)
   const reader = child.stdout.getReader()
@@ -85,7 +85,27 @@ test("an earlier version's lock (a pid in a text file) is replaced", () => {
   restarted.release()
 })
 
-test('a configured SVC_INSTANCE_ID and a remote database are untouched by the lock', () => {
-  expect(loadIdentity('edge-1', 'file:/nonexistent/dir/svc.db').instanceId).toBe('edge-1')
+test('a remote database has no lock: a configured SVC_INSTANCE_ID is taken as given, else a fresh id', () => {
+  expect(loadIdentity('edge-1', 'libsql://db.example').instanceId).toBe('edge-1')
   expect(loadIdentity(undefined, 'libsql://db.example').instanceId).toStartWith('ephemeral-')
 })
+
+test('a configured SVC_INSTANCE_ID on a local database belongs to one live process too (QA: a second copy returned its leases)', async () => {
+  const { url } = database()
+  // Another process (a second copy with the same environment, or an overlapping restart) holds it.
+  const other = await otherProcess(url, 'prod-1')
+  expect(other.instanceId).toBe('prod-1')
+  const second = loadIdentity('prod-1', url)
+  expect(second.instanceId).toStartWith('ephemeral-')
+  expect(second.fallback).toContain('SVC_INSTANCE_ID prod-1 is held by a live process')
+  // Another configured id, and the kept id, are other locks.
+  const neighbour = loadIdentity('prod-2', url)
+  expect(neighbour.instanceId).toBe('prod-2')
+  neighbour.release()
+  // The holder crashes: the restart takes the id, and with it the dead boot's leases.
+  await other.kill()
+  const restarted = loadIdentity('prod-1', url)
+  expect(restarted.instanceId).toBe('prod-1')
+  expect(restarted.fallback).toBeUndefined()
+  restarted.release()
+}, 20_000)

@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { runProcess } from '../support/cli'
-import { gatewayWorkspace, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
+import { gatewayWorkspace, openDeps, seedOrg, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
 
 // `svc serve` when it cannot bind: a port already taken fails the start (EADDRINUSE), even when
 // another gateway holds it, and a first boot that fails so creates no admin key it would never
@@ -47,4 +47,37 @@ test('a first boot that cannot bind creates no organization; the next boot creat
   running = await startGateway({ ...workspace.env, SVC_BOOTSTRAP: '1' })
   expect(running.lines.join('\n')).toContain('Created organization')
   expect(running.lines.join('\n')).toMatch(/Authorization: Bearer z_sk_/)
+}, 30_000)
+
+test("a boot returns its instance's earlier leases only once it listens: a copy that cannot bind returns none", async () => {
+  const workspace = workspaceFor('svc-serve-lease-')
+  const { orgId } = await seedOrg(workspace.env, 1_000_000_000n)
+  // A lease of instance prod-1's earlier boot, as a live (or crashed) process would hold it.
+  const deps = await openDeps(workspace.env)
+  const leases = async () => (await deps.database.client.execute("SELECT id FROM leases WHERE instance_id = 'prod-1'")).rows.length
+  try {
+    await deps.database.client.batch([
+      { sql: 'UPDATE balances SET prepaid_leased_nanos = prepaid_leased_nanos + 200000000 WHERE org_id = ?', args: [orgId] },
+      {
+        sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+              VALUES ('earlier|prepaid', 'prod-1', 'earlier-boot', 'prepaid', ?, NULL, 0, 200000000, 200000000, 0)`,
+        args: [orgId],
+      },
+    ], 'write')
+    const holder = Bun.serve({ port: 0, hostname: '0.0.0.0', fetch: () => new Response('taken') })
+    try {
+      const failed = await serve({ ...workspace.env, PORT: String(holder.port), SVC_INSTANCE_ID: 'prod-1' })
+      expect(failed.code).toBe(1)
+      expect(failed.stdout + failed.stderr).toContain('EADDRINUSE')
+    } finally {
+      holder.stop(true)
+    }
+    expect(await leases()).toBe(1)
+    // A boot that listens returns it.
+    running = await startGateway({ ...workspace.env, SVC_INSTANCE_ID: 'prod-1' })
+    expect(running.lines.join('\n')).toContain('"msg":"returned leases"')
+    expect(await leases()).toBe(0)
+  } finally {
+    await deps.close()
+  }
 }, 30_000)
