@@ -47,6 +47,15 @@ export class NativeExecutor implements BatchExecutor {
   private readonly commit: Libsql.Statement<unknown[]>
   private readonly rollback: Libsql.Statement<unknown[]>
   private readonly checkpointer: WalCheckpointer | null
+  /**
+   * A batch waited the whole busyWaitMs for another process's lock and failed, and no batch has
+   * committed since: the next ones try once instead of waiting again. Batches run one at a time,
+   * so while a lock was held each queued behind the others' full waits (heartbeats and probes
+   * included), and a settlement already answered by its upstream waited as long as the lock was
+   * held (QA: 70 s), past its three tries; now its tries fail fast and it ends in error, as
+   * ARCHITECTURE §7.5 says.
+   */
+  private locked = false
 
   /** `busyWaitMs`: how long a batch waits for another process's write lock (tests shorten it). */
   constructor(
@@ -74,11 +83,18 @@ export class NativeExecutor implements BatchExecutor {
     // Processes sharing the file queue for its write lock: a batch that finds it taken (SQLITE_BUSY,
     // before anything was written, or rolled back) tries again after a pause, up to busyWaitMs,
     // the busy timeout SQLite was given before.
+    const budget = this.locked ? 0 : this.busyWaitMs
     for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, 50)) {
       try {
-        return this.transact(statements)
+        const results = this.transact(statements)
+        this.locked = false
+        return results
       } catch (error) {
-        if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || waited >= this.busyWaitMs) throw error
+        const busy = (error as { code?: unknown }).code === 'SQLITE_BUSY'
+        if (!busy || waited >= budget) {
+          if (busy) this.locked = true
+          throw error
+        }
       }
       await Bun.sleep(pause)
     }

@@ -57,3 +57,36 @@ test('a lock held past the wait fails the batch with SQLITE_BUSY, and nothing of
   executor.close()
   other.close()
 })
+
+test('once a batch has waited out a held lock, the next ones try once while it is held; a commit ends that', async () => {
+  // Batches run one at a time: each used to wait the whole budget again, so a settlement queued
+  // behind heartbeats and probes waited as long as the lock was held, past its three tries.
+  const { executor, other, rows } = await setup(40)
+  other.prepare('BEGIN IMMEDIATE').run()
+  const insert = (amount: bigint) => executor.write([{ sql: 'INSERT INTO entries (amount) VALUES (?)', args: [amount] }])
+  expect(((await insert(1n).catch(error => error)) as { code?: string }).code).toBe('SQLITE_BUSY')
+  // The next batch fails without waiting: before a few event-loop turns have passed.
+  let failedAt: number | undefined
+  let turns = 0
+  const next = insert(2n).catch(error => {
+    failedAt = turns
+    return error
+  })
+  for (; turns < 3; turns++) await turn()
+  expect(failedAt).toBe(0)
+  expect(((await next) as { code?: string }).code).toBe('SQLITE_BUSY')
+  other.prepare('COMMIT').run()
+  // Released: a batch commits, and the one after it waits for a lock again as before.
+  await insert(3n)
+  expect(rows()).toBe(1)
+  other.prepare('BEGIN IMMEDIATE').run()
+  let settled = false
+  const waiting = insert(4n).finally(() => (settled = true))
+  for (let index = 0; index < 5; index++) await turn()
+  expect(settled).toBe(false)
+  other.prepare('COMMIT').run()
+  await waiting
+  expect(rows()).toBe(2)
+  executor.close()
+  other.close()
+})
