@@ -52,7 +52,8 @@ export interface Deps {
   readonly orgs: OrgService
   readonly keys: KeyService
   readonly plans: Plans
-  readonly identity: Identity
+  /** `fallback`: why this process runs under a fresh instance id (serve warns; operator commands beside a live server always do). */
+  readonly identity: Identity & { readonly fallback?: string }
   readonly writer: LedgerWriter
   readonly ledger: Ledger
   readonly sweeper: Sweeper
@@ -133,7 +134,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   })
   const plans = new Plans(config)
   const identity: Identity & Partial<Pick<ProcessIdentity, 'release' | 'fallback'>> = overrides.identity ?? loadIdentity(config.instanceId, database.url)
-  if (identity.fallback !== undefined) logger.warn(identity.fallback, { instance_id: identity.instanceId })
   // A key found expired or inactive by the ledger stops working at once here, with its OAuth tokens.
   const ledger = new Ledger(writer, plans, clock, identity, logger, keyId => keys.evictKey(keyId))
   const sweeper = new Sweeper(writer, ledger, identity, clock, logger, config.ledger.instanceStaleAfterMs)

@@ -13,6 +13,7 @@ import { bootstrapIfEmpty } from './orgs/bootstrap'
  */
 export async function serve(config: Config, print: (line: string) => void = line => console.log(line)): Promise<void> {
   const deps = await createDeps(config)
+  if (deps.identity.fallback !== undefined) deps.logger.warn(deps.identity.fallback, { instance_id: deps.identity.instanceId })
   // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
   // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:
   // the calls still running are cut at once, settled and closed as at the deadline.

@@ -81,3 +81,17 @@ test("a boot returns its instance's earlier leases only once it listens: a copy 
     await deps.close()
   }
 }, 30_000)
+
+test('a second gateway started with a live one\'s SVC_INSTANCE_ID runs under a fresh id and says so', async () => {
+  const workspace = workspaceFor('svc-serve-sameid-')
+  running = await startGateway({ ...workspace.env, SVC_INSTANCE_ID: 'prod-1' })
+  const second = await startGateway({ ...workspace.env, SVC_INSTANCE_ID: 'prod-1' })
+  try {
+    const warning = second.lines.map(line => (line.startsWith('{') ? JSON.parse(line) : {})).find(line => line.level === 'warn')
+    expect(warning).toMatchObject({ msg: expect.stringContaining('SVC_INSTANCE_ID prod-1 is held by a live process'), instance_id: expect.stringMatching(/^ephemeral-/) })
+    expect(running.lines.join('\n')).not.toContain('held by a live process')
+  } finally {
+    second.process.kill('SIGTERM')
+    await second.exited
+  }
+}, 30_000)
