@@ -90,7 +90,9 @@ export class NativeExecutor implements BatchExecutor {
         this.locked = false
         return results
       } catch (error) {
-        const busy = (error as { code?: unknown }).code === 'SQLITE_BUSY'
+        // SQLITE_BUSY and its extended codes: SQLITE_BUSY_RECOVERY is another connection (the
+        // checkpointer's, at boot) recovering the WAL. The transaction rolled back either way.
+        const busy = String((error as { code?: unknown }).code ?? '').startsWith('SQLITE_BUSY')
         if (!busy || waited >= budget) {
           if (busy) this.locked = true
           throw error

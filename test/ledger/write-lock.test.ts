@@ -90,3 +90,23 @@ test('once a batch has waited out a held lock, the next ones try once while it i
   executor.close()
   other.close()
 })
+
+test('a batch that meets another connection recovering the WAL (SQLITE_BUSY_RECOVERY) waits and commits, as for SQLITE_BUSY', async () => {
+  // Seen in CI: the first write to a fresh file met the checkpointer's connection recovering the
+  // WAL on its native thread, and the batch failed instead of waiting.
+  const { executor, other, rows } = await setup()
+  const inner = executor as unknown as { begin: { run(): unknown } }
+  const begin = inner.begin
+  let recovering = 2
+  inner.begin = {
+    run: () => {
+      if (recovering-- > 0) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY_RECOVERY' })
+      return begin.run()
+    },
+  }
+  await executor.write([{ sql: 'INSERT INTO entries (amount) VALUES (?)', args: [1n] }])
+  expect(recovering).toBe(-1)
+  expect(rows()).toBe(1)
+  executor.close()
+  other.close()
+})
