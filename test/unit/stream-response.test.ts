@@ -192,7 +192,12 @@ describe('streamResponse', () => {
         const asked: number[] = []
         const response = await streamResponse({ events: source(), encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: held.complete, sendBeforeSettling: () => (asked.push(1), true) })
         expect(asked).toHaveLength(1)
-        // The settlement began (exactly once) but has not ended: the answer is out all the same.
+        // The settlement starts on the event loop's next turn, so the server writes the answer
+        // before the ledger's transaction runs (the writer commits on an immediate).
+        await Promise.resolve()
+        expect(held.outcomes).toEqual([])
+        await new Promise(resolve => setImmediate(resolve))
+        // It began (exactly once) but has not ended: the answer is out all the same.
         expect(held.outcomes).toEqual(['finished'])
         const reader = response.body!.getReader()
         const first = dataLines(new TextDecoder().decode((await reader.read()).value))
@@ -229,6 +234,8 @@ describe('streamResponse', () => {
       const response = await streamResponse({ events: events([delta('Hi'), finish]).iterable, encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: () => failing, sendBeforeSettling: () => true })
       // Gone before reading anything: the reply stream never pulls for the terminal frames.
       await response.body!.cancel()
+      // The settlement starts on the next turn, the client gone or not; then it fails.
+      await new Promise(resolve => setImmediate(resolve))
       fail(new Error('a bug in the settlement'))
       await new Promise(resolve => setImmediate(resolve))
     })
