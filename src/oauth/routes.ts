@@ -60,7 +60,7 @@ export function oauthRoutes(oauth: OAuthServer) {
         parse: 'none',
         detail: {
           summary: 'Register a client (RFC 7591)',
-          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme in reverse-DNS form such as com.example.app: or of a known MCP host: cursor, vscode; other schemes, fragments and whitespace are invalid_redirect_uri), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes. Other RFC 7591 metadata of the wrong type (a non-string scope, client_uri, logo_uri…, contacts not an array of strings) is 400 invalid_client_metadata naming the field; unknown fields are ignored.',
+          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme in reverse-DNS form such as com.example.app: or of a known MCP host: cursor, vscode; other schemes, fragments and whitespace are invalid_redirect_uri), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes. Other RFC 7591 metadata of the wrong type (a non-string scope, client_uri, logo_uri…, contacts not an array of strings) is 400 invalid_client_metadata naming the field; unknown fields are ignored. The built-in CLI client\'s name (svc command-line client, in any case, spacing or NFKC form) is reserved: 400 invalid_client_metadata.',
           requestBody: {
             ...jsonDoc('Client metadata', {
               type: 'object',
