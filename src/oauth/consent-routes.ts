@@ -10,6 +10,7 @@ import type { PendingDevice } from './device'
 import { checkCsrf, newCsrf, readForm, readQuery } from './form'
 import { AUTHORIZE_PARAMETERS, DEVICE_PAGE_PARAMETERS, formDoc, htmlDoc, PAGE_UNAVAILABLE } from './openapi'
 import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
+import { checkAudience, parseResource } from './resource'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
 
@@ -59,9 +60,12 @@ async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer:
   if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
   const scope = parseScope(params.scope)
   if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
-  const resource = oauth.checkResource(params.resource, issuer)
-  if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
-  return { client, redirectUri: params.redirect_uri, scope: scope ?? 'mcp:inference', resource: resource ?? null, params }
+  const resource = parseResource(params.resource, issuer)
+  // Without a scope, the resource named decides it (RFC 8707: the token is for that resource);
+  // with both, they must agree. Neither: mcp:inference, what MCP hosts come for.
+  const granted = scope ?? resource?.scope ?? 'mcp:inference'
+  checkAudience(resource, granted)
+  return { client, redirectUri: params.redirect_uri, scope: granted, resource: resource?.url ?? null, params }
 }
 
 /**
