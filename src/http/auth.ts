@@ -49,17 +49,19 @@ async function verifyToken(keys: KeyService, token: string, fresh: boolean, scop
 /** Reads the credential from `Authorization: Bearer` or `X-API-Key`. Cookies are never read. */
 export function credentialOf(headers: Headers): string {
   const authorization = headers.get('authorization')
-  const apiKey = headers.get('x-api-key')
+  // An empty (or blank) X-API-Key is no credential at all: absent, both alone and beside a Bearer
+  // (some clients always send the header, empty when no key is configured).
+  const apiKey = headers.get('x-api-key')?.trim() || undefined
   let bearer: string | undefined
   if (authorization !== null) {
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)
     if (!match) throw new ApiError('unauthorized', 'Authorization header must be "Bearer <API key>"')
     bearer = match[1]
   }
-  if (bearer !== undefined && apiKey !== null && apiKey.trim() !== bearer) {
+  if (bearer !== undefined && apiKey !== undefined && apiKey !== bearer) {
     throw new ApiError('unauthorized', 'Authorization and X-API-Key carry different credentials')
   }
-  const credential = bearer ?? apiKey?.trim()
+  const credential = bearer ?? apiKey
   if (!credential) throw new ApiError('unauthorized', 'missing credential: send "Authorization: Bearer <API key>" or "X-API-Key"')
   return credential
 }

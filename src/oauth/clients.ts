@@ -19,6 +19,21 @@ export interface OAuthClient {
 /** The client `svc login` uses: built in, so the CLI needs no registration step. */
 export const CLI_CLIENT: OAuthClient = { id: 'svc-cli', name: 'svc command-line client', redirectUris: [], grantTypes: [DEVICE_GRANT, 'refresh_token'] }
 
+/** Whether a client is built in (the CLI's), as opposed to registered by anyone through /oauth/register. */
+export function isBuiltInClient(client: OAuthClient): boolean {
+  return client.id === CLI_CLIENT.id
+}
+
+/**
+ * A client name as a person reads it: compatibility forms folded (NFKC: fullwidth letters,
+ * ligatures), case, whitespace and invisible characters (zero-width spaces, joiners) ignored.
+ */
+function readAs(name: string): string {
+  return name.normalize('NFKC').toLowerCase().normalize('NFKC').replace(/[\s\p{Default_Ignorable_Code_Point}]/gu, '')
+}
+
+const BUILT_IN_NAME = readAs(CLI_CLIENT.name)
+
 const MAX_REDIRECT_URIS = 10
 const LOOPBACK_IPS = new Set(['127.0.0.1', '[::1]'])
 // Private-use schemes without the period of RFC 8252 §7.1's reverse-DNS form that well-known
@@ -128,6 +143,12 @@ export class ClientService {
       throw new OAuthError('invalid_client_metadata', 'client_name must be a string of at most 200 characters')
     }
     const name = (rawName as string | undefined)?.trim() || 'Unnamed client'
+    // Anyone may register, so a client named like `svc login`'s would get a consent page that
+    // looks like the CLI's (a phishing device flow). Lookalikes beyond NFKC (Cyrillic letters…)
+    // pass; the consent page marks every registered client as third-party with its id for those.
+    if (readAs(name) === BUILT_IN_NAME) {
+      throw new OAuthError('invalid_client_metadata', `client_name "${CLI_CLIENT.name}" is reserved for the gateway's own command-line client (svc login); choose another name`)
+    }
     const client: OAuthClient = { id: `mcp_${randomSecret()}`, name, redirectUris, grantTypes: grantTypes as GrantType[] }
     const now = this.clock.now()
     await this.db.insert(oauthClients).values({

@@ -3,6 +3,7 @@ import type { Db } from '../db/client'
 import { oauthCodes, type OAuthScope } from '../db/schema'
 import type { Clock } from '../lib/clock'
 import { OAuthError } from './errors'
+import { checkAudience, type NamedResource } from './resource'
 import { hashOf, randomSecret, s256, safeEqual } from './secrets'
 import type { GrantInput, TokenService, TokenSet } from './tokens'
 
@@ -46,7 +47,7 @@ export class CodeService {
     return code
   }
 
-  async exchange(input: { code: string; clientId: string; redirectUri: string | undefined; verifier: string | undefined; resource: string | undefined }): Promise<TokenSet> {
+  async exchange(input: { code: string; clientId: string; redirectUri: string | undefined; verifier: string | undefined; resource: NamedResource | undefined }): Promise<TokenSet> {
     const rows = await this.db.select().from(oauthCodes).where(eq(oauthCodes.hash, hashOf(input.code))).limit(1)
     const row = rows[0]
     if (!row) throw new OAuthError('invalid_grant', 'the authorization code is invalid')
@@ -62,9 +63,11 @@ export class CodeService {
       throw new OAuthError('invalid_request', 'code_verifier is required: 43 to 128 characters of [A-Za-z0-9._~-]')
     }
     if (!safeEqual(s256(input.verifier), row.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code challenge')
-    if (input.resource !== undefined && row.resource !== null && input.resource !== row.resource) {
+    if (input.resource !== undefined && row.resource !== null && input.resource.url !== row.resource) {
       throw new OAuthError('invalid_target', 'resource does not match the one of the authorization request')
     }
+    // An authorization request without a resource: the token request's must still fit the scope.
+    checkAudience(input.resource, row.scope)
     // Spend the code first (guarded), so two concurrent exchanges cannot both get tokens.
     const spent = await this.db.update(oauthCodes).set({ usedAtMs: now }).where(and(eq(oauthCodes.hash, row.hash), isNull(oauthCodes.usedAtMs)))
     if (spent.rowsAffected !== 1) throw new OAuthError('invalid_grant', 'the authorization code was already used')

@@ -3,13 +3,14 @@ import { isDatabaseOutage } from '../db/client'
 import type { OAuthScope } from '../db/schema'
 import { isWellFormedKeySecret } from '../keys/token'
 import type { Principal } from '../keys/principal'
-import { matchRedirectUri, type OAuthClient } from './clients'
+import { isBuiltInClient, matchRedirectUri, type OAuthClient } from './clients'
 import { isValidChallenge } from './codes'
 import { OAuthError } from './errors'
 import type { PendingDevice } from './device'
 import { checkCsrf, newCsrf, readForm, readQuery } from './form'
 import { AUTHORIZE_PARAMETERS, DEVICE_PAGE_PARAMETERS, formDoc, htmlDoc, PAGE_UNAVAILABLE } from './openapi'
 import { consentPage, deviceCodePage, escapeHtml, messagePage } from './pages'
+import { checkAudience, parseResource } from './resource'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, type OAuthServer } from './server'
 
@@ -59,9 +60,12 @@ async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer:
   if (!isValidChallenge(params.code_challenge)) throw new OAuthError('invalid_request', 'code_challenge must be 43 base64url characters (S256)')
   const scope = parseScope(params.scope)
   if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
-  const resource = oauth.checkResource(params.resource, issuer)
-  if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
-  return { client, redirectUri: params.redirect_uri, scope: scope ?? 'mcp:inference', resource: resource ?? null, params }
+  const resource = parseResource(params.resource, issuer)
+  // Without a scope, the resource named decides it (RFC 8707: the token is for that resource);
+  // with both, they must agree. Neither: mcp:inference, what MCP hosts come for.
+  const granted = scope ?? resource?.scope ?? 'mcp:inference'
+  checkAudience(resource, granted)
+  return { client, redirectUri: params.redirect_uri, scope: granted, resource: resource?.url ?? null, params }
 }
 
 /**
@@ -100,17 +104,22 @@ type PageExtras = { detail?: string; error?: string; status?: number }
 /** A fresh CSRF token and its cookie (Secure when the issuer is https). */
 const csrfFor = (issuer: string) => newCsrf(issuer.startsWith('https:'))
 
+/** Who asks, as a consent page names it: a registered client's name is its registrant's choice, so it is marked third-party with its id. */
+function requester(client: OAuthClient): { clientName: string; thirdPartyClientId?: string } {
+  return isBuiltInClient(client) ? { clientName: client.name } : { clientName: client.name, thirdPartyClientId: client.id }
+}
+
 /** The sign-in and consent page of an authorization request (first shown, or again after a failed sign-in). */
 function authorizeConsent(valid: ValidRequest, issuer: string, extras: PageExtras): Response {
   const csrf = csrfFor(issuer)
-  return consentPage({ action: OAUTH_PATHS.authorize, clientName: valid.client.name, scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie, ...extras })
+  return consentPage({ action: OAUTH_PATHS.authorize, ...requester(valid.client), scope: valid.scope, fields: valid.params, csrf: csrf.token, cookie: csrf.cookie, ...extras })
 }
 
 /** The sign-in and consent page of a pending device authorization. */
 async function deviceConsent(oauth: OAuthServer, pending: PendingDevice, issuer: string, extras: PageExtras): Promise<Response> {
-  const client = await oauth.clients.find(pending.clientId)
+  const client = (await oauth.clients.find(pending.clientId)) ?? { id: pending.clientId, name: pending.clientId, redirectUris: [], grantTypes: [] }
   const csrf = csrfFor(issuer)
-  return consentPage({ action: OAUTH_PATHS.device, clientName: client?.name ?? pending.clientId, scope: pending.scope, fields: { user_code: pending.userCode }, csrf: csrf.token, cookie: csrf.cookie, ...extras })
+  return consentPage({ action: OAUTH_PATHS.device, ...requester(client), scope: pending.scope, fields: { user_code: pending.userCode }, csrf: csrf.token, cookie: csrf.cookie, ...extras })
 }
 
 /**
@@ -146,7 +155,7 @@ export function consentRoutes(oauth: OAuthServer) {
       {
         detail: {
           summary: 'Authorization page (code + PKCE)',
-          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page. An invalid request is answered with an error page (400), not redirected to the client: only the person’s Approve or Deny on the page goes back to the redirect URI.',
+          description: 'OAuth 2.1 authorization request (response_type=code, client_id, redirect_uri, code_challenge, code_challenge_method=S256, scope, state, resource). Renders the sign-in and consent page, which marks a registered client as a third-party application and shows its client id. An invalid request is answered with an error page (400), not redirected to the client: only the person’s Approve or Deny on the page goes back to the redirect URI.',
           parameters: AUTHORIZE_PARAMETERS,
           responses: { 200: htmlDoc('The consent page'), 400: htmlDoc('Invalid request (unknown client or redirect URI, response_type, PKCE, scope, resource): an error page, never a redirect'), ...PAGE_UNAVAILABLE },
         },
@@ -194,7 +203,7 @@ export function consentRoutes(oauth: OAuthServer) {
       {
         detail: {
           summary: 'Device verification page (RFC 8628)',
-          description: 'Without user_code: a form to type it. With user_code: the client name, scope and the sign-in and consent form.',
+          description: 'Without user_code: a form to type it. With user_code: the client name (a registered client marked as a third-party application, with its client id), scope and the sign-in and consent form.',
           parameters: DEVICE_PAGE_PARAMETERS,
           responses: { 200: htmlDoc('The page'), 400: htmlDoc('Unknown or expired code'), ...PAGE_UNAVAILABLE },
         },

@@ -5,6 +5,7 @@ import { oauthDeviceCodes, type OAuthScope } from '../db/schema'
 import type { Clock } from '../lib/clock'
 import type { OAuthClient } from './clients'
 import { OAuthError } from './errors'
+import { checkAudience, type NamedResource } from './resource'
 import { hashOf, randomSecret } from './secrets'
 import type { TokenService, TokenSet } from './tokens'
 
@@ -86,11 +87,13 @@ export class DeviceService {
   }
 
   /** The token endpoint's device_code grant (RFC 8628 §3.4, §3.5). */
-  async poll(deviceCode: string, clientId: string): Promise<TokenSet> {
+  async poll(deviceCode: string, clientId: string, resource: NamedResource | undefined): Promise<TokenSet> {
     const hash = hashOf(deviceCode)
     const rows = await this.db.select().from(oauthDeviceCodes).where(eq(oauthDeviceCodes.hash, hash)).limit(1)
     const row = rows[0]
     if (!row || row.clientId !== clientId) throw new OAuthError('invalid_grant', 'the device code is invalid')
+    // Before any state changes: a poll naming the wrong resource spends nothing.
+    checkAudience(resource, row.scope)
     const now = this.clock.now()
     if (row.status === 'used') throw new OAuthError('invalid_grant', 'the device code was already used')
     if (row.expiresAtMs <= now) throw new OAuthError('expired_token', 'the device code has expired; start again')
@@ -112,7 +115,7 @@ export class DeviceService {
     if (spent.rowsAffected !== 1 || !row.userId || !row.orgId) throw new OAuthError('invalid_grant', 'the device code was already used')
     // Approved before key-bound sign-in (migration 0006): no key to bound the tokens.
     if (!row.keyId) throw new OAuthError('invalid_grant', 'the approval names no API key; start again')
-    const { tokens } = await this.tokens.issue({ clientId, userId: row.userId, orgId: row.orgId, scope: row.scope, resource: null, keyId: row.keyId })
+    const { tokens } = await this.tokens.issue({ clientId, userId: row.userId, orgId: row.orgId, scope: row.scope, resource: resource?.url ?? null, keyId: row.keyId })
     return tokens
   }
 }

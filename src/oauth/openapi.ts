@@ -121,9 +121,9 @@ export const AUTHORIZE_PARAMETERS: OpenAPIV3.ParameterObject[] = [
   query('redirect_uri', 'One of the client\'s registered redirect URIs (a loopback IP may change port)', true),
   query('code_challenge', 'PKCE: BASE64URL(SHA-256(code_verifier)), 43 characters', true),
   query('code_challenge_method', 'Only S256', true, { type: 'string', enum: ['S256'] }),
-  query('scope', 'mcp:inference (default) or cli:inference', false, { type: 'string', enum: [...SCOPES] }),
+  query('scope', 'mcp:inference or cli:inference; without it, the scope of the resource named, else mcp:inference', false, { type: 'string', enum: [...SCOPES] }),
   query('state', 'Returned unchanged on the redirect'),
-  query('resource', 'RFC 8707 resource indicator: this gateway\'s /mcp or its root'),
+  query('resource', 'RFC 8707 resource indicator: this gateway\'s /mcp (for mcp:inference) or its root (for cli:inference), as the protected-resource metadata advertises them; another resource, or the other scope\'s, is invalid_target'),
 ]
 
 /** GET /oauth/device: the code may come from verification_uri_complete. */

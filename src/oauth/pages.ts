@@ -44,6 +44,8 @@ function hidden(fields: Record<string, string | undefined>): string {
 export function consentPage(input: {
   action: string
   clientName: string
+  /** The id of a client registered by anyone (not built in): the page marks it third-party and shows the id, since its name proves nothing. */
+  thirdPartyClientId?: string
   scope: string
   fields: Record<string, string | undefined>
   csrf: string
@@ -52,8 +54,11 @@ export function consentPage(input: {
   status?: number
   cookie?: string
 }): Response {
-  const body = `<h1>Authorize ${escapeHtml(input.clientName)}</h1>
-<div class="box"><p><strong>${escapeHtml(input.clientName)}</strong> asks for access to your organization:</p>
+  const title = `Authorize ${input.clientName}${input.thirdPartyClientId !== undefined ? ' (third-party application)' : ''}`
+  const thirdParty = input.thirdPartyClientId === undefined ? ''
+    : `<p class="third-party"><strong>Third-party application.</strong> Its name was chosen by whoever registered it with this gateway: approve only if you started this sign-in from an application you trust. Client id: <code>${escapeHtml(input.thirdPartyClientId)}</code></p>`
+  const body = `<h1>${escapeHtml(title)}</h1>
+<div class="box">${thirdParty}<p><strong>${escapeHtml(input.clientName)}</strong> asks for access to your organization:</p>
 <p><code>${escapeHtml(input.scope)}</code>: ${escapeHtml(SCOPE_TEXT[input.scope] ?? input.scope)}</p>${input.detail ? `<p>${input.detail}</p>` : ''}</div>
 ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` : ''}
 <form method="post" action="${escapeHtml(input.action)}">${hidden({ ...input.fields, csrf: input.csrf })}
@@ -61,7 +66,7 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
 <input type="password" id="api_key" name="api_key" autocomplete="off" placeholder="z_sk_…">
 <p>The key's secret is not stored or shared with the application. The access acts for you and the key's organization, and can never do more than the key: its spend cap, expiry and admin flag apply, and it ends when the key is revoked or expires.</p>
 <div class="buttons"><button type="submit" name="decision" value="approve">Approve</button><button type="submit" name="decision" value="deny">Deny</button></div></form>`
-  return page(`Authorize ${input.clientName}`, body, input.status ?? 200, input.cookie ? { 'set-cookie': input.cookie } : {})
+  return page(title, body, input.status ?? 200, input.cookie ? { 'set-cookie': input.cookie } : {})
 }
 
 /** The first device page: type the code the terminal shows. */

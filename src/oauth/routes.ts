@@ -6,6 +6,7 @@ import { DEVICE_GRANT } from './clients'
 import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
 import { formDoc, jsonDoc, oauthResponses, SCHEMAS, THROTTLED } from './openapi'
+import { parseResource } from './resource'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, WELL_KNOWN_PATHS, type OAuthServer } from './server'
 
@@ -60,7 +61,7 @@ export function oauthRoutes(oauth: OAuthServer) {
         parse: 'none',
         detail: {
           summary: 'Register a client (RFC 7591)',
-          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme in reverse-DNS form such as com.example.app: or of a known MCP host: cursor, vscode; other schemes, fragments and whitespace are invalid_redirect_uri), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes. Other RFC 7591 metadata of the wrong type (a non-string scope, client_uri, logo_uri…, contacts not an array of strings) is 400 invalid_client_metadata naming the field; unknown fields are ignored.',
+          description: 'Dynamic client registration for public clients: redirect_uris (https, loopback http, or a private-use scheme in reverse-DNS form such as com.example.app: or of a known MCP host: cursor, vscode; other schemes, fragments and whitespace are invalid_redirect_uri), client_name, grant_types. token_endpoint_auth_method is always none; PKCE binds the codes. Other RFC 7591 metadata of the wrong type (a non-string scope, client_uri, logo_uri…, contacts not an array of strings) is 400 invalid_client_metadata naming the field; unknown fields are ignored. The built-in CLI client\'s name (svc command-line client, in any case, spacing or NFKC form) is reserved: 400 invalid_client_metadata.',
           requestBody: {
             ...jsonDoc('Client metadata', {
               type: 'object',
@@ -80,8 +81,8 @@ export function oauthRoutes(oauth: OAuthServer) {
         const issuer = oauth.issuerOf(request)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
-        const resource = oauth.checkResource(form.resource, issuer)
-        if (resource === 'invalid') throw new OAuthError('invalid_target', `resource must be ${issuer}/mcp or ${issuer}`)
+        // Checked against the grant's scope by each grant below (invalid_target when they disagree).
+        const resource = parseResource(form.resource, issuer)
         let tokens
         if (form.grant_type === 'authorization_code') {
           const client = await requireClient(oauth, claim, 'authorization_code')
@@ -90,11 +91,11 @@ export function oauthRoutes(oauth: OAuthServer) {
         } else if (form.grant_type === 'refresh_token') {
           const client = await requireClient(oauth, claim, 'refresh_token')
           if (!form.refresh_token) throw new OAuthError('invalid_request', 'refresh_token is required')
-          tokens = await oauth.tokens.refresh(form.refresh_token, client.id, scope)
+          tokens = await oauth.tokens.refresh(form.refresh_token, client.id, scope, resource)
         } else if (form.grant_type === DEVICE_GRANT) {
           const client = await requireClient(oauth, claim, DEVICE_GRANT)
           if (!form.device_code) throw new OAuthError('invalid_request', 'device_code is required')
-          tokens = await oauth.device.poll(form.device_code, client.id)
+          tokens = await oauth.device.poll(form.device_code, client.id, resource)
         } else {
           throw new OAuthError(form.grant_type ? 'unsupported_grant_type' : 'invalid_request', form.grant_type ? `grant_type "${form.grant_type.slice(0, 100)}" is not supported` : 'grant_type is required')
         }
@@ -109,7 +110,9 @@ export function oauthRoutes(oauth: OAuthServer) {
             'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
             'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference), bounded by the API key the person signed in with ' +
             '(a grant whose key is revoked or expired refreshes to invalid_grant). Clients are public: client_id in the body; ' +
-            'HTTP Basic naming the client with an empty password is accepted as the same, any other Basic credential is 401 invalid_client.',
+            'HTTP Basic naming the client with an empty password is accepted as the same, any other Basic credential is 401 invalid_client. ' +
+            'An RFC 8707 resource, when sent, must be the resource of the grant\'s scope (…/mcp for mcp:inference, the API root for cli:inference) ' +
+            'and, for a code, the one of its authorization request: otherwise 400 invalid_target, and the code, refresh token or device code is not spent.',
           requestBody: formDoc({ grant_type: 'string', code: 'string', redirect_uri: 'string', client_id: 'string', code_verifier: 'string', refresh_token: 'string', device_code: 'string', scope: 'string', resource: 'string' }),
           responses: oauthResponses({ 200: jsonDoc('The tokens (RFC 6749 §5.1)', SCHEMAS.TOKEN) }),
         },

@@ -9,6 +9,7 @@ import { ClientService, DEVICE_GRANT } from './clients'
 import { CodeService } from './codes'
 import { DeviceService } from './device'
 import { OAuthError } from './errors'
+import { MCP_PATH, resourceOf } from './resource'
 import { SCOPES } from './secrets'
 import { TokenService } from './tokens'
 
@@ -61,9 +62,6 @@ export function throttleKeyOf(address: string): string {
 
 /** Spent codes are kept a day past expiry, so a late replay still revokes what they issued. */
 const KEEP_EXPIRED_MS = 86_400_000
-
-/** The MCP endpoint, the protected resource of `mcp:inference` tokens. */
-export const MCP_PATH = '/mcp'
 
 /** The OAuth 2.1 authorization server: its services and its discovery documents. */
 export class OAuthServer {
@@ -149,7 +147,7 @@ export class OAuthServer {
   protectedResourceMetadata(issuer: string, resource: 'mcp' | 'api'): Record<string, unknown> {
     const scope: OAuthScope = resource === 'mcp' ? 'mcp:inference' : 'cli:inference'
     return {
-      resource: resource === 'mcp' ? issuer + MCP_PATH : issuer,
+      resource: resourceOf(scope, issuer),
       authorization_servers: [issuer],
       scopes_supported: [scope],
       bearer_methods_supported: ['header'],
@@ -164,24 +162,5 @@ export class OAuthServer {
     const parts = [`resource_metadata="${issuer}/.well-known/oauth-protected-resource${MCP_PATH}"`, 'scope="mcp:inference"']
     if (error) parts.push(`error="${error}"`)
     return `Bearer ${parts.join(', ')}`
-  }
-
-  /**
-   * The `resource` indicator (RFC 8707), when a client sends one, must name this gateway: /mcp
-   * or the API root. Returns the normalized value (the origin as the URL parser writes it, and
-   * `/mcp` for both `/mcp` and `/mcp/`), undefined when absent, or 'invalid'. Normalized, because
-   * the token request's indicator is compared with the authorization request's.
-   */
-  checkResource(raw: string | undefined, issuer: string): string | undefined | 'invalid' {
-    if (raw === undefined || raw === '') return undefined
-    let url: URL
-    try {
-      url = new URL(raw)
-    } catch {
-      return 'invalid'
-    }
-    if (url.origin !== new URL(issuer).origin || url.hash !== '') return 'invalid'
-    if (url.pathname === '/') return url.origin
-    return url.pathname === MCP_PATH || url.pathname === `${MCP_PATH}/` ? `${url.origin}${MCP_PATH}` : 'invalid'
   }
 }

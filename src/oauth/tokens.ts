@@ -8,6 +8,7 @@ import { VerifyCache } from '../keys/verify-cache'
 import type { Clock } from '../lib/clock'
 import { newId } from '../lib/ids'
 import { OAuthError } from './errors'
+import { checkAudience, type NamedResource } from './resource'
 import { hashOf, isWellFormedToken, PREFIX, randomSecret } from './secrets'
 
 /** What a grant is issued for: one client, user, org and scope, signed in with one API key. */
@@ -90,7 +91,7 @@ export class TokenService {
    * issued. A refresh token presented a second time means it leaked (or a client raced itself):
    * the whole grant is revoked, so the thief's tokens die with the victim's.
    */
-  async refresh(refreshToken: string, clientId: string, scope: OAuthScope | undefined): Promise<TokenSet> {
+  async refresh(refreshToken: string, clientId: string, scope: OAuthScope | undefined, resource: NamedResource | undefined): Promise<TokenSet> {
     const now = this.clock.now()
     const row = await this.lookup(refreshToken, 'refresh')
     if (!row || row.grant.revokedAtMs !== null) throw new OAuthError('invalid_grant', 'the refresh token is invalid or revoked')
@@ -104,6 +105,7 @@ export class TokenService {
     const keyStatus = keyStatusOf(row.key, now)
     if (keyStatus !== 'active') throw new OAuthError('invalid_grant', `the API key this authorization was signed in with is ${keyStatus}; sign in again`)
     if (scope !== undefined && scope !== row.grant.scope) throw new OAuthError('invalid_scope', `this authorization is for ${row.grant.scope} only`)
+    checkAudience(resource, row.grant.scope)
     // Spend it with a guarded update, so two concurrent refreshes cannot both win.
     const spent = await this.db
       .update(oauthTokens)

@@ -121,7 +121,9 @@ describe('MCP host: OAuth discovery, registration and consent (in Chromium when 
   async function approveInChromium(browser: Browser, authorizationUrl: URL): Promise<string> {
     const page = await browser.newPage()
     await page.goto(authorizationUrl.href)
-    expect(await page.textContent('h1')).toBe('Authorize Acme Agent Host')
+    // A registered client: marked third-party, with the client id its registrant cannot choose.
+    expect(await page.textContent('h1')).toBe('Authorize Acme Agent Host (third-party application)')
+    expect(await page.textContent('body')).toContain(`Client id: ${authorizationUrl.searchParams.get('client_id')}`)
     expect(await page.textContent('body')).toContain('mcp:inference')
     await page.fill('#api_key', 'z_sk_not-a-real-key')
     await page.click('button[value=approve]')

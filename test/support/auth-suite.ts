@@ -50,6 +50,9 @@ export function runAuthSuite(route: AuthedRoute): void {
       const org = await t.createOrg()
       expect((await send(t, { authorization: `Bearer ${org.adminKey}` })).status).toBe(route.okStatus)
       expect((await send(t, { 'x-api-key': org.adminKey })).status).toBe(route.okStatus)
+      // An empty or blank X-API-Key beside a Bearer is absent, as it is alone (not "different credentials").
+      expect((await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-api-key': '' })).status).toBe(route.okStatus)
+      expect((await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-api-key': ' \t ' })).status).toBe(route.okStatus)
       expect((await send(t, { authorization: `bearer ${org.adminKey}`, 'x-org-id': org.orgId })).status).toBe(route.okStatus)
       // Organization ids are UUIDs, case-insensitive on input (RFC 9562 §4), as key ids are.
       expect((await send(t, { authorization: `Bearer ${org.adminKey}`, 'x-org-id': org.orgId.toUpperCase() })).status).toBe(route.okStatus)
@@ -58,6 +61,7 @@ export function runAuthSuite(route: AuthedRoute): void {
     test('missing, malformed and unknown credentials are 401', withApp(async t => {
       const org = await t.createOrg()
       await expect401(await send(t, {}))
+      await expect401(await send(t, { 'x-api-key': '' }))
       await expect401(await send(t, { authorization: org.adminKey }))
       await expect401(await send(t, { authorization: `Basic ${btoa(`x:${org.adminKey}`)}` }))
       await expect401(await send(t, { authorization: 'Bearer ' }))
