@@ -33,3 +33,21 @@ export function toolArgumentsText(input: Record<string, unknown>): string {
   if (typeof raw === 'string' && Object.keys(input).length === 1) return raw
   return JSON.stringify(input)
 }
+
+/**
+ * Whether a call's argument text so far is a whole JSON object or array: no sane backend sends
+ * more of it, so a later call may start. Chat Completions backends end their calls only at the
+ * finish, and some interleave the deltas of parallel calls (each carries its index), which a
+ * client that sees one call's deltas at a time needs undone (see ChatCompletionsStreamEncoder).
+ * Parsed only when a later call is waiting, and only text that could have ended.
+ */
+export function isWholeJson(argumentsText: string): boolean {
+  const last = argumentsText.trimEnd().at(-1)
+  if (last !== '}' && last !== ']') return false
+  try {
+    JSON.parse(argumentsText)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -6,8 +6,8 @@ import { FakeUpstream } from '../support/fake-upstream'
 import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
 import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
 
-// Tool calls of a Chat Completions backend as Messages and Responses clients (the official SDKs)
-// stream them: arguments that are not a JSON object, parallel calls whose argument deltas the
+// Tool calls of a Chat Completions backend as Messages, Responses and Chat Completions clients
+// (the official SDKs) stream them: arguments that are not a JSON object, parallel calls whose argument deltas the
 // backend interleaves, and a Messages history carrying the `_raw_arguments` wrapper back.
 
 const USAGE = { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 }
@@ -112,6 +112,36 @@ describe('parallel calls whose argument deltas a Chat Completions backend interl
     expect(blocks).toEqual([{ city: 'Oslo' }, { city: 'Paris' }])
     expect(final.content.map(block => (block as Anthropic.ToolUseBlock).id)).toEqual(['call_a', 'call_b'])
   })
+
+  // The SDK's stream helper takes a delta of another index as the end of the call before it and
+  // parses a strict call's arguments there: interleaved, it threw "invalid structured output JSON".
+  // Passed through as the upstream sent it, and re-encoded (an extra field makes the gateway
+  // re-encode the stream from its first chunk).
+  for (const [path, body] of [['passed through', interleaved], ['re-encoded', interleaved.replace('"system_fingerprint":', '"service_tier":"default","system_fingerprint":')]] as const) {
+    test(`Chat Completions (${path}): each call's deltas are contiguous, in index order, and done carries its whole strict arguments`, async () => {
+      openaiUpstream.enqueue({ kind: 'sse', body })
+      const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }
+      const stream = gateway.openai.chat.completions.stream({
+        model: 'oa',
+        messages: [{ role: 'user', content: 'Weather in Oslo and Paris?' }],
+        tools: [{ type: 'function', function: { name: 'get_weather', parameters, strict: true } }],
+      })
+      const indexes: number[] = []
+      stream.on('chunk', chunk => indexes.push(...(chunk.choices[0]?.delta.tool_calls ?? []).map(call => call.index)))
+      const done: unknown[] = []
+      stream.on('tool_calls.function.arguments.done', event => done.push([event.index, event.arguments, event.parsed_arguments]))
+      const final = await stream.finalChatCompletion()
+      expect(indexes).toEqual([0, 0, 0, 1, 1, 1])
+      expect(done).toEqual([
+        [0, '{"city":"Oslo"}', { city: 'Oslo' }],
+        [1, '{"city":"Paris"}', { city: 'Paris' }],
+      ])
+      expect(final.choices[0]!.message.tool_calls!.map(call => [call.id, call.type === 'function' && call.function.arguments])).toEqual([
+        ['call_a', '{"city":"Oslo"}'],
+        ['call_b', '{"city":"Paris"}'],
+      ])
+    })
+  }
 
   test('Responses: every done event carries the whole arguments, and no delta follows an item done', async () => {
     openaiUpstream.enqueue({ kind: 'sse', body: interleaved })

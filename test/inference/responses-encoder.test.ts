@@ -158,6 +158,32 @@ describe('ResponsesStreamEncoder', () => {
     expect(final.output[0]).toEqual({ id: 'rs_unit0', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' })
     expect((final.output[1] as OpenAI.Responses.ResponseOutputMessage).status).toBe('incomplete')
   })
+
+  test('a text block opens its message at its first text: an empty one is no item; one with text is written as before', async () => {
+    const stream = encoder()
+    const types = (frames: string[]) => parse(frames).map(event => event.type)
+    expect(stream.start()).toHaveLength(2)
+    // An empty text block before a tool call (Claude): nothing, not even after an empty delta.
+    expect(stream.push({ type: 'text-start', block: 0 })).toEqual([])
+    expect(stream.push({ type: 'text-delta', block: 0, delta: '' })).toEqual([])
+    expect(stream.push({ type: 'text-end', block: 0 })).toEqual([])
+    expect(types(stream.push({ type: 'tool-call-start', block: 1, callId: 'toolu_1', name: 'look' }))).toEqual(['response.output_item.added'])
+    stream.push({ type: 'tool-call-delta', block: 1, argumentsDelta: '{}' })
+    stream.push({ type: 'tool-call-end', block: 1 })
+    // Text after it: the item, its part and the delta come with the first text, nothing held past it.
+    expect(stream.push({ type: 'text-start', block: 2 })).toEqual([])
+    const first = parse(stream.push({ type: 'text-delta', block: 2, delta: 'after' }))
+    expect(first.map(event => event.type)).toEqual([
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+    ])
+    expect(first[2]).toMatchObject({ output_index: 1, item: { id: 'msg_unit1', type: 'message' } })
+    const frames = [...stream.push({ type: 'text-end', block: 2 }), ...stream.finish('tool-calls', USAGE)]
+    expect(parse(frames).at(-1).response.output.map((item: { type: string }) => item.type)).toEqual(['function_call', 'message'])
+  })
 })
 
 describe('encodeResponse (non-streamed)', () => {

@@ -155,12 +155,12 @@ describe('openai-compatible pass-through', () => {
     expect(types(same(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'one ' }) + content('two ') + content('a\u001fb') + content('c') + chunk({}, 'stop') + DONE).events).at(-1)).toBe('error')
   })
 
-  test('tool calls with ids pass through, parallel and interleaved; stop after tools is tool_calls', () => {
+  test('parallel tool calls with ids pass through; stop after tools is tool_calls', () => {
     const args = '{"city":"Paris","unit":"c"}'
     let sse = chunk({ role: 'assistant', content: null }) + chunk({ content: 'Checking. ' })
     sse += chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '' } }] })
-    sse += chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'time', arguments: '{"tz":' } }] })
     for (const piece of fragments(args, 4)) sse += chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })
+    sse += chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'time', arguments: '{"tz":' } }] })
     sse += chunk({ tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] })
     sse += chunk({}, 'stop') + usageFrame() + DONE
     const result = same(sse)
@@ -168,6 +168,37 @@ describe('openai-compatible pass-through', () => {
     expect(types(result.events)).toEqual(['response-start', 'passthrough', 'tool-call-end', 'tool-call-end', 'finish'])
     expect(result.events[1]).toMatchObject({ toolBlocks: [0, 1], toolBytes: args.length + '{"tz":"CET"}'.length })
     expect(result.client).toContain('"finish_reason":"tool_calls"')
+  })
+
+  test('interleaved parallel calls hand over where the next call starts before the last is whole; the client gets each call contiguous', () => {
+    const args = '{"city":"Paris","unit":"c"}'
+    let sse = chunk({ role: 'assistant', content: null }) + chunk({ content: 'Checking. ' })
+    sse += chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '' } }] })
+    sse += chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'time', arguments: '{"tz":' } }] })
+    for (const piece of fragments(args, 4)) sse += chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })
+    sse += chunk({ content: 'More. ' })
+    sse += chunk({ tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] })
+    sse += chunk({}, 'stop') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events).slice(0, 3)).toEqual(['response-start', 'passthrough', 'tool-call-start'])
+    expect(result.events[1]).toMatchObject({ toolBlocks: [0] })
+    // Chunk by chunk, as the client sees them: call 0 whole, then call 1 and what came after its start.
+    const deltas = result.client.split('\n\n').filter(line => line.startsWith('data: {')).map(line => JSON.parse(line.slice(6)).choices[0]?.delta)
+    const seen = deltas.flatMap(delta => (delta?.tool_calls ?? []).map((call: { index: number; function: { arguments: string } }) => [call.index, call.function.arguments]))
+    expect(seen).toEqual([[0, ''], ...fragments(args, 4).map(piece => [0, piece]), [1, ''], [1, '{"tz":'], [1, '"CET"}']])
+    expect(deltas.filter(delta => delta?.content).map(delta => delta.content)).toEqual(['Checking. ', 'More. '])
+    expect(result.client).toContain('"finish_reason":"tool_calls"')
+  })
+
+  test('a call whose arguments are never whole JSON (a Python-style dict): the next call waits for the finish, order unchanged', () => {
+    let sse = chunk({ role: 'assistant', content: null })
+    sse += chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: "{'city': " } }] })
+    sse += chunk({ tool_calls: [{ index: 0, function: { arguments: "'Oslo'}" } }] })
+    sse += chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'time', arguments: '{"tz":"CET"}' } }] })
+    sse += chunk({}, 'tool_calls') + usageFrame() + DONE
+    const result = same(sse)
+    const calls = result.client.split('\n\n').filter(line => line.startsWith('data: {')).flatMap(line => JSON.parse(line.slice(6)).choices[0]?.delta.tool_calls ?? [])
+    expect(calls.map((call: { index: number }) => call.index)).toEqual([0, 0, 0, 1, 1])
   })
 
   test('a tool call without id hands over mid-stream; forwarded calls continue under the translator', () => {

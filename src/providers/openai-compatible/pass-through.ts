@@ -8,7 +8,9 @@
 //   refusal / tool calls with ids (or continuing known ones). Its delta goes out as the JSON
 //   text the chat-completions encoder would write for the same events, so the reply's bytes
 //   are those of the re-encoding path (test/providers/openai-compatible-pass-through.test.ts).
-// - anything else (an error chunk, `reasoning`, a tool call without id or name, function_call,
+// - anything else (an error chunk, `reasoning`, a tool call without id or name, a tool call that
+//   starts while the one before it is unfinished (its text not yet whole JSON: the backend may
+//   be interleaving their deltas, which the encoder undoes), function_call,
 //   a finish_reason, the usage chunk, `[DONE]`, extra fields such as OpenAI's service_tier or
 //   obfuscation, a head that changed): the rest of the stream goes through ChunkTranslator,
 //   which is told what already went out, so the terminal frames are held and settled as always.
@@ -24,6 +26,7 @@
 
 import type { ChatEvent } from '../../inference/canonical'
 import { SseDecoder, type SseEvent } from '../../http/sse'
+import { isWholeJson } from '../../inference/tool-input'
 import { parseStringLiteral, SPECIAL, SPECIAL_OR_WIDE } from '../../lib/json-literal'
 import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 
@@ -34,6 +37,8 @@ interface ForwardedTool {
   index: number
   callId: string
   name: string
+  /** Its argument text so far (appended while planning: a chunk that is not plain hands the stream over, and this is not read again). */
+  text: string
 }
 
 /** What the client sees of one plain chunk, built before anything is committed. */
@@ -66,6 +71,8 @@ export class PassThroughTranslator {
   private suffix = ''
   /** Forwarded tool calls by the upstream's `index` (as ChunkTranslator keys them). */
   private readonly tools = new Map<number, ForwardedTool>()
+  /** The tool call forwarded last. */
+  private lastTool: ForwardedTool | undefined
   private current: Passthrough | undefined
 
   constructor(context: StreamContext) {
@@ -198,6 +205,7 @@ export class PassThroughTranslator {
     // stream() opens at the first event (first-event.ts), and must not wait for the next chunk.
     if (planned.start !== undefined) out.push(planned.start)
     for (const { key, tool } of planned.started) this.tools.set(key, tool)
+    if (planned.started.length > 0) this.lastTool = planned.started.at(-1)!.tool
     if (planned.deltas.length === 0) return
     const event = this.open(out)
     for (const delta of planned.deltas) event.deltas.push(delta)
@@ -251,6 +259,7 @@ export class PassThroughTranslator {
   private planTools(toolCalls: unknown, planned: Planned): boolean {
     if (!Array.isArray(toolCalls)) return false
     const started = new Map<number, ForwardedTool>()
+    let last = this.lastTool
     for (const call of toolCalls) {
       if (!isRecord(call) || !Number.isInteger(call.index)) return false
       const fn = call.function
@@ -265,12 +274,16 @@ export class PassThroughTranslator {
         const callId = call.id
         const name = fn?.name
         if (typeof callId !== 'string' || callId === '' || typeof name !== 'string' || name === '' || (call.type !== undefined && call.type !== 'function')) return false
-        tool = { index: this.tools.size + started.size, callId, name }
+        // Checked once per call, when the next one starts (OpenAI's calls are whole by then).
+        if (last !== undefined && !isWholeJson(last.text)) return false
+        tool = { index: this.tools.size + started.size, callId, name, text: '' }
+        last = tool
         started.set(key, tool)
         planned.started.push({ key, tool })
         planned.deltas.push(JSON.stringify({ tool_calls: [{ index: tool.index, id: callId, type: 'function', function: { name, arguments: '' } }] }))
       }
       if (args !== undefined && args !== '') {
+        tool.text += args
         planned.deltas.push(JSON.stringify({ tool_calls: [{ index: tool.index, function: { arguments: args } }] }))
         planned.toolBytes += Buffer.byteLength(args)
       }

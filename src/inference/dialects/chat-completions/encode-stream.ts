@@ -1,7 +1,18 @@
 import { type ApiError, openAIErrorBody } from '../../../http/errors'
 import type { ChatEvent, FinishReason, Usage } from '../../canonical'
+import { isWholeJson } from '../../tool-input'
 import type { ResponseMeta, StreamEncoder } from '../types'
 import { finishReason, usageObject } from './encode'
+
+/**
+ * A tool call written to the client: its argument text (undefined when its deltas went out as
+ * pass-through frames, unread: it is then finished only by its end) and whether it ended.
+ */
+interface OpenCall {
+  block: number
+  text: string | undefined
+  ended: boolean
+}
 
 /**
  * Chat Completions SSE chunks, as the official SDK parses them: a first chunk with the role,
@@ -9,6 +20,16 @@ import { finishReason, usageObject } from './encode'
  * appearance), a chunk with finish_reason, a usage chunk with empty choices when
  * stream_options.include_usage is set, then `data: [DONE]`. With include_usage, every other
  * chunk carries `"usage":null`, as OpenAI documents and sends.
+ *
+ * Each tool call's deltas are contiguous, calls in index order, as OpenAI streams them: the
+ * SDK's stream helper takes a delta of another index as the end of the call before it (its
+ * `tool_calls.function.arguments.done`, which parses strict arguments). A Chat Completions
+ * backend may interleave the arguments of parallel calls (index 0, 1, 0, 1…) and ends its calls
+ * only at the finish. So a call that starts while the open one is unfinished (neither ended nor
+ * whole JSON, isWholeJson) waits, with every event after it (`waiting`), until the open call is
+ * finished; they are then written in order. A stream that does not interleave never waits (a
+ * call's text is whole when the next starts), so its bytes are the same; one whose arguments are
+ * never whole (a Python-style dict) gets the same bytes later, at the finish.
  */
 export class ChatCompletionsStreamEncoder implements StreamEncoder {
   private readonly prefix: string
@@ -18,6 +39,10 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   private readonly deltaHead: string
   private readonly deltaTail: string
   private readonly toolIndex = new Map<number, number>()
+  /** The tool call written last. */
+  private open: OpenCall | undefined
+  /** Events held behind the open call, in order (the first is the start of a later call). */
+  private waiting: ChatEvent[] | undefined
 
   constructor(private readonly meta: ResponseMeta) {
     // Every chunk shares id, object, created and model: serialise that part once.
@@ -32,6 +57,11 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   }
 
   push(event: ChatEvent): string[] {
+    const waiting = this.waiting
+    if (waiting !== undefined && !('block' in event && event.block === this.open!.block)) {
+      waiting.push(event)
+      return []
+    }
     switch (event.type) {
       case 'text-delta':
         if (event.delta === '') return []
@@ -39,20 +69,39 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
       case 'reasoning-delta':
         return event.delta === '' ? [] : [this.chunk({ reasoning_content: event.delta })]
       case 'tool-call-start': {
+        if (this.open !== undefined && !this.finished(this.open)) {
+          this.waiting = [event]
+          return []
+        }
         const index = this.toolIndex.size
         this.toolIndex.set(event.block, index)
+        this.open = { block: event.block, text: '', ended: false }
         return [this.chunk({ tool_calls: [{ index, id: event.callId, type: 'function', function: { name: event.name, arguments: '' } }] })]
       }
       case 'tool-call-delta': {
         const index = this.toolIndex.get(event.block)
         if (index === undefined || event.argumentsDelta === '') return []
-        return [this.chunk({ tool_calls: [{ index, function: { arguments: event.argumentsDelta } }] })]
+        const frame = this.chunk({ tool_calls: [{ index, function: { arguments: event.argumentsDelta } }] })
+        const open = this.open!
+        if (open.block !== event.block || open.text === undefined) return [frame]
+        open.text += event.argumentsDelta
+        return waiting !== undefined && isWholeJson(open.text) ? [frame, ...this.release()] : [frame]
+      }
+      case 'tool-call-end': {
+        if (this.open?.block !== event.block) return []
+        this.open.ended = true
+        return waiting !== undefined ? this.release() : []
       }
       case 'passthrough': {
         // Chunks passed through from a Chat Completions upstream: a frame per delta, which the
         // caller writes in one piece (one join, where concatenating them here built a rope first).
+        // The pass-through never forwards a call while the one before it is unfinished
+        // (pass-through.ts); its calls' text is not read here.
         if (event.format !== 'chat-completions') return []
-        if (event.toolBlocks !== undefined) for (const block of event.toolBlocks) this.toolIndex.set(block, this.toolIndex.size)
+        if (event.toolBlocks !== undefined) {
+          for (const block of event.toolBlocks) this.toolIndex.set(block, this.toolIndex.size)
+          this.open = { block: event.toolBlocks.at(-1)!, text: undefined, ended: false }
+        }
         return event.deltas.map(delta => this.frame(delta))
       }
       default:
@@ -61,10 +110,29 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   }
 
   finish(reason: FinishReason, usage: Usage): string[] {
-    const frames = [`data: ${this.prefix}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(finishReason(reason))}}]${this.suffix}`]
+    // Calls a provider left open end here, those that waited written after them.
+    const frames: string[] = []
+    while (this.waiting !== undefined) {
+      this.open!.ended = true
+      frames.push(...this.release())
+    }
+    frames.push(`data: ${this.prefix}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":${JSON.stringify(finishReason(reason))}}]${this.suffix}`)
     if (this.meta.includeUsage) frames.push(`data: ${this.prefix}"choices":[],"usage":${JSON.stringify(usageObject(usage, this.meta.serverToolUse))}}\n\n`)
     frames.push('data: [DONE]\n\n')
     return frames
+  }
+
+  /** The open call is finished: the events that waited behind it, in order (one may open the next wait). */
+  private release(): string[] {
+    const waiting = this.waiting!
+    this.waiting = undefined
+    const frames: string[] = []
+    for (const event of waiting) frames.push(...this.push(event))
+    return frames
+  }
+
+  private finished(open: OpenCall): boolean {
+    return open.ended || (open.text !== undefined && isWholeJson(open.text))
   }
 
   /**

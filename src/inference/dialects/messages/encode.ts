@@ -60,14 +60,20 @@ export function contentBlock(block: ResultBlock): Record<string, unknown> {
   }
 }
 
-/** A non-streamed `message` object; blocks keep the order the upstream produced them in. */
+/**
+ * A non-streamed `message` object; blocks keep the order the upstream produced them in, an
+ * empty text block included (Claude writes one before a tool_use at times, and Anthropic's own
+ * reply keeps it, streamed or not). The stream cannot leave it out: a block's start goes out
+ * before its text is known, and a same-format pass-through sends the upstream's events as they
+ * are; so the whole reply keeps it too, and a client's finalMessage() and create() agree.
+ */
 export function encodeMessage(result: ChatResult, usage: Usage, meta: ResponseMeta) {
   return {
     id: meta.id,
     type: 'message',
     role: 'assistant',
     model: meta.model,
-    content: result.blocks.filter(block => block.type !== 'text' || block.text !== '').map(contentBlock),
+    content: result.blocks.map(contentBlock),
     stop_reason: stopReason(result.finishReason, result.stopSequence),
     stop_sequence: result.finishReason === 'stop' ? (result.stopSequence ?? null) : null,
     usage: usageObject(usage, meta.serverToolUse),

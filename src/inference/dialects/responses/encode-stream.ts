@@ -58,6 +58,8 @@ export class ResponsesStreamEncoder implements StreamEncoder {
    */
   private call: Item | undefined
   private waiting: ChatEvent[] | undefined
+  /** Text blocks started whose first text has not come (no item yet). */
+  private textToCome: Set<number> | undefined
 
   constructor(
     private readonly meta: ResponseMeta,
@@ -75,6 +77,25 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       ;(this.waiting ??= []).push(event)
       return []
     }
+    // A text block becomes a message item at its first text: an empty one (Claude's before a
+    // tool_use) is no item, as the non-streamed response leaves it out (encodeResponse).
+    switch (event.type) {
+      case 'text-start':
+        ;(this.textToCome ??= new Set()).add(event.block)
+        return []
+      case 'text-delta':
+        if (this.textToCome?.has(event.block) !== true) break
+        if (event.delta === '') return []
+        this.textToCome.delete(event.block)
+        return [...this.step({ type: 'text-start', block: event.block }), ...this.step(event)]
+      case 'text-end':
+        if (this.textToCome?.delete(event.block) === true) return []
+    }
+    return this.step(event)
+  }
+
+  /** One event, text blocks opened as items. */
+  private step(event: ChatEvent): string[] {
     const ended = this.ended
     // A new block finishes the items still open before it is added (below), as the API streams
     // items one after the other (a provider may leave a text block open).

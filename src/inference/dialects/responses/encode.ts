@@ -152,11 +152,13 @@ function blocksOf(result: ChatResult): Block[] {
 /**
  * A non-streamed `response`: one output item per block of the answer, as the stream sends them
  * (reasoning → reasoning item, text → message, tool call → function_call). A truncated answer
- * marks its last item incomplete.
+ * marks its last item incomplete. An empty text block (Claude writes one before a tool_use at
+ * times) is no item: OpenAI sends no empty message, and the stream, which opens a message at its
+ * first text, never shows one either.
  */
 export function encodeResponse(result: ChatResult, usage: Usage, meta: ResponseMeta, echo: Echo) {
   const { status, incomplete } = statusOf(result.finishReason)
-  const blocks = blocksOf(result)
+  const blocks = blocksOf(result).filter(block => block.type !== 'text' || block.text !== '')
   // An answer that is all refusal (OpenAI never mixes the two) is written as refusal parts.
   const refused = result.refusal !== undefined && result.refusal !== '' && result.refusal === result.text
   const output = blocks.map((block, index) => {
