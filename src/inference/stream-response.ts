@@ -157,10 +157,17 @@ class Pump {
     // Handled here too: a client that leaves before the last pull never awaits it, and an
     // unhandled rejection would end the process.
     closing.catch(() => {})
-    const body = new ReadableStream<Uint8Array>({
-      start: controller => enqueue(controller, frames),
-      pull: async controller => {
-        enqueue(controller, await closing)
+    // Bun's direct stream: the server calls `pull` once and each write goes to the socket as it
+    // is, with no queue, no UTF-8 copy made here and no promise per chunk (~35 µs less to the
+    // first byte at one connection; bench/README.md, twenty-third session). A write to a client
+    // that has left returns 0.
+    const body = new ReadableStream({
+      type: 'direct',
+      pull: async (controller: ReadableStreamDirectController) => {
+        controller.write(frames.length === 1 ? frames[0]! : frames.join(''))
+        controller.flush()
+        const rest = await closing
+        controller.write(rest.length === 1 ? rest[0]! : rest.join(''))
         controller.close()
       },
     })
