@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { runCli } from '../../src/commands'
+import { loadClientConfig } from '../../src/config/client'
 import { loadConfig } from '../../src/config/load'
 import { devTee } from '../../src/operator/dev-tee'
 import { encryptedChatCommand } from '../../src/operator/encrypted-chat'
@@ -20,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => t.stopAll())
 
 describe('svc encrypted-chat', () => {
-  const config = loadConfig({ SVC_LOG_LEVEL: 'error' })
+  const config = loadClientConfig({})
   for (const algo of ['ecdsa', 'ed25519']) {
     test(`${algo}: streams the decrypted answer and says what was and was not verified`, async () => {
       const { io, err } = capture()
