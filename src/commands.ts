@@ -36,7 +36,8 @@ Usage: svc [command] [options]
                                 two or three models answer, a judge synthesizes: the synthesis on
                                 stdout, each participant's status on stderr (key as for chat)
   login [--url U]               sign in to a gateway in the browser (OAuth device flow); keeps a
-                                CLI token in SVC_CONFIG_DIR (default ~/.config/svc), mode 0600
+                                CLI token in SVC_CONFIG_DIR (default $XDG_CONFIG_HOME/svc, else
+                                ~/.config/svc), mode 0600
   logout                        revoke and delete the stored token
   encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream] [--system S] PROMPT
                                 one end-to-end encrypted answer: attest, check the binding, encrypt, decrypt
@@ -49,9 +50,12 @@ Usage: svc [command] [options]
   keys list --org ORG
   keys revoke KEY_ID
 
-Every command that prints data accepts --json; serve, migrate and version take no arguments. Exit codes: 0 success, 1 failure, 2 usage error.
-Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR;
-without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.`
+--json prints one JSON object instead of text, on orgs, users, keys, credit, plans set, ledger verify, chat, fusion,
+encrypted-chat and dev-tee; serve, migrate and version take no arguments. Exit codes: 0 success, 1 failure, 2 usage error.
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID;
+without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.
+chat, fusion, login, logout and encrypted-chat only talk to a running gateway: they read SVC_URL (default
+http://localhost:$PORT), SVC_API_KEY and SVC_CONFIG_DIR, never SVC_CONFIG or the database; dev-tee reads only its flags.`
 
 type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 
