@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runCli } from '../../src/commands'
+import { loadClientConfig } from '../../src/config/client'
 import { captureIo, runCliCaptured, runProcess } from '../support/cli'
 import { buildTestApp, type TestApp } from '../support/harness'
 
@@ -82,6 +83,21 @@ describe('client commands ignore the server config', () => {
     expect(refused.err.join('\n')).toContain('PORT: must be an integer from 0 to 65535, got "x"')
     const fine = captureIo()
     expect(await runCli(['logout'], { PORT: 'x', SVC_URL: url, SVC_CONFIG_DIR: join(dir, 'svc') }, fine.io)).toBe(0)
+  })
+})
+
+describe('loadClientConfig', () => {
+  test('an empty variable means unset, as for every setting', () => {
+    const empty = loadClientConfig({ SVC_URL: '', SVC_API_KEY: '', SVC_CONFIG_DIR: '', XDG_CONFIG_HOME: '', PORT: '', HOME: '/home/svc' })
+    expect({ url: empty.url, apiKey: empty.apiKey, configDir: empty.configDir() }).toEqual({ url: 'http://localhost:8080', apiKey: undefined, configDir: '/home/svc/.config/svc' })
+  })
+
+  test('SVC_CONFIG_DIR, else $XDG_CONFIG_HOME/svc, else ~/.config/svc; SVC_URL without trailing slashes, else PORT on localhost', () => {
+    expect(loadClientConfig({ SVC_CONFIG_DIR: '/c', XDG_CONFIG_HOME: '/x', HOME: '/h' }).configDir()).toBe('/c')
+    expect(loadClientConfig({ XDG_CONFIG_HOME: '/x', HOME: '/h' }).configDir()).toBe('/x/svc')
+    expect(loadClientConfig({ HOME: '/h' }).configDir()).toBe('/h/.config/svc')
+    expect(loadClientConfig({ SVC_URL: 'https://gateway.example//', PORT: '9' }).url).toBe('https://gateway.example')
+    expect(loadClientConfig({ PORT: '9090' }).url).toBe('http://localhost:9090')
   })
 })
 
