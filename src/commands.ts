@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs'
 import { DrizzleQueryError } from 'drizzle-orm/errors'
 import { localPathOf } from './billing/executor'
+import { loadClientConfig, type ClientConfig } from './config/client'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
 import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
@@ -35,7 +36,8 @@ Usage: svc [command] [options]
                                 two or three models answer, a judge synthesizes: the synthesis on
                                 stdout, each participant's status on stderr (key as for chat)
   login [--url U]               sign in to a gateway in the browser (OAuth device flow); keeps a
-                                CLI token in SVC_CONFIG_DIR (default ~/.config/svc), mode 0600
+                                CLI token in SVC_CONFIG_DIR (default $XDG_CONFIG_HOME/svc, else
+                                ~/.config/svc), mode 0600
   logout                        revoke and delete the stored token
   encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream] [--system S] PROMPT
                                 one end-to-end encrypted answer: attest, check the binding, encrypt, decrypt
@@ -48,9 +50,12 @@ Usage: svc [command] [options]
   keys list --org ORG
   keys revoke KEY_ID
 
-Every command that prints data accepts --json; serve, migrate and version take no arguments. Exit codes: 0 success, 1 failure, 2 usage error.
-Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID, SVC_URL, SVC_API_KEY, SVC_CONFIG_DIR;
-without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.`
+--json prints one JSON object instead of text, on orgs, users, keys, credit, plans set, ledger verify, chat, fusion,
+encrypted-chat and dev-tee; serve, migrate and version take no arguments. Exit codes: 0 success, 1 failure, 2 usage error.
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID;
+without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.
+chat, fusion, login, logout and encrypted-chat only talk to a running gateway: they read SVC_URL (default
+http://localhost:$PORT), SVC_API_KEY and SVC_CONFIG_DIR, never SVC_CONFIG or the database; dev-tee reads only its flags.`
 
 type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
 
@@ -70,15 +75,30 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   'keys revoke': async () => (await import('./operator/keys')).keysRevoke,
 }
 
+type ClientCommand = (client: ClientConfig, args: string[], io: CliIo) => Promise<void>
+
+/**
+ * Commands that only talk to a running gateway over HTTP. They read SVC_URL, SVC_API_KEY and the
+ * login token's directory (loadClientConfig), never the server's config: a workstation has
+ * neither its file nor the provider secrets it names.
+ */
+const CLIENT_COMMANDS: Record<string, () => Promise<ClientCommand>> = {
+  chat: async () => (await import('./operator/chat')).chat,
+  fusion: async () => (await import('./operator/fusion')).fusion,
+  login: async () => (await import('./operator/login')).login,
+  logout: async () => (await import('./operator/login')).logout,
+  'encrypted-chat': async () => (await import('./operator/encrypted-chat')).encryptedChatCommand,
+}
+
 const consoleIo: CliIo = { out: line => console.log(line), err: line => console.error(line) }
 
-/** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
 /** Commands runCli dispatches itself (the rest are COMMANDS). */
-const DIRECT_COMMANDS = new Set(['chat', 'fusion', 'login', 'logout', 'encrypted-chat', 'dev-tee'])
+const DIRECT_COMMANDS = new Set([...Object.keys(CLIENT_COMMANDS), 'dev-tee'])
 
 /** Commands that take no arguments at all (not even --json: they print no data, or only a version). */
 const NO_ARGUMENTS = new Set(['serve', 'migrate', 'version', '--version'])
 
+/** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = consoleIo): Promise<number> {
   const [first = 'serve', second] = argv
   if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
@@ -105,22 +125,13 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
     return 2
   }
-  let config: Config
-  try {
-    config = loadConfig(env)
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error
-    io.err(error.message)
-    return 1
+  const clientCommand = Object.hasOwn(CLIENT_COMMANDS, first) ? CLIENT_COMMANDS[first] : undefined
+  if (clientCommand) {
+    const client = configOrExit(() => loadClientConfig(env), io)
+    if (client === undefined) return 1
+    return exitCode(io, async () => (await clientCommand())(client, argv.slice(1), io))
   }
-  // serve resolves once listening; a failure before that (an unreachable database) exits 1.
-  if (first === 'serve') return exitCode(io, () => serve(config), config)
-  if (first === 'migrate') return withDeps(config, io, async () => {}, { create: true })
-  if (first === 'chat') return exitCode(io, async () => (await import('./operator/chat')).chat(config, argv.slice(1), io))
-  if (first === 'fusion') return exitCode(io, async () => (await import('./operator/fusion')).fusion(config, argv.slice(1), io))
-  if (first === 'login') return exitCode(io, async () => (await import('./operator/login')).login(config, argv.slice(1), io))
-  if (first === 'logout') return exitCode(io, async () => (await import('./operator/login')).logout(config, argv.slice(1), io))
-  if (first === 'encrypted-chat') return exitCode(io, async () => (await import('./operator/encrypted-chat')).encryptedChatCommand(config, argv.slice(1), io))
+  // dev-tee takes everything from its own flags.
   if (first === 'dev-tee') {
     const stop = new AbortController()
     const onSignal = () => stop.abort()
@@ -131,7 +142,23 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
     }
   }
+  const config = configOrExit(() => loadConfig(env), io)
+  if (config === undefined) return 1
+  // serve resolves once listening; a failure before that (an unreachable database) exits 1.
+  if (first === 'serve') return exitCode(io, () => serve(config), config)
+  if (first === 'migrate') return withDeps(config, io, async () => {}, { create: true })
   return withDeps(config, io, async deps => (await command!())(deps, rest, io))
+}
+
+/** The loaded settings, or undefined after printing every problem of a ConfigError. */
+function configOrExit<T>(load: () => T, io: CliIo): T | undefined {
+  try {
+    return load()
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    io.err(error.message)
+    return undefined
+  }
 }
 
 /**

@@ -150,12 +150,6 @@ export interface Config {
   readonly oauth: OAuthConfig
   /** Hosted MCP (src/mcp/): browser origins allowed besides the issuer's own. */
   readonly mcp: { readonly allowedOrigins: readonly string[] }
-  /**
-   * `svc chat` / `svc login`: the gateway to talk to (SVC_URL, default this instance's port), the
-   * key (SVC_API_KEY), and where `svc login` keeps its token (SVC_CONFIG_DIR, else
-   * $XDG_CONFIG_HOME/svc, else ~/.config/svc).
-   */
-  readonly client: { readonly url: string; readonly apiKey: string | undefined; readonly configDir: string }
   readonly web: WebConfig
   readonly prices: UnitPrices
   /** Where the file config came from: a path, or "embedded default". */

@@ -33,7 +33,7 @@ type Env = Record<string, string | undefined>
 const LOG_LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
 
 /**
- * The only place that reads the environment. Parses env and the YAML/JSON file named by
+ * The only place that reads the environment (with client.ts, for the CLI's client commands). Parses env and the YAML/JSON file named by
  * SVC_CONFIG (else the embedded default) into a frozen Config, or throws ConfigError
  * listing every problem by name.
  */
@@ -144,7 +144,6 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     logLevel,
     instanceId: env.SVC_INSTANCE_ID || undefined,
     faultPoint: faultPoint as FaultPoint | undefined,
-    client: Object.freeze({ url: (env.SVC_URL || `http://localhost:${port}`).replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined, configDir: configDir(env) }),
     oauth: Object.freeze({
       issuer: file.oauth?.issuer,
       accessTokenTtlMs: (file.oauth?.access_token_ttl_s ?? 3600) * 1000,
@@ -210,13 +209,6 @@ function documentsConfig(raw: FileConfig['documents'], pricePerParseNanos: bigin
   })
 }
 
-/** Where `svc login` keeps its token: SVC_CONFIG_DIR, else $XDG_CONFIG_HOME/svc, else ~/.config/svc. */
-function configDir(env: Env): string {
-  if (env.SVC_CONFIG_DIR) return env.SVC_CONFIG_DIR
-  if (env.XDG_CONFIG_HOME) return `${env.XDG_CONFIG_HOME}/svc`
-  return `${env.HOME || require('node:os').homedir()}/.config/svc`
-}
-
 function bucket(raw: { burst: number; per_second: number } | undefined, fallback: BucketRule): BucketRule {
   return Object.freeze(raw ? { burst: raw.burst, perSecond: raw.per_second } : fallback)
 }
@@ -225,7 +217,8 @@ function readFileText(path: string): string {
   return require('node:fs').readFileSync(path, 'utf8')
 }
 
-function parsePort(raw: string | undefined, problems: string[]): number {
+/** PORT, 8080 when unset; a bad value is added to `problems`. */
+export function parsePort(raw: string | undefined, problems: string[]): number {
   if (raw === undefined || raw === '') return 8080
   const port = /^[0-9]{1,5}$/.test(raw) ? Number(raw) : NaN
   if (!(port >= 0 && port <= 65535)) problems.push(`PORT: must be an integer from 0 to 65535, got "${raw}"`)

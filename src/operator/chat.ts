@@ -1,4 +1,4 @@
-import type { Config } from '../config/config'
+import type { ClientConfig } from '../config/client'
 import { decodeSse } from '../http/sse'
 import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from './io'
 import { storedToken } from './login'
@@ -7,10 +7,10 @@ import { storedToken } from './login'
  * The gateway and credential of `svc chat` and `svc fusion`: --key, else SVC_API_KEY, else the
  * token of `svc login` (against the gateway it signed in to, unless --url says otherwise).
  */
-export async function gatewayCredential(config: Config, values: { key?: string; url?: string }): Promise<{ key: string; url: string }> {
-  const key = values.key ?? config.client.apiKey
-  if (key) return { key, url: gatewayUrl(values.url, config.client.url) }
-  const stored = await storedToken(config)
+export async function gatewayCredential(client: ClientConfig, values: { key?: string; url?: string }): Promise<{ key: string; url: string }> {
+  const key = values.key ?? client.apiKey
+  if (key) return { key, url: gatewayUrl(values.url, client.url) }
+  const stored = await storedToken(client)
   if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
   return { key: stored.token, url: gatewayUrl(values.url, stored.url, 'the URL svc login stored') }
 }
@@ -21,10 +21,10 @@ export async function gatewayCredential(config: Config, values: { key?: string; 
  * URL to SVC_URL (else this instance's port on localhost); without either key, the token of
  * `svc login` and its gateway. It talks HTTP only: no database.
  */
-export async function chat(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+export async function chat(client: ClientConfig, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
   const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 1)
   const prompt = promptArgument(positionals)
-  const { key, url } = await gatewayCredential(config, values)
+  const { key, url } = await gatewayCredential(client, values)
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]
   let response: Response
   try {

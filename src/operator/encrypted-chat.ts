@@ -1,5 +1,5 @@
 import { encryptedChat } from '../client/tee'
-import type { Config } from '../config/config'
+import type { ClientConfig } from '../config/client'
 import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from './io'
 
 /**
@@ -8,7 +8,7 @@ import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from
  * attest with a fresh nonce, refuse unless the evidence binds it and the model key, encrypt,
  * send, decrypt. The hardware quote chain is not verified (said on stderr).
  */
-export async function encryptedChatCommand(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+export async function encryptedChatCommand(client: ClientConfig, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
   const { values, positionals } = parseOptions(
     args,
     { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, algo: { type: 'string' }, 'no-stream': { type: 'boolean' }, system: { type: 'string' } },
@@ -16,7 +16,7 @@ export async function encryptedChatCommand(config: Config, args: string[], io: C
     1,
   )
   const prompt = promptArgument(positionals)
-  const key = values.key ?? config.client.apiKey
+  const key = values.key ?? client.apiKey
   if (!key) throw new UsageError('an API key is needed: --key or SVC_API_KEY')
   if (!values.model!.endsWith(':encrypted')) throw new UsageError('--model must be an :encrypted model id (GET /v1/models?privacy_tier=encrypted lists them)')
   const algo = values.algo ?? 'ecdsa'
@@ -24,7 +24,7 @@ export async function encryptedChatCommand(config: Config, args: string[], io: C
   const stream = values['no-stream'] !== true
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]
   const result = await encryptedChat({
-    baseUrl: gatewayUrl(values.url, config.client.url), apiKey: key, model: values.model!, algo, stream, messages,
+    baseUrl: gatewayUrl(values.url, client.url), apiKey: key, model: values.model!, algo, stream, messages,
     onDelta: values.json ? undefined : text => write(text),
   }).catch(error => {
     throw new Error(`encrypted chat failed: ${(error as Error).message}`)

@@ -1,4 +1,4 @@
-import type { Config } from '../config/config'
+import type { ClientConfig } from '../config/client'
 import type { FusionParticipantBody, FusionResultBody } from '../fusion/schema'
 import { decodeSse } from '../http/sse'
 import { gatewayCredential } from './chat'
@@ -21,7 +21,7 @@ function participantLine(entry: FusionParticipantBody): string {
  * on the HTTP route. Exit 1 when there is no synthesis (every participant or the judge failed),
  * after printing what there is.
  */
-export async function fusion(config: Config, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+export async function fusion(client: ClientConfig, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
   const { values, positionals } = parseOptions(
     args,
     {
@@ -39,7 +39,7 @@ export async function fusion(config: Config, args: string[], io: CliIo, write: (
   if (repeated !== undefined) throw new UsageError(`--models names ${repeated} twice; it takes 2 or 3 distinct model ids`)
   const requestId = values['request-id'] ?? crypto.randomUUID()
   if (!UUID.test(requestId)) throw new UsageError('--request-id must be a UUID')
-  const { key, url } = await gatewayCredential(config, values)
+  const { key, url } = await gatewayCredential(client, values)
   const body = {
     models,
     messages: [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }],

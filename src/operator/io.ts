@@ -32,7 +32,7 @@ export function parseOptions<T extends OptionSpec>(
 ): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string } & { json?: boolean }; positionals: string[] } {
   let parsed
   try {
-    parsed = parseArgs({ args, options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positionals > 0, tokens: true })
+    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positionals > 0, tokens: true })
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''))
   }
@@ -51,6 +51,29 @@ export function parseOptions<T extends OptionSpec>(
     if (value === undefined || value === '') throw new UsageError(`--${name} is required`)
   }
   return parsed as never
+}
+
+/**
+ * `--port -1` as `--port=-1`: parseArgs calls a value starting with a dash "ambiguous" (it could
+ * be a forgotten value followed by a flag), so a negative number never reached the flag's own
+ * check and its message. No flag is a dash and a digit, so such a value is unambiguous here; a
+ * value like `--admin` after `--name` stays the usage error it was.
+ */
+function withNegativeValues(args: string[], options: OptionSpec): string[] {
+  const joined: string[] = []
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!
+    const next = args[index + 1]
+    // After `--` everything is a positional, as parseArgs reads it.
+    if (arg === '--') return joined.concat(args.slice(index))
+    if (arg.startsWith('--') && options[arg.slice(2)]?.type === 'string' && next !== undefined && /^-[0-9]/.test(next)) {
+      joined.push(`${arg}=${next}`)
+      index++
+    } else {
+      joined.push(arg)
+    }
+  }
+  return joined
 }
 
 /**

@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Config } from '../config/config'
+import type { ClientConfig } from '../config/client'
 import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
 
 /** The client id the gateway builds in for the CLI (src/oauth/clients.ts CLI_CLIENT). */
@@ -26,22 +26,23 @@ export interface LoginEnv {
 
 const realEnv: LoginEnv = { sleep: ms => Bun.sleep(ms), now: () => Date.now() }
 
-function credentialsPath(config: Config): string {
-  return join(config.client.configDir, 'credentials.json')
+function credentialsPath(client: ClientConfig): string {
+  return join(client.configDir(), 'credentials.json')
 }
 
-export function readLogin(config: Config): StoredLogin | undefined {
+/** The stored login; undefined when there is none (nor a config directory to hold one). */
+export function readLogin(client: ClientConfig): StoredLogin | undefined {
   try {
-    return JSON.parse(readFileSync(credentialsPath(config), 'utf8')) as StoredLogin
+    return JSON.parse(readFileSync(credentialsPath(client), 'utf8')) as StoredLogin
   } catch {
     return undefined
   }
 }
 
 /** Writes the file readable by the user only: created 0600 under a 0700 directory, then renamed into place. */
-function saveLogin(config: Config, login: StoredLogin): void {
-  mkdirSync(config.client.configDir, { recursive: true, mode: 0o700 })
-  const path = credentialsPath(config)
+function saveLogin(client: ClientConfig, login: StoredLogin): void {
+  mkdirSync(client.configDir(), { recursive: true, mode: 0o700 })
+  const path = credentialsPath(client)
   const temporary = `${path}.${process.pid}.tmp`
   writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600 })
   chmodSync(temporary, 0o600)
@@ -73,9 +74,11 @@ function toLogin(url: string, tokens: Record<string, any>, now: number): StoredL
  * `svc login --url BASE`: the OAuth device flow (RFC 8628). Prints the link and code to open in
  * a browser, polls until the person approves there, and keeps the CLI token in the config dir.
  */
-export async function login(config: Config, args: string[], io: CliIo, env: LoginEnv = realEnv): Promise<void> {
+export async function login(client: ClientConfig, args: string[], io: CliIo, env: LoginEnv = realEnv): Promise<void> {
   const { values } = parseOptions(args, { url: { type: 'string' } })
-  const url = gatewayUrl(values.url, config.client.url)
+  const url = gatewayUrl(values.url, client.url)
+  // Where the token will go, before the person approves anything in the browser.
+  const path = credentialsPath(client)
   const started = await postForm(`${url}/oauth/device_authorization`, { client_id: CLIENT_ID, scope: 'cli:inference' })
   if (started.status !== 200) throw new Error(`the gateway refused the sign-in: ${started.body.error_description ?? started.body.error ?? started.status}`)
   const { device_code, user_code, verification_uri, verification_uri_complete, expires_in } = started.body
@@ -88,8 +91,8 @@ export async function login(config: Config, args: string[], io: CliIo, env: Logi
     await env.sleep(interval * 1000)
     const polled = await postForm(`${url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code, client_id: CLIENT_ID })
     if (polled.status === 200) {
-      saveLogin(config, toLogin(url, polled.body, env.now()))
-      io.out(`Signed in to ${url}. The token is kept in ${credentialsPath(config)}.`)
+      saveLogin(client, toLogin(url, polled.body, env.now()))
+      io.out(`Signed in to ${url}. The token is kept in ${path}.`)
       return
     }
     const error = polled.body.error
@@ -105,9 +108,9 @@ export async function login(config: Config, args: string[], io: CliIo, env: Logi
 }
 
 /** `svc logout`: revokes the stored token at the gateway (best effort) and deletes it here. */
-export async function logout(config: Config, args: string[], io: CliIo): Promise<void> {
+export async function logout(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   parseOptions(args, {})
-  const stored = readLogin(config)
+  const stored = readLogin(client)
   if (!stored) {
     io.out('Not signed in.')
     return
@@ -118,7 +121,7 @@ export async function logout(config: Config, args: string[], io: CliIo): Promise
   } catch (error) {
     io.err(`warning: ${(error as Error).message}; the token was only deleted locally`)
   }
-  rmSync(credentialsPath(config), { force: true })
+  rmSync(credentialsPath(client), { force: true })
   io.out(`Signed out of ${stored.url}.`)
 }
 
@@ -126,13 +129,13 @@ export async function logout(config: Config, args: string[], io: CliIo): Promise
  * The stored CLI token for `svc chat`/`svc fusion` when no key is given: refreshed (and saved
  * again, since refresh tokens rotate) when it is about to expire. Undefined when not signed in.
  */
-export async function storedToken(config: Config, env: Pick<LoginEnv, 'now'> = realEnv): Promise<{ token: string; url: string } | undefined> {
-  const stored = readLogin(config)
+export async function storedToken(client: ClientConfig, env: Pick<LoginEnv, 'now'> = realEnv): Promise<{ token: string; url: string } | undefined> {
+  const stored = readLogin(client)
   if (!stored) return undefined
   if (stored.expires_at_ms - REFRESH_MARGIN_MS > env.now()) return { token: stored.access_token, url: stored.url }
   const refreshed = await postForm(`${stored.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: stored.refresh_token, client_id: CLIENT_ID })
   if (refreshed.status !== 200) throw new UsageError(`the stored sign-in has expired (${refreshed.body.error ?? refreshed.status}); run svc login again`)
   const login = toLogin(stored.url, refreshed.body, env.now())
-  saveLogin(config, login)
+  saveLogin(client, login)
   return { token: login.access_token, url: login.url }
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runCli } from '../../src/commands'
-import { loadConfig } from '../../src/config/load'
+import { loadClientConfig } from '../../src/config/client'
 import { chat } from '../../src/operator/chat'
 import { login, readLogin, storedToken } from '../../src/operator/login'
 import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
@@ -134,7 +134,7 @@ describe('svc login / chat / logout, end to end', () => {
   })
 
   test('login polls until approved in the browser, keeps the token 0600; chat uses it; logout revokes it', async () => {
-    const config = loadConfig({ SVC_CONFIG_DIR: join(dir, 'svc'), SVC_LOG_LEVEL: 'error' })
+    const config = loadClientConfig({ SVC_CONFIG_DIR: join(dir, 'svc') })
     const out: string[] = []
     const err: string[] = []
     const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }
@@ -186,7 +186,7 @@ describe('svc login / chat / logout, end to end', () => {
   })
 
   test('a denied sign-in ends login with an error', async () => {
-    const config = loadConfig({ SVC_CONFIG_DIR: join(dir, 'svc') })
+    const config = loadClientConfig({ SVC_CONFIG_DIR: join(dir, 'svc') })
     const err: string[] = []
     const io = { out: () => {}, err: (line: string) => err.push(line) }
     const env = {

@@ -62,3 +62,29 @@ test('organization and user ids are read in any case, as key ids are (RFC 9562: 
   const human = await cli('credit', '--org', ORG, '--usd', '1')
   expect(human.out).toContain(`credited 1.000000000 USD to ${org.org_id}`)
 })
+
+test('the help names the commands --json applies to, each of them prints one JSON object, and says where svc login keeps its token', async () => {
+  // Before: "Every command that prints data accepts --json", yet `version --json` is a usage error;
+  // and "SVC_CONFIG_DIR (default ~/.config/svc)", though $XDG_CONFIG_HOME/svc comes first.
+  const help = (await cli('--help')).out.replace(/\s+/g, ' ')
+  expect(help).toContain('--json prints one JSON object instead of text, on orgs, users, keys, credit, plans set, ledger verify, chat, fusion, encrypted-chat and dev-tee')
+  expect(help).toContain('SVC_CONFIG_DIR (default $XDG_CONFIG_HOME/svc, else ~/.config/svc)')
+  expect(help).not.toContain('Every command')
+  // The database commands of that list (chat, fusion, encrypted-chat and dev-tee: their own tests).
+  const org = await cliJson('orgs', 'create', '--name', 'Acme', '--plan', 'payg')
+  const user = await cliJson('users', 'add', '--org', org.org_id, '--email', 'm@example.com', '--role', 'admin')
+  const key = await cliJson('keys', 'create', '--org', org.org_id, '--user', user.user_id, '--name', 'k')
+  for (const argv of [
+    ['orgs', 'show', org.org_id],
+    ['users', 'set-role', '--org', org.org_id, '--user', user.user_id, '--role', 'member'],
+    ['keys', 'list', '--org', org.org_id],
+    ['keys', 'revoke', key.key.id],
+    ['credit', '--org', org.org_id, '--usd', '1'],
+    ['plans', 'set', '--org', org.org_id, '--plan', 'pro'],
+    ['ledger', 'verify'],
+  ]) {
+    const result = await cli(...argv, '--json')
+    expect({ argv, code: result.code, lines: result.out.split('\n').length }).toEqual({ argv, code: 0, lines: 1 })
+    expect(typeof JSON.parse(result.out)).toBe('object')
+  }
+})

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { runCli } from '../../src/commands'
+import { loadClientConfig } from '../../src/config/client'
 import { loadConfig } from '../../src/config/load'
 import { chat } from '../../src/operator/chat'
 import { openAIWire } from '../providers/openai-wire'
@@ -28,7 +29,7 @@ describe('svc chat', () => {
   test('streams the demo answer piece by piece, then prints the usage on stderr', async () => {
     const { io, out, err } = capture()
     const written: string[] = []
-    await chat(loadConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', `${url}/`, '--system', 'Be terse.', 'hello'], io, text => written.push(text))
+    await chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', `${url}/`, '--system', 'Be terse.', 'hello'], io, text => written.push(text))
     expect(written.join('')).toBe('Hello from the demo model. You said: hello\n')
     // Token by token (8 words), then the newline.
     expect(written).toHaveLength(9)
@@ -40,7 +41,7 @@ describe('svc chat', () => {
   test('--json prints one JSON object with the answer and its usage, and nothing else', async () => {
     const { io, out, err } = capture()
     const written: string[] = []
-    await chat(loadConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, '--json', 'hello'], io, text => written.push(text))
+    await chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, '--json', 'hello'], io, text => written.push(text))
     expect(written).toEqual([])
     expect(err).toEqual([])
     expect(out).toHaveLength(1)
@@ -135,7 +136,7 @@ describe('svc chat', () => {
       upstream.enqueue({ kind: 'sse', body: [openAIWire.partial('Half an answer'), sent], then: 'reset' })
       const { io, err } = capture()
       const written: string[] = []
-      const run = chat(loadConfig(env), ['--model', 'flaky', '--key', otherKey, '--url', `http://127.0.0.1:${otherServer.port}`, 'go'], io, text => {
+      const run = chat(loadClientConfig(env), ['--model', 'flaky', '--key', otherKey, '--url', `http://127.0.0.1:${otherServer.port}`, 'go'], io, text => {
         written.push(text)
         if (written.join('') === 'Half an answer') open()
       })

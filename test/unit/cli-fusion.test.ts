@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { switchPlan } from '../../src/billing/plan-switch'
-import { loadConfig } from '../../src/config/load'
+import { loadClientConfig } from '../../src/config/client'
 import { fusion } from '../../src/operator/fusion'
 import { captureIo as capture, runCliCaptured, runProcess } from '../support/cli'
 import { buildTestApp, type TestApp } from '../support/harness'
@@ -44,7 +44,7 @@ describe('svc fusion', () => {
     const { io, out, err } = capture()
     const written: string[] = []
     const requestId = crypto.randomUUID()
-    await fusion(loadConfig(env), ['--models', MODELS, '--key', key, '--url', `${url}/`, '--request-id', requestId, PROMPT], io, text => written.push(text))
+    await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', `${url}/`, '--request-id', requestId, PROMPT], io, text => written.push(text))
     const synthesis = written.join('')
     // The demo judge echoes the candidates block of the synthesis prompt, delta by delta.
     expect(synthesis).toStartWith('Hello from the demo model. You said: 3 models answered the last message above.')
@@ -58,7 +58,7 @@ describe('svc fusion', () => {
     expect(await fusionCharges()).toBe(4)
 
     // The same run again under the same id: it runs, but no part is billed twice.
-    await fusion(loadConfig(env), ['--models', MODELS, '--key', key, '--url', url, '--request-id', requestId, PROMPT], capture().io, () => {})
+    await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', url, '--request-id', requestId, PROMPT], capture().io, () => {})
     expect(await fusionCharges()).toBe(4)
   })
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { runCli } from '../../src/commands'
+import { loadClientConfig } from '../../src/config/client'
 import { loadConfig } from '../../src/config/load'
 import { devTee } from '../../src/operator/dev-tee'
 import { encryptedChatCommand } from '../../src/operator/encrypted-chat'
@@ -20,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => t.stopAll())
 
 describe('svc encrypted-chat', () => {
-  const config = loadConfig({ SVC_LOG_LEVEL: 'error' })
+  const config = loadClientConfig({})
   for (const algo of ['ecdsa', 'ed25519']) {
     test(`${algo}: streams the decrypted answer and says what was and was not verified`, async () => {
       const { io, err } = capture()
@@ -113,6 +114,21 @@ describe('svc dev-tee', () => {
       expect(err.join('\n')).toContain('--port must be a port number')
     })
   }
+
+  // As its own word, parseArgs called a value with a leading dash "ambiguous" before --port saw it.
+  for (const port of ['-1', '-80']) {
+    test(`--port ${port} (a separate word) gets the same message`, async () => {
+      const { io, err } = capture()
+      expect(await runCli(['dev-tee', '--port', port], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+      expect(err[0]).toStartWith(`usage error: --port must be a port number (0 to 65535), got "${port}"`)
+    })
+  }
+
+  test('a flag after a flag that needs a value is still refused, not taken as the value', async () => {
+    const { io, err } = capture()
+    expect(await runCli(['dev-tee', '--port', '--reasoning'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(2)
+    expect(err[0]).toStartWith("usage error: Option '--port' argument is ambiguous.")
+  })
 
   for (const faults of [',,', '', 'echoWrongNonce,', 'echoWrongNonce,,status500']) {
     test(`--faults ${JSON.stringify(faults)} (an empty fault name) is a usage error`, async () => {

@@ -300,7 +300,9 @@ describe('svc CLI: billing', () => {
       [['credit', '--org', org.org_id], 'exactly one of --usd and --nanos'],
       [['credit', '--org', org.org_id, '--usd', '1', '--nanos', '5'], 'exactly one of --usd and --nanos'],
       [['credit', '--org', org.org_id, '--usd', '1.0000000001'], 'at most 9 decimals'],
-      [['credit', '--org', org.org_id, '--usd', '-3'], "'--usd'"],
+      // A negative amount reaches --usd's own check (parseArgs alone calls it "ambiguous").
+      [['credit', '--org', org.org_id, '--usd', '-3'], 'usage error: --usd must be a positive decimal'],
+      [['credit', '--org', org.org_id, '--nanos', '-3'], 'usage error: --nanos must be a positive integer'],
       [['credit', '--org', org.org_id, '--nanos', '0'], '--nanos must be a positive integer'],
       [['plans', 'set', '--org', org.org_id, '--plan', 'gold'], '--plan must be one of'],
       [['orgs', 'create', '--name', 'x', '--credit-usd', 'lots'], '--credit-usd must be a decimal with at most 9 decimals'],
