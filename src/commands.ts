@@ -116,8 +116,9 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   }
   const pair = `${first} ${second ?? ''}`.trim()
   // One-word commands (credit) take their options from the second word on.
-  const single = COMMANDS[first]
-  const command = single ?? COMMANDS[pair]
+  // Own keys only: `toString` or `constructor` is no command.
+  const single = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined
+  const command = single ?? (Object.hasOwn(COMMANDS, pair) ? COMMANDS[pair] : undefined)
   const rest = argv.slice(single ? 1 : 2)
   // A mistyped command is a usage error (2) whatever the configuration's state.
   const direct = first === 'serve' || first === 'migrate' || DIRECT_COMMANDS.has(first)

@@ -127,6 +127,9 @@ describe('svc CLI', () => {
       [['users', 'add', '--org', 'o', '--email', 'e@x.y', '--role', 'king'], '--role must be one of owner, admin, member'],
       [['keys', 'revoke'], 'expected 1 argument'],
       [['frobnicate'], 'unknown command "frobnicate"'],
+      // Names every object inherits are not commands (they once reached the database step).
+      [['toString'], 'unknown command "toString"'],
+      [['constructor', 'x'], 'unknown command "constructor x"'],
     ]
     for (const [argv, message] of cases) {
       const result = await cli(...argv)
