@@ -226,6 +226,23 @@ describe('anthropic stream translation: protocol details', () => {
     })
   }
 
+  test('a stream cut after message_delta carries its usage on the error event; cut before it, the input only', () => {
+    const text = [
+      messageStart({ input_tokens: 10, output_tokens: 1 }),
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'answer' } },
+      { type: 'content_block_stop', index: 0 },
+    ]
+    const cutAfter = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+    for (const payload of [...text, { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } }]) cutAfter.push({ event: payload.type, data: JSON.stringify(payload) })
+    expect(cutAfter.end()).toMatchObject([{ type: 'error', usage: usage(10, 7) }])
+    const cutBefore = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+    for (const payload of text) cutBefore.push({ event: payload.type, data: JSON.stringify(payload) })
+    expect(cutBefore.end()).toMatchObject([{ type: 'error', usage: usage(10, 0) }])
+    // Nothing reported: no usage on the error.
+    expect(new AnthropicStreamTranslator(CONTEXT, () => NOW).end()[0]).not.toHaveProperty('usage')
+  })
+
   test('no message_delta at all: no output count; a whole message without one neither', () => {
     expect(run(messageStart(), { type: 'message_stop' }).at(-1)).toEqual({ type: 'finish', reason: 'other', usage: usage(10, 0) })
     const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW).message(

@@ -58,7 +58,9 @@ type OpenBlock =
  * placeholder (`output_tokens: 1`, before anything was generated), so it is not read: an answer
  * whose message_delta has no valid count reports 0 output tokens, which the meter reads as
  * unreported and replaces with its count of the output sent (QA: a long answer whose
- * message_delta had no usage was billed 1 output token).
+ * message_delta had no usage was billed 1 output token). message_delta comes after the last
+ * content block, so its count covers the whole answer: a stream cut after it carries it on its
+ * error event (reportedUsage), and is billed it.
  */
 export class AnthropicStreamTranslator {
   /** True after message_stop or an error event: nothing more will be emitted. */
@@ -75,6 +77,8 @@ export class AnthropicStreamTranslator {
     cache_creation_input_tokens: 0,
   }
   private cacheReadReported = false
+  /** Whether the upstream reported any count yet (message_start's input, message_delta's usage). */
+  private usageReported = false
 
   constructor(
     private readonly context: ErrorContext,
@@ -296,9 +300,23 @@ export class AnthropicStreamTranslator {
     return events
   }
 
+  /** The error event, with the usage reported before it (see reportedUsage). */
   private fail(error: UpstreamError): ChatEvent[] {
     this.done = true
-    return [{ type: 'error', error }]
+    const failed: ChatEvent = { type: 'error', error }
+    const usage = this.reportedUsage
+    if (usage !== undefined) failed.usage = usage
+    return [failed]
+  }
+
+  /**
+   * The usage reported so far, for the error event of a stream cut before message_stop (the
+   * provider's too, on a transport failure): message_start's input counts, and, once message_delta
+   * came, its output count (0 before: the meter counts the output sent). Undefined when the
+   * upstream reported none.
+   */
+  get reportedUsage(): Usage | undefined {
+    return this.usageReported ? this.canonicalUsage() : undefined
   }
 
   private open(index: number, block: OpenBlock): number {
@@ -318,6 +336,7 @@ export class AnthropicStreamTranslator {
       const value = tokenCount(usage[key])
       if (value !== undefined) {
         this.usage[key] = value
+        this.usageReported = true
         if (key === 'cache_read_input_tokens') this.cacheReadReported = true
       }
     }
