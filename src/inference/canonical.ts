@@ -142,8 +142,10 @@ export type ChatEvent =
   /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
   | { type: 'finish'; reason: FinishReason; usage: Usage; stopSequence?: string }
   /**
-   * `usage`: what the upstream had reported when it failed (a Chat Completions usage chunk before
-   * the cut), so a cut stream is billed the input count it reported rather than an estimate.
+   * `usage`: what the upstream had reported when it failed (Anthropic's message_start and
+   * message_delta, a Chat Completions usage chunk before the cut), billed as a finish's usage is
+   * (meter.ts). Its output count is set only when the report covers the whole output (after
+   * Anthropic's content blocks, after a Chat Completions finish_reason), else 0 (unreported).
    */
   | { type: 'error'; error: import('../providers/types').UpstreamError; usage?: Usage }
   | PassThroughEvent

@@ -102,13 +102,19 @@ export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
  * Watches a response's events: the upstream's usage when it reports one, else a counted
  * fallback (the input the upstream announced at the start, or the estimate, plus the output
  * seen), so a cut stream is never billed zero once output was sent.
+ *
+ * A stream cut before its finish is billed the usage the upstream reported before the cut (its
+ * error event's), count by count as a finish's: the providers put an output count there only
+ * once the output had ended (Anthropic's message_delta, a Chat Completions usage chunk after the
+ * finish_reason), so it covers everything sent and wins over the meter's estimate as a finish's
+ * does; without one, the output sent is counted.
  */
 export class Meter {
+  /** The finish's usage. */
   private reported: Usage | undefined
-  /**
-   * The prompt size the upstream reported before a finish (Anthropic's message_start, a Chat
-   * Completions usage chunk carried on the error event of a cut), for a stream cut before its usage.
-   */
+  /** The usage the upstream reported before a cut (the error event's), when there was no finish. */
+  private reportedBeforeCut: Usage | undefined
+  /** The prompt size the upstream announced up front (Anthropic's message_start), for a count a report lacks. */
   private announced: { inputTokens?: number; cachedInputTokens?: number } | undefined
   private outputBytes = 0
   private reasoningBytes = 0
@@ -139,7 +145,7 @@ export class Meter {
       this.toolBytes += event.toolBytes
     } else if (event.type === 'finish') this.reported = event.usage
     else if (event.type === 'response-start' && event.inputTokens) this.announced = event
-    else if (event.type === 'error' && event.usage?.inputTokens) this.announced = event.usage
+    else if (event.type === 'error' && event.usage !== undefined) this.reportedBeforeCut = event.usage
   }
 
   /** Whether any output reached the meter. */
@@ -161,16 +167,17 @@ export class Meter {
   }
 
   private computeUsage(): Usage {
-    const reported = this.reported
+    const reported = this.reported ?? this.reportedBeforeCut
     const reasoning = Math.ceil(this.reasoningBytes / BYTES_PER_TOKEN)
     const counted = Math.ceil((this.outputBytes + this.toolBytes) / BYTES_PER_TOKEN) + reasoning
     const outputReported = reported !== undefined && reported.outputTokens > 0
-    // A stream cut before its usage (no finish) still has the input count the upstream reported.
-    const announced = reported === undefined ? this.announced : undefined
+    // A stream cut before reporting its input (no finish) may still have announced it up front.
+    const announced = this.reported === undefined ? this.announced : undefined
+    const input = reported !== undefined && reported.inputTokens > 0 ? reported : announced
     return boundedUsage(
       {
-        inputTokens: reported && reported.inputTokens > 0 ? reported.inputTokens : (announced?.inputTokens ?? this.inputTokens),
-        cachedInputTokens: reported ? reported.cachedInputTokens : announced?.cachedInputTokens,
+        inputTokens: input?.inputTokens ?? this.inputTokens,
+        cachedInputTokens: (input ?? reported)?.cachedInputTokens,
         outputTokens: outputReported ? reported.outputTokens : counted,
         reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
         webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,

@@ -136,15 +136,16 @@ describe('Chat Completions pass-through from an openai-compatible upstream', () 
     expect(billed.nanos).toBeGreaterThan(0n)
   })
 
-  test('a stream cut after its usage chunk, before [DONE]: the input it reported is charged, the output counted', async () => {
+  test('a stream cut after its usage chunk, before [DONE]: the usage it reported is charged', async () => {
     const sse = upstreamChunk({ role: 'assistant', content: '' }) + upstreamChunk({ content: 'cut after ' }) + upstreamChunk({ content: 'usage' }) + upstreamChunk({}, 'stop') + usageFrame(1234, 9)
     upstream.enqueue({ kind: 'sse', body: sse, then: 'reset' })
     const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })
     const { text, failure } = await readUntilFailure(stream)
     expect(failure).toBeInstanceOf(OpenAI.APIError)
     expect(text).toBe('cut after usage')
-    // 1234 input tokens as reported (the estimate would be ceil(2 bytes ÷ 3) + 4 = 5); 15 bytes ÷ 4 output.
-    expect((await settled()).nanos).toBe(charge(1234, 4))
+    // 1234 input and 9 output tokens as reported after the finish_reason (the estimates would be
+    // ceil(2 bytes ÷ 3) + 4 = 5 input, and 15 bytes ÷ 4 = 4 output).
+    expect((await settled()).nanos).toBe(charge(1234, 9))
   })
 
   test('an error chunk after usage-bearing chunks (vLLM continuous usage): the input they reported is charged', async () => {

@@ -200,8 +200,55 @@ describe('anthropic stream translation: protocol details', () => {
     expect(events.slice(1)).toEqual([
       { type: 'reasoning-start', block: 0 },
       { type: 'reasoning-end', block: 0, signature: 'sig' },
-      { type: 'finish', reason: 'other', usage: usage(10, 1) },
+      { type: 'finish', reason: 'other', usage: usage(10, 0) },
     ])
+  })
+
+  // message_start's output_tokens is Anthropic's placeholder (1, before anything was generated):
+  // only message_delta's valid count is the answer's. Without one the finish reports 0 output
+  // tokens, which the meter replaces with its count of the output sent (meter.ts).
+  for (const [name, deltaUsage] of [
+    ['no usage', undefined],
+    ['a negative count', { output_tokens: -1 }],
+    ['a string', { output_tokens: '40' }],
+    ['null', { output_tokens: null }],
+  ] as const) {
+    test(`message_delta with ${name}: message_start's placeholder output count is not the answer's`, () => {
+      const events = run(
+        messageStart({ input_tokens: 10, cache_read_input_tokens: 4, output_tokens: 1 }),
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'a long answer' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, ...(deltaUsage === undefined ? {} : { usage: deltaUsage }) },
+        { type: 'message_stop' },
+      )
+      expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(14, 0, 4) })
+    })
+  }
+
+  test('a stream cut after message_delta carries its usage on the error event; cut before it, the input only', () => {
+    const text = [
+      messageStart({ input_tokens: 10, output_tokens: 1 }),
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'answer' } },
+      { type: 'content_block_stop', index: 0 },
+    ]
+    const cutAfter = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+    for (const payload of [...text, { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } }]) cutAfter.push({ event: payload.type, data: JSON.stringify(payload) })
+    expect(cutAfter.end()).toMatchObject([{ type: 'error', usage: usage(10, 7) }])
+    const cutBefore = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+    for (const payload of text) cutBefore.push({ event: payload.type, data: JSON.stringify(payload) })
+    expect(cutBefore.end()).toMatchObject([{ type: 'error', usage: usage(10, 0) }])
+    // Nothing reported: no usage on the error.
+    expect(new AnthropicStreamTranslator(CONTEXT, () => NOW).end()[0]).not.toHaveProperty('usage')
+  })
+
+  test('no message_delta at all: no output count; a whole message without one neither', () => {
+    expect(run(messageStart(), { type: 'message_stop' }).at(-1)).toEqual({ type: 'finish', reason: 'other', usage: usage(10, 0) })
+    const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW).message(
+      JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 'x' } }),
+    )
+    expect(whole.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(3, 0) })
   })
 
   test('a tool call without input has the arguments "{}", streamed and whole, as Chat Completions clients parse them', () => {

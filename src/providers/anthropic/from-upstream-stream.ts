@@ -28,6 +28,9 @@ interface MessageStart {
   usage?: AnthropicUsage
 }
 
+const INPUT_KEYS = ['input_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const
+const USAGE_KEYS = [...INPUT_KEYS, 'output_tokens'] as const
+
 type OpenBlock =
   | { readonly kind: 'text'; readonly block: number }
   | { readonly kind: 'reasoning'; readonly block: number; signature: string }
@@ -50,6 +53,14 @@ type OpenBlock =
  * count as ordinary input tokens (operators who use caching heavily should price input
  * accordingly). Thinking tokens are part of `output_tokens`; Anthropic does not report them
  * apart, so `reasoningTokens` stays undefined.
+ *
+ * Output: only message_delta's `output_tokens` is the answer's count. message_start carries a
+ * placeholder (`output_tokens: 1`, before anything was generated), so it is not read: an answer
+ * whose message_delta has no valid count reports 0 output tokens, which the meter reads as
+ * unreported and replaces with its count of the output sent (QA: a long answer whose
+ * message_delta had no usage was billed 1 output token). message_delta comes after the last
+ * content block, so its count covers the whole answer: a stream cut after it carries it on its
+ * error event (reportedUsage), and is billed it.
  */
 export class AnthropicStreamTranslator {
   /** True after message_stop or an error event: nothing more will be emitted. */
@@ -66,6 +77,8 @@ export class AnthropicStreamTranslator {
     cache_creation_input_tokens: 0,
   }
   private cacheReadReported = false
+  /** Whether the upstream reported any count yet (message_start's input, message_delta's usage). */
+  private usageReported = false
 
   constructor(
     private readonly context: ErrorContext,
@@ -134,7 +147,7 @@ export class AnthropicStreamTranslator {
         const delta = payload.delta as { stop_reason?: string | null; stop_sequence?: string | null } | undefined
         if (delta?.stop_reason !== undefined && delta.stop_reason !== null) this.stopReason = delta.stop_reason
         if (typeof delta?.stop_sequence === 'string') this.stopSequence = delta.stop_sequence
-        this.addUsage(payload.usage as AnthropicUsage | undefined)
+        this.addUsage(payload.usage as AnthropicUsage | undefined, true)
         return []
       }
       case 'message_stop':
@@ -168,7 +181,8 @@ export class AnthropicStreamTranslator {
   private messageStart(message: MessageStart | undefined): ChatEvent[] {
     if (this.started) return []
     this.started = true
-    this.addUsage(message?.usage)
+    // Its output_tokens is a placeholder (see the class comment): the input side only.
+    this.addUsage(message?.usage, false)
     const start: ChatEvent = { type: 'response-start', id: String(message?.id ?? ''), model: String(message?.model ?? this.context.model), createdAt: this.now() }
     // message_start reports the prompt size up front; dialects that announce it early use it.
     if (typeof message?.usage?.input_tokens === 'number') {
@@ -286,9 +300,23 @@ export class AnthropicStreamTranslator {
     return events
   }
 
+  /** The error event, with the usage reported before it (see reportedUsage). */
   private fail(error: UpstreamError): ChatEvent[] {
     this.done = true
-    return [{ type: 'error', error }]
+    const failed: ChatEvent = { type: 'error', error }
+    const usage = this.reportedUsage
+    if (usage !== undefined) failed.usage = usage
+    return [failed]
+  }
+
+  /**
+   * The usage reported so far, for the error event of a stream cut before message_stop (the
+   * provider's too, on a transport failure): message_start's input counts, and, once message_delta
+   * came, its output count (0 before: the meter counts the output sent). Undefined when the
+   * upstream reported none.
+   */
+  get reportedUsage(): Usage | undefined {
+    return this.usageReported ? this.canonicalUsage() : undefined
   }
 
   private open(index: number, block: OpenBlock): number {
@@ -297,13 +325,18 @@ export class AnthropicStreamTranslator {
     return block.block
   }
 
-  /** message_start carries the input side; message_delta's counts are cumulative, so they replace. */
-  private addUsage(usage: AnthropicUsage | undefined): void {
-    if (usage === undefined || usage === null) return
-    for (const key of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const) {
+  /**
+   * message_start carries the input side; message_delta's counts are cumulative, so they replace.
+   * `output`: whether this usage's output_tokens is the answer's count (message_delta's, not
+   * message_start's placeholder). A count that is not a valid number is ignored.
+   */
+  private addUsage(usage: AnthropicUsage | undefined, output: boolean): void {
+    if (typeof usage !== 'object' || usage === null) return
+    for (const key of output ? USAGE_KEYS : INPUT_KEYS) {
       const value = tokenCount(usage[key])
       if (value !== undefined) {
         this.usage[key] = value
+        this.usageReported = true
         if (key === 'cache_read_input_tokens') this.cacheReadReported = true
       }
     }

@@ -96,8 +96,12 @@ export class AnthropicProvider implements Provider {
         throw errorFromResponse(response.status, response.headers, text, context, this.clock.now())
       }
     } catch (error) {
+      // Classified before dispose(): a lent controller (the router's last attempt) is the
+      // caller's own, and disposing aborts it, which would read as the client leaving (QA: a
+      // reset on the last backend answered "aborted" and went uncounted in the upstream metrics).
+      const failure = errorFromTransport(control.cause, error, context, timeouts)
       control.dispose()
-      throw errorFromTransport(control.cause, error, context, timeouts)
+      throw failure
     }
 
     const translator = new AnthropicStreamTranslator(context, () => this.clock.now())
@@ -200,7 +204,13 @@ async function* translate(
     }
     for (const event of translator.end()) yield event
   } catch (error) {
-    if (!translator.done && control.cause !== 'client') yield { type: 'error', error: errorFromTransport(control.cause, error, context, timeouts) }
+    if (!translator.done && control.cause !== 'client') {
+      // The usage reported before the cut is billed (message_start's input, message_delta's output).
+      const failed: ChatEvent = { type: 'error', error: errorFromTransport(control.cause, error, context, timeouts) }
+      const usage = translator.reportedUsage
+      if (usage !== undefined) failed.usage = usage
+      yield failed
+    }
   } finally {
     control.dispose()
   }
@@ -237,8 +247,10 @@ async function readWholeStream(
   try {
     text = await control.wholeText(response, MAX_WHOLE_STREAM_BYTES)
   } catch (error) {
+    // Classified before dispose(), which aborts a lent controller (see stream()).
+    const failure = errorFromTransport(control.cause, error, context, timeouts)
     control.dispose()
-    throw errorFromTransport(control.cause, error, context, timeouts)
+    throw failure
   }
   if (text === undefined) return undefined
   control.dispose()

@@ -232,9 +232,19 @@ export class ChunkTranslator {
     this.ended = true
   }
 
-  /** The usage reported so far (a usage chunk came before the end), for the error event of a cut stream. */
+  /**
+   * The usage reported so far (a usage chunk came before the end), for the error event of a cut
+   * stream. Its output count only once the finish_reason came (nothing is output after it, so the
+   * count covers the whole answer): an earlier one (vLLM's continuous usage) predates output that
+   * may follow, so it is left out (0) and the meter counts the output sent instead.
+   */
   get reportedUsage(): Usage | undefined {
-    return this.usage === undefined ? undefined : toUsage(this.usage)
+    if (this.usage === undefined) return undefined
+    const usage = toUsage(this.usage)
+    if (this.finishReason !== undefined) return usage
+    usage.outputTokens = 0
+    delete usage.reasoningTokens
+    return usage
   }
 }
 

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { chunk, frame, openAIUsage } from '../providers/openai-wire'
+import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
+import { paygConfig, readUntilFailure, startServedGateway, upstreamProvider, type ServedGateway, type UpstreamType } from '../support/gateway'
+
+// A stream cut after the upstream reported its output count is billed that count, as a finished
+// one is (meter.ts: the upstream's own usage wins when reported). Before, only the input count
+// of such a report was kept, and the output was billed by the meter's count of what was sent:
+// an Anthropic stream cut after message_delta (output_tokens 50) but before message_stop, or a
+// Chat Completions stream cut after its finish_reason and usage chunk (100 in / 50 out) but
+// before [DONE], was charged 100 in + 10 counted out (QA chaos pass). A report that came before
+// the output ended (no message_delta yet, vLLM's continuous usage before the finish_reason)
+// cannot cover what followed it: the output sent is counted, as before.
+
+const TEXT = 'The quick brown fox jumps over the dog. ' // 40 bytes: 10 tokens counted
+const COUNTED = 10
+const INPUT = 100
+const REPORTED = 50
+/** At 1 USD per million tokens, input and output: 1,000 nanos a token. */
+const nanos = (tokens: number) => BigInt(tokens) * 1000n
+
+const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+const BASE = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'x' }
+
+/** A stream of TEXT, cut after the output count was reported (`reported`) or before it. */
+function body(type: UpstreamType, reported: boolean): string {
+  if (type === 'anthropic') {
+    return [
+      event('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'x', content: [], stop_reason: null, usage: { input_tokens: INPUT, output_tokens: 1 } } }),
+      event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: TEXT } }),
+      event('content_block_stop', { index: 0 }),
+      ...(reported ? [event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: REPORTED } })] : []),
+    ].join('')
+  }
+  if (reported) return chunk({ role: 'assistant', content: '' }) + chunk({ content: TEXT }) + chunk({}, 'stop') + frame({ ...BASE, choices: [], usage: openAIUsage({ inputTokens: INPUT, outputTokens: REPORTED }) })
+  // vLLM's continuous usage: a count on each chunk, so far; the last output follows it.
+  const usage = (outputTokens: number) => ({ usage: openAIUsage({ inputTokens: INPUT, outputTokens }) })
+  return chunk({ role: 'assistant', content: '' }, null, usage(0)) + chunk({ content: TEXT.slice(0, 20) }, null, usage(1)) + chunk({ content: TEXT.slice(20) })
+}
+
+/** Each streaming client format: the call, which must end in an in-band error. */
+const CLIENTS: Record<string, (g: ServedGateway) => Promise<unknown>> = {
+  chat: async g => (await readUntilFailure(await g.openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }))).failure,
+  responses: async g => {
+    try {
+      for await (const item of await g.openai.responses.create({ model: 'm', stream: true, input: 'hi' })) if (item.type === 'error' || item.type === 'response.failed') return item
+    } catch (failure) {
+      return failure
+    }
+    return undefined
+  },
+  messages: g => g.anthropic.messages.stream({ model: 'm', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] }).finalMessage().then(() => undefined, failure => failure),
+}
+
+for (const type of ['anthropic', 'openai-compatible'] as const) {
+  describe(`${type}: a stream cut before its end`, () => {
+    let upstream: FakeUpstream
+    let g: ServedGateway
+    beforeAll(async () => {
+      upstream = await FakeUpstream.start()
+      g = await startServedGateway(
+        paygConfig(
+          [upstreamProvider('up', type, `${upstream.url}/v1`, 'UP_KEY')],
+          ['  - { id: m, backends: [{ provider: up, model: x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 8192, max_output_tokens: 1000 }'],
+        ),
+        { UP_KEY: 'sk-up-0123456789' },
+      )
+    })
+    afterAll(async () => {
+      await g.close()
+      await upstream.close()
+    })
+
+    /** What one call through `client` was charged, its upstream answering `response`. */
+    async function charged(client: string, response: FakeResponse): Promise<bigint> {
+      upstream.enqueue(response)
+      const before = (await g.t.deps.balance(g.orgId)).prepaidNanos
+      expect(await CLIENTS[client]!(g)).toBeDefined()
+      return before - (await g.t.deps.balance(g.orgId)).prepaidNanos
+    }
+
+    // A clean close before message_stop ends the Anthropic stream in the translator; a reset in the
+    // provider's read. A Chat Completions stream closed after its finish_reason is whole, not cut.
+    const cuts = type === 'anthropic' ? (['reset', 'close'] as const) : (['reset'] as const)
+    for (const client of Object.keys(CLIENTS)) {
+      for (const then of cuts) {
+        test(`${client}, ${then} after the output count was reported: the reported count is billed`, async () => {
+          expect(await charged(client, { kind: 'sse', body: body(type, true), then })).toBe(nanos(INPUT + REPORTED))
+        })
+      }
+      test(`${client}, reset before the output had ended: the output sent is counted`, async () => {
+        expect(await charged(client, { kind: 'sse', body: body(type, false), then: 'reset' })).toBe(nanos(INPUT + COUNTED))
+      })
+    }
+  })
+}
