@@ -9,6 +9,7 @@ import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
 import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf } from '../observability/request-log'
+import type { InFlightCalls } from './in-flight-calls'
 import { MCP_ERROR } from './json-rpc'
 import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
@@ -84,6 +85,8 @@ export class McpService {
     readonly tools: readonly McpTool[],
     private readonly limits: Limits,
     private readonly version: string,
+    /** The process's tools/call requests in flight: what notifications/cancelled looks up. */
+    private readonly calls: InFlightCalls,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.byName = new Map(tools.map(tool => [tool.name, tool]))
@@ -99,7 +102,7 @@ export class McpService {
 
   async handle(call: McpCall): Promise<Response> {
     const sdk = await loadSdk()
-    const { Server, LooseCallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
+    const { Server, LooseCallToolRequestSchema, ListToolsRequestSchema, CancelledNotificationSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
     const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
     const streams = wantsProgress(call.body)
     const flow = streams ? new ProgressFlow() : undefined
@@ -107,6 +110,23 @@ export class McpService {
     // carries the billed call's model, outcome, usage and charge (README, Metrics and logs).
     const record = recordOf(call.httpRequest)
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
+    // The cancel comes in its own POST, so this Server has nothing in flight: the process's
+    // registry finds the caller's call (same principal, same id). Unknown ids are ignored; the
+    // transport answers a notification 202 either way.
+    server.setNotificationHandler(CancelledNotificationSchema, notification => {
+      const { requestId, reason } = notification.params
+      if (requestId !== undefined) this.calls.cancel(call.principal, requestId, reason)
+    })
+    // A cancelled call gets no response (MCP, "Cancellation"). The SDK sends none for a handler
+    // whose own signal aborted, which closing the Server does; closing it also ends an SSE
+    // response's stream with no reply in it. A JSON response would wait for the reply forever:
+    // `dropped` answers the POST instead (see below).
+    let dropped: () => void = () => {}
+    const droppedReply = new Promise<undefined>(resolve => (dropped = () => resolve(undefined)))
+    const dropReply = async () => {
+      await server.close()
+      dropped()
+    }
     server.setRequestHandler(LooseCallToolRequestSchema, async (loose, extra) => {
       // The SDK's Server has checked the request against CallToolRequestSchema before this runs.
       const request = loose as CallToolRequest
@@ -119,7 +139,10 @@ export class McpService {
         return { content: [{ type: 'text', text: `invalid arguments: ${argumentProblem(tool.inputSchema, args)}` }], isError: true }
       }
       const token = request.params._meta?.progressToken
-      const context: ToolContext = { principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, disableIdleTimeout: call.disableIdleTimeout }
+      const running = this.calls.start(call.principal, extra.requestId, call.httpRequest.signal)
+      const context: ToolContext = {
+        principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, signal: running.signal, disableIdleTimeout: call.disableIdleTimeout,
+      }
       if (token !== undefined) {
         context.progress = (progress, message, total) => {
           const params = { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }
@@ -142,8 +165,17 @@ export class McpService {
           ...(result.isError ? { isError: true } : {}),
         }
       } catch (error) {
+        if (running.cancelled()) {
+          // The tool stopped on its signal (the upstream cut, billed as for a client that left):
+          // no reply, and its line says `cancelled`, never a refusal. A tool that finished before
+          // the cancel took effect answers as usual (the spec lets a completed request ignore it).
+          if (record !== undefined) record.outcome ??= 'cancelled'
+          await dropReply()
+          throw error
+        }
         return failure(sdk, error, call, this.metrics)
       } finally {
+        running.end()
         if (record !== undefined) record.sink.end(record)
       }
     })
@@ -152,12 +184,19 @@ export class McpService {
     await server.connect(transport)
     const followed = record !== undefined && flow !== undefined
     if (followed) record.sink.defer(record)
-    let response: Response
+    let response: Response | undefined
     try {
-      response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
+      response = await Promise.race([transport.handleRequest(call.httpRequest, { parsedBody: call.body }), droppedReply])
     } catch (error) {
       if (followed) record.sink.end(record)
       throw error
+    }
+    // A cancelled call answered as JSON: Streamable HTTP wants JSON or SSE for a POST carrying a
+    // request, and the spec no response for it, so an SSE stream that ends with no message (the
+    // SDK client reads it and stops; it rejected the call when it sent the cancel).
+    if (response === undefined) {
+      if (followed) record.sink.end(record)
+      return new Response('', { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } })
     }
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
     if (flow === undefined) {
