@@ -102,18 +102,31 @@ export class McpService {
 
   async handle(call: McpCall): Promise<Response> {
     const sdk = await loadSdk()
-    const { Server, LooseCallToolRequestSchema, ListToolsRequestSchema, CancelledNotificationSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
-    const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
+    const { Server, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport, checkParams } = sdk
+    const serverInfo = { name: 'svc-gateway', version: this.version }
+    const capabilities = { tools: { listChanged: false } }
+    const server = new Server(serverInfo, { capabilities })
     const streams = wantsProgress(call.body)
     const flow = streams ? new ProgressFlow() : undefined
     // The request's line waits for each tool call and for a progress stream's end, so that it
     // carries the billed call's model, outcome, usage and charge (README, Metrics and logs).
     const record = recordOf(call.httpRequest)
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
+    // Loose schemas, then the SDK's strict ones with a readable -32602 (see sdk.ts). initialize
+    // does what the SDK's own handler (Server._oninitialize) does for a stateless server:
+    // negotiate the version (the client's if supported, else the latest) and state capabilities.
+    server.setRequestHandler(sdk.LooseInitializeRequestSchema, async loose => {
+      const { protocolVersion } = checkParams(sdk.InitializeRequestSchema, loose).params
+      const negotiated = sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion) ? protocolVersion : sdk.LATEST_PROTOCOL_VERSION
+      return { protocolVersion: negotiated, capabilities, serverInfo }
+    })
+    server.setRequestHandler(sdk.LooseListToolsRequestSchema, async loose => {
+      checkParams(sdk.ListToolsRequestSchema, loose)
+      return { tools: this.listed }
+    })
     // The cancel comes in its own POST, so this Server has nothing in flight: the process's
     // registry finds the caller's call (same principal, same id). Unknown ids are ignored; the
     // transport answers a notification 202 either way.
-    server.setNotificationHandler(CancelledNotificationSchema, notification => {
+    server.setNotificationHandler(sdk.CancelledNotificationSchema, notification => {
       const { requestId, reason } = notification.params
       if (requestId !== undefined) this.calls.cancel(call.principal, requestId, reason)
     })
@@ -127,9 +140,11 @@ export class McpService {
       await server.close()
       dropped()
     }
-    server.setRequestHandler(LooseCallToolRequestSchema, async (loose, extra) => {
-      // The SDK's Server has checked the request against CallToolRequestSchema before this runs.
-      const request = loose as CallToolRequest
+    // Through Protocol's registration, not Server's: Server wraps a tools/call handler in its own
+    // strict check, answering -32602 with zod's JSON dump before this handler can say it in words.
+    // (Its other addition checks task-augmented calls, a capability this server does not offer.)
+    sdk.Protocol.prototype.setRequestHandler.call(server, sdk.LooseCallToolRequestSchema, async (loose, extra) => {
+      const request: CallToolRequest = checkParams(sdk.CallToolRequestSchema, loose)
       const tool = this.byName.get(request.params.name)
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
       const args = request.params.arguments ?? {}
