@@ -7,12 +7,13 @@ export { Server } from '@modelcontextprotocol/sdk/server/index.js'
 export { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js'
 export { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 export {
-  CallToolRequestSchema, CancelledNotificationSchema, ErrorCode, InitializeRequestSchema, LATEST_PROTOCOL_VERSION, ListToolsRequestSchema, McpError,
+  CallToolRequestSchema, CancelledNotificationSchema, ErrorCode, InitializeRequestSchema, LATEST_PROTOCOL_VERSION, ListToolsRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js'
 
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js'
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
+import { JsonRpcError } from './json-rpc'
 
 /**
  * A request as the SDK's protocol layer parses it before any handler: loosely (any params, or
@@ -35,7 +36,7 @@ const MAX_PROBLEMS = 3
 
 /**
  * The request checked against the SDK's strict schema for its method: the parsed request, or
- * McpError -32602 naming each problem by its path ("params.protocolVersion: expected string,
+ * JSON-RPC error -32602 naming each problem by its path ("params.protocolVersion: expected string,
  * received undefined"), never zod's JSON dump.
  */
 export function checkParams<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> } } }, request: unknown): T {
@@ -45,5 +46,5 @@ export function checkParams<T>(schema: { safeParse(value: unknown): { success: t
     const path = issue.path.map(String).join('.') || 'params'
     return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`
   })
-  throw new McpError(ErrorCode.InvalidParams, `Invalid params: ${problems.join('; ')}`)
+  throw new JsonRpcError(ErrorCode.InvalidParams, `Invalid params: ${problems.join('; ')}`)
 }

@@ -10,11 +10,10 @@ import type { Limits } from '../limits/admission'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
 import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf } from '../observability/request-log'
 import type { InFlightCalls } from './in-flight-calls'
-import { MCP_ERROR } from './json-rpc'
+import { JsonRpcError, MCP_ERROR } from './json-rpc'
 import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
 
-type Sdk = typeof import('./sdk')
 /** The MCP SDK, loaded on the first POST /mcp (see ./sdk.ts). */
 const loadSdk = lazy(() => import('./sdk'))
 
@@ -24,18 +23,18 @@ const loadSdk = lazy(() => import('./sdk'))
  * result. The request's line and the refusal count follow the HTTP error handler's rule
  * (recordFailure): a client that left is `cancelled` and refused nothing.
  */
-function failure({ McpError }: Sdk, error: unknown, call: McpCall, metrics: GatewayMetrics | undefined): CallToolResult {
-  if (error instanceof McpError) throw error
+function failure(error: unknown, call: McpCall, metrics: GatewayMetrics | undefined): CallToolResult {
+  if (error instanceof JsonRpcError) throw error
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
   recordFailure(call.httpRequest, apiError, metrics)
   const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
-  if (apiError.code === 'unauthorized') throw new McpError(MCP_ERROR.auth, apiError.message, data)
+  if (apiError.code === 'unauthorized') throw new JsonRpcError(MCP_ERROR.auth, apiError.message, data)
   // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
-  if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.payment, apiError.message, data)
+  if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new JsonRpcError(MCP_ERROR.payment, apiError.message, data)
   if (apiError.code === 'rate_limited') {
     // Header names vary in case (the limiter's `Retry-After`, an upstream's passed-on `retry-after`).
     const retryAfter = Number(new Headers(apiError.headers).get('retry-after') ?? 1)
-    throw new McpError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
+    throw new JsonRpcError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
   }
   return { content: [{ type: 'text', text: apiError.message }], isError: true, structuredContent: undefined }
 }
@@ -102,7 +101,7 @@ export class McpService {
 
   async handle(call: McpCall): Promise<Response> {
     const sdk = await loadSdk()
-    const { Server, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport, checkParams } = sdk
+    const { Server, ErrorCode, WebStandardStreamableHTTPServerTransport, checkParams } = sdk
     const serverInfo = { name: 'svc-gateway', version: this.version }
     const capabilities = { tools: { listChanged: false } }
     const server = new Server(serverInfo, { capabilities })
@@ -146,7 +145,7 @@ export class McpService {
     sdk.Protocol.prototype.setRequestHandler.call(server, sdk.LooseCallToolRequestSchema, async (loose, extra) => {
       const request: CallToolRequest = checkParams(sdk.CallToolRequestSchema, loose)
       const tool = this.byName.get(request.params.name)
-      if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
+      if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
       const args = request.params.arguments ?? {}
       // Bad arguments are a tool error (not a protocol error), so the model can correct itself.
       if (!Value.Check(tool.inputSchema, args)) {
@@ -188,7 +187,7 @@ export class McpService {
           await dropReply()
           throw error
         }
-        return failure(sdk, error, call, this.metrics)
+        return failure(error, call, this.metrics)
       } finally {
         running.end()
         if (record !== undefined) record.sink.end(record)
