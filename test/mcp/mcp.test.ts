@@ -191,8 +191,15 @@ describe('tools', () => {
 
 describe('transport rules', () => {
   test('GET and DELETE /mcp are 405 (no server stream, no sessions); a request without the SSE Accept is 406', async () => {
-    expect((await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } })).status).toBe(405)
-    expect((await fetch(`${base}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status).toBe(405)
+    // A bare 405 with Allow, as the document says (it used to promise a JSON-RPC body).
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    for (const method of ['GET', 'DELETE']) {
+      const refused = await fetch(`${base}/mcp`, { method, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } })
+      expect([refused.status, refused.headers.get('allow'), await refused.text()]).toEqual([405, 'POST', ''])
+      const documented = spec.paths['/mcp'][method.toLowerCase()].responses['405']
+      expect(documented.content).toBeUndefined()
+      expect(Object.keys(documented.headers)).toEqual(['Allow'])
+    }
     const ping = { jsonrpc: '2.0', id: 1, method: 'ping' }
     expect((await rawMcp(ping, { authorization: `Bearer ${token}`, accept: 'application/json' })).status).toBe(406)
     const pong = await rawMcp(ping, { authorization: `Bearer ${token}` })
