@@ -27,7 +27,7 @@ import packageJson from '../package.json'
  */
 export function createApp(deps: Deps) {
   // normalize: false makes unknown body fields a validation error instead of silently dropping them.
-  const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline, fusion: deps.fusion, web: deps.web }), deps.limits, packageJson.version, deps.metrics)
+  const mcp = new McpService(createTools({ catalog: deps.catalog, pipeline: deps.pipeline, fusion: deps.fusion, web: deps.web }), deps.limits, packageJson.version, deps.mcpCalls, deps.metrics)
   // Browser MCP clients call /mcp and the OAuth endpoints it leads them to from other origins.
   const origins = new BrowserOrigins(deps.config.mcp.allowedOrigins, deps.config.oauth.issuer)
   const crossOrigin = ['/mcp', ...Object.values(WELL_KNOWN_PATHS), OAUTH_PATHS.register, OAUTH_PATHS.token, OAUTH_PATHS.revoke]

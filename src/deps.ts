@@ -29,6 +29,7 @@ import { systemClock, type Clock } from './lib/clock'
 import { Limits } from './limits/admission'
 import { GatewayMetrics } from './observability/gateway-metrics'
 import { faultAt } from './lib/fault-point'
+import { InFlightCalls } from './mcp/in-flight-calls'
 import { Lifecycle } from './observability/lifecycle'
 import { createLogger, type Logger } from './observability/logger'
 import { OAuthServer } from './oauth/server'
@@ -84,6 +85,8 @@ export interface Deps {
   readonly requestLog: RequestLog
   /** Draining state and billed calls in flight (graceful shutdown). */
   readonly lifecycle: Lifecycle
+  /** MCP tools/call requests in flight, by caller and JSON-RPC id: what notifications/cancelled stops. */
+  readonly mcpCalls: InFlightCalls
   /** The read path of the balance (never fabricates zero: errors propagate). */
   balance(orgId: string): Promise<BalanceView>
   close(): Promise<void>
@@ -180,6 +183,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,
     oauth, providers, attestation: new AttestationService(catalog, providers, router), web, metrics, lifecycle, requestLog: new RequestLog(logger, metrics),
+    mcpCalls: new InFlightCalls(),
     // During a ledger outage the balance is 503 too: never a figure that may be stale or partial.
     balance: orgId => (health.unavailable ? Promise.reject(LedgerHealth.refusal()) : readBalance(database.client, plans, clock, orgId)),
     async close() {

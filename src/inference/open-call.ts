@@ -121,7 +121,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     detach()
     if (metrics && error instanceof UpstreamError) countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
     // A client that left before the upstream answered aborted the call itself: not the upstream's failure.
-    if (record !== undefined) record.outcome = input.httpRequest!.signal.aborted ? 'cancelled' : 'upstream-error'
+    if (record !== undefined) record.outcome = input.signal.aborted ? 'cancelled' : 'upstream-error'
     throw shutdownReason() ?? toApiError(error)
   }
   if (metrics) {

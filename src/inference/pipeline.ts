@@ -99,6 +99,12 @@ export interface ChatInput extends Omit<ChatCallInput, 'signal' | 'httpRequest'>
   includeUsage: boolean
   /** The client's request: its signal ends the upstream call when the client leaves. */
   httpRequest: Request
+  /**
+   * Ends the call as the client's leaving does (default: the request's signal). An MCP tools/call
+   * passes one that also aborts on the client's notifications/cancelled (mcp/in-flight-calls.ts):
+   * the same cut, outcome `cancelled` and billing as a client that left.
+   */
+  signal?: AbortSignal
 }
 
 /** A collected (non-streamed) chat call, settled. */
@@ -130,7 +136,8 @@ export type { CallAttestation } from '../providers/types'
  * settle exactly once, before the final frame or the JSON body.
  */
 export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Response | Record<string, unknown>> {
-  const call = { ...input, signal: input.httpRequest.signal, passThrough: input.request.stream ? input.encoder.passThrough : undefined }
+  const signal = input.signal ?? input.httpRequest.signal
+  const call = { ...input, signal, passThrough: input.request.stream ? input.encoder.passThrough : undefined }
   if (!input.request.stream) {
     const collected = await collectChat(deps, call)
     return input.encoder.encode(collected.result, collected.usage, metaOf(input, collected.startedAt, collected.serverTools)) as Record<string, unknown>
@@ -144,7 +151,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     encoder: input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools)),
     observe: event => open.observe(event),
     failure: open.shutdownReason,
-    clientGone: () => input.httpRequest.signal.aborted,
+    clientGone: () => signal.aborted,
     // With no other call in flight, an answer that came whole need not wait for its settlement
     // to start out (the time to first byte of an idle gateway); under load one write is cheaper.
     sendBeforeSettling: () => deps.lifecycle.inFlight <= 1,
@@ -227,7 +234,8 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     if (result.error || open.aborted()) {
       // A client that left cut the upstream itself: logged as a stream the client left is, not
       // as the upstream's failure.
-      const outcome = input.httpRequest?.signal.aborted ? 'cancelled' : result.error ? 'upstream-error' : 'aborted'
+      // (The call's signal is the client's when it serves a request of its own: see ChatInput.signal.)
+      const outcome = input.httpRequest !== undefined && input.signal.aborted ? 'cancelled' : result.error ? 'upstream-error' : 'aborted'
       const failure = open.shutdownReason() ?? toApiError(result.error ?? new UpstreamError('aborted', 'the call was aborted', 'gateway', input.request.model))
       if (delivered?.() === true) {
         const { usage, charged } = await open.settle()

@@ -13,6 +13,22 @@ export type JsonRpcId = string | number | null
  */
 export const MCP_ERROR = { auth: -32001, payment: -32002, rateLimited: -32003 } as const
 
+/**
+ * A JSON-RPC error an MCP handler throws: the SDK's protocol layer sends its `code`, `message` and
+ * `data` as they are. Not the SDK's McpError, whose constructor writes "MCP error <code>: " into
+ * the message, which then went out on the wire, and SDK clients (building their own McpError)
+ * showed it twice: "MCP error -32002: MCP error -32002: insufficient funds".
+ */
+export class JsonRpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message)
+  }
+}
+
 /** The JSON-RPC code of each gateway error code when it is raised outside a tool. */
 const CODE: Record<ErrorCode, number> = {
   invalid_request: -32600,

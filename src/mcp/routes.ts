@@ -39,9 +39,16 @@ const JSON_RPC = { description: 'JSON-RPC 2.0 message', content: { 'application/
  * GET and DELETE are 405: no server-initiated stream and no sessions to end.
  */
 export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService, origins: BrowserOrigins) {
+  // Streamable HTTP: a server without a stream for GET "MUST ... return HTTP 405 Method Not
+  // Allowed", and one that does not let clients end sessions "MAY respond [to DELETE] with HTTP
+  // 405". Neither names a body: a bare 405 with Allow, as the document says.
   const notAllowed = () => new Response(null, { status: 405, headers: { allow: 'POST' } })
   const methodDetail = (summary: string) => ({
-    detail: { summary, description: 'This server offers no server-initiated SSE stream and issues no session ids (stateless), so only POST is served.', responses: { 405: JSON_RPC } },
+    detail: {
+      summary,
+      description: 'This server offers no server-initiated SSE stream and issues no session ids (stateless), so only POST is served.',
+      responses: { 405: { description: 'Method Not Allowed, with no body', headers: { Allow: { description: 'POST', schema: { type: 'string' as const } } } } },
+    },
   })
 
   return new Elysia({ tags: ['MCP'] })
@@ -97,7 +104,6 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             400: { description: 'JSON-RPC parse error (-32700): the body is not JSON, or not a JSON-RPC message', content: JSON_RPC.content },
             401: JSON_RPC,
             403: JSON_RPC,
-            405: JSON_RPC,
             406: JSON_RPC,
             413: { description: `JSON-RPC error -32600: the body exceeds ${BODY_LIMIT} bytes`, content: JSON_RPC.content },
             415: JSON_RPC,

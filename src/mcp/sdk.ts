@@ -4,15 +4,47 @@
  * modules that a gateway serving only chat never needs (bench/README.md, "Boot footprint").
  */
 export { Server } from '@modelcontextprotocol/sdk/server/index.js'
+export { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js'
 export { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
-export { ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
+export {
+  CallToolRequestSchema, CancelledNotificationSchema, ErrorCode, InitializeRequestSchema, LATEST_PROTOCOL_VERSION, ListToolsRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js'
 
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
+import { JsonRpcError } from './json-rpc'
 
 /**
- * tools/call as the SDK's protocol layer parses it before any handler: loosely. Registered with
- * the strict CallToolRequestSchema, a request whose params do not fit (`arguments` an array) was
- * answered -32603 (an internal error) with zod's dump; the SDK's Server still checks the strict
- * schema next, and answers a mismatch -32602 (invalid params), which is what the caller did wrong.
+ * A request as the SDK's protocol layer parses it before any handler: loosely (any params, or
+ * none: in zod 4 a z.unknown() key is still required unless optional). Registered with the SDK's
+ * strict schemas, a request whose params do not fit (no params on tools/call, initialize without
+ * protocolVersion, tools/list with a numeric cursor) was answered -32603 (an internal error) with
+ * zod's dump; the handler checks them with `checkParams` instead, which answers -32602 (invalid
+ * params), what the caller did wrong, in words.
  */
-export const LooseCallToolRequestSchema = z.object({ method: z.literal('tools/call'), params: z.unknown() })
+function looseRequest<M extends string>(method: M) {
+  return z.object({ method: z.literal(method), params: z.unknown().optional() })
+}
+
+export const LooseInitializeRequestSchema = looseRequest('initialize')
+export const LooseListToolsRequestSchema = looseRequest('tools/list')
+export const LooseCallToolRequestSchema = looseRequest('tools/call')
+
+/** At most this many problems are named: the first ones say what to fix. */
+const MAX_PROBLEMS = 3
+
+/**
+ * The request checked against the SDK's strict schema for its method: the parsed request, or
+ * JSON-RPC error -32602 naming each problem by its path ("params.protocolVersion: expected string,
+ * received undefined"), never zod's JSON dump.
+ */
+export function checkParams<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> } } }, request: unknown): T {
+  const parsed = schema.safeParse(request)
+  if (parsed.success) return parsed.data
+  const problems = parsed.error.issues.slice(0, MAX_PROBLEMS).map(issue => {
+    const path = issue.path.map(String).join('.') || 'params'
+    return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`
+  })
+  throw new JsonRpcError(ErrorCode.InvalidParams, `Invalid params: ${problems.join('; ')}`)
+}

@@ -9,11 +9,11 @@ import type { Principal } from '../keys/principal'
 import type { Limits } from '../limits/admission'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
 import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf } from '../observability/request-log'
-import { MCP_ERROR } from './json-rpc'
+import type { InFlightCalls } from './in-flight-calls'
+import { JsonRpcError, MCP_ERROR } from './json-rpc'
 import { ProgressFlow } from './progress-flow'
 import type { McpTool, ToolContext } from './tools/types'
 
-type Sdk = typeof import('./sdk')
 /** The MCP SDK, loaded on the first POST /mcp (see ./sdk.ts). */
 const loadSdk = lazy(() => import('./sdk'))
 
@@ -23,18 +23,18 @@ const loadSdk = lazy(() => import('./sdk'))
  * result. The request's line and the refusal count follow the HTTP error handler's rule
  * (recordFailure): a client that left is `cancelled` and refused nothing.
  */
-function failure({ McpError }: Sdk, error: unknown, call: McpCall, metrics: GatewayMetrics | undefined): CallToolResult {
-  if (error instanceof McpError) throw error
+function failure(error: unknown, call: McpCall, metrics: GatewayMetrics | undefined): CallToolResult {
+  if (error instanceof JsonRpcError) throw error
   const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'the tool failed unexpectedly')
   recordFailure(call.httpRequest, apiError, metrics)
   const data = { code: apiError.code, status: apiError.status, ...(apiError.param ? { param: apiError.param } : {}) }
-  if (apiError.code === 'unauthorized') throw new McpError(MCP_ERROR.auth, apiError.message, data)
+  if (apiError.code === 'unauthorized') throw new JsonRpcError(MCP_ERROR.auth, apiError.message, data)
   // Inside a tool, 403 can only mean the plan lacks the feature (Fusion access): a payment matter.
-  if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new McpError(MCP_ERROR.payment, apiError.message, data)
+  if (apiError.code === 'insufficient_quota' || apiError.code === 'forbidden') throw new JsonRpcError(MCP_ERROR.payment, apiError.message, data)
   if (apiError.code === 'rate_limited') {
     // Header names vary in case (the limiter's `Retry-After`, an upstream's passed-on `retry-after`).
     const retryAfter = Number(new Headers(apiError.headers).get('retry-after') ?? 1)
-    throw new McpError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
+    throw new JsonRpcError(MCP_ERROR.rateLimited, apiError.message, { ...data, retry_after_s: retryAfter })
   }
   return { content: [{ type: 'text', text: apiError.message }], isError: true, structuredContent: undefined }
 }
@@ -84,6 +84,8 @@ export class McpService {
     readonly tools: readonly McpTool[],
     private readonly limits: Limits,
     private readonly version: string,
+    /** The process's tools/call requests in flight: what notifications/cancelled looks up. */
+    private readonly calls: InFlightCalls,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.byName = new Map(tools.map(tool => [tool.name, tool]))
@@ -99,19 +101,51 @@ export class McpService {
 
   async handle(call: McpCall): Promise<Response> {
     const sdk = await loadSdk()
-    const { Server, LooseCallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, WebStandardStreamableHTTPServerTransport } = sdk
-    const server = new Server({ name: 'svc-gateway', version: this.version }, { capabilities: { tools: { listChanged: false } } })
+    const { Server, ErrorCode, WebStandardStreamableHTTPServerTransport, checkParams } = sdk
+    const serverInfo = { name: 'svc-gateway', version: this.version }
+    const capabilities = { tools: { listChanged: false } }
+    const server = new Server(serverInfo, { capabilities })
     const streams = wantsProgress(call.body)
     const flow = streams ? new ProgressFlow() : undefined
     // The request's line waits for each tool call and for a progress stream's end, so that it
     // carries the billed call's model, outcome, usage and charge (README, Metrics and logs).
     const record = recordOf(call.httpRequest)
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: this.listed }))
-    server.setRequestHandler(LooseCallToolRequestSchema, async (loose, extra) => {
-      // The SDK's Server has checked the request against CallToolRequestSchema before this runs.
-      const request = loose as CallToolRequest
+    // Loose schemas, then the SDK's strict ones with a readable -32602 (see sdk.ts). initialize
+    // does what the SDK's own handler (Server._oninitialize) does for a stateless server:
+    // negotiate the version (the client's if supported, else the latest) and state capabilities.
+    server.setRequestHandler(sdk.LooseInitializeRequestSchema, async loose => {
+      const { protocolVersion } = checkParams(sdk.InitializeRequestSchema, loose).params
+      const negotiated = sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion) ? protocolVersion : sdk.LATEST_PROTOCOL_VERSION
+      return { protocolVersion: negotiated, capabilities, serverInfo }
+    })
+    server.setRequestHandler(sdk.LooseListToolsRequestSchema, async loose => {
+      checkParams(sdk.ListToolsRequestSchema, loose)
+      return { tools: this.listed }
+    })
+    // The cancel comes in its own POST, so this Server has nothing in flight: the process's
+    // registry finds the caller's call (same principal, same id). Unknown ids are ignored; the
+    // transport answers a notification 202 either way.
+    server.setNotificationHandler(sdk.CancelledNotificationSchema, notification => {
+      const { requestId, reason } = notification.params
+      if (requestId !== undefined) this.calls.cancel(call.principal, requestId, reason)
+    })
+    // A cancelled call gets no response (MCP, "Cancellation"). The SDK sends none for a handler
+    // whose own signal aborted, which closing the Server does; closing it also ends an SSE
+    // response's stream with no reply in it. A JSON response would wait for the reply forever:
+    // `dropped` answers the POST instead (see below).
+    let dropped: () => void = () => {}
+    const droppedReply = new Promise<undefined>(resolve => (dropped = () => resolve(undefined)))
+    const dropReply = async () => {
+      await server.close()
+      dropped()
+    }
+    // Through Protocol's registration, not Server's: Server wraps a tools/call handler in its own
+    // strict check, answering -32602 with zod's JSON dump before this handler can say it in words.
+    // (Its other addition checks task-augmented calls, a capability this server does not offer.)
+    sdk.Protocol.prototype.setRequestHandler.call(server, sdk.LooseCallToolRequestSchema, async (loose, extra) => {
+      const request: CallToolRequest = checkParams(sdk.CallToolRequestSchema, loose)
       const tool = this.byName.get(request.params.name)
-      if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
+      if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `unknown tool "${request.params.name.slice(0, 100)}"; tools/list names the tools`)
       const args = request.params.arguments ?? {}
       // Bad arguments are a tool error (not a protocol error), so the model can correct itself.
       if (!Value.Check(tool.inputSchema, args)) {
@@ -119,7 +153,10 @@ export class McpService {
         return { content: [{ type: 'text', text: `invalid arguments: ${argumentProblem(tool.inputSchema, args)}` }], isError: true }
       }
       const token = request.params._meta?.progressToken
-      const context: ToolContext = { principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, disableIdleTimeout: call.disableIdleTimeout }
+      const running = this.calls.start(call.principal, extra.requestId, call.httpRequest.signal)
+      const context: ToolContext = {
+        principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, signal: running.signal, disableIdleTimeout: call.disableIdleTimeout,
+      }
       if (token !== undefined) {
         context.progress = (progress, message, total) => {
           const params = { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) }
@@ -142,8 +179,17 @@ export class McpService {
           ...(result.isError ? { isError: true } : {}),
         }
       } catch (error) {
-        return failure(sdk, error, call, this.metrics)
+        if (running.cancelled()) {
+          // The tool stopped on its signal (the upstream cut, billed as for a client that left):
+          // no reply, and its line says `cancelled`, never a refusal. A tool that finished before
+          // the cancel took effect answers as usual (the spec lets a completed request ignore it).
+          if (record !== undefined) record.outcome ??= 'cancelled'
+          await dropReply()
+          throw error
+        }
+        return failure(error, call, this.metrics)
       } finally {
+        running.end()
         if (record !== undefined) record.sink.end(record)
       }
     })
@@ -152,12 +198,19 @@ export class McpService {
     await server.connect(transport)
     const followed = record !== undefined && flow !== undefined
     if (followed) record.sink.defer(record)
-    let response: Response
+    let response: Response | undefined
     try {
-      response = await transport.handleRequest(call.httpRequest, { parsedBody: call.body })
+      response = await Promise.race([transport.handleRequest(call.httpRequest, { parsedBody: call.body }), droppedReply])
     } catch (error) {
       if (followed) record.sink.end(record)
       throw error
+    }
+    // A cancelled call answered as JSON: Streamable HTTP wants JSON or SSE for a POST carrying a
+    // request, and the spec no response for it, so an SSE stream that ends with no message (the
+    // SDK client reads it and stops; it rejected the call when it sent the cancel).
+    if (response === undefined) {
+      if (followed) record.sink.end(record)
+      return new Response('', { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } })
     }
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
     if (flow === undefined) {

@@ -48,7 +48,7 @@ test('Confidential participants: attestation per participant and for the judge, 
   const tool = chatFusionTool(catalog, deps)
   const result = await tool.run(
     { models: ['tee-a:confidential', 'tee-b:confidential'], request_id: crypto.randomUUID(), prompt: 'Attest this.', web_search: false } as never,
-    { principal: verified.principal, requestId: 'req-1', httpRequest: new Request('http://localhost/mcp') },
+    { principal: verified.principal, requestId: 'req-1', httpRequest: new Request('http://localhost/mcp'), signal: new AbortController().signal },
   )
   const structured = result.structured as any
   expect(structured.status).toBe('complete')

@@ -151,6 +151,7 @@ describe('tools', () => {
     const error = await client.callTool({ name: 'svc.nothing', arguments: {} }).catch(caught => caught)
     expect(error).toBeInstanceOf(McpError)
     expect(error.code).toBe(-32602)
+    expect(error.message).toBe('MCP error -32602: unknown tool "svc.nothing"; tools/list names the tools')
     // params that do not fit tools/call's shape are the caller's error (-32602), not an internal one.
     const arrayArgs = await rawMcp({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'svc.chat', arguments: ['x'] } }, { authorization: `Bearer ${token}` })
     const reply = (await arrayArgs.json()) as { error: { code: number; message: string } }
@@ -169,6 +170,10 @@ describe('tools', () => {
     expect(payment).toBeInstanceOf(McpError)
     expect(payment.code).toBe(-32002)
     expect(payment.data.code).toBe('insufficient_quota')
+    // The SDK client prefixes the code once; before, the server had sent the message prefixed
+    // already ("MCP error -32002: MCP error -32002: …").
+    expect(payment.message).toStartWith('MCP error -32002: ')
+    expect(payment.message.slice('MCP error -32002: '.length)).not.toContain('MCP error')
     await poor.close()
 
     const client = await connect()
@@ -186,8 +191,15 @@ describe('tools', () => {
 
 describe('transport rules', () => {
   test('GET and DELETE /mcp are 405 (no server stream, no sessions); a request without the SSE Accept is 406', async () => {
-    expect((await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } })).status).toBe(405)
-    expect((await fetch(`${base}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status).toBe(405)
+    // A bare 405 with Allow, as the document says (it used to promise a JSON-RPC body).
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    for (const method of ['GET', 'DELETE']) {
+      const refused = await fetch(`${base}/mcp`, { method, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } })
+      expect([refused.status, refused.headers.get('allow'), await refused.text()]).toEqual([405, 'POST', ''])
+      const documented = spec.paths['/mcp'][method.toLowerCase()].responses['405']
+      expect(documented.content).toBeUndefined()
+      expect(Object.keys(documented.headers)).toEqual(['Allow'])
+    }
     const ping = { jsonrpc: '2.0', id: 1, method: 'ping' }
     expect((await rawMcp(ping, { authorization: `Bearer ${token}`, accept: 'application/json' })).status).toBe(406)
     const pong = await rawMcp(ping, { authorization: `Bearer ${token}` })

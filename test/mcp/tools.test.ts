@@ -18,7 +18,7 @@ describe('svc.chat', () => {
     const pipeline = new Proxy({}, { get: () => { touched = true; return () => { throw new Error('must not be called') } } }) as unknown as PipelineDeps
     const tool = chatTool({ resolve: () => route }, pipeline)
     const request = new Request('http://localhost/mcp')
-    const failure = await tool.run({ model: 'm:encrypted', prompt: 'hi' }, { principal: {} as never, requestId: 'r', httpRequest: request }).catch(error => error)
+    const failure = await tool.run({ model: 'm:encrypted', prompt: 'hi' }, { principal: {} as never, requestId: 'r', httpRequest: request, signal: request.signal }).catch(error => error)
     expect(failure).toBeInstanceOf(ApiError)
     expect(failure.code).toBe('invalid_request')
     expect(failure.message).toContain('encrypted models are not available through MCP')

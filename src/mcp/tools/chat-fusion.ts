@@ -129,7 +129,7 @@ export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps) {
       }
       const hostedDefaults = { webSearch: args.web_search === undefined, webFetch: args.web_fetch === undefined }
       const result = await runFusion(fusion, {
-        principal: context.principal, request, idempotencyKey: args.request_id, requestId: context.requestId, signal: context.httpRequest.signal,
+        principal: context.principal, request, idempotencyKey: args.request_id, requestId: context.requestId, signal: context.signal,
         hostedDefaults, onProgress: context.progress ? progressReporter(context.progress, args.models.length) : undefined,
       })
       // runFusion resolved every id, so these resolve too; the same rule decides what each participant ran.

@@ -5,8 +5,14 @@ import type { Principal } from '../../keys/principal'
 export interface ToolContext {
   principal: Principal
   requestId: string
-  /** The HTTP request of the tools/call: its signal ends upstream work when the client leaves. */
+  /** The HTTP request of the tools/call (its headers, its log line). */
   httpRequest: Request
+  /**
+   * Ends the tool's upstream work: aborts when the client leaves (the request's signal) or
+   * cancels the call (notifications/cancelled, mcp/in-flight-calls.ts). Tools watch this one,
+   * never the request's signal alone.
+   */
+  signal: AbortSignal
   disableIdleTimeout?: () => void
   /**
    * Present only when the client asked for progress (a `progressToken`): sends

@@ -34,7 +34,7 @@ export function webFetchTool(web: WebService) {
     billed: true,
     annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: false },
     async run(args, context) {
-      const pages = await web.fetchUrls({ principal: context.principal, requestId: context.requestId, signal: context.httpRequest.signal }, args.urls)
+      const pages = await web.fetchUrls({ principal: context.principal, requestId: context.requestId, signal: context.signal }, args.urls)
       const results = pages.map(page => ({ title: page.title, url: page.url, content: page.content, last_updated: page.lastUpdated }))
       const text = results
         .map(page => [`URL: ${page.url}`, `Title: ${page.title}`, `Last updated: ${page.last_updated ?? 'unknown'}`, '(untrusted web content follows)', '', page.content].join('\n'))

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { codeFlowTokens } from '../support/oauth'
+
+// Params that do not fit a method's shape are the caller's mistake: JSON-RPC -32602 (invalid
+// params) naming the field in words. Before, tools/call without params, initialize without (or
+// with a mistyped) protocolVersion or capabilities, and tools/list with a numeric cursor were
+// answered -32603 (internal error) with zod's JSON dump of issues as the message.
+
+const YAML = `
+providers: [{ id: demo, type: demo, retention: none }]
+models:
+  - { id: demo-anonymous, backends: [{ provider: demo, model: demo }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 4096 }
+plans: { payg: { monthly_allowance: "0", fusion: false } }
+`
+
+let t: TestApp
+let base: string
+let token: string
+
+beforeAll(async () => {
+  const env = { SVC_CONFIG: '/virtual/gateway.yaml' }
+  t = await buildTestApp(env, loadConfig(env, () => YAML))
+  base = t.listen()
+  token = (await codeFlowTokens(t, (await t.createOrg('acme', 1_000_000_000n)).adminKey)).access_token
+})
+
+afterAll(() => t.close())
+
+async function errorOf(method: string, params?: unknown): Promise<{ code: number; message: string }> {
+  const response = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(params === undefined ? {} : { params }) }),
+  })
+  expect(response.status).toBe(200)
+  const reply = (await response.json()) as { id: number; error: { code: number; message: string } }
+  expect(reply.id).toBe(1)
+  return reply.error
+}
+
+const clientInfo = { name: 'raw', version: '0' }
+
+test.each([
+  ['tools/call without params', 'tools/call', undefined, 'Invalid params: params: expected object, received undefined'],
+  ['tools/call without a name', 'tools/call', { arguments: {} }, 'Invalid params: params.name: expected string, received undefined'],
+  ['initialize without protocolVersion', 'initialize', { capabilities: {}, clientInfo }, 'Invalid params: params.protocolVersion: expected string, received undefined'],
+  ['initialize with a numeric protocolVersion', 'initialize', { protocolVersion: 20250618, capabilities: {}, clientInfo }, 'Invalid params: params.protocolVersion: expected string, received number'],
+  ['initialize with capabilities a string', 'initialize', { protocolVersion: '2025-06-18', capabilities: 'all', clientInfo }, 'Invalid params: params.capabilities: expected object, received string'],
+  ['initialize without params', 'initialize', undefined, 'Invalid params: params: expected object, received undefined'],
+  ['tools/list with a numeric cursor', 'tools/list', { cursor: 5 }, 'Invalid params: params.cursor: expected string, received number'],
+])('%s: -32602 naming the field', async (_name, method, params, message) => {
+  const error = await errorOf(method, params)
+  expect(error.code).toBe(-32602)
+  // The message as sent, without the SDK's "MCP error -32602: " (which SDK clients add once themselves).
+  expect(error.message).toBe(message)
+})
+
+test('well-formed requests are answered as before', async () => {
+  const response = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+  })
+  expect(((await response.json()) as any).result.tools).toHaveLength(5)
+})
