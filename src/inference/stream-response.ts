@@ -149,14 +149,22 @@ class Pump {
    * upstream finished.
    */
   private before(frames: string[], ending: Ending): Response {
-    // Started one event-loop turn later: Bun writes a reply stream's first chunk to the socket at
-    // the end of the turn, after the turn's immediates, and the ledger writer commits on an
-    // immediate, so a settlement started now held the answer until its transaction had committed
-    // (~0.3 ms at one connection on the bench VM; bench/README.md, twenty-third session).
-    const closing = new Promise<string[]>(resolve => setImmediate(() => resolve(this.end(ending))))
-    // Handled here too: a client that leaves before the last pull never awaits it, and an
-    // unhandled rejection would end the process.
-    closing.catch(() => {})
+    // The settlement starts once the answer is flushed to the socket, not before: the ledger
+    // writer commits on an immediate, and Bun wrote a reply stream's first chunk only at the end
+    // of the turn, after the turn's immediates, so a settlement started with the reply held the
+    // answer until its transaction had committed (bench/README.md, twenty-third session). If the
+    // server never pulls (the client left first), it starts on the next turn all the same.
+    let closing: Promise<string[]> | undefined
+    const settle = (): Promise<string[]> => {
+      if (closing === undefined) {
+        closing = this.end(ending)
+        // Handled here too: a client that leaves before the last write never awaits it, and an
+        // unhandled rejection would end the process.
+        closing.catch(() => {})
+      }
+      return closing
+    }
+    setImmediate(settle)
     // Bun's direct stream: the server calls `pull` once and each write goes to the socket as it
     // is, with no queue, no UTF-8 copy made here and no promise per chunk (~35 µs less to the
     // first byte at one connection; bench/README.md, twenty-third session). A write to a client
@@ -166,7 +174,7 @@ class Pump {
       pull: async (controller: ReadableStreamDirectController) => {
         controller.write(frames.length === 1 ? frames[0]! : frames.join(''))
         controller.flush()
-        const rest = await closing
+        const rest = await settle()
         controller.write(rest.length === 1 ? rest[0]! : rest.join(''))
         controller.close()
       },
