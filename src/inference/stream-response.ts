@@ -145,8 +145,8 @@ class Pump {
 
   /**
    * The answer's frames at once, the terminal frames (or the settlement's error) once the call is
-   * settled. The settlement starts on the next turn, whatever the client does meanwhile: the
-   * upstream finished.
+   * settled. The settlement starts once the answer is written, or on the next turn if the server
+   * never asks for it, whatever the client does meanwhile: the upstream finished.
    */
   private before(frames: string[], ending: Ending): Response {
     // The settlement starts once the answer is flushed to the socket, not before: the ledger

@@ -192,8 +192,8 @@ describe('streamResponse', () => {
         const asked: number[] = []
         const response = await streamResponse({ events: source(), encoder: new ChatCompletionsStreamEncoder(meta), observe: () => {}, complete: held.complete, sendBeforeSettling: () => (asked.push(1), true) })
         expect(asked).toHaveLength(1)
-        // The settlement starts on the event loop's next turn, so the server writes the answer
-        // before the ledger's transaction runs (the writer commits on an immediate).
+        // The settlement starts once the answer is written (the reader's first pull), or, when
+        // nothing pulls, on the event loop's next turn: never before the server has the answer.
         await Promise.resolve()
         expect(held.outcomes).toEqual([])
         await new Promise(resolve => setImmediate(resolve))
