@@ -300,13 +300,17 @@ export class AnthropicStreamTranslator {
     return events
   }
 
-  /** The error event, with the usage reported before it (see reportedUsage). */
   private fail(error: UpstreamError): ChatEvent[] {
     this.done = true
+    return [this.errorEvent(error)]
+  }
+
+  /** The error event of a stream that failed here, with the usage reported before it (see reportedUsage). */
+  errorEvent(error: UpstreamError): ChatEvent {
     const failed: ChatEvent = { type: 'error', error }
     const usage = this.reportedUsage
     if (usage !== undefined) failed.usage = usage
-    return [failed]
+    return failed
   }
 
   /**
@@ -315,7 +319,7 @@ export class AnthropicStreamTranslator {
    * came, its output count (0 before: the meter counts the output sent). Undefined when the
    * upstream reported none.
    */
-  get reportedUsage(): Usage | undefined {
+  private get reportedUsage(): Usage | undefined {
     return this.usageReported ? this.canonicalUsage() : undefined
   }
 

@@ -204,13 +204,8 @@ async function* translate(
     }
     for (const event of translator.end()) yield event
   } catch (error) {
-    if (!translator.done && control.cause !== 'client') {
-      // The usage reported before the cut is billed (message_start's input, message_delta's output).
-      const failed: ChatEvent = { type: 'error', error: errorFromTransport(control.cause, error, context, timeouts) }
-      const usage = translator.reportedUsage
-      if (usage !== undefined) failed.usage = usage
-      yield failed
-    }
+    // The usage reported before the cut is billed (message_start's input, message_delta's output).
+    if (!translator.done && control.cause !== 'client') yield translator.errorEvent(errorFromTransport(control.cause, error, context, timeouts))
   } finally {
     control.dispose()
   }
