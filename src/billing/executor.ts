@@ -104,14 +104,6 @@ export class NativeExecutor implements BatchExecutor {
 
   close(): void {
     this.checkpointer?.close()
-    // A clean stop folds the WAL into the database file, so that a copy of the file alone holds
-    // every commit. Best effort: with a checkpoint still running, or another process reading,
-    // SQLite answers busy at once (no busy timeout here) and the frames stay in the WAL, as before.
-    try {
-      this.database.exec('PRAGMA wal_checkpoint(TRUNCATE)')
-    } catch {
-      // Left to the next writer's checkpoints.
-    }
     this.database.close()
   }
 

@@ -60,30 +60,3 @@ test('a long run of commits keeps the WAL under the autocheckpoint and loses non
     database.close()
   }
 })
-
-test('closing the writer folds the WAL into the database file: a copy of the file alone holds every commit', async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-wal-'))
-  const path = join(dir, 'ledger.db')
-  const executor = new NativeExecutor(path)
-  // The gateway's other connections (the pool) stay open past the writer's close, as in deps.close.
-  const pool = await openDatabase(`file:${path}`)
-  try {
-    await executor.write([{ sql: 'CREATE TABLE entries (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)', args: [] }])
-    // Fewer commits than the checkpointer waits for: they are all in the WAL.
-    for (let commit = 1; commit <= 5; commit += 1) await executor.write([{ sql: 'INSERT INTO entries (amount) VALUES (?)', args: [commit] }])
-    await pool.client.execute('SELECT COUNT(*) FROM entries')
-    executor.close()
-    // What a backup that copies only the database file after a clean stop gets.
-    const copy = join(dir, 'copy.db')
-    await Bun.write(copy, Bun.file(path))
-    const copied = await openDatabase(`file:${copy}`)
-    try {
-      const { rows } = await copied.client.execute('SELECT COUNT(*) AS entries, SUM(amount) AS total FROM entries')
-      expect(rows[0]).toMatchObject({ entries: 5n, total: 15n })
-    } finally {
-      copied.close()
-    }
-  } finally {
-    pool.close()
-  }
-})
