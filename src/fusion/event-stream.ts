@@ -1,5 +1,5 @@
 import { ApiError } from '../http/errors'
-import { keepAlive, type KeepAliveStream } from '../http/keep-alive'
+import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
 import { SSE_PING, sseFrame } from '../http/sse'
 import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } from './service'
 
@@ -29,7 +29,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
           watched.enqueued += 1
         },
         {
-          controller,
+          queued: queuedIn(controller),
           cut: () => {
             closed = true
             controller.error(undefined)

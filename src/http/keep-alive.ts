@@ -35,10 +35,19 @@ const QUIET_TICKS = 3
  */
 export const STALL_TICKS = 6
 
-/** A stream whose reader is watched: its controller (default strategy, one chunk), and how to cut it. */
+/** A stream whose reader is watched: how many written chunks wait for it, and how to cut it. */
 export interface StallWatch {
-  controller: ReadableStreamDefaultController<Uint8Array>
+  /** Chunks written that the client's connection has not taken yet; null once the stream has closed. */
+  queued(): number | null
   cut(): void
+}
+
+/** What waits in a default-strategy stream's queue (high-water mark one chunk: 1 - desiredSize). */
+export function queuedIn(controller: ReadableStreamDefaultController<Uint8Array>): () => number | null {
+  return () => {
+    const desired = controller.desiredSize
+    return desired === null ? null : 1 - desired
+  }
 }
 
 /**
@@ -65,10 +74,8 @@ export class KeepAliveStream {
    * slow one that took any chunk since the last tick.
    */
   stalled(): boolean {
-    const desired = this.stall!.controller.desiredSize
-    if (desired === null) return false
-    // The default strategy's high-water mark is one chunk: what waits is 1 - desiredSize.
-    const queued = 1 - desired
+    const queued = this.stall!.queued()
+    if (queued === null) return false
     const taken = this.enqueued - queued
     if (queued <= 0 || taken !== this.taken) {
       this.taken = taken

@@ -4,7 +4,7 @@
 // read from a side view of each event; nothing is decrypted or logged.
 
 import { ApiError } from '../http/errors'
-import { keepAlive, type KeepAliveStream } from '../http/keep-alive'
+import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
 import { MAX_SSE_EVENT_CHARS } from '../http/sse'
 import type { UpstreamStream } from '../providers/openai-compatible/open-upstream-stream'
 import type { StreamOutcome } from './stream-response'
@@ -70,7 +70,7 @@ export function passthroughStream(options: {
       // No pings (the bytes are the backend's), but a client that stops reading is cut as on
       // every stream (http/keep-alive.ts, STALL_TICKS): the connection dropped, the call a cancel.
       watched = keepAlive.watch(undefined, {
-        controller,
+        queued: queuedIn(controller),
         cut: () => {
           controller.error(undefined)
           void finish('cancelled').then(() => options.upstream.close())

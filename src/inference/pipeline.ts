@@ -105,6 +105,8 @@ export interface ChatInput extends Omit<ChatCallInput, 'signal' | 'httpRequest'>
    * the same cut, outcome `cancelled` and billing as a client that left.
    */
   signal?: AbortSignal
+  /** A streamed reply is read in this process (an MCP tool), not sent by Bun's server (reply-sink.ts). */
+  readInProcess?: boolean
 }
 
 /** A collected (non-streamed) chat call, settled. */
@@ -155,6 +157,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     // With no other call in flight, an answer that came whole need not wait for its settlement
     // to start out (the time to first byte of an idle gateway); under load one write is cheaper.
     sendBeforeSettling: () => deps.lifecycle.inFlight <= 1,
+    readInProcess: input.readInProcess,
     // The usage frame reports what is billed (the meter's: a missing count's fallback, the
     // call's bound, the hosted tools the gateway ran), not the upstream's report as it came.
     finishUsage: () => open.meter.usage(),

@@ -4,6 +4,7 @@ import { SSE_PING } from '../http/sse'
 import type { ChatEvent, Usage } from './canonical'
 import type { StreamEncoder } from './dialects/types'
 import { ReplayedEvents } from '../providers/replay'
+import { replyBody, type ReplySink } from './reply-sink'
 import { toApiError } from './upstream-errors'
 
 /** How a stream ended: the upstream finished, failed mid-stream, or the client left. */
@@ -27,10 +28,11 @@ export interface StreamOptions {
    * it) rather than as one body after it. Asked once, when the answer is at hand; default no.
    */
   sendBeforeSettling?: () => boolean
+  /** The reply is read by JavaScript in this process (an MCP tool), not sent by Bun's server (reply-sink.ts). */
+  readInProcess?: boolean
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }
-const encoder = new TextEncoder()
 const TURN = Symbol('turn')
 
 /**
@@ -165,20 +167,20 @@ class Pump {
       return closing
     }
     setImmediate(settle)
-    // Bun's direct stream: the server calls `pull` once and each write goes to the socket as it
-    // is, with no queue, no UTF-8 copy made here and no promise per chunk (~35 µs less to the
-    // first byte at one connection; bench/README.md, twenty-third session). A write to a client
-    // that has left returns 0.
-    const body = new ReadableStream({
-      type: 'direct',
-      pull: async (controller: ReadableStreamDirectController) => {
-        controller.write(frames.length === 1 ? frames[0]! : frames.join(''))
-        controller.flush()
+    // On Bun's server a direct stream (reply-sink.ts): ~35 µs less to the first byte at one
+    // connection than a default stream's queue (bench/README.md, twenty-third session).
+    const body = replyBody(
+      this.options.readInProcess === true,
+      async sink => {
+        sink.write(joined(frames))
+        sink.flush()
         const rest = await settle()
-        controller.write(rest.length === 1 ? rest[0]! : rest.join(''))
-        controller.close()
+        await sink.write(joined(rest))
+        sink.close()
       },
-    })
+      // A client that leaves changes nothing: the upstream finished, and the settlement is on its way.
+      async () => {},
+    )
     return new Response(body, { headers: SSE_HEADERS })
   }
 
@@ -199,75 +201,90 @@ class Pump {
     return this.options.complete(outcome)
   }
 
-  /** The reply stream: `frames` first, then `pending` (the next event), then the rest as they come. */
+  /**
+   * The reply stream: `frames` first (flushed at once), then `pending` (the next event), then the
+   * rest as they come, each event's frames in one write; those of one upstream read leave
+   * together at the end of their turn. A write that finds the reader full is waited for before
+   * the next event is read, so a slow client holds back the upstream.
+   */
   stream(frames: string[], pending: Promise<IteratorResult<ChatEvent>>): Response {
-    const options = this.options
-    let next: Promise<IteratorResult<ChatEvent>> | undefined = pending
-    const body = new ReadableStream<Uint8Array>({
-      start: controller => {
-        enqueue(controller, frames)
-        const ping = options.encoder.ping ?? SSE_PING
-        this.quiet = this.ticker.watch(
-          () => {
-            controller.enqueue(ping)
-            this.quiet!.enqueued += 1
-          },
-          { controller, cut: () => void this.cut(controller) },
-        )
-      },
-      pull: async controller => {
-        // One pull writes at least one frame (or ends the stream), so backpressure works per frame.
-        for (;;) {
-          let step: IteratorResult<ChatEvent>
-          try {
-            step = await (next ?? this.iterator.next())
-          } catch (error) {
-            if (this.completed) return
-            return this.close(controller, this.failed(error))
-          } finally {
-            next = undefined
-          }
-          // The client left while this pull waited (cancel settled the call and closed the
-          // upstream, which ended this wait): nothing more is written.
-          if (this.completed) return
-          const ended = this.ended(step)
-          if (ended !== undefined) return this.close(controller, ended)
-          const pushed = options.encoder.push((step as IteratorYieldResult<ChatEvent>).value)
-          if (pushed.length === 0) continue
-          enqueue(controller, pushed)
-          this.quiet!.wrote = true
-          this.quiet!.enqueued += 1
-          return
-        }
-      },
-      cancel: async () => {
-        // The client left: stop the upstream, charge what was used, free the slot.
-        await this.complete('cancelled')
-        await this.iterator.return?.()
-      },
-    })
+    const body = replyBody(this.options.readInProcess === true, sink => this.run(sink, frames, pending), () => this.cancel())
     return new Response(body, { headers: SSE_HEADERS })
   }
 
-  /**
-   * The client stopped reading (KeepAlive's stall watch): the connection is dropped (an error
-   * with no reason: Bun resets it without logging), then the call ends as a cancel does, charged
-   * for the output written to the connection.
-   */
-  private async cut(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
-    controller.error(undefined)
+  private async run(sink: ReplySink, frames: string[], pending: Promise<IteratorResult<ChatEvent>> | undefined): Promise<void> {
+    const ping = this.options.encoder.ping ?? SSE_PING
+    const quiet = (this.quiet = this.ticker.watch(
+      () => {
+        // Behind unread chunks a ping adds nothing; the stall watch counts that wait.
+        if (sink.queued() !== 0) return
+        sink.write(ping)
+        quiet.enqueued += 1
+      },
+      {
+        queued: () => sink.queued(),
+        cut: () => {
+          // The client stopped reading (KeepAlive's stall watch): the connection is dropped, then
+          // the call ends as a cancel does, charged for the output written to the connection.
+          sink.cut()
+          void this.cancel()
+        },
+      },
+    ))
+    // The start frames count as the registration's write (KeepAliveStream.wrote), not as a chunk.
+    if (frames.length > 0) {
+      const written = sink.write(joined(frames))
+      sink.flush()
+      await written
+    }
+    for (;;) {
+      let step: IteratorResult<ChatEvent>
+      try {
+        step = await (pending ?? this.iterator.next())
+      } catch (error) {
+        if (this.completed) return
+        return this.close(sink, this.failed(error))
+      } finally {
+        pending = undefined
+      }
+      // The client left or the stream was cut while this waited (the cancel settled the call and
+      // closed the upstream, which ended the wait): nothing more is written.
+      if (this.completed) return
+      let pushed: string[]
+      try {
+        const ended = this.ended(step)
+        if (ended !== undefined) return this.close(sink, ended)
+        pushed = this.options.encoder.push((step as IteratorYieldResult<ChatEvent>).value)
+      } catch (error) {
+        return this.close(sink, this.failed(error))
+      }
+      if (pushed.length === 0) continue
+      await this.write(sink, pushed)
+      if (this.completed) return
+    }
+  }
+
+  /** One event's frames in one write; a promise while the reader is full. */
+  private write(sink: ReplySink, frames: string[]): Promise<void> | undefined {
+    this.quiet!.wrote = true
+    this.quiet!.enqueued += 1
+    return sink.write(joined(frames))
+  }
+
+  /** The client left or was cut: stop the upstream, charge what was used, free the slot. */
+  private async cancel(): Promise<void> {
     await this.complete('cancelled')
     await this.iterator.return?.()
   }
 
-  private async close(controller: ReadableStreamDefaultController<Uint8Array>, ending: Ending): Promise<void> {
-    enqueue(controller, await this.end(ending))
-    controller.close()
+  private async close(sink: ReplySink, ending: Ending): Promise<void> {
+    const rest = await this.end(ending)
+    if (rest.length > 0) await sink.write(joined(rest))
+    sink.close()
   }
 }
 
-/** One event's frames in one write: each enqueue is a chunk the response stream handles on its own. */
-function enqueue(controller: ReadableStreamDefaultController<Uint8Array>, frames: string[]): void {
-  if (frames.length === 0) return
-  controller.enqueue(encoder.encode(frames.length === 1 ? frames[0]! : frames.join('')))
+/** Frames as one write (one string, no copy for the common single frame). */
+function joined(frames: string[]): string {
+  return frames.length === 1 ? frames[0]! : frames.join('')
 }

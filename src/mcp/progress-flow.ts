@@ -1,4 +1,4 @@
-import { keepAlive, type KeepAliveStream } from '../http/keep-alive'
+import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
 
 /**
  * Notifications a progress stream may hold unread before its tool waits for the client. The
@@ -60,7 +60,7 @@ export class ProgressFlow {
     const body = new ReadableStream<Uint8Array>({
       start: controller => {
         watched = keepAlive.watch(undefined, {
-          controller,
+          queued: queuedIn(controller),
           cut: () => {
             controller.error(undefined)
             leave()

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { KeepAlive, STALL_TICKS, type TickerTimers } from '../../src/http/keep-alive'
+import { KeepAlive, queuedIn, STALL_TICKS, type TickerTimers } from '../../src/http/keep-alive'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { ChatCompletionsStreamEncoder } from '../../src/inference/dialects/chat-completions/encode-stream'
 import { streamResponse, type StreamOutcome } from '../../src/inference/stream-response'
@@ -25,7 +25,7 @@ function handTimers() {
 const meta = { id: 'chatcmpl-test', model: 'm', createdAt: 1, includeUsage: false, estimatedInputTokens: 1 }
 
 /** A Chat Completions stream of `events` watched by `keepAlive`; `outcomes` records each settlement. */
-async function settledStream(events: AsyncIterable<ChatEvent>, keepAlive: KeepAlive) {
+async function settledStream(events: AsyncIterable<ChatEvent>, keepAlive: KeepAlive, readInProcess = false) {
   const outcomes: StreamOutcome[] = []
   const response = await streamResponse({
     events,
@@ -36,6 +36,7 @@ async function settledStream(events: AsyncIterable<ChatEvent>, keepAlive: KeepAl
       return undefined
     },
     keepAlive,
+    readInProcess,
   })
   return { response, outcomes }
 }
@@ -175,7 +176,7 @@ describe('KeepAlive: a reader that stops taking chunks', () => {
         controller.enqueue(new Uint8Array([58]))
         watched.enqueued += 1
       },
-      { controller, cut: () => (state.cuts += 1) },
+      { queued: queuedIn(controller), cut: () => (state.cuts += 1) },
     )
     const write = () => {
       controller.enqueue(new Uint8Array(16))
@@ -239,7 +240,8 @@ describe('streamResponse and a client that stops reading', () => {
         },
       }),
     }
-    const { response, outcomes } = await settledStream(events, ticker)
+    // Read in process (the reply-sink's reader stream): a socket's stall is in reply-sink.test.ts.
+    const { response, outcomes } = await settledStream(events, ticker, true)
     const reader = response.body!.getReader()
     await reader.read() // the start frames; then the client reads nothing more
     await new Promise(resolve => setImmediate(resolve))

@@ -118,7 +118,7 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
       const encoder = new McpChatEncoder(args.model, context.progress)
       const reply = await runChat(pipeline, {
         principal: context.principal, request, requestId: context.requestId, encoder, includeUsage: true,
-        httpRequest: context.httpRequest, signal: context.signal, disableIdleTimeout: context.disableIdleTimeout,
+        httpRequest: context.httpRequest, signal: context.signal, disableIdleTimeout: context.disableIdleTimeout, readInProcess: true,
       })
       let result: ChatAnswer
       if (reply instanceof Response) {
