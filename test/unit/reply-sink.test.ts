@@ -116,6 +116,19 @@ describe('a live reply on a direct stream', () => {
     expect(reader.state.received).not.toContain('[DONE]')
   }, 20_000)
 
+  test('a quiet stream is pinged over the socket, from the ticker, between events', async () => {
+    const { events, state, open } = endless(1)
+    const ticker = new KeepAlive(15_000, handTimers)
+    const { server } = serve(events, ticker)
+    const reader = client(server.port!)
+    await poll('the first event at the client', 2000, 5, () => (reader.state.received.includes('1:xxx') ? true : undefined))
+    for (let tick = 0; tick < 4; tick++) ticker.tick()
+    await poll('the ping at the client', 2000, 5, () => (reader.state.received.includes(': ping\n\n') ? true : undefined))
+    expect(state.produced).toBe(1)
+    open()
+    await poll('the next events at the client', 2000, 5, () => (reader.state.received.includes('3:xxx') ? true : undefined))
+  })
+
   test('a client that leaves ends the call as a cancel, once, and the upstream iterator is returned', async () => {
     const { events, state } = endless()
     const { server, outcomes } = serve(events, new KeepAlive(15_000, handTimers))
