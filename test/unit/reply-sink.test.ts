@@ -79,14 +79,25 @@ function client(port: number, stopAfter = Infinity) {
 }
 
 describe('a live reply on a direct stream', () => {
-  test('each event leaves as it comes: the first while the next is still held back', async () => {
+  /** A stream whose first event is at the client while the next is held back; `open` lets the rest come. */
+  async function firstEventOut(ticker: KeepAlive) {
     const { events, state, open } = endless(1)
-    const { server } = serve(events, new KeepAlive(15_000, handTimers))
+    const { server } = serve(events, ticker)
     const reader = client(server.port!)
     await poll('the first event at the client', 2000, 5, () => (reader.state.received.includes('1:xxx') ? true : undefined))
     expect(state.produced).toBe(1)
-    open()
-    await poll('the next events at the client', 2000, 5, () => (reader.state.received.includes('3:xxx') ? true : undefined))
+    return {
+      reader,
+      async rest() {
+        expect(state.produced).toBe(1)
+        open()
+        await poll('the next events at the client', 2000, 5, () => (reader.state.received.includes('3:xxx') ? true : undefined))
+      },
+    }
+  }
+
+  test('each event leaves as it comes: the first while the next is still held back', async () => {
+    await (await firstEventOut(new KeepAlive(15_000, handTimers))).rest()
   })
 
   test('a client that stops reading holds the events back once the socket is full, and is cut after the stall ticks', async () => {
@@ -117,16 +128,11 @@ describe('a live reply on a direct stream', () => {
   }, 20_000)
 
   test('a quiet stream is pinged over the socket, from the ticker, between events', async () => {
-    const { events, state, open } = endless(1)
     const ticker = new KeepAlive(15_000, handTimers)
-    const { server } = serve(events, ticker)
-    const reader = client(server.port!)
-    await poll('the first event at the client', 2000, 5, () => (reader.state.received.includes('1:xxx') ? true : undefined))
+    const { reader, rest } = await firstEventOut(ticker)
     for (let tick = 0; tick < 4; tick++) ticker.tick()
     await poll('the ping at the client', 2000, 5, () => (reader.state.received.includes(': ping\n\n') ? true : undefined))
-    expect(state.produced).toBe(1)
-    open()
-    await poll('the next events at the client', 2000, 5, () => (reader.state.received.includes('3:xxx') ? true : undefined))
+    await rest()
   })
 
   test('a client that leaves ends the call as a cancel, once, and the upstream iterator is returned', async () => {
