@@ -6,6 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { HEAP_RAM_VARIABLE, heapRamSize } from '../../src/lib/heap-ram'
 
 const root = resolve(import.meta.dir, '../..')
 
@@ -111,9 +112,13 @@ export async function startGateway(
   const log = join(dir, 'gateway.log')
   // BENCH_GATEWAY_FLAGS: extra bun flags for the gateway only (e.g. `--cpu-prof-md --cpu-prof-dir=/tmp/prof`).
   const flags = [...(process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean), ...(options.flags ?? [])]
+  // A profiled `svc serve` spawned from Bun hung silently in its heap-sizing re-execution (Bun
+  // 1.4.5): give it the size it would pick, so that it serves as it would, without re-executing.
+  const heapRam = flags.some(flag => flag.startsWith('--cpu-prof') || flag.startsWith('--heap-prof')) ? heapRamSize(process.env) : undefined
+  const heapEnv = heapRam === undefined ? {} : { [HEAP_RAM_VARIABLE]: String(heapRam) }
   const child = Bun.spawn(['bun', ...flags, join(options.tree ?? root, 'src/cli.ts'), 'serve'], {
     cwd: dir,
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench', ...options.env },
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench', ...heapEnv, ...options.env },
     // Production logging: one JSON line per request, written to a file (not to a pipe nobody drains).
     stdout: Bun.file(log),
     stderr: options.stderr === undefined ? 'inherit' : Bun.file(options.stderr),
