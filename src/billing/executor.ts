@@ -154,6 +154,7 @@ const NO_ROWS: ReadonlyArray<Record<string, unknown>> = Object.freeze([])
 /** What this file uses of `libsql/promise`: the same engine, with statements run on native threads. */
 interface AsyncDatabase {
   prepare(sql: string): Promise<{ all(): Promise<Array<Record<string, unknown>>> }>
+  exec(sql: string): Promise<unknown>
   close(): void
 }
 
@@ -183,6 +184,11 @@ const LEAD_COMMITS = 4
  *   event loop stays free; settlements queue up meanwhile and commit in the next batch). With no
  *   commit in between, every frame is then in the database file, so that next transaction
  *   restarts the WAL from its beginning and the WAL stays ~TARGET_WAL_FRAMES long.
+ * - The restart itself happens on the background connection too, in the catch-up: a WAL restart
+ *   writes a new WAL header and fsyncs it (SQLite does so at every synchronous level but OFF),
+ *   which on the writer's connection blocked the event loop for that transaction, ~1.2–1.5 ms on
+ *   the 2-core VM against ~0.35 ms for other batches: one batch in ~50, so it set the p99 of the
+ *   writer's transactions (bench/README.md, "The WAL restarted off the event loop").
  * Measured and rejected: only overlapping checkpoints (the WAL can then never restart and grew
  * by GBs), and checkpointing every commit or two (many more fsyncs; p99 got worse).
  *
@@ -196,14 +202,17 @@ class WalCheckpointer {
   private closed = false
   private running: Promise<void> | null = null
   private readonly checkpoint: Promise<{ all(): Promise<Array<Record<string, unknown>>> }>
+  private readonly userVersion: Promise<{ all(): Promise<Array<Record<string, unknown>>> }>
 
   private constructor(
     private readonly connection: AsyncDatabase,
     private readonly writerDatabase: Libsql.Database,
   ) {
     this.checkpoint = connection.prepare('PRAGMA wal_checkpoint(PASSIVE)')
-    // Handled where it is awaited (run); this only keeps a rejection from going unobserved.
+    this.userVersion = connection.prepare('PRAGMA user_version')
+    // Handled where they are awaited (run, restart); this only keeps a rejection from going unobserved.
     this.checkpoint.catch(() => {})
+    this.userVersion.catch(() => {})
   }
 
   /** A checkpointer for the database file at `path`, or null where `libsql/promise` is unavailable. */
@@ -252,6 +261,9 @@ class WalCheckpointer {
           const frames = Number(rows[0]?.log ?? 0)
           const scaled = frames > 0 ? Math.round((this.commitsBetween * TARGET_WAL_FRAMES) / frames) : MAX_COMMITS_BETWEEN
           this.commitsBetween = Math.min(MAX_COMMITS_BETWEEN, Math.max(MIN_COMMITS_BETWEEN, scaled))
+          // Every frame is in the database file: the next write restarts the WAL. Make it this
+          // connection's, off the event loop.
+          if (frames > 0 && Number(rows[0]?.checkpointed) === frames) return this.restart()
         },
         () => this.fail(),
       )
@@ -259,6 +271,20 @@ class WalCheckpointer {
         this.running = null
       })
     return this.running
+  }
+
+  /**
+   * A write of one page (the header's user_version, set to the value it has): the first write
+   * after a whole checkpoint restarts the WAL. If it fails (another process holds the write
+   * lock), the writer's next transaction restarts the WAL itself, as it did before.
+   */
+  private async restart(): Promise<void> {
+    try {
+      const rows = await (await this.userVersion).all()
+      await this.connection.exec(`PRAGMA user_version = ${Number(rows[0]?.user_version ?? 0)}`)
+    } catch {
+      // Nothing lost: see above.
+    }
   }
 
   close(): void {

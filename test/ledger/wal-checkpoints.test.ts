@@ -1,5 +1,5 @@
 import { afterEach, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { NativeExecutor, type Statement } from '../../src/billing/executor'
@@ -56,6 +56,40 @@ test('a long run of commits keeps the WAL under the autocheckpoint and loses non
   try {
     const { rows } = await database.client.execute('SELECT COUNT(*) AS entries, SUM(amount) AS total, (SELECT SUM(amount) FROM totals) AS totals FROM entries')
     expect(rows[0]).toMatchObject({ entries: BigInt(commits * 8), total: expected, totals: expected })
+  } finally {
+    database.close()
+  }
+})
+
+/** The WAL header's salts: a restart changes them (https://sqlite.org/fileformat.html#the_write_ahead_log). */
+function walSalts(path: string): string {
+  return readFileSync(`${path}-wal`).subarray(16, 24).toString('hex')
+}
+
+test('the catch-up restarts the WAL on its own connection, so the writer only appends', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-wal-'))
+  const path = join(dir, 'ledger.db')
+  const executor = new NativeExecutor(path)
+  const checkpointer = (executor as unknown as { checkpointer: { restartDue: boolean; catchUp(): Promise<void> } }).checkpointer
+  await executor.write([{ sql: 'CREATE TABLE entries (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)', args: [] }])
+  const insert = (amount: number): Statement[] => [{ sql: 'INSERT INTO entries (amount) VALUES (?)', args: [amount] }]
+  for (let commit = 0; !checkpointer.restartDue; commit += 1) await executor.write(insert(commit))
+
+  // What write() does before its next transaction when a restart is due.
+  const before = walSalts(path)
+  await checkpointer.catchUp()
+  const restarted = walSalts(path)
+  expect(restarted).not.toBe(before)
+  // The writer's transaction appends to the restarted WAL (a restart would change the salts
+  // again, and write and fsync a new header on the event loop).
+  await executor.write(insert(-1))
+  expect(walSalts(path)).toBe(restarted)
+  executor.close()
+
+  const database = await openDatabase(`file:${path}`)
+  try {
+    const { rows } = await database.client.execute('SELECT COUNT(*) AS n, MIN(amount) AS least FROM entries')
+    expect(rows[0]).toMatchObject({ least: -1n })
   } finally {
     database.close()
   }
