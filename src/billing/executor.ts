@@ -188,7 +188,7 @@ const LEAD_COMMITS = 4
  *   writes a new WAL header and fsyncs it (SQLite does so at every synchronous level but OFF),
  *   which on the writer's connection blocked the event loop for that transaction, ~1.2–1.5 ms on
  *   the 2-core VM against ~0.35 ms for other batches: one batch in ~50, so it set the p99 of the
- *   writer's transactions (bench/README.md, "The WAL restarted off the event loop").
+ *   writer's transactions (bench/README.md, twenty-fifth session).
  * Measured and rejected: only overlapping checkpoints (the WAL can then never restart and grew
  * by GBs), and checkpointing every commit or two (many more fsyncs; p99 got worse).
  *

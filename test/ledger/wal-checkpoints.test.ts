@@ -88,7 +88,7 @@ test('the catch-up restarts the WAL on its own connection, so the writer only ap
 
   const database = await openDatabase(`file:${path}`)
   try {
-    const { rows } = await database.client.execute('SELECT COUNT(*) AS n, MIN(amount) AS least FROM entries')
+    const { rows } = await database.client.execute('SELECT MIN(amount) AS least FROM entries')
     expect(rows[0]).toMatchObject({ least: -1n })
   } finally {
     database.close()
