@@ -142,7 +142,7 @@ class Pump {
   async reply(frames: string[], ending: Ending): Promise<Response> {
     if (ending.outcome === 'finished' && this.options.sendBeforeSettling?.() === true) return this.before(frames, ending)
     for (const frame of await this.end(ending)) frames.push(frame)
-    return new Response(frames.join(''), { headers: SSE_HEADERS })
+    return new Response(joined(frames), { headers: SSE_HEADERS })
   }
 
   /**
