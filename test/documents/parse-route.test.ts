@@ -50,6 +50,20 @@ describe('POST /api/v1/attachments/parse', () => {
     expect(await parseCharges(org.orgId)).toEqual(cases.map(() => PRICE))
   }, 30_000)
 
+  test('over HTTP, where the client declares Content-Length (the whole-body read), as through app.handle', async () => {
+    t = await buildTestApp()
+    const org = await t.createOrg()
+    const base = t.listen()
+    const send = (body: FormData) => fetch(`${base}/api/v1/attachments/parse`, { method: 'POST', headers: { authorization: `Bearer ${org.adminKey}` }, body })
+    const response = await send(form(['file', new Blob([await fixture('report.pdf')]), 'report.pdf']))
+    expect(response.status).toBe(200)
+    expect((await json(response)).text).toContain('Grüße aus Zürich')
+    const second = await send(form(['file', new Blob(['a']), 'a.txt'], ['file', new Blob(['b']), 'b.txt']))
+    expect(second.status).toBe(400)
+    expect((await json(second)).error.message).toContain('exactly one "file" part')
+    expect(await parseCharges(org.orgId)).toEqual([PRICE])
+  })
+
   test('a scanned (text-less) PDF is 200 with empty text', async () => {
     t = await buildTestApp()
     const org = await t.createOrg()
