@@ -9,7 +9,7 @@ import { dlopen, FFIType, ptr } from 'bun:ffi'
 // wakes on its core, where a niced one may still finish its time slice first (twenty-sixth
 // session, bench/README.md: p99 ~0.9 ms lower than nice 10 under a saturated pool). The cost is
 // that a parse gets only the CPU nothing else wants: on a host saturated by other work it waits,
-// up to the job's deadline (a 503 `timeout`, nothing charged). Where SCHED_IDLE is refused, nice 10.
+// up to the job's deadline (503 `unavailable`, nothing charged). Where SCHED_IDLE is refused, nice 10.
 // A thread started from a worker inherits its policy: JSC's shared JIT and GC helper threads,
 // when one happens to start for a worker's work, serve every thread's work at that priority
 // until it exits idle (as they did at nice 10).
