@@ -5,5 +5,5 @@ import { threadScheduling } from './thread-scheduling'
 
 declare const self: Worker
 
-const how = lowerThreadPriority()
-self.postMessage({ how, ...threadScheduling() })
+const lowered = lowerThreadPriority()
+self.postMessage({ lowered, ...threadScheduling() })
