@@ -15,9 +15,8 @@ export function rawBodyOf(request: Request): Uint8Array | undefined {
 }
 
 /**
- * An Elysia `parse` hook that reads a JSON body of at most `limit` bytes. Content-Length is
- * trusted when present (HTTP framing bounds the body, and it is the fast path); a chunked
- * body is counted as it streams and cancelled past the cap, so nothing oversized is buffered.
+ * An Elysia `parse` hook that reads a JSON body of at most `limit` bytes (`readCapped`: a
+ * declared length is checked, then trusted; a chunked body is counted as it streams).
  */
 export function jsonBody(limit: number) {
   return async ({ request }: { request: Request }): Promise<unknown> => {
@@ -27,15 +26,11 @@ export function jsonBody(limit: number) {
     }
     const charset = type === null ? undefined : foreignCharset(type)
     if (charset !== undefined) throw new ApiError('invalid_request', `charset "${charset.slice(0, 50)}" is not supported: JSON bodies must be UTF-8 (RFC 8259 §8.1)`)
-    const declared = request.headers.get('content-length')
     let text: string
-    if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
     if (request.headers.has('svc-encrypted')) {
       const bytes = await readCappedBytes(request, limit)
       rawBodies.set(request, bytes)
       text = new TextDecoder().decode(bytes)
-    } else if (declared !== null) {
-      text = await request.text()
     } else {
       text = await readCapped(request, limit)
     }
@@ -94,27 +89,32 @@ function tooLarge(limit: number): ApiError {
   return new ApiError('payload_too_large', `request body exceeds ${limit} bytes`)
 }
 
-/** A body of at most `limit` bytes as text, counted as it streams (cancelled past the cap): 413 `payload_too_large`. */
+/**
+ * Whether the body's length is declared (Content-Length), refusing one past `limit` with 413.
+ * A declared length is then trusted: HTTP framing bounds the body (Bun refuses a request that
+ * also says chunked), and Bun's whole-body read is the fast path. Only a chunked body is counted
+ * as it streams, and never buffered whole first. Bun's stream reader is the slow path on purpose:
+ * in Bun 1.4 a request body read through it triggered ~20× the collections of a whole read (64
+ * against 2–5 per 1,500 uploads of the document fixtures), and on the event loop a collection
+ * pauses every other request (bench/README.md, twenty-sixth session).
+ */
+function declaredWithin(request: Request, limit: number): boolean {
+  const declared = request.headers.get('content-length')
+  if (declared === null) return false
+  if (Number(declared) > limit) throw tooLarge(limit)
+  return true
+}
+
+/** A body of at most `limit` bytes as UTF-8 text (see declaredWithin): 413 `payload_too_large`. */
 export async function readCapped(request: Request, limit: number): Promise<string> {
+  if (declaredWithin(request, limit)) return await request.text()
   return Buffer.from(await readCappedBytes(request, limit)).toString('utf8')
 }
 
-/**
- * The body's bytes, at most `limit` (413). A declared Content-Length is checked first and then
- * trusted, as in `jsonBody`: HTTP framing bounds the body, and Bun's whole-body read is cheap.
- * A chunked body is counted as it streams and cancelled past the cap: never buffered whole
- * first. The streamed read is the slow path on purpose: in Bun 1.4 a request body read through
- * its ReadableStream reader triggered ~20× the collections of a whole read (64 against 2–5 per
- * 1,500 uploads of the document fixtures), and on the event loop a collection pauses every
- * other request (bench/README.md, twenty-sixth session).
- */
+/** The body's bytes, at most `limit` (see declaredWithin): 413 `payload_too_large`. */
 export async function readCappedBytes(request: Request, limit: number): Promise<Uint8Array> {
   if (request.body === null) return new Uint8Array(0)
-  const declared = request.headers.get('content-length')
-  if (declared !== null) {
-    if (Number(declared) > limit) throw tooLarge(limit)
-    return await request.bytes()
-  }
+  if (declaredWithin(request, limit)) return await request.bytes()
   const reader = request.body.getReader()
   const parts: Uint8Array[] = []
   let total = 0
@@ -172,8 +172,6 @@ export function singleFileBody(limit: number, field: string) {
     const value = boundary?.[1] ?? boundary?.[2]
     if (!value) throw new ApiError('invalid_request', 'the multipart Content-Type has no boundary parameter')
     if (value.length > 70) throw new ApiError('invalid_request', 'the multipart boundary is longer than 70 characters (RFC 2046)')
-    const declared = request.headers.get('content-length')
-    if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
     const bytes = await readCappedBytes(request, limit)
     let form: Awaited<ReturnType<Response['formData']>>
     try {
