@@ -15,7 +15,7 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config/load'
 import { WorkerExtractorPool } from '../src/documents/pool'
-import { HEAP_RAM_VARIABLE, heapRamSize } from '../src/lib/heap-ram'
+import { servedHeapEnv } from './http/targets'
 
 const argv = process.argv.slice(2)
 const option = (name: string) => {
@@ -88,13 +88,12 @@ async function underLoad() {
   ).replace('bootstrap_credit: "5"', 'bootstrap_credit: "1000000"')
   writeFileSync(join(dir, 'config.yaml'), yaml)
   const port = 20000 + Math.floor(Math.random() * 20000)
-  // The heap sized as `svc serve` sizes it (src/lib/heap-ram.ts), which this entry point skips.
-  const heapRam = heapRamSize(process.env)
   const server = Bun.spawn([process.execPath, import.meta.path, '--serve'], {
     cwd: dir,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port), SVC_CONFIG: join(dir, 'config.yaml'), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_LOG_LEVEL: 'error',
-      ...(heapRam === undefined ? {} : { [HEAP_RAM_VARIABLE]: String(heapRam) }),
+      // The heap sized as `svc serve` sizes it, which this entry point skips.
+      ...servedHeapEnv(),
     },
     stdout: 'pipe',
     stderr: 'inherit',

@@ -114,8 +114,7 @@ export async function startGateway(
   const flags = [...(process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter(Boolean), ...(options.flags ?? [])]
   // A profiled `svc serve` spawned from Bun hung silently in its heap-sizing re-execution (Bun
   // 1.4.5): give it the size it would pick, so that it serves as it would, without re-executing.
-  const heapRam = flags.some(flag => flag.startsWith('--cpu-prof') || flag.startsWith('--heap-prof')) ? heapRamSize(process.env) : undefined
-  const heapEnv = heapRam === undefined ? {} : { [HEAP_RAM_VARIABLE]: String(heapRam) }
+  const heapEnv = flags.some(flag => flag.startsWith('--cpu-prof') || flag.startsWith('--heap-prof')) ? servedHeapEnv() : {}
   const child = Bun.spawn(['bun', ...flags, join(options.tree ?? root, 'src/cli.ts'), 'serve'], {
     cwd: dir,
     env: { ...process.env, PORT: String(port), DATABASE_URL: `file:${join(dir, 'svc.db')}`, SVC_CONFIG: join(dir, 'config.yaml'), SVC_LOG_LEVEL: 'info', BENCH_UPSTREAM_KEY: 'bench', ...heapEnv, ...options.env },
@@ -140,6 +139,12 @@ export async function startGateway(
     await Bun.sleep(50)
   }
   throw new Error('the gateway did not print its bootstrap key within 15 s')
+}
+
+/** The variable `svc serve` re-executes with to size JSC's heap (src/lib/heap-ram.ts), for a gateway started without that step. */
+export function servedHeapEnv(): Record<string, string> {
+  const size = heapRamSize(process.env)
+  return size === undefined ? {} : { [HEAP_RAM_VARIABLE]: String(size) }
 }
 
 /**
