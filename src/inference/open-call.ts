@@ -77,115 +77,162 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       throw error
     }
   }
-  const fault = deps.fault
-  fault?.('after_reserve')
+  deps.fault?.('after_reserve')
   input.onAdmitted?.()
   const upstream = new CallAbort(input.signal)
   upstream.checkClient()
   // The lifecycle's ticks cut the call when its client leaves; a drain's deadline cuts it with an
   // ApiError as the abort reason, which the client sees.
-  const lifecycle = deps.lifecycle
-  lifecycle.track(upstream)
-  const detach = () => lifecycle.untrack(upstream)
-  const shutdownReason = () => upstream.shutdownReason()
-  const started = deps.clock.now()
-  const meter = new Meter(highInputTokens(request), { maxInputTokens: route.contextLength, maxOutputTokens }, serverTools)
-  const record = input.httpRequest ? recordOf(input.httpRequest) : undefined
-  if (record !== undefined) {
-    record.model = request.model
-    record.stream = request.stream
-  }
-  const metrics = deps.metrics
-
+  deps.lifecycle.track(upstream)
+  const open = new OpenedCall(deps, input, call, upstream, serverTools, maxOutputTokens, options.collect === true)
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
   input.disableIdleTimeout?.()
-  let opened: Awaited<ReturnType<ChatRouter['open']>>
+  const metrics = deps.metrics
   const openedAt = performance.now()
-  // The backend answering: the log line names it, a collected call reports its attestation.
-  let answering: OpenedBackend | undefined
-  const onFallback = (next: OpenedBackend) => {
-    answering = next
-    const [failure, ...rejected] = next.failures ?? []
-    if (metrics) {
-      if (failure !== undefined) countUpstreamFailure(metrics, failure, 'before-output')
-      for (const rejection of rejected) countUpstreamFailure(metrics, rejection, 'before-first-event', openedAt)
-      metrics.upstreamCalls.inc(1, next.provider.id, 'ok')
-    }
-    if (record !== undefined) record.backend = `${next.provider.id}/${next.backend.model}`
-  }
+  let opened: Awaited<ReturnType<ChatRouter['open']>>
   try {
-    opened = await deps.router.open(route, request, { signal: upstream.signal, controller: upstream, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough, onFallback })
+    opened = await deps.router.open(route, request, {
+      signal: upstream.signal, controller: upstream, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough,
+      // Only a route with another backend to try can fall back (no closure per call otherwise).
+      onFallback: route.backends.length > 1 ? next => open.fellBack(next, openedAt) : undefined,
+    })
   } catch (error) {
     call.release()
-    detach()
+    open.detach()
     if (metrics && error instanceof UpstreamError) countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
     // A client that left before the upstream answered aborted the call itself: not the upstream's failure.
-    if (record !== undefined) record.outcome = input.signal.aborted ? 'cancelled' : 'upstream-error'
-    throw shutdownReason() ?? toApiError(error)
+    if (open.record !== undefined) open.record.outcome = input.signal.aborted ? 'cancelled' : 'upstream-error'
+    throw open.shutdownReason() ?? toApiError(error)
   }
   if (metrics) {
     for (const failure of opened.failures ?? []) countUpstreamFailure(metrics, failure, 'before-first-event', openedAt)
     metrics.upstreamCalls.inc(1, opened.provider.id, 'ok')
     metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, opened.provider.id)
   }
-  fault?.('after_upstream_headers')
-  const backend = `${opened.provider.id}/${opened.backend.model}`
-  if (record !== undefined) record.backend = backend
+  deps.fault?.('after_upstream_headers')
+  open.answeredBy(opened)
+  return open
+}
 
-  let deltas = 0
-  const midStreamDelta = options.collect ? 1 : 2
-  return {
-    call,
-    events: opened.events,
-    meter,
-    started,
-    get attestation() {
-      return (answering ?? opened).attestation
-    },
-    serverTools,
-    record,
-    observe(event) {
-      meter.observe(event)
-      if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
-      // Crash tests: die on the second text delta, once the first has gone out (a collected
-      // answer may arrive as one delta, and sends nothing before settling: its first; a
-      // passthrough event counts its chunks).
-      else if (fault !== undefined && deltas < midStreamDelta) {
-        if (event.type === 'text-delta') deltas += 1
-        else if (event.type === 'passthrough') deltas += event.format === 'messages' ? event.count : event.deltas.length
-        if (deltas >= midStreamDelta) fault('mid_stream')
-      }
-    },
-    shutdownReason,
-    // The client's own signal too: it may have left since the last tick.
-    aborted: () => upstream.signal.aborted || input.signal.aborted,
-    detach,
-    abort: () => upstream.cut(),
-    async settle() {
-      const usage = meter.usage()
-      const charged = priceUsage(route.price, usage)
-      fault?.('before_settle')
-      await call.settle(charged)
-      fault?.('after_settle_before_final_frame')
-      return { usage, charged }
-    },
-    // The request's log line (written by the request context, or by the stream's end) gets the
-    // outcome, usage and charge; metrics count tokens by model once per call (the nanos are
-    // counted where every charge settles: MeteredCall). Calls without an HTTP request of their
-    // own (Fusion parts) are logged by their caller.
-    log(outcome, usage, charged) {
-      if (record !== undefined) {
-        record.outcome = outcome
-        record.inputTokens = usage?.inputTokens
-        record.outputTokens = usage?.outputTokens
-        record.chargedNanos = charged
-      }
-      if (metrics && usage && charged !== undefined) {
-        metrics.tokens.inc(usage.inputTokens, request.model, 'input')
-        metrics.tokens.inc(usage.outputTokens, request.model, 'output')
-      }
-    },
+/**
+ * One admitted call (OpenCall), as one object: its methods are shared by every call, where a
+ * literal of closures made ~10 functions and their scopes per call (bench/README.md, "One
+ * object per call").
+ */
+class OpenedCall implements OpenCall {
+  events!: AsyncIterable<ChatEvent>
+  readonly started: number
+  readonly meter: Meter
+  readonly record: RequestRecord | undefined
+  /** The backend answering (after a fallback, the one that took over): the log line names it, a collected call reports its attestation. */
+  private answering!: OpenedBackend
+  private deltas = 0
+
+  constructor(
+    private readonly deps: PipelineDeps,
+    private readonly input: ChatCallInput,
+    readonly call: MeteredCall,
+    private readonly upstream: CallAbort,
+    readonly serverTools: ServerTools | undefined,
+    maxOutputTokens: number,
+    private readonly collected: boolean,
+  ) {
+    const request = input.request
+    this.started = deps.clock.now()
+    this.meter = new Meter(highInputTokens(request), { maxInputTokens: request.route.contextLength, maxOutputTokens }, serverTools)
+    this.record = input.httpRequest ? recordOf(input.httpRequest) : undefined
+    if (this.record !== undefined) {
+      this.record.model = request.model
+      this.record.stream = request.stream
+    }
+  }
+
+  get attestation(): CallAttestation | undefined {
+    return this.answering.attestation
+  }
+
+  /** The router opened the upstream's stream (step 6). */
+  answeredBy(opened: Awaited<ReturnType<ChatRouter['open']>>): void {
+    this.events = opened.events
+    this.answering = opened
+    if (this.record !== undefined) this.record.backend = `${opened.provider.id}/${opened.backend.model}`
+  }
+
+  /** The stream moved to another backend before any output (router.ts). */
+  fellBack(next: OpenedBackend, openedAt: number): void {
+    this.answering = next
+    const [failure, ...rejected] = next.failures ?? []
+    const metrics = this.deps.metrics
+    if (metrics) {
+      if (failure !== undefined) countUpstreamFailure(metrics, failure, 'before-output')
+      for (const rejection of rejected) countUpstreamFailure(metrics, rejection, 'before-first-event', openedAt)
+      metrics.upstreamCalls.inc(1, next.provider.id, 'ok')
+    }
+    if (this.record !== undefined) this.record.backend = `${next.provider.id}/${next.backend.model}`
+  }
+
+  observe(event: ChatEvent): void {
+    this.meter.observe(event)
+    const { metrics, fault } = this.deps
+    if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
+    // Crash tests: die on the second text delta, once the first has gone out (a collected
+    // answer may arrive as one delta, and sends nothing before settling: its first; a
+    // passthrough event counts its chunks).
+    else if (fault !== undefined) {
+      const midStreamDelta = this.collected ? 1 : 2
+      if (this.deltas >= midStreamDelta) return
+      if (event.type === 'text-delta') this.deltas += 1
+      else if (event.type === 'passthrough') this.deltas += event.format === 'messages' ? event.count : event.deltas.length
+      if (this.deltas >= midStreamDelta) fault('mid_stream')
+    }
+  }
+
+  shutdownReason(): ApiError | undefined {
+    return this.upstream.shutdownReason()
+  }
+
+  // The client's own signal too: it may have left since the last tick.
+  aborted(): boolean {
+    return this.upstream.signal.aborted || this.input.signal.aborted
+  }
+
+  detach(): void {
+    this.deps.lifecycle.untrack(this.upstream)
+  }
+
+  abort(): void {
+    this.upstream.cut()
+  }
+
+  async settle(): Promise<{ usage: Usage; charged: Nanos }> {
+    const usage = this.meter.usage()
+    const charged = priceUsage(this.input.request.route.price, usage)
+    const fault = this.deps.fault
+    fault?.('before_settle')
+    await this.call.settle(charged)
+    fault?.('after_settle_before_final_frame')
+    return { usage, charged }
+  }
+
+  // The request's log line (written by the request context, or by the stream's end) gets the
+  // outcome, usage and charge; metrics count tokens by model once per call (the nanos are
+  // counted where every charge settles: MeteredCall). Calls without an HTTP request of their
+  // own (Fusion parts) are logged by their caller.
+  log(outcome: string, usage: Usage | undefined, charged: bigint | undefined): void {
+    const record = this.record
+    if (record !== undefined) {
+      record.outcome = outcome
+      record.inputTokens = usage?.inputTokens
+      record.outputTokens = usage?.outputTokens
+      record.chargedNanos = charged
+    }
+    const metrics = this.deps.metrics
+    if (metrics && usage && charged !== undefined) {
+      const model = this.input.request.model
+      metrics.tokens.inc(usage.inputTokens, model, 'input')
+      metrics.tokens.inc(usage.outputTokens, model, 'output')
+    }
   }
 }
 

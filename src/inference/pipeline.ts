@@ -152,7 +152,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     events: open.events,
     encoder: input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools)),
     observe: event => open.observe(event),
-    failure: open.shutdownReason,
+    failure: () => open.shutdownReason(),
     clientGone: () => signal.aborted,
     // With no other call in flight, an answer that came whole need not wait for its settlement
     // to start out (the time to first byte of an idle gateway); under load one write is cheaper.
@@ -232,7 +232,7 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
   // Nothing watches single events: the upstream may answer in one JSON body instead of a stream.
   const open = await openCall(deps, input, { collect: onEvent === undefined })
   try {
-    const observe = onEvent ? (event: ChatEvent) => (open.observe(event), onEvent(event)) : open.observe
+    const observe = onEvent ? (event: ChatEvent) => (open.observe(event), onEvent(event)) : (event: ChatEvent) => open.observe(event)
     const result = await collect(open.events, observe)
     if (result.error || open.aborted()) {
       // A client that left cut the upstream itself: logged as a stream the client left is, not

@@ -92,6 +92,8 @@ export class Router implements BackendHealth {
       throw new ApiError('invalid_request', `model ${route.id} has no uncensored backend; remove "uncensored" or choose another model`, 'uncensored')
     }
     const order = this.order(route, candidates, uncensored)
+    // One backend: nothing to fall back to, so no loop and no hold (one async frame and a closure fewer per call).
+    if (order.length === 1) return await this.openBackend(route, order[0]!, true, request, options, NO_FAILURES)
     const first = await this.attempt(route, order, 0, request, options, [])
     const final = (answered: { opened: OpenedStream; index: number }) => answered.index === order.length - 1 || answered.opened.events instanceof ReplayedEvents
     if (final(first)) return first.opened
@@ -121,29 +123,34 @@ export class Router implements BackendHealth {
   ): Promise<{ opened: OpenedStream; index: number }> {
     for (let attempt = from; ; attempt++) {
       const backend = order[attempt]!
-      const provider = this.providers.get(backend.provider)
-      // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
-      if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
       const last = attempt === order.length - 1
       try {
-        const abortable = last ? options.controller : undefined
-        const call = { request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, abortable, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
-        if (provider.streamAttested !== undefined) {
-          const { events, attestation } = await provider.streamAttested(call)
-          if (!last) checkReplayed(events, options)
-          this.recovered(backend)
-          return { opened: { events, backend, provider, failures, attestation }, index: attempt }
-        }
-        const events = await provider.stream(call)
-        if (!last) checkReplayed(events, options)
-        this.recovered(backend)
-        return { opened: { events, backend, provider, failures }, index: attempt }
+        return { opened: await this.openBackend(route, backend, last, request, options, failures), index: attempt }
       } catch (error) {
         if (last || !(error instanceof UpstreamError) || !fallsBack(error, options)) throw error
         this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
         failures.push(error)
       }
     }
+  }
+
+  /** Opens one backend's stream. `last`: no backend is left to fall back to (the controller is lent, a stream read whole is not checked). */
+  private async openBackend(route: ModelRoute, backend: Backend, last: boolean, request: ChatRequest, options: RouteOptions, failures: readonly UpstreamError[]): Promise<OpenedStream> {
+    const provider = this.providers.get(backend.provider)
+    // Config checks every backend's provider and the registry builds them all: this is a wiring bug.
+    if (provider === undefined) throw new Error(`model ${route.id}: no provider "${backend.provider}" is registered`)
+    const abortable = last ? options.controller : undefined
+    const call = { request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, abortable, requestId: options.requestId, collect: options.collect, passThrough: options.passThrough }
+    if (provider.streamAttested !== undefined) {
+      const { events, attestation } = await provider.streamAttested(call)
+      if (!last) checkReplayed(events, options)
+      this.recovered(backend)
+      return { events, backend, provider, failures, attestation }
+    }
+    const events = await provider.stream(call)
+    if (!last) checkReplayed(events, options)
+    this.recovered(backend)
+    return { events, backend, provider, failures }
   }
 
   /**
@@ -201,6 +208,9 @@ export class Router implements BackendHealth {
     return ready.concat(cooling)
   }
 }
+
+/** The failures of a call that opened its only backend. */
+const NO_FAILURES: readonly UpstreamError[] = Object.freeze([])
 
 /** Whether a retryable failure, before any output, moves the call to the next backend: not once the client has gone. */
 function fallsBack(error: UpstreamError, options: RouteOptions): boolean {
