@@ -1,5 +1,5 @@
 // Document extraction benchmark (not a test):
-//   bun bench/documents.ts [--seconds N] [--probe-seconds N] [--sizes 1,2,4] [--label NAME]
+//   bun bench/documents.ts [--seconds N] [--probe-seconds N] [--sizes 1,2,4] [--workers N] [--label NAME]
 //
 // 1. Throughput vs pool size: a WorkerExtractorPool of each size parses a mix of the committed
 //    LibreOffice fixtures (PDF, DOCX, PPTX, XLSX, XLS) with 2×size jobs in flight; documents/s.
@@ -85,7 +85,7 @@ async function underLoad() {
   const yaml = readFileSync(join(REPO, 'src', 'config', 'default.yaml'), 'utf8').replace(
     /  inference: \{[^\n]*\n/,
     '  inference: { key: { burst: 1000000, per_second: 1000000 }, org: { burst: 1000000, per_second: 1000000 } }\n',
-  ).replace('bootstrap_credit: "5"', 'bootstrap_credit: "1000000"')
+  ).replace('bootstrap_credit: "5"', 'bootstrap_credit: "1000000"').replace(/  workers: 0[^\n]*/, `  workers: ${option('workers') ?? 0}`)
   writeFileSync(join(dir, 'config.yaml'), yaml)
   const port = 20000 + Math.floor(Math.random() * 20000)
   const server = Bun.spawn([process.execPath, import.meta.path, '--serve'], {

@@ -5,11 +5,12 @@
  * objectTypeCounts between two points with no collection in between (a WeakRef canary tells), so
  * they do not move with the machine's load as CPU timings do.
  *
- *   bun bench/http/alloc-probe.ts [--stream] [--requests 200] [--conns 16] > /dev/null
+ *   bun bench/http/alloc-probe.ts [--stream] [--requests 200] [--conns 16] [--tree DIR] > /dev/null
  *
  * Prints to stderr: heap cells allocated per request, then the top object types.
  */
 import { heapStats } from 'bun:jsc'
+import { resolve } from 'node:path'
 import { appInProcess, startUpstreams } from './targets'
 
 const argv = process.argv.slice(2)
@@ -19,7 +20,8 @@ const requests = Number(option('requests', '200'))
 const conns = Number(option('conns', '16'))
 
 const upstreams = await startUpstreams()
-const { app, key, close } = await appInProcess(upstreams)
+// `--tree`: another checkout's app (an ablation, a commit to compare with).
+const { app, key, close } = await appInProcess(upstreams, argv.includes('--tree') ? { tree: resolve(option('tree', '.')) } : {})
 const server = app.listen({ port: 0, hostname: '127.0.0.1' }).server!
 const url = `http://127.0.0.1:${server.port}/v1/chat/completions`
 const body = JSON.stringify({ model: 'bench-instant', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 64, stream })
