@@ -1,4 +1,5 @@
 import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
+import { SSE_PING } from '../http/sse'
 
 /**
  * Notifications a progress stream may hold unread before its tool waits for the client. The
@@ -12,7 +13,8 @@ export const MAX_UNREAD_NOTIFICATIONS = 64
  * The pace of one tools/call answered as SSE (a client that sent a progressToken): the SDK's
  * response is read through a pull stream, one SDK chunk (one message) per client read, so the
  * notifications sent but not yet read are counted; a tool awaits `ready()` before producing
- * more. A client that stops reading is cut as every stream is (http/keep-alive.ts).
+ * more. A client that stops reading is cut as every stream is, and a quiet one is pinged as every
+ * stream is (http/keep-alive.ts).
  */
 export class ProgressFlow {
   private sent = 0
@@ -59,7 +61,13 @@ export class ProgressFlow {
     }
     const body = new ReadableStream<Uint8Array>({
       start: controller => {
-        watched = keepAlive.watch(undefined, {
+        // A quiet call (a model thinking, a slow upstream) gets the SSE comment every other
+        // stream gets, so a proxy's read timeout does not cut it; MCP clients skip comments.
+        const ping = () => {
+          controller.enqueue(SSE_PING)
+          watched!.enqueued += 1
+        }
+        watched = keepAlive.watch(ping, {
           queued: queuedIn(controller),
           cut: () => {
             controller.error(undefined)

@@ -95,7 +95,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError. ' +
             'Failures outside a tool are JSON-RPC error objects too (the request\'s id once the body is read, else null; error.data carrying the gateway code and status): ' +
             'a database outage is HTTP 503 with -32603 (data.code unavailable).',
-          ...eventStream('A tools/call with params._meta.progressToken: SSE `message` events, each a JSON-RPC message: notifications/progress, then the call\'s response.'),
+          ...eventStream('A tools/call with params._meta.progressToken: SSE `message` events, each a JSON-RPC message: notifications/progress, then the call\'s response. Keep-alive comment lines (`: ping`) while the call is quiet.'),
           security: SECURITY,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
           responses: {
