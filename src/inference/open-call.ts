@@ -117,8 +117,8 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
 
 /**
  * One admitted call (OpenCall), as one object: its methods are shared by every call, where a
- * literal of closures made ~10 functions and their scopes per call (bench/README.md, "One
- * object per call").
+ * literal of closures made ~10 functions and their scopes per call (bench/README.md,
+ * twenty-seventh session).
  */
 class OpenedCall implements OpenCall {
   events!: AsyncIterable<ChatEvent>

@@ -92,7 +92,7 @@ export class Router implements BackendHealth {
       throw new ApiError('invalid_request', `model ${route.id} has no uncensored backend; remove "uncensored" or choose another model`, 'uncensored')
     }
     const order = this.order(route, candidates, uncensored)
-    // One backend: nothing to fall back to, so no loop and no hold (one async frame and a closure fewer per call).
+    // One backend: nothing to fall back to, so no loop (its wrapper object and closure) and no hold.
     if (order.length === 1) return await this.openBackend(route, order[0]!, true, request, options, NO_FAILURES)
     const first = await this.attempt(route, order, 0, request, options, [])
     const final = (answered: { opened: OpenedStream; index: number }) => answered.index === order.length - 1 || answered.opened.events instanceof ReplayedEvents
