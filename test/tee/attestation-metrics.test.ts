@@ -35,6 +35,23 @@ async function counted(act: () => Promise<void>): Promise<number> {
 
 const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) => t.request('POST', '/v1/chat/completions', { key, body, headers })
 
+// QA: a Confidential call's upstream requests were counted under `attested:…` and its failures
+// under `openai-compatible:…` (the attested provider's inner chat client), so the two series
+// could not be joined. (Before the tests below, which stop the backend.)
+test("a Confidential stream's mid-stream failure is counted under the attested provider, as its call is", async () => {
+  const errors = () => t.deps.metrics.registry.render().split('\n').filter(line => line.startsWith('svc_upstream_errors_total{'))
+  sim().state.faults = { abortStream: true }
+  try {
+    const response = await chat({ model: 'sim:confidential', stream: true, messages: [{ role: 'user', content: 'cut me' }] })
+    expect(response.status).toBe(200)
+    await response.text()
+  } finally {
+    sim().state.faults = {}
+  }
+  expect(errors().some(line => line.includes(`provider="${PROVIDER}"`) && line.includes('phase="mid-stream"'))).toBe(true)
+  expect(errors().filter(line => line.includes('openai-compatible:'))).toEqual([])
+})
+
 describe('svc_attestation_fetch_seconds and svc_attestation_failures_total', () => {
   test('the series are declared with their help and type', () => {
     const text = t.deps.metrics.registry.render()

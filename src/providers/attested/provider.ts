@@ -62,7 +62,8 @@ export class AttestedProvider implements Provider {
     this.proofFormat = config.attested.proofFormat
     this.signingAlgos = config.attested.signingAlgos
     // vLLM (behind the TEE proxy) takes reasoning history back as reasoning_content.
-    this.chat = new OpenAICompatibleProvider(config, { reasoningHistory: 'reasoning_content' })
+    // Its failures are this provider's (metrics and logs label them `attested:…`, as its calls).
+    this.chat = new OpenAICompatibleProvider(config, { reasoningHistory: 'reasoning_content' }, this.id)
   }
 
   /**

@@ -33,12 +33,14 @@ export class OpenAICompatibleProvider implements Provider {
   readonly id: string
   private readonly endpoint: string
 
+  /** `id`: the provider that wraps this one (an attested backend's chat), so its failures carry that provider's label. */
   constructor(
     private readonly config: ProviderConfig,
     private readonly options: OpenAICompatibleOptions = {},
+    id = `openai-compatible:${config.id}`,
   ) {
     if (config.baseUrl === undefined || config.baseUrl === '') throw new Error(`provider ${config.id}: an openai-compatible provider needs a base_url`)
-    this.id = `openai-compatible:${config.id}`
+    this.id = id
     this.endpoint = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`
   }
 
