@@ -94,15 +94,18 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   try {
     opened = await deps.router.open(route, request, {
       signal: upstream.signal, controller: upstream, requestId, uncensored: input.uncensored, collect: options.collect, passThrough: input.passThrough,
-      // Only a route with another backend to try can fall back (no closure per call otherwise).
+      // Only a route with another backend to try can fall back (no closures per call otherwise).
       onFallback: route.backends.length > 1 ? next => open.fellBack(next, openedAt) : undefined,
+      onFallbackFailed: route.backends.length > 1 ? error => open.fallbackFailed(error, openedAt) : undefined,
     })
   } catch (error) {
     call.release()
     open.detach()
-    if (metrics && error instanceof UpstreamError) countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
-    // A client that left before the upstream answered aborted the call itself: not the upstream's failure.
-    if (open.record !== undefined) open.record.outcome = input.signal.aborted ? 'cancelled' : 'upstream-error'
+    if (error instanceof UpstreamError) open.failedToOpen(error, openedAt, false)
+    // A client that left before the upstream answered aborted the call itself, and the drain's
+    // deadline cut it: neither is the upstream's failure. A refusal of the request itself (no
+    // uncensored backend) is logged as its code by the request context.
+    if (open.record !== undefined) open.record.outcome = upstream.unread() ?? (error instanceof UpstreamError ? 'upstream-error' : undefined)
     throw open.shutdownReason() ?? toApiError(error)
   }
   if (metrics) {
@@ -128,6 +131,8 @@ class OpenedCall implements OpenCall {
   /** The backend answering (after a fallback, the one that took over): the log line names it, a collected call reports its attestation. */
   private answering!: OpenedBackend
   private deltas = 0
+  /** An error event already counted as a failed open (fallbackFailed), not to count again as mid-stream. */
+  private counted: UpstreamError | undefined
 
   constructor(
     private readonly deps: PipelineDeps,
@@ -159,6 +164,28 @@ class OpenedCall implements OpenCall {
     if (this.record !== undefined) this.record.backend = `${opened.provider.id}/${opened.backend.model}`
   }
 
+  /**
+   * The call's opening ended with `error` (no backend opened, or, `streamFailedFirst`, none opened
+   * after the first one's stream failed before its output): every backend tried is counted (the
+   * first one's stream as `before-output`, the others as failing to open), and the log line names
+   * the last one tried.
+   */
+  failedToOpen(error: UpstreamError, openedAt: number, streamFailedFirst: boolean): void {
+    const failed = this.deps.router.failedOpen?.(error)
+    const metrics = this.deps.metrics
+    if (metrics) {
+      failed?.abandoned.forEach((abandoned, index) => countUpstreamFailure(metrics, abandoned, streamFailedFirst && index === 0 ? 'before-output' : 'before-first-event', openedAt))
+      countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
+    }
+    if (failed !== undefined && this.record !== undefined) this.record.backend = `${failed.provider}/${failed.backend.model}`
+  }
+
+  /** The stream failed before any output and no other backend opened: its error event was counted here, not as mid-stream. */
+  fallbackFailed(error: UpstreamError, openedAt: number): void {
+    this.failedToOpen(error, openedAt, true)
+    this.counted = error
+  }
+
   /** The stream moved to another backend before any output (router.ts). */
   fellBack(next: OpenedBackend, openedAt: number): void {
     this.answering = next
@@ -175,7 +202,9 @@ class OpenedCall implements OpenCall {
   observe(event: ChatEvent): void {
     this.meter.observe(event)
     const { metrics, fault } = this.deps
-    if (event.type === 'error' && metrics) countUpstreamFailure(metrics, event.error, 'mid-stream')
+    if (event.type === 'error' && metrics) {
+      if (event.error !== this.counted) countUpstreamFailure(metrics, event.error, 'mid-stream')
+    }
     // Crash tests: die on the second text delta, once the first has gone out (a collected
     // answer may arrive as one delta, and sends nothing before settling: its first; a
     // passthrough event counts its chunks).

@@ -9,6 +9,7 @@ import type { Nanos } from '../lib/money'
 import type { GatewayMetrics } from '../observability/gateway-metrics'
 import type { Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
+import type { FailedOpen } from '../providers/router'
 import { UpstreamError, type CallAttestation, type Provider } from '../providers/types'
 import type { WebService } from '../web/service'
 import type { ChatEvent, ChatRequest, PassThroughFormat, Usage } from './canonical'
@@ -42,8 +43,12 @@ export interface ChatRouter {
       passThrough?: PassThroughFormat
       /** The stream moved to another backend before any output (providers/before-output.ts). */
       onFallback?: (opened: OpenedBackend) => void
+      /** The stream failed before any output and no other backend opened: it ends with `error`. */
+      onFallbackFailed?: (error: UpstreamError) => void
     },
   ): Promise<OpenedBackend & { events: AsyncIterable<ChatEvent> }>
+  /** The backend a call's opening failed on with `error` (open's rejection, onFallbackFailed's), and the failures before it. */
+  failedOpen?(error: UpstreamError): FailedOpen | undefined
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
 }
@@ -165,16 +170,18 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
     async complete(outcome) {
       try {
         if (outcome === 'cancelled') open.abort()
+        // A stream the drain's deadline cut is logged as such, not as the upstream's failure.
+        const logged = outcome === 'failed' && open.shutdownReason() !== undefined ? 'aborted' : outcome
         // A stream that failed or was left before any output charges nothing; once output was
         // sent, the reported usage or the counted fallback is charged.
         if (outcome !== 'finished' && !open.meter.producedOutput) {
           open.call.release()
-          open.log(outcome, undefined, 0n)
+          open.log(logged, undefined, 0n)
           return undefined
         }
         try {
           const { usage, charged } = await open.settle()
-          open.log(outcome, usage, charged)
+          open.log(logged, usage, charged)
           return undefined
         } catch (error) {
           // A settlement that failed before reaching the ledger (a usage it could not price) would
@@ -238,7 +245,8 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
       // A client that left cut the upstream itself: logged as a stream the client left is, not
       // as the upstream's failure.
       // (The call's signal is the client's when it serves a request of its own: see ChatInput.signal.)
-      const outcome = input.httpRequest !== undefined && input.signal.aborted ? 'cancelled' : result.error ? 'upstream-error' : 'aborted'
+      // (The drain's deadline cut the call: `aborted`, as the Encrypted relay and parses log it.)
+      const outcome = input.httpRequest !== undefined && input.signal.aborted ? 'cancelled' : open.shutdownReason() ? 'aborted' : result.error ? 'upstream-error' : 'aborted'
       const failure = open.shutdownReason() ?? toApiError(result.error ?? new UpstreamError('aborted', 'the call was aborted', 'gateway', input.request.model))
       if (delivered?.() === true) {
         const { usage, charged } = await open.settle()

@@ -41,6 +41,20 @@ export interface RouteOptions {
    * start with that failure, then the backends that failed to open since.
    */
   readonly onFallback?: (opened: OpenedStream) => void
+  /**
+   * The stream `open` resolved with failed before any output and no other backend opened: the
+   * stream ends with `error`, the last one's (failedOpen says which backend, and what failed
+   * before it: the stream's own failure first).
+   */
+  readonly onFallbackFailed?: (error: UpstreamError) => void
+}
+
+/** A backend that failed to open, and the failures abandoned before it in the same call. */
+export interface FailedOpen {
+  readonly backend: Backend
+  /** Its provider's id (Provider.id, as metrics and logs name it). */
+  readonly provider: string
+  readonly abandoned: readonly UpstreamError[]
 }
 
 /** The stream of the backend that answered, and which one it was. */
@@ -76,6 +90,8 @@ export interface OpenedStream {
 export class Router implements BackendHealth {
   /** Backend key → epoch ms its cool-down ends. */
   private readonly coolingUntil = new Map<string, number>()
+  /** Set for every UpstreamError a call's opening ends with (open's rejection, a fallback's). */
+  private readonly failedOpens = new WeakMap<UpstreamError, FailedOpen>()
   /** Rotation state per route object (the catalog's routes are built once) and per uncensored filter. */
   private readonly rotations = new WeakMap<ModelRoute, { all?: Rotation; uncensored?: Rotation }>()
 
@@ -93,7 +109,13 @@ export class Router implements BackendHealth {
     }
     const order = this.order(route, candidates, uncensored)
     // One backend: nothing to fall back to, so no loop (its wrapper object and closure) and no hold.
-    if (order.length === 1) return await this.openBackend(route, order[0]!, true, request, options, NO_FAILURES)
+    if (order.length === 1) {
+      try {
+        return await this.openBackend(route, order[0]!, true, request, options, NO_FAILURES)
+      } catch (error) {
+        throw this.failed(error, order[0]!, NO_FAILURES)
+      }
+    }
     const first = await this.attempt(route, order, 0, request, options, [])
     const final = (answered: { opened: OpenedStream; index: number }) => answered.index === order.length - 1 || answered.opened.events instanceof ReplayedEvents
     if (final(first)) return first.opened
@@ -103,7 +125,13 @@ export class Router implements BackendHealth {
       fallsBack: failure => fallsBack(failure, options),
       next: async failure => {
         this.coolDown(order[at]!)
-        const next = await this.attempt(route, order, at + 1, request, options, [failure])
+        let next: Awaited<ReturnType<Router['attempt']>>
+        try {
+          next = await this.attempt(route, order, at + 1, request, options, [failure])
+        } catch (error) {
+          if (error instanceof UpstreamError) options.onFallbackFailed?.(error)
+          throw error
+        }
         at = next.index
         options.onFallback?.(next.opened)
         return { events: next.opened.events, final: final(next) }
@@ -127,11 +155,22 @@ export class Router implements BackendHealth {
       try {
         return { opened: await this.openBackend(route, backend, last, request, options, failures), index: attempt }
       } catch (error) {
-        if (last || !(error instanceof UpstreamError) || !fallsBack(error, options)) throw error
+        if (last || !(error instanceof UpstreamError) || !fallsBack(error, options)) throw this.failed(error, backend, failures)
         this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
         failures.push(error)
       }
     }
+  }
+
+  /** Which backend `error` ended a call's opening on, and the failures before it (for metrics and logs). */
+  failedOpen(error: UpstreamError): FailedOpen | undefined {
+    return this.failedOpens.get(error)
+  }
+
+  /** Notes which backend an opening's UpstreamError came from, and what failed before it; returns the error. */
+  private failed(error: unknown, backend: Backend, abandoned: readonly UpstreamError[]): unknown {
+    if (error instanceof UpstreamError) this.failedOpens.set(error, { backend, provider: this.providers.get(backend.provider)?.id ?? backend.provider, abandoned })
+    return error
   }
 
   /** Opens one backend's stream. `last`: no backend is left to fall back to (the controller is lent, a stream read whole is not checked). */
