@@ -31,7 +31,11 @@ export function createApp(deps: Deps) {
   // Browser MCP clients call /mcp and the OAuth endpoints it leads them to from other origins.
   const origins = new BrowserOrigins(deps.config.mcp.allowedOrigins, deps.config.oauth.issuer)
   const crossOrigin = ['/mcp', ...Object.values(WELL_KNOWN_PATHS), OAUTH_PATHS.register, OAUTH_PATHS.token, OAUTH_PATHS.revoke]
-  return new Elysia({ normalize: false })
+  // `standardHostname: false`: Elysia finds the path after `http://` (index 7), not after the 11
+  // characters of the shortest usual host; a Host of 3 characters or fewer (`Host: api`) had the
+  // path's first segment taken for part of the host (GET /v1/models routed as /models, and
+  // /x/v1/models as /v1/models). The gateway serves plain HTTP (TLS ends at the proxy).
+  return new Elysia({ normalize: false, handler: { standardHostname: false } })
     .use(requestContext(deps.logger, deps.requestLog))
     .use(browserAccess(origins, crossOrigin))
     .use(openapiDocs(packageJson.version, SLASH_ID_PATH_DOC))

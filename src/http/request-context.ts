@@ -44,6 +44,9 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const requestId = requestIdFrom(request.headers.get(REQUEST_ID))
       set.headers[REQUEST_ID] = requestId
       requestLog.begin(request, requestId)
+      // Bun hands a request without a Host header (HTTP/1.0) over with a relative URL, on which
+      // no route can be found (and URL parsing throws): refused, in the envelope of any error.
+      if (request.url.charCodeAt(0) === 47 /* / */) throw new ApiError('invalid_request', 'the request has no Host header')
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, responseValue }) => {
       const built = responseValue instanceof Response

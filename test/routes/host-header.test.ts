@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import net from 'node:net'
+import { buildTestApp, type TestApp } from '../support/harness'
+
+// Bun builds request.url from the Host header. Elysia's router had taken the path to start at
+// index 11 at the earliest (`https://` and three characters), so a short Host (`Host: api`, a
+// container's service name) shifted it: GET /v1/models was routed as /models, and
+// GET /x/v1/models as /v1/models, past any proxy rule on the prefix. A request with no Host at
+// all (HTTP/1.0) reached the app with a relative URL: 500 from URL parsing, or a wrong route.
+// Both found by QA over raw sockets.
+
+let t: TestApp
+let port: number
+let key: string
+beforeAll(async () => {
+  t = await buildTestApp()
+  key = (await t.createOrg()).adminKey
+  port = Number(new URL(t.listen()).port)
+})
+afterAll(() => t.close())
+
+/** One request over a raw socket; the status line and body of the answer. */
+function send(head: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    let received = ''
+    const socket = net.connect(port, '127.0.0.1')
+    socket.on('data', data => (received += data.toString('latin1')))
+    socket.on('error', reject)
+    socket.on('close', () => resolve({ status: Number(received.split(' ')[1]), body: received.slice(received.indexOf('\r\n\r\n') + 4) }))
+    socket.write(`${head}Authorization: Bearer ${key}\r\nConnection: close\r\n\r\n`)
+  })
+}
+
+test('a short Host does not move the path: each route is found by its whole path, and no other', async () => {
+  for (const host of ['x', 'ab', 'api', 'api.example.com']) {
+    expect((await send(`GET /v1/models HTTP/1.1\r\nHost: ${host}\r\n`)).status).toBe(200)
+    expect((await send(`GET /x/v1/models HTTP/1.1\r\nHost: ${host}\r\n`)).status).toBe(404)
+    expect((await send(`GET /zz/healthz HTTP/1.1\r\nHost: ${host}\r\n`)).status).toBe(404)
+  }
+})
+
+test('a request without a Host header is a 400 naming it, in the route\'s envelope', async () => {
+  const models = await send('GET /v1/models HTTP/1.0\r\n')
+  expect(models.status).toBe(400)
+  expect(JSON.parse(models.body).error).toMatchObject({ type: 'invalid_request_error', message: 'the request has no Host header' })
+  const balance = await send('GET /api/v1/billing/balance HTTP/1.0\r\n')
+  expect(balance.status).toBe(400)
+  expect(JSON.parse(balance.body).error).toMatchObject({ code: 'invalid_request', message: 'the request has no Host header' })
+})
