@@ -7,70 +7,111 @@ import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } 
  * The opt-in progress stream of `stream: true` (issue 9 point 6): one SSE event per progress
  * step, named by its type (`participant.started`, `participant.finished`, `participant.failed`,
  * `synthesis.started`, `synthesis.delta`), then `fusion.completion` with the result object,
- * or `error` with the /api/v1 error envelope. Every request was checked before the stream
- * began (planFusion), so a refused request still gets its HTTP status; `error` only reports a
- * failure found during the run. `: ping` comments keep proxies from closing a quiet stream.
- * `abort` is called when the client leaves, which cancels every part still running; `ended` once
- * the run is over and its last event written (or, the client gone, dropped).
+ * or `error` with the /api/v1 error envelope. A refused request keeps its HTTP status: the
+ * checks before the run (planFusion), and a run refused as a whole (no participant admitted:
+ * funds, cap, concurrency), reject instead of resolving to a stream; the reply starts once a
+ * participant is admitted, with the events so far. `error` only reports a failure found during
+ * the run. `: ping` comments keep proxies from closing a quiet stream. `abort` is called when
+ * the client leaves, which cancels every part still running; `ended` once the run is over and
+ * its last event written (or, the client gone, dropped), or it was refused.
  */
-export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta'> }, abort: () => void, ended?: () => void): Response {
+export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta' | 'onAdmitted'> }, abort: () => void, ended?: () => void): Promise<Response> {
+  // Events before the reply starts wait here; then they go to the stream's controller.
+  const early: Uint8Array[] = []
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined
+  let watched: KeepAliveStream | undefined
   let closed = false
-  let quiet: KeepAliveStream | undefined
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      // Pinged by the shared ticker after 15 s of silence, and cut when the client stops
-      // reading (src/http/keep-alive.ts): the run is aborted and the connection dropped. The
-      // watch outlives the run (its last events may still wait unread); once they are read, the
-      // closed stream looks stalled and its cut does nothing (error() on a closed stream is a no-op).
-      const watched = keepAlive.watch(
-        () => {
-          if (closed) return
-          controller.enqueue(SSE_PING)
-          watched.enqueued += 1
-        },
-        {
-          queued: queuedIn(controller),
-          cut: () => {
-            closed = true
-            controller.error(undefined)
-            abort()
+  let done = false
+  const write = (event: string, data: unknown): boolean => {
+    if (closed) return false
+    const frame = sseFrame(JSON.stringify(data), event)
+    if (controller === undefined) {
+      early.push(frame)
+      return true
+    }
+    controller.enqueue(frame)
+    watched!.wrote = true
+    watched!.enqueued += 1
+    return true
+  }
+  const reply = (): Response => {
+    const body = new ReadableStream<Uint8Array>({
+      start(stream) {
+        controller = stream
+        // Pinged by the shared ticker after 15 s of silence, and cut when the client stops
+        // reading (src/http/keep-alive.ts): the run is aborted and the connection dropped. The
+        // watch outlives the run (its last events may still wait unread); once they are read, the
+        // closed stream looks stalled and its cut does nothing (error() on a closed stream is a no-op).
+        const watch = keepAlive.watch(
+          () => {
+            if (closed) return
+            stream.enqueue(SSE_PING)
+            watch.enqueued += 1
           },
-        },
-      )
-      quiet = watched
-      const write = (event: string, data: unknown): boolean => {
-        if (closed) return false
-        controller.enqueue(sseFrame(JSON.stringify(data), event))
-        watched.wrote = true
-        watched.enqueued += 1
-        return true
-      }
-      const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
-      const onSynthesisDelta = (delta: string) => write('synthesis.delta', { delta })
-      executeFusion(deps, { ...plan, input: { ...plan.input, onProgress, onSynthesisDelta } })
-        .then(
-          result => write('fusion.completion', result),
-          error => {
-            if (!(error instanceof ApiError)) deps.pipeline.logger.error('fusion failed', { request_id: plan.input.requestId, error: String(error), stack: (error as Error)?.stack })
-            const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'internal error')
-            write('error', { error: { code: apiError.code, message: apiError.message, request_id: plan.input.requestId } })
+          {
+            queued: queuedIn(stream),
+            cut: () => {
+              closed = true
+              stream.error(undefined)
+              abort()
+            },
           },
         )
-        .finally(() => {
-          if (!closed) {
+        watched = watch
+        for (const frame of early.splice(0)) {
+          stream.enqueue(frame)
+          watch.enqueued += 1
+        }
+        if (done) {
+          closed = true
+          stream.close()
+        }
+      },
+      cancel() {
+        closed = true
+        if (watched !== undefined) keepAlive.stop(watched)
+        abort()
+      },
+    })
+    return new Response(body, {
+      headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+    })
+  }
+  return new Promise<Response>((resolve, reject) => {
+    let started = false
+    const start = () => {
+      if (started) return
+      started = true
+      resolve(reply())
+    }
+    const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
+    const onSynthesisDelta = (delta: string) => write('synthesis.delta', { delta })
+    executeFusion(deps, { ...plan, input: { ...plan.input, onProgress, onSynthesisDelta, onAdmitted: start } })
+      .then(
+        result => {
+          start()
+          write('fusion.completion', result)
+        },
+        error => {
+          // Refused as a whole before any participant was admitted: the HTTP error, as without `stream`.
+          if (!started && error instanceof ApiError) {
             closed = true
-            controller.close()
+            reject(error)
+            return
           }
-          ended?.()
-        })
-    },
-    cancel() {
-      closed = true
-      if (quiet !== undefined) keepAlive.stop(quiet)
-      abort()
-    },
-  })
-  return new Response(body, {
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+          start()
+          if (!(error instanceof ApiError)) deps.pipeline.logger.error('fusion failed', { request_id: plan.input.requestId, error: String(error), stack: (error as Error)?.stack })
+          const apiError = error instanceof ApiError ? error : new ApiError('internal_error', 'internal error')
+          write('error', { error: { code: apiError.code, message: apiError.message, request_id: plan.input.requestId } })
+        },
+      )
+      .finally(() => {
+        done = true
+        if (controller !== undefined && !closed) {
+          closed = true
+          controller.close()
+        }
+        ended?.()
+      })
   })
 }

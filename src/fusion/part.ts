@@ -58,6 +58,8 @@ export interface PartInput {
   delivered?: () => boolean
   /** The run already holds charged work (its documents): a drain that began since lets this part run. */
   continuesRun?: boolean
+  /** The part was admitted (its reservation held), just before its provider is called. */
+  onAdmitted?: () => void
 }
 
 /**
@@ -79,7 +81,10 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       pipeline,
       {
         principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
-        onAdmitted: () => (reachedProvider = true),
+        onAdmitted: () => {
+          reachedProvider = true
+          input.onAdmitted?.()
+        },
         // A drain refuses new requests; the judge belongs to a run already in flight, and so do
         // participants of a run whose documents were extracted and charged.
         continuesRequest: input.role === 'judge' || input.continuesRun === true,

@@ -46,8 +46,9 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
           if (gone.signal.aborted) record.outcome = 'cancelled'
           record.sink.end(record)
         }
-        // Elysia passes a Response through untouched (the schema documents the JSON form).
-        return fusionEventStream(fusion, plan, onClientGone, ended) as unknown as typeof FusionResult.static
+        // Elysia passes a Response through untouched (the schema documents the JSON form). A run
+        // refused as a whole rejects: its HTTP error, logged as such (`ended` has given the line back).
+        return (await fusionEventStream(fusion, plan, onClientGone, ended)) as unknown as typeof FusionResult.static
       },
       {
         auth: { mode: 'inference', jsonBody: 4 * MiB },
@@ -60,7 +61,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
           200: FusionResult, 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse,
         },
         detail: {
-          ...eventStream('With stream: true: named events (`event:` and `data:` lines) participant.started, participant.finished, participant.failed, synthesis.started, synthesis.delta, then fusion.completion with the result object, or `error` with the error envelope. Keep-alive comment lines (`: ping`) while quiet.'),
+          ...eventStream('With stream: true: named events (`event:` and `data:` lines) participant.started, participant.finished, participant.failed, synthesis.started, synthesis.delta, then fusion.completion with the result object, or `error` with the error envelope. The stream starts once a participant is admitted: a run refused as a whole (funds, spend cap, concurrency) is its HTTP error, as without stream. Keep-alive comment lines (`: ping`) while quiet.'),
           summary: 'Fusion: two or three models answer, then a synthesis',
           description:
             'Sends the conversation to 2 or 3 distinct models concurrently, each through the chat pipeline with its own deadline, then has the judge ' +

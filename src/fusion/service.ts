@@ -55,6 +55,12 @@ export interface FusionInput {
    * fails, or whose client leaves, is charged for the input and the output sent.
    */
   onSynthesisDelta?: (delta: string) => boolean
+  /**
+   * A participant was admitted (funds, cap and concurrency allowed it), just before its provider
+   * is called. A run refused as a whole throws before any is: a stream can wait for this to
+   * keep such a refusal's HTTP status.
+   */
+  onAdmitted?: () => void
 }
 
 /** A checked request, ready to run: everything deterministic has been refused already. */
@@ -215,6 +221,7 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
         outcome = await runPart(pipeline, deadlines, {
           role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
           timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id), continuesRun: plan.extracted,
+          onAdmitted: input.onAdmitted,
         })
       }
       progress?.({ type: outcome.error ? 'participant.failed' : 'participant.finished', index, model: route.id, participant: participantEntry(route, outcome) })

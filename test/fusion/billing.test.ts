@@ -55,16 +55,15 @@ describe('access', () => {
     expect(h.a.requests.length + h.b.requests.length + h.c.requests.length + h.judge.requests.length).toBe(0)
     expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
 
-    // Streamed, the refusal is found after the stream began: it ends in an `error` event with the envelope.
+    // Streamed, the same: the reply starts only once a participant is admitted, so a run refused
+    // as a whole keeps its status (QA: it was a 200 stream ending in an `error` event, neither
+    // logged nor counted as the refusal it was).
     const streamed = await h.fusion(body(['a', 'b'], { stream: true }))
-    expect(streamed.status).toBe(200)
-    const text = await streamed.text()
-    expect(text.match(/event: participant\.failed/g)?.length).toBe(2)
-    const last = text.trim().split('\n\n').at(-1)!
-    expect(last.split('\n')[0]).toBe('event: error')
-    const error = JSON.parse(last.split('\n')[1]!.replace('data: ', '')).error
-    expect(error).toMatchObject({ code: 'insufficient_quota', request_id: streamed.headers.get('x-request-id') })
-    expect(text).not.toContain('fusion.completion')
+    expect(streamed.status).toBe(429)
+    expect((await json(streamed)).error).toMatchObject({ code: 'insufficient_quota', request_id: streamed.headers.get('x-request-id') })
+    expect(h.a.requests.length + h.b.requests.length + h.judge.requests.length).toBe(0)
+    expect(h.t.deps.metrics.registry.render()).toContain('svc_refusals_total{code="insufficient_quota"} 2')
+    expect(h.t.deps.limits.concurrency.inUse(h.org.orgId)).toBe(0)
   })
 })
 
