@@ -43,6 +43,13 @@ export interface OpenCall {
 export async function openCall(deps: PipelineDeps, input: ChatCallInput, options: { collect?: boolean } = {}): Promise<OpenCall> {
   const { request, requestId } = input
   const route = request.route
+  // The request's log line names the model and stream mode from the start: a chat refused on
+  // the way (policy, funds, cap, a full document queue) or left by its client says which.
+  const record = input.httpRequest ? recordOf(input.httpRequest) : undefined
+  if (record !== undefined) {
+    record.model = request.model
+    record.stream = request.stream
+  }
   checkPolicy(request)
   // Request-local enrichment, before the estimate so it counts the added text. Each piece is
   // priced on its own, but charged only once the chat is admitted: a refused chat costs nothing.
@@ -84,7 +91,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // The lifecycle's ticks cut the call when its client leaves; a drain's deadline cuts it with an
   // ApiError as the abort reason, which the client sees.
   deps.lifecycle.track(upstream)
-  const open = new OpenedCall(deps, input, call, upstream, serverTools, maxOutputTokens, options.collect === true)
+  const open = new OpenedCall(deps, input, call, upstream, serverTools, maxOutputTokens, options.collect === true, record)
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
   input.disableIdleTimeout?.()
@@ -127,7 +134,6 @@ class OpenedCall implements OpenCall {
   events!: AsyncIterable<ChatEvent>
   readonly started: number
   readonly meter: Meter
-  readonly record: RequestRecord | undefined
   /** The backend answering (after a fallback, the one that took over): the log line names it, a collected call reports its attestation. */
   private answering!: OpenedBackend
   private deltas = 0
@@ -142,15 +148,12 @@ class OpenedCall implements OpenCall {
     readonly serverTools: ServerTools | undefined,
     maxOutputTokens: number,
     private readonly collected: boolean,
+    /** The request's log record (HTTP callers), filled with the outcome, usage and charge. */
+    readonly record: RequestRecord | undefined,
   ) {
     const request = input.request
     this.started = deps.clock.now()
     this.meter = new Meter(highInputTokens(request), { maxInputTokens: request.route.contextLength, maxOutputTokens }, serverTools)
-    this.record = input.httpRequest ? recordOf(input.httpRequest) : undefined
-    if (this.record !== undefined) {
-      this.record.model = request.model
-      this.record.stream = request.stream
-    }
   }
 
   get attestation(): CallAttestation | undefined {

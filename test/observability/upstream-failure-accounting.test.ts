@@ -149,6 +149,18 @@ describe('upstream failures are counted and logged as what they were', () => {
     expect(await line(id)).toMatchObject({ status: 400, outcome: 'invalid_request' })
   })
 
+  test('a chat refused before its upstream is called still names its model and stream mode', async () => {
+    const broke = await g.t.createOrg('broke', 0n)
+    const id = 'req_no_funds'
+    const response = await fetch(`${g.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${broke.adminKey}`, 'content-type': 'application/json', 'x-request-id': id },
+      body: JSON.stringify({ model: 'censored', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    expect(response.status).toBe(429)
+    expect(await line(id)).toMatchObject({ status: 429, outcome: 'insufficient_quota', model: 'censored', stream: true })
+  })
+
   test("a non-streamed call the drain's deadline cut is logged `aborted`, not as the upstream's failure", async () => {
     const id = 'req_drain_cut'
     const answered = chat('slow', false, id)
