@@ -21,7 +21,6 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined
   let watched: KeepAliveStream | undefined
   let closed = false
-  let done = false
   const write = (event: string, data: unknown): boolean => {
     if (closed) return false
     const frame = sseFrame(JSON.stringify(data), event)
@@ -61,10 +60,6 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
         for (const frame of early.splice(0)) {
           stream.enqueue(frame)
           watch.enqueued += 1
-        }
-        if (done) {
-          closed = true
-          stream.close()
         }
       },
       cancel() {
@@ -106,7 +101,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
         },
       )
       .finally(() => {
-        done = true
+        // (The reply has started by now, unless the run was refused: `start` precedes every ending.)
         if (controller !== undefined && !closed) {
           closed = true
           controller.close()

@@ -164,7 +164,7 @@ class OpenedCall implements OpenCall {
   answeredBy(opened: Awaited<ReturnType<ChatRouter['open']>>): void {
     this.events = opened.events
     this.answering = opened
-    if (this.record !== undefined) this.record.backend = `${opened.provider.id}/${opened.backend.model}`
+    this.named(opened.provider.id, opened.backend.model)
   }
 
   /**
@@ -180,7 +180,7 @@ class OpenedCall implements OpenCall {
       failed?.abandoned.forEach((abandoned, index) => countUpstreamFailure(metrics, abandoned, streamFailedFirst && index === 0 ? 'before-output' : 'before-first-event', openedAt))
       countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
     }
-    if (failed !== undefined && this.record !== undefined) this.record.backend = `${failed.provider}/${failed.backend.model}`
+    if (failed !== undefined) this.named(failed.provider, failed.backend.model)
   }
 
   /** The stream failed before any output and no other backend opened: its error event was counted here, not as mid-stream. */
@@ -199,7 +199,12 @@ class OpenedCall implements OpenCall {
       for (const rejection of rejected) countUpstreamFailure(metrics, rejection, 'before-first-event', openedAt)
       metrics.upstreamCalls.inc(1, next.provider.id, 'ok')
     }
-    if (this.record !== undefined) this.record.backend = `${next.provider.id}/${next.backend.model}`
+    this.named(next.provider.id, next.backend.model)
+  }
+
+  /** The backend the log line names: the one answering, or the last one tried. */
+  private named(provider: string, model: string): void {
+    if (this.record !== undefined) this.record.backend = `${provider}/${model}`
   }
 
   observe(event: ChatEvent): void {
