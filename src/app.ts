@@ -3,6 +3,7 @@ import type { Deps } from './deps'
 import { browserAccess, BrowserOrigins } from './http/cors'
 import { openapiDocs } from './http/openapi'
 import { requestContext } from './http/request-context'
+import { RouteMethods } from './http/route-methods'
 import { attestationRoutes } from './attestation/routes'
 import { billingRoutes } from './billing/routes'
 import { modelRoutes, SLASH_ID_PATH_DOC } from './catalog/routes'
@@ -35,8 +36,9 @@ export function createApp(deps: Deps) {
   // characters of the shortest usual host; a Host of 3 characters or fewer (`Host: api`) had the
   // path's first segment taken for part of the host (GET /v1/models routed as /models, and
   // /x/v1/models as /v1/models). The gateway serves plain HTTP (TLS ends at the proxy).
-  return new Elysia({ normalize: false, handler: { standardHostname: false } })
-    .use(requestContext(deps.logger, deps.requestLog))
+  const methods = new RouteMethods()
+  const app = new Elysia({ normalize: false, handler: { standardHostname: false } })
+    .use(requestContext(deps.logger, deps.requestLog, methods))
     .use(browserAccess(origins, crossOrigin))
     .use(openapiDocs(packageJson.version, SLASH_ID_PATH_DOC))
     .use(
@@ -63,6 +65,8 @@ export function createApp(deps: Deps) {
     .use(mcpRoutes(deps.keys, deps.oauth, mcp, origins))
     .use(attestationRoutes(deps.keys, deps.limits, deps.attestation))
     .use(webRoutes(deps.keys, deps.limits, deps.web))
+  methods.learn(app.routes)
+  return app
 }
 
 export type App = ReturnType<typeof createApp>

@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   payload_too_large: 413,
   rate_limited: 429,
   insufficient_quota: 429,
@@ -60,6 +61,7 @@ const OPENAI_TYPE: Record<ErrorCode, string> = {
   unauthorized: 'authentication_error',
   forbidden: 'permission_error',
   not_found: 'invalid_request_error',
+  method_not_allowed: 'invalid_request_error',
   payload_too_large: 'invalid_request_error',
   rate_limited: 'rate_limit_error',
   insufficient_quota: 'insufficient_quota',
@@ -74,6 +76,7 @@ const ANTHROPIC_TYPE: Record<ErrorCode, string> = {
   unauthorized: 'authentication_error',
   forbidden: 'permission_error',
   not_found: 'not_found_error',
+  method_not_allowed: 'invalid_request_error',
   payload_too_large: 'request_too_large',
   rate_limited: 'rate_limit_error',
   // Anthropic's own type for an unfunded account (its status is 402; ours stays 429 per the spec).

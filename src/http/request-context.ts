@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
 import { CLIENT_CLOSED_REQUEST, recordFailure, recordOf, RequestLog } from '../observability/request-log'
 import { ApiError, renderError, surfaceOf } from './errors'
+import { RouteMethods } from './route-methods'
 import { jsonRpcIdOf } from '../mcp/json-rpc'
 
 const REQUEST_ID = 'x-request-id'
@@ -38,7 +39,7 @@ function sendAsBuilt(response: Response, set: { headers: Record<string, unknown>
  * as Elysia's default 422/HTML), and one log line and metrics update per request, labelled by
  * the matched route pattern (unmatched paths share one label, so cardinality stays bounded).
  */
-export function requestContext(logger: Logger, requestLog: RequestLog = new RequestLog(logger, new GatewayMetrics())) {
+export function requestContext(logger: Logger, requestLog: RequestLog = new RequestLog(logger, new GatewayMetrics()), methods = new RouteMethods()) {
   return new Elysia()
     .onRequest(({ request, set }) => {
       const requestId = requestIdFrom(request.headers.get(REQUEST_ID))
@@ -58,7 +59,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
     })
     .onError({ as: 'global' }, ({ code, error, path, set, request, route }) => {
       const requestId = requestIdOf(set) || requestIdFrom(null)
-      const apiError = toApiError(code, error, path, request.method)
+      const apiError = toApiError(code, error, path, request.method, methods)
       if (apiError.code === 'internal_error') {
         logger.error('unhandled error', { request_id: requestId, path, error: String(error), stack: (error as Error)?.stack })
       }
@@ -72,13 +73,17 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
     })
 }
 
-function toApiError(code: string | number, error: unknown, path: string, method: string): ApiError {
+function toApiError(code: string | number, error: unknown, path: string, method: string, methods: RouteMethods): ApiError {
   if (error instanceof ApiError) return error
   const cause = (error as { cause?: unknown })?.cause
   if (cause instanceof ApiError) return cause // thrown inside a parse hook, wrapped by Elysia
   if (code === 'VALIDATION' && error instanceof ValidationError) return fromValidation(error)
   if (code === 'PARSE') return new ApiError('invalid_request', 'request body is not valid JSON')
-  if (code === 'NOT_FOUND') return new ApiError('not_found', `no route for ${method} ${path}`)
+  if (code === 'NOT_FOUND') {
+    const allowed = methods.allowed(path)
+    if (allowed.length > 0) return new ApiError('method_not_allowed', `${method} is not allowed on ${path}; it takes ${allowed.join(', ')}`, undefined, { allow: allowed.join(', ') })
+    return new ApiError('not_found', `no route for ${method} ${path}`)
+  }
   // Validating a pathologically nested body can exhaust the stack: that is the input's fault.
   if (error instanceof RangeError && /call stack/i.test(error.message)) return new ApiError('invalid_request', 'request body is nested too deeply')
   // A database outage (unreachable, read-only) on any route is a dependency failure: 503.

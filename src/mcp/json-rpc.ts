@@ -34,6 +34,7 @@ const CODE: Record<ErrorCode, number> = {
   invalid_request: -32600,
   payload_too_large: -32600,
   not_found: -32601,
+  method_not_allowed: -32601,
   unauthorized: MCP_ERROR.auth,
   forbidden: MCP_ERROR.auth,
   insufficient_quota: MCP_ERROR.payment,

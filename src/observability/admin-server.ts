@@ -28,12 +28,11 @@ export function startAdminServer(deps: Deps, port: number, hostname: string): Re
 
 async function answer(deps: Deps, request: Request): Promise<Response> {
   const path = new URL(request.url).pathname
-  if (request.method !== 'GET') throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+  const known = path === '/metrics' || path === '/healthz' || path === '/readyz'
+  if (!known) throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+  if (request.method !== 'GET' && request.method !== 'HEAD') throw new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; it takes GET, HEAD`, undefined, { allow: 'GET, HEAD' })
   if (path === '/metrics') return metricsResponse(request, { registry: deps.metrics.registry, token: deps.config.metrics.token })
   if (path === '/healthz') return Response.json({ status: 'ok' })
-  if (path === '/readyz') {
-    const ready = await readiness(deps.database, deps.lifecycle)
-    return Response.json(ready, { status: ready.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
-  }
-  throw new ApiError('not_found', `no route for ${request.method} ${path}`)
+  const ready = await readiness(deps.database, deps.lifecycle)
+  return Response.json(ready, { status: ready.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
 }

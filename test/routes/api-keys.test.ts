@@ -798,9 +798,7 @@ describe('unknown routes', () => {
     for (const [method, path] of [
       ['GET', '/api/v1/nope'],
       ['POST', '/api/v1/nope'],
-      ['PUT', KEYS],
-      ['PATCH', `${KEYS}/${org.adminKeyId}`],
-      ['GET', `${KEYS}/${org.adminKeyId}`],
+      ['DELETE', `${KEYS}/${org.adminKeyId}/extra`],
     ] as const) {
       const error = await expectApiError(await t.request(method, path, { key: org.adminKey }), 404, 'not_found')
       expect(error.message).toContain(path)

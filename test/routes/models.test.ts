@@ -165,10 +165,12 @@ describe('errors', () => {
     }
   })
 
-  test('other methods are not routes', async () => {
+  test('other methods are 405, naming GET', async () => {
     t = await buildTestApp()
-    expect((await t.request('POST', '/v1/models', { body: {} })).status).toBe(404)
-    expect((await t.request('DELETE', '/api/v1/models')).status).toBe(404)
+    for (const [method, path] of [['POST', '/v1/models'], ['DELETE', '/api/v1/models']] as const) {
+      const response = await t.request(method, path, { body: method === 'POST' ? {} : undefined })
+      expect([response.status, response.headers.get('allow')]).toEqual([405, 'GET, HEAD'])
+    }
   })
 })
 

@@ -1,0 +1,33 @@
+/**
+ * The methods the app serves on each path, so a request with the wrong method on a known path is
+ * answered 405 with `Allow` (RFC 9110 §15.5.6; OpenAI's API does the same), not 404 as for a
+ * path that does not exist. Learnt from the built app's routes; compiled on the first miss, so
+ * only a miss pays for it.
+ */
+export class RouteMethods {
+  private routes: readonly { method: string; path: string }[] = []
+  private compiled: { pattern: RegExp; method: string }[] | undefined
+
+  learn(routes: readonly { method: string; path: string }[]): void {
+    this.routes = routes
+    this.compiled = undefined
+  }
+
+  /** The methods served on `path` (HEAD wherever GET is, as Bun answers it), empty for an unknown path. */
+  allowed(path: string): string[] {
+    this.compiled ??= this.routes.map(route => ({ method: route.method, pattern: patternOf(route.path) }))
+    const methods = new Set<string>()
+    for (const route of this.compiled) if (route.pattern.test(path)) methods.add(route.method)
+    if (methods.has('GET')) methods.add('HEAD')
+    return [...methods].sort()
+  }
+}
+
+// Elysia's path syntax: `:name` is one segment, a trailing `*` the rest of the path.
+function patternOf(path: string): RegExp {
+  const source = path
+    .split('/')
+    .map(segment => (segment === '*' ? '.*' : segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/')
+  return new RegExp(`^${source}$`)
+}
