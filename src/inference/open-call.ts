@@ -278,8 +278,12 @@ class OpenedCall implements OpenCall {
  * then failed before any output, and the next backend was tried; `mid-stream`: the client saw it.
  */
 export function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'before-output' | 'mid-stream', startedAt?: number): void {
-  // A call the gateway itself cancelled (client gone, drain) is not an upstream failure.
-  if (error.kind === 'aborted') return
+  // A call the gateway itself cancelled (client gone, drain) is not an upstream failure; one
+  // cancelled before the upstream answered is still an upstream call, counted as `aborted`.
+  if (error.kind === 'aborted') {
+    if (phase === 'before-first-event') metrics.upstreamCalls.inc(1, error.provider, 'aborted')
+    return
+  }
   metrics.upstreamErrors.inc(1, error.provider, error.kind, phase)
   if (phase === 'before-first-event') {
     metrics.upstreamCalls.inc(1, error.provider, error.kind)

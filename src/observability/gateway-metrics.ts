@@ -38,7 +38,7 @@ export class GatewayMetrics {
     const r = this.registry
     this.requests = r.counter('svc_http_requests_total', 'HTTP requests by route, method and status.', ['route', 'method', 'status'])
     this.requestSeconds = r.histogram('svc_http_request_duration_seconds', 'Time to the response headers (streams: to the first byte), by route.', ['route'])
-    this.upstreamCalls = r.counter('svc_upstream_requests_total', 'Upstream calls by provider and outcome (ok or the failure kind).', ['provider', 'outcome'])
+    this.upstreamCalls = r.counter('svc_upstream_requests_total', 'Upstream calls by provider and outcome (ok, the failure kind, or aborted when cancelled before the answer).', ['provider', 'outcome'])
     this.upstreamSeconds = r.histogram('svc_upstream_response_seconds', 'Upstream time to response headers (or failure), by provider.', ['provider'])
     this.upstreamErrors = r.counter('svc_upstream_errors_total', 'Upstream failures by provider, kind and phase (before the first event, before any output with the next backend tried, or mid-stream).', ['provider', 'kind', 'phase'])
     this.attestationSeconds = r.histogram('svc_attestation_fetch_seconds', 'Attestation evidence fetch time (request to checked evidence, or failure), by provider.', ['provider'])

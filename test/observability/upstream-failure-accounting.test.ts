@@ -161,6 +161,25 @@ describe('upstream failures are counted and logged as what they were', () => {
     expect(await line(id)).toMatchObject({ status: 429, outcome: 'insufficient_quota', model: 'censored', stream: true })
   })
 
+  test('a call the client cancelled before the upstream answered is an upstream call `aborted`, not an error', async () => {
+    const before = { aborted: requests('a', 'aborted'), errors: counter('svc_upstream_errors_total{provider="openai-compatible:a",kind="aborted",phase="before-first-event"}') }
+    const id = 'req_client_left'
+    const client = new AbortController()
+    const answered = fetch(`${g.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      signal: client.signal,
+      headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json', 'x-request-id': id },
+      body: JSON.stringify({ model: 'slow', messages: [{ role: 'user', content: 'hi' }] }),
+    }).catch(() => undefined)
+    const lifecycle = g.t.deps.lifecycle as Lifecycle
+    await poll('the call in flight', 200, 10, () => (lifecycle.inFlight > 0 ? true : undefined))
+    client.abort()
+    await answered
+    expect(await line(id)).toMatchObject({ outcome: 'cancelled' })
+    await poll('the call counted', 200, 10, () => (requests('a', 'aborted') - before.aborted === 1 ? true : undefined))
+    expect(counter('svc_upstream_errors_total{provider="openai-compatible:a",kind="aborted",phase="before-first-event"}')).toBe(before.errors)
+  })
+
   test("a non-streamed call the drain's deadline cut is logged `aborted`, not as the upstream's failure", async () => {
     const id = 'req_drain_cut'
     const answered = chat('slow', false, id)
@@ -168,7 +187,10 @@ describe('upstream failures are counted and logged as what they were', () => {
     await poll('the call in flight', 200, 10, () => (lifecycle.inFlight > 0 ? true : undefined))
     lifecycle.drain()
     lifecycle.abortAll()
+    const before = requests('a', 'aborted')
     expect((await answered).status).toBe(503)
     expect(await line(id)).toMatchObject({ status: 503, outcome: 'aborted' })
+    expect(requests('a', 'aborted') - before).toBe(1)
   })
+
 })
