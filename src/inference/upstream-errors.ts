@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js'
 import { ApiError, UpstreamRefusal } from '../http/errors'
 import { UpstreamError } from '../providers/types'
 
@@ -6,6 +7,10 @@ import { UpstreamError } from '../providers/types'
 // go too: the gateway cannot tell them apart, and the client needs the problem, not the address.
 const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
 const IPV6_PATTERN = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d{1,5})?/gi
+// An IPv6 literal without brackets (`connect to 2001:db8::5 failed`, `fe80::1%eth0`): a run of
+// hex groups and colons not inside a word, replaced only when it is a valid address, so a time
+// ("10:30:00") or a MAC address is kept.
+const BARE_IPV6_PATTERN = /(?<![0-9a-z:.%])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?::?\d{1,3}(?:\.\d{1,3}){3})?(?:%[0-9a-z._-]+)?(?![0-9a-z:]|\.\d)/gi
 const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
 // `name:port` whose name has a letter (checked apart: "10:30" is a time), a single label
 // (`inference:8000`) too. It may be followed by a colon, as Go's net errors write it ("dial tcp
@@ -20,7 +25,12 @@ const MAX_RETRY_AFTER_S = 86_400
 
 /** `text` without the network addresses it names. */
 export function withoutAddresses(text: string): string {
-  return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
+  return text.replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(BARE_IPV6_PATTERN, bareIpv6).replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
+}
+
+function bareIpv6(candidate: string): string {
+  const address = candidate.split('%')[0]!
+  return /[0-9a-f]/i.test(address) && ipaddr.IPv6.isValid(address) ? '[host]' : candidate
 }
 
 /**

@@ -8,6 +8,9 @@ describe('what a client is shown of an upstream refusal', () => {
     expect(withoutAddresses('failed at http://vllm-a:8000/v1/chat/completions, retry')).toBe('failed at [url], retry')
     expect(withoutAddresses('via 10.0.3.7:8000 and 192.168.1.20')).toBe('via [host] and [host]')
     expect(withoutAddresses('node [fd00::17]:8000 or [::1]')).toBe('node [host] or [host]')
+    // Without brackets too (before, shown as they were), a zone id or an IPv4 tail included.
+    expect(withoutAddresses('connect to 2001:db8::5 failed; upstream ::1 refused')).toBe('connect to [host] failed; upstream [host] refused')
+    expect(withoutAddresses('via fe80::1%eth0, 2001:db8:0:0:0:0:0:7 and ::ffff:10.0.0.1.')).toBe('via [host], [host] and [host].')
     expect(withoutAddresses('backend vllm-b:8000 is full')).toBe('backend [host] is full')
     // A single-label host (a compose service name) as a URL host or host:port, also before a
     // colon as Go's net errors put it (before, "inference:8000:" was shown as it was).
@@ -27,6 +30,7 @@ describe('what a client is shown of an upstream refusal', () => {
       'temperature must be at most 2.0, got 2.5',
       'quota resets at 2026-11-26T10:30:00Z',
       'retry after T10:30:00 or at 10:30:15: inference is busy',
+      'device aa:bb:cc:dd:ee:ff at 10:30:00, std::vector and Foo::bar() failed',
       'the inference server is overloaded: retry',
       'messages.1.content.0.text: field required',
     ]) {
