@@ -51,3 +51,11 @@ export function isWholeJson(argumentsText: string): boolean {
     return false
   }
 }
+
+/**
+ * Whether a truncated answer cut this call's arguments short: some text, not yet whole JSON. A
+ * call without arguments ("") is whole.
+ */
+export function isCutShort(argumentsText: string): boolean {
+  return argumentsText.trim() !== '' && !isWholeJson(argumentsText)
+}

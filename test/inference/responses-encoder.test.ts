@@ -159,6 +159,35 @@ describe('ResponsesStreamEncoder', () => {
     expect((final.output[1] as OpenAI.Responses.ResponseOutputMessage).status).toBe('incomplete')
   })
 
+  test('a truncated answer marks the call cut short incomplete, wherever it stands, not the last item', async () => {
+    // A Chat Completions backend interleaves two parallel calls and stops at max tokens inside
+    // the first one's arguments; its translator ends both calls before the finish.
+    const run = (reason: 'length' | 'tool-calls') => {
+      const stream = encoder()
+      const events: ChatEvent[] = [
+        { type: 'tool-call-start', block: 0, callId: 'call_A', name: 'f' },
+        { type: 'tool-call-delta', block: 0, argumentsDelta: '{"city": "Os' },
+        { type: 'tool-call-start', block: 1, callId: 'call_B', name: 'g' },
+        { type: 'tool-call-delta', block: 1, argumentsDelta: '{"x": 1}' },
+        { type: 'tool-call-delta', block: 0, argumentsDelta: 'lo", "more' },
+        { type: 'tool-call-end', block: 0 },
+        { type: 'tool-call-end', block: 1 },
+      ]
+      return [...stream.start(), ...events.flatMap(event => stream.push(event)), ...stream.finish(reason, USAGE)]
+    }
+    const truncated = run('length')
+    const done = parse(truncated).filter(event => event.type === 'response.output_item.done').map(event => [event.item.call_id, event.item.status])
+    expect(done.sort()).toEqual([['call_A', 'incomplete'], ['call_B', 'completed']])
+    const final = await sdkFinal(truncated.join(''))
+    expect(final.output.map(item => [(item as OpenAI.Responses.ResponseFunctionToolCall).call_id, (item as OpenAI.Responses.ResponseFunctionToolCall).status])).toEqual([
+      ['call_A', 'incomplete'],
+      ['call_B', 'completed'],
+    ])
+    // Not truncated: both completed, even the one whose arguments are no JSON.
+    const finished = await sdkFinal(run('tool-calls').join(''))
+    expect(finished.output.map(item => (item as OpenAI.Responses.ResponseFunctionToolCall).status)).toEqual(['completed', 'completed'])
+  })
+
   test('a text block opens its message at its first text: an empty one is no item; one with text is written as before', async () => {
     const stream = encoder()
     const types = (frames: string[]) => parse(frames).map(event => event.type)
@@ -203,5 +232,15 @@ describe('encodeResponse (non-streamed)', () => {
       { id: 'rs_unit2', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' },
       { id: 'msg_unit3', type: 'message', status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Cut', annotations: [], logprobs: [] }] },
     ])
+  })
+
+  test('a truncated answer marks the call cut short incomplete, not the last item', () => {
+    const blocks = [
+      { type: 'tool-call', callId: 'call_A', name: 'f', arguments: '{"city": "Oslo", "more' },
+      { type: 'tool-call', callId: 'call_B', name: 'g', arguments: '{"x": 1}' },
+    ]
+    const result = { blocks, text: '', reasoning: '', toolCalls: blocks, finishReason: 'length', usage: USAGE, error: undefined } as unknown as ChatResult
+    const response = encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' }))
+    expect(response.output.map(item => (item as { status: string }).status)).toEqual(['incomplete', 'completed'])
   })
 })

@@ -154,7 +154,7 @@ describe('/metrics', () => {
     expect((await fetch(`${base}/v1/models`)).status).toBe(404)
     // A known path with another method is 405 naming what it takes.
     const posted = await fetch(`${base}/metrics`, { method: 'POST' })
-    expect([posted.status, posted.headers.get('allow'), (await posted.json()).error.code]).toEqual([405, 'GET, HEAD', 'method_not_allowed'])
+    expect([posted.status, posted.headers.get('allow'), ((await posted.json()) as { error: { code: string } }).error.code]).toEqual([405, 'GET, HEAD', 'method_not_allowed'])
     // Every answer carries its request id (the client's when well-formed), as the public port's do.
     for (const path of ['/healthz', '/readyz', '/metrics', '/nope']) {
       const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': `probe-${path.length}` } })

@@ -1,6 +1,7 @@
 import type { ApiError } from '../../../http/errors'
 import type { FinishReason, Usage } from '../../canonical'
 import type { ChatResult } from '../../collect'
+import { isCutShort } from '../../tool-input'
 import type { ResponseMeta } from '../types'
 import { REDACTED_PREFIX } from './decode'
 import type { ResponsesRequest } from './schema'
@@ -150,9 +151,23 @@ function blocksOf(result: ChatResult): Block[] {
 }
 
 /**
+ * The items a truncated answer leaves incomplete, given each item's call arguments (undefined for
+ * other items): every call cut short of whole JSON (a backend may interleave parallel calls, so
+ * the cut one need not be last), or, when none was, the last item.
+ */
+export function truncatedItems(callArguments: ReadonlyArray<string | undefined>): Set<number> {
+  const cut = new Set<number>()
+  callArguments.forEach((text, index) => {
+    if (text !== undefined && isCutShort(text)) cut.add(index)
+  })
+  if (cut.size === 0 && callArguments.length > 0) cut.add(callArguments.length - 1)
+  return cut
+}
+
+/**
  * A non-streamed `response`: one output item per block of the answer, as the stream sends them
  * (reasoning → reasoning item, text → message, tool call → function_call). A truncated answer
- * marks its last item incomplete. An empty text block (Claude writes one before a tool_use at
+ * marks incomplete the items truncatedItems names. An empty text block (Claude writes one before a tool_use at
  * times) is no item: OpenAI sends no empty message, and the stream, which opens a message at its
  * first text, never shows one either.
  */
@@ -161,8 +176,9 @@ export function encodeResponse(result: ChatResult, usage: Usage, meta: ResponseM
   const blocks = blocksOf(result).filter(block => block.type !== 'text' || block.text !== '')
   // An answer that is all refusal (OpenAI never mixes the two) is written as refusal parts.
   const refused = result.refusal !== undefined && result.refusal !== '' && result.refusal === result.text
+  const cut = status === 'incomplete' ? truncatedItems(blocks.map(block => (block.type === 'tool-call' ? block.arguments : undefined))) : undefined
   const output = blocks.map((block, index) => {
-    const itemStatus = status === 'incomplete' && index === blocks.length - 1 ? 'incomplete' : 'completed'
+    const itemStatus = cut?.has(index) === true ? 'incomplete' : 'completed'
     switch (block.type) {
       case 'reasoning':
         return reasoningItem(itemId(meta, 'rs', index), block.text, block.signature, block.redacted)
