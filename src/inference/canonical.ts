@@ -97,13 +97,18 @@ export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' |
 
 /**
  * Token usage as the upstream reported it (or the meter's fallback count). Subsets are counted
- * inside their totals: `inputTokens` includes `cachedInputTokens`, and `outputTokens` includes
- * `reasoningTokens` (pricing relies on this).
+ * inside their totals: `inputTokens` includes `cachedInputTokens` and `cacheWriteInputTokens`,
+ * and `outputTokens` includes `reasoningTokens` (pricing relies on this).
  */
 export interface Usage {
   inputTokens: number
   /** The part of inputTokens read from the upstream's prompt cache. */
   cachedInputTokens?: number
+  /**
+   * The part of inputTokens written to the upstream's prompt cache (Anthropic's
+   * cache_creation_input_tokens): reported back to Messages clients, priced as input.
+   */
+  cacheWriteInputTokens?: number
   outputTokens: number
   /** The part of outputTokens spent on reasoning. */
   reasoningTokens?: number
@@ -121,7 +126,7 @@ export type ChatEvent =
    * message_start), in the canonical convention (cached tokens included), and the cached part of
    * it; `finish` still carries the authoritative usage.
    */
-  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number; cachedInputTokens?: number }
+  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number; cachedInputTokens?: number; cacheWriteInputTokens?: number }
   | { type: 'text-start'; block: number }
   /** `refusal`: the model declined (Chat Completions' `refusal`); other formats show it as text. */
   | { type: 'text-delta'; block: number; delta: string; refusal?: true }

@@ -94,6 +94,7 @@ export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
   const outputTokens = Math.min(usage.outputTokens, bound.maxOutputTokens)
   const held: Usage = { ...usage, inputTokens, outputTokens }
   if (usage.cachedInputTokens !== undefined) held.cachedInputTokens = Math.min(usage.cachedInputTokens, inputTokens)
+  if (usage.cacheWriteInputTokens !== undefined) held.cacheWriteInputTokens = Math.min(usage.cacheWriteInputTokens, inputTokens - (held.cachedInputTokens ?? 0))
   if (usage.reasoningTokens !== undefined) held.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens)
   return held
 }
@@ -115,7 +116,7 @@ export class Meter {
   /** The usage the upstream reported before a cut (the error event's), when there was no finish. */
   private reportedBeforeCut: Usage | undefined
   /** The prompt size the upstream announced up front (Anthropic's message_start), for a count a report lacks. */
-  private announced: { inputTokens?: number; cachedInputTokens?: number } | undefined
+  private announced: { inputTokens?: number; cachedInputTokens?: number; cacheWriteInputTokens?: number } | undefined
   private outputBytes = 0
   private reasoningBytes = 0
   private toolBytes = 0
@@ -178,6 +179,7 @@ export class Meter {
       {
         inputTokens: input?.inputTokens ?? this.inputTokens,
         cachedInputTokens: (input ?? reported)?.cachedInputTokens,
+        cacheWriteInputTokens: (input ?? reported)?.cacheWriteInputTokens,
         outputTokens: outputReported ? reported.outputTokens : counted,
         reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
         webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,

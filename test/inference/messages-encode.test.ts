@@ -108,11 +108,11 @@ describe('MessagesStreamEncoder read by the SDK', () => {
     expect(indexes).toEqual([...indexes].sort())
   })
 
-  test('message_start reports a prompt size given up front as message_delta does: cache reads apart', async () => {
-    // Anthropic's message_start said 50 input, 30 cache reads, 10 cache writes: canonically 90, 30 cached.
-    const body = frames([{ type: 'response-start', id: 'up', model: 'u', createdAt: 0, inputTokens: 90, cachedInputTokens: 30 }], { reason: 'stop' })
+  test('message_start reports a prompt size given up front as message_delta does: cache reads and writes apart', async () => {
+    // Anthropic's message_start said 50 input, 30 cache reads, 10 cache writes: canonically 90, 30 cached, 10 written.
+    const body = frames([{ type: 'response-start', id: 'up', model: 'u', createdAt: 0, inputTokens: 90, cachedInputTokens: 30, cacheWriteInputTokens: 10 }], { reason: 'stop' })
     const start = JSON.parse(body.split('\n').find(line => line.startsWith('data: {"type":"message_start"'))!.slice(6))
-    expect(start.message.usage).toMatchObject({ input_tokens: 60, cache_read_input_tokens: 30, output_tokens: 0 })
+    expect(start.message.usage).toMatchObject({ input_tokens: 50, cache_read_input_tokens: 30, cache_creation_input_tokens: 10, output_tokens: 0 })
   })
 
   test('redacted thinking, then signed thinking, then text: three blocks in order', async () => {

@@ -168,7 +168,7 @@ describe('anthropic provider: streams over real HTTP', () => {
     expect(events.at(-1)).toEqual({
       type: 'finish',
       reason: 'tool-calls',
-      usage: { inputTokens: 2062, cachedInputTokens: 2000, outputTokens: 64, webSearchRequests: 0, webFetchRequests: 0 },
+      usage: { inputTokens: 2062, cachedInputTokens: 2000, cacheWriteInputTokens: 50, outputTokens: 64, webSearchRequests: 0, webFetchRequests: 0 },
     })
   })
 

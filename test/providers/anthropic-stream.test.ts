@@ -74,8 +74,8 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'finish', reason: 'tool-calls', usage: usage(472, 89, 0) },
   ],
   'parallel-tools.sse': [
-    // Its message_start reports 2,000 cache reads among the 2,062 input tokens.
-    start('msg_01Parallel', 2062, CONTEXT.model, 2000) as ChatEvent,
+    // Its message_start reports 2,000 cache reads and 50 cache writes among the 2,062 input tokens.
+    { ...start('msg_01Parallel', 2062, CONTEXT.model, 2000), cacheWriteInputTokens: 50 } as ChatEvent,
     { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather', jsonObject: true },
     { type: 'tool-call-delta', block: 0, argumentsDelta: '{"location":' },
     { type: 'tool-call-delta', block: 0, argumentsDelta: ' "Paris"}' },
@@ -84,8 +84,8 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'tool-call-delta', block: 1, argumentsDelta: '{"location": "Tok' },
     { type: 'tool-call-delta', block: 1, argumentsDelta: 'yo"}' },
     { type: 'tool-call-end', block: 1 },
-    // input 12 + cache writes 50 + cache reads 2000; reads are the cached part.
-    { type: 'finish', reason: 'tool-calls', usage: usage(2062, 64, 2000) },
+    // input 12 + cache writes 50 + cache reads 2000; reads are the cached part, writes told apart.
+    { type: 'finish', reason: 'tool-calls', usage: { ...usage(2062, 64, 2000), cacheWriteInputTokens: 50 } },
   ],
   'redacted-thinking.sse': [
     start('msg_01Redacted', 40, 'claude-3-7-sonnet-20250219') as ChatEvent,

@@ -48,9 +48,10 @@ type OpenBlock =
  *
  * Usage: Anthropic's `input_tokens` excludes cache reads and cache writes. Canonical
  * `inputTokens` counts every prompt token, so it is input + cache_read + cache_creation, and
- * `cachedInputTokens` is cache_read (priced at the cached-input rate). Cache writes are billed
- * by Anthropic at 1.25× (5 min) or 2× (1 h) the input price; we have no price for them, so they
- * count as ordinary input tokens (operators who use caching heavily should price input
+ * `cachedInputTokens` is cache_read (priced at the cached-input rate), `cacheWriteInputTokens`
+ * cache_creation (told back to Messages clients). Cache writes are billed by Anthropic at 1.25×
+ * (5 min) or 2× (1 h) the input price; we have no price for them, so they are priced as
+ * ordinary input tokens (operators who use caching heavily should price input
  * accordingly). Thinking tokens are part of `output_tokens`; Anthropic does not report them
  * apart, so `reasoningTokens` stays undefined.
  *
@@ -189,6 +190,7 @@ export class AnthropicStreamTranslator {
       const usage = this.canonicalUsage()
       start.inputTokens = usage.inputTokens
       if (usage.cachedInputTokens) start.cachedInputTokens = usage.cachedInputTokens
+      if (usage.cacheWriteInputTokens) start.cacheWriteInputTokens = usage.cacheWriteInputTokens
     }
     return [start]
   }
@@ -351,6 +353,7 @@ export class AnthropicStreamTranslator {
     return {
       inputTokens: input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
       ...(this.cacheReadReported ? { cachedInputTokens: cache_read_input_tokens } : {}),
+      ...(cache_creation_input_tokens > 0 ? { cacheWriteInputTokens: cache_creation_input_tokens } : {}),
       outputTokens: output_tokens,
       webSearchRequests: 0,
       webFetchRequests: 0,

@@ -25,17 +25,17 @@ export function stopReason(reason: FinishReason, stopSequence: string | undefine
 }
 
 /**
- * Anthropic's usage object. Its `input_tokens` excludes cache reads (canonical input includes
- * them); cache writes are not tracked apart by the canonical model, so they are 0 here and
- * counted in input_tokens. `server_tool_use: {web_search_requests, web_fetch_requests}` is
+ * Anthropic's usage object. Its `input_tokens` excludes cache reads and cache writes (canonical
+ * input includes both); cache writes are known only from an Anthropic backend (0 otherwise). `server_tool_use: {web_search_requests, web_fetch_requests}` is
  * Anthropic's own field for hosted tool runs: present whenever the request enabled hosted web
  * tools (`serverToolUse`), zero counts included, as on the other client formats.
  */
 export function usageObject(usage: Usage, serverToolUse = false) {
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
+  const written = Math.min(usage.cacheWriteInputTokens ?? 0, usage.inputTokens - cached)
   const object: Record<string, unknown> = {
-    input_tokens: usage.inputTokens - cached,
-    cache_creation_input_tokens: 0,
+    input_tokens: usage.inputTokens - cached - written,
+    cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
     output_tokens: usage.outputTokens,
   }
