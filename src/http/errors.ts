@@ -29,6 +29,8 @@ export class ApiError extends Error {
     readonly param?: string,
     /** Extra response headers (Retry-After, X-RateLimit-*). */
     readonly headers?: Record<string, string>,
+    /** Machine-readable details an SDK branches on (Anthropic's `error.details`). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message)
     this.status = ERROR_STATUS[code]
@@ -87,8 +89,9 @@ const ANTHROPIC_TYPE: Record<ErrorCode, string> = {
 }
 
 /** Anthropic's error envelope, for HTTP errors and the in-band `event: error` of a stream. */
-export function anthropicErrorBody(error: ApiError): { type: 'error'; error: { type: string; message: string } } {
-  return { type: 'error', error: { type: ANTHROPIC_TYPE[error.code], message: error.message } }
+export function anthropicErrorBody(error: ApiError): { type: 'error'; error: { type: string; message: string; details?: Record<string, unknown> } } {
+  const body = { type: ANTHROPIC_TYPE[error.code], message: error.message }
+  return { type: 'error', error: error.details === undefined ? body : { ...body, details: error.details } }
 }
 
 /** OpenAI's error envelope, for HTTP errors and the in-band error frame of a Chat Completions stream. */

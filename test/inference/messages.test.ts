@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
+import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema'
 import { anthropicClient } from '../support/gateway'
 import { buildTestApp, createPlanOrg, json, type TestApp } from '../support/harness'
 
@@ -107,6 +108,22 @@ describe('the demo backend through the Anthropic SDK', () => {
     expect(count.input_tokens).toBe(Math.ceil(11 / 4) + 4)
     expect(await charged()).toBe(spent)
   })
+
+  test("the SDK's tool runner: its message thread is refused with the code it reads, and it carries on without one", async () => {
+    const weather = betaTool({ name: 'get_weather', description: 'weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, run: async input => `sunny in ${input.city}` })
+    const params = { model: 'demo-anonymous', max_tokens: 200, tools: [weather], max_iterations: 4, messages: [{ role: 'user' as const, content: 'call get_weather' }] }
+    // The runner threads by default (thread: {type: create}); on thread_unsupported_request it sends the turn again without one.
+    for (const extra of [{}, { thread: false as const }]) {
+      const final = await client.beta.messages.toolRunner({ ...params, ...extra }).runUntilDone()
+      expect(final.content).toEqual([{ type: 'text', text: 'The get_weather tool returned: sunny in demo' }] as never)
+    }
+    // A thread of its own (the SDK's default is to fail on it) raises the SDK's error for that code.
+    const thread = client.beta.messages.thread({ model: 'demo-anonymous', max_tokens: 50 })
+    const refused = await thread.send({ role: 'user', content: 'hi' }).then(() => undefined, (error: unknown) => error)
+    expect(refused).toBeInstanceOf(Anthropic.APIError)
+    expect([(refused as InstanceType<typeof Anthropic.APIError>).status, (refused as { errorCode?: string }).errorCode]).toEqual([400, 'thread_unsupported_request'])
+    spent = await charged()
+  })
 })
 
 describe('refusals in the Anthropic envelope, nothing charged', () => {
@@ -126,6 +143,7 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
     ['an :encrypted model', { ...valid, model: 'demo-anonymous:encrypted' }, {}, 400, 'invalid_request_error', /chat\/completions/],
     ['the svc-encrypted header', valid, { 'svc-encrypted': '1' }, 400, 'invalid_request_error', /chat\/completions/],
     ['an unknown model', { ...valid, model: 'nope' }, {}, 400, 'invalid_request_error', /nope/],
+    ['a message thread', { ...valid, thread: { type: 'create' } }, {}, 400, 'invalid_request_error', /threads are not supported/],
   ]
   for (const [name, body, headers, status, type, message] of cases) {
     test(name, async () => {

@@ -33,6 +33,14 @@ const WEB_SEARCH_OPTIONS: HostedOption[] = ['name', 'max_uses', 'allowed_domains
  *   among the turn's blocks is kept: Anthropic verifies them in place.
  */
 export function decodeMessages(body: Body, route: ModelRoute): ChatRequest {
+  // Message threads keep the conversation on the server; the gateway stores none. The SDK reads
+  // this error code to carry on without a thread (its unsupportedRequestBehavior option).
+  if (body.thread !== undefined && body.thread !== null) {
+    throw new ApiError('invalid_request', 'message threads are not supported: the gateway does not store conversations; send the whole conversation in messages (SDK: thread: false)', 'thread', undefined, {
+      error_code: 'thread_unsupported_request',
+      unsupported: ['thread'],
+    })
+  }
   const request = decodeCommon(body, route)
   if (body.thinking?.type === 'enabled' && body.thinking.budget_tokens >= body.max_tokens) {
     throw invalid('thinking.budget_tokens', `thinking.budget_tokens (${body.thinking.budget_tokens}) must be less than max_tokens (${body.max_tokens})`)

@@ -148,6 +148,14 @@ export const MessagesBody = t.Object(
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1 })),
     top_k: t.Optional(JsonInteger({ minimum: 0 })),
     service_tier: t.Optional(t.Union([t.Literal('auto'), t.Literal('standard_only')])),
+    thread: t.Optional(
+      t.Unknown({
+        description:
+          'Anthropic message threads (beta; the SDK\'s tool runner sends one by default): not supported, the conversation is not stored. ' +
+          'Any value but null is 400 with error.details.error_code thread_unsupported_request, on which the SDK continues without a thread ' +
+          'when given unsupportedRequestBehavior: "continue_unthreaded"; or pass thread: false',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
