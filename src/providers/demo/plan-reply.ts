@@ -1,5 +1,5 @@
 import type { ChatRequest, FunctionTool, Message, Part } from '../../inference/canonical'
-import { sampleArguments } from './sample-arguments'
+import { sampleArguments, sampleJson } from './sample-arguments'
 
 /** The fixed opening of every plain demo answer. */
 export const DEMO_PREAMBLE = 'Hello from the demo model.'
@@ -21,6 +21,8 @@ export interface DemoPlan {
  *   tools (every one named, in order of mention, or only the first when parallel calls are off),
  *   or says "call" (the first tool); the arguments fill the schema's required properties;
  * - otherwise it echoes the last user text after DEMO_PREAMBLE;
+ * - a text answer asked for as JSON is JSON: a sample of a json_schema format (as tool arguments
+ *   are), or `{"reply": <the text>}` for json_object, so the SDKs' parse helpers read it;
  * - with `request.reasoning` on a reasoning-capable route, it first reasons in one sentence.
  */
 export function planReply(request: ChatRequest): DemoPlan {
@@ -48,6 +50,11 @@ export function planReply(request: ChatRequest): DemoPlan {
     const attached = images > 0 ? ` (with ${images} image${images === 1 ? '' : 's'})` : ''
     text = userText.trim() === '' ? `${DEMO_PREAMBLE} Send a message and I will repeat it back.` : `${DEMO_PREAMBLE} You said${attached}: ${userText.trim()}`
     intent = 'repeat the message back'
+  }
+  const format = request.responseFormat
+  if (text !== undefined && format !== undefined && format.type !== 'text') {
+    text = JSON.stringify(format.type === 'json_schema' ? sampleJson(format.schema) : { reply: text })
+    intent = `${intent} as JSON`
   }
   const words = userText.split(/\s+/).filter(word => word !== '').length
   const reasoning = request.reasoning !== undefined && request.route.capabilities.reasoning ? `The user wrote ${words} word${words === 1 ? '' : 's'}. I will ${intent}.` : undefined
