@@ -16,11 +16,14 @@ export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
  * max_tokens) may still fit, and an overall cap's key expires only once its spend reaches the
  * cap (spec §3.1), so the message says which limit refused and why.
  */
-export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos): ApiError {
+export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean): ApiError {
   const refused = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) cannot cover this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
   // No reset helps a call whose worst case exceeds the whole cap: a Retry-After would only send
-  // the client back at the window's end to be refused again.
-  if (period === 'overall' || estimate > cap) return new ApiError('insufficient_quota', `${refused}; a request with a lower max_tokens may still fit`)
+  // the client back at the window's end to be refused again. A token-priced call may fit with a
+  // smaller output cap; a fixed-price one (a page, a search, a parse) cannot shrink.
+  if (period === 'overall' || estimate > cap) {
+    return new ApiError('insufficient_quota', `${refused}; ${fixedPrice ? 'the price of this call is fixed, so it cannot fit in what is left of the cap' : 'a request with a lower max_tokens may still fit'}`)
+  }
   const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
   return new ApiError('insufficient_quota', `${refused}; the cap resets at ${new Date(window.endMs).toISOString()}`, undefined, { 'retry-after': String(retryAfter) })
 }

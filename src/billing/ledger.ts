@@ -114,7 +114,7 @@ export class Ledger {
         if (keyPool && keyPool.free < estimate) {
           const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate) }
+          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion') }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against

@@ -232,7 +232,11 @@ describe('POST /api/v1/attachments/parse', () => {
       const capped = await t.deps.keys.create({ orgId: funded.orgId, userId: funded.ownerUserId, name: 'capped', admin: false, expiresAtMs: null, spendCap: { period: 'daily', nanos: PRICE - 1n } })
       const overCap = await t.request('POST', '/api/v1/attachments/parse', { key: capped.secret, body: body() })
       expect(overCap.status).toBe(429)
-      expect((await json(overCap)).error.code).toBe('insufficient_quota')
+      const refusal = (await json(overCap)).error
+      expect(refusal.code).toBe('insufficient_quota')
+      // A parse has a fixed price: no max_tokens to lower (the chat routes' hint).
+      expect(refusal.message).toContain('the price of this call is fixed')
+      expect(refusal.message).not.toContain('max_tokens')
       expect(t.deps.extractor.stats().workers).toBe(0)
       expect(await parseCharges(funded.orgId)).toEqual([])
     })
