@@ -26,16 +26,10 @@ export function jsonBody(limit: number) {
     }
     const charset = type === null ? undefined : foreignCharset(type)
     if (charset !== undefined) throw new ApiError('invalid_request', `charset "${charset.slice(0, 50)}" is not supported: JSON bodies must be UTF-8 (RFC 8259 §8.1)`)
-    let text: string
-    if (request.headers.has('svc-encrypted')) {
-      const bytes = await readCappedBytes(request, limit)
-      rawBodies.set(request, bytes)
-      text = new TextDecoder().decode(bytes)
-    } else {
-      // readCapped's rule, inline: the chat routes' common case costs no extra async frame.
-      text = declaredWithin(request, limit) ? await request.text() : await readCapped(request, limit)
-    }
-    text = withoutBom(text)
+    // readCapped's rule, inline: the chat routes' common case costs no extra async frame.
+    const bytes = declaredWithin(request, limit) ? await request.bytes() : await readCappedBytes(request, limit)
+    if (request.headers.has('svc-encrypted')) rawBodies.set(request, bytes)
+    const text = utf8Text(bytes)
     if (text.length === 0) throw new ApiError('invalid_request', 'request body is empty; a JSON object is required')
     let value: unknown
     try {
@@ -67,9 +61,19 @@ export function foreignCharset(type: string): string | undefined {
   return lower === 'utf-8' || lower === 'utf8' ? undefined : charset
 }
 
-/** RFC 8259 §8.1 lets a parser ignore a leading byte-order mark; JSON.parse does not. */
-export function withoutBom(text: string): string {
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * A body's bytes as text, refused (400) unless they are UTF-8 (RFC 8259 §8.1): a lenient decode
+ * would turn each invalid byte into U+FFFD, and a key's name, say, would be stored other than
+ * sent. A leading byte-order mark is dropped (the decoder's default), as the RFC allows.
+ */
+export function utf8Text(bytes: Uint8Array): string {
+  try {
+    return UTF8.decode(bytes)
+  } catch {
+    throw new ApiError('invalid_request', 'request body is not valid UTF-8 (RFC 8259 §8.1)')
+  }
 }
 
 /** Whether arrays and objects in `value` nest deeper than `limit` (iterative: no recursion to overflow). */
@@ -108,8 +112,7 @@ function declaredWithin(request: Request, limit: number): boolean {
 
 /** A body of at most `limit` bytes as UTF-8 text (see declaredWithin): 413 `payload_too_large`. */
 export async function readCapped(request: Request, limit: number): Promise<string> {
-  if (declaredWithin(request, limit)) return await request.text()
-  return Buffer.from(await readCappedBytes(request, limit)).toString('utf8')
+  return utf8Text(await readCappedBytes(request, limit))
 }
 
 /** The body's bytes, at most `limit` (see declaredWithin): 413 `payload_too_large`. */

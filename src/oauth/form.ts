@@ -1,4 +1,4 @@
-import { foreignCharset, KiB, readCapped, withoutBom } from '../http/body-limit'
+import { foreignCharset, KiB, readCapped } from '../http/body-limit'
 import { isOwnLoopbackOrigin } from '../http/cors'
 import { ApiError } from '../http/errors'
 import { OAuthError } from './errors'
@@ -44,7 +44,7 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   if (charset !== undefined) throw new OAuthError('invalid_client_metadata', `charset "${charset.slice(0, 50)}" is not supported: JSON bodies must be UTF-8`)
   let value: unknown
   try {
-    value = JSON.parse(withoutBom(await readText(request, FORM_LIMIT)))
+    value = JSON.parse(await readText(request, FORM_LIMIT))
   } catch (error) {
     if (error instanceof OAuthError) throw error
     throw new OAuthError('invalid_client_metadata', 'the body is not valid JSON')

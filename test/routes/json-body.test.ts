@@ -48,6 +48,24 @@ describe('charset', () => {
     expect((await json(oauth)).error_description).toContain('latin1')
   })
 
+  test('bytes that are not UTF-8 are 400, nothing stored; U+FFFD sent as UTF-8 is text like any other', async () => {
+    // "café" with its é as the Latin-1 byte 0xE9 (a lenient decode stored "caf\uFFFD").
+    const latin1 = new Uint8Array([...new TextEncoder().encode('{"name":"caf'), 0xe9, ...new TextEncoder().encode('"}')])
+    const send = (path: string, body: Uint8Array) =>
+      t.app.handle(new Request(`http://localhost${path}`, { method: 'POST', headers: { authorization: `Bearer ${org.adminKey}`, 'content-type': 'application/json' }, body }))
+    const before = (await json(await t.request('GET', '/api/v1/api-keys', { key: org.adminKey }))).keys.length
+    const refused = await send('/api/v1/api-keys', latin1)
+    expect(refused.status).toBe(400)
+    expect((await json(refused)).error).toMatchObject({ code: 'invalid_request', message: 'request body is not valid UTF-8 (RFC 8259 §8.1)' })
+    expect((await json(await t.request('GET', '/api/v1/api-keys', { key: org.adminKey }))).keys.length).toBe(before)
+    const chatBytes = new TextEncoder().encode(JSON.stringify(chat).replace('hi', 'h\u0000'))
+    chatBytes[chatBytes.indexOf(0x5c)] = 0xff // a byte no UTF-8 text holds
+    expect((await send('/v1/chat/completions', chatBytes)).status).toBe(400)
+    const replacement = await send('/api/v1/api-keys', new TextEncoder().encode(JSON.stringify({ name: 'caf\uFFFD' })))
+    expect(replacement.status).toBe(201)
+    expect((await json(replacement)).key.name).toBe('caf\uFFFD')
+  })
+
   test('UTF-8 in any spelling, or no charset, is accepted', async () => {
     for (const type of ['application/json', 'application/json; charset=utf-8', 'application/json; charset=UTF-8', 'Application/JSON;charset="utf-8"', 'application/json; charset=utf8']) {
       const response = await t.request('POST', '/api/v1/api-keys', { key: org.adminKey, body: { name: 'x' }, headers: { 'content-type': type } })
