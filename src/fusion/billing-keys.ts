@@ -1,7 +1,6 @@
 import { ApiError } from '../http/errors'
+import { UUID } from '../lib/ids'
 import type { FusionRequest } from './schema'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The `Idempotency-Key` header: absent, or a UUID (any version); anything else is a 400. */
 export function parseIdempotencyKey(value: string | null | undefined): string | undefined {

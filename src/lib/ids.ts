@@ -3,6 +3,9 @@ export function newId(): string {
   return Bun.randomUUIDv7()
 }
 
+/** A UUID of any version, in either case. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 /**
  * An id (organization, user, key) as typed by a caller, as it is stored: ids are UUIDs, which are
  * case-insensitive on input (RFC 9562 §4) and stored in lower case; surrounding whitespace is not

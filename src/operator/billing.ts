@@ -2,9 +2,8 @@ import { switchPlan } from '../billing/plan-switch'
 import { checkTopUpText } from '../billing/top-up'
 import { verifyLedger } from '../billing/verify'
 import type { Deps } from '../deps'
-import { idFromInput } from '../lib/ids'
 import { formatNanos, formatUsd } from '../lib/money'
-import { amountFlag, checkFlags, LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
+import { amountFlag, checkFlags, idArgument, LedgerViolation, parseOptions, report, UsageError, type CliIo } from './io'
 
 /** `svc credit --org ORG (--usd X | --nanos N) [--note TEXT] [--reference REF] [--json]`: a prepaid top-up. */
 export async function credit(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -19,7 +18,7 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
   // The ledger's own limits, checked before anything is booked: a usage error naming the flag.
   await checkFlags({ note: '--note', reference: '--reference' }, () => checkTopUpText({ note: values.note, reference: values.reference }))
   const amount = values.usd !== undefined ? amountFlag('--usd', values.usd, 'usd', { positive: true }) : amountFlag('--nanos', values.nanos!, 'nanos', { positive: true })
-  const orgId = idFromInput(values.org!)
+  const orgId = idArgument(values.org!, '--org')
   await deps.orgs.requireOrg(orgId)
   const { applied } = await deps.ledger.topUp({ orgId, amount, note: values.note, reference: values.reference })
   const balance = await deps.balance(orgId)
@@ -33,7 +32,7 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
 export async function plansSet(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, plan: { type: 'string' } }, ['org', 'plan'])
   if (!deps.config.plans.has(values.plan!)) throw new UsageError(`--plan must be one of ${[...deps.config.plans.keys()].join(', ')}`)
-  const orgId = idFromInput(values.org!)
+  const orgId = idArgument(values.org!, '--org')
   await switchPlan(deps.writer, deps.plans, deps.clock, orgId, values.plan!)
   report(io, values.json, { org_id: orgId, plan: values.plan }, [`${orgId} is now on plan ${values.plan}`])
 }

@@ -1,10 +1,10 @@
 import type { ClientConfig } from '../config/client'
 import type { FusionParticipantBody, FusionResultBody } from '../fusion/schema'
 import { decodeSse } from '../http/sse'
+import { UUID } from '../lib/ids'
 import { gatewayCredential } from './chat'
 import { parseOptions, promptArgument, UsageError, type CliIo } from './io'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function participantLine(entry: FusionParticipantBody): string {
   if (entry.error) return `[${entry.model}: failed (${entry.error_code}): ${entry.error}]`

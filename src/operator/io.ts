@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { ApiError } from '../http/errors'
+import { idFromInput, UUID } from '../lib/ids'
 import { formatUsd, MAX_NANOS, parseNanos, parseUsd } from '../lib/money'
 
 /** Where a CLI command writes; tests capture it. */
@@ -143,4 +144,14 @@ export function gatewayUrl(flag: string | undefined, fallback: string, fallbackN
     throw new UsageError(`${name} must be an http(s) URL such as http://localhost:8080, got "${value}"`)
   }
   return value.replace(/\/+$/, '')
+}
+
+/**
+ * An id argument (`--org`, `--user`, KEY_ID…) as stored (idFromInput); one that is no UUID is a
+ * usage error naming it (exit 2), as the API's 400, not a lookup that finds nothing (exit 1).
+ */
+export function idArgument(text: string, name: string): string {
+  const id = idFromInput(text)
+  if (!UUID.test(id)) throw new UsageError(`${name} must be a UUID, got "${text.slice(0, 80)}"`)
+  return id
 }

@@ -3,8 +3,7 @@ import { ApiError } from '../http/errors'
 import { parseKeyOptions } from '../keys/request'
 import { keyView } from '../keys/view'
 import type { SpendCapPeriod } from '../db/schema'
-import { idFromInput } from '../lib/ids'
-import { checkFlags, parseOptions, report, type CliIo } from './io'
+import { checkFlags, idArgument, parseOptions, report, type CliIo } from './io'
 
 /** `svc keys create --org ORG --user USER --name N [--admin] [--expires-in X] [--spend-cap-period P --spend-cap-nanos N] [--json]` */
 export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -36,16 +35,16 @@ export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise
         deps.clock.now(),
       ),
   )
-  const orgId = idFromInput(values.org!)
+  const orgId = idArgument(values.org!, '--org')
   await deps.orgs.requireOrg(orgId)
-  const { key, secret } = await deps.keys.create({ orgId, userId: idFromInput(values.user!), ...options })
+  const { key, secret } = await deps.keys.create({ orgId, userId: idArgument(values.user!, '--user'), ...options })
   report(io, values.json, { key: { ...keyView(key), token: secret } }, [`key ${key.id} (${key.name}${key.admin ? ', admin' : ''}): ${secret}`, 'The key is shown only once; store it now.'])
 }
 
 /** `svc keys list --org ORG [--json]` */
 export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' } }, ['org'])
-  const orgId = idFromInput(values.org!)
+  const orgId = idArgument(values.org!, '--org')
   await deps.orgs.requireOrg(orgId)
   const keys = (await deps.keys.list(orgId)).map(keyView)
   report(
@@ -59,7 +58,7 @@ export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<v
 /** `svc keys revoke KEY_ID [--json]`: the operator may revoke any organization's key. */
 export async function keysRevoke(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(args, {}, [], 1)
-  const keyId = idFromInput(positionals[0]!)
+  const keyId = idArgument(positionals[0]!, 'KEY_ID')
   const orgId = await deps.keys.orgOf(keyId)
   if (orgId === undefined || !(await deps.keys.revoke(orgId, keyId))) throw new ApiError('not_found', `no active or expired key ${keyId}`)
   report(io, values.json, { key_id: keyId, status: 'revoked' }, [`key ${keyId} revoked`])

@@ -1,7 +1,6 @@
 import type { Deps } from '../deps'
-import { idFromInput } from '../lib/ids'
 import { formatNanos, formatUsd } from '../lib/money'
-import { amountFlag, checkFlags, parseOptions, report, type CliIo } from './io'
+import { amountFlag, checkFlags, idArgument, parseOptions, report, type CliIo } from './io'
 
 /** `svc orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X] [--json]`: an org, its owner and an admin key. */
 export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -44,7 +43,7 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
 /** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
 export async function orgsShow(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(args, {}, [], 1)
-  const org = await deps.orgs.requireOrg(idFromInput(positionals[0]!))
+  const org = await deps.orgs.requireOrg(idArgument(positionals[0]!, 'ORG'))
   const balance = await deps.balance(org.id)
   const plan = deps.plans.get(org.planId)
   const keys = await deps.keys.list(org.id)

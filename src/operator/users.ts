@@ -1,8 +1,7 @@
 import { ROLES, type Role } from '../db/schema'
 import type { Deps } from '../deps'
-import { idFromInput } from '../lib/ids'
 import { normalizeEmail } from '../orgs/service'
-import { checkFlags, parseOptions, report, UsageError, type CliIo } from './io'
+import { checkFlags, idArgument, parseOptions, report, UsageError, type CliIo } from './io'
 
 function parseRole(value: string): Role {
   if (!(ROLES as readonly string[]).includes(value)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`)
@@ -15,7 +14,7 @@ export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<v
   const role = parseRole(values.role!)
   // A malformed address is a usage error; "already a member" (from addUser) stays a failure.
   await checkFlags({ email: '--email' }, () => normalizeEmail(values.email!))
-  const orgId = idFromInput(values.org!)
+  const orgId = idArgument(values.org!, '--org')
   const { userId, created } = await deps.orgs.addUser({ orgId, email: values.email!, role })
   report(io, values.json, { user_id: userId, org_id: orgId, role, created }, [
     `user ${userId} ${created ? 'created and ' : ''}added to ${orgId} as ${role}`,
@@ -26,8 +25,8 @@ export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<v
 export async function usersSetRole(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, user: { type: 'string' }, role: { type: 'string' } }, ['org', 'user', 'role'])
   const role = parseRole(values.role!)
-  const orgId = idFromInput(values.org!)
-  const userId = idFromInput(values.user!)
+  const orgId = idArgument(values.org!, '--org')
+  const userId = idArgument(values.user!, '--user')
   await deps.orgs.setRole({ orgId, userId, role })
   report(io, values.json, { user_id: userId, org_id: orgId, role }, [`user ${userId} is now ${role} of ${orgId}`])
 }

@@ -10,6 +10,8 @@ import { silentLogger } from '../../src/observability/logger'
 
 let dir: string
 let env: Record<string, string>
+/** A well-formed id that names nothing. */
+const MISSING = '00000000-0000-4000-8000-000000000000'
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-cli-'))
@@ -144,8 +146,8 @@ describe('svc CLI', () => {
   test('domain failures exit 1 naming the problem', async () => {
     const org = await cliJson('orgs', 'create', '--name', 'Acme')
     const cases: Array<[string[], string]> = [
-      [['keys', 'list', '--org', 'nope'], 'no organization nope'],
-      [['keys', 'create', '--org', org.org_id, '--user', 'nobody', '--name', 'k'], 'not a member'],
+      [['keys', 'list', '--org', MISSING], `no organization ${MISSING}`],
+      [['keys', 'create', '--org', org.org_id, '--user', MISSING, '--name', 'k'], 'not a member'],
       [['users', 'add', '--org', org.org_id, '--email', 'dup@example.com', '--role', 'member'], ''],
       [['users', 'add', '--org', org.org_id, '--email', 'DUP@example.com', '--role', 'member'], 'already a member'],
     ]
@@ -188,9 +190,22 @@ describe('svc CLI', () => {
     expect((await cliJson('orgs', 'create', '--name', '🦊'.repeat(200))).name).toBe('🦊'.repeat(200))
     expect((await cli('orgs', 'create', '--name', '🦊'.repeat(201))).code).toBe(2)
     // A flag that is well formed but names something missing is still a failure (exit 1).
-    const unknownOrg = await cli('keys', 'create', '--org', 'nope', '--user', org.owner_user_id, '--name', 'k')
+    const unknownOrg = await cli('keys', 'create', '--org', MISSING, '--user', org.owner_user_id, '--name', 'k')
     expect(unknownOrg.code).toBe(1)
-    expect(unknownOrg.err).toContain('no organization nope')
+    expect(unknownOrg.err).toContain(`no organization ${MISSING}`)
+    // One that is no id at all is a usage error naming it (before: a lookup that found nothing, exit 1).
+    for (const [argv, name] of [
+      [['keys', 'list', '--org', 'nope'], '--org'],
+      [['keys', 'create', '--org', org.org_id, '--user', 'nobody', '--name', 'k'], '--user'],
+      [['keys', 'revoke', 'not-a-uuid'], 'KEY_ID'],
+      [['orgs', 'show', 'not-a-uuid'], 'ORG'],
+      [['users', 'set-role', '--org', org.org_id, '--user', 'x', '--role', 'admin'], '--user'],
+      [['plans', 'set', '--org', 'nope', '--plan', 'payg'], '--org'],
+    ] as const) {
+      const result = await cli(...argv)
+      expect([argv.join(' '), result.code]).toEqual([argv.join(' '), 2])
+      expect(result.err).toContain(`${name} must be a UUID, got "`)
+    }
   })
 
   test('invalid configuration stops with a message naming the field', async () => {
@@ -320,9 +335,10 @@ describe('svc CLI: billing', () => {
       expect(result.code).toBe(2)
       expect(result.err).toContain(message)
     }
-    const missing = await cli('credit', '--org', 'nope', '--usd', '1')
+    const missing = await cli('credit', '--org', MISSING, '--usd', '1')
     expect(missing.code).toBe(1)
-    expect(missing.err).toContain('no organization nope')
+    expect(missing.err).toContain(`no organization ${MISSING}`)
+    expect((await cli('credit', '--org', 'nope', '--usd', '1')).code).toBe(2)
   })
 
   test('a top-up --note or --reference past the ledger\'s limit is a usage error naming the flag; nothing is booked', async () => {
