@@ -24,6 +24,45 @@ function rows(node: Node, out: string[]): void {
   }
 }
 
+/**
+ * A sheet's rows, each cell under its column: officeparser gives only the cells that hold a value,
+ * each with its `col`, so the empty ones between are written as tabs (b under B, not under A), as
+ * the XLS path's sheet_to_csv writes them; columns before the sheet's first used one are left
+ * out, as there. The text is counted against the cap as it grows: one cell at column XFD is
+ * 16,383 tabs.
+ */
+function sheetRows(sheet: Node, out: string[], maxTextBytes: number): void {
+  const rows = (sheet.children ?? []).filter(row => row.type === 'row')
+  let first = Number.POSITIVE_INFINITY
+  for (const row of rows) for (const cell of row.children ?? []) if (cell.type === 'cell') first = Math.min(first, columnOf(cell) ?? 0)
+  let bytes = 0
+  for (const row of rows) {
+    let line = ''
+    // The column the next cell would take without a gap; the first cell needs no separator.
+    let next = first
+    let separator = 0
+    for (const cell of row.children ?? []) {
+      if (cell.type !== 'cell') continue
+      const column = Math.max(columnOf(cell) ?? next, next)
+      const text = cellText(cell)
+      const tabs = column - next + separator
+      bytes += tabs + Buffer.byteLength(text)
+      if (bytes > maxTextBytes) throw new TextCapExceeded()
+      line += '\t'.repeat(tabs) + text
+      next = column + 1
+      separator = 1
+    }
+    bytes += 1
+    out.push(line.replace(/\t+$/, ''))
+  }
+}
+
+/** The 0-based column officeparser read from a cell's reference, if any. */
+function columnOf(cell: Node): number | undefined {
+  const column = cell.metadata?.col
+  return typeof column === 'number' && Number.isSafeInteger(column) && column >= 0 ? column : undefined
+}
+
 function render(node: Node, out: string[]): void {
   if (node.type === 'table') return rows(node, out)
   if (node.type === 'paragraph' || node.type === 'heading' || node.type === 'list') {
@@ -71,7 +110,7 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
     content.forEach((sheet, index) => {
       if (index > 0) out.push('')
       out.push(`[Sheet: ${String(sheet.metadata?.sheetName ?? index + 1)}]`)
-      rows(sheet, out)
+      sheetRows(sheet, out, limits.maxTextBytes)
     })
   } else {
     for (const node of content) render(node, out)

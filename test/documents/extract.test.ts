@@ -1,3 +1,4 @@
+import * as XLSX from '@e965/xlsx'
 import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
@@ -37,6 +38,27 @@ describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
 
   test('XLS (SheetJS 0.20.3) gives the same layout as XLSX', async () => {
     expect(await extractDocument(await fixture('sheets.xls'), limits)).toEqual({ documentType: 'xls', text: sheets })
+  })
+
+  test('empty cells keep their tabs, so each value stays in its column, in XLSX as in XLS', async () => {
+    // B1 and D1, A2 and C2, F4 (row 3 empty): before, XLSX wrote "b\td" above "a\tc".
+    const workbook = XLSX.utils.book_new()
+    const sheet = XLSX.utils.aoa_to_sheet([[null, 'b', null, 'd'], ['a', null, 'c']])
+    XLSX.utils.sheet_add_aoa(sheet, [['far']], { origin: 'F4' })
+    XLSX.utils.book_append_sheet(workbook, sheet, 'S')
+    const text = '[Sheet: S]\n\tb\t\td\na\t\tc\n\t\t\t\t\tfar'
+    for (const bookType of ['xlsx', 'biff8'] as const) {
+      const bytes = new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType }))
+      expect((await extractDocument(bytes, limits)).text).toBe(text)
+    }
+    // A cell at the last column (XFD) is 16,383 tabs, counted against the text cap as they grow.
+    const far = XLSX.utils.book_new()
+    const wide = XLSX.utils.aoa_to_sheet([['first']])
+    XLSX.utils.sheet_add_aoa(wide, [['last']], { origin: 'XFD2' })
+    XLSX.utils.book_append_sheet(far, wide, 'W')
+    const farBytes = new Uint8Array(XLSX.write(far, { type: 'buffer', bookType: 'xlsx' }))
+    expect((await extractDocument(farBytes, limits)).text).toBe(`[Sheet: W]\nfirst\n${'\t'.repeat(16_383)}last`)
+    await refused(farBytes, /longer than the 1024-byte limit/, { ...limits, maxTextBytes: 1024 })
   })
 
   test('PDF: the text layer, Latin and Greek intact', async () => {
