@@ -77,9 +77,11 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
         try {
           body = JSON.parse(await readBody(request))
         } catch (error) {
-          if (error instanceof ApiError) return jsonRpcError(413, -32600, error.message, requestId)
-          return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON', requestId)
+          if (error instanceof ApiError && error.code === 'payload_too_large') return jsonRpcError(413, -32600, error.message, requestId)
+          return jsonRpcError(400, -32700, `Parse error: ${error instanceof ApiError ? error.message : 'the body is not valid JSON'}`, requestId)
         }
+        // JSON-RPC 2.0 §6: an empty batch is an Invalid Request (the SDK's transport answered it 202).
+        if (Array.isArray(body) && body.length === 0) return jsonRpcError(400, -32600, 'Invalid Request: an empty batch', requestId)
         // From here on a failure answers this request (its id), not an anonymous one.
         noteJsonRpcId(request, body)
         return mcp.handle({ principal, requestId, httpRequest: request, body, disableIdleTimeout: () => liftIdleTimeout(server, request) })
@@ -101,7 +103,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
           responses: {
             200: JSON_RPC,
             202: { description: 'Notification accepted' },
-            400: { description: 'JSON-RPC parse error (-32700): the body is not JSON, or not a JSON-RPC message', content: JSON_RPC.content },
+            400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON, or not a JSON-RPC message; -32600 for an empty batch', content: JSON_RPC.content },
             401: JSON_RPC,
             403: JSON_RPC,
             406: JSON_RPC,

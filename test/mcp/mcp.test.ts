@@ -209,6 +209,11 @@ describe('transport rules', () => {
     const garbage = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{nope' })
     expect(garbage.status).toBe(400)
     expect((await json(garbage)).error.code).toBe(-32700)
+    // Bytes that are not UTF-8 are a parse error too, not a 413; an empty batch is an Invalid Request (JSON-RPC §6), not a 202.
+    const latin1 = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: new Uint8Array([0x7b, 0x22, 0xe9, 0x22, 0x3a, 0x31, 0x7d]) })
+    expect([latin1.status, (await json(latin1)).error]).toEqual([400, { code: -32700, message: 'Parse error: request body is not valid UTF-8 (RFC 8259 §8.1)' }])
+    const empty = await rawMcp([], { authorization: `Bearer ${token}` })
+    expect([empty.status, (await json(empty)).error]).toEqual([400, { code: -32600, message: 'Invalid Request: an empty batch' }])
     // 4 MiB cap, before parsing.
     const huge = await rawMcp({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'x'.repeat(5 * 1024 * 1024) } } }, { authorization: `Bearer ${token}` })
     expect(huge.status).toBe(413)
