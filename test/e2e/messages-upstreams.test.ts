@@ -290,10 +290,11 @@ for (const target of TARGETS) {
 
     test('cut after the upstream reported its input count: that count is charged, not the estimate', async () => {
       // Anthropic reports it in message_start (anthropicWire.partial: 5 tokens); a Chat Completions
-      // upstream in its usage chunk, which may come before the stream is cut.
+      // upstream in a usage chunk before its finish_reason (vLLM's continuous usage), which may
+      // come before the stream is cut (one after the finish_reason ends the answer whole).
       const reported = target.type === 'anthropic' ? 5 : 1234
       const partial = target.wire.partial('Once upon a time')
-      const body = target.type === 'anthropic' ? partial : partial + openAIChunk({}, 'stop') + openAIFrame({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'upstream-m', choices: [], usage: openAIUsage({ inputTokens: reported, outputTokens: 4 }) })
+      const body = target.type === 'anthropic' ? partial : partial + openAIFrame({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'upstream-m', choices: [], usage: openAIUsage({ inputTokens: reported, outputTokens: 4 }) })
       upstream.enqueue({ kind: 'sse', body, then: 'reset' })
       const prompt = 'A story, please, about a long and winding road'
       const failure = await anthropic.messages.stream({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: prompt }] }).finalMessage().catch(error => error)

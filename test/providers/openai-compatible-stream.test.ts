@@ -61,6 +61,25 @@ describe('fromUpstreamStream', () => {
     expect(summarize(await translate(body)).finish?.usage).toMatchObject({ inputTokens: 4, outputTokens: 2 })
   })
 
+  test('the answer ends at a usage after the finish_reason, not at [DONE]: a cut after it loses nothing', async () => {
+    // Before, the finish waited for [DONE]: a client that left, or a reset, in between was billed
+    // the meter's estimate instead of the count the upstream had reported.
+    async function* bytes() {
+      yield new TextEncoder().encode(START + chunk({ content: 'x' }) + chunk({}, 'stop') + frame({ id: 'x', choices: [], usage: { prompt_tokens: 9, completion_tokens: 500 } }))
+      throw new Error('connection reset')
+    }
+    const events: ChatEvent[] = []
+    for await (const event of fromUpstreamStream(decodeSse(bytes()), CONTEXT)) events.push(event)
+    assertEventGrammar(events)
+    expect(summarize(events).finish).toEqual({ reason: 'stop', usage: { inputTokens: 9, outputTokens: 500, webSearchRequests: 0, webFetchRequests: 0 } })
+  })
+
+  test('a usage from before the finish_reason, none after: its input only, for the output that followed it is not in it', async () => {
+    // Before, its completion_tokens (1) was billed for all the text after it.
+    const body = START + frame({ id: 'x', choices: [], usage: { prompt_tokens: 9, completion_tokens: 1 } }) + chunk({ content: 'and a great deal of text after it' }) + chunk({}, 'stop') + DONE
+    expect(summarize(await translate(body)).finish?.usage).toEqual({ inputTokens: 9, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 })
+  })
+
   test('no usage reported: finish carries zeros and no subsets (the meter estimates)', async () => {
     const summary = summarize(await translate(START + chunk({ content: 'no usage here' }) + chunk({}, 'stop') + DONE))
     expect(summary.finish).toEqual({ reason: 'stop', usage: { inputTokens: 0, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 } })

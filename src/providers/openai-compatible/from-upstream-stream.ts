@@ -68,6 +68,8 @@ export class ChunkTranslator {
   private finishReason: string | undefined
   private sawToolCalls = false
   private usage: Record<string, unknown> | undefined
+  /** Whether `usage` came at or after the finish_reason, so its output count covers the whole answer. */
+  private usageFinal = false
 
   constructor(private readonly context: StreamContext) {}
 
@@ -113,19 +115,29 @@ export class ChunkTranslator {
         createdAt: typeof chunk.created === 'number' ? chunk.created * 1000 : Date.now(),
       })
     }
-    // Usage may ride on any chunk (the final choices-less one, the finish chunk, or every chunk
-    // with vLLM's continuous stats): the last one seen wins.
-    if (isRecord(chunk.usage)) this.usage = chunk.usage
     const choices = Array.isArray(chunk.choices) ? chunk.choices : []
     const choice = choices.find(item => isRecord(item) && (item.index ?? 0) === 0) as Record<string, unknown> | undefined
-    // After the finish_reason only usage is expected; stray deltas cannot reopen ended blocks.
-    if (choice === undefined || this.finishReason !== undefined) return
-    const delta = isRecord(choice.delta) ? choice.delta : isRecord(choice.message) ? choice.message : undefined
-    if (delta !== undefined) this.delta(delta, out)
-    if (typeof choice.finish_reason === 'string' && choice.finish_reason !== '' && this.finishReason === undefined) {
-      this.finishReason = choice.finish_reason
-      this.closeAll(out)
+    const finishes = choice !== undefined && typeof choice.finish_reason === 'string' && choice.finish_reason !== ''
+    // Usage may ride on any chunk (the final choices-less one, the finish chunk, or every chunk
+    // with vLLM's continuous stats): the last one seen wins. Its output count covers the answer
+    // only from the finish_reason's chunk on; an earlier one predates output that follows.
+    if (isRecord(chunk.usage)) {
+      this.usage = chunk.usage
+      this.usageFinal = this.finishReason !== undefined || finishes
     }
+    // After the finish_reason only usage is expected; stray deltas cannot reopen ended blocks.
+    if (choice !== undefined && this.finishReason === undefined) {
+      const delta = isRecord(choice.delta) ? choice.delta : isRecord(choice.message) ? choice.message : undefined
+      if (delta !== undefined) this.delta(delta, out)
+      if (finishes) {
+        this.finishReason = choice.finish_reason as string
+        this.closeAll(out)
+      }
+    }
+    // Once the finish_reason and a usage at or after it have come, nothing is left to bill or
+    // send: the answer ends here, not at [DONE] (a client that leaves before [DONE] is billed the
+    // upstream's count, not an estimate).
+    if (this.finishReason !== undefined && this.usageFinal) this.finish(out, this.finishReason)
   }
 
   /** `data: [DONE]`: the upstream says the stream is complete. */
@@ -220,7 +232,10 @@ export class ChunkTranslator {
 
   private finish(out: ChatEvent[], reason: string): void {
     this.closeAll(out)
-    out.push({ type: 'finish', reason: mapFinishReason(reason, this.sawToolCalls), usage: toUsage(this.usage) })
+    // A usage from before the finish_reason (none came after) counts the input only: the meter
+    // counts the output sent.
+    const usage = toUsage(this.usage)
+    out.push({ type: 'finish', reason: mapFinishReason(reason, this.sawToolCalls), usage: this.usage === undefined || this.usageFinal ? usage : withoutOutput(usage) })
     this.ended = true
   }
 
@@ -240,11 +255,7 @@ export class ChunkTranslator {
    */
   get reportedUsage(): Usage | undefined {
     if (this.usage === undefined) return undefined
-    const usage = toUsage(this.usage)
-    if (this.finishReason !== undefined) return usage
-    usage.outputTokens = 0
-    delete usage.reasoningTokens
-    return usage
+    return this.usageFinal ? toUsage(this.usage) : withoutOutput(toUsage(this.usage))
   }
 }
 
@@ -275,4 +286,11 @@ function errorText(error: unknown): string {
   if (typeof error === 'string') return error.slice(0, 200)
   if (isRecord(error) && typeof error.message === 'string') return error.message.slice(0, 200)
   return 'unknown'
+}
+
+/** A usage's input side only: its output count is 0 (unreported), for the meter to count. */
+function withoutOutput(usage: Usage): Usage {
+  usage.outputTokens = 0
+  delete usage.reasoningTokens
+  return usage
 }
