@@ -148,6 +148,23 @@ describe('anthropic stream translation: protocol details', () => {
     message: { id: 'msg_x', type: 'message', role: 'assistant', model: 'claude-x', content: [], usage },
   })
 
+  test('content after the message_delta that stopped the answer is not output, so not billed unreported', () => {
+    // Before, a broken upstream's 4,000 bytes after message_delta (output_tokens 1) reached the client, billed 1 token.
+    const events = run(
+      messageStart(),
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 1 } },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'x'.repeat(4000) } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_stop' },
+    )
+    expect(events.filter(event => event.type === 'text-delta')).toEqual([{ type: 'text-delta', block: 0, delta: 'ok' }])
+    expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 1) })
+  })
+
   test('message_delta usage is cumulative and replaces what message_start said', () => {
     const events = run(
       messageStart({ input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 1 }),

@@ -137,6 +137,9 @@ export class AnthropicStreamTranslator {
   }
 
   private dispatch(type: string | undefined, payload: Record<string, unknown>): ChatEvent[] {
+    // Content after the message_delta that stopped the answer (a broken upstream) is not output:
+    // that delta's count is what is billed, as a Chat Completions delta after its finish_reason.
+    if (this.stopReason !== undefined && type !== undefined && type.startsWith('content_block_')) return []
     switch (type) {
       case 'content_block_start':
         return this.blockStart(payload.index as number, payload.content_block as Record<string, unknown> | undefined)
@@ -164,7 +167,7 @@ export class AnthropicStreamTranslator {
    * block of the kind the delta would have produced events for.
    */
   openBlock(index: number): { readonly kind: OpenBlock['kind']; readonly block: number } | undefined {
-    return this.done ? undefined : this.blocks.get(index)
+    return this.done || this.stopReason !== undefined ? undefined : this.blocks.get(index)
   }
 
   /** The pass-through forwarded argument text of the tool call open at `index` (the translator did not see it). */
