@@ -153,6 +153,12 @@ export type ChatEvent =
    * Anthropic's content blocks, after a Chat Completions finish_reason), else 0 (unreported).
    */
   | { type: 'error'; error: import('../providers/types').UpstreamError; usage?: Usage }
+  /**
+   * The upstream's usage for the whole answer, reported before its stream's terminal event
+   * (Anthropic's message_delta, before message_stop). Nothing is sent for it: the meter bills it
+   * when the call ends without a finish (the client left), as it bills an error event's usage.
+   */
+  | { type: 'usage'; usage: Usage }
   | PassThroughEvent
 
 /**

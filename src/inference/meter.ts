@@ -146,7 +146,7 @@ export class Meter {
       this.toolBytes += event.toolBytes
     } else if (event.type === 'finish') this.reported = event.usage
     else if (event.type === 'response-start' && event.inputTokens) this.announced = event
-    else if (event.type === 'error' && event.usage !== undefined) this.reportedBeforeCut = event.usage
+    else if ((event.type === 'error' || event.type === 'usage') && event.usage !== undefined) this.reportedBeforeCut = event.usage
   }
 
   /** Whether any output reached the meter. */

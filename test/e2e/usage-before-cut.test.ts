@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chunk, frame, openAIUsage } from '../providers/openai-wire'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
+import { poll } from '../support/poll'
 import { paygConfig, readUntilFailure, startServedGateway, upstreamProvider, type ServedGateway, type UpstreamType } from '../support/gateway'
 
 // A stream cut after the upstream reported its output count is billed that count, as a finished
@@ -99,5 +100,31 @@ for (const type of ['anthropic', 'openai-compatible'] as const) {
         expect(await charged(client, { kind: 'sse', body: body(type, false), then: 'reset' })).toBe(nanos(INPUT + COUNTED))
       })
     }
+
+    test('a client that leaves after the output count was reported, before the stream ended, is billed that count', async () => {
+      // Before, the meter's estimate was billed (10 counted output tokens, not the 50 reported):
+      // the count reached it only on a finish or an error event, and a client that left made neither.
+      const held = Promise.withResolvers<void>()
+      upstream.enqueue({ kind: 'sse', body: [body(type, true), held.promise], then: 'stall' })
+      const before = (await g.t.deps.balance(g.orgId)).prepaidNanos
+      const client = new AbortController()
+      const response = await fetch(`${g.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        signal: client.signal,
+        headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      const reader = response.body!.getReader()
+      let text = ''
+      while (!text.includes('dog.')) text += new TextDecoder().decode((await reader.read()).value)
+      // A Chat Completions answer has already ended at its usage chunk (whole); an Anthropic one waits for message_stop.
+      client.abort()
+      held.resolve()
+      const spent = await poll('the settlement', 200, 10, async () => {
+        const after = (await g.t.deps.balance(g.orgId)).prepaidNanos
+        return after !== before && (g.t.deps.lifecycle as { inFlight: number }).inFlight === 0 ? before - after : undefined
+      })
+      expect(spent).toBe(nanos(INPUT + REPORTED))
+    })
   })
 }

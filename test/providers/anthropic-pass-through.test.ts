@@ -136,7 +136,7 @@ describe('Messages pass-through', () => {
     const words = Array.from({ length: 20 }, (_, i) => ` w${i}`)
     const sse = START + textBlock(0, ...words) + END
     const result = same(sse)
-    expect(types(result.events)).toEqual(['response-start', 'text-start', 'passthrough', 'text-end', 'finish'])
+    expect(types(result.events)).toEqual(['response-start', 'text-start', 'passthrough', 'text-end', 'usage', 'finish'])
     expect(passthroughs(result.events)[0]).toMatchObject({ format: 'messages', kind: 'text', count: 20, textBytes: words.join('').length })
     // message_start, the block's start and stop, message_delta and message_stop.
     expect(result.parses).toBe(5)

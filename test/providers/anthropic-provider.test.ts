@@ -150,6 +150,7 @@ describe('anthropic provider: streams over real HTTP', () => {
       'tool-call-delta',
       'tool-call-delta',
       'tool-call-end',
+      'usage',
       'finish',
     ])
     expect(events[4]).toEqual({ type: 'reasoning-end', block: 0, signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds==' })

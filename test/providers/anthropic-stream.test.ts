@@ -47,8 +47,14 @@ const usage = (inputTokens: number, outputTokens: number, cachedInputTokens?: nu
 /** message_start's usage is announced on response-start as the canonical prompt total (cache reads and writes included). */
 const start = (id: string, inputTokens: number, model = CONTEXT.model, cachedInputTokens?: number) => ({ type: 'response-start', id, model, createdAt: NOW, inputTokens, ...(cachedInputTokens ? { cachedInputTokens } : {}) })
 
+/** `events` with the usage event message_delta yields (its counts are the finish's) before the finish. */
+function withReportedUsage(events: ChatEvent[]): ChatEvent[] {
+  const finish = events.at(-1)!
+  return finish.type === 'finish' ? [...events.slice(0, -1), { type: 'usage', usage: finish.usage }, finish] : events
+}
+
 const EXPECTED: Record<string, ChatEvent[]> = {
-  'text.sse': [
+  'text.sse': withReportedUsage([
     start('msg_01TextFixture', 25) as ChatEvent,
     { type: 'text-start', block: 0 },
     { type: 'text-delta', block: 0, delta: 'Héllo' },
@@ -56,8 +62,8 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'text-delta', block: 0, delta: 'こんにちは\n' },
     { type: 'text-end', block: 0 },
     { type: 'finish', reason: 'stop', usage: usage(25, 15, 0) },
-  ],
-  'thinking-tool.sse': [
+  ]),
+  'thinking-tool.sse': withReportedUsage([
     start('msg_01ThinkTool', 472) as ChatEvent,
     { type: 'reasoning-start', block: 0 },
     { type: 'reasoning-delta', block: 0, delta: 'The user wants the weather in Paris.\n' },
@@ -72,8 +78,8 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'tool-call-delta', block: 2, argumentsDelta: 'is", "unit": "°C"}' },
     { type: 'tool-call-end', block: 2 },
     { type: 'finish', reason: 'tool-calls', usage: usage(472, 89, 0) },
-  ],
-  'parallel-tools.sse': [
+  ]),
+  'parallel-tools.sse': withReportedUsage([
     // Its message_start reports 2,000 cache reads and 50 cache writes among the 2,062 input tokens.
     { ...start('msg_01Parallel', 2062, CONTEXT.model, 2000), cacheWriteInputTokens: 50 } as ChatEvent,
     { type: 'tool-call-start', block: 0, callId: 'toolu_01Paris', name: 'get_weather', jsonObject: true },
@@ -86,8 +92,8 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'tool-call-end', block: 1 },
     // input 12 + cache writes 50 + cache reads 2000; reads are the cached part, writes told apart.
     { type: 'finish', reason: 'tool-calls', usage: { ...usage(2062, 64, 2000), cacheWriteInputTokens: 50 } },
-  ],
-  'redacted-thinking.sse': [
+  ]),
+  'redacted-thinking.sse': withReportedUsage([
     start('msg_01Redacted', 40, 'claude-3-7-sonnet-20250219') as ChatEvent,
     { type: 'reasoning-start', block: 0 },
     { type: 'reasoning-end', block: 0, signature: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP', redacted: true } as ChatEvent,
@@ -95,7 +101,7 @@ const EXPECTED: Record<string, ChatEvent[]> = {
     { type: 'text-delta', block: 1, delta: '42' },
     { type: 'text-end', block: 1 },
     { type: 'finish', reason: 'length', usage: usage(40, 300) },
-  ],
+  ]),
 }
 
 describe('anthropic stream translation: fixtures split at every byte', () => {
@@ -134,7 +140,8 @@ describe('anthropic stream translation: fixtures split at every byte', () => {
     const text = await fixture('text.sse')
     const cut = text.slice(0, text.indexOf('event: message_delta'))
     const events = await translate([new TextEncoder().encode(cut)])
-    expect(events.slice(0, -1)).toEqual(EXPECTED['text.sse']!.slice(0, -1))
+    // Everything before message_delta: no usage event, no finish.
+    expect(events.slice(0, -1)).toEqual(EXPECTED['text.sse']!.slice(0, -2))
     const last = events.at(-1) as Extract<ChatEvent, { type: 'error' }>
     expect(last.type).toBe('error')
     expect(last.error.kind).toBe('server')
@@ -203,6 +210,7 @@ describe('anthropic stream translation: protocol details', () => {
       { type: 'text-start', block: 0 },
       { type: 'text-delta', block: 0, delta: 'ok' },
       { type: 'text-end', block: 0 },
+      { type: 'usage', usage: usage(10, 3) },
       { type: 'finish', reason: 'other', usage: usage(10, 3) },
     ])
   })

@@ -123,6 +123,7 @@ export function assertEventGrammar(events: readonly ChatEvent[], options: { term
       return
     }
     if (event.type === 'passthrough') return fail(index, 'passthrough events come only from calls that ask for them')
+    if (event.type === 'usage') return
     const kind = KIND_OF[event.type]!
     const entry = state.get(event.block)
     if (event.type.endsWith('-start')) {

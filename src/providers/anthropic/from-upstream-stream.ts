@@ -152,7 +152,10 @@ export class AnthropicStreamTranslator {
         if (delta?.stop_reason !== undefined && delta.stop_reason !== null) this.stopReason = delta.stop_reason
         if (typeof delta?.stop_sequence === 'string') this.stopSequence = delta.stop_sequence
         this.addUsage(payload.usage as AnthropicUsage | undefined, true)
-        return []
+        // Its counts cover the whole answer: told to the meter now, so a call that ends before
+        // message_stop (the client left) is billed them, as a cut one is (errorEvent).
+        const usage = this.reportedUsage
+        return usage === undefined ? [] : [{ type: 'usage', usage }]
       }
       case 'message_stop':
         return this.finish()

@@ -57,6 +57,8 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
   }
 
   push(event: ChatEvent): string[] {
+    // The usage an upstream reported before its end is for the meter only (canonical.ts).
+    if (event.type === 'usage') return []
     const waiting = this.waiting
     if (waiting !== undefined && !('block' in event && event.block === this.open!.block)) {
       waiting.push(event)

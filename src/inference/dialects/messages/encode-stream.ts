@@ -70,6 +70,8 @@ export class MessagesStreamEncoder implements StreamEncoder {
   }
 
   push(event: ChatEvent): string[] {
+    // The usage an upstream reported before its end is for the meter only (canonical.ts).
+    if (event.type === 'usage') return []
     const out: string[] = []
     if (event.type === 'response-start') {
       this.messageStart(out, event.inputTokens, event.cachedInputTokens, event.cacheWriteInputTokens)

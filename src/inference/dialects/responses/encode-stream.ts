@@ -85,6 +85,8 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   }
 
   push(event: ChatEvent): string[] {
+    // The usage an upstream reported before its end is for the meter only (canonical.ts).
+    if (event.type === 'usage') return []
     const call = this.call
     if (call !== undefined && 'block' in event && this.byBlock.get(event.block) !== call) {
       ;(this.waiting ??= []).push(event)
