@@ -3,6 +3,9 @@ import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
 import { SSE_PING, sseFrame } from '../http/sse'
 import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } from './service'
 
+/** Frames a Fusion stream may hold unread before its synthesis waits for the client (as MCP progress's 64). */
+const MAX_UNREAD_FRAMES = 64
+
 /**
  * The opt-in progress stream of `stream: true` (issue 9 point 6): one SSE event per progress
  * step, named by its type (`participant.started`, `participant.finished`, `participant.failed`,
@@ -15,12 +18,31 @@ import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } 
  * the client leaves, which cancels every part still running; `ended` once the run is over and
  * its last event written (or, the client gone, dropped), or it was refused.
  */
-export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta' | 'onAdmitted'> }, abort: () => void, ended?: () => void): Promise<Response> {
+export function fusionEventStream(
+  deps: FusionDeps,
+  plan: Omit<FusionPlan, 'input'> & { input: Omit<FusionPlan['input'], 'onProgress' | 'onSynthesisDelta' | 'synthesisReady' | 'onAdmitted'> },
+  abort: () => void,
+  ended?: () => void,
+): Promise<Response> {
   // Events before the reply starts wait here; then they go to the stream's controller.
   const early: Uint8Array[] = []
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined
   let watched: KeepAliveStream | undefined
   let closed = false
+  // The synthesis waits while the client has more than MAX_UNREAD_FRAMES unread, until the
+  // stream asks for more (pull) or ends: the judge's upstream is read no faster than the client
+  // reads (README, Memory), where its deltas were queued here whatever the client's pace.
+  let resume: (() => void) | undefined
+  const wake = () => {
+    const waiting = resume
+    resume = undefined
+    waiting?.()
+  }
+  const synthesisReady = (): Promise<void> | undefined => {
+    const desired = controller?.desiredSize
+    if (closed || desired === undefined || desired === null || 1 - desired <= MAX_UNREAD_FRAMES) return undefined
+    return new Promise<void>(resolve => (resume = resolve))
+  }
   const write = (event: string, data: unknown): boolean => {
     if (closed) return false
     const frame = sseFrame(JSON.stringify(data), event)
@@ -53,6 +75,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
               closed = true
               stream.error(undefined)
               abort()
+              wake()
             },
           },
         )
@@ -62,10 +85,14 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
           watch.enqueued += 1
         }
       },
+      pull() {
+        wake()
+      },
       cancel() {
         closed = true
         if (watched !== undefined) keepAlive.stop(watched)
         abort()
+        wake()
       },
     })
     return new Response(body, {
@@ -81,7 +108,7 @@ export function fusionEventStream(deps: FusionDeps, plan: Omit<FusionPlan, 'inpu
     }
     const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
     const onSynthesisDelta = (delta: string) => write('synthesis.delta', { delta })
-    executeFusion(deps, { ...plan, input: { ...plan.input, onProgress, onSynthesisDelta, onAdmitted: start } })
+    executeFusion(deps, { ...plan, input: { ...plan.input, onProgress, onSynthesisDelta, synthesisReady, onAdmitted: start } })
       .then(
         result => {
           start()

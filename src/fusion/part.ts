@@ -53,7 +53,8 @@ export interface PartInput {
   signal: AbortSignal
   timeoutMs: number
   billingKey: string | undefined
-  onEvent?: (event: ChatEvent) => void
+  /** Sees each event as it arrives; a promise it returns holds the part's next upstream read. */
+  onEvent?: (event: ChatEvent) => void | Promise<void>
   /** Whether onEvent has sent output on to the client (then a failure charges what was sent). */
   delivered?: () => boolean
   /** The run already holds charged work (its documents): a drain that began since lets this part run. */

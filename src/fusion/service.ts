@@ -56,6 +56,11 @@ export interface FusionInput {
    */
   onSynthesisDelta?: (delta: string) => boolean
   /**
+   * Undefined while the client keeps up with the synthesis; else a promise that settles once it
+   * has read enough, or has left. The judge's upstream is read no faster (`stream: true`).
+   */
+  synthesisReady?: () => Promise<void> | undefined
+  /**
    * A participant was admitted (funds, cap and concurrency allowed it), just before its provider
    * is called. A run refused as a whole throws before any is: a stream can wait for this to
    * keep such a refusal's HTTP status.
@@ -249,7 +254,9 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
       billingKey: plan.billingKeys?.judge,
       onEvent: forward
         ? event => {
-            if (event.type === 'text-delta' && forward(event.delta)) sent = true
+            if (event.type !== 'text-delta') return undefined
+            if (forward(event.delta)) sent = true
+            return input.synthesisReady?.()
           }
         : undefined,
       delivered: () => sent,

@@ -27,8 +27,12 @@ export interface ChatResult {
   error: UpstreamError | undefined
 }
 
-/** Folds events into a ChatResult, observing each (the meter) on the way. */
-export async function collect(events: AsyncIterable<ChatEvent>, observe: (event: ChatEvent) => void): Promise<ChatResult> {
+/**
+ * Folds events into a ChatResult, observing each (the meter) on the way. An observer that returns
+ * a promise (a Fusion stream's client reading slowly) holds the next read of a live stream until
+ * it settles.
+ */
+export async function collect(events: AsyncIterable<ChatEvent>, observe: (event: ChatEvent) => void | Promise<void>): Promise<ChatResult> {
   const folder = new ResultFolder()
   if (events instanceof ReplayedEvents) {
     // Read whole already (a JSON answer): folded in one synchronous pass, without an iterator's
@@ -40,7 +44,8 @@ export async function collect(events: AsyncIterable<ChatEvent>, observe: (event:
     }
   } else {
     for await (const event of events) {
-      observe(event)
+      const paced = observe(event)
+      if (paced !== undefined) await paced
       if (folder.fold(event)) return folder.finished()
     }
   }

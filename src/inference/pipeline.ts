@@ -233,13 +233,14 @@ export class DeliveredFailure extends ApiError {
  * dialect's JSON (Fusion): admit, call, collect, settle. Throws ApiError when anything fails,
  * with nothing charged (the caller received no answer), unless `delivered` says `onEvent` has
  * already sent output on to a client: then what was sent is charged (DeliveredFailure), as a
- * stream's is. `onEvent` sees each event as it arrives.
+ * stream's is. `onEvent` sees each event as it arrives; a promise it returns holds the upstream's
+ * next read until it settles (collect).
  */
-export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void, delivered?: () => boolean): Promise<CollectedChat> {
+export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEvent?: (event: ChatEvent) => void | Promise<void>, delivered?: () => boolean): Promise<CollectedChat> {
   // Nothing watches single events: the upstream may answer in one JSON body instead of a stream.
   const open = await openCall(deps, input, { collect: onEvent === undefined })
   try {
-    const observe = onEvent ? (event: ChatEvent) => (open.observe(event), onEvent(event)) : (event: ChatEvent) => open.observe(event)
+    const observe = onEvent ? (event: ChatEvent): void | Promise<void> => (open.observe(event), onEvent(event)) : (event: ChatEvent) => open.observe(event)
     const result = await collect(open.events, observe)
     if (result.error || open.aborted()) {
       // A client that left cut the upstream itself: logged as a stream the client left is, not

@@ -30,7 +30,7 @@ async function* streamed(events: ChatEvent[]): AsyncGenerator<ChatEvent> {
 describe('collect', () => {
   test('a replayed JSON answer folds as the same events streamed, observing each once', async () => {
     const seen: ChatEvent[] = []
-    const replayed = await collect(new ReplayedEvents(answer, new AbortController().signal), event => seen.push(event))
+    const replayed = await collect(new ReplayedEvents(answer, new AbortController().signal), event => void seen.push(event))
     expect(replayed).toEqual(await collect(streamed(answer), () => {}))
     expect(seen).toEqual(answer)
     expect(replayed.text).toBe('Hello')
@@ -44,7 +44,7 @@ describe('collect', () => {
     const aborted = new AbortController()
     aborted.abort()
     const seen: ChatEvent[] = []
-    const result = await collect(new ReplayedEvents(answer, aborted.signal), event => seen.push(event))
+    const result = await collect(new ReplayedEvents(answer, aborted.signal), event => void seen.push(event))
     expect(seen).toEqual([])
     expect(result.finishReason).toBe('error')
     expect(result.error?.message).toContain('ended before it finished')
