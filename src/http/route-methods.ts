@@ -5,11 +5,15 @@
  * only a miss pays for it.
  */
 export class RouteMethods {
-  private routes: readonly { method: string; path: string }[] = []
+  private routes: readonly Route[] = []
   private compiled: { pattern: RegExp; method: string }[] | undefined
 
-  learn(routes: readonly { method: string; path: string }[]): void {
-    this.routes = routes
+  /**
+   * A route documented as answering nothing but 405 (GET and DELETE /mcp: no server stream, no
+   * sessions) refuses its method, so it is left out of `Allow`.
+   */
+  learn(routes: readonly Route[]): void {
+    this.routes = routes.filter(route => Object.keys(route.hooks?.detail?.responses ?? {}).join() !== '405')
     this.compiled = undefined
   }
 
@@ -23,11 +27,18 @@ export class RouteMethods {
   }
 }
 
+interface Route {
+  method: string
+  path: string
+  hooks?: { detail?: { responses?: Record<string, unknown> } }
+}
+
 // Elysia's path syntax: `:name` is one segment, a trailing `*` the rest of the path.
 function patternOf(path: string): RegExp {
   const source = path
     .split('/')
     .map(segment => (segment === '*' ? '.*' : segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
     .join('/')
-  return new RegExp(`^${source}$`)
+  // The router also serves a path with a trailing slash.
+  return new RegExp(`^${source}/?$`)
 }

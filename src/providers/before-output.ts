@@ -15,9 +15,9 @@ import { UpstreamError } from './types'
 // are read one by one as the reply would read them; at the first output the iterator's `next`
 // becomes the answering stream's own (bound once), so every later event costs what it did before.
 
-/** Events a backend sends before any output: nothing of the answer yet. */
+/** Events a backend sends before any output: nothing of the answer yet (a usage report is none either). */
 export function beforeOutput(event: ChatEvent): boolean {
-  return event.type === 'response-start' || event.type === 'text-start' || event.type === 'reasoning-start'
+  return event.type === 'response-start' || event.type === 'text-start' || event.type === 'reasoning-start' || event.type === 'usage'
 }
 
 /** The error that ended a list of events before any output, if one did (a stream read whole). */

@@ -118,6 +118,15 @@ for (const type of ['openai-compatible', 'anthropic'] as const) {
       await expectStreamedAnswer()
     })
 
+    if (type === 'anthropic') {
+      test('a cut after a message_delta that came before any content falls back: a usage report is no output', async () => {
+        // The usage event the translator yields at message_delta ended the fallback window (QA regression check).
+        const delta = anthropicEvent({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } })
+        primary.enqueue(sse([opening[0]!, delta], 'reset'))
+        await expectStreamedAnswer()
+      })
+    }
+
     test('Chat Completions, not streamed (the upstream streams anyway): falls back', async () => {
       primary.enqueue(sse([...opening, error]))
       secondary.enqueue(answer())

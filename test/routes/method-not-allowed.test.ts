@@ -25,12 +25,17 @@ describe('a wrong method on a known path', () => {
       ['POST', '/v1/models/demo-anonymous', 'GET, HEAD'],
       ['DELETE', '/v1/models/org/model-with-slash', 'GET, HEAD'],
       ['OPTIONS', '/api/v1/billing/balance', 'GET, HEAD'],
+      // The router serves a trailing slash too; /mcp refuses GET and DELETE itself (405, Allow: POST).
+      ['GET', '/v1/chat/completions/', 'POST'],
+      ['DELETE', '/api/v1/api-keys/', 'GET, HEAD, POST'],
+      ['PUT', '/mcp', 'OPTIONS, POST'],
     ] as const
     for (const [method, path, allow] of cases) {
       const response = await t.request(method, path, { key: org.adminKey })
       expect([method, path, response.status, response.headers.get('allow')]).toEqual([method, path, 405, allow])
       const { error } = await json(response)
-      expect(error.code).toBe('method_not_allowed')
+      // /mcp answers in JSON-RPC: the gateway's code is in error.data.
+      expect(path === '/mcp' ? error.data.code : error.code).toBe('method_not_allowed')
       expect(error.message).toBe(`${method} is not allowed on ${path}; it takes ${allow}`)
     }
   })
