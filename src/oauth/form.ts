@@ -6,14 +6,17 @@ import { randomSecret, s256, safeEqual } from './secrets'
 
 const FORM_LIMIT = 16 * KiB
 
-/** The body under `limit` bytes; too large is an OAuth invalid_request, not the gateway envelope. */
-async function readText(request: Request, limit: number): Promise<string> {
+/**
+ * The body under `limit` bytes, as UTF-8; too large or not UTF-8 is an OAuth error with `code`
+ * (invalid_request, or a registration's invalid_client_metadata), not the gateway envelope.
+ */
+async function readText(request: Request, limit: number, code: 'invalid_request' | 'invalid_client_metadata'): Promise<string> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw new OAuthError('invalid_request', `request body exceeds ${limit} bytes`)
+  if (declared !== null && Number(declared) > limit) throw new OAuthError(code, `request body exceeds ${limit} bytes`)
   try {
     return await readCapped(request, limit)
   } catch (error) {
-    if (error instanceof ApiError) throw new OAuthError('invalid_request', error.message)
+    if (error instanceof ApiError) throw new OAuthError(code, error.message)
     throw error
   }
 }
@@ -27,7 +30,7 @@ export async function readForm(request: Request): Promise<Record<string, string>
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
     throw new OAuthError('invalid_request', 'Content-Type must be application/x-www-form-urlencoded')
   }
-  const params = new URLSearchParams(await readText(request, FORM_LIMIT))
+  const params = new URLSearchParams(await readText(request, FORM_LIMIT, 'invalid_request'))
   const out: Record<string, string> = {}
   for (const [name, value] of params) {
     if (name in out) throw new OAuthError('invalid_request', `parameter "${name.slice(0, 50)}" is repeated`)
@@ -44,7 +47,7 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   if (charset !== undefined) throw new OAuthError('invalid_client_metadata', `charset "${charset.slice(0, 50)}" is not supported: JSON bodies must be UTF-8`)
   let value: unknown
   try {
-    value = JSON.parse(await readText(request, FORM_LIMIT))
+    value = JSON.parse(await readText(request, FORM_LIMIT, 'invalid_client_metadata'))
   } catch (error) {
     if (error instanceof OAuthError) throw error
     throw new OAuthError('invalid_client_metadata', 'the body is not valid JSON')

@@ -186,6 +186,18 @@ describe('ResponsesStreamEncoder', () => {
     // Not truncated: both completed, even the one whose arguments are no JSON.
     const finished = await sdkFinal(run('tool-calls').join(''))
     expect(finished.output.map(item => (item as OpenAI.Responses.ResponseFunctionToolCall).status)).toEqual(['completed', 'completed'])
+    // A call cut short, then text: the text is what max_tokens cut.
+    const stream = encoder()
+    const mixed = [
+      ...stream.start(),
+      ...stream.push({ type: 'tool-call-start', block: 0, callId: 'call_A', name: 'f' }),
+      ...stream.push({ type: 'tool-call-delta', block: 0, argumentsDelta: '{"city": "Os' }),
+      ...stream.push({ type: 'tool-call-end', block: 0 }),
+      ...stream.push({ type: 'text-start', block: 1 }),
+      ...stream.push({ type: 'text-delta', block: 1, delta: 'and then' }),
+      ...stream.finish('length', USAGE),
+    ]
+    expect(parse(mixed).filter(event => event.type === 'response.output_item.done').map(event => event.item.status)).toEqual(['completed', 'incomplete'])
   })
 
   test('a text block opens its message at its first text: an empty one is no item; one with text is written as before', async () => {
@@ -242,5 +254,8 @@ describe('encodeResponse (non-streamed)', () => {
     const result = { blocks, text: '', reasoning: '', toolCalls: blocks, finishReason: 'length', usage: USAGE, error: undefined } as unknown as ChatResult
     const response = encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' }))
     expect(response.output.map(item => (item as { status: string }).status)).toEqual(['incomplete', 'completed'])
+    // A call cut short before other output was not what max_tokens cut: the text after it was.
+    const mixed = { ...result, blocks: [blocks[0], { type: 'text', text: 'and then' }] } as unknown as ChatResult
+    expect(encodeResponse(mixed, USAGE, META, echoOf({ model: 'unit', input: 'x' })).output.map(item => (item as { status: string }).status)).toEqual(['completed', 'incomplete'])
   })
 })

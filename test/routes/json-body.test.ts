@@ -61,6 +61,9 @@ describe('charset', () => {
     const chatBytes = new TextEncoder().encode(JSON.stringify(chat).replace('hi', 'h\u0000'))
     chatBytes[chatBytes.indexOf(0x5c)] = 0xff // a byte no UTF-8 text holds
     expect((await send('/v1/chat/completions', chatBytes)).status).toBe(400)
+    // A client registration's error is RFC 7591's, as for a body that is no JSON.
+    const registration = await t.app.handle(new Request('http://localhost/oauth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: latin1 }))
+    expect([registration.status, (await json(registration)).error]).toEqual([400, 'invalid_client_metadata'])
     const replacement = await send('/api/v1/api-keys', new TextEncoder().encode(JSON.stringify({ name: 'caf\uFFFD' })))
     expect(replacement.status).toBe(201)
     expect((await json(replacement)).key.name).toBe('caf\uFFFD')

@@ -2,12 +2,11 @@ import type { ApiError } from '../../../http/errors'
 import type { ChatEvent, FinishReason, Usage } from '../../canonical'
 import { isCutShort } from '../../tool-input'
 import type { ResponseMeta, StreamEncoder } from '../types'
-import { functionCallItem, itemId, messageItem, outputText, reasoningItem, refusalPart, responseObject, statusOf, type Echo, type ResponseStatus } from './encode'
+import { functionCallItem, itemId, messageItem, outputText, reasoningItem, refusalPart, responseObject, statusOf, truncatedItems, type Echo, type ResponseStatus } from './encode'
 
 /** One output item of the response, opened by a canonical block. */
 interface Item {
   readonly kind: 'message' | 'reasoning' | 'function_call'
-  readonly block: number
   readonly index: number
   readonly id: string
   /** `"item_id":…,"output_index":…`, serialised once for the item's frames. */
@@ -71,8 +70,6 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private waiting: ChatEvent[] | undefined
   /** Text blocks started whose first text has not come (no item yet). */
   private textToCome: Set<number> | undefined
-  /** A truncated answer's calls cut short of whole JSON, by block: they close incomplete. */
-  private cut: Set<number> | undefined
 
   constructor(
     private readonly meta: ResponseMeta,
@@ -199,24 +196,22 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   finish(reason: FinishReason, usage: Usage): string[] {
     this.sequenceAtFinish = this.sequence
     const { status, incomplete } = statusOf(reason)
-    // A truncated answer whose calls were cut short marks those incomplete (truncatedItems).
-    const cut = status === 'incomplete' ? this.cutCalls() : undefined
-    if (cut !== undefined && cut.size > 0) this.cut = cut
     // A call a provider left open ends here, and the events that waited behind it are written.
     const frames: string[] = []
     while (this.call !== undefined) {
       this.call = undefined
       this.release(frames)
     }
-    // The item ended last, and any a provider left open, close with the response's status: a
-    // truncated answer's last item is incomplete (unless calls were cut short), in its
+    // The items still open (the one ended last, calls held back by closesNow, any a provider left
+    // open) close now: those a truncated answer leaves incomplete (truncatedItems) say so in their
     // output_item.done as in the response.
     this.ended = undefined
-    for (const item of this.items) if (item.open) frames.push(...this.close(item, this.cut !== undefined ? 'completed' : status))
+    const cut = status === 'incomplete' ? truncatedItems(this.items.map(item => (item.kind === 'function_call' ? item.text : undefined))) : undefined
+    for (const item of this.items) if (item.open) frames.push(...this.close(item, cut?.has(item.index) === true ? 'incomplete' : 'completed'))
     const output = this.output()
-    if (status === 'incomplete' && this.cut === undefined) {
-      const last = output[output.length - 1] as { status?: string } | undefined
-      if (last?.status !== undefined) last.status = 'incomplete'
+    for (const index of cut ?? []) {
+      const item = output[index] as { status?: string } | undefined
+      if (item?.status !== undefined) item.status = 'incomplete'
     }
     const response = responseObject(this.meta, this.echo, { status, output, usage, incomplete })
     frames.push(this.lifecycle(status === 'completed' ? 'response.completed' : 'response.incomplete', response))
@@ -233,7 +228,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private open(block: number, kind: Item['kind'], prefix: 'msg' | 'rs' | 'fc'): Item {
     const index = this.items.length
     const id = itemId(this.meta, prefix, index)
-    const item: Item = { kind, block, index, id, where: `"item_id":${JSON.stringify(id)},"output_index":${index}`, text: '', open: true }
+    const item: Item = { kind, index, id, where: `"item_id":${JSON.stringify(id)},"output_index":${index}`, text: '', open: true }
     this.items.push(item)
     this.byBlock.set(block, item)
     return item
@@ -242,7 +237,6 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private close(item: Item, status: ResponseStatus): string[] {
     if (!item.open) return []
     item.open = false
-    if (this.cut?.has(item.block) === true) status = 'incomplete'
     item.status = status
     const frames: string[] = []
     const text = JSON.stringify(item.text)
@@ -277,19 +271,6 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       case 'function_call':
         return functionCallItem(item.id, { callId: item.callId!, name: item.name!, arguments: item.text }, status)
     }
-  }
-
-  /** The calls cut short of whole JSON at the finish, by block: their arguments so far, and those waiting behind an open call. */
-  private cutCalls(): Set<number> {
-    const text = new Map<number, string>()
-    for (const [block, item] of this.byBlock) if (item.kind === 'function_call') text.set(block, item.text)
-    for (const event of this.waiting ?? []) {
-      if (event.type === 'tool-call-start') text.set(event.block, '')
-      else if (event.type === 'tool-call-delta') text.set(event.block, (text.get(event.block) ?? '') + event.argumentsDelta)
-    }
-    const cut = new Set<number>()
-    for (const [block, argumentsText] of text) if (isCutShort(argumentsText)) cut.add(block)
-    return cut
   }
 
   /** Every item as it stands: done items as they were closed, open ones incomplete. */

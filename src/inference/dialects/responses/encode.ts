@@ -152,14 +152,17 @@ function blocksOf(result: ChatResult): Block[] {
 
 /**
  * The items a truncated answer leaves incomplete, given each item's call arguments (undefined for
- * other items): every call cut short of whole JSON (a backend may interleave parallel calls, so
- * the cut one need not be last), or, when none was, the last item.
+ * other items): the last item, unless the answer ends with calls, which a backend may interleave
+ * (so the one max_tokens cut need not be last): then those of them cut short of whole JSON, or
+ * the last when none was. A call cut short before other output was not cut by max_tokens.
  */
 export function truncatedItems(callArguments: ReadonlyArray<string | undefined>): Set<number> {
   const cut = new Set<number>()
-  callArguments.forEach((text, index) => {
-    if (text !== undefined && isCutShort(text)) cut.add(index)
-  })
+  for (let index = callArguments.length - 1; index >= 0; index--) {
+    const text = callArguments[index]
+    if (text === undefined) break
+    if (isCutShort(text)) cut.add(index)
+  }
   if (cut.size === 0 && callArguments.length > 0) cut.add(callArguments.length - 1)
   return cut
 }
