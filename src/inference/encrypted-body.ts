@@ -8,7 +8,9 @@ import { ApiError } from '../http/errors'
 import { minBlobBytes } from '../tee/blob-size'
 import type { SigningAlgo } from '../tee/keys'
 import type { ProofFormat } from '../tee/proof-format'
+import { refuseUnsupportedValues, requiredWithoutTools } from './dialects/chat-completions/decode'
 import { ChatCompletionsBody } from './dialects/chat-completions/schema'
+import { chatCompletionsEffort, type RequestEffort } from '../providers/openai-compatible/to-upstream'
 import type { EncryptedHeaders } from './encrypted'
 
 const bad = (message: string, param?: string) => new ApiError('invalid_request', message, param)
@@ -16,7 +18,7 @@ const bad = (message: string, param?: string) => new ApiError('invalid_request',
 const TOP_LEVEL = new Set([
   'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
   'max_completion_tokens', 'stop', 'seed', 'user', 'response_format', 'reasoning_effort', 'n', 'presence_penalty', 'frequency_penalty',
-  'metadata', 'store', 'web_fetch', 'web_search', 'uncensored',
+  'metadata', 'store', 'service_tier', 'web_fetch', 'web_search', 'uncensored',
 ])
 const MESSAGE_KEYS: Record<string, Set<string>> = {
   system: new Set(['role', 'content', 'name']),
@@ -31,12 +33,12 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
  * field, rather than relayed for the backend to refuse. The content fields are checked below.
  */
 const PLAINTEXT = t.Pick(ChatCompletionsBody, [
-  'temperature', 'top_p', 'stop', 'seed', 'user', 'reasoning_effort', 'presence_penalty', 'frequency_penalty', 'parallel_tool_calls', 'metadata', 'response_format',
+  'temperature', 'top_p', 'stop', 'seed', 'user', 'reasoning_effort', 'presence_penalty', 'frequency_penalty', 'parallel_tool_calls', 'metadata', 'response_format', 'service_tier',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
 
-/** Fields the gateway acts on itself; never forwarded. */
-const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search'] as const
+/** Fields the gateway acts on itself, or keeps as the plain route does; never forwarded. */
+const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier'] as const
 
 /** A checked body: what to forward (model not yet rewritten) and the envelope's size for billing. */
 export interface CheckedBody {
@@ -46,6 +48,8 @@ export interface CheckedBody {
   readonly plainBytes: number
   readonly messageCount: number
   readonly maxTokens: number | undefined
+  /** Which field set maxTokens, to name in a refusal. */
+  readonly maxTokensField: 'max_tokens' | 'max_completion_tokens'
   readonly reasoning: boolean
 }
 
@@ -80,12 +84,13 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   // Rendered as the plain route's validation failures are (request-context.ts).
   const plaintext = Object.fromEntries(Object.keys(PLAINTEXT.properties).filter(key => key in raw).map(key => [key, raw[key]]))
   if (!plaintextOk.Check(plaintext)) throw new ValidationError('body', PLAINTEXT, plaintext)
+  // Values the schema admits but the gateway refuses (penalties, store…), as on the plain route.
+  refuseUnsupportedValues(plaintext)
   if (raw.uncensored === true) throw bad('uncensored is not available with an :encrypted model', 'uncensored')
   // The chat route's `web_fetch` / `web_search` switches: named as hosted tools, not as unknown fields.
   for (const name of ['web_fetch', 'web_search'] as const) {
     if (raw[name] === true) throw bad(`hosted ${name} is not available with an :encrypted model: the gateway cannot read the messages`, name)
   }
-  if (raw.store === true) throw bad('store is not supported: the gateway keeps no completions', 'store')
   if (raw.n !== undefined && raw.n !== null && raw.n !== 1) throw bad('n must be 1', 'n')
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') throw bad('stream must be a boolean', 'stream')
   // As on the plain route: the relay merges include_usage into it, so it must be that object.
@@ -96,11 +101,13 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
     }
   }
   let maxTokens: number | undefined
+  let maxTokensField: CheckedBody['maxTokensField'] = 'max_tokens'
   for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
     const value = raw[field]
     if (value === undefined || value === null) continue
     if (!Number.isSafeInteger(value) || (value as number) < 1) throw bad(`${field} must be a positive integer`, field)
     maxTokens = value as number
+    maxTokensField = field
   }
   const cipher = new CipherCheck(format, h.algo)
 
@@ -153,6 +160,7 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
     })
   }
   const choice = raw.tool_choice
+  if (choice === 'required' && !(Array.isArray(tools) && tools.length > 0)) throw requiredWithoutTools()
   if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none' && choice !== 'required') {
     if (!isObject(choice) || choice.type !== 'function' || !isObject(choice.function)) throw bad('tool_choice must be auto, none, required or {type: "function", function: {name}}', 'tool_choice')
     if (!h.allFields) throw bad('a named tool_choice needs svc-encrypted-encrypt-all-fields: 1', 'tool_choice')
@@ -162,5 +170,7 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   const body: Record<string, unknown> = { ...raw }
   for (const key of GATEWAY_ONLY) delete body[key]
   const stream = raw.stream === true
-  return { body, stream, plainBytes: cipher.plainBytes, messageCount: raw.messages.length, maxTokens, reasoning: raw.reasoning_effort !== undefined && raw.reasoning_effort !== null }
+  // The backend speaks Chat Completions: an effort it may not take goes as the plain route sends it.
+  if (typeof body.reasoning_effort === 'string') body.reasoning_effort = chatCompletionsEffort(body.reasoning_effort as RequestEffort)
+  return { body, stream, plainBytes: cipher.plainBytes, messageCount: raw.messages.length, maxTokens, maxTokensField, reasoning: raw.reasoning_effort !== undefined && raw.reasoning_effort !== null }
 }

@@ -86,7 +86,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   if (Array.isArray(checked.body.tools) && checked.body.tools.length > 0 && !route.capabilities.tools) throw new ApiError('invalid_request', `model ${route.id} does not support tools`, 'tools')
   const inputTokens = Math.ceil(checked.plainBytes / 3) + checked.messageCount * 4
   if (checked.maxTokens !== undefined && checked.maxTokens > route.maxOutputTokens) {
-    throw new ApiError('invalid_request', `max_tokens ${checked.maxTokens} exceeds model ${route.id}'s maximum output of ${route.maxOutputTokens} tokens`, 'max_tokens')
+    throw new ApiError('invalid_request', `${checked.maxTokensField} ${checked.maxTokens} exceeds model ${route.id}'s maximum output of ${route.maxOutputTokens} tokens`, checked.maxTokensField)
   }
   const outputTokens = checked.maxTokens ?? Math.min(route.maxOutputTokens, route.contextLength - inputTokens)
   if (outputTokens < 1 || inputTokens + outputTokens > route.contextLength) {
@@ -156,7 +156,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   let upstream
   const openedAt = performance.now()
   try {
-    upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody), signal: upstreamAbort.signal, collect: !stream })
+    upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody, input.requestId), signal: upstreamAbort.signal, collect: !stream })
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
@@ -307,9 +307,11 @@ async function pinKey(
 }
 
 /** B1: the backend's header names for this family and version, plus X-Request-Hash. */
-function backendHeaders(h: EncryptedHeaders, target: AttestedBackend, evidence: Evidence, rawBody: Uint8Array): Record<string, string> {
+function backendHeaders(h: EncryptedHeaders, target: AttestedBackend, evidence: Evidence, rawBody: Uint8Array, requestId: string): Record<string, string> {
   const e2ee = target.provider.proofFormat.e2ee!
   const out: Record<string, string> = {
+    // Sent upstream on every call, so one request can be traced through both logs (README, Privacy levels).
+    'x-request-id': requestId,
     'x-signing-algo': h.algo,
     'x-client-pub-key': h.clientKey,
     'x-model-pub-key': evidence.nativeModelKey,

@@ -153,12 +153,23 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.metadata = { tier: 1 } }, /metadata/)
     await expect400('near2', r => { r.body.parallel_tool_calls = 'yes' }, /parallel_tool_calls/)
     await expect400('near2', r => { r.body.user = 'u'.repeat(300) }, /user/)
-    // Values the plain route takes are relayed as they are.
-    const { s, body, headers } = await valid('near2', 'ecdsa', { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold' } })
+    // Values the schema admits but the plain route refuses are refused here too (before, relayed).
+    await expect400('near2', r => { r.body.presence_penalty = 0.5 }, /presence_penalty is not supported/)
+    await expect400('near2', r => { r.body.frequency_penalty = -1 }, /frequency_penalty is not supported/)
+    await expect400('near2', r => { r.body.tool_choice = 'required' }, /tool_choice "required" needs at least one function tool/)
+    await expect400('near2', r => { r.body.service_tier = 'flex' }, /service_tier "flex" is not supported/)
+    await expect400('near2', r => { r.body.max_completion_tokens = 100_000 }, /^max_completion_tokens 100000 exceeds/)
+    // Values the plain route takes are relayed as it sends them: metadata and service_tier stay
+    // with the gateway, an effort the backend may not take goes as the plain route's.
+    const { s, body, headers } = await valid('near2', 'ecdsa', { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold' }, service_tier: 'auto', reasoning_effort: 'minimal' })
     const sim = s.t.sims.near2!
     const response = await send(s, body, headers)
     expect(response.status).toBe(200)
-    expect(sim.state.seen.at(-1)).toMatchObject({ plain: { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold' } } })
+    const seen = sim.state.seen.at(-1)!
+    expect(seen).toMatchObject({ plain: { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, reasoning_effort: 'low' } })
+    expect([(seen.plain as Record<string, unknown>).metadata, (seen.plain as Record<string, unknown>).service_tier]).toEqual([undefined, undefined])
+    // The request id goes upstream, as on every other call.
+    expect((seen.headers as Record<string, string>)['x-request-id']).toMatch(/^req_/)
   })
   test('function tools need encrypt-all-fields, ciphertext fields, and a NEAR-family backend', async () => {
     const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }

@@ -1,7 +1,7 @@
 // Canonical ChatRequest → Chat Completions request body, for OpenAI and the servers that copy
 // its API (vLLM, Ollama, llama.cpp server). Pure: no I/O, no config reads.
 
-import type { ChatRequest, Message, Part, ResponseFormat, ToolChoice } from '../../inference/canonical'
+import type { ChatRequest, Effort, Message, Part, ResponseFormat, ToolChoice } from '../../inference/canonical'
 import { effortForBudget, topEffort } from '../anthropic/thinking-budget'
 
 /**
@@ -111,6 +111,14 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, options:
  * `high`, the top of the scale every OpenAI-compatible backend takes (OpenAI's own models
  * differ in which of the higher ones they accept, other servers take none).
  */
+/** A Chat Completions client's effort as it goes to an OpenAI-compatible backend (the Encrypted relay forwards the body itself). */
+export function chatCompletionsEffort(effort: RequestEffort): 'low' | 'medium' | 'high' {
+  return topEffort(effort === 'minimal' ? 'low' : effort)
+}
+
+/** reasoning_effort as a Chat Completions client may send it. */
+export type RequestEffort = 'minimal' | Effort
+
 function reasoningEffort(reasoning: ChatRequest['reasoning']): 'low' | 'medium' | 'high' | undefined {
   if (reasoning === undefined) return undefined
   if (reasoning.effort !== undefined) return topEffort(reasoning.effort)

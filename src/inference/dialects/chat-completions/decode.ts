@@ -15,8 +15,13 @@ type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content'
  * Chat Completions wire → canonical. Anything the gateway cannot honour is a 400 naming the
  * field; nothing is dropped silently (ARCHITECTURE.md §6).
  */
-export function decodeChatCompletions(body: Body, route: ModelRoute): ChatRequest {
-  const unsupported = (param: string, message: string) => new ApiError('invalid_request', message, param)
+const unsupported = (param: string, message: string) => new ApiError('invalid_request', message, param)
+
+/**
+ * The values of plaintext fields the gateway cannot honour, refused naming the field: the plain
+ * route's rules, which an Encrypted body's plaintext fields follow too (encrypted-body.ts).
+ */
+export function refuseUnsupportedValues(body: Partial<Pick<Body, 'store' | 'logprobs' | 'presence_penalty' | 'frequency_penalty' | 'top_logprobs' | 'service_tier' | 'verbosity' | 'modalities'>>): void {
   if (body.store) throw unsupported('store', 'store is not supported: the gateway keeps no completions')
   if (body.logprobs) throw unsupported('logprobs', 'logprobs are not supported')
   if (body.presence_penalty) throw unsupported('presence_penalty', 'presence_penalty is not supported (only 0)')
@@ -27,6 +32,13 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
   }
   if (body.verbosity != null && body.verbosity !== 'medium') throw unsupported('verbosity', `verbosity "${body.verbosity}" is not supported (only medium)`)
   if (body.modalities?.includes('audio')) throw unsupported('modalities', 'audio output is not supported (modalities: ["text"])')
+}
+
+/** tool_choice "required" with no function tool to call. */
+export const requiredWithoutTools = () => unsupported('tool_choice', 'tool_choice "required" needs at least one function tool')
+
+export function decodeChatCompletions(body: Body, route: ModelRoute): ChatRequest {
+  refuseUnsupportedValues(body)
 
   const tools: FunctionTool[] = []
   const hosted: ChatRequest['hosted'] = { webSearch: body.web_search === true, webFetch: body.web_fetch === true }
@@ -169,7 +181,7 @@ export function decodeImage(url: string, param: string): Part {
 function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): ToolChoice | undefined {
   if (choice === undefined) return undefined
   if (typeof choice === 'string') {
-    if (choice === 'required' && names.size === 0) throw new ApiError('invalid_request', 'tool_choice "required" needs at least one function tool', 'tool_choice')
+    if (choice === 'required' && names.size === 0) throw requiredWithoutTools()
     return choice
   }
   if (!names.has(choice.function.name)) {
