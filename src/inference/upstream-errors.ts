@@ -58,7 +58,7 @@ export function toApiError(error: unknown): ApiError {
     // A body that is not an error object (a proxy's page) is not shown: it names servers, not the problem.
     if (bodySnippet !== undefined || status !== undefined) return new ApiError('invalid_request', `the upstream provider rejected the request${status ? ` (HTTP ${status})` : ''}`)
     // Without an upstream answer the refusal is the adapter's own (a request its wire cannot carry): say why.
-    return new ApiError('invalid_request', error.message)
+    return new ApiError('invalid_request', error.message, error.details.param)
   }
   const status = error.status ? ` (HTTP ${error.status})` : ''
   return new ApiError('provider_error', `the upstream provider failed: ${error.kind}${status}`)

@@ -71,9 +71,10 @@ export class UpstreamError extends Error {
     /**
      * `phase: 'attestation'`: the evidence fetch before a Confidential or Encrypted call failed (→ 503).
      * `upstreamMessage`: the message of an error object the upstream answered (key scrubbed), the only
-     * upstream text a client may be shown; `bodySnippet` is the raw body, for logs.
+     * upstream text a client may be shown; `bodySnippet` is the raw body, for logs; `param`: the
+     * field an adapter's own refusal blames.
      */
-    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; upstreamMessage?: string; phase?: 'attestation' } = {},
+    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; upstreamMessage?: string; phase?: 'attestation'; param?: string } = {},
   ) {
     super(message)
   }

@@ -284,7 +284,10 @@ for (const target of TARGETS) {
         expect(primary.requests[0]!.body.output_config).toEqual({ format: { type: 'json_schema', schema: format.json_schema.schema } })
         const error = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } }).catch(error => error)
         expect(error).toBeInstanceOf(OpenAI.BadRequestError)
-        expect(error.message).toMatch(/json_object response formats are not available/)
+        expect(error.message).toMatch(/json_object response formats \(response_format, text.format\) are not available/)
+        // A refusal of a field every format names alike names it (before, param null).
+        const hot = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], temperature: 1.5 }).catch(error => error)
+        expect([hot.status, hot.param]).toEqual([400, 'temperature'])
         expect(primary.requests).toHaveLength(1)
         expect(secondary.requests).toHaveLength(0)
       } else {

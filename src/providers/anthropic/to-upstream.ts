@@ -61,7 +61,15 @@ export interface AnthropicRequestBody {
 }
 
 /** Thrown for a request this adapter cannot express; provider.ts turns it into a `bad-request`. */
-export class UnsupportedRequestError extends Error {}
+export class UnsupportedRequestError extends Error {
+  constructor(
+    message: string,
+    /** The request field to blame, when every client format names it alike. */
+    readonly param?: string,
+  ) {
+    super(message)
+  }
+}
 
 /**
  * ChatRequest → Messages body. Decisions, each forced by the upstream's validation rules:
@@ -99,7 +107,7 @@ export class UnsupportedRequestError extends Error {}
 export function toUpstream(request: ChatRequest, upstreamModel: string, form?: ThinkingForm): AnthropicRequestBody {
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
-      "json_object response formats are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
+      "json_object response formats (response_format, text.format) are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
     )
   }
   const stop = request.sampling.stop?.filter(sequence => sequence !== '')
@@ -146,7 +154,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   const { temperature, topP, topK } = request.sampling
   if (thinking === undefined) {
     // Anthropic's range is 0..1 (OpenAI's 0..2): refused here, before a call Anthropic would refuse.
-    if (temperature !== undefined && temperature > 1) throw new UnsupportedRequestError(`temperature ${temperature} is above 1, the most this model's Anthropic backend takes`)
+    if (temperature !== undefined && temperature > 1) throw new UnsupportedRequestError(`temperature ${temperature} is above 1, the most this model's Anthropic backend takes`, 'temperature')
     if (temperature !== undefined) body.temperature = temperature
     else if (topP !== undefined) body.top_p = topP
     if (topK !== undefined) body.top_k = topK
