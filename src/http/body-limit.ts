@@ -68,7 +68,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true })
  * would turn each invalid byte into U+FFFD, and a key's name, say, would be stored other than
  * sent. A leading byte-order mark is dropped (the decoder's default), as the RFC allows.
  */
-export function utf8Text(bytes: Uint8Array): string {
+function utf8Text(bytes: Uint8Array): string {
   try {
     return UTF8.decode(bytes)
   } catch {
@@ -110,7 +110,7 @@ function declaredWithin(request: Request, limit: number): boolean {
   return true
 }
 
-/** A body of at most `limit` bytes as UTF-8 text (see declaredWithin): 413 `payload_too_large`. */
+/** A body of at most `limit` bytes as UTF-8 text (see declaredWithin): 413 `payload_too_large`, 400 when not UTF-8. */
 export async function readCapped(request: Request, limit: number): Promise<string> {
   return utf8Text(await readCappedBytes(request, limit))
 }
