@@ -1,10 +1,7 @@
 import { ApiError } from '../http/errors'
-import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
+import { keepAlive, type KeepAliveStream, MAX_UNREAD_FRAMES, queuedIn } from '../http/keep-alive'
 import { SSE_PING, sseFrame } from '../http/sse'
 import { executeFusion, type FusionDeps, type FusionPlan, type FusionProgress } from './service'
-
-/** Frames a Fusion stream may hold unread before its synthesis waits for the client (as MCP progress's 64). */
-const MAX_UNREAD_FRAMES = 64
 
 /**
  * The opt-in progress stream of `stream: true` (issue 9 point 6): one SSE event per progress
@@ -27,6 +24,8 @@ export function fusionEventStream(
   // Events before the reply starts wait here; then they go to the stream's controller.
   const early: Uint8Array[] = []
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined
+  /** Frames written and not yet taken by the client's connection (queuedIn), once the reply started. */
+  let queued: (() => number | null) | undefined
   let watched: KeepAliveStream | undefined
   let closed = false
   // The synthesis waits while the client has more than MAX_UNREAD_FRAMES unread, until the
@@ -39,8 +38,8 @@ export function fusionEventStream(
     waiting?.()
   }
   const synthesisReady = (): Promise<void> | undefined => {
-    const desired = controller?.desiredSize
-    if (closed || desired === undefined || desired === null || 1 - desired <= MAX_UNREAD_FRAMES) return undefined
+    const unread = closed ? null : queued?.()
+    if (unread === undefined || unread === null || unread <= MAX_UNREAD_FRAMES) return undefined
     return new Promise<void>(resolve => (resume = resolve))
   }
   const write = (event: string, data: unknown): boolean => {
@@ -59,6 +58,7 @@ export function fusionEventStream(
     const body = new ReadableStream<Uint8Array>({
       start(stream) {
         controller = stream
+        queued = queuedIn(stream)
         // Pinged by the shared ticker after 15 s of silence, and cut when the client stops
         // reading (src/http/keep-alive.ts): the run is aborted and the connection dropped. The
         // watch outlives the run (its last events may still wait unread); once they are read, the
@@ -70,7 +70,7 @@ export function fusionEventStream(
             watch.enqueued += 1
           },
           {
-            queued: queuedIn(stream),
+            queued,
             cut: () => {
               closed = true
               stream.error(undefined)

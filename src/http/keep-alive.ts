@@ -42,6 +42,13 @@ export interface StallWatch {
   cut(): void
 }
 
+/**
+ * Frames a paced stream may hold unread before its producer waits for the client (MCP progress
+ * notifications, a Fusion stream's synthesis): the upstream is then read no faster than the
+ * client reads.
+ */
+export const MAX_UNREAD_FRAMES = 64
+
 /** What waits in a default-strategy stream's queue (high-water mark one chunk: 1 - desiredSize). */
 export function queuedIn(controller: ReadableStreamDefaultController<Uint8Array>): () => number | null {
   return () => {

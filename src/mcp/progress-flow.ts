@@ -1,19 +1,14 @@
-import { keepAlive, type KeepAliveStream, queuedIn } from '../http/keep-alive'
+import { keepAlive, type KeepAliveStream, MAX_UNREAD_FRAMES, queuedIn } from '../http/keep-alive'
 import { SSE_PING } from '../http/sse'
 
 /**
- * Notifications a progress stream may hold unread before its tool waits for the client. The
- * SDK's SSE stream takes every notification it is given (no backpressure): a tool that
- * reported each delta of a fast upstream to a client that stopped reading read the whole
- * upstream into that queue (hundreds of MB), and was charged for output no one could read.
- */
-export const MAX_UNREAD_NOTIFICATIONS = 64
-
-/**
- * The pace of one tools/call answered as SSE (a client that sent a progressToken): the SDK's
- * response is read through a pull stream, one SDK chunk (one message) per client read, so the
- * notifications sent but not yet read are counted; a tool awaits `ready()` before producing
- * more. A client that stops reading is cut as every stream is, and a quiet one is pinged as every
+ * The pace of one tools/call answered as SSE (a client that sent a progressToken). The SDK's SSE
+ * stream takes every notification it is given (no backpressure): a tool that reported each delta
+ * of a fast upstream to a client that stopped reading read the whole upstream into that queue
+ * (hundreds of MB), and was charged for output no one could read. Here the SDK's response is
+ * read through a pull stream, one SDK chunk (one message) per client read, and the notifications
+ * sent but not yet read are counted; a tool awaits `ready()` while more than MAX_UNREAD_FRAMES
+ * are. A client that stops reading is cut as every stream is, and a quiet one is pinged as every
  * stream is (http/keep-alive.ts).
  */
 export class ProgressFlow {
@@ -30,7 +25,7 @@ export class ProgressFlow {
   /** Undefined while the client keeps up; else resolves once it has read enough (true), or has gone (false). */
   ready(): Promise<boolean> | undefined {
     if (this.gone) return Promise.resolve(false)
-    if (this.sent - this.passed <= MAX_UNREAD_NOTIFICATIONS) return undefined
+    if (this.sent - this.passed <= MAX_UNREAD_FRAMES) return undefined
     return new Promise(resolve => (this.waiter = resolve))
   }
 
@@ -94,7 +89,7 @@ export class ProgressFlow {
         watched!.wrote = true
         watched!.enqueued += 1
         this.passed += 1
-        if (this.sent - this.passed <= MAX_UNREAD_NOTIFICATIONS) this.wake(true)
+        if (this.sent - this.passed <= MAX_UNREAD_FRAMES) this.wake(true)
       },
       cancel: leave,
     })

@@ -5,7 +5,6 @@ import { UUID } from '../lib/ids'
 import { gatewayCredential } from './chat'
 import { parseOptions, promptArgument, UsageError, type CliIo } from './io'
 
-
 function participantLine(entry: FusionParticipantBody): string {
   if (entry.error) return `[${entry.model}: failed (${entry.error_code}): ${entry.error}]`
   return `[${entry.model}: ${entry.finish_reason}, ${entry.prompt_tokens} input tokens, ${entry.tokens} output tokens, ${entry.latency_ms} ms]`

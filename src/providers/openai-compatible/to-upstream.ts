@@ -111,19 +111,19 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, options:
  * `high`, the top of the scale every OpenAI-compatible backend takes (OpenAI's own models
  * differ in which of the higher ones they accept, other servers take none).
  */
-/** A Chat Completions client's effort as it goes to an OpenAI-compatible backend (the Encrypted relay forwards the body itself). */
-export function chatCompletionsEffort(effort: RequestEffort): 'low' | 'medium' | 'high' {
-  return topEffort(effort === 'minimal' ? 'low' : effort)
-}
-
-/** reasoning_effort as a Chat Completions client may send it. */
-export type RequestEffort = 'minimal' | Effort
-
 function reasoningEffort(reasoning: ChatRequest['reasoning']): 'low' | 'medium' | 'high' | undefined {
   if (reasoning === undefined) return undefined
   if (reasoning.effort !== undefined) return topEffort(reasoning.effort)
   if (reasoning.budgetTokens === undefined) return undefined
   return effortForBudget(reasoning.budgetTokens)
+}
+
+/** reasoning_effort as a Chat Completions client may send it. */
+export type RequestEffort = 'minimal' | Effort
+
+/** A Chat Completions client's effort as it goes to an OpenAI-compatible backend (the Encrypted relay forwards the body itself). */
+export function chatCompletionsEffort(effort: RequestEffort): 'low' | 'medium' | 'high' {
+  return topEffort(effort === 'minimal' ? 'low' : effort)
 }
 
 function toToolChoice(choice: ToolChoice): NonNullable<ChatCompletionsBody['tool_choice']> {

@@ -26,8 +26,8 @@ export function stopReason(reason: FinishReason, stopSequence: string | undefine
 
 /**
  * Anthropic's usage object. Its `input_tokens` excludes cache reads and cache writes (canonical
- * input includes both); cache writes are known only from an Anthropic backend (0 otherwise). `server_tool_use: {web_search_requests, web_fetch_requests}` is
- * Anthropic's own field for hosted tool runs: present whenever the request enabled hosted web
+ * input includes both); cache writes are known only from an Anthropic backend (0 otherwise).
+ * `server_tool_use: {web_search_requests, web_fetch_requests}` is Anthropic's own field for hosted tool runs: present whenever the request enabled hosted web
  * tools (`serverToolUse`), zero counts included, as on the other client formats.
  */
 export function usageObject(usage: Usage, serverToolUse = false) {
