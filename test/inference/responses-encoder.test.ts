@@ -198,6 +198,12 @@ describe('ResponsesStreamEncoder', () => {
       ...stream.finish('length', USAGE),
     ]
     expect(parse(mixed).filter(event => event.type === 'response.output_item.done').map(event => event.item.status)).toEqual(['completed', 'incomplete'])
+    // The call is done in its place, before the message is added: items stream one after the other.
+    expect(
+      parse(mixed)
+        .filter(event => event.type.startsWith('response.output_item.'))
+        .map(event => `${event.type.slice(21)} ${event.output_index}`),
+    ).toEqual(['added 0', 'done 0', 'added 1', 'done 1'])
   })
 
   test('a text block opens its message at its first text: an empty one is no item; one with text is written as before', async () => {

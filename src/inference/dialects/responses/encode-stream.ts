@@ -115,7 +115,10 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     if (ended === undefined && !opens) return this.release(this.frames(event))
     this.ended = undefined
     const frames = ended === undefined || !closesNow(ended) ? [] : this.close(ended, 'completed')
-    if (opens) for (const item of this.items) if (item.open && item.kind !== 'reasoning' && closesNow(item)) frames.push(...this.close(item, 'completed'))
+    // A call held back by closesNow is no longer among the trailing calls once an item of another
+    // kind follows it, so a truncation cannot make it incomplete: it closes here, in its place.
+    const afterCalls = event.type !== 'tool-call-start'
+    if (opens) for (const item of this.items) if (item.open && item.kind !== 'reasoning' && (afterCalls || closesNow(item))) frames.push(...this.close(item, 'completed'))
     for (const frame of this.frames(event)) frames.push(frame)
     return this.release(frames)
   }
