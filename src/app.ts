@@ -42,7 +42,7 @@ export function createApp(deps: Deps) {
     .use(browserAccess(origins, crossOrigin))
     .use(openapiDocs(packageJson.version, SLASH_ID_PATH_DOC))
     .use(
-      healthRoutes(deps.database, deps.lifecycle, {
+      healthRoutes(deps.database, deps.lifecycle, deps.ledger.health, {
         registry: deps.metrics.registry,
         token: deps.config.metrics.token,
         onPublicPort: deps.config.metrics.token !== undefined && deps.config.metrics.port === undefined,

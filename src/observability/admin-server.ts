@@ -33,6 +33,6 @@ async function answer(deps: Deps, request: Request): Promise<Response> {
   if (request.method !== 'GET' && request.method !== 'HEAD') throw new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; it takes GET, HEAD`, undefined, { allow: 'GET, HEAD' })
   if (path === '/metrics') return metricsResponse(request, { registry: deps.metrics.registry, token: deps.config.metrics.token })
   if (path === '/healthz') return Response.json({ status: 'ok' })
-  const ready = await readiness(deps.database, deps.lifecycle)
+  const ready = await readiness(deps.database, deps.lifecycle, deps.ledger.health)
   return Response.json(ready, { status: ready.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
 }

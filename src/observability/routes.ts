@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia, t } from 'elysia'
+import type { LedgerHealth } from '../billing/ledger-health'
 import { pingDatabase, type Database } from '../db/client'
 import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
@@ -18,7 +19,7 @@ export interface MetricsExposure {
 const PROMETHEUS = 'text/plain; version=0.0.4; charset=utf-8'
 
 /** Liveness, readiness (unready while the database is down or the instance drains) and /metrics. */
-export function healthRoutes(database: Database, lifecycle: Lifecycle, metrics: MetricsExposure) {
+export function healthRoutes(database: Database, lifecycle: Lifecycle, ledgerHealth: LedgerHealth | undefined, metrics: MetricsExposure) {
   return new Elysia({ tags: ['Health'] })
     .get('/healthz', () => ({ status: 'ok' as const }), {
       response: { 200: t.Object({ status: t.Literal('ok') }) },
@@ -27,7 +28,7 @@ export function healthRoutes(database: Database, lifecycle: Lifecycle, metrics: 
     .get(
       '/readyz',
       async ({ set }) => {
-        const answer = await readiness(database, lifecycle)
+        const answer = await readiness(database, lifecycle, ledgerHealth)
         set.headers['cache-control'] = 'no-store'
         if (answer.status === 'ready') return { status: 'ready' as const, database: 'ok' as const }
         set.status = 503
@@ -36,12 +37,14 @@ export function healthRoutes(database: Database, lifecycle: Lifecycle, metrics: 
       {
         response: {
           200: t.Object({ status: t.Literal('ready'), database: t.Literal('ok') }),
-          503: t.Object({ status: t.Union([t.Literal('unavailable'), t.Literal('draining')]), database: t.Union([t.Literal('ok'), t.Literal('unreachable')]) }),
+          503: t.Object({ status: t.Union([t.Literal('unavailable'), t.Literal('draining')]), database: t.Union([t.Literal('ok'), t.Literal('unreachable'), t.Literal('unwritable')]) }),
           500: ErrorResponse,
         },
         detail: {
           summary: 'Readiness',
-          description: 'The database answers a query and the instance is not shutting down. 503 `unavailable` while the database does not answer; 503 `draining` from the moment a shutdown starts.',
+          description:
+            'The database answers a query, the ledger can write to it, and the instance is not shutting down. 503 `unavailable` while the database does not answer (`unreachable`) or ' +
+            'refuses the ledger\'s writes (`unwritable`: read-only, or locked by another writer past the busy timeout; billed calls get 503 meanwhile); 503 `draining` from the moment a shutdown starts.',
         },
       },
     )
@@ -67,11 +70,20 @@ export function healthRoutes(database: Database, lifecycle: Lifecycle, metrics: 
     )
 }
 
-/** The readiness answer: draining wins, then the database. */
-export async function readiness(database: Database, lifecycle: Lifecycle): Promise<{ status: 'ready' | 'unavailable' | 'draining'; database: 'ok' | 'unreachable' }> {
+/**
+ * The readiness answer: draining wins, then the database. A database that answers reads but whose
+ * last ledger write failed (read-only, or another process holding the write lock) is unready as
+ * well: billed calls are refused with 503 until a write succeeds again (LedgerHealth).
+ */
+export async function readiness(
+  database: Database,
+  lifecycle: Lifecycle,
+  ledgerHealth: LedgerHealth | undefined,
+): Promise<{ status: 'ready' | 'unavailable' | 'draining'; database: 'ok' | 'unreachable' | 'unwritable' }> {
   if (lifecycle.draining) return { status: 'draining', database: 'ok' }
-  if (await pingDatabase(database)) return { status: 'ready', database: 'ok' }
-  return { status: 'unavailable', database: 'unreachable' }
+  if (!(await pingDatabase(database))) return { status: 'unavailable', database: 'unreachable' }
+  if (ledgerHealth?.unavailable === true) return { status: 'unavailable', database: 'unwritable' }
+  return { status: 'ready', database: 'ok' }
 }
 
 /** /metrics: checks the bearer token (when one is configured) in constant time, then renders. */

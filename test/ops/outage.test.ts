@@ -133,6 +133,10 @@ describe('database outage', () => {
     s.clock.advance(1500)
     await expectOutage(s)
     expect(await s.entries()).toBe(before)
+    // Reads still answer, but an instance that cannot bill is not ready for billed traffic.
+    const ready = await s.request('GET', '/readyz')
+    expect(ready.status).toBe(503)
+    expect(await ready.json()).toEqual({ status: 'unavailable', database: 'unwritable' })
 
     await s.raw.client.execute('PRAGMA query_only = 0')
     await poll('service to resume', 100, 50, async () => {
@@ -140,6 +144,7 @@ describe('database outage', () => {
       return (await s.chat()).status === 200 ? true : undefined
     })
     expect(await s.entries()).toBe(before + 1)
+    expect(await (await s.request('GET', '/readyz')).json()).toEqual({ status: 'ready', database: 'ok' })
     expect(await verifyLedger(s.raw.client, { nowMs: s.clock.now(), staleAfterMs: 3_600_000 })).toEqual([])
   }, 20_000)
 
