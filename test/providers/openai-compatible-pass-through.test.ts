@@ -201,6 +201,21 @@ describe('openai-compatible pass-through', () => {
     expect(calls.map((call: { index: number }) => call.index)).toEqual([0, 0, 0, 1, 1])
   })
 
+  test('Ollama: another id at index 0 is another call; it hands over and the client gets it at index 1', () => {
+    let sse = chunk({ role: 'assistant', content: '' })
+    sse += chunk({ tool_calls: [{ index: 0, id: 'call_AAA111', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] })
+    sse += chunk({ tool_calls: [{ index: 0, id: 'call_BBB222', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] })
+    sse += chunk({}, 'tool_calls') + usageFrame() + DONE
+    const result = same(sse)
+    const calls = result.client.split('\n\n').filter(line => line.startsWith('data: {')).flatMap(line => JSON.parse(line.slice(6)).choices[0]?.delta.tool_calls ?? [])
+    expect(calls.map((call: { index: number; id?: string }) => [call.index, call.id])).toEqual([
+      [0, 'call_AAA111'],
+      [0, undefined],
+      [1, 'call_BBB222'],
+      [1, undefined],
+    ])
+  })
+
   test('a tool call without id hands over mid-stream; forwarded calls continue under the translator', () => {
     let sse = chunk({ role: 'assistant', content: '' }) + chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"c' } }] })
     sse += chunk({ tool_calls: [{ index: 1, type: 'function', function: { name: 'time', arguments: '{}' } }] }) // no id: the translator makes one

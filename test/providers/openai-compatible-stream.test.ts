@@ -117,6 +117,22 @@ describe('fromUpstreamStream', () => {
     ])
   })
 
+  test('Ollama: parallel calls each whole in its own chunk at index 0, or with no index, are separate calls by their ids', async () => {
+    for (const index of [{ index: 0 }, {}]) {
+      const body =
+        START +
+        chunk({ tool_calls: [{ ...index, id: 'call_AAA111', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Oslo"}' } }] }) +
+        chunk({ tool_calls: [{ ...index, id: 'call_BBB222', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] }) +
+        chunk({ tool_calls: [{ ...index, id: 'call_BBB222', function: { arguments: '' } }] }) + // the same id again: the same call
+        chunk({}, 'tool_calls') +
+        DONE
+      expect(summarize(await translate(body)).toolCalls).toEqual([
+        { block: 0, callId: 'call_AAA111', name: 'get_weather', arguments: '{"city": "Oslo"}' },
+        { block: 1, callId: 'call_BBB222', name: 'get_weather', arguments: '{"city": "Paris"}' },
+      ])
+    }
+  })
+
   test('text before a tool call ends before the call starts', async () => {
     const events = await translate(START + chunk({ content: 'Checking.' }) + chunk({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] }) + chunk({}, 'tool_calls') + DONE)
     expect(events.map(event => event.type)).toEqual(['response-start', 'text-start', 'text-delta', 'text-end', 'tool-call-start', 'tool-call-delta', 'tool-call-end', 'finish'])

@@ -47,6 +47,8 @@ type BlockKind = 'text' | 'reasoning'
 interface ToolBlock {
   block: number | undefined
   callId: string
+  /** Whether the upstream gave the id (else it was made up). */
+  upstreamId: boolean
   name: string
   /** Argument text received before the call's name (started blocks stream it directly). */
   pending: string
@@ -65,6 +67,8 @@ export class ChunkTranslator {
   private nextBlock = 0
   private open: { kind: BlockKind; block: number } | undefined
   private readonly tools = new Map<number, ToolBlock>()
+  /** Calls whose index another call took (toolCallDelta), keyed −1, −2, … in `tools`. */
+  private retiredTools = 0
   private finishReason: string | undefined
   private sawToolCalls = false
   private usage: Record<string, unknown> | undefined
@@ -80,7 +84,7 @@ export class ChunkTranslator {
   resume(tools: Array<{ key: number; block: number; callId: string; name: string }>): void {
     this.started = true
     for (const tool of tools) {
-      this.tools.set(tool.key, { block: tool.block, callId: tool.callId, name: tool.name, pending: '' })
+      this.tools.set(tool.key, { block: tool.block, callId: tool.callId, upstreamId: true, name: tool.name, pending: '' })
       this.nextBlock = Math.max(this.nextBlock, tool.block + 1)
       this.sawToolCalls = true
     }
@@ -186,14 +190,22 @@ export class ChunkTranslator {
 
   private toolCallDelta(index: number, call: Record<string, unknown>, out: ChatEvent[]): void {
     const fn = isRecord(call.function) ? call.function : {}
+    const id = nonEmptyString(call.id)
+    const name = nonEmptyString(fn.name)
     let tool = this.tools.get(index)
+    // Ollama streams every parallel call at `index` 0 (older builds omit it: the position, 0), each
+    // whole in its own chunk: another id there is another call, not more of the same one. The one
+    // before keeps its block, under a key no index uses, to be ended at the finish with the rest.
+    if (tool !== undefined && id !== undefined && id !== tool.callId && (tool.upstreamId || name !== undefined)) {
+      this.tools.set(-++this.retiredTools, tool)
+      tool = undefined
+    }
     if (tool === undefined) {
       // Some llama.cpp and Ollama builds omit the id: a stable one keeps the result pairable.
-      tool = { block: undefined, callId: nonEmptyString(call.id) ?? `call_${this.context.requestId}_${index}`, name: '', pending: '' }
+      tool = { block: undefined, callId: id ?? `call_${this.context.requestId}_${index}`, upstreamId: id !== undefined, name: '', pending: '' }
       this.tools.set(index, tool)
       this.sawToolCalls = true
     }
-    const name = nonEmptyString(fn.name)
     if (tool.block === undefined && name !== undefined) tool.name = name
     const argumentsDelta = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : ''
     if (tool.block === undefined) {

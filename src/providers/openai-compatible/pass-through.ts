@@ -268,6 +268,8 @@ export class PassThroughTranslator {
       if (args !== undefined && typeof args !== 'string') return false
       const key = call.index as number
       let tool = this.tools.get(key) ?? started.get(key)
+      // Another id at a known index is another call (Ollama numbers every call 0): the translator's to sort out.
+      if (tool !== undefined && call.id !== undefined && call.id !== null && call.id !== '' && call.id !== tool.callId) return false
       if (tool === undefined) {
         // A new call needs its id and name in its first chunk; otherwise the translator's rules
         // (a generated id, a start delayed until the name) apply.
