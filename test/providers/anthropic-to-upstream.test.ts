@@ -195,6 +195,37 @@ describe('anthropic toUpstream: exact bodies', () => {
     expect(body.tool_choice).toBeUndefined()
   })
 
+  test("tool call ids Anthropic's pattern refuses (another backend's) are respelled alike in the call and its result; valid ones stay", () => {
+    const body = toUpstream(
+      chat({
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: 'Go' }] },
+          {
+            role: 'assistant',
+            parts: [
+              { type: 'tool-call', callId: 'functions.get_weather:0', name: 'get_weather', arguments: '{}' },
+              { type: 'tool-call', callId: 'functions_get_weather_0', name: 'get_weather', arguments: '{}' },
+              { type: 'tool-call', callId: 'call abc/1', name: 'get_weather', arguments: '{}' },
+            ],
+          },
+          { role: 'tool', parts: [{ type: 'tool-result', callId: 'functions.get_weather:0', content: 'a' }] },
+          { role: 'tool', parts: [{ type: 'tool-result', callId: 'functions_get_weather_0', content: 'b' }] },
+          { role: 'tool', parts: [{ type: 'tool-result', callId: 'call abc/1', content: 'c' }] },
+        ],
+        tools: [weatherTool],
+      }),
+      MODEL,
+    )
+    const calls = (body.messages[1]!.content as Array<{ id: string }>).map(block => block.id)
+    const results = (body.messages[2]!.content as Array<{ tool_use_id: string }>).map(block => block.tool_use_id)
+    expect(results).toEqual(calls)
+    for (const id of calls) expect(id).toMatch(/^[a-zA-Z0-9_-]+$/)
+    expect(new Set(calls).size).toBe(3) // the respelled id does not meet the valid one it resembles
+    expect(calls[0]).toStartWith('functions_get_weather_0_')
+    expect(calls[1]).toBe('functions_get_weather_0')
+    expect(calls[2]).toStartWith('call_abc_1_')
+  })
+
   test('reasoning without a signature is not replayed; redacted reasoning becomes redacted_thinking', () => {
     const body = toUpstream(
       chat({

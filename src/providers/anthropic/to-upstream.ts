@@ -243,15 +243,28 @@ function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBl
       }
       return part.signature === undefined || part.signature === '' ? undefined : { type: 'thinking', thinking: part.text, signature: part.signature }
     case 'tool-call':
-      return { type: 'tool_use', id: part.callId, name: part.name, input: parseToolInput(part.arguments) }
+      return { type: 'tool_use', id: anthropicToolId(part.callId), name: part.name, input: parseToolInput(part.arguments) }
     case 'tool-result':
       return {
         type: 'tool_result',
-        tool_use_id: part.callId,
+        tool_use_id: anthropicToolId(part.callId),
         ...(part.content !== '' ? { content: part.content } : {}),
         ...(part.isError === true ? { is_error: true } : {}),
       }
   }
+}
+
+const ANTHROPIC_TOOL_ID = /^[A-Za-z0-9_-]+$/
+
+/**
+ * A tool call's id as Anthropic takes it: it refuses the whole request when a tool_use id does
+ * not match ^[a-zA-Z0-9_-]+$, and other backends' ids need not (Kimi and DeepSeek write
+ * `functions.get_weather:0`). Others are spelled with `_` for each other character plus a hash
+ * of the original, so a call and its result still pair and two ids never meet in one spelling.
+ */
+export function anthropicToolId(id: string): string {
+  if (ANTHROPIC_TOOL_ID.test(id)) return id
+  return `${id.replace(/[^A-Za-z0-9_-]/g, '_')}_${Bun.hash(id).toString(36)}`
 }
 
 function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageSource {
