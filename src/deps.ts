@@ -114,7 +114,7 @@ export interface DepsOverrides {
 /** The real adapters, one per provider type. */
 const PROVIDER_FACTORIES: ProviderFactories = {
   demo: config => new DemoProvider(config),
-  'openai-compatible': config => new OpenAICompatibleProvider(config),
+  'openai-compatible': config => new OpenAICompatibleProvider(config, config.chatCompletions),
   anthropic: config => new AnthropicProvider(config),
   attested: config => new AttestedProvider(config),
 }

@@ -46,6 +46,12 @@ export interface ProviderConfig {
    * generated, so the connect deadline cannot apply.
    */
   readonly responseTimeoutMs: number
+  /**
+   * Type openai-compatible only: the output cap's field (`max_completion_tokens` by default on
+   * api.openai.com, whose reasoning models refuse `max_tokens`; `max_tokens` elsewhere) and what
+   * becomes of assistant reasoning in the history (ChatCompletionsOptions).
+   */
+  readonly chatCompletions?: { readonly maxTokensField: 'max_tokens' | 'max_completion_tokens'; readonly reasoningHistory: 'drop' | 'reasoning_content' }
   /** Type attested only: the configured proof_format and signing algorithms (first = pre-call attestation). */
   readonly attested?: { readonly proofFormat: ProofFormat; readonly signingAlgos: readonly SigningAlgo[] }
 }

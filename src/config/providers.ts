@@ -42,7 +42,15 @@ export function buildProviders(entries: readonly FileProvider[], secret: (name: 
       problems.push(`${path}.signing_algos: provider "${entry.id}": signing_algos applies only to type attested`)
     }
 
+    for (const key of ['max_tokens_field', 'reasoning_history'] as const) {
+      if (entry[key] !== undefined && entry.type !== 'openai-compatible') problems.push(`${path}.${key}: provider "${entry.id}": ${key} applies only to type openai-compatible`)
+    }
+
     const baseUrl = resolveBaseUrl(entry, `${path}.base_url`, problems)
+    const chatCompletions =
+      entry.type === 'openai-compatible'
+        ? Object.freeze({ maxTokensField: entry.max_tokens_field ?? defaultMaxTokensField(baseUrl), reasoningHistory: entry.reasoning_history ?? 'drop' })
+        : undefined
     let apiKey: string | undefined
     if (entry.api_key_env !== undefined) {
       apiKey = secret(entry.api_key_env) || undefined
@@ -64,11 +72,20 @@ export function buildProviders(entries: readonly FileProvider[], secret: (name: 
         connectTimeoutMs: entry.connect_timeout_ms ?? DEFAULT_CONNECT_TIMEOUT_MS,
         idleTimeoutMs: entry.idle_timeout_ms ?? DEFAULT_IDLE_TIMEOUT_MS,
         responseTimeoutMs: entry.response_timeout_ms ?? DEFAULT_RESPONSE_TIMEOUT_MS,
+        ...(chatCompletions ? { chatCompletions } : {}),
         ...(attested ? { attested } : {}),
       }),
     )
   })
   return providers
+}
+
+/**
+ * OpenAI's own API refuses `max_tokens` on its reasoning models (o-series, GPT-5) and takes
+ * `max_completion_tokens` on every model; the servers that copy its API read `max_tokens`.
+ */
+function defaultMaxTokensField(baseUrl: string | undefined): 'max_tokens' | 'max_completion_tokens' {
+  return baseUrl !== undefined && new URL(baseUrl).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens'
 }
 
 /** The demo provider has no upstream; every other type needs an http(s) base URL (some have a default). */

@@ -54,6 +54,10 @@ const ProviderEntry = t.Object(
     idle_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
     // The headers deadline of calls answered as one JSON body (non-streamed chat): the whole generation.
     response_timeout_ms: t.Optional(Integer({ minimum: 1000, maximum: 3_600_000 })),
+    // openai-compatible only (providers.ts): the field of the output cap, and whether assistant
+    // reasoning goes back upstream (ChatCompletionsOptions).
+    max_tokens_field: t.Optional(t.Union([t.Literal('max_tokens'), t.Literal('max_completion_tokens')])),
+    reasoning_history: t.Optional(t.Union([t.Literal('drop'), t.Literal('reasoning_content')])),
     // attested only: the evidence layout and E2EE protocol (TEE-PROTOCOL.md B1), and the
     // signing algorithms the backend serves (the first is used for pre-call attestation).
     proof_format: t.Optional(t.String({ minLength: 1, maxLength: 200 })),

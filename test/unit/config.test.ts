@@ -461,6 +461,7 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
       connectTimeoutMs: 10_000,
       idleTimeoutMs: 60_000,
       responseTimeoutMs: 600_000,
+      chatCompletions: { maxTokensField: 'max_completion_tokens', reasoningHistory: 'drop' },
     })
     const mini = config.models.find(model => model.id === 'gpt-4o-mini')!
     expect(mini.level).toBe('anonymous')
@@ -553,9 +554,9 @@ models:
   test('providers: keys read from the named variables, defaults filled, trailing slash dropped', () => {
     const { config } = fromFile(LOADABLE, KEYS)
     expect(config.providers).toEqual([
-      { id: 'vllm-a', type: 'openai-compatible', baseUrl: 'http://vllm-a:8000/v1', apiKey: 'vllm-secret', retention: 'none', connectTimeoutMs: 2500, idleTimeoutMs: 90_000, responseTimeoutMs: 1_200_000 },
+      { id: 'vllm-a', type: 'openai-compatible', baseUrl: 'http://vllm-a:8000/v1', apiKey: 'vllm-secret', retention: 'none', connectTimeoutMs: 2500, idleTimeoutMs: 90_000, responseTimeoutMs: 1_200_000, chatCompletions: { maxTokensField: 'max_tokens', reasoningHistory: 'drop' } },
       { id: 'claude', type: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', apiKey: 'ant-secret', retention: 'unknown', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, responseTimeoutMs: 600_000 },
-      { id: 'local', type: 'openai-compatible', baseUrl: 'http://127.0.0.1:8080', apiKey: undefined, retention: 'none', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, responseTimeoutMs: 600_000 },
+      { id: 'local', type: 'openai-compatible', baseUrl: 'http://127.0.0.1:8080', apiKey: undefined, retention: 'none', connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, responseTimeoutMs: 600_000, chatCompletions: { maxTokensField: 'max_tokens', reasoningHistory: 'drop' } },
     ])
   })
 
@@ -646,10 +647,24 @@ models:
     ['{ id: t, type: attested, base_url: "https://t/v1", proof_format: tdx.v9 }', 'providers.0.proof_format: provider "t": unknown proof_format "tdx.v9"'],
     ['{ id: t, type: attested, proof_format: dstack-tdx-nvgpu.addr-nonce.v1 }', 'providers.0.base_url: provider "t": type attested needs base_url'],
     ['{ id: a, type: demo, signing_algos: [ecdsa] }', 'providers.0.signing_algos: provider "a": signing_algos applies only to type attested'],
+    ['{ id: a, type: demo, max_tokens_field: max_tokens }', 'providers.0.max_tokens_field: provider "a": max_tokens_field applies only to type openai-compatible'],
+    ['{ id: a, type: demo, reasoning_history: reasoning_content }', 'providers.0.reasoning_history: provider "a": reasoning_history applies only to type openai-compatible'],
+    ['{ id: a, type: openai-compatible, base_url: "http://x", reasoning_history: keep }', 'providers.0.reasoning_history: must be one of drop, reasoning_content'],
   ])('%s is refused', (entry, problem) => {
     const problems = providerProblems(entry)
     expect(problems).toHaveLength(1)
     expect(problems[0]).toStartWith(problem)
+  })
+
+  test('openai-compatible wire choices: max_completion_tokens by default on api.openai.com only; both can be set', () => {
+    const load = (entry: string) => fromFile(`${MINIMAL}providers:\n  - ${entry}\n`, { K: 'k' }).config.providers[0]!.chatCompletions
+    expect(load('{ id: a, type: openai-compatible, base_url: "https://api.openai.com/v1", api_key_env: K }')).toEqual({ maxTokensField: 'max_completion_tokens', reasoningHistory: 'drop' })
+    expect(load('{ id: a, type: openai-compatible, base_url: "http://vllm:8000/v1" }')).toEqual({ maxTokensField: 'max_tokens', reasoningHistory: 'drop' })
+    expect(load('{ id: a, type: openai-compatible, base_url: "https://api.deepseek.com/v1", max_tokens_field: max_completion_tokens, reasoning_history: reasoning_content }')).toEqual({
+      maxTokensField: 'max_completion_tokens',
+      reasoningHistory: 'reasoning_content',
+    })
+    expect(load('{ id: a, type: demo }')).toBeUndefined()
   })
 
   test('duplicate provider ids are refused', () => {
