@@ -17,7 +17,11 @@ export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
  * cap (spec §3.1), so the message says which limit refused and why.
  */
 export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean): ApiError {
-  const refused = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos) cannot cover this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
+  const capText = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos)`
+  const costText = `this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
+  // Said of the whole cap only when the cost exceeds it; otherwise what is left (the cap less what
+  // was spent in the window and what calls in flight hold) is short, not the cap.
+  const refused = estimate > cap ? `${capText} cannot cover ${costText}` : `${capText} has less left than ${costText} (after what it spent and what calls in flight hold)`
   // No reset helps a call whose worst case exceeds the whole cap: a Retry-After would only send
   // the client back at the window's end to be refused again. A token-priced call may fit with a
   // smaller output cap; a fixed-price one (a page, a search, a parse) cannot shrink.

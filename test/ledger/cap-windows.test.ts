@@ -141,7 +141,7 @@ describe('over HTTP (a billed route on the metering API)', () => {
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toBeNull()
     const message = (await json(refused)).error.message
-    expect(message).toContain('daily spend cap')
+    expect(message).toContain(`daily spend cap of ${formatUsd(E)} USD (${E} nanos) cannot cover this request's worst-case cost`)
     expect(message).toContain('a request with a lower max_tokens may still fit')
     expect(message).not.toContain('resets at')
     // A call that fits the cap is still admitted.
@@ -161,7 +161,8 @@ describe('over HTTP (a billed route on the metering API)', () => {
     // said "is used up" while the key had room for a smaller call).
     const message = (await json(refused)).error.message
     expect(message).toContain(`overall spend cap of ${formatUsd(2n * E)} USD`)
-    expect(message).toContain(`cannot cover this request's worst-case cost of ${formatUsd(E)} USD`)
+    expect(message).toContain(`has less left than this request's worst-case cost of ${formatUsd(E)} USD`)
+    expect(message).not.toContain('cannot cover') // a cap of twice the cost covers it; what is left does not
     expect(message).not.toContain('used up')
     expect(await keyStatus(key.keyId)).toBe('active')
   })
