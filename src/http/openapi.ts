@@ -62,7 +62,7 @@ export function openapiDocs(version: string, paths: Record<string, object> = {})
               '/api/v1 holds the platform routes. Money is integer USD nanos as decimal strings (1000000000 = 1 USD). ' +
               'Errors on /api/v1 carry an error object with code, message, param (when a field is to blame) and request_id; ' +
               'every response carries an x-request-id header. A path asked with a method it does not take is 405 method_not_allowed ' +
-              'with an Allow header; an unknown path is 404 not_found.',
+              'with an Allow header; an unknown path is 404 not_found; an unexpected failure is 500 internal_error (never for bad input).',
           },
           paths,
           tags: [
