@@ -37,7 +37,10 @@ const RATIO_FLOOR = 1024 * 1024
  * sheet parts, before the parser runs.
  */
 export const MAX_SHEET_CELLS = 500_000
-const SHEET_PART = /^xl\/worksheets\/[^/]+\.xml$/i
+// Any entry with this in its name: officeparser reads as a sheet every entry its unanchored
+// /xl\/worksheets\/sheet\d+.xml/ matches (`a/xl/worksheets/sheet1.xml`, `…sheet1Axml`), so an
+// anchored pattern here let renamed sheets past the count.
+const SHEET_PART = /xl\/worksheets\//i
 // A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c>.
 const CELL = /<(?:[A-Za-z_][\w.-]*:)?c[\s/>]/g
 

@@ -174,6 +174,9 @@ describe('refusals, each with a reason a person understands', () => {
   })
   test('a workbook of more cells than the cap is refused before the parser runs (it keeps ~850 bytes each)', async () => {
     await refused(manyCellsXlsx(510, 1000), /holds more than 500,000 cells/)
+    // Sheet parts named so that officeparser still reads them (its pattern is unanchored, its dot unescaped).
+    await refused(manyCellsXlsx(510, 1000, 'a/xl/worksheets/sheet1.xml'), /holds more than 500,000 cells/)
+    await refused(manyCellsXlsx(510, 1000, 'xl/worksheets/sheet1Axml'), /holds more than 500,000 cells/)
     // Under the cap it is read, every cell.
     const text = (await extractDocument(manyCellsXlsx(3, 4), limits)).text
     expect(text).toBe('[Sheet: S]\n1\t1\t1\t1\n1\t1\t1\t1\n1\t1\t1\t1')
