@@ -106,6 +106,7 @@ export class McpService {
     const capabilities = { tools: { listChanged: false } }
     const server = new Server(serverInfo, { capabilities })
     const streams = wantsProgress(call.body)
+    const batched = requestCount(call.body) > 1
     const flow = streams ? new ProgressFlow() : undefined
     // The request's line waits for each tool call and for a progress stream's end, so that it
     // carries the billed call's model, outcome, usage and charge (README, Metrics and logs).
@@ -184,6 +185,10 @@ export class McpService {
           // no reply, and its line says `cancelled`, never a refusal. A tool that finished before
           // the cancel took effect answers as usual (the spec lets a completed request ignore it).
           if (record !== undefined) record.outcome ??= 'cancelled'
+          // In a batch, dropping the reply would drop the whole POST's (the SDK's transport answers
+          // once every request of it has its reply), and the other calls, still running and billed,
+          // would reach no one: this one is answered as cancelled instead (the spec's SHOULD).
+          if (batched) return { content: [{ type: 'text', text: (running.signal.reason as Error).message }], isError: true }
           await dropReply()
           throw error
         }
@@ -229,6 +234,12 @@ export class McpService {
     ended(false)
     return response
   }
+}
+
+/** The requests (messages with a method and an id) in the message or batch. */
+function requestCount(body: unknown): number {
+  const messages = Array.isArray(body) ? body : [body]
+  return messages.filter(message => typeof (message as { method?: unknown } | null)?.method === 'string' && (message as { id?: unknown }).id !== undefined).length
 }
 
 /** True when a tools/call in the message (or batch) asks for progress notifications. */

@@ -174,3 +174,22 @@ test('the registry forgets calls that finish or fail', async () => {
   expect(listed.result.structuredContent.models).toHaveLength(1)
   expect(t.deps.mcpCalls.size).toBe(0)
 })
+
+test('a cancelled call in a batch: answered as cancelled, and the batch\'s other call still answered and billed once', async () => {
+  upstream.enqueue(heldStream(), heldStream())
+  const before = await prepaid()
+  const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'slow', prompt: 'hi' } } })
+  const answer = rawMcp(token, [call(101), call(102)])
+  const [first, second] = [await upstream.request(0), await upstream.request(1)]
+  expect((await rawMcp(token, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 101, reason: 'stop' } })).status).toBe(202)
+  // The cancelled call's upstream is cut (one of the two: the batch's order is not the upstream's).
+  await poll('one upstream call to be cut', 200, 10, () => (first.isDisconnected() !== second.isDisconnected() ? true : undefined))
+  openGate()
+  const replies = ((await (await answer).json()) as any[]).toSorted((a, b) => a.id - b.id)
+  expect(replies.map(reply => reply.id)).toEqual([101, 102])
+  expect(replies[0].result).toEqual({ content: [{ type: 'text', text: 'the client cancelled the call: stop' }], isError: true })
+  expect(replies[1].result.structuredContent).toMatchObject({ text: TEXT, usage: { input_tokens: INPUT, output_tokens: 10 } })
+  await callsEnded()
+  // The completed call in full; the cancelled collected one nothing (its answer reached no one).
+  expect(before - (await prepaid())).toBe(nanos(INPUT + 10))
+})
