@@ -46,8 +46,11 @@ async function verifyToken(keys: KeyService, token: string, fresh: boolean, scop
   return result.principal
 }
 
-/** Reads the credential from `Authorization: Bearer` or `X-API-Key`. Cookies are never read. */
-export function credentialOf(headers: Headers): string {
+/**
+ * Reads the credential from `Authorization: Bearer` or `X-API-Key`. Cookies are never read.
+ * `kind` names what the route takes, for the refusal of a request without one.
+ */
+export function credentialOf(headers: Headers, kind = 'API key'): string {
   const authorization = headers.get('authorization')
   // An empty (or blank) X-API-Key is no credential at all: absent, both alone and beside a Bearer
   // (some clients always send the header, empty when no key is configured).
@@ -62,7 +65,7 @@ export function credentialOf(headers: Headers): string {
     throw new ApiError('unauthorized', 'Authorization and X-API-Key carry different credentials')
   }
   const credential = bearer ?? apiKey
-  if (!credential) throw new ApiError('unauthorized', 'missing credential: send "Authorization: Bearer <API key>" or "X-API-Key"')
+  if (!credential) throw new ApiError('unauthorized', `missing credential: send "Authorization: Bearer <${kind}>" or "X-API-Key"`)
   return credential
 }
 
@@ -90,7 +93,7 @@ function noteCaller(request: Request, principal: Principal): void {
 
 /** Credential → principal, or 401. */
 async function identify(keys: KeyService, request: Request, mode: Exclude<AuthMode, 'public'>): Promise<Principal> {
-  const credential = credentialOf(request.headers)
+  const credential = credentialOf(request.headers, mode === 'mcp' ? 'MCP access token (svc_mcp_, from the OAuth flow)' : undefined)
   let principal: Principal
   if (credential.startsWith(MCP_PREFIX)) {
     // MCP access tokens are audience-bound to /mcp; anywhere else they are not credentials.

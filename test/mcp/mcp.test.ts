@@ -245,7 +245,10 @@ describe('auth on /mcp and the prefix rules elsewhere', () => {
 
   test('anything but a live svc_mcp_ token is 401 with the resource-metadata challenge', async () => {
     const cli = (await codeFlowTokens(t, org.adminKey, 'cli:inference')).access_token
-    await expectChallenge(await rawMcp(ping))
+    const none = await rawMcp(ping)
+    // The refusal names what /mcp takes, not the API key it refuses.
+    expect(((await none.clone().json()) as any).error.message).toBe('missing credential: send "Authorization: Bearer <MCP access token (svc_mcp_, from the OAuth flow)>" or "X-API-Key"')
+    await expectChallenge(none)
     await expectChallenge(await rawMcp(ping, { authorization: `Bearer ${org.adminKey}` }))
     await expectChallenge(await rawMcp(ping, { 'x-api-key': org.adminKey }))
     await expectChallenge(await rawMcp(ping, { authorization: `Bearer ${cli}` }))
