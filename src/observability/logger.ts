@@ -1,4 +1,5 @@
 import type { LogLevel } from '../config/config'
+import { CREDENTIAL, mayHoldCredential } from '../lib/credential-text'
 
 /** Structured JSON-lines logger. Content (prompts, files, ciphertext) is never passed to it. */
 export interface Logger {
@@ -11,19 +12,11 @@ export interface Logger {
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
 
 // Any credential that reaches a log line by accident (an echoed header, an error message)
-// is cut down to its prefix, on every path. Not anchored at a word boundary: the pattern runs
-// on the JSON text, where a key starting a stack-trace line follows `\n` (a word character),
-// as one in a URL-encoded query follows `%3D`.
-const SECRET = /(z_sk_|svc_cli_|svc_mcp_)[A-Za-z0-9_-]+/g
-
-/** Whether `text` could hold a credential: a superset of what SECRET matches. */
-function mayHoldSecret(text: string): boolean {
-  return text.includes('z_sk_') || text.includes('svc_cli_') || text.includes('svc_mcp_')
-}
+// is cut down to its prefix, on every path (CREDENTIAL).
 
 /** Replaces every credential-looking substring with its prefix and a marker. */
 export function redact(text: string): string {
-  return text.replace(SECRET, '$1[redacted]')
+  return text.replace(CREDENTIAL, '$1[redacted]')
 }
 
 /**
@@ -68,7 +61,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
       if (text.length > 2) members = `,${text.slice(1)}`
     }
     const json = `{"time":"${lastTime}","level":"${lineLevel}","msg":${JSON.stringify(message)}${members}`
-    write(`${mayHoldSecret(json) ? redact(json) : json}\n`)
+    write(`${mayHoldCredential(json) ? redact(json) : json}\n`)
   }
   return {
     debug: (message, fields) => emit('debug', message, fields),

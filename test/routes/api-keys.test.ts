@@ -715,11 +715,12 @@ describe('request ids', () => {
     for (const response of responses.slice(3, 9)) expect((await json(response)).error.request_id).toBe(response.headers.get('x-request-id')!)
   })
 
-  test('a well-formed incoming x-request-id is kept; a malformed one is replaced', async () => {
+  test('a well-formed incoming x-request-id is kept; a malformed one, or one holding a credential, is replaced', async () => {
     const kept = await create({ name: '' }, org.adminKey, { 'x-request-id': 'trace-01.abc:XYZ_9' })
     expect(kept.headers.get('x-request-id')).toBe('trace-01.abc:XYZ_9')
     expect((await json(kept)).error.request_id).toBe('trace-01.abc:XYZ_9')
-    for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', '<script>', '']) {
+    // A credential as the id would be stored on ledger entries and sent upstream in the clear.
+    for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', '<script>', '', org.adminKey, `trace.svc_mcp_${'a'.repeat(43)}`]) {
       const response = await t.request('GET', KEYS, { headers: { 'x-request-id': bad } })
       expect(response.status).toBe(401)
       const id = response.headers.get('x-request-id')!
