@@ -86,10 +86,11 @@ export interface UsageBound {
  * longer than the model's context, and the upstream was told to stop at max_tokens, so a count
  * beyond either (a broken or hostile backend) is billed at the bound instead of draining the
  * organization (QA: a report of 10^8 output tokens took a balance 200,000 USD below zero).
- * Cached input and reasoning tokens stay within the input and output they are part of.
+ * Cached input and reasoning tokens stay within the input and output they are part of, so the
+ * usage a reply reports adds up as the one billed does (priceUsage reads no more than that).
  */
 export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
-  if (usage.inputTokens <= bound.maxInputTokens && usage.outputTokens <= bound.maxOutputTokens) return usage
+  if (usage.inputTokens <= bound.maxInputTokens && usage.outputTokens <= bound.maxOutputTokens && subsetsWithin(usage)) return usage
   const inputTokens = Math.min(usage.inputTokens, bound.maxInputTokens)
   const outputTokens = Math.min(usage.outputTokens, bound.maxOutputTokens)
   const held: Usage = { ...usage, inputTokens, outputTokens }
@@ -97,6 +98,11 @@ export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
   if (usage.cacheWriteInputTokens !== undefined) held.cacheWriteInputTokens = Math.min(usage.cacheWriteInputTokens, inputTokens - (held.cachedInputTokens ?? 0))
   if (usage.reasoningTokens !== undefined) held.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens)
   return held
+}
+
+function subsetsWithin(usage: Usage): boolean {
+  const cached = usage.cachedInputTokens ?? 0
+  return cached <= usage.inputTokens && (usage.cacheWriteInputTokens ?? 0) <= usage.inputTokens - cached && (usage.reasoningTokens ?? 0) <= usage.outputTokens
 }
 
 /**

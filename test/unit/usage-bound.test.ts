@@ -21,6 +21,15 @@ describe('boundedUsage', () => {
     })
     expect(boundedUsage({ inputTokens: 5, cachedInputTokens: 2, outputTokens: 40, ...tools }, bound)).toEqual({ inputTokens: 5, cachedInputTokens: 2, outputTokens: 16, ...tools })
   })
+
+  test('within the bound, subsets larger than their whole are held to it: the reply reports what is billed', () => {
+    expect(boundedUsage({ inputTokens: 10, cachedInputTokens: 50, outputTokens: 12, reasoningTokens: 500, ...tools }, bound)).toEqual({
+      inputTokens: 10, cachedInputTokens: 10, outputTokens: 12, reasoningTokens: 12, ...tools,
+    })
+    expect(boundedUsage({ inputTokens: 10, cachedInputTokens: 4, cacheWriteInputTokens: 9, outputTokens: 1, ...tools }, bound)).toEqual({
+      inputTokens: 10, cachedInputTokens: 4, cacheWriteInputTokens: 6, outputTokens: 1, ...tools,
+    })
+  })
 })
 
 describe('the meters bill within the bound', () => {
