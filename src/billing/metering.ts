@@ -27,13 +27,17 @@ export class MeteredCall {
     private readonly model = '',
   ) {}
 
-  /** Charges `actual` (committed before this resolves), then frees the slot. */
-  async settle(actual: Nanos): Promise<void> {
-    if (this.ended) return
+  /**
+   * Charges `actual` (committed before this resolves), then frees the slot. Resolves to what was
+   * booked: 0 when the call's billing key had been charged before (a repeated Idempotency-Key).
+   */
+  async settle(actual: Nanos): Promise<Nanos> {
+    if (this.ended) return 0n
     this.ended = true
     try {
       const charged = await this.ledger.settle(this.reservation, actual)
       this.metrics?.billedNanos.inc(Number(charged), this.model, this.reservation.purpose)
+      return charged
     } finally {
       this.freeSlot()
     }

@@ -148,8 +148,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
   const settle = async () => {
     const usage = meter.usage()
-    const charged = priceUsage(route.price, usage)
-    await call.settle(charged)
+    const charged = await call.settle(priceUsage(route.price, usage))
     return { usage, charged }
   }
 

@@ -242,12 +242,12 @@ class OpenedCall implements OpenCall {
     this.upstream.cut()
   }
 
+  /** `charged`: what was booked (nothing for a repeat of a billing key already charged). */
   async settle(): Promise<{ usage: Usage; charged: Nanos }> {
     const usage = this.meter.usage()
-    const charged = priceUsage(this.input.request.route.price, usage)
     const fault = this.deps.fault
     fault?.('before_settle')
-    await this.call.settle(charged)
+    const charged = await this.call.settle(priceUsage(this.input.request.route.price, usage))
     fault?.('after_settle_before_final_frame')
     return { usage, charged }
   }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { switchPlan } from '../../src/billing/plan-switch'
+import { createLogger } from '../../src/observability/logger'
 import { openAIWire } from '../providers/openai-wire'
 import { createCappedKey, verifyClean } from '../ledger/fixtures'
 import { parseCharges } from '../support/documents'
@@ -106,7 +107,9 @@ describe('Idempotency-Key', () => {
   const charged = async () => 10_000_000_000n - (await h.t.deps.balance(h.org.orgId)).prepaidNanos
 
   test('a repeated request runs inference again but bills no part twice; a new key or a different request bills anew', async () => {
-    h = await buildFusionHarness()
+    const lines: Array<Record<string, unknown>> = []
+    h = await buildFusionHarness({ logger: createLogger('info', line => lines.push(JSON.parse(line))) })
+    const partCharges = () => lines.filter(line => line.msg === 'chat' && line.purpose === 'fusion').map(line => line.charged_nanos)
     const send = (extra: Record<string, unknown> = {}, key = KEY) => h.fusion(body(['a', 'b'], extra), { headers: { 'idempotency-key': key } })
     script()
     expect((await json(await send())).status).toBe('complete')
@@ -127,6 +130,9 @@ describe('Idempotency-Key', () => {
     expect(h.judge.requests.length).toBe(2)
     expect(await charged()).toBe(once)
     expect((await fusionEntries(h.t)).length).toBe(3)
+    // The repeat's lines say what it booked: nothing (the sum of the lines is the ledger's).
+    expect(partCharges().slice(3)).toEqual(['0', '0', '0'])
+    expect(partCharges().slice(0, 3).map(nanos => BigInt(nanos as string)).reduce((sum, nanos) => sum + nanos, 0n)).toBe(once)
 
     // Another Idempotency-Key, or another request under the same key, is new work.
     script()
