@@ -55,6 +55,34 @@ export function apiErrorAsJsonRpc(error: ApiError, id: JsonRpcId, requestId: str
   return jsonRpcErrorBody(id, CODE[error.code], error.message, data)
 }
 
+/**
+ * Why a parsed body is not a JSON-RPC 2.0 message or batch of them (§4, §5), or undefined. Valid
+ * JSON that is no valid message is an Invalid Request (-32600), not a parse error (-32700), which
+ * the SDK's transport answers for both.
+ */
+export function invalidRequest(body: unknown): string | undefined {
+  if (Array.isArray(body)) {
+    if (body.length === 0) return 'an empty batch'
+    for (const message of body) {
+      const problem = invalidMessage(message)
+      if (problem !== undefined) return `in the batch, ${problem}`
+    }
+    return undefined
+  }
+  return invalidMessage(body)
+}
+
+function invalidMessage(message: unknown): string | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return 'a message must be a JSON object'
+  const { jsonrpc, method, id } = message as Record<string, unknown>
+  if (jsonrpc !== '2.0') return '"jsonrpc" must be "2.0"'
+  // MCP: a request's id is a string or an integer, never null.
+  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return '"id" must be a string or an integer'
+  if (method !== undefined) return typeof method === 'string' ? undefined : '"method" must be a string'
+  if (id === undefined || !('result' in message || 'error' in message)) return 'a message needs a "method" (a request or notification), or an "id" with a "result" or "error" (a response)'
+  return undefined
+}
+
 // The id of the JSON-RPC request a POST /mcp carries, once its body is read, so a failure after
 // that point answers that request (the error handler has the Request, not the body).
 const ids = new WeakMap<Request, JsonRpcId>()

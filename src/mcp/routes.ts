@@ -8,7 +8,7 @@ import { liftIdleTimeout } from '../http/idle-timeout'
 import { requestIdOf } from '../http/request-context'
 import type { KeyService } from '../keys/service'
 import type { OAuthServer } from '../oauth/server'
-import { jsonRpcErrorBody, MCP_ERROR, noteJsonRpcId } from './json-rpc'
+import { invalidRequest, jsonRpcErrorBody, MCP_ERROR, noteJsonRpcId } from './json-rpc'
 import type { McpService } from './server'
 
 /** MCP requests carry prompts as text: 4 MiB, like the other non-chat inference routes (spec §8). */
@@ -80,8 +80,10 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
           if (error instanceof ApiError && error.code === 'payload_too_large') return jsonRpcError(413, -32600, error.message, requestId)
           return jsonRpcError(400, -32700, `Parse error: ${error instanceof ApiError ? error.message : 'the body is not valid JSON'}`, requestId)
         }
-        // JSON-RPC 2.0 §6: an empty batch is an Invalid Request (the SDK's transport answered it 202).
-        if (Array.isArray(body) && body.length === 0) return jsonRpcError(400, -32600, 'Invalid Request: an empty batch', requestId)
+        // JSON-RPC 2.0 §5.1, §6: valid JSON that is no message, or an empty batch (the SDK's
+        // transport answered these -32700 and 202), is an Invalid Request.
+        const invalid = invalidRequest(body)
+        if (invalid !== undefined) return jsonRpcError(400, -32600, `Invalid Request: ${invalid}`, requestId)
         // From here on a failure answers this request (its id), not an anonymous one.
         noteJsonRpcId(request, body)
         return mcp.handle({ principal, requestId, httpRequest: request, body, disableIdleTimeout: () => liftIdleTimeout(server, request) })
@@ -103,7 +105,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
           responses: {
             200: JSON_RPC,
             202: { description: 'Notification accepted' },
-            400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON, or not a JSON-RPC message; -32600 for an empty batch', content: JSON_RPC.content },
+            400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON; Invalid Request (-32600): JSON that is not a JSON-RPC 2.0 message or batch, or an empty batch', content: JSON_RPC.content },
             401: JSON_RPC,
             403: JSON_RPC,
             406: JSON_RPC,

@@ -214,6 +214,21 @@ describe('transport rules', () => {
     expect([latin1.status, (await json(latin1)).error]).toEqual([400, { code: -32700, message: 'Parse error: request body is not valid UTF-8 (RFC 8259 §8.1)' }])
     const empty = await rawMcp([], { authorization: `Bearer ${token}` })
     expect([empty.status, (await json(empty)).error]).toEqual([400, { code: -32600, message: 'Invalid Request: an empty batch' }])
+    // JSON that is no JSON-RPC message is an Invalid Request too (§5.1 keeps -32700 for what is not JSON).
+    for (const [message, problem] of [
+      [{ id: 3, method: 'ping' }, '"jsonrpc" must be "2.0"'],
+      [{ jsonrpc: '1.0', id: 3, method: 'ping' }, '"jsonrpc" must be "2.0"'],
+      [{ jsonrpc: '2.0', id: null, method: 'ping' }, '"id" must be a string or an integer'],
+      [{ jsonrpc: '2.0', id: 1.5, method: 'ping' }, '"id" must be a string or an integer'],
+      [{ jsonrpc: '2.0', id: 3, method: 7 }, '"method" must be a string'],
+      [{ jsonrpc: '2.0', id: 3 }, 'a message needs a "method" (a request or notification), or an "id" with a "result" or "error" (a response)'],
+      ['hello', 'a message must be a JSON object'],
+      [null, 'a message must be a JSON object'],
+      [[ping, 42], 'in the batch, a message must be a JSON object'],
+    ] as const) {
+      const refused = await rawMcp(message, { authorization: `Bearer ${token}` })
+      expect([refused.status, (await json(refused)).error]).toEqual([400, { code: -32600, message: `Invalid Request: ${problem}` }])
+    }
     // 4 MiB cap, before parsing.
     const huge = await rawMcp({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'x'.repeat(5 * 1024 * 1024) } } }, { authorization: `Bearer ${token}` })
     expect(huge.status).toBe(413)
