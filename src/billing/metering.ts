@@ -79,13 +79,15 @@ export class PendingCharges {
     this.pending.push({ call, amount })
   }
 
-  /** The chat was admitted: charges each piece (committed before this resolves). */
-  async settleAll(): Promise<void> {
+  /** The chat was admitted: charges each piece (committed before this resolves); resolves to what was booked. */
+  async settleAll(): Promise<Nanos> {
+    let booked = 0n
     try {
       while (this.pending.length > 0) {
         const { call, amount } = this.pending.shift()!
-        await call.settle(amount)
+        booked += await call.settle(amount)
       }
+      return booked
     } finally {
       // A settlement the ledger could not commit (503) leaves the rest uncharged.
       this.releaseAll()

@@ -76,9 +76,10 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     pending?.releaseAll()
     throw error
   }
+  let enrichmentCharged = 0n
   if (pending !== undefined) {
     try {
-      await pending.settleAll()
+      enrichmentCharged = await pending.settleAll()
     } catch (error) {
       call.release()
       throw error
@@ -92,6 +93,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // ApiError as the abort reason, which the client sees.
   deps.lifecycle.track(upstream)
   const open = new OpenedCall(deps, input, call, upstream, serverTools, maxOutputTokens, options.collect === true, record)
+  open.enrichmentCharged = enrichmentCharged
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
   input.disableIdleTimeout?.()
@@ -139,6 +141,8 @@ class OpenedCall implements OpenCall {
   private deltas = 0
   /** An error event already counted as a failed open (fallbackFailed), not to count again as mid-stream. */
   private counted: UpstreamError | undefined
+  /** What the request's attached files and hosted web work were charged (before the chat ran): its line's charge includes it. */
+  enrichmentCharged = 0n
 
   constructor(
     private readonly deps: PipelineDeps,
@@ -262,7 +266,8 @@ class OpenedCall implements OpenCall {
       record.outcome = outcome
       record.inputTokens = usage?.inputTokens
       record.outputTokens = usage?.outputTokens
-      record.chargedNanos = charged
+      // The request's whole charge: its files and hosted web work were charged once the chat was admitted.
+      record.chargedNanos = this.enrichmentCharged === 0n ? charged : (charged ?? 0n) + this.enrichmentCharged
     }
     const metrics = this.deps.metrics
     if (metrics && usage && charged !== undefined) {

@@ -106,3 +106,18 @@ test("a client that leaves during a chat's hosted web search: logged 499 cancell
   await poll('the search to reach its backend', 200, 10, () => (search.searches() === 1 ? true : undefined))
   await leaveAndExpectCancelled({ t, org, logged, before }, call, 'web_search', 'req-left-chat-search')
 })
+
+test("a chat with a hosted search that completes: its request line's charge is the whole request's, the search's included", async () => {
+  const search = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => Response.json({ results: [{ url: 'https://bun.sh', title: 'Bun', content: 'A runtime' }] }) })
+  cleanups.push(() => search.stop(true))
+  const { t, org, logged, send, before } = await setup(`{ backend: searxng, base_url: "http://127.0.0.1:${search.port}" }`)
+  const response = (await send('/v1/chat/completions', { model: 'demo-web', web_search: true, max_tokens: 20, messages: [{ role: 'user', content: 'what is bun' }] }, 'req-chat-search').answered)!
+  expect(response.status).toBe(200)
+  await response.text()
+  await poll('the request line', 200, 10, () => logged('request', 'req-chat-search'))
+  const rows = await t.deps.database.client.execute({ sql: 'select purpose, amount_nanos from ledger_entries where request_id = ?', args: ['req-chat-search'] })
+  expect(rows.rows.map(row => row.purpose).toSorted()).toEqual(['chat', 'web_search'])
+  const booked = rows.rows.reduce((sum, row) => sum + BigInt(row.amount_nanos as bigint), 0n)
+  expect(booked).toBe(before - (await t.deps.balance(org.orgId)).prepaidNanos)
+  expect(BigInt(logged('request', 'req-chat-search').charged_nanos)).toBe(booked)
+})
