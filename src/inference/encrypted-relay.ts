@@ -72,10 +72,23 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const nowSec = Math.floor(deps.clock.now() / 1000)
   const candidates: Array<{ target: AttestedBackend; checked: CheckedBody }> = []
   let firstRefusal: unknown
+  // The body is checked once per protocol, not per backend: the check reads every ciphertext.
+  const byFormat = new Map<string, CheckedBody | { refused: unknown }>()
   for (const target of deps.attestation.backends(route, h.algo)) {
+    const format = target.provider.proofFormat
     try {
-      checkHeadersForFormat(h, target.provider.proofFormat, nowSec)
-      candidates.push({ target, checked: checkEncryptedBody(input.body, h, target.provider.proofFormat) })
+      checkHeadersForFormat(h, format, nowSec)
+      let checked = byFormat.get(format.name)
+      if (checked === undefined) {
+        try {
+          checked = checkEncryptedBody(input.body, h, format)
+        } catch (error) {
+          checked = { refused: error }
+        }
+        byFormat.set(format.name, checked)
+      }
+      if ('refused' in checked) throw checked.refused
+      candidates.push({ target, checked })
     } catch (error) {
       firstRefusal ??= error
     }
@@ -88,8 +101,11 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   if (checked.maxTokens !== undefined && checked.maxTokens > route.maxOutputTokens) {
     throw new ApiError('invalid_request', `${checked.maxTokensField} ${checked.maxTokens} exceeds model ${route.id}'s maximum output of ${route.maxOutputTokens} tokens`, checked.maxTokensField)
   }
+  if (inputTokens >= route.contextLength) {
+    throw new ApiError('invalid_request', `the request (about ${inputTokens} input tokens) does not fit model ${route.id}'s context of ${route.contextLength} tokens`, 'messages')
+  }
   const outputTokens = checked.maxTokens ?? Math.min(route.maxOutputTokens, route.contextLength - inputTokens)
-  if (outputTokens < 1 || inputTokens + outputTokens > route.contextLength) {
+  if (inputTokens + outputTokens > route.contextLength) {
     throw new ApiError('invalid_request', `the request (up to ${inputTokens} input tokens plus ${outputTokens} output tokens) does not fit model ${route.id}'s context of ${route.contextLength} tokens`, 'messages')
   }
 

@@ -130,6 +130,12 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.messages[0].content = '05' + r.body.messages[0].content.slice(2) }, /start with the 04/)
     await expect400('near2', r => { r.body.messages[0].content = null }, /nonblank ciphertext/)
     await expect400('near2', r => { r.body.messages[0].content = 'ab'.repeat(71) }, /too short/, { algo: 'ed25519' })
+    await expect400('near2', r => { r.body.messages[0].content = r.body.messages[0].content.slice(0, -2) + 'zz' }, /ciphertext hex/)
+  })
+
+  test('long valid ciphertext is read as hex (a pattern of hex pairs stopped matching past a few million characters), and measured against the context', async () => {
+    // 6 million hex characters: no longer "not hex", but far more than the 32,768-token context.
+    await expect400('near2', r => { r.body.messages[0].content = '04' + 'ab'.repeat(2_999_999) }, /^the request \(about \d+ input tokens\) does not fit model sim:encrypted's context of 32768 tokens$/)
   })
   test('content arrays and image, file or document parts', async () => {
     await expect400('near2', r => { r.body.messages[0].content = [{ type: 'text', text: r.body.messages[0].content }] }, /content arrays/)
