@@ -9,7 +9,7 @@ import { hsalsa, xsalsa20poly1305 } from '@noble/ciphers/salsa.js'
 import { hkdf } from '@noble/hashes/hkdf.js'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { equalBytes } from '@noble/ciphers/utils.js'
-import { bytesToHex, hexToBytes, randomBytes, secp256k1, toX25519Public, toX25519Secret, x25519, type SigningAlgo } from './keys'
+import { bytesToHex, hexToBytes, isHex, randomBytes, secp256k1, toX25519Public, toX25519Secret, x25519, type SigningAlgo } from './keys'
 import type { E2eeFamily } from './proof-format'
 import { minBlobBytes } from './blob-size'
 
@@ -142,7 +142,7 @@ export function encryptField(
  */
 export function decryptField(hex: string, variant: Variant, algo: SigningAlgo, secretKey: Uint8Array, options: { aad?: Uint8Array } = {}): string {
   if (hex === '') return ''
-  if (!/^(?:[0-9a-fA-F]{2})+$/.test(hex)) throw new Error('ciphertext is not hex')
+  if (!isHex(hex)) throw new Error('ciphertext is not hex')
   const blob = hexToBytes(hex)
   if (blob.length < minBlobBytes(variant, algo)) throw new Error('ciphertext too short')
   if (algo === 'ecdsa') {
