@@ -192,6 +192,21 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     log('upstream-error', undefined, undefined)
     throw backendRefusal(error)
   }
+  // A streamed call answered with something else (a JSON body, an HTML page): the relay cannot
+  // read ciphertext to re-frame it, and passing it on would be a 200 event stream of garbage for
+  // the client. A backend failure before any output, as the Confidential path answers it.
+  const contentType = upstream.headers.get('content-type')
+  if (stream && contentType !== null && !contentType.toLowerCase().startsWith('text/event-stream')) {
+    upstream.close()
+    call.release()
+    input.httpRequest.signal.removeEventListener('abort', onClientGone)
+    deps.lifecycle?.untrack(drained)
+    const error = new UpstreamError('server', `the backend answered a streamed call with ${contentType.slice(0, 100)}, not an event stream`, target.provider.id, target.backend.model)
+    if (deps.metrics) countUpstreamFailure(deps.metrics, error, 'before-first-event', openedAt)
+    log('upstream-error', undefined, undefined)
+    throw toApiError(error)
+  }
+
   if (deps.metrics) {
     deps.metrics.upstreamCalls.inc(1, target.provider.id, 'ok')
     deps.metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, target.provider.id)

@@ -159,6 +159,20 @@ describe('Encrypted relay', () => {
     }
   })
 
+  test('a streamed call the backend answers with JSON instead of an event stream: 502, nothing relayed or billed', async () => {
+    sim().state.faults = { jsonForStream: true }
+    try {
+      const { raw, headers } = await prepared('ecdsa', { stream: true })
+      const before = (await t.deps.balance(orgId)).availableNanos
+      const response = await post(raw, headers)
+      expect(response.status).toBe(502)
+      expect((await json(response)).error.code).toBe('provider_error')
+      expect((await t.deps.balance(orgId)).availableNanos).toBe(before)
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+
   test('an unreachable backend at call time is 503 and nothing is billed', async () => {
     sim().state.faults = { status500: true }
     try {

@@ -112,7 +112,8 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
     deps.signatures.set(id, { text, ed25519: signText('ed25519', text, keys.ed25519.secretKey), ecdsa: signText('ecdsa', text, keys.ecdsa.secretKey), addresses: deps.addresses() })
   }
 
-  if (body.stream !== true) {
+  // A streamed call answered as if it were not (some servers ignore `stream`).
+  if (body.stream !== true || deps.faults().jsonForStream === true) {
     const message: Record<string, unknown> = { role: 'assistant', content: toolCall ? null : enc(content, 'content') }
     if (reasoning !== undefined) message.reasoning_content = enc(reasoning, 'reasoning_content')
     if (toolCall) message.tool_calls = [{ id: `call_sim_${deps.counter.value}`, type: 'function', function: { name: encTool(toolCall.name), arguments: encTool(toolCall.arguments) } }]

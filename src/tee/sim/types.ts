@@ -27,6 +27,8 @@ export interface SimFaults {
   dropSignature?: boolean
   /** Streams stop after the first delta, without [DONE]. */
   abortStream?: boolean
+  /** A streamed chat is answered with one JSON completion instead of an event stream. */
+  jsonForStream?: boolean
 }
 
 export interface SimOptions {
