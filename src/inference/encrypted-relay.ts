@@ -315,13 +315,17 @@ async function pinKey(
   passedOver: (target: AttestedBackend, error: EvidenceRejected) => void,
 ) {
   let attested = 0
+  let unreachable = 0
   let rejected: EvidenceRejected | undefined
   for (const candidate of candidates) {
     let evidence: Evidence
     try {
       evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo, modelKey: h.modelKey })
     } catch (error) {
-      if (error instanceof UpstreamError) continue
+      if (error instanceof UpstreamError) {
+        unreachable += 1
+        continue
+      }
       if (!(error instanceof EvidenceRejected && error.otherKey)) throw error
       passedOver(candidate.target, error)
       rejected ??= error
@@ -330,6 +334,8 @@ async function pinKey(
     attested += 1
     if (evidence.modelPublicKey === h.modelKey) return { ...candidate, evidence }
   }
+  // The key may be that of a backend that did not answer: an outage, not the client's mistake.
+  if (attested > 0 && unreachable > 0) throw new ApiError('unavailable', 'no reachable attested backend of this model attests svc-encrypted-model-pub-key now, and some did not answer; retry shortly, or re-attest (GET /api/v1/attestation) and encrypt again')
   if (attested > 0) throw new ApiError('invalid_request', 'model key mismatch: svc-encrypted-model-pub-key is not the key the backend attests now; re-attest (GET /api/v1/attestation) and encrypt again', 'svc-encrypted-model-pub-key')
   // No backend showed sound evidence: the rejection is the answer, as with a single backend.
   if (rejected !== undefined) throw rejected

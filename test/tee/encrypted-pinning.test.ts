@@ -79,6 +79,18 @@ describe('Encrypted key pinning past a backend whose evidence is rejected', () =
     })
   }
 
+  test("the key's own backend does not answer: 503 retry, not the client's 400 key mismatch", async () => {
+    const attestation = await attestTo('b')
+    t.sims.b!.state.faults = { status500: true }
+    try {
+      const response = await chat(attestation, 'to b, which is down')
+      expect(response.status).toBe(503)
+      expect((await json(response)).error.message).toContain('some did not answer; retry shortly')
+    } finally {
+      t.sims.b!.state.faults = {}
+    }
+  })
+
   test('a key neither backend holds: 400 re-attest, even past a rejected backend', async () => {
     const attestation = await attestTo('b')
     const stale = { ...attestation, model_public_key: generateClientKeys('ecdsa').publicKeyHex }
