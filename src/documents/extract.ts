@@ -1,4 +1,4 @@
-import { extractOffice, extractXls, MAX_XML_ELEMENTS, TextCapExceeded } from './office'
+import { extractOffice, extractWorkbook, MAX_XML_ELEMENTS, TextCapExceeded } from './office'
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText } from './text'
@@ -39,10 +39,13 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
       }
     }
     case 'zip': {
-      const inflated = inflateWithinCap(bytes, sniffed.entries, limits.zip)
+      const inflated = inflateWithinCap(bytes, sniffed.entries, limits.zip, sniffed.type === 'xlsx')
       if (!inflated.ok) throw invalid(inflated.message)
       try {
-        const text = await extractOffice(bytes, sniffed.type, { maxTextBytes: limits.maxTextBytes, maxInflatedBytes: limits.zip.maxInflatedBytes, maxEntries: limits.zip.maxEntries })
+        const text =
+          sniffed.type === 'xlsx'
+            ? extractWorkbook(bytes, limits.maxTextBytes)
+            : await extractOffice(bytes, sniffed.type, { maxTextBytes: limits.maxTextBytes, maxInflatedBytes: limits.zip.maxInflatedBytes, maxEntries: limits.zip.maxEntries })
         return { text, documentType: sniffed.type }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
@@ -58,7 +61,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         throw invalid('the Office document is encrypted (password protected); remove the password and send it again')
       }
       try {
-        return { text: extractXls(bytes, limits.maxTextBytes), documentType: 'xls' }
+        return { text: extractWorkbook(bytes, limits.maxTextBytes), documentType: 'xls' }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
         // SheetJS's words for a FILEPASS record (any of Excel's password schemes).

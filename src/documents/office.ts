@@ -3,13 +3,18 @@ import { parseOffice } from 'officeparser'
 
 // Office formats to predictable text. officeparser gives an AST; we render it ourselves so the
 // layout is ours: paragraphs one per line, table rows one per line with cells tab-separated,
-// slides in order under "[Slide N]", sheets under "[Sheet: name]" with rows tab-separated.
+// slides in order under "[Slide N]". Workbooks go through SheetJS (extractWorkbook): sheets
+// under "[Sheet: name]" with rows tab-separated.
 
 type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[] }
 
 /** A cell's text on one line: tabs and newlines inside it would break the row layout. */
+function oneLine(text: string): string {
+  return text.replace(/[\t\r\n]+/g, ' ').trim()
+}
+
 function cellText(node: Node): string {
-  return (node.text ?? flatten(node)).replace(/[\t\r\n]+/g, ' ').trim()
+  return oneLine(node.text ?? flatten(node))
 }
 
 function flatten(node: Node): string {
@@ -22,45 +27,6 @@ function rows(node: Node, out: string[]): void {
     if (row.type !== 'row') continue
     out.push((row.children ?? []).filter(cell => cell.type === 'cell').map(cellText).join('\t').replace(/\t+$/, ''))
   }
-}
-
-/**
- * A sheet's rows, each cell under its column: officeparser gives only the cells that hold a value,
- * each with its `col`, so the empty ones between are written as tabs (b under B, not under A), as
- * the XLS path's sheet_to_csv writes them; columns before the sheet's first used one are left
- * out, as there. The text is counted against the cap as it grows: one cell at column XFD is
- * 16,383 tabs.
- */
-function sheetRows(sheet: Node, out: string[], maxTextBytes: number): void {
-  const rows = (sheet.children ?? []).filter(row => row.type === 'row')
-  let first = Number.POSITIVE_INFINITY
-  for (const row of rows) for (const cell of row.children ?? []) if (cell.type === 'cell') first = Math.min(first, columnOf(cell) ?? 0)
-  let bytes = 0
-  for (const row of rows) {
-    let line = ''
-    // The column the next cell would take without a gap; the first cell needs no separator.
-    let next = first
-    let separator = 0
-    for (const cell of row.children ?? []) {
-      if (cell.type !== 'cell') continue
-      const column = Math.max(columnOf(cell) ?? next, next)
-      const text = cellText(cell)
-      const tabs = column - next + separator
-      bytes += tabs + Buffer.byteLength(text)
-      if (bytes > maxTextBytes) throw new TextCapExceeded()
-      line += '\t'.repeat(tabs) + text
-      next = column + 1
-      separator = 1
-    }
-    bytes += 1
-    out.push(line.replace(/\t+$/, ''))
-  }
-}
-
-/** The 0-based column officeparser read from a cell's reference, if any. */
-function columnOf(cell: Node): number | undefined {
-  const column = cell.metadata?.col
-  return typeof column === 'number' && Number.isSafeInteger(column) && column >= 0 ? column : undefined
 }
 
 function render(node: Node, out: string[]): void {
@@ -87,7 +53,7 @@ export const MAX_XML_ELEMENTS = 500_000
 /** Thrown by the OOXML renderers when the text would pass the cap. */
 export class TextCapExceeded extends Error {}
 
-export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx' | 'xlsx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
+export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
   const ast = await parseOffice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
@@ -106,33 +72,60 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
       out.push(`[Slide ${index + 1}]`)
       render(slide, out)
     })
-  } else if (fileType === 'xlsx') {
-    content.forEach((sheet, index) => {
-      if (index > 0) out.push('')
-      out.push(`[Sheet: ${String(sheet.metadata?.sheetName ?? index + 1)}]`)
-      sheetRows(sheet, out, limits.maxTextBytes)
-    })
   } else {
     for (const node of content) render(node, out)
   }
   return join(out, limits.maxTextBytes)
 }
 
-/** Legacy XLS (BIFF in an OLE2 container) through SheetJS 0.20.3 (never xlsx@0.18.5: open advisories). */
-export function extractXls(bytes: Uint8Array, maxTextBytes: number): string {
+/**
+ * A workbook, XLSX or legacy XLS (BIFF in an OLE2 container), through SheetJS 0.20.3 (never
+ * xlsx@0.18.5: open advisories): each cell as Excel shows it (its number format applied: a date
+ * is 2024-01-15, not the serial 45306; 25%, not 0.25), which officeparser's XLSX reader does not
+ * do; it also kept ~4× the memory per cell (500,000 cells: ~480 MB against ~125). Rows one per
+ * line, cells tab-separated under their columns from the sheet's first one, tabs and newlines
+ * inside a cell as spaces, blank rows left out. The text is counted against the cap as it grows:
+ * one cell at column XFD is 16,383 tabs.
+ */
+export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string {
   const workbook = XLSX.read(bytes, { type: 'array', dense: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false })
   if (workbook.SheetNames.length === 0) throw new Error('no sheets')
   const out: string[] = []
+  let bytesSoFar = 0
   workbook.SheetNames.forEach((name, index) => {
     if (index > 0) out.push('')
     out.push(`[Sheet: ${name}]`)
-    const sheet = workbook.Sheets[name]
-    if (!sheet) return
-    const csv = XLSX.utils.sheet_to_csv(sheet, { FS: '\t', RS: '\n', blankrows: false, strip: true })
-    if (csv !== '') out.push(csv)
-    if (Buffer.byteLength(csv) > maxTextBytes) throw new TextCapExceeded()
+    const sheet = workbook.Sheets[name] as (XLSX.WorkSheet & { '!data'?: Array<Array<XLSX.CellObject | undefined> | undefined> }) | undefined
+    const rows = sheet?.['!data']
+    if (sheet?.['!ref'] === undefined || rows === undefined) return
+    const first = XLSX.utils.decode_range(sheet['!ref']).s.c
+    for (const row of rows) {
+      if (row === undefined) continue
+      let line = ''
+      // The column last written (none yet: before the first): a cell at `column` follows it after
+      // one tab per column between, empty cells included.
+      let written = first - 1
+      for (let column = first; column < row.length; column++) {
+        const text = shownText(row[column])
+        if (text === '') continue
+        const tabs = written < first ? column - first : column - written
+        bytesSoFar += tabs + Buffer.byteLength(text)
+        if (bytesSoFar > maxTextBytes) throw new TextCapExceeded()
+        line += '\t'.repeat(tabs) + text
+        written = column
+      }
+      if (written < first) continue
+      bytesSoFar += 1
+      out.push(line)
+    }
   })
   return join(out, maxTextBytes)
+}
+
+/** A spreadsheet cell as Excel shows it, on one line. */
+function shownText(cell: XLSX.CellObject | undefined): string {
+  if (cell === undefined || cell.v === undefined || cell.v === null) return ''
+  return oneLine(cell.w ?? String(cell.v))
 }
 
 function join(lines: string[], maxTextBytes: number): string {

@@ -31,20 +31,18 @@ const LOCAL = 0x04034b50
 const RATIO_FLOOR = 1024 * 1024
 
 /**
- * The most spreadsheet cells a workbook's sheets may hold. officeparser keeps ~850 bytes per cell
- * it reads (measured: 1.1 million one-digit cells, a 255 KB upload, took 965 MB and 5.4 s), and
- * its own cell limit grows by one per byte of the file, so the count is made here, on the inflated
- * sheet parts, before the parser runs.
+ * The most spreadsheet cells a workbook's sheets may hold. SheetJS keeps ~250 bytes per cell it
+ * reads (500,000 one-digit cells: ~125 MB), and the cells of a small upload can be many (a
+ * 255 KB file held 1.1 million), so the count is made here, on the inflated parts, before the
+ * parser runs. Every part of a workbook is counted: SheetJS reads as a sheet whatever part the
+ * workbook's content types and relationships name, under any path (an anchored pattern once let
+ * renamed sheets past the count).
  */
 export const MAX_SHEET_CELLS = 500_000
-// Any entry with this in its name: officeparser reads as a sheet every entry its unanchored
-// /xl\/worksheets\/sheet\d+.xml/ matches (`a/xl/worksheets/sheet1.xml`, `…sheet1Axml`), so an
-// anchored pattern here let renamed sheets past the count.
-const SHEET_PART = /xl\/worksheets\//i
 // A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c>.
 const CELL = /<(?:[A-Za-z_][\w.-]*:)?c[\s/>]/g
 
-/** Counts cell elements in a sheet part, stopping once `budget` is passed. */
+/** Counts cell elements in a workbook's part, stopping once `budget` is passed. */
 function countCells(xml: Uint8Array, budget: number): number {
   const text = Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength).toString('latin1')
   CELL.lastIndex = 0
@@ -104,10 +102,10 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
 /**
  * Inflates every entry under one running cap that does not trust the declared sizes, and
  * requires each entry to inflate to exactly the size its header declares (a lying header is
- * refused even when it stays under the cap), and counts a workbook's cells (MAX_SHEET_CELLS).
+ * refused even when it stays under the cap), and counts a `workbook`'s cells (MAX_SHEET_CELLS).
  * Returns the inflated total.
  */
-export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits: ZipLimits): Result<{ inflated: number }> {
+export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits: ZipLimits, workbook: boolean): Result<{ inflated: number }> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   let total = 0
   let cells = 0
@@ -139,7 +137,7 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
     if (size !== entry.uncompressedSize) {
       return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" inflates to ${size} bytes but its header declares ${entry.uncompressedSize} (a malformed or hostile file)` }
     }
-    if (SHEET_PART.test(entry.name)) {
+    if (workbook) {
       cells += countCells(inflated, MAX_SHEET_CELLS - cells)
       if (cells > MAX_SHEET_CELLS) return { ok: false, message: `the workbook holds more than ${MAX_SHEET_CELLS.toLocaleString('en')} cells; split it into smaller workbooks` }
     }

@@ -61,6 +61,24 @@ describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
     await refused(farBytes, /longer than the 1024-byte limit/, { ...limits, maxTextBytes: 1024 })
   })
 
+  test('cells read as Excel shows them, number formats applied, in XLSX as in XLS; tabs and newlines in a cell are spaces', async () => {
+    const sheet: XLSX.WorkSheet = {
+      '!ref': 'A1:F1',
+      A1: { t: 'n', v: 0.25, z: '0%' },
+      B1: { t: 'n', v: 1234.5, z: '"$"#,##0.00' },
+      C1: { t: 'n', v: 45306, z: 'yyyy-mm-dd' },
+      D1: { t: 'n', v: 0.1 + 0.2 },
+      E1: { t: 'n', v: 0.5, z: 'h:mm' },
+      F1: { t: 's', v: 'two\tparts\nand "a quote"' },
+    }
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, sheet, 'F')
+    for (const bookType of ['xlsx', 'biff8'] as const) {
+      const bytes = new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType }))
+      expect((await extractDocument(bytes, limits)).text).toBe('[Sheet: F]\n25%\t$1,234.50\t2024-01-15\t0.3\t12:00\ttwo parts and "a quote"')
+    }
+  })
+
   test('PDF: the text layer, Latin and Greek intact', async () => {
     const result = await extractDocument(await fixture('report.pdf'), limits)
     expect(result.documentType).toBe('pdf')
@@ -177,6 +195,8 @@ describe('refusals, each with a reason a person understands', () => {
     // Sheet parts named so that officeparser still reads them (its pattern is unanchored, its dot unescaped).
     await refused(manyCellsXlsx(510, 1000, 'a/xl/worksheets/sheet1.xml'), /holds more than 500,000 cells/)
     await refused(manyCellsXlsx(510, 1000, 'xl/worksheets/sheet1Axml'), /holds more than 500,000 cells/)
+    // SheetJS reads the sheet its relationships name, wherever it lies.
+    await refused(manyCellsXlsx(510, 1000, 'xl/data/s1.xml', 'data/s1.xml'), /holds more than 500,000 cells/)
     // Under the cap it is read, every cell.
     const text = (await extractDocument(manyCellsXlsx(3, 4), limits)).text
     expect(text).toBe('[Sheet: S]\n1\t1\t1\t1\n1\t1\t1\t1\n1\t1\t1\t1')
