@@ -86,8 +86,14 @@ describe('svc.chat_fusion', () => {
       { models: ['a', 'b'], messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Which is larger, 9.11 or 9.9?' }] },
       { key: other.adminKey, headers: { 'idempotency-key': crypto.randomUUID() } },
     )
-    expect((await json(response)).status).toBe('complete')
+    const route = await json(response)
+    expect(route.status).toBe('complete')
     expect(await charges(h.t, other.orgId)).toEqual(viaMcp)
+    // The tool's result is the route's object (every field of it) plus the request id and the web flags.
+    const added = new Set(['request_id', 'web_search', 'web_fetch'])
+    expect(Object.keys(structured).filter(key => !added.has(key)).toSorted()).toEqual(Object.keys(route).toSorted())
+    expect(Object.keys(structured.models[0]).filter(key => !added.has(key)).toSorted()).toEqual(Object.keys(route.models[0]).toSorted())
+    expect(structured.created).toBeInteger()
     await client.close()
   })
 

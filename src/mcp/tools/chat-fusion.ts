@@ -34,6 +34,7 @@ export const CHAT_FUSION_INPUT = Type.Object(
 const Attestation = Type.Object({ model: Type.String(), nonce: Type.String(), signing_address: Type.String(), signing_algo: Type.String(), proof_format: Type.String() })
 
 const Participant = Type.Object({
+  id: Type.String(),
   model: Type.String(),
   output: Type.String(),
   finish_reason: Type.String(),
@@ -50,6 +51,7 @@ const Participant = Type.Object({
 /** The structured content: the fusion.completion object of the HTTP route, plus the request id and each participant's web tools. */
 const CHAT_FUSION_OUTPUT = Type.Object({
   object: Type.Literal('fusion.completion'),
+  created: Type.Integer(),
   request_id: Type.String(),
   status: Type.Union([Type.Literal('complete'), Type.Literal('partial'), Type.Literal('failed')]),
   judge: Type.String(),
@@ -135,18 +137,11 @@ export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps) {
       // runFusion resolved every id, so these resolve too; the same rule decides what each participant ran.
       const flags = { webSearch: args.web_search === true, webFetch: args.web_fetch === true }
       const web = args.models.map(id => participantHosted(catalog.resolve(id), flags, hostedDefaults))
+      // The route's object as it is (every field it has, now and later), plus what MCP adds.
       const structured = {
-        object: result.object, request_id: args.request_id, status: result.status, judge: result.judge,
-        models: result.models.map((entry, index) => ({
-          model: entry.model, output: entry.output, finish_reason: entry.finish_reason, latency_ms: entry.latency_ms,
-          prompt_tokens: entry.prompt_tokens, tokens: entry.tokens,
-          ...(entry.error ? { error: entry.error, error_code: entry.error_code } : {}),
-          web_search: web[index]!.webSearch, web_fetch: web[index]!.webFetch,
-          ...(entry.attestation ? { attestation: entry.attestation } : {}),
-        })),
-        synthesis: result.synthesis, synthesis_prompt_tokens: result.synthesis_prompt_tokens, synthesis_tokens: result.synthesis_tokens,
-        ...(result.synthesis_error ? { synthesis_error: result.synthesis_error, synthesis_error_code: result.synthesis_error_code } : {}),
-        ...(result.judge_attestation ? { judge_attestation: result.judge_attestation } : {}),
+        ...result,
+        request_id: args.request_id,
+        models: result.models.map((entry, index) => ({ ...entry, web_search: web[index]!.webSearch, web_fetch: web[index]!.webFetch })),
       }
       // Every participant failed at its provider: the run is a failure, still reported in full.
       return { text: summary(result, web), structured, isError: result.status === 'failed' }
