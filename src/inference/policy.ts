@@ -35,6 +35,9 @@ export function checkPolicy(request: ChatRequest): void {
   // Without an explicit max_tokens the answer may use whatever context is left.
   const output = request.sampling.maxOutputTokens === undefined ? 1 : outputCap(request, request.route)
   if (input + output > contextLength) {
+    if (request.sampling.maxOutputTokens === undefined) {
+      throw new ApiError('invalid_request', `the request (about ${input} input tokens) does not fit model ${id}'s context of ${contextLength} tokens with room for an answer; shorten the messages`, 'messages')
+    }
     throw new ApiError(
       'invalid_request',
       `the request (about ${input} input tokens plus up to ${output} output tokens) does not fit model ${id}'s context of ${contextLength} tokens; shorten the messages or lower max_tokens`,
