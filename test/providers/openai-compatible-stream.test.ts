@@ -164,6 +164,13 @@ describe('fromUpstreamStream', () => {
     expect(summary.error?.provider).toBe(CONTEXT.provider)
   })
 
+  test('an in-band rate limit is a rate-limited error, as the same refusal as HTTP 429 is', async () => {
+    for (const error of [{ message: 'slow down', code: 'rate_limit_exceeded' }, { message: 'slow down', type: 'requests', code: 429 }, { object: 'error', message: 'slow down', type: 'RateLimitError', code: 429 }]) {
+      const body = 'object' in error ? frame(error) : frame({ error })
+      expect(summarize(await translate(body + DONE)).error?.kind).toBe('rate-limited')
+    }
+  })
+
   test('a clean end after finish_reason without [DONE] finishes; [DONE] without finish_reason finishes "other"', async () => {
     expect(summarize(await translate(START + chunk({ content: 'a' }) + chunk({}, 'stop') + frame({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } }))).finish).toMatchObject({ reason: 'stop', usage: { inputTokens: 1 } })
     expect(summarize(await translate(START + chunk({ content: 'a' }) + DONE)).finish?.reason).toBe('other')

@@ -3,7 +3,7 @@
 
 import type { ChatEvent, Usage } from '../../inference/canonical'
 import type { SseEvent } from '../../http/sse'
-import { UpstreamError } from '../types'
+import { UpstreamError, type UpstreamErrorKind } from '../types'
 import { mapFinishReason } from './map-finish-reason'
 import { tokenCount } from '../token-count'
 
@@ -107,8 +107,8 @@ export class ChunkTranslator {
     if (this.ended) return
     if (!isRecord(chunk)) return this.fail(out, 'malformed chunk in upstream stream')
     // OpenAI reports a failure after the 200 as an `error` chunk; vLLM as an object of type "error".
-    if (chunk.error !== undefined && chunk.error !== null) return this.fail(out, `upstream stream error: ${errorText(chunk.error)}`)
-    if (chunk.object === 'error') return this.fail(out, `upstream stream error: ${errorText(chunk)}`)
+    if (chunk.error !== undefined && chunk.error !== null) return this.fail(out, `upstream stream error: ${errorText(chunk.error)}`, inBandKind(chunk.error))
+    if (chunk.object === 'error') return this.fail(out, `upstream stream error: ${errorText(chunk)}`, inBandKind(chunk))
     if (!this.started) {
       this.started = true
       out.push({
@@ -251,8 +251,8 @@ export class ChunkTranslator {
     this.ended = true
   }
 
-  private fail(out: ChatEvent[], message: string): void {
-    const failed: ChatEvent = { type: 'error', error: new UpstreamError('server', message, this.context.provider, this.context.model) }
+  private fail(out: ChatEvent[], message: string, kind: UpstreamErrorKind = 'server'): void {
+    const failed: ChatEvent = { type: 'error', error: new UpstreamError(kind, message, this.context.provider, this.context.model) }
     const usage = this.reportedUsage
     if (usage !== undefined) failed.usage = usage
     out.push(failed)
@@ -292,6 +292,18 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined
+}
+
+/**
+ * An in-band error's kind: a rate limit, as the same refusal sent as HTTP 429 is (OpenAI's
+ * `rate_limit_exceeded`, vLLM's and others' `code: 429`), so a client sees 429 before any output
+ * and the router may try the next backend; anything else is the server's.
+ */
+function inBandKind(error: unknown): UpstreamErrorKind {
+  if (!isRecord(error)) return 'server'
+  const { code, type } = error
+  if (code === 429 || code === '429' || (typeof code === 'string' && /rate.?limit/i.test(code)) || (typeof type === 'string' && /rate.?limit/i.test(type))) return 'rate-limited'
+  return 'server'
 }
 
 function errorText(error: unknown): string {
