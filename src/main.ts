@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs'
 import { createApp } from './app'
 import type { Config } from './config/config'
 import { migrateDatabase, redactUrl } from './db/client'
@@ -11,7 +12,7 @@ import { bootstrapIfEmpty } from './orgs/bootstrap'
  * `svc serve`: migrate, bootstrap an empty database, listen on PORT (and on the admin port when
  * `metrics.port` is set). SIGTERM/SIGINT drain gracefully (see `drainAndExit`).
  */
-export async function serve(config: Config, print: (line: string) => void = line => console.log(line)): Promise<void> {
+export async function serve(config: Config, print: (line: string) => void = printChecked): Promise<void> {
   const deps = await createDeps(config)
   if (deps.identity.fallback !== undefined) deps.logger.warn(deps.identity.fallback, { instance_id: deps.identity.instanceId })
   // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
@@ -52,7 +53,16 @@ export async function serve(config: Config, print: (line: string) => void = line
   // Only once listening: a first boot that cannot bind must not create the admin key it would
   // then never print (the next boot finds the organization and announces nothing).
   const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
-  if (boot) announceBootstrap(boot.secret, boot.orgId, port, print)
+  if (boot) {
+    try {
+      announceBootstrap(boot.secret, boot.orgId, port, print)
+    } catch (error) {
+      // Nobody saw the key: revoked, so no live credential is left that no one knows (the next
+      // boot finds the organization and announces nothing).
+      await deps.keys.revoke(boot.orgId, boot.keyId)
+      throw new Error(`could not print the first boot's admin key (${String(error)}); it was revoked. Create one with: svc keys create --org ${boot.orgId} --user ${boot.ownerUserId} --name admin --admin`)
+    }
+  }
   deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
 }
 
@@ -106,6 +116,20 @@ export async function drainAndExit(deps: Deps, server: Server | undefined, admin
 const CUT_GRACE_MS = 2000
 
 const delay = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
+
+/**
+ * A line to standard output, checked: console.log drops a failed write without a word (a full
+ * disk, a closed pipe), which lost the first boot's admin key (QA). Falls back to standard
+ * error; throws when neither takes it.
+ */
+function printChecked(line: string): void {
+  const text = `${line}\n`
+  try {
+    writeSync(1, text)
+  } catch {
+    writeSync(2, text)
+  }
+}
 
 function announceBootstrap(secret: string, orgId: string, port: number, print: (line: string) => void): void {
   // The key appears once, inside a command that can be pasted as is.

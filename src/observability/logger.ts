@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs'
 import type { LogLevel } from '../config/config'
 import { CREDENTIAL, mayHoldCredential } from '../lib/credential-text'
 
@@ -80,6 +81,19 @@ let exitHooked = false
 const FLUSH_MS = 5
 export const FLUSH_LINES = 256
 
+let reportedFailure = false
+
+/** Said once on standard error (which may fail too, silently), then the lines are dropped. */
+function stdoutFailed(error: unknown): void {
+  if (reportedFailure) return
+  reportedFailure = true
+  try {
+    writeSync(2, `log lines could not be written to standard output (${String(error)}); they are dropped while it fails\n`)
+  } catch {
+    // Nowhere left to say it.
+  }
+}
+
 function flushStdout(): void {
   if (pending.length === 0) return
   const text = pending.length === 1 ? pending[0]! : pending.join('')
@@ -96,6 +110,9 @@ function stdoutBatched(line: string): void {
   if (!exitHooked) {
     exitHooked = true
     process.on('exit', flushStdout)
+    // A failed write (a full disk, a log reader that exited) is an `error` event of the stream,
+    // which unheard would end the process: logging is best effort, the lines are dropped.
+    process.stdout.on('error', stdoutFailed)
   }
   if (pending.length === 0) setTimeout(flushStdout, FLUSH_MS)
   pending.push(line)

@@ -1,6 +1,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { runProcess } from '../support/cli'
+import { poll } from '../support/poll'
 import { gatewayWorkspace, openDeps, seedOrg, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
 
 // `svc serve` when it cannot bind: a port already taken fails the start (EADDRINUSE), even when
@@ -93,5 +94,76 @@ test('a second gateway started with a live one\'s SVC_INSTANCE_ID runs under a f
   } finally {
     second.process.kill('SIGTERM')
     await second.exited
+  }
+}, 30_000)
+
+/** A port free right now (taken by a throwaway server, then released). */
+function freePort(): number {
+  const probe = Bun.serve({ port: 0, fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+/** `svc serve` on a free port with `stdout` as given; its stderr is collected as it comes. */
+function serveWith(env: Record<string, string>, stdout: 'pipe' | ReturnType<typeof Bun.file>) {
+  const port = freePort()
+  const child = Bun.spawn([process.execPath, CLI, 'serve'], { env: { ...process.env, ...env, PORT: String(port) }, stdin: 'ignore', stdout, stderr: 'pipe' })
+  let stderr = ''
+  void (async () => {
+    for await (const chunk of child.stderr) stderr += new TextDecoder().decode(chunk)
+  })()
+  const url = `http://127.0.0.1:${port}`
+  const ready = () => poll('the gateway to answer', 200, 50, async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined))
+  const failedWrite = () => poll('a failed log write to be reported', 200, 50, () => (stderr.includes('log lines could not be written to standard output') ? true : undefined))
+  return { child, url, ready, failedWrite, stderr: () => stderr }
+}
+
+test("standard output failing (a full disk) neither stops the gateway nor loses the first boot's key: it goes to stderr", async () => {
+  const gateway = serveWith({ ...workspaceFor('svc-serve-full-').env, SVC_BOOTSTRAP: '1' }, Bun.file('/dev/full'))
+  try {
+    await gateway.ready()
+    // Every request writes a log line, and each write fails: the gateway goes on serving.
+    await gateway.failedWrite()
+    for (let request = 0; request < 5; request++) expect((await fetch(`${gateway.url}/v1/models`)).status).toBe(200)
+  } finally {
+    gateway.child.kill('SIGTERM')
+  }
+  expect(await gateway.child.exited).toBe(0)
+  expect(gateway.stderr()).toMatch(/Authorization: Bearer z_sk_/)
+}, 30_000)
+
+test('a log reader that exits (a closed pipe) does not stop the gateway', async () => {
+  const gateway = serveWith({ ...workspaceFor('svc-serve-pipe-').env, SVC_BOOTSTRAP: '0' }, 'pipe')
+  try {
+    await gateway.ready()
+    await (gateway.child.stdout as ReadableStream<Uint8Array>).cancel()
+    await poll('a failed log write', 200, 50, async () => {
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200)
+      return gateway.stderr().includes('log lines could not be written to standard output') ? true : undefined
+    })
+    expect((await fetch(`${gateway.url}/v1/models`)).status).toBe(200)
+    expect(gateway.child.exitCode).toBeNull()
+  } finally {
+    gateway.child.kill('SIGTERM')
+  }
+  expect(await gateway.child.exited).toBe(0)
+}, 30_000)
+
+test('a first boot whose key neither output takes revokes it: no live credential that nobody saw', async () => {
+  const workspace = workspaceFor('svc-serve-nowhere-')
+  const child = Bun.spawn([process.execPath, CLI, 'serve'], {
+    env: { ...process.env, ...workspace.env, PORT: '0', SVC_BOOTSTRAP: '1' },
+    stdin: 'ignore',
+    stdout: Bun.file('/dev/full'),
+    stderr: Bun.file('/dev/full'),
+  })
+  expect(await child.exited).toBe(1)
+  const deps = await openDeps(workspace.env)
+  try {
+    const keys = await deps.database.client.execute("SELECT status FROM api_keys WHERE name = 'bootstrap admin'")
+    expect(keys.rows.map(row => row.status)).toEqual(['revoked'])
+  } finally {
+    await deps.close()
   }
 }, 30_000)
