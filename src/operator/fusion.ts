@@ -51,7 +51,8 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo, wr
   try {
     response = await fetch(`${url}/api/v1/chat/fusion`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': requestId },
+      // The id printed is the run's in the gateway's log lines and ledger entries too.
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': requestId, 'x-request-id': requestId },
       body: JSON.stringify(body),
     })
   } catch (error) {

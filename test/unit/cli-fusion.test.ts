@@ -56,6 +56,9 @@ describe('svc fusion', () => {
     for (const line of err.slice(0, 3)) expect(line).toMatch(/^\[demo-[a-z]+: stop, \d+ input tokens, 12 output tokens, \d+ ms\]$/)
     expect(err[3]).toMatch(new RegExp(`^\\[fusion complete; judge demo-private: \\d+ input tokens, \\d+ output tokens; request id ${requestId}\\]$`))
     expect(await fusionCharges()).toBe(4)
+    // The id printed is the one the ledger (and the log) knows the run by.
+    const entries = await t.deps.database.client.execute({ sql: "select count(*) as n from ledger_entries where org_id = ? and purpose = 'fusion' and request_id = ?", args: [orgId, requestId] })
+    expect(Number(entries.rows[0]!.n)).toBeGreaterThanOrEqual(4)
 
     // The same run again under the same id: it runs, but no part is billed twice.
     await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', url, '--request-id', requestId, PROMPT], capture().io, () => {})
