@@ -236,6 +236,8 @@ export function failureLine(error: unknown, config?: Config): string {
   } else {
     // Each cause once: many messages already quote their cause's.
     line = chain.map(textOf).reduce((text, next) => (text.includes(next) ? text : `${text}: ${next}`))
+    // A ledger write the database refused (locked by another process, read-only): say which database.
+    if (config && /SQLITE_|database is locked|readonly database/i.test(line)) line = `database error at ${redactUrl(config.databaseUrl)}: ${line}`
   }
   line = line.replace(/\s+/g, ' ').trim()
   if (config?.databaseUrl) line = line.replaceAll(config.databaseUrl, redactUrl(config.databaseUrl))

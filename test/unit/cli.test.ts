@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../../src/app'
-import { runCli } from '../../src/commands'
+import { failureLine, runCli } from '../../src/commands'
 import { loadConfig } from '../../src/config/load'
 import { createDeps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
@@ -355,4 +355,12 @@ describe('svc CLI: billing', () => {
     // At the limits, booked.
     expect(await cliJson('credit', '--org', org.org_id, '--usd', '1', '--note', 'n'.repeat(500), '--reference', 'r'.repeat(200))).toMatchObject({ applied: true })
   })
+})
+
+test('a write the database refused (another process holds its lock) names the database in the failure line', () => {
+  const config = loadConfig({ DATABASE_URL: 'file:/srv/svc/svc.db' })
+  const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
+  expect(failureLine(busy, config)).toBe('database error at file:/srv/svc/svc.db: SQLITE_BUSY: database is locked')
+  // Anything else is its own cause, unprefixed.
+  expect(failureLine(new Error('HTTP 500: boom'), config)).toBe('HTTP 500: boom')
 })
