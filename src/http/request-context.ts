@@ -66,7 +66,9 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const record = recordFailure(request, apiError, requestLog.metrics)
       if (record !== undefined) {
         const status = record.outcome === 'cancelled' ? CLIENT_CLOSED_REQUEST : apiError.status
-        requestLog.respond(record, code === 'NOT_FOUND' || !route ? 'unmatched' : route, status)
+        // A known path asked with another method is that route's (405), not an unmatched path.
+        const label = apiError.code === 'method_not_allowed' ? (methods.patternOf(path) ?? 'unmatched') : code === 'NOT_FOUND' || !route ? 'unmatched' : route
+        requestLog.respond(record, label, status)
       }
       const surface = surfaceOf(path, request.headers)
       return renderError(apiError, surface, requestId, surface === 'mcp' ? jsonRpcIdOf(request) : null)

@@ -6,7 +6,7 @@
  */
 export class RouteMethods {
   private routes: readonly Route[] = []
-  private compiled: { pattern: RegExp; method: string }[] | undefined
+  private compiled: { pattern: RegExp; method: string; path: string }[] | undefined
 
   /**
    * A route documented as answering nothing but 405 (GET and DELETE /mcp: no server stream, no
@@ -19,11 +19,20 @@ export class RouteMethods {
 
   /** The methods served on `path` (HEAD wherever GET is, as Bun answers it), empty for an unknown path. */
   allowed(path: string): string[] {
-    this.compiled ??= this.routes.map(route => ({ method: route.method, pattern: patternOf(route.path) }))
     const methods = new Set<string>()
-    for (const route of this.compiled) if (route.pattern.test(path)) methods.add(route.method)
+    for (const route of this.matching(path)) methods.add(route.method)
     if (methods.has('GET')) methods.add('HEAD')
     return [...methods].sort()
+  }
+
+  /** The route pattern `path` matches (its metrics label and log line's `route`), if any. */
+  patternOf(path: string): string | undefined {
+    return this.matching(path)[0]?.path
+  }
+
+  private matching(path: string): { method: string; path: string }[] {
+    this.compiled ??= this.routes.map(route => ({ method: route.method, path: route.path, pattern: patternOf(route.path) }))
+    return this.compiled.filter(route => route.pattern.test(path))
   }
 }
 

@@ -40,6 +40,15 @@ describe('a wrong method on a known path', () => {
     }
   })
 
+  test("is counted under the route's own label, not as an unmatched path", async () => {
+    const series = (route: string) => `svc_http_requests_total{route="${route}",method="PUT",status="405"}`
+    const count = (route: string) => Number(t.deps.metrics.registry.render().split('\n').find(line => line.startsWith(`${series(route)} `))?.split(' ')[1] ?? 0)
+    const before = count('/v1/models/:model')
+    expect((await t.request('PUT', '/v1/models/demo-anonymous', { key: org.adminKey })).status).toBe(405)
+    expect(count('/v1/models/:model')).toBe(before + 1)
+    expect(count('unmatched')).toBe(0)
+  })
+
   test('on /v1/messages it is the Anthropic envelope', async () => {
     const response = await t.request('GET', '/v1/messages', { key: org.adminKey })
     expect([response.status, response.headers.get('allow')]).toEqual([405, 'POST'])
