@@ -26,7 +26,7 @@ export function redact(text: string): string {
  * last `@`) and an authToken parameter are cut out.
  */
 export function redactCredentials(text: string): string {
-  return redact(text.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s"]*/gi, '$1[redacted]'))
+  return redact(text.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s":]*/gi, '$1[redacted]'))
 }
 
 const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)

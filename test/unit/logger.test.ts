@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { createLogger } from '../../src/observability/logger'
+import { createLogger, redactCredentials } from '../../src/observability/logger'
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error' = 'info') {
   const lines: string[] = []
@@ -46,4 +46,9 @@ describe('logger', () => {
     logger.error('d')
     expect(lines.map(line => JSON.parse(line).msg)).toEqual(['c', 'd'])
   })
+})
+
+test("redactCredentials cuts a URL's authToken and password, and keeps the text after them", () => {
+  expect(redactCredentials('cannot reach the database at libsql://127.0.0.1:1?authToken=eyJ.abc-1_2: ECONNREFUSED')).toBe('cannot reach the database at libsql://127.0.0.1:1?authToken=[redacted]: ECONNREFUSED')
+  expect(redactCredentials('https://user:pass@host/v1 failed')).toBe('https://[redacted]@host/v1 failed')
 })
