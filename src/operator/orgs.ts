@@ -20,6 +20,7 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
       `organization: ${org.id} (${org.name}, plan ${org.planId})`,
       `owner user:   ${ownerUserId}`,
       `admin key:    ${secret}`,
+      ...(credited > 0n ? [`credit:       ${formatUsd(credited)} USD`] : []),
       'The key is shown only once; store it now.',
     ])
   // The credit goes through the ledger writer, after the organization and key are committed: they

@@ -68,6 +68,10 @@ describe('svc CLI', () => {
     expect(result.code).toBe(0)
     expect(result.out).toMatch(/admin key: +z_sk_[0-9A-Za-z]+/)
     expect(result.out).toContain('shown only once')
+    expect(result.out).not.toContain('credit:')
+    // The credit booked is said too, as --json says it.
+    const credited = await cli('orgs', 'create', '--name', 'Funded', '--credit-usd', '1.5')
+    expect(credited.out).toMatch(/^credit: +1\.500000000 USD$/m)
   })
 
   test('users add, keys create, set-role, keys list and keys revoke', async () => {
