@@ -9,6 +9,15 @@ import { metricsResponse, readiness } from './routes'
  * needs the token when `metrics.token_env` is also set.
  */
 export function startAdminServer(deps: Deps, port: number, hostname: string): ReturnType<typeof Bun.serve> {
+  try {
+    return serveAdmin(deps, port, hostname)
+  } catch (error) {
+    // Bun's own words name a port, not which setting chose it.
+    throw new Error(`cannot serve the admin port (metrics.port ${port} on metrics.host ${hostname}): ${(error as Error).message}`)
+  }
+}
+
+function serveAdmin(deps: Deps, port: number, hostname: string): ReturnType<typeof Bun.serve> {
   return Bun.serve({
     port,
     hostname,

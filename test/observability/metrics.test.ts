@@ -145,6 +145,8 @@ describe('/metrics', () => {
     expect((await json(elsewhere)).error.message).toBe('metrics are not served on this port (they are served on the admin port (metrics.port))')
     const admin = startAdminServer(g.deps, 0, '127.0.0.1')
     cleanups.push(() => admin.stop(true))
+    // A port already taken: the failure names the setting.
+    expect(() => startAdminServer(g.deps, admin.port!, '127.0.0.1')).toThrow(`cannot serve the admin port (metrics.port ${admin.port} on metrics.host 127.0.0.1)`)
     const base = `http://127.0.0.1:${admin.port}`
     expect((await fetch(`${base}/metrics`)).status).toBe(401)
     const scraped = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
