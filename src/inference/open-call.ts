@@ -264,10 +264,15 @@ class OpenedCall implements OpenCall {
     const record = this.record
     if (record !== undefined) {
       record.outcome = outcome
-      record.inputTokens = usage?.inputTokens
-      record.outputTokens = usage?.outputTokens
-      // The request's whole charge: its files and hosted web work were charged once the chat was admitted.
-      record.chargedNanos = this.enrichmentCharged === 0n ? charged : (charged ?? 0n) + this.enrichmentCharged
+      // The request's whole charge: its files and hosted web work were charged once the chat was
+      // admitted. Several calls on one request (an MCP batch) add up on its one line.
+      const charge = this.enrichmentCharged === 0n ? charged : (charged ?? 0n) + this.enrichmentCharged
+      const earlier = record.chargedNanos
+      record.chargedNanos = earlier === undefined ? charge : earlier + (charge ?? 0n)
+      if (usage !== undefined) {
+        record.inputTokens = (record.inputTokens ?? 0) + usage.inputTokens
+        record.outputTokens = (record.outputTokens ?? 0) + usage.outputTokens
+      }
     }
     const metrics = this.deps.metrics
     if (metrics && usage && charged !== undefined) {
