@@ -32,7 +32,7 @@ beforeEach(async () => {
     '  - { id: solo, backends: [{ provider: up, model: model-a }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 16384, max_output_tokens: 2048 }',
     'plans: { payg: { monthly_allowance: "0", fusion: false } }',
     'limits:',
-    '  inference: { key: { burst: 1, per_second: 0.001 }, org: { burst: 100, per_second: 1 } }',
+    '  inference: { key: { burst: 2, per_second: 0.001 }, org: { burst: 100, per_second: 1 } }',
   ]
   t = await buildConfiguredApp(yaml, { UP_KEY: 'sk-up' }, { logger: createLogger('info', line => lines.push(line)) })
   org = await t.createOrg('acme', 1_000_000_000n)
@@ -93,8 +93,10 @@ test('a JSON tools/call carries its chat; a refusal inside the tool is its outco
   await (await mcp('req-mcp-json', chatCall(1, false))).text()
   expect(lineOf('req-mcp-json')[0]).toMatchObject({ model: 'solo', outcome: 'ok', stream: false, input_tokens: 11, output_tokens: 7, charged_nanos: await settledNanos() })
 
-  // The key's bucket (burst 1) gave its only token to the call above.
-  const refused = await mcp('req-mcp-refused', chatCall(2, false))
+  // The key's bucket (burst 2) gives its last token to a second call, then refuses.
+  upstream.enqueue({ kind: 'json', body: { id: 'c2', object: 'chat.completion', created: 1, model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage } })
+  await (await mcp('req-mcp-second', chatCall(2, false))).text()
+  const refused = await mcp('req-mcp-refused', chatCall(3, false))
   expect(await refused.text()).toContain('-32003')
   expect(lineOf('req-mcp-refused')[0]).toMatchObject({ status: 200, outcome: 'rate_limited', org_id: org.orgId })
   expect(t.deps.metrics.registry.render()).toContain('svc_refusals_total{code="rate_limited"} 1')
@@ -116,4 +118,18 @@ test('a client that leaves a progress stream: the line says cancelled, once, whe
   const logged = await poll('the line of the stream left', 400, 5, () => lineOf('req-mcp-left')[0])
   expect(logged).toMatchObject({ status: 200, model: 'solo', outcome: 'cancelled', stream: true })
   expect(lineOf('req-mcp-left')).toHaveLength(1)
+})
+
+test("a batch's line carries every call's usage and charge, as the ledger booked them (before: the last call's alone)", async () => {
+  const answer = (input: number, output: number) => ({
+    kind: 'json' as const,
+    body: { id: 'c1', object: 'chat.completion', created: 1, model: 'up', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } },
+  })
+  upstream.enqueue(answer(11, 7), answer(5, 3))
+  const response = await mcp('req-mcp-batch', [chatCall(1, false), chatCall(2, false)])
+  expect(((await response.json()) as unknown[]).length).toBe(2)
+  const line = lineOf('req-mcp-batch')[0]
+  expect(line).toMatchObject({ input_tokens: 16, output_tokens: 10, charged_nanos: await settledNanos() })
+  // 16 input tokens at 1 USD and 10 output tokens at 2 USD per million, in nanos.
+  expect(line.charged_nanos).toBe(String(16n * 1000n + 10n * 2000n))
 })
