@@ -23,6 +23,7 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
     const chat = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'One line please.' }], stop: '\n' }).catch(error => error)
     expect(chat).toBeInstanceOf(OpenAI.BadRequestError)
     expect(chat.message).toMatch(/stop sequences made only of whitespace \("\\n" in stop \/ stop_sequences\)/)
+    expect(chat.param).toBe('stop')
     const streamed = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['END', '\n\n'], stream: true }).catch(error => error)
     expect(streamed).toBeInstanceOf(OpenAI.BadRequestError)
     const messages = await s.anthropic.messages.create({ model: 'm', max_tokens: 100, stop_sequences: ['END', ' \t'], messages: [{ role: 'user', content: 'x' }] }).catch(error => error)

@@ -285,6 +285,10 @@ for (const target of TARGETS) {
         const error = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } }).catch(error => error)
         expect(error).toBeInstanceOf(OpenAI.BadRequestError)
         expect(error.message).toMatch(/json_object response formats \(response_format, text.format\) are not available/)
+        expect(error.param).toBe('response_format')
+        // The same refusal to a Responses client names its own field.
+        const viaResponses = await client.responses.create({ model: 'duo', input: 'x', text: { format: { type: 'json_object' } } }).catch(error => error)
+        expect([viaResponses.status, viaResponses.param]).toEqual([400, 'text.format'])
         // A refusal of a field every format names alike names it (before, param null).
         const hot = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], temperature: 1.5 }).catch(error => error)
         expect([hot.status, hot.param]).toEqual([400, 'temperature'])

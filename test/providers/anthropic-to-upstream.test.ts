@@ -77,6 +77,8 @@ describe('anthropic toUpstream: exact bodies', () => {
   test("a temperature above Anthropic's 1 (an OpenAI client may send up to 2) is refused before the call; 1 is sent", () => {
     expect(() => toUpstream(chat({ sampling: { temperature: 1.5 } }), MODEL)).toThrow(/temperature 1.5 is above 1/)
     expect(toUpstream(chat({ sampling: { temperature: 1 } }), MODEL).temperature).toBe(1)
+    // With thinking on a temperature is not sent, but one above 1 is still refused, not dropped.
+    expect(() => toUpstream(chat({ sampling: { temperature: 1.5, maxOutputTokens: 4000 }, reasoning: { effort: 'low' } }), MODEL)).toThrow(/temperature 1.5 is above 1/)
   })
 
   test('images: bytes → base64, https URL → url source, data URL → base64', () => {

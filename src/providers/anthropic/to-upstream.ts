@@ -64,7 +64,7 @@ export interface AnthropicRequestBody {
 export class UnsupportedRequestError extends Error {
   constructor(
     message: string,
-    /** The request field to blame, when every client format names it alike. */
+    /** The request field to blame, named as Chat Completions names it (each dialect renames it: renameParam). */
     readonly param?: string,
   ) {
     super(message)
@@ -108,6 +108,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
       "json_object response formats (response_format, text.format) are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
+      'response_format',
     )
   }
   const stop = request.sampling.stop?.filter(sequence => sequence !== '')
@@ -115,6 +116,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   if (blank !== undefined) {
     throw new UnsupportedRequestError(
       `stop sequences made only of whitespace (${JSON.stringify(blank)} in stop / stop_sequences) are refused by this model's Anthropic backend: remove them, or stop on visible text`,
+      'stop',
     )
   }
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
@@ -152,9 +154,10 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   const outputConfig = toOutputConfig(request, plan)
   if (outputConfig !== undefined) body.output_config = outputConfig
   const { temperature, topP, topK } = request.sampling
+  // Anthropic's range is 0..1 (OpenAI's 0..2): refused here, before a call Anthropic would refuse,
+  // with thinking on too (where a temperature is not sent), as README promises for every request.
+  if (temperature !== undefined && temperature > 1) throw new UnsupportedRequestError(`temperature ${temperature} is above 1, the most this model's Anthropic backend takes`, 'temperature')
   if (thinking === undefined) {
-    // Anthropic's range is 0..1 (OpenAI's 0..2): refused here, before a call Anthropic would refuse.
-    if (temperature !== undefined && temperature > 1) throw new UnsupportedRequestError(`temperature ${temperature} is above 1, the most this model's Anthropic backend takes`, 'temperature')
     if (temperature !== undefined) body.temperature = temperature
     else if (topP !== undefined) body.top_p = topP
     if (topK !== undefined) body.top_k = topK

@@ -308,4 +308,4 @@ function decodeFormat(format: NonNullable<Body['text']>['format']): ResponseForm
 }
 
 /** Policy names Chat Completions fields; on this route the same checks concern these (renameParam). */
-export const RESPONSES_PARAMS: Readonly<Record<string, string>> = { messages: 'input', max_tokens: 'max_output_tokens', reasoning_effort: 'reasoning.effort' }
+export const RESPONSES_PARAMS: Readonly<Record<string, string>> = { messages: 'input', max_tokens: 'max_output_tokens', reasoning_effort: 'reasoning.effort', response_format: 'text.format' }
