@@ -66,31 +66,6 @@ describe('Responses → canonical', () => {
     ])
   })
 
-  test('parallel calls each followed by its output (an agent loop appending as it goes) are one turn, its outputs after it', () => {
-    const call = (id: string) => ({ type: 'function_call', call_id: id, name: 'f', arguments: '{}' })
-    const output = (id: string) => ({ type: 'function_call_output', call_id: id, output: id })
-    const request = decode({
-      input: [
-        { role: 'user', content: 'Go' },
-        { type: 'reasoning', summary: [], encrypted_content: 'sig-1' },
-        call('a'), output('a'), call('b'), output('b'),
-        // Reasoning before a call opens a turn of its own: the model called after seeing the outputs.
-        { type: 'reasoning', summary: [], encrypted_content: 'sig-2' },
-        call('c'), output('c'),
-      ],
-    })
-    const toolCall = (id: string) => ({ type: 'tool-call' as const, callId: id, name: 'f', arguments: '{}' })
-    const result = (id: string) => ({ role: 'tool' as const, parts: [{ type: 'tool-result' as const, callId: id, content: id }] })
-    expect(request.messages).toEqual([
-      { role: 'user', parts: [{ type: 'text', text: 'Go' }] },
-      { role: 'assistant', parts: [{ type: 'reasoning', text: '', signature: 'sig-1' }, toolCall('a'), toolCall('b')] },
-      result('a'),
-      result('b'),
-      { role: 'assistant', parts: [{ type: 'reasoning', text: '', signature: 'sig-2' }, toolCall('c')] },
-      result('c'),
-    ])
-  })
-
   test('controls: tools, tool_choice, reasoning, sampling, text.format json_schema, hosted web tools as flags', () => {
     const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }
     const request = decode({

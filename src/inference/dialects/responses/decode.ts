@@ -126,18 +126,12 @@ function refuseUnsupported(body: Body): void {
  * Flat input items → role-grouped canonical messages. Consecutive assistant-side items
  * (reasoning, assistant messages, function calls) form one assistant turn, in their order, so
  * reasoning stays next to the calls it led to; each function_call_output is a tool message.
- * A function_call that follows only outputs of the turn before joins that turn: an agent loop
- * that appends each output right after its call writes parallel calls so, and Anthropic wants one
- * turn's calls together (with thinking on, a turn that is only a call, without its reasoning,
- * turns thinking off).
  */
 function decodeInput(input: Body['input']): Message[] {
   if (typeof input === 'string') return [{ role: 'user', parts: [{ type: 'text', text: input }] }]
   const messages: Message[] = []
   const calls = new Set<string>()
   let assistant: Message | undefined
-  /** The assistant turn the outputs since answer (nothing else came after it). */
-  let answered: Message | undefined
   const turn = (): Part[] => {
     if (assistant === undefined) {
       assistant = { role: 'assistant', parts: [] }
@@ -154,8 +148,6 @@ function decodeInput(input: Body['input']): Message[] {
       throw unsupported(`${param}.type`, `input item type "${type}" is not supported: message, function_call, function_call_output and reasoning are`)
     }
     const item = checked<Item>(check, raw, param)
-    if (item.type === 'function_call' && assistant === undefined && answered !== undefined) assistant = answered
-    answered = item.type === 'function_call_output' ? (assistant ?? answered) : undefined
     switch (item.type) {
       case undefined:
       case 'message': {
