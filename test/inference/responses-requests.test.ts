@@ -66,6 +66,25 @@ describe('Responses → canonical', () => {
     ])
   })
 
+  test('calls and outputs keep their order: a call after an output may depend on it (a sequential chain), so it opens a turn', () => {
+    const request = decode({
+      input: [
+        { role: 'user', content: 'Weather where I am?' },
+        { type: 'function_call', call_id: 'c1', name: 'get_location', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'Paris' },
+        { type: 'function_call', call_id: 'c2', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { type: 'function_call_output', call_id: 'c2', output: 'sunny' },
+      ],
+    })
+    expect(request.messages.map(message => [message.role, ...message.parts.map(part => ('callId' in part ? part.callId : part.type))])).toEqual([
+      ['user', 'text'],
+      ['assistant', 'c1'],
+      ['tool', 'c1'],
+      ['assistant', 'c2'],
+      ['tool', 'c2'],
+    ])
+  })
+
   test('controls: tools, tool_choice, reasoning, sampling, text.format json_schema, hosted web tools as flags', () => {
     const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }
     const request = decode({
