@@ -83,7 +83,7 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
  * xlsx@0.18.5: open advisories): each cell as Excel shows it (its number format applied: a date
  * is 2024-01-15, not the serial 45306; 25%, not 0.25), which officeparser's XLSX reader does not
  * do; it also kept ~4× the memory per cell (500,000 cells: ~480 MB against ~125). Rows one per
- * line, cells tab-separated under their columns from the sheet's first one, tabs and newlines
+ * line, cells tab-separated under their columns from the first one holding a value, tabs and newlines
  * inside a cell as spaces, blank rows left out. The text is counted against the cap as it grows:
  * one cell at column XFD is 16,383 tabs.
  */
@@ -97,8 +97,17 @@ export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string
     out.push(`[Sheet: ${name}]`)
     const sheet = workbook.Sheets[name] as (XLSX.WorkSheet & { '!data'?: Array<Array<XLSX.CellObject | undefined> | undefined> }) | undefined
     const rows = sheet?.['!data']
-    if (sheet?.['!ref'] === undefined || rows === undefined) return
-    const first = XLSX.utils.decode_range(sheet['!ref']).s.c
+    if (rows === undefined) return
+    // From the first column holding a value, whatever the sheet's declared range says: a
+    // <dimension> that starts further right (a hand-edited or hostile file) must not hide cells.
+    let first = Number.POSITIVE_INFINITY
+    for (const row of rows) {
+      if (row === undefined) continue
+      for (let column = 0; column < row.length && column < first; column++) {
+        if (shownText(row[column]) !== '') first = column
+      }
+    }
+    if (first === Number.POSITIVE_INFINITY) return
     for (const row of rows) {
       if (row === undefined) continue
       let line = ''

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -77,6 +77,17 @@ describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
       const bytes = new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType }))
       expect((await extractDocument(bytes, limits)).text).toBe('[Sheet: F]\n25%\t$1,234.50\t2024-01-15\t0.3\t12:00\ttwo parts and "a quote"')
     }
+  })
+
+  test("a sheet's declared range (<dimension>) hides no cell: rows start at the first column holding a value", async () => {
+    const cell = (ref: string, text: string) => `<c r="${ref}" t="inlineStr"><is><t>${text}</t></is></c>`
+    const rows = `<row r="1">${cell('A1', 'a1')}${cell('B1', 'b1')}${cell('C1', 'c1')}</row><row r="2">${cell('A2', 'a2')}${cell('C2', 'c2')}</row>`
+    for (const dimension of ['B1:C2', 'C3:D4', 'A1:C2']) {
+      expect((await extractDocument(sheetXlsx(rows, { before: `<dimension ref="${dimension}"/>` }), limits)).text).toBe('[Sheet: S]\na1\tb1\tc1\na2\t\tc2')
+    }
+    // Columns before the first used one are left out, whatever the range declares.
+    const right = `<row r="1">${cell('C1', 'c1')}</row><row r="2">${cell('D2', 'd2')}</row>`
+    expect((await extractDocument(sheetXlsx(right, { before: '<dimension ref="A1:D2"/>' }), limits)).text).toBe('[Sheet: S]\nc1\n\td2')
   })
 
   test('PDF: the text layer, Latin and Greek intact', async () => {

@@ -103,19 +103,25 @@ export function manyElementsDocx(count: number): Uint8Array {
 
 /** A one-sheet XLSX of `rows` × `cols` one-digit cells (a few hundred KB of zip for a million cells). */
 export function manyCellsXlsx(rows: number, cols: number, sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml'): Uint8Array {
-  const encoder = new TextEncoder()
   const row = '<c t="n"><v>1</v></c>'.repeat(cols)
-  const sheet: string[] = ['<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>']
+  const sheet: string[] = []
   for (let index = 1; index <= rows; index++) sheet.push(`<row r="${index}">${row}</row>`)
-  sheet.push('</sheetData></worksheet>')
-  const rels = (target: string, type: string) =>
-    `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}" Target="${target}"/></Relationships>`
+  return sheetXlsx(sheet.join(''), { sheetPart, target })
+}
+
+/** A one-sheet XLSX (sheet "S") whose worksheet holds `sheetData` (its rows), after `before` (a <dimension>, say). */
+export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string } = {}): Uint8Array {
+  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml' } = options
+  const encoder = new TextEncoder()
+  const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${before}<sheetData>${sheetData}</sheetData></worksheet>`
+  const rels = (relTarget: string, type: string) =>
+    `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}" Target="${relTarget}"/></Relationships>`
   return buildZip([
     { name: '[Content_Types].xml', data: encoder.encode(`<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/${sheetPart}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`) },
     { name: '_rels/.rels', data: encoder.encode(rels('xl/workbook.xml', 'officeDocument')) },
     { name: 'xl/workbook.xml', data: encoder.encode('<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>') },
     { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(rels(target, 'worksheet')) },
-    { name: sheetPart, data: encoder.encode(sheet.join('')) },
+    { name: sheetPart, data: encoder.encode(sheet) },
   ])
 }
 
