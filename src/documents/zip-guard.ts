@@ -51,6 +51,34 @@ function countCells(xml: Uint8Array, budget: number): number {
   return count
 }
 
+/**
+ * Counts cell records in a binary (BIFF12, XLSB) part, stopping once `budget` is passed. A record
+ * is a type and a size, each a little-endian base-128 varint (the type 1–2 bytes, the size up to
+ * 4), then its data; types 1–18 are the cell records (BrtCellBlank … BrtShortIsst). A part that is
+ * not BIFF12 (a VBA project, printer settings) reads as a few records of random sizes and ends.
+ */
+function countBinaryCells(bin: Uint8Array, budget: number): number {
+  let count = 0
+  let at = 0
+  while (at < bin.length) {
+    let type = bin[at++]!
+    if (type & 0x80) {
+      if (at >= bin.length) break
+      type = (type & 0x7f) | ((bin[at++]! & 0x7f) << 7)
+    }
+    let size = 0
+    for (let shift = 0; shift < 28; shift += 7) {
+      if (at >= bin.length) return count
+      const byte = bin[at++]!
+      size += (byte & 0x7f) * 2 ** shift
+      if (!(byte & 0x80)) break
+    }
+    if (type >= 1 && type <= 18 && ++count > budget) return count
+    at += size
+  }
+  return count
+}
+
 /** Reads and checks the central directory. Nothing is inflated here. */
 export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Result<{ entries: ZipEntry[] }> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -138,7 +166,8 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
       return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" inflates to ${size} bytes but its header declares ${entry.uncompressedSize} (a malformed or hostile file)` }
     }
     if (workbook) {
-      cells += countCells(inflated, MAX_SHEET_CELLS - cells)
+      // SheetJS parses a part named .bin as a binary (XLSB) part, whatever the workbook is.
+      cells += entry.name.toLowerCase().endsWith('.bin') ? countBinaryCells(inflated, MAX_SHEET_CELLS - cells) : countCells(inflated, MAX_SHEET_CELLS - cells)
       if (cells > MAX_SHEET_CELLS) return { ok: false, message: `the workbook holds more than ${MAX_SHEET_CELLS.toLocaleString('en')} cells; split it into smaller workbooks` }
     }
   }

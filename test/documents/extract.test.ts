@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx } from './hostile'
+import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx, binaryCellsXlsx } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -206,6 +206,9 @@ describe('refusals, each with a reason a person understands', () => {
     // Sheet parts named so that officeparser still reads them (its pattern is unanchored, its dot unescaped).
     await refused(manyCellsXlsx(510, 1000, 'a/xl/worksheets/sheet1.xml'), /holds more than 500,000 cells/)
     await refused(manyCellsXlsx(510, 1000, 'xl/worksheets/sheet1Axml'), /holds more than 500,000 cells/)
+    // Binary (XLSB) sheet parts, which SheetJS parses whatever the workbook's type, are counted too.
+    await refused(binaryCellsXlsx(500_000), /holds more than 500,000 cells/)
+    expect((await extractDocument(binaryCellsXlsx(), limits)).text).toBe('[Sheet: S]\n0\t1\n1\t2')
     // SheetJS reads the sheet its relationships name, wherever it lies.
     await refused(manyCellsXlsx(510, 1000, 'xl/data/s1.xml', 'data/s1.xml'), /holds more than 500,000 cells/)
     // Under the cap it is read, every cell.

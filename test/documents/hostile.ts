@@ -1,3 +1,4 @@
+import * as XLSX from '@e965/xlsx'
 import { deflateRawSync } from 'node:zlib'
 import { join } from 'node:path'
 
@@ -123,6 +124,32 @@ export function sheetXlsx(sheetData: string, options: { before?: string; sheetPa
     { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(rels(target, 'worksheet')) },
     { name: sheetPart, data: encoder.encode(sheet) },
   ])
+}
+
+/**
+ * A binary workbook (XLSB, as SheetJS writes it) of a 2 × 2 sheet, with an `xl/workbook.xml`
+ * beside its parts, so that it is recognised as an XLSX while SheetJS reads its binary parts (it
+ * parses a part named .bin as BIFF12). With `padCells`, its sheet part gets that many more cell
+ * records (BrtCellRk, 2-byte header and 8 bytes each), built as bytes: a guard that counts them
+ * refuses it before any parser (a SheetJS-built grid that size held ~400 MB in the test process).
+ */
+export function binaryCellsXlsx(padCells = 0): Uint8Array {
+  const workbook = XLSX.utils.book_new()
+  XLSX.utils.book_append_sheet(workbook, XLSX.utils.aoa_to_sheet([[0, 1], [1, 2]]), 'S')
+  const container = XLSX.CFB.read(new Uint8Array(XLSX.write(workbook, { type: 'array', bookType: 'xlsb' })), { type: 'array' })
+  const entries: ZipSpec[] = [{ name: 'xl/workbook.xml', data: new TextEncoder().encode('<workbook/>') }]
+  container.FullPaths.forEach((path: string, index: number) => {
+    const file = container.FileIndex[index]!
+    const name = path.replace(/^Root Entry\//, '')
+    if (file.type === 2 && !name.startsWith('\u0001')) entries.push({ name, data: Uint8Array.from(file.content as ArrayLike<number>) })
+  })
+  if (padCells > 0) {
+    const sheet = entries.find(entry => entry.name === 'xl/worksheets/sheet1.bin')!
+    const pad = new Uint8Array(padCells * 10)
+    for (let at = 0; at < pad.length; at += 10) pad.set([0x02, 0x08], at)
+    sheet.data = Buffer.concat([sheet.data, pad])
+  }
+  return buildZip(entries)
 }
 
 /** Many tiny entries: over the entry-count limit. */
