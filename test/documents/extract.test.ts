@@ -201,7 +201,7 @@ describe('refusals, each with a reason a person understands', () => {
     // Under the cap it is read.
     expect((await extractDocument(manyElementsDocx(1_000), limits)).text).toContain('end')
   })
-  test('a workbook of more cells than the cap is refused before the parser runs (it keeps ~850 bytes each)', async () => {
+  test('a workbook of more cells than the cap is refused before the parser runs (SheetJS keeps ~250 bytes each)', async () => {
     await refused(manyCellsXlsx(510, 1000), /holds more than 500,000 cells/)
     // Sheet parts named so that officeparser still reads them (its pattern is unanchored, its dot unescaped).
     await refused(manyCellsXlsx(510, 1000, 'a/xl/worksheets/sheet1.xml'), /holds more than 500,000 cells/)
