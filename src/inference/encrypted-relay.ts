@@ -195,8 +195,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   // A streamed call answered with something else (a JSON body, an HTML page): the relay cannot
   // read ciphertext to re-frame it, and passing it on would be a 200 event stream of garbage for
   // the client. A backend failure before any output, as the Confidential path answers it.
-  const contentType = upstream.headers.get('content-type')
-  if (stream && contentType !== null && !contentType.toLowerCase().startsWith('text/event-stream')) {
+  const contentType = upstream.headers.get('content-type') ?? 'no content type'
+  if (stream && !contentType.toLowerCase().startsWith('text/event-stream')) {
     upstream.close()
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)

@@ -3,6 +3,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { contextFor, decryptChatResponse, decryptChatStream, encryptChatRequest, encryptedChat, generateClientKeys, verifyResponseSignature, type Attestation } from '../../src/client/tee'
 import { bytesToHex } from '../../src/tee/keys'
 import { json } from '../support/harness'
+import type { SimFaults } from '../../src/tee/sim/types'
 import { NEAR_V2, type TeeGateway, teeGatewayForFile } from '../support/tee'
 
 // The relay itself: bytes unchanged (so backend signatures verify), [DONE] only after the
@@ -159,8 +160,12 @@ describe('Encrypted relay', () => {
     }
   })
 
-  test('a streamed call the backend answers with JSON instead of an event stream: 502, nothing relayed or billed', async () => {
-    sim().state.faults = { jsonForStream: true }
+  test('a streamed call the backend answers with JSON, or with no content type, instead of an event stream: 502, nothing relayed or billed', async () => {
+    for (const faults of [{ jsonForStream: true }, { noContentType: true }]) await notAnEventStream(faults)
+  })
+
+  async function notAnEventStream(faults: SimFaults) {
+    sim().state.faults = faults
     try {
       const { raw, headers } = await prepared('ecdsa', { stream: true })
       const before = (await t.deps.balance(orgId)).availableNanos
@@ -171,7 +176,7 @@ describe('Encrypted relay', () => {
     } finally {
       sim().state.faults = {}
     }
-  })
+  }
 
   test('an unreachable backend at call time is 503 and nothing is billed', async () => {
     sim().state.faults = { status500: true }

@@ -157,5 +157,5 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
       }
     },
   })
-  return new Response(stream, { headers: { 'content-type': 'text/event-stream', ...responseHeaders } })
+  return new Response(stream, { headers: { ...(deps.faults().noContentType === true ? {} : { 'content-type': 'text/event-stream' }), ...responseHeaders } })
 }

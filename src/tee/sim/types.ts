@@ -29,6 +29,8 @@ export interface SimFaults {
   abortStream?: boolean
   /** A streamed chat is answered with one JSON completion instead of an event stream. */
   jsonForStream?: boolean
+  /** A streamed chat's event stream comes without a Content-Type header. */
+  noContentType?: boolean
 }
 
 export interface SimOptions {
