@@ -58,7 +58,9 @@ export function apiErrorAsJsonRpc(error: ApiError, id: JsonRpcId, requestId: str
 /**
  * Why a parsed body is not a JSON-RPC 2.0 message or batch of them (§4, §5), or undefined. Valid
  * JSON that is no valid message is an Invalid Request (-32600), not a parse error (-32700), which
- * the SDK's transport answers for both.
+ * the SDK's transport answers for both. A batch with one such member is refused whole (§6 would
+ * answer the others; the SDK's transport takes a batch only whole, and MCP dropped batches in
+ * 2025-06-18).
  */
 export function invalidRequest(body: unknown): string | undefined {
   if (Array.isArray(body)) {
@@ -74,8 +76,10 @@ export function invalidRequest(body: unknown): string | undefined {
 
 function invalidMessage(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return 'a message must be a JSON object'
-  const { jsonrpc, method, id } = message as Record<string, unknown>
+  const { jsonrpc, method, id, params } = message as Record<string, unknown>
   if (jsonrpc !== '2.0') return '"jsonrpc" must be "2.0"'
+  // §4.2: structured, by position or by name.
+  if (params !== undefined && (typeof params !== 'object' || params === null)) return '"params" must be an object or an array'
   // MCP: a request's id is a string or an integer, never null.
   if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return '"id" must be a string or an integer'
   if (method !== undefined) return typeof method === 'string' ? undefined : '"method" must be a string'

@@ -221,6 +221,7 @@ describe('transport rules', () => {
       [{ jsonrpc: '2.0', id: null, method: 'ping' }, '"id" must be a string or an integer'],
       [{ jsonrpc: '2.0', id: 1.5, method: 'ping' }, '"id" must be a string or an integer'],
       [{ jsonrpc: '2.0', id: 3, method: 7 }, '"method" must be a string'],
+      [{ jsonrpc: '2.0', id: 3, method: 'ping', params: 5 }, '"params" must be an object or an array'],
       [{ jsonrpc: '2.0', id: 3 }, 'a message needs a "method" (a request or notification), or an "id" with a "result" or "error" (a response)'],
       ['hello', 'a message must be a JSON object'],
       [null, 'a message must be a JSON object'],
