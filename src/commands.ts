@@ -216,6 +216,11 @@ function textOf(error: unknown): string {
   return typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message
 }
 
+/** The errors' texts joined, each once: many messages already quote their cause's (libSQL's repeats its code). */
+function causeText(chain: unknown[]): string {
+  return chain.map(textOf).reduce((text: string, next) => (text === '' || next.includes(text) ? next : text.includes(next) ? text : `${text}: ${next}`), '')
+}
+
 /**
  * One line for a failed command, naming its cause. A failed query is described by what made it
  * fail, not by drizzle's "Failed query: <SQL>" (whose cause the message leaves out). Neither the
@@ -230,12 +235,11 @@ export function failureLine(error: unknown, config?: Config): string {
   } else if (error instanceof DatabaseFileError) {
     line = `cannot open the database${config ? ` at ${redactUrl(config.databaseUrl)} (DATABASE_URL)` : ''}: ${error.message}`
   } else if (chain.some(link => link instanceof DrizzleQueryError)) {
-    const detail = chain.filter(link => !(link instanceof DrizzleQueryError)).map(textOf).join(': ') || 'a query failed'
+    const detail = causeText(chain.filter(link => !(link instanceof DrizzleQueryError))) || 'a query failed'
     const where = config ? ` at ${redactUrl(config.databaseUrl)}` : ''
     line = UNREACHABLE.test(detail) ? `cannot reach the database${where}: ${detail}` : `database error${where}: ${detail}`
   } else {
-    // Each cause once: many messages already quote their cause's.
-    line = chain.map(textOf).reduce((text, next) => (text.includes(next) ? text : `${text}: ${next}`))
+    line = causeText(chain)
     // A ledger write the database refused (locked by another process, read-only): say which database.
     if (config && /SQLITE_|database is locked|readonly database/i.test(line)) line = `database error at ${redactUrl(config.databaseUrl)}: ${line}`
   }

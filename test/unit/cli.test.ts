@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { DrizzleQueryError } from 'drizzle-orm/errors'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -367,4 +368,11 @@ test('a write the database refused (another process holds its lock) names the da
   expect(failureLine(busy, config)).toBe('database error at file:/srv/svc/svc.db: SQLITE_BUSY: database is locked')
   // Anything else is its own cause, unprefixed.
   expect(failureLine(new Error('HTTP 500: boom'), config)).toBe('HTTP 500: boom')
+})
+
+test('a cause that repeats its error code (libSQL under drizzle) is said once', () => {
+  const config = loadConfig({ DATABASE_URL: 'file:/srv/svc/svc.db' })
+  const native = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
+  const libsql = Object.assign(new Error('SQLITE_BUSY: database is locked', { cause: native }), { code: 'SQLITE_BUSY' })
+  expect(failureLine(new DrizzleQueryError('insert into orgs …', [], libsql), config)).toBe('database error at file:/srv/svc/svc.db: SQLITE_BUSY: database is locked')
 })
