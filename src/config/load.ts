@@ -98,6 +98,13 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (bootstrapCredit === null) problems.push('ledger.bootstrap_credit: amount too large')
   const parsePrice = parseUsd(file.documents?.price_per_parse ?? '0.001')
   if (parsePrice === null) problems.push('documents.price_per_parse: amount too large')
+  // The buckets count in millionths of a token per second: a finer rate would be rounded, silently.
+  for (const surface of ['inference', 'management'] as const) {
+    for (const scope of ['key', 'org'] as const) {
+      const rate = file.limits?.[surface]?.[scope]?.per_second
+      if (rate !== undefined && Math.abs(rate * 1e6 - Math.round(rate * 1e6)) > 1e-6) problems.push(`limits.${surface}.${scope}.per_second: must be a multiple of 0.000001, got ${rate}`)
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems)
   const metricsTokenEnv = file.metrics?.token_env
   const metricsToken = metricsTokenEnv ? env[metricsTokenEnv] : undefined

@@ -38,10 +38,10 @@ describe('GET /api/v1/rate-limits happy', () => {
     })
   })
 
-  test('refill_per_second is the rate the bucket refills at, not the configured digits past its 1e-6 step', async () => {
+  test('refill_per_second is the rate the bucket refills at (a rate between its 1e-6 steps is refused at boot: config tests)', async () => {
     const t = await buildConfiguredApp([
       'plans: { basic: { monthly_allowance: "0", fusion: false } }',
-      'limits: { management: { key: { burst: 2, per_second: 0.0123456789 }, org: { burst: 100, per_second: 1 } } }',
+      'limits: { management: { key: { burst: 2, per_second: 0.012346 }, org: { burst: 100, per_second: 1 } } }',
     ])
     current = t
     const org = await t.createOrg()
@@ -49,7 +49,7 @@ describe('GET /api/v1/rate-limits happy', () => {
     t.deps.limits.checkManagement(principal)
     const window = (await json(await t.request('GET', '/api/v1/rate-limits', { key: org.adminKey }))).management.key
     expect(window.refill_per_second).toBe(0.012346)
-    // The reset it reports agrees: one token back at 0.012346/s, not at the configured 0.0123456789/s.
+    // The reset it reports agrees: one token back at 0.012346/s.
     const seconds = (Date.parse(window.reset_at) - t.clock.now()) / 1000
     expect(Math.abs(seconds - 1 / 0.012346)).toBeLessThan(1)
   })
