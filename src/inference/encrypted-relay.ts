@@ -203,6 +203,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     deps.lifecycle?.untrack(drained)
     const error = new UpstreamError('server', `the backend answered a streamed call with ${contentType.slice(0, 100)}, not an event stream`, target.provider.id, target.backend.model)
     if (deps.metrics) countUpstreamFailure(deps.metrics, error, 'before-first-event', openedAt)
+    // Passed over for a while by other calls, as a backend that failed to answer is.
+    deps.attestation.failed(target, error)
     log('upstream-error', undefined, undefined)
     throw toApiError(error)
   }
