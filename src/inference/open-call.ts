@@ -113,8 +113,9 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     if (error instanceof UpstreamError) open.failedToOpen(error, openedAt, false)
     // A client that left before the upstream answered aborted the call itself, and the drain's
     // deadline cut it: neither is the upstream's failure. A refusal of the request itself (no
-    // uncensored backend) is logged as its code by the request context.
-    if (open.record !== undefined) open.record.outcome = upstream.unread() ?? (error instanceof UpstreamError ? 'upstream-error' : undefined)
+    // uncensored backend, an adapter's refusal before any call) is logged as its code by the
+    // request context.
+    if (open.record !== undefined) open.record.outcome = upstream.unread() ?? (error instanceof UpstreamError && error.details.phase !== 'adapter' ? 'upstream-error' : undefined)
     throw open.shutdownReason() ?? toApiError(error)
   }
   if (metrics) {
@@ -288,6 +289,8 @@ class OpenedCall implements OpenCall {
  * then failed before any output, and the next backend was tried; `mid-stream`: the client saw it.
  */
 export function countUpstreamFailure(metrics: GatewayMetrics, error: UpstreamError, phase: 'before-first-event' | 'before-output' | 'mid-stream', startedAt?: number): void {
+  // A request the adapter would not send (phase `adapter`) made no upstream call at all.
+  if (error.details.phase === 'adapter') return
   // A call the gateway itself cancelled (client gone, drain) is not an upstream failure; one
   // cancelled before the upstream answered is still an upstream call, counted as `aborted`.
   if (error.kind === 'aborted') {

@@ -69,12 +69,13 @@ export class UpstreamError extends Error {
     readonly provider: string,
     readonly model: string,
     /**
-     * `phase: 'attestation'`: the evidence fetch before a Confidential or Encrypted call failed (→ 503).
+     * `phase: 'attestation'`: the evidence fetch before a Confidential or Encrypted call failed (→ 503);
+     * `phase: 'adapter'`: the adapter refused to send the request (no upstream call was made).
      * `upstreamMessage`: the message of an error object the upstream answered (key scrubbed), the only
      * upstream text a client may be shown; `bodySnippet` is the raw body, for logs; `param`: the
      * field an adapter's own refusal blames.
      */
-    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; upstreamMessage?: string; phase?: 'attestation'; param?: string } = {},
+    readonly details: { status?: number; retryAfterMs?: number; bodySnippet?: string; upstreamMessage?: string; phase?: 'attestation' | 'adapter'; param?: string } = {},
   ) {
     super(message)
   }

@@ -31,6 +31,8 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
     expect(messages.error.error.message).toMatch(/whitespace \(" \\t" in stop \/ stop_sequences\)/)
     expect(s.claude.received).toHaveLength(0)
     expect(await charged()).toBe(before)
+    // No upstream call was made: none is counted, as a failure or otherwise.
+    expect(s.t.deps.metrics.registry.render().split('\n').filter(line => line.startsWith('svc_upstream_') && line.includes('anthropic:'))).toEqual([])
   })
 
   test('an empty stop sequence stops nothing: dropped, the others sent', async () => {

@@ -81,7 +81,7 @@ export class AnthropicProvider implements Provider {
     } catch (error) {
       // Only the expected refusal is a bad request; anything else is a bug and stays one.
       if (!(error instanceof UnsupportedRequestError)) throw error
-      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model, { param: error.param })
+      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model, { param: error.param, phase: 'adapter' })
     }
 
     const control = new CallControl(call.signal, timeouts, call.abortable)
@@ -136,7 +136,7 @@ export class AnthropicProvider implements Provider {
       body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config })
     } catch (error) {
       if (!(error instanceof UnsupportedRequestError)) throw error
-      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model, { param: error.param })
+      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model, { param: error.param, phase: 'adapter' })
     }
     const control = new CallControl(call.signal, timeouts)
     try {

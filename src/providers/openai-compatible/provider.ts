@@ -51,7 +51,7 @@ export class OpenAICompatibleProvider implements Provider {
       const upstreamBody = toUpstream(call.request, call.upstreamModel, this.options)
       body = JSON.stringify(call.collect ? asCollected(upstreamBody) : upstreamBody)
     } catch (error) {
-      if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, origin.provider, origin.model)
+      if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, origin.provider, origin.model, { phase: 'adapter' })
       throw error
     }
     // Our request id goes along, so one request can be followed into the upstream's logs (vLLM,
