@@ -78,8 +78,11 @@ function invalidMessage(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return 'a message must be a JSON object'
   const { jsonrpc, method, id, params } = message as Record<string, unknown>
   if (jsonrpc !== '2.0') return '"jsonrpc" must be "2.0"'
-  // §4.2: structured, by position or by name.
-  if (params !== undefined && (typeof params !== 'object' || params === null)) return '"params" must be an object or an array'
+  // JSON-RPC §4.2 takes them by position or by name; MCP only by name (an object), as does the
+  // SDK's transport, which answered anything else -32700.
+  if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) return '"params" must be an object'
+  const meta = (params as { _meta?: unknown } | undefined)?._meta
+  if (meta !== undefined && (typeof meta !== 'object' || meta === null || Array.isArray(meta))) return '"params._meta" must be an object'
   // MCP: a request's id is a string or an integer, never null.
   if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return '"id" must be a string or an integer'
   if (method !== undefined) return typeof method === 'string' ? undefined : '"method" must be a string'
