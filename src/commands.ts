@@ -211,7 +211,8 @@ const UNREACHABLE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOST
 
 /** An error's own text, with its code when the message does not say it. */
 function textOf(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error)
+  // libSQL's batch errors open with their code twice ("SQLITE_BUSY: SQLITE_BUSY: database is locked").
+  const message = (error instanceof Error ? error.message : String(error)).replace(/^([A-Z][A-Z0-9_]*): \1: /, '$1: ')
   const code = (error as { code?: unknown } | null)?.code
   return typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message
 }

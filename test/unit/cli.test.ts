@@ -375,4 +375,7 @@ test('a cause that repeats its error code (libSQL under drizzle) is said once', 
   const native = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
   const libsql = Object.assign(new Error('SQLITE_BUSY: database is locked', { cause: native }), { code: 'SQLITE_BUSY' })
   expect(failureLine(new DrizzleQueryError('insert into orgs …', [], libsql), config)).toBe('database error at file:/srv/svc/svc.db: SQLITE_BUSY: database is locked')
+  // A batch's error repeats the code in its own message.
+  const batch = Object.assign(new Error('SQLITE_BUSY: SQLITE_BUSY: database is locked', { cause: native }), { code: 'SQLITE_BUSY' })
+  expect(failureLine(batch, config)).toBe('database error at file:/srv/svc/svc.db: SQLITE_BUSY: database is locked')
 })
