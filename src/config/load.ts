@@ -102,7 +102,9 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   for (const surface of ['inference', 'management'] as const) {
     for (const scope of ['key', 'org'] as const) {
       const rate = file.limits?.[surface]?.[scope]?.per_second
-      if (rate !== undefined && Math.abs(rate * 1e6 - Math.round(rate * 1e6)) > 1e-6) problems.push(`limits.${surface}.${scope}.per_second: must be a multiple of 0.000001, got ${rate}`)
+      // The rate as its six decimals read back: equal only when it has no finer digit (and no
+      // floating-point slack, which a tolerance on rate × 10^6 got wrong past ~67,000).
+      if (rate !== undefined && Number(rate.toFixed(6)) !== rate) problems.push(`limits.${surface}.${scope}.per_second: must be a multiple of 0.000001, got ${rate}`)
     }
   }
   if (problems.length > 0) throw new ConfigError(problems)

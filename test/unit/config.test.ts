@@ -771,7 +771,7 @@ test('a refill rate below the buckets\' 1e-6 token/s step is refused, not silent
   // Between two steps it would be rounded to one: refused too.
   expect(fileProblems(limits('0.0000015'))).toEqual(['limits.inference.key.per_second: must be a multiple of 0.000001, got 0.0000015'])
   expect(fileProblems(limits('0.3333333'))).toEqual(['limits.inference.key.per_second: must be a multiple of 0.000001, got 0.3333333'])
-  for (const rate of ['0.1', '0.3', '2.000001', '1000000']) expect(fromFile(limits(rate)).config.limits.inference.key.perSecond).toBe(Number(rate))
+  for (const rate of ['0.1', '0.3', '2.000001', '1000000', '540558.903276', '67277.351871', '999999.999999']) expect(fromFile(limits(rate)).config.limits.inference.key.perSecond).toBe(Number(rate))
 })
 
 describe('fusion', () => {
