@@ -50,15 +50,20 @@ export async function devTee(args: string[], io: CliIo, stop: AbortSignal, start
     'plans:',
     '  pro: { monthly_allowance: "20", fusion: true }',
   ].join('\n')
-  report(io, values.json, { url: sim.url, token: sim.token, family, proof_format: proofFormat, model: sim.modelName, faults: Object.keys(faults), config: snippet }, [
-    `simulated TEE backend (${family}, ${proofFormat}) at ${sim.url}`,
-    `token: ${sim.token}   (export SVC_DEV_TEE_KEY=${sim.token})`,
-    'its quotes are marked simulated (DEBUG TD, zero QE vendor id): no real verifier accepts them',
-    '',
-    'a complete config: save it as the file SVC_CONFIG names (it replaces the embedded default),',
-    'or copy its dev-tee provider and demo-tee model into your own config:',
-    snippet,
-  ])
+  if (values.json) {
+    report(io, true, { url: sim.url, token: sim.token, family, proof_format: proofFormat, model: sim.modelName, faults: Object.keys(faults), config: snippet }, [])
+  } else {
+    // The config alone on stdout, so `svc dev-tee > tee.yaml` saves a file that loads; the rest
+    // is for the person reading the terminal.
+    for (const line of [
+      `simulated TEE backend (${family}, ${proofFormat}) at ${sim.url}`,
+      `token: ${sim.token}   (export SVC_DEV_TEE_KEY=${sim.token})`,
+      'its quotes are marked simulated (DEBUG TD, zero QE vendor id): no real verifier accepts them',
+      'a complete config follows on stdout: save it as the file SVC_CONFIG names (it replaces the',
+      'embedded default), or copy its dev-tee provider and demo-tee model into your own config',
+    ]) io.err(line)
+    io.out(snippet)
+  }
   started?.(sim)
   await new Promise<void>(resolve => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })))
   await sim.stop()

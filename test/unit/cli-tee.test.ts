@@ -71,15 +71,16 @@ describe('svc dev-tee', () => {
   })
 
   test('the printed config is a whole SVC_CONFIG file: as-is, the gateway boots and serves demo-tee at every level (README)', async () => {
-    const { io, out } = capture()
+    const { io, out, err } = capture()
     const stop = new AbortController()
     let running: Promise<void> = Promise.resolve()
     const sim = await new Promise<SimTeeBackend>(resolve => {
       running = devTee([], io, stop.signal, resolve)
     })
-    const text = out.join('\n')
-    const snippet = text.slice(text.indexOf('providers:'))
-    expect(text).toContain('a complete config: save it as the file SVC_CONFIG names')
+    // stdout is the config alone (`svc dev-tee > tee.yaml` saves a file that loads); the rest goes to stderr.
+    const snippet = out.join('\n')
+    expect(snippet).toStartWith('providers:')
+    expect(err.join('\n')).toContain('a complete config follows on stdout: save it as the file SVC_CONFIG names')
     const env = { SVC_CONFIG: '/dev-tee.yaml', SVC_DEV_TEE_KEY: sim.token, SVC_LOG_LEVEL: 'error' }
     const gateway = await buildTestApp(env, loadConfig(env, () => snippet))
     try {
