@@ -234,7 +234,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           description:
             'OpenAI Responses: input as a string or items (messages, function_call, function_call_output, reasoning), instructions, ' +
             'function tools, reasoning (effort minimal to max, xhigh and max as high where the backend takes no more; summary; reasoning items carry the upstream signature in encrypted_content), ' +
-            'text.format json_schema, and streaming (response.created … response.completed, each event with its sequence_number). ' +
+            'text.format (text, json_object, json_schema), and streaming (response.created … response.completed, each event with its sequence_number). ' +
             'Nothing is stored: store: true, previous_response_id and conversation are 400. Encrypted models are refused (Chat Completions only). ' +
             'Billed from the upstream-reported usage, settled before the final event. Errors use the OpenAI envelope.',
         },
