@@ -13,7 +13,7 @@ export async function encryptedChatCommand(client: ClientConfig, args: string[],
     args,
     { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, algo: { type: 'string' }, 'no-stream': { type: 'boolean' }, system: { type: 'string' } },
     ['model'],
-    1,
+    'PROMPT',
   )
   const prompt = promptArgument(positionals)
   const key = values.key ?? client.apiKey

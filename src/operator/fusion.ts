@@ -28,7 +28,7 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo, wr
       'request-id': { type: 'string' }, 'web-search': { type: 'boolean' }, 'web-fetch': { type: 'boolean' },
     },
     ['models'],
-    1,
+    'PROMPT',
   )
   const prompt = promptArgument(positionals)
   const models = values.models!.split(',').map(model => model.trim()).filter(model => model !== '')

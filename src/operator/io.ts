@@ -29,11 +29,12 @@ export function parseOptions<T extends OptionSpec>(
   args: string[],
   options: T,
   required: Array<keyof T & string> = [],
-  positionals = 0,
+  /** The one positional argument's name (PROMPT, ORG…), when the command takes one. */
+  positional?: string,
 ): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string } & { json?: boolean }; positionals: string[] } {
   let parsed
   try {
-    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positionals > 0, tokens: true })
+    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positional !== undefined, tokens: true })
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''))
   }
@@ -44,8 +45,9 @@ export function parseOptions<T extends OptionSpec>(
     if (seen.has(token.name)) throw new UsageError(`--${token.name} was given more than once`)
     seen.add(token.name)
   }
-  if (parsed.positionals.length !== positionals) {
-    throw new UsageError(positionals === 0 ? `unexpected argument "${parsed.positionals[0]}"` : `expected ${positionals} argument(s)`)
+  if (parsed.positionals.length !== (positional === undefined ? 0 : 1)) {
+    if (positional === undefined) throw new UsageError(`unexpected argument "${parsed.positionals[0]}"`)
+    throw new UsageError(`expected one argument, ${positional}, got ${parsed.positionals.length}${parsed.positionals.length > 1 ? ' (quote an argument that holds spaces)' : ''}`)
   }
   for (const name of required) {
     const value = (parsed.values as Record<string, unknown>)[name]

@@ -57,7 +57,7 @@ export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<v
 
 /** `svc keys revoke KEY_ID [--json]`: the operator may revoke any organization's key. */
 export async function keysRevoke(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values, positionals } = parseOptions(args, {}, [], 1)
+  const { values, positionals } = parseOptions(args, {}, [], 'KEY_ID')
   const keyId = idArgument(positionals[0]!, 'KEY_ID')
   const orgId = await deps.keys.orgOf(keyId)
   if (orgId === undefined || !(await deps.keys.revoke(orgId, keyId))) throw new ApiError('not_found', `no active or expired key ${keyId}`)

@@ -43,7 +43,7 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
 
 /** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
 export async function orgsShow(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values, positionals } = parseOptions(args, {}, [], 1)
+  const { values, positionals } = parseOptions(args, {}, [], 'ORG')
   const org = await deps.orgs.requireOrg(idArgument(positionals[0]!, 'ORG'))
   const balance = await deps.balance(org.id)
   const plan = deps.plans.get(org.planId)

@@ -132,7 +132,8 @@ describe('svc CLI', () => {
       [['orgs', 'create', '--name'], "--name"],
       [['orgs', 'create', '--name', 'x', '--bogus'], 'bogus'],
       [['users', 'add', '--org', 'o', '--email', 'e@x.y', '--role', 'king'], '--role must be one of owner, admin, member'],
-      [['keys', 'revoke'], 'expected 1 argument'],
+      [['keys', 'revoke'], 'expected one argument, KEY_ID, got 0'],
+      [['orgs', 'show', 'a', 'b'], 'expected one argument, ORG, got 2 (quote an argument that holds spaces)'],
       [['frobnicate'], 'unknown command "frobnicate"'],
       // Names every object inherits are not commands (they once reached the database step).
       [['toString'], 'unknown command "toString"'],
