@@ -155,8 +155,11 @@ export class Router implements BackendHealth {
       try {
         return { opened: await this.openBackend(route, backend, last, request, options, failures), index: attempt }
       } catch (error) {
-        if (last || !(error instanceof UpstreamError) || !fallsBack(error, options)) throw this.failed(error, backend, failures)
-        this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
+        // An adapter's refusal (a request this backend's protocol cannot carry) made no call: the
+        // next backend, of another kind, may carry it. The backend is not at fault: no cool-down.
+        const refused = error instanceof UpstreamError && error.details.phase === 'adapter'
+        if (last || !(error instanceof UpstreamError) || !(refused ? !options.signal.aborted : fallsBack(error, options))) throw this.failed(error, backend, failures)
+        if (!refused) this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
         failures.push(error)
       }
     }

@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { anthropicWire } from '../providers/anthropic-wire'
+import { openAIWire } from '../providers/openai-wire'
+import { FakeUpstream } from '../support/fake-upstream'
+import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
+
+// A model served by an Anthropic backend and an OpenAI-compatible one: a request the Anthropic
+// adapter refuses before any call (a whitespace-only stop sequence) is the next backend's to
+// serve, not a 400 that depends on the rotation or on the other backend's cool-down (QA). The
+// refusing backend is not at fault: no cool-down, the next request goes to it first again.
+
+let claude: FakeUpstream
+let openai: FakeUpstream
+let g: ServedGateway
+
+beforeAll(async () => {
+  claude = await FakeUpstream.start()
+  openai = await FakeUpstream.start()
+  const yaml = paygConfig(
+    [upstreamProvider('cl', 'anthropic', `${claude.url}/v1`, 'UP_KEY'), upstreamProvider('oa', 'openai-compatible', `${openai.url}/v1`, 'UP_KEY')],
+    ['  - { id: mixed, backends: [{ provider: cl, model: claude-x }, { provider: oa, model: gpt-x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }'],
+  )
+  g = await startServedGateway(yaml, { UP_KEY: 'sk-up-0123456789' })
+})
+
+afterAll(async () => {
+  await g.close()
+  await claude.close()
+  await openai.close()
+})
+
+test('a request the first backend cannot carry is served by the next; the first is not cooled down for it', async () => {
+  openai.enqueue({ kind: 'sse', body: openAIWire.stream({ text: 'from openai', finish: 'stop', usage: { inputTokens: 3, outputTokens: 2 } }) })
+  const served = await g.openai.chat.completions.create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }], stop: [' \t'] })
+  expect(served.choices[0]!.message.content).toBe('from openai')
+  expect(claude.requests).toHaveLength(0)
+  // No upstream call was refused: nothing is counted for the Anthropic backend.
+  expect(g.t.deps.metrics.registry.render().split('\n').filter(line => line.startsWith('svc_upstream_') && line.includes('anthropic:'))).toEqual([])
+  claude.enqueue({ kind: 'sse', body: anthropicWire.stream({ text: 'from claude', finish: 'stop', usage: { inputTokens: 3, outputTokens: 2 } }) })
+  const next = await g.openai.chat.completions.create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] })
+  expect(next.choices[0]!.message.content).toBe('from claude')
+})
