@@ -39,8 +39,9 @@ const RATIO_FLOOR = 1024 * 1024
  * renamed sheets past the count).
  */
 export const MAX_SHEET_CELLS = 500_000
-// A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c>.
-const CELL = /<(?:[A-Za-z_][\w.-]*:)?c[\s/>]/g
+// A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c>. Any prefix SheetJS
+// takes (its /<(?:\w+:)?c[ \/>]/ allows one that starts with a digit, <1:c>, which XML does not).
+const CELL = /<(?:[\w.-]+:)?c[\s/>]/g
 
 /** Counts cell elements in a workbook's part, stopping once `budget` is passed. */
 function countCells(xml: Uint8Array, budget: number): number {

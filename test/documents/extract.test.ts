@@ -90,6 +90,27 @@ describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
     expect((await extractDocument(sheetXlsx(right, { before: '<dimension ref="A1:D2"/>' }), limits)).text).toBe('[Sheet: S]\nc1\n\td2')
   })
 
+  test('cells are formatted as the text grows, under its cap: huge literal formats cannot blow up memory', async () => {
+    // 2,000 cells, each shown as a 50,000-character literal: ~100 MB of text, refused at the cap
+    // (SheetJS formatted every cell while reading: 2 GB for this 2 KB file, QA).
+    const literal = `&quot;${'a'.repeat(50_000)}&quot;0`
+    const rows = `<row>${'<c s="1"><v>1</v></c>'.repeat(100)}</row>`.repeat(20)
+    const before = process.memoryUsage().rss
+    await refused(sheetXlsx(rows, { numFmt: literal }), /longer than the 1024-byte limit/, { ...limits, maxTextBytes: 1024 })
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024)
+  })
+
+  test('dates a model can read: formats SheetJS cannot parse (dd.mm.yyyy) and the locale short date as ISO; whole numbers keep their digits', async () => {
+    const date = (numFmt: string, value = '45306.25') => extractDocument(sheetXlsx(`<row><c s="1"><v>${value}</v></c></row>`, { numFmt }), limits)
+    expect((await date('dd.mm.yyyy')).text).toBe('[Sheet: S]\n2024-01-15 06:00:00')
+    expect((await date('dd.mm.yyyy', '45306')).text).toBe('[Sheet: S]\n2024-01-15')
+    expect((await date('hh.mm', '0.25')).text).toBe('[Sheet: S]\n06:00:00')
+    expect((await date('yyyy-mm-dd')).text).toBe('[Sheet: S]\n2024-01-15')
+    // Format 14 (Excel's short date, m/d/yy in SheetJS's en-US table).
+    const builtIn = sheetXlsx('<row><c s="1"><v>45306</v></c><c><v>4006381333931</v></c><c><v>0.30000000000000004</v></c></row>', { numFmt: 'm/d/yy' })
+    expect((await extractDocument(builtIn, limits)).text).toBe('[Sheet: S]\n2024-01-15\t4006381333931\t0.3')
+  })
+
   test('PDF: the text layer, Latin and Greek intact', async () => {
     const result = await extractDocument(await fixture('report.pdf'), limits)
     expect(result.documentType).toBe('pdf')
@@ -209,6 +230,9 @@ describe('refusals, each with a reason a person understands', () => {
     // Binary (XLSB) sheet parts, which SheetJS parses whatever the workbook's type, are counted too.
     await refused(binaryCellsXlsx(500_000), /holds more than 500,000 cells/)
     expect((await extractDocument(binaryCellsXlsx(), limits)).text).toBe('[Sheet: S]\n0\t1\n1\t2')
+    // A prefix XML does not allow but SheetJS reads (QA: <1:c> cells went past the count).
+    const prefixed = `<row>${'<1:c><v>1</v></1:c>'.repeat(1000)}</row>`.repeat(510)
+    await refused(sheetXlsx(prefixed), /holds more than 500,000 cells/)
     // SheetJS reads the sheet its relationships name, wherever it lies.
     await refused(manyCellsXlsx(510, 1000, 'xl/data/s1.xml', 'data/s1.xml'), /holds more than 500,000 cells/)
     // Under the cap it is read, every cell.

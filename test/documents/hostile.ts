@@ -110,19 +110,31 @@ export function manyCellsXlsx(rows: number, cols: number, sheetPart = 'xl/worksh
   return sheetXlsx(sheet.join(''), { sheetPart, target })
 }
 
-/** A one-sheet XLSX (sheet "S") whose worksheet holds `sheetData` (its rows), after `before` (a <dimension>, say). */
-export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string } = {}): Uint8Array {
-  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml' } = options
+/**
+ * A one-sheet XLSX (sheet "S") whose worksheet holds `sheetData` (its rows), after `before` (a
+ * <dimension>, say). With `numFmt`, cells with `s="1"` take that number format code (as XML
+ * attribute text: quotes as &quot;).
+ */
+export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string } = {}): Uint8Array {
+  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml', numFmt } = options
   const encoder = new TextEncoder()
   const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${before}<sheetData>${sheetData}</sheetData></worksheet>`
   const rels = (relTarget: string, type: string) =>
     `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}" Target="${relTarget}"/></Relationships>`
   return buildZip([
-    { name: '[Content_Types].xml', data: encoder.encode(`<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/${sheetPart}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`) },
+    { name: '[Content_Types].xml', data: encoder.encode(`<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/${sheetPart}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>${numFmt === undefined ? '' : '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'}</Types>`) },
     { name: '_rels/.rels', data: encoder.encode(rels('xl/workbook.xml', 'officeDocument')) },
     { name: 'xl/workbook.xml', data: encoder.encode('<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>') },
-    { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(rels(target, 'worksheet')) },
+    { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(numFmt === undefined ? rels(target, 'worksheet') : rels(target, 'worksheet').replace('</Relationships>', '<Relationship Id="rSt" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>')) },
     { name: sheetPart, data: encoder.encode(sheet) },
+    ...(numFmt === undefined
+      ? []
+      : [{
+          name: 'xl/styles.xml',
+          data: encoder.encode(
+            `<?xml version="1.0"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><numFmts count="1"><numFmt numFmtId="164" formatCode="${numFmt}"/></numFmts><fonts count="1"><font/></fonts><fills count="1"><fill/></fills><borders count="1"><border/></borders><cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs><cellXfs count="2"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/><xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/></cellXfs></styleSheet>`,
+          ),
+        }]),
   ])
 }
 
