@@ -85,6 +85,7 @@ function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBy
     if (names.has('word/document.xml')) return { kind: 'zip', type: 'docx', entries: directory.entries }
     if (names.has('ppt/presentation.xml')) return { kind: 'zip', type: 'pptx', entries: directory.entries }
     if (names.has('xl/workbook.xml')) return { kind: 'zip', type: 'xlsx', entries: directory.entries }
+    if (names.has('xl/workbook.bin')) return { kind: 'reject', message: `binary Excel workbooks (XLSB) are not supported; save the workbook as XLSX (${ACCEPTED})` }
     return { kind: 'reject', message: `the file is an Office Open XML package but not a Word, PowerPoint or Excel document; ${ACCEPTED}` }
   }
   return { kind: 'reject', message: `the file is a zip archive, not a document; ${ACCEPTED}` }

@@ -143,6 +143,11 @@ describe('refusals, each with a reason a person understands', () => {
   test('binary noise', () => refused(new Uint8Array([1, 2, 3, 0, 0, 5, 6, 7, 200, 201]), /not UTF-8 text|binary/))
   test('an image', () => refused(PNG, /PNG image/))
   test('a plain zip archive', () => refused(plainZip(), /zip archive, not a document/))
+  test('a binary workbook (XLSB): named as such, with what to do', () => {
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, XLSX.utils.aoa_to_sheet([[1]]), 'S')
+    return refused(new Uint8Array(XLSX.write(workbook, { type: 'array', bookType: 'xlsb' })), /binary Excel workbooks \(XLSB\) are not supported; save the workbook as XLSX/)
+  })
   test('an encrypted PDF', async () => refused(await fixture('encrypted.pdf'), /encrypted \(password protected\)/))
   test('a truncated PDF', async () => {
     const pdf = await fixture('report.pdf')
