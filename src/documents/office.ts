@@ -88,10 +88,10 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
  * one cell at column XFD is 16,383 tabs.
  */
 export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string {
-  // cellText false: SheetJS would format every cell while it reads, before any cap (a 2 KB file
-  // whose formats are 50,000-character literals took 2 GB, QA); shownText formats each cell as
-  // the text grows, under the cap. cellNF keeps each cell's format string for it.
-  const workbook = XLSX.read(bytes, { type: 'array', dense: true, cellText: false, cellNF: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false })
+  // SheetJS formats every cell while it reads (its built-in formats known only by id, 5–8 and
+  // 27–81, are applied there alone); the zip guard refused the format codes that could make that
+  // text huge (MAX_FORMAT_CODE). cellNF keeps each cell's format string for shownText's exceptions.
+  const workbook = XLSX.read(bytes, { type: 'array', dense: true, cellNF: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false })
   if (workbook.SheetNames.length === 0) throw new Error('no sheets')
   const date1904 = workbook.Workbook?.WBProps?.date1904 === true
   const out: string[] = []
@@ -107,9 +107,8 @@ export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string
     let first = Number.POSITIVE_INFINITY
     for (const row of rows) {
       if (row === undefined) continue
-      // Not formatted here: only the main pass, under the cap, formats cells.
       for (let column = 0; column < row.length && column < first; column++) {
-        if (holdsValue(row[column])) first = column
+        if (shownText(row[column], date1904) !== '') first = column
       }
     }
     if (first === Number.POSITIVE_INFINITY) return
@@ -137,33 +136,40 @@ export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string
 }
 
 /**
- * A spreadsheet cell as Excel shows it, on one line, with three exceptions for a model reading
- * it: a date in the locale's short form (format 14, m/d/yy in SheetJS, 1/15/24) is written
- * 2024-01-15; a whole number in General keeps every digit (Excel shows 4006381333931 as
- * 4.00638E+12: a barcode or an order id would lose digits); and a date whose format SheetJS cannot
- * read (dd.mm.yyyy, which it refuses for its dots) is written as an ISO date, not as its serial.
+ * A spreadsheet cell as Excel shows it (SheetJS's formatted text), on one line, with three
+ * exceptions for a model reading it: a date in the locale's short form (format 14, m/d/yy in
+ * SheetJS, 1/15/24) is written 2024-01-15; a whole number in General keeps every digit (Excel shows
+ * 4006381333931 as 4.00638E+12: a barcode or an order id would lose digits); and a date whose
+ * format SheetJS cannot read (dd.mm.yyyy, refused for its dots), which it leaves as the serial, is
+ * written as an ISO date.
  */
 function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string {
   if (cell === undefined || cell.v === undefined || cell.v === null) return ''
-  if (cell.t !== 'n' || typeof cell.v !== 'number') return oneLine(cell.t === 's' ? String(cell.v) : XLSX.utils.format_cell(cell))
-  const format = typeof cell.z === 'string' ? (LOCALE_DATES[cell.z] ?? cell.z) : 'General'
-  if (format === 'General' && Number.isInteger(cell.v)) return String(cell.v)
+  const shown = cell.w ?? String(cell.v)
+  if (cell.t !== 'n' || typeof cell.v !== 'number') return oneLine(shown)
+  // No z: a built-in format SheetJS knows by id only (5–8, 27–81: currency, accounting, the East-Asian
+  // locales' dates, which it shows as m/d/yy), applied in `shown`.
+  const format = typeof cell.z === 'string' ? cell.z : SHORT_DATE.test(shown) ? 'm/d/yy' : undefined
+  if (format === undefined) return oneLine(shown)
+  if (format === 'General') return Number.isSafeInteger(cell.v) ? String(cell.v) : oneLine(shown)
+  const iso = LOCALE_DATES[format] ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoFormat(cell.v) : undefined)
+  if (iso === undefined) return oneLine(shown)
   try {
-    return oneLine(XLSX.SSF.format(format, cell.v, { date1904 }))
+    return XLSX.SSF.format(iso, cell.v, { date1904 })
   } catch {
-    if (!XLSX.SSF.is_date(format)) return String(cell.v)
-    return oneLine(XLSX.SSF.format(cell.v % 1 === 0 ? 'yyyy-mm-dd' : cell.v < 1 ? 'hh:mm:ss' : 'yyyy-mm-dd hh:mm:ss', cell.v, { date1904 }))
+    return oneLine(shown)
   }
 }
 
-/** Whether a cell has something to show (a blank string has not). */
-function holdsValue(cell: XLSX.CellObject | undefined): boolean {
-  if (cell === undefined || cell.v === undefined || cell.v === null) return false
-  return cell.t !== 's' || String(cell.v).trim() !== ''
-}
+const SHORT_DATE = /^\d{1,2}\/\d{1,2}\/\d{2}$/
 
 /** Excel's locale-dependent built-in date formats (14, 22), as SheetJS spells them in en-US, written unambiguously. */
 const LOCALE_DATES: Readonly<Record<string, string>> = { 'm/d/yy': 'yyyy-mm-dd', 'm/d/yy h:mm': 'yyyy-mm-dd hh:mm' }
+
+/** An ISO format for a date serial: the date, the time of day, or both. */
+function isoFormat(serial: number): string {
+  return serial % 1 === 0 ? 'yyyy-mm-dd' : serial < 1 ? 'hh:mm:ss' : 'yyyy-mm-dd hh:mm:ss'
+}
 
 function join(lines: string[], maxTextBytes: number): string {
   const text = lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()

@@ -90,14 +90,25 @@ describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
     expect((await extractDocument(sheetXlsx(right, { before: '<dimension ref="A1:D2"/>' }), limits)).text).toBe('[Sheet: S]\nc1\n\td2')
   })
 
-  test('cells are formatted as the text grows, under its cap: huge literal formats cannot blow up memory', async () => {
-    // 2,000 cells, each shown as a 50,000-character literal: ~100 MB of text, refused at the cap
-    // (SheetJS formatted every cell while reading: 2 GB for this 2 KB file, QA).
+  test("a number format longer than Excel's 255 characters is refused before SheetJS formats a cell with it", async () => {
+    // 2,000 cells, each shown as a 50,000-character literal: SheetJS formats every cell while it
+    // reads, before the text cap (2 GB for this 2 KB file, QA).
     const literal = `&quot;${'a'.repeat(50_000)}&quot;0`
     const rows = `<row>${'<c s="1"><v>1</v></c>'.repeat(100)}</row>`.repeat(20)
     const before = process.memoryUsage().rss
-    await refused(sheetXlsx(rows, { numFmt: literal }), /longer than the 1024-byte limit/, { ...limits, maxTextBytes: 1024 })
+    await refused(sheetXlsx(rows, { numFmt: literal }), /declares a number format longer than Excel's 255 characters/)
     expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024)
+    // 255 characters, entities counted as one, is Excel's own limit: read.
+    const longest = `&quot;${'a'.repeat(251)}&quot;0`
+    expect((await extractDocument(sheetXlsx('<row><c s="1"><v>1</v></c></row>', { numFmt: longest }), limits)).text).toBe(`[Sheet: S]\n${'a'.repeat(251)}1`)
+  })
+
+  test("built-in formats known by id only (currency, accounting, East-Asian dates) and text sections are applied", async () => {
+    const shown = async (numFmt: string | number, cell: string) => (await extractDocument(sheetXlsx(`<row>${cell}</row>`, { numFmt }), limits)).text
+    expect(await shown(44, '<c s="1"><v>1234.5</v></c>')).toBe('[Sheet: S]\n$1,234.50')
+    expect(await shown(7, '<c s="1"><v>1234.5</v></c>')).toBe('[Sheet: S]\n$1,234.50')
+    expect(await shown(57, '<c s="1"><v>45306</v></c>')).toBe('[Sheet: S]\n2024-01-15')
+    expect(await shown('&quot;Mr &quot;@', '<c s="1" t="inlineStr"><is><t>Bob</t></is></c>')).toBe('[Sheet: S]\nMr Bob')
   })
 
   test('dates a model can read: formats SheetJS cannot parse (dd.mm.yyyy) and the locale short date as ISO; whole numbers keep their digits', async () => {

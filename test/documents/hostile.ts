@@ -112,10 +112,10 @@ export function manyCellsXlsx(rows: number, cols: number, sheetPart = 'xl/worksh
 
 /**
  * A one-sheet XLSX (sheet "S") whose worksheet holds `sheetData` (its rows), after `before` (a
- * <dimension>, say). With `numFmt`, cells with `s="1"` take that number format code (as XML
- * attribute text: quotes as &quot;).
+ * <dimension>, say). With `numFmt`, cells with `s="1"` take that number format: a code (as XML
+ * attribute text: quotes as &quot;) declared as format 164, or a built-in format's id.
  */
-export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string } = {}): Uint8Array {
+export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string | number } = {}): Uint8Array {
   const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml', numFmt } = options
   const encoder = new TextEncoder()
   const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${before}<sheetData>${sheetData}</sheetData></worksheet>`
@@ -132,7 +132,7 @@ export function sheetXlsx(sheetData: string, options: { before?: string; sheetPa
       : [{
           name: 'xl/styles.xml',
           data: encoder.encode(
-            `<?xml version="1.0"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><numFmts count="1"><numFmt numFmtId="164" formatCode="${numFmt}"/></numFmts><fonts count="1"><font/></fonts><fills count="1"><fill/></fills><borders count="1"><border/></borders><cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs><cellXfs count="2"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/><xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/></cellXfs></styleSheet>`,
+            `<?xml version="1.0"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${typeof numFmt === 'number' ? '' : `<numFmts count="1"><numFmt numFmtId="164" formatCode="${numFmt}"/></numFmts>`}<fonts count="1"><font/></fonts><fills count="1"><fill/></fills><borders count="1"><border/></borders><cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs><cellXfs count="2"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/><xf numFmtId="${typeof numFmt === 'number' ? numFmt : 164}" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/></cellXfs></styleSheet>`,
           ),
         }]),
   ])
