@@ -158,7 +158,12 @@ export class Router implements BackendHealth {
         // An adapter's refusal (a request this backend's protocol cannot carry) made no call: the
         // next backend, of another kind, may carry it. The backend is not at fault: no cool-down.
         const refused = error instanceof UpstreamError && error.details.phase === 'adapter'
-        if (last || !(error instanceof UpstreamError) || !(refused ? !options.signal.aborted : fallsBack(error, options))) throw this.failed(error, backend, failures)
+        if (last || !(error instanceof UpstreamError) || !(refused ? !options.signal.aborted : fallsBack(error, options))) {
+          // Ending on a refusal after a backend that could carry the request failed: that failure
+          // is the answer (a 502 or 429 to retry, not a 400 for the client's request).
+          const failed = refused ? failures.findLast(failure => failure.details.phase !== 'adapter') : undefined
+          throw this.failed(failed ?? error, backend, failed === undefined ? failures : failures.filter(failure => failure !== failed))
+        }
         if (!refused) this.coolingUntil.set(keyOf(backend), this.clock.now() + this.coolDownMs)
         failures.push(error)
       }
@@ -206,7 +211,14 @@ export class Router implements BackendHealth {
     if (backend === undefined) return undefined
     const provider = this.providers.get(backend.provider)
     if (provider?.countTokens === undefined) return undefined
-    return provider.countTokens({ request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, requestId: options.requestId })
+    try {
+      return await provider.countTokens({ request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, requestId: options.requestId })
+    } catch (error) {
+      // A request this backend's adapter cannot carry may still be served by another backend of
+      // the model: the caller estimates, as for a backend that cannot count.
+      if (error instanceof UpstreamError && error.details.phase === 'adapter' && route.backends.length > 1) return undefined
+      throw error
+    }
   }
 
   readyFirst<T>(items: readonly T[], backendOf: (item: T) => Pick<Backend, 'provider' | 'model'>): T[] {

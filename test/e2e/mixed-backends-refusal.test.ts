@@ -18,7 +18,10 @@ beforeAll(async () => {
   openai = await FakeUpstream.start()
   const yaml = paygConfig(
     [upstreamProvider('cl', 'anthropic', `${claude.url}/v1`, 'UP_KEY'), upstreamProvider('oa', 'openai-compatible', `${openai.url}/v1`, 'UP_KEY')],
-    ['  - { id: mixed, backends: [{ provider: cl, model: claude-x }, { provider: oa, model: gpt-x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }'],
+    [
+      '  - { id: mixed, backends: [{ provider: cl, model: claude-x }, { provider: oa, model: gpt-x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }',
+      '  - { id: oa-first, backends: [{ provider: oa, model: gpt-x }, { provider: cl, model: claude-x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }',
+    ],
   )
   g = await startServedGateway(yaml, { UP_KEY: 'sk-up-0123456789' })
 })
@@ -39,4 +42,18 @@ test('a request the first backend cannot carry is served by the next; the first 
   claude.enqueue({ kind: 'sse', body: anthropicWire.stream({ text: 'from claude', finish: 'stop', usage: { inputTokens: 3, outputTokens: 2 } }) })
   const next = await g.openai.chat.completions.create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] })
   expect(next.choices[0]!.message.content).toBe('from claude')
+})
+
+test('a backend that could carry the request failed first: its failure is the answer (502 to retry), not the refusal of the next', async () => {
+  // The OpenAI-compatible backend, first, fails (503); the Anthropic one after it cannot carry a
+  // whitespace stop. Before: a 400 for the client's request, which an SDK does not retry (QA).
+  openai.enqueue({ kind: 'json', status: 503, body: { error: { message: 'overloaded' } } })
+  const failed = await g.openai.chat.completions.create({ model: 'oa-first', messages: [{ role: 'user', content: 'hi' }], stop: [' \t'] }).catch(error => error)
+  expect(failed.status).toBe(502)
+  expect(claude.requests).toHaveLength(1) // the earlier test's call only
+})
+
+test("count_tokens estimates when the first backend's adapter cannot carry the request another backend serves", async () => {
+  const counted = await g.anthropic.messages.countTokens({ model: 'mixed', messages: [{ role: 'user', content: [] }] })
+  expect(counted.input_tokens).toBeGreaterThan(0)
 })
