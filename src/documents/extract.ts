@@ -1,4 +1,4 @@
-import { extractOffice, extractWorkbook, MAX_XML_ELEMENTS, TextCapExceeded } from './office'
+import { extractOffice, extractWorkbook, FormatRefused, MAX_XML_ELEMENTS, TextCapExceeded } from './office'
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText } from './text'
@@ -49,6 +49,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         return { text, documentType: sniffed.type }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        if (error instanceof FormatRefused) throw invalid(error.message)
         if ((error as { officeIssue?: { code?: string } }).officeIssue?.code === 'XML_ELEMENT_LIMIT_EXCEEDED') {
           throw invalid(`the ${sniffed.type.toUpperCase()} document holds more than ${MAX_XML_ELEMENTS.toLocaleString('en')} XML elements; split it into smaller documents`)
         }
@@ -64,6 +65,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         return { text: extractWorkbook(bytes, limits.maxTextBytes), documentType: 'xls' }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
+        if (error instanceof FormatRefused) throw invalid(error.message)
         // SheetJS's words for a FILEPASS record (any of Excel's password schemes).
         if (/password-protected/i.test((error as Error).message ?? '')) {
           throw invalid('the Excel workbook is encrypted (password protected); remove the password and send it again')

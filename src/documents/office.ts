@@ -88,10 +88,13 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
  * one cell at column XFD is 16,383 tabs.
  */
 export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string {
-  // SheetJS formats every cell while it reads (its built-in formats known only by id, 5–8 and
-  // 27–81, are applied there alone); the zip guard refused the format codes that could make that
-  // text huge (MAX_FORMAT_CODE). cellNF keeps each cell's format string for shownText's exceptions.
-  const workbook = XLSX.read(bytes, { type: 'array', dense: true, cellNF: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false })
+  // SheetJS formats every cell while it reads, before any cap can apply (its built-in formats
+  // known only by id, 5–8 and 27–81, and text sections are applied there alone), so the formats
+  // are checked first, in a read that formats nothing (refuseHugeFormats). cellNF keeps each
+  // cell's format string for shownText's exceptions.
+  const options = { type: 'array', dense: true, cellNF: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false } as const
+  refuseHugeFormats(XLSX.read(bytes, { ...options, cellText: false }))
+  const workbook = XLSX.read(bytes, options)
   if (workbook.SheetNames.length === 0) throw new Error('no sheets')
   const date1904 = workbook.Workbook?.WBProps?.date1904 === true
   const out: string[] = []
@@ -135,6 +138,27 @@ export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string
   return join(out, maxTextBytes)
 }
 
+/** The longest number format code a workbook may declare: Excel's own limit. */
+export const MAX_FORMAT_CODE = 255
+/** The most text placeholders (@) one format may hold: each repeats the cell's whole text. */
+const MAX_TEXT_PLACEHOLDERS = 4
+
+/** A workbook format SheetJS would make huge text of (formatting every cell as it reads). */
+export class FormatRefused extends Error {}
+
+/**
+ * Refuses a workbook whose formats would make every cell's text huge while SheetJS reads it: a
+ * literal past Excel's 255 characters (2,000 cells of a 50,000-character one took 2 GB from a
+ * 2 KB upload), or the text placeholder @ many times over (255 of them on a long shared string).
+ */
+function refuseHugeFormats(workbook: XLSX.WorkBook): void {
+  for (const code of Object.values((workbook as { SSF?: Record<string, unknown> }).SSF ?? {})) {
+    if (typeof code !== 'string') continue
+    if (code.length > MAX_FORMAT_CODE) throw new FormatRefused(`the workbook declares a number format longer than Excel's ${MAX_FORMAT_CODE} characters`)
+    if (code.split('@').length - 1 > MAX_TEXT_PLACEHOLDERS) throw new FormatRefused(`the workbook declares a number format that repeats its text placeholder (@) more than ${MAX_TEXT_PLACEHOLDERS} times`)
+  }
+}
+
 /**
  * A spreadsheet cell as Excel shows it (SheetJS's formatted text), on one line, with three
  * exceptions for a model reading it: a date in the locale's short form (format 14, m/d/yy in
@@ -149,8 +173,10 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
   if (cell.t !== 'n' || typeof cell.v !== 'number') return oneLine(shown)
   // No z: a built-in format SheetJS knows by id only (5–8, 27–81: currency, accounting, the East-Asian
   // locales' dates, which it shows as m/d/yy), applied in `shown`.
-  const format = typeof cell.z === 'string' ? cell.z : SHORT_DATE.test(shown) ? 'm/d/yy' : undefined
+  const format = typeof cell.z === 'string' ? cell.z : SHORT_DATE.test(shown) ? 'm/d/yy' : SHORT_DATE_TIME.test(shown) ? 'm/d/yy h:mm' : undefined
   if (format === undefined) return oneLine(shown)
+  // A date format on a value no date has (negative, past 9999): Excel shows ####, SheetJS nothing.
+  if (shown === '' && XLSX.SSF.is_date(format)) return String(cell.v)
   if (format === 'General') return Number.isSafeInteger(cell.v) ? String(cell.v) : oneLine(shown)
   const iso = LOCALE_DATES[format] ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoFormat(cell.v) : undefined)
   if (iso === undefined) return oneLine(shown)
@@ -162,6 +188,7 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
 }
 
 const SHORT_DATE = /^\d{1,2}\/\d{1,2}\/\d{2}$/
+const SHORT_DATE_TIME = /^\d{1,2}\/\d{1,2}\/\d{2} \d{1,2}:\d{2}$/
 
 /** Excel's locale-dependent built-in date formats (14, 22), as SheetJS spells them in en-US, written unambiguously. */
 const LOCALE_DATES: Readonly<Record<string, string>> = { 'm/d/yy': 'yyyy-mm-dd', 'm/d/yy h:mm': 'yyyy-mm-dd hh:mm' }

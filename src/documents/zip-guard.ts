@@ -43,26 +43,6 @@ export const MAX_SHEET_CELLS = 500_000
 // takes (its /<(?:\w+:)?c[ \/>]/ allows one that starts with a digit, <1:c>, which XML does not).
 const CELL = /<(?:[\w.-]+:)?c[\s/>]/g
 
-/**
- * The longest number format code a workbook may declare: Excel's own limit. SheetJS formats every
- * cell while it reads, before the text cap can apply, so a format made of a long literal makes
- * every cell that long (2,000 cells of a 50,000-character format took 2 GB from a 2 KB upload).
- */
-export const MAX_FORMAT_CODE = 255
-const FORMAT_CODE = /formatCode\s*=\s*(?:"([^"]*)"|'([^']*)')/g
-
-/** A format code in a workbook part longer than MAX_FORMAT_CODE (entities counted as one character), if any. */
-function overlongFormat(xml: Uint8Array): boolean {
-  const text = Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength).toString('latin1')
-  if (!text.includes('formatCode')) return false
-  FORMAT_CODE.lastIndex = 0
-  for (let match = FORMAT_CODE.exec(text); match !== null; match = FORMAT_CODE.exec(text)) {
-    const code = match[1] ?? match[2] ?? ''
-    if (code.length > MAX_FORMAT_CODE && code.replace(/&[^;&]{1,10};/g, '.').length > MAX_FORMAT_CODE) return true
-  }
-  return false
-}
-
 /** Counts cell elements in a workbook's part, stopping once `budget` is passed. */
 function countCells(xml: Uint8Array, budget: number): number {
   const text = Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength).toString('latin1')
@@ -188,9 +168,7 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
     }
     if (workbook) {
       // SheetJS parses a part named .bin as a binary (XLSB) part, whatever the workbook is.
-      const binary = entry.name.toLowerCase().endsWith('.bin')
-      cells += binary ? countBinaryCells(inflated, MAX_SHEET_CELLS - cells) : countCells(inflated, MAX_SHEET_CELLS - cells)
-      if (!binary && overlongFormat(inflated)) return { ok: false, message: `the workbook declares a number format longer than Excel's ${MAX_FORMAT_CODE} characters` }
+      cells += entry.name.toLowerCase().endsWith('.bin') ? countBinaryCells(inflated, MAX_SHEET_CELLS - cells) : countCells(inflated, MAX_SHEET_CELLS - cells)
       if (cells > MAX_SHEET_CELLS) return { ok: false, message: `the workbook holds more than ${MAX_SHEET_CELLS.toLocaleString('en')} cells; split it into smaller workbooks` }
     }
   }

@@ -98,9 +98,23 @@ describe('accepted formats (LibreOffice fixtures, non-ASCII text)', () => {
     const before = process.memoryUsage().rss
     await refused(sheetXlsx(rows, { numFmt: literal }), /declares a number format longer than Excel's 255 characters/)
     expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024)
-    // 255 characters, entities counted as one, is Excel's own limit: read.
+    // 255 characters, entities counted as one, is Excel's own limit: read; CJK characters count one each.
     const longest = `&quot;${'a'.repeat(251)}&quot;0`
     expect((await extractDocument(sheetXlsx('<row><c s="1"><v>1</v></c></row>', { numFmt: longest }), limits)).text).toBe(`[Sheet: S]\n${'a'.repeat(251)}1`)
+    const cjk = `&quot;${'年'.repeat(200)}&quot;0`
+    expect((await extractDocument(sheetXlsx('<row><c s="1"><v>1</v></c></row>', { numFmt: cjk }), limits)).text).toBe(`[Sheet: S]\n${'年'.repeat(200)}1`)
+    // An XLS is held to it too.
+    const sheet: XLSX.WorkSheet = { '!ref': 'A1:A2', A1: { t: 'n', v: 1, z: `"${'x'.repeat(300)}"0` }, A2: { t: 'n', v: 2, z: `"${'x'.repeat(300)}"0` } }
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, sheet, 'S')
+    await refused(new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType: 'biff8' })), /declares a number format longer than Excel's 255 characters/)
+    // The text placeholder @ repeats the cell's whole text: more than four of them are refused.
+    await refused(sheetXlsx('<row><c s="1" t="inlineStr"><is><t>hello</t></is></c></row>', { numFmt: '@'.repeat(5) }), /repeats its text placeholder \(@\) more than 4 times/)
+  })
+
+  test('a date format on a value no date has keeps the value; built-in 78 (short date and time) is ISO as 22 is', async () => {
+    expect((await extractDocument(sheetXlsx('<row><c s="1"><v>-1234.5</v></c><c s="1"><v>3000000</v></c></row>', { numFmt: 14 }), limits)).text).toBe('[Sheet: S]\n-1234.5\t3000000')
+    expect((await extractDocument(sheetXlsx('<row><c s="1"><v>45306.75</v></c></row>', { numFmt: 78 }), limits)).text).toBe('[Sheet: S]\n2024-01-15 18:00')
   })
 
   test("built-in formats known by id only (currency, accounting, East-Asian dates) and text sections are applied", async () => {
