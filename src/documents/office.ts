@@ -139,7 +139,7 @@ export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string
 }
 
 /** The longest number format code a workbook may declare: Excel's own limit. */
-export const MAX_FORMAT_CODE = 255
+const MAX_FORMAT_CODE = 255
 /** The most text placeholders (@) one format may hold: each repeats the cell's whole text. */
 const MAX_TEXT_PLACEHOLDERS = 4
 

@@ -42,19 +42,22 @@ const secondTurn = {
   ],
 }
 
-test('by default: max_tokens, and the reasoning of earlier turns is not sent', async () => {
-  await start('')
+/** The body the upstream got for the second turn, with `options` added to the provider's entry. */
+async function upstreamBodyWith(options: string) {
+  await start(options)
   for await (const _ of await gateway.openai.chat.completions.create(secondTurn as OpenAI.ChatCompletionCreateParamsStreaming)) void _
-  const body = upstream.onlyRequest().body
+  return upstream.onlyRequest().body
+}
+
+test('by default: max_tokens, and the reasoning of earlier turns is not sent', async () => {
+  const body = await upstreamBodyWith('')
   expect(body.max_tokens).toBe(100)
   expect(body.max_completion_tokens).toBeUndefined()
   expect(body.messages[1]).toEqual({ role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] })
 })
 
 test('max_tokens_field: max_completion_tokens and reasoning_history: reasoning_content', async () => {
-  await start(', max_tokens_field: max_completion_tokens, reasoning_history: reasoning_content')
-  for await (const _ of await gateway.openai.chat.completions.create(secondTurn as OpenAI.ChatCompletionCreateParamsStreaming)) void _
-  const body = upstream.onlyRequest().body
+  const body = await upstreamBodyWith(', max_tokens_field: max_completion_tokens, reasoning_history: reasoning_content')
   expect(body.max_completion_tokens).toBe(100)
   expect(body.max_tokens).toBeUndefined()
   expect(body.messages[1].reasoning_content).toBe('I should look it up.')

@@ -265,7 +265,7 @@ const ANTHROPIC_TOOL_ID = /^[A-Za-z0-9_-]+$/
  * `functions.get_weather:0`). Others are spelled with `_` for each other character plus a hash
  * of the original, so a call and its result still pair and two ids never meet in one spelling.
  */
-export function anthropicToolId(id: string): string {
+function anthropicToolId(id: string): string {
   if (ANTHROPIC_TOOL_ID.test(id)) return id
   return `${id.replace(/[^A-Za-z0-9_-]/g, '_')}_${Bun.hash(id).toString(36)}`
 }
