@@ -9,6 +9,7 @@ import { addHostedTool } from '../inference/dialects/hosted-tool-options'
 import type { CallAttestation, PipelineDeps } from '../inference/pipeline'
 import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
 import { checkPolicy } from '../inference/policy'
+import { Lifecycle } from '../observability/lifecycle'
 import { fusionBillingKeys, parseIdempotencyKey } from './billing-keys'
 import { refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
 import { resolveFusionRoutes, type RouteResolver } from './privacy'
@@ -243,7 +244,10 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
   await plan.pending?.settleAll()
 
   let synthesis: PartOutcome | undefined
-  if (answered.length > 0) {
+  // Past the drain's deadline nothing starts (Lifecycle.cut): the run ends partial without a
+  // judge call, and without announcing one.
+  if (answered.length > 0 && pipeline.lifecycle.cut) synthesis = refusedPart(Lifecycle.refusal())
+  else if (answered.length > 0) {
     progress?.({ type: 'synthesis.started', judge: judge.id })
     const answers = answered.map(outcome => ({ text: outcome.text, finishReason: outcome.finishReason }))
     const chat = judgeChat(judge, buildSynthesisMessages(plan.conversation, answers), input.request)

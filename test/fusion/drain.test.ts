@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import type { ExtractorPool } from '../../src/documents/types'
+import { createLogger } from '../../src/observability/logger'
 import { openAIWire } from '../providers/openai-wire'
 import { parseCharges } from '../support/documents'
 import { json } from '../support/harness'
@@ -94,4 +95,29 @@ test('once the drain deadline has cut the run, its judge is not started: the ans
   expect(h.judge.requests).toHaveLength(0)
   expect((await fusionEntries(h.t)).map(entry => entry.amount)).toEqual([chargeOf(PARTICIPANT_PRICE, USAGE)])
   expect(h.t.deps.lifecycle.inFlight).toBe(0)
+})
+
+test('streamed, a run cut by the drain deadline announces no synthesis, and no judge line is logged', async () => {
+  // Before: `synthesis.started` went out and the judge was logged `failed` (unavailable) though it was never called.
+  await h.close()
+  const lines: Array<Record<string, unknown>> = []
+  h = await buildFusionHarness({ logger: createLogger('info', line => lines.push(JSON.parse(line))) })
+  let release!: () => void
+  const gate = new Promise<void>(resolve => (release = resolve))
+  h.a.enqueue(answer('A.', USAGE))
+  h.b.enqueue({ kind: 'sse' as const, body: [gate, openAIWire.stream({ text: 'B.', finish: 'stop', usage: USAGE })] })
+  const response = await h.fusion({ models: ['a', 'b'], messages: USER_MESSAGES, stream: true })
+  await poll('participant a to be charged', 200, 10, async () => ((await fusionEntries(h.t)).length === 1 ? true : undefined))
+  await h.b.request(0)
+  h.t.deps.lifecycle.drain()
+  h.t.deps.lifecycle.abortAll()
+  const text = await response.text()
+  release()
+  const events = [...text.matchAll(/^event: (\S+)$/gm)].map(match => match[1])
+  expect(events).not.toContain('synthesis.started')
+  expect(events.at(-1)).toBe('fusion.completion')
+  expect(text).toContain('"synthesis_error_code":"unavailable"')
+  expect(h.judge.requests).toHaveLength(0)
+  expect(lines.filter(line => line.msg === 'chat' && line.role === 'judge')).toEqual([])
+  expect(lines.find(line => line.msg === 'fusion')).toMatchObject({ status: 'partial', synthesized: false })
 })
