@@ -4,9 +4,15 @@
  * imported on the first HTML page the web fetch reads (./read-page.ts).
  */
 
+const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?$/
+
 /** A date string as ISO 8601 UTC, or null when it does not parse (or is absurd). */
 export function toIsoDate(value: string): string | null {
-  const time = Date.parse(value.trim())
+  let text = value.trim()
+  // An ISO date-time without an offset (SearXNG's publishedDate, Brave's page_age, meta tags):
+  // Date.parse would read it in the host's time zone; it is read as UTC, whatever TZ says.
+  if (LOCAL_DATE_TIME.test(text)) text = `${text.replace(' ', 'T')}Z`
+  const time = Date.parse(text)
   if (!Number.isFinite(time) || time < Date.UTC(1991, 0, 1) || time > Date.UTC(2200, 0, 1)) return null
   return new Date(time).toISOString()
 }

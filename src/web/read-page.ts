@@ -128,8 +128,15 @@ export async function readCapped(response: Response, maxBytes: number, signal: A
   }
 }
 
+/** The header's charset when it names an encoding; an unknown label counts as none, so an HTML page's <meta> still decides (as in browsers). */
 function charsetOf(contentType: string): string | undefined {
-  return /;\s*charset="?([A-Za-z0-9._:-]{1,40})"?/i.exec(contentType)?.[1]
+  const label = /;\s*charset="?([A-Za-z0-9._:-]{1,40})"?/i.exec(contentType)?.[1]
+  if (label === undefined) return undefined
+  try {
+    return new TextDecoder(label as 'utf-8').encoding
+  } catch {
+    return undefined
+  }
 }
 
 /** `<meta charset>` or its http-equiv form, in the first KiB (the HTML sniffing window). */

@@ -36,10 +36,14 @@ export interface SearchBackend {
   search(query: SearchQuery, signal: AbortSignal): Promise<SearchOutcome>
 }
 
+// The markup search backends put in snippets (Brave's <strong> highlights): only HTML's inline
+// and simple block elements are removed, so text such as `Vec<T>` or `HashMap<K, V>` stays as written.
+const SNIPPET_TAG = /<\/?(?:a|abbr|b|bdi|bdo|br|cite|code|del|dfn|div|em|font|h[1-6]|i|ins|kbd|li|mark|ol|p|q|s|samp|small|span|strong|sub|sup|time|u|ul|var|wbr)(?:\s[^<>]{0,200})?\/?>/gi
+
 /** Strips tags and decodes the few entities search snippets carry (Brave marks matches with <strong>). */
 export function plainSnippet(text: string): string {
   return text
-    .replace(/<[^>]{0,200}>/g, '')
+    .replace(SNIPPET_TAG, '')
     .replace(/&(amp|lt|gt|quot|#39|#x27|apos|nbsp);/g, (_, name: string) => ENTITIES[name] ?? '')
     .replace(/\s+/g, ' ')
     .trim()

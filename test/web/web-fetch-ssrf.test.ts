@@ -350,6 +350,17 @@ describe('caps and content types', () => {
     expect((await json(response)).results[0].content).toBe('café')
   })
 
+  test('a header charset no encoding answers to counts as none: the page\'s <meta> decides', async () => {
+    // Before: `charset=bogus-label` was taken as the encoding, failed, and the windows-1251 page came out as U+FFFD.
+    const { key } = await setup()
+    const cyrillic = Buffer.from([0xcf, 0xf0, 0xe8, 0xe2, 0xe5, 0xf2, 0x20, 0xec, 0xe8, 0xf0]) // Привет мир in windows-1251
+    const page = Buffer.concat([Buffer.from('<html><head><meta charset="windows-1251"></head><body><p>'), cyrillic, Buffer.from('</p></body></html>')])
+    const site = serve(() => new Response(page, { headers: { 'content-type': 'text/html; charset=bogus-label' } }))
+    resolver.set('label.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://label.acme-web.com:${site.port}/`])
+    expect((await json(response)).results[0].content).toBe('Привет мир')
+  })
+
   test('a <meta> declaring UTF-16 means UTF-8 and x-user-defined means windows-1252; a header charset=utf-16 is honoured', async () => {
     // Before: an ASCII page whose <meta charset> said utf-16 was decoded as UTF-16 (CJK mojibake), and billed.
     // A prescan that read the meta as ASCII proves the page is not UTF-16 (WHATWG HTML, prescan).

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { namedUrls } from '../../../src/inference/enrich/web'
 import { htmlToText } from '../../../src/web/html-to-text'
 import { toIsoDate } from '../../../src/web/page-text'
+import { plainSnippet } from '../../../src/web/search'
 import { SystemResolver } from '../../../src/web/resolver'
 
 describe('htmlToText', () => {
@@ -48,6 +49,33 @@ describe('htmlToText', () => {
     expect(toIsoDate('1970-01-01')).toBeNull()
     expect(toIsoDate('9999-01-01')).toBeNull()
     expect(toIsoDate('2024-02-29T12:00:00Z')).toBe('2024-02-29T12:00:00.000Z')
+  })
+
+  test('toIsoDate reads a date-time without an offset as UTC, whatever the host time zone', () => {
+    // Before: SearXNG's "2024-05-01T00:00:00" came out 2024-04-30T15:00:00.000Z on a host with TZ=Asia/Tokyo.
+    const zone = process.env.TZ
+    try {
+      for (const tz of ['Asia/Tokyo', 'America/Los_Angeles', 'UTC']) {
+        process.env.TZ = tz
+        expect(toIsoDate('2024-05-01T00:00:00')).toBe('2024-05-01T00:00:00.000Z')
+        expect(toIsoDate('2024-01-02 03:04')).toBe('2024-01-02T03:04:00.000Z')
+        expect(toIsoDate('2024-01-02T03:04:05.5')).toBe('2024-01-02T03:04:05.500Z')
+        expect(toIsoDate('2024-01-02T03:04:05+02:00')).toBe('2024-01-02T01:04:05.000Z')
+        expect(toIsoDate('Tue, 02 Jan 2024 03:04:05 GMT')).toBe('2024-01-02T03:04:05.000Z')
+      }
+    } finally {
+      if (zone === undefined) delete process.env.TZ
+      else process.env.TZ = zone
+    }
+  })
+})
+
+describe('plainSnippet', () => {
+  test('removes HTML markup and decodes entities, and keeps angle brackets that are text', () => {
+    // Before: every <…> was removed, so "Vec<T> and HashMap<K, V>" lost its type parameters.
+    expect(plainSnippet('Develop <strong>JavaScript</strong> &amp; <span class="x">TypeScript</span><br/>projects')).toBe('Develop JavaScript & TypeScriptprojects')
+    expect(plainSnippet('Use Vec<T> and HashMap<K, V>; a < b > c')).toBe('Use Vec<T> and HashMap<K, V>; a < b > c')
+    expect(plainSnippet('&lt;b&gt; is written <b>bold</b>')).toBe('<b> is written bold')
   })
 })
 
