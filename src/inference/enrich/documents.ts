@@ -66,9 +66,32 @@ function displayName(part: FilePart, ordinal: number): string {
  */
 function documentText(name: string, documentType: string, text: string, context: string | undefined): string {
   const end = `[End of document "${name}"]`
-  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : text.replaceAll(end, '')
-  const note = context === undefined ? '' : `[The user's context for this document: ${context.replaceAll(end, '')}]\n`
+  const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : withoutMarker(text, end)
+  const note = context === undefined ? '' : `[The user's context for this document: ${withoutMarker(context, end)}]\n`
   return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${note}${body}\n${end}`
+}
+
+/**
+ * `text` without any copy of `marker`, including copies that removing others would join up
+ * (`[End of [End of …]…]`: one pass of replaceAll leaves a whole marker). One scan with the output
+ * as a stack: a marker completed by the last code unit is popped at once. O(length × marker).
+ */
+export function withoutMarker(text: string, marker: string): string {
+  if (!text.includes(marker)) return text
+  const out = new Uint16Array(text.length)
+  const last = marker.charCodeAt(marker.length - 1)
+  let size = 0
+  for (let index = 0; index < text.length; index++) {
+    const unit = text.charCodeAt(index)
+    out[size++] = unit
+    if (unit !== last || size < marker.length) continue
+    let at = 0
+    while (at < marker.length && out[size - marker.length + at] === marker.charCodeAt(at)) at++
+    if (at === marker.length) size -= marker.length
+  }
+  let result = ''
+  for (let start = 0; start < size; start += 8192) result += String.fromCharCode(...out.subarray(start, Math.min(size, start + 8192)))
+  return result
 }
 
 /**
