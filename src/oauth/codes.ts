@@ -58,6 +58,8 @@ export class CodeService {
     const now = this.clock.now()
     if (row.expiresAtMs <= now) throw new OAuthError('invalid_grant', 'the authorization code has expired')
     if (row.clientId !== input.clientId) throw new OAuthError('invalid_grant', 'the authorization code was issued to another client')
+    // Required here, as the authorization request always has one (RFC 6749 §4.1.3): missing is a malformed request, not a wrong grant.
+    if (input.redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required: the one of the authorization request')
     if (input.redirectUri !== row.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the one of the authorization request')
     if (input.verifier === undefined || !VERIFIER.test(input.verifier)) {
       throw new OAuthError('invalid_request', 'code_verifier is required: 43 to 128 characters of [A-Za-z0-9._~-]')

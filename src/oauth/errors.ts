@@ -25,12 +25,19 @@ export const OAUTH_ERROR_CODES = [
 ] as const
 export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number]
 
+/**
+ * The challenge every 401 invalid_client carries: RFC 9110 §15.5.2 requires one on a 401, and
+ * RFC 6749 §5.2 allows the 401 "to indicate which HTTP authentication schemes are supported"
+ * (HTTP Basic, the only one: see client-auth.ts).
+ */
+export const BASIC_CHALLENGE = { 'www-authenticate': 'Basic realm="svc-gateway"' }
+
 export class OAuthError extends Error {
   constructor(
     readonly code: OAuthErrorCode,
     message: string,
     readonly status = code === 'invalid_client' ? 401 : 400,
-    readonly headers: Record<string, string> = {},
+    readonly headers: Record<string, string> = status === 401 ? BASIC_CHALLENGE : {},
   ) {
     super(message)
   }

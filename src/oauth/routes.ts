@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { isDatabaseOutage } from '../db/client'
 import { requestIdOf } from '../http/request-context'
-import { claimClient, checkRevokingClient, requireClient } from './client-auth'
+import { claimedClientId, checkRevokingClient } from './client-auth'
 import { DEVICE_GRANT } from './clients'
 import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
@@ -77,7 +77,7 @@ export function oauthRoutes(oauth: OAuthServer) {
       OAUTH_PATHS.token,
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
-        const claim = claimClient(request, form)
+        const clientId = claimedClientId(request, form)
         const issuer = oauth.issuerOf(request)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
@@ -85,15 +85,15 @@ export function oauthRoutes(oauth: OAuthServer) {
         const resource = parseResource(form.resource, issuer)
         let tokens
         if (form.grant_type === 'authorization_code') {
-          const client = await requireClient(oauth, claim, 'authorization_code')
+          const client = await oauth.clients.require(clientId, 'authorization_code')
           if (!form.code) throw new OAuthError('invalid_request', 'code is required')
           tokens = await oauth.codes.exchange({ code: form.code, clientId: client.id, redirectUri: form.redirect_uri, verifier: form.code_verifier, resource })
         } else if (form.grant_type === 'refresh_token') {
-          const client = await requireClient(oauth, claim, 'refresh_token')
+          const client = await oauth.clients.require(clientId, 'refresh_token')
           if (!form.refresh_token) throw new OAuthError('invalid_request', 'refresh_token is required')
           tokens = await oauth.tokens.refresh(form.refresh_token, client.id, scope, resource)
         } else if (form.grant_type === DEVICE_GRANT) {
-          const client = await requireClient(oauth, claim, DEVICE_GRANT)
+          const client = await oauth.clients.require(clientId, DEVICE_GRANT)
           if (!form.device_code) throw new OAuthError('invalid_request', 'device_code is required')
           tokens = await oauth.device.poll(form.device_code, client.id, resource)
         } else {
@@ -124,7 +124,7 @@ export function oauthRoutes(oauth: OAuthServer) {
         const { request, set } = context
         oauth.throttle('device_authorization', addressOf(context))
         const form = await readForm(request)
-        const client = await requireClient(oauth, claimClient(request, form), DEVICE_GRANT)
+        const client = await oauth.clients.require(claimedClientId(request, form), DEVICE_GRANT)
         const scope = parseScope(form.scope)
         if (scope === 'invalid') throw new OAuthError('invalid_scope', 'scope must be exactly one of mcp:inference, cli:inference')
         const started = await oauth.device.start(client, scope ?? 'cli:inference', oauth.issuerOf(request) + OAUTH_PATHS.device)
@@ -145,9 +145,9 @@ export function oauthRoutes(oauth: OAuthServer) {
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
         if (!form.token) throw new OAuthError('invalid_request', 'token is required')
-        const claim = claimClient(request, form)
-        await checkRevokingClient(oauth, claim)
-        if (!(await oauth.tokens.revoke(form.token, claim.id))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
+        const clientId = claimedClientId(request, form)
+        await checkRevokingClient(oauth, clientId)
+        if (!(await oauth.tokens.revoke(form.token, clientId))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
         // RFC 7009 §2.2: 200 whether or not the token was known.
         return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', 'x-request-id': requestIdOf(set) } })
       }),

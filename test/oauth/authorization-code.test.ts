@@ -218,6 +218,8 @@ describe('authorization code + PKCE', () => {
     expect((await json(await exchange({ code: code2, code_verifier: undefined }))).error).toBe('invalid_request')
     const code3 = (await approve(t, { clientId, challenge }, org.adminKey)).searchParams.get('code')!
     expect((await json(await exchange({ code: code3, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:7777/other' }))).error).toBe('invalid_grant')
+    // A missing redirect_uri is a missing required parameter (RFC 6749 §5.2); before: invalid_grant.
+    expect(await json(await exchange({ code: code3, code_verifier: verifier, redirect_uri: undefined }))).toEqual({ error: 'invalid_request', error_description: 'redirect_uri is required: the one of the authorization request' })
     const other = await registerClient(t)
     expect((await json(await exchange({ code: code3, code_verifier: verifier, client_id: other }))).error).toBe('invalid_grant')
     expect((await exchange({ code: code3, code_verifier: verifier })).status).toBe(200)

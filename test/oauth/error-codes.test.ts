@@ -66,10 +66,14 @@ describe('token endpoint: HTTP Basic client authentication', () => {
     expect((await json(response)).error).toBe('invalid_request')
   })
 
-  test('without an Authorization header an unknown client stays 401 invalid_client', async () => {
-    const response = await postForm(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: 'svc_mcp_whatever', client_id: 'mcp_unknown' })
-    expect(response.status).toBe(401)
-    expect((await json(response)).error).toBe('invalid_client')
+  test('without an Authorization header an unknown or missing client stays 401 invalid_client, with the Basic challenge', async () => {
+    // Before: no WWW-Authenticate, which RFC 9110 §15.5.2 requires on every 401.
+    for (const form of [{ client_id: 'mcp_unknown' }, {}]) {
+      const response = await postForm(t, '/oauth/token', { grant_type: 'refresh_token', refresh_token: 'svc_mcp_whatever', ...form })
+      expect(response.status).toBe(401)
+      expect((await json(response)).error).toBe('invalid_client')
+      expect(response.headers.get('www-authenticate')).toBe('Basic realm="svc-gateway"')
+    }
   })
 })
 
@@ -80,6 +84,7 @@ describe('revocation endpoint', () => {
       const response = await postForm(t, '/oauth/revoke', { token, client_id: 'mcp_unknown' })
       expect(response.status).toBe(401)
       expect((await json(response)).error).toBe('invalid_client')
+      expect(response.headers.get('www-authenticate')).toBe('Basic realm="svc-gateway"')
     }
     // Nothing was revoked by those.
     expect((await t.deps.keys.verifyToken(tokens.access_token, true)).ok).toBe(true)
