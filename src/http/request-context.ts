@@ -1,4 +1,6 @@
+import type { TSchema } from '@sinclair/typebox'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+import { Value } from '@sinclair/typebox/value'
 import { Elysia, ValidationError } from 'elysia'
 import { choiceText, explainUnion, isKindError, problemOf } from './validation-message'
 import { isDatabaseOutage } from '../db/client'
@@ -80,6 +82,11 @@ function toApiError(code: string | number, error: unknown, path: string, method:
   const cause = (error as { cause?: unknown })?.cause
   if (cause instanceof ApiError) return cause // thrown inside a parse hook, wrapped by Elysia
   if (code === 'VALIDATION' && error instanceof ValidationError) return fromValidation(error)
+  // A JSON object with its own "toString" or "valueOf" key (not a function) has no text: Elysia's
+  // message for an invalid value (`found: ${value}`) throws on it while it builds the error.
+  if (error instanceof TypeError && NO_PRIMITIVE.test(error.message)) {
+    return new ApiError('invalid_request', 'the request body holds an object with a key named "toString" or "valueOf" where another kind of value is expected')
+  }
   if (code === 'PARSE') return new ApiError('invalid_request', 'request body is not valid JSON')
   if (code === 'NOT_FOUND') {
     const allowed = methods.allowed(path)
@@ -102,9 +109,27 @@ interface SchemaIssue {
   schema?: { error?: unknown }
 }
 
+/** JavaScriptCore's messages when a value cannot be converted to a primitive (ToPrimitive). */
+const NO_PRIMITIVE = /^(No default value|Cannot convert object to primitive value)$/
+
+/**
+ * The failures, with Elysia's summaries; without them when building those throws (a value with
+ * its own "toString" key from JSON: see toApiError): TypeBox's own errors then, which keep the path.
+ */
+function issuesOf(error: ValidationError): SchemaIssue[] {
+  try {
+    return error.all as SchemaIssue[]
+  } catch {
+    const validator = error.validator as { Errors?: (value: unknown) => Iterable<SchemaIssue> }
+    const errors = validator.Errors ? validator.Errors(error.value) : (Value.Errors(error.validator as TSchema, error.value) as Iterable<SchemaIssue>)
+    for (const issue of errors) return [issue]
+    return []
+  }
+}
+
 /** Maps a TypeBox failure to 400 invalid_request naming the offending field. */
 function fromValidation(error: ValidationError): ApiError {
-  const issue = (error.all as SchemaIssue[])[0]
+  const issue = issuesOf(error)[0]
   const where = error.type === 'body' ? 'body' : error.type
   if (!issue) return new ApiError('invalid_request', `invalid ${where}`)
   // A schema may carry a human message in `error`.

@@ -68,3 +68,22 @@ test('no regular expression, "[object Object]" or variant list reaches a client:
     expect((await json(custom)).error.message).toBe(expected)
   }
 })
+
+test('a JSON object with its own "toString" or "valueOf" key is a 400, wherever validation meets it', async () => {
+  // Before: Elysia's message for an invalid value (`found: ${value}`) threw on such an object: a 500,
+  // or app.handle rejected outright when the object was not the first failure (found by the fuzz test).
+  t = await buildTestApp()
+  const org = await t.createOrg()
+  const hostile = { toString: '', valueOf: 1 }
+  const first = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body: { model: [hostile], messages: [message({})] } })
+  expect(first.status).toBe(400)
+  expect((await json(first)).error.message).toBe('the request body holds an object with a key named "toString" or "valueOf" where another kind of value is expected')
+  // Not the first failure: the first one is named as usual.
+  const later = await t.request('POST', '/v1/messages', { key: org.adminKey, body: { model: [hostile], messages: [message({})] } })
+  expect(later.status).toBe(400)
+  expect((await json(later)).error.message).toBe('max_tokens is required: a positive integer')
+  for (const path of ['/v1/messages/count_tokens', '/v1/responses', '/api/v1/api-keys', '/api/v1/web/fetch', '/api/v1/chat/fusion']) {
+    const response = await t.request('POST', path, { key: org.adminKey, body: { model: hostile, name: hostile, urls: [hostile], input: [hostile], models: [hostile], messages: [hostile] } })
+    expect({ path, status: response.status }).toEqual({ path, status: 400 })
+  }
+})
