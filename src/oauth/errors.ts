@@ -30,7 +30,7 @@ export type OAuthErrorCode = (typeof OAUTH_ERROR_CODES)[number]
  * RFC 6749 §5.2 allows the 401 "to indicate which HTTP authentication schemes are supported"
  * (HTTP Basic, the only one: see client-auth.ts).
  */
-export const BASIC_CHALLENGE = { 'www-authenticate': 'Basic realm="svc-gateway"' }
+const BASIC_CHALLENGE = { 'www-authenticate': 'Basic realm="svc-gateway"' }
 
 export class OAuthError extends Error {
   constructor(
