@@ -39,6 +39,7 @@ const RATIO_FLOOR = 1024 * 1024
  * renamed sheets past the count).
  */
 export const MAX_SHEET_CELLS = 500_000
+export const tooManyCells = `the workbook holds more than ${MAX_SHEET_CELLS.toLocaleString('en')} cells; split it into smaller workbooks`
 // A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c>. Any prefix SheetJS
 // takes (its /<(?:\w+:)?c[ \/>]/ allows one that starts with a digit, <1:c>, which XML does not).
 const CELL = /<(?:[\w.-]+:)?c[\s/>]/g
@@ -169,7 +170,7 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
     if (workbook) {
       // SheetJS parses a part named .bin as a binary (XLSB) part, whatever the workbook is.
       cells += entry.name.toLowerCase().endsWith('.bin') ? countBinaryCells(inflated, MAX_SHEET_CELLS - cells) : countCells(inflated, MAX_SHEET_CELLS - cells)
-      if (cells > MAX_SHEET_CELLS) return { ok: false, message: `the workbook holds more than ${MAX_SHEET_CELLS.toLocaleString('en')} cells; split it into smaller workbooks` }
+      if (cells > MAX_SHEET_CELLS) return { ok: false, message: tooManyCells }
     }
   }
   return { ok: true, inflated: total }

@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { deeplyNestedPdf, fixture, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx, binaryCellsXlsx } from './hostile'
+import { countXlsCells } from '../../src/documents/xls-guard'
+import { deeplyNestedPdf, fixture, manyCellsXls, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx, binaryCellsXlsx } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -268,6 +269,18 @@ describe('refusals, each with a reason a person understands', () => {
     // Under the cap it is read, every cell.
     const text = (await extractDocument(manyCellsXlsx(3, 4), limits)).text
     expect(text).toBe('[Sheet: S]\n1\t1\t1\t1\n1\t1\t1\t1\n1\t1\t1\t1')
+  })
+  test('a legacy XLS of more cells than the cap is refused before SheetJS reads it', async () => {
+    // Before: nothing counted an XLS's cells (a 4 MB workbook of 665,600 numbers took 395 MB).
+    await refused(await manyCellsXls(2000, 251), /holds more than 500,000 cells/)
+    // The count is the cells SheetJS keeps: one per NUMBER, LABELSST or RK record, a MULRK's run.
+    const written = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(written, XLSX.utils.aoa_to_sheet([['a', 1, 2.5, true], ['b', null, 3, '=x']]), 'S')
+    expect(countXlsCells(new Uint8Array(XLSX.write(written, { type: 'array', bookType: 'biff8' })), 100)).toBe(7)
+    expect(countXlsCells(await manyCellsXls(3, 4), 100)).toBe(13)
+    expect(countXlsCells(await fixture('report.docx'), 100)).toBeUndefined()
+    // Under the cap it is read, every cell.
+    expect((await extractDocument(await manyCellsXls(2, 3), limits)).text).toBe('[Sheet: S]\nhead\n1\t2\t3\n2\t3\t4')
   })
   test('a deeply nested PDF is refused by the prescan', () => refused(deeplyNestedPdf(), /nests arrays or dictionaries more than 256 levels/))
   test('a PDF nesting 200,000 levels inside a content stream is read by pdf.js without blowing its stack', async () => {

@@ -226,3 +226,35 @@ export async function passwordProtectedXls(): Promise<Uint8Array> {
   workbook.size = workbook.content.length
   return new Uint8Array(XLSX.CFB.write(container, { type: 'array' }) as ArrayBuffer)
 }
+
+/**
+ * A legacy XLS (BIFF8) whose first sheet holds `rows` rows of `perRow` numbers as MULRK records
+ * (Excel's run of RK numbers), written into the sheet's substream before its EOF: ~6 bytes a cell,
+ * so half a million cells fit a 4 MiB upload.
+ */
+export async function manyCellsXls(rows: number, perRow: number): Promise<Uint8Array> {
+  const XLSX = await import('@e965/xlsx')
+  const book = XLSX.utils.book_new()
+  XLSX.utils.book_append_sheet(book, XLSX.utils.aoa_to_sheet([['head']]), 'S')
+  const container = XLSX.CFB.read(new Uint8Array(XLSX.write(book, { bookType: 'biff8', type: 'array' })), { type: 'array' })
+  const workbook = XLSX.CFB.find(container, 'Workbook')!
+  const stream = Buffer.from(workbook.content as Uint8Array)
+  // The last record is the sheet's EOF (type 0x000a, empty): the rows go in before it.
+  const records: Buffer[] = []
+  for (let row = 1; row <= rows; row++) {
+    const record = Buffer.alloc(4 + 6 + 6 * perRow)
+    record.writeUInt16LE(0x00bd, 0)
+    record.writeUInt16LE(6 + 6 * perRow, 2)
+    record.writeUInt16LE(row, 4)
+    record.writeUInt16LE(0, 6)
+    for (let column = 0; column < perRow; column++) {
+      record.writeUInt16LE(0x0f, 8 + 6 * column) // XF index
+      record.writeInt32LE(((row + column) << 2) | 2, 10 + 6 * column) // RK: an integer
+    }
+    record.writeUInt16LE(perRow - 1, 8 + 6 * perRow)
+    records.push(record)
+  }
+  workbook.content = Buffer.concat([stream.subarray(0, stream.length - 4), ...records, stream.subarray(stream.length - 4)])
+  workbook.size = workbook.content.length
+  return new Uint8Array(XLSX.CFB.write(container, { type: 'array' }) as ArrayBuffer)
+}
