@@ -1,46 +1,10 @@
 import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
+import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 
-// Office formats to predictable text. officeparser gives an AST; we render it ourselves so the
-// layout is ours: paragraphs one per line, table rows one per line with cells tab-separated,
-// slides in order under "[Slide N]". Workbooks go through SheetJS (extractWorkbook): sheets
-// under "[Sheet: name]" with rows tab-separated.
-
-type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[] }
-
-/** A cell's text on one line: tabs and newlines inside it would break the row layout. */
-function oneLine(text: string): string {
-  return text.replace(/[\t\r\n]+/g, ' ').trim()
-}
-
-function cellText(node: Node): string {
-  return oneLine(node.text ?? flatten(node))
-}
-
-function flatten(node: Node): string {
-  if (!node.children?.length) return node.text ?? ''
-  return node.children.map(flatten).join('')
-}
-
-function rows(node: Node, out: string[]): void {
-  for (const row of node.children ?? []) {
-    if (row.type !== 'row') continue
-    out.push((row.children ?? []).filter(cell => cell.type === 'cell').map(cellText).join('\t').replace(/\t+$/, ''))
-  }
-}
-
-function render(node: Node, out: string[]): void {
-  if (node.type === 'table') return rows(node, out)
-  if (node.type === 'paragraph' || node.type === 'heading' || node.type === 'list') {
-    // A paragraph's `text` is its runs joined; nested tables (rare) fall through to children.
-    if (!node.children?.some(child => child.type === 'table')) {
-      out.push(node.text ?? flatten(node))
-      return
-    }
-  }
-  if (node.children?.length) for (const child of node.children) render(child, out)
-  else if (node.text) out.push(node.text)
-}
+// Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
+// office-layout.ts renders (the layout is ours). Workbooks go through SheetJS (extractWorkbook):
+// sheets under "[Sheet: name]" with rows tab-separated.
 
 /**
  * The most XML elements one document's parts may hold. officeparser's reader keeps ~1.6 KiB per
@@ -62,20 +26,8 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
     // The zip guard already checked these; officeparser's own limits are a second fence.
     decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: limits.maxEntries, maxXmlElements: MAX_XML_ELEMENTS },
   } as Parameters<typeof parseOffice>[1])
-  const content = (ast as unknown as { content: Node[] }).content
-  const out: string[] = []
-  if (fileType === 'pptx') {
-    const slides = content.filter(node => node.type === 'slide')
-    slides.sort((a, b) => Number(a.metadata?.slideNumber ?? 0) - Number(b.metadata?.slideNumber ?? 0))
-    slides.forEach((slide, index) => {
-      if (index > 0) out.push('')
-      out.push(`[Slide ${index + 1}]`)
-      render(slide, out)
-    })
-  } else {
-    for (const node of content) render(node, out)
-  }
-  return join(out, limits.maxTextBytes)
+  const layout = ast as unknown as OfficeAst
+  return join(fileType === 'pptx' ? pptxLines(layout) : docxLines(layout), limits.maxTextBytes)
 }
 
 /**

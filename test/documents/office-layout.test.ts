@@ -1,0 +1,29 @@
+import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { extractDocument } from '../../src/documents/extract'
+import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
+import { docx, para, table } from './ooxml'
+
+// The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
+const defaults = loadConfig({}).documents
+const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
+const text = async (bytes: Uint8Array) => (await extractDocument(bytes, limits)).text
+
+/** `inner` inside `depth` tables, each of one row of one cell. */
+const nested = (depth: number, inner: string) => '<w:tbl><w:tr><w:tc>'.repeat(depth) + inner + '</w:tc></w:tr></w:tbl>'.repeat(depth)
+
+describe('DOCX table cells', () => {
+  test("a cell's paragraphs are joined by a space, and a table nested in a cell keeps its text, on the cell's line", async () => {
+    // Before: officeparser's cell text, "multipara cell", and nothing for the cell holding a table.
+    const body = table([[para('multi') + para('para cell'), table([[para('nested'), para('a\tb')], [para('c')]])], [para('x'), '<w:p/>']])
+    expect(await text(docx(para('before') + body + para('after')))).toBe('before\nmulti para cell\tnested a b c\nx\nafter')
+  })
+
+  test('a table nested 1,000 deep keeps its text; 20,000 deep is refused as such, not as a damaged file', async () => {
+    // Before: "before\n\nafter" (the text was dropped), and "damaged or not a valid DOCX document".
+    expect(await text(docx(para('before') + nested(1000, para('deep')) + para('after')))).toBe('before\ndeep\nafter')
+    const error = await extractDocument(docx(nested(20_000, para('deep'))), limits).then(() => undefined, error => error)
+    expect(error).toBeInstanceOf(ExtractionError)
+    expect((error as ExtractionError).message).toBe('the DOCX document nests its elements (tables within tables, say) too deeply to read')
+  })
+})

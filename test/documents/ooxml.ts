@@ -1,0 +1,77 @@
+import { buildZip, type ZipSpec } from './hostile'
+
+// Small, valid Word and PowerPoint packages built in code, for the layout tests: each part is the
+// least OOXML Word/PowerPoint and officeparser need, so a test shows exactly what it feeds in.
+
+const encoder = new TextEncoder()
+const part = (name: string, xml: string): ZipSpec => ({ name, data: encoder.encode(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>${xml}`) })
+
+const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+const P = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"'
+const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships'
+const MAIN = 'application/vnd.openxmlformats-officedocument'
+
+function relationships(list: Array<[id: string, type: string, target: string]>): string {
+  const items = list.map(([id, type, target]) => `<Relationship Id="${id}" Type="${REL}/${type}" Target="${target}"/>`).join('')
+  return `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${items}</Relationships>`
+}
+
+function contentTypes(overrides: Array<[part: string, type: string]>): string {
+  const items = overrides.map(([name, type]) => `<Override PartName="/${name}" ContentType="${MAIN}.${type}"/>`).join('')
+  return `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>${items}</Types>`
+}
+
+/** A Word paragraph of one run. */
+export const para = (text: string) => `<w:p><w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`
+/** A Word table: rows of cells, each cell its block XML (paragraphs, tables). */
+export const table = (rows: string[][]) => `<w:tbl>${rows.map(row => `<w:tr>${row.map(cell => `<w:tc>${cell}</w:tc>`).join('')}</w:tr>`).join('')}</w:tbl>`
+
+/**
+ * A DOCX whose body is `body` (block XML), with a header and a footer part per entry of `headers`
+ * and `footers` (block XML each, one section naming them all), its main part at `main`.
+ */
+export function docx(body: string, options: { headers?: string[]; footers?: string[]; main?: string } = {}): Uint8Array {
+  const { headers = [], footers = [], main = 'word/document.xml' } = options
+  const file = main.slice('word/'.length)
+  const kinds = [...headers.map((xml, index) => ['header', index + 1, xml] as const), ...footers.map((xml, index) => ['footer', index + 1, xml] as const)]
+  const references = kinds.map(([kind], index) => `<w:${kind}Reference w:type="${index % 2 ? 'even' : 'default'}" r:id="rId${index + 1}"/>`).join('')
+  return buildZip([
+    part('[Content_Types].xml', contentTypes([[main, 'wordprocessingml.document.main+xml'], ...kinds.map(([kind, n]) => [`word/${kind}${n}.xml`, `wordprocessingml.${kind}+xml`] as [string, string])])),
+    part('_rels/.rels', relationships([['rId1', 'officeDocument', main]])),
+    part(main, `<w:document ${W}><w:body>${body}<w:sectPr>${references}</w:sectPr></w:body></w:document>`),
+    part(`word/_rels/${file}.rels`, relationships(kinds.map(([kind, n], index) => [`rId${index + 1}`, kind, `${kind}${n}.xml`]))),
+    ...kinds.map(([kind, n, xml]) => part(`word/${kind}${n}.xml`, `<w:${kind === 'header' ? 'hdr' : 'ftr'} ${W}>${xml}</w:${kind === 'header' ? 'hdr' : 'ftr'}>`)),
+  ])
+}
+
+/** A text box shape of one paragraph per line, on a slide or a notes page. */
+export const textBox = (...lines: string[]) =>
+  `<p:sp><p:nvSpPr><p:cNvPr id="2" name="Text"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/>${lines.map(line => `<a:p><a:r><a:t>${line}</a:t></a:r></a:p>`).join('')}</p:txBody></p:sp>`
+
+/** A PPTX of `slides` in order: each its shapes (XML) and optionally its notes page's shapes. */
+export function pptx(slides: Array<{ shapes: string; notes?: string }>): Uint8Array {
+  const tree = (shapes: string) => `<p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld>`
+  const parts: ZipSpec[] = []
+  const types: Array<[string, string]> = [['ppt/presentation.xml', 'presentationml.presentation.main+xml']]
+  let notesPages = 0
+  slides.forEach((slide, index) => {
+    const n = index + 1
+    types.push([`ppt/slides/slide${n}.xml`, 'presentationml.slide+xml'])
+    parts.push(part(`ppt/slides/slide${n}.xml`, `<p:sld ${P}>${tree(slide.shapes)}</p:sld>`))
+    if (slide.notes === undefined) return
+    // Notes pages are numbered in the order they were made, not by their slide's number.
+    const page = ++notesPages
+    types.push([`ppt/notesSlides/notesSlide${page}.xml`, 'presentationml.notesSlide+xml'])
+    parts.push(part(`ppt/slides/_rels/slide${n}.xml.rels`, relationships([['rId1', 'notesSlide', `../notesSlides/notesSlide${page}.xml`]])))
+    parts.push(part(`ppt/notesSlides/notesSlide${page}.xml`, `<p:notes ${P}>${tree(slide.notes)}</p:notes>`))
+    parts.push(part(`ppt/notesSlides/_rels/notesSlide${page}.xml.rels`, relationships([['rId1', 'slide', `../slides/slide${n}.xml`]])))
+  })
+  const list = slides.map((_, index) => `<p:sldId id="${256 + index}" r:id="rId${index + 1}"/>`).join('')
+  return buildZip([
+    part('[Content_Types].xml', contentTypes(types)),
+    part('_rels/.rels', relationships([['rId1', 'officeDocument', 'ppt/presentation.xml']])),
+    part('ppt/presentation.xml', `<p:presentation ${P}><p:sldIdLst>${list}</p:sldIdLst></p:presentation>`),
+    part('ppt/_rels/presentation.xml.rels', relationships(slides.map((_, index) => [`rId${index + 1}`, 'slide', `slides/slide${index + 1}.xml`]))),
+    ...parts,
+  ])
+}
