@@ -1,6 +1,6 @@
 // The text layout of a DOCX or PPTX, rendered from officeparser's AST so that the layout is ours:
 // paragraphs one per line; table rows one per line, cells tab-separated, each cell on one line
-// (its paragraphs and any table nested in it joined by spaces); slides in order under "[Slide N]".
+// (its paragraphs and any table nested in it joined by spaces); slides in order, each under "[Slide N]" (N the slide's own number).
 //
 // Every walk here is a loop over an explicit stack, never a recursion: officeparser reads tables
 // nested thousands deep (5,000 in a worker; deeper it refuses the document), and rendering such a
@@ -99,14 +99,25 @@ export function docxLines(ast: OfficeAst): string[] {
   return out
 }
 
+const hasText = (lines: string[]) => lines.some(line => line.trim() !== '')
+
+/**
+ * Slides in order, each under its own number (officeparser's `slideNumber`, its place in the
+ * presentation). A slide with no text (a picture alone) is left out, its number with it:
+ * officeparser gives no node at all for some such slides, so leaving them all out is what keeps
+ * the layout predictable.
+ */
 export function pptxLines(ast: OfficeAst): string[] {
   const slides = ast.content.filter(node => node.type === 'slide')
-  slides.sort((a, b) => Number(a.metadata?.slideNumber ?? 0) - Number(b.metadata?.slideNumber ?? 0))
+  const number = (slide: Node) => Number(slide.metadata?.slideNumber ?? 0)
+  slides.sort((a, b) => number(a) - number(b))
   const out: string[] = []
-  slides.forEach((slide, index) => {
-    if (index > 0) out.push('')
-    out.push(`[Slide ${index + 1}]`)
-    render(slide.children ?? [], out)
-  })
+  for (const slide of slides) {
+    const body: string[] = []
+    render(slide.children ?? [], body)
+    if (!hasText(body)) continue
+    if (out.length > 0) out.push('')
+    out.push(`[Slide ${number(slide)}]`, ...body)
+  }
   return out
 }

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { docx, para, table } from './ooxml'
+import { docx, para, picture, pptx, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
 const defaults = loadConfig({}).documents
@@ -25,5 +25,13 @@ describe('DOCX table cells', () => {
     const error = await extractDocument(docx(nested(20_000, para('deep'))), limits).then(() => undefined, error => error)
     expect(error).toBeInstanceOf(ExtractionError)
     expect((error as ExtractionError).message).toBe('the DOCX document nests its elements (tables within tables, say) too deeply to read')
+  })
+})
+
+describe('PPTX slides', () => {
+  test('each slide is labelled with its own number; a slide without text is left out, its number with it', async () => {
+    // Before: a picture-only second slide made the third "[Slide 2]".
+    const deck = pptx([{ shapes: textBox('one') }, { shapes: picture }, { shapes: textBox('three') }, { shapes: textBox(' ') }, { shapes: textBox('five') }])
+    expect(await text(deck)).toBe('[Slide 1]\none\n\n[Slide 3]\nthree\n\n[Slide 5]\nfive')
   })
 })

@@ -48,6 +48,9 @@ export function docx(body: string, options: { headers?: string[]; footers?: stri
 export const textBox = (...lines: string[]) =>
   `<p:sp><p:nvSpPr><p:cNvPr id="2" name="Text"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/>${lines.map(line => `<a:p><a:r><a:t>${line}</a:t></a:r></a:p>`).join('')}</p:txBody></p:sp>`
 
+/** A picture shape (its image not in the package: officeparser reads no text from it either way). */
+export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
+
 /** A PPTX of `slides` in order: each its shapes (XML) and optionally its notes page's shapes. */
 export function pptx(slides: Array<{ shapes: string; notes?: string }>): Uint8Array {
   const tree = (shapes: string) => `<p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld>`
