@@ -1,16 +1,20 @@
 // The text layout of a DOCX or PPTX, rendered from officeparser's AST so that the layout is ours:
 // paragraphs one per line; table rows one per line, cells tab-separated, each cell on one line
-// (its paragraphs and any table nested in it joined by spaces); slides in order, each under "[Slide N]" (N the slide's own number).
+// (its paragraphs and any table nested in it joined by spaces); a DOCX's headers before its body
+// under "[Header]" and its footers after it under "[Footer]", each distinct line once; slides under
+// "[Slide N]" (N the slide's own number), each followed by its speaker notes under "[Notes]".
 //
 // Every walk here is a loop over an explicit stack, never a recursion: officeparser reads tables
 // nested thousands deep (5,000 in a worker; deeper it refuses the document), and rendering such a
 // tree recursively could overflow the stack where the parser did not.
 
-export type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[] }
+export type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[]; notes?: Node[] }
 
 /** What of officeparser's AST the layout reads. */
 export interface OfficeAst {
   content: Node[]
+  /** A DOCX's headers and footers: the blocks of every header (footer) part, one list, parts in turn. */
+  auxiliary?: { headers?: Node[]; footers?: Node[] }
 }
 
 /** A cell's text on one line: tabs and newlines inside it would break the row layout. */
@@ -93,19 +97,35 @@ function render(nodes: Node[], out: string[]): void {
   })
 }
 
-export function docxLines(ast: OfficeAst): string[] {
-  const out: string[] = []
-  render(ast.content, out)
-  return out
-}
-
 const hasText = (lines: string[]) => lines.some(line => line.trim() !== '')
 
 /**
+ * The lines of headers or footers, each distinct one once: Word keeps one part per kind of page
+ * (first, odd, even) per section, which mostly repeat one another, and empty ones are common.
+ */
+function distinctLines(nodes: Node[] | undefined): string[] {
+  const lines: string[] = []
+  render(nodes ?? [], lines)
+  const seen = new Set<string>()
+  for (const line of lines.flatMap(line => line.split('\n'))) if (line.trim() !== '') seen.add(line)
+  return [...seen]
+}
+
+export function docxLines(ast: OfficeAst): string[] {
+  const out: string[] = []
+  const headers = distinctLines(ast.auxiliary?.headers)
+  if (headers.length > 0) out.push('[Header]', ...headers, '')
+  render(ast.content, out)
+  const footers = distinctLines(ast.auxiliary?.footers)
+  if (footers.length > 0) out.push('', '[Footer]', ...footers)
+  return out
+}
+
+/**
  * Slides in order, each under its own number (officeparser's `slideNumber`, its place in the
- * presentation). A slide with no text (a picture alone) is left out, its number with it:
- * officeparser gives no node at all for some such slides, so leaving them all out is what keeps
- * the layout predictable.
+ * presentation), then its notes under "[Notes]". A slide with no text, in it or in its notes (a
+ * picture alone), is left out, its number with it: officeparser gives no node at all for some such
+ * slides (one holding only a picture), so leaving them all out is what keeps the layout predictable.
  */
 export function pptxLines(ast: OfficeAst): string[] {
   const slides = ast.content.filter(node => node.type === 'slide')
@@ -115,9 +135,16 @@ export function pptxLines(ast: OfficeAst): string[] {
   for (const slide of slides) {
     const body: string[] = []
     render(slide.children ?? [], body)
-    if (!hasText(body)) continue
+    const notes: string[] = []
+    render(slide.notes ?? [], notes)
+    while (notes.length > 0 && notes.at(-1)!.trim() === '') notes.pop()
+    // PowerPoint puts a slide-number placeholder on every notes page, after the notes themselves:
+    // read as text it is the slide's number on a line of its own, which says nothing.
+    if (notes.at(-1)?.trim() === String(number(slide))) notes.pop()
+    if (!hasText(body) && !hasText(notes)) continue
     if (out.length > 0) out.push('')
     out.push(`[Slide ${number(slide)}]`, ...body)
+    if (hasText(notes)) out.push('[Notes]', ...notes)
   }
   return out
 }

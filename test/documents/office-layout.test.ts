@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { docx, para, picture, pptx, table, textBox } from './ooxml'
+import { docx, para, picture, pptx, slideNumber, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
 const defaults = loadConfig({}).documents
@@ -33,5 +33,38 @@ describe('PPTX slides', () => {
     // Before: a picture-only second slide made the third "[Slide 2]".
     const deck = pptx([{ shapes: textBox('one') }, { shapes: picture }, { shapes: textBox('three') }, { shapes: textBox(' ') }, { shapes: textBox('five') }])
     expect(await text(deck)).toBe('[Slide 1]\none\n\n[Slide 3]\nthree\n\n[Slide 5]\nfive')
+  })
+})
+
+describe('speaker notes, headers and footers', () => {
+  test("a slide's notes follow its text under [Notes]; the notes page's slide-number placeholder is left out", async () => {
+    // Before: notes never reached the text. Notes pages are numbered as made (the third slide's is notesSlide1).
+    const deck = pptx([
+      { shapes: textBox('one'), notes: textBox('Say hello', 'then go on') + slideNumber(1) },
+      { shapes: picture, notes: textBox('Only notes here') },
+      { shapes: textBox('three') },
+      { shapes: textBox('four'), notes: slideNumber(4) },
+      { shapes: picture, notes: slideNumber(5) },
+    ])
+    expect(await text(deck)).toBe('[Slide 1]\none\n[Notes]\nSay hello\nthen go on\n\n[Slide 2]\n[Notes]\nOnly notes here\n\n[Slide 3]\nthree\n\n[Slide 4]\nfour')
+  })
+
+  test('DOCX headers come before the body under [Header], footers after it under [Footer], each distinct line once', async () => {
+    // Before: headers and footers never reached the text. Word keeps a part per kind of page (first, even, default).
+    const document = docx(para('Body text') + table([[para('a'), para('b')]]), {
+      headers: [para('ACME Corp') + para('Confidential'), para('ACME Corp'), '<w:p/>'],
+      footers: [table([[para('Page'), para('1')]]), table([[para('Page'), para('1')]])],
+    })
+    expect(await text(document)).toBe('[Header]\nACME Corp\nConfidential\n\nBody text\na\tb\n\n[Footer]\nPage\t1')
+    // Without headers and footers the text is the body alone, as before.
+    expect(await text(docx(para('Body text')))).toBe('Body text')
+  })
+
+  test('headers, footers and notes count against the text cap', async () => {
+    const capped = { ...limits, maxTextBytes: 64 }
+    const refuse = (bytes: Uint8Array) => extractDocument(bytes, capped).then(() => 'read', (error: Error) => error.message)
+    expect(await refuse(docx(para('short'), { headers: [para('h'.repeat(70))] }))).toMatch(/longer than the 64-byte limit/)
+    expect(await refuse(docx(para('short'), { footers: [para('f'.repeat(70))] }))).toMatch(/longer than the 64-byte limit/)
+    expect(await refuse(pptx([{ shapes: textBox('short'), notes: textBox('n'.repeat(70)) }]))).toMatch(/longer than the 64-byte limit/)
   })
 })

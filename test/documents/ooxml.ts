@@ -21,6 +21,8 @@ function contentTypes(overrides: Array<[part: string, type: string]>): string {
   return `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>${items}</Types>`
 }
 
+const PAGE_KINDS = ['default', 'first', 'even']
+
 /** A Word paragraph of one run. */
 export const para = (text: string) => `<w:p><w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`
 /** A Word table: rows of cells, each cell its block XML (paragraphs, tables). */
@@ -34,7 +36,8 @@ export function docx(body: string, options: { headers?: string[]; footers?: stri
   const { headers = [], footers = [], main = 'word/document.xml' } = options
   const file = main.slice('word/'.length)
   const kinds = [...headers.map((xml, index) => ['header', index + 1, xml] as const), ...footers.map((xml, index) => ['footer', index + 1, xml] as const)]
-  const references = kinds.map(([kind], index) => `<w:${kind}Reference w:type="${index % 2 ? 'even' : 'default'}" r:id="rId${index + 1}"/>`).join('')
+  // One section, naming a part per kind of page (default, first, even) in turn.
+  const references = kinds.map(([kind, n], index) => `<w:${kind}Reference w:type="${PAGE_KINDS[(n - 1) % 3]}" r:id="rId${index + 1}"/>`).join('')
   return buildZip([
     part('[Content_Types].xml', contentTypes([[main, 'wordprocessingml.document.main+xml'], ...kinds.map(([kind, n]) => [`word/${kind}${n}.xml`, `wordprocessingml.${kind}+xml`] as [string, string])])),
     part('_rels/.rels', relationships([['rId1', 'officeDocument', main]])),
@@ -47,6 +50,10 @@ export function docx(body: string, options: { headers?: string[]; footers?: stri
 /** A text box shape of one paragraph per line, on a slide or a notes page. */
 export const textBox = (...lines: string[]) =>
   `<p:sp><p:nvSpPr><p:cNvPr id="2" name="Text"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/>${lines.map(line => `<a:p><a:r><a:t>${line}</a:t></a:r></a:p>`).join('')}</p:txBody></p:sp>`
+
+/** The slide-number placeholder PowerPoint puts on every notes page, showing `n`. */
+export const slideNumber = (n: number) =>
+  `<p:sp><p:nvSpPr><p:cNvPr id="4" name="Slide Number Placeholder 3"/><p:cNvSpPr/><p:nvPr><p:ph type="sldNum" idx="5"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="slidenum"><a:t>${n}</a:t></a:fld></a:p></p:txBody></p:sp>`
 
 /** A picture shape (its image not in the package: officeparser reads no text from it either way). */
 export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
