@@ -129,6 +129,32 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
   return { ok: true, entries }
 }
 
+/** An entry's stored (compressed) bytes, or why they cannot be found. */
+function storedData(bytes: Uint8Array, view: DataView, entry: ZipEntry): Uint8Array | string {
+  const at = entry.localHeaderOffset
+  if (at + 30 > bytes.byteLength || view.getUint32(at, true) !== LOCAL) return 'the file is a damaged or truncated zip container (bad local header)'
+  const start = at + 30 + view.getUint16(at + 26, true) + view.getUint16(at + 28, true)
+  const end = start + entry.compressedSize
+  if (end > bytes.byteLength) return 'the file is a truncated zip container'
+  return bytes.subarray(start, end)
+}
+
+/**
+ * One small entry's bytes (the sniffer reads the package's relationships before the guard has
+ * inflated anything), or undefined when it cannot be read or holds more than `maxBytes`: inflating
+ * stops there, whatever its header says.
+ */
+export function readSmallEntry(bytes: Uint8Array, entry: ZipEntry, maxBytes: number): Uint8Array | undefined {
+  const data = storedData(bytes, new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), entry)
+  if (typeof data === 'string') return undefined
+  if (entry.method === 0) return data.byteLength <= maxBytes ? data : undefined
+  try {
+    return inflateRawSync(data, { maxOutputLength: maxBytes })
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * Inflates every entry under one running cap that does not trust the declared sizes, and
  * requires each entry to inflate to exactly the size its header declares (a lying header is
@@ -140,12 +166,8 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
   let total = 0
   let cells = 0
   for (const entry of entries) {
-    const at = entry.localHeaderOffset
-    if (at + 30 > bytes.byteLength || view.getUint32(at, true) !== LOCAL) return { ok: false, message: 'the file is a damaged or truncated zip container (bad local header)' }
-    const start = at + 30 + view.getUint16(at + 26, true) + view.getUint16(at + 28, true)
-    const end = start + entry.compressedSize
-    if (end > bytes.byteLength) return { ok: false, message: 'the file is a truncated zip container' }
-    const data = bytes.subarray(start, end)
+    const data = storedData(bytes, view, entry)
+    if (typeof data === 'string') return { ok: false, message: data }
     let inflated: Uint8Array
     if (entry.method === 0) {
       inflated = data

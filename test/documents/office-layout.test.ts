@@ -2,7 +2,8 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { docx, para, picture, pptx, slideNumber, table, textBox } from './ooxml'
+import { buildZip } from './hostile'
+import { docx, docxParts, para, picture, pptx, slideNumber, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
 const defaults = loadConfig({}).documents
@@ -66,5 +67,32 @@ describe('speaker notes, headers and footers', () => {
     expect(await refuse(docx(para('short'), { headers: [para('h'.repeat(70))] }))).toMatch(/longer than the 64-byte limit/)
     expect(await refuse(docx(para('short'), { footers: [para('f'.repeat(70))] }))).toMatch(/longer than the 64-byte limit/)
     expect(await refuse(pptx([{ shapes: textBox('short'), notes: textBox('n'.repeat(70)) }]))).toMatch(/longer than the 64-byte limit/)
+  })
+})
+
+describe('a DOCX whose main part is not word/document.xml', () => {
+  const online = { main: 'word/document2.xml' }
+  const refusal = (bytes: Uint8Array) => extractDocument(bytes, limits).then(() => 'read', (error: Error) => error.message)
+
+  test("word/document2.xml (Word Online's name) is found through the package's relationships and read", async () => {
+    // Before: "not a Word, PowerPoint or Excel document".
+    expect(await extractDocument(docx(para('Online'), { ...online, headers: [para('H')] }), limits)).toEqual({ documentType: 'docx', text: '[Header]\nH\n\nOnline' })
+    // The target as Word Online writes it, from the package root.
+    const parts = docxParts(para('Rooted'), online)
+    const relationships = parts.find(entry => entry.name === '_rels/.rels')!
+    relationships.data = new TextEncoder().encode(new TextDecoder().decode(relationships.data).replace('Target="word/', 'Target="/word/'))
+    expect(await text(buildZip(parts))).toBe('Rooted')
+  })
+
+  test('the zip guard and the element cap hold for it', async () => {
+    const lying = docxParts(para('x'), online).map(entry => (entry.name === 'word/document2.xml' ? { ...entry, declaredSize: 10 } : entry))
+    expect(await refusal(buildZip(lying))).toMatch(/"word\/document2.xml" inflates to \d+ bytes but its header declares 10/)
+    expect(await refusal(docx('<w:p/>'.repeat(600_000) + para('end'), online))).toMatch(/holds more than 500,000 XML elements/)
+  })
+
+  test('a main part officeparser does not read is refused by name; without relationships the package is refused as before', async () => {
+    expect(await refusal(docx(para('x'), { main: 'word/main.xml' }))).toBe('the Word document keeps its text in a part named "word/main.xml", which is not read; open it in Word and save it again as DOCX')
+    const bare = docxParts(para('x'), online).filter(entry => entry.name !== '_rels/.rels')
+    expect(await refusal(buildZip(bare))).toMatch(/an Office Open XML package but not a Word, PowerPoint or Excel document/)
   })
 })

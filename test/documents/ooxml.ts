@@ -33,18 +33,23 @@ export const table = (rows: string[][]) => `<w:tbl>${rows.map(row => `<w:tr>${ro
  * and `footers` (block XML each, one section naming them all), its main part at `main`.
  */
 export function docx(body: string, options: { headers?: string[]; footers?: string[]; main?: string } = {}): Uint8Array {
+  return buildZip(docxParts(body, options))
+}
+
+/** The parts of docx(), to build it with a lying header, say. */
+export function docxParts(body: string, options: { headers?: string[]; footers?: string[]; main?: string } = {}): ZipSpec[] {
   const { headers = [], footers = [], main = 'word/document.xml' } = options
   const file = main.slice('word/'.length)
   const kinds = [...headers.map((xml, index) => ['header', index + 1, xml] as const), ...footers.map((xml, index) => ['footer', index + 1, xml] as const)]
   // One section, naming a part per kind of page (default, first, even) in turn.
   const references = kinds.map(([kind, n], index) => `<w:${kind}Reference w:type="${PAGE_KINDS[(n - 1) % 3]}" r:id="rId${index + 1}"/>`).join('')
-  return buildZip([
+  return [
     part('[Content_Types].xml', contentTypes([[main, 'wordprocessingml.document.main+xml'], ...kinds.map(([kind, n]) => [`word/${kind}${n}.xml`, `wordprocessingml.${kind}+xml`] as [string, string])])),
     part('_rels/.rels', relationships([['rId1', 'officeDocument', main]])),
     part(main, `<w:document ${W}><w:body>${body}<w:sectPr>${references}</w:sectPr></w:body></w:document>`),
     part(`word/_rels/${file}.rels`, relationships(kinds.map(([kind, n], index) => [`rId${index + 1}`, kind, `${kind}${n}.xml`]))),
     ...kinds.map(([kind, n, xml]) => part(`word/${kind}${n}.xml`, `<w:${kind === 'header' ? 'hdr' : 'ftr'} ${W}>${xml}</w:${kind === 'header' ? 'hdr' : 'ftr'}>`)),
-  ])
+  ]
 }
 
 /** A text box shape of one paragraph per line, on a slide or a notes page. */
