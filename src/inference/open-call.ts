@@ -110,7 +110,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   } catch (error) {
     call.release()
     open.detach()
-    if (error instanceof UpstreamError) open.failedToOpen(error, openedAt, false)
+    open.failedToOpen(error, openedAt, false)
     // A client that left before the upstream answered aborted the call itself, and the drain's
     // deadline cut it: neither is the upstream's failure. A refusal of the request itself (no
     // uncensored backend, an adapter's refusal before any call) is logged as its code by the
@@ -141,7 +141,7 @@ class OpenedCall implements OpenCall {
   private answering!: OpenedBackend
   private deltas = 0
   /** An error event already counted as a failed open (fallbackFailed), not to count again as mid-stream. */
-  private counted: UpstreamError | undefined
+  private counted: unknown
   /** What the request's attached files and hosted web work were charged (before the chat ran): its line's charge includes it. */
   enrichmentCharged = 0n
 
@@ -175,21 +175,21 @@ class OpenedCall implements OpenCall {
   /**
    * The call's opening ended with `error` (no backend opened, or, `streamFailedFirst`, none opened
    * after the first one's stream failed before its output): every backend tried is counted (the
-   * first one's stream as `before-output`, the others as failing to open), and the log line names
-   * the last one tried.
+   * first one's stream as `before-output`, the others as failing to open; an attested backend's
+   * rejected evidence is counted by its own metric), and the log line names the last one tried.
    */
-  failedToOpen(error: UpstreamError, openedAt: number, streamFailedFirst: boolean): void {
+  failedToOpen(error: unknown, openedAt: number, streamFailedFirst: boolean): void {
     const failed = this.deps.router.failedOpen?.(error)
     const metrics = this.deps.metrics
     if (metrics) {
       failed?.abandoned.forEach((abandoned, index) => countUpstreamFailure(metrics, abandoned, streamFailedFirst && index === 0 ? 'before-output' : 'before-first-event', openedAt))
-      countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
+      if (error instanceof UpstreamError) countUpstreamFailure(metrics, error, 'before-first-event', openedAt)
     }
     if (failed !== undefined) this.named(failed.provider, failed.backend.model)
   }
 
   /** The stream failed before any output and no other backend opened: its error event was counted here, not as mid-stream. */
-  fallbackFailed(error: UpstreamError, openedAt: number): void {
+  fallbackFailed(error: unknown, openedAt: number): void {
     this.failedToOpen(error, openedAt, true)
     this.counted = error
   }

@@ -44,11 +44,11 @@ export interface ChatRouter {
       /** The stream moved to another backend before any output (providers/before-output.ts). */
       onFallback?: (opened: OpenedBackend) => void
       /** The stream failed before any output and no other backend opened: it ends with `error`. */
-      onFallbackFailed?: (error: UpstreamError) => void
+      onFallbackFailed?: (error: unknown) => void
     },
   ): Promise<OpenedBackend & { events: AsyncIterable<ChatEvent> }>
   /** The backend a call's opening failed on with `error` (open's rejection, onFallbackFailed's), and the failures before it. */
-  failedOpen?(error: UpstreamError): FailedOpen | undefined
+  failedOpen?(error: unknown): FailedOpen | undefined
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
 }

@@ -46,7 +46,7 @@ export interface RouteOptions {
    * stream ends with `error`, the last one's (failedOpen says which backend, and what failed
    * before it: the stream's own failure first).
    */
-  readonly onFallbackFailed?: (error: UpstreamError) => void
+  readonly onFallbackFailed?: (error: unknown) => void
 }
 
 /** A backend that failed to open, and the failures abandoned before it in the same call. */
@@ -91,7 +91,7 @@ export class Router implements BackendHealth {
   /** Backend key → epoch ms its cool-down ends. */
   private readonly coolingUntil = new Map<string, number>()
   /** Set for every UpstreamError a call's opening ends with (open's rejection, a fallback's). */
-  private readonly failedOpens = new WeakMap<UpstreamError, FailedOpen>()
+  private readonly failedOpens = new WeakMap<object, FailedOpen>()
   /** Rotation state per route object (the catalog's routes are built once) and per uncensored filter. */
   private readonly rotations = new WeakMap<ModelRoute, { all?: Rotation; uncensored?: Rotation }>()
 
@@ -129,7 +129,7 @@ export class Router implements BackendHealth {
         try {
           next = await this.attempt(route, order, at + 1, request, options, [failure])
         } catch (error) {
-          if (error instanceof UpstreamError) options.onFallbackFailed?.(error)
+          options.onFallbackFailed?.(error)
           throw error
         }
         at = next.index
@@ -171,13 +171,16 @@ export class Router implements BackendHealth {
   }
 
   /** Which backend `error` ended a call's opening on, and the failures before it (for metrics and logs). */
-  failedOpen(error: UpstreamError): FailedOpen | undefined {
-    return this.failedOpens.get(error)
+  failedOpen(error: unknown): FailedOpen | undefined {
+    return typeof error === 'object' && error !== null ? this.failedOpens.get(error) : undefined
   }
 
-  /** Notes which backend an opening's UpstreamError came from, and what failed before it; returns the error. */
+  /**
+   * Notes which backend an opening's error came from (an upstream's failure, or an attested
+   * backend's evidence rejected), and what failed before it; returns the error.
+   */
   private failed(error: unknown, backend: Backend, abandoned: readonly UpstreamError[]): unknown {
-    if (error instanceof UpstreamError) this.failedOpens.set(error, { backend, provider: this.providers.get(backend.provider)?.id ?? backend.provider, abandoned })
+    if (typeof error === 'object' && error !== null) this.failedOpens.set(error, { backend, provider: this.providers.get(backend.provider)?.id ?? backend.provider, abandoned })
     return error
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
+import { createLogger } from '../../src/observability/logger'
 import { bytesToHex, ethAddress, randomBytes } from '../../src/tee/keys'
 import { json } from '../support/harness'
 import { startTeeGateway, type TeeGateway, teeGatewayForFile, TWO_NEAR_BACKENDS } from '../support/tee'
@@ -46,6 +47,28 @@ describe('several attested backends', () => {
       expect((await t.request('GET', `/api/v1/attestation?model=sim:confidential&nonce=${bytesToHex(randomBytes(32))}`, { key })).status).toBe(503)
     } finally {
       t.sims.a!.state.faults = {}
+    }
+  })
+})
+
+describe('which backend a refused call names', () => {
+  test('a dead first backend, then evidence rejected by the next: the log names the one that rejected, metrics count the dead one', async () => {
+    // Before: the log line named no backend (or, after a stream's fallback, the first one), and the
+    // first backend's failure was not counted: only an upstream's failure was traced to its backend.
+    const lines: Array<Record<string, unknown>> = []
+    const g = await startTeeGateway(TWO_NEAR_BACKENDS, { logger: createLogger('info', line => lines.push(JSON.parse(line))) })
+    try {
+      const orgKey = (await g.createOrg()).adminKey
+      g.sims.a!.state.faults = { status500: true }
+      g.sims.b!.state.faults = { echoWrongNonce: true }
+      const response = await g.request('POST', '/v1/chat/completions', { key: orgKey, body: { model: 'sim:confidential', messages: [{ role: 'user', content: 'hi' }] } })
+      expect(response.status).toBe(503)
+      expect((await json(response)).error.message).toContain('attestation evidence rejected')
+      const line = lines.find(entry => entry.msg === 'request' && entry.route === '/v1/chat/completions')
+      expect(line).toMatchObject({ status: 503, backend: `attested:b/${g.sims.b!.modelName}` })
+      expect(g.deps.metrics!.upstreamErrors.cell('attested:a', 'server', 'before-first-event').value).toBe(1)
+    } finally {
+      await g.stopAll()
     }
   })
 })
