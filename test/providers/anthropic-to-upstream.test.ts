@@ -289,6 +289,21 @@ describe('anthropic toUpstream: exact bodies', () => {
     ])
   })
 
+  test('a conversation of system text alone, or of empty assistant turns, is refused: Anthropic takes no empty messages list', () => {
+    // Before: sent as `messages: []` (with the system text), which Anthropic answers 400.
+    const system = { role: 'system' as const, parts: [{ type: 'text' as const, text: 'only system' }] }
+    for (const messages of [[system], [system, { role: 'assistant' as const, parts: [] }], [{ role: 'assistant' as const, parts: [{ type: 'text' as const, text: '' }] }]]) {
+      let error: unknown
+      try {
+        toUpstream(chat({ messages }), MODEL)
+      } catch (thrown) {
+        error = thrown
+      }
+      expect(error).toBeInstanceOf(UnsupportedRequestError)
+      expect((error as UnsupportedRequestError).message).toMatch(/no user or assistant message with content/)
+    }
+  })
+
   test('tools without a schema type get an object schema', () => {
     const body = toUpstream(chat({ tools: [{ name: 'now', parameters: {} }] }), MODEL)
     expect(body.tools).toEqual([{ name: 'now', input_schema: { type: 'object' } }])

@@ -218,6 +218,11 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
     if (last !== undefined && last.role === role) last.content.push(...blocks)
     else messages.push({ role, content: blocks })
   }
+  // System text alone, or only empty assistant turns (OpenAI takes either): Anthropic refuses
+  // `messages: []`, so it is refused here, before the call, and another backend may carry it.
+  if (messages.length === 0) {
+    throw new UnsupportedRequestError("the conversation has no user or assistant message with content, which this model's Anthropic backend needs: add a user message", 'messages')
+  }
   const isThinking = (block: AnthropicContentBlock) => block.type === 'thinking' || block.type === 'redacted_thinking'
   for (const message of messages) {
     if (message.role === 'user') message.content = stablePartition(message.content, block => block.type === 'tool_result')
