@@ -130,7 +130,7 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
   // A date format on a value no date has (negative, past 9999): Excel shows ####, SheetJS nothing.
   if (shown === '' && XLSX.SSF.is_date(format)) return String(cell.v)
   if (format === 'General') return Number.isSafeInteger(cell.v) ? String(cell.v) : oneLine(shown)
-  const iso = LOCALE_DATES[format] ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoFormat(cell.v) : undefined)
+  const iso = (Object.hasOwn(LOCALE_DATES, format) ? LOCALE_DATES[format] : undefined) ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoFormat(cell.v) : undefined)
   if (iso === undefined) return oneLine(shown)
   try {
     return XLSX.SSF.format(iso, cell.v, { date1904 })

@@ -27,7 +27,8 @@ const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+)
  */
 export function parseExpiresIn(value: string | undefined, nowMs: number): number | null {
   if (value === undefined || value === 'never') return null
-  const relative = RELATIVE[value]
+  // Own keys only: `toString` names Object.prototype's function, not a duration.
+  const relative = Object.hasOwn(RELATIVE, value) ? RELATIVE[value] : undefined
   let at: number
   if (relative !== undefined) {
     at = nowMs + relative

@@ -31,7 +31,7 @@ export async function readForm(request: Request): Promise<Record<string, string>
     throw new OAuthError('invalid_request', 'Content-Type must be application/x-www-form-urlencoded')
   }
   const params = new URLSearchParams(await readText(request, FORM_LIMIT, 'invalid_request'))
-  const out: Record<string, string> = {}
+  const out = ownParameters()
   for (const [name, value] of params) {
     if (name in out) throw new OAuthError('invalid_request', `parameter "${name.slice(0, 50)}" is repeated`)
     if (value !== '') out[name] = value
@@ -56,9 +56,18 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   return value as Record<string, unknown>
 }
 
+/**
+ * An object for parameters by name with no prototype: a parameter named `toString` or
+ * `__proto__` is a parameter like any other (on `{}`, `in` found Object.prototype's members, and
+ * assigning `__proto__` was dropped).
+ */
+function ownParameters(): Record<string, string> {
+  return Object.create(null) as Record<string, string>
+}
+
 /** Query parameters, with the same no-repeats rule. */
 export function readQuery(url: URL): Record<string, string> | 'repeated' {
-  const out: Record<string, string> = {}
+  const out = ownParameters()
   for (const [name, value] of url.searchParams) {
     if (name in out) return 'repeated'
     if (value !== '') out[name] = value

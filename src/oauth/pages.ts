@@ -59,7 +59,7 @@ export function consentPage(input: {
     : `<p class="third-party"><strong>Third-party application.</strong> Its name was chosen by whoever registered it with this gateway: approve only if you started this sign-in from an application you trust. Client id: <code>${escapeHtml(input.thirdPartyClientId)}</code></p>`
   const body = `<h1>${escapeHtml(title)}</h1>
 <div class="box">${thirdParty}<p><strong>${escapeHtml(input.clientName)}</strong> asks for access to your organization:</p>
-<p><code>${escapeHtml(input.scope)}</code>: ${escapeHtml(SCOPE_TEXT[input.scope] ?? input.scope)}</p>${input.detail ? `<p>${input.detail}</p>` : ''}</div>
+<p><code>${escapeHtml(input.scope)}</code>: ${escapeHtml((Object.hasOwn(SCOPE_TEXT, input.scope) ? SCOPE_TEXT[input.scope] : undefined) ?? input.scope)}</p>${input.detail ? `<p>${input.detail}</p>` : ''}</div>
 ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` : ''}
 <form method="post" action="${escapeHtml(input.action)}">${hidden({ ...input.fields, csrf: input.csrf })}
 <label for="api_key">Sign in with one of your organization API keys</label>

@@ -336,5 +336,9 @@ describe('tokens: expiry, refresh rotation, revocation', () => {
     expect((await json(jsonBody)).error).toBe('invalid_request')
     const repeated = await t.app.handle(new Request('http://localhost/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=a&grant_type=b' }))
     expect((await json(repeated)).error).toBe('invalid_request')
+    // A parameter named after Object.prototype's members is an unknown parameter, not a repeated one
+    // (before: `toString=x` was "parameter "toString" is repeated").
+    const named = await t.app.handle(new Request('http://localhost/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'toString=x&constructor=y&grant_type=password' }))
+    expect(await json(named)).toMatchObject({ error: 'unsupported_grant_type' })
   })
 })

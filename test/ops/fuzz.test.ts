@@ -104,7 +104,9 @@ const HOSTILE = [
   '', 'null', '[]', '{}', '{"model":', '\u0000', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}}}',
   `${'['.repeat(5000)}${']'.repeat(5000)}`, '{"spend_cap_nanos":1e999}',
   // Objects with their own toString/valueOf keys (fast-check's keys include them): a 500 once.
-  '{"model":[{"toString":""}],"messages":[{"role":"user","content":"hi"}],"name":{"valueOf":1},"urls":[{"toString":""}]}', '{"messages":[{"role":"user","content":"\\ud800"}]}', '"\u202e"',
+  '{"model":[{"toString":""}],"messages":[{"role":"user","content":"hi"}],"name":{"valueOf":1},"urls":[{"toString":""}]}',
+  // Strings naming Object.prototype's members where a lookup table is read (expires_in: a 500 once).
+  '{"name":"k","expires_in":"toString","spend_cap_period":"constructor","spend_cap_nanos":"1"}', '{"messages":[{"role":"user","content":"\\ud800"}]}', '"\u202e"',
 ]
 
 /** A mutation of a valid body: a field replaced, deleted, retyped, or an unknown field added. */

@@ -37,6 +37,12 @@ describe('parseExpiresIn: never', () => {
 })
 
 describe('parseExpiresIn: relative forms', () => {
+  test("names of Object.prototype's members are no durations", () => {
+    // Before: "toString" found Object.prototype.toString in the table of durations, and the
+    // route answered 500 (found by the fuzz test).
+    for (const value of ['toString', 'constructor', 'valueOf', '__proto__', 'hasOwnProperty']) expectRejected(value)
+  })
+
   test.each([
     ['10m', 10 * MINUTE],
     ['7d', 7 * DAY],

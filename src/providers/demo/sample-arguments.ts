@@ -79,7 +79,7 @@ function resolveRef(root: Record<string, unknown>, ref: string): unknown {
 }
 
 function sampleString(node: Record<string, unknown>): string {
-  const formatted = typeof node.format === 'string' ? FORMATTED[node.format] : undefined
+  const formatted = typeof node.format === 'string' && Object.hasOwn(FORMATTED, node.format) ? FORMATTED[node.format] : undefined
   if (formatted !== undefined) return formatted
   const minimum = typeof node.minLength === 'number' ? node.minLength : 0
   const maximum = typeof node.maxLength === 'number' ? node.maxLength : Number.POSITIVE_INFINITY
