@@ -5,8 +5,12 @@ import * as XLSX from '@e965/xlsx'
 // guard's count covers XLSX only). The workbook stream is a flat run of records, each a 2-byte
 // type and a 2-byte length, so its cells are counted by walking the headers.
 
-/** Records that each hold one cell SheetJS keeps: NUMBER, LABELSST, RK, FORMULA, LABEL, BOOLERR, RSTRING. */
-const ONE_CELL = new Set([0x0203, 0x00fd, 0x027e, 0x0006, 0x0204, 0x0205, 0x00d6])
+/**
+ * Records that each hold one cell SheetJS keeps: NUMBER, LABELSST, RK, FORMULA, LABEL, BOOLERR,
+ * RSTRING, and the BIFF2–4 forms it also reads in a later stream (INTEGER, NUMBER, LABEL, BOOLERR,
+ * FORMULA of BIFF2, FORMULA of BIFF3 and BIFF4).
+ */
+const ONE_CELL = new Set([0x0203, 0x00fd, 0x027e, 0x0006, 0x0204, 0x0205, 0x00d6, 0x0002, 0x0003, 0x0004, 0x0005, 0x0206, 0x0406])
 /** MULRK: a row's run of RK numbers, 6 bytes each after the row, first column and last column. */
 const MULRK = 0x00bd
 // Blank cells (BLANK, MULBLANK) are not counted: SheetJS keeps none without `sheetStubs`, and
@@ -20,7 +24,9 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
   let stream: Uint8Array
   try {
     const container = XLSX.CFB.read(bytes, { type: 'array' })
-    const entry = XLSX.CFB.find(container, 'Workbook') ?? XLSX.CFB.find(container, 'Book')
+    // The root's streams, as SheetJS reads them: without the slash, find() takes a `Workbook`
+    // anywhere in the container, and a decoy in a storage could be counted instead.
+    const entry = XLSX.CFB.find(container, '/Workbook') ?? XLSX.CFB.find(container, '/Book')
     if (!entry?.content) return undefined
     stream = entry.content instanceof Uint8Array ? entry.content : Uint8Array.from(entry.content as ArrayLike<number>)
   } catch {

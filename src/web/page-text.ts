@@ -4,16 +4,24 @@
  * imported on the first HTML page the web fetch reads (./read-page.ts).
  */
 
-const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?$/
+// ISO dates alone (2024-01-15, 2024-01, 2024): Date.parse reads these as UTC already.
+const DATE_ONLY = /^\d{4}(?:-\d{2}(?:-\d{2})?)?$/
+// An explicit zone at the end: Z, an offset after a time of day, or a name Date.parse knows (with
+// an offset, and Date#toString's parenthesized name, as in "GMT+0100 (Central European Time)").
+const ZONE = /(?:[Zz]|\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s?[+-]\d{2}(?::?\d{2})?|\b(?:UTC|GMT|UT|[ECMP][SD]T)(?:[+-]\d{2}:?\d{2})?)\s*(?:\([^()]*\))?$/
 
-/** A date string as ISO 8601 UTC, or null when it does not parse (or is absurd). */
+/**
+ * A date string as ISO 8601 UTC, or null when it does not parse (or is absurd). One without a
+ * zone (SearXNG's publishedDate, Brave's page_age, meta tags, "January 15, 2024") is read as UTC:
+ * Date.parse would read it in the host's time zone, so one answer would give other instants under
+ * another TZ.
+ */
 export function toIsoDate(value: string): string | null {
-  let text = value.trim()
-  // An ISO date-time without an offset (SearXNG's publishedDate, Brave's page_age, meta tags):
-  // Date.parse would read it in the host's time zone; it is read as UTC, whatever TZ says.
-  if (LOCAL_DATE_TIME.test(text)) text = `${text.replace(' ', 'T')}Z`
-  const time = Date.parse(text)
-  if (!Number.isFinite(time) || time < Date.UTC(1991, 0, 1) || time > Date.UTC(2200, 0, 1)) return null
+  const text = value.trim()
+  let time = Date.parse(text)
+  if (!Number.isFinite(time)) return null
+  if (!DATE_ONLY.test(text) && !ZONE.test(text)) time -= new Date(time).getTimezoneOffset() * 60_000
+  if (time < Date.UTC(1991, 0, 1) || time > Date.UTC(2200, 0, 1)) return null
   return new Date(time).toISOString()
 }
 

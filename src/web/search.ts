@@ -38,7 +38,8 @@ export interface SearchBackend {
 
 // The markup search backends put in snippets (Brave's <strong> highlights): only HTML's inline
 // and simple block elements are removed, so text such as `Vec<T>` or `HashMap<K, V>` stays as written.
-const SNIPPET_TAG = /<\/?(?:a|abbr|b|bdi|bdo|br|cite|code|del|dfn|div|em|font|h[1-6]|i|ins|kbd|li|mark|ol|p|q|s|samp|small|span|strong|sub|sup|time|u|ul|var|wbr)(?:\s[^<>]{0,200})?\/?>/gi
+// Attributes must be name="value" (quoted): `a<b and c>d` is text, not a <b> tag.
+const SNIPPET_TAG = /<\/?(?:a|abbr|b|bdi|bdo|br|cite|code|del|dfn|div|em|font|h[1-6]|i|ins|kbd|li|mark|ol|p|q|s|samp|small|span|strong|sub|sup|time|u|ul|var|wbr)(?:\s+[\w:-]{1,40}\s*=\s*(?:"[^"<>]{0,200}"|'[^'<>]{0,200}'))*\s*\/?>/gi
 
 /** Strips tags and decodes the few entities search snippets carry (Brave marks matches with <strong>). */
 export function plainSnippet(text: string): string {

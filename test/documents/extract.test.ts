@@ -273,11 +273,27 @@ describe('refusals, each with a reason a person understands', () => {
   test('a legacy XLS of more cells than the cap is refused before SheetJS reads it', async () => {
     // Before: nothing counted an XLS's cells (a 4 MB workbook of 665,600 numbers took 395 MB).
     await refused(await manyCellsXls(2000, 251), /holds more than 500,000 cells/)
+    // The root's Book stream (BIFF5's name), which SheetJS reads, behind a one-cell decoy Workbook in
+    // a storage (QA: the count took the decoy, SheetJS read every cell).
+    const container = XLSX.CFB.read(await manyCellsXls(2000, 251), { type: 'array' })
+    const stream = XLSX.CFB.find(container, '/Workbook')!.content
+    XLSX.CFB.utils.cfb_del(container, '/Workbook')
+    XLSX.CFB.utils.cfb_add(container, '/Book', stream)
+    XLSX.CFB.utils.cfb_add(container, '/Decoy/Workbook', XLSX.CFB.find(XLSX.CFB.read(await manyCellsXls(0, 1), { type: 'array' }), '/Workbook')!.content)
+    await refused(new Uint8Array(XLSX.CFB.write(container, { type: 'array' }) as ArrayBuffer), /holds more than 500,000 cells/)
     // The count is the cells SheetJS keeps: one per NUMBER, LABELSST or RK record, a MULRK's run.
     const written = XLSX.utils.book_new()
     XLSX.utils.book_append_sheet(written, XLSX.utils.aoa_to_sheet([['a', 1, 2.5, true], ['b', null, 3, '=x']]), 'S')
     expect(countXlsCells(new Uint8Array(XLSX.write(written, { type: 'array', bookType: 'biff8' })), 100)).toBe(7)
     expect(countXlsCells(await manyCellsXls(3, 4), 100)).toBe(13)
+    // BIFF2's INTEGER records in a BIFF8 stream, which SheetJS reads as cells too.
+    const biff2 = XLSX.CFB.read(await manyCellsXls(0, 1), { type: 'array' })
+    const workbook = XLSX.CFB.find(biff2, '/Workbook')!
+    const head = Buffer.from(workbook.content as Uint8Array)
+    const integer = Buffer.from([0x02, 0x00, 0x09, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00])
+    workbook.content = Buffer.concat([head.subarray(0, head.length - 4), integer, integer, integer, head.subarray(head.length - 4)])
+    workbook.size = workbook.content.length
+    expect(countXlsCells(new Uint8Array(XLSX.CFB.write(biff2, { type: 'array' }) as ArrayBuffer), 100)).toBe(4)
     expect(countXlsCells(await fixture('report.docx'), 100)).toBeUndefined()
     // Under the cap it is read, every cell.
     expect((await extractDocument(await manyCellsXls(2, 3), limits)).text).toBe('[Sheet: S]\nhead\n1\t2\t3\n2\t3\t4')

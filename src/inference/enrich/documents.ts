@@ -67,7 +67,8 @@ function displayName(part: FilePart, ordinal: number): string {
 function documentText(name: string, documentType: string, text: string, context: string | undefined): string {
   const end = `[End of document "${name}"]`
   const body = text === '' ? '(no extractable text: the document may be a scan or contain only images)' : withoutMarker(text, end)
-  const note = context === undefined ? '' : `[The user's context for this document: ${withoutMarker(context, end)}]\n`
+  // The note is cleaned whole: a context ending in `[End of document "…"` would be completed by the note's own `]`.
+  const note = context === undefined ? '' : `${withoutMarker(`[The user's context for this document: ${context}]`, end)}\n`
   return `[Document "${name}" (${documentType}), attached by the user; its extracted text follows until the end marker]\n${note}${body}\n${end}`
 }
 

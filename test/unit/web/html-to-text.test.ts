@@ -62,6 +62,17 @@ describe('htmlToText', () => {
         expect(toIsoDate('2024-01-02T03:04:05.5')).toBe('2024-01-02T03:04:05.500Z')
         expect(toIsoDate('2024-01-02T03:04:05+02:00')).toBe('2024-01-02T01:04:05.000Z')
         expect(toIsoDate('Tue, 02 Jan 2024 03:04:05 GMT')).toBe('2024-01-02T03:04:05.000Z')
+        // Other forms without a zone (QA: these still moved with TZ after the ISO-only fix).
+        expect(toIsoDate('2024-01-15t10:00:00')).toBe('2024-01-15T10:00:00.000Z')
+        expect(toIsoDate('January 15, 2024')).toBe('2024-01-15T00:00:00.000Z')
+        expect(toIsoDate('Mon, 15 Jan 2024 10:00:00')).toBe('2024-01-15T10:00:00.000Z')
+        expect(toIsoDate('2024/01/15 10:00')).toBe('2024-01-15T10:00:00.000Z')
+        // With a zone, it is the zone's.
+        expect(toIsoDate('2024-01-15')).toBe('2024-01-15T00:00:00.000Z')
+        expect(toIsoDate('Mon, 15 Jan 2024 10:00:00 +0100')).toBe('2024-01-15T09:00:00.000Z')
+        expect(toIsoDate('Mon, 15 Jan 2024 10:00:00 EST')).toBe('2024-01-15T15:00:00.000Z')
+        expect(toIsoDate('Mon Jan 15 2024 10:00:00 GMT+0100 (Central European Standard Time)')).toBe('2024-01-15T09:00:00.000Z')
+        expect(toIsoDate('2024-01-15T10:00:00.123-05:00')).toBe('2024-01-15T15:00:00.123Z')
       }
     } finally {
       if (zone === undefined) delete process.env.TZ
@@ -76,6 +87,9 @@ describe('plainSnippet', () => {
     expect(plainSnippet('Develop <strong>JavaScript</strong> &amp; <span class="x">TypeScript</span><br/>projects')).toBe('Develop JavaScript & TypeScriptprojects')
     expect(plainSnippet('Use Vec<T> and HashMap<K, V>; a < b > c')).toBe('Use Vec<T> and HashMap<K, V>; a < b > c')
     expect(plainSnippet('&lt;b&gt; is written <b>bold</b>')).toBe('<b> is written bold')
+    // A tag's attributes are quoted name=value pairs: comparisons around a one-letter name are text.
+    expect(plainSnippet('if a<b and c>d, x<i && i>0')).toBe('if a<b and c>d, x<i && i>0')
+    expect(plainSnippet(`<a href='https://x.example/?a=1' rel="nofollow">link</a> <span  class = "hl" >hit</span >`)).toBe('link hit')
   })
 })
 
