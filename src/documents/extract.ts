@@ -3,7 +3,7 @@ import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText } from './text'
 import { ExtractionError, type Extraction, type ExtractionLimits } from './types'
-import { countXlsCells } from './xls-guard'
+import { countXlsCells, XlsRefused } from './xls-guard'
 import { inflateWithinCap, MAX_SHEET_CELLS, tooManyCells } from './zip-guard'
 
 const invalid = (message: string) => new ExtractionError('invalid', message)
@@ -67,7 +67,12 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
       if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(Buffer.from('EncryptedPackage', 'utf16le'))) {
         throw invalid('the Office document is encrypted (password protected); remove the password and send it again')
       }
-      const cells = countXlsCells(bytes, MAX_SHEET_CELLS)
+      let cells: number | undefined
+      try {
+        cells = countXlsCells(bytes, MAX_SHEET_CELLS)
+      } catch (error) {
+        throw error instanceof XlsRefused ? invalid(error.message) : error
+      }
       if (cells !== undefined && cells > MAX_SHEET_CELLS) throw invalid(tooManyCells)
       try {
         return { text: extractWorkbook(bytes, limits.maxTextBytes), documentType: 'xls' }

@@ -7,10 +7,17 @@ import * as XLSX from '@e965/xlsx'
 
 /**
  * Records that each hold one cell SheetJS keeps: NUMBER, LABELSST, RK, FORMULA, LABEL, BOOLERR,
- * RSTRING, and the BIFF2–4 forms it also reads in a later stream (INTEGER, NUMBER, LABEL, BOOLERR,
- * FORMULA of BIFF2, FORMULA of BIFF3 and BIFF4).
+ * RSTRING, and the BIFF2 forms it also reads in a later stream (INTEGER, NUMBER, LABEL, BOOLERR).
  */
-const ONE_CELL = new Set([0x0203, 0x00fd, 0x027e, 0x0006, 0x0204, 0x0205, 0x00d6, 0x0002, 0x0003, 0x0004, 0x0005, 0x0206, 0x0406])
+const ONE_CELL = new Set([0x0203, 0x00fd, 0x027e, 0x0006, 0x0204, 0x0205, 0x00d6, 0x0002, 0x0003, 0x0004, 0x0005])
+/**
+ * FORMULA records of BIFF3 and BIFF4, which no OLE2 workbook (BIFF5 and later) holds: one of them
+ * in a BIFF8 stream sent SheetJS into a loop (a 4 KB file held a worker until the pool's timeout).
+ */
+const FOREIGN_FORMULA = new Set([0x0206, 0x0406])
+
+/** A workbook stream SheetJS must not be given. */
+export class XlsRefused extends Error {}
 /** MULRK: a row's run of RK numbers, 6 bytes each after the row, first column and last column. */
 const MULRK = 0x00bd
 // Blank cells (BLANK, MULBLANK) are not counted: SheetJS keeps none without `sheetStubs`, and
@@ -19,6 +26,7 @@ const MULRK = 0x00bd
 /**
  * The cells a legacy workbook's stream holds, counted up to just past `limit`; undefined when the
  * container or its workbook stream cannot be read (SheetJS then refuses the file in its own words).
+ * Throws XlsRefused for records SheetJS cannot be trusted with.
  */
 export function countXlsCells(bytes: Uint8Array, limit: number): number | undefined {
   let stream: Uint8Array
@@ -38,6 +46,7 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
     const length = stream[offset + 2]! | (stream[offset + 3]! << 8)
     if (ONE_CELL.has(type)) cells += 1
     else if (type === MULRK && length >= 6) cells += Math.floor((length - 6) / 6)
+    else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused('the workbook holds formula records of Excel 3 or 4 inside a later workbook format (a damaged or crafted file); open it in Excel and save it again')
     offset += 4 + length
   }
   return cells
