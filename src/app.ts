@@ -6,7 +6,7 @@ import { requestContext } from './http/request-context'
 import { RouteMethods } from './http/route-methods'
 import { attestationRoutes } from './attestation/routes'
 import { billingRoutes } from './billing/routes'
-import { modelRoutes, SLASH_ID_PATH_DOC } from './catalog/routes'
+import { modelRoutes } from './catalog/routes'
 import { documentRoutes } from './documents/routes'
 import { fusionRoutes } from './fusion/routes'
 import { inferenceRoutes } from './inference/routes'
@@ -40,7 +40,7 @@ export function createApp(deps: Deps) {
   const app = new Elysia({ normalize: false, handler: { standardHostname: false } })
     .use(requestContext(deps.logger, deps.requestLog, methods))
     .use(browserAccess(origins, crossOrigin))
-    .use(openapiDocs(packageJson.version, SLASH_ID_PATH_DOC))
+    .use(openapiDocs(packageJson.version))
     .use(
       healthRoutes(deps.database, deps.lifecycle, deps.ledger.health, {
         registry: deps.metrics.registry,

@@ -67,33 +67,6 @@ function decodeRest(rest: string): string {
   }
 }
 
-const retrieveResponse = (description: string, schema: object) => ({ description, content: { 'application/json': { schema } } })
-
-/**
- * The OpenAPI path item of the raw-slash retrieval route (hidden from the generated document):
- * the wildcard is `{rest}` here, a real parameter in the template, so "Try it out" sends the id.
- */
-export const SLASH_ID_PATH_DOC = {
-  '/v1/models/{model}/{rest}': {
-    get: {
-      tags: ['Models'],
-      operationId: 'getV1ModelsByModelByRest',
-      summary: 'Retrieve a model whose id holds `/`, sent unencoded',
-      description:
-        'Public. As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F. ' +
-        '`rest` is everything after the first `/`, itself possibly holding more `/`.',
-      parameters: [
-        { name: 'model', in: 'path', required: true, schema: { type: 'string', description: 'The part of the id before its first `/`' } },
-        { name: 'rest', in: 'path', required: true, schema: { type: 'string', description: 'The rest of the id' } },
-      ],
-      responses: {
-        200: retrieveResponse('The model entry', t.Union([OpenAIModel, AnthropicModel])),
-        404: retrieveResponse('No such callable id', OpenAIErrorResponse),
-      },
-    },
-  },
-}
-
 /**
  * Runs before query validation so the message names a query parameter (not a body field),
  * and so a repeated parameter is refused instead of one copy silently winning. An Anthropic
@@ -148,6 +121,14 @@ export function modelRoutes(catalog: Catalog) {
     description: 'Any value selects Anthropic\'s shape (the Anthropic SDKs send one); not interpreted otherwise',
   }
   const beta: ParameterDoc = { name: 'beta', in: 'query', required: false, schema: { type: 'string', enum: ['true'] }, description: 'With anthropic-version only: accepted (older Anthropic SDKs append it) and ignored' }
+  // Both retrieval routes are one lookup (`retrieve`): they document the same answers from here.
+  const retrieval = {
+    response: { 200: t.Union([OpenAIModel, AnthropicModel]), 400: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]), 404: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]) },
+    description:
+      'Public. The entry GET /v1/models lists for this callable id (what the OpenAI and Anthropic SDKs call `models.retrieve`; ' +
+      'Anthropic\'s shape, and its error envelope, with an `anthropic-version` header); 404 for an id the gateway does not serve; ' +
+      '400 for any query parameter (with anthropic-version, any but `beta`).',
+  }
   const anthropicPaging: ParameterDoc[] = [
     anthropicVersion,
     { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 }, description: 'With anthropic-version only: entries per page' },
@@ -187,20 +168,28 @@ export function modelRoutes(catalog: Catalog) {
       ({ params, request }) => retrieve(params.model, request),
       {
         params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
-        response: { 200: t.Union([OpenAIModel, AnthropicModel]), 400: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]), 404: t.Union([OpenAIErrorResponse, AnthropicErrorResponse]) },
+        response: retrieval.response,
         detail: {
           ...readsParameters([anthropicVersion, beta]),
           summary: 'Retrieve a model (OpenAI shape, or Anthropic with anthropic-version)',
-          description: 'Public. The entry GET /v1/models lists for this callable id (what the OpenAI and Anthropic SDKs call `models.retrieve`; ' +
-            'Anthropic\'s shape with an `anthropic-version` header); 404 for an id the gateway does not serve.',
+          description: retrieval.description,
         },
       },
     )
     // Ids may hold `/` (meta-llama/llama-3.3-70b): the SDKs send %2F, which the route above
-    // decodes, but curl and plain string formatting send it raw: same answer. Elysia's wildcard
-    // would be documented as a path parameter named `*` that no template holds (invalid OpenAPI):
-    // hidden here, documented by SLASH_ID_PATH_DOC instead.
-    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), { detail: { hide: true } })
+    // decodes, but curl and plain string formatting send it raw: same answer. The document
+    // names the wildcard `{rest}` (openapi-complete.ts), a path parameter read by the handler.
+    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), {
+      response: retrieval.response,
+      detail: {
+        ...readsParameters([{ name: 'rest', in: 'path', required: true, schema: { type: 'string' }, description: 'The rest of the id after its first `/`, itself possibly holding more `/`' }, anthropicVersion, beta]),
+        operationId: 'getV1ModelsByModelByRest',
+        summary: 'Retrieve a model whose id holds `/`, sent unencoded',
+        description:
+          'As GET /v1/models/{model}, for ids such as `meta-llama/llama-3.3-70b` when the client does not encode the `/` as %2F: ' +
+          '`model` is the part of the id before its first `/`. ' + retrieval.description,
+      },
+    })
     .get('/api/v1/models', ({ query }) => api.get(query.privacy_tier)!, {
       transform: checkModelsQuery,
       query: ModelsQuery,

@@ -12,6 +12,9 @@
  *   authenticated operation, for the same reason.
  * - A body-less reply (`t.Void()`, a 204): the generator writes the schema itself where the map of
  *   media types belongs, which OpenAPI validators reject.
+ * - A wildcard route (`/a/:b/*`): the generator keeps the `*` in the path, where no template
+ *   variable can hold it. It is written `{rest}`, which the route documents with
+ *   `readsParameters` as a path parameter (`params['*']` is what its handler reads).
  */
 
 /** The detail keys a route sets (OpenAPI extension names, removed when applied). */
@@ -26,7 +29,7 @@ export function eventStream(description: string): Record<string, string> {
 /** An OpenAPI parameter object. */
 export interface ParameterDoc {
   name: string
-  in: 'header' | 'query'
+  in: 'header' | 'query' | 'path'
   required?: boolean
   description: string
   schema: Record<string, unknown>
@@ -36,6 +39,9 @@ export interface ParameterDoc {
 export function readsParameters(parameters: ParameterDoc[]): Record<string, ParameterDoc[]> {
   return { [PARAMETERS]: parameters }
 }
+
+/** The template variable a trailing wildcard is documented as. */
+const WILDCARD = '{rest}'
 
 const ORG_HEADER: ParameterDoc = {
   name: 'X-Org-ID',
@@ -59,6 +65,7 @@ const completed = new WeakSet<object>()
 export function completeDocument(document: { paths?: Record<string, Record<string, Operation>> }): void {
   if (completed.has(document)) return
   completed.add(document)
+  if (document.paths !== undefined) document.paths = withNamedWildcards(document.paths)
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       const stream = operation[EVENT_STREAM]
@@ -81,4 +88,9 @@ export function completeDocument(document: { paths?: Record<string, Record<strin
       if (added.length > 0) operation.parameters = [...(operation.parameters ?? []), ...added]
     }
   }
+}
+
+/** `paths` with a trailing `/*` written `/{rest}`, in the same order. */
+function withNamedWildcards<T>(paths: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(paths).map(([path, item]) => [path.endsWith('/*') ? `${path.slice(0, -1)}${WILDCARD}` : path, item]))
 }

@@ -10,10 +10,10 @@ const ASSET_CACHE = 'public, max-age=86400'
 
 /**
  * OpenAPI 3.1 at /openapi.json and Swagger UI at /docs, with the UI's script and stylesheet
- * served by the gateway itself (the plugin's default is a public CDN). `paths` documents routes
- * the generator cannot describe (hidden on the route itself).
+ * served by the gateway itself (the plugin's default is a public CDN). What the generator cannot
+ * say is added by completeDocument.
  */
-export function openapiDocs(version: string, paths: Record<string, object> = {}) {
+export function openapiDocs(version: string) {
   return new Elysia()
     // Swagger UI loads the spec by the relative URL "openapi.json", which from /docs/ would be
     // /docs/openapi.json: send the trailing-slash form to /docs.
@@ -64,7 +64,6 @@ export function openapiDocs(version: string, paths: Record<string, object> = {})
               'every response carries an x-request-id header. A path asked with a method it does not take is 405 method_not_allowed ' +
               'with an Allow header; an unknown path is 404 not_found; an unexpected failure is 500 internal_error (never for bad input).',
           },
-          paths,
           tags: [
             { name: 'API keys', description: 'Organization keys (admin credentials)' },
             { name: 'Billing', description: 'Prepaid balance in integer USD nanos (admin credentials)' },

@@ -53,7 +53,7 @@ describe('OpenAPI description and docs', () => {
     const spec = await json(await t.request('GET', '/openapi.json'))
     const documented = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item as object).map(method => `${method.toUpperCase()} ${path}`))
     // Elysia writes path parameters as :name, OpenAPI as {name}; the raw-slash model route's
-    // wildcard is documented as {rest} (src/catalog/routes.ts SLASH_ID_PATH_DOC).
+    // wildcard is documented as {rest} (src/http/openapi-complete.ts).
     const served = t.app.routes.map(route => `${route.method} ${route.path.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\/\*$/, '/{rest}')}`)
     // The Swagger UI page, the document and the UI's script and stylesheet describe the API; they are not part of it.
     const docs = ['GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
