@@ -12,6 +12,10 @@
  *   authenticated operation, for the same reason.
  * - A body-less reply (`t.Void()`, a 204): the generator writes the schema itself where the map of
  *   media types belongs, which OpenAPI validators reject.
+ * - A nullable enum or const (`t.Union([t.Literal(…), t.Null()])`): the plugin's nullToOpenApi
+ *   merges the union into `type: [..., "null"]` but keeps the `enum` or `const`, which then
+ *   refuses the null the type allows (and the server takes). null joins the enum; a const X
+ *   becomes `enum: [X, null]`.
  * - A wildcard route (`/a/:b/*`): the generator keeps the `*` in the path, where no template
  *   variable can hold it. It is written `{rest}`, which the route documents with
  *   `readsParameters` as a path parameter (`params['*']` is what its handler reads).
@@ -66,6 +70,7 @@ export function completeDocument(document: { paths?: Record<string, Record<strin
   if (completed.has(document)) return
   completed.add(document)
   if (document.paths !== undefined) document.paths = withNamedWildcards(document.paths)
+  allowNullInNullableEnums(document)
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       const stream = operation[EVENT_STREAM]
@@ -93,4 +98,32 @@ export function completeDocument(document: { paths?: Record<string, Record<strin
 /** `paths` with a trailing `/*` written `/{rest}`, in the same order. */
 function withNamedWildcards<T>(paths: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(paths).map(([path, item]) => [path.endsWith('/*') ? `${path.slice(0, -1)}${WILDCARD}` : path, item]))
+}
+
+/** Keys of a schema whose values are data, not schemas: never rewritten. */
+const VALUE_KEYS = new Set(['example', 'examples', 'default', 'const', 'enum'])
+/** Keys of a schema whose values are maps of names to schemas (a property may be named `default`). */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'dependentSchemas'])
+
+/** Every schema under `node` whose type takes null gets null in its enum, or its const as `enum: [X, null]`. */
+function allowNullInNullableEnums(node: unknown): void {
+  if (node === null || typeof node !== 'object') return
+  if (Array.isArray(node)) {
+    for (const item of node) allowNullInNullableEnums(item)
+    return
+  }
+  const object = node as Record<string, unknown>
+  if (Array.isArray(object.type) && object.type.includes('null')) {
+    if (Array.isArray(object.enum) && !object.enum.includes(null)) object.enum = [...object.enum, null]
+    if ('const' in object && object.const !== null) {
+      object.enum = [object.const, null]
+      delete object.const
+    }
+  }
+  // Anything else (a path item, a response, a map of responses whose `default` is a response) is walked whole.
+  const isSchema = 'type' in object || 'anyOf' in object || 'oneOf' in object || 'allOf' in object || 'properties' in object
+  for (const [key, value] of Object.entries(object)) {
+    if (SCHEMA_MAPS.has(key) && isSchema && value !== null && typeof value === 'object') for (const child of Object.values(value)) allowNullInNullableEnums(child)
+    else if (!(isSchema && VALUE_KEYS.has(key)) && key !== 'example' && key !== 'examples') allowNullInNullableEnums(value)
+  }
 }

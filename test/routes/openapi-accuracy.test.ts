@@ -15,6 +15,20 @@ function violations(schema: object, value: unknown): string[] {
   return validate(value) ? [] : (validate.errors ?? []).map(error => `${error.instancePath} ${error.message}`)
 }
 
+/** Every schema object under `node`, with its path ("$.paths./v1/chat…"); example and default values are not schemas. */
+function schemasIn(node: unknown, path = '$'): Array<[string, Record<string, any>]> {
+  if (node === null || typeof node !== 'object') return []
+  const object = node as Record<string, any>
+  const isSchema = !Array.isArray(node) && ['type', 'anyOf', 'oneOf', 'allOf', 'properties', 'enum', 'const'].some(key => key in object)
+  const found: Array<[string, Record<string, any>]> = isSchema ? [[path, object]] : []
+  for (const [key, value] of Object.entries(object)) {
+    // A map of property names (one may be named `default`) holds only schemas.
+    if (isSchema && key === 'properties') for (const [name, child] of Object.entries(value)) found.push(...schemasIn(child, `${path}.properties.${name}`))
+    else if (!['example', 'examples'].includes(key) && !(isSchema && ['default', 'const', 'enum'].includes(key))) found.push(...schemasIn(value, `${path}.${key}`))
+  }
+  return found
+}
+
 async function documentOf(t: Awaited<ReturnType<typeof buildTestApp>>): Promise<any> {
   return json(await t.request('GET', '/openapi.json'))
 }
@@ -37,6 +51,33 @@ describe('/openapi.json says what the routes do', () => {
     const body = (await missing.json()) as { type: string }
     expect(body.type).toBe('error')
     expect(violations(slash.responses['404'].content['application/json'].schema, body)).toEqual([])
+    await t.close()
+  })
+
+  test('a nullable field with an enum or const takes null: the enum says so too', async () => {
+    const t = await buildTestApp()
+    const spec = await documentOf(t)
+    const contradictions = schemasIn(spec)
+      .filter(([, schema]) => [schema.type].flat().includes('null'))
+      .filter(([, schema]) => (schema.enum !== undefined && !schema.enum.includes(null)) || (schema.const !== undefined && schema.const !== null))
+      .map(([path]) => path)
+    expect(contradictions).toEqual([])
+    // The fields QA found, held against a validator: null is accepted, as the server accepts it.
+    const body = (path: string) => spec.paths[path].post.requestBody.content['application/json'].schema
+    const responses = body('/v1/responses').properties
+    const fields: Array<[string, object, unknown]> = [
+      ['chat n', body('/v1/chat/completions').properties.n, 1],
+      ['responses reasoning.effort', responses.reasoning.properties.effort, 'low'],
+      ['responses reasoning.summary', responses.reasoning.properties.summary, 'auto'],
+      ['responses reasoning.generate_summary', responses.reasoning.properties.generate_summary, 'auto'],
+      ['responses text.verbosity', responses.text.properties.verbosity, 'medium'],
+      ['responses truncation', responses.truncation, 'disabled'],
+      ...['/v1/messages', '/v1/messages/count_tokens'].map((path): [string, object, unknown] => [`${path} tools[].type`, body(path).properties.tools.items.anyOf[0].properties.type, 'custom']),
+    ]
+    for (const [name, schema, value] of fields) {
+      expect([name, violations(schema, null), violations(schema, value)]).toEqual([name, [], []])
+      expect([name, violations(schema, 'not-a-value').length > 0]).toEqual([name, true])
+    }
     await t.close()
   })
 })
