@@ -62,12 +62,16 @@ export const AnthropicErrorResponse = t.Object(
   { description: 'Error' },
 )
 
-/** What a 429 carries (spec §7, §8; src/limits/headers.ts), documented on every rate-limited route. */
+/**
+ * What a 429 carries (spec §7, §8; src/limits/headers.ts), documented on every rate-limited route.
+ * Plain JSON integers: `t.Integer` is a numeric-string transform, documented as "a string of
+ * format integer, default 0, or an integer" (no such format; a default below Retry-After's minimum).
+ */
 const RATE_LIMIT_HEADERS = {
-  'Retry-After': t.Integer({ minimum: 1, description: 'Whole seconds to wait before retrying' }),
-  'X-RateLimit-Limit': t.Integer({ minimum: 1, description: 'The binding bucket’s burst (also on successful responses)' }),
-  'X-RateLimit-Remaining': t.Integer({ minimum: 0, description: 'Whole requests left in that bucket' }),
-  'X-RateLimit-Reset': t.Integer({ description: 'Unix time in seconds at which that bucket is full again' }),
+  'Retry-After': JsonInteger({ minimum: 1, description: 'Whole seconds to wait before retrying' }),
+  'X-RateLimit-Limit': JsonInteger({ minimum: 1, description: 'The binding bucket’s burst (also on successful responses)' }),
+  'X-RateLimit-Remaining': JsonInteger({ minimum: 0, description: 'Whole requests left in that bucket' }),
+  'X-RateLimit-Reset': JsonInteger({ description: 'Unix time in seconds at which that bucket is full again' }),
 }
 
 /**

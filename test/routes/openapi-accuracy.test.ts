@@ -80,4 +80,25 @@ describe('/openapi.json says what the routes do', () => {
     }
     await t.close()
   })
+
+  test('every default and example in the document is valid against its own schema; rate-limit headers are plain integers', async () => {
+    const t = await buildTestApp()
+    const spec = await documentOf(t)
+    const invalid: string[] = []
+    for (const [path, schema] of schemasIn(spec)) {
+      const { default: fallback, examples, ...rest } = schema
+      const values = [...(fallback === undefined ? [] : [fallback]), ...(Array.isArray(examples) ? examples : [])]
+      for (const value of values) for (const problem of violations(rest, value)) invalid.push(`${path} ${JSON.stringify(value)}: ${problem}`)
+    }
+    expect(invalid).toEqual([])
+    // `format: "integer"` is no format a validator or generator knows: headers are integers, said so plainly.
+    const headers = Object.values(spec.paths).flatMap((item: any) => Object.values(item)).flatMap((operation: any) => Object.values(operation.responses ?? {}))
+      .flatMap((response: any) => Object.entries(response.headers ?? {})) as Array<[string, { schema: object }]>
+    expect(headers.length).toBeGreaterThan(0)
+    expect(headers.filter(([, header]) => JSON.stringify(header.schema).includes('"format":"integer"')).map(([name]) => name)).toEqual([])
+    const chat429 = spec.paths['/v1/chat/completions'].post.responses['429'].headers
+    expect(chat429['Retry-After'].schema).toMatchObject({ type: 'integer', minimum: 1 })
+    for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) expect(chat429[name].schema.type).toBe('integer')
+    await t.close()
+  })
 })
