@@ -101,4 +101,27 @@ describe('/openapi.json says what the routes do', () => {
     for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) expect(chat429[name].schema.type).toBe('integer')
     await t.close()
   })
+
+  test('a documented value the server always refuses is named as such in its description', async () => {
+    const t = await buildTestApp()
+    const org = await t.createOrg()
+    const spec = await documentOf(t)
+    const model = ((await json(await t.request('GET', '/v1/models'))) as { data: Array<{ id: string }> }).data[0]!.id
+    const bases: Record<string, object> = { '/v1/chat/completions': { model, messages: [{ role: 'user', content: 'hi' }] }, '/v1/responses': { model, input: 'hi' } }
+    const refused: Array<[string, string, unknown]> = [
+      ['/v1/chat/completions', 'presence_penalty', 0.5],
+      ['/v1/chat/completions', 'frequency_penalty', -1],
+      ['/v1/responses', 'truncation', 'auto'],
+      ['/v1/responses', 'background', true],
+      ['/v1/responses', 'max_tool_calls', 3],
+      ['/v1/responses', 'top_logprobs', 2],
+    ]
+    for (const [path, field, value] of refused) {
+      const response = await t.request('POST', path, { key: org.adminKey, body: { ...bases[path], [field]: value } })
+      expect([field, response.status, ((await response.json()) as { error: { param: string } }).error.param]).toEqual([field, 400, field])
+      const description: string = spec.paths[path].post.requestBody.content['application/json'].schema.properties[field].description ?? ''
+      expect([field, description]).toEqual([field, expect.stringContaining('400')])
+    }
+    await t.close()
+  })
 })

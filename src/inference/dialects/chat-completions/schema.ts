@@ -133,10 +133,10 @@ export const ChatCompletionsBody = t.Object(
     response_format: t.Optional(ResponseFormat),
     reasoning_effort: t.Optional(t.Union([t.Literal('minimal'), t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('xhigh'), t.Literal('max')])),
     n: t.Optional(t.Union([t.Literal(1), t.Null()], { error: 'n must be 1: one choice per request' })),
-    presence_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
-    frequency_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()])),
+    presence_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()], { description: 'Only 0 or null: penalties are not applied (any other value is a 400)' })),
+    frequency_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()], { description: 'Only 0 or null: penalties are not applied (any other value is a 400)' })),
     logprobs: t.Optional(t.Union([t.Boolean(), t.Null()], { description: 'Only false or null: log probabilities are not offered (true is a 400)' })),
-    top_logprobs: t.Optional(t.Union([JsonInteger({ minimum: 0, maximum: 20 }), t.Null()], { description: 'Only 0 or null (log probabilities are not offered)' })),
+    top_logprobs: t.Optional(t.Union([JsonInteger({ minimum: 0, maximum: 20 }), t.Null()], { description: 'Only 0 or null: log probabilities are not offered (any other value is a 400)' })),
     // Accepted with the values the gateway honours (as on the Responses route); others are a 400 naming them.
     service_tier: t.Optional(t.Union([t.String(), t.Null()], { description: 'auto or default (accepted, no effect); any other tier is a 400' })),
     verbosity: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Null()], { description: 'Only medium (or null) is honoured; low and high are a 400' })),

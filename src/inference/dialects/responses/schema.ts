@@ -6,7 +6,9 @@ import { plainPattern } from '../../../http/validation-message'
 // as OpenAI itself does, rather than silently dropped. Item and tool types the gateway cannot
 // carry are recognised (OtherItem, OtherTool) so that decode.ts can refuse them by name.
 
-const nullable = <T extends Parameters<typeof t.Optional>[0]>(schema: T) => t.Optional(t.Union([schema, t.Null()]))
+// The description goes on the union: the document merges it with its null, keeping the outer keys.
+const nullable = <T extends Parameters<typeof t.Optional>[0]>(schema: T, description?: string) =>
+  t.Optional(t.Union([schema, t.Null()], description === undefined ? {} : { description }))
 
 const InputText = t.Object({ type: t.Literal('input_text'), text: t.String() }, { additionalProperties: false })
 const InputImage = t.Object(
@@ -139,10 +141,15 @@ const TextFormat = t.Union([
 const Effort = t.Union(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'].map(name => t.Literal(name)))
 const Summary = nullable(t.Union([t.Literal('auto'), t.Literal('concise'), t.Literal('detailed')]))
 
+const TypedInputItem = Typed(
+  'An input item: message (the default type), function_call, function_call_output or reasoning, each with the fields OpenAI gives it. ' +
+    'Any other type (item_reference among them) is a 400, and so is a key the item\'s type does not have',
+)
+
 export const ResponsesBody = t.Object(
   {
     model: t.String({ minLength: 1, maxLength: 256 }),
-    input: t.Union([t.String(), t.Array(Typed('An input item: message (the default), function_call, function_call_output or reasoning'))], {
+    input: t.Union([t.String(), t.Array(TypedInputItem)], {
       error: 'input must be a string or an array of input items',
     }),
     instructions: nullable(t.String()),
@@ -168,23 +175,28 @@ export const ResponsesBody = t.Object(
     max_output_tokens: nullable(JsonInteger({ minimum: 1 })),
     temperature: nullable(t.Number({ minimum: 0, maximum: 2 })),
     top_p: nullable(t.Number({ minimum: 0, maximum: 1 })),
-    text: t.Optional(t.Object({ format: t.Optional(TextFormat), verbosity: nullable(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high')])) }, { additionalProperties: false })),
+    text: t.Optional(
+      t.Object(
+        { format: t.Optional(TextFormat), verbosity: nullable(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high')]), 'Only medium (or null) is honoured; low and high are a 400') },
+        { additionalProperties: false },
+      ),
+    ),
     user: t.Optional(t.String({ maxLength: 256 })),
     safety_identifier: nullable(t.String({ maxLength: 256 })),
     metadata: nullable(t.Record(t.String(), t.String())),
-    include: nullable(t.Array(t.String())),
+    include: nullable(t.Array(t.String()), 'Only reasoning.encrypted_content (returned anyway when the upstream signs its reasoning); any other entry is a 400'),
     // Accepted as the cache-routing hint it is; nothing is stored under it.
     prompt_cache_key: nullable(t.String({ maxLength: 1024 })),
-    service_tier: nullable(t.String()),
-    truncation: nullable(t.Union([t.Literal('auto'), t.Literal('disabled')])),
-    top_logprobs: nullable(JsonInteger({ minimum: 0, maximum: 20 })),
-    max_tool_calls: nullable(JsonInteger({ minimum: 1 })),
+    service_tier: nullable(t.String(), 'auto or default (accepted, no effect); any other tier is a 400'),
+    truncation: nullable(t.Union([t.Literal('auto'), t.Literal('disabled')]), 'Only disabled (or null): the gateway never drops input items, so auto is a 400'),
+    top_logprobs: nullable(JsonInteger({ minimum: 0, maximum: 20 }), 'Only 0 or null: log probabilities are not offered (any other value is a 400)'),
+    max_tool_calls: nullable(JsonInteger({ minimum: 1 }), 'Not supported: only null (any value is a 400)'),
     // Not supported (nothing is stored): present so the refusal names them (decode.ts).
-    store: nullable(t.Boolean()),
-    previous_response_id: nullable(t.String()),
-    conversation: t.Optional(t.Unknown()),
-    background: nullable(t.Boolean()),
-    prompt: t.Optional(t.Unknown()),
+    store: nullable(t.Boolean(), 'Only false or null: the gateway stores no responses (true is a 400)'),
+    previous_response_id: nullable(t.String(), 'Not supported: only null (any id is a 400; send the whole conversation in input)'),
+    conversation: t.Optional(t.Unknown({ description: 'Not supported: only null (any other value is a 400; send the whole conversation in input)' })),
+    background: nullable(t.Boolean(), 'Only false or null: background responses need stored ones (true is a 400)'),
+    prompt: t.Optional(t.Unknown({ description: 'Not supported: only null (a stored prompt template is a 400; send instructions and input)' })),
     // Gateway extensions, as on /v1/chat/completions.
     web_fetch: t.Optional(t.Boolean()),
     web_search: t.Optional(t.Boolean()),
