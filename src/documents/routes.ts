@@ -76,7 +76,7 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
       {
         auth: { mode: 'inference', fileBody: { limit: MAX_UPLOAD_BYTES + FRAMING_ALLOWANCE, field: 'file' } },
         body: t.Object({ file: t.File({ description: 'The document: text (UTF-8 or UTF-16), PDF, DOCX, PPTX, XLSX or XLS, at most 4 MiB' }) }),
-        response: { 200: noStore(ParsedDocument), 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse },
+        response: { 200: noStore(ParsedDocument), 400: ErrorResponse, ...authErrors(ErrorResponse, { billed: true }), 413: ErrorResponse },
         detail: {
           summary: 'Extract the text of a document',
           description:

@@ -58,7 +58,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
           { additionalProperties: true },
         ),
         response: {
-          200: FusionResult, 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse,
+          200: FusionResult, 400: ErrorResponse, ...authErrors(ErrorResponse, { billed: true }), 413: ErrorResponse,
         },
         detail: {
           ...eventStream('With stream: true: named events (`event:` and `data:` lines) participant.started, participant.finished, participant.failed, synthesis.started, synthesis.delta, then fusion.completion with the result object, or `error` with the error envelope. The stream starts once a participant is admitted: a run refused as a whole (funds, spend cap, concurrency) is its HTTP error, as without stream. Keep-alive comment lines (`: ping`) while quiet.'),

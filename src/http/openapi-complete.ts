@@ -12,6 +12,9 @@
  *   authenticated operation, for the same reason.
  * - A body-less reply (`t.Void()`, a 204): the generator writes the schema itself where the map of
  *   media types belongs, which OpenAPI validators reject.
+ * - The X-RateLimit-* headers of a success: the auth step sets them before the handler runs
+ *   (src/http/auth.ts admit), on every route it rate-limits, which is every route whose 429
+ *   documents them (authErrors). They are copied from that 429 to each 2xx.
  * - A nullable enum or const (`t.Union([t.Literal(…), t.Null()])`): the plugin's nullToOpenApi
  *   merges the union into `type: [..., "null"]` but keeps the `enum` or `const`, which then
  *   refuses the null the type allows (and the server takes). null joins the enum; a const X
@@ -58,7 +61,7 @@ const ORG_HEADER: ParameterDoc = {
 type Operation = {
   security?: unknown[]
   parameters?: Array<{ name: string; in: string }>
-  responses?: Record<string, { content?: Record<string, unknown> }>
+  responses?: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>
   [EVENT_STREAM]?: string
   [PARAMETERS]?: ParameterDoc[]
 }
@@ -84,6 +87,11 @@ export function completeDocument(document: { paths?: Record<string, Record<strin
           const { content: _, ...rest } = response
           responses[status] = rest
         }
+      }
+      const limits = Object.fromEntries(Object.entries(responses['429']?.headers ?? {}).filter(([name]) => name.startsWith('X-RateLimit-')))
+      for (const [status, response] of Object.entries(responses)) {
+        // New objects, as below.
+        if (status.startsWith('2') && Object.keys(limits).length > 0) responses[status] = { ...response, headers: { ...response.headers, ...limits } }
       }
       const ok = responses['200']
       // A new object: a route may share one response object between statuses.

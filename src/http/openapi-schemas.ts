@@ -75,12 +75,32 @@ const RATE_LIMIT_HEADERS = {
 }
 
 /**
+ * What a 429 adds when it may be `insufficient_quota` (src/http/errors.ts renderError): the
+ * official SDKs retry every 429 unless told not to, and an unfunded account will not fund itself.
+ */
+const QUOTA_HEADERS = {
+  'X-Should-Retry': t.Literal('false', { description: 'Sent with insufficient_quota only (no funds or allowance left, or a spend cap reached): retrying will not help. Absent on rate_limited' }),
+}
+
+/** The challenge renderError (src/http/errors.ts) puts on every 401 of the API (RFC 9110 §11.6.1 requires one). */
+const BEARER_CHALLENGE = {
+  'WWW-Authenticate': t.Literal('Bearer', { description: 'Send the credential as `Authorization: Bearer …`' }),
+}
+
+/** A 401 in `envelope`, with its WWW-Authenticate challenge. */
+export function unauthorized<T extends TSchema>(envelope: T) {
+  return withHeaders(envelope, BEARER_CHALLENGE)
+}
+
+/**
  * The answers of the auth step (src/http/auth.ts) that every authenticated route can give, in the
  * route's error envelope: 401 bad credential, 403 X-Org-ID mismatch or no admin authority, 429
- * with the rate-limit headers, 503 when credentials cannot be read.
+ * with the rate-limit headers, 503 when credentials cannot be read. `billed`: the route spends
+ * from the balance (or refuses an organization with none), so its 429 may be insufficient_quota.
  */
-export function authErrors<T extends TSchema>(envelope: T) {
-  return { 401: envelope, 403: envelope, 429: withHeaders(envelope, RATE_LIMIT_HEADERS), 503: envelope }
+export function authErrors<T extends TSchema>(envelope: T, options: { billed?: boolean } = {}) {
+  const refusal = options.billed === true ? { ...RATE_LIMIT_HEADERS, ...QUOTA_HEADERS } : RATE_LIMIT_HEADERS
+  return { 401: unauthorized(envelope), 403: envelope, 429: withHeaders(envelope, refusal), 503: envelope }
 }
 
 /** A reply documented with `Cache-Control: no-store` (balance, attestation, parsed documents: spec §4.4, §4.8, §4.9). */

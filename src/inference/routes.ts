@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import type { TSchema } from '@sinclair/typebox'
 import type { ModelRoute } from '../catalog/types'
 import { authMacro } from '../http/auth'
 import { MiB, rawBodyOf } from '../http/body-limit'
@@ -45,8 +46,10 @@ const messages: DialectEncoder = {
   passThrough: 'messages',
 }
 
-const anthropicErrors = { 400: AnthropicErrorResponse, ...authErrors(AnthropicErrorResponse), 413: AnthropicErrorResponse, 502: AnthropicErrorResponse }
-const openaiErrors = { 400: OpenAIErrorResponse, ...authErrors(OpenAIErrorResponse), 413: OpenAIErrorResponse, 502: OpenAIErrorResponse }
+/** A route's errors in its dialect's envelope. `billed`: the call spends from the balance, so a 429 may be insufficient_quota. */
+const dialectErrors = <T extends TSchema>(envelope: T, billed: boolean) => ({ 400: envelope, ...authErrors(envelope, { billed }), 413: envelope, 502: envelope })
+const anthropicErrors = dialectErrors(AnthropicErrorResponse, true)
+const openaiErrors = dialectErrors(OpenAIErrorResponse, true)
 
 /** Spec §4.10: Encrypted is a Chat Completions feature; the other routes refuse it, by header or by model id (before resolving it). */
 function refuseEncryptedOn(where: string, request: Request, model: string): void {
@@ -200,7 +203,8 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
       {
         auth: { mode: 'inference', jsonBody: 4 * MiB },
         body: CountTokensBody,
-        response: { 200: TokenCountResponse, ...anthropicErrors },
+        // Not billed: its 429 is only ever rate_limited.
+        response: { 200: TokenCountResponse, ...dialectErrors(AnthropicErrorResponse, false) },
         detail: {
           summary: 'Count the input tokens of a message (Anthropic Messages)',
           description:

@@ -13,7 +13,7 @@ import { CreateKeyBody, CreateKeyResponse, KeyIdParams, ListKeysResponse } from 
 import type { KeyService } from './service'
 import { keyView } from './view'
 
-const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse) }
+const errors = (options: { billed?: boolean } = {}) => ({ 400: ErrorResponse, ...authErrors(ErrorResponse, options) })
 
 /** Organization key management (spec §4.1–4.3): admin credentials only. */
 export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balance: (orgId: string) => Promise<BalanceView>) {
@@ -33,7 +33,8 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
       {
         auth: { mode: 'admin', jsonBody: 16 * KiB },
         body: CreateKeyBody,
-        response: { 201: CreateKeyResponse, ...errors, 413: ErrorResponse },
+        // requireFunding: an organization with nothing left is refused 429 insufficient_quota.
+        response: { 201: CreateKeyResponse, ...errors({ billed: true }), 413: ErrorResponse },
         detail: {
           summary: 'Create an API key',
           description: 'Creates an organization key owned by the calling user. The secret is returned once, at `key.token`; only its SHA-256 is stored.',
@@ -49,7 +50,7 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
       },
       {
         auth: 'admin',
-        response: { 200: ListKeysResponse, ...errors },
+        response: { 200: ListKeysResponse, ...errors() },
         detail: { summary: 'List API keys', description: "Every key of the caller's organization, newest first. Never returns secrets or hashes. Takes no query parameters (any is 400)." },
       },
     )
@@ -64,7 +65,7 @@ export function keyRoutes(keys: KeyService, limits: Limits, clock: Clock, balanc
       {
         auth: 'admin',
         params: KeyIdParams,
-        response: { 204: t.Void({ description: 'Revoked' }), ...errors, 404: ErrorResponse },
+        response: { 204: t.Void({ description: 'Revoked' }), ...errors(), 404: ErrorResponse },
         detail: {
           summary: 'Revoke an API key',
           description: 'Immediate and permanent. A missing, already revoked or other-organization key is 404.',

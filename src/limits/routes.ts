@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { authMacro } from '../http/auth'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { ErrorResponse, unauthorized } from '../http/openapi-schemas'
 import { refuseQuery } from '../http/query'
 import type { KeyService } from '../keys/service'
 import { toRfc3339 } from '../lib/clock'
@@ -9,7 +9,7 @@ import type { RateSnapshot } from './limiter'
 import { RateLimitsResponse } from './schema'
 
 // No 429: this route takes from no bucket (SECURITY-NOTES L10).
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 503: ErrorResponse }
+const errors = { 400: ErrorResponse, 401: unauthorized(ErrorResponse), 403: ErrorResponse, 503: ErrorResponse }
 
 function windowView(snapshot: RateSnapshot) {
   return {

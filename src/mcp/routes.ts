@@ -30,6 +30,12 @@ async function readBody(request: Request): Promise<string> {
 }
 
 const SECURITY = [{ oauth2: ['mcp:inference'] }]
+/** The challenge of OAuthServer.mcpChallenge: the protected-resource metadata of /mcp and its scope. */
+const MCP_CHALLENGE = {
+  type: 'string' as const,
+  pattern: '^Bearer resource_metadata="[^"]+/\\.well-known/oauth-protected-resource/mcp", scope="mcp:inference"(, error="invalid_token")?$',
+  examples: ['Bearer resource_metadata="https://gateway.example/.well-known/oauth-protected-resource/mcp", scope="mcp:inference"'],
+}
 const JSON_RPC = { description: 'JSON-RPC 2.0 message', content: { 'application/json': { schema: { type: 'object' as const } } } }
 
 /**
@@ -106,7 +112,11 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             200: JSON_RPC,
             202: { description: 'Notification accepted' },
             400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON; Invalid Request (-32600): JSON that is not a JSON-RPC 2.0 message or batch, or an empty batch', content: JSON_RPC.content },
-            401: JSON_RPC,
+            401: {
+              description: 'JSON-RPC error -32001: no svc_mcp_ token with mcp:inference',
+              headers: { 'WWW-Authenticate': { description: 'Where an MCP client finds the OAuth flow (RFC 9728 §5.1); error="invalid_token" when a credential was sent', schema: MCP_CHALLENGE } },
+              content: JSON_RPC.content,
+            },
             403: JSON_RPC,
             406: JSON_RPC,
             413: { description: `JSON-RPC error -32600: the body exceeds ${BODY_LIMIT} bytes`, content: JSON_RPC.content },

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { LedgerHealth } from '../billing/ledger-health'
 import { pingDatabase, type Database } from '../db/client'
 import { ApiError } from '../http/errors'
-import { ErrorResponse } from '../http/openapi-schemas'
+import { ErrorResponse, unauthorized } from '../http/openapi-schemas'
 import type { Lifecycle } from './lifecycle'
 import type { MetricsRegistry } from './metrics'
 
@@ -59,7 +59,7 @@ export function healthRoutes(database: Database, lifecycle: Lifecycle, ledgerHea
         return metricsResponse(request, metrics)
       },
       {
-        response: { 200: t.String({ description: 'Prometheus text format 0.0.4 (content-type text/plain)' }), 401: ErrorResponse, 404: ErrorResponse },
+        response: { 200: t.String({ description: 'Prometheus text format 0.0.4 (content-type text/plain)' }), 401: unauthorized(ErrorResponse), 404: ErrorResponse },
         detail: {
           summary: 'Prometheus metrics',
           description:

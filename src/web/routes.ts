@@ -9,7 +9,8 @@ import type { Limits } from '../limits/admission'
 import { DEFAULT_SEARCH_COUNT, WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
 import type { WebService } from './service'
 
-const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse), 413: ErrorResponse, 502: ErrorResponse }
+// Both routes are billed per page or search: their 429 may be insufficient_quota.
+const errors = { 400: ErrorResponse, ...authErrors(ErrorResponse, { billed: true }), 413: ErrorResponse, 502: ErrorResponse }
 
 /** POST /api/v1/web/fetch and /api/v1/web/search (spec §4.6, §4.13): retrieval without a model. */
 export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {

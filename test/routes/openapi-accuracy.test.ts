@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 // A full JSON Schema 2020-12 validator (OpenAPI 3.1's dialect): the keywords the generated
 // document uses (anyOf, const, minimum, patterns…) are beyond test/support/json-schema.ts.
 import Ajv2020 from 'ajv/dist/2020'
-import { buildTestApp, json } from '../support/harness'
+import { buildTestApp, createPlanOrg, json } from '../support/harness'
 
 // What /openapi.json says, held against what the routes answer (QA found each of these wrong).
 
@@ -122,6 +122,72 @@ describe('/openapi.json says what the routes do', () => {
       const description: string = spec.paths[path].post.requestBody.content['application/json'].schema.properties[field].description ?? ''
       expect([field, description]).toEqual([field, expect.stringContaining('400')])
     }
+    await t.close()
+  })
+
+  test('every JSON 401 documents the WWW-Authenticate challenge it carries', async () => {
+    const t = await buildTestApp()
+    const spec = await documentOf(t)
+    const checked: string[] = []
+    for (const [path, item] of Object.entries(spec.paths) as Array<[string, Record<string, any>]>) {
+      for (const [method, operation] of Object.entries(item)) {
+        const unauthorized = operation.responses?.['401']
+        // The OAuth consent pages answer a failed sign-in with the page again (HTML), no challenge.
+        if (unauthorized === undefined || unauthorized.content?.['text/html']) continue
+        const challenge = unauthorized.headers?.['WWW-Authenticate']?.schema
+        expect(challenge ? `${method} ${path}` : `${method} ${path} 401 lacks WWW-Authenticate`).toBe(`${method} ${path}`)
+        const url = path.replace('{key_id}', '00000000-0000-7000-8000-000000000000').replace('{model}', 'x').replace('{rest}', 'x')
+        const response = await t.app.handle(new Request(`http://localhost${url}`, { method: method.toUpperCase() }))
+        // /metrics is off in this configuration (404), the OAuth token routes refuse the missing form first.
+        if (response.status !== 401) continue
+        expect([`${method} ${path}`, violations(challenge, response.headers.get('www-authenticate'))]).toEqual([`${method} ${path}`, []])
+        checked.push(`${method} ${path}`)
+      }
+    }
+    expect(checked).toEqual(expect.arrayContaining(['post /v1/chat/completions', 'get /api/v1/billing/balance', 'get /api/v1/rate-limits', 'post /mcp']))
+    await t.close()
+  })
+
+  test('a 429 that can be insufficient_quota documents X-Should-Retry: false', async () => {
+    const t = await buildTestApp()
+    const spec = await documentOf(t)
+    const retryHeader = (path: string, method: string) => spec.paths[path][method].responses['429'].headers['X-Should-Retry']?.schema
+    // Billed routes, and key creation (refused to an organization with nothing left).
+    const billed = [['/v1/chat/completions', 'post'], ['/v1/messages', 'post'], ['/v1/responses', 'post'], ['/api/v1/chat/fusion', 'post'], ['/api/v1/web/fetch', 'post'], ['/api/v1/web/search', 'post'], ['/api/v1/attachments/parse', 'post'], ['/api/v1/api-keys', 'post']]
+    for (const [path, method] of billed) expect([path, violations(retryHeader(path!, method!) ?? false, 'false')]).toEqual([path, []])
+    for (const [path, method] of [['/v1/messages/count_tokens', 'post'], ['/api/v1/api-keys', 'get'], ['/api/v1/billing/balance', 'get']]) expect([path, retryHeader(path!, method!)]).toEqual([path, undefined])
+    // What an unfunded organization gets.
+    const poor = await createPlanOrg(t, { name: 'poor', credit: 0n, admin: true })
+    const refused = [
+      await t.request('POST', '/v1/chat/completions', { key: poor.key, body: { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] } }),
+      await t.request('POST', '/api/v1/api-keys', { key: poor.key, body: { name: 'k' } }),
+    ]
+    for (const response of refused) expect([response.status, ((await response.json()) as { error: { code: string } }).error.code, response.headers.get('x-should-retry')]).toEqual([429, 'insufficient_quota', 'false'])
+    await t.close()
+  })
+
+  test('every tag an operation uses is listed with a description; rate-limit headers on every success of a rate-limited route', async () => {
+    const t = await buildTestApp()
+    const org = await t.createOrg()
+    const spec = await documentOf(t)
+    const listed = new Map((spec.tags as Array<{ name: string; description?: string }>).map(tag => [tag.name, tag.description]))
+    const used = new Set(Object.values(spec.paths).flatMap((item: any) => Object.values(item)).flatMap((operation: any) => operation.tags ?? []))
+    expect([...used].filter(tag => !listed.get(tag))).toEqual([])
+    // The auth step sets X-RateLimit-* before the handler runs (src/http/auth.ts): every success of a route it limits carries them.
+    const names = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+    const missing: string[] = []
+    for (const [path, item] of Object.entries(spec.paths) as Array<[string, Record<string, any>]>) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!operation.responses?.['429']?.headers?.['X-RateLimit-Limit']) continue
+        for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+          if (status.startsWith('2')) for (const name of names) if (!response.headers?.[name]) missing.push(`${method} ${path} ${status} ${name}`)
+        }
+      }
+    }
+    expect(missing).toEqual([])
+    const balance = await t.request('GET', '/api/v1/billing/balance', { key: org.adminKey })
+    const documented = spec.paths['/api/v1/billing/balance'].get.responses['200'].headers
+    for (const name of names) expect([name, violations(documented[name].schema, Number(balance.headers.get(name)))]).toEqual([name, []])
     await t.close()
   })
 })
