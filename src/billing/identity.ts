@@ -36,22 +36,43 @@ export function loadIdentity(configured: string | undefined, databaseUrl: string
     // The same rule for an id the operator gave: a second copy started with the same environment
     // (it fails to bind, but only after its boot returned the live process's leases: QA), or a
     // restart that overlaps the old process, must not take a live process's leases.
-    const digest = new Bun.CryptoHasher('sha256').update(configured).digest('hex').slice(0, 16)
-    const held = claim(`${path}.instance-${digest}.lock`)
+    const held = claim(idLock(path, configured))
     if (held === undefined) return fresh(`SVC_INSTANCE_ID ${configured} is held by a live process on this database; running under a fresh id`)
     return { instanceId: configured, bootId, release: held }
   }
   if (path === undefined) return { instanceId: `ephemeral-${bootId}`, bootId, release }
+  // This lock guards the kept file (one process creates the id); the id's own lock, below, is the
+  // one a process configured with the same id takes too.
   const file = join(dirname(path), `${path.split('/').pop()}.instance-id`)
-  const held = claim(`${file}.lock`)
-  if (held === undefined) return fresh('the instance id kept beside the database is held by a live process; running under a fresh id')
-  if (existsSync(file)) {
-    const stored = readFileSync(file, 'utf8').trim()
-    if (stored) return { instanceId: stored, bootId, release: held }
+  const keptFile = claim(`${file}.lock`)
+  if (keptFile === undefined) return fresh('the instance id kept beside the database is held by a live process; running under a fresh id')
+  let instanceId = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+  if (!instanceId) {
+    instanceId = newId()
+    writeFileSync(file, `${instanceId}\n`)
   }
-  const instanceId = newId()
-  writeFileSync(file, `${instanceId}\n`)
-  return { instanceId, bootId, release: held }
+  const id = claim(idLock(path, instanceId))
+  if (id === undefined) {
+    keptFile()
+    return fresh(`the instance id kept beside the database (${instanceId}) is held by a live process started with it as SVC_INSTANCE_ID; running under a fresh id`)
+  }
+  return {
+    instanceId,
+    bootId,
+    release: () => {
+      id()
+      keptFile()
+    },
+  }
+}
+
+/**
+ * The lock of one instance id on a local database, however the id was chosen: configured, or kept
+ * beside the file. A process configured with the kept id took another lock than the kept id's
+ * holder, and its boot returned that live process's leases (QA).
+ */
+function idLock(path: string, instanceId: string): string {
+  return `${path}.instance-${new Bun.CryptoHasher('sha256').update(instanceId).digest('hex').slice(0, 16)}.lock`
 }
 
 /**

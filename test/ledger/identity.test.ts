@@ -109,3 +109,29 @@ test('a configured SVC_INSTANCE_ID on a local database belongs to one live proce
   expect(restarted.fallback).toBeUndefined()
   restarted.release()
 }, 20_000)
+
+test('SVC_INSTANCE_ID set to the id kept beside the database is that id: one live process holds it either way', async () => {
+  // Before: a process configured with the kept id took another lock than the kept id's holder, and
+  // its boot returned that live process's leases (QA: the organization could spend them twice).
+  const { url } = database()
+  const other = await otherProcess(url)
+  expect(other.instanceId).not.toStartWith('ephemeral-')
+  const configured = loadIdentity(other.instanceId, url)
+  expect(configured.instanceId).toStartWith('ephemeral-')
+  expect(configured.fallback).toContain(`SVC_INSTANCE_ID ${other.instanceId} is held by a live process`)
+  await other.kill()
+  // The other way round: the configured process holds it, a process reading the kept file does not take it.
+  const holder = loadIdentity(other.instanceId, url)
+  expect(holder.instanceId).toBe(other.instanceId)
+  const kept = loadIdentity(undefined, url)
+  expect(kept.instanceId).toStartWith('ephemeral-')
+  expect(kept.fallback).toContain('held by a live process started with it as SVC_INSTANCE_ID')
+  holder.release()
+  // Once released, the kept id is taken as before, and released whole (both locks).
+  const later = loadIdentity(undefined, url)
+  expect(later.instanceId).toBe(other.instanceId)
+  later.release()
+  const again = loadIdentity(other.instanceId, url)
+  expect(again.instanceId).toBe(other.instanceId)
+  again.release()
+}, 20_000)
