@@ -30,6 +30,7 @@ import { Limits } from './limits/admission'
 import { GatewayMetrics } from './observability/gateway-metrics'
 import { faultAt } from './lib/fault-point'
 import { InFlightCalls } from './mcp/in-flight-calls'
+import { ApiError } from './http/errors'
 import { Lifecycle } from './observability/lifecycle'
 import { createLogger, type Logger } from './observability/logger'
 import { OAuthServer } from './oauth/server'
@@ -146,6 +147,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   writer.onFailure = error => health.failed(error)
   const limits = new Limits(config.limits, clock)
   const lifecycle = new Lifecycle()
+  // Leases swept from under this instance's holds (it was taken for dead): its calls in flight
+  // are cut, so they charge what they produced by now against money another instance may spend.
+  sweeper.onLeasesLost = () =>
+    lifecycle.abortInFlight(new ApiError('unavailable', 'this gateway instance lost its ledger leases (it did not answer for ledger.instance_stale_after_s); what was produced is charged, retry the request'))
   const metrics = new GatewayMetrics()
   const metering = new Metering(ledger, limits, lifecycle, metrics)
   const catalog = new Catalog(config)

@@ -84,9 +84,14 @@ export class Lifecycle {
     this.draining = true
   }
 
-  /** Cuts every call still in flight: each ends with `reason` (an in-band error on a stream) and settles what it produced. */
+  /** Cuts every call still in flight, and lets nothing start after that (the drain's deadline). */
   abortAll(reason = new ApiError('unavailable', 'the gateway is shutting down; retry the request')): void {
     this.cut = true
+    this.abortInFlight(reason)
+  }
+
+  /** Cuts every call in flight now: each ends with `reason` (an in-band error on a stream) and settles what it produced. */
+  abortInFlight(reason: ApiError): void {
     for (const call of [...this.calls]) call.abort(reason)
   }
 
