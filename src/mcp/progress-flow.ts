@@ -15,7 +15,8 @@ export class ProgressFlow {
   private sent = 0
   private passed = 0
   private gone = false
-  private waiter: ((present: boolean) => void) | undefined
+  /** Every call of the POST waiting for the client (a batch may hold several tools/call). */
+  private waiters: Array<(present: boolean) => void> = []
 
   /** One notification was handed to the SDK. */
   notified(): void {
@@ -26,7 +27,7 @@ export class ProgressFlow {
   ready(): Promise<boolean> | undefined {
     if (this.gone) return Promise.resolve(false)
     if (this.sent - this.passed <= MAX_UNREAD_FRAMES) return undefined
-    return new Promise(resolve => (this.waiter = resolve))
+    return new Promise(resolve => this.waiters.push(resolve))
   }
 
   /**
@@ -96,9 +97,10 @@ export class ProgressFlow {
     return new Response(body, { status: response.status, headers: response.headers })
   }
 
+  /** Wakes every waiting call (one woken while the client is still behind waits again: its loop asks `ready()` anew). */
   private wake(present: boolean): void {
-    const waiter = this.waiter
-    this.waiter = undefined
-    waiter?.(present)
+    const waiters = this.waiters
+    this.waiters = []
+    for (const waiter of waiters) waiter(present)
   }
 }

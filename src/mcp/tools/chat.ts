@@ -5,6 +5,7 @@ import type { ChatRequest, FinishReason, Message, Usage } from '../../inference/
 import type { ChatResult } from '../../inference/collect'
 import type { DialectEncoder, StreamEncoder } from '../../inference/dialects/types'
 import { runChat, type PipelineDeps } from '../../inference/pipeline'
+import { abortable } from '../../lib/abortable'
 import { tool, type ToolContext } from './types'
 
 const MiB = 1024 * 1024
@@ -146,7 +147,8 @@ async function drainAtClientPace(reply: Response, context: ToolContext): Promise
   const reader = reply.body!.getReader()
   for (;;) {
     const waiting = context.ready?.()
-    if (waiting !== undefined && !(await waiting)) {
+    // A cancel while the call waits for its client ends the wait too (in a batch the POST goes on).
+    if (waiting !== undefined && !(await abortable(waiting, context.signal).catch(() => false))) {
       await reader.cancel()
       throw new ApiError('provider_error', 'the client stopped reading the progress notifications; the call was cut')
     }
