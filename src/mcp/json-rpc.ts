@@ -65,14 +65,24 @@ export function apiErrorAsJsonRpc(error: ApiError, id: JsonRpcId, requestId: str
 export function invalidRequest(body: unknown): string | undefined {
   if (Array.isArray(body)) {
     if (body.length === 0) return 'an empty batch'
+    // Each request's answer is found by its id (the SDK's transport keys its streams by it): two
+    // requests of one batch with one id would both run, and be billed, and one go unanswered.
+    const requestIds = new Set<unknown>()
     for (const message of body) {
       const problem = invalidMessage(message)
       if (problem !== undefined) return `in the batch, ${problem}`
+      const { id, method } = message as { id?: unknown; method?: unknown }
+      if (id === undefined || method === undefined) continue
+      if (requestIds.has(id)) return `in the batch, two requests have the id ${JSON.stringify(id)}; each request needs an id of its own`
+      requestIds.add(id)
     }
     return undefined
   }
   return invalidMessage(body)
 }
+
+const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params'])
+const RESPONSE_MEMBERS = new Set(['jsonrpc', 'id', 'result', 'error'])
 
 function invalidMessage(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return 'a message must be a JSON object'
@@ -85,6 +95,13 @@ function invalidMessage(message: unknown): string | undefined {
   if (meta !== undefined && (typeof meta !== 'object' || meta === null || Array.isArray(meta))) return '"params._meta" must be an object'
   // MCP: a request's id is a string or an integer, never null.
   if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return '"id" must be a string or an integer'
+  // A progress token is an id of the same kind (the SDK's schema refuses any other).
+  const token = (meta as { progressToken?: unknown } | undefined)?.progressToken
+  if (token !== undefined && typeof token !== 'string' && !Number.isSafeInteger(token)) return '"params._meta.progressToken" must be a string or an integer'
+  // The SDK's message schemas are strict: a member of neither kind of message is refused there.
+  const allowed = method !== undefined ? REQUEST_MEMBERS : RESPONSE_MEMBERS
+  const unknown = Object.keys(message).find(key => !allowed.has(key))
+  if (unknown !== undefined) return `a message has no member "${unknown.slice(0, 50)}"`
   if (method !== undefined) return typeof method === 'string' ? undefined : '"method" must be a string'
   if (id === undefined || !('result' in message || 'error' in message)) return 'a message needs a "method" (a request or notification), or an "id" with a "result" or "error" (a response)'
   return undefined

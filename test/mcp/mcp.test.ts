@@ -55,6 +55,8 @@ describe('tools', () => {
       expect(tool.description!.length).toBeGreaterThan(40)
       expect(tool.inputSchema.type).toBe('object')
     }
+    // Every tool that spends money is not read-only, so hosts ask before running it (before: the web tools said read-only).
+    expect(tools.filter(tool => tool.annotations?.readOnlyHint === true).map(tool => tool.name)).toEqual(['svc.list_models'])
     const chat = tools.find(tool => tool.name === 'svc.chat')!
     expect(chat.inputSchema.required).toEqual(['model', 'prompt'])
     expect(Object.keys(chat.inputSchema.properties!)).toEqual(['model', 'prompt', 'system', 'max_tokens', 'temperature'])
@@ -228,6 +230,13 @@ describe('transport rules', () => {
       ['hello', 'a message must be a JSON object'],
       [null, 'a message must be a JSON object'],
       [[ping, 42], 'in the batch, a message must be a JSON object'],
+      // What the SDK's strict schemas refuse (before: 400 -32700 "Parse error" for valid JSON).
+      [{ jsonrpc: '2.0', id: 3, method: 'ping', foo: 1 }, 'a message has no member "foo"'],
+      [{ jsonrpc: '2.0', id: 3, result: {}, method: undefined, extra: true }, 'a message has no member "extra"'],
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { _meta: { progressToken: null } } }, '"params._meta.progressToken" must be a string or an integer'],
+      [{ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { _meta: { progressToken: 1.5 } } }, '"params._meta.progressToken" must be a string or an integer'],
+      // Two requests of one batch with one id (before: both ran and were billed, one was answered).
+      [[ping, { ...ping, method: 'tools/list' }], 'in the batch, two requests have the id 1; each request needs an id of its own'],
     ] as const) {
       const refused = await rawMcp(message, { authorization: `Bearer ${token}` })
       expect([refused.status, (await json(refused)).error]).toEqual([400, { code: -32600, message: `Invalid Request: ${problem}` }])

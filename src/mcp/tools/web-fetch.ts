@@ -32,7 +32,8 @@ export function webFetchTool(web: WebService) {
     inputSchema: WEB_FETCH_INPUT,
     outputSchema: WEB_FETCH_OUTPUT,
     billed: true,
-    annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: false },
+    // Not read-only: each page retrieved is billed (see svc.chat), so hosts should ask before running it.
+    annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true, idempotentHint: false },
     async run(args, context) {
       const pages = await web.fetchUrls({ principal: context.principal, requestId: context.requestId, signal: context.signal }, args.urls)
       const results = pages.map(page => ({ title: page.title, url: page.url, content: page.content, last_updated: page.lastUpdated }))

@@ -34,7 +34,8 @@ export function webSearchTool(web: WebService) {
     inputSchema: WEB_SEARCH_INPUT,
     outputSchema: WEB_SEARCH_OUTPUT,
     billed: true,
-    annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: false },
+    // Not read-only: each call is billed (see svc.chat), so hosts should ask before running it.
+    annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true, idempotentHint: false },
     async run(args, context) {
       const query = args.query.trim()
       if (query === '') throw new ApiError('invalid_request', 'query must not be blank', 'query')
