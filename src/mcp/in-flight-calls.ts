@@ -7,12 +7,15 @@ import type { Principal } from '../keys/principal'
  * sends it and keeps the original request open) reaches a Server with nothing in flight, and the
  * SDK's own per-Server bookkeeping never finds the call. This registry is the lookup across POSTs.
  *
- * A call is keyed by who made it and its JSON-RPC id. Without a session id, "who" is the OAuth
+ * A call is keyed by who made it, the session it names, and its JSON-RPC id. "Who" is the OAuth
  * grant (one approval of one client; its refreshed tokens keep it) in its organization, or the key
  * for a credential without a grant: a cancel from any other principal never matches, whatever id
- * it names. Calls of one grant that share an id (two hosts signed in with the same approval) are
- * all cancelled by it. Same process only: a cancel that another instance receives finds nothing
- * and is ignored (best effort, as the spec allows).
+ * it names. The session is the `Mcp-Session-Id` the client sends back (issued at initialize, kept
+ * nowhere: see server.ts), which keeps apart hosts that share one approval and number their
+ * requests alike from 1 (QA: one host's cancel stopped the other's call, which then got no
+ * reply). Calls without a session that share an id are all cancelled by it. Same process only: a
+ * cancel that another instance receives finds nothing and is ignored (best effort, as the spec
+ * allows).
  */
 export class InFlightCalls {
   private readonly calls = new Map<string, Set<AbortController>>()
@@ -21,8 +24,8 @@ export class InFlightCalls {
    * Registers a tools/call. Its `signal` aborts when the HTTP request does (the client left) or
    * when a matching cancel arrives (`cancelled` then says so); `end` must run when the call ends.
    */
-  start(principal: Principal, id: string | number, requestSignal: AbortSignal): InFlightCall {
-    const key = keyOf(principal, id)
+  start(principal: Principal, session: string | null, id: string | number, requestSignal: AbortSignal): InFlightCall {
+    const key = keyOf(principal, session, id)
     const cancel = new AbortController()
     let entries = this.calls.get(key)
     if (entries === undefined) this.calls.set(key, (entries = new Set()))
@@ -41,8 +44,8 @@ export class InFlightCalls {
   }
 
   /** Cancels the caller's calls with this id; true when one was running. Unknown ids are ignored. */
-  cancel(principal: Principal, id: string | number, reason: string | undefined): boolean {
-    const entries = this.calls.get(keyOf(principal, id))
+  cancel(principal: Principal, session: string | null, id: string | number, reason: string | undefined): boolean {
+    const entries = this.calls.get(keyOf(principal, session, id))
     if (entries === undefined) return false
     for (const cancel of entries) cancel.abort(new CancelledCall(reason))
     return true
@@ -74,6 +77,6 @@ export class CancelledCall extends Error {
 }
 
 /** JSON-RPC ids 1 and "1" are different requests: the id's JSON keeps them apart. */
-function keyOf(principal: Principal, id: string | number): string {
-  return JSON.stringify([principal.orgId, principal.grantId ?? `key:${principal.keyId}`, id])
+function keyOf(principal: Principal, session: string | null, id: string | number): string {
+  return JSON.stringify([principal.orgId, principal.grantId ?? `key:${principal.keyId}`, session, id])
 }

@@ -52,7 +52,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
   const methodDetail = (summary: string) => ({
     detail: {
       summary,
-      description: 'This server offers no server-initiated SSE stream and issues no session ids (stateless), so only POST is served.',
+      description: 'This server offers no server-initiated SSE stream and keeps no sessions (the Mcp-Session-Id of an initialize answer is kept nowhere), so only POST is served.',
       responses: { 405: { description: 'Method Not Allowed, with no body', headers: { Allow: { description: 'POST', schema: { type: 'string' as const } } } } },
     },
   })
@@ -100,7 +100,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
           summary: 'MCP (Streamable HTTP)',
           description:
             'Hosted MCP for agent hosts: initialize (version negotiation), notifications/initialized, ping, tools/list, tools/call. ' +
-            'JSON responses; a tools/call with a progressToken is answered as SSE with notifications/progress. Stateless: no Mcp-Session-Id. ' +
+            'JSON responses; a tools/call with a progressToken is answered as SSE with notifications/progress. Stateless: the Mcp-Session-Id an initialize answer carries is kept nowhere; sent back, it keeps apart the cancels (notifications/cancelled) of hosts that share one sign-in. ' +
             'Only svc_mcp_ OAuth tokens with mcp:inference; otherwise 401 with WWW-Authenticate resource_metadata. ' +
             'Refusals are JSON-RPC errors -32001 (auth), -32002 (payment), -32003 (rate limit); tool failures are results with isError. ' +
             'Failures outside a tool are JSON-RPC error objects too (the request\'s id once the body is read, else null; error.data carrying the gateway code and status): ' +
@@ -109,9 +109,9 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
           security: SECURITY,
           requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
           responses: {
-            200: JSON_RPC,
+            200: { ...JSON_RPC, headers: { 'Mcp-Session-Id': { description: 'On an initialize answer: the session id to send back (kept nowhere; see above)', schema: { type: 'string' as const } } } },
             202: { description: 'Notification accepted' },
-            400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON; Invalid Request (-32600): JSON that is not a JSON-RPC 2.0 message or batch, or an empty batch', content: JSON_RPC.content },
+            400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON; Invalid Request (-32600): JSON that is not a JSON-RPC 2.0 message or batch (an unknown member, a progress token not a string or an integer), an empty batch, or a batch whose requests share an id', content: JSON_RPC.content },
             401: {
               description: 'JSON-RPC error -32001: no svc_mcp_ token with mcp:inference',
               headers: { 'WWW-Authenticate': { description: 'Where an MCP client finds the OAuth flow (RFC 9728 §5.1); error="invalid_token" when a credential was sent', schema: MCP_CHALLENGE } },

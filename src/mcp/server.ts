@@ -71,8 +71,8 @@ export interface McpCall {
 
 /**
  * The hosted MCP server: one SDK `Server` and stateless web-standard Streamable HTTP transport
- * per POST (no session id is issued, so any instance answers any request and nothing is kept
- * between requests). Responses are JSON, except a tools/call whose client sent a progressToken:
+ * per POST (the session id issued at initialize is kept nowhere, so any instance answers any
+ * request and nothing is kept between requests). Responses are JSON, except a tools/call whose client sent a progressToken:
  * that one is answered as SSE, with notifications/progress before the result.
  */
 export class McpService {
@@ -105,6 +105,7 @@ export class McpService {
     const serverInfo = { name: 'svc-gateway', version: this.version }
     const capabilities = { tools: { listChanged: false } }
     const server = new Server(serverInfo, { capabilities })
+    const session = sessionOf(call.httpRequest)
     const streams = wantsProgress(call.body)
     const batched = requestCount(call.body) > 1
     const flow = streams ? new ProgressFlow() : undefined
@@ -128,7 +129,7 @@ export class McpService {
     // transport answers a notification 202 either way.
     server.setNotificationHandler(sdk.CancelledNotificationSchema, notification => {
       const { requestId, reason } = notification.params
-      if (requestId !== undefined) this.calls.cancel(call.principal, requestId, reason)
+      if (requestId !== undefined) this.calls.cancel(call.principal, session, requestId, reason)
     })
     // A cancelled call gets no response (MCP, "Cancellation"). The SDK sends none for a handler
     // whose own signal aborted, which closing the Server does; closing it also ends an SSE
@@ -154,7 +155,7 @@ export class McpService {
         return { content: [{ type: 'text', text: `invalid arguments: ${argumentProblem(tool.inputSchema, args)}` }], isError: true }
       }
       const token = request.params._meta?.progressToken
-      const running = this.calls.start(call.principal, extra.requestId, call.httpRequest.signal)
+      const running = this.calls.start(call.principal, session, extra.requestId, call.httpRequest.signal)
       const context: ToolContext = {
         principal: call.principal, requestId: call.requestId, httpRequest: call.httpRequest, signal: running.signal, disableIdleTimeout: call.disableIdleTimeout,
       }
@@ -220,6 +221,7 @@ export class McpService {
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
     if (flow === undefined) {
       await server.close()
+      if (isInitialize(call.body) && response.ok) response.headers.set('mcp-session-id', crypto.randomUUID())
       // A client that left before its answer is logged as the chat route logs it: 499 (no one reads this).
       return record?.outcome === 'cancelled' && call.httpRequest.signal.aborted ? new Response(null, { status: CLIENT_CLOSED_REQUEST }) : response
     }
@@ -234,6 +236,22 @@ export class McpService {
     ended(false)
     return response
   }
+}
+
+// The session a request names: an Mcp-Session-Id the client got at initialize and sends back. It
+// is kept nowhere (any instance answers any request) and checked for nothing but its form: all it
+// does is tell apart, for notifications/cancelled, the calls of hosts that share one approval
+// (in-flight-calls.ts); a client naming another's session could only cancel calls of its own grant.
+const SESSION_ID = /^[\x21-\x7e]{1,128}$/
+
+function sessionOf(request: Request): string | null {
+  const session = request.headers.get('mcp-session-id')
+  return session !== null && SESSION_ID.test(session) ? session : null
+}
+
+/** True for an initialize request alone (never in a batch: refused there). */
+function isInitialize(body: unknown): boolean {
+  return !Array.isArray(body) && (body as { method?: unknown } | null)?.method === 'initialize'
 }
 
 /** The requests (messages with a method and an id) in the message or batch. */

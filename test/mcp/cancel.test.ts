@@ -193,3 +193,32 @@ test('a cancelled call in a batch: answered as cancelled, and the batch\'s other
   // The completed call in full; the cancelled collected one nothing (its answer reached no one).
   expect(before - (await prepaid())).toBe(nanos(INPUT + 10))
 })
+
+test("a cancel from a host sharing the grant stops only its own call, though both number their calls alike", async () => {
+  // Before: calls were keyed by grant and id, and both SDK clients sent their tools/call as id 1:
+  // cancelling one stopped both, and the other got no reply.
+  upstream.enqueue(heldStream(), heldStream())
+  const mine = await recordingClient()
+  const theirs = await recordingClient()
+  const before = await prepaid()
+  const controller = new AbortController()
+  const cancelled = mine.client.callTool({ name: 'svc.chat', arguments: { model: 'slow', prompt: 'hi' } }, CallToolResultSchema, {
+    signal: controller.signal,
+    onprogress: () => controller.abort('user pressed stop'),
+  })
+  let progressed!: () => void
+  const theirsProgressed = new Promise<void>(resolve => (progressed = resolve))
+  const finished = theirs.client.callTool({ name: 'svc.chat', arguments: { model: 'slow', prompt: 'hi' } }, CallToolResultSchema, { onprogress: () => progressed() })
+  expect(await cancelled.catch(error => String(error))).toContain('user pressed stop')
+  await theirsProgressed
+  await poll('the cancelled call to end', 200, 10, () => (t.deps.mcpCalls.size === 1 ? true : undefined))
+  openGate()
+  const result = await finished
+  expect(result.isError).toBeFalsy()
+  expect(result.structuredContent).toMatchObject({ text: TEXT, usage: { input_tokens: INPUT, output_tokens: 10 } })
+  await callsEnded()
+  await mine.client.close()
+  await theirs.client.close()
+  // Theirs in full; mine its input and the output sent before the cancel.
+  expect(before - (await prepaid())).toBeGreaterThan(nanos(INPUT + 10))
+})

@@ -66,8 +66,8 @@ describe('tools', () => {
       const response = await rawMcp({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }, { authorization: `Bearer ${token}` })
       expect(response.status).toBe(200)
       expect((await json(response)).result.protocolVersion).toBe(answered)
-      // Stateless: no session is issued.
-      expect(response.headers.get('mcp-session-id')).toBeNull()
+      // A session id, kept nowhere: it only tells apart the cancels of hosts that share a grant.
+      expect(response.headers.get('mcp-session-id')).toMatch(/^[\x21-\x7e]{1,128}$/)
     }
   })
 
