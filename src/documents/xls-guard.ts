@@ -15,6 +15,10 @@ const ONE_CELL = new Set([0x0203, 0x00fd, 0x027e, 0x0006, 0x0204, 0x0205, 0x00d6
  * in a BIFF8 stream sent SheetJS into a loop (a 4 KB file held a worker until the pool's timeout).
  */
 const FOREIGN_FORMULA = new Set([0x0206, 0x0406])
+/** BIFF5/8's FORMULA record, and the least it holds (cell, format, result, flags, chain, formula length): a shorter one loops SheetJS too. */
+const FORMULA = 0x0006
+const FORMULA_MIN_LENGTH = 22
+const LOOPING = 'the workbook holds a formula record SheetJS cannot read (a damaged or crafted file); open it in Excel and save it again'
 
 /** A workbook stream SheetJS must not be given. */
 export class XlsRefused extends Error {}
@@ -46,7 +50,8 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
     const length = stream[offset + 2]! | (stream[offset + 3]! << 8)
     if (ONE_CELL.has(type)) cells += 1
     else if (type === MULRK && length >= 6) cells += Math.floor((length - 6) / 6)
-    else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused('the workbook holds formula records of Excel 3 or 4 inside a later workbook format (a damaged or crafted file); open it in Excel and save it again')
+    else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused(LOOPING)
+    if (type === FORMULA && length < FORMULA_MIN_LENGTH) throw new XlsRefused(LOOPING)
     offset += 4 + length
   }
   return cells

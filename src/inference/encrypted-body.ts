@@ -114,7 +114,7 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   if (!Array.isArray(raw.messages) || raw.messages.length === 0) throw bad('messages must be a non-empty array', 'messages')
   raw.messages.forEach((message, index) => {
     const at = `messages.${index}`
-    if (!isObject(message) || typeof message.role !== 'string' || !(message.role in MESSAGE_KEYS)) throw bad(`${at}.role must be system, developer, user, assistant or tool`, `${at}.role`)
+    if (!isObject(message) || typeof message.role !== 'string' || !Object.hasOwn(MESSAGE_KEYS, message.role)) throw bad(`${at}.role must be system, developer, user, assistant or tool`, `${at}.role`)
     for (const key of Object.keys(message)) if (!MESSAGE_KEYS[message.role]!.has(key)) throw bad(`${at}.${key.slice(0, 60)} is not accepted in an Encrypted ${message.role} message`, `${at}.${key.slice(0, 60)}`)
     if (Array.isArray(message.content)) throw bad(`${at}.content: content arrays (and image, file or document parts) are not accepted with an :encrypted model; send one ciphertext string`, `${at}.content`)
     const toolCalls = message.tool_calls

@@ -136,6 +136,8 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ input: 'x'.repeat(40_000) }), 'input', /^400 the request \(about \d+ input tokens\) does not fit model scripted's context of \d+ tokens with room for an answer; shorten the messages$/],
       [call(item({ type: 'item_reference', id: 'msg_1' })), 'input.0', /stores no items/],
       [call(item({ type: 'computer_call_output', call_id: 'c', output: {} })), 'input.0.type', /"computer_call_output" is not supported/],
+      // A name of Object.prototype's is no item type (before: a 500, the table's lookup found a function).
+      [call(item({ type: 'toString', role: 'user', content: 'hi' })), 'input.0.type', /"toString" is not supported/],
       [call(item({ type: 'function_call', call_id: 'c', arguments: '{}' })), 'input.0.name', /input\.0\.name/],
       [call(item({ role: 'user', content: 'x', extra: true })), 'input.0.extra', /unknown field "input.0.extra"/],
       [call(item({ role: 'user', content: [{ type: 'input_text' }] })), 'input.0.content.0.text', /required/],

@@ -133,6 +133,10 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.messages[0].content = r.body.messages[0].content.slice(0, -2) + 'zz' }, /ciphertext hex/)
   })
 
+  test("a role named after Object.prototype's members is no role (before: a 500)", async () => {
+    for (const role of ['toString', 'constructor', '__proto__']) await expect400('near2', r => { r.body.messages[0].role = role }, /role must be system, developer, user, assistant or tool/)
+  })
+
   test('long valid ciphertext is read as hex (a pattern of hex pairs stopped matching past a few million characters), and measured against the context', async () => {
     // 6 million hex characters: no longer "not hex", but far more than the 32,768-token context.
     await expect400('near2', r => { r.body.messages[0].content = '04' + 'ab'.repeat(2_999_999) }, /^the request \(about \d+ input tokens\) does not fit model sim:encrypted's context of 32768 tokens$/)

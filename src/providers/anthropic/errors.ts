@@ -92,7 +92,7 @@ export function errorFromResponse(status: number, headers: Headers, rawBody: str
 export function errorFromStreamEvent(rawData: string, context: ErrorContext): UpstreamError {
   const data = scrub(rawData, context.apiKey)
   const parsed = parseErrorBody(data)
-  const kind = (parsed?.type !== undefined ? KIND_BY_ERROR_TYPE[parsed.type] : undefined) ?? 'server'
+  const kind = (parsed?.type !== undefined && Object.hasOwn(KIND_BY_ERROR_TYPE, parsed.type) ? KIND_BY_ERROR_TYPE[parsed.type] : undefined) ?? 'server'
   const label = parsed?.type ?? 'unknown error'
   const message = parsed?.message !== undefined ? `${label}: ${parsed.message}` : label
   return new UpstreamError(kind, `Anthropic stream error (${truncate(message)})`, context.provider, context.model, {

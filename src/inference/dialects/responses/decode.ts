@@ -142,7 +142,8 @@ function decodeInput(input: Body['input']): Message[] {
   for (const [index, raw] of input.entries()) {
     const param = `input.${index}`
     const type = raw.type ?? 'message'
-    const check = ITEM_CHECKS[type]
+    // Own keys only: "toString" names Object.prototype's function, not an item type.
+    const check = typeof type === 'string' && Object.hasOwn(ITEM_CHECKS, type) ? ITEM_CHECKS[type] : undefined
     if (check === undefined) {
       if (type === 'item_reference') throw unsupported(param, 'item_reference is not supported: the gateway stores no items; send the items themselves')
       throw unsupported(`${param}.type`, `input item type "${type}" is not supported: message, function_call, function_call_output and reasoning are`)
