@@ -15,10 +15,19 @@ const ONE_CELL = new Set([0x0203, 0x00fd, 0x027e, 0x0006, 0x0204, 0x0205, 0x00d6
  * in a BIFF8 stream sent SheetJS into a loop (a 4 KB file held a worker until the pool's timeout).
  */
 const FOREIGN_FORMULA = new Set([0x0206, 0x0406])
-/** BIFF5/8's FORMULA record, and the least it holds (cell, format, result, flags, chain, formula length): a shorter one loops SheetJS too. */
-const FORMULA = 0x0006
-const FORMULA_MIN_LENGTH = 22
-const LOOPING = 'the workbook holds a formula record SheetJS cannot read (a damaged or crafted file); open it in Excel and save it again'
+/**
+ * Records SheetJS 0.20.3 loops on when they are shorter than this (a count or length read past the
+ * record's end is NaN, and a loop ending on `!=` never ends; the string ones grow memory without
+ * bound). Found by inserting every record type at lengths 0–31 into BIFF5 and BIFF8 streams
+ * (~280,000 cases): these 17 types, each refused below the least length that reads, which no real
+ * record is shorter than. SheetJS takes the version from the stream's BOF, so all apply to every
+ * stream. Formula, string, format, name, note, array, shared-formula and sheet-reference records.
+ */
+const LEAST_LENGTH: ReadonlyMap<number, number> = new Map([
+  [0x0004, 8], [0x0006, 22], [0x0007, 1], [0x0017, 2], [0x0018, 4], [0x001c, 6], [0x001e, 1], [0x0021, 14], [0x005c, 1],
+  [0x00d6, 8], [0x01ba, 2], [0x0204, 8], [0x0207, 2], [0x0218, 4], [0x0221, 14], [0x041e, 3], [0x04bc, 10],
+])
+const LOOPING = 'the workbook holds a record SheetJS cannot read (a damaged or crafted file); open it in Excel and save it again'
 
 /** A workbook stream SheetJS must not be given. */
 export class XlsRefused extends Error {}
@@ -51,7 +60,7 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
     if (ONE_CELL.has(type)) cells += 1
     else if (type === MULRK && length >= 6) cells += Math.floor((length - 6) / 6)
     else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused(LOOPING)
-    if (type === FORMULA && length < FORMULA_MIN_LENGTH) throw new XlsRefused(LOOPING)
+    if (length < (LEAST_LENGTH.get(type) ?? 0)) throw new XlsRefused(LOOPING)
     offset += 4 + length
   }
   return cells

@@ -298,12 +298,21 @@ describe('refusals, each with a reason a person understands', () => {
     const formula = Buffer.from([0x06, 0x02, 0x12, 0x00, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x00, 0x00])
     workbook.content = Buffer.concat([head.subarray(0, head.length - 4), formula, head.subarray(head.length - 4)])
     workbook.size = workbook.content.length
-    await refused(new Uint8Array(XLSX.CFB.write(biff2, { type: 'array' }) as ArrayBuffer), /a formula record SheetJS cannot read/)
+    await refused(new Uint8Array(XLSX.CFB.write(biff2, { type: 'array' }) as ArrayBuffer), /a record SheetJS cannot read/)
     // The same loop from BIFF8's own FORMULA record cut short (QA: lengths 14 to 20 loop; 22 reads).
     formula.writeUInt16LE(0x0006, 0)
     workbook.content = Buffer.concat([head.subarray(0, head.length - 4), formula, head.subarray(head.length - 4)])
     workbook.size = workbook.content.length
-    await refused(new Uint8Array(XLSX.CFB.write(biff2, { type: 'array' }) as ArrayBuffer), /a formula record SheetJS cannot read/)
+    await refused(new Uint8Array(XLSX.CFB.write(biff2, { type: 'array' }) as ArrayBuffer), /a record SheetJS cannot read/)
+    // And the other records a fuzz of every type at lengths 0–31 found looping it: a LABEL of 6 bytes, a SHRFMLA of 9, an empty EXTERNSHEET.
+    for (const [type, length] of [[0x0204, 6], [0x04bc, 9], [0x0017, 0]] as const) {
+      const short = Buffer.alloc(4 + length)
+      short.writeUInt16LE(type, 0)
+      short.writeUInt16LE(length, 2)
+      workbook.content = Buffer.concat([head.subarray(0, head.length - 4), short, head.subarray(head.length - 4)])
+      workbook.size = workbook.content.length
+      await refused(new Uint8Array(XLSX.CFB.write(biff2, { type: 'array' }) as ArrayBuffer), /a record SheetJS cannot read/)
+    }
     expect(countXlsCells(await fixture('report.docx'), 100)).toBeUndefined()
     // Under the cap it is read, every cell.
     expect((await extractDocument(await manyCellsXls(2, 3), limits)).text).toBe('[Sheet: S]\nhead\n1\t2\t3\n2\t3\t4')
