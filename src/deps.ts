@@ -149,7 +149,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const lifecycle = new Lifecycle()
   // Leases swept from under this instance's holds (it was taken for dead): its calls in flight
   // are cut, so they charge what they produced by now against money another instance may spend.
-  sweeper.onLeasesLost = () =>
+  ledger.onLeaseLost = () =>
     lifecycle.abortInFlight(new ApiError('unavailable', 'this gateway instance lost its ledger leases (it did not answer for ledger.instance_stale_after_s); what was produced is charged, retry the request'))
   const metrics = new GatewayMetrics()
   const metering = new Metering(ledger, limits, lifecycle, metrics)

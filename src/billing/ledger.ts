@@ -70,6 +70,13 @@ export class Ledger {
   private readonly settlingOn = new Map<LeasePool, number>()
   /** When set (deps), billed calls are admitted only while the database takes writes. */
   health: LedgerHealth | undefined
+  /**
+   * Another instance returned a lease this one still had holds on: this one was taken for dead
+   * (paused, starved or cut off past `instance_stale_after_s`) and its money may be spent
+   * elsewhere. Set by deps: the calls in flight are cut, so that what they charge against the
+   * vanished lease is what they had produced by then, not the rest of their output.
+   */
+  onLeaseLost: (() => void) | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -239,6 +246,7 @@ export class Ledger {
       if (pool.wanted * 2n > target) target = pool.wanted * 2n
       if (MIN_LEASE > target) target = MIN_LEASE
       let grant: Nanos | null = null
+      const leasedBefore = pool.leased
       pool.growing = this.writer
         .submit({
           kind: 'plain',
@@ -246,14 +254,19 @@ export class Ledger {
             lease: pool.ref, instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need, targetNanos: target,
             nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
           }),
-          // The lease UPDATE … RETURNING is second to last; no row means nothing was granted.
+          // The lease UPDATE … RETURNING is second to last; no row means nothing was granted. The
+          // INSERT before it creates the row only when there was none.
           interpret: results => {
             const row = results[results.length - 2]?.rows[0]
-            return row ? BigInt(row.last_grant_nanos as bigint) : null
+            return { granted: row ? BigInt(row.last_grant_nanos as bigint) : null, created: (results[results.length - 3]?.changes ?? 0) > 0 }
           },
         })
-        .then(granted => {
+        .then(({ granted, created }) => {
           grant = granted
+          // A row created for a lease this process held: another instance returned it meanwhile
+          // (took this one for dead) and may spend it; only this grant is leased now. A heartbeat
+          // would not see it gone any more (the row is back), so it is said here.
+          if (created && leasedBefore > 0n) this.leaseLost(pool)
           if (granted !== null && granted > 0n) pool.leased += granted
           else {
             pool.emptyUntilMs = now + EMPTY_RECHECK_MS
@@ -271,6 +284,16 @@ export class Ledger {
     } finally {
       pool.wanted -= estimate
     }
+  }
+
+  /**
+   * `pool`'s lease row was returned by another instance (the heartbeat found it gone, or a grant
+   * had to create it again): nothing is leased from it any more; its holds' calls are cut.
+   */
+  leaseLost(pool: LeasePool): void {
+    this.logger.warn('lease was returned by another instance; dropping it', { lease: pool.ref.id, held_nanos: String(pool.held) })
+    pool.leased = 0n
+    if (pool.held > 0n) this.onLeaseLost?.()
   }
 
   private async keyInactive(pool: LeasePool): Promise<boolean> {

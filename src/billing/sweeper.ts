@@ -25,13 +25,6 @@ export class Sweeper {
   private timer: ReturnType<typeof setInterval> | undefined
   /** Leases returned by this sweeper, for metrics. */
   returned = 0
-  /**
-   * Another instance returned a lease this one still had holds on: this one was taken for dead
-   * (paused, starved or cut off past `instance_stale_after_s`) and its money may be spent
-   * elsewhere. Set by deps: the calls in flight are cut, so that what they charge against the
-   * vanished lease is what they had produced by now, not the rest of their output.
-   */
-  onLeasesLost: (() => void) | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -88,15 +81,7 @@ export class Sweeper {
     })
     // A lease row that vanished was swept by another instance (this one looked dead): stop
     // spending against it.
-    let heldOnLost = false
-    for (const pool of this.ledger.pools.all()) {
-      if (pool.leased > 0n && !ours.has(pool.ref.id)) {
-        this.logger.warn('lease was returned by another instance; dropping it', { lease: pool.ref.id, held_nanos: String(pool.held) })
-        pool.leased = 0n
-        if (pool.held > 0n) heldOnLost = true
-      }
-    }
-    if (heldOnLost) this.onLeasesLost?.()
+    for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)
   }
 
   private async returnLeases(where: string, args: Array<string | number>): Promise<void> {

@@ -58,3 +58,35 @@ test('a stream whose lease another instance returned is cut at the next heartbea
   expect(await again.text()).toContain('again')
   await verifyClean(t)
 })
+
+test('a lease swept and granted again before the heartbeat is found lost by the grant: the held stream is cut', async () => {
+  // Before (regression QA): a call admitted after the sweep grew the pool, which put the lease row
+  // back under its id, so the heartbeat found it and the held stream ran to its end.
+  upstream = await FakeUpstream.start()
+  let release!: () => void
+  const held = new Promise<void>(resolve => (release = resolve))
+  upstream.enqueue({ kind: 'sse', body: [chunk({ role: 'assistant', content: 'first part ' }), held, chunk({ content: 'and a long rest' }, 'stop') + DONE] })
+  t = await buildConfiguredApp(
+    paygConfig([upstreamProvider('up', 'openai-compatible', `${upstream.url}/v1`, 'UP_KEY')], ['  - { id: m, backends: [{ provider: up, model: m1 }], price: { input_per_mtok: "1", output_per_mtok: "2" }, context_length: 8192, max_output_tokens: 2048 }']),
+    { UP_KEY: 'sk-up' },
+  )
+  const org = await t.createOrg('acme', 10_000_000_000n)
+  const response = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body: { model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true } })
+  const reader = response.body!.getReader()
+  let text = ''
+  while (!text.includes('first part')) text += new TextDecoder().decode((await reader.read()).value)
+  const pool = t.deps.ledger.pools.all().find(each => each.held > 0n)!
+  await t.deps.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
+  // The pool's free part is spent (as other calls would), so the next call grows it: the grant recreates the row.
+  pool.leased = pool.held
+  upstream.enqueue({ kind: 'sse', body: chunk({ role: 'assistant', content: 'second' }, 'stop') + DONE })
+  const second = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body: { model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true } })
+  expect(await second.text()).toContain('second')
+  for (let step = await reader.read(); !step.done; step = await reader.read()) text += new TextDecoder().decode(step.value)
+  release()
+  expect(text).toContain('lost its ledger leases')
+  expect(text).not.toContain('a long rest')
+  await poll('both calls to settle', 200, 10, () => (t.deps.lifecycle.inFlight === 0 ? true : undefined))
+  await verifyClean(t)
+})
+
