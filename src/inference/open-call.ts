@@ -52,7 +52,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   }
   checkPolicy(request)
   // Request-local enrichment, before the estimate so it counts the added text. Each piece is
-  // priced on its own, but charged only once the chat is admitted: a refused chat costs nothing.
+  // priced on its own, but charged only once a backend takes the chat: a refused chat costs nothing.
   const withFiles = hasFileParts(request)
   const withWeb = wantsWeb(request)
   const pending = withFiles || withWeb ? new PendingCharges() : undefined
@@ -76,15 +76,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     pending?.releaseAll()
     throw error
   }
-  let enrichmentCharged = 0n
-  if (pending !== undefined) {
-    try {
-      enrichmentCharged = await pending.settleAll()
-    } catch (error) {
-      call.release()
-      throw error
-    }
-  }
   deps.fault?.('after_reserve')
   input.onAdmitted?.()
   const upstream = new CallAbort(input.signal)
@@ -93,7 +84,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // ApiError as the abort reason, which the client sees.
   deps.lifecycle.track(upstream)
   const open = new OpenedCall(deps, input, call, upstream, serverTools, maxOutputTokens, options.collect === true, record)
-  open.enrichmentCharged = enrichmentCharged
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
   input.disableIdleTimeout?.()
@@ -108,6 +98,9 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       onFallbackFailed: route.backends.length > 1 ? error => open.fallbackFailed(error, openedAt) : undefined,
     })
   } catch (error) {
+    // Nothing reached a backend that could take the request: its files and pages are not charged
+    // (QA: a backend's adapter refusing it before any call, a 400, kept the parse charge).
+    pending?.releaseAll()
     call.release()
     open.detach()
     open.failedToOpen(error, openedAt, false)
@@ -122,6 +115,17 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     for (const failure of opened.failures ?? []) countUpstreamFailure(metrics, failure, 'before-first-event', openedAt)
     metrics.upstreamCalls.inc(1, opened.provider.id, 'ok')
     metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, opened.provider.id)
+  }
+  // A backend took the call: the files read and the pages fetched for it are charged now.
+  if (pending !== undefined) {
+    try {
+      open.enrichmentCharged = await pending.settleAll()
+    } catch (error) {
+      upstream.abort(error)
+      call.release()
+      open.detach()
+      throw error
+    }
   }
   deps.fault?.('after_upstream_headers')
   open.answeredBy(opened)
@@ -265,8 +269,8 @@ class OpenedCall implements OpenCall {
     const record = this.record
     if (record !== undefined) {
       record.outcome = outcome
-      // The request's whole charge: its files and hosted web work were charged once the chat was
-      // admitted. Several calls on one request (an MCP batch) add up on its one line.
+      // The request's whole charge: its files and hosted web work were charged once a backend took
+      // the chat. Several calls on one request (an MCP batch) add up on its one line.
       const charge = this.enrichmentCharged === 0n ? charged : (charged ?? 0n) + this.enrichmentCharged
       const earlier = record.chargedNanos
       record.chargedNanos = earlier === undefined ? charge : earlier + (charge ?? 0n)

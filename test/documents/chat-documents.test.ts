@@ -20,6 +20,7 @@ beforeEach(async () => {
   gateway = await startDocumentsGateway([
     '{ id: reader, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
     '{ id: tiny, backends: [{ provider: oa, model: m }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 64, max_output_tokens: 8 }',
+    '{ id: claude, backends: [{ provider: an, model: c }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 32768, max_output_tokens: 1024 }',
   ])
   ;({ t, openai: upstream } = gateway)
   client = gateway.clients.openai
@@ -117,5 +118,17 @@ describe('Chat Completions with file parts', () => {
     expect(await refusal([{ type: 'file', file: { file_data: dataUrl(await fixture('report.docx'), 'application/octet-stream'), filename: 'r.docx' } }], 'tiny')).toMatch(/does not fit/)
     expect(upstream.requests).toHaveLength(0)
     expect(await parseCharges()).toEqual([])
+  })
+
+  test("a request its backend's adapter refuses after the files were read charges nothing for them", async () => {
+    // Before: the parse units were settled once the chat was admitted, before the backend's adapter
+    // refused the request (temperature above 1 on an Anthropic backend): a 400, and a parse charged.
+    const file = { type: 'file' as const, file: { file_data: dataUrl(new TextEncoder().encode('hello document'), 'text/plain'), filename: 'a.txt' } }
+    const error = await client.chat.completions.create({ model: 'claude', temperature: 1.5, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, file] }] }).then(() => undefined, error => error)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+    expect((error as Error).message).toMatch(/temperature 1.5 is above 1/)
+    expect(gateway.anthropic.requests).toHaveLength(0)
+    expect(await parseCharges()).toEqual([])
+    expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
   })
 })
