@@ -26,7 +26,7 @@ export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, n
   // the client back at the window's end to be refused again. A token-priced call may fit with a
   // smaller output cap; a fixed-price one (a page, a search, a parse) cannot shrink.
   if (period === 'overall' || estimate > cap) {
-    return new ApiError('insufficient_quota', `${refused}; ${fixedPrice ? 'the price of this call is fixed, so it cannot fit in what is left of the cap' : 'a request with a lower max_tokens may still fit'}`)
+    return new ApiError('insufficient_quota', `${refused}; ${fixedPrice ? 'the price of this call is fixed, so it cannot fit in what is left of the cap' : 'a request for fewer output tokens may still fit'}`)
   }
   const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
   return new ApiError('insufficient_quota', `${refused}; the cap resets at ${new Date(window.endMs).toISOString()}`, undefined, { 'retry-after': String(retryAfter) })

@@ -133,7 +133,9 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ reasoning: { effort: 'none' } }), 'reasoning.effort', /"none"/],
       [call({ max_output_tokens: 5000 }), 'max_output_tokens', /max_output_tokens 5000 exceeds model .*maximum output of 1024/],
       // Without max_output_tokens no output bound is named (it was "plus up to 1 output tokens").
-      [call({ input: 'x'.repeat(40_000) }), 'input', /^400 the request \(about \d+ input tokens\) does not fit model scripted's context of \d+ tokens with room for an answer; shorten the messages$/],
+      [call({ input: 'x'.repeat(40_000) }), 'input', /^400 the request \(about \d+ input tokens\) does not fit model scripted's context of \d+ tokens with room for an answer; shorten the input$/],
+      // The message names the Responses fields too (before: "shorten the messages or lower max_tokens").
+      [call({ input: 'x '.repeat(15_000), max_output_tokens: 1000 }), 'input', /does not fit .*; shorten the input or lower max_output_tokens$/],
       [call(item({ type: 'item_reference', id: 'msg_1' })), 'input.0', /stores no items/],
       [call(item({ type: 'computer_call_output', call_id: 'c', output: {} })), 'input.0.type', /"computer_call_output" is not supported/],
       // A name of Object.prototype's is no item type (before: a 500, the table's lookup found a function).
