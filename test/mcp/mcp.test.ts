@@ -244,6 +244,8 @@ describe('transport rules', () => {
     // 4 MiB cap, before parsing.
     const huge = await rawMcp({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'x'.repeat(5 * 1024 * 1024) } } }, { authorization: `Bearer ${token}` })
     expect(huge.status).toBe(413)
+    // An error response without an id is a message too (MCP's schema makes its id optional): accepted, 202 (before: -32600).
+    expect((await rawMcp({ jsonrpc: '2.0', error: { code: -32600, message: 'x' } }, { authorization: `Bearer ${token}` })).status).toBe(202)
     // Stateless: a session id from elsewhere changes nothing.
     expect((await rawMcp(ping, { authorization: `Bearer ${token}`, 'mcp-session-id': 'stale-session' })).status).toBe(200)
   })
