@@ -32,7 +32,10 @@ export interface OpenCall {
   /** Stops listening to the caller's signal and to the drain. */
   detach(): void
   abort(): void
+  /** Charges the call, and with it the request's files and hosted web work. */
   settle(): Promise<{ usage: Usage; charged: Nanos }>
+  /** Charges nothing: the call, and the request's files and hosted web work, are released. */
+  release(): void
   log(outcome: string, usage: Usage | undefined, charged: bigint | undefined): void
 }
 
@@ -52,7 +55,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   }
   checkPolicy(request)
   // Request-local enrichment, before the estimate so it counts the added text. Each piece is
-  // priced on its own, but charged only once a backend takes the chat: a refused chat costs nothing.
+  // priced on its own, but charged only with the chat (OpenedCall.pending): a refused chat costs nothing.
   const withFiles = hasFileParts(request)
   const withWeb = wantsWeb(request)
   const pending = withFiles || withWeb ? new PendingCharges() : undefined
@@ -84,6 +87,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // ApiError as the abort reason, which the client sees.
   deps.lifecycle.track(upstream)
   const open = new OpenedCall(deps, input, call, upstream, serverTools, maxOutputTokens, options.collect === true, record)
+  open.pending = pending
   // A long generation (streamed or collected), or a slow upstream's headers, must not be cut
   // by Bun's idle timeout.
   input.disableIdleTimeout?.()
@@ -98,10 +102,9 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
       onFallbackFailed: route.backends.length > 1 ? error => open.fallbackFailed(error, openedAt) : undefined,
     })
   } catch (error) {
-    // Nothing reached a backend that could take the request: its files and pages are not charged
-    // (QA: a backend's adapter refusing it before any call, a 400, kept the parse charge).
-    pending?.releaseAll()
-    call.release()
+    // No backend took the request: neither it nor its files and pages are charged (QA: a
+    // backend's adapter refusing it before any call, a 400, kept the parse charge).
+    open.release()
     open.detach()
     open.failedToOpen(error, openedAt, false)
     // A client that left before the upstream answered aborted the call itself, and the drain's
@@ -115,17 +118,6 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     for (const failure of opened.failures ?? []) countUpstreamFailure(metrics, failure, 'before-first-event', openedAt)
     metrics.upstreamCalls.inc(1, opened.provider.id, 'ok')
     metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, opened.provider.id)
-  }
-  // A backend took the call: the files read and the pages fetched for it are charged now.
-  if (pending !== undefined) {
-    try {
-      open.enrichmentCharged = await pending.settleAll()
-    } catch (error) {
-      upstream.abort(error)
-      call.release()
-      open.detach()
-      throw error
-    }
   }
   deps.fault?.('after_upstream_headers')
   open.answeredBy(opened)
@@ -146,7 +138,13 @@ class OpenedCall implements OpenCall {
   private deltas = 0
   /** An error event already counted as a failed open (fallbackFailed), not to count again as mid-stream. */
   private counted: unknown
-  /** What the request's attached files and hosted web work were charged (before the chat ran): its line's charge includes it. */
+  /**
+   * The request's attached files and hosted web work: charged with the chat's own settlement, so
+   * only when it produced output (QA: a stream that opened and failed before any output charged
+   * its files), and released with it.
+   */
+  pending: PendingCharges | undefined
+  /** What they were charged: its line's charge includes it. */
   enrichmentCharged = 0n
 
   constructor(
@@ -256,9 +254,15 @@ class OpenedCall implements OpenCall {
     const usage = this.meter.usage()
     const fault = this.deps.fault
     fault?.('before_settle')
+    if (this.pending !== undefined) this.enrichmentCharged = await this.pending.settleAll()
     const charged = await this.call.settle(priceUsage(this.input.request.route.price, usage))
     fault?.('after_settle_before_final_frame')
     return { usage, charged }
+  }
+
+  release(): void {
+    this.pending?.releaseAll()
+    this.call.release()
   }
 
   // The request's log line (written by the request context, or by the stream's end) gets the
@@ -269,8 +273,7 @@ class OpenedCall implements OpenCall {
     const record = this.record
     if (record !== undefined) {
       record.outcome = outcome
-      // The request's whole charge: its files and hosted web work were charged once a backend took
-      // the chat. Several calls on one request (an MCP batch) add up on its one line.
+      // The request's whole charge: its files and hosted web work are charged with the chat. Several calls on one request (an MCP batch) add up on its one line.
       const charge = this.enrichmentCharged === 0n ? charged : (charged ?? 0n) + this.enrichmentCharged
       const earlier = record.chargedNanos
       record.chargedNanos = earlier === undefined ? charge : earlier + (charge ?? 0n)

@@ -175,7 +175,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
         // A stream that failed or was left before any output charges nothing; once output was
         // sent, the reported usage or the counted fallback is charged.
         if (outcome !== 'finished' && !open.meter.producedOutput) {
-          open.call.release()
+          open.release()
           open.log(logged, undefined, 0n)
           return undefined
         }
@@ -186,7 +186,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
         } catch (error) {
           // A settlement that failed before reaching the ledger (a usage it could not price) would
           // hold the call, its hold and slot, for good: end it (the ledger keeps its own failures).
-          if (!open.call.done) open.call.release()
+          if (!open.call.done) open.release()
           open.log('settlement-failed', undefined, undefined)
           return error instanceof ApiError ? error : new ApiError('unavailable', 'the ledger could not record this charge')
         }
@@ -256,7 +256,7 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
       }
       // The client receives nothing of a failed, abandoned or cut non-streamed answer, so
       // nothing is charged.
-      open.call.release()
+      open.release()
       open.log(outcome, undefined, undefined)
       throw failure
     }
@@ -268,7 +268,7 @@ export async function collectChat(deps: PipelineDeps, input: ChatCallInput, onEv
     return collected
   } catch (error) {
     // Client gone or an exception while collecting: nothing was delivered.
-    if (!open.call.done) open.call.release()
+    if (!open.call.done) open.release()
     throw toApiError(error)
   } finally {
     open.detach()

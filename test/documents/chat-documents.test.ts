@@ -131,4 +131,21 @@ describe('Chat Completions with file parts', () => {
     expect(await parseCharges()).toEqual([])
     expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
   })
+
+  test('a chat whose stream opens and fails before any output charges nothing for its files', async () => {
+    // Before (regression QA): the units were settled once the stream opened (its first event, a
+    // role chunk), so a 502 with no output still charged the parse.
+    const file = { type: 'file' as const, file: { file_data: dataUrl(new TextEncoder().encode('hello document'), 'text/plain'), filename: 'a.txt' } }
+    const failing = () => ({ kind: 'sse' as const, body: 'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\ndata: {"error":{"message":"overloaded","type":"server_error"}}\n\n' })
+    upstream.enqueue(failing(), failing())
+    for (const stream of [false, true]) {
+      const outcome = await client.chat.completions.create({ model: 'reader', stream, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, file] }] })
+        .then(async reply => (stream ? Array.fromAsync(reply as AsyncIterable<unknown>) : reply))
+        .then(() => 'answered', error => String(error))
+      expect(outcome).not.toBe('answered')
+    }
+    expect(upstream.requests).toHaveLength(2)
+    expect(await parseCharges()).toEqual([])
+    expect(t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)).toBe(0n)
+  })
 })

@@ -104,8 +104,8 @@ export function withoutMarker(text: string, marker: string): string {
  * Billing (decided here, stated in README): each file part is one document-parse unit, like
  * POST /api/v1/attachments/parse. All units are reserved before any extraction (funding and
  * spend cap first), released if any file fails or the enriched request no longer fits the
- * model's context. In a chat call (`input.pending`) they are settled once a backend takes the
- * chat, so a chat refused after its files were read charges nothing; otherwise (Fusion) once every
+ * model's context. In a chat call (`input.pending`) they are settled with the chat, when it
+ * produced output, so a chat refused or failed after its files were read charges nothing; otherwise (Fusion) once every
  * file is read. Errors name the file, not a dialect's JSON path, so every surface can use them.
  * `checkEnriched` is what the enriched request must pass before the units are charged (default:
  * the model's policy, its context included); a throw releases them. Fusion checks every part.
@@ -157,7 +157,7 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
   } finally {
     deps.lifecycle.untrack(cut)
   }
-  // In a chat call the units are charged once a backend takes the chat (nothing, if it is refused).
+  // In a chat call the units are charged with the chat (nothing, if it is refused or fails before output).
   if (input.pending) input.pending.add(call, price)
   else await call.settle(price)
 }
