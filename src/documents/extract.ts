@@ -51,12 +51,13 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
         if (error instanceof FormatRefused) throw invalid(error.message)
-        if ((error as { officeIssue?: { code?: string } }).officeIssue?.code === 'XML_ELEMENT_LIMIT_EXCEEDED') {
+        const issue = (error as { officeIssue?: { code?: string } }).officeIssue?.code
+        if (issue === 'XML_ELEMENT_LIMIT_EXCEEDED') {
           throw invalid(`the ${sniffed.type.toUpperCase()} document holds more than ${MAX_XML_ELEMENTS.toLocaleString('en')} XML elements; split it into smaller documents`)
         }
         // officeparser's refusal of elements nested past its limit or past what the stack holds
         // (tables in tables: 5,000 deep are read in a worker, 8,000 not): no real document nests so.
-        if ((error as { officeIssue?: { code?: string } }).officeIssue?.code === 'MAX_NESTING_DEPTH_EXCEEDED') {
+        if (issue === 'MAX_NESTING_DEPTH_EXCEEDED') {
           throw invalid(`the ${sniffed.type.toUpperCase()} document nests its elements (tables within tables, say) too deeply to read`)
         }
         throw invalid(`the ${sniffed.type.toUpperCase()} file is damaged or not a valid ${sniffed.type.toUpperCase()} document`)

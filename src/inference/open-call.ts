@@ -273,7 +273,8 @@ class OpenedCall implements OpenCall {
     const record = this.record
     if (record !== undefined) {
       record.outcome = outcome
-      // The request's whole charge: its files and hosted web work are charged with the chat. Several calls on one request (an MCP batch) add up on its one line.
+      // The request's whole charge: its files and hosted web work are charged with the chat.
+      // Several calls on one request (an MCP batch) add up on its one line.
       const charge = this.enrichmentCharged === 0n ? charged : (charged ?? 0n) + this.enrichmentCharged
       const earlier = record.chargedNanos
       record.chargedNanos = earlier === undefined ? charge : earlier + (charge ?? 0n)

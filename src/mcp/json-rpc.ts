@@ -103,7 +103,8 @@ function invalidMessage(message: unknown): string | undefined {
   const unknown = Object.keys(message).find(key => !allowed.has(key))
   if (unknown !== undefined) return `a message has no member "${unknown.slice(0, 50)}"`
   if (method !== undefined) return typeof method === 'string' ? undefined : '"method" must be a string'
-  // An error response may lack its id (JSON-RPC §5: the request's id could not be read; MCP's schema makes it optional).
+  // An error response may lack its id (JSON-RPC §5: the request's id could not be read; MCP's
+  // schema makes it optional).
   if ('error' in message) return undefined
   if (id === undefined || !('result' in message)) return 'a message needs a "method" (a request or notification), or an "id" with a "result" or "error" (a response)'
   return undefined

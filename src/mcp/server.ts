@@ -72,8 +72,9 @@ export interface McpCall {
 /**
  * The hosted MCP server: one SDK `Server` and stateless web-standard Streamable HTTP transport
  * per POST (the session id issued at initialize is kept nowhere, so any instance answers any
- * request and nothing is kept between requests). Responses are JSON, except a tools/call whose client sent a progressToken:
- * that one is answered as SSE, with notifications/progress before the result.
+ * request and nothing is kept between requests). Responses are JSON, except a tools/call whose
+ * client sent a progressToken: that one is answered as SSE, with notifications/progress before
+ * the result.
  */
 export class McpService {
   private readonly byName: Map<string, McpTool>
