@@ -69,6 +69,13 @@ async function validate(oauth: OAuthServer, raw: Record<string, string>, issuer:
 }
 
 /**
+ * A key the form was given and refused re-renders the page as 403 (credentials given and found
+ * insufficient, RFC 9110 §15.5.4), not 401: a 401 must carry a WWW-Authenticate challenge, and a
+ * form has no HTTP authentication scheme to name.
+ */
+const SIGN_IN_FAILED = 403
+
+/**
  * Signs the person in with one of their API keys. Its secret is checked, never kept; its id is
  * kept on the grant, so the tokens can never do more than the key (admin flag, spend cap, expiry).
  */
@@ -173,7 +180,7 @@ export function consentRoutes(oauth: OAuthServer) {
         if (form.decision === 'deny') return redirectWith(valid.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: valid.params.state, iss: issuer })
         if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
         const who = await signIn(oauth, form.api_key)
-        if (typeof who === 'string') return authorizeConsent(valid, issuer, { error: who, status: 401 })
+        if (typeof who === 'string') return authorizeConsent(valid, issuer, { error: who, status: SIGN_IN_FAILED })
         const code = await oauth.codes.create({
           clientId: valid.client.id, userId: who.userId, orgId: who.orgId, redirectUri: valid.redirectUri,
           codeChallenge: valid.params.code_challenge!, scope: valid.scope, resource: valid.resource, keyId: who.keyId,
@@ -186,7 +193,7 @@ export function consentRoutes(oauth: OAuthServer) {
           summary: 'Approve or deny an authorization request',
           description: 'The consent form post: the request parameters, csrf (double-submit with a SameSite=Strict cookie), api_key (signs the person in; the secret is never stored, the key id is, and the tokens can never do more than that key: its admin flag, spend cap, expiry and revocation bound them) and decision (approve|deny). Redirects (303) to the client with code, state and iss, or error=access_denied.',
           requestBody: formDoc({ api_key: 'string', decision: 'string', csrf: 'string', client_id: 'string', redirect_uri: 'string', code_challenge: 'string', code_challenge_method: 'string', scope: 'string', state: 'string', resource: 'string', response_type: 'string' }),
-          responses: { 303: { description: 'Back to the client' }, 400: htmlDoc('Invalid request'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed'), ...PAGE_UNAVAILABLE },
+          responses: { 303: { description: 'Back to the client' }, 400: htmlDoc('Invalid request'), 403: htmlDoc('Sign-in failed (the page again, with the reason), or the CSRF check failed'), ...PAGE_UNAVAILABLE },
         },
       },
     )
@@ -224,7 +231,7 @@ export function consentRoutes(oauth: OAuthServer) {
         }
         if (form.decision !== 'approve') return messagePage('Invalid request', 'Choose Approve or Deny.', 400)
         const who = await signIn(oauth, form.api_key)
-        if (typeof who === 'string') return deviceConsent(oauth, pending, issuer, { error: who, status: 401 })
+        if (typeof who === 'string') return deviceConsent(oauth, pending, issuer, { error: who, status: SIGN_IN_FAILED })
         if (!(await oauth.device.decide(pending.userCode, { approve: true, userId: who.userId, orgId: who.orgId, keyId: who.keyId }))) {
           return deviceCodePage(OAUTH_PATHS.device, 'That code is no longer pending.', 400)
         }
@@ -236,7 +243,7 @@ export function consentRoutes(oauth: OAuthServer) {
           summary: 'Approve or deny a device',
           description: 'The device consent form post: user_code, csrf, api_key (signs the person in; the secret is never stored, the key id is, and the tokens can never do more than that key: its admin flag, spend cap, expiry and revocation bound them) and decision (approve|deny).',
           requestBody: formDoc({ user_code: 'string', api_key: 'string', decision: 'string', csrf: 'string' }),
-          responses: { 200: htmlDoc('Done'), 400: htmlDoc('Unknown code'), 401: htmlDoc('Sign-in failed (the page again)'), 403: htmlDoc('CSRF check failed'), ...PAGE_UNAVAILABLE },
+          responses: { 200: htmlDoc('Done'), 400: htmlDoc('Unknown code'), 403: htmlDoc('Sign-in failed (the page again, with the reason), or the CSRF check failed'), ...PAGE_UNAVAILABLE },
         },
       },
     )

@@ -163,7 +163,7 @@ describe('authorization code + PKCE', () => {
     expect(denied.searchParams.get('code')).toBeNull()
   })
 
-  test('a wrong, revoked or missing API key re-renders the page with 401 and issues nothing', async () => {
+  test('a wrong, revoked or missing API key re-renders the page with 403 (no challenge to name) and issues nothing', async () => {
     const clientId = await registerClient(t)
     const member = await t.createMember(org, 'member')
     await t.deps.keys.revoke(org.orgId, member.keyId)
@@ -171,7 +171,8 @@ describe('authorization code + PKCE', () => {
       const page = await t.request('GET', authorizeQuery({ clientId, challenge: pkce().challenge }))
       const { fields, cookie } = await readConsentPage(page)
       const response = await postForm(t, '/oauth/authorize', { ...fields, api_key: key, decision: 'approve' }, { cookie })
-      expect(response.status).toBe(401)
+      expect(response.status).toBe(403)
+      expect(response.headers.get('www-authenticate')).toBeNull()
       expect(await response.text()).toContain('role="alert"')
     }
   })

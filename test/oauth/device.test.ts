@@ -90,7 +90,7 @@ describe('device endpoints', () => {
     const { body } = await start()
     expect((await json(await poll(body.device_code, 'another'))).error).toBe('invalid_client')
     const failed = await decide(viaApp, body.verification_uri_complete, 'z_sk_wrong', 'approve')
-    expect(failed.status).toBe(401)
+    expect(failed.status).toBe(403)
     t.clock.advance(10_000)
     expect((await json(await poll(body.device_code))).error).toBe('authorization_pending')
     expect((await t.request('GET', '/oauth/device')).status).toBe(200)
