@@ -3,6 +3,9 @@
 // (its paragraphs and any table nested in it joined by spaces); a DOCX's headers before its body
 // under "[Header]" and its footers after it under "[Footer]", each distinct line once; slides under
 // "[Slide N]" (N the slide's own number), each followed by its speaker notes under "[Notes]".
+// A DOCX's footnotes and endnotes are marked where they are referenced, "[^1]", "[^2]" (one series
+// in the order met), and listed after the body under "[Footnotes]" and "[Endnotes]", as Word's
+// own plain-text save keeps them; reviewers' comments are left out, as it leaves them out.
 //
 // Every walk here is a loop over an explicit stack, never a recursion: officeparser reads tables
 // nested thousands deep (5,000 in a worker; deeper it refuses the document), and rendering such a
@@ -34,17 +37,56 @@ function walk(nodes: Node[], visit: (node: Node) => boolean): void {
 
 const BLOCKS = new Set(['paragraph', 'heading', 'list'])
 
+type NoteKind = 'footnote' | 'endnote'
+
 /**
- * A block's own text (its runs joined, which officeparser gives as `text`), or undefined when the
- * node is to be read through its children: a container, or a paragraph holding a table (rare).
+ * The footnotes and endnotes met while rendering, in order. officeparser hangs a note on the run
+ * before its reference mark (`run.notes`), its text without the mark; each note met gets the next
+ * label, so the labels follow the reading order whatever ids the document gave them.
  */
-function blockText(node: Node): string | undefined {
+class NoteList {
+  readonly met: Array<{ label: string; kind: NoteKind; note: Node }> = []
+
+  /** The labels of a run's notes, registering each: "" for a run without any. */
+  markers(run: Node): string {
+    let out = ''
+    for (const note of run.notes ?? []) {
+      if (note.type !== 'note') continue
+      const label = `[^${this.met.length + 1}]`
+      this.met.push({ label, kind: note.metadata?.noteType === 'endnote' ? 'endnote' : 'footnote', note })
+      out += label
+    }
+    return out
+  }
+}
+
+const hasNotes = (nodes: Node[]) => {
+  let found = false
+  walk(nodes, node => {
+    if (node.notes?.length) found = true
+    return !found && !!node.children?.length
+  })
+  return found
+}
+
+/** A leaf's text followed by the labels of its notes. */
+const leafText = (node: Node, notes: NoteList | undefined) => (node.text ?? '') + (notes?.markers(node) ?? '')
+
+/**
+ * A block's own text (its runs joined, which officeparser gives as `text`, with the labels of any
+ * notes), or undefined when the node is to be read through its children: a container, or a
+ * paragraph holding a table (rare).
+ */
+function blockText(node: Node, notes: NoteList | undefined): string | undefined {
   if (!BLOCKS.has(node.type) || node.children?.some(child => child.type === 'table')) return undefined
-  if (node.text !== undefined) return node.text
+  if (node.text !== undefined && (notes === undefined || !hasNotes(node.children ?? []))) return node.text
   const runs: string[] = []
   walk(node.children ?? [], run => {
-    if (run.children?.length) return true
-    runs.push(run.text ?? '')
+    if (run.children?.length) {
+      runs.push(notes?.markers(run) ?? '')
+      return true
+    }
+    runs.push(leafText(run, notes))
     return false
   })
   return runs.join('')
@@ -55,14 +97,15 @@ function blockText(node: Node): string | undefined {
  * line. officeparser's own `cell.text` joins a cell's paragraphs with nothing ("multi" and "para
  * cell" gave "multipara cell") and leaves out nested tables (a cell holding one was empty).
  */
-function cellText(cell: Node): string {
-  if (!cell.children?.length) return oneLine(cell.text ?? '')
+function cellText(cell: Node, notes: NoteList | undefined): string {
+  if (!cell.children?.length) return oneLine(leafText(cell, notes))
   const parts: string[] = []
   walk(cell.children, node => {
-    const own = blockText(node)
+    const own = blockText(node, notes)
     if (own === undefined) {
       if (node.children?.length) return true
-      if (node.text) parts.push(oneLine(node.text))
+      const text = leafText(node, notes)
+      if (text) parts.push(oneLine(text))
       return false
     }
     const line = oneLine(own)
@@ -72,29 +115,57 @@ function cellText(cell: Node): string {
   return parts.join(' ')
 }
 
-function rows(table: Node, out: string[]): void {
+function rows(table: Node, out: string[], notes: NoteList | undefined): void {
   for (const row of table.children ?? []) {
     if (row.type !== 'row') continue
-    out.push((row.children ?? []).filter(cell => cell.type === 'cell').map(cellText).join('\t').replace(/\t+$/, ''))
+    const cells = (row.children ?? []).filter(cell => cell.type === 'cell')
+    out.push(cells.map(cell => cellText(cell, notes)).join('\t').replace(/\t+$/, ''))
   }
 }
 
-/** Appends the lines of `nodes`: a block's text as one line (empty ones too), a table's rows. */
-function render(nodes: Node[], out: string[]): void {
+/**
+ * Appends the lines of `nodes`: a block's text as one line (empty ones too), a table's rows. With
+ * `notes`, the notes met are labelled and registered there; without, they are not read.
+ */
+function render(nodes: Node[], out: string[], notes?: NoteList): void {
   walk(nodes, node => {
     if (node.type === 'table') {
-      rows(node, out)
+      rows(node, out, notes)
       return false
     }
-    const own = blockText(node)
+    const own = blockText(node, notes)
     if (own !== undefined) {
       out.push(own)
       return false
     }
     if (node.children?.length) return true
-    if (node.text) out.push(node.text)
+    const text = leafText(node, notes)
+    if (text) out.push(text)
     return false
   })
+}
+
+/**
+ * The notes' sections: "[Footnotes]" then "[Endnotes]", each note its label and its text (the
+ * space Word leaves after the removed reference mark trimmed). A note's own text may reference
+ * further notes (rare, but the format allows it): they are met, and listed, in turn.
+ */
+function noteSections(notes: NoteList): string[] {
+  const sections: Record<NoteKind, string[]> = { footnote: [], endnote: [] }
+  for (let index = 0; index < notes.met.length; index++) {
+    const { label, kind, note } = notes.met[index]!
+    const lines: string[] = []
+    if (note.children?.length) render(note.children, lines, notes)
+    else lines.push(note.text ?? '')
+    const first = lines.findIndex(line => line.trim() !== '')
+    const last = lines.findLastIndex(line => line.trim() !== '')
+    const text = first < 0 ? [] : lines.slice(first, last + 1)
+    sections[kind].push(`${label} ${(text[0] ?? '').trimStart()}`.trimEnd(), ...text.slice(1))
+  }
+  const out: string[] = []
+  if (sections.footnote.length > 0) out.push('[Footnotes]', ...sections.footnote)
+  if (sections.endnote.length > 0) out.push('[Endnotes]', ...sections.endnote)
+  return out
 }
 
 const hasText = (lines: string[]) => lines.some(line => line.trim() !== '')
@@ -115,7 +186,10 @@ export function docxLines(ast: OfficeAst): string[] {
   const out: string[] = []
   const headers = distinctLines(ast.auxiliary?.headers)
   if (headers.length > 0) out.push('[Header]', ...headers, '')
-  render(ast.content, out)
+  const notes = new NoteList()
+  render(ast.content, out, notes)
+  const sections = noteSections(notes)
+  if (sections.length > 0) out.push('', ...sections)
   const footers = distinctLines(ast.auxiliary?.footers)
   if (footers.length > 0) out.push('', '[Footer]', ...footers)
   return out

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { buildZip } from './hostile'
-import { docx, docxParts, para, picture, pptx, slideNumber, table, textBox } from './ooxml'
+import { docx, docxParts, note, noteReference, para, picture, pptx, slideNumber, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
 const defaults = loadConfig({}).documents
@@ -61,11 +61,35 @@ describe('speaker notes, headers and footers', () => {
     expect(await text(docx(para('Body text')))).toBe('Body text')
   })
 
+  test('DOCX footnotes and endnotes: labelled where referenced, in reading order, listed after the body; comments left out', async () => {
+    // Before: their text never reached the output, nor did any mark of where they were referenced.
+    const run = (text: string) => `<w:r><w:t xml:space="preserve">${text}</w:t></w:r>`
+    const commented = '<w:p><w:commentRangeStart w:id="0"/>' + run('Reviewed') + '<w:commentRangeEnd w:id="0"/><w:r><w:commentReference w:id="0"/></w:r></w:p>'
+    const body = `<w:p>${run('First')}${noteReference('footnote', 7)}${run(' claim.')}</w:p>` +
+      `<w:p>${run('Second')}${noteReference('endnote', 1)}</w:p>` +
+      table([[`<w:p>${run('cell')}${noteReference('footnote', 2)}</w:p>`, para('plain')]]) + commented
+    const document = docx(body, {
+      footers: [para('Page 1')],
+      footnotes: note('footnote', 2, 'In a cell.') + note('footnote', 7, 'Smith 2020, p. 4.', 'Second paragraph.'),
+      endnotes: note('endnote', 1, 'An endnote.'),
+      comments: '<w:comment w:id="0" w:author="Ann" w:initials="A"><w:p><w:r><w:t>Reviewer remark</w:t></w:r></w:p></w:comment>',
+    })
+    expect(await text(document)).toBe([
+      'First[^1] claim.', 'Second[^2]', 'cell[^3]\tplain', 'Reviewed', '',
+      '[Footnotes]', '[^1] Smith 2020, p. 4.', 'Second paragraph.', '[^3] In a cell.',
+      '[Endnotes]', '[^2] An endnote.', '',
+      '[Footer]', 'Page 1',
+    ].join('\n'))
+    // Comments alone add nothing; a document without notes has no notes section.
+    expect(await text(docx(commented, { comments: '<w:comment w:id="0" w:author="Ann"><w:p><w:r><w:t>x</w:t></w:r></w:p></w:comment>' }))).toBe('Reviewed')
+  })
+
   test('headers, footers and notes count against the text cap', async () => {
     const capped = { ...limits, maxTextBytes: 64 }
     const refuse = (bytes: Uint8Array) => extractDocument(bytes, capped).then(() => 'read', (error: Error) => error.message)
     expect(await refuse(docx(para('short'), { headers: [para('h'.repeat(70))] }))).toMatch(/longer than the 64-byte limit/)
     expect(await refuse(docx(para('short'), { footers: [para('f'.repeat(70))] }))).toMatch(/longer than the 64-byte limit/)
+    expect(await refuse(docx(`<w:p><w:r><w:t>short</w:t></w:r>${noteReference('footnote', 1)}</w:p>`, { footnotes: note('footnote', 1, 'n'.repeat(70)) }))).toMatch(/longer than the 64-byte limit/)
     expect(await refuse(pptx([{ shapes: textBox('short'), notes: textBox('n'.repeat(70)) }]))).toMatch(/longer than the 64-byte limit/)
   })
 })

@@ -28,27 +28,64 @@ export const para = (text: string) => `<w:p><w:r><w:t xml:space="preserve">${tex
 /** A Word table: rows of cells, each cell its block XML (paragraphs, tables). */
 export const table = (rows: string[][]) => `<w:tbl>${rows.map(row => `<w:tr>${row.map(cell => `<w:tc>${cell}</w:tc>`).join('')}</w:tr>`).join('')}</w:tbl>`
 
+/** A run referencing footnote (endnote) `id`, placed right after the run it annotates. */
+export const noteReference = (kind: 'footnote' | 'endnote', id: number) => `<w:r><w:${kind}Reference w:id="${id}"/></w:r>`
+
+/** A footnote's or endnote's definition: Word's reference mark run, then its paragraphs. */
+export const note = (kind: 'footnote' | 'endnote', id: number, ...lines: string[]) =>
+  `<w:${kind} w:id="${id}">${lines.map((line, index) => `<w:p>${index === 0 ? `<w:r><w:${kind}Ref/></w:r>` : ''}<w:r><w:t xml:space="preserve">${line}</w:t></w:r></w:p>`).join('')}</w:${kind}>`
+
+/** Word's separator notes (ids -1 and 0), which every notes part starts with: no text. */
+const separators = (kind: 'footnote' | 'endnote') =>
+  `<w:${kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:${kind}><w:${kind} w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p></w:${kind}>`
+
+interface DocxOptions {
+  headers?: string[]
+  footers?: string[]
+  main?: string
+  /** The footnotes, endnotes and comments parts' contents (note() and <w:comment> elements). */
+  footnotes?: string
+  endnotes?: string
+  comments?: string
+}
+
 /**
  * A DOCX whose body is `body` (block XML), with a header and a footer part per entry of `headers`
- * and `footers` (block XML each, one section naming them all), its main part at `main`.
+ * and `footers` (block XML each, one section naming them all), its main part at `main`, and
+ * footnotes, endnotes and comments parts when given.
  */
-export function docx(body: string, options: { headers?: string[]; footers?: string[]; main?: string } = {}): Uint8Array {
+export function docx(body: string, options: DocxOptions = {}): Uint8Array {
   return buildZip(docxParts(body, options))
 }
 
 /** The parts of docx(), to build it with a lying header, say. */
-export function docxParts(body: string, options: { headers?: string[]; footers?: string[]; main?: string } = {}): ZipSpec[] {
+export function docxParts(body: string, options: DocxOptions = {}): ZipSpec[] {
   const { headers = [], footers = [], main = 'word/document.xml' } = options
   const file = main.slice('word/'.length)
   const kinds = [...headers.map((xml, index) => ['header', index + 1, xml] as const), ...footers.map((xml, index) => ['footer', index + 1, xml] as const)]
   // One section, naming a part per kind of page (default, first, even) in turn.
   const references = kinds.map(([kind, n], index) => `<w:${kind}Reference w:type="${PAGE_KINDS[(n - 1) % 3]}" r:id="rId${index + 1}"/>`).join('')
+  const extras = (['footnotes', 'endnotes', 'comments'] as const).flatMap(name => {
+    const xml = options[name]
+    if (xml === undefined) return []
+    const content = name === 'comments' ? xml : separators(name === 'footnotes' ? 'footnote' : 'endnote') + xml
+    return [{ name, xml: `<w:${name} ${W}>${content}</w:${name}>` }]
+  })
+  const partRels = [
+    ...kinds.map(([kind, n], index): [string, string, string] => [`rId${index + 1}`, kind, `${kind}${n}.xml`]),
+    ...extras.map(({ name }, index): [string, string, string] => [`rIdN${index + 1}`, name, `${name}.xml`]),
+  ]
   return [
-    part('[Content_Types].xml', contentTypes([[main, 'wordprocessingml.document.main+xml'], ...kinds.map(([kind, n]) => [`word/${kind}${n}.xml`, `wordprocessingml.${kind}+xml`] as [string, string])])),
+    part('[Content_Types].xml', contentTypes([
+      [main, 'wordprocessingml.document.main+xml'],
+      ...kinds.map(([kind, n]) => [`word/${kind}${n}.xml`, `wordprocessingml.${kind}+xml`] as [string, string]),
+      ...extras.map(({ name }) => [`word/${name}.xml`, `wordprocessingml.${name}+xml`] as [string, string]),
+    ])),
     part('_rels/.rels', relationships([['rId1', 'officeDocument', main]])),
     part(main, `<w:document ${W}><w:body>${body}<w:sectPr>${references}</w:sectPr></w:body></w:document>`),
-    part(`word/_rels/${file}.rels`, relationships(kinds.map(([kind, n], index) => [`rId${index + 1}`, kind, `${kind}${n}.xml`]))),
+    part(`word/_rels/${file}.rels`, relationships(partRels)),
     ...kinds.map(([kind, n, xml]) => part(`word/${kind}${n}.xml`, `<w:${kind === 'header' ? 'hdr' : 'ftr'} ${W}>${xml}</w:${kind === 'header' ? 'hdr' : 'ftr'}>`)),
+    ...extras.map(({ name, xml }) => part(`word/${name}.xml`, xml)),
   ]
 }
 
