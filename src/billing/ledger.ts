@@ -2,7 +2,7 @@ import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
 import { utcMonth, type Clock, type Window } from '../lib/clock'
 import { newId } from '../lib/ids'
-import type { Nanos } from '../lib/money'
+import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { LeasePools, type LeasePool } from './lease-pool'
@@ -98,6 +98,10 @@ export class Ledger {
   async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }): Promise<AdmitResult> {
     const { principal, estimate } = input
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
+    // No balance, allowance or cap holds more than MAX_NANOS: a worst case past it (an absurd
+    // price times a model's whole output cap) could never be funded, and bound as an SQL
+    // argument it fails as a 64-bit overflow, which read as a ledger outage (503).
+    if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate) }
     // Never start work that could not be billed: refuse while the database takes no writes.
     // Under traffic this is one timestamp comparison; see LedgerHealth.
     const health = this.health
@@ -245,6 +249,9 @@ export class Ledger {
       let target = need * LEASE_MULTIPLE
       if (pool.wanted * 2n > target) target = pool.wanted * 2n
       if (MIN_LEASE > target) target = MIN_LEASE
+      // A target past int64 (a large estimate times LEASE_MULTIPLE) cannot be bound; no scope
+      // holds more than MAX_NANOS anyway.
+      if (target > MAX_NANOS) target = MAX_NANOS
       let grant: Nanos | null = null
       const leasedBefore = pool.leased
       pool.growing = this.writer

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { generateKeySecret } from '../../src/keys/token'
+import { MAX_NANOS } from '../../src/lib/money'
 import type { TestApp, TestOrg } from '../support/harness'
 import {
   LEDGER_TABLES, USD, adminPrincipal, admit, admitOk, billedApp, buildPaygApp, createCappedKey, expectInsufficientQuota, moneyState, refused,
@@ -74,6 +75,22 @@ describe('refused admissions', () => {
     }
     expect(after.ledger_entries).toEqual(beforeRows.ledger_entries!)
     expect(after.balances).toEqual(beforeRows.balances!)
+  })
+
+  test('an estimate past what the ledger can hold is refused as unfundable (429), never a 503', async () => {
+    // QA: a model priced at the money maximum made every call a 503 "ledger unavailable": the
+    // estimate (and a lease target of 8 times a large one) failed to bind as a 64-bit integer.
+    const principal = await adminPrincipal(t, org)
+    await t.deps.ledger.release(await admitOk(t, principal, 1000n)) // the prepaid lease exists
+    for (const estimate of [2n * MAX_NANOS, MAX_NANOS + 1n, MAX_NANOS, MAX_NANOS / 2n, MAX_NANOS / 8n]) {
+      expect(refused(await admit(t, principal, estimate)).code).toBe('insufficient_quota')
+    }
+    // A rich organization gets such a call, from a lease target held to the maximum.
+    const rich = await t.createOrg('rich', MAX_NANOS - 1000n)
+    const reservation = await admitOk(t, await adminPrincipal(t, rich), MAX_NANOS / 2n)
+    await t.deps.ledger.settle(reservation, 5n)
+    expect((await t.deps.balance(rich.orgId)).availableNanos).toBe(MAX_NANOS - 1005n)
+    await verifyClean(t)
   })
 
   test('a negative estimate is a programming error, not a charge', async () => {
