@@ -84,7 +84,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     }
   }
   const { web, prices } = buildWeb(file, name => env[name], problems)
-  if (problems.length > 0) throw new ConfigError(problems)
+  // From here every check reads the file's checked shape alone: the problems are gathered, and
+  // reported together at the end, so a file is fixed in one pass, not one stage at a time.
 
   const plans = new Map<string, Plan>()
   for (const [id, plan] of Object.entries(file.plans)) {
@@ -93,7 +94,6 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     if (allowance === null) problems.push(`plans.${id}.monthly_allowance: amount too large`)
     plans.set(id, Object.freeze({ id, monthlyAllowanceNanos: allowance ?? 0n, fusion: plan.fusion }))
   }
-  if (problems.length > 0) throw new ConfigError(problems)
   const bootstrapCredit = parseUsd(file.ledger?.bootstrap_credit ?? '5')
   if (bootstrapCredit === null) problems.push('ledger.bootstrap_credit: amount too large')
   const parsePrice = parseUsd(file.documents?.price_per_parse ?? '0.001')
@@ -107,7 +107,6 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
       if (rate !== undefined && Number(rate.toFixed(6)) !== rate) problems.push(`limits.${surface}.${scope}.per_second: must be a multiple of 0.000001, got ${rate}`)
     }
   }
-  if (problems.length > 0) throw new ConfigError(problems)
   const metricsTokenEnv = file.metrics?.token_env
   const metricsToken = metricsTokenEnv ? env[metricsTokenEnv] : undefined
   if (metricsTokenEnv && (!metricsToken || metricsToken.length < 16)) {

@@ -33,3 +33,29 @@ test('web.search names the field its backend lacks, or the backends there are, n
   // Unions of plain values read as before.
   expect(problems('providers: [{ id: a, type: ollama }]')).toEqual(['providers.0.type: must be one of openai-compatible, anthropic, demo, attested'])
 })
+
+test('every problem past the shape is reported in one pass: secrets, amounts, rates, bounds', () => {
+  // QA: a file with six problems took four boots to see them, each stage stopping at its first.
+  const file = [
+    'providers: [{ id: up, type: openai-compatible, base_url: "http://127.0.0.1:1/v1", api_key_env: QA_UP_KEY }]',
+    'plans: { pro: { monthly_allowance: "99999999999999999999", fusion: true } }',
+    'limits: { inference: { key: { burst: 60, per_second: 0.0000015 }, org: { burst: 600, per_second: 10 } } }',
+    'ledger: { instance_stale_after_s: 15, bootstrap_credit: "99999999999999999999" }',
+    'metrics: { token_env: QA_METRICS_TOKEN }',
+    'bootstrap: { owner_email: "nope" }',
+  ].join('\n')
+  let reported: string[] = []
+  try {
+    loadConfig({ SVC_CONFIG: '/virtual.yaml' }, () => file)
+  } catch (error) {
+    reported = (error as ConfigError).problems
+  }
+  expect(reported).toEqual([
+    'providers.0.api_key_env: provider "up": environment variable QA_UP_KEY is not set',
+    'plans.pro.monthly_allowance: amount too large',
+    'ledger.bootstrap_credit: amount too large',
+    'limits.inference.key.per_second: must be a multiple of 0.000001, got 0.0000015',
+    'metrics.token_env: QA_METRICS_TOKEN must be set to a token of at least 16 characters',
+    'bootstrap.owner_email: must be an email address, got "nope"',
+  ])
+})
