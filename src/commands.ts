@@ -123,7 +123,12 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   // A mistyped command is a usage error (2) whatever the configuration's state.
   const direct = first === 'serve' || first === 'migrate' || DIRECT_COMMANDS.has(first)
   if (!command && !direct) {
-    io.err(`unknown command "${argv.join(' ')}"\n\n${USAGE}`)
+    // A command group (`svc ledger`, `svc keys list-all`) names its subcommands, not "unknown".
+    const group = Object.keys(COMMANDS).filter(name => name.startsWith(`${first} `))
+    const problem = group.length === 0 ? `unknown command "${argv.join(' ')}"`
+      : second === undefined ? `${first} needs a subcommand: ${group.join(', ')}`
+      : `unknown command "${pair}": ${first} takes ${group.join(', ')}`
+    io.err(`usage error: ${problem}\n\n${USAGE}`)
     return 2
   }
   const clientCommand = Object.hasOwn(CLIENT_COMMANDS, first) ? CLIENT_COMMANDS[first] : undefined

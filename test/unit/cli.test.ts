@@ -138,6 +138,10 @@ describe('svc CLI', () => {
       // Names every object inherits are not commands (they once reached the database step).
       [['toString'], 'unknown command "toString"'],
       [['constructor', 'x'], 'unknown command "constructor x"'],
+      // A command group alone names its subcommands (before: "unknown command").
+      [['ledger'], 'usage error: ledger needs a subcommand: ledger verify'],
+      [['keys'], 'usage error: keys needs a subcommand: keys create, keys list, keys revoke'],
+      [['keys', 'show'], 'usage error: unknown command "keys show": keys takes keys create, keys list, keys revoke'],
     ]
     for (const [argv, message] of cases) {
       const result = await cli(...argv)
