@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import type { Deps } from '../deps'
 import { ApiError, renderError } from '../http/errors'
 import { requestIdFrom } from '../lib/ids'
@@ -12,8 +13,11 @@ export function startAdminServer(deps: Deps, port: number, hostname: string): Re
   try {
     return serveAdmin(deps, port, hostname)
   } catch (error) {
-    // Bun's own words name a port, not which setting chose it.
-    throw new Error(`cannot serve the admin port (metrics.port ${port} on metrics.host ${hostname}): ${(error as Error).message}`)
+    // Bun's own words name a port, not which setting chose it; and for a host name that does not
+    // resolve they are not about names at all (ENOENT "no such file or directory", EINVAL, even
+    // EADDRINUSE were seen), so a name is pointed at as the likely cause.
+    const hint = isIP(hostname) === 0 ? ` (is "${hostname}" a name that resolves to an address of this machine?)` : ''
+    throw new Error(`cannot serve the admin port (metrics.port ${port} on metrics.host ${hostname}): ${(error as Error).message}${hint}`)
   }
 }
 

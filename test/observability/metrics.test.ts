@@ -147,6 +147,8 @@ describe('/metrics', () => {
     cleanups.push(() => admin.stop(true))
     // A port already taken: the failure names the setting.
     expect(() => startAdminServer(g.deps, admin.port!, '127.0.0.1')).toThrow(`cannot serve the admin port (metrics.port ${admin.port} on metrics.host 127.0.0.1)`)
+    // A host name that does not resolve is pointed at (QA: Bun's words alone were "ENOENT: no such file or directory").
+    expect(() => startAdminServer(g.deps, 0, 'no.such.host.invalid')).toThrow('(is "no.such.host.invalid" a name that resolves to an address of this machine?)')
     const base = `http://127.0.0.1:${admin.port}`
     expect((await fetch(`${base}/metrics`)).status).toBe(401)
     const scraped = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
