@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import type { Deps } from '../deps'
 import { ApiError, renderError } from '../http/errors'
+import { checkRequestUrl } from '../http/request-context'
 import { requestIdFrom } from '../lib/ids'
 import { metricsResponse, readiness } from './routes'
 
@@ -40,6 +41,7 @@ function serveAdmin(deps: Deps, port: number, hostname: string): ReturnType<type
 }
 
 async function answer(deps: Deps, request: Request): Promise<Response> {
+  checkRequestUrl(request.url)
   const path = new URL(request.url).pathname
   const known = path === '/metrics' || path === '/healthz' || path === '/readyz'
   if (!known) throw new ApiError('not_found', `no route for ${request.method} ${path}`)

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import net from 'node:net'
+import { startAdminServer } from '../../src/observability/admin-server'
 import { buildTestApp, type TestApp } from '../support/harness'
 
 // Bun builds request.url from the Host header. Elysia's router had taken the path to start at
@@ -20,10 +21,10 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 /** One request over a raw socket; the status line and body of the answer. */
-function send(head: string): Promise<{ status: number; body: string }> {
+function send(head: string, to = port): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     let received = ''
-    const socket = net.connect(port, '127.0.0.1')
+    const socket = net.connect(to, '127.0.0.1')
     socket.on('data', data => (received += data.toString('latin1')))
     socket.on('error', reject)
     socket.on('close', () => resolve({ status: Number(received.split(' ')[1]), body: received.slice(received.indexOf('\r\n\r\n') + 4) }))
@@ -46,4 +47,28 @@ test('a request without a Host header is a 400 naming it, in the route\'s envelo
   const balance = await send('GET /api/v1/billing/balance HTTP/1.0\r\n')
   expect(balance.status).toBe(400)
   expect(JSON.parse(balance.body).error).toMatchObject({ code: 'invalid_request', message: 'the request has no Host header' })
+})
+
+test('a Host that makes no URL is a 400 naming it, on every surface (before: a 500 wherever the route read its URL)', async () => {
+  for (const host of ['api.example.com:99999', 'x.com:abc', '[zz]']) {
+    for (const path of ['/v1/models', '/api/v1/models', '/.well-known/oauth-authorization-server', '/docs/', '/api/v1/api-keys?x=1']) {
+      const answer = await send(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n`)
+      expect(`${host} ${path} ${answer.status}`).toBe(`${host} ${path} 400`)
+      expect(answer.body).toContain("the request's Host header is not a valid host name and port")
+    }
+    const mcp = await send(`POST /mcp HTTP/1.1\r\nHost: ${host}\r\nAccept: application/json, text/event-stream\r\nContent-Length: 0\r\n`)
+    expect(mcp.status).toBe(400)
+  }
+})
+
+test('the admin port refuses the same requests with 400, not 500', async () => {
+  const admin = startAdminServer(t.deps, 0, '127.0.0.1')
+  try {
+    expect((await send('GET /healthz HTTP/1.1\r\nHost: x\r\n', admin.port)).status).toBe(200)
+    for (const head of ['GET /healthz HTTP/1.0\r\n', 'GET /healthz HTTP/1.1\r\nHost: x.com:99999\r\n']) {
+      expect((await send(head, admin.port)).status).toBe(400)
+    }
+  } finally {
+    admin.stop(true)
+  }
 })
