@@ -75,7 +75,9 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
       },
       {
         auth: { mode: 'inference', fileBody: { limit: MAX_UPLOAD_BYTES + FRAMING_ALLOWANCE, field: 'file' } },
-        body: t.Object({ file: t.File({ description: 'The document: text (UTF-8 or UTF-16), PDF, DOCX, PPTX, XLSX or XLS, at most 4 MiB' }) }),
+        // Elysia's t.File gives the field `default: "File"` (its own marker, which the OpenAPI
+        // document would show as a default value of the upload): none is wanted.
+        body: t.Object({ file: t.File({ description: 'The document: text (UTF-8 or UTF-16), PDF, DOCX, PPTX, XLSX or XLS, at most 4 MiB', default: undefined }) }),
         response: { 200: noStore(ParsedDocument), 400: ErrorResponse, ...authErrors(ErrorResponse, { billed: true }), 413: ErrorResponse },
         detail: {
           summary: 'Extract the text of a document',
