@@ -284,11 +284,13 @@ for (const target of TARGETS) {
         expect(primary.requests[0]!.body.output_config).toEqual({ format: { type: 'json_schema', schema: format.json_schema.schema } })
         const error = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } }).catch(error => error)
         expect(error).toBeInstanceOf(OpenAI.BadRequestError)
-        expect(error.message).toMatch(/json_object response formats \(response_format, text.format\) are not available/)
+        expect(error.message).toMatch(/json_object response formats \(response_format\) are not available/)
         expect(error.param).toBe('response_format')
         // The same refusal to a Responses client names its own field.
         const viaResponses = await client.responses.create({ model: 'duo', input: 'x', text: { format: { type: 'json_object' } } }).catch(error => error)
         expect([viaResponses.status, viaResponses.param]).toEqual([400, 'text.format'])
+        // ...in its message too, once (before: "(text.format, text.format)", the message named both formats' fields).
+        expect(viaResponses.message).toMatch(/json_object response formats \(text\.format\) are not available/)
         // A refusal of a field every format names alike names it (before, param null).
         const hot = await client.chat.completions.create({ model: 'duo', messages: [{ role: 'user', content: 'x' }], temperature: 1.5 }).catch(error => error)
         expect([hot.status, hot.param]).toEqual([400, 'temperature'])

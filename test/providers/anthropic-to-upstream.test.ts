@@ -27,7 +27,7 @@ const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
 
 describe('anthropic toUpstream: exact bodies', () => {
   test('json_schema is Anthropic structured output (output_config.format, the description kept in the schema); json_object has no equivalent: refused, never dropped', () => {
-    expect(() => toUpstream(chat({ responseFormat: { type: 'json_object' } }), MODEL)).toThrow(/json_object response formats \(response_format, text.format\) are not available/)
+    expect(() => toUpstream(chat({ responseFormat: { type: 'json_object' } }), MODEL)).toThrow(/json_object response formats \(response_format\) are not available/)
     const schema = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }
     expect(toUpstream(chat({ responseFormat: { type: 'json_schema', name: 'x', schema, strict: false } }), MODEL).output_config).toEqual({ format: { type: 'json_schema', schema } })
     const described = toUpstream(chat({ responseFormat: { type: 'json_schema', name: 'x', schema, description: 'One letter' } }), MODEL).output_config

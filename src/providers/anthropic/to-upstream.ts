@@ -107,7 +107,8 @@ export class UnsupportedRequestError extends Error {
 export function toUpstream(request: ChatRequest, upstreamModel: string, form?: ThinkingForm): AnthropicRequestBody {
   if (request.responseFormat?.type === 'json_object') {
     throw new UnsupportedRequestError(
-      "json_object response formats (response_format, text.format) are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
+      // Named as Chat Completions names it: the Responses route renames it to text.format (renameParam).
+      "json_object response formats (response_format) are not available on this model's Anthropic backend (its structured outputs take a JSON schema): send a json_schema format, or ask for JSON in the prompt",
       'response_format',
     )
   }
