@@ -156,6 +156,27 @@ describe('POST /v1/responses', () => {
     expect(seen[1]!.messages[1]!.parts).toEqual([{ type: 'reasoning', text: '', signature: 'opaque-data', redacted: true }, { type: 'text', text: 'Done.' }])
   })
 
+  test("a refused answer round-trips: the SDK's output, with the parsed: null it adds to every content part, is the next turn's input", async () => {
+    const { client } = await setup(() =>
+      events([
+        start,
+        { type: 'text-start', block: 0 },
+        { type: 'text-delta', block: 0, delta: 'I cannot help.', refusal: true },
+        { type: 'text-end', block: 0 },
+        { type: 'finish', reason: 'stop', usage },
+      ]),
+    )
+    const response = await client.responses.stream({ model: 'scripted', input: 'hi' }).finalResponse()
+    expect((response.output[0] as OpenAI.Responses.ResponseOutputMessage).content).toEqual([{ type: 'refusal', refusal: 'I cannot help.', parsed: null } as never])
+    // Before: 400 unknown field "input.1.content.0.parsed".
+    await client.responses.create({ model: 'scripted', input: [{ role: 'user', content: 'hi' }, ...(response.output as OpenAI.Responses.ResponseInputItem[]), { role: 'user', content: 'please' }] })
+    expect(seen[1]!.messages).toEqual([
+      { role: 'user', parts: [{ type: 'text', text: 'hi' }] },
+      { role: 'assistant', parts: [{ type: 'text', text: 'I cannot help.' }] },
+      { role: 'user', parts: [{ type: 'text', text: 'please' }] },
+    ])
+  })
+
   test('truncation: status incomplete with max_output_tokens, streamed as response.incomplete', async () => {
     const cut: ChatEvent[] = [start, { type: 'text-start', block: 0 }, { type: 'text-delta', block: 0, delta: 'Once upon' }, { type: 'text-end', block: 0 }, { type: 'finish', reason: 'length', usage }]
     const { client, post } = await setup(() => events(cut))

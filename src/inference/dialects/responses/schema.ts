@@ -32,12 +32,13 @@ const InputFile = t.Object(
   { additionalProperties: false },
 )
 // Output content a client echoes back when it appends a previous response's output to `input`
-// (`parsed` is the openai SDK's own output-only field).
+// (`parsed` is the openai SDK's own output-only field: its stream helper and parse() add it to
+// every content part of a message, refusals included; it is ignored).
 const OutputText = t.Object(
   { type: t.Literal('output_text'), text: t.String(), annotations: t.Optional(t.Array(t.Unknown())), logprobs: t.Optional(t.Array(t.Unknown())), parsed: t.Optional(t.Unknown()) },
   { additionalProperties: false },
 )
-const Refusal = t.Object({ type: t.Literal('refusal'), refusal: t.String() }, { additionalProperties: false })
+const Refusal = t.Object({ type: t.Literal('refusal'), refusal: t.String(), parsed: t.Optional(t.Unknown()) }, { additionalProperties: false })
 
 export const MessageContent = t.Union([InputText, InputImage, InputFile, OutputText, Refusal], {
   error: 'a content part must be a valid input_text, input_image, input_file, output_text or refusal part',
