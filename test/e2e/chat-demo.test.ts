@@ -220,4 +220,16 @@ describe('embedded default config: the demo models through the openai SDK', () =
     charges.push(priceOf(usage))
     await expectChargedExactly()
   })
+
+  test('Responses: reasoning cut by max_output_tokens is an incomplete reasoning item, streamed and not (QA repro)', async () => {
+    const body = { model: 'demo-anonymous', input: 'think hard', max_output_tokens: 3, reasoning: { effort: 'high' as const } }
+    const plain = await client.responses.create(body)
+    const streamed = await client.responses.stream(body).finalResponse()
+    for (const response of [plain, streamed]) {
+      expect([response.status, response.output.map(item => [item.type, (item as OpenAI.Responses.ResponseReasoningItem).status])]).toEqual(['incomplete', [['reasoning', 'incomplete']]])
+    }
+    // Reasoning that ran to its end is completed.
+    const whole = await client.responses.create({ ...body, max_output_tokens: 1000 })
+    expect((whole.output[0] as OpenAI.Responses.ResponseReasoningItem).status).toBe('completed')
+  })
 })

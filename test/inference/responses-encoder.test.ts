@@ -155,8 +155,30 @@ describe('ResponsesStreamEncoder', () => {
     expect(types.at(-1)).toBe('response.incomplete')
     const final = await sdkFinal(frames.join(''))
     expect([final.status, final.incomplete_details?.reason, final.output_text]).toEqual(['incomplete', 'max_output_tokens', 'cut'])
-    expect(final.output[0]).toEqual({ id: 'rs_unit0', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' })
+    expect(final.output[0]).toEqual({ id: 'rs_unit0', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque', status: 'completed' })
     expect((final.output[1] as OpenAI.Responses.ResponseOutputMessage).status).toBe('incomplete')
+  })
+
+  test('reasoning cut by max_output_tokens (the last item) is incomplete, in its output_item.done as in the response; finished reasoning is completed', async () => {
+    const stream = encoder()
+    const reasoning = (block: number, text: string): ChatEvent[] => [
+      { type: 'reasoning-start', block },
+      { type: 'reasoning-delta', block, delta: text },
+      { type: 'reasoning-end', block, signature: `sig-${block}` },
+    ]
+    // A provider ends the block before its finish, as the demo and Anthropic ones do.
+    const frames = [...stream.start(), ...[...reasoning(0, 'Done.'), ...reasoning(1, 'Cut')].flatMap(event => stream.push(event)), ...stream.finish('length', USAGE)]
+    const parsed = parse(frames)
+    const items = parsed.filter(event => event.type.startsWith('response.output_item.')).map(event => [event.type.slice(21), event.output_index, event.item.status])
+    // Before: no status at all, and the cut item's done said nothing of the cut.
+    expect(items).toEqual([['added', 0, 'in_progress'], ['done', 0, 'completed'], ['added', 1, 'in_progress'], ['done', 1, 'incomplete']])
+    expect(parsed.at(-1).response.output.map((item: { status?: string }) => item.status)).toEqual(['completed', 'incomplete'])
+    const final = await sdkFinal(frames.join(''))
+    expect(final.output.map(item => (item as OpenAI.Responses.ResponseReasoningItem).status)).toEqual(['completed', 'incomplete'])
+    // The same answer collected: the JSON response says the same.
+    const blocks = [{ type: 'reasoning', text: 'Done.', signature: 'sig-0' }, { type: 'reasoning', text: 'Cut', signature: 'sig-1' }]
+    const result = { blocks, text: '', reasoning: 'Done.Cut', toolCalls: [], finishReason: 'length', usage: USAGE, error: undefined } as unknown as ChatResult
+    expect(encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' })).output.map(item => (item as { status?: string }).status)).toEqual(['completed', 'incomplete'])
   })
 
   test('a truncated answer marks the call cut short incomplete, wherever it stands, not the last item', async () => {
@@ -245,9 +267,9 @@ describe('encodeResponse (non-streamed)', () => {
     const response = encodeResponse(result, USAGE, META, echoOf({ model: 'unit', input: 'x' }))
     expect([response.status, response.incomplete_details]).toEqual(['incomplete', { reason: 'max_output_tokens' }])
     expect(response.output).toEqual([
-      { id: 'rs_unit0', type: 'reasoning', summary: [{ type: 'summary_text', text: 'First.' }], encrypted_content: 'sig-1' },
+      { id: 'rs_unit0', type: 'reasoning', summary: [{ type: 'summary_text', text: 'First.' }], encrypted_content: 'sig-1', status: 'completed' },
       { id: 'fc_unit1', type: 'function_call', status: 'completed', arguments: '{}', call_id: 'toolu_1', name: 'look' },
-      { id: 'rs_unit2', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque' },
+      { id: 'rs_unit2', type: 'reasoning', summary: [], encrypted_content: 'redacted:opaque', status: 'completed' },
       { id: 'msg_unit3', type: 'message', status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Cut', annotations: [], logprobs: [] }] },
     ])
   })

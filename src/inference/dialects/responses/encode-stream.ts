@@ -53,9 +53,9 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   /** The sequence number before finish(): a failed settlement replaces its frames with fail()'s. */
   private sequenceAtFinish: number | undefined
   /**
-   * A message or function call its block ended, whose done events wait for the next event: the
-   * finish may still make it `incomplete` (a truncated answer), and its output_item.done must
-   * say what the final response says.
+   * A message, reasoning item or function call its block ended, whose done events wait for the
+   * next event: the finish may still make it `incomplete` (a truncated answer), and its
+   * output_item.done must say what the final response says.
    */
   private ended: Item | undefined
   /**
@@ -150,7 +150,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       }
       case 'reasoning-start': {
         const item = this.open(event.block, 'reasoning', 'rs')
-        return [this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify({ id: item.id, type: 'reasoning', summary: [] })}`)]
+        return [this.event('response.output_item.added', `"output_index":${item.index},"item":${JSON.stringify(this.itemObject(item, 'in_progress'))}`)]
       }
       case 'reasoning-delta': {
         const item = this.byBlock.get(event.block)
@@ -169,7 +169,9 @@ export class ResponsesStreamEncoder implements StreamEncoder {
         if (item === undefined) return []
         item.signature = event.signature
         item.redacted = event.redacted
-        return this.close(item, 'completed')
+        // Closed by the next event, or by the finish: reasoning cut by max_output_tokens is incomplete.
+        if (item.open) this.ended = item
+        return []
       }
       case 'tool-call-start': {
         const item = this.open(event.block, 'function_call', 'fc')
@@ -270,7 +272,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
       case 'message':
         return messageItem(item.id, item.text, status, item.refusal === true)
       case 'reasoning':
-        return reasoningItem(item.id, item.text, item.signature, item.redacted)
+        return reasoningItem(item.id, item.text, item.signature, item.redacted, status)
       case 'function_call':
         return functionCallItem(item.id, { callId: item.callId!, name: item.name!, arguments: item.text }, status)
     }

@@ -112,15 +112,17 @@ export function outputText(text: string) {
 /**
  * A reasoning item: the upstream's reasoning text as its summary, and its signature (or, for
  * redacted reasoning, the opaque data behind REDACTED_PREFIX) as encrypted_content, so that the
- * item sent back in the next turn's input restores the exact reasoning block.
+ * item sent back in the next turn's input restores the exact reasoning block. Its status is the
+ * other items' (ResponseReasoningItem's optional status): `incomplete` when max_output_tokens cut it.
  */
-export function reasoningItem(id: string, text: string, signature: string | undefined, redacted: boolean | undefined) {
+export function reasoningItem(id: string, text: string, signature: string | undefined, redacted: boolean | undefined, status: ResponseStatus) {
   const encrypted = signature === undefined || signature === '' ? undefined : redacted ? `${REDACTED_PREFIX}${signature}` : signature
   return {
     id,
     type: 'reasoning',
     summary: text === '' ? [] : [{ type: 'summary_text', text }],
     ...(encrypted !== undefined ? { encrypted_content: encrypted } : {}),
+    status,
   }
 }
 
@@ -184,7 +186,7 @@ export function encodeResponse(result: ChatResult, usage: Usage, meta: ResponseM
     const itemStatus = cut?.has(index) === true ? 'incomplete' : 'completed'
     switch (block.type) {
       case 'reasoning':
-        return reasoningItem(itemId(meta, 'rs', index), block.text, block.signature, block.redacted)
+        return reasoningItem(itemId(meta, 'rs', index), block.text, block.signature, block.redacted, itemStatus)
       case 'text':
         return messageItem(itemId(meta, 'msg', index), block.text, itemStatus, refused)
       case 'tool-call':

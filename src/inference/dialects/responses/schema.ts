@@ -216,7 +216,9 @@ export const ResponseObject = documentedOnly(t.Object(
     created_at: JsonInteger(),
     status: t.String(),
     model: t.String(),
-    output: t.Array(t.Record(t.String(), t.Unknown())),
+    output: t.Array(t.Record(t.String(), t.Unknown()), {
+      description: 'reasoning, message and function_call items, each with its status: completed, or incomplete for the item max_output_tokens cut',
+    }),
     usage: t.Union([t.Record(t.String(), t.Unknown()), t.Null()]),
   },
   {
