@@ -293,6 +293,10 @@ describe('POST /v1/chat/completions', () => {
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], verbosity: 'low' }, 'verbosity'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], top_logprobs: 3 }, 'top_logprobs'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'] }, 'modalities'],
+      // OpenAI's metadata limits: 16 pairs, keys of 64 characters, values of 512.
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { ['k'.repeat(65)]: 'v' } }, `metadata.${'k'.repeat(65)}`],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { k: 'v'.repeat(513) } }, 'metadata.k'],
     ]
     for (const [body, param] of cases) {
       const error = await client.chat.completions.create(body as never).catch(error => error)

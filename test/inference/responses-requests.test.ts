@@ -158,6 +158,10 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ tool_choice: { type: 'web_search_preview' } }), 'tool_choice', /not supported/],
       [call({ tool_choice: { type: 'function', name: 'ghost' } }), 'tool_choice', /not among the tools/],
       [call({ tool_choice: 'required' }), 'tool_choice', /at least one function tool/],
+      // OpenAI's metadata limits: 16 pairs, keys of 64 characters, values of 512.
+      [call({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }), 'metadata', /metadata takes at most 16 pairs/],
+      [call({ metadata: { ['k'.repeat(65)]: 'v' } }), `metadata.${'k'.repeat(65)}`, /keys of at most 64 characters/],
+      [call({ metadata: { k: 'v'.repeat(513) } }), 'metadata.k', /metadata values must be strings of at most 512 characters/],
     ]
     for (const [body, param, message] of cases) {
       const error = await client.responses.create(body as never).catch(error => error)
@@ -171,7 +175,10 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
     // store: false (what the SDK's users send for stateless use) and no store at all are fine.
     await client.responses.create({ model: 'scripted', input: 'x', store: false, include: ['reasoning.encrypted_content'], service_tier: 'auto', truncation: 'disabled' })
     await client.responses.create({ model: 'scripted', input: 'x', previous_response_id: null })
-    expect(seen).toHaveLength(2)
+    // Metadata at OpenAI's limits is fine.
+    const metadata = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`${i}`.padEnd(64, 'k'), 'v'.repeat(512)]))
+    expect((await client.responses.create({ model: 'scripted', input: 'x', metadata })).metadata).toEqual(metadata)
+    expect(seen).toHaveLength(3)
   })
 
   test('Encrypted headers are refused: Encrypted is Chat Completions only (spec §4.10)', async () => {

@@ -125,6 +125,30 @@ describe('/openapi.json says what the routes do', () => {
     await t.close()
   })
 
+  test("metadata's documented limits are the ones the routes apply: 16 pairs, keys of 64 characters, values of 512", async () => {
+    const t = await buildTestApp()
+    const org = await t.createOrg()
+    const spec = await documentOf(t)
+    const pairs = (count: number, key = (i: number) => `k${i}`, value = 'v') => Object.fromEntries(Array.from({ length: count }, (_, i) => [key(i), value]))
+    const accepted = [pairs(16, i => `${i}`.padEnd(64, 'k'), 'v'.repeat(512)), {}]
+    const refused: Array<[unknown, string]> = [[pairs(17), 'metadata'], [{ ['k'.repeat(65)]: 'v' }, `metadata.${'k'.repeat(65)}`], [{ k: 'v'.repeat(513) }, 'metadata.k']]
+    const bases: Record<string, object> = { '/v1/chat/completions': { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, '/v1/responses': { model: 'demo-anonymous', input: 'hi' } }
+    for (const [path, base] of Object.entries(bases)) {
+      const schema = spec.paths[path].post.requestBody.content['application/json'].schema.properties.metadata
+      expect([path, schema.description]).toEqual([path, expect.stringContaining('at most 16 pairs, keys of at most 64 characters, string values of at most 512 characters')])
+      for (const metadata of accepted) {
+        expect([path, violations(schema, metadata)]).toEqual([path, []])
+        expect([path, (await t.request('POST', path, { key: org.adminKey, body: { ...base, metadata } })).status]).toEqual([path, 200])
+      }
+      for (const [metadata, param] of refused) {
+        expect([path, param, violations(schema, metadata).length > 0]).toEqual([path, param, true])
+        const response = await t.request('POST', path, { key: org.adminKey, body: { ...base, metadata } })
+        expect([path, response.status, ((await response.json()) as { error: { param: string; message: string } }).error]).toEqual([path, 400, expect.objectContaining({ param, message: expect.stringMatching(/^metadata /) })])
+      }
+    }
+    await t.close()
+  })
+
   test('every JSON 401 documents the WWW-Authenticate challenge it carries', async () => {
     const t = await buildTestApp()
     const spec = await documentOf(t)

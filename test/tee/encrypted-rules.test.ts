@@ -161,6 +161,9 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.stop = 7 }, /stop/)
     await expect400('near2', r => { r.body.seed = 1.5 }, /seed/)
     await expect400('near2', r => { r.body.metadata = { tier: 1 } }, /metadata/)
+    // OpenAI's metadata limits, as on the plain route (at most 16 pairs, values of at most 512 characters).
+    await expect400('near2', r => { r.body.metadata = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, /metadata takes at most 16 pairs/)
+    await expect400('near2', r => { r.body.metadata = { tier: 'v'.repeat(513) } }, /metadata values must be strings of at most 512 characters/)
     await expect400('near2', r => { r.body.parallel_tool_calls = 'yes' }, /parallel_tool_calls/)
     await expect400('near2', r => { r.body.user = 'u'.repeat(300) }, /user/)
     // Values the schema admits but the plain route refuses are refused here too (before, relayed).

@@ -1,6 +1,7 @@
 import { t } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 import { HOSTED_LIMITS } from '../hosted-tool-schema'
+import { Metadata } from '../metadata-schema'
 
 // OpenAI Chat Completions request body (the fields the gateway understands). Unknown fields are
 // rejected, as OpenAI itself does ("Unrecognized request argument"), rather than silently dropped.
@@ -141,7 +142,7 @@ export const ChatCompletionsBody = t.Object(
     service_tier: t.Optional(t.Union([t.String(), t.Null()], { description: 'auto or default (accepted, no effect); any other tier is a 400' })),
     verbosity: t.Optional(t.Union([t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Null()], { description: 'Only medium (or null) is honoured; low and high are a 400' })),
     modalities: t.Optional(t.Union([t.Array(t.Union([t.Literal('text'), t.Literal('audio')])), t.Null()], { description: 'Text only: audio output is a 400' })),
-    metadata: t.Optional(t.Union([t.Record(t.String(), t.String()), t.Null()])),
+    metadata: t.Optional(t.Union([Metadata, t.Null()])),
     store: t.Optional(t.Union([t.Boolean(), t.Null()], { description: 'Only false or null: the gateway keeps no completions (true is a 400)' })),
     // Hosted tools as body flags (spec §4.7); tool entries of the same types work too.
     web_fetch: t.Optional(t.Boolean()),

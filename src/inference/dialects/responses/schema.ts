@@ -1,6 +1,7 @@
 import { t, type Static } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 import { plainPattern } from '../../../http/validation-message'
+import { Metadata } from '../metadata-schema'
 
 // OpenAI Responses request body (the fields the gateway understands). Unknown fields are rejected,
 // as OpenAI itself does, rather than silently dropped. Item and tool types the gateway cannot
@@ -184,7 +185,7 @@ export const ResponsesBody = t.Object(
     ),
     user: t.Optional(t.String({ maxLength: 256 })),
     safety_identifier: nullable(t.String({ maxLength: 256 })),
-    metadata: nullable(t.Record(t.String(), t.String())),
+    metadata: nullable(Metadata),
     include: nullable(t.Array(t.String()), 'Only reasoning.encrypted_content (returned anyway when the upstream signs its reasoning); any other entry is a 400'),
     // Accepted as the cache-routing hint it is; nothing is stored under it.
     prompt_cache_key: nullable(t.String({ maxLength: 1024 })),
