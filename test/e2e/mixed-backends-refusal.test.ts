@@ -54,6 +54,7 @@ test('a backend that could carry the request failed first: its failure is the an
 })
 
 test("count_tokens estimates when the first backend's adapter cannot carry the request another backend serves", async () => {
-  const counted = await g.anthropic.messages.countTokens({ model: 'mixed', messages: [{ role: 'user', content: [] }] })
+  // An empty final assistant message (a prefill, which Messages allows) leaves the Anthropic adapter no turn to send.
+  const counted = await g.anthropic.messages.countTokens({ model: 'mixed', messages: [{ role: 'assistant', content: [] }] })
   expect(counted.input_tokens).toBeGreaterThan(0)
 })

@@ -293,6 +293,9 @@ describe('POST /v1/chat/completions', () => {
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], verbosity: 'low' }, 'verbosity'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], top_logprobs: 3 }, 'top_logprobs'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'] }, 'modalities'],
+      // A system or user message of no content parts (before: sent upstream as an empty turn).
+      [{ model: 'scripted', messages: [{ role: 'user', content: [] }] }, 'messages.0.content'],
+      [{ model: 'scripted', messages: [{ role: 'system', content: [] }, { role: 'user', content: 'x' }] }, 'messages.0.content'],
       // OpenAI's metadata limits: 16 pairs, keys of 64 characters, values of 512.
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { ['k'.repeat(65)]: 'v' } }, `metadata.${'k'.repeat(65)}`],
@@ -306,5 +309,17 @@ describe('POST /v1/chat/completions', () => {
     }
     expect(seen).toHaveLength(0)
     expect(await charged()).toBe(0n)
+    const empty = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: [] }] }).catch(error => error)
+    expect(empty.message).toBe('400 messages.0.content must not be empty: a user message needs at least one content part (or a string)')
+
+    // An assistant turn of tool calls has no content to give: null or [] beside its tool_calls is fine.
+    const calls = [{ id: 'call_1', type: 'function' as const, function: { name: 'f', arguments: '{}' } }]
+    for (const content of [null, []]) {
+      await client.chat.completions.create({
+        model: 'scripted',
+        messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: content as never, tool_calls: calls }, { role: 'tool', tool_call_id: 'call_1', content: 'done' }],
+      })
+    }
+    expect(seen.map(request => request.messages[1]!.parts)).toEqual([[{ type: 'tool-call', callId: 'call_1', name: 'f', arguments: '{}' }], [{ type: 'tool-call', callId: 'call_1', name: 'f', arguments: '{}' }]])
   })
 })

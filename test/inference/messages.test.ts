@@ -144,6 +144,11 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
     ['the svc-encrypted header', valid, { 'svc-encrypted': '1' }, 400, 'invalid_request_error', /chat\/completions/],
     ['an unknown model', { ...valid, model: 'nope' }, {}, 400, 'invalid_request_error', /nope/],
     ['a message thread', { ...valid, thread: { type: 'create' } }, {}, 400, 'invalid_request_error', /threads are not supported/],
+    // Anthropic's rule: every message has content but a final assistant one (before: an empty user
+    // turn went upstream, and was billed if the upstream answered).
+    ['an empty user message', { ...valid, messages: [{ role: 'user', content: [] }] }, {}, 400, 'invalid_request_error', /^messages\.0\.content must not be empty/],
+    ['an empty user string', { ...valid, messages: [{ role: 'user', content: '' }] }, {}, 400, 'invalid_request_error', /^messages\.0\.content must not be empty/],
+    ['an empty assistant message before the last', { ...valid, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [] }, { role: 'user', content: 'and?' }] }, {}, 400, 'invalid_request_error', /^messages\.1\.content must not be empty/],
   ]
   for (const [name, body, headers, status, type, message] of cases) {
     test(name, async () => {
@@ -157,6 +162,15 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
     })
   }
 
+  test('an empty final assistant message (a prefill) is the one empty message taken', async () => {
+    const before = await charged()
+    const response = await post('/v1/messages', { ...valid, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [] }] })
+    expect(response.status).toBe(200)
+    const message = (await json(response)) as { usage: { input_tokens: number; output_tokens: number } }
+    spent = before + charge(message.usage)
+    expect(await charged()).toBe(spent)
+  })
+
   test('count_tokens refuses Encrypted too', async () => {
     const response = await post('/v1/messages/count_tokens', { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, { 'svc-encrypted': '1' })
     expect(response.status).toBe(400)
@@ -169,6 +183,7 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
     ['count_tokens with no messages', () => client.messages.countTokens({ model: 'demo-anonymous', messages: [] }), 'messages'],
     ['create with no messages', () => client.messages.create({ model: 'demo-anonymous', max_tokens: 5, messages: [] }), 'messages'],
     ['count_tokens with an empty model', () => client.messages.countTokens({ model: '', messages: [{ role: 'user', content: 'hi' }] }), 'model'],
+    ['count_tokens with an empty user message', () => client.messages.countTokens({ model: 'demo-anonymous', messages: [{ role: 'user', content: [] }] }), 'messages.0.content'],
   ])('%s: the 400 message names the field', async (_name, call, field) => {
     const error = await call().catch(caught => caught)
     expect(error).toBeInstanceOf(Anthropic.BadRequestError)

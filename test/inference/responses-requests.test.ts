@@ -158,6 +158,10 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ tool_choice: { type: 'web_search_preview' } }), 'tool_choice', /not supported/],
       [call({ tool_choice: { type: 'function', name: 'ghost' } }), 'tool_choice', /not among the tools/],
       [call({ tool_choice: 'required' }), 'tool_choice', /at least one function tool/],
+      // A message of no content parts (before: sent upstream as no message, or with instructions as the system message alone).
+      [call(item({ role: 'user', content: [] })), 'input.0.content', /^400 input\.0\.content must not be empty/],
+      [call({ instructions: 'Be terse.', input: [{ role: 'user', content: [] }] }), 'input.0.content', /must not be empty/],
+      [call({ input: [{ role: 'user', content: 'hi' }, { type: 'message', role: 'assistant', content: [] }] }), 'input.1.content', /must not be empty/],
       // OpenAI's metadata limits: 16 pairs, keys of 64 characters, values of 512.
       [call({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }), 'metadata', /metadata takes at most 16 pairs/],
       [call({ metadata: { ['k'.repeat(65)]: 'v' } }), `metadata.${'k'.repeat(65)}`, /keys of at most 64 characters/],

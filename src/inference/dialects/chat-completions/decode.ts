@@ -90,6 +90,12 @@ function decodeMessage(message: Body['messages'][number], index: number): Messag
 }
 
 function decodeRole(message: Body['messages'][number], index: number): Message {
+  // A system or user message of no parts says nothing: sent on, it would reach the upstream as an
+  // empty turn (OpenAI refuses it too). An assistant's may be empty beside its tool_calls; an
+  // empty one says nothing and is left out by backends that take no empty turn.
+  if (message.role !== 'assistant' && message.role !== 'tool' && Array.isArray(message.content) && message.content.length === 0) {
+    throw unsupported(`messages.${index}.content`, `messages.${index}.content must not be empty: a ${message.role} message needs at least one content part (or a string)`)
+  }
   switch (message.role) {
     case 'system':
     case 'developer':

@@ -25,7 +25,9 @@ const FilePart = t.Object(
 const AudioPart = t.Object({ type: t.Literal('input_audio'), input_audio: t.Unknown() })
 const RefusalPart = t.Object({ type: t.Literal('refusal'), refusal: t.String() }, { additionalProperties: false })
 
-const UserContent = t.Union([t.String(), t.Array(t.Union([TextPart, ImagePart, FilePart, AudioPart]))])
+// A system or user message of no parts is refused in decode.ts (a tool result may be empty).
+const NOT_EMPTY = 'A string, or at least one content part (an empty array is a 400)'
+const UserContent = t.Union([t.String(), t.Array(t.Union([TextPart, ImagePart, FilePart, AudioPart]))], { description: NOT_EMPTY })
 const TextContent = t.Union([t.String(), t.Array(TextPart)])
 
 const ToolCall = t.Object(
@@ -37,7 +39,10 @@ const ToolCall = t.Object(
   { additionalProperties: false },
 )
 
-const SystemMessage = t.Object({ role: t.Union([t.Literal('system'), t.Literal('developer')]), content: TextContent, name: t.Optional(t.String()) }, { additionalProperties: false })
+const SystemMessage = t.Object(
+  { role: t.Union([t.Literal('system'), t.Literal('developer')]), content: t.Union([t.String(), t.Array(TextPart)], { description: NOT_EMPTY }), name: t.Optional(t.String()) },
+  { additionalProperties: false },
+)
 const UserMessage = t.Object({ role: t.Literal('user'), content: UserContent, name: t.Optional(t.String()) }, { additionalProperties: false })
 const AssistantMessage = t.Object(
   {

@@ -91,7 +91,15 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
     const parts: Part[] = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : body.system.map(block => ({ type: 'text', text: block.text }))
     if (parts.some(part => part.type === 'text' && part.text !== '')) messages.push({ role: 'system', parts })
   }
-  body.messages.forEach((message, index) => messages.push(...decodeTurn(message, index)))
+  body.messages.forEach((message, index) => {
+    // Anthropic's rule: every message has content, except a final assistant one (an empty prefill).
+    // Sent on, an empty user turn would reach an OpenAI-compatible upstream as one.
+    const last = index === body.messages.length - 1 && message.role === 'assistant'
+    if (!last && message.content.length === 0) {
+      throw invalid(`messages.${index}.content`, `messages.${index}.content must not be empty: every message needs content, except a final assistant message (a prefill)`)
+    }
+    messages.push(...decodeTurn(message, index))
+  })
 
   const { toolChoice, parallelToolCalls } = decodeToolChoice(body.tool_choice, names)
   return {

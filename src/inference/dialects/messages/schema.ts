@@ -63,7 +63,11 @@ const ToolResultBlock = t.Object(
 const ContentBlock = t.Union([TextBlock, ImageBlock, DocumentBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock])
 
 const Message = t.Object(
-  { role: t.Union([t.Literal('user'), t.Literal('assistant')]), content: t.Union([t.String(), t.Array(ContentBlock)]) },
+  {
+    role: t.Union([t.Literal('user'), t.Literal('assistant')]),
+    // Refused in decode.ts, as Anthropic refuses it.
+    content: t.Union([t.String(), t.Array(ContentBlock)], { description: 'Empty ("" or []) only in a final assistant message (a prefill); anywhere else a 400' }),
+  },
   { additionalProperties: false },
 )
 

@@ -153,6 +153,11 @@ function decodeInput(input: Body['input']): Message[] {
       case undefined:
       case 'message': {
         const message = item as Extract<Item, { role: string }>
+        // A message of no parts says nothing; sent on, it would reach the upstream as an empty
+        // turn, or as none at all (OpenAI refuses it too). An empty string is the client's text.
+        if (Array.isArray(message.content) && message.content.length === 0) {
+          throw unsupported(`${param}.content`, `${param}.content must not be empty: a message needs at least one content part (or a string)`)
+        }
         if (message.role === 'assistant') turn().push(...contentParts(message.content, 'assistant', param))
         else {
           assistant = undefined
