@@ -34,11 +34,13 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
  */
 const PLAINTEXT = t.Pick(ChatCompletionsBody, [
   'temperature', 'top_p', 'stop', 'seed', 'user', 'reasoning_effort', 'presence_penalty', 'frequency_penalty', 'parallel_tool_calls', 'metadata', 'response_format', 'service_tier',
+  // Every TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
+  'store',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
 
 /** Fields the gateway acts on itself, or keeps as the plain route does; never forwarded. */
-const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier'] as const
+const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier', 'store'] as const
 
 /** A checked body: what to forward (model not yet rewritten) and the envelope's size for billing. */
 export interface CheckedBody {

@@ -184,6 +184,16 @@ describe('Encrypted chat: body', () => {
     // The request id goes upstream, as on every other call.
     expect((seen.headers as Record<string, string>)['x-request-id']).toMatch(/^req_/)
   })
+  test('store: true is the plain route\'s 400 naming store, not relayed; store: false stays with the gateway', async () => {
+    await expect400('near2', r => { r.body.store = true }, /^store is not supported: the gateway keeps no completions$/)
+    const refused = await valid('near2')
+    const response = await send(refused.s, { ...refused.body, store: true }, refused.headers)
+    expect((await json(response)).error).toMatchObject({ code: 'invalid_request', param: 'store' })
+    await expect400('near2', r => { r.body.store = 'yes' }, /store/)
+    const { s, body, headers } = await valid('near2', 'ecdsa', { store: false })
+    expect((await send(s, body, headers)).status).toBe(200)
+    expect(Object.keys(s.t.sims.near2!.state.seen.at(-1)!.plain as Record<string, unknown>)).not.toContain('store')
+  })
   test('function tools need encrypt-all-fields, ciphertext fields, and a NEAR-family backend', async () => {
     const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }
     await expect400('near2', r => { r.body.tools = [tool] }, /function tools need svc-encrypted-encrypt-all-fields: 1/)
