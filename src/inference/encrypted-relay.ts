@@ -231,6 +231,13 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
         deps.lifecycle?.untrack(drained)
         if (deps.metrics) deps.metrics.openStreams -= 1
         if (outcome === 'cancelled') upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
+        // A stream that finished without a choice or a usage (only `data: [DONE]`) is no answer:
+        // nothing is charged, and the client gets the in-band failure instead of the [DONE].
+        if (outcome === 'finished' && !meter.answered) {
+          call.release()
+          log('upstream-error', undefined, undefined)
+          return noCompletion()
+        }
         if (outcome !== 'finished' && !meter.producedOutput) {
           call.release()
           log(outcome, undefined, 0n)
@@ -264,6 +271,8 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
       throw new UpstreamError('server', 'the backend answered 2xx with malformed JSON', target.provider.id, target.backend.model)
     }
     meter.observeCompletion(parsed as Record<string, unknown>)
+    // Any JSON object parses, but one with no choice and no usage (`{}`) is no completion.
+    if (!meter.answered) throw noCompletion()
     // A client that left receives nothing of a non-streamed answer, so nothing is charged (as a chat's).
     if (clientLeft()) throw clientGone(input.httpRequest)
     const { usage, charged } = await settle()
@@ -281,6 +290,11 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
     deps.lifecycle?.untrack(drained)
   }
+}
+
+/** A backend 2xx that holds no completion (no choice, no usage): a failure before any output, as on :confidential. */
+function noCompletion(): ApiError {
+  return new ApiError('provider_error', 'the attested backend answered without a completion (no choice and no usage)')
 }
 
 /** The error of a call whose client left: its request is logged 499 `cancelled`; nobody reads the error. */

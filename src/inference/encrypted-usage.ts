@@ -14,6 +14,7 @@ const BYTES_PER_TOKEN = 4
 export class EnvelopeMeter {
   private reported: Usage | undefined
   private outputBytes = 0
+  private sawChoice = false
   private readonly overhead: number
 
   /** `bound`: what the exchange can have used (usage() never exceeds it: boundedUsage). */
@@ -24,6 +25,15 @@ export class EnvelopeMeter {
     algo: SigningAlgo,
   ) {
     this.overhead = minBlobBytes(format.e2ee!, algo)
+  }
+
+  /**
+   * Whether the backend's answer held anything: a choice (even with empty content, or only a
+   * role or finish_reason) or a usage. Without either (a stream of only `data: [DONE]`, a JSON
+   * `{}`) it is no completion: a backend failure before any output, charged nothing.
+   */
+  get answered(): boolean {
+    return this.sawChoice || this.reported !== undefined
   }
 
   get producedOutput(): boolean {
@@ -48,6 +58,7 @@ export class EnvelopeMeter {
     if (usage && typeof usage === 'object' && typeof usage.prompt_tokens === 'number' && typeof usage.completion_tokens === 'number') this.reported = toUsage(usage)
     const choices = Array.isArray(object.choices) ? object.choices : []
     for (const choice of choices) {
+      if (typeof choice === 'object' && choice !== null) this.sawChoice = true
       const part = (choice as Record<string, any>)?.delta ?? (choice as Record<string, any>)?.message
       if (!part || typeof part !== 'object') continue
       this.count(part.content)

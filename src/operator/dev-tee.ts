@@ -3,7 +3,7 @@ import { startSimTeeBackend, type SimFaults, type SimTeeBackend } from '../tee/s
 import { parseOptions, report, UsageError, type CliIo } from './io'
 
 const FAULTS: ReadonlyArray<keyof SimFaults> = [
-  'echoWrongNonce', 'gpuWrongNonce', 'quoteWrongNonce', 'emptyQuote', 'emptyGpuEvidence', 'omitRequestNonce', 'wrongAlgoEcho', 'keyAddressMismatch', 'status500', 'dropSignature', 'abortStream', 'jsonForStream', 'noContentType',
+  'echoWrongNonce', 'gpuWrongNonce', 'quoteWrongNonce', 'emptyQuote', 'emptyGpuEvidence', 'omitRequestNonce', 'wrongAlgoEcho', 'keyAddressMismatch', 'status500', 'dropSignature', 'abortStream', 'jsonForStream', 'noContentType', 'emptyAnswer', 'blankAnswer',
 ]
 
 /**

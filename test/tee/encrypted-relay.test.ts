@@ -178,6 +178,53 @@ describe('Encrypted relay', () => {
     }
   }
 
+  test('an answer that holds nothing (only data: [DONE], or JSON {}): 502 provider_error (in-band on a stream), nothing billed', async () => {
+    sim().state.faults = { emptyAnswer: true }
+    try {
+      const before = (await t.deps.balance(orgId)).availableNanos
+      const plain = await prepared('ecdsa')
+      const response = await post(plain.raw, plain.headers)
+      expect(response.status).toBe(502)
+      expect((await json(response)).error).toMatchObject({ code: 'provider_error', message: expect.stringMatching(/without a completion/) })
+      expect((await t.deps.balance(orgId)).availableNanos).toBe(before)
+      // A stream's headers went out before its [DONE]: the failure comes in-band, in place of the [DONE].
+      const streamed = await prepared('ed25519', { stream: true })
+      const text = await (await post(streamed.raw, streamed.headers)).text()
+      expect(text).not.toContain('[DONE]')
+      expect(JSON.parse(text.replace(/^data: /, '')).error).toMatchObject({ code: 'provider_error', type: 'server_error' })
+      expect((await t.deps.balance(orgId)).availableNanos).toBe(before)
+      // The reservation was released, not held: the next call is charged as usual.
+      sim().state.faults = {}
+      const next = await prepared('ecdsa')
+      expect((await post(next.raw, next.headers)).status).toBe(200)
+      expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(before)
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+
+  test('an empty reply that is still an answer (content "", its choice and finish_reason, no usage) is relayed and charged its input', async () => {
+    sim().state.faults = { blankAnswer: true }
+    try {
+      for (const stream of [false, true]) {
+        const { ctx, raw, headers } = await prepared('ecdsa', { stream })
+        const before = (await t.deps.balance(orgId)).availableNanos
+        const response = await post(raw, headers)
+        expect(response.status).toBe(200)
+        if (stream) {
+          const text = await response.text()
+          expect(text).toEndWith('data: [DONE]\n\n')
+          expect(text).not.toContain('"error"')
+        } else {
+          expect(decryptChatResponse(await json(response), ctx).choices[0]).toMatchObject({ message: { content: '' }, finish_reason: 'stop' })
+        }
+        expect((await t.deps.balance(orgId)).availableNanos).toBeLessThan(before)
+      }
+    } finally {
+      sim().state.faults = {}
+    }
+  })
+
   test('an unreachable backend at call time is 503 and nothing is billed', async () => {
     sim().state.faults = { status500: true }
     try {

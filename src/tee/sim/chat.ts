@@ -83,7 +83,8 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
   const tools: any[] = Array.isArray(body.tools) ? body.tools : []
   const last = messages[messages.length - 1]
   const toolCall = tools.length > 0 && last?.role !== 'tool' ? { name: String(tools[0].function?.name), arguments: JSON.stringify({ q: userText }) } : undefined
-  const content = toolCall ? '' : `echo: ${userText}`
+  const blank = deps.faults().blankAnswer === true
+  const content = toolCall || blank ? '' : `echo: ${userText}`
   const reasoning = deps.options.reasoning ? `thinking about: ${userText}` : undefined
   const replyPlain = { content, ...(reasoning !== undefined ? { reasoning } : {}), ...(toolCall ? { toolCall } : {}) }
   deps.seen.push({ encrypted: encryptor !== undefined, headers, rawBody: new TextDecoder().decode(raw), plain: body, replyPlain })
@@ -112,12 +113,16 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
     deps.signatures.set(id, { text, ed25519: signText('ed25519', text, keys.ed25519.secretKey), ecdsa: signText('ecdsa', text, keys.ecdsa.secretKey), addresses: deps.addresses() })
   }
 
+  if (deps.faults().emptyAnswer === true) {
+    const bytes = utf8.encode(body.stream === true ? 'data: [DONE]\n\n' : '{}')
+    return new Response(bytes, { headers: { 'content-type': body.stream === true ? 'text/event-stream' : 'application/json', ...responseHeaders } })
+  }
   // A streamed call answered as if it were not (some servers ignore `stream`).
   if (body.stream !== true || deps.faults().jsonForStream === true) {
     const message: Record<string, unknown> = { role: 'assistant', content: toolCall ? null : enc(content, 'content') }
     if (reasoning !== undefined) message.reasoning_content = enc(reasoning, 'reasoning_content')
     if (toolCall) message.tool_calls = [{ id: `call_sim_${deps.counter.value}`, type: 'function', function: { name: encTool(toolCall.name), arguments: encTool(toolCall.arguments) } }]
-    const bytes = utf8.encode(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finishReason }], usage }))
+    const bytes = utf8.encode(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finishReason }], ...(blank ? {} : { usage }) }))
     sign(bytesToHex(sha256(bytes)))
     return new Response(bytes, { headers: { 'content-type': 'application/json', ...responseHeaders } })
   }
@@ -136,7 +141,7 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
     for (let start = 0; start < content.length; start += size) frames.push(chunk({ content: enc(content.slice(start, start + size), 'content') }))
   }
   frames.push(chunk({}, finishReason))
-  if (body.stream_options?.include_usage === true) frames.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`)
+  if (body.stream_options?.include_usage === true && !blank) frames.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`)
   frames.push('data: [DONE]\n\n')
   const abort = deps.faults().abortStream === true
   const hash = sha256.create()

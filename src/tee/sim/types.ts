@@ -31,6 +31,10 @@ export interface SimFaults {
   jsonForStream?: boolean
   /** A streamed chat's event stream comes without a Content-Type header. */
   noContentType?: boolean
+  /** A chat answered with nothing: a stream of only `data: [DONE]`, or the JSON `{}`. */
+  emptyAnswer?: boolean
+  /** A legitimate empty reply: content "" with its choice and finish_reason, and no usage. */
+  blankAnswer?: boolean
 }
 
 export interface SimOptions {
