@@ -50,19 +50,64 @@ export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encr
   return { body: out, headers }
 }
 
-function decryptPart(part: Json, ctx: E2eeContext, where: { id: string; model: string; choice: number }, allFields: boolean): Json {
+type Where = { id: string; model: string; choice: number }
+type Open = (value: unknown, field: string) => unknown
+
+/** Decrypts a ciphertext field in place of its value; empty strings are never encrypted (A2). */
+const opener = (ctx: E2eeContext, where: Where): Open => (value, field) => (typeof value === 'string' && value !== '' ? decryptField(value, ctx, { ...where, field }) : value)
+
+/**
+ * One choice's `message` (or `delta`) with every field the protocol encrypts decrypted
+ * (TEE-PROTOCOL.md A2, Encrypted fields). Always: `content` and `reasoning_content`, and for
+ * the NEAR family also `reasoning`, `audio.data` and the text of content parts. With
+ * all-fields (NEAR only): `refusal`, tool-call and `function_call` names and arguments. Empty
+ * strings are never encrypted, so they stay as they are; Phala leaves `reasoning` plaintext.
+ */
+function decryptPart(part: Json, ctx: E2eeContext, where: Where, allFields: boolean): Json {
+  const near = ctx.variant.family === 'nearai'
+  const open = opener(ctx, where)
   const next: Json = { ...part }
-  for (const field of ['content', 'reasoning_content']) {
-    if (typeof next[field] === 'string' && next[field] !== '') next[field] = decryptField(next[field], ctx, { ...where, field })
+  for (const field of near ? ['content', 'reasoning_content', 'reasoning'] : ['content', 'reasoning_content']) if (field in next) next[field] = open(next[field], field)
+  if (near && Array.isArray(next.content)) next.content = next.content.map((item: Json) => (item !== null && typeof item === 'object' ? { ...item, text: open(item.text, 'content') } : item))
+  if (near && next.audio !== null && typeof next.audio === 'object' && 'data' in next.audio) next.audio = { ...next.audio, data: open(next.audio.data, 'audio') }
+  if (allFields) {
+    if ('refusal' in next) next.refusal = open(next.refusal, 'refusal')
+    if (Array.isArray(next.tool_calls)) next.tool_calls = next.tool_calls.map((call: Json) => (call?.function ? { ...call, function: openFunction(call.function, open) } : call))
+    if (next.function_call !== null && typeof next.function_call === 'object') next.function_call = openFunction(next.function_call, open)
   }
-  if (allFields && Array.isArray(next.tool_calls)) {
-    next.tool_calls = next.tool_calls.map((call: Json) => {
-      const fn: Json = { ...call.function }
-      if (typeof fn.name === 'string' && fn.name !== '') fn.name = decryptField(fn.name, ctx)
-      if (typeof fn.arguments === 'string' && fn.arguments !== '') fn.arguments = decryptField(fn.arguments, ctx)
-      return { ...call, function: fn }
-    })
+  return next
+}
+
+function openFunction(fn: Json, open: Open): Json {
+  const next: Json = { ...fn }
+  if ('name' in fn) next.name = open(fn.name, 'tool_calls')
+  if ('arguments' in fn) next.arguments = open(fn.arguments, 'tool_calls')
+  return next
+}
+
+/**
+ * A choice's `logprobs` with all-fields (NEAR): every entry's `token` is ciphertext of the token,
+ * and its `bytes` ciphertext of the JSON array, in `content`, `refusal` and their `top_logprobs`.
+ */
+function decryptLogprobs(logprobs: unknown, ctx: E2eeContext, where: Where): unknown {
+  if (logprobs === null || typeof logprobs !== 'object') return logprobs
+  const open = opener(ctx, where)
+  const entry = (item: Json): Json => {
+    if (item === null || typeof item !== 'object') return item
+    const next: Json = { ...item, token: open(item.token, 'logprobs') }
+    if (typeof item.bytes === 'string' && item.bytes !== '') next.bytes = JSON.parse(open(item.bytes, 'logprobs') as string)
+    if (Array.isArray(item.top_logprobs)) next.top_logprobs = item.top_logprobs.map(entry)
+    return next
   }
+  const next: Json = { ...(logprobs as Json) }
+  for (const list of ['content', 'refusal']) if (Array.isArray(next[list])) next[list] = next[list].map(entry)
+  return next
+}
+
+/** A choice with its message or delta, and (all-fields) its logprobs, decrypted. */
+function decryptChoice(choice: Json, key: 'message' | 'delta', ctx: E2eeContext, where: Where, allFields: boolean): Json {
+  const next: Json = { ...choice, [key]: decryptPart(choice[key] ?? {}, ctx, where, allFields) }
+  if (allFields && ctx.variant.family === 'nearai' && choice.logprobs != null) next.logprobs = decryptLogprobs(choice.logprobs, ctx, where)
   return next
 }
 
@@ -71,7 +116,7 @@ export function decryptChatResponse(json: Json, ctx: E2eeContext, options: { enc
   const choices = (json.choices as Json[] | undefined) ?? []
   return {
     ...json,
-    choices: choices.map((choice, position) => ({ ...choice, message: decryptPart(choice.message ?? {}, ctx, { id: json.id, model: json.model, choice: position }, options.encryptAllFields === true) })),
+    choices: choices.map((choice, position) => decryptChoice(choice, 'message', ctx, { id: json.id, model: json.model, choice: position }, options.encryptAllFields === true)),
   }
 }
 
@@ -95,7 +140,7 @@ export async function* decryptChatStream(
       const chunk = JSON.parse(data) as Json
       if (chunk.error) throw new GatewayError(200, chunk)
       const choices = (chunk.choices as Json[] | undefined) ?? []
-      yield { ...chunk, choices: choices.map((choice, position) => ({ ...choice, delta: decryptPart(choice.delta ?? {}, ctx, { id: chunk.id, model: chunk.model, choice: position }, options.encryptAllFields === true) })) }
+      yield { ...chunk, choices: choices.map((choice, position) => decryptChoice(choice, 'delta', ctx, { id: chunk.id, model: chunk.model, choice: position }, options.encryptAllFields === true)) }
     }
   }
   // A cut stream carries no error frame (the gateway passes on what the backend sent): without
@@ -181,7 +226,8 @@ export async function encryptedChat(options: {
     const decrypted = decryptChatResponse((await response.json()) as Json, ctx, { encryptAllFields: allFields })
     const message = decrypted.choices?.[0]?.message ?? {}
     result.content = message.content ?? ''
-    result.reasoning = message.reasoning_content ?? ''
+    // Backends name it reasoning_content or reasoning (some send both, the same text).
+    result.reasoning = message.reasoning_content || message.reasoning || ''
     result.toolCalls = (message.tool_calls ?? []).map((call: Json) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }))
     result.usage = decrypted.usage
     result.response = decrypted
@@ -193,7 +239,8 @@ export async function encryptedChat(options: {
       result.content += delta.content
       options.onDelta?.(delta.content)
     }
-    if (delta.reasoning_content) result.reasoning += delta.reasoning_content
+    const reasoning = delta.reasoning_content || delta.reasoning
+    if (reasoning) result.reasoning += reasoning
     for (const call of delta.tool_calls ?? []) {
       const index = call.index ?? 0
       result.toolCalls[index] ??= { id: call.id ?? '', name: '', arguments: '' }

@@ -62,7 +62,9 @@ export class EnvelopeMeter {
       const part = (choice as Record<string, any>)?.delta ?? (choice as Record<string, any>)?.message
       if (!part || typeof part !== 'object') continue
       this.count(part.content)
-      this.count(part.reasoning_content)
+      // Backends name reasoning reasoning_content or reasoning (both ciphertext, A2); one that
+      // sends both sends the same text twice, which is counted once.
+      this.count(typeof part.reasoning_content === 'string' && part.reasoning_content !== '' ? part.reasoning_content : part.reasoning)
       for (const call of Array.isArray(part.tool_calls) ? part.tool_calls : []) {
         this.count(call?.function?.name)
         this.count(call?.function?.arguments)

@@ -82,3 +82,53 @@ describe('Encrypted chat end to end', () => {
     }
   }
 })
+
+describe('Encrypted chat end to end: reasoning sent as `reasoning` (vLLM\'s newer name)', () => {
+  // NEAR encrypts `reasoning` as it does reasoning_content; Phala does not encrypt it (TEE-PROTOCOL.md A2).
+  const REASONING = [['near-v2', NEAR_V2], ['phala-v2', PHALA_V2]] as const
+  const reasoningGateways: Record<string, { t: TeeGateway; baseUrl: string; key: string; orgId: string }> = {}
+  beforeAll(async () => {
+    for (const [id, format] of REASONING) {
+      const t = await startTeeGateway([{ id, proofFormat: format, sim: { reasoning: true, reasoningField: 'reasoning' } }])
+      t.clock.set(Date.now())
+      const org = await t.createOrg()
+      reasoningGateways[id] = { t, baseUrl: t.listen(), key: org.adminKey, orgId: org.orgId }
+    }
+  })
+  afterAll(async () => {
+    for (const { t } of Object.values(reasoningGateways)) await t.stopAll()
+  })
+
+  for (const [id] of REASONING) {
+    for (const algo of ['ed25519', 'ecdsa'] as const) {
+      for (const stream of [false, true]) {
+        test(`${id} ${algo} ${stream ? 'streamed' : 'plain'}: the client library reads it decrypted`, async () => {
+          const { t, baseUrl, key } = reasoningGateways[id]!
+          const result = await encryptedChat({ baseUrl, apiKey: key, model: 'sim:encrypted', algo, stream, messages: [{ role: 'user', content: 'think first' }] })
+          const seen = t.sims[id]!.state.seen.at(-1)!
+          expect(result.reasoning).toBe('thinking about: think first')
+          expect(result.reasoning).toBe(seen.replyPlain.reasoning!)
+          expect(result.content).toBe(seen.replyPlain.content)
+        })
+      }
+    }
+  }
+
+  test('without a usage from the backend, the gateway bills `reasoning` as output (estimated from its ciphertext)', async () => {
+    const { t, baseUrl, key, orgId } = reasoningGateways['near-v2']!
+    // blankAnswer: content "" and no usage; only the reasoning was output.
+    t.sims['near-v2']!.state.faults = { blankAnswer: true }
+    try {
+      for (const stream of [false, true]) {
+        const before = (await t.deps.balance(orgId)).availableNanos
+        const result = await encryptedChat({ baseUrl, apiKey: key, model: 'sim:encrypted', stream, messages: [{ role: 'user', content: 'relay me' }] })
+        expect(result.reasoning).toBe('thinking about: relay me')
+        // Input from the envelope: ceil(8 bytes / 4) + 4 per message = 6 tokens at 1 USD/M; output:
+        // the 24 bytes of reasoning, 6 tokens at 2 USD/M (before, 0: only the input was charged).
+        expect(before - (await t.deps.balance(orgId)).availableNanos).toBe(6_000n + 12_000n)
+      }
+    } finally {
+      t.sims['near-v2']!.state.faults = {}
+    }
+  })
+})

@@ -56,6 +56,18 @@ describe('the meters bill within the bound', () => {
     expect(meter.usage()).toMatchObject({ inputTokens: 8192, outputTokens: 16 })
   })
 
+  test('EnvelopeMeter: without a reported usage, `reasoning` ciphertext is output; sent beside reasoning_content (the same text), it counts once', () => {
+    const format = parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!
+    // An ecdsa blob of 40 plaintext bytes: 93 bytes of overhead (TEE-PROTOCOL.md A2) plus 40.
+    const blob = '04' + 'ab'.repeat(93 + 40 - 1)
+    const reasoning = new EnvelopeMeter(5, { maxInputTokens: 8192, maxOutputTokens: 4096 }, format, 'ecdsa')
+    reasoning.observeCompletion({ choices: [{ index: 0, delta: { reasoning: blob } }] })
+    expect(reasoning.usage()).toMatchObject({ inputTokens: 5, outputTokens: 10 })
+    const both = new EnvelopeMeter(5, { maxInputTokens: 8192, maxOutputTokens: 4096 }, format, 'ecdsa')
+    both.observeCompletion({ choices: [{ index: 0, message: { content: '', reasoning_content: blob, reasoning: blob } }] })
+    expect(both.usage()).toMatchObject({ inputTokens: 5, outputTokens: 10 })
+  })
+
   test('EnvelopeMeter: fractional counts are floored and negative subsets dropped, so the usage can be priced', () => {
     const meter = new EnvelopeMeter(5, bound, parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, 'ecdsa')
     meter.observeCompletion({ usage: { prompt_tokens: 10.5, completion_tokens: 3.7, prompt_tokens_details: { cached_tokens: -4 }, completion_tokens_details: { reasoning_tokens: 1.5 } } })

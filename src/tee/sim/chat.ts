@@ -96,6 +96,9 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
   const completionTokens = tokens(content + (reasoning ?? '') + (toolCall?.arguments ?? ''))
   const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens }
   const enc = (text: string, field: string) => (encryptor ? encryptor.field(text, { id, model, choice: 0, field }) : text)
+  const reasoningField = deps.options.reasoningField ?? 'reasoning_content'
+  // Phala encrypts content and reasoning_content only (TEE-PROTOCOL.md A2).
+  const encReasoning = (text: string) => (deps.family === 'phala' && reasoningField === 'reasoning' ? text : enc(text, reasoningField))
   const encTool = (text: string) => (encryptor && encryptor.allFields ? enc(text, 'tool_calls') : text)
   const finishReason = toolCall ? 'tool_calls' : 'stop'
   const responseHeaders: Record<string, string> = {}
@@ -120,7 +123,7 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
   // A streamed call answered as if it were not (some servers ignore `stream`).
   if (body.stream !== true || deps.faults().jsonForStream === true) {
     const message: Record<string, unknown> = { role: 'assistant', content: toolCall ? null : enc(content, 'content') }
-    if (reasoning !== undefined) message.reasoning_content = enc(reasoning, 'reasoning_content')
+    if (reasoning !== undefined) message[reasoningField] = encReasoning(reasoning)
     if (toolCall) message.tool_calls = [{ id: `call_sim_${deps.counter.value}`, type: 'function', function: { name: encTool(toolCall.name), arguments: encTool(toolCall.arguments) } }]
     const bytes = utf8.encode(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finishReason }], ...(blank ? {} : { usage }) }))
     sign(bytesToHex(sha256(bytes)))
@@ -131,7 +134,7 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
   const frames: string[] = []
   frames.push(chunk(deps.family === 'phala' ? { role: 'assistant' } : { role: 'assistant', content: '' }))
-  if (reasoning !== undefined) frames.push(chunk({ reasoning_content: enc(reasoning, 'reasoning_content') }))
+  if (reasoning !== undefined) frames.push(chunk({ [reasoningField]: encReasoning(reasoning) }))
   if (toolCall) {
     const half = Math.ceil(toolCall.arguments.length / 2)
     frames.push(chunk({ tool_calls: [{ index: 0, id: `call_sim_${deps.counter.value}`, type: 'function', function: { name: encTool(toolCall.name), arguments: encTool(toolCall.arguments.slice(0, half)) } }] }))

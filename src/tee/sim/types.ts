@@ -50,8 +50,13 @@ export interface SimOptions {
   replayWindowSec?: number
   aggregated?: boolean
   eventLogAs?: 'array' | 'string'
-  /** Adds reasoning_content to replies. */
+  /** Adds reasoning to replies. */
   reasoning?: boolean
+  /**
+   * The field that carries it: `reasoning_content` (the default) or `reasoning` (vLLM's newer
+   * name). NEAR encrypts both; Phala only `reasoning_content`, so its `reasoning` is plaintext (A2).
+   */
+  reasoningField?: 'reasoning_content' | 'reasoning'
   faults?: SimFaults
   /** Seconds now (tests inject a fixed clock for the Phala v2 window). */
   now?: () => number
