@@ -112,18 +112,22 @@ export async function checkBinding(
   const evidence = attestation.evidence ?? {}
   const format = parseProofFormat(attestation.proof_format)
   step('proof_format known', format !== null, `unknown proof_format ${attestation.proof_format}`)
-  step('nonce echoed', attestation.nonce?.toLowerCase() === nonce && String(evidence.request_nonce ?? '').toLowerCase() === nonce, 'the attestation or report nonce is not yours')
+  step('nonce echoed', String(attestation.nonce ?? '').toLowerCase() === nonce && String(evidence.request_nonce ?? '').toLowerCase() === nonce, 'the attestation or report nonce is not yours')
+  // Read from the gateway's answer, not trusted to be there: without it nothing binds, and no step throws.
+  const address = typeof attestation.signing_address === 'string' ? attestation.signing_address : undefined
+  step('signing address present', address !== undefined, 'signing_address is missing or not a string')
   const quote = isHex(evidence.intel_quote) ? readQuote(hexToBytes(evidence.intel_quote)) : null
   step('quote readable', quote !== null, 'intel_quote is not a TDX v4/v5 quote')
   step('quote binds nonce', quote !== null && bytesToHex(quote.reportData.subarray(32)) === nonce, 'report_data[32:64] is not your nonce')
   const algo = attestation.signing_algo
-  const half = format ? expectedBindingHalf(format.binding, algo, attestation.signing_address, evidence.tls_cert_fingerprint) : null
+  const half = format && address !== undefined ? expectedBindingHalf(format.binding, algo, address, evidence.tls_cert_fingerprint) : null
   step('quote binds signing address', quote !== null && half !== null && bytesToHex(quote.reportData.subarray(0, 32)) === bytesToHex(half), 'report_data[0:32] does not bind the signing address')
   let keyOk = false
-  if (algo === 'ed25519') keyOk = isHex(attestation.model_public_key, 32) && attestation.model_public_key.toLowerCase() === attestation.signing_address.toLowerCase()
+  if (address === undefined) keyOk = false
+  else if (algo === 'ed25519') keyOk = isHex(attestation.model_public_key, 32) && attestation.model_public_key.toLowerCase() === address.toLowerCase()
   else {
     const key = normalizeSecpPublicKey(attestation.model_public_key ?? '')
-    keyOk = key !== null && ethAddress(key) === attestation.signing_address.toLowerCase()
+    keyOk = key !== null && ethAddress(key) === address.toLowerCase()
   }
   step('model key is the signing key', keyOk, 'model_public_key does not belong to the signing address')
   let gpu: { nonce?: unknown; evidence_list?: unknown } = {}

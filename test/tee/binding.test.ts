@@ -64,6 +64,19 @@ describe('checkBinding', () => {
     })
   }
 
+  test('a missing or non-string signing_address: not bound, with a reason naming it, never a TypeError (ecdsa and ed25519)', async () => {
+    for (const algo of ['ecdsa', 'ed25519'] as const) {
+      const nonce = bytesToHex(randomBytes(32))
+      const good = asAttestation(await report(sims[0]!, algo, nonce), nonce, FORMATS[0]!, algo)
+      for (const signingAddress of [undefined, null, 42, { hex: good.signing_address }]) {
+        const attestation = { ...good, signing_address: signingAddress } as unknown as Attestation
+        const result = await checkBinding(attestation, nonce)
+        expect(result.bound).toBe(false)
+        expect(result.steps.find(step => step.name === 'signing address present')).toEqual({ name: 'signing address present', ok: false, reason: 'signing_address is missing or not a string' })
+      }
+    }
+  })
+
   test('hardwareVerified needs both injected verifiers to accept', async () => {
     const nonce = bytesToHex(randomBytes(32))
     const attestation = asAttestation(await report(sims[0]!, 'ed25519', nonce), nonce, FORMATS[0]!, 'ed25519')
