@@ -89,9 +89,10 @@ export class AttestationService {
 
   /**
    * The route's attested backends that serve `algo` (all of them without one), in config order
-   * with those cooling down last; 400 when none.
+   * with those cooling down last; 400 when none, naming `param`: the attestation route's query
+   * parameter, or the header an Encrypted chat sends the algorithm in.
    */
-  backends(route: ModelRoute, algo?: SigningAlgo): AttestedBackend[] {
+  backends(route: ModelRoute, algo?: SigningAlgo, param: 'signing_algo' | 'svc-encrypted-signing-algo' = 'signing_algo'): AttestedBackend[] {
     const out: AttestedBackend[] = []
     for (const backend of route.backends) {
       const provider = this.providers.get(backend.provider)
@@ -100,7 +101,7 @@ export class AttestationService {
       if (algo !== undefined && !provider.signingAlgos.includes(algo)) continue
       out.push({ backend, provider })
     }
-    if (out.length === 0) throw new ApiError('invalid_request', `no backend of model ${route.id} serves signing_algo ${algo ?? '(any)'}`, 'signing_algo')
+    if (out.length === 0) throw new ApiError('invalid_request', `no backend of model ${route.id} serves ${param} ${algo ?? '(any)'}`, param)
     return this.health && out.length > 1 ? this.health.readyFirst(out, target => target.backend) : out
   }
 

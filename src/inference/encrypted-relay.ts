@@ -72,7 +72,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   let firstRefusal: unknown
   // The body is checked once per protocol, not per backend: the check reads every ciphertext.
   const byFormat = new Map<string, CheckedBody | { refused: unknown }>()
-  for (const target of deps.attestation.backends(route, h.algo)) {
+  for (const target of deps.attestation.backends(route, h.algo, 'svc-encrypted-signing-algo')) {
     const format = target.provider.proofFormat
     try {
       checkHeadersForFormat(h, format, nowSec)

@@ -105,6 +105,27 @@ describe('Encrypted chat: header shapes', () => {
     expect(response.status).toBe(400)
     expect((await json(response)).error.message).toMatch(/model key mismatch, re-attest|re-attest/)
   })
+  test('an algorithm no backend of the model serves is named as the header on chat, as the query parameter on attestation', async () => {
+    const g = await startTeeGateway([{ id: 'ecdsa-only', proofFormat: NEAR_V2, signingAlgos: ['ecdsa'] }])
+    try {
+      const org = await g.createOrg()
+      const client = generateClientKeys('ed25519')
+      const headers = {
+        'svc-encrypted': '1', 'svc-encrypted-signing-algo': 'ed25519', 'svc-encrypted-encryption-version': '2',
+        'svc-encrypted-client-pub-key': client.publicKeyHex, 'svc-encrypted-model-pub-key': bytesToHex(generateKeyPair('ed25519').publicKey),
+      }
+      const body = { model: 'sim:encrypted', messages: [{ role: 'user', content: 'ab'.repeat(100) }] }
+      const response = await g.request('POST', '/v1/chat/completions', { key: org.adminKey, body, headers })
+      expect(response.status).toBe(400)
+      expect((await json(response)).error).toMatchObject({ code: 'invalid_request', param: 'svc-encrypted-signing-algo', message: expect.stringContaining('serves svc-encrypted-signing-algo ed25519') })
+      expect(g.sims['ecdsa-only']!.state.attestations).toHaveLength(0)
+      const attestation = await g.request('GET', '/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=ed25519', { key: org.adminKey })
+      expect(attestation.status).toBe(400)
+      expect((await json(attestation)).error).toMatchObject({ param: 'signing_algo', message: expect.stringContaining('serves signing_algo ed25519') })
+    } finally {
+      await g.stopAll()
+    }
+  })
   test('protocol version per proof_format', async () => {
     await expect400('near2', r => { delete r.headers['svc-encrypted-encryption-version'] }, /needs svc-encrypted-encryption-version: 2/)
     await expect400('near1', r => { r.headers['svc-encrypted-encryption-version'] = '2' }, /legacy protocol/)
