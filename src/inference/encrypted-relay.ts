@@ -107,17 +107,26 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     throw new ApiError('invalid_request', `the request (up to ${inputTokens} input tokens plus ${outputTokens} output tokens) does not fit model ${route.id}'s context of ${route.contextLength} tokens`, 'messages')
   }
 
-  const pinned = await pinKey(deps.attestation, candidates, h, (target, error) =>
-    deps.logger.warn('attestation evidence rejected; the Encrypted request is for another backend', {
-      request_id: input.requestId, model: route.id, backend: `${target.provider.id}/${target.backend.model}`, reason: error.message,
-    }),
-  )
-  const { target, evidence } = pinned
-  // The client may have left during the evidence fetch: no reservation, no backend call.
-  const clientLeft = () => input.httpRequest.signal.aborted
-  if (clientLeft()) throw clientGone(input.httpRequest)
+  // Funds first, as for Confidential: a caller who cannot pay (balance, spend cap, concurrency)
+  // is refused before the backend is asked for fresh evidence.
   const estimate = chargeForTokens(inputTokens, route.price.inputPerMillion) + chargeForTokens(outputTokens, maxOutputRate(route))
   const call = await deps.metering.begin({ principal: input.principal, purpose: 'chat', estimate, inference: true, requestId: input.requestId, model: route.id })
+  const clientLeft = () => input.httpRequest.signal.aborted
+  let pinned: Awaited<ReturnType<typeof pinKey>>
+  try {
+    pinned = await pinKey(deps.attestation, candidates, h, (target, error) =>
+      deps.logger.warn('attestation evidence rejected; the Encrypted request is for another backend', {
+        request_id: input.requestId, model: route.id, backend: `${target.provider.id}/${target.backend.model}`, reason: error.message,
+      }),
+    )
+    // The client may have left during the evidence fetch: no backend call.
+    if (clientLeft()) throw clientGone(input.httpRequest)
+  } catch (error) {
+    // No key pinned (a mismatch, rejected or missing evidence) or no client: nothing is charged.
+    call.release()
+    throw error
+  }
+  const { target, evidence } = pinned
 
   const forward: Record<string, unknown> = { ...pinned.checked.body, model: target.backend.model }
   if (checked.maxTokens === undefined) forward.max_tokens = outputTokens

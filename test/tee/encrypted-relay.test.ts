@@ -225,6 +225,42 @@ describe('Encrypted relay', () => {
     }
   })
 
+  test('a key that cannot pay is refused before any evidence fetch, as on :confidential', async () => {
+    const org = await t.createOrg()
+    const { secret } = await t.deps.keys.create({ orgId: org.orgId, userId: org.ownerUserId, name: 'capped', admin: false, expiresAtMs: null, spendCap: { period: 'overall', nanos: 1_000n } })
+    const { raw, headers } = await prepared('ecdsa')
+    const attestations = sim().state.attestations.length
+    const seen = sim().state.seen.length
+    const response = await t.app.handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...headers }, body: raw }))
+    expect(response.status).toBe(429)
+    expect(sim().state.attestations.length).toBe(attestations)
+    expect(sim().state.seen.length).toBe(seen)
+  })
+
+  test('a pin that fails (key mismatch, rejected evidence, unreachable backend) releases the reservation: the cap still covers the next call', async () => {
+    const org = await t.createOrg()
+    // Covers one call's estimate (4096 output tokens at 2 USD/M, plus the input), not two.
+    const { secret } = await t.deps.keys.create({ orgId: org.orgId, userId: org.ownerUserId, name: 'one-call', admin: false, expiresAtMs: null, spendCap: { period: 'overall', nanos: 10_000_000n } })
+    const send = (raw: Uint8Array, headers: Record<string, string>) =>
+      t.app.handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...headers }, body: raw }))
+    const before = (await t.deps.balance(org.orgId)).availableNanos
+    const stale = await prepared('ecdsa')
+    sim().state.rotateKeys()
+    expect((await send(stale.raw, stale.headers)).status).toBe(400)
+    for (const [faults, status] of [[{ echoWrongNonce: true }, 503], [{ status500: true }, 503]] as const) {
+      const request = await prepared('ecdsa')
+      sim().state.faults = faults
+      try {
+        expect((await send(request.raw, request.headers)).status).toBe(status)
+      } finally {
+        sim().state.faults = {}
+      }
+    }
+    expect((await t.deps.balance(org.orgId)).availableNanos).toBe(before)
+    const fresh = await prepared('ecdsa')
+    expect((await send(fresh.raw, fresh.headers)).status).toBe(200)
+  })
+
   test('an unreachable backend at call time is 503 and nothing is billed', async () => {
     sim().state.faults = { status500: true }
     try {
