@@ -204,24 +204,34 @@ export class Router implements BackendHealth {
   }
 
   /**
-   * The exact input token count from the backend that would serve the request first, when its
-   * provider can count (Anthropic); undefined otherwise (the caller estimates). No fallback and
-   * no cool-down: counting is free and advisory. The rotation is not advanced.
+   * The exact input token count from the backend that would serve the request, when its provider
+   * can count (Anthropic); undefined otherwise (the caller estimates). Backends are taken in the
+   * order a call tries them, and a failure a call would fall back on (overloaded, rate-limited,
+   * unreachable) moves on to the next one as the call would (QA: a model whose chats succeeded by
+   * fallback answered count_tokens with the first backend's 529 as a 502); the last one's
+   * failure is the answer, as it is a call's. An adapter's refusal while another backend may
+   * carry the request gives the estimate. No cool-down is recorded: counting is free and
+   * advisory. The rotation is not advanced.
    */
   async countTokens(route: ModelRoute, request: ChatRequest, options: RouteOptions): Promise<number | undefined> {
-    const now = this.clock.now()
-    const backend = route.backends.find(candidate => (this.coolingUntil.get(keyOf(candidate)) ?? 0) <= now) ?? route.backends[0]
-    if (backend === undefined) return undefined
-    const provider = this.providers.get(backend.provider)
-    if (provider?.countTokens === undefined) return undefined
-    try {
-      return await provider.countTokens({ request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, requestId: options.requestId })
-    } catch (error) {
-      // A request this backend's adapter cannot carry may still be served by another backend of
-      // the model: the caller estimates, as for a backend that cannot count.
-      if (error instanceof UpstreamError && error.details.phase === 'adapter' && route.backends.length > 1) return undefined
-      throw error
+    const backends = this.readyFirst(route.backends, candidate => candidate)
+    for (const [index, backend] of backends.entries()) {
+      const provider = this.providers.get(backend.provider)
+      if (provider?.countTokens === undefined) return undefined
+      try {
+        return await provider.countTokens({ request, upstreamModel: backend.model, thinking: backend.thinking, signal: options.signal, requestId: options.requestId })
+      } catch (error) {
+        if (!(error instanceof UpstreamError) || options.signal?.aborted) throw error
+        // A request this backend's adapter cannot carry may still be served by another backend of
+        // the model: the caller estimates, as for a backend that cannot count.
+        if (error.details.phase === 'adapter') {
+          if (backends.length > 1) return undefined
+          throw error
+        }
+        if (!error.retryable || index === backends.length - 1) throw error
+      }
     }
+    return undefined
   }
 
   readyFirst<T>(items: readonly T[], backendOf: (item: T) => Pick<Backend, 'provider' | 'model'>): T[] {

@@ -21,6 +21,7 @@ beforeAll(async () => {
     [
       '  - { id: mixed, backends: [{ provider: cl, model: claude-x }, { provider: oa, model: gpt-x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }',
       '  - { id: oa-first, backends: [{ provider: oa, model: gpt-x }, { provider: cl, model: claude-x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }',
+      '  - { id: claude-pair, backends: [{ provider: cl, model: claude-x }, { provider: cl, model: claude-y }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 16384, max_output_tokens: 1024 }',
     ],
   )
   g = await startServedGateway(yaml, { UP_KEY: 'sk-up-0123456789' })
@@ -57,4 +58,20 @@ test("count_tokens estimates when the first backend's adapter cannot carry the r
   // An empty final assistant message (a prefill, which Messages allows) leaves the Anthropic adapter no turn to send.
   const counted = await g.anthropic.messages.countTokens({ model: 'mixed', messages: [{ role: 'assistant', content: [] }] })
   expect(counted.input_tokens).toBeGreaterThan(0)
+})
+
+test('count_tokens falls back as a call would: the next backend counts after an overload, or the estimate stands in for one that cannot', async () => {
+  // QA: a model whose chats succeeded by fallback answered count_tokens with the first backend's 529 as a 502.
+  const overloaded = { kind: 'json' as const, status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }
+  const before = claude.requests.length
+  claude.enqueue(overloaded)
+  claude.enqueue({ kind: 'json', status: 200, body: { input_tokens: 42 } })
+  const counted = await g.anthropic.messages.countTokens({ model: 'claude-pair', messages: [{ role: 'user', content: 'hi' }] })
+  expect(counted.input_tokens).toBe(42)
+  expect(claude.requests.slice(before).map(request => request.body.model)).toEqual(['claude-x', 'claude-y'])
+  // The next backend is OpenAI-compatible, which cannot count: the estimate, and no call to it.
+  claude.enqueue(overloaded)
+  const estimated = await g.anthropic.messages.countTokens({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] })
+  expect(estimated.input_tokens).toBe(Math.ceil(2 / 4) + 4)
+  expect(openai.requests.filter(request => request.path.includes('count'))).toEqual([])
 })
