@@ -26,6 +26,7 @@ export function jsonBody(limit: number) {
     }
     const charset = type === null ? undefined : foreignCharset(type)
     if (charset !== undefined) throw new ApiError('invalid_request', `charset "${charset.slice(0, 50)}" is not supported: JSON bodies must be UTF-8 (RFC 8259 §8.1)`)
+    refuseContentCoding(request)
     // readCapped's rule, inline: the chat routes' common case costs no extra async frame.
     const bytes = declaredWithin(request, limit) ? await request.bytes() : await readCappedBytes(request, limit)
     if (request.headers.has('svc-encrypted')) rawBodies.set(request, bytes)
@@ -90,6 +91,18 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
   return false
 }
 
+/**
+ * Refuses a body sent with a content coding (gzip, br…): no route decodes one (RFC 9110 §8.4.1
+ * lets a server refuse what it cannot decode), and read as it is a gzip JSON body was "not valid
+ * UTF-8" and a br-labelled plain one passed with its label ignored (QA).
+ */
+function refuseContentCoding(request: Request): void {
+  const coding = request.headers.get('content-encoding')
+  if (coding !== null && coding.trim().toLowerCase() !== 'identity' && coding.trim() !== '') {
+    throw new ApiError('invalid_request', `Content-Encoding "${coding.slice(0, 50)}" is not supported: send the body uncompressed`)
+  }
+}
+
 function tooLarge(limit: number): ApiError {
   return new ApiError('payload_too_large', `request body exceeds ${limit} bytes`)
 }
@@ -118,6 +131,7 @@ export async function readCapped(request: Request, limit: number): Promise<strin
 /** The body's bytes, at most `limit` (see declaredWithin): 413 `payload_too_large`. */
 export async function readCappedBytes(request: Request, limit: number): Promise<Uint8Array> {
   if (request.body === null) return new Uint8Array(0)
+  refuseContentCoding(request)
   if (declaredWithin(request, limit)) return await request.bytes()
   const reader = request.body.getReader()
   const parts: Uint8Array[] = []

@@ -76,3 +76,25 @@ describe('charset', () => {
     }
   })
 })
+
+describe('content coding', () => {
+  test('a body sent compressed is 400 naming its Content-Encoding on every body reader (JSON, form, multipart); identity passes', async () => {
+    // QA: a gzip JSON body was "not valid UTF-8", and a br label on a plain body was ignored.
+    const gzipped = Bun.gzipSync(new TextEncoder().encode(JSON.stringify(chat)))
+    const compressed = { 'content-type': 'application/json', 'content-encoding': 'gzip' }
+    const refusedChat = await t.app.handle(new Request('http://localhost/v1/chat/completions', { method: 'POST', body: gzipped, headers: { ...compressed, authorization: `Bearer ${org.adminKey}` } }))
+    expect(refusedChat.status).toBe(400)
+    expect((await json(refusedChat)).error.message).toBe('Content-Encoding "gzip" is not supported: send the body uncompressed')
+    const labelled = await t.request('POST', '/api/v1/api-keys', { key: org.adminKey, body: { name: 'x' }, headers: { 'content-encoding': 'br' } })
+    expect(labelled.status).toBe(400)
+    const oauth = await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT] }, headers: { 'content-encoding': 'gzip' } })
+    expect(oauth.status).toBe(400)
+    const form = new FormData()
+    form.set('file', new Blob(['hello']), 'a.txt')
+    const parse = await t.app.handle(new Request('http://localhost/api/v1/attachments/parse', { method: 'POST', body: form, headers: { authorization: `Bearer ${org.adminKey}`, 'content-encoding': 'gzip' } }))
+    expect(parse.status).toBe(400)
+    expect((await json(parse)).error.message).toContain('Content-Encoding "gzip"')
+    const identity = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body: chat, headers: { 'content-encoding': 'identity' } })
+    expect(identity.status).toBe(200)
+  })
+})
