@@ -41,9 +41,12 @@ function sendAsBuilt(response: Response, set: { headers: Record<string, unknown>
  * a Host that makes no URL (`x.com:99999`, `[zz]`) it passes that on, and every route that read
  * its URL threw a 500 (QA). Both are 400s, in the envelope of any error. The check costs ~40 ns.
  */
-export function checkRequestUrl(url: string): void {
-  if (url.charCodeAt(0) === 47 /* / */) throw new ApiError('invalid_request', 'the request has no Host header')
-  if (!URL.canParse(url)) throw new ApiError('invalid_request', "the request's Host header is not a valid host name and port")
+export function checkRequestUrl(request: Request): void {
+  const url = request.url
+  if (url.charCodeAt(0) !== 47 /* / */ && URL.canParse(url)) return
+  // A Host holding `/`, `?`, `@`, a backslash or a space also reaches here as a relative URL.
+  if (!request.headers.has('host')) throw new ApiError('invalid_request', 'the request has no Host header')
+  throw new ApiError('invalid_request', "the request's Host header is not a valid host name and port")
 }
 
 /**
@@ -58,7 +61,7 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const requestId = requestIdFrom(request.headers.get(REQUEST_ID))
       set.headers[REQUEST_ID] = requestId
       requestLog.begin(request, requestId)
-      checkRequestUrl(request.url)
+      checkRequestUrl(request)
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, responseValue }) => {
       const built = responseValue instanceof Response

@@ -41,7 +41,7 @@ function serveAdmin(deps: Deps, port: number, hostname: string): ReturnType<type
 }
 
 async function answer(deps: Deps, request: Request): Promise<Response> {
-  checkRequestUrl(request.url)
+  checkRequestUrl(request)
   const path = new URL(request.url).pathname
   const known = path === '/metrics' || path === '/healthz' || path === '/readyz'
   if (!known) throw new ApiError('not_found', `no route for ${request.method} ${path}`)
