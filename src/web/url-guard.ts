@@ -4,6 +4,10 @@ import { addressProblem } from './address-policy'
 // 1–7). Pure, no I/O. The WHATWG parser (the one the connector uses) decides what the host is,
 // and input that parser would rewrite is refused, so the check and the connection can never
 // read the same string differently.
+//
+// checkUrlTarget is its part that says where a URL points (steps 2–4, 6 and 7, plus ports),
+// without the fetch's own limits (length, credential query keys). It is also the guard for URLs
+// the gateway forwards for a backend to fetch (image parts): one set of address rules for both.
 
 /**
  * A URL that passed parseSafeUrl, exactly as the caller wrote it (its canonical form, or that
@@ -17,9 +21,14 @@ export type UrlRule =
   | 'length' | 'syntax' | 'scheme' | 'userinfo' | 'canonical' | 'numeric-host' | 'port'
   | 'sensitive-query' | 'local-name' | 'host-syntax' | 'address'
 
-export type SafeUrlResult =
-  | { ok: true; url: SafeUrl; parsed: URL; /** The hostname, or the IP literal without brackets. */ host: string; isIp: boolean }
-  | { ok: false; rule: UrlRule; message: string }
+export type UrlRefusal = { ok: false; rule: UrlRule; message: string }
+
+/** Where a checked URL points: the parsed URL and its host. */
+export type UrlTarget = { ok: true; parsed: URL; /** The hostname, or the IP literal without brackets. */ host: string; isIp: boolean }
+
+export type UrlTargetResult = UrlTarget | UrlRefusal
+
+export type SafeUrlResult = (UrlTarget & { url: SafeUrl }) | UrlRefusal
 
 export const MAX_URL_BYTES = 400
 
@@ -51,11 +60,26 @@ const BAD_PORTS = new Set([
   6668, 6669, 6679, 6697, 10080,
 ])
 
-const fail = (rule: UrlRule, message: string): SafeUrlResult => ({ ok: false, rule, message })
+const fail = (rule: UrlRule, message: string): UrlRefusal => ({ ok: false, rule, message })
 
-/** Checks one URL written by a caller; `ok: false` says which rule it broke and why. */
+/** Checks one URL written by a caller for the fetcher; `ok: false` says which rule it broke and why. */
 export function parseSafeUrl(input: string): SafeUrlResult {
   if (Buffer.byteLength(input, 'utf8') > MAX_URL_BYTES) return fail('length', `URLs are limited to ${MAX_URL_BYTES} UTF-8 bytes`)
+  const target = checkUrlTarget(input)
+  if (!target.ok) return target
+  for (const key of queryKeys(target.parsed)) {
+    if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${key.slice(0, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
+  }
+  return { ...target, url: input as SafeUrl }
+}
+
+/**
+ * Where a URL written by a caller points, checked without I/O: an absolute http(s) URL in
+ * canonical form, with no userinfo, no port 0 or blocked port, no local-use or special-use host
+ * name, and an IP literal only when it is global unicast (address-policy.ts). Names are not
+ * resolved here: the fetcher resolves them; a URL forwarded for a backend to fetch is not.
+ */
+export function checkUrlTarget(input: string): UrlTargetResult {
   // Checked on the raw text: the parser silently drops tabs and newlines, and trims spaces.
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0020\u007f-\u009f\u00a0\u1680\u2000-\u200f\u2028\u2029\u202f\u205f\u3000\ufeff]/.test(input)) {
@@ -68,10 +92,10 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   } catch {
     return fail('syntax', 'not an absolute URL')
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail('scheme', `only http and https URLs are fetched, not ${url.protocol.slice(0, 20)}`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail('scheme', `only http and https URLs are accepted, not ${url.protocol.slice(0, 20)}`)
   // Rejected even when empty (`https://@host/`): parsers disagree about where userinfo ends.
   if (url.username !== '' || url.password !== '' || authorityOf(input).includes('@')) {
-    return fail('userinfo', 'URLs with credentials (user:password@) are not fetched')
+    return fail('userinfo', 'URLs with credentials (user:password@) are refused')
   }
   const hostProblem = canonicalProblem(input, url)
   if (hostProblem) return hostProblem
@@ -79,23 +103,19 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   if (url.port === '0') return fail('port', 'port 0 is refused (no server listens on it)')
   if (url.port !== '' && BAD_PORTS.has(Number(url.port))) return fail('port', `port ${url.port} is refused (a port browsers block)`)
 
-  for (const key of queryKeys(url)) {
-    if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${key.slice(0, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
-  }
-
   const hostname = url.hostname
   if (hostname.startsWith('[')) {
     const literal = hostname.slice(1, -1)
     const problem = addressProblem(literal)
-    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: input as SafeUrl, parsed: url, host: literal, isIp: true }
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, parsed: url, host: literal, isIp: true }
   }
   if (/^[0-9.]+$/.test(hostname)) {
     const problem = addressProblem(hostname)
-    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, url: input as SafeUrl, parsed: url, host: hostname, isIp: true }
+    return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, parsed: url, host: hostname, isIp: true }
   }
   const nameProblem = hostNameProblem(hostname)
   if (nameProblem) return nameProblem
-  return { ok: true, url: input as SafeUrl, parsed: url, host: hostname, isIp: false }
+  return { ok: true, parsed: url, host: hostname, isIp: false }
 }
 
 /** The raw authority text (between `//` and the next `/`, `?` or `#`). */
@@ -112,7 +132,7 @@ function authorityOf(input: string): string {
  * one rewrite accepted is the root path (`https://a.com` means `https://a.com/`). The message
  * names the most likely trick, then the canonical form to send instead.
  */
-function canonicalProblem(input: string, url: URL): SafeUrlResult | null {
+function canonicalProblem(input: string, url: URL): UrlRefusal | null {
   const withoutRoot = url.pathname === '/' ? `${url.origin}${url.search}${url.hash}` : undefined
   if (input === url.href || input === withoutRoot) return null
   const rawHost = authorityOf(input).replace(/:[0-9]*$/, '')
@@ -124,7 +144,7 @@ function canonicalProblem(input: string, url: URL): SafeUrlResult | null {
   return fail('canonical', `the URL is not in canonical form (a browser would read it as a different string)${hint}`)
 }
 
-function hostNameProblem(hostname: string): SafeUrlResult | null {
+function hostNameProblem(hostname: string): UrlRefusal | null {
   if (hostname.endsWith('.')) return fail('local-name', 'host names may not end with a dot')
   const lower = hostname.toLowerCase()
   const labels = lower.split('.')

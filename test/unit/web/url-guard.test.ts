@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { addressProblem, AddressAllowance } from '../../../src/web/address-policy'
 import { pageKey } from '../../../src/web/fetcher'
-import { isSensitiveKey, parseSafeUrl, type UrlRule } from '../../../src/web/url-guard'
+import { checkUrlTarget, isSensitiveKey, parseSafeUrl, type UrlRule } from '../../../src/web/url-guard'
 
 // The URL policy, case by case, over every bypass class of SECURITY-NOTES.md §1.2 plus public
 // URLs that must pass. Each row: input, then `ok` or the rule it must break.
@@ -218,6 +218,27 @@ const CASES: Array<[string, string, Expect]> = [
   ['encoded key after a semicolon', 'https://example.com/?a=1;%61pi_key=x', 'sensitive-query'],
   ['public: a semicolon between harmless keys', 'https://example.com/?a=1;b=2', 'ok'],
 ]
+
+describe('checkUrlTarget: the same rules, without the fetch-only limits', () => {
+  // Image URLs (forwarded for a backend to fetch) use checkUrlTarget: every address, name,
+  // scheme, userinfo, canonical-form and port rule of parseSafeUrl, not its length cap or its
+  // credential query keys (a presigned image URL carries a signature by design).
+  for (const [name, input, expected] of CASES) {
+    test(`${name}: ${JSON.stringify(input).slice(0, 80)}`, () => {
+      const result = checkUrlTarget(input)
+      const got = result.ok ? 'ok' : result.rule
+      if (expected === 'sensitive-query') expect(got).toBe('ok')
+      else if (expected === 'length') expect(got === 'ok' || got === 'canonical').toBe(true)
+      else expect(got).toBe(expected)
+      if (result.ok) expect(result.parsed.href).toBe(new URL(input).href)
+    })
+  }
+
+  test('a presigned image URL passes; the same URL at a private address does not', () => {
+    expect(checkUrlTarget('https://bucket.s3.amazonaws.com/cat.png?X-Amz-Signature=abc').ok).toBe(true)
+    expect(checkUrlTarget('http://10.0.0.5/cat.png?X-Amz-Signature=abc')).toMatchObject({ ok: false, rule: 'address' })
+  })
+})
 
 describe('parseSafeUrl: bypass classes and public URLs', () => {
   test(`the table has at least 100 cases (${CASES.length})`, () => {
