@@ -154,7 +154,7 @@ describe('chat request limits', () => {
     })
 
     const tooBig = await refusal(ask(MiB + 1))
-    expect([tooBig.status, tooBig.code, tooBig.param]).toEqual([400, 'invalid_request', 'messages.0.content.1'])
+    expect([tooBig.status, tooBig.code, tooBig.param]).toEqual([400, 'invalid_request', 'messages.0.content.1.image_url.url'])
     expect(tooBig.message).toContain('1 MiB')
     expect(upstream.requests).toHaveLength(0)
     await expectUntouched()

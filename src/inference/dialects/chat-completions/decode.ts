@@ -3,6 +3,7 @@ import type { ModelRoute } from '../../../catalog/types'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import type { ChatCompletionsRequest } from './schema'
+import { imageUrl } from '../image-url'
 import { inlineBytes, parseDataUrl } from '../inline-data'
 
 /** The options of the gateway's hosted tool entries `{type: "web_fetch" | "web_search"}`: limits it applies. */
@@ -134,7 +135,7 @@ function userParts(content: UserContent, index: number): Part[] {
   return content.map((part, partIndex): Part => {
     const param = `messages.${index}.content.${partIndex}`
     if (part.type === 'text') return { type: 'text', text: (part as { text: string }).text }
-    if (part.type === 'image_url') return decodeImage((part as { image_url: { url: string } }).image_url.url, param)
+    if (part.type === 'image_url') return decodeImage((part as { image_url: { url: string } }).image_url.url, `${param}.image_url.url`)
     if (part.type === 'file') return decodeFile((part as { file: { file_data?: string; filename?: string; file_id?: string } }).file, param)
     throw new ApiError('invalid_request', 'audio input is not available on this API', param)
   })
@@ -162,7 +163,7 @@ function decodeFile(file: { file_data?: string; filename?: string; file_id?: str
   return filename === undefined ? { type: 'file', mediaType, data } : { type: 'file', mediaType, filename, data }
 }
 
-/** An image URL or base64 data URL → a canonical image part (shared with the Responses dialect). */
+/** An image URL or base64 data URL (the field `param`) → a canonical image part (shared with the Responses dialect). */
 export function decodeImage(url: string, param: string): Part {
   if (url.startsWith('data:')) {
     const dataUrl = parseDataUrl(url)
@@ -174,14 +175,7 @@ export function decodeImage(url: string, param: string): Part {
     )
     return { type: 'image', mediaType, data }
   }
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw new ApiError('invalid_request', 'image_url.url must be an https URL or a base64 data URL', param)
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ApiError('invalid_request', 'image_url.url must be an https URL or a base64 data URL', param)
-  return { type: 'image', mediaType: 'image/*', data: parsed }
+  return { type: 'image', mediaType: 'image/*', data: imageUrl(url, param) }
 }
 
 function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): ToolChoice | undefined {

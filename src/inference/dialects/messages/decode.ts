@@ -4,6 +4,7 @@ import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoi
 import { toolArgumentsText } from '../../tool-input'
 import { addHostedTool, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
+import { imageUrl } from '../image-url'
 import { inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
 
 type Body = MessagesRequest
@@ -239,14 +240,7 @@ function image(source: Extract<Block, { type: 'image' }>['source'], param: strin
     if (!IMAGE_TYPES.has(mediaType)) throw invalid(`${param}.source.media_type`, `unsupported image type ${source.media_type} (image/jpeg, image/png, image/gif, image/webp)`)
     return { type: 'image', mediaType, data: base64Bytes(source.data, `${param}.source.data`, 'image') }
   }
-  let url: URL
-  try {
-    url = new URL(source.url)
-  } catch {
-    throw invalid(`${param}.source.url`, 'image source url must be an http(s) URL')
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid(`${param}.source.url`, 'image source url must be an http(s) URL')
-  return { type: 'image', mediaType: 'image/*', data: url }
+  return { type: 'image', mediaType: 'image/*', data: imageUrl(source.url, `${param}.source.url`) }
 }
 
 function documentPart(block: Extract<Block, { type: 'document' }>, param: string): Part {
