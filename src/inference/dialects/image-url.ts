@@ -10,6 +10,13 @@ import { checkUrlTarget } from '../../web/url-guard'
 // web.fetch.unsafe_test_allow_cidrs does not apply: it never covers literal IPs. The same rule
 // holds for every backend, Anthropic's included, so a request means the same wherever it is served.
 
+/** What the request schemas (and so /openapi.json) say about an image URL field. */
+export const IMAGE_URL_RULES =
+  'An http(s) URL the model\'s backend fetches itself, so it must name a public host: private, loopback, link-local, ' +
+  'metadata and reserved IP literals (in any notation), local-use names (localhost, .local, .internal…), userinfo, ' +
+  'non-canonical spellings and blocked ports are a 400 naming this field, before anything is billed or sent. ' +
+  'Names are not resolved by the gateway.'
+
 /** `input` (an image URL a client sent, not a data URL) as the URL to forward, or a 400 naming `param`. */
 export function imageUrl(input: string, param: string): URL {
   const target = checkUrlTarget(input)

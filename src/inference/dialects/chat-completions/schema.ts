@@ -1,6 +1,7 @@
 import { t } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 import { HOSTED_LIMITS } from '../hosted-tool-schema'
+import { IMAGE_URL_RULES } from '../image-url'
 import { Metadata } from '../metadata-schema'
 
 // OpenAI Chat Completions request body (the fields the gateway understands). Unknown fields are
@@ -10,7 +11,7 @@ const TextPart = t.Object({ type: t.Literal('text'), text: t.String() }, { addit
 const ImagePart = t.Object(
   {
     type: t.Literal('image_url'),
-    image_url: t.Object({ url: t.String({ minLength: 1 }), detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high')])) }, { additionalProperties: false }),
+    image_url: t.Object({ url: t.String({ minLength: 1, description: `${IMAGE_URL_RULES} Or a base64 data URL (data:image/…;base64,…) of at most 1 MiB decoded.` }), detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high')])) }, { additionalProperties: false }),
   },
   { additionalProperties: false },
 )

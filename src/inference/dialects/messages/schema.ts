@@ -2,6 +2,7 @@ import { t } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 import { plainPattern } from '../../../http/validation-message'
 import { HOSTED_LIMITS, hint, MAX_CONTENT_TOKENS } from '../hosted-tool-schema'
+import { IMAGE_URL_RULES } from '../image-url'
 
 // Anthropic Messages request body (the fields the gateway understands). Unknown fields are
 // rejected rather than silently dropped. `cache_control` is accepted everywhere Anthropic allows
@@ -19,7 +20,7 @@ const TextBlock = t.Object(
 )
 const ImageSource = t.Union([
   t.Object({ type: t.Literal('base64'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
-  t.Object({ type: t.Literal('url'), url: t.String({ minLength: 1 }) }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('url'), url: t.String({ minLength: 1, description: IMAGE_URL_RULES }) }, { additionalProperties: false }),
   // Provider-hosted files are not available on this API (spec §1): recognised so the refusal is clear.
   t.Object({ type: t.Literal('file'), file_id: t.String() }, { additionalProperties: false }),
 ])

@@ -1,6 +1,7 @@
 import { t, type Static } from 'elysia'
 import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
 import { plainPattern } from '../../../http/validation-message'
+import { IMAGE_URL_RULES } from '../image-url'
 import { Metadata } from '../metadata-schema'
 
 // OpenAI Responses request body (the fields the gateway understands). Unknown fields are rejected,
@@ -15,7 +16,7 @@ const InputText = t.Object({ type: t.Literal('input_text'), text: t.String() }, 
 const InputImage = t.Object(
   {
     type: t.Literal('input_image'),
-    image_url: nullable(t.String()),
+    image_url: nullable(t.String(), `${IMAGE_URL_RULES} Or a base64 data URL (data:image/…;base64,…) of at most 1 MiB decoded.`),
     file_id: nullable(t.String()),
     detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high'), t.Literal('original')])),
   },
