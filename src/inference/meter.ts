@@ -127,6 +127,11 @@ export class Meter {
   private reasoningBytes = 0
   private toolBytes = 0
   /**
+   * Whether a tool call was started: output, though its arguments may not have begun (a stream
+   * cut right after a call's name went out charged nothing, with the client shown the call).
+   */
+  private startedToolCall = false
+  /**
    * The usage once the finish was seen (nothing is observed after it): a stream's terminal
    * frames and its settlement read it, computed once.
    */
@@ -150,14 +155,16 @@ export class Meter {
       this.outputBytes += event.textBytes
       this.reasoningBytes += event.reasoningBytes
       this.toolBytes += event.toolBytes
-    } else if (event.type === 'finish') this.reported = event.usage
+      if (event.format === 'chat-completions' && event.toolBlocks !== undefined) this.startedToolCall = true
+    } else if (event.type === 'tool-call-start') this.startedToolCall = true
+    else if (event.type === 'finish') this.reported = event.usage
     else if (event.type === 'response-start' && event.inputTokens) this.announced = event
     else if ((event.type === 'error' || event.type === 'usage') && event.usage !== undefined) this.reportedBeforeCut = event.usage
   }
 
-  /** Whether any output reached the meter. */
+  /** Whether any output reached the meter: text, reasoning, or a tool call (its name alone counts, as for fallback). */
   get producedOutput(): boolean {
-    return this.outputBytes + this.reasoningBytes + this.toolBytes > 0
+    return this.outputBytes + this.reasoningBytes + this.toolBytes > 0 || this.startedToolCall
   }
 
   /**

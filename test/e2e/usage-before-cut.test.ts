@@ -101,6 +101,21 @@ for (const type of ['anthropic', 'openai-compatible'] as const) {
       })
     }
 
+    for (const client of Object.keys(CLIENTS)) {
+      test(`${client}, reset right after a tool call's name, before its arguments: the call is output, its input charged`, async () => {
+        // QA: a tool call's start went out to the client (no fallback, rightly), but the meter saw
+        // no output bytes and released the hold: the input the upstream read was free.
+        const started = type === 'anthropic'
+          ? event('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'x', content: [], stop_reason: null, usage: { input_tokens: INPUT, output_tokens: 1 } } }) +
+            event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } })
+          : chunk({ role: 'assistant', content: null }) + chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] })
+        const cost = await charged(client, { kind: 'sse', body: started, then: 'reset' })
+        // Anthropic announced its input; a Chat Completions upstream reported none, so it is estimated.
+        if (type === 'anthropic') expect(cost).toBe(nanos(INPUT))
+        else expect(cost).toBeGreaterThan(0n)
+      })
+    }
+
     test('a client that leaves after the output count was reported, before the stream ended, is billed that count', async () => {
       // Before, the meter's estimate was billed (10 counted output tokens, not the 50 reported):
       // the count reached it only on a finish or an error event, and a client that left made neither.
