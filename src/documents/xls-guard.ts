@@ -1,9 +1,17 @@
 import * as XLSX from '@e965/xlsx'
+import { FORMULA_RECORDS, formulaLoops, type SlurpedRecord } from './xls-formulas'
 
 // Legacy Excel (BIFF5 and BIFF8 in an OLE2 container) counted before SheetJS reads it: a 4 MB
 // workbook of 665,600 numbers took 395 MB in SheetJS, and nothing counted them first (the zip
 // guard's count covers XLSX only). The workbook stream is a flat run of records, each a 2-byte
 // type and a 2-byte length, so its cells are counted by walking the headers.
+//
+// The same walk refuses what SheetJS 0.20.3 would never finish reading (a worker held until the
+// pool's timeout, or growing until its memory watchdog): records it loops on when short
+// (LEAST_LENGTH), BIFF3/4 formulas, and, in a BIFF8 stream, a formula whose extra ends before a
+// PtgMemArea's count (xls-formulas.ts walks each formula token by token as SheetJS does). For
+// that the walk follows parse_workbook (Reading): the BIFF version each BOF sets, where it stops
+// reading, and slurp()'s joining of CONTINUE records to the record before them.
 
 /**
  * Records that each hold one cell SheetJS keeps: NUMBER, LABELSST, RK, FORMULA, LABEL, BOOLERR,
@@ -54,6 +62,7 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
     return undefined
   }
   let cells = 0
+  const reading = new Reading()
   for (let offset = 0; offset + 4 <= stream.length && cells <= limit; ) {
     const type = stream[offset]! | (stream[offset + 1]! << 8)
     const length = stream[offset + 2]! | (stream[offset + 3]! << 8)
@@ -61,7 +70,96 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
     else if (type === MULRK && length >= 6) cells += Math.floor((length - 6) / 6)
     else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused(LOOPING)
     if (length < (LEAST_LENGTH.get(type) ?? 0)) throw new XlsRefused(LOOPING)
+    if (reading.follow(stream, offset, type, length)) throw new XlsRefused(LOOPING)
     offset += 4 + length
   }
   return cells
+}
+
+const BOF = new Set([0x0009, 0x0209, 0x0409, 0x0809])
+const EOF = 0x000a
+const FILEPASS = 0x002f
+/** CONTINUE, ContinueBigName, ContinueFrt, ContinueFrt11, ContinueFrt12: slurp() joins them to the record before. */
+const CONTINUE = new Set([0x003c, 0x043c, 0x0812, 0x0875, 0x087f])
+/** parse_BOF's versions; another in a BOF of more than 8 bytes throws. */
+const KNOWN_VERSION = new Set([0x0600, 0x0500, 0x0400, 0x0300, 0x0200, 0x0002, 0x0007])
+const BIFF_BY_TYPE: ReadonlyMap<number, number> = new Map([[0x0009, 2], [0x0209, 3], [0x0409, 4]])
+const BIFF_BY_VERSION: ReadonlyMap<number, number> = new Map([[0x0200, 2], [0x0300, 3], [0x0400, 4], [0x0500, 5], [0x0600, 8], [0x0002, 2], [0x0007, 2]])
+
+/**
+ * parse_workbook's progress through the stream, as far as its formulas need: the BIFF version its
+ * parsers are given (from the BOF records, as SheetJS decides it), how deep it is in BOF…EOF
+ * substreams, and whether it has stopped reading (SheetJS reads nothing after it stops, so nothing
+ * there is refused).
+ */
+class Reading {
+  private biff = 8
+  private depth = 0
+  private stopped = false
+
+  /** Follows one record; true when SheetJS would loop on its formula. */
+  follow(stream: Uint8Array, offset: number, type: number, length: number): boolean {
+    if (this.stopped) return false
+    // Outside any substream SheetJS stops at the first record that is not a BOF; at FILEPASS it
+    // throws (the extractor gives no password), and past the stream's end ("Truncated") too.
+    if ((this.depth === 0 && !BOF.has(type)) || type === FILEPASS) {
+      this.stopped = true
+      return false
+    }
+    if (type === EOF) {
+      this.depth -= 1
+      return false
+    }
+    if (!BOF.has(type) && !(this.biff === 8 && FORMULA_RECORDS.has(type))) return false
+    const record = slurp(stream, offset, length)
+    if (record === undefined) {
+      this.stopped = true
+      return false
+    }
+    if (!BOF.has(type)) return formulaLoops(type, record)
+    const data = record.data
+    const version = data.length >= 2 ? data[0]! | (data[1]! << 8) : Number.NaN
+    const kind = data.length >= 4 ? data[2]! | (data[3]! << 8) : 0
+    if (!KNOWN_VERSION.has(version) && data.length - 2 > 6) {
+      this.stopped = true
+      return false
+    }
+    // Decided while it is 8 (the default), so a BIFF5 BOF fixes the rest of the stream as BIFF5;
+    // the two quirks after apply at every BOF.
+    if (this.biff === 8) this.biff = BIFF_BY_TYPE.get(type) ?? BIFF_BY_VERSION.get(version) ?? 8
+    if (version === 0 && kind === 0x1000) this.biff = 5
+    if (this.biff === 8 && version === 0 && kind === 16) this.biff = 2
+    this.depth += 1
+    return false
+  }
+}
+
+/**
+ * A record's data as SheetJS's slurp() gathers it: its own bytes, then each CONTINUE record's that
+ * follows (after ContinueFrt's 4-byte header, ContinueFrt11's and 12's 12), cut at the stream's
+ * end; undefined when the record itself runs past the end (slurp throws).
+ */
+function slurp(stream: Uint8Array, offset: number, length: number): SlurpedRecord | undefined {
+  if (offset + 4 + length > stream.length) return undefined
+  const pieces = [stream.subarray(offset + 4, offset + 4 + length)]
+  const starts = [0]
+  let total = length
+  for (let next = offset + 4 + length; next + 2 <= stream.length; ) {
+    const type = stream[next]! | (stream[next + 1]! << 8)
+    if (!CONTINUE.has(type)) break
+    // A length read past the end is NaN: the piece is empty and SheetJS reads no further.
+    const pieceLength = next + 4 <= stream.length ? stream[next + 2]! | (stream[next + 3]! << 8) : Number.NaN
+    const start = next + 4 + (type === 0x0812 ? 4 : type === 0x0875 || type === 0x087f ? 12 : 0)
+    const end = Math.min(next + 4 + pieceLength, stream.length)
+    const piece = start < end ? stream.subarray(start, end) : new Uint8Array(0)
+    pieces.push(piece)
+    starts.push(total)
+    total += piece.length
+    if (Number.isNaN(pieceLength)) break
+    next += 4 + pieceLength
+  }
+  if (pieces.length === 1) return { data: pieces[0]!, starts }
+  const data = new Uint8Array(total)
+  pieces.reduce((at, piece) => (data.set(piece, at), at + piece.length), 0)
+  return { data, starts }
 }
