@@ -63,9 +63,13 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
   }
   let cells = 0
   const reading = new Reading()
-  for (let offset = 0; offset + 4 <= stream.length && cells <= limit; ) {
+  // SheetJS reads a record while two bytes are left; a header cut short by the stream's end is a
+  // record of no bytes to it (its length read past the end is NaN, and slurp() hands the parser
+  // nothing). Such a tail of a type below loops it as a record that short does (a stream ending
+  // in a SHRFMLA's 2-byte type where the sheet's EOF was looped it; the walk stopped short of it).
+  for (let offset = 0; offset + 2 <= stream.length && cells <= limit; ) {
     const type = stream[offset]! | (stream[offset + 1]! << 8)
-    const length = stream[offset + 2]! | (stream[offset + 3]! << 8)
+    const length = offset + 4 <= stream.length ? stream[offset + 2]! | (stream[offset + 3]! << 8) : 0
     if (ONE_CELL.has(type)) cells += 1
     else if (type === MULRK && length >= 6) cells += Math.floor((length - 6) / 6)
     else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused(LOOPING)
@@ -140,6 +144,8 @@ class Reading {
  * end; undefined when the record itself runs past the end (slurp throws).
  */
 function slurp(stream: Uint8Array, offset: number, length: number): SlurpedRecord | undefined {
+  // A header cut short by the stream's end: the parser gets no bytes (see countXlsCells).
+  if (offset + 4 > stream.length) return { data: new Uint8Array(0), starts: [0] }
   if (offset + 4 + length > stream.length) return undefined
   const pieces = [stream.subarray(offset + 4, offset + 4 + length)]
   const starts = [0]

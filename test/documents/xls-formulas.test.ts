@@ -83,6 +83,16 @@ describe('formulas SheetJS loops on are refused before it reads them', () => {
     XLSX.CFB.find(biff5, '/Workbook')!.content = stream
     read(new Uint8Array(XLSX.CFB.write(biff5, { type: 'array' }) as ArrayBuffer))
   })
+
+  test('a stream cut inside a record header is read as SheetJS reads it: a record of no bytes', () => {
+    // QA: a 2-byte SHRFMLA type in place of the sheet's EOF looped SheetJS, the walk stopped short of it.
+    const container = XLSX.CFB.read(biff8With({}), { type: 'array' })
+    const entry = XLSX.CFB.find(container, '/Workbook')!
+    const stream = Buffer.from(entry.content as Uint8Array)
+    entry.content = Buffer.concat([stream.subarray(0, stream.length - 4), Buffer.from([0xbc, 0x04])])
+    entry.size = entry.content.length
+    refused(new Uint8Array(XLSX.CFB.write(container, { type: 'array' }) as ArrayBuffer))
+  })
 })
 
 describe('real formulas are read', () => {
