@@ -53,6 +53,9 @@ describe('formulas SheetJS loops on are refused before it reads them', () => {
     // slurp() joins a record and its CONTINUE records before parsing: the count in a CONTINUE is read.
     const formula = formulaRecord(union, cut)
     read(biff8With({ sheet: [formula, xlsRecord(0x003c, [0x00, ...unionExtra.slice(2)])] }))
+    // The least lengths too are the joined record's: a FORMULA cut at 21 bytes, the rest in a CONTINUE.
+    const whole = formulaRecord(union, unionExtra)
+    read(biff8With({ sheet: [xlsRecord(0x0006, whole.subarray(4, 25)), xlsRecord(0x003c, whole.subarray(25))] }))
     // No extra at all: SheetJS reads one only when bytes follow the tokens.
     read(biff8With({ sheet: [formulaRecord(union, [])] }))
     // A cce past the record's end: the tokens are read to there, and the count past it.
