@@ -58,6 +58,10 @@ describe('formulas SheetJS loops on are refused before it reads them', () => {
     read(biff8With({ sheet: [xlsRecord(0x0006, whole.subarray(4, 25)), xlsRecord(0x003c, whole.subarray(25))] }))
     // No extra at all: SheetJS reads one only when bytes follow the tokens.
     read(biff8With({ sheet: [formulaRecord(union, [])] }))
+    // A count inside the record whose ranges run past it (SheetJS keeps 65,535 ranges of NaNs per
+    // NAME: 1.2 GB from 100 such records in 7 KB) is refused; one whose ranges are all there reads.
+    refused(biff8With({ globals: [nameRecord('Many', union, [0xff, 0xff, ...unionExtra.slice(2)])] }))
+    read(biff8With({ globals: [nameRecord('Both', union, unionExtra)] }))
     // A cce past the record's end: the tokens are read to there, and the count past it.
     const long = formulaRecord(union, [])
     long.writeUInt16LE(union.length + 5, 4 + 20)
