@@ -35,11 +35,11 @@ export function claimedClientId(request: Request, form: Record<string, string>):
 }
 
 /**
- * The revocation endpoint's client check (RFC 7009 §2.1: the server "first validates the client
- * credentials"): a client_id that names no client is invalid_client. Without any client_id the
- * token alone is enough to revoke it (whoever holds a token may end it).
+ * The revocation endpoint's client check (RFC 7009 §2.1: the client identifies itself and the
+ * server "first validates the client credentials", then checks the token was issued to it): a
+ * missing client_id, or one that names no client, is invalid_client, as on the token endpoint.
  */
-export async function checkRevokingClient(oauth: OAuthServer, clientId: string | undefined): Promise<void> {
-  if (clientId === undefined || (await oauth.clients.find(clientId))) return
-  throw new OAuthError('invalid_client', 'unknown client_id')
+export async function checkRevokingClient(oauth: OAuthServer, clientId: string | undefined): Promise<string> {
+  if (clientId !== undefined && (await oauth.clients.find(clientId))) return clientId
+  throw new OAuthError('invalid_client', clientId === undefined ? 'client_id is required' : 'unknown client_id')
 }

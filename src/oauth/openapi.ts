@@ -104,7 +104,7 @@ export function oauthResponses(success: Record<number, OpenAPIV3.ResponseObject>
   return {
     ...success,
     400: jsonDoc('OAuth error (invalid_request, invalid_grant, invalid_scope, …)', OAUTH_ERROR),
-    401: jsonDoc('invalid_client: unknown client, or failed HTTP Basic client authentication', OAUTH_ERROR, BASIC_CHALLENGE),
+    401: jsonDoc('invalid_client: unknown or missing client, or failed HTTP Basic client authentication', OAUTH_ERROR, BASIC_CHALLENGE),
     503: jsonDoc('temporarily_unavailable: the database is unavailable; retry shortly', OAUTH_ERROR),
   }
 }

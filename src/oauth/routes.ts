@@ -145,8 +145,7 @@ export function oauthRoutes(oauth: OAuthServer) {
       endpoint(async ({ request, set }) => {
         const form = await readForm(request)
         if (!form.token) throw new OAuthError('invalid_request', 'token is required')
-        const clientId = claimedClientId(request, form)
-        await checkRevokingClient(oauth, clientId)
+        const clientId = await checkRevokingClient(oauth, claimedClientId(request, form))
         if (!(await oauth.tokens.revoke(form.token, clientId))) throw new OAuthError('unauthorized_client', 'this token was issued to another client')
         // RFC 7009 §2.2: 200 whether or not the token was known.
         return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', 'x-request-id': requestIdOf(set) } })
@@ -155,7 +154,8 @@ export function oauthRoutes(oauth: OAuthServer) {
         parse: 'none',
         detail: {
           summary: 'Revoke a token (RFC 7009)',
-          description: 'Form-encoded token (access or refresh) and client_id. Revokes the whole authorization the token belongs to. 200 also for unknown tokens.',
+          description: 'Form-encoded token (access or refresh) and client_id (or HTTP Basic naming the client with an empty password), required: a missing or unknown client is 401 invalid_client. ' +
+            'Revokes the whole authorization the token belongs to; a token issued to another client is 400 unauthorized_client. 200 also for unknown tokens.',
           requestBody: formDoc({ token: 'string', token_type_hint: 'string', client_id: 'string' }),
           // RFC 7009 §2.2: the body is empty, so no content is documented.
           responses: oauthResponses({ 200: { description: 'Revoked, or the token was unknown (empty body)' } }),

@@ -122,10 +122,10 @@ export class TokenService {
    * RFC 7009: revokes the grant a token belongs to (access or refresh: revoking either ends the
    * authorization). Unknown tokens are not an error. False when the token belongs to another client.
    */
-  async revoke(token: string, clientId: string | undefined): Promise<boolean> {
+  async revoke(token: string, clientId: string): Promise<boolean> {
     const row = (await this.lookup(token, 'refresh')) ?? (await this.lookup(token, 'access'))
     if (!row) return true
-    if (clientId !== undefined && row.grant.clientId !== clientId) return false
+    if (row.grant.clientId !== clientId) return false
     await this.revokeGrant(row.grant.id)
     return true
   }

@@ -5,7 +5,7 @@ import { codeFlowTokens, pkce, postForm, REDIRECT, registerClient } from '../sup
 // The error codes and statuses the RFCs prescribe where a nearby code would be easy to pick:
 // the authorization endpoint's unsupported_response_type (RFC 6749 §4.1.2.1), invalid_client
 // with a Basic challenge when a client authenticated in the Authorization header (§5.2), and
-// invalid_client for an unknown client on the revocation endpoint (RFC 7009 §2.1, §2.2.1).
+// invalid_client for an unknown or missing client on the revocation endpoint (RFC 7009 §2.1, §2.2.1).
 
 let t: TestApp
 let org: TestOrg
@@ -90,6 +90,19 @@ describe('revocation endpoint', () => {
     expect((await t.deps.keys.verifyToken(tokens.access_token, true)).ok).toBe(true)
     await expectBasicChallenge(await postForm(t, '/oauth/revoke', { token: tokens.refresh_token }, basic('mcp_unknown')))
     expect((await postForm(t, '/oauth/revoke', { token: tokens.refresh_token }, basic(tokens.clientId))).status).toBe(200)
+    expect((await t.deps.keys.verifyToken(tokens.access_token, true)).ok).toBe(false)
+  })
+
+  test('a missing client (no client_id, no Basic header) is 401 invalid_client and revokes nothing; an unknown token stays 200', async () => {
+    // Before: the token alone revoked the authorization (200), which README and RFC 7009 §2.1 rule out.
+    const tokens = await codeFlowTokens(t, org.adminKey)
+    for (const token of [tokens.refresh_token, tokens.access_token, 'svc_mcp_unknown']) {
+      await expectBasicChallenge(await postForm(t, '/oauth/revoke', { token, token_type_hint: 'refresh_token' }))
+    }
+    expect((await t.deps.keys.verifyToken(tokens.access_token, true)).ok).toBe(true)
+    // The client identified: an unknown token is 200 (RFC 7009 §2.2), a known one is revoked.
+    expect((await postForm(t, '/oauth/revoke', { token: 'svc_mcp_unknown', client_id: tokens.clientId })).status).toBe(200)
+    expect((await postForm(t, '/oauth/revoke', { token: tokens.access_token, client_id: tokens.clientId })).status).toBe(200)
     expect((await t.deps.keys.verifyToken(tokens.access_token, true)).ok).toBe(false)
   })
 
