@@ -223,6 +223,13 @@ export class McpService {
     if (flow === undefined) {
       await server.close()
       if (isInitialize(call.body) && response.ok) response.headers.set('mcp-session-id', crypto.randomUUID())
+      // JSON-RPC 2.0 §6: a batch is answered with an array, even of one reply; the SDK's transport
+      // sends a batch's lone reply bare. (An SSE answer sends each reply as its own event, batch or
+      // not; a batch of notifications only is 202 with no body.)
+      if (Array.isArray(call.body) && requestCount(call.body) === 1) {
+        const answer = await jsonAnswer(response)
+        if (answer !== undefined) response = answerWith(response, Array.isArray(answer) ? answer : [answer])
+      }
       // A client that left before its answer is logged as the chat route logs it: 499 (no one reads this).
       return record?.outcome === 'cancelled' && call.httpRequest.signal.aborted ? new Response(null, { status: CLIENT_CLOSED_REQUEST }) : response
     }
@@ -253,6 +260,20 @@ function sessionOf(request: Request): string | null {
 /** True for an initialize request alone (never in a batch: refused there). */
 function isInitialize(body: unknown): boolean {
   return !Array.isArray(body) && (body as { method?: unknown } | null)?.method === 'initialize'
+}
+
+/**
+ * The JSON-RPC message (or batch) a 200 JSON answer carries; undefined, with the body unread, for
+ * any other answer (SSE, 202, an HTTP error). Once read, the answer is sent with `answerWith`.
+ */
+async function jsonAnswer(response: Response): Promise<unknown> {
+  if (response.status !== 200 || !response.headers.get('content-type')?.startsWith('application/json')) return undefined
+  return response.json()
+}
+
+/** The answer (its status and headers) carrying `message` as its body. */
+function answerWith(response: Response, message: unknown): Response {
+  return new Response(JSON.stringify(message), { status: response.status, headers: response.headers })
 }
 
 /** The requests (messages with a method and an id) in the message or batch. */

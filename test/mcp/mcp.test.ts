@@ -250,6 +250,28 @@ describe('transport rules', () => {
     expect((await rawMcp(ping, { authorization: `Bearer ${token}`, 'mcp-session-id': 'stale-session' })).status).toBe(200)
   })
 
+  test('a batch is answered with an array, even of one reply (JSON-RPC 2.0 §6); notifications alone are 202', async () => {
+    const auth = { authorization: `Bearer ${token}` }
+    const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' })
+    const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' }
+    // Before: the lone reply came bare, {"result":{},...}.
+    for (const batch of [[ping(1)], [ping(1), initialized]]) {
+      const answered = await rawMcp(batch, auth)
+      expect([answered.status, answered.headers.get('content-type')]).toEqual([200, 'application/json'])
+      expect(await json(answered)).toEqual([{ jsonrpc: '2.0', id: 1, result: {} }])
+    }
+    expect(await json(await rawMcp([ping(1), ping(2)], auth))).toEqual([{ jsonrpc: '2.0', id: 1, result: {} }, { jsonrpc: '2.0', id: 2, result: {} }])
+    const notified = await rawMcp([initialized], auth)
+    expect([notified.status, await notified.text()]).toEqual([202, ''])
+    // A single message stays a single answer.
+    expect(await json(await rawMcp(ping(3), auth))).toEqual({ jsonrpc: '2.0', id: 3, result: {} })
+    // As SSE (a progress token), each reply is its own event, in a batch of one as of two.
+    const listed = await rawMcp([{ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'svc.list_models', arguments: {}, _meta: { progressToken: 'p' } } }], auth)
+    expect(listed.headers.get('content-type')).toContain('text/event-stream')
+    const events = (await listed.text()).split('\n').filter(line => line.startsWith('data: ')).map(line => JSON.parse(line.slice(6)))
+    expect(events.map(event => [event.id, event.result.structuredContent.models.length])).toEqual([[7, 1]])
+  })
+
   test('Origin is checked (DNS rebinding): foreign origins get 403, the issuer and configured origins pass', async () => {
     const ping = { jsonrpc: '2.0', id: 1, method: 'ping' }
     const auth = { authorization: `Bearer ${token}` }
