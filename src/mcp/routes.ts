@@ -112,7 +112,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             200: {
               description: 'JSON-RPC 2.0 message; for a batch, an array of the replies (even of one)',
               content: { 'application/json': { schema: { oneOf: [{ type: 'object' as const }, { type: 'array' as const, items: { type: 'object' as const } }] } } },
-              headers: { 'Mcp-Session-Id': { description: 'On an initialize answer: the session id to send back (kept nowhere; see above)', schema: { type: 'string' as const } } } },
+              headers: { 'Mcp-Session-Id': { description: 'On an initialize answer with its result (not on a refused initialize): the session id to send back (kept nowhere; see above)', schema: { type: 'string' as const } } } },
             202: { description: 'Notification accepted' },
             400: { description: 'JSON-RPC parse error (-32700): the body is not UTF-8 JSON; Invalid Request (-32600): JSON that is not a JSON-RPC 2.0 message or batch (an unknown member, a progress token not a string or an integer), an empty batch, or a batch whose requests share an id', content: JSON_RPC.content },
             401: {

@@ -222,7 +222,15 @@ export class McpService {
     // A JSON response is complete here; an SSE response closes its transport when the last reply is written.
     if (flow === undefined) {
       await server.close()
-      if (isInitialize(call.body) && response.ok) response.headers.set('mcp-session-id', crypto.randomUUID())
+      // The session id comes with the InitializeResult (MCP, "Session Management"), never with a
+      // refused initialize (a -32602 is a 200 too). Only initialize's small answer is read here.
+      if (isInitialize(call.body)) {
+        const answer = await jsonAnswer(response)
+        if (answer !== undefined) {
+          response = answerWith(response, answer)
+          if (isResult(answer)) response.headers.set('mcp-session-id', crypto.randomUUID())
+        }
+      }
       // JSON-RPC 2.0 §6: a batch is answered with an array, even of one reply; the SDK's transport
       // sends a batch's lone reply bare. (An SSE answer sends each reply as its own event, batch or
       // not; a batch of notifications only is 202 with no body.)
@@ -269,6 +277,11 @@ function isInitialize(body: unknown): boolean {
 async function jsonAnswer(response: Response): Promise<unknown> {
   if (response.status !== 200 || !response.headers.get('content-type')?.startsWith('application/json')) return undefined
   return response.json()
+}
+
+/** True for a JSON-RPC success response (a reply with a `result`). */
+function isResult(message: unknown): boolean {
+  return typeof message === 'object' && message !== null && !Array.isArray(message) && 'result' in message
 }
 
 /** The answer (its status and headers) carrying `message` as its body. */

@@ -71,6 +71,23 @@ describe('tools', () => {
     }
   })
 
+  test('only an initialize answered with its result carries an Mcp-Session-Id, not a refused one', async () => {
+    const auth = { authorization: `Bearer ${token}` }
+    // Before: 200 with the -32602 error and a session id all the same.
+    for (const params of [undefined, { protocolVersion: 7 }, { protocolVersion: '2025-11-25', capabilities: {} }]) {
+      const refused = await rawMcp({ jsonrpc: '2.0', id: 1, method: 'initialize', ...(params ? { params } : {}) }, auth)
+      expect(refused.status).toBe(200)
+      expect((await json(refused)).error.code).toBe(-32602)
+      expect(refused.headers.get('mcp-session-id')).toBeNull()
+    }
+    const accepted = await rawMcp({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }, auth)
+    expect(accepted.headers.get('content-type')).toBe('application/json')
+    expect((await json(accepted)).result.serverInfo.name).toBe('svc-gateway')
+    expect(accepted.headers.get('mcp-session-id')).toMatch(/^[\x21-\x7e]{1,128}$/)
+    // Nor does any other method get one.
+    expect((await rawMcp({ jsonrpc: '2.0', id: 3, method: 'ping' }, auth)).headers.get('mcp-session-id')).toBeNull()
+  })
+
   test('svc.chat answers through the pipeline and bills exactly what POST /v1/chat/completions bills', async () => {
     const client = await connect()
     const result = await client.callTool({ name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'hello there', system: 'Be terse.' } })
