@@ -201,7 +201,11 @@ export class McpService {
       }
     })
 
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams })
+    // keepAliveMs 0: the SDK's own keep-alive (a `: keepalive` comment every 15 s, on a timer per
+    // stream) is off. A progress stream is pinged by ProgressFlow, as every stream is; the SDK's
+    // comments, read through it as messages, marked the stream written (so the gateway never
+    // pinged) and counted as notifications read (so more than MAX_UNREAD_FRAMES went unread).
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams, keepAliveMs: 0 })
     await server.connect(transport)
     const followed = record !== undefined && flow !== undefined
     if (followed) record.sink.defer(record)

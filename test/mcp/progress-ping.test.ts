@@ -1,4 +1,4 @@
-import { afterEach, expect, test } from 'bun:test'
+import { afterEach, expect, spyOn, test } from 'bun:test'
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { loadConfig } from '../../src/config/load'
 import { keepAlive } from '../../src/http/keep-alive'
@@ -119,4 +119,56 @@ test("the official SDK client reads through the ping: its progress and the tool'
   const answer = await result
   expect((answer.content as Array<{ text: string }>)[0]!.text).toBe('Hi there')
   expect(progress.join('')).toBe('Hi there')
+})
+
+/**
+ * A hand-driven clock for the intervals armed from now on (the SDK's transport arms its own
+ * keep-alive with setInterval, and takes no clock): each still runs on the real clock (all are
+ * longer than a test), and `advance` fires each as often as it would in that much time.
+ */
+function intervalsByHand() {
+  const armed: Array<{ callback: () => void; ms: number }> = []
+  const real = globalThis.setInterval
+  const spy = spyOn(globalThis, 'setInterval').mockImplementation(((callback: () => void, ms: number) => {
+    armed.push({ callback, ms })
+    return real(callback, ms)
+  }) as typeof setInterval)
+  cleanup.push(() => spy.mockRestore())
+  return {
+    advance(ms: number) {
+      for (const interval of armed) for (let fired = 0; fired < Math.floor(ms / interval.ms); fired++) interval.callback()
+    },
+  }
+}
+
+test("the gateway's ping is the stream's only keep-alive: the SDK transport's own `: keepalive` is off", async () => {
+  const { upstream, base, token } = await gateway()
+  // Before: the SDK wrote `: keepalive` every 15 s, which the flow passed on as a message read:
+  // the stream marked written (so the gateway's own ping never came), one more notification
+  // counted as read (so more than MAX_UNREAD_FRAMES could go unread), and README said `: ping`.
+  const clock = intervalsByHand()
+  const response = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'content-type': 'application/json' },
+    body: JSON.stringify(CALL),
+  })
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  let received = ''
+  const readUntil = async (what: string) => {
+    while (!received.includes(what)) {
+      const { done, value } = await reader.read()
+      if (done) throw new Error(`the stream ended before ${JSON.stringify(what)}:\n${received}`)
+      received += decoder.decode(value, { stream: true })
+    }
+  }
+  await readUntil('notifications/progress')
+  // 20 s of quiet. The shared ticker's timer may predate the spy: its quiet ticks by hand too.
+  clock.advance(20_000)
+  for (let tick = 0; tick < 4; tick++) keepAlive.tick()
+  await readUntil(': ping')
+  upstream.release()
+  await readUntil('"result"')
+  expect(received).toMatch(/\n\n: ping\n\n/)
+  expect(received).not.toContain(': keepalive')
 })
