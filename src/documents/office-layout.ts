@@ -115,13 +115,30 @@ function cellText(cell: Node, notes: NoteList | undefined): string {
   return parts.join(' ')
 }
 
+/**
+ * A table's rows, one per line, each cell under its own column: officeparser leaves out the cells a
+ * vertical merge continues and gives a horizontal merge one cell, but names each cell's column
+ * (`metadata.col`), so the row is laid out by it (a merged cell's columns after its first stay
+ * empty, as an empty cell's do). Without column numbers the cells are taken in turn.
+ */
 function rows(table: Node, out: string[], notes: NoteList | undefined): void {
   for (const row of table.children ?? []) {
     if (row.type !== 'row') continue
     const cells = (row.children ?? []).filter(cell => cell.type === 'cell')
-    out.push(cells.map(cell => cellText(cell, notes)).join('\t').replace(/\t+$/, ''))
+    const line: string[] = []
+    for (const cell of cells) {
+      const column = cell.metadata?.col
+      // Each column once, in order: a number that would move a cell back or far ahead is not trusted.
+      const at = Number.isInteger(column) && (column as number) >= line.length && (column as number) < line.length + MAX_COLUMN_GAP ? (column as number) : line.length
+      while (line.length < at) line.push('')
+      line.push(cellText(cell, notes))
+    }
+    out.push(line.join('\t').replace(/\t+$/, ''))
   }
 }
+
+/** The most empty columns a cell's column number may skip (Word's tables have at most 63 columns). */
+const MAX_COLUMN_GAP = 64
 
 /**
  * Appends the lines of `nodes`: a block's text as one line (empty ones too), a table's rows. With

@@ -20,6 +20,21 @@ describe('DOCX table cells', () => {
     expect(await text(docx(para('before') + body + para('after')))).toBe('before\nmulti para cell\tnested a b c\nx\nafter')
   })
 
+  test('merged cells keep every later cell under its own column (QA: LibreOffice-made tables)', async () => {
+    // Before: "Merged AB\tC2" (C2 under H2) and "B5\tC5" (B5 under H1): officeparser gives a
+    // horizontal merge one cell and leaves out the cells a vertical merge continues.
+    const span = (xml: string) => `<w:tcPr><w:gridSpan w:val="2"/></w:tcPr>${xml}`
+    const start = (xml: string) => `<w:tcPr><w:vMerge w:val="restart"/></w:tcPr>${xml}`
+    const continued = '<w:tcPr><w:vMerge/></w:tcPr><w:p/>'
+    const body = table([
+      [para('H1'), para('H2'), para('H3')],
+      [span(para('Merged AB')), para('C2')],
+      [start(para('Tall')), para('B4'), para('C4')],
+      [continued, para('B5'), para('C5')],
+    ])
+    expect(await text(docx(body))).toBe('H1\tH2\tH3\nMerged AB\t\tC2\nTall\tB4\tC4\n\tB5\tC5')
+  })
+
   test('a table nested 1,000 deep keeps its text; 20,000 deep is refused as such, not as a damaged file', async () => {
     // Before: "before\n\nafter" (the text was dropped), and "damaged or not a valid DOCX document".
     expect(await text(docx(para('before') + nested(1000, para('deep')) + para('after')))).toBe('before\ndeep\nafter')
