@@ -74,34 +74,40 @@ async function gateway() {
 
 const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'm', prompt: 'hi' }, _meta: { progressToken: 'p' } } }
 
-test('a quiet svc.chat with progress is pinged with an SSE comment between its messages, then answers', async () => {
-  const { upstream, base, token } = await gateway()
+/** The progress-streamed call over HTTP; `readUntil` reads the stream until its text holds `what`, `received()` is the text so far. */
+async function callWithProgress(base: string, token: string) {
   const response = await fetch(`${base}/mcp`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'content-type': 'application/json' },
     body: JSON.stringify(CALL),
   })
-  expect(response.headers.get('content-type')).toContain('text/event-stream')
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()
-  let received = ''
+  let text = ''
   const readUntil = async (what: string) => {
-    while (!received.includes(what)) {
+    while (!text.includes(what)) {
       const { done, value } = await reader.read()
-      if (done) throw new Error(`the stream ended before ${JSON.stringify(what)}:\n${received}`)
-      received += decoder.decode(value, { stream: true })
+      if (done) throw new Error(`the stream ended before ${JSON.stringify(what)}:\n${text}`)
+      text += decoder.decode(value, { stream: true })
     }
   }
+  return { response, readUntil, received: () => text }
+}
+
+test('a quiet svc.chat with progress is pinged with an SSE comment between its messages, then answers', async () => {
+  const { upstream, base, token } = await gateway()
+  const { response, readUntil, received } = await callWithProgress(base, token)
+  expect(response.headers.get('content-type')).toContain('text/event-stream')
   await readUntil('notifications/progress')
-  expect(received).not.toContain(': ping')
+  expect(received()).not.toContain(': ping')
   // The ticker's quiet ticks: the first clears the mark the notification left, three more ping.
   for (let tick = 0; tick < 4; tick++) keepAlive.tick()
   await readUntil(': ping')
   // Between whole SSE messages, never inside one.
-  expect(received).toMatch(/\n\n: ping\n\n$/)
+  expect(received()).toMatch(/\n\n: ping\n\n$/)
   upstream.release()
   await readUntil('"result"')
-  const answer = received.split('\n').find(line => line.startsWith('data: ') && line.includes('"result"'))!
+  const answer = received().split('\n').find(line => line.startsWith('data: ') && line.includes('"result"'))!
   expect(JSON.parse(answer.slice(6)).result.content[0].text).toBe('Hi there')
 })
 
@@ -147,21 +153,7 @@ test("the gateway's ping is the stream's only keep-alive: the SDK transport's ow
   // the stream marked written (so the gateway's own ping never came), one more notification
   // counted as read (so more than MAX_UNREAD_FRAMES could go unread), and README said `: ping`.
   const clock = intervalsByHand()
-  const response = await fetch(`${base}/mcp`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', 'content-type': 'application/json' },
-    body: JSON.stringify(CALL),
-  })
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let received = ''
-  const readUntil = async (what: string) => {
-    while (!received.includes(what)) {
-      const { done, value } = await reader.read()
-      if (done) throw new Error(`the stream ended before ${JSON.stringify(what)}:\n${received}`)
-      received += decoder.decode(value, { stream: true })
-    }
-  }
+  const { readUntil, received } = await callWithProgress(base, token)
   await readUntil('notifications/progress')
   // 20 s of quiet. The shared ticker's timer may predate the spy: its quiet ticks by hand too.
   clock.advance(20_000)
@@ -169,6 +161,6 @@ test("the gateway's ping is the stream's only keep-alive: the SDK transport's ow
   await readUntil(': ping')
   upstream.release()
   await readUntil('"result"')
-  expect(received).toMatch(/\n\n: ping\n\n/)
-  expect(received).not.toContain(': keepalive')
+  expect(received()).toMatch(/\n\n: ping\n\n/)
+  expect(received()).not.toContain(': keepalive')
 })
