@@ -130,6 +130,8 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
   // A date format on a value no date has (negative, past 9999): Excel shows ####, SheetJS nothing.
   if (shown === '' && XLSX.SSF.is_date(format)) return String(cell.v)
   if (format === 'General') return Number.isSafeInteger(cell.v) ? String(cell.v) : oneLine(shown)
+  const negative = cell.v < 0 ? negativeShown(format, cell.v) : undefined
+  if (negative !== undefined) return oneLine(negative)
   const iso = (Object.hasOwn(LOCALE_DATES, format) ? LOCALE_DATES[format] : undefined) ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoFormat(cell.v) : undefined)
   if (iso === undefined) return oneLine(shown)
   try {
@@ -137,6 +139,51 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
   } catch {
     return oneLine(shown)
   }
+}
+
+/**
+ * A negative number as Excel shows it in a format with no section of its own for negatives, or
+ * undefined for SheetJS's text to stand. Excel rounds half away from zero (-2.5 in `0` is -3); SheetJS
+ * formats the signed value and rounds with Math.round, half toward +∞ (-2.5 is -2, -0.125 in `0.00`
+ * is -0.12), while a negative section (`0;(0)`, `0;[Red]-0`) it fills with the absolute value, as
+ * Excel does. So the format is applied here to the absolute value, as SheetJS does for the positive
+ * mirror (binary representation included: -2.675 in `0.00` is -2.68 as 2.675 is 2.68), and the sign
+ * put in front, where SheetJS moves it too (`"Qty: "0`: -Qty: 3). A value that rounds to zero keeps
+ * its sign, -0.4 in `0` is -0, as Excel shows it (LibreOffice shows 0; SheetJS already shows -0 in
+ * `#,##0`). Dates are left out (no date is negative), and so are conditional sections ([<0]).
+ */
+function negativeShown(format: string, value: number): string | undefined {
+  if (XLSX.SSF.is_date(format)) return undefined
+  const sections = formatSections(format)
+  // SheetJS's reading (choose_fmt): a last section holding @ is for text, unless there are four;
+  // a lone section holding @ is General for numbers.
+  if (sections.length > 1 && sections.length < 4 && sections[sections.length - 1]!.includes('@')) sections.pop()
+  if (sections.length !== 1 || sections[0]!.includes('@') || /\[[<>=]/.test(sections[0]!)) return undefined
+  try {
+    return '-' + XLSX.SSF.format(format, -value)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A format code's sections as SheetJS splits them (SSF_split_fmt): at every `;`, inside quotes too
+ * (it is SheetJS's reading that decides which section it applies), the character after \, _ (a
+ * space as wide as it) or * (it repeated to fill) taken as theirs.
+ */
+function formatSections(format: string): string[] {
+  const sections: string[] = []
+  let start = 0
+  for (let i = 0; i < format.length; i++) {
+    const c = format[i]
+    if (c === '\\' || c === '_' || c === '*') i++
+    else if (c === ';') {
+      sections.push(format.slice(start, i))
+      start = i + 1
+    }
+  }
+  sections.push(format.slice(start))
+  return sections
 }
 
 const SHORT_DATE = /^\d{1,2}\/\d{1,2}\/\d{2}$/

@@ -1,0 +1,63 @@
+import * as XLSX from '@e965/xlsx'
+import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { extractDocument } from '../../src/documents/extract'
+import type { ExtractionLimits } from '../../src/documents/types'
+import { fixture } from './hostile'
+
+// Workbook cells as Excel shows them, where SheetJS's own formatter differs.
+const defaults = loadConfig({}).documents
+const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
+
+/** Format, then each value with the text Excel shows for it. */
+const NEGATIVES: ReadonlyArray<readonly [string, ReadonlyArray<readonly [number, string]>]> = [
+  ['0', [[-0.5, '-1'], [-1.5, '-2'], [-2.5, '-3'], [-1234.5, '-1235'], [2.5, '3'], [-3, '-3'], [-0.4, '-0']]],
+  ['0.0', [[-0.05, '-0.1'], [-0.25, '-0.3'], [-0.04, '-0.0'], [-1.26, '-1.3']]],
+  // -2.675 is 2.67499999… in binary; SheetJS shows 2.675 as 2.68, as Excel does, and so -2.675 as -2.68.
+  ['0.00', [[-0.125, '-0.13'], [-2.675, '-2.68'], [-0.005, '-0.01'], [0.125, '0.13']]],
+  ['0.00%', [[-0.00125, '-0.13%'], [-0.5, '-50.00%']]],
+  ['0%', [[-0.125, '-13%'], [-0.004, '-0%']]],
+  ['#.##', [[-0.125, '-.13'], [-1.5, '-1.5']]],
+  ['"Qty: "0', [[-0.5, '-Qty: 1'], [-2.5, '-Qty: 3']]],
+  ['0 "kg"', [[-2.5, '-3 kg'], [-0.4, '-0 kg']]],
+  ['[Red]0', [[-2.5, '-3']]],
+  // A text section after the number's: the number's section serves negatives too.
+  ['0.0;@', [[-0.05, '-0.1']]],
+  // Already rounded away from zero by SheetJS (they format the absolute value): unchanged.
+  ['#,##0', [[-2.5, '-3'], [-1234.5, '-1,235']]],
+  ['$#,##0.00', [[-0.125, '-$0.13'], [-1234.5, '-$1,234.50']]],
+  ['0.00E+00', [[-1234.5, '-1.23E+03'], [-0.125, '-1.25E-01']]],
+  ['# ?/?', [[-1.5, '-1 1/2']]],
+  // A section of their own for negatives, filled with the absolute value: unchanged.
+  ['0;(0)', [[-2.5, '(3)'], [-0.4, '(0)']]],
+  ['0;[Red]-0', [[-2.5, '-3']]],
+  ['0.00;-0.00', [[-0.125, '-0.13']]],
+  // A date format on a negative value (no date): the value, as before.
+  ['yyyy-mm-dd', [[-5, '-5']]],
+]
+
+describe('negative numbers halfway between two shown values round away from zero, as in Excel', () => {
+  test('a table of formats and values, in XLSX as in XLS', async () => {
+    const sheet: XLSX.WorkSheet = {}
+    let widest = 0
+    NEGATIVES.forEach(([z, cells], row) => {
+      cells.forEach(([v], column) => (sheet[XLSX.utils.encode_cell({ r: row, c: column })] = { t: 'n', v, z }))
+      widest = Math.max(widest, cells.length)
+    })
+    sheet['!ref'] = XLSX.utils.encode_range({ s: { r: 0, c: 0 }, e: { r: NEGATIVES.length - 1, c: widest - 1 } })
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, sheet, 'N')
+    const expected = ['[Sheet: N]', ...NEGATIVES.map(([, cells]) => cells.map(([, shown]) => shown).join('\t'))].join('\n')
+    for (const bookType of ['xlsx', 'biff8'] as const) {
+      const bytes = new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType }))
+      expect((await extractDocument(bytes, limits)).text).toBe(expected)
+    }
+  })
+
+  test('LibreOffice Calc files (rounding.fods saved as XLSX and as XLS)', async () => {
+    // -0.5, -1.5, -2.5 in 0; -0.05 in 0.0; -0.125 in 0.00; 2.5 and -1234.5 in 0.
+    const text = '[Sheet: R]\n-1\n-2\n-3\n-0.1\n-0.13\n3\n-1235'
+    expect(await extractDocument(await fixture('rounding.xlsx'), limits)).toEqual({ documentType: 'xlsx', text })
+    expect(await extractDocument(await fixture('rounding.xls'), limits)).toEqual({ documentType: 'xls', text })
+  })
+})
