@@ -3,7 +3,7 @@ import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText } from './text'
 import { ExtractionError, type Extraction, type ExtractionLimits } from './types'
-import { countXlsCells, XlsRefused } from './xls-guard'
+import { countXlsCells, workbookStream, XlsRefused } from './xls-guard'
 import { inflateWithinCap, MAX_SHEET_CELLS, tooManyCells } from './zip-guard'
 
 const invalid = (message: string) => new ExtractionError('invalid', message)
@@ -84,6 +84,12 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         if (/password-protected/i.test((error as Error).message ?? '')) {
           throw invalid('the Excel workbook is encrypted (password protected); remove the password and send it again')
         }
+        // Named by what the container holds: a workbook stream SheetJS could not read, or a
+        // container it could not open (cut short, its sector tables point past its end), is damaged,
+        // not a .doc or a .ppt, whose streams are others.
+        const held = workbookStream(bytes)
+        if (!held.readable) throw invalid('the file is a damaged or truncated legacy Office file (OLE2); if it is an Excel workbook (XLS), open it in Excel and save it again')
+        if (held.stream !== undefined) throw invalid('the Excel workbook (XLS) is damaged or truncated; open it in Excel and save it again')
         throw invalid('the file is a legacy Office file (OLE2) that is not a readable Excel workbook; legacy .doc and .ppt are not supported, save them as DOCX or PPTX')
       }
     }

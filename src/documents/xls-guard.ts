@@ -45,22 +45,33 @@ const MULRK = 0x00bd
 // Excel writes them for every formatted empty cell, so whole formatted columns would count.
 
 /**
- * The cells a legacy workbook's stream holds, counted up to just past `limit`; undefined when the
- * container or its workbook stream cannot be read (SheetJS then refuses the file in its own words).
- * Throws XlsRefused for records SheetJS cannot be trusted with.
+ * A legacy Office file's (OLE2) workbook stream: the root's `Workbook` (BIFF8) or `Book` (BIFF5),
+ * as SheetJS reads them, or none (a .doc or .ppt holds WordDocument or PowerPoint Document
+ * instead); not readable when the container itself cannot be read (damaged, or truncated: cut
+ * short, its sector tables point past its end).
  */
-export function countXlsCells(bytes: Uint8Array, limit: number): number | undefined {
-  let stream: Uint8Array
+export function workbookStream(bytes: Uint8Array): { readable: false } | { readable: true; stream?: Uint8Array } {
   try {
     const container = XLSX.CFB.read(bytes, { type: 'array' })
     // The root's streams, as SheetJS reads them: without the slash, find() takes a `Workbook`
     // anywhere in the container, and a decoy in a storage could be counted instead.
     const entry = XLSX.CFB.find(container, '/Workbook') ?? XLSX.CFB.find(container, '/Book')
-    if (!entry?.content) return undefined
-    stream = entry.content instanceof Uint8Array ? entry.content : Uint8Array.from(entry.content as ArrayLike<number>)
+    if (!entry?.content) return { readable: true }
+    return { readable: true, stream: entry.content instanceof Uint8Array ? entry.content : Uint8Array.from(entry.content as ArrayLike<number>) }
   } catch {
-    return undefined
+    return { readable: false }
   }
+}
+
+/**
+ * The cells a legacy workbook's stream holds, counted up to just past `limit`; undefined when the
+ * container or its workbook stream cannot be read (SheetJS then refuses the file in its own words).
+ * Throws XlsRefused for records SheetJS cannot be trusted with.
+ */
+export function countXlsCells(bytes: Uint8Array, limit: number): number | undefined {
+  const held = workbookStream(bytes)
+  if (!held.readable || held.stream === undefined) return undefined
+  const stream = held.stream
   let cells = 0
   const reading = new Reading()
   // SheetJS reads a record while two bytes are left; a header cut short by the stream's end is a
