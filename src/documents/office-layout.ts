@@ -79,8 +79,10 @@ const leafText = (node: Node, notes: NoteList | undefined) => (node.text ?? '') 
  */
 function blockText(node: Node, notes: NoteList | undefined): string | undefined {
   if (!BLOCKS.has(node.type) || node.children?.some(child => child.type === 'table')) return undefined
-  if (node.text !== undefined && (notes === undefined || !hasNotes(node.children ?? []))) return node.text
-  const runs: string[] = []
+  if (node.text !== undefined && (notes === undefined || (!node.notes?.length && !hasNotes(node.children ?? [])))) return node.text
+  // A note referenced before any run (the paragraph's or cell's first thing) hangs on the block
+  // itself: its label opens the line (QA: such notes were lost, label and text).
+  const runs: string[] = [notes?.markers(node) ?? '']
   walk(node.children ?? [], run => {
     if (run.children?.length) {
       runs.push(notes?.markers(run) ?? '')

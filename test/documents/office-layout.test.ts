@@ -95,6 +95,13 @@ describe('speaker notes, headers and footers', () => {
       '[Endnotes]', '[^2] An endnote.', '',
       '[Footer]', 'Page 1',
     ].join('\n'))
+    // A note referenced before any run of its paragraph or cell (QA: lost, label and text), and
+    // a paragraph holding only a note.
+    const leading = `<w:p>${noteReference('footnote', 1)}${run('After a leading note.')}</w:p><w:p>${noteReference('endnote', 1)}</w:p>` +
+      table([[`<w:p>${noteReference('footnote', 2)}${run('Cell B')}</w:p>`]])
+    expect(await text(docx(leading, { footnotes: note('footnote', 1, 'Lead.') + note('footnote', 2, 'Cell.'), endnotes: note('endnote', 1, 'End.') }))).toBe(
+      ['[^1]After a leading note.', '[^2]', '[^3]Cell B', '', '[Footnotes]', '[^1] Lead.', '[^3] Cell.', '[Endnotes]', '[^2] End.'].join('\n'),
+    )
     // Comments alone add nothing; a document without notes has no notes section.
     expect(await text(docx(commented, { comments: '<w:comment w:id="0" w:author="Ann"><w:p><w:r><w:t>x</w:t></w:r></w:p></w:comment>' }))).toBe('Reviewed')
   })
