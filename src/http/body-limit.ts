@@ -98,8 +98,13 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
  */
 function refuseContentCoding(request: Request): void {
   const coding = request.headers.get('content-encoding')
-  if (coding !== null && coding.trim().toLowerCase() !== 'identity' && coding.trim() !== '') {
-    throw new ApiError('invalid_request', `Content-Encoding "${coding.slice(0, 50)}" is not supported: send the body uncompressed`)
+  if (coding === null) return
+  // A list (RFC 9110 §8.4), its empty elements ignored (§5.6.1): only identity codings pass.
+  for (const element of coding.split(',')) {
+    const name = element.trim()
+    if (name !== '' && name.toLowerCase() !== 'identity') {
+      throw new ApiError('invalid_request', `Content-Encoding "${name.slice(0, 50)}" is not supported: send the body uncompressed`)
+    }
   }
 }
 
