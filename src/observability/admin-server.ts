@@ -41,8 +41,7 @@ function serveAdmin(deps: Deps, port: number, hostname: string): ReturnType<type
 }
 
 async function answer(deps: Deps, request: Request): Promise<Response> {
-  checkRequestUrl(request)
-  const path = new URL(request.url).pathname
+  const path = pathOf(request)
   const known = path === '/metrics' || path === '/healthz' || path === '/readyz'
   if (!known) throw new ApiError('not_found', `no route for ${request.method} ${path}`)
   if (request.method !== 'GET' && request.method !== 'HEAD') throw new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; it takes GET, HEAD`, undefined, { allow: 'GET, HEAD' })
@@ -50,4 +49,19 @@ async function answer(deps: Deps, request: Request): Promise<Response> {
   if (path === '/healthz') return Response.json({ status: 'ok' })
   const ready = await readiness(deps.database, deps.lifecycle, deps.ledger.health)
   return Response.json(ready, { status: ready.status === 'ready' ? 200 : 503, headers: { 'cache-control': 'no-store' } })
+}
+
+/**
+ * The request's path. An HTTP/1.0 probe without a Host header (HAProxy's default `option httpchk`)
+ * reaches Bun with a relative URL: the admin port serves three fixed paths and needs no host, so
+ * its path is read as it is. A Host that makes no URL is refused (400), as on the public port.
+ */
+function pathOf(request: Request): string {
+  const url = request.url
+  if (url.charCodeAt(0) === 47 /* / */ && !request.headers.has('host')) {
+    const query = url.indexOf('?')
+    return query === -1 ? url : url.slice(0, query)
+  }
+  checkRequestUrl(request)
+  return new URL(url).pathname
 }

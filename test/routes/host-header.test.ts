@@ -62,11 +62,14 @@ test('a Host that makes no URL is a 400 naming it, on every surface (before: a 5
   }
 })
 
-test('the admin port refuses the same requests with 400, not 500', async () => {
+test('the admin port serves a probe without a Host, and refuses a Host that makes no URL with 400, not 500', async () => {
   const admin = startAdminServer(t.deps, 0, '127.0.0.1')
   try {
     expect((await send('GET /healthz HTTP/1.1\r\nHost: x\r\n', admin.port)).status).toBe(200)
-    for (const head of ['GET /healthz HTTP/1.0\r\n', 'GET /healthz HTTP/1.1\r\nHost: x.com:99999\r\n']) {
+    // An HTTP/1.0 probe without a Host (HAProxy's default httpchk) is served: the port needs no host.
+    expect((await send('GET /healthz HTTP/1.0\r\n', admin.port)).status).toBe(200)
+    expect((await send('GET /nothing?x=1 HTTP/1.0\r\n', admin.port)).status).toBe(404)
+    for (const head of ['GET /healthz HTTP/1.1\r\nHost: x.com:99999\r\n', 'GET /healthz HTTP/1.1\r\nHost: x/y\r\n']) {
       expect((await send(head, admin.port)).status).toBe(400)
     }
   } finally {
