@@ -126,7 +126,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     // A command group (`svc ledger`, `svc keys list-all`) names its subcommands, not "unknown".
     const group = Object.keys(COMMANDS).filter(name => name.startsWith(`${first} `))
     const problem = group.length === 0 ? `unknown command "${argv.join(' ')}"`
-      : second === undefined ? `${first} needs a subcommand: ${group.join(', ')}`
+      : second === undefined || second.startsWith('-') ? `${first} needs a subcommand: ${group.join(', ')}`
       : `unknown command "${pair}": ${first} takes ${group.join(', ')}`
     io.err(`usage error: ${problem}\n\n${USAGE}`)
     return 2

@@ -141,6 +141,7 @@ describe('svc CLI', () => {
       // A command group alone names its subcommands (before: "unknown command").
       [['ledger'], 'usage error: ledger needs a subcommand: ledger verify'],
       [['keys'], 'usage error: keys needs a subcommand: keys create, keys list, keys revoke'],
+      [['ledger', '--json'], 'usage error: ledger needs a subcommand: ledger verify'],
       [['keys', 'show'], 'usage error: unknown command "keys show": keys takes keys create, keys list, keys revoke'],
     ]
     for (const [argv, message] of cases) {
