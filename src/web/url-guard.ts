@@ -8,6 +8,9 @@ import { addressProblem } from './address-policy'
 // checkUrlTarget is its part that says where a URL points (steps 2–4, 6 and 7, plus ports),
 // without the fetch's own limits (length, credential query keys). It is also the guard for URLs
 // the gateway forwards for a backend to fetch (image parts): one set of address rules for both.
+// Those are forwarded as their parsed href, never as written, so they are judged with
+// `spelling: 'parsed'`: any spelling the parser reads is taken, and every rule is applied to the
+// string the backend will receive (the check and the request read the same string again).
 
 /**
  * A URL that passed parseSafeUrl, exactly as the caller wrote it (its canonical form, or that
@@ -29,6 +32,15 @@ export type UrlTarget = { ok: true; parsed: URL; /** The hostname, or the IP lit
 export type UrlTargetResult = UrlTarget | UrlRefusal
 
 export type SafeUrlResult = (UrlTarget & { url: SafeUrl }) | UrlRefusal
+
+/**
+ * How checkUrlTarget takes the caller's spelling. `exact` (the fetch, which echoes the URL as
+ * written): input the WHATWG parser would rewrite is refused. `parsed` (a URL the caller
+ * forwards as `parsed.href`, never as written): any spelling the parser reads is judged as that
+ * href, so `HTTPS://CDN.Example.com:443/фото.jpg` passes as `https://cdn.example.com/%D1%84…`.
+ * Either way whitespace, control characters and backslashes are refused on the raw text.
+ */
+export type UrlSpelling = 'exact' | 'parsed'
 
 export const MAX_URL_BYTES = 400
 
@@ -74,18 +86,22 @@ export function parseSafeUrl(input: string): SafeUrlResult {
 }
 
 /**
- * Where a URL written by a caller points, checked without I/O: an absolute http(s) URL in
- * canonical form, with no userinfo, no port 0 or blocked port, no local-use or special-use host
- * name, and an IP literal only when it is global unicast (address-policy.ts). Names are not
- * resolved here: the fetcher resolves them; a URL forwarded for a backend to fetch is not.
+ * Where a URL written by a caller points, checked without I/O: an absolute http(s) URL (in
+ * canonical form unless `spelling` is `parsed`), with no userinfo, no port 0 or blocked port, no
+ * local-use or special-use host name, and an IP literal only when it is global unicast
+ * (address-policy.ts). Names are not resolved here: the fetcher resolves them; a URL forwarded
+ * for a backend to fetch is not.
  */
-export function checkUrlTarget(input: string): UrlTargetResult {
-  // Checked on the raw text: the parser silently drops tabs and newlines, and trims spaces.
+export function checkUrlTarget(input: string, spelling: UrlSpelling = 'exact'): UrlTargetResult {
+  // Checked on the raw text, in both spellings: the parser silently drops tabs and newlines, trims
+  // spaces and reads a backslash as a slash, so what was meant is not knowable from the parse.
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0020\u007f-\u009f\u00a0\u1680\u2000-\u200f\u2028\u2029\u202f\u205f\u3000\ufeff]/.test(input)) {
-    return fail('syntax', 'URLs may not contain whitespace or control characters')
+    return fail('syntax', 'URLs may not contain whitespace or control characters: percent-encode them (a space as %20) or remove them')
   }
-  if (input.includes('\\')) return fail('syntax', 'URLs may not contain backslashes (browsers read them as slashes)')
+  if (input.includes('\\')) {
+    return fail('syntax', 'URLs may not contain backslashes (browsers read them as slashes): write / for a path separator, or %5C for a backslash')
+  }
   let url: URL
   try {
     url = new URL(input)
@@ -97,8 +113,10 @@ export function checkUrlTarget(input: string): UrlTargetResult {
   if (url.username !== '' || url.password !== '' || authorityOf(input).includes('@')) {
     return fail('userinfo', 'URLs with credentials (user:password@) are refused')
   }
-  const hostProblem = canonicalProblem(input, url)
-  if (hostProblem) return hostProblem
+  if (spelling === 'exact') {
+    const hostProblem = canonicalProblem(input, url)
+    if (hostProblem) return hostProblem
+  }
   // Port 0 names no listening service: connecting to it fails after the call was admitted.
   if (url.port === '0') return fail('port', 'port 0 is refused (no server listens on it)')
   if (url.port !== '' && BAD_PORTS.has(Number(url.port))) return fail('port', `port ${url.port} is refused (a port browsers block)`)

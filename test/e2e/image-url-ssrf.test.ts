@@ -13,7 +13,10 @@ import { CREDIT, PRICE_YAML } from './upstream-fixtures'
 // web fetch's URL guard (checkUrlTarget) at decode time, in every dialect and on every backend:
 // a URL naming a private, loopback, link-local, metadata or reserved address (in any spelling the
 // WHATWG parser reads as one), a local-use name, userinfo or another scheme is a 400 naming the
-// field, never sent upstream and never charged. A public URL reaches the backend as written.
+// field, never sent upstream and never charged. A public URL reaches the backend in the form that
+// was checked: its WHATWG canonical href, whatever spelling the client used (as OpenAI and
+// Anthropic take them), except whitespace, control characters and backslashes, which the parser
+// drops or reads as something else: those are refused with what to write instead.
 
 const UPSTREAM_KEY = 'sk-upstream-0123456789'
 
@@ -48,6 +51,30 @@ const UNSAFE: Array<[string, string]> = [
 ]
 
 const PUBLIC_URL = 'https://images.example.com/cats/tabby.png?w=640'
+
+/** Spellings of public URLs that OpenAI and Anthropic take, with the canonical href the backend must receive. */
+const SPELLINGS: Array<[string, string]> = [
+  ['https://CDN.Example.com/img.png', 'https://cdn.example.com/img.png'],
+  ['HTTPS://cdn.example.com/x.png', 'https://cdn.example.com/x.png'],
+  ['https://cdn.example.com:443/img.png', 'https://cdn.example.com/img.png'],
+  ['http://cdn.example.com:80/img.png', 'http://cdn.example.com/img.png'],
+  ['https://cdn.example.com/images/фото.jpg', 'https://cdn.example.com/images/%D1%84%D0%BE%D1%82%D0%BE.jpg'],
+  ['https://bücher.de/img.png', 'https://xn--bcher-kva.de/img.png'],
+  ["https://cdn.example.com/img.png?name=o'brien", 'https://cdn.example.com/img.png?name=o%27brien'],
+  ['https://cdn.example.com/img.png?q="x"', 'https://cdn.example.com/img.png?q=%22x%22'],
+  ['https://cdn.example.com/img.png?b=<x>', 'https://cdn.example.com/img.png?b=%3Cx%3E'],
+  ['https://cdn.example.com/img{1}.png', 'https://cdn.example.com/img%7B1%7D.png'],
+  ['https://cdn.example.com/img^1.png', 'https://cdn.example.com/img%5E1.png'],
+  ['https://cdn.example.com/a/../img.png', 'https://cdn.example.com/img.png'],
+  ['https://cdn.example.com', 'https://cdn.example.com/'],
+]
+
+/** What the parser would rewrite unreadably: refused, with what to send instead, and no public-host advice. */
+const MISSPELT: Array<[string, string]> = [
+  ['https://cdn.example.com/my cat.png', 'a space as %20'],
+  ['https://cdn.example.com/img.png\n', 'a space as %20'],
+  ['https://cdn.example.com\\img.png', '%5C for a backslash'],
+]
 
 interface Dialect {
   readonly name: string
@@ -134,6 +161,33 @@ for (const target of TARGETS) {
         const sent = upstream.onlyRequest().body.messages[0].content[1]
         if (target.type === 'anthropic') expect(sent).toEqual({ type: 'image', source: { type: 'url', url: PUBLIC_URL } })
         else expect(sent).toEqual({ type: 'image_url', image_url: { url: PUBLIC_URL } })
+      })
+    }
+
+    for (const dialect of DIALECTS) {
+      test(`${dialect.name}: any spelling the URL parser reads reaches the backend as its canonical form`, async () => {
+        for (const [url, canonical] of SPELLINGS) {
+          upstream.enqueue({ kind: 'sse', body: target.wire.stream({ text: 'A cat.', finish: 'stop', usage: { inputTokens: 1700, outputTokens: 3 } }) })
+          const response = await t.request('POST', dialect.path, { key, body: dialect.body(url) })
+          expect({ url, status: response.status }).toEqual({ url, status: 200 })
+          await response.text()
+          const sent = upstream.requests.at(-1)!.body.messages[0].content[1]
+          if (target.type === 'anthropic') expect(sent).toEqual({ type: 'image', source: { type: 'url', url: canonical } })
+          else expect(sent).toEqual({ type: 'image_url', image_url: { url: canonical } })
+        }
+        expect(upstream.requests).toHaveLength(SPELLINGS.length)
+      })
+
+      test(`${dialect.name}: whitespace and backslashes are a 400 saying what to write instead`, async () => {
+        for (const [url, fix] of MISSPELT) {
+          const response = await t.request('POST', dialect.path, { key, body: dialect.body(url) })
+          expect({ url, status: response.status }).toEqual({ url, status: 400 })
+          const { message } = dialect.refusal(await json(response))
+          expect(message).toStartWith(`${dialect.field}: `)
+          expect(message).toContain(fix)
+          expect(message).not.toContain('public http(s) URLs')
+        }
+        expect(upstream.requests).toHaveLength(0)
       })
     }
 

@@ -240,6 +240,51 @@ describe('checkUrlTarget: the same rules, without the fetch-only limits', () => 
   })
 })
 
+describe("checkUrlTarget, spelling 'parsed': URLs forwarded as their parsed href (image parts)", () => {
+  // The backend receives `parsed.href`, never the text as written, so a spelling the parser
+  // rewrites is judged as that href: the verdict is the one the href gets written out, and every
+  // other row (whitespace, backslashes, userinfo, schemes, ports, names, addresses) is unchanged.
+  const verdict = (result: ReturnType<typeof checkUrlTarget>) => (result.ok ? 'ok' : result.rule)
+  for (const [name, input] of CASES) {
+    test(`${name}: ${JSON.stringify(input).slice(0, 80)}`, () => {
+      const result = checkUrlTarget(input, 'parsed')
+      const exact = verdict(checkUrlTarget(input))
+      if (exact === 'canonical' || exact === 'numeric-host') {
+        const href = new URL(input).href
+        expect(verdict(result)).toBe(verdict(checkUrlTarget(href)))
+        if (result.ok) expect(result.parsed.href).toBe(href)
+      } else {
+        expect(verdict(result)).toBe(exact)
+      }
+    })
+  }
+
+  test('spellings OpenAI and Anthropic take pass, as their canonical href', () => {
+    const spellings: Array<[string, string]> = [
+      ['https://CDN.Example.com/img.png', 'https://cdn.example.com/img.png'],
+      ['HTTPS://cdn.example.com/x.png', 'https://cdn.example.com/x.png'],
+      ['https://cdn.example.com:443/img.png', 'https://cdn.example.com/img.png'],
+      ['http://cdn.example.com:80/img.png', 'http://cdn.example.com/img.png'],
+      ['https://cdn.example.com/images/фото.jpg', 'https://cdn.example.com/images/%D1%84%D0%BE%D1%82%D0%BE.jpg'],
+      ['https://bücher.de/img.png', 'https://xn--bcher-kva.de/img.png'],
+      ["https://cdn.example.com/img.png?name=o'brien", 'https://cdn.example.com/img.png?name=o%27brien'],
+      ['https://cdn.example.com/img.png?q="x"&b=<x>', 'https://cdn.example.com/img.png?q=%22x%22&b=%3Cx%3E'],
+      ['https://cdn.example.com/img{1}^2.png', 'https://cdn.example.com/img%7B1%7D%5E2.png'],
+      ['https://cdn.example.com/a/../img.png', 'https://cdn.example.com/img.png'],
+    ]
+    for (const [input, href] of spellings) {
+      const result = checkUrlTarget(input, 'parsed')
+      expect({ input, href: result.ok ? result.parsed.href : result.message }).toEqual({ input, href })
+      expect(checkUrlTarget(input).ok).toBe(false)
+    }
+  })
+
+  test('a refused spelling says what to write instead', () => {
+    expect(checkUrlTarget('https://cdn.example.com/my cat.png', 'parsed')).toMatchObject({ ok: false, rule: 'syntax', message: expect.stringContaining('a space as %20') })
+    expect(checkUrlTarget('https://cdn.example.com\\img.png', 'parsed')).toMatchObject({ ok: false, rule: 'syntax', message: expect.stringContaining('%5C for a backslash') })
+  })
+})
+
 describe('parseSafeUrl: bypass classes and public URLs', () => {
   test(`the table has at least 100 cases (${CASES.length})`, () => {
     expect(CASES.length).toBeGreaterThanOrEqual(100)
