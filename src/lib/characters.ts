@@ -21,3 +21,17 @@ export function nameTextProblem(name: string): string | undefined {
   if (!name.isWellFormed()) return 'must be valid Unicode text (no unpaired surrogates)'
   return undefined
 }
+
+/**
+ * A JSON Schema `pattern` for strings of at most `max` characters as characterCount counts them
+ * (code points, a lone surrogate once). TypeBox compiles `pattern` and measures `maxLength` in
+ * UTF-16 units (`new RegExp(pattern)`, no `u` flag), where an emoji counts two, so a schema limit
+ * in characters has to be this pattern. Each alternative consumes a surrogate pair, a lone high
+ * surrogate or any other unit, and no text matches two of them, so a long string fails in linear
+ * time, never by backtracking. Under the `u` flag (Ajv, OpenAPI tools) the pair alternative never
+ * matches and the last one takes a whole code point: the same count, so the document means what
+ * the route does.
+ */
+export function maxCharactersPattern(max: number): string {
+  return `^(?:[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|[^\\uD800-\\uDBFF]){0,${max}}$`
+}

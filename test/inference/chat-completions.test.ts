@@ -300,6 +300,9 @@ describe('POST /v1/chat/completions', () => {
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { ['k'.repeat(65)]: 'v' } }, `metadata.${'k'.repeat(65)}`],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { k: 'v'.repeat(513) } }, 'metadata.k'],
+      // Characters are code points: one past the limit in emoji (two UTF-16 units each).
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { ['🔑'.repeat(65)]: 'v' } }, `metadata.${'🔑'.repeat(65)}`],
+      [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], metadata: { k: '🔑'.repeat(513) } }, 'metadata.k'],
     ]
     for (const [body, param] of cases) {
       const error = await client.chat.completions.create(body as never).catch(error => error)

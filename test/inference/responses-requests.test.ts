@@ -166,6 +166,9 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }), 'metadata', /metadata takes at most 16 pairs/],
       [call({ metadata: { ['k'.repeat(65)]: 'v' } }), `metadata.${'k'.repeat(65)}`, /keys of at most 64 characters/],
       [call({ metadata: { k: 'v'.repeat(513) } }), 'metadata.k', /metadata values must be strings of at most 512 characters/],
+      // Characters are code points: one past the limit in emoji (two UTF-16 units each).
+      [call({ metadata: { ['🔑'.repeat(65)]: 'v' } }), `metadata.${'🔑'.repeat(65)}`, /keys of at most 64 characters/],
+      [call({ metadata: { k: '🔑'.repeat(513) } }), 'metadata.k', /metadata values must be strings of at most 512 characters/],
     ]
     for (const [body, param, message] of cases) {
       const error = await client.responses.create(body as never).catch(error => error)
@@ -182,7 +185,10 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
     // Metadata at OpenAI's limits is fine.
     const metadata = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`${i}`.padEnd(64, 'k'), 'v'.repeat(512)]))
     expect((await client.responses.create({ model: 'scripted', input: 'x', metadata })).metadata).toEqual(metadata)
-    expect(seen).toHaveLength(3)
+    // In emoji too: 64 of them in a key, 512 in a value (128 and 1024 UTF-16 units).
+    const emoji = { ['🔑'.repeat(64)]: '🔑'.repeat(512) }
+    expect((await client.responses.create({ model: 'scripted', input: 'x', metadata: emoji })).metadata).toEqual(emoji)
+    expect(seen).toHaveLength(4)
   })
 
   test('Encrypted headers are refused: Encrypted is Chat Completions only (spec §4.10)', async () => {

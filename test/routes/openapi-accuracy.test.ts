@@ -130,8 +130,13 @@ describe('/openapi.json says what the routes do', () => {
     const org = await t.createOrg()
     const spec = await documentOf(t)
     const pairs = (count: number, key = (i: number) => `k${i}`, value = 'v') => Object.fromEntries(Array.from({ length: count }, (_, i) => [key(i), value]))
-    const accepted = [pairs(16, i => `${i}`.padEnd(64, 'k'), 'v'.repeat(512)), {}]
-    const refused: Array<[unknown, string]> = [[pairs(17), 'metadata'], [{ ['k'.repeat(65)]: 'v' }, `metadata.${'k'.repeat(65)}`], [{ k: 'v'.repeat(513) }, 'metadata.k']]
+    // Characters are code points, as OpenAI counts them: an emoji (two UTF-16 units) counts once.
+    const emoji = '🔑'
+    const accepted = [pairs(16, i => `${i}`.padEnd(64, 'k'), 'v'.repeat(512)), {}, { [emoji.repeat(64)]: emoji.repeat(512) }]
+    const refused: Array<[unknown, string]> = [
+      [pairs(17), 'metadata'], [{ ['k'.repeat(65)]: 'v' }, `metadata.${'k'.repeat(65)}`], [{ k: 'v'.repeat(513) }, 'metadata.k'],
+      [{ [emoji.repeat(65)]: 'v' }, `metadata.${emoji.repeat(65)}`], [{ k: emoji.repeat(513) }, 'metadata.k'],
+    ]
     const bases: Record<string, object> = { '/v1/chat/completions': { model: 'demo-anonymous', messages: [{ role: 'user', content: 'hi' }] }, '/v1/responses': { model: 'demo-anonymous', input: 'hi' } }
     for (const [path, base] of Object.entries(bases)) {
       const schema = spec.paths[path].post.requestBody.content['application/json'].schema.properties.metadata

@@ -185,6 +185,9 @@ describe('Encrypted chat: body', () => {
     // OpenAI's metadata limits, as on the plain route (at most 16 pairs, values of at most 512 characters).
     await expect400('near2', r => { r.body.metadata = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, /metadata takes at most 16 pairs/)
     await expect400('near2', r => { r.body.metadata = { tier: 'v'.repeat(513) } }, /metadata values must be strings of at most 512 characters/)
+    // Characters are code points: an emoji counts once.
+    await expect400('near2', r => { r.body.metadata = { tier: '🔑'.repeat(513) } }, /metadata values must be strings of at most 512 characters/)
+    await expect400('near2', r => { r.body.metadata = { ['🔑'.repeat(65)]: 'v' } }, /metadata takes at most 16 pairs, with keys of at most 64 characters/)
     await expect400('near2', r => { r.body.parallel_tool_calls = 'yes' }, /parallel_tool_calls/)
     await expect400('near2', r => { r.body.user = 'u'.repeat(300) }, /user/)
     // Values the schema admits but the plain route refuses are refused here too (before, relayed).
@@ -195,7 +198,7 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.max_completion_tokens = 100_000 }, /^max_completion_tokens 100000 exceeds/)
     // Values the plain route takes are relayed as it sends them: metadata and service_tier stay
     // with the gateway, an effort the backend may not take goes as the plain route's.
-    const { s, body, headers } = await valid('near2', 'ecdsa', { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold' }, service_tier: 'auto', reasoning_effort: 'minimal' })
+    const { s, body, headers } = await valid('near2', 'ecdsa', { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold', ['🔑'.repeat(64)]: '🔑'.repeat(512) }, service_tier: 'auto', reasoning_effort: 'minimal' })
     const sim = s.t.sims.near2!
     const response = await send(s, body, headers)
     expect(response.status).toBe(200)
