@@ -131,7 +131,7 @@ export function checkUrlTarget(input: string, spelling: UrlSpelling = 'exact'): 
     const problem = addressProblem(hostname)
     return problem ? fail('address', `${hostname} is ${problem}, not a public address`) : { ok: true, parsed: url, host: hostname, isIp: true }
   }
-  const nameProblem = hostNameProblem(hostname)
+  const nameProblem = hostNameProblem(hostname, spelling)
   if (nameProblem) return nameProblem
   return { ok: true, parsed: url, host: hostname, isIp: false }
 }
@@ -162,16 +162,24 @@ function canonicalProblem(input: string, url: URL): UrlRefusal | null {
   return fail('canonical', `the URL is not in canonical form (a browser would read it as a different string)${hint}`)
 }
 
-function hostNameProblem(hostname: string): UrlRefusal | null {
-  if (hostname.endsWith('.')) return fail('local-name', 'host names may not end with a dot')
-  const lower = hostname.toLowerCase()
+/**
+ * A host name's problem. For a URL the gateway fetches (`exact`), names are held to the LDH rule
+ * and may not end with a dot (`localhost.` is localhost to a resolver). For an image URL a backend
+ * fetches (`parsed`), real names it would resolve pass: an underscore (legacy S3 bucket names,
+ * `my_bucket.s3.amazonaws.com`) and the absolute form's trailing dot, the name judged without it.
+ */
+function hostNameProblem(hostname: string, spelling: UrlSpelling): UrlRefusal | null {
+  if (hostname.endsWith('.') && spelling === 'exact') return fail('local-name', 'host names may not end with a dot')
+  const name = spelling === 'parsed' && hostname.endsWith('.') ? hostname.slice(0, -1) : hostname
+  const lower = name.toLowerCase()
   const labels = lower.split('.')
   for (const suffix of LOCAL_SUFFIXES) {
     if (lower === suffix || lower.endsWith(`.${suffix}`)) return fail('local-name', `"${hostname.slice(0, 63)}" is a local-use or special-use name (.${suffix})`)
   }
   if (labels.length < 2) return fail('local-name', `"${hostname.slice(0, 63)}" is a single-label (local-use) host name`)
-  if (hostname.length > 253 || labels.some(label => !/^(?!-)[a-z0-9-]{1,63}(?<!-)$/.test(label))) {
-    return fail('host-syntax', 'the host name must be letters, digits and dashes in dot-separated labels (IDNs in their xn-- form)')
+  const label = spelling === 'parsed' ? /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/ : /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+  if (name.length > 253 || labels.some(part => !label.test(part))) {
+    return fail('host-syntax', `the host name must be letters, digits${spelling === 'parsed' ? ', underscores' : ''} and dashes in dot-separated labels (IDNs in their xn-- form)`)
   }
   // A name whose last label is numeric is an address spelling the WHATWG parser did not take.
   if (/^[0-9]+$/.test(labels.at(-1)!)) return fail('host-syntax', 'the last label of a host name may not be numeric')

@@ -240,6 +240,12 @@ describe('checkUrlTarget: the same rules, without the fetch-only limits', () => 
   })
 })
 
+/**
+ * Rows whose verdict differs for an image URL: real names a backend would resolve, which the
+ * fetch's stricter name rule refuses (QA: legacy S3 bucket hosts, the absolute form's dot).
+ */
+const NAMES_A_BACKEND_RESOLVES: Record<string, string> = { 'trailing dot on a public name': 'ok', 'underscore in label': 'ok' }
+
 describe("checkUrlTarget, spelling 'parsed': URLs forwarded as their parsed href (image parts)", () => {
   // The backend receives `parsed.href`, never the text as written, so a spelling the parser
   // rewrites is judged as that href: the verdict is the one the href gets written out, and every
@@ -249,7 +255,9 @@ describe("checkUrlTarget, spelling 'parsed': URLs forwarded as their parsed href
     test(`${name}: ${JSON.stringify(input).slice(0, 80)}`, () => {
       const result = checkUrlTarget(input, 'parsed')
       const exact = verdict(checkUrlTarget(input))
-      if (exact === 'canonical' || exact === 'numeric-host') {
+      if (Object.hasOwn(NAMES_A_BACKEND_RESOLVES, name)) {
+        expect(verdict(result)).toBe(NAMES_A_BACKEND_RESOLVES[name]!)
+      } else if (exact === 'canonical' || exact === 'numeric-host') {
         const href = new URL(input).href
         expect(verdict(result)).toBe(verdict(checkUrlTarget(href)))
         if (result.ok) expect(result.parsed.href).toBe(href)
@@ -276,6 +284,15 @@ describe("checkUrlTarget, spelling 'parsed': URLs forwarded as their parsed href
       const result = checkUrlTarget(input, 'parsed')
       expect({ input, href: result.ok ? result.parsed.href : result.message }).toEqual({ input, href })
       expect(checkUrlTarget(input).ok).toBe(false)
+    }
+  })
+
+  test('names a backend resolves pass; their local-use forms stay refused, a trailing dot or not', () => {
+    for (const input of ['https://my_bucket.s3.amazonaws.com/cat.png', 'https://_dmarc.example.com/x.png', 'https://cdn.example.com./cat.png']) {
+      expect({ input, ok: checkUrlTarget(input, 'parsed').ok }).toEqual({ input, ok: true })
+    }
+    for (const input of ['http://localhost./x.png', 'http://printer.local./x.png', 'http://intranet./x.png', 'http://my_host./x.png', 'http://a..b.example.com/x.png', 'http://-bad_.example.com/x.png']) {
+      expect({ input, ok: checkUrlTarget(input, 'parsed').ok }).toEqual({ input, ok: false })
     }
   })
 
