@@ -88,9 +88,9 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         // container it could not open (cut short, its sector tables point past its end), is damaged,
         // not a .doc or a .ppt, whose streams are others.
         const held = workbookStream(bytes)
-        if (!held.readable) throw invalid('the file is a damaged or truncated legacy Office file (OLE2); if it is an Excel workbook (XLS), open it in Excel and save it again')
-        if (held.stream !== undefined) throw invalid('the Excel workbook (XLS) is damaged or truncated; open it in Excel and save it again')
-        throw invalid('the file is a legacy Office file (OLE2) that is not a readable Excel workbook; legacy .doc and .ppt are not supported, save them as DOCX or PPTX')
+        if (held.readable && held.stream !== undefined) throw invalid('the Excel workbook (XLS) is damaged or truncated; open it in Excel and save it again')
+        if (held.readable && held.wordOrPowerPoint) throw invalid('the file is a legacy Office file (OLE2) that is not a readable Excel workbook; legacy .doc and .ppt are not supported, save them as DOCX or PPTX')
+        throw invalid('the file is a damaged or truncated legacy Office file (OLE2); if it is an Excel workbook (XLS), open it in Excel and save it again')
       }
     }
   }

@@ -50,13 +50,18 @@ const MULRK = 0x00bd
  * instead); not readable when the container itself cannot be read (damaged, or truncated: cut
  * short, its sector tables point past its end).
  */
-export function workbookStream(bytes: Uint8Array): { readable: false } | { readable: true; stream?: Uint8Array } {
+export function workbookStream(bytes: Uint8Array): { readable: false } | { readable: true; stream?: Uint8Array; wordOrPowerPoint?: true } {
   try {
     const container = XLSX.CFB.read(bytes, { type: 'array' })
     // The root's streams, as SheetJS reads them: without the slash, find() takes a `Workbook`
     // anywhere in the container, and a decoy in a storage could be counted instead.
     const entry = XLSX.CFB.find(container, '/Workbook') ?? XLSX.CFB.find(container, '/Book')
-    if (!entry?.content) return { readable: true }
+    if (!entry?.content) {
+      // A .doc's or a .ppt's main stream, to tell one from a workbook cut inside its directory
+      // (the container then reads, holding the root alone).
+      const document = XLSX.CFB.find(container, '/WordDocument') ?? XLSX.CFB.find(container, '/PowerPoint Document')
+      return document ? { readable: true, wordOrPowerPoint: true } : { readable: true }
+    }
     return { readable: true, stream: entry.content instanceof Uint8Array ? entry.content : Uint8Array.from(entry.content as ArrayLike<number>) }
   } catch {
     return { readable: false }

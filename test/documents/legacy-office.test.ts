@@ -38,6 +38,13 @@ describe('legacy Office files (OLE2)', () => {
     }
   })
 
+  test('a workbook cut inside its directory (the container opens holding its root alone) is damaged, not a .doc or .ppt', async () => {
+    // QA: a LibreOffice XLS larger than these fixtures keeps its directory at byte 8192; cut at 8294
+    // the container still opens, holding no stream, and the message blamed a .doc or .ppt. Only a
+    // WordDocument or PowerPoint Document stream makes it one; here the root holds another.
+    expect(await refusal(container('/Other', new Uint8Array(5000).fill(1)))).toBe('the file is a damaged or truncated legacy Office file (OLE2); if it is an Excel workbook (XLS), open it in Excel and save it again')
+  })
+
   test('a container that opens, holding a workbook stream SheetJS cannot read, is a damaged workbook', async () => {
     const damaged = /^the Excel workbook \(XLS\) is damaged or truncated; open it in Excel and save it again$/
     // BIFF8 (Workbook) and BIFF5 (Book), as xls-guard finds them: at the root.
