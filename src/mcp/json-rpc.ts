@@ -72,6 +72,9 @@ export function invalidRequest(body: unknown): string | undefined {
       const problem = invalidMessage(message)
       if (problem !== undefined) return `in the batch, ${problem}`
       const { id, method } = message as { id?: unknown; method?: unknown }
+      // MCP 2025-03-26 (the version that had batches): initialize must not be part of one. The SDK
+      // answered a batch of one initialize, without the session id its answer alone carries.
+      if (method === 'initialize') return 'in the batch, an initialize request; initialize must be sent alone'
       if (id === undefined || method === undefined) continue
       if (requestIds.has(id)) return `in the batch, two requests have the id ${JSON.stringify(id)}; each request needs an id of its own`
       requestIds.add(id)

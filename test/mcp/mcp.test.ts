@@ -254,6 +254,8 @@ describe('transport rules', () => {
       [{ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { _meta: { progressToken: 1.5 } } }, '"params._meta.progressToken" must be a string or an integer'],
       // Two requests of one batch with one id (before: both ran and were billed, one was answered).
       [[ping, { ...ping, method: 'tools/list' }], 'in the batch, two requests have the id 1; each request needs an id of its own'],
+      // MCP forbids batching initialize (before: a batch of one was answered, without the session id).
+      [[{ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }], 'in the batch, an initialize request; initialize must be sent alone'],
     ] as const) {
       const refused = await rawMcp(message, { authorization: `Bearer ${token}` })
       expect([refused.status, (await json(refused)).error]).toEqual([400, { code: -32600, message: `Invalid Request: ${problem}` }])
