@@ -170,10 +170,18 @@ function fromValidation(error: ValidationError): ApiError {
   return new ApiError('invalid_request', message, param)
 }
 
-/** A JSON pointer as the dotted field name clients know (`/messages/0/role` → `messages.0.role`). */
+/**
+ * A JSON pointer as the dotted field name clients know (`/messages/0/role` → `messages.0.role`).
+ * A segment that is a client's own key (metadata's, an unknown field's) is cut at 200 UTF-16
+ * units, never inside a surrogate pair: a 100 KB key was echoed whole in the reply and the log (QA).
+ */
 function paramOf(path: string): string | undefined {
-  return path.replace(/^\//, '').replaceAll('/', '.') || undefined
+  const dotted = path.replace(/^\//, '').replaceAll('/', '.')
+  if (dotted.length <= MAX_SEGMENT) return dotted || undefined
+  return dotted.split('.').map(segment => (segment.length > MAX_SEGMENT ? `${segment.slice(0, MAX_SEGMENT).replace(/[\uD800-\uDBFF]$/, '')}…` : segment)).join('.')
 }
+
+const MAX_SEGMENT = 200
 
 function refused(where: string, path: string, problem: string): ApiError {
   const param = paramOf(path)

@@ -166,6 +166,9 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }), 'metadata', /metadata takes at most 16 pairs/],
       [call({ metadata: { ['k'.repeat(65)]: 'v' } }), `metadata.${'k'.repeat(65)}`, /keys of at most 64 characters/],
       [call({ metadata: { k: 'v'.repeat(513) } }), 'metadata.k', /metadata values must be strings of at most 512 characters/],
+      // A client's key is named cut at 200 UTF-16 units (QA: a 100 KB key was echoed whole).
+      [call({ metadata: { ['k'.repeat(100_000)]: 'v' } }), `metadata.${'k'.repeat(200)}…`, /keys of at most 64 characters/],
+      [call({ metadata: { [`a${'🔑'.repeat(150)}`]: 'v' } }), `metadata.a${'🔑'.repeat(99)}…`, /keys of at most 64 characters/],
       // Characters are code points: one past the limit in emoji (two UTF-16 units each).
       [call({ metadata: { ['🔑'.repeat(65)]: 'v' } }), `metadata.${'🔑'.repeat(65)}`, /keys of at most 64 characters/],
       [call({ metadata: { k: '🔑'.repeat(513) } }), 'metadata.k', /metadata values must be strings of at most 512 characters/],
