@@ -156,7 +156,12 @@ export class Meter {
       this.reasoningBytes += event.reasoningBytes
       this.toolBytes += event.toolBytes
       if (event.format === 'chat-completions' && event.toolBlocks !== undefined) this.startedToolCall = true
-    } else if (event.type === 'tool-call-start') this.startedToolCall = true
+    } else if (event.type === 'tool-call-start') {
+      // The name is output the model wrote: counted with the arguments (bytes ÷ 4) when the
+      // upstream reports no output count.
+      this.toolBytes += Buffer.byteLength(event.name)
+      this.startedToolCall = true
+    }
     else if (event.type === 'finish') this.reported = event.usage
     else if (event.type === 'response-start' && event.inputTokens) this.announced = event
     else if ((event.type === 'error' || event.type === 'usage') && event.usage !== undefined) this.reportedBeforeCut = event.usage

@@ -166,7 +166,8 @@ describe('openai-compatible pass-through', () => {
     const result = same(sse)
     // The translator ends the forwarded calls' blocks at the finish (no frames for this client).
     expect(types(result.events)).toEqual(['response-start', 'passthrough', 'tool-call-end', 'tool-call-end', 'finish'])
-    expect(result.events[1]).toMatchObject({ toolBlocks: [0, 1], toolBytes: args.length + '{"tz":"CET"}'.length })
+    // The calls' names count as output with their arguments (the meter's count, when no usage comes).
+    expect(result.events[1]).toMatchObject({ toolBlocks: [0, 1], toolBytes: 'weather'.length + args.length + 'time'.length + '{"tz":"CET"}'.length })
     expect(result.client).toContain('"finish_reason":"tool_calls"')
   })
 

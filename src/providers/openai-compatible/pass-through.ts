@@ -283,6 +283,8 @@ export class PassThroughTranslator {
         started.set(key, tool)
         planned.started.push({ key, tool })
         planned.deltas.push(JSON.stringify({ tool_calls: [{ index: tool.index, id: callId, type: 'function', function: { name, arguments: '' } }] }))
+        // The name is output the model wrote, counted as the meter counts a translated call's.
+        planned.toolBytes += Buffer.byteLength(name)
       }
       if (args !== undefined && args !== '') {
         tool.text += args
