@@ -18,15 +18,18 @@ const MAX_DEPTH = 512
 const CHUNK = 16 * 1024
 const BUDGET_MS = 400
 
-// Elements whose text is never page content (chrome, code, forms, embedded media).
+// Elements whose text is never page content (chrome, code, form controls, embedded media). A
+// <form> itself is not one: ASP.NET WebForms and similar wrap a whole page's body in one, so its
+// text is kept and only its controls' (a button's label, a select's or datalist's options, a
+// textarea's default text) are dropped; an <input> has no text.
 const SKIPPED = new Set([
   'title', 'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed', 'head',
-  'nav', 'header', 'footer', 'aside', 'form', 'button', 'select', 'textarea', 'dialog',
+  'nav', 'header', 'footer', 'aside', 'button', 'select', 'datalist', 'textarea', 'dialog',
 ])
 // Elements that start a new line of text.
 const BLOCKS = new Set([
   'address', 'article', 'blockquote', 'br', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure',
-  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tr', 'ul',
+  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'legend', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tr', 'ul',
 ])
 // Elements that are void in HTML (never closed, so never on the depth count).
 const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'])
@@ -38,7 +41,7 @@ const MAIN_MIN_CHARS = 200
 
 /**
  * HTML → readable text, title and modification date. Chrome (navigation, headers, footers,
- * asides, forms) and code are dropped, block structure becomes line breaks, list items
+ * asides, form controls) and code are dropped, block structure becomes line breaks, list items
  * become "- " lines, and the text of <main>/<article> is preferred when it has substance.
  * `maxChars` caps the text collected (the walk stops there).
  */

@@ -89,6 +89,24 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
     expect(results.map((result: { url: string; content: string }) => [result.url, result.content])).toEqual([[urls[0], 'page /?q=1'], [urls[1], 'page /a']])
   })
 
+  test('a page whose whole body is one <form> (ASP.NET WebForms) keeps its text; the controls are dropped', async () => {
+    // Before: <form> was skipped whole: content "", and the empty page billed.
+    const { orgId, key } = await setup()
+    const site = serve(() =>
+      html(
+        '<html><head><title>WebForms</title></head><body><form id="form1" method="post" action="./x.aspx">' +
+          '<input type="hidden" name="__VIEWSTATE" value="dDwtMTA4"><div><h1>Welcome</h1><p>This is the main content of an ASP.NET page.</p></div>' +
+          '<select name="lang"><option>English</option></select><button>Submit</button></form></body></html>',
+      ),
+    )
+    resolver.set('forms.acme-web.com', ['127.0.0.1'])
+    const url = `http://forms.acme-web.com:${site.port}/x.aspx`
+    const response = await fetchUrls(key, { urls: [url] })
+    expect(response.status).toBe(200)
+    expect((await json(response)).results[0]).toEqual({ title: 'WebForms', url, content: 'Welcome\n\nThis is the main content of an ASP.NET page.', last_updated: null })
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
   test('https: connects to the checked address with SNI and certificate checked against the host name', async () => {
     const cert = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.cert.pem`).text()
     const tlsKey = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.key.pem`).text()

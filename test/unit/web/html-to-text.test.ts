@@ -24,6 +24,19 @@ describe('htmlToText', () => {
     expect(htmlToText('<div>Tom &amp; Jerry &lt;3</div><p>next</p>', 1000)).toEqual({ title: '', text: 'Tom & Jerry <3\n\nnext', modified: null })
   })
 
+  test('a form\'s text is kept (WebForms wrap the whole body in one); its controls\' labels, options and default text are not', () => {
+    // Before: <form> was skipped whole, so such a page came back empty (and was billed).
+    const webForms = '<html><head><title>WebForms</title></head><body><form id="form1" method="post" action="./x.aspx">' +
+      '<input type="hidden" name="__VIEWSTATE" value="dDwtMTA4"><div><h1>Welcome</h1><p>This is the main content of an ASP.NET page.</p></div></form></body></html>'
+    expect(htmlToText(webForms, 1000)).toEqual({ title: 'WebForms', text: 'Welcome\n\nThis is the main content of an ASP.NET page.', modified: null })
+    const controls = '<form><fieldset><legend>Search</legend><label>Term <input name="q" value="typed"></label>' +
+      '<select name="s"><option>Newest</option><option>Oldest</option></select><input list="l"><datalist id="l"><option>Suggested</option></datalist>' +
+      '<textarea>Default text</textarea><button type="submit">Go</button><input type="submit" value="Send"></fieldset></form><p>After the form.</p>'
+    expect(htmlToText(controls, 1000).text).toBe('Search\nTerm\n\nAfter the form.')
+    // An unclosed form no longer takes the rest of the page with it.
+    expect(htmlToText('<p>Before.</p><form action="/x"><p>Inside.</p><p>After.</p>', 1000).text).toBe('Before.\n\nInside.\n\nAfter.')
+  })
+
   test.each([
     ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
     ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
