@@ -22,8 +22,13 @@ const BUDGET_MS = 400
 // <form> itself is not one: ASP.NET WebForms and similar wrap a whole page's body in one, so its
 // text is kept and only its controls' (a button's label, a select's or datalist's options, a
 // textarea's default text) are dropped; an <input> has no text.
+// Nor is <head>: htmlparser2 does not close it where body content starts, as browsers do (the
+// "in head" insertion mode ends at any element or non-blank text head cannot hold), so a valid
+// page that omits </head> and <body> would lose its body. What head may hold is skipped anyway
+// (title, script, style, noscript, template) or has no text (meta, link, base): so anything else
+// is read, as from the body.
 const SKIPPED = new Set([
-  'title', 'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed', 'head',
+  'title', 'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed',
   'nav', 'header', 'footer', 'aside', 'button', 'select', 'datalist', 'textarea', 'dialog',
 ])
 // Elements that start a new line of text.

@@ -107,6 +107,18 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
     expect(await spent(orgId)).toBe(PRICE)
   })
 
+  test('valid HTML without </head> and <body> keeps its text and title', async () => {
+    // Before: <head> was skipped until </html> closed it: content "", and the empty page billed.
+    const { orgId, key } = await setup()
+    const site = serve(() => html('<html><head><title>Unclosed</title><meta name="x" content="y"><p>Body text without a body tag.</p></html>'))
+    resolver.set('bare.acme-web.com', ['127.0.0.1'])
+    const url = `http://bare.acme-web.com:${site.port}/`
+    const response = await fetchUrls(key, { urls: [url] })
+    expect(response.status).toBe(200)
+    expect((await json(response)).results[0]).toEqual({ title: 'Unclosed', url, content: 'Body text without a body tag.', last_updated: null })
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+
   test('https: connects to the checked address with SNI and certificate checked against the host name', async () => {
     const cert = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.cert.pem`).text()
     const tlsKey = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.key.pem`).text()

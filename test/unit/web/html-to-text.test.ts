@@ -37,6 +37,17 @@ describe('htmlToText', () => {
     expect(htmlToText('<p>Before.</p><form action="/x"><p>Inside.</p><p>After.</p>', 1000).text).toBe('Before.\n\nInside.\n\nAfter.')
   })
 
+  test('a page that omits </head> and <body> keeps its body: head ends where content it cannot hold starts', () => {
+    // Before: head was skipped to its (implied) end at </html>, so the whole page came back empty.
+    expect(htmlToText('<html><head><title>Unclosed</title><p>Body text without a body tag.</p></html>', 1000))
+      .toEqual({ title: 'Unclosed', text: 'Body text without a body tag.', modified: null })
+    const head = '<head><meta charset="utf-8"><title>T</title><link rel="stylesheet" href="/a.css"><style>p{}</style><script>x()</script>' +
+      '<noscript>Enable JS</noscript><base href="/"><template><p>tpl</p></template>'
+    expect(htmlToText(`${head}\n  <div>First</div><p>Second</p>`, 1000)).toEqual({ title: 'T', text: 'First\n\nSecond', modified: null })
+    expect(htmlToText(`${head}Bare text<p>more</p>`, 1000).text).toBe('Bare text\nmore')
+    expect(htmlToText(`${head}<body><p>in body</p></body>`, 1000).text).toBe('in body')
+  })
+
   test.each([
     ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
     ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
