@@ -43,11 +43,15 @@ const MODIFIED_KEYS = ['article:modified_time', 'og:updated_time', 'datemodified
 // Where a page keeps its main content; preferred over the whole body when it holds enough text.
 const MAIN = new Set(['main', 'article'])
 const MAIN_MIN_CHARS = 200
+// Stands for the text of one <pre> in the collected text while the rest is cleaned (NUL is never
+// page text: it is dropped from what the page says).
+const PRE_MARK = /\u0000(\d+)\u0000/
 
 /**
  * HTML → readable text, title and modification date. Chrome (navigation, headers, footers,
  * asides, form controls) and code are dropped, block structure becomes line breaks, list items
- * become "- " lines, and the text of <main>/<article> is preferred when it has substance.
+ * become "- " lines, a <pre> keeps its whitespace and lines (code stays readable), and the text
+ * of <main>/<article> is preferred when it has substance.
  * `maxChars` caps the text collected (the walk stops there).
  */
 export function htmlToText(html: string, maxChars: number): ReadablePage {
@@ -57,6 +61,8 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let depth = 0
   let skipDepth = 0 // > 0 while inside a skipped element
   let mainDepth = 0 // > 0 while inside <main>/<article>
+  let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
+  const pres: string[] = []
   let titleText: string | null = null
   let inTitle = false
   let ogTitle: string | undefined
@@ -66,9 +72,12 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let stop = false
 
   const emit = (text: string) => {
-    all.push(text)
     allChars += text.length
-    if (mainDepth > 0) main.push(text)
+    if (preDepth > 0) pres[pres.length - 1] += text
+    else {
+      all.push(text)
+      if (mainDepth > 0) main.push(text)
+    }
     if (allChars > maxChars * 2) stop = true
   }
 
@@ -91,11 +100,16 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (MAIN.has(name)) mainDepth += 1
         if (BLOCKS.has(name)) emit(name === 'li' ? '\n- ' : '\n')
         else if (name === 'td' || name === 'th') emit(' ')
+        if (name === 'pre' && preDepth++ === 0) {
+          const mark = `\u0000${pres.push('') - 1}\u0000`
+          all.push(mark)
+          if (mainDepth > 0) main.push(mark)
+        }
       },
       ontext(text) {
         if (inTitle) titleText = (titleText ?? '') + text
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
-        if (skipDepth === 0) emit(text)
+        if (skipDepth === 0) emit(text.replaceAll('\u0000', ''))
       },
       onclosetag(name, implied) {
         if (!VOID.has(name)) depth = Math.max(0, depth - 1)
@@ -106,6 +120,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           return
         }
         if (MAIN.has(name)) mainDepth = Math.max(0, mainDepth - 1)
+        if (name === 'pre') preDepth = Math.max(0, preDepth - 1)
         // A list item's line ends where the next one (or the list) starts.
         if (BLOCKS.has(name) && name !== 'li' && !(implied && VOID.has(name))) emit('\n')
       },
@@ -124,7 +139,23 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
     const match = /"dateModified"\s*:\s*"([^"]{4,64})"/.exec(jsonLd)
     if (match) modified = toIsoDate(match[1]!)
   }
-  const mainText = clean(main.join(''))
-  const text = mainText.length >= MAIN_MIN_CHARS ? mainText : clean(all.join(''))
+  const mainText = withPres(main, pres)
+  const text = mainText.length >= MAIN_MIN_CHARS ? mainText : withPres(all, pres)
   return { title: clean(titleText ?? ogTitle ?? '').slice(0, 1000), text: text.slice(0, maxChars), modified }
+}
+
+/**
+ * The collected text cleaned (./page-text.ts), but for each <pre>'s, which is kept as written: its
+ * spaces, tabs and blank lines, less blank lines at its start and whitespace at its end. A <pre>
+ * is a block of its own, set apart by a blank line.
+ */
+function withPres(parts: string[], pres: string[]): string {
+  const pieces = clean(parts.join('')).split(PRE_MARK)
+  if (pieces.length === 1) return pieces[0]!
+  const blocks: string[] = []
+  for (const [index, piece] of pieces.entries()) {
+    const block = index % 2 === 0 ? piece.replace(/^\n+|\n+$/g, '') : pres[Number(piece)]!.replace(/\r\n?/g, '\n').replace(/^(?:[ \t]*\n)+/, '').trimEnd()
+    if (block !== '') blocks.push(block)
+  }
+  return blocks.join('\n\n')
 }

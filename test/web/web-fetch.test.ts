@@ -119,6 +119,16 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
     expect(await spent(orgId)).toBe(PRICE)
   })
 
+  test('a <pre> code block keeps its indentation', async () => {
+    // Before: runs of spaces and tabs were collapsed everywhere: "line1\nindented two spaces\ntab".
+    const { key } = await setup()
+    const site = serve(() => html('<title>Code</title><p>Example:</p><pre>line1\n    indented  two   spaces\n\ttab</pre><p>Done   here.</p>'))
+    resolver.set('code.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, { urls: [`http://code.acme-web.com:${site.port}/`] })
+    expect(response.status).toBe(200)
+    expect((await json(response)).results[0].content).toBe('Example:\n\nline1\n    indented  two   spaces\n\ttab\n\nDone here.')
+  })
+
   test('https: connects to the checked address with SNI and certificate checked against the host name', async () => {
     const cert = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.cert.pem`).text()
     const tlsKey = await Bun.file(`${import.meta.dir}/../fixtures/tls/web-test.key.pem`).text()

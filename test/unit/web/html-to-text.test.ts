@@ -48,6 +48,19 @@ describe('htmlToText', () => {
     expect(htmlToText(`${head}<body><p>in body</p></body>`, 1000).text).toBe('in body')
   })
 
+  test('a <pre> keeps its spaces, tabs and lines; the text around it is still cleaned', () => {
+    // Before: every run of spaces and tabs became one space, and the indentation was lost.
+    expect(htmlToText('<pre>line1\n    indented  two   spaces\n\ttab</pre>', 1000).text).toBe('line1\n    indented  two   spaces\n\ttab')
+    const page = '<p>Intro   text</p>\n\n\n<pre><code>if (x) {\r\n    <span class="k">y</span>()\n\n\n}\n</code></pre>\n   <p>After    it</p>'
+    expect(htmlToText(page, 1000).text).toBe('Intro text\n\nif (x) {\n    y()\n\n\n}\n\nAfter it')
+    // The newline after <pre> and whitespace at its end are not content; an empty <pre> leaves no gap.
+    expect(htmlToText('a<pre>\n  x  \n</pre>b<pre> </pre>c<pre><br>  q</pre>', 1000).text).toBe('a\n\n  x\n\nb\n\nc\n\n  q')
+    // Inside <main>/<article> as well; NUL bytes in the page are dropped, never read as a <pre>.
+    const article = `<nav>menu</nav><article><p>${'Words. '.repeat(40)}</p><pre>  kept  as   is</pre></article><p>x\u00000\u0000y</p>`
+    expect(htmlToText(article, 1000).text.endsWith('Words.\n\n  kept  as   is')).toBe(true)
+    expect(htmlToText('<p>x\u00000\u0000y</p><pre> z</pre>', 1000).text).toBe('x0y\n\n z')
+  })
+
   test.each([
     ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
     ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
