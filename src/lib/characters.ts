@@ -10,6 +10,17 @@ export function characterCount(text: string): number {
 }
 
 /**
+ * `text` cut to at most `max` UTF-16 units (String#slice's measure), one less where the cut would
+ * split a surrogate pair: a lone surrogate is not Unicode text, and strict JSON parsers and
+ * tokenizers refuse it.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text
+  const last = text.charCodeAt(max - 1)
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)
+}
+
+/**
  * Why `name` (a key's, an organization's) cannot be stored and shown as typed, or undefined. Names
  * are printed raw in listings and terminals (`svc orgs show`, `svc keys list`): C0, DEL and C1
  * (U+0080–U+009F, e.g. the 8-bit CSI U+009B) are all terminal controls, with which a name could

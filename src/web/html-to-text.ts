@@ -1,4 +1,5 @@
 import { Parser } from 'htmlparser2'
+import { cutText } from '../lib/characters'
 import { clean, toIsoDate } from './page-text'
 
 /** What a page says about itself. */
@@ -141,7 +142,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   }
   const mainText = withPres(main, pres)
   const text = mainText.length >= MAIN_MIN_CHARS ? mainText : withPres(all, pres)
-  return { title: clean(titleText ?? ogTitle ?? '').slice(0, 1000), text: text.slice(0, maxChars), modified }
+  return { title: cutText(clean(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { looksBinary } from '../documents/text'
 import type { ApiError } from '../http/errors'
+import { cutText } from '../lib/characters'
 import { lazy } from '../lib/lazy'
 import { clean, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
@@ -73,7 +74,10 @@ export async function readPage(
       : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
     return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, XML and PDF pages are fetched` }
   }
-  const bytes = await readCapped(response, limits.maxBytes, signal)
+  // One byte past the cap tells a page cut there from one that ends there.
+  const body = await readCapped(response, limits.maxBytes + 1, signal)
+  const cut = body.byteLength > limits.maxBytes
+  const bytes = cut ? body.subarray(0, limits.maxBytes) : body
   const headerDate = response.headers.get('last-modified')
   const fallbackTitle = final.replace(/^https?:\/\//, '').slice(0, 200)
   if (kind === 'pdf') {
@@ -81,10 +85,10 @@ export async function readPage(
     if (bytes.byteLength >= limits.maxBytes) return { ok: false, kind: 'rejected', message: `${final}: the PDF is larger than the ${limits.maxBytes}-byte page limit` }
     const read = await readPdf!(bytes, signal)
     if (!read.ok) return { ...read, message: `${final}: ${read.message}` }
-    return { ok: true, page: { title: fallbackTitle, url: requested, content: clean(read.text).slice(0, limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null } }
+    return { ok: true, page: { title: fallbackTitle, url: requested, content: cutText(clean(read.text), limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null } }
   }
   const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
-  const text = decode(bytes, charset)
+  const text = decode(bytes, charset, cut)
   if (looksBinary(text)) {
     return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML and PDF pages are fetched` }
   }
@@ -98,7 +102,7 @@ export async function readPage(
   }
   return {
     ok: true,
-    page: { title: fallbackTitle, url: requested, content: clean(text).slice(0, limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null },
+    page: { title: fallbackTitle, url: requested, content: cutText(clean(text), limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null },
   }
 }
 
@@ -172,12 +176,16 @@ function bomEncoding(bytes: Uint8Array): string | undefined {
   return undefined
 }
 
-function decode(bytes: Uint8Array, charset: string | undefined): string {
+/**
+ * The text of `bytes`. A body `cut` at the byte cap may end inside a character: decoded as a
+ * stream, that partial sequence is left out rather than read as a U+FFFD that is not in the page.
+ */
+function decode(bytes: Uint8Array, charset: string | undefined, cut: boolean): string {
   try {
     // The decoder drops a leading BOM of its own encoding.
-    return new TextDecoder((bomEncoding(bytes) ?? charset ?? 'utf-8') as 'utf-8').decode(bytes)
+    return new TextDecoder((bomEncoding(bytes) ?? charset ?? 'utf-8') as 'utf-8').decode(bytes, { stream: cut })
   } catch {
     // An unknown label: UTF-8 with replacement characters rather than a failure.
-    return new TextDecoder('utf-8').decode(bytes)
+    return new TextDecoder('utf-8').decode(bytes, { stream: cut })
   }
 }

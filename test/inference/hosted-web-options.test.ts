@@ -31,6 +31,7 @@ async function setup() {
     // /hop redirects to the blocked host: a domain list holds on every hop.
     if (url.pathname === '/hop') return new Response(null, { status: 302, headers: { location: `http://blocked.acme-web.com:${url.port}/secret` } })
     if (url.pathname === '/long') return new Response('long text '.repeat(500), { headers: { 'content-type': 'text/plain' } })
+    if (url.pathname === '/emoji') return new Response(`a${'😀'.repeat(300)}`, { headers: { 'content-type': 'text/plain; charset=utf-8' } })
     return storyPage(url.pathname)
   })
   stops.push(pages.stop)
@@ -93,6 +94,18 @@ describe('hosted web_fetch options are applied', () => {
     const reply = ((await response.json()) as { content: Array<{ text: string }> }).content[0]!.text
     expect(reply).toContain("[… cut to fit the client's max_content_tokens]")
     expect(reply).not.toContain('long text '.repeat(20))
+  })
+
+  test('max_content_tokens never cuts a surrogate pair in half', async () => {
+    // Before: 10 tokens (30 UTF-16 units) of "a😀😀…" ended in a lone "\ud83d", sent on to the model.
+    const s = await setup()
+    const response = await s.messages({
+      messages: [{ role: 'user', content: `Read ${s.at('allowed.acme-web.com', '/emoji')}` }],
+      tools: [{ type: 'web_fetch_20250910', name: 'web_fetch', max_content_tokens: 10 }],
+    })
+    const reply = ((await response.json()) as { content: Array<{ text: string }> }).content[0]!.text
+    expect(reply).toContain(`\na${'😀'.repeat(14)}\n[… cut to fit the client's max_content_tokens]`)
+    expect(reply.isWellFormed()).toBe(true)
   })
 
   test('Responses web_fetch: allowed_domains and max_uses', async () => {

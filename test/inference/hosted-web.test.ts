@@ -90,6 +90,24 @@ describe('hosted web tools in chat completions', () => {
     expect(await spent()).toBe(chatPrice(usage!) + SEARCH_PRICE)
   })
 
+  test('the search query is cut at 400 units without splitting a surrogate pair', async () => {
+    // Before: a message whose 400th unit began an emoji searched for "xxx…\ud83d" (sent as U+FFFD) and echoed a lone surrogate.
+    const searxng = searxngServer()
+    stops.push(searxng.stop)
+    ;({ t } = await buildWebApp({ search: searxng.config }))
+    const { key } = await createPlanOrg(t, { name: 'query', credit: CREDIT })
+    const client = new OpenAI({ apiKey: key, baseURL: `${t.listen()}/v1`, maxRetries: 0 })
+    const completion = await client.chat.completions.create({
+      model: 'demo-web',
+      messages: [{ role: 'user', content: `${'x'.repeat(399)}😀 tail` }],
+      web_search: true,
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    expect(searxng.queries).toEqual(['x'.repeat(399)])
+    const reply = completion.choices[0]!.message.content!
+    expect(reply).toContain(`Query: ${'x'.repeat(399)}\n`)
+    expect(reply.isWellFormed()).toBe(true)
+  })
+
   test('unsafe URLs are skipped (noted for the model, never billed or connected to); at most the standalone limit is fetched', async () => {
     const { client, spent, site, pages } = await setup()
     const content = [

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { characterCount, maxCharactersPattern } from '../../src/lib/characters'
+import { characterCount, cutText, maxCharactersPattern } from '../../src/lib/characters'
 
 // maxCharactersPattern is a schema limit in characters (code points, as characterCount counts
 // them), read the same by TypeBox (no `u` flag) and by Ajv and OpenAPI tools (`u` flag).
@@ -28,4 +28,16 @@ test('a long string fails in linear time (no alternative overlaps another, so no
   const started = performance.now()
   for (const text of ['🔑'.repeat(513), '🔑'.repeat(100_000), `x${'\uD83D'.repeat(100_000)}`, '\uDC00🔑'.repeat(50_000)]) expect(pattern.test(text)).toBe(false)
   expect(performance.now() - started).toBeLessThan(1000)
+})
+
+test('cutText cuts at max UTF-16 units, one less where that would split a surrogate pair', () => {
+  expect(cutText('abc', 5)).toBe('abc')
+  expect(cutText('abc', 2)).toBe('ab')
+  expect(cutText('a🔑b', 2)).toBe('a')
+  expect(cutText('a🔑b', 3)).toBe('a🔑')
+  expect(cutText('🔑', 1)).toBe('')
+  expect(cutText('🔑', 0)).toBe('')
+  // A lone low surrogate already in the text is not this cut's doing: it is kept as it is.
+  expect(cutText('a\uDC00b', 2)).toBe('a\uDC00')
+  for (let max = 0; max <= 600; max++) expect(cutText(`a${'😀'.repeat(300)}`, max).isWellFormed()).toBe(true)
 })

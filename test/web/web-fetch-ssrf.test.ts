@@ -238,6 +238,42 @@ describe('caps and content types', () => {
     expect(results[1].content.length).toBe(65_536)
   }, 20_000) // compressing 50 MB takes a few seconds on a loaded machine
 
+  test('the text caps never cut a surrogate pair in half', async () => {
+    // Before: max_content_chars 500 on "a" + 300 emoji ended in a lone "\ud83d" (strict JSON parsers and tokenizers refuse it).
+    const { key } = await setup({ fetch: 'max_content_chars: 500' })
+    const text = `a${'😀'.repeat(300)}`
+    const site = serve((_, url) =>
+      url.pathname === '/page.html'
+        ? new Response(`<title>${'😀'.repeat(600)}</title><p>${text}</p>`, { headers: { 'content-type': 'text/html; charset=utf-8' } })
+        : new Response(text, { headers: { 'content-type': 'text/plain; charset=utf-8' } }),
+    )
+    resolver.set('emoji.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://emoji.acme-web.com:${site.port}/page.txt`, `http://emoji.acme-web.com:${site.port}/page.html`])
+    expect(response.status).toBe(200)
+    const { results } = await json(response)
+    expect(results[0].content).toBe(`a${'😀'.repeat(249)}`)
+    expect(results[1].content).toBe(`a${'😀'.repeat(249)}`)
+    // The title's own cap (1000 units) too.
+    expect(results[1].title).toBe('😀'.repeat(500))
+    expect(results[1].title.isWellFormed()).toBe(true)
+  })
+
+  test('a page cut at max_bytes inside a UTF-8 character drops the partial character; a page that ends there is read as it is', async () => {
+    // Before: the cut page ended in U+FFFD, a character the page does not hold.
+    const { key } = await setup({ fetch: 'max_bytes: 1024' })
+    const site = serve((_, url) =>
+      new Response(url.pathname === '/cut' ? `ab${'€'.repeat(1000)}` : new Uint8Array([...new Uint8Array(1023).fill(0x61), 0xe2]), { headers: { 'content-type': 'text/plain; charset=utf-8' } }),
+    )
+    resolver.set('euro.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, [`http://euro.acme-web.com:${site.port}/cut`, `http://euro.acme-web.com:${site.port}/whole`])
+    expect(response.status).toBe(200)
+    const { results } = await json(response)
+    // 2 + 340 × 3 = 1022 bytes, then 2 of the next € cut off.
+    expect(results[0].content).toBe(`ab${'€'.repeat(340)}`)
+    // Exactly 1024 bytes, not cut: its own malformed last byte is still U+FFFD.
+    expect(results[1].content).toBe(`${'a'.repeat(1023)}\ufffd`)
+  })
+
   test('a page that does not answer in time is a 502 that bills nothing and says not to retry', async () => {
     const { orgId, key } = await setup({ fetch: 'timeout_ms: 200' })
     const site = serve(() => new Promise<Response>(() => {}))

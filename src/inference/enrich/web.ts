@@ -1,5 +1,6 @@
 import type { PendingCharges } from '../../billing/metering'
 import { ApiError } from '../../http/errors'
+import { cutText } from '../../lib/characters'
 import type { Principal } from '../../keys/principal'
 import type { FetchedPage } from '../../web/read-page'
 import type { SearchResult } from '../../web/search'
@@ -59,7 +60,7 @@ export async function enrichWithWeb(
 
   const fetchLists = listsOf(request.hosted.fetch)
   const chosen = request.hosted.webFetch ? chooseUrls(text, web.config.fetch.maxUrls, request.hosted.fetch) : { urls: [], skipped: [] }
-  const query = text.replace(/\s+/g, ' ').trim().slice(0, 400)
+  const query = cutText(text.replace(/\s+/g, ' ').trim(), 400)
   const [fetched, searched] = await Promise.all([
     chosen.urls.length > 0 ? web.fetchForChat(caller, chosen.urls, fetchLists) : Promise.resolve({ pages: [] as FetchedPage[], skipped: [] as SkippedUrl[] }),
     request.hosted.webSearch && query !== '' ? searchForChat(web, caller, query, listsOf(request.hosted.search)) : Promise.resolve(undefined),
@@ -169,7 +170,7 @@ function contextBlock(
   const perPage = pages.length > 0 ? Math.max(0, Math.floor((budget - 2000) / pages.length)) : 0
   const cut = pageCap !== undefined && pageCap < perPage ? { at: pageCap, why: "the client's max_content_tokens" } : { at: perPage, why: "the model's context" }
   for (const [index, page] of pages.entries()) {
-    const content = page.content.length > cut.at ? `${page.content.slice(0, cut.at)}\n[… cut to fit ${cut.why}]` : page.content
+    const content = page.content.length > cut.at ? `${cutText(page.content, cut.at)}\n[… cut to fit ${cut.why}]` : page.content
     lines.push(
       '',
       `<<<page ${index + 1} ${marker}>>>`,
