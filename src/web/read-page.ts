@@ -81,8 +81,9 @@ export async function readPage(
   const headerDate = response.headers.get('last-modified')
   const fallbackTitle = final.replace(/^https?:\/\//, '').slice(0, 200)
   if (kind === 'pdf') {
-    // A PDF cut at the byte cap cannot be read (its cross-reference table is at the end): refuse it whole.
-    if (bytes.byteLength >= limits.maxBytes) return { ok: false, kind: 'rejected', message: `${final}: the PDF is larger than the ${limits.maxBytes}-byte page limit` }
+    // A PDF cut at the byte cap cannot be read (its cross-reference table is at the end): refuse
+    // it whole. One of exactly max_bytes is not cut, and is read.
+    if (cut) return { ok: false, kind: 'rejected', message: `${final}: the PDF is larger than the ${limits.maxBytes}-byte page limit` }
     const read = await readPdf!(bytes, signal)
     if (!read.ok) return { ...read, message: `${final}: ${read.message}` }
     return { ok: true, page: { title: fallbackTitle, url: requested, content: cutText(clean(read.text), limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null } }

@@ -338,6 +338,22 @@ describe('caps and content types', () => {
     // A cold extraction worker starts within ~1-2 s idle, ~5 s with the machine's cores busy.
   }, 30_000)
 
+  test('a PDF of exactly max_bytes is read; one byte more is refused, and not billed', async () => {
+    // Before: a PDF of exactly max_bytes was refused as "larger than the page limit".
+    const pdf = await Bun.file(new URL('../fixtures/documents/report.pdf', import.meta.url)).bytes()
+    const { orgId, key } = await setup({ fetch: `max_bytes: ${pdf.byteLength}` })
+    const site = serve((_, url) => new Response(url.pathname === '/exact.pdf' ? pdf : new Uint8Array([...pdf, 0x0a]), { headers: { 'content-type': 'application/pdf' } }))
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const exact = await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/exact.pdf`])
+    expect(exact.status).toBe(200)
+    expect((await json(exact)).results[0].content).toContain('Quarterly report — Zürich office')
+    expect(await spent(orgId)).toBe(PRICE)
+    const over = await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/over.pdf`])
+    expect(over.status).toBe(400)
+    expect((await json(over)).error.message).toContain(`the PDF is larger than the ${pdf.byteLength}-byte page limit`)
+    expect(await spent(orgId)).toBe(PRICE)
+  }, 30_000)
+
   test('bytes labelled application/pdf that are not a readable PDF are refused, and not billed', async () => {
     const { orgId, key } = await setup()
     const site = serve(() => new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), { headers: { 'content-type': 'application/pdf' } }))
