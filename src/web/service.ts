@@ -111,7 +111,8 @@ export class WebService {
   }
 
   /**
-   * Hosted web_fetch in chat: the safe URLs among `urls` (already capped by the caller), each
+   * Hosted web_fetch in chat: the safe URLs among `urls` (already checked, deduplicated and capped
+   * by the caller, chooseUrls in src/inference/enrich/web.ts; checked again here all the same), each
    * failure a note instead of an error. Bills the pages retrieved, like the standalone route.
    * `lists`: the client's domain lists (the caller checked `urls`), held on every redirect hop.
    */

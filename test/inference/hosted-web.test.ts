@@ -122,9 +122,12 @@ describe('hosted web tools in chat completions', () => {
       web_search: true,
     } as OpenAI.ChatCompletionCreateParamsNonStreaming)
     const reply = completion.choices[0]!.message.content!
-    // The first three distinct URLs are candidates: the metadata address (refused), /a and /b.
+    // The first three distinct safe URLs are fetched (/a, /b, /broken); the refused ones do not count.
     expect(reply).toContain('Not fetched: http://169.254.169.254/latest/meta-data/ (169.254.169.254 is a link-local address')
-    expect(pages.seen.map(seen => seen.path).sort()).toEqual(['/a', '/b'])
+    expect(reply).toContain('Not fetched: https://user:pw@news.acme-web.com/x (')
+    expect(reply).toContain(`Not fetched: ${site}/broken (${site}/broken answered HTTP 500)`)
+    expect(reply).toContain(`Not fetched: ${site}/c (the gateway fetches at most 3 pages per turn)`)
+    expect(pages.seen.map(seen => seen.path).sort()).toEqual(['/a', '/b', '/broken'])
     expect(egress.every(entry => entry.url.startsWith('http://127.0.0.1:'))).toBe(true)
     const usage = completion.usage as ServerToolUsage
     expect(usage.server_tool_use).toEqual({ web_fetch_requests: 2, web_search_requests: 1 })
@@ -147,6 +150,33 @@ describe('hosted web tools in chat completions', () => {
     expect(spelled.reply.match(/<<<page \d/g)).toHaveLength(1)
     expect(pages.seen.map(seen => seen.path)).toEqual(['/a', '/a'])
     expect(await spent()).toBe(refused.price + spelled.price + 2n * FETCH_PRICE)
+  })
+
+  test('repeated pages and refused URLs do not count against the per-turn limit', async () => {
+    // Before: /text#a, #b and #c took the three places, so /json was "Not fetched" as over the
+    // limit; three unsafe URLs before a safe one left it "over the limit" with nothing fetched.
+    const { client, spent, site, pages } = await setup()
+    const chat = async (content: string) => {
+      const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content }], web_fetch: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+      return { reply: completion.choices[0]!.message.content!, usage: completion.usage as ServerToolUsage }
+    }
+    const repeated = await chat(`${site}/text#a ${site}/text#b ${site}/text#c ${site}/json`)
+    expect(repeated.usage.server_tool_use).toEqual({ web_fetch_requests: 2, web_search_requests: 0 })
+    expect(pages.seen.map(seen => seen.path).sort()).toEqual(['/json', '/text'])
+    expect(repeated.reply).toContain(`URL: ${site}/text#a`)
+    expect(repeated.reply).toContain(`URL: ${site}/json`)
+    expect(repeated.reply).not.toContain('Not fetched')
+
+    const unsafe = await chat(`http://127.0.0.1/x http://news.acme-web.com:0/y ${site}/q?token=SECRET ${site}/safe`)
+    expect(unsafe.usage.server_tool_use).toEqual({ web_fetch_requests: 1, web_search_requests: 0 })
+    expect(pages.seen.map(seen => seen.path).sort()).toEqual(['/json', '/safe', '/text'])
+    expect(unsafe.reply).toContain('URL: ' + `${site}/safe`)
+    expect(unsafe.reply).toContain('Not fetched: http://127.0.0.1/x (')
+    expect(unsafe.reply).toContain('Not fetched: http://news.acme-web.com:0/y (port 0 is refused')
+    expect(unsafe.reply).toContain(`Not fetched: ${site}/q?token=SECRET (the query key "token" looks like a credential`)
+    expect(unsafe.reply).not.toContain('pages per turn')
+    expect(unsafe.reply.match(/Not fetched/g)).toHaveLength(3)
+    expect(await spent()).toBe(chatPrice(repeated.usage) + chatPrice(unsafe.usage) + 3n * FETCH_PRICE)
   })
 
   test('a page that fails is a note, not billed and not counted', async () => {

@@ -5,6 +5,8 @@ import type { Principal } from '../../keys/principal'
 import type { FetchedPage } from '../../web/read-page'
 import type { SearchResult } from '../../web/search'
 import { domainProblem, type DomainLists } from '../../web/domain-list'
+import { pageKey } from '../../web/fetcher'
+import { parseSafeUrl } from '../../web/url-guard'
 import type { SkippedUrl, WebService } from '../../web/service'
 import type { ChatRequest, HostedToolLimits, Message } from '../canonical'
 import { typicalInputTokens } from '../meter'
@@ -80,16 +82,27 @@ function listsOf(limits: HostedToolLimits | undefined): DomainLists | undefined 
 }
 
 /**
- * The URLs named in `text` to fetch, in order of mention: those the client's domain lists allow,
- * at most max_uses of them and the gateway's own per-turn limit. Each one left out is a skipped
- * URL with the reason, for the model (and never fetched or billed).
+ * The URLs named in `text` to fetch, in order of mention: the first distinct ones (naming
+ * different pages, as the fetch tells them apart: a #fragment names no other page) that the URL
+ * policy and the client's domain lists allow, at most max_uses of them and the gateway's own
+ * per-turn limit. A refused URL or a repeated page does not count against those limits. Each URL
+ * left out but a repeat is a skipped URL with the reason, for the model (and never fetched or billed).
  */
 export function chooseUrls(text: string, maxUrls: number, limits: HostedToolLimits | undefined): { urls: string[]; skipped: SkippedUrl[] } {
   const lists = listsOf(limits)
   const cap = Math.min(maxUrls, limits?.maxUses ?? maxUrls)
   const urls: string[] = []
   const skipped: SkippedUrl[] = []
+  const pages = new Set<string>()
   for (const url of namedUrls(text, MAX_NAMED_URLS)) {
+    const checked = parseSafeUrl(url)
+    if (!checked.ok) {
+      skipped.push({ url, reason: checked.message })
+      continue
+    }
+    const page = pageKey(checked.parsed)
+    if (pages.has(page)) continue
+    pages.add(page)
     const problem = lists ? domainProblem(url, lists) : null
     if (problem !== null) skipped.push({ url, reason: problem })
     else if (urls.length < cap) urls.push(url)
