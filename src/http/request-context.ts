@@ -4,6 +4,7 @@ import { Value } from '@sinclair/typebox/value'
 import { Elysia, ValidationError } from 'elysia'
 import { choiceText, explainUnion, isKindError, problemOf } from './validation-message'
 import { isDatabaseOutage } from '../db/client'
+import { cutText } from '../lib/characters'
 import { requestIdFrom } from '../lib/ids'
 import type { Logger } from '../observability/logger'
 import { GatewayMetrics } from '../observability/gateway-metrics'
@@ -178,7 +179,7 @@ function fromValidation(error: ValidationError): ApiError {
 function paramOf(path: string): string | undefined {
   const dotted = path.replace(/^\//, '').replaceAll('/', '.')
   if (dotted.length <= MAX_SEGMENT) return dotted || undefined
-  return dotted.split('.').map(segment => (segment.length > MAX_SEGMENT ? `${segment.slice(0, MAX_SEGMENT).replace(/[\uD800-\uDBFF]$/, '')}…` : segment)).join('.')
+  return dotted.split('.').map(segment => (segment.length > MAX_SEGMENT ? `${cutText(segment, MAX_SEGMENT)}…` : segment)).join('.')
 }
 
 const MAX_SEGMENT = 200

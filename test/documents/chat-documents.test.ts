@@ -96,6 +96,18 @@ describe('Chat Completions with file parts', () => {
     expect(await parseCharges()).toEqual([PRICE_PER_PARSE])
   })
 
+  test("a long file name is cut at 200 UTF-16 units, never inside a character's surrogate pair", async () => {
+    upstream.enqueue({ kind: 'sse', body: openAIWire.stream(turn) })
+    const notes = Buffer.from('short notes').toString('base64')
+    await client.chat.completions.create({
+      model: 'reader',
+      messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: `data:text/plain;base64,${notes}`, filename: `a${'📄'.repeat(150)}.txt` } }] }],
+    })
+    // 'a' and 99 pages fill 199 units: the 100th page's pair would be cut in two, so it is left out.
+    const sent = (upstream.onlyRequest().body as { messages: Array<{ content: string }> }).messages[0]!.content
+    expect(sent).toContain(`[Document "a${'📄'.repeat(99)}" (text)`)
+  })
+
   test('refusals are 400 before the upstream is called, and charge nothing', async () => {
     const refusal = async (content: OpenAI.ChatCompletionContentPart[], model = 'reader'): Promise<string> => {
       const error = await client.chat.completions.create({ model, messages: [{ role: 'user', content }] }).then(() => undefined, error => error)

@@ -4,6 +4,7 @@ import { extractionApiError } from '../../documents/errors'
 import type { ExtractorPool } from '../../documents/types'
 import { ApiError } from '../../http/errors'
 import { abortable } from '../../lib/abortable'
+import { cutText } from '../../lib/characters'
 import { CallAbort } from '../../observability/lifecycle'
 import type { ChatRequest, Part } from '../canonical'
 import type { ChatCallInput, PipelineDeps } from '../pipeline'
@@ -55,7 +56,7 @@ export function hasFileParts(request: ChatRequest): boolean {
 
 /** A file name safe inside the delimiters: one line, no brackets or quotes, bounded. */
 function displayName(part: FilePart, ordinal: number): string {
-  const name = (part.filename ?? '').replace(/[\u0000-\u001f\u007f"[\]<>]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200)
+  const name = cutText((part.filename ?? '').replace(/[\u0000-\u001f\u007f"[\]<>]/g, ' ').replace(/\s+/g, ' ').trim(), 200)
   return name === '' ? `attachment ${ordinal}` : name
 }
 
