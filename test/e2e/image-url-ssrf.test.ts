@@ -7,6 +7,7 @@ import { FakeUpstream } from '../support/fake-upstream'
 import { paygConfig, startServedGateway, upstreamProvider } from '../support/gateway'
 import { json, type TestApp } from '../support/harness'
 import { CREDIT, PRICE_YAML } from './upstream-fixtures'
+import { REWRITTEN_SPELLINGS } from '../support/url-spellings'
 
 // Image parts by URL are fetched by the backend, not the gateway: a self-hosted backend (vLLM)
 // fetches them from inside the operator's network. So every image URL a client sends passes the
@@ -52,22 +53,8 @@ const UNSAFE: Array<[string, string]> = [
 
 const PUBLIC_URL = 'https://images.example.com/cats/tabby.png?w=640'
 
-/** Spellings of public URLs that OpenAI and Anthropic take, with the canonical href the backend must receive. */
-const SPELLINGS: Array<[string, string]> = [
-  ['https://CDN.Example.com/img.png', 'https://cdn.example.com/img.png'],
-  ['HTTPS://cdn.example.com/x.png', 'https://cdn.example.com/x.png'],
-  ['https://cdn.example.com:443/img.png', 'https://cdn.example.com/img.png'],
-  ['http://cdn.example.com:80/img.png', 'http://cdn.example.com/img.png'],
-  ['https://cdn.example.com/images/фото.jpg', 'https://cdn.example.com/images/%D1%84%D0%BE%D1%82%D0%BE.jpg'],
-  ['https://bücher.de/img.png', 'https://xn--bcher-kva.de/img.png'],
-  ["https://cdn.example.com/img.png?name=o'brien", 'https://cdn.example.com/img.png?name=o%27brien'],
-  ['https://cdn.example.com/img.png?q="x"', 'https://cdn.example.com/img.png?q=%22x%22'],
-  ['https://cdn.example.com/img.png?b=<x>', 'https://cdn.example.com/img.png?b=%3Cx%3E'],
-  ['https://cdn.example.com/img{1}.png', 'https://cdn.example.com/img%7B1%7D.png'],
-  ['https://cdn.example.com/img^1.png', 'https://cdn.example.com/img%5E1.png'],
-  ['https://cdn.example.com/a/../img.png', 'https://cdn.example.com/img.png'],
-  ['https://cdn.example.com', 'https://cdn.example.com/'],
-]
+/** The rewritten spellings, and a root without its slash (which the fetch takes too). */
+const SPELLINGS = [...REWRITTEN_SPELLINGS, ['https://cdn.example.com', 'https://cdn.example.com/'] as const]
 
 /** What the parser would rewrite unreadably: refused, with what to send instead, and no public-host advice. */
 const MISSPELT: Array<[string, string]> = [

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { addressProblem, AddressAllowance } from '../../../src/web/address-policy'
 import { pageKey } from '../../../src/web/fetcher'
 import { checkUrlTarget, isSensitiveKey, parseSafeUrl, type UrlRule } from '../../../src/web/url-guard'
+import { REWRITTEN_SPELLINGS } from '../../support/url-spellings'
 
 // The URL policy, case by case, over every bypass class of SECURITY-NOTES.md §1.2 plus public
 // URLs that must pass. Each row: input, then `ok` or the rule it must break.
@@ -268,19 +269,7 @@ describe("checkUrlTarget, spelling 'parsed': URLs forwarded as their parsed href
   }
 
   test('spellings OpenAI and Anthropic take pass, as their canonical href', () => {
-    const spellings: Array<[string, string]> = [
-      ['https://CDN.Example.com/img.png', 'https://cdn.example.com/img.png'],
-      ['HTTPS://cdn.example.com/x.png', 'https://cdn.example.com/x.png'],
-      ['https://cdn.example.com:443/img.png', 'https://cdn.example.com/img.png'],
-      ['http://cdn.example.com:80/img.png', 'http://cdn.example.com/img.png'],
-      ['https://cdn.example.com/images/фото.jpg', 'https://cdn.example.com/images/%D1%84%D0%BE%D1%82%D0%BE.jpg'],
-      ['https://bücher.de/img.png', 'https://xn--bcher-kva.de/img.png'],
-      ["https://cdn.example.com/img.png?name=o'brien", 'https://cdn.example.com/img.png?name=o%27brien'],
-      ['https://cdn.example.com/img.png?q="x"&b=<x>', 'https://cdn.example.com/img.png?q=%22x%22&b=%3Cx%3E'],
-      ['https://cdn.example.com/img{1}^2.png', 'https://cdn.example.com/img%7B1%7D%5E2.png'],
-      ['https://cdn.example.com/a/../img.png', 'https://cdn.example.com/img.png'],
-    ]
-    for (const [input, href] of spellings) {
+    for (const [input, href] of REWRITTEN_SPELLINGS) {
       const result = checkUrlTarget(input, 'parsed')
       expect({ input, href: result.ok ? result.parsed.href : result.message }).toEqual({ input, href })
       expect(checkUrlTarget(input).ok).toBe(false)
