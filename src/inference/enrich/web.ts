@@ -22,8 +22,11 @@ const SEARCH_RESULTS = 5
 // Results asked of the backend when the client's domain lists filter them (its maximum), so
 // that some are likely left after filtering.
 const FILTERED_SEARCH_COUNT = 20
-// Distinct URLs read from the message: those past the fetch limit are listed as not fetched.
-const MAX_NAMED_URLS = 20
+// Distinct URLs read from a message, and the most of them listed for the model as not fetched
+// (refused, or past the limits): a refused URL or a repeated page takes no fetch's place, so a
+// good URL after twenty refused ones is still fetched (QA).
+const MAX_SCANNED_URLS = 200
+const MAX_SKIPPED_LISTED = 20
 // Output room assumed when the client set no max_tokens, so added context leaves space to answer.
 const DEFAULT_OUTPUT_ROOM = 1024
 // Characters per token when budgeting the context: low, so the added text errs toward fitting.
@@ -94,19 +97,23 @@ export function chooseUrls(text: string, maxUrls: number, limits: HostedToolLimi
   const urls: string[] = []
   const skipped: SkippedUrl[] = []
   const pages = new Set<string>()
-  for (const url of namedUrls(text, MAX_NAMED_URLS)) {
+  const skip = (url: string, reason: string) => {
+    if (skipped.length < MAX_SKIPPED_LISTED) skipped.push({ url, reason })
+  }
+  for (const url of namedUrls(text, MAX_SCANNED_URLS)) {
+    if (urls.length >= cap && skipped.length >= MAX_SKIPPED_LISTED) break
     const checked = parseSafeUrl(url)
     if (!checked.ok) {
-      skipped.push({ url, reason: checked.message })
+      skip(url, checked.message)
       continue
     }
     const page = pageKey(checked.parsed)
     if (pages.has(page)) continue
     pages.add(page)
     const problem = lists ? domainProblem(url, lists) : null
-    if (problem !== null) skipped.push({ url, reason: problem })
+    if (problem !== null) skip(url, problem)
     else if (urls.length < cap) urls.push(url)
-    else skipped.push({ url, reason: cap === limits?.maxUses ? `the client's max_uses (${cap}) was reached` : `the gateway fetches at most ${maxUrls} pages per turn` })
+    else skip(url, cap === limits?.maxUses ? `the client's max_uses (${cap}) was reached` : `the gateway fetches at most ${maxUrls} pages per turn`)
   }
   return { urls, skipped }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { namedUrls } from '../../../src/inference/enrich/web'
+import { chooseUrls, namedUrls } from '../../../src/inference/enrich/web'
 import { htmlToText } from '../../../src/web/html-to-text'
 import { toIsoDate } from '../../../src/web/page-text'
 import { plainSnippet } from '../../../src/web/search'
@@ -145,6 +145,24 @@ describe('namedUrls (hosted web_fetch)', () => {
     expect(namedUrls(text, 10)).toEqual([
       'https://en.wikipedia.org/wiki/Mercury_(planet)', 'https://en.wikipedia.org/wiki/Mercury_(element)', 'https://a.com/x', 'https://b.com/f(1)',
     ])
+  })
+})
+
+describe('chooseUrls (hosted web_fetch)', () => {
+  test('refused URLs and repeated pages take no place, however many come first; at most 20 are listed as not fetched', () => {
+    // QA: a good URL after 20 refused ones, or after 20 spellings of one page, was dropped unmentioned.
+    const refused = Array.from({ length: 20 }, (_, i) => `http://10.0.0.${i}/`).join(' ')
+    const afterRefused = chooseUrls(`${refused} https://example.com/other`, 3, undefined)
+    expect(afterRefused.urls).toEqual(['https://example.com/other'])
+    expect(afterRefused.skipped).toHaveLength(20)
+    const repeats = Array.from({ length: 20 }, (_, i) => `https://example.com/p#${i}`).join(' ')
+    expect(chooseUrls(`${repeats} https://example.com/other`, 3, undefined)).toEqual({ urls: ['https://example.com/p#0', 'https://example.com/other'], skipped: [] })
+    // Past the limit, the URLs left out are listed, twenty at most.
+    const many = Array.from({ length: 40 }, (_, i) => `https://example.com/page${i}`).join(' ')
+    const capped = chooseUrls(many, 3, undefined)
+    expect(capped.urls).toHaveLength(3)
+    expect(capped.skipped).toHaveLength(20)
+    expect(capped.skipped[0]).toEqual({ url: 'https://example.com/page3', reason: 'the gateway fetches at most 3 pages per turn' })
   })
 })
 
