@@ -1,5 +1,6 @@
 import { decodeText } from './text'
 import { readCentralDirectory, readSmallEntry, type ZipEntry } from './zip-guard'
+import { cutText } from '../lib/characters'
 
 /** What the first bytes and the container structure say; `reject` carries the person-readable reason. */
 export type Sniffed =
@@ -91,7 +92,7 @@ function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBy
     const main = mainPart(bytes, directory.entries)
     if (main !== undefined && names.has(main) && main.startsWith('word/')) {
       if (WORD_MAIN_PARTS.test(main)) return { kind: 'zip', type: 'docx', entries: directory.entries }
-      return { kind: 'reject', message: `the Word document keeps its text in a part named "${main.slice(0, 100)}", which is not read; open it in Word and save it again as DOCX` }
+      return { kind: 'reject', message: `the Word document keeps its text in a part named "${cutText(main, 100)}", which is not read; open it in Word and save it again as DOCX` }
     }
     return { kind: 'reject', message: `the file is an Office Open XML package but not a Word, PowerPoint or Excel document; ${ACCEPTED}` }
   }

@@ -1,4 +1,5 @@
 import { inflateRawSync } from 'node:zlib'
+import { cutText } from '../lib/characters'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
 // (entry count, declared sizes, compression ratio), then inflate every entry under a running
@@ -122,7 +123,7 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
       return { ok: false, message: `the zip container declares more than ${limits.maxInflatedBytes} bytes once inflated (a zip bomb or far too large a document)` }
     }
     if (entry.uncompressedSize > RATIO_FLOOR && entry.uncompressedSize > limits.maxRatio * Math.max(1, entry.compressedSize)) {
-      return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" has a compression ratio over ${limits.maxRatio}:1 (a zip bomb)` }
+      return { ok: false, message: `zip entry "${cutText(entry.name, 100)}" has a compression ratio over ${limits.maxRatio}:1 (a zip bomb)` }
     }
     entries.push(entry)
   }
@@ -180,14 +181,14 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
         if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
           return { ok: false, message: `the zip container inflates to more than ${limits.maxInflatedBytes} bytes (a zip bomb or far too large a document)` }
         }
-        return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" is corrupt or truncated` }
+        return { ok: false, message: `zip entry "${cutText(entry.name, 100)}" is corrupt or truncated` }
       }
     }
     const size = inflated.byteLength
     total += size
     if (total > limits.maxInflatedBytes) return { ok: false, message: `the zip container inflates to more than ${limits.maxInflatedBytes} bytes (a zip bomb or far too large a document)` }
     if (size !== entry.uncompressedSize) {
-      return { ok: false, message: `zip entry "${entry.name.slice(0, 100)}" inflates to ${size} bytes but its header declares ${entry.uncompressedSize} (a malformed or hostile file)` }
+      return { ok: false, message: `zip entry "${cutText(entry.name, 100)}" inflates to ${size} bytes but its header declares ${entry.uncompressedSize} (a malformed or hostile file)` }
     }
     if (workbook) {
       // SheetJS parses a part named .bin as a binary (XLSB) part, whatever the workbook is.

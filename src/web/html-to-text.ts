@@ -87,7 +87,8 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
       onopentag(name, attributes) {
         if (!VOID.has(name)) depth += 1
         if (depth > MAX_DEPTH) stop = true
-        if (name === 'title' && titleText === null) inTitle = true
+        // A page's title is the first <title> outside a skipped element (an <svg>'s or a <template>'s is not it).
+        if (name === 'title' && titleText === null && skipDepth === 0) inTitle = true
         if (name === 'meta') {
           const key = (attributes.property ?? attributes.name ?? attributes.itemprop ?? attributes['http-equiv'] ?? '').toLowerCase()
           if (key === 'og:title') ogTitle ??= attributes.content

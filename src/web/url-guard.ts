@@ -1,4 +1,5 @@
 import { addressProblem } from './address-policy'
+import { cutText } from '../lib/characters'
 
 // parseSafeUrl: the only way to make a URL the fetcher accepts (SECURITY-NOTES.md §1.3, steps
 // 1–7). Pure, no I/O. The WHATWG parser (the one the connector uses) decides what the host is,
@@ -80,7 +81,7 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   const target = checkUrlTarget(input)
   if (!target.ok) return target
   for (const key of queryKeys(target.parsed)) {
-    if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${key.slice(0, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
+    if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${cutText(key, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
   }
   return { ...target, url: input as SafeUrl }
 }
@@ -156,7 +157,7 @@ function canonicalProblem(input: string, url: URL): UrlRefusal | null {
   const rawHost = authorityOf(input).replace(/:[0-9]*$/, '')
   if (/%/.test(rawHost)) return fail('canonical', 'the host may not be percent-encoded')
   if (/^[0-9a-fA-FxX.]+$/.test(rawHost) && /^[0-9.]+$/.test(url.hostname) && rawHost !== url.hostname) {
-    return fail('numeric-host', `numeric hosts must be written as a dotted quad; "${rawHost.slice(0, 40)}" means ${url.hostname}`)
+    return fail('numeric-host', `numeric hosts must be written as a dotted quad; "${cutText(rawHost, 40)}" means ${url.hostname}`)
   }
   const hint = Buffer.byteLength(url.href) <= MAX_URL_BYTES ? `; send "${url.href}"` : ''
   return fail('canonical', `the URL is not in canonical form (a browser would read it as a different string)${hint}`)

@@ -118,6 +118,14 @@ describe('htmlToText', () => {
   })
 })
 
+describe('htmlToText: the title', () => {
+  test("a <title> inside a skipped element (an <svg>'s, a <template>'s) is not the page's", () => {
+    // QA: an icon's <svg><title> named the page, over og:title and over a later real <title>.
+    expect(htmlToText('<head><meta property="og:title" content="OG"></head><body><svg><title>Icon</title></svg><p>text</p>', 1000).title).toBe('OG')
+    expect(htmlToText('<template><title>TPL</title></template><title>Real</title><p>text</p>', 1000).title).toBe('Real')
+  })
+})
+
 describe('plainSnippet', () => {
   test('removes HTML markup and decodes entities, and keeps angle brackets that are text', () => {
     // Before: every <…> was removed, so "Vec<T> and HashMap<K, V>" lost its type parameters.

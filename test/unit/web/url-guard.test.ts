@@ -285,6 +285,13 @@ describe("checkUrlTarget, spelling 'parsed': URLs forwarded as their parsed href
     }
   })
 
+  test("a refusal quoting a client's key or host never ends in half a surrogate pair", () => {
+    // QA: the credential key was cut at 40 UTF-16 units, and the message went into the chat's context block.
+    const refusal = parseSafeUrl(`https://example.com/?${encodeURIComponent(`${'a'.repeat(39)}😀_token`)}=1`)
+    expect(refusal.ok).toBe(false)
+    if (!refusal.ok) expect(refusal.message.isWellFormed()).toBe(true)
+  })
+
   test('a refused spelling says what to write instead', () => {
     expect(checkUrlTarget('https://cdn.example.com/my cat.png', 'parsed')).toMatchObject({ ok: false, rule: 'syntax', message: expect.stringContaining('a space as %20') })
     expect(checkUrlTarget('https://cdn.example.com\\img.png', 'parsed')).toMatchObject({ ok: false, rule: 'syntax', message: expect.stringContaining('%5C for a backslash') })
