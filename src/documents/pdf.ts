@@ -67,8 +67,10 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
         text += item.str
         if (item.hasEOL) text += '\n'
       }
+      const filledIn = annotationLines(await page.getAnnotations())
       page.cleanup()
       text = text.trim()
+      if (filledIn.length > 0) text = [text, ...filledIn].join('\n').trim()
       bytesSoFar += Buffer.byteLength(text) + 2
       if (bytesSoFar > limits.maxTextBytes + 2) throw new TextCapExceeded()
       if (text !== '') pages.push(text)
@@ -78,6 +80,26 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
     // The proxy has no destroy(); its loading task is released with the worker job.
     await document.cleanup().catch(() => {})
   }
+}
+
+/**
+ * The text a page shows outside its text layer, one line each, after the page's text: the values
+ * of its filled form fields (text fields, and a choice field's chosen options) and the text typed
+ * onto it (FreeText annotations). pdf.js keeps both apart from getTextContent, so a filled form
+ * came back as its labels alone (QA). Hidden ones are left out, and so are sticky notes (Text
+ * annotations): reviewers' comments, as a DOCX's are.
+ */
+function annotationLines(annotations: Array<Record<string, unknown>>): string[] {
+  const lines: string[] = []
+  for (const annotation of annotations) {
+    if (annotation.hidden === true) continue
+    let value: unknown
+    if (annotation.subtype === 'Widget' && (annotation.fieldType === 'Tx' || annotation.fieldType === 'Ch')) value = annotation.fieldValue
+    else if (annotation.subtype === 'FreeText') value = (annotation.contentsObj as { str?: unknown } | undefined)?.str
+    const text = (Array.isArray(value) ? value.filter(item => typeof item === 'string').join(', ') : typeof value === 'string' ? value : '').trim()
+    if (text !== '') lines.push(text)
+  }
+  return lines
 }
 
 /** A PDF refused for a reason we name ourselves (page limit). */
