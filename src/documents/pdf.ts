@@ -84,22 +84,49 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
 
 /**
  * The text a page shows outside its text layer, one line each, after the page's text: the values
- * of its filled form fields (text fields, and a choice field's chosen options) and the text typed
- * onto it (FreeText annotations). pdf.js keeps both apart from getTextContent, so a filled form
- * came back as its labels alone (QA). Hidden ones are left out, and so are sticky notes (Text
- * annotations): reviewers' comments, as a DOCX's are.
+ * of its filled form fields (text fields, and a choice field's chosen options as shown) and the
+ * text typed onto it (FreeText annotations). pdf.js keeps both apart from getTextContent, so a
+ * filled form came back as its labels alone (QA). Left out: password fields (every viewer masks
+ * them), hidden ones (the Hidden and NoView flags), sticky notes (Text annotations: reviewers'
+ * comments, as a DOCX's are), and a field's value shown again by another widget on the page.
  */
 function annotationLines(annotations: Array<Record<string, unknown>>): string[] {
   const lines: string[] = []
+  const fields = new Set<string>()
   for (const annotation of annotations) {
-    if (annotation.hidden === true) continue
-    let value: unknown
-    if (annotation.subtype === 'Widget' && (annotation.fieldType === 'Tx' || annotation.fieldType === 'Ch')) value = annotation.fieldValue
-    else if (annotation.subtype === 'FreeText') value = (annotation.contentsObj as { str?: unknown } | undefined)?.str
-    const text = (Array.isArray(value) ? value.filter(item => typeof item === 'string').join(', ') : typeof value === 'string' ? value : '').trim()
+    const flags = typeof annotation.annotationFlags === 'number' ? annotation.annotationFlags : 0
+    if (annotation.hidden === true || (flags & (HIDDEN | NO_VIEW)) !== 0 || annotation.password === true) continue
+    let text = ''
+    if (annotation.subtype === 'Widget' && (annotation.fieldType === 'Tx' || annotation.fieldType === 'Ch')) {
+      const name = typeof annotation.fieldName === 'string' ? annotation.fieldName : ''
+      if (name !== '' && fields.has(name)) continue
+      fields.add(name)
+      text = fieldText(annotation)
+    } else if (annotation.subtype === 'FreeText') {
+      const contents = (annotation.contentsObj as { str?: unknown } | undefined)?.str
+      text = typeof contents === 'string' ? contents : ''
+    }
+    // Acrobat separates a multi-line value's lines with CR, LibreOffice with CRLF.
+    text = text.replace(/\r\n?/g, '\n').trim()
     if (text !== '') lines.push(text)
   }
   return lines
+}
+
+// Annotation flags (PDF 32000-1 §12.5.3).
+const HIDDEN = 2
+const NO_VIEW = 32
+
+/** A text field's value, or a choice field's chosen options as the form shows them (an option's display text, not its export value). */
+function fieldText(annotation: Record<string, unknown>): string {
+  const value = annotation.fieldValue
+  const chosen = Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : typeof value === 'string' ? [value] : []
+  if (annotation.fieldType !== 'Ch') return chosen.join(', ')
+  const options = Array.isArray(annotation.options) ? (annotation.options as Array<{ exportValue?: unknown; displayValue?: unknown }>) : []
+  return chosen.map(item => {
+    const option = options.find(candidate => candidate.exportValue === item)
+    return typeof option?.displayValue === 'string' ? option.displayValue : item
+  }).join(', ')
 }
 
 /** A PDF refused for a reason we name ourselves (page limit). */

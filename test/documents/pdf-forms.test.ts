@@ -16,3 +16,47 @@ test("a filled form's values and text typed onto the page follow the page's text
   const result = await extractDocument(await fixture('filled-form.pdf'), limits)
   expect(result).toEqual({ documentType: 'pdf', text: 'Application form\nName:\nTYPED ON FORM\nJane Filled' })
 })
+
+/**
+ * A one-page PDF showing "Body text", with `annotations` (PDF dictionaries, as written) on the
+ * page and every one with a /T (a field) in the AcroForm.
+ */
+function formPdf(annotations: string[]): Uint8Array {
+  const content = 'BT /F1 12 Tf 72 720 Td (Body text) Tj ET'
+  const first = 5
+  const objects = [
+    `<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [${annotations.map((a, i) => (a.includes('/T (') ? `${first + i} 0 R ` : '')).join('')}] >> >>`,
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents ${first + annotations.length} 0 R /Annots [${annotations.map((_, i) => `${first + i} 0 R`).join(' ')}] >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    ...annotations,
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+  ]
+  let body = '%PDF-1.4\n'
+  const offsets: number[] = []
+  objects.forEach((object, index) => {
+    offsets.push(body.length)
+    body += `${index + 1} 0 obj\n${object}\nendobj\n`
+  })
+  const xref = body.length
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map(offset => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
+  return new TextEncoder().encode(body)
+}
+
+const widget = (fields: string) => `<< /Type /Annot /Subtype /Widget /Rect [72 600 300 620] ${fields} >>`
+
+test('left out: password fields, hidden annotations, a value another widget of the field shows again; lines split at CR; options as shown', async () => {
+  // QA: a password field's value reached the text (and the model); a hidden FreeText did too; a
+  // choice gave its export value (FR), not what the form shows (France); Acrobat's CR line breaks stayed.
+  const pdf = formPdf([
+    widget('/FT /Tx /T (pw) /Ff 8192 /V (SECRET_PASSWORD)'),
+    '<< /Type /Annot /Subtype /FreeText /Rect [100 190 300 210] /F 2 /Contents (HIDDEN_NOTE) >>',
+    widget('/FT /Ch /T (country) /Ff 131072 /Opt [[(US) (United States)] [(FR) (France)]] /V (FR)'),
+    widget('/FT /Tx /T (address) /Ff 4096 /V (Line A\\rLine B)'),
+    widget('/FT /Tx /T (twice) /V (SHOWN_ONCE)'),
+    widget('/FT /Tx /T (twice) /V (SHOWN_ONCE)'),
+  ])
+  const result = await extractDocument(pdf, limits)
+  expect(result).toEqual({ documentType: 'pdf', text: 'Body text\nFrance\nLine A\nLine B\nSHOWN_ONCE' })
+})
