@@ -8,7 +8,8 @@ export type Role = 'system' | 'user' | 'assistant' | 'tool'
 
 /** One piece of a message. `file` parts are replaced by text (enrich) before a provider sees them. */
 export type Part =
-  | { type: 'text'; text: string }
+  /** `fromDocument`: a file part's extracted text (enrich), untrusted data rather than the user's own words. */
+  | { type: 'text'; text: string; fromDocument?: true }
   | { type: 'image'; mediaType: string; data: Uint8Array | URL }
   | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string }
   | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }

@@ -57,7 +57,8 @@ describe('enrichDocuments (canonical file parts)', () => {
     expect(parts[0]).toEqual({ type: 'text', text: 'Compare:' })
     expect((parts[1] as { text: string }).text).toStartWith('[Document "sheets.xls" (xls), attached by the user; its extracted text follows until the end marker]\n[Sheet: Übersicht]')
     expect((parts[1] as { text: string }).text).toEndWith('\n[End of document "sheets.xls"]')
-    expect(parts[2]).toEqual({ type: 'text', text: '[Document "attachment 2" (text), attached by the user; its extracted text follows until the end marker]\nno name here\n[End of document "attachment 2"]' })
+    // Marked as a document's text: untrusted data, not the user's words (hosted web tools skip it).
+    expect(parts[2]).toEqual({ type: 'text', text: '[Document "attachment 2" (text), attached by the user; its extracted text follows until the end marker]\nno name here\n[End of document "attachment 2"]', fromDocument: true })
     expect(await charges(orgId)).toEqual([2n * t.deps.config.documents.pricePerParseNanos])
   })
 

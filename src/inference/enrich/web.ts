@@ -60,7 +60,10 @@ export async function enrichWithWeb(
   const { request } = input
   if (web === undefined) throw new ApiError('unavailable', 'hosted web tools are not available on this gateway')
   const message = latestUserMessage(request.messages)
-  const text = message ? message.parts.flatMap(part => (part.type === 'text' ? [part.text] : [])).join('\n') : ''
+  // The user's own words only: an attached document's text names URLs and holds content the user
+  // did not ask to fetch or to send to a search engine (QA: a document's URLs were fetched, one
+  // carrying the document's text in its query, and its text became the search query).
+  const text = message ? message.parts.flatMap(part => (part.type === 'text' && part.fromDocument !== true ? [part.text] : [])).join('\n') : ''
   const caller = { principal: input.principal, requestId: input.requestId, signal: input.signal, billingKey: input.billingKey, pending: input.pending }
 
   const fetchLists = listsOf(request.hosted.fetch)
