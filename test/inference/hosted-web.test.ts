@@ -228,6 +228,19 @@ describe('hosted web tools in chat completions', () => {
     expect(usage.server_tool_use?.web_fetch_requests).toBe(1)
   })
 
+  test('a context with no room for pages fetches and bills none, and tells the model why', async () => {
+    // QA: with the context nearly full (a document took it), each page was cut to nothing, yet
+    // fetched and billed, and the block's own lines pushed the request past the context.
+    const { client, spent, site, pages } = await setup(2000)
+    const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: `Read ${site}/story` }], web_fetch: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    expect(completion.choices[0]!.message.content).toContain(`Not fetched: ${site}/story (the model's context has no room left for web pages)`)
+    expect(pages.seen).toEqual([])
+    const usage = completion.usage as ServerToolUsage
+    expect(usage.server_tool_use).toEqual({ web_fetch_requests: 0, web_search_requests: 0 })
+    expect(usage.prompt_tokens).toBeLessThan(2000 - 1024)
+    expect(await spent()).toBe(chatPrice(usage))
+  })
+
   test('a chat without hosted tools reports no server_tool_use', async () => {
     const { client } = await setup()
     const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: 'hi' }] })
