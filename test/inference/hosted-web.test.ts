@@ -231,13 +231,31 @@ describe('hosted web tools in chat completions', () => {
   test('a context with no room for pages fetches and bills none, and tells the model why', async () => {
     // QA: with the context nearly full (a document took it), each page was cut to nothing, yet
     // fetched and billed, and the block's own lines pushed the request past the context.
-    const { client, spent, site, pages } = await setup(2000)
-    const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: `Read ${site}/story` }], web_fetch: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
-    expect(completion.choices[0]!.message.content).toContain(`Not fetched: ${site}/story (the model's context has no room left for web pages)`)
+    const { client, spent, site, pages } = await setup(1500)
+    const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: `Read ${site}/story` }], web_fetch: true, web_search: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    const reply = completion.choices[0]!.message.content!
+    expect(reply).toContain(`Not fetched: ${site}/story (the model's context has no room left for web pages)`)
+    expect(reply).toContain("failed: the model's context has no room left for its results (not run)")
     expect(pages.seen).toEqual([])
     const usage = completion.usage as ServerToolUsage
     expect(usage.server_tool_use).toEqual({ web_fetch_requests: 0, web_search_requests: 0 })
-    expect(usage.prompt_tokens).toBeLessThan(2000 - 1024)
+    expect(usage.prompt_tokens).toBeLessThan(1500 - 1024)
+    expect(await spent()).toBe(chatPrice(usage))
+  })
+
+  test("twenty long refused URLs leave the pages no room: none is fetched or billed, and the request stays within the context", async () => {
+    // QA: the "Not fetched" lines (whole URLs) took the room after the pages were fetched and
+    // billed; each page reached the model empty and the request passed the context.
+    const { client, spent, site, pages } = await setup(8192)
+    const refused = Array.from({ length: 20 }, (_, i) => `http://10.0.0.${i}/${'x'.repeat(300)}`).join(' ')
+    const completion = await client.chat.completions.create({
+      model: 'demo-web', max_tokens: 1000, web_fetch: true,
+      messages: [{ role: 'user', content: `${refused} ${site}/a ${site}/b ${site}/c ${'context '.repeat(1400)}` }],
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    const usage = completion.usage as ServerToolUsage
+    expect(pages.seen).toEqual([])
+    expect(usage.server_tool_use).toEqual({ web_fetch_requests: 0, web_search_requests: 0 })
+    expect(usage.prompt_tokens).toBeLessThan(8192 - 1000)
     expect(await spent()).toBe(chatPrice(usage))
   })
 
