@@ -32,9 +32,9 @@ const DEFAULT_OUTPUT_ROOM = 1024
 // Characters per token when budgeting the context: low, so the added text errs toward fitting.
 const CHARS_PER_TOKEN = 3
 // The most the block's own lines take, in characters, with its fields cut as renderBlock cuts
-// them: its head and tail (a failed search's line with its query included), a page's lines (URL, title, date, markers), a "Not fetched" line
-// beside its URL and reason, and a search's five results. A page is worth fetching with at
-// least MIN_PAGE_CHARS of its text shown.
+// them: its head and tail (a failed search's line with its query included), a page's lines (URL,
+// title, date, markers), a "Not fetched" line beside its URL and reason, and a search's five
+// results. A page is worth fetching with at least MIN_PAGE_CHARS of its text shown.
 const QUOTED_CHARS = 300
 const BLOCK_LINES_CHARS = 1000
 const PAGE_LINES_CHARS = 150 + 2 * QUOTED_CHARS
