@@ -1,8 +1,9 @@
-// The spend-cap windows and the refusals the ledger answers with (split from ledger.ts).
+// The spend-cap windows, the refusals the ledger answers with, and how much lease it asks for
+// (split from ledger.ts).
 import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
 import { utcDay, utcMonth, type Window } from '../lib/clock'
-import { formatUsd, type Nanos } from '../lib/money'
+import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
 
 export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
   if (period === 'daily') return utcDay(nowMs)
@@ -41,3 +42,18 @@ export function fundsRefusal(estimate: Nanos): ApiError {
 
 export const min = (a: Nanos, b: Nanos): Nanos => (a < b ? a : b)
 export const positive = (a: Nanos): Nanos => (a > 0n ? a : 0n)
+
+// A lease is topped up by at least this much so that small requests rarely wait on the database.
+const MIN_LEASE = 100_000_000n // 0.10 USD
+const LEASE_MULTIPLE = 8n
+
+/**
+ * How much lease to ask for: a few requests' worth (LEASE_MULTIPLE × `need`, or twice the demand
+ * `wanted` on the pool), at least MIN_LEASE, at most MAX_NANOS (past int64 it cannot be bound as
+ * an SQL argument, and no scope holds more).
+ */
+export function leaseTarget(need: Nanos, wanted: Nanos): Nanos {
+  let target = need * LEASE_MULTIPLE
+  if (wanted * 2n > target) target = wanted * 2n
+  return target < MIN_LEASE ? MIN_LEASE : target > MAX_NANOS ? MAX_NANOS : target
+}

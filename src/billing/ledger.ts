@@ -13,7 +13,7 @@ import { claimForRetries, submitWithRetries } from './ledger-retries'
 import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
-import { capRefusal, capWindow, fundsRefusal, min, positive } from './ledger-rules'
+import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive } from './ledger-rules'
 
 /** What a billed call is for (one entry `purpose`). */
 export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_parse'
@@ -48,9 +48,6 @@ export interface Identity {
   readonly bootId: string
 }
 
-// A lease is topped up by at least this much so that small requests rarely wait on the database.
-const MIN_LEASE = 100_000_000n // 0.10 USD
-const LEASE_MULTIPLE = 8n
 // After a scope reported nothing free, re-ask the database no more often than this.
 const EMPTY_RECHECK_MS = 1000
 const MAX_ADMIT_ROUNDS = 64
@@ -98,10 +95,7 @@ export class Ledger {
   async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }): Promise<AdmitResult> {
     const { principal, estimate } = input
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
-    // No balance, allowance or cap holds more than MAX_NANOS: a worst case past it (an absurd
-    // price times a model's whole output cap) could never be funded, and bound as an SQL
-    // argument it fails as a 64-bit overflow, which read as a ledger outage (503).
-    if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate) }
+    if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate) } // unfundable (in SQL it overflowed: a 503)
     // Never start work that could not be billed: refuse while the database takes no writes.
     // Under traffic this is one timestamp comparison; see LedgerHealth.
     const health = this.health
@@ -246,12 +240,7 @@ export class Ledger {
       }
       const now = this.clock.now()
       if (pool.emptyUntilMs > now && need >= pool.emptyNeed) return 'empty'
-      let target = need * LEASE_MULTIPLE
-      if (pool.wanted * 2n > target) target = pool.wanted * 2n
-      if (MIN_LEASE > target) target = MIN_LEASE
-      // A target past int64 (a large estimate times LEASE_MULTIPLE) cannot be bound; no scope
-      // holds more than MAX_NANOS anyway.
-      if (target > MAX_NANOS) target = MAX_NANOS
+      const target = leaseTarget(need, pool.wanted)
       let grant: Nanos | null = null
       const leasedBefore = pool.leased
       pool.growing = this.writer
