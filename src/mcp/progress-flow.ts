@@ -8,9 +8,9 @@ import { SSE_PING } from '../http/sse'
  * (hundreds of MB), and was charged for output no one could read. Here the SDK's response is
  * read through a pull stream, one SDK chunk (one message: the SDK's own keep-alive comments are
  * turned off, see McpService.handle) per client read, and the notifications sent but not yet read
- * are counted; a tool awaits `ready()` while more than MAX_UNREAD_FRAMES
- * are. A client that stops reading is cut as every stream is, and a quiet one is pinged as every
- * stream is (http/keep-alive.ts).
+ * are counted; a tool awaits `ready()` while more than MAX_UNREAD_FRAMES are. A client that
+ * stops reading is cut as every stream is, and a quiet one is pinged as every stream is
+ * (http/keep-alive.ts).
  */
 export class ProgressFlow {
   private sent = 0
