@@ -13,6 +13,9 @@
 
 export type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[]; notes?: Node[] }
 
+/** Thrown when a document's text would pass the text cap (the renderers, the chart reader, PDF pages). */
+export class TextCapExceeded extends Error {}
+
 /** What of officeparser's AST the layout reads. */
 export interface OfficeAst {
   content: Node[]
@@ -26,7 +29,7 @@ export function oneLine(text: string): string {
 }
 
 /** Visits `nodes` and their descendants in document order; a node's children are visited when `visit` returns true. */
-function walk(nodes: Node[], visit: (node: Node) => boolean): void {
+export function walk(nodes: Node[], visit: (node: Node) => boolean): void {
   const stack = nodes.slice().reverse()
   while (stack.length > 0) {
     const node = stack.pop()!

@@ -1,10 +1,15 @@
 import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
-import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
+import { fillCharts } from './charts'
+import { docxLines, oneLine, pptxLines, TextCapExceeded, type OfficeAst } from './office-layout'
+import type { ZipEntry } from './zip-guard'
+
+export { TextCapExceeded }
 
 // Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
-// office-layout.ts renders (the layout is ours). Workbooks go through SheetJS (extractWorkbook):
-// sheets under "[Sheet: name]" with rows tab-separated.
+// office-layout.ts renders (the layout is ours; a slide's charts are read by charts.ts).
+// Workbooks go through SheetJS (extractWorkbook): sheets under "[Sheet: name]" with rows
+// tab-separated.
 
 /**
  * The most XML elements one document's parts may hold. officeparser's reader keeps ~1.6 KiB per
@@ -14,10 +19,7 @@ import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
  */
 export const MAX_XML_ELEMENTS = 500_000
 
-/** Thrown by the OOXML renderers when the text would pass the cap. */
-export class TextCapExceeded extends Error {}
-
-export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
+export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
   const ast = await parseOffice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
@@ -27,6 +29,7 @@ export async function extractOffice(bytes: Uint8Array, fileType: 'docx' | 'pptx'
     decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: limits.maxEntries, maxXmlElements: MAX_XML_ELEMENTS },
   } as Parameters<typeof parseOffice>[1])
   const layout = ast as unknown as OfficeAst
+  if (fileType === 'pptx') fillCharts(layout.content, bytes, entries, limits.maxTextBytes)
   return join(fileType === 'pptx' ? pptxLines(layout) : docxLines(layout), limits.maxTextBytes)
 }
 

@@ -100,23 +100,45 @@ export const slideNumber = (n: number) =>
 /** A picture shape (its image not in the package: officeparser reads no text from it either way). */
 export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
 
-/** A PPTX of `slides` in order: each its shapes (XML) and optionally its notes page's shapes. */
-export function pptx(slides: Array<{ shapes: string; notes?: string }>): Uint8Array {
+/** A chart frame showing the slide's chart `n` (1-based, in the order of the slide's `charts`). */
+export const chartFrame = (n: number) =>
+  `<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="${10 + n}" name="Chart ${n}"/><p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr><p:xfrm/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdC${n}"/></a:graphicData></a:graphic></p:graphicFrame>`
+
+const C = 'xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
+
+/** A chart part: `chart` is what goes inside <c:chart> (title, plotArea…). */
+export const chartPart = (chart: string) => `<c:chartSpace ${C}><c:chart>${chart}</c:chart></c:chartSpace>`
+
+/**
+ * A PPTX of `slides` in order: each its shapes (XML), optionally its notes page's shapes, and the
+ * chart parts its chart frames show (chartPart(); chartFrame(n) shows the n-th).
+ */
+export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: string[] }>): Uint8Array {
   const tree = (shapes: string) => `<p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld>`
   const parts: ZipSpec[] = []
   const types: Array<[string, string]> = [['ppt/presentation.xml', 'presentationml.presentation.main+xml']]
   let notesPages = 0
+  let charts = 0
   slides.forEach((slide, index) => {
     const n = index + 1
+    const rels: Array<[string, string, string]> = []
     types.push([`ppt/slides/slide${n}.xml`, 'presentationml.slide+xml'])
     parts.push(part(`ppt/slides/slide${n}.xml`, `<p:sld ${P}>${tree(slide.shapes)}</p:sld>`))
-    if (slide.notes === undefined) return
-    // Notes pages are numbered in the order they were made, not by their slide's number.
-    const page = ++notesPages
-    types.push([`ppt/notesSlides/notesSlide${page}.xml`, 'presentationml.notesSlide+xml'])
-    parts.push(part(`ppt/slides/_rels/slide${n}.xml.rels`, relationships([['rId1', 'notesSlide', `../notesSlides/notesSlide${page}.xml`]])))
-    parts.push(part(`ppt/notesSlides/notesSlide${page}.xml`, `<p:notes ${P}>${tree(slide.notes)}</p:notes>`))
-    parts.push(part(`ppt/notesSlides/_rels/notesSlide${page}.xml.rels`, relationships([['rId1', 'slide', `../slides/slide${n}.xml`]])))
+    slide.charts?.forEach((xml, chart) => {
+      const file = `chart${++charts}.xml`
+      types.push([`ppt/charts/${file}`, 'drawingml.chart+xml'])
+      parts.push(part(`ppt/charts/${file}`, xml))
+      rels.push([`rIdC${chart + 1}`, 'chart', `../charts/${file}`])
+    })
+    if (slide.notes !== undefined) {
+      // Notes pages are numbered in the order they were made, not by their slide's number.
+      const page = ++notesPages
+      types.push([`ppt/notesSlides/notesSlide${page}.xml`, 'presentationml.notesSlide+xml'])
+      rels.push(['rId1', 'notesSlide', `../notesSlides/notesSlide${page}.xml`])
+      parts.push(part(`ppt/notesSlides/notesSlide${page}.xml`, `<p:notes ${P}>${tree(slide.notes)}</p:notes>`))
+      parts.push(part(`ppt/notesSlides/_rels/notesSlide${page}.xml.rels`, relationships([['rId1', 'slide', `../slides/slide${n}.xml`]])))
+    }
+    if (rels.length > 0) parts.push(part(`ppt/slides/_rels/slide${n}.xml.rels`, relationships(rels)))
   })
   const list = slides.map((_, index) => `<p:sldId id="${256 + index}" r:id="rId${index + 1}"/>`).join('')
   return buildZip([

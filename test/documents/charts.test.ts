@@ -1,0 +1,67 @@
+import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { extractDocument } from '../../src/documents/extract'
+import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
+import { fixture } from './hostile'
+import { chartFrame, chartPart, pptx, textBox } from './ooxml'
+
+// A slide's charts as tables (README "Documents"): before, a chart's numbers were lost (officeparser
+// reads chart parts only while extracting every image, and then as one flat list).
+const defaults = loadConfig({}).documents
+const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
+const text = async (bytes: Uint8Array, over: Partial<ExtractionLimits> = {}) => (await extractDocument(bytes, { ...limits, ...over })).text
+
+const points = (values: Array<string | undefined>) => values.map((v, i) => (v === undefined ? '' : `<c:pt idx="${i}"><c:v>${v}</c:v></c:pt>`)).join('')
+const strCache = (values: Array<string | undefined>) => `<c:strRef><c:f>Sheet1!$A$2</c:f><c:strCache><c:ptCount val="${values.length}"/>${points(values)}</c:strCache></c:strRef>`
+const numCache = (values: Array<string | undefined>, format = 'General') =>
+  `<c:numRef><c:f>Sheet1!$B$2</c:f><c:numCache><c:formatCode>${format}</c:formatCode><c:ptCount val="${values.length}"/>${points(values)}</c:numCache></c:numRef>`
+const series = (name: string | undefined, categories: string, values: string) =>
+  `<c:ser><c:idx val="0"/><c:order val="0"/>${name === undefined ? '' : `<c:tx>${strCache([name])}</c:tx>`}<c:cat>${categories}</c:cat><c:val>${values}</c:val></c:ser>`
+const richTitle = (...paragraphs: string[]) => `<c:title><c:tx><c:rich><a:bodyPr/>${paragraphs.map(p => `<a:p><a:r><a:t>${p}</a:t></a:r></a:p>`).join('')}</c:rich></c:tx></c:title>`
+const deck = (...charts: string[]) => pptx([{ shapes: textBox('Results') + charts.map((_, i) => chartFrame(i + 1)).join(''), charts: charts.map(chartPart) }])
+
+describe('PPTX charts', () => {
+  test('a LibreOffice-made bar chart of two series is read as a table under its title', async () => {
+    expect(await text(await fixture('chart.pptx'))).toBe('[Slide 1]\nQuarterly results\n[Chart: Revenue by quarter]\n\tRevenue\tCosts\nQ1\t10.5\t7\nQ2\t12\t8.25\nQ3\t15\t9')
+  })
+
+  test("values are shown in the chart's number format, a date category as a date, axis titles named", async () => {
+    const chart =
+      richTitle('Share of', 'sales &amp; returns') +
+      `<c:plotArea><c:lineChart>${series('Share', numCache(['45306', '45337'], 'yyyy-mm-dd'), numCache(['0.25', '0.125'], '0.0%'))}</c:lineChart>` +
+      `<c:dateAx><c:axId val="1"/>${richTitle('Month')}</c:dateAx><c:valAx><c:axId val="2"/>${richTitle('Percent')}</c:valAx></c:plotArea>`
+    expect(await text(deck(chart))).toBe('[Slide 1]\nResults\n[Chart: Share of sales & returns]\nDate axis: Month\nValue axis: Percent\n\tShare\n2024-01-15\t25.0%\n2024-02-15\t12.5%')
+  })
+
+  test('missing points stay empty cells, an unnamed series is named by its place, a General number keeps every digit', async () => {
+    const chart = `<c:plotArea><c:barChart>${series('A', strCache(['x', 'y', 'z']), numCache(['4006381333931', undefined, '0.1']))}${series(undefined, strCache(['x', 'y', 'z']), numCache([undefined, '2']))}</c:barChart></c:plotArea>`
+    expect(await text(deck(chart))).toBe('[Slide 1]\nResults\n[Chart]\n\tA\tSeries 2\nx\t4006381333931\ny\t\t2\nz\t0.1')
+  })
+
+  test('a series a filter hides (kept under extLst) is left out, as the chart leaves it out', async () => {
+    const hidden = `<c:extLst><c:ext uri="{02D57815-91ED-43cb-92C2-25804820EDAC}"><c15:filteredBarSeries xmlns:c15="http://schemas.microsoft.com/office/drawing/2012/chart">${series('Hidden', strCache(['x']), numCache(['99']))}</c15:filteredBarSeries></c:ext></c:extLst>`
+    const chart = `<c:plotArea><c:barChart>${series('Shown', strCache(['x']), numCache(['1']))}${hidden}</c:barChart></c:plotArea>`
+    expect(await text(deck(chart))).toBe('[Slide 1]\nResults\n[Chart]\n\tShown\nx\t1')
+  })
+
+  test("multi-level categories are labelled by their groups, outermost first; a scatter chart's x values label its rows", async () => {
+    const level = (values: Array<string | undefined>) => `<c:lvl>${points(values)}</c:lvl>`
+    const multi = `<c:multiLvlStrRef><c:f>Sheet1!$A$2:$B$5</c:f><c:multiLvlStrCache><c:ptCount val="4"/>${level(['Jan', 'Feb', 'Jan', 'Feb'])}${level(['2025', undefined, '2026'])}</c:multiLvlStrCache></c:multiLvlStrRef>`
+    const bars = `<c:plotArea><c:barChart>${series('Units', multi, numCache(['1', '2', '3', '4']))}</c:barChart></c:plotArea>`
+    const scatter = `<c:plotArea><c:scatterChart><c:ser><c:idx val="0"/><c:order val="0"/><c:tx><c:v>Fit</c:v></c:tx><c:xVal>${numCache(['1.5', '3'])}</c:xVal><c:yVal>${numCache(['10', '20'])}</c:yVal></c:ser></c:scatterChart></c:plotArea>`
+    expect(await text(deck(bars, scatter))).toBe('[Slide 1]\nResults\n[Chart]\n\tUnits\n2025 / Jan\t1\n2025 / Feb\t2\n2026 / Jan\t3\n2026 / Feb\t4\n[Chart]\n\tFit\n1.5\t10\n3\t20')
+  })
+
+  test('a chart whose part is missing leaves the slide readable', async () => {
+    const bytes = pptx([{ shapes: textBox('Only text') + chartFrame(1) }])
+    expect(await text(bytes)).toBe('[Slide 1]\nOnly text')
+  })
+
+  test("charts holding more values than the text cap allows are refused while they are read, as too long", async () => {
+    // 40 points need at least 80 bytes of text: past a 64-byte cap before any table is built.
+    const chart = `<c:plotArea><c:barChart>${series('S', strCache([]), numCache(Array.from({ length: 40 }, (_, i) => String(i))))}</c:barChart></c:plotArea>`
+    const refused = await extractDocument(deck(chart), { ...limits, maxTextBytes: 64 }).catch(error => error)
+    expect(refused).toBeInstanceOf(ExtractionError)
+    expect((refused as Error).message).toMatch(/longer than the 64-byte limit/)
+  })
+})
