@@ -1,6 +1,7 @@
 import * as XLSX from '@e965/xlsx'
 import { Parser } from 'htmlparser2'
-import { oneLine, TextCapExceeded, walk, type Node } from './office-layout'
+import { oneLine, walk, type Node } from './office-layout'
+import { TextCapExceeded } from './types'
 import { readSmallEntry, type ZipEntry } from './zip-guard'
 
 // A DrawingML chart part (ppt/charts/chartN.xml) as text: the numbers a slide's chart shows,

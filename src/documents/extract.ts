@@ -1,8 +1,8 @@
-import { extractOffice, extractWorkbook, FormatRefused, MAX_XML_ELEMENTS, TextCapExceeded } from './office'
+import { extractOffice, extractWorkbook, FormatRefused, MAX_XML_ELEMENTS } from './office'
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText } from './text'
-import { ExtractionError, type Extraction, type ExtractionLimits } from './types'
+import { ExtractionError, TextCapExceeded, type Extraction, type ExtractionLimits } from './types'
 import { countXlsCells, workbookStream, XlsRefused } from './xls-guard'
 import { inflateWithinCap, MAX_SHEET_CELLS, tooManyCells } from './zip-guard'
 

@@ -13,9 +13,6 @@
 
 export type Node = { type: string; text?: string; metadata?: Record<string, unknown>; children?: Node[]; notes?: Node[] }
 
-/** Thrown when a document's text would pass the text cap (the renderers, the chart reader, PDF pages). */
-export class TextCapExceeded extends Error {}
-
 /** What of officeparser's AST the layout reads. */
 export interface OfficeAst {
   content: Node[]

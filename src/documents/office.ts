@@ -1,10 +1,9 @@
 import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
 import { fillCharts } from './charts'
-import { docxLines, oneLine, pptxLines, TextCapExceeded, type OfficeAst } from './office-layout'
+import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
+import { TextCapExceeded } from './types'
 import type { ZipEntry } from './zip-guard'
-
-export { TextCapExceeded }
 
 // Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
 // office-layout.ts renders (the layout is ours; a slide's charts are read by charts.ts).

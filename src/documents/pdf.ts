@@ -1,5 +1,5 @@
 import { getDocumentProxy } from 'unpdf'
-import { TextCapExceeded } from './office'
+import { TextCapExceeded } from './types'
 
 /** Why a PDF is refused before pdf.js sees it, or undefined. */
 export function prescanPdf(bytes: Uint8Array, limits: { maxObjects: number; maxNesting: number }): string | undefined {

@@ -8,6 +8,9 @@ export interface ExtractionLimits {
   readonly pdf: { readonly maxPages: number; readonly maxObjects: number; readonly maxNesting: number }
 }
 
+/** Thrown inside an extraction when the document's text would pass the text cap (any format). */
+export class TextCapExceeded extends Error {}
+
 /** A finished extraction. */
 export interface Extraction {
   text: string
