@@ -2,6 +2,7 @@ import * as XLSX from '@e965/xlsx'
 import { Parser } from 'htmlparser2'
 import { oneLine, walk, type Node } from './office-layout'
 import { TextCapExceeded } from './types'
+import { attribute, mainPart } from './sniff'
 import { readSmallEntry, type ZipEntry } from './zip-guard'
 
 // A DrawingML chart part (ppt/charts/chartN.xml) as text: the numbers a slide's chart shows,
@@ -248,4 +249,40 @@ export function fillCharts(nodes: Node[], bytes: Uint8Array, entries: ZipEntry[]
     if (xml) node.text = chartLines(readChart(decoder.decode(xml), budget), budget).join('\n')
     return false
   })
+}
+
+/**
+ * A Word document's charts, in the order its main part shows them, as lines to follow the body:
+ * officeparser gives a chart in a paragraph no node, so where it stood is not known. Read only
+ * when the package holds a chart part.
+ */
+export function documentChartLines(bytes: Uint8Array, entries: ZipEntry[], maxTextBytes: number): string[] {
+  if (!entries.some(entry => entry.name.startsWith('word/charts/'))) return []
+  const main = entries.some(entry => entry.name === 'word/document.xml') ? 'word/document.xml' : mainPart(bytes, entries)
+  if (main === undefined) return []
+  const text = (name: string) => {
+    const entry = entries.find(one => one.name === name)
+    const data = entry && readSmallEntry(bytes, entry, entry.uncompressedSize)
+    return data && new TextDecoder().decode(data)
+  }
+  const targets = new Map<string, string>()
+  const folder = main.slice(0, main.lastIndexOf('/') + 1)
+  for (const [tag] of (text(`${folder}_rels/${main.slice(folder.length)}.rels`) ?? '').matchAll(/<(?:[\w.-]+:)?Relationship\s[^>]*>/g)) {
+    const id = attribute(tag, 'Id')
+    const target = attribute(tag, 'Target')
+    if (id === undefined || target === undefined || !attribute(tag, 'Type')?.endsWith('/relationships/chart') || attribute(tag, 'TargetMode') === 'External') continue
+    // Relative to the main part's folder; a leading slash names the package root.
+    targets.set(id, new URL(target, `http://package/${main}`).pathname.slice(1))
+  }
+  const budget = { points: Math.floor(maxTextBytes / 2), bytes: maxTextBytes }
+  const lines: string[] = []
+  const shown = new Set<string>()
+  for (const [tag] of (text(main) ?? '').matchAll(/<(?:[\w.-]+:)?chart\s[^>]*>/g)) {
+    const part = targets.get(attribute(tag, 'r:id') ?? '')
+    if (part === undefined || shown.has(part)) continue
+    shown.add(part)
+    const xml = text(part)
+    if (xml !== undefined) lines.push(...(lines.length > 0 ? [''] : []), ...chartLines(readChart(xml, budget), budget))
+  }
+  return lines
 }

@@ -201,12 +201,14 @@ function distinctLines(nodes: Node[] | undefined): string[] {
   return [...seen]
 }
 
-export function docxLines(ast: OfficeAst): string[] {
+/** A DOCX's lines; `charts` (its charts' lines, charts.ts) follow the body. */
+export function docxLines(ast: OfficeAst, charts: string[] = []): string[] {
   const out: string[] = []
   const headers = distinctLines(ast.auxiliary?.headers)
   if (headers.length > 0) out.push('[Header]', ...headers, '')
   const notes = new NoteList()
   render(ast.content, out, notes)
+  if (charts.length > 0) out.push('', ...charts)
   const sections = noteSections(notes)
   if (sections.length > 0) out.push('', ...sections)
   const footers = distinctLines(ast.auxiliary?.footers)

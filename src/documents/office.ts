@@ -1,6 +1,6 @@
 import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
-import { fillCharts } from './charts'
+import { documentChartLines, fillCharts } from './charts'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { TextCapExceeded } from './types'
 import type { ZipEntry } from './zip-guard'
@@ -28,8 +28,11 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
     decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: limits.maxEntries, maxXmlElements: MAX_XML_ELEMENTS },
   } as Parameters<typeof parseOffice>[1])
   const layout = ast as unknown as OfficeAst
-  if (fileType === 'pptx') fillCharts(layout.content, bytes, entries, limits.maxTextBytes)
-  return join(fileType === 'pptx' ? pptxLines(layout) : docxLines(layout), limits.maxTextBytes)
+  if (fileType === 'pptx') {
+    fillCharts(layout.content, bytes, entries, limits.maxTextBytes)
+    return join(pptxLines(layout), limits.maxTextBytes)
+  }
+  return join(docxLines(layout, documentChartLines(bytes, entries, limits.maxTextBytes)), limits.maxTextBytes)
 }
 
 /**

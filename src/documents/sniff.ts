@@ -105,7 +105,7 @@ const WORD_MAIN_PARTS = /^word\/document\d?\.xml$/
 const MAX_RELATIONSHIPS_BYTES = 64 * 1024
 
 /** An attribute's value in one XML start tag (no entity decoding: part names need none). */
-function attribute(tag: string, name: string): string | undefined {
+export function attribute(tag: string, name: string): string | undefined {
   const match = new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`).exec(tag)
   return match ? (match[1] ?? match[2]) : undefined
 }
@@ -114,7 +114,7 @@ function attribute(tag: string, name: string): string | undefined {
  * The package's main part: the target of the officeDocument relationship in _rels/.rels (transitional
  * or strict), as a zip entry name, or undefined when there is none that can be read.
  */
-function mainPart(bytes: Uint8Array, entries: ZipEntry[]): string | undefined {
+export function mainPart(bytes: Uint8Array, entries: ZipEntry[]): string | undefined {
   const relationships = entries.find(entry => entry.name === '_rels/.rels')
   const data = relationships && readSmallEntry(bytes, relationships, MAX_RELATIONSHIPS_BYTES)
   if (data === undefined) return undefined

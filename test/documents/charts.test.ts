@@ -3,9 +3,9 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { fixture } from './hostile'
-import { chartFrame, chartPart, pptx, textBox } from './ooxml'
+import { chartFrame, chartPart, docx, docxChart, note, noteReference, para, pptx, textBox } from './ooxml'
 
-// A slide's charts as tables (README "Documents"): before, a chart's numbers were lost (officeparser
+// Charts as tables (README "Documents"): before, a chart's numbers were lost (officeparser
 // reads chart parts only while extracting every image, and then as one flat list).
 const defaults = loadConfig({}).documents
 const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
@@ -63,5 +63,20 @@ describe('PPTX charts', () => {
     const refused = await extractDocument(deck(chart), { ...limits, maxTextBytes: 64 }).catch(error => error)
     expect(refused).toBeInstanceOf(ExtractionError)
     expect((refused as Error).message).toMatch(/longer than the 64-byte limit/)
+  })
+})
+
+describe('DOCX charts', () => {
+  test('a LibreOffice-made chart follows the body (officeparser gives no node where it stood)', async () => {
+    expect(await text(await fixture('chart.docx'))).toBe(
+      'Figure 1 shows revenue by quarter.\n\nAfter the chart.\n\n[Chart: Revenue by quarter]\n\tRevenue\tCosts\nQ1\t10.5\t7\nQ2\t12\t8.25\nQ3\t15\t9',
+    )
+  })
+
+  test('charts in the order the document shows them, each once, before the footnotes', async () => {
+    const chart = (name: string, value: string) => chartPart(`<c:plotArea><c:pieChart>${series(name, strCache(['only']), numCache([value]))}</c:pieChart></c:plotArea>`)
+    const body = para('Intro') + docxChart(2) + `<w:p><w:r><w:t>Noted</w:t></w:r>${noteReference('footnote', 1)}</w:p>` + docxChart(1) + docxChart(2)
+    const bytes = docx(body, { charts: [chart('First part', '1'), chart('Second part', '2')], footnotes: note('footnote', 1, 'A note.') })
+    expect(await text(bytes)).toBe('Intro\n\nNoted[^1]\n\n[Chart]\n\tSecond part\nonly\t2\n\n[Chart]\n\tFirst part\nonly\t1\n\n[Footnotes]\n[^1] A note.')
   })
 })

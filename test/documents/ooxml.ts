@@ -47,6 +47,8 @@ interface DocxOptions {
   footnotes?: string
   endnotes?: string
   comments?: string
+  /** Chart parts (chartPart()), shown by docxChart(n) paragraphs. */
+  charts?: string[]
 }
 
 /**
@@ -71,21 +73,25 @@ export function docxParts(body: string, options: DocxOptions = {}): ZipSpec[] {
     const content = name === 'comments' ? xml : separators(name === 'footnotes' ? 'footnote' : 'endnote') + xml
     return [{ name, xml: `<w:${name} ${W}>${content}</w:${name}>` }]
   })
+  const charts = options.charts ?? []
   const partRels = [
     ...kinds.map(([kind, n], index): [string, string, string] => [`rId${index + 1}`, kind, `${kind}${n}.xml`]),
     ...extras.map(({ name }, index): [string, string, string] => [`rIdN${index + 1}`, name, `${name}.xml`]),
+    ...charts.map((_, index): [string, string, string] => [`rIdK${index + 1}`, 'chart', `charts/chart${index + 1}.xml`]),
   ]
   return [
     part('[Content_Types].xml', contentTypes([
       [main, 'wordprocessingml.document.main+xml'],
       ...kinds.map(([kind, n]) => [`word/${kind}${n}.xml`, `wordprocessingml.${kind}+xml`] as [string, string]),
       ...extras.map(({ name }) => [`word/${name}.xml`, `wordprocessingml.${name}+xml`] as [string, string]),
+      ...charts.map((_, index) => [`word/charts/chart${index + 1}.xml`, 'drawingml.chart+xml'] as [string, string]),
     ])),
     part('_rels/.rels', relationships([['rId1', 'officeDocument', main]])),
     part(main, `<w:document ${W}><w:body>${body}<w:sectPr>${references}</w:sectPr></w:body></w:document>`),
     part(`word/_rels/${file}.rels`, relationships(partRels)),
     ...kinds.map(([kind, n, xml]) => part(`word/${kind}${n}.xml`, `<w:${kind === 'header' ? 'hdr' : 'ftr'} ${W}>${xml}</w:${kind === 'header' ? 'hdr' : 'ftr'}>`)),
     ...extras.map(({ name, xml }) => part(`word/${name}.xml`, xml)),
+    ...charts.map((xml, index) => part(`word/charts/chart${index + 1}.xml`, xml)),
   ]
 }
 
@@ -99,6 +105,10 @@ export const slideNumber = (n: number) =>
 
 /** A picture shape (its image not in the package: officeparser reads no text from it either way). */
 export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
+
+/** A Word paragraph showing the document's chart `n` (1-based, in the order of docx()'s `charts`). */
+export const docxChart = (n: number) =>
+  `<w:p><w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="${n}" name="Chart ${n}"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdK${n}"/></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>`
 
 /** A chart frame showing the slide's chart `n` (1-based, in the order of the slide's `charts`). */
 export const chartFrame = (n: number) =>
