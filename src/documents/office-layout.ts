@@ -1,8 +1,11 @@
+import type { SlideFacts } from './slide-parts'
+
 // The text layout of a DOCX or PPTX, rendered from officeparser's AST so that the layout is ours:
 // paragraphs one per line; table rows one per line, cells tab-separated, each cell on one line
 // (its paragraphs and any table nested in it joined by spaces); a DOCX's headers before its body
 // under "[Header]" and its footers after it under "[Footer]", each distinct line once; slides under
-// "[Slide N]" (N the slide's own number), each followed by its speaker notes under "[Notes]".
+// "[Slide N]" (N the slide's own number), each followed by its speaker notes under "[Notes]", a
+// presentation's footers once at its end.
 // A DOCX's footnotes and endnotes are marked where they are referenced, "[^1]", "[^2]" (one series
 // in the order met), and listed after the body under "[Footnotes]" and "[Endnotes]", as Word's
 // own plain-text save keeps them; reviewers' comments are left out, as it leaves them out.
@@ -218,18 +221,28 @@ export function docxLines(ast: OfficeAst, charts: string[] = []): string[] {
 
 /**
  * Slides in order, each under its own number (officeparser's `slideNumber`, its place in the
- * presentation), then its notes under "[Notes]". A slide with no text, in it or in its notes (a
- * picture alone), is left out, its number with it: officeparser gives no node at all for some such
- * slides (one holding only a picture), so leaving them all out is what keeps the layout predictable.
+ * presentation), "(hidden)" after it for a slide the show skips, then its notes under "[Notes]". A
+ * slide with no text, in it or in its notes (a picture alone), is left out, its number with it:
+ * officeparser gives no node at all for some such slides (one holding only a picture), so leaving
+ * them all out is what keeps the layout predictable. A slide's number, footer and date placeholders
+ * (`facts`, slide-parts.ts) are not its text: the number is left out, and each distinct footer or
+ * date line is listed once, after the last slide, under "[Footer]".
  */
-export function pptxLines(ast: OfficeAst): string[] {
+export function pptxLines(ast: OfficeAst, facts: Map<number, SlideFacts> = new Map()): string[] {
   const slides = ast.content.filter(node => node.type === 'slide')
   const number = (slide: Node) => Number(slide.metadata?.slideNumber ?? 0)
   slides.sort((a, b) => number(a) - number(b))
   const out: string[] = []
+  const footers = new Set<string>()
   for (const slide of slides) {
-    const body: string[] = []
+    const fact = facts.get(number(slide))
+    let body: string[] = []
     render(slide.children ?? [], body)
+    if (fact) {
+      body = body.flatMap(line => line.split('\n'))
+      removeLast(body, fact.numbers)
+      for (const footer of removeLast(body, fact.footers)) footers.add(footer)
+    }
     const notes: string[] = []
     render(slide.notes ?? [], notes)
     while (notes.length > 0 && notes.at(-1)!.trim() === '') notes.pop()
@@ -238,8 +251,21 @@ export function pptxLines(ast: OfficeAst): string[] {
     if (notes.at(-1)?.trim() === String(number(slide))) notes.pop()
     if (!hasText(body) && !hasText(notes)) continue
     if (out.length > 0) out.push('')
-    out.push(`[Slide ${number(slide)}]`, ...body)
+    out.push(`[Slide ${number(slide)}${fact?.hidden ? ' (hidden)' : ''}]`, ...body)
     if (hasText(notes)) out.push('[Notes]', ...notes)
   }
+  if (footers.size > 0 && out.length > 0) out.push('', '[Footer]', ...footers)
   return out
+}
+
+/** Removes from `lines` the last line equal to each of `wanted` (trimmed); returns those found. */
+function removeLast(lines: string[], wanted: string[]): string[] {
+  const found: string[] = []
+  for (const line of wanted) {
+    const at = lines.findLastIndex(candidate => candidate.trim() === line)
+    if (at < 0) continue
+    lines.splice(at, 1)
+    found.push(line)
+  }
+  return found
 }

@@ -2,6 +2,7 @@ import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
 import { documentChartLines, fillCharts } from './charts'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
+import { slideFacts } from './slide-parts'
 import { TextCapExceeded } from './types'
 import type { ZipEntry } from './zip-guard'
 
@@ -30,7 +31,7 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
   const layout = ast as unknown as OfficeAst
   if (fileType === 'pptx') {
     fillCharts(layout.content, bytes, entries, limits.maxTextBytes)
-    return join(pptxLines(layout), limits.maxTextBytes)
+    return join(pptxLines(layout, slideFacts(bytes, entries)), limits.maxTextBytes)
   }
   return join(docxLines(layout, documentChartLines(bytes, entries, limits.maxTextBytes)), limits.maxTextBytes)
 }

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { buildZip } from './hostile'
-import { docx, docxParts, note, noteReference, para, picture, pptx, slideNumber, table, textBox } from './ooxml'
+import { docx, docxParts, note, noteReference, para, picture, placeholder, pptx, slideNumber, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
 const defaults = loadConfig({}).documents
@@ -140,5 +140,19 @@ describe('a DOCX whose main part is not word/document.xml', () => {
     expect(await refusal(docx(para('x'), { main: 'word/main.xml' }))).toBe('the Word document keeps its text in a part named "word/main.xml", which is not read; open it in Word and save it again as DOCX')
     const bare = docxParts(para('x'), online).filter(entry => entry.name !== '_rels/.rels')
     expect(await refusal(buildZip(bare))).toMatch(/an Office Open XML package but not a Word, PowerPoint or Excel document/)
+  })
+})
+
+describe('PPTX footers, slide numbers and hidden slides', () => {
+  test("a slide's number placeholder is left out, its footer and date listed once at the end, a hidden slide marked", async () => {
+    // Before: "[Slide 1]\nIntro\nAcme — Confidential\n11/28/2026\n1" on every slide, and no sign of the hidden one.
+    const chrome = (n: number) => placeholder('ftr', 'Acme — Confidential') + placeholder('dt', '11/28/2026') + placeholder('sldNum', String(n))
+    const deck = pptx([
+      { shapes: textBox('Intro') + chrome(1) },
+      { shapes: textBox('Backup numbers', '2') + chrome(2), hidden: true },
+      { shapes: chrome(3) },
+      { shapes: textBox('Thanks') + placeholder('sldNum', '4') },
+    ])
+    expect(await text(deck)).toBe('[Slide 1]\nIntro\n\n[Slide 2 (hidden)]\nBackup numbers\n2\n\n[Slide 4]\nThanks\n\n[Footer]\nAcme — Confidential\n11/28/2026')
   })
 })

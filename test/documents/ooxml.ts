@@ -103,6 +103,10 @@ export const textBox = (...lines: string[]) =>
 export const slideNumber = (n: number) =>
   `<p:sp><p:nvSpPr><p:cNvPr id="4" name="Slide Number Placeholder 3"/><p:cNvSpPr/><p:nvPr><p:ph type="sldNum" idx="5"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="slidenum"><a:t>${n}</a:t></a:fld></a:p></p:txBody></p:sp>`
 
+/** A slide's footer (`ftr`), date (`dt`) or slide-number (`sldNum`) placeholder showing `text`, as PowerPoint copies them onto every slide. */
+export const placeholder = (type: 'ftr' | 'dt' | 'sldNum', text: string) =>
+  `<p:sp><p:nvSpPr><p:cNvPr id="9" name="${type} Placeholder"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr><p:nvPr><p:ph type="${type}" sz="quarter" idx="12"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p>${type === 'ftr' ? `<a:r><a:t>${text}</a:t></a:r>` : `<a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="${type === 'dt' ? 'datetime1' : 'slidenum'}"><a:t>${text}</a:t></a:fld>`}</a:p></p:txBody></p:sp>`
+
 /** A picture shape (its image not in the package: officeparser reads no text from it either way). */
 export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
 
@@ -123,7 +127,7 @@ export const chartPart = (chart: string) => `<c:chartSpace ${C}><c:chart>${chart
  * A PPTX of `slides` in order: each its shapes (XML), optionally its notes page's shapes, and the
  * chart parts its chart frames show (chartPart(); chartFrame(n) shows the n-th).
  */
-export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: string[] }>): Uint8Array {
+export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: string[]; hidden?: boolean }>): Uint8Array {
   const tree = (shapes: string) => `<p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld>`
   const parts: ZipSpec[] = []
   const types: Array<[string, string]> = [['ppt/presentation.xml', 'presentationml.presentation.main+xml']]
@@ -133,7 +137,7 @@ export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: st
     const n = index + 1
     const rels: Array<[string, string, string]> = []
     types.push([`ppt/slides/slide${n}.xml`, 'presentationml.slide+xml'])
-    parts.push(part(`ppt/slides/slide${n}.xml`, `<p:sld ${P}>${tree(slide.shapes)}</p:sld>`))
+    parts.push(part(`ppt/slides/slide${n}.xml`, `<p:sld ${P}${slide.hidden ? ' show="0"' : ''}>${tree(slide.shapes)}</p:sld>`))
     slide.charts?.forEach((xml, chart) => {
       const file = `chart${++charts}.xml`
       types.push([`ppt/charts/${file}`, 'drawingml.chart+xml'])
