@@ -7,6 +7,7 @@ import { KiB, MiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
 import { authErrors, ErrorResponse, JsonInteger, noStore } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
+import { refuseEncrypted } from '../inference/encrypted'
 import type { KeyService } from '../keys/service'
 import { abortable } from '../lib/abortable'
 import type { Clock } from '../lib/clock'
@@ -44,6 +45,7 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
     .post(
       '/parse',
       async ({ body, principal, set, request }) => {
+        refuseEncrypted(request.headers, undefined, 'POST /api/v1/attachments/parse')
         const file = body.file
         if (file.size > MAX_UPLOAD_BYTES) throw new ApiError('payload_too_large', `the file is larger than ${MAX_UPLOAD_BYTES} bytes (4 MiB)`, 'file')
         const price = chargeForUnits(1, deps.config.pricePerParseNanos)

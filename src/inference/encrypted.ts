@@ -22,7 +22,8 @@ export function hasEncryptedHeaders(headers: Headers): boolean {
 /**
  * The one "Encrypted is refused on this route" rule (spec §4.10): every route except
  * POST /v1/chat/completions calls it with the request headers and, once resolved, the route
- * (`/v1/responses`, `/v1/messages`, `/v1/messages/count_tokens`, MCP tools). Throws 400
+ * (`/v1/responses`, `/v1/messages`, `/v1/messages/count_tokens`, Fusion, web fetch and search,
+ * document parsing, MCP tools). Throws 400
  * invalid_request when Encrypted headers are present or the model is an `:encrypted` id.
  */
 export function refuseEncrypted(headers: Headers | undefined, route: { id: string; level: string } | undefined, where: string): void {

@@ -4,6 +4,7 @@ import { KiB } from '../http/body-limit'
 import { ApiError } from '../http/errors'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
+import { refuseEncrypted } from '../inference/encrypted'
 import type { KeyService } from '../keys/service'
 import type { Limits } from '../limits/admission'
 import { DEFAULT_SEARCH_COUNT, WebFetchBody, WebFetchResponse, WebSearchBody, WebSearchResponse } from './schema'
@@ -19,6 +20,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
     .post(
       '/fetch',
       async ({ body, principal, request, set }) => {
+        refuseEncrypted(request.headers, undefined, 'POST /api/v1/web/fetch')
         // Content is request-local: nothing is stored, and nothing may cache it.
         set.headers['cache-control'] = 'no-store'
         const pages = await web.fetchUrls({ principal, requestId: requestIdOf(set), signal: request.signal, httpRequest: request }, body.urls)
@@ -47,6 +49,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
     .post(
       '/search',
       async ({ body, principal, request, set }) => {
+        refuseEncrypted(request.headers, undefined, 'POST /api/v1/web/search')
         set.headers['cache-control'] = 'no-store'
         const query = body.query.trim()
         const results = await web.search(

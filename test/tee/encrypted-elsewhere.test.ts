@@ -68,6 +68,26 @@ describe('Encrypted refused outside /v1/chat/completions', () => {
     }
   }
 
+  // Before: each answered as if the headers were absent (a page fetched, a file parsed) and billed.
+  const PLATFORM: Array<[string, () => unknown]> = [
+    ['/api/v1/web/fetch', () => ({ urls: ['https://example.com/'] })],
+    ['/api/v1/web/search', () => ({ query: 'bun' })],
+    ['/api/v1/attachments/parse', () => {
+      const form = new FormData()
+      form.append('file', new File(['plain notes'], 'notes.txt'))
+      return form
+    }],
+  ]
+  for (const [path, body] of PLATFORM) {
+    test(`${path}: the svc-encrypted headers → 400, before any work`, async () => {
+      const response = await untouched(() => t.request('POST', path, { key, body: body(), headers: ENCRYPTED_HEADERS }))
+      expect(response.status).toBe(400)
+      const error = (await json(response)).error
+      expect(error.code).toBe('invalid_request')
+      expect(error.message).toContain(`not on POST ${path}: remove the svc-encrypted headers`)
+    })
+  }
+
   test('the catalog entries are real: the same ids attest and chat where they belong', async () => {
     const attested = await t.request('GET', '/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted', { key })
     expect(attested.status).toBe(200)
