@@ -21,6 +21,8 @@ export interface KeyOptions {
   admin: boolean
   expiresAtMs: number | null
   spendCap: { period: SpendCapPeriod; nanos: bigint } | null
+  /** The instant a relative expiry counts from: the key's creation, so `7d` is exactly 7 days after it. */
+  createdAtMs: number
 }
 
 /**
@@ -56,5 +58,5 @@ export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptio
     }
     spendCap = { period: input.spend_cap_period!, nanos }
   }
-  return { name, admin: input.admin ?? false, expiresAtMs, spendCap }
+  return { name, admin: input.admin ?? false, expiresAtMs, spendCap, createdAtMs: nowMs }
 }

@@ -33,6 +33,8 @@ export interface CreateKeyInput {
   admin: boolean
   expiresAtMs: number | null
   spendCap: { period: SpendCapPeriod; nanos: bigint } | null
+  /** Default: now. */
+  createdAtMs?: number
 }
 
 /** Verifies OAuth access tokens (src/oauth/tokens.ts). */
@@ -83,7 +85,7 @@ export class KeyService {
       name: input.name,
       admin: input.admin,
       status: 'active',
-      createdAtMs: this.clock.now(),
+      createdAtMs: input.createdAtMs ?? this.clock.now(),
       expiresAtMs: input.expiresAtMs,
       lastUsedAtMs: null,
       revokedAtMs: null,

@@ -295,6 +295,18 @@ describe('expires_in', () => {
     expect((await listed(key.id))!.expires_at).toBe(expiresAt)
   })
 
+  test('a relative expiry counts from the key\'s own creation instant, however the clock moves meanwhile (QA)', async () => {
+    // Before: the expiry and the creation read the clock apart, so `7d` ended 1 ms short of 7 days.
+    const read = t.clock.now.bind(t.clock)
+    t.clock.now = () => {
+      const now = read()
+      t.clock.advance(1)
+      return now
+    }
+    const key = await createOk({ name: 'ticking', expires_in: '7d' })
+    expect(Date.parse(key.expires_at) - Date.parse(key.created_at)).toBe(7 * DAY)
+  })
+
   test('"never" and absent both mean no expires_at', async () => {
     const never = await createOk({ name: 'never', expires_in: 'never' })
     const absent = await createOk({ name: 'absent' })
