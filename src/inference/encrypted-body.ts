@@ -17,8 +17,9 @@ const bad = (message: string, param?: string) => new ApiError('invalid_request',
 
 const TOP_LEVEL = new Set([
   'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
-  'max_completion_tokens', 'stop', 'seed', 'user', 'response_format', 'reasoning_effort', 'n', 'presence_penalty', 'frequency_penalty',
-  'metadata', 'store', 'service_tier', 'web_fetch', 'web_search', 'uncensored',
+  'max_completion_tokens', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'response_format', 'reasoning_effort', 'n',
+  'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'metadata', 'store', 'service_tier',
+  'web_fetch', 'web_search', 'uncensored',
 ])
 const MESSAGE_KEYS: Record<string, Set<string>> = {
   system: new Set(['role', 'content', 'name']),
@@ -33,14 +34,18 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
  * field, rather than relayed for the backend to refuse. The content fields are checked below.
  */
 const PLAINTEXT = t.Pick(ChatCompletionsBody, [
-  'temperature', 'top_p', 'stop', 'seed', 'user', 'reasoning_effort', 'presence_penalty', 'frequency_penalty', 'parallel_tool_calls', 'metadata', 'response_format', 'service_tier',
+  'temperature', 'top_p', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'reasoning_effort', 'presence_penalty', 'frequency_penalty',
+  'parallel_tool_calls', 'metadata', 'response_format', 'service_tier',
   // Every TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
-  'store',
+  'store', 'logprobs', 'top_logprobs', 'verbosity', 'modalities',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
 
 /** Fields the gateway acts on itself, or keeps as the plain route does; never forwarded. */
-const GATEWAY_ONLY = ['user', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier', 'store'] as const
+const GATEWAY_ONLY = [
+  'user', 'safety_identifier', 'prompt_cache_key', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier', 'store',
+  'logprobs', 'top_logprobs', 'verbosity', 'modalities',
+] as const
 
 /** A checked body: what to forward (model not yet rewritten) and the envelope's size for billing. */
 export interface CheckedBody {

@@ -173,7 +173,21 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.web_fetch = true }, /hosted web_fetch/)
     await expect400('near2', r => { r.body.web_search = true }, /hosted web_search/)
     await expect400('near2', r => { r.body.uncensored = true }, /uncensored/)
-    await expect400('near2', r => { r.body.logprobs = true }, /unknown field "logprobs"/)
+    await expect400('near2', r => { r.body.best_of = 2 }, /unknown field "best_of"/)
+  })
+  test("the plain route's other fields are accepted with its rules and stay with the gateway (QA: unknown field)", async () => {
+    const fields = { safety_identifier: 'u1', prompt_cache_key: 'k', logprobs: false, top_logprobs: 0, verbosity: 'medium', modalities: ['text'] }
+    const { s, body, headers } = await valid('near2', 'ed25519', fields)
+    expect((await send(s, body, headers)).status).toBe(200)
+    // None is forwarded, as the plain route forwards none (safety_identifier is `user`'s successor).
+    const plain = s.t.sims.near2!.state.seen.at(-1)!.plain as Record<string, unknown>
+    for (const key of Object.keys(fields)) expect(plain).not.toHaveProperty(key)
+    await expect400('near2', r => { r.body.logprobs = true }, /^logprobs are not supported$/)
+    await expect400('near2', r => { r.body.top_logprobs = 2 }, /^logprobs are not supported$/)
+    await expect400('near2', r => { r.body.safety_identifier = 'u'.repeat(300) }, /safety_identifier/)
+    await expect400('near2', r => { r.body.prompt_cache_key = 5 }, /prompt_cache_key/)
+    await expect400('near2', r => { r.body.verbosity = 'low' }, /verbosity "low" is not supported/)
+    await expect400('near2', r => { r.body.modalities = ['text', 'audio'] }, /audio output is not supported/)
   })
   test('plaintext fields follow the plain route\'s rules, and a refused value is named by the gateway, not relayed', async () => {
     await expect400('near2', r => { r.body.reasoning_effort = 'banana' }, /reasoning_effort/)
