@@ -35,25 +35,32 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
  */
 const PLAINTEXT = t.Pick(ChatCompletionsBody, [
   'temperature', 'top_p', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'reasoning_effort', 'presence_penalty', 'frequency_penalty',
-  'parallel_tool_calls', 'metadata', 'response_format', 'service_tier',
+  'parallel_tool_calls', 'metadata', 'response_format', 'service_tier', 'max_tokens', 'max_completion_tokens',
   // Every TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
   'store', 'logprobs', 'top_logprobs', 'verbosity', 'modalities',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
 
-/** Fields the gateway acts on itself, or keeps as the plain route does; never forwarded. */
+/**
+ * Fields the gateway acts on itself, or keeps as the plain route does; never forwarded. The two
+ * output caps leave too: the relay sends the one it resolved as `max_tokens` (see maxTokens).
+ */
 const GATEWAY_ONLY = [
   'user', 'safety_identifier', 'prompt_cache_key', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier', 'store',
-  'logprobs', 'top_logprobs', 'verbosity', 'modalities',
+  'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'max_tokens', 'max_completion_tokens',
 ] as const
 
-/** A checked body: what to forward (model not yet rewritten) and the envelope's size for billing. */
+/** A checked body: what to forward (model and output cap not yet written) and the envelope's size for billing. */
 export interface CheckedBody {
   readonly body: Record<string, unknown>
   readonly stream: boolean
   /** Plaintext bytes the ciphertext can hold at most (decoded blob length minus per-blob overhead). */
   readonly plainBytes: number
   readonly messageCount: number
+  /**
+   * The output cap asked for, resolved as the plain route does (`max_completion_tokens ??
+   * max_tokens`); the relay forwards it as the only cap, so the backend stops where billing does.
+   */
   readonly maxTokens: number | undefined
   /** Which field set maxTokens, to name in a refusal. */
   readonly maxTokensField: 'max_tokens' | 'max_completion_tokens'
@@ -107,15 +114,9 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
       throw bad('stream_options must be {include_usage?: boolean}', 'stream_options')
     }
   }
-  let maxTokens: number | undefined
-  let maxTokensField: CheckedBody['maxTokensField'] = 'max_tokens'
-  for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
-    const value = raw[field]
-    if (value === undefined || value === null) continue
-    if (!Number.isSafeInteger(value) || (value as number) < 1) throw bad(`${field} must be a positive integer`, field)
-    maxTokens = value as number
-    maxTokensField = field
-  }
+  // Both caps were held to the schema above; as on the plain route, max_completion_tokens wins.
+  const maxTokensField = plaintext.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
+  const maxTokens = plaintext.max_completion_tokens ?? plaintext.max_tokens ?? undefined
   const cipher = new CipherCheck(format, h.algo)
 
   if (!Array.isArray(raw.messages) || raw.messages.length === 0) throw bad('messages must be a non-empty array', 'messages')

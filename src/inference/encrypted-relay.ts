@@ -128,8 +128,10 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
   const { target, evidence } = pinned
 
-  const forward: Record<string, unknown> = { ...pinned.checked.body, model: target.backend.model }
-  if (checked.maxTokens === undefined) forward.max_tokens = outputTokens
+  // One cap, the one reserved and metered, in the field attested backends read (as the
+  // Confidential path writes it). Rewriting the body is safe: signatures bind the client's own
+  // bytes through X-Request-Hash, and the Phala AAD binds only model and message positions.
+  const forward: Record<string, unknown> = { ...pinned.checked.body, model: target.backend.model, max_tokens: outputTokens }
   if (stream) forward.stream_options = { ...(forward.stream_options as object | undefined), include_usage: true }
   const upstreamAbort = new AbortController()
   const onClientGone = () => upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))

@@ -222,6 +222,23 @@ describe('Encrypted chat: body', () => {
     // The request id goes upstream, as on every other call.
     expect((seen.headers as Record<string, string>)['x-request-id']).toMatch(/^req_/)
   })
+  test('both output caps: the backend gets one, the one reserved and billed (QA: both relayed, the larger honoured, 1 billed)', async () => {
+    const sim = setups.near2!.t.sims.near2!
+    const forwarded = async (caps: Json) => {
+      const { s, body, headers } = await valid('near2', 'ed25519', caps)
+      expect((await send(s, body, headers)).status).toBe(200)
+      return sim.state.seen.at(-1)!.plain as Record<string, unknown>
+    }
+    // As on the plain route, max_completion_tokens wins, and goes in the field attested backends read.
+    for (const [caps, cap] of [[{ max_tokens: 10_000_000, max_completion_tokens: 1 }, 1], [{ max_completion_tokens: 7 }, 7], [{ max_tokens: 5, max_completion_tokens: null }, 5]] as const) {
+      const plain = await forwarded(caps)
+      expect(plain.max_tokens).toBe(cap)
+      expect(plain).not.toHaveProperty('max_completion_tokens')
+    }
+    // Each is held to the plain route's schema, the one that loses too.
+    await expect400('near2', r => { r.body.max_tokens = 0; r.body.max_completion_tokens = 5 }, /max_tokens/)
+    await expect400('near2', r => { r.body.max_tokens = 5; r.body.max_completion_tokens = 2.5 }, /max_completion_tokens/)
+  })
   test('store: true is the plain route\'s 400 naming store, not relayed; store: false stays with the gateway', async () => {
     await expect400('near2', r => { r.body.store = true }, /^store is not supported: the gateway keeps no completions$/)
     const refused = await valid('near2')
