@@ -152,6 +152,21 @@ describe('hosted web tools in chat completions', () => {
     expect(await spent()).toBe(refused.price + spelled.price + 2n * FETCH_PRICE)
   })
 
+  test('a URL with a bracketed IPv6 host is read whole: a public one goes to the fetcher, a loopback one is refused by the URL policy', async () => {
+    // Before: the URL ended at the host's "]", so both were "Not fetched: http://[… (not an absolute URL)".
+    // A public IPv6 literal cannot be served here: the test transport records it and refuses to dial.
+    const { client, spent } = await setup()
+    const content = 'read http://[2606:4700:4700::1111]/ and [the port](http://[2606:4700:4700::1001]:8080/x?y=1), not http://[::1]/ please'
+    const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content }], web_fetch: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    const reply = completion.choices[0]!.message.content!
+    expect(egress.map(entry => new URL(entry.url).host).sort()).toEqual(['[2606:4700:4700::1001]:8080', '[2606:4700:4700::1111]'])
+    expect(reply).toContain('Not fetched: http://[::1]/ ([::1] is a loopback address, not a public address)')
+    expect(reply).not.toContain('not an absolute URL')
+    const usage = completion.usage as ServerToolUsage
+    expect(usage.server_tool_use).toEqual({ web_fetch_requests: 0, web_search_requests: 0 })
+    expect(await spent()).toBe(chatPrice(usage))
+  })
+
   test('repeated pages and refused URLs do not count against the per-turn limit', async () => {
     // Before: /text#a, #b and #c took the three places, so /json was "Not fetched" as over the
     // limit; three unsafe URLs before a safe one left it "over the limit" with nothing fetched.

@@ -42,8 +42,10 @@ const SKIP_LINE_CHARS = 20
 const SEARCH_RESULTS_CHARS = 200 + SEARCH_RESULTS * (40 + 3 * QUOTED_CHARS + 600)
 const MIN_PAGE_CHARS = 500
 // URLs in prose: scheme, then anything up to whitespace, a closing bracket or a quote. A `)` is
-// taken too and trimmed afterwards unless the URL opened it (".../wiki/Mercury_(planet)").
-const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'`\]}]+/gi
+// taken too and trimmed afterwards unless the URL opened it (".../wiki/Mercury_(planet)"). An
+// IPv6 literal host is bracketed ("http://[2606:4700::1111]:8080/"): its `]` belongs to the URL,
+// so the host is taken whole first (it read "http://[2606:4700::1111", not an absolute URL).
+const URL_IN_TEXT = /\bhttps?:\/\/(?:\[[0-9a-f:.]+\][^\s<>"'`\]}]*|[^\s<>"'`\]}]+)/gi
 
 /** Whether the request asked for a hosted web tool (then runChat awaits enrichWithWeb). */
 export function wantsWeb(request: ChatRequest): boolean {

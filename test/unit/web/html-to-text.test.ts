@@ -154,9 +154,30 @@ describe('namedUrls (hosted web_fetch)', () => {
       'https://en.wikipedia.org/wiki/Mercury_(planet)', 'https://en.wikipedia.org/wiki/Mercury_(element)', 'https://a.com/x', 'https://b.com/f(1)',
     ])
   })
+
+  test('a bracketed IPv6 host is part of the URL; a bracket closing around a URL is not', () => {
+    // Before: the match stopped at the host's "]", giving "http://[2606:4700:4700::1111", not a URL.
+    const text = 'read http://[2606:4700:4700::1111]/ and http://[2606:4700:4700::1001]:8080/a?b=1, ' +
+      '[http://a.com/x] and [text](http://b.com/y) and [v6](http://[2606:4700::6810]/z) and [http://[2606:4700::6811]]. Bare: https://[2606:4700::6812]'
+    expect(namedUrls(text, 10)).toEqual([
+      'http://[2606:4700:4700::1111]/', 'http://[2606:4700:4700::1001]:8080/a?b=1', 'http://a.com/x', 'http://b.com/y',
+      'http://[2606:4700::6810]/z', 'http://[2606:4700::6811]', 'https://[2606:4700::6812]',
+    ])
+    expect(namedUrls('just http:// and https://] here', 10)).toEqual([])
+  })
 })
 
 describe('chooseUrls (hosted web_fetch)', () => {
+  test('IPv6 literal hosts: a public one is chosen, private and loopback ones are refused as addresses, not as malformed', () => {
+    const chosen = chooseUrls('http://[2606:4700:4700::1111]/ http://[::1]/ http://[fd00::1]:8080/x', 3, undefined)
+    expect(chosen.urls).toEqual(['http://[2606:4700:4700::1111]/'])
+    expect(chosen.skipped).toEqual([
+      { url: 'http://[::1]/', reason: '[::1] is a loopback address, not a public address' },
+      { url: 'http://[fd00::1]:8080/x', reason: expect.stringMatching(/^\[fd00::1\] is a .* address, not a public address$/) },
+    ])
+  })
+
+
   test('refused URLs and repeated pages take no place, however many come first; at most 20 are listed as not fetched', () => {
     // QA: a good URL after 20 refused ones, or after 20 spellings of one page, was dropped unmentioned.
     const refused = Array.from({ length: 20 }, (_, i) => `http://10.0.0.${i}/`).join(' ')
