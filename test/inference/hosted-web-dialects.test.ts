@@ -165,3 +165,43 @@ for (const [client, call] of CLIENTS) {
     })
   })
 }
+
+describe("hosted web tools through Messages, in the gateway's own spellings", () => {
+  // Spec §4.7 / §4.12: the body flags and the undated tool types of the other two routes work on
+  // Messages too, with the same meaning (before: 400 unknown field "web_fetch", or
+  // "tools.0.name is missing" / "must be a dated server tool type"). The SDK's types know only
+  // Anthropic's tools, hence the casts.
+  const FORMS: Array<[string, Record<string, unknown>]> = [
+    ['body flags web_fetch / web_search: true', { web_fetch: true, web_search: true }],
+    ['tool entries {type: "web_fetch"} / {type: "web_search"}', { tools: [{ type: 'web_fetch' }, { type: 'web_search' }] }],
+    ['named tool entries with options', { tools: [{ type: 'web_fetch', name: 'web_fetch', max_uses: 1, allowed_domains: ['acme-web.com'] }, { type: 'web_search', name: 'web_search' }] }],
+  ]
+  for (const [name, hosted] of FORMS) {
+    for (const stream of [false, true]) {
+      test(`${name}, ${stream ? 'streamed' : 'plain'}: fetch and search run and usage.server_tool_use counts them, as with the dated tools`, async () => {
+        const s = await setup()
+        s.upstreams.anthropic.enqueue({ kind: 'sse', body: anthropicWire.stream(TURN) })
+        const params = { model: 'web-anthropic', max_tokens: 256, messages: [{ role: 'user', content: `What does ${s.site}/story say about bun?` }], ...hosted } as Anthropic.MessageCreateParamsNonStreaming
+        const message = stream ? await s.messages.messages.stream(params).finalMessage() : await s.messages.messages.create(params)
+        const saw = upstreamSaw(s, 'anthropic')
+        expect(saw).toContain(`URL: ${s.site}/story`)
+        expect(saw).toContain('The story at /story.')
+        expect(saw).toContain('1. Bun docs — https://bun.sh/docs')
+        expect(message.usage.server_tool_use).toEqual({ web_fetch_requests: 1, web_search_requests: 1 })
+        expect(await s.spent()).toBe(chatPrice(message.usage.input_tokens, message.usage.output_tokens) + FETCH_PRICE + SEARCH_PRICE)
+      })
+    }
+  }
+
+  test('the capability check holds for both spellings: 400 before anything is fetched or billed', async () => {
+    for (const hosted of [{ web_fetch: true }, { tools: [{ type: 'web_fetch', name: 'web_fetch' }] }]) {
+      const s = await setup()
+      const params = { model: 'plain-openai', max_tokens: 64, messages: [{ role: 'user', content: `read ${s.site}/a` }], ...hosted } as Anthropic.MessageCreateParamsNonStreaming
+      const error = await s.messages.messages.create(params).then(() => undefined, error => error)
+      expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+      expect((error as Error).message).toMatch(/does not support hosted web_fetch/)
+      expect(s.egress).toEqual([])
+      expect(await s.spent()).toBe(0n)
+    }
+  })
+})

@@ -133,6 +133,18 @@ describe('hosted web_fetch options are applied', () => {
     expect(body.usage.server_tool_use).toEqual({ web_fetch_requests: 1, web_search_requests: 0 })
     expect(await s.spent()).toBe(chatPrice(body.usage.prompt_tokens, body.usage.completion_tokens) + FETCH_PRICE)
   })
+
+  test("Messages web_fetch, the gateway's own type: blocked_domains and max_uses, as on Chat Completions", async () => {
+    const s = await setup()
+    const prompt = `Read ${s.at('blocked.acme-web.com', '/secret')}, ${s.at('other.example-news.org', '/a')} and ${s.at('allowed.acme-web.com', '/b')}`
+    const response = await s.messages({ messages: [{ role: 'user', content: prompt }], tools: [{ type: 'web_fetch', blocked_domains: ['blocked.acme-web.com'], max_uses: 1 }] })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as { content: Array<{ text: string }>; usage: { input_tokens: number; output_tokens: number; server_tool_use: unknown } }
+    expect(s.seen()).toEqual(['other.example-news.org /a'])
+    expect(body.content[0]!.text).toContain(`Not fetched: ${s.at('allowed.acme-web.com', '/b')} (the client's max_uses (1) was reached)`)
+    expect(body.usage.server_tool_use).toEqual({ web_search_requests: 0, web_fetch_requests: 1 })
+    expect(await s.spent()).toBe(chatPrice(body.usage.input_tokens, body.usage.output_tokens) + FETCH_PRICE)
+  })
 })
 
 describe('hosted web_search domain lists filter the results', () => {
@@ -190,6 +202,8 @@ describe('malformed or unknown hosted tool options are 400s naming the field, ne
     ['Messages: max_uses 0', 'messages', { ...fetchTool, max_uses: 0 }, 'tools.0.max_uses', /max_uses/],
     ['Messages: a fetch option on search', 'messages', { type: 'web_search_20250305', name: 'web_search', max_content_tokens: 100 }, 'tools.0.max_content_tokens', /not an option of the hosted web_search tool/],
     ['Messages: an option the gateway does not know', 'messages', { ...fetchTool, url_sources: ['user'] }, 'tools.0.url_sources', /not an option/],
+    ["Messages: web_fetch (the gateway's own) takes the other routes' options only", 'messages', { type: 'web_fetch', name: 'web_fetch', max_content_tokens: 100 }, 'tools.0.max_content_tokens', /not an option of the hosted web_fetch tool here \(its options: max_uses, allowed_domains, blocked_domains\)/],
+    ["Messages: web_search (the gateway's own) with a bad list", 'messages', { type: 'web_search', allowed_domains: ['a.com:8080'] }, 'tools.0.allowed_domains.0', /without a port/],
     ['Responses: a filter other than allowed_domains', 'responses', { type: 'web_search', filters: { blocked_domains: ['a.com'] } }, 'tools.0.filters.blocked_domains', /not a web_search filter/],
     ['Responses: external_web_access', 'responses', { type: 'web_search', external_web_access: false }, 'tools.0.external_web_access', /not an option/],
     ['Responses: a bad search_context_size', 'responses', { type: 'web_search', search_context_size: 'huge' }, 'tools.0.search_context_size', /low, medium, high/],

@@ -53,9 +53,9 @@ test('no regular expression, "[object Object]" or variant list reaches a client:
     expect({ path, status: response.status, param: error.param, message: error.message }).toEqual({ path, status: 400, param, message: expected })
   }
   // Anthropic's envelope has no param: the message names the field and the form it takes.
-  const server = await t.request('POST', '/v1/messages', { key: org.adminKey, body: { model: 'demo-anonymous', max_tokens: 16, messages: [message({})], tools: [{ type: 'web_search', name: 'web_search' }] } })
+  const server = await t.request('POST', '/v1/messages', { key: org.adminKey, body: { model: 'demo-anonymous', max_tokens: 16, messages: [message({})], tools: [{ type: 'code_execution', name: 'code_execution' }] } })
   expect(server.status).toBe(400)
-  expect((await json(server)).error.message).toBe(`Property 'tools.0.type' is invalid: must be a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own`)
+  expect((await json(server)).error.message).toBe(`Property 'tools.0.type' is invalid: must be a dated server tool type such as web_search_20250305, web_fetch or web_search (the gateway's own), or "custom" (or none) for a tool of your own`)
   // A tool that says it is custom is judged as a custom tool, never blamed for its type: the
   // server-tool variant (a pattern on type, and name) once won whenever it had no more errors.
   const cases2: Array<[Record<string, unknown>, string]> = [

@@ -12,6 +12,12 @@ export type HostedOption =
   | 'name' | 'max_uses' | 'allowed_domains' | 'blocked_domains' | 'max_content_tokens' | 'filters'
   | 'user_location' | 'search_context_size' | 'citations' | 'cache_control'
 
+/**
+ * The options of the gateway's own hosted tool entries `{type: "web_fetch" | "web_search"}`
+ * (spec §4.7), the same on every route: limits it applies.
+ */
+export const HOSTED_TOOL_OPTIONS: readonly HostedOption[] = ['max_uses', 'allowed_domains', 'blocked_domains']
+
 // The message names the field too: Anthropic's error envelope has no param.
 const invalid = (param: string, message: string) => new ApiError('invalid_request', `${param}: ${message}`, param)
 const CONTEXT_SIZES = ['low', 'medium', 'high']

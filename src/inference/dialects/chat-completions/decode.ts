@@ -1,13 +1,10 @@
 import { ApiError } from '../../../http/errors'
 import type { ModelRoute } from '../../../catalog/types'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
-import { addHostedTool, type HostedOption } from '../hosted-tool-options'
+import { addHostedTool, HOSTED_TOOL_OPTIONS } from '../hosted-tool-options'
 import type { ChatCompletionsRequest } from './schema'
 import { imageUrl } from '../image-url'
 import { inlineBytes, parseDataUrl } from '../inline-data'
-
-/** The options of the gateway's hosted tool entries `{type: "web_fetch" | "web_search"}`: limits it applies. */
-export const HOSTED_TOOL_OPTIONS: HostedOption[] = ['max_uses', 'allowed_domains', 'blocked_domains']
 
 type Body = ChatCompletionsRequest
 type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content']

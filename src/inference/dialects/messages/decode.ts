@@ -2,7 +2,7 @@ import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { toolArgumentsText } from '../../tool-input'
-import { addHostedTool, type HostedOption } from '../hosted-tool-options'
+import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
 import { imageUrl } from '../image-url'
 import { inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
@@ -20,6 +20,8 @@ const invalid = (param: string, message: string) => new ApiError('invalid_reques
 // cannot apply (README); the others it applies.
 const WEB_FETCH_OPTIONS: HostedOption[] = ['name', 'max_uses', 'allowed_domains', 'blocked_domains', 'max_content_tokens', 'citations', 'cache_control']
 const WEB_SEARCH_OPTIONS: HostedOption[] = ['name', 'max_uses', 'allowed_domains', 'blocked_domains', 'user_location', 'cache_control']
+// The gateway's own `{type: "web_fetch" | "web_search"}` takes its options on every route, and a name here.
+const GATEWAY_TOOL_OPTIONS: HostedOption[] = ['name', ...HOSTED_TOOL_OPTIONS]
 
 /**
  * Anthropic Messages wire → canonical. Anything the gateway cannot honour is a 400 naming the
@@ -66,7 +68,7 @@ export function decodeCountTokens(body: CountTokensRequest, route: ModelRoute): 
 
 function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest {
   const tools: FunctionTool[] = []
-  const hosted: ChatRequest['hosted'] = { webSearch: false, webFetch: false }
+  const hosted: ChatRequest['hosted'] = { webSearch: body.web_search === true, webFetch: body.web_fetch === true }
   for (const [index, tool] of (body.tools ?? []).entries()) {
     const type = tool.type ?? 'custom'
     if (type === 'custom') {
@@ -77,9 +79,10 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
         parameters: custom.input_schema,
         ...(custom.strict !== undefined ? { strict: custom.strict } : {}),
       })
-    } else if (type.startsWith('web_search_')) addHostedTool(hosted, 'search', tool, `tools.${index}`, WEB_SEARCH_OPTIONS)
+    } else if (type === 'web_fetch' || type === 'web_search') addHostedTool(hosted, type === 'web_fetch' ? 'fetch' : 'search', tool, `tools.${index}`, GATEWAY_TOOL_OPTIONS)
+    else if (type.startsWith('web_search_')) addHostedTool(hosted, 'search', tool, `tools.${index}`, WEB_SEARCH_OPTIONS)
     else if (type.startsWith('web_fetch_')) addHostedTool(hosted, 'fetch', tool, `tools.${index}`, WEB_FETCH_OPTIONS)
-    else throw invalid(`tools.${index}.type`, `the hosted tool "${type}" is not available on this gateway (hosted web_search_* and web_fetch_* are recognised)`)
+    else throw invalid(`tools.${index}.type`, `the hosted tool "${type}" is not available on this gateway (hosted web_search, web_fetch and their dated web_search_* and web_fetch_* types are recognised)`)
   }
   const names = new Set<string>()
   for (const tool of tools) {

@@ -89,7 +89,7 @@ const CustomTool = t.Object(
 // limits itself (enrich/web.ts), so they are documented here.
 const ServerTool = t.Object(
   {
-    type: t.String(plainPattern('^[a-z_]+_[0-9]{8}$', 'a dated server tool type such as web_search_20250305, or "custom" (or none) for a tool of your own')),
+    type: t.String(plainPattern('^[a-z_]+_[0-9]{8}$', 'a dated server tool type such as web_search_20250305, web_fetch or web_search (the gateway\'s own), or "custom" (or none) for a tool of your own')),
     name: t.String(),
     ...HOSTED_LIMITS,
     max_content_tokens: MAX_CONTENT_TOKENS,
@@ -98,6 +98,12 @@ const ServerTool = t.Object(
     cache_control: CacheControl,
   },
   { additionalProperties: true, description: 'A hosted web_search_* or web_fetch_* tool (other keys are refused by name)' },
+)
+// The gateway's own hosted tool types (spec §4.7), as on Chat Completions and Responses, with the
+// same options there; `name` may be given, as Anthropic's tools carry one. Other keys: decode.ts.
+const GatewayHostedTool = t.Object(
+  { type: t.Union([t.Literal('web_fetch'), t.Literal('web_search')]), name: t.Optional(t.String()), ...HOSTED_LIMITS },
+  { additionalProperties: true, description: 'Hosted web_fetch or web_search in this turn (the same as the web_fetch / web_search switches, with limits; other keys are refused by name)' },
 )
 
 const ToolChoice = t.Union([
@@ -136,10 +142,13 @@ const common = {
   model: t.String({ minLength: 1 }),
   messages: t.Array(Message, { minItems: 1 }),
   system: t.Optional(t.Union([t.String(), t.Array(TextBlock)])),
-  tools: t.Optional(t.Array(t.Union([CustomTool, ServerTool]))),
+  tools: t.Optional(t.Array(t.Union([CustomTool, ServerTool, GatewayHostedTool]))),
   tool_choice: t.Optional(ToolChoice),
   thinking: t.Optional(Thinking),
   output_config: t.Optional(OutputConfig),
+  // Hosted tools as body flags (spec §4.7, as on the other routes); tool entries work too.
+  web_fetch: t.Optional(t.Boolean()),
+  web_search: t.Optional(t.Boolean()),
 }
 
 export const MessagesBody = t.Object(

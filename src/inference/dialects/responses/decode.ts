@@ -5,7 +5,7 @@ import { ApiError } from '../../../http/errors'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage } from '../chat-completions/decode'
 import { inlineBytes, parseDataUrl } from '../inline-data'
-import { addHostedTool, type HostedOption } from '../hosted-tool-options'
+import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
 type Body = ResponsesRequest
@@ -34,9 +34,8 @@ const unsupported = (param: string, message: string) => new ApiError('invalid_re
 
 // OpenAI's web_search options (WebSearchTool, WebSearchPreviewTool): filters.allowed_domains is
 // applied, user_location and search_context_size are hints the gateway cannot apply (README).
-// The gateway's own web_fetch takes Anthropic's web_fetch limits.
+// The gateway's own web_fetch takes its options on every route (HOSTED_TOOL_OPTIONS).
 const WEB_SEARCH_OPTIONS: HostedOption[] = ['filters', 'user_location', 'search_context_size']
-const WEB_FETCH_OPTIONS: HostedOption[] = ['max_uses', 'allowed_domains', 'blocked_domains']
 
 /**
  * Responses wire → canonical. Anything the gateway cannot honour is a 400 naming the field;
@@ -58,7 +57,7 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
       const fn = checked<WireTool>(FUNCTION_TOOL_CHECK, tool, `tools.${index}`)
       if (tools.some(existing => existing.name === fn.name)) throw unsupported(`tools.${index}`, `duplicate tool name "${fn.name}"`)
       tools.push({ name: fn.name, description: fn.description ?? undefined, parameters: fn.parameters ?? { type: 'object', properties: {} }, strict: fn.strict ?? undefined })
-    } else if (tool.type === 'web_fetch') addHostedTool(hosted, 'fetch', tool, `tools.${index}`, WEB_FETCH_OPTIONS)
+    } else if (tool.type === 'web_fetch') addHostedTool(hosted, 'fetch', tool, `tools.${index}`, HOSTED_TOOL_OPTIONS)
     else if ((HOSTED_WEB_TOOLS as readonly string[]).includes(tool.type)) addHostedTool(hosted, 'search', tool, `tools.${index}`, WEB_SEARCH_OPTIONS)
     else throw unsupported(`tools.${index}`, `tool type "${tool.type}" is not supported: function, web_search and web_fetch tools are`)
   }
