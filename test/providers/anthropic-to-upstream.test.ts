@@ -228,6 +228,18 @@ describe('anthropic toUpstream: exact bodies', () => {
     expect(calls[2]).toStartWith('call_abc_1_')
   })
 
+  test('a tool call id an earlier turn used gets a fresh one, unused by any later turn, and so do the results that answer it', () => {
+    const turn = (id: string): Message[] => [
+      { role: 'assistant', parts: [{ type: 'tool-call', callId: id, name: 'get_weather', arguments: '{}' }] },
+      { role: 'tool', parts: [{ type: 'tool-result', callId: id, content: id }] },
+    ]
+    const body = toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'text', text: 'Go' }] }, ...turn('a'), ...turn('a'), ...turn('a_2')], tools: [weatherTool] }), MODEL)
+    const calls = body.messages.filter(message => message.role === 'assistant').map(message => (message.content[0] as { id: string }).id)
+    const results = body.messages.slice(2).filter(message => message.role === 'user').map(message => (message.content[0] as { tool_use_id: string }).tool_use_id)
+    expect(calls).toEqual(['a', 'a_2', 'a_2_2'])
+    expect(results).toEqual(calls)
+  })
+
   test('reasoning without a signature is not replayed; redacted reasoning becomes redacted_thinking', () => {
     const body = toUpstream(
       chat({

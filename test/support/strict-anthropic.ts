@@ -28,7 +28,9 @@ export function strictAnthropicProvider(url: string): string {
  * answering Anthropic's own 400 (messages as the API words them) for:
  * - budget thinking on ADAPTIVE_ONLY_MODEL, adaptive thinking on BUDGET_ONLY_MODEL;
  * - a stop sequence without non-whitespace;
- * - tool_use or tool_result blocks in a request without `tools`.
+ * - tool_use or tool_result blocks in a request without `tools`;
+ * - a tool_use id used twice in the request, or a tool_result whose id no tool_use of the turn
+ *   before it has.
  * Otherwise it counts tokens (42) or answers `turn`: a stream, or one JSON message for
  * `stream: false`. `overloadNext()` answers the next call 529.
  */
@@ -55,6 +57,8 @@ export function strictAnthropic(turn: TurnScript) {
       if ((body.stop_sequences ?? []).some((sequence: string) => sequence.trim() === '')) return refuse('stop_sequences: each stop sequence must contain non-whitespace')
       const toolBlocks = (body.messages ?? []).some((message: any) => message.content.some((block: any) => block.type === 'tool_use' || block.type === 'tool_result'))
       if (toolBlocks && !(body.tools?.length > 0)) return refuse('Requests which include `tool_use` or `tool_result` blocks must define tools.')
+      const toolIds = toolIdFault(body.messages ?? [])
+      if (toolIds !== undefined) return refuse(toolIds)
       if (path.endsWith('/count_tokens')) return Response.json({ input_tokens: 42 })
       if (body.stream === false) return Response.json(anthropicWire.json(turn))
       return new Response(anthropicWire.stream(turn), { headers: { 'content-type': 'text/event-stream' } })
@@ -66,6 +70,24 @@ export function strictAnthropic(turn: TurnScript) {
     overloadNext: () => (overloadNext = true),
     stop: () => server.stop(true),
   }
+}
+
+/** Anthropic's refusal of a history whose tool ids repeat or do not pair, as the API words it. */
+function toolIdFault(messages: any[]): string | undefined {
+  const used = new Set<string>()
+  for (const [at, message] of messages.entries()) {
+    for (const [position, block] of message.content.entries()) {
+      if (block.type === 'tool_use') {
+        if (used.has(block.id)) return `messages.${at}.content.${position}: \`tool_use\` ids must be unique`
+        used.add(block.id)
+      }
+      const before = messages[at - 1]?.content ?? []
+      if (block.type === 'tool_result' && !before.some((call: any) => call.type === 'tool_use' && call.id === block.tool_use_id)) {
+        return `messages.${at}.content.${position}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${block.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`
+      }
+    }
+  }
+  return undefined
 }
 
 /** Its OpenAI-compatible counterpart: a streaming upstream on port 0 that records each request body. */

@@ -2,6 +2,7 @@ import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
+import { assignToolIds } from './tool-ids'
 
 export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
 
@@ -85,6 +86,8 @@ export class UnsupportedRequestError extends Error {
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
  * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
  *   without non-whitespace.
+ * - Tool call ids are respelled where Anthropic's pattern refuses them, and made unique where a
+ *   history repeats them, with their results (tool-ids.ts).
  * - `user`, `seed` and hosted-tool flags are never sent.
  * - A history with tool calls but no `tools` (a client that stopped offering them, a summary
  *   turn) is refused by Anthropic, which needs every tool_use's tool defined: each tool named in
@@ -224,6 +227,7 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
   if (messages.length === 0) {
     throw new UnsupportedRequestError("the conversation has no user or assistant message with content, which this model's Anthropic backend needs: add a user message", 'messages')
   }
+  assignToolIds(messages)
   const isThinking = (block: AnthropicContentBlock) => block.type === 'thinking' || block.type === 'redacted_thinking'
   for (const message of messages) {
     if (message.role === 'user') message.content = stablePartition(message.content, block => block.type === 'tool_result')
@@ -252,28 +256,15 @@ function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBl
       }
       return part.signature === undefined || part.signature === '' ? undefined : { type: 'thinking', thinking: part.text, signature: part.signature }
     case 'tool-call':
-      return { type: 'tool_use', id: anthropicToolId(part.callId), name: part.name, input: parseToolInput(part.arguments) }
+      return { type: 'tool_use', id: part.callId, name: part.name, input: parseToolInput(part.arguments) }
     case 'tool-result':
       return {
         type: 'tool_result',
-        tool_use_id: anthropicToolId(part.callId),
+        tool_use_id: part.callId,
         ...(part.content !== '' ? { content: part.content } : {}),
         ...(part.isError === true ? { is_error: true } : {}),
       }
   }
-}
-
-const ANTHROPIC_TOOL_ID = /^[A-Za-z0-9_-]+$/
-
-/**
- * A tool call's id as Anthropic takes it: it refuses the whole request when a tool_use id does
- * not match ^[a-zA-Z0-9_-]+$, and other backends' ids need not (Kimi and DeepSeek write
- * `functions.get_weather:0`). Others are spelled with `_` for each other character plus a hash
- * of the original, so a call and its result still pair and two ids never meet in one spelling.
- */
-function anthropicToolId(id: string): string {
-  if (ANTHROPIC_TOOL_ID.test(id)) return id
-  return `${id.replace(/[^A-Za-z0-9_-]/g, '_')}_${Bun.hash(id).toString(36)}`
 }
 
 function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageSource {
