@@ -30,7 +30,7 @@ const charge = (input: number, output: number) => BigInt(input * 3_000 + output 
 function reEncoded(sse: string, reply: string): string {
   const id = /"id":"(msg_[^"]+)"/.exec(reply)![1]!
   const encoder = new MessagesStreamEncoder({ id, model: 'm', createdAt: 0, includeUsage: false, estimatedInputTokens: 0 })
-  const translator = new AnthropicStreamTranslator({ provider: 'anthropic:up', model: BACKEND_MODEL }, () => 0)
+  const translator = new AnthropicStreamTranslator({ provider: 'anthropic:up', model: BACKEND_MODEL }, () => 0, 'req_1')
   const sseEvents: SseEvent[] = []
   new SseDecoder().push(new TextEncoder().encode(sse), sseEvents)
   const events: ChatEvent[] = []

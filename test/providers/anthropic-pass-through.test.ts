@@ -45,7 +45,7 @@ interface Run {
 
 /** `pieceBytes` 0: the stream read whole (MessagesPassThrough.whole, as provider.ts does for a declared length). */
 function run(sse: string, passThrough: boolean, pieceBytes = Infinity): Run {
-  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1')
   const pass = passThrough ? new MessagesPassThrough(translator) : undefined
   const encoder = new MessagesStreamEncoder({ id: 'msg_gateway', model: 'client-model', createdAt: NOW, includeUsage: false, estimatedInputTokens: 5 })
   const meter = new Meter(5, { maxInputTokens: 1_000_000, maxOutputTokens: 1_000_000 })

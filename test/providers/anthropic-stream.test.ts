@@ -12,7 +12,7 @@ const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds=='
 
 /** Runs raw SSE bytes, cut into `chunks`, through decodeSse and the translator. */
 async function translate(chunks: Uint8Array[]): Promise<ChatEvent[]> {
-  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1')
   async function* source() {
     yield* chunks
   }
@@ -27,7 +27,7 @@ async function translate(chunks: Uint8Array[]): Promise<ChatEvent[]> {
 
 /** Feeds already-decoded events (for shapes no fixture has). */
 function run(...payloads: unknown[]): ChatEvent[] {
-  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+  const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1')
   const events: ChatEvent[] = []
   for (const payload of payloads) {
     const sse: SseEvent = typeof payload === 'string' ? { event: undefined, data: payload } : { event: (payload as { type: string }).type, data: JSON.stringify(payload) }
@@ -258,19 +258,19 @@ describe('anthropic stream translation: protocol details', () => {
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'answer' } },
       { type: 'content_block_stop', index: 0 },
     ]
-    const cutAfter = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+    const cutAfter = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1')
     for (const payload of [...text, { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 7 } }]) cutAfter.push({ event: payload.type, data: JSON.stringify(payload) })
     expect(cutAfter.end()).toMatchObject([{ type: 'error', usage: usage(10, 7) }])
-    const cutBefore = new AnthropicStreamTranslator(CONTEXT, () => NOW)
+    const cutBefore = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1')
     for (const payload of text) cutBefore.push({ event: payload.type, data: JSON.stringify(payload) })
     expect(cutBefore.end()).toMatchObject([{ type: 'error', usage: usage(10, 0) }])
     // Nothing reported: no usage on the error.
-    expect(new AnthropicStreamTranslator(CONTEXT, () => NOW).end()[0]).not.toHaveProperty('usage')
+    expect(new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1').end()[0]).not.toHaveProperty('usage')
   })
 
   test('no message_delta at all: no output count; a whole message without one neither', () => {
     expect(run(messageStart(), { type: 'message_stop' }).at(-1)).toEqual({ type: 'finish', reason: 'other', usage: usage(10, 0) })
-    const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW).message(
+    const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1').message(
       JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 'x' } }),
     )
     expect(whole.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(3, 0) })
@@ -295,7 +295,7 @@ describe('anthropic stream translation: protocol details', () => {
       { type: 'tool-call-delta', block: 1, argumentsDelta: '{}' },
       { type: 'tool-call-end', block: 1 },
     ])
-    const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW).message(
+    const whole = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1').message(
       JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'tool_use', id: 'toolu_1', name: 'now', input: {} }], stop_reason: 'tool_use', usage: { input_tokens: 3, output_tokens: 2 } }),
     )
     expect(whole.filter(event => event.type === 'tool-call-delta')).toEqual([{ type: 'tool-call-delta', block: 0, argumentsDelta: '{}' }])

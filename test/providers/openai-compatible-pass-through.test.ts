@@ -217,6 +217,58 @@ describe('openai-compatible pass-through', () => {
     ])
   })
 
+  /** The client's tool calls: [index, id, name, arguments] each, from their deltas. */
+  const clientCalls = (client: string) => {
+    const calls: Array<[number, string, string, string]> = []
+    for (const line of client.split('\n\n').filter(line => line.startsWith('data: {'))) {
+      for (const call of JSON.parse(line.slice(6)).choices[0]?.delta.tool_calls ?? []) {
+        if (call.id !== undefined) calls.push([call.index, call.id, call.function.name, ''])
+        calls.find(([index]) => index === call.index)![3] += call.function.arguments
+      }
+    }
+    return calls
+  }
+
+  test('a call with an id another call of the answer has hands over: the translator gives it one of its own', () => {
+    let sse = chunk({ role: 'assistant', content: '' }) + chunk({ tool_calls: [{ index: 0, id: 'call_0', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] })
+    sse += chunk({ tool_calls: [{ index: 1, id: 'call_0', type: 'function', function: { name: 'time', arguments: '{}' } }] })
+    sse += chunk({ tool_calls: [{ index: 1, id: 'call_0', function: { arguments: '' } }] }) // its id again: the same call
+    sse += chunk({}, 'tool_calls') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events).slice(0, 2)).toEqual(['response-start', 'passthrough'])
+    expect(clientCalls(result.client)).toEqual([
+      [0, 'call_0', 'weather', '{"city":"Oslo"}'],
+      [1, 'call_req-1_1', 'time', '{}'],
+    ])
+  })
+
+  test('a named delta without id at the index of a whole call is another call: it hands over, and the translator starts it', () => {
+    let sse = chunk({ role: 'assistant', content: '' }) + chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] })
+    // The name repeated mid-call (the text is not whole yet) is the same call, still passed through.
+    sse += chunk({ tool_calls: [{ index: 0, function: { name: 'weather', arguments: '"Oslo"}' } }] })
+    sse += chunk({ tool_calls: [{ index: 0, function: { name: 'time', arguments: '{"tz":"CET"}' } }] })
+    sse += chunk({}, 'tool_calls') + usageFrame() + DONE
+    const result = same(sse)
+    expect(types(result.events).slice(0, 3)).toEqual(['response-start', 'passthrough', 'tool-call-start'])
+    expect(clientCalls(result.client)).toEqual([
+      [0, 'call_a', 'weather', '{"city":"Oslo"}'],
+      [1, 'call_req-1_0', 'time', '{"tz":"CET"}'],
+    ])
+  })
+
+  test('a chunk handed over midway gives the translator the forwarded calls\' text from before it, not what the chunk added', () => {
+    let sse = chunk({ role: 'assistant', content: '' }) + chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"c' } }] })
+    // Ends call_a's text, then starts a call without id: not plain, so the translator reads the whole chunk.
+    sse += chunk({ tool_calls: [{ index: 0, function: { arguments: 'ity":"Oslo"}' } }, { index: 1, type: 'function', function: { name: 'time', arguments: '{}' } }] })
+    sse += chunk({ tool_calls: [{ index: 0, function: { name: 'weather', arguments: '{"city":"Paris"}' } }] })
+    sse += chunk({}, 'tool_calls') + usageFrame() + DONE
+    expect(clientCalls(same(sse).client).map(([, , name, args]) => [name, args])).toEqual([
+      ['weather', '{"city":"Oslo"}'],
+      ['time', '{}'],
+      ['weather', '{"city":"Paris"}'],
+    ])
+  })
+
   test('a tool call without id hands over mid-stream; forwarded calls continue under the translator', () => {
     let sse = chunk({ role: 'assistant', content: '' }) + chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"c' } }] })
     sse += chunk({ tool_calls: [{ index: 1, type: 'function', function: { name: 'time', arguments: '{}' } }] }) // no id: the translator makes one

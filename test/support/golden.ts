@@ -65,7 +65,7 @@ export async function upstreamEvents(backend: Backend, sse: string, context: { n
     for await (const event of fromUpstreamStream(decodeSse(bytes()), { provider, model: context.model, requestId: 'req_golden' })) events.push(event)
     return events
   }
-  const translator = new AnthropicStreamTranslator({ provider, model: context.model }, () => context.now)
+  const translator = new AnthropicStreamTranslator({ provider, model: context.model }, () => context.now, 'req_golden')
   for await (const frame of decodeSse(bytes())) {
     events.push(...translator.push(frame))
     if (translator.done) return events

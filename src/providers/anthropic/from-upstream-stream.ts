@@ -80,10 +80,14 @@ export class AnthropicStreamTranslator {
   private cacheReadReported = false
   /** Whether the upstream reported any count yet (message_start's input, message_delta's usage). */
   private usageReported = false
+  /** The ids of this answer's tool calls: a client pairs results by id, so no two calls share one. */
+  private readonly callIds = new Set<string>()
 
   constructor(
     private readonly context: ErrorContext,
     private readonly now: () => number,
+    /** Makes up the ids a compatible upstream omits or repeats. */
+    private readonly requestId: string,
   ) {}
 
   /** The events for one SSE event (often none or one). */
@@ -226,7 +230,7 @@ export class AnthropicStreamTranslator {
       case 'tool_use': {
         const open: OpenBlock = { kind: 'tool', block: this.nextBlock, input: false }
         const block = this.open(index, open)
-        events.push({ type: 'tool-call-start', block, callId: String(content.id ?? ''), name: String(content.name ?? ''), jsonObject: true })
+        events.push({ type: 'tool-call-start', block, callId: this.callId(content.id, block), name: String(content.name ?? ''), jsonObject: true })
         // Streams start tool_use with `input: {}` and send the JSON as deltas; a non-empty
         // start input (never seen, but allowed by the block shape) is passed on whole.
         const input = content.input
@@ -240,6 +244,17 @@ export class AnthropicStreamTranslator {
         break // server tool blocks and future types: not ours to surface
     }
     return events
+  }
+
+  /**
+   * A tool call's id: the upstream's, unless it gave none or another call of this answer has it
+   * (Anthropic never does; a compatible server may): then one made up, stable for the request.
+   */
+  private callId(id: unknown, block: number): string {
+    let callId = typeof id === 'string' && id !== '' ? id : undefined
+    for (let suffix = block; callId === undefined || this.callIds.has(callId); suffix += 1) callId = `toolu_${this.requestId}_${suffix}`
+    this.callIds.add(callId)
+    return callId
   }
 
   private blockDelta(index: number, delta: Record<string, unknown> | undefined): ChatEvent[] {

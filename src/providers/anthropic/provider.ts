@@ -104,7 +104,7 @@ export class AnthropicProvider implements Provider {
       throw failure
     }
 
-    const translator = new AnthropicStreamTranslator(context, () => this.clock.now())
+    const translator = new AnthropicStreamTranslator(context, () => this.clock.now(), call.requestId)
     if ((response.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
       return replay(await readMessage(response, control, translator, context, timeouts), call.signal)
     }

@@ -4,6 +4,7 @@
 import type { ChatEvent, Usage } from '../../inference/canonical'
 import type { SseEvent } from '../../http/sse'
 import { UpstreamError, type UpstreamErrorKind } from '../types'
+import { isWholeJson } from '../../inference/tool-input'
 import { mapFinishReason } from './map-finish-reason'
 import { tokenCount } from '../token-count'
 
@@ -47,9 +48,11 @@ type BlockKind = 'text' | 'reasoning'
 interface ToolBlock {
   block: number | undefined
   callId: string
-  /** Whether the upstream gave the id (else it was made up). */
-  upstreamId: boolean
+  /** The id the upstream gave (undefined when it gave none): callId, unless another call had it. */
+  upstreamId: string | undefined
   name: string
+  /** Its argument text so far. */
+  text: string
   /** Argument text received before the call's name (started blocks stream it directly). */
   pending: string
 }
@@ -69,6 +72,8 @@ export class ChunkTranslator {
   private readonly tools = new Map<number, ToolBlock>()
   /** Calls whose index another call took (toolCallDelta), keyed −1, −2, … in `tools`. */
   private retiredTools = 0
+  /** The ids of this answer's calls: a client pairs results by id, so no two calls share one. */
+  private readonly callIds = new Set<string>()
   private finishReason: string | undefined
   private sawToolCalls = false
   private usage: Record<string, unknown> | undefined
@@ -81,10 +86,11 @@ export class ChunkTranslator {
    * Takes over a stream whose first chunks were passed through (pass-through.ts): they started
    * the response and these tool calls, keyed by the upstream's `index`, whose blocks are open.
    */
-  resume(tools: Array<{ key: number; block: number; callId: string; name: string }>): void {
+  resume(tools: Array<{ key: number; block: number; callId: string; name: string; text: string }>): void {
     this.started = true
     for (const tool of tools) {
-      this.tools.set(tool.key, { block: tool.block, callId: tool.callId, upstreamId: true, name: tool.name, pending: '' })
+      this.tools.set(tool.key, { block: tool.block, callId: tool.callId, upstreamId: tool.callId, name: tool.name, text: tool.text, pending: '' })
+      this.callIds.add(tool.callId)
       this.nextBlock = Math.max(this.nextBlock, tool.block + 1)
       this.sawToolCalls = true
     }
@@ -194,20 +200,21 @@ export class ChunkTranslator {
     const name = nonEmptyString(fn.name)
     let tool = this.tools.get(index)
     // Ollama streams every parallel call at `index` 0 (older builds omit it: the position, 0), each
-    // whole in its own chunk: another id there is another call, not more of the same one. The one
-    // before keeps its block, under a key no index uses, to be ended at the finish with the rest.
-    if (tool !== undefined && id !== undefined && id !== tool.callId && (tool.upstreamId || name !== undefined)) {
+    // whole in its own chunk: another call there, not more of the same one, when another id comes,
+    // or, without ids, another name after whole arguments. The one before keeps its block, under a
+    // key no index uses, to be ended at the finish with the rest.
+    if (tool !== undefined && ((id !== undefined && id !== tool.upstreamId && (tool.upstreamId !== undefined || name !== undefined)) || namesAnotherCall(tool, name))) {
       this.tools.set(-++this.retiredTools, tool)
       tool = undefined
     }
     if (tool === undefined) {
-      // Some llama.cpp and Ollama builds omit the id: a stable one keeps the result pairable.
-      tool = { block: undefined, callId: id ?? `call_${this.context.requestId}_${index}`, upstreamId: id !== undefined, name: '', pending: '' }
+      tool = { block: undefined, callId: this.callId(id, index), upstreamId: id, name: '', text: '', pending: '' }
       this.tools.set(index, tool)
       this.sawToolCalls = true
     }
     if (tool.block === undefined && name !== undefined) tool.name = name
     const argumentsDelta = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : ''
+    tool.text += argumentsDelta
     if (tool.block === undefined) {
       // The block opens once the name is known: a start without a name is useless to every client.
       tool.pending += argumentsDelta
@@ -215,6 +222,18 @@ export class ChunkTranslator {
       return
     }
     if (argumentsDelta !== '') out.push({ type: 'tool-call-delta', block: tool.block, argumentsDelta })
+  }
+
+  /**
+   * A new call's id: the upstream's, unless it gave none (some llama.cpp and Ollama builds) or
+   * another call of this answer has it (some backends number each call `call_0`): then one made
+   * up, stable for the request, so each result still pairs with its call.
+   */
+  private callId(id: string | undefined, index: number): string {
+    let callId = id
+    for (let suffix = index; callId === undefined || this.callIds.has(callId); suffix += 1) callId = `call_${this.context.requestId}_${suffix}`
+    this.callIds.add(callId)
+    return callId
   }
 
   private startTool(tool: ToolBlock, out: ChatEvent[]): void {
@@ -269,6 +288,16 @@ export class ChunkTranslator {
     if (this.usage === undefined) return undefined
     return this.usageFinal ? toUsage(this.usage) : withoutOutput(toUsage(this.usage))
   }
+}
+
+/**
+ * Whether a delta with a `name` (but no other id) at the index of a call already named is
+ * another call: so once the call's arguments so far are whole JSON (Ollama sends each call whole,
+ * all at index 0 and some builds without ids). Before that, a backend repeating the name with
+ * each delta is still writing the same call.
+ */
+export function namesAnotherCall(open: { readonly name: string; readonly text: string }, name: string | undefined): boolean {
+  return name !== undefined && open.name !== '' && isWholeJson(open.text)
 }
 
 /** Usage as reported (see fromUpstreamStream): absent counts are 0, absent subsets undefined. */

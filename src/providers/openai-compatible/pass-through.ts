@@ -10,7 +10,8 @@
 //   are those of the re-encoding path (test/providers/openai-compatible-pass-through.test.ts).
 // - anything else (an error chunk, `reasoning`, a tool call without id or name, a tool call that
 //   starts while the one before it is unfinished (its text not yet whole JSON: the backend may
-//   be interleaving their deltas, which the encoder undoes), function_call,
+//   be interleaving their deltas, which the encoder undoes), a call whose id an earlier one has
+//   (the translator makes one up), another call at a known index (namesAnotherCall), function_call,
 //   a finish_reason, the usage chunk, `[DONE]`, extra fields such as OpenAI's service_tier or
 //   obfuscation, a head that changed): the rest of the stream goes through ChunkTranslator,
 //   which is told what already went out, so the terminal frames are held and settled as always.
@@ -28,7 +29,7 @@ import type { ChatEvent } from '../../inference/canonical'
 import { SseDecoder, type SseEvent } from '../../http/sse'
 import { isWholeJson } from '../../inference/tool-input'
 import { parseStringLiteral, SPECIAL, SPECIAL_OR_WIDE } from '../../lib/json-literal'
-import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
+import { ChunkTranslator, namesAnotherCall, type StreamContext } from './from-upstream-stream'
 
 type Passthrough = Extract<ChatEvent, { type: 'passthrough'; format: 'chat-completions' }>
 
@@ -37,7 +38,7 @@ interface ForwardedTool {
   index: number
   callId: string
   name: string
-  /** Its argument text so far (appended while planning: a chunk that is not plain hands the stream over, and this is not read again). */
+  /** Its argument text so far, up to the last plain chunk (the translator takes it on at the hand-over). */
   text: string
 }
 
@@ -73,6 +74,8 @@ export class PassThroughTranslator {
   private readonly tools = new Map<number, ForwardedTool>()
   /** The tool call forwarded last. */
   private lastTool: ForwardedTool | undefined
+  /** The ids of the forwarded calls. */
+  private readonly callIds = new Set<string>()
   private current: Passthrough | undefined
 
   constructor(context: StreamContext) {
@@ -178,7 +181,7 @@ export class PassThroughTranslator {
     this.handedOver = true
     this.current = undefined
     if (this.head !== undefined) {
-      this.translator.resume([...this.tools].map(([key, tool]) => ({ key, block: tool.index, callId: tool.callId, name: tool.name })))
+      this.translator.resume([...this.tools].map(([key, tool]) => ({ key, block: tool.index, callId: tool.callId, name: tool.name, text: tool.text })))
     }
     return this.translator
   }
@@ -204,7 +207,10 @@ export class PassThroughTranslator {
     // Even a first chunk with nothing to show (the role alone) yields its event: the provider's
     // stream() opens at the first event (first-event.ts), and must not wait for the next chunk.
     if (planned.start !== undefined) out.push(planned.start)
-    for (const { key, tool } of planned.started) this.tools.set(key, tool)
+    for (const { key, tool } of planned.started) {
+      this.tools.set(key, tool)
+      this.callIds.add(tool.callId)
+    }
     if (planned.started.length > 0) this.lastTool = planned.started.at(-1)!.tool
     if (planned.deltas.length === 0) return
     const event = this.open(out)
@@ -260,24 +266,27 @@ export class PassThroughTranslator {
     if (!Array.isArray(toolCalls)) return false
     const started = new Map<number, ForwardedTool>()
     let last = this.lastTool
-    for (const call of toolCalls) {
-      if (!isRecord(call) || !Number.isInteger(call.index)) return false
+    for (const [position, call] of toolCalls.entries()) {
+      if (!isRecord(call) || !Number.isInteger(call.index)) return this.unplan(toolCalls, position)
       const fn = call.function
-      if (fn !== undefined && !isRecord(fn)) return false
+      if (fn !== undefined && !isRecord(fn)) return this.unplan(toolCalls, position)
       const args = fn?.arguments
-      if (args !== undefined && typeof args !== 'string') return false
+      if (args !== undefined && typeof args !== 'string') return this.unplan(toolCalls, position)
       const key = call.index as number
+      const name = fn?.name
       let tool = this.tools.get(key) ?? started.get(key)
-      // Another id at a known index is another call (Ollama numbers every call 0): the translator's to sort out.
-      if (tool !== undefined && call.id !== undefined && call.id !== null && call.id !== '' && call.id !== tool.callId) return false
+      // Another call at a known index (Ollama numbers every call 0): the translator's to sort out.
+      if (tool !== undefined && call.id !== undefined && call.id !== null && call.id !== '' && call.id !== tool.callId) return this.unplan(toolCalls, position)
+      if (tool !== undefined && namesAnotherCall(tool, typeof name === 'string' && name !== '' ? name : undefined)) return this.unplan(toolCalls, position)
       if (tool === undefined) {
         // A new call needs its id and name in its first chunk; otherwise the translator's rules
         // (a generated id, a start delayed until the name) apply.
         const callId = call.id
-        const name = fn?.name
-        if (typeof callId !== 'string' || callId === '' || typeof name !== 'string' || name === '' || (call.type !== undefined && call.type !== 'function')) return false
+        if (typeof callId !== 'string' || callId === '' || typeof name !== 'string' || name === '' || (call.type !== undefined && call.type !== 'function')) return this.unplan(toolCalls, position)
+        // An id another call has would leave a result two calls to answer: the translator makes one up.
+        if (this.callIds.has(callId) || (started.size > 0 && [...started.values()].some(other => other.callId === callId))) return this.unplan(toolCalls, position)
         // Checked once per call, when the next one starts (OpenAI's calls are whole by then).
-        if (last !== undefined && !isWholeJson(last.text)) return false
+        if (last !== undefined && !isWholeJson(last.text)) return this.unplan(toolCalls, position)
         tool = { index: this.tools.size + started.size, callId, name, text: '' }
         last = tool
         started.set(key, tool)
@@ -293,6 +302,20 @@ export class PassThroughTranslator {
       }
     }
     return true
+  }
+
+  /**
+   * Takes back the argument text planTools added to forwarded calls for the calls before
+   * `position`: the chunk is not plain, and the translator reads all of it after the hand-over.
+   */
+  private unplan(toolCalls: unknown[], position: number): false {
+    for (let at = position - 1; at >= 0; at -= 1) {
+      const call = toolCalls[at] as { index: number; function?: { arguments?: string } }
+      const tool = this.tools.get(call.index)
+      const args = call.function?.arguments
+      if (tool !== undefined && args !== undefined) tool.text = tool.text.slice(0, tool.text.length - args.length)
+    }
+    return false
   }
 
   /** Makes the first chunk with only content (and the role) the template of the ones that follow it. */
