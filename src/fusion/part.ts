@@ -57,7 +57,7 @@ export interface PartInput {
   onEvent?: (event: ChatEvent) => void | Promise<void>
   /** Whether onEvent has sent output on to the client (then a failure charges what was sent). */
   delivered?: () => boolean
-  /** The run already holds charged work (its documents): a drain that began since lets this part run. */
+  /** The run's documents were already read (held for charging): a drain that began since lets this part run. */
   continuesRun?: boolean
   /** The part was admitted (its reservation held), just before its provider is called. */
   onAdmitted?: () => void
@@ -87,7 +87,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
           input.onAdmitted?.()
         },
         // A drain refuses new requests; the judge belongs to a run already in flight, and so do
-        // participants of a run whose documents were extracted and charged.
+        // participants of a run whose documents were already extracted.
         continuesRequest: input.role === 'judge' || input.continuesRun === true,
       },
       input.onEvent,

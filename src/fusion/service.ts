@@ -82,7 +82,7 @@ export interface FusionPlan {
   readonly billingKeys: ReturnType<typeof fusionBillingKeys> | undefined
   /** The attached documents were extracted: the run is in flight (a drain lets it run). */
   readonly extracted: boolean
-  /** Their parse units, charged once a participant reaches its provider (nothing if none does). */
+  /** Their parse units, charged once a participant's output is (nothing if none is). */
   readonly pending: PendingCharges | undefined
 }
 
@@ -188,8 +188,10 @@ function checkJudge(judged: ChatRequest): void {
  * participant that cannot is refused alone, and when none can the units are released and the
  * request is a 400 (QA: it was charged for a document no participant could read).
  * Under an Idempotency-Key the parse units get a billing key too, so a repeat pays for them once.
- * The units are held in `pending` until a participant is admitted (executeFusion): a run refused
- * as a whole (funds, cap, concurrency) pays nothing for its documents, as a refused chat does.
+ * The units are held in `pending` until the participants end (executeFusion), and charged only
+ * when one of them was charged for output: a run refused as a whole (funds, cap, concurrency), or
+ * whose every participant failed without output charged, pays nothing for its documents, as a
+ * chat refused or failing before any output does.
  */
 async function extractOnce(
   pipeline: PipelineDeps, input: FusionInput, judged: ChatRequest, chats: ChatRequest[], refused: Map<number, ApiError>, billingKey: string | undefined,
@@ -240,8 +242,11 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
     plan.pending?.releaseAll()
     throw outcomes.find((_outcome, index) => !plan.refused.has(index))!.error!
   }
-  // A participant reached its provider: the run's documents are charged (committed before the result).
-  await plan.pending?.settleAll()
+  // The run's documents are charged only when a participant's output was (its usage), as a chat's
+  // files are charged only with its output; committed before the result. When every participant
+  // failed without that, no judge runs: no charge for failed work (QA: a `failed` run charged its file).
+  if (outcomes.some(outcome => outcome.usage !== undefined)) await plan.pending?.settleAll()
+  else plan.pending?.releaseAll()
 
   let synthesis: PartOutcome | undefined
   // Past the drain's deadline nothing starts (Lifecycle.cut): the run ends partial without a

@@ -26,6 +26,7 @@ const judgeModel = (id: string, contextLength: number, maxOutput: number) =>
 const BIG_JUDGE = judgeModel('big', 200_000, 2048)
 const SMALL_JUDGE = judgeModel('small', 16384, 100)
 const JUDGED = chargeOf(JUDGE_PRICE, JUDGE_USAGE)
+const KEY = '0f8fad5b-d9cb-469f-a165-70867728950e'
 
 describe('access', () => {
   test('a plan without Fusion access is 403 naming the plan requirement, even with a prepaid balance; a plan switch applies at once', async () => {
@@ -98,7 +99,6 @@ describe('per-part reservations and caps', () => {
 })
 
 describe('Idempotency-Key', () => {
-  const KEY = '0f8fad5b-d9cb-469f-a165-70867728950e'
   const OTHER_KEY = '7c9e6679-7425-40de-944b-e07fc1f90ae7'
   const script = () => {
     for (const upstream of [h.a, h.b]) upstream.enqueue(answer('9.9.', USAGE))
@@ -221,6 +221,53 @@ describe('attached documents', () => {
     expect((await json(response)).error.code).toBe('insufficient_quota')
     expect(h.a.requests.length + h.b.requests.length + h.judge.requests.length).toBe(0)
     expect(await parseCharges(h.t, h.org.orgId)).toEqual([])
+    await verifyClean(h.t)
+  })
+
+  test('every participant fails at the provider: the run is failed and pays nothing for its document; a repeat that answers pays once', async () => {
+    // Before: a participant that reached its provider settled the parse unit, so a `failed` run
+    // (no answer, no judge) charged its file, where a chat failing before any output charges nothing.
+    h = await buildFusionHarness()
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: textFile('Quarterly notes.'), filename: 'notes.txt' } }] }]
+    const send = () => h.fusion({ models: ['a', 'b', 'c'], messages }, { headers: { 'idempotency-key': KEY } })
+    h.a.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
+    h.b.enqueue({ kind: 'text', status: 200, body: '{"id": "cut', headers: { 'content-type': 'application/json' } })
+    // Output that reached the gateway but not the caller: the part is not charged, nor its document.
+    h.c.enqueue({ kind: 'sse', body: openAIWire.partial('half an answer'), then: 'reset' })
+    const response = await send()
+    expect(response.status).toBe(200)
+    const result = await json(response)
+    expect(result.status).toBe('failed')
+    expect(result.models.map((entry: any) => entry.error_code)).toEqual(['provider_error', 'provider_error', 'provider_error'])
+    expect(h.judge.requests.length).toBe(0)
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([])
+    expect(await fusionEntries(h.t)).toEqual([])
+    await verifyClean(h.t)
+
+    // The same request under the same Idempotency-Key answers now: its document is billed, once.
+    for (let run = 0; run < 2; run++) {
+      for (const upstream of [h.a, h.b, h.c]) upstream.enqueue(answer('Noted.', USAGE))
+      h.judge.enqueue(answer('All noted.', JUDGE_USAGE))
+      expect((await json(await send())).status).toBe('complete')
+    }
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([h.t.deps.config.documents.pricePerParseNanos])
+    await verifyClean(h.t)
+  })
+
+  test.each(['stop', 'length'] as const)('one participant is charged for its answer (finish %p), the other fails: the document is charged once', async finish => {
+    // `length`: an answer cut at max_tokens is charged for its output, and so is the document it read.
+    h = await buildFusionHarness()
+    h.a.enqueue(answer('Noted.', USAGE, finish))
+    h.b.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
+    h.judge.enqueue(answer('Only A.', JUDGE_USAGE))
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: textFile('Quarterly notes.'), filename: 'notes.txt' } }] }]
+    const result = await json(await h.fusion({ models: ['a', 'b'], messages }))
+    expect(result.status).toBe('partial')
+    expect(result.models[0]).toMatchObject({ output: 'Noted.', finish_reason: finish, tokens: USAGE.outputTokens })
+    expect(result.models[0].error).toBeUndefined()
+    expect(result.models[1].error_code).toBe('provider_error')
+    expect(await parseCharges(h.t, h.org.orgId)).toEqual([h.t.deps.config.documents.pricePerParseNanos])
+    expect((await fusionEntries(h.t)).map(entry => entry.amount)).toEqual([PART, JUDGED])
     await verifyClean(h.t)
   })
 
