@@ -1,42 +1,17 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type Anthropic from '@anthropic-ai/sdk'
 import type OpenAI from 'openai'
 import { anthropicWire } from '../providers/anthropic-wire'
 import { chunk, DONE } from '../providers/openai-wire'
-import { FakeUpstream } from '../support/fake-upstream'
-import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
-import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
+import type { FakeUpstream } from '../support/fake-upstream'
+import { toolCallGateway, weatherTool } from './upstream-fixtures'
 
 // The tool calls of one answer as every client (the official SDKs) gets them, when a backend
 // repeats an id within the answer (some number each call `call_0`) or sends a second whole call
 // at the same index without any id (Ollama): each call its own id and name, so each result pairs.
 
 const USAGE = { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 }
-const model = (id: string, provider: string) =>
-  `  - { id: ${id}, backends: [{ provider: ${provider}, model: upstream-${id} }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true } }`
-
-let openaiUpstream: FakeUpstream
-let anthropicUpstream: FakeUpstream
-let gateway: ServedGateway
-
-beforeAll(async () => {
-  openaiUpstream = await FakeUpstream.start()
-  anthropicUpstream = await FakeUpstream.start()
-  gateway = await startServedGateway(
-    paygConfig(
-      [upstreamProvider('oa', 'openai-compatible', `${openaiUpstream.url}/v1`, 'KEY'), upstreamProvider('an', 'anthropic', `${anthropicUpstream.url}/v1`, 'KEY')],
-      [model('oa', 'oa'), model('an', 'an')],
-    ),
-    { KEY: 'sk-upstream' },
-    { credit: CREDIT },
-  )
-})
-
-afterAll(async () => {
-  await gateway.close()
-  await openaiUpstream.close()
-  await anthropicUpstream.close()
-})
+const served = toolCallGateway()
 
 const OSLO = '{"city":"Oslo"}'
 const CET = '{"tz":"CET"}'
@@ -81,32 +56,32 @@ function expectTwoCalls(calls: Call[], firstId?: string): void {
 }
 
 async function chatStreamCalls(body: string): Promise<Call[]> {
-  openaiUpstream.enqueue({ kind: 'sse', body })
-  const final = await gateway.openai.chat.completions.stream({ model: 'oa', messages: [{ role: 'user', content: 'Weather and time?' }], tools }).finalChatCompletion()
+  served.openai.enqueue({ kind: 'sse', body })
+  const final = await served.gateway.openai.chat.completions.stream({ model: 'oa', messages: [{ role: 'user', content: 'Weather and time?' }], tools }).finalChatCompletion()
   return final.choices[0]!.message.tool_calls!.map(call => [call.id, call.type === 'function' ? call.function.name : '', call.type === 'function' ? call.function.arguments : ''])
 }
 
 async function responsesCalls(upstream: FakeUpstream, body: string, modelId = 'oa'): Promise<Call[]> {
   upstream.enqueue({ kind: 'sse', body })
-  const final = await gateway.openai.responses.stream({ model: modelId, input: 'Weather and time?', tools: responsesTools }).finalResponse()
+  const final = await served.gateway.openai.responses.stream({ model: modelId, input: 'Weather and time?', tools: responsesTools }).finalResponse()
   return final.output.map(item => item as OpenAI.Responses.ResponseFunctionToolCall).map(call => [call.call_id, call.name, call.arguments])
 }
 
 async function messagesCalls(upstream: FakeUpstream, body: string, modelId = 'oa'): Promise<Call[]> {
   upstream.enqueue({ kind: 'sse', body })
-  const final = await gateway.anthropic.messages.stream({ model: modelId, max_tokens: 100, messages: [{ role: 'user', content: 'Weather and time?' }], tools: messagesTools }).finalMessage()
+  const final = await served.gateway.anthropic.messages.stream({ model: modelId, max_tokens: 100, messages: [{ role: 'user', content: 'Weather and time?' }], tools: messagesTools }).finalMessage()
   return final.content.map(block => block as Anthropic.ToolUseBlock).map(block => [block.id, block.name, JSON.stringify(block.input)])
 }
 
 describe('a Chat Completions backend repeats a call id within one answer', () => {
   test('Responses: the stream helper takes the calls (it threw "duplicate output item identity"), the second with an id of its own', async () => {
-    expectTwoCalls(await responsesCalls(openaiUpstream, repeatedId()), 'call_0')
+    expectTwoCalls(await responsesCalls(served.openai, repeatedId()), 'call_0')
   })
 
   test('Chat Completions, passed through and re-encoded (an extra field), and Messages: two ids', async () => {
     expectTwoCalls(await chatStreamCalls(repeatedId()), 'call_0')
     expectTwoCalls(await chatStreamCalls(repeatedId({ service_tier: 'default' })), 'call_0')
-    expectTwoCalls(await messagesCalls(openaiUpstream, repeatedId()), 'call_0')
+    expectTwoCalls(await messagesCalls(served.openai, repeatedId()), 'call_0')
   })
 
   test('a collected answer (not streamed), the same', async () => {
@@ -118,8 +93,8 @@ describe('a Chat Completions backend repeats a call id within one answer', () =>
         { id: 'call_0', type: 'function', function: { name: 'get_time', arguments: CET } },
       ],
     }
-    openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage: USAGE } })
-    const completion = await gateway.openai.chat.completions.create({ model: 'oa', messages: [{ role: 'user', content: 'Weather and time?' }], tools })
+    served.openai.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage: USAGE } })
+    const completion = await served.gateway.openai.chat.completions.create({ model: 'oa', messages: [{ role: 'user', content: 'Weather and time?' }], tools })
     const calls = completion.choices[0]!.message.tool_calls!.map((call): Call => [call.id, call.type === 'function' ? call.function.name : '', call.type === 'function' ? call.function.arguments : ''])
     expectTwoCalls(calls, 'call_0')
   })
@@ -129,8 +104,8 @@ describe('a Chat Completions backend sends a second whole call at the same index
   for (const [label, index] of [['index 0', { index: 0 }], ['no index', {}]] as const) {
     test(`${label}: every client gets two calls, each with its name and arguments`, async () => {
       expectTwoCalls(await chatStreamCalls(sameIndex(index)))
-      expectTwoCalls(await responsesCalls(openaiUpstream, sameIndex(index)))
-      expectTwoCalls(await messagesCalls(openaiUpstream, sameIndex(index)))
+      expectTwoCalls(await responsesCalls(served.openai, sameIndex(index)))
+      expectTwoCalls(await messagesCalls(served.openai, sameIndex(index)))
     })
   }
 
@@ -148,6 +123,6 @@ test('an Anthropic-compatible backend repeating a tool_use id: Messages (deltas 
     finish: 'tool-calls' as const,
     usage: { inputTokens: 9, outputTokens: 20 },
   }
-  expectTwoCalls(await messagesCalls(anthropicUpstream, anthropicWire.stream(turn), 'an'), 'toolu_0')
-  expectTwoCalls(await responsesCalls(anthropicUpstream, anthropicWire.stream(turn), 'an'), 'toolu_0')
+  expectTwoCalls(await messagesCalls(served.anthropic, anthropicWire.stream(turn), 'an'), 'toolu_0')
+  expectTwoCalls(await responsesCalls(served.anthropic, anthropicWire.stream(turn), 'an'), 'toolu_0')
 })

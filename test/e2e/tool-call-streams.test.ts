@@ -1,41 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type Anthropic from '@anthropic-ai/sdk'
 import type OpenAI from 'openai'
 import { chunk, DONE, frame } from '../providers/openai-wire'
-import { FakeUpstream } from '../support/fake-upstream'
-import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
-import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
+import { toolCallGateway, weatherTool } from './upstream-fixtures'
 
 // Tool calls of a Chat Completions backend as Messages, Responses and Chat Completions clients
 // (the official SDKs) stream them: arguments that are not a JSON object, parallel calls whose argument deltas the
 // backend interleaves, and a Messages history carrying the `_raw_arguments` wrapper back.
 
 const USAGE = { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 }
-const model = (id: string, provider: string) =>
-  `  - { id: ${id}, backends: [{ provider: ${provider}, model: upstream-${id} }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true } }`
-
-let openaiUpstream: FakeUpstream
-let anthropicUpstream: FakeUpstream
-let gateway: ServedGateway
-
-beforeAll(async () => {
-  openaiUpstream = await FakeUpstream.start()
-  anthropicUpstream = await FakeUpstream.start()
-  gateway = await startServedGateway(
-    paygConfig(
-      [upstreamProvider('oa', 'openai-compatible', `${openaiUpstream.url}/v1`, 'KEY'), upstreamProvider('an', 'anthropic', `${anthropicUpstream.url}/v1`, 'KEY')],
-      [model('oa', 'oa'), model('an', 'an')],
-    ),
-    { KEY: 'sk-upstream' },
-    { credit: CREDIT },
-  )
-})
-
-afterAll(async () => {
-  await gateway.close()
-  await openaiUpstream.close()
-  await anthropicUpstream.close()
-})
+const served = toolCallGateway()
 
 /** A Chat Completions answer that is one call of get_weather with `args`, whole and streamed (the arguments cut in two). */
 function oneCall(args: string, finish: 'tool_calls' | 'length') {
@@ -78,9 +52,9 @@ describe('Messages stream of a Chat Completions backend: tool_use input as the n
   for (const { name, args, finish } of cases) {
     test(name, async () => {
       const { whole, streamed } = oneCall(args, finish)
-      openaiUpstream.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
-      const plain = await gateway.anthropic.messages.create(messagesRequest)
-      const stream = gateway.anthropic.messages.stream(messagesRequest)
+      served.openai.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
+      const plain = await served.gateway.anthropic.messages.create(messagesRequest)
+      const stream = served.gateway.anthropic.messages.stream(messagesRequest)
       let partialJson = ''
       stream.on('streamEvent', event => {
         if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') partialJson += event.delta.partial_json
@@ -97,8 +71,8 @@ describe('Messages stream of a Chat Completions backend: tool_use input as the n
 
 describe('parallel calls whose argument deltas a Chat Completions backend interleaves', () => {
   test('Messages: each block stops with its whole input, and no delta follows a stop', async () => {
-    openaiUpstream.enqueue({ kind: 'sse', body: interleaved })
-    const stream = gateway.anthropic.messages.stream(messagesRequest)
+    served.openai.enqueue({ kind: 'sse', body: interleaved })
+    const stream = served.gateway.anthropic.messages.stream(messagesRequest)
     const stopped = new Set<number>()
     const late: number[] = []
     stream.on('streamEvent', event => {
@@ -119,9 +93,9 @@ describe('parallel calls whose argument deltas a Chat Completions backend interl
   // re-encode the stream from its first chunk).
   for (const [path, body] of [['passed through', interleaved], ['re-encoded', interleaved.replace('"system_fingerprint":', '"service_tier":"default","system_fingerprint":')]] as const) {
     test(`Chat Completions (${path}): each call's deltas are contiguous, in index order, and done carries its whole strict arguments`, async () => {
-      openaiUpstream.enqueue({ kind: 'sse', body })
+      served.openai.enqueue({ kind: 'sse', body })
       const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }
-      const stream = gateway.openai.chat.completions.stream({
+      const stream = served.gateway.openai.chat.completions.stream({
         model: 'oa',
         messages: [{ role: 'user', content: 'Weather in Oslo and Paris?' }],
         tools: [{ type: 'function', function: { name: 'get_weather', parameters, strict: true } }],
@@ -144,9 +118,9 @@ describe('parallel calls whose argument deltas a Chat Completions backend interl
   }
 
   test('Responses: every done event carries the whole arguments, and no delta follows an item done', async () => {
-    openaiUpstream.enqueue({ kind: 'sse', body: interleaved })
+    served.openai.enqueue({ kind: 'sse', body: interleaved })
     const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: null }]
-    const stream = gateway.openai.responses.stream({ model: 'oa', input: 'Weather?', tools })
+    const stream = served.gateway.openai.responses.stream({ model: 'oa', input: 'Weather?', tools })
     const done: Array<[string, string]> = []
     const closed = new Set<number>()
     const late: number[] = []
@@ -182,16 +156,16 @@ test('a Messages history with input {_raw_arguments: text}: a Chat Completions b
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_x', content: 'bad arguments' }] },
     ],
   })
-  openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
-  anthropicUpstream.enqueue({ kind: 'json', body: { id: 'msg_1', type: 'message', role: 'assistant', model: 'upstream-an', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 9, output_tokens: 1 } } })
-  await gateway.anthropic.messages.create(history('oa'))
-  await gateway.anthropic.messages.create(history('an'))
-  expect(openaiUpstream.requests.at(-1)!.body.messages[1].tool_calls).toEqual([{ id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: raw } }])
-  expect(anthropicUpstream.requests.at(-1)!.body.messages[1].content).toEqual([{ type: 'tool_use', id: 'call_x', name: 'get_weather', input: { _raw_arguments: raw } }])
+  served.openai.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
+  served.anthropic.enqueue({ kind: 'json', body: { id: 'msg_1', type: 'message', role: 'assistant', model: 'upstream-an', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 9, output_tokens: 1 } } })
+  await served.gateway.anthropic.messages.create(history('oa'))
+  await served.gateway.anthropic.messages.create(history('an'))
+  expect(served.openai.requests.at(-1)!.body.messages[1].tool_calls).toEqual([{ id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: raw } }])
+  expect(served.anthropic.requests.at(-1)!.body.messages[1].content).toEqual([{ type: 'tool_use', id: 'call_x', name: 'get_weather', input: { _raw_arguments: raw } }])
   // Another object stays as it is, even with the key among others.
-  openaiUpstream.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
+  served.openai.enqueue({ kind: 'json', body: { id: 'c', object: 'chat.completion', created: 1, model: 'upstream-oa', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: USAGE } })
   const mixed = history('oa')
   ;(mixed.messages[1]!.content as Anthropic.ToolUseBlockParam[])[0]!.input = { _raw_arguments: raw, city: 'Oslo' }
-  await gateway.anthropic.messages.create(mixed)
-  expect(openaiUpstream.requests.at(-1)!.body.messages[1].tool_calls[0].function.arguments).toBe(JSON.stringify({ _raw_arguments: raw, city: 'Oslo' }))
+  await served.gateway.anthropic.messages.create(mixed)
+  expect(served.openai.requests.at(-1)!.body.messages[1].tool_calls[0].function.arguments).toBe(JSON.stringify({ _raw_arguments: raw, city: 'Oslo' }))
 })

@@ -1,4 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk'
+import { afterAll, beforeAll } from 'bun:test'
+import { FakeUpstream } from '../support/fake-upstream'
+import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
 
 // What the e2e upstream suites (chat-, messages-, responses-upstreams) share: one credit, one
 // catalog price whose rates do not divide evenly (so every charge's ceil matters), one tool.
@@ -15,4 +18,33 @@ export const weatherTool: Anthropic.Tool = {
   name: 'get_weather',
   description: 'Current weather',
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+}
+
+/**
+ * A served gateway (started before the file's tests, closed after them) whose catalog has `oa`
+ * on a fake Chat Completions backend and `an` on a fake Anthropic one, tools enabled: the tool
+ * call suites' setup.
+ */
+export function toolCallGateway(): { readonly openai: FakeUpstream; readonly anthropic: FakeUpstream; readonly gateway: ServedGateway } {
+  const model = (id: string) =>
+    `  - { id: ${id}, backends: [{ provider: ${id}, model: upstream-${id} }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true } }`
+  const served = {} as { openai: FakeUpstream; anthropic: FakeUpstream; gateway: ServedGateway }
+  beforeAll(async () => {
+    served.openai = await FakeUpstream.start()
+    served.anthropic = await FakeUpstream.start()
+    served.gateway = await startServedGateway(
+      paygConfig(
+        [upstreamProvider('oa', 'openai-compatible', `${served.openai.url}/v1`, 'KEY'), upstreamProvider('an', 'anthropic', `${served.anthropic.url}/v1`, 'KEY')],
+        [model('oa'), model('an')],
+      ),
+      { KEY: 'sk-upstream' },
+      { credit: CREDIT },
+    )
+  })
+  afterAll(async () => {
+    await served.gateway.close()
+    await served.openai.close()
+    await served.anthropic.close()
+  })
+  return served
 }
