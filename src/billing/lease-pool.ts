@@ -1,6 +1,7 @@
 import type { LeaseScope } from '../db/schema'
 import { PairMap } from '../lib/pair-map'
 import type { LeaseRef } from './ledger-ops'
+import type { ScopeRoom } from './scope-room'
 
 /**
  * This process's view of one lease: `leased` is what the database has moved to this boot for
@@ -21,6 +22,13 @@ export class LeasePool {
    */
   emptyUntilMs = 0
   emptyNeed = 0n
+  /**
+   * Read when the scope last refused a grant: whether spending or mere holds left it short. On a
+   * prepaid pool it is the organization's funds (allowance and prepaid), which a refusal names.
+   * Refusals from the cache above reuse it: a settlement since can only have spent what it read
+   * as held, so at worst a refusal says "held" for that second, and its 2 s retry reads afresh.
+   */
+  room: ScopeRoom | null = null
 
   constructor(
     readonly ref: LeaseRef,

@@ -4,6 +4,8 @@ import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
 import { utcDay, utcMonth, type Window } from '../lib/clock'
 import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
+import type { ScopeRoom } from './scope-room'
+import { IDLE_RETURN_MS } from './sweeper'
 
 export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
   if (period === 'daily') return utcDay(nowMs)
@@ -12,17 +14,50 @@ export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
 }
 
 /**
+ * Why a scope could not cover a call: what its spending left is too little ('spent': only the
+ * cap's reset or a top-up helps), or the rest is only held, by this instance's calls in flight
+ * ('held') or by another instance's lease ('leased'), and comes back. Without a room read (none
+ * yet): 'spent', the answer that sends no client back too soon.
+ */
+export type Shortfall = 'spent' | 'held' | 'leased'
+
+export function shortfall(room: ScopeRoom | null, estimate: Nanos): Shortfall {
+  if (room === null || room.unspent < estimate) return 'spent'
+  return room.unspent - room.leasedElsewhere < estimate ? 'leased' : 'held'
+}
+
+// Retry-After of a refusal that only held money caused, which both official SDKs honour up to
+// 60 s. Calls in flight here give back what they do not spend as they settle, most within
+// seconds; another instance's lease goes back once it has been idle IDLE_RETURN_MS (its next
+// sweep), so asking sooner would mostly be refused again.
+const HELD_RETRY_AFTER_S = 2
+const LEASED_RETRY_AFTER_S = IDLE_RETURN_MS / 1000
+
+/**
+ * What a refusal by held money says, and its headers: retry shortly. x-should-retry: true, since
+ * renderError tells the SDKs not to retry any other insufficient_quota.
+ */
+function heldRefusal(refused: string, why: 'held' | 'leased'): ApiError {
+  const rest = why === 'held'
+    ? 'calls in flight hold the rest and give back what they do not spend when they finish'
+    : `another gateway instance holds the rest leased, and returns what it does not use once idle for ${LEASED_RETRY_AFTER_S} s`
+  const retryAfter = String(why === 'held' ? HELD_RETRY_AFTER_S : LEASED_RETRY_AFTER_S)
+  return new ApiError('insufficient_quota', `${refused} for now: ${rest}; retry shortly`, undefined, { 'retry-after': retryAfter, 'x-should-retry': 'true' })
+}
+
+/**
  * A call refused by its key's cap: what is left in the window cannot cover the call's
  * worst-case cost (its estimate). That need not mean the cap is used up: a smaller call (a lower
- * max_tokens) may still fit, and an overall cap's key expires only once its spend reaches the
- * cap (spec §3.1), so the message says which limit refused and why.
+ * max_tokens) may still fit, calls in flight may hold what is left, and an overall cap's key
+ * expires only once its spend reaches the cap (spec §3.1), so the message says which limit
+ * refused and why. Only a cap that its spending left too little stops the key until its reset.
  */
-export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean): ApiError {
+export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean, why: Shortfall): ApiError {
   const capText = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos)`
   const costText = `this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
-  // Said of the whole cap only when the cost exceeds it; otherwise what is left (the cap less what
-  // was spent in the window and what calls in flight hold) is short, not the cap.
-  const refused = estimate > cap ? `${capText} cannot cover ${costText}` : `${capText} has less left than ${costText} (after what it spent and what calls in flight hold)`
+  if (why !== 'spent') return heldRefusal(`${capText} has less left than ${costText}`, why)
+  // Said of the whole cap only when the cost exceeds it; otherwise what its spending left is short.
+  const refused = estimate > cap ? `${capText} cannot cover ${costText}` : `${capText} has less left than ${costText} (after what it spent)`
   // No reset helps a call whose worst case exceeds the whole cap: a Retry-After would only send
   // the client back at the window's end to be refused again. A token-priced call may fit with a
   // smaller output cap; a fixed-price one (a page, a search, a parse) cannot shrink.
@@ -33,11 +68,10 @@ export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, n
   return new ApiError('insufficient_quota', `${refused}; the cap resets at ${new Date(window.endMs).toISOString()}`, undefined, { 'retry-after': String(retryAfter) })
 }
 
-export function fundsRefusal(estimate: Nanos): ApiError {
-  return new ApiError(
-    'insufficient_quota',
-    `insufficient funds: the organization's plan allowance and prepaid balance cannot cover this call (estimated ${formatUsd(estimate)} USD)`,
-  )
+export function fundsRefusal(estimate: Nanos, why: Shortfall): ApiError {
+  const cost = `(estimated ${formatUsd(estimate)} USD)`
+  if (why !== 'spent') return heldRefusal(`insufficient funds: what the organization's plan allowance and prepaid balance have free cannot cover this call ${cost}`, why)
+  return new ApiError('insufficient_quota', `insufficient funds: the organization's plan allowance and prepaid balance cannot cover this call ${cost}`)
 }
 
 export const min = (a: Nanos, b: Nanos): Nanos => (a < b ? a : b)

@@ -13,7 +13,8 @@ import { claimForRetries, submitWithRetries } from './ledger-retries'
 import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
-import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive } from './ledger-rules'
+import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive, shortfall } from './ledger-rules'
+import { readRoom } from './scope-room'
 
 /** What a billed call is for (one entry `purpose`). */
 export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_parse'
@@ -95,7 +96,7 @@ export class Ledger {
   async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }): Promise<AdmitResult> {
     const { principal, estimate } = input
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
-    if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate) } // unfundable (in SQL it overflowed: a 503)
+    if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate, 'spent') } // unfundable (in SQL it overflowed: a 503)
     // Never start work that could not be billed: refuse while the database takes no writes.
     // Under traffic this is one timestamp comparison; see LedgerHealth.
     const health = this.health
@@ -119,7 +120,10 @@ export class Ledger {
         if (keyPool && keyPool.free < estimate) {
           const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion') }
+          if (outcome === 'empty') {
+            const fixedPrice = input.purpose !== 'chat' && input.purpose !== 'fusion'
+            return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, fixedPrice, shortfall(keyPool.room, estimate)) }
+          }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against
@@ -135,9 +139,9 @@ export class Ledger {
           return { ok: true, reservation: this.reservation(input, holds) }
         }
         const short = estimate - positive(allowance.free) - positive(prepaid.free)
-        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate) }
+        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate)) }
       }
-      return { ok: false, error: fundsRefusal(estimate) }
+      return { ok: false, error: fundsRefusal(estimate, 'spent') }
     } catch (error) {
       if (error instanceof ApiError) return { ok: false, error }
       this.logger.error('ledger admit failed', { org_id: principal.orgId, error: String(error) })
@@ -228,8 +232,8 @@ export class Ledger {
   /**
    * Asks the database for more lease: at least `need`, up to a few requests' worth of the
    * demand waiting on this pool. Concurrent callers wait for the growth already in flight
-   * ('waited') and look again. 'empty': nothing was free; 'inactive': a key-cap growth found
-   * the key no longer active.
+   * ('waited') and look again. 'empty': nothing was free (the pool's `room` says why);
+   * 'inactive': a key-cap growth found the key no longer active.
    */
   private async grow(pool: LeasePool, need: Nanos, estimate: Nanos, capNanos?: Nanos): Promise<'granted' | 'waited' | 'empty' | 'inactive'> {
     pool.wanted += estimate
@@ -242,6 +246,7 @@ export class Ledger {
       if (pool.emptyUntilMs > now && need >= pool.emptyNeed) return 'empty'
       const target = leaseTarget(need, pool.wanted)
       let grant: Nanos | null = null
+      let inactive = false
       const leasedBefore = pool.leased
       pool.growing = this.writer
         .submit({
@@ -257,7 +262,7 @@ export class Ledger {
             return { granted: row ? BigInt(row.last_grant_nanos as bigint) : null, created: (results[results.length - 3]?.changes ?? 0) > 0 }
           },
         })
-        .then(({ granted, created }) => {
+        .then(async ({ granted, created }) => {
           grant = granted
           // A row created for a lease this process held: another instance returned it meanwhile
           // (took this one for dead) and may spend it; only this grant is leased now. A heartbeat
@@ -267,6 +272,14 @@ export class Ledger {
           else {
             pool.emptyUntilMs = now + EMPTY_RECHECK_MS
             pool.emptyNeed = need
+            // Why, read while the admissions waiting on this growth still wait: they find the same
+            // answer. A prepaid refusal reads the month's allowance with it (admission draws on both).
+            const month = pool.ref.scope === 'prepaid' ? this.pools.get('allowance', pool.ref.orgId, null, utcMonth(now).startMs, now) : undefined
+            inactive = !(await readRoom(this.writer, pool, capNanos, month))
+            if (inactive) {
+              pool.emptyUntilMs = 0 // asked again next time, to answer 401 again
+              this.onKeyExpired(pool.ref.keyId!)
+            }
           }
         })
         .finally(() => {
@@ -274,9 +287,7 @@ export class Ledger {
         })
       await pool.growing
       if (grant !== null && grant > 0n) return 'granted'
-      // A refused key-cap grant is either a full window or an inactive key; tell them apart.
-      if (pool.ref.scope === 'key_cap' && (await this.keyInactive(pool))) return 'inactive'
-      return 'empty'
+      return inactive ? 'inactive' : 'empty'
     } finally {
       pool.wanted -= estimate
     }
@@ -290,19 +301,6 @@ export class Ledger {
     this.logger.warn('lease was returned by another instance; dropping it', { lease: pool.ref.id, held_nanos: String(pool.held) })
     pool.leased = 0n
     if (pool.held > 0n) this.onLeaseLost?.()
-  }
-
-  private async keyInactive(pool: LeasePool): Promise<boolean> {
-    pool.emptyUntilMs = 0
-    const rows = await this.writer.submit({
-      kind: 'plain',
-      statements: [{ sql: "SELECT status FROM api_keys WHERE id = ?", args: [pool.ref.keyId] }],
-      interpret: results => results[0]!.rows,
-    })
-    const inactive = rows[0]?.status !== 'active'
-    if (inactive) this.onKeyExpired(pool.ref.keyId!)
-    else pool.emptyUntilMs = this.clock.now() + EMPTY_RECHECK_MS
-    return inactive
   }
 
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {

@@ -13,7 +13,8 @@ export const HEARTBEAT_MS = 5000
  * would be declared stale between its own heartbeats and its holds' leases swept from under it.
  */
 export const MIN_STALE_AFTER_MS = 3 * HEARTBEAT_MS
-const IDLE_RETURN_MS = 10_000
+/** How long a lease goes unused before this boot returns it (at the next sweep). */
+export const IDLE_RETURN_MS = 10_000
 
 /**
  * Keeps leases honest (ARCHITECTURE.md §7.5): heartbeats this instance; at boot returns the

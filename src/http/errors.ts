@@ -123,6 +123,7 @@ export function renderError(error: ApiError, surface: Surface, requestId: string
   // The Anthropic SDK reads the request id from `request-id` (error.requestID).
   if (surface === 'anthropic') headers['request-id'] = requestId
   // Both official SDKs retry every 429 unless told not to: an unfunded account will not fund itself.
-  if (error.code === 'insufficient_quota') headers['x-should-retry'] = 'false'
+  // A refusal by money that calls in flight only hold says otherwise (billing/ledger-rules.ts).
+  if (error.code === 'insufficient_quota') headers['x-should-retry'] ??= 'false'
   return new Response(JSON.stringify(body), { status: error.status, headers })
 }

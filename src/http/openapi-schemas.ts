@@ -76,10 +76,15 @@ const RATE_LIMIT_HEADERS = {
 
 /**
  * What a 429 adds when it may be `insufficient_quota` (src/http/errors.ts renderError): the
- * official SDKs retry every 429 unless told not to, and an unfunded account will not fund itself.
+ * official SDKs retry every 429 unless told not to, and an unfunded account will not fund itself;
+ * money only held by calls in flight comes back (billing/ledger-rules.ts).
  */
 const QUOTA_HEADERS = {
-  'X-Should-Retry': t.Literal('false', { description: 'Sent with insufficient_quota only (no funds or allowance left, or a spend cap reached): retrying will not help. Absent on rate_limited' }),
+  'X-Should-Retry': t.Union([t.Literal('false'), t.Literal('true')], {
+    description:
+      'Sent with insufficient_quota only. false: no funds or allowance left, or a spend cap reached (a daily or monthly cap with Retry-After until its reset): retrying sooner will not help. ' +
+      'true: what is left is held by calls in flight or leased by another gateway instance; retry after Retry-After (2 or 10 s). Absent on rate_limited',
+  }),
 }
 
 /** The challenge renderError (src/http/errors.ts) puts on every 401 of the API (RFC 9110 §11.6.1 requires one). */

@@ -206,7 +206,13 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
             if (result.ok) throw new Error(`step ${step}: admitted past the ${cap.period} cap (room ${keyRoom}, estimate ${estimate})`)
             expect(result.error.code).toBe('insufficient_quota')
             expect(result.error.message).toContain(`${cap.period} spend cap`)
-            if (cap.period !== 'overall') {
+            // Only a cap its spending left short stops the key until the reset; one that calls in
+            // flight hold is retried shortly (this boot holds every lease: 2 s, not another
+            // instance's 10). Every admission here asks the database afresh (see below).
+            const spent = cap.nanos - model.spent(command.key, windowStartMs!) < estimate
+            expect(result.error.headers?.['x-should-retry']).toBe(spent ? undefined : 'true')
+            if (!spent) expect(result.error.headers?.['retry-after']).toBe('2')
+            else if (cap.period !== 'overall') {
               const endMs = cap.period === 'daily' ? utcDay(now).endMs : utcMonth(now).endMs
               expect(result.error.headers?.['retry-after']).toBe(String(Math.max(1, Math.ceil((endMs - now) / 1000))))
             }
@@ -222,6 +228,9 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
             if (result.ok) throw new Error(`step ${step}: admitted beyond funds (allowance ${allowanceRoom}, prepaid ${prepaidRoom}, estimate ${estimate})`)
             expect(result.error.code).toBe('insufficient_quota')
             expect(result.error.message).toContain('insufficient funds')
+            const spent = max0(model.allowanceLeft(month)) + model.prepaid < estimate
+            expect(result.error.headers?.['x-should-retry']).toBe(spent ? undefined : 'true')
+            expect(result.error.headers?.['retry-after']).toBe(spent ? undefined : '2')
             break
           }
           if (!result.ok) throw new Error(`step ${step}: refused (${result.error.message}) with allowance ${allowanceRoom}, prepaid ${prepaidRoom}, key room ${keyRoom}`)
