@@ -1,7 +1,7 @@
 // The svc command line (src/cli.ts runs it): usage, and each command's dispatch.
 import { existsSync } from 'node:fs'
 import { DrizzleQueryError } from 'drizzle-orm/errors'
-import { localPathOf } from './billing/executor'
+import { isInMemoryUrl, localPathOf } from './billing/executor'
 import { loadClientConfig, type ClientConfig } from './config/client'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
@@ -173,6 +173,7 @@ function configOrExit<T>(load: () => T, io: CliIo): T | undefined {
  * command on a file that does not exist (a mistyped DATABASE_URL, the default relative path run
  * from another directory) is refused before anything is written: it would otherwise report on a
  * new, empty database (`ledger verify`: "every invariant holds"), or write where no server reads.
+ * An in-memory DATABASE_URL is refused for every command here, migrate too, for the same reason.
  */
 async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>, options: { create?: boolean } = {}): Promise<number> {
   let deps: Deps | undefined
@@ -180,6 +181,10 @@ async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<v
     return await exitCode(
       io,
       async () => {
+        // Its own process's memory: the server's data is not there, and what is written is lost.
+        if (isInMemoryUrl(config.databaseUrl)) {
+          throw new Error("DATABASE_URL names an in-memory database; operator commands need the server's database file or URL")
+        }
         const path = localPathOf(config.databaseUrl)
         if (!options.create && path !== undefined && !existsSync(path)) {
           throw new DatabaseFileError(`${path} does not exist (svc migrate or svc serve creates it)`)

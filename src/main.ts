@@ -1,5 +1,6 @@
 import { writeSync } from 'node:fs'
 import { createApp } from './app'
+import { isInMemoryUrl } from './billing/executor'
 import type { Config } from './config/config'
 import { migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
@@ -14,6 +15,11 @@ import { bootstrapIfEmpty } from './orgs/bootstrap'
  */
 export async function serve(config: Config, print: (line: string) => void = printChecked): Promise<void> {
   const deps = await createDeps(config)
+  // Allowed (a throwaway gateway for a demo or a smoke test announces its own admin key), but
+  // said: nothing survives a restart, and no operator command can reach this database.
+  if (isInMemoryUrl(config.databaseUrl)) {
+    deps.logger.warn('DATABASE_URL names an in-memory database: every organization, key and credit is lost when this process stops, and svc operator commands cannot reach it', { database: redactUrl(config.databaseUrl) })
+  }
   if (deps.identity.fallback !== undefined) deps.logger.warn(deps.identity.fallback, { instance_id: deps.identity.instanceId })
   // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
   // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:

@@ -49,6 +49,10 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const databaseUrl = env.DATABASE_URL || 'file:data/svc.db'
   if (!/^(file:|libsql:\/\/|https?:\/\/|:memory:$)/.test(databaseUrl)) {
     problems.push(`DATABASE_URL: must start with file:, libsql://, http:// or https://, got "${databaseUrl}"`)
+  } else if (/^file:([?#]|$)/.test(databaseUrl)) {
+    // SQLite opens an empty path as a private temporary database, deleted on close: a server would
+    // bootstrap a fresh organization at every start (`file:${DB}` with DB unset, say).
+    problems.push('DATABASE_URL: file: names no file; give its path, e.g. file:data/svc.db')
   }
 
   if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runCli } from '../../src/commands'
 import { captureIo } from '../support/cli'
+import { startGateway } from '../support/gateway-process'
 
 // A local database file that does not exist: only `svc migrate` and `svc serve` create one (QA cli #5).
+// An in-memory database: no operator command runs on one, and `svc serve` warns (QA dburl #1).
 
 let dir: string
 beforeEach(() => {
@@ -19,24 +21,26 @@ async function cli(env: Record<string, string>, ...argv: string[]) {
   return { code, out: out.join('\n'), err: err.join('\n') }
 }
 
+const id = '01a21b96-0000-7000-8000-000000000000'
+/** Every command that opens the server's database, but migrate. */
+const commands = [
+  ['ledger', 'verify'],
+  ['orgs', 'show', id],
+  ['keys', 'list', '--org', id],
+  ['orgs', 'create', '--name', 'Acme'],
+  ['credit', '--org', id, '--usd', '1'],
+  ['plans', 'set', '--org', id, '--plan', 'pro'],
+  ['users', 'add', '--org', id, '--email', 'a@example.com', '--role', 'member'],
+  ['users', 'set-role', '--org', id, '--user', id, '--role', 'member'],
+  ['keys', 'create', '--org', id, '--user', id, '--name', 'k'],
+  ['keys', 'revoke', id],
+]
+
 test('a command other than migrate and serve refuses a database file that does not exist, creating nothing', async () => {
   // Before, each created the directories, the file, its WAL and .instance-id, and `ledger verify`
   // then reported "ledger ok: every invariant holds" on that new, empty database.
   const path = join(dir, 'mistyped', 'dir', 'svc.db')
   const env = { DATABASE_URL: `file:${path}` }
-  const id = '01a21b96-0000-7000-8000-000000000000'
-  const commands = [
-    ['ledger', 'verify'],
-    ['orgs', 'show', id],
-    ['keys', 'list', '--org', id],
-    ['orgs', 'create', '--name', 'Acme'],
-    ['credit', '--org', id, '--usd', '1'],
-    ['plans', 'set', '--org', id, '--plan', 'pro'],
-    ['users', 'add', '--org', id, '--email', 'a@example.com', '--role', 'member'],
-    ['users', 'set-role', '--org', id, '--user', id, '--role', 'member'],
-    ['keys', 'create', '--org', id, '--user', id, '--name', 'k'],
-    ['keys', 'revoke', id],
-  ]
   for (const argv of commands) {
     const result = await cli(env, ...argv)
     expect({ argv, code: result.code, out: result.out, err: result.err }).toEqual({
@@ -50,4 +54,39 @@ test('a command other than migrate and serve refuses a database file that does n
   expect(await cli(env, 'migrate')).toEqual({ code: 0, out: '', err: '' })
   expect(existsSync(path)).toBe(true)
   expect(await cli(env, 'ledger', 'verify')).toEqual({ code: 0, out: 'ledger ok: every invariant holds', err: '' })
+})
+
+test('no operator command, migrate included, runs on an in-memory database', async () => {
+  // Before, each ran on a fresh database of its own process: `ledger verify` passed, `orgs create
+  // --credit-usd 5` printed a key and its credit, and nothing was stored where a server reads.
+  for (const url of [':memory:', 'file::memory:', 'file::memory:?cache=shared']) {
+    for (const argv of [['migrate'], ...commands]) {
+      const result = await cli({ DATABASE_URL: url }, ...argv)
+      expect({ url, argv, ...result }).toEqual({
+        url, argv, code: 1, out: '',
+        err: "error: DATABASE_URL names an in-memory database; operator commands need the server's database file or URL",
+      })
+    }
+  }
+})
+
+test('svc serve on an in-memory database runs, and warns that nothing survives it', async () => {
+  const gateway = await startGateway({ DATABASE_URL: ':memory:', SVC_LOG_LEVEL: 'info' })
+  try {
+    expect(gateway.logs('DATABASE_URL names an in-memory database: every organization, key and credit is lost when this process stops, and svc operator commands cannot reach it'))
+      .toEqual([expect.objectContaining({ level: 'warn', database: ':memory:' })])
+  } finally {
+    gateway.process.kill('SIGTERM')
+    await gateway.exited
+  }
+}, 30_000)
+
+test('a file: URL with no path (file:${DB}, DB unset) is a configuration error, serve included', async () => {
+  // SQLite took it for a temporary database: serve bootstrapped a fresh organization and credit
+  // at every start, and the commands ran on nothing, as on :memory:.
+  for (const argv of [['serve'], ['migrate'], ...commands]) {
+    expect({ argv, ...(await cli({ DATABASE_URL: 'file:' }, ...argv)) }).toEqual({
+      argv, code: 1, out: '', err: 'invalid configuration:\n  - DATABASE_URL: file: names no file; give its path, e.g. file:data/svc.db',
+    })
+  }
 })

@@ -120,12 +120,17 @@ describe('PORT', () => {
 })
 
 describe('DATABASE_URL and DATABASE_AUTH_TOKEN', () => {
-  test.each(['file:data/other.db', 'file:/var/lib/svc/svc.db', 'libsql://db.example.turso.io', 'http://127.0.0.1:8081', 'https://db.example.com', ':memory:'])(
+  test.each(['file:data/other.db', 'file:/var/lib/svc/svc.db', 'libsql://db.example.turso.io', 'http://127.0.0.1:8081', 'https://db.example.com', ':memory:', 'file::memory:'])(
     '%p is accepted as is',
     url => {
       expect(loadConfig({ DATABASE_URL: url }, noFile).databaseUrl).toBe(url)
     },
   )
+
+  test.each(['file:', 'file:?tls=0'])('%p, a file: URL with no path, is refused', url => {
+    // SQLite opens an empty path as a temporary database, deleted on close (`file:${DB}` with DB unset).
+    expect(problemsOf(() => loadConfig({ DATABASE_URL: url }, noFile))).toEqual(['DATABASE_URL: file: names no file; give its path, e.g. file:data/svc.db'])
+  })
 
   test('empty means the default', () => {
     expect(loadConfig({ DATABASE_URL: '' }, noFile).databaseUrl).toBe('file:data/svc.db')
