@@ -2,7 +2,7 @@ import { Value } from '@sinclair/typebox/value'
 import { nameTextProblem } from '../lib/characters'
 import { isEmail } from '../lib/email'
 import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
-import { redactCredentials } from '../observability/logger'
+import { redactCredentials, redactQuery } from '../observability/logger'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, DocumentsConfig, LogLevel, Plan } from './config'
 import defaultYaml from './default.yaml' with { type: 'text' }
@@ -48,7 +48,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   if (bootstrapFlag !== '0' && bootstrapFlag !== '1') problems.push(`SVC_BOOTSTRAP: must be 0 or 1, got "${bootstrapFlag}"`)
   const databaseUrl = env.DATABASE_URL || 'file:data/svc.db'
   if (!/^(file:|libsql:\/\/|https?:\/\/|:memory:$)/.test(databaseUrl)) {
-    problems.push(`DATABASE_URL: must start with file:, libsql://, http:// or https://, got "${databaseUrl}"`)
+    problems.push(`DATABASE_URL: must start with file:, libsql://, http:// or https://, got "${redactQuery(databaseUrl)}"`)
   } else if (/^file:([?#]|$)/.test(databaseUrl)) {
     // SQLite opens an empty path as a private temporary database, deleted on close: a server would
     // bootstrap a fresh organization at every start (`file:${DB}` with DB unset, say).

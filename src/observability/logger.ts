@@ -29,6 +29,15 @@ export function redactCredentials(text: string): string {
   return redact(text.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s":]*/gi, '$1[redacted]'))
 }
 
+/**
+ * A URL a config problem quotes, with its query and fragment cut out: any parameter may be a
+ * secret (`?key=…`, `?password=…`), not only the authToken redactCredentials knows.
+ */
+export function redactQuery(url: string): string {
+  const start = url.search(/[?#]/)
+  return start === -1 ? url : `${url.slice(0, start + 1)}[redacted]`
+}
+
 const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)
 
 /**

@@ -22,7 +22,13 @@ function problemsOf(env: Record<string, string>, yaml?: string): string {
 test('a URL refused with its credentials in it is named without them', () => {
   const cases: Array<[Record<string, string>, string | undefined, string]> = [
     [{ DATABASE_URL: 'postgres://admin:hunter2@db.internal/svc' }, undefined, 'DATABASE_URL: must start with file:, libsql://, http:// or https://, got "postgres://[redacted]@db.internal/svc"'],
-    [{ DATABASE_URL: 'ws://db.internal?authToken=hunter2' }, undefined, 'got "ws://db.internal?authToken=[redacted]"'],
+    [{ DATABASE_URL: 'ws://db.internal?authToken=hunter2' }, undefined, 'got "ws://db.internal?[redacted]"'],
+    // Any parameter may be the secret, not only authToken: a refused URL is quoted without its query or fragment.
+    [{ DATABASE_URL: 'postgres://db.internal/svc?password=hunter2' }, undefined, 'got "postgres://db.internal/svc?[redacted]"'],
+    [{ OLLAMA_BASE_URL: 'http://gpu-box:11434/?token=hunter2' }, undefined, 'OLLAMA_BASE_URL: must not have a query or fragment, got "http://gpu-box:11434/?[redacted]"'],
+    [{}, `${PLANS}providers: [{ id: a, type: openai-compatible, base_url: "http://h/v1?key=hunter2" }]`, 'providers.0.base_url: provider "a": must not have a query or fragment, got "http://h/v1?[redacted]"'],
+    [{}, `${PLANS}providers: [{ id: a, type: openai-compatible, base_url: "http://h/v1#hunter2" }]`, 'got "http://h/v1#[redacted]"'],
+    [{}, `${PLANS}providers: [{ id: a, type: openai-compatible, base_url: "ftp://h/v1?key=hunter2" }]`, 'must be an absolute http:// or https:// URL, got "ftp://h/v1?[redacted]"'],
     [{ OLLAMA_BASE_URL: 'http://ollama:hunter2@gpu-box:11434' }, undefined, 'OLLAMA_BASE_URL: must not carry credentials (use api_key_env), got "http://[redacted]@gpu-box:11434"'],
     [{}, `${PLANS}providers: [{ id: a, type: openai-compatible, base_url: "https://u:hunter2@x/v1" }]`, 'providers.0.base_url: provider "a": must not carry credentials (use api_key_env), got "https://[redacted]@x/v1"'],
     // An unencoded `@` in the password: the URL's authority ends at the last one.

@@ -505,8 +505,8 @@ describe('providers from the environment (no SVC_CONFIG)', () => {
     const problems = problemsOf(() => loadConfig({ OLLAMA_BASE_URL: raw }, noFile))
     expect(problems).toHaveLength(1)
     expect(problems[0]).toStartWith('OLLAMA_BASE_URL: ')
-    // A URL's credentials are cut from the echo (config-secrets.test.ts).
-    expect(problems[0]).toContain(raw.replace('user:pass@', '[redacted]@'))
+    // A URL's credentials, query and fragment are cut from the echo (config-secrets.test.ts).
+    expect(problems[0]).toContain(raw.replace('user:pass@', '[redacted]@').replace('?x=1', '?[redacted]'))
   })
 
   test('all three together, in table order; empty values add nothing', () => {
@@ -625,8 +625,8 @@ models:
     ['{ id: a, type: openai-compatible, base_url: "ftp://x" }', 'providers.0.base_url: provider "a": must be an absolute http:// or https:// URL, got "ftp://x"'],
     ['{ id: a, type: openai-compatible, base_url: "vllm:8000" }', 'providers.0.base_url: provider "a": must be an absolute http:// or https:// URL, got "vllm:8000"'],
     ['{ id: a, type: openai-compatible, base_url: "https://u:p@x/v1" }', 'providers.0.base_url: provider "a": must not carry credentials (use api_key_env), got "https://[redacted]@x/v1"'],
-    ['{ id: a, type: openai-compatible, base_url: "https://x/v1?key=1" }', 'providers.0.base_url: provider "a": must not have a query or fragment, got "https://x/v1?key=1"'],
-    ['{ id: a, type: openai-compatible, base_url: "https://x/v1#f" }', 'providers.0.base_url: provider "a": must not have a query or fragment, got "https://x/v1#f"'],
+    ['{ id: a, type: openai-compatible, base_url: "https://x/v1?key=1" }', 'providers.0.base_url: provider "a": must not have a query or fragment, got "https://x/v1?[redacted]"'],
+    ['{ id: a, type: openai-compatible, base_url: "https://x/v1#f" }', 'providers.0.base_url: provider "a": must not have a query or fragment, got "https://x/v1#[redacted]"'],
     ['{ id: a, type: demo, proof_format: x }', 'providers.0.proof_format: provider "a": proof_format applies only to type attested'],
     ['{ id: a, type: demo, retention: never }', 'providers.0.retention: must be one of none, unknown'],
     ['{ id: a, type: ollama }', 'providers.0.type: must be one of openai-compatible, anthropic, demo, attested'],
