@@ -1,9 +1,8 @@
 import * as XLSX from '@e965/xlsx'
 import { Parser } from 'htmlparser2'
-import { oneLine, walk, type Node } from './office-layout'
-import { TextCapExceeded } from './types'
-import { attribute, mainPart } from './sniff'
-import { readSmallEntry, type ZipEntry } from './zip-guard'
+import { hugeFormat, negativeShown } from './number-format'
+import { oneLine } from './office-layout'
+import { ElementCapExceeded, TextCapExceeded } from './types'
 
 // A DrawingML chart part (ppt/charts/chartN.xml) as text: the numbers a slide's chart shows,
 // which officeparser leaves out unless it also extracts every image (extractAttachments), and
@@ -18,6 +17,28 @@ import { readSmallEntry, type ZipEntry } from './zip-guard'
 // one row per category, one column per series, each value as the chart's number format shows
 // it. The values come from the part's caches (what PowerPoint draws); the embedded workbook is
 // not read. Series hidden by a filter (kept under extLst) are left out, as the chart leaves them.
+// (chart-parts.ts finds the parts; officeparser never reads them, so its limits do not apply, and
+// every chart of a document is read under one ChartBudget instead.)
+
+/**
+ * What a document's charts may still take, all of them together: XML elements (as officeparser's
+ * own cap counts a part's), values, the bytes of the text kept while reading (values, labels,
+ * names, titles) and the bytes of the lines made. Each runs out with the document's refusal.
+ */
+export interface ChartBudget {
+  elements: number
+  /** A value costs at least two bytes of text (itself and its tab). */
+  points: number
+  held: number
+  bytes: number
+}
+
+export const chartBudget = (maxTextBytes: number, maxElements: number): ChartBudget => ({ elements: maxElements, points: Math.floor(maxTextBytes / 2), held: maxTextBytes, bytes: maxTextBytes })
+
+/** The most series one chart shows (Excel's limit); further ones are left out. */
+const MAX_SERIES = 255
+/** The most levels a multi-level category has read; further ones are left out. */
+const MAX_LEVELS = 16
 
 interface Series {
   name: string
@@ -38,12 +59,8 @@ const AXES: Readonly<Record<string, string>> = { catAx: 'Category axis', valAx: 
 /** The local name of a prefixed element: charts are written with any prefix (c:, cs:) or none. */
 const local = (name: string) => name.slice(name.indexOf(':') + 1)
 
-/**
- * Reads a chart part. `budget.points` is how many values the whole document's charts may still
- * hold: a point costs at least two bytes of text (a value and its tab), so a chart holding more
- * than the text cap allows is refused while it is read, before its table is built.
- */
-export function readChart(xml: string, budget: { points: number }): Chart {
+/** Reads a chart part, charging `budget` as it goes: a chart past it is refused before its table is built. */
+export function readChart(xml: string, budget: ChartBudget): Chart {
   const chart: Chart = { title: '', axisTitles: [], series: [] }
   const stack: string[] = []
   let skipTo = -1 // the depth of an extLst being skipped (filtered series, vendor extensions)
@@ -60,6 +77,7 @@ export function readChart(xml: string, budget: { points: number }): Chart {
   const parser = new Parser(
     {
       onopentag(raw, attributes) {
+        if (--budget.elements < 0) throw new ElementCapExceeded()
         const name = local(raw)
         stack.push(name)
         text = ''
@@ -72,6 +90,7 @@ export function readChart(xml: string, budget: { points: number }): Chart {
             titles++
             break
           case 'ser':
+            if (chart.series.length === MAX_SERIES) break
             series = { name: '', values: new Map(), categories: new Map() }
             chart.series.push(series)
             break
@@ -88,6 +107,7 @@ export function readChart(xml: string, budget: { points: number }): Chart {
             levels = []
             break
           case 'lvl':
+            // An empty level (or one past the cap) is left out at its close.
             levels.push(new Map())
             break
           case 'numCache':
@@ -116,7 +136,7 @@ export function readChart(xml: string, budget: { points: number }): Chart {
         }
         switch (name) {
           case 't':
-            if (titles > 0) titleText += text
+            if (titles > 0) titleText += held(text)
             break
           case 'p':
             if (titles > 0 && titleText !== '' && !titleText.endsWith(' ')) titleText += ' '
@@ -140,6 +160,9 @@ export function readChart(xml: string, budget: { points: number }): Chart {
           case 'yVal':
             if (name !== 'tx' || target === 'name') target = undefined
             break
+          case 'lvl':
+            if (levels.at(-1)?.size === 0 || levels.length > MAX_LEVELS) levels.pop()
+            break
           case 'cat':
           case 'xVal':
             closeCategories()
@@ -161,18 +184,18 @@ export function readChart(xml: string, budget: { points: number }): Chart {
   function closeValue(): void {
     // A title given by reference (c:strRef) holds its text in a cached point.
     if (titles > 0) {
-      titleText += text
+      titleText += held(text)
       return
     }
     if (!series || target === undefined) return
     const raw = oneLine(text)
     if (target === 'name') {
-      series.name ||= raw
+      if (series.name === '') series.name = held(raw)
       return
     }
     if (!Number.isSafeInteger(pointIndex) || pointIndex < 0 || raw === '') return
     if (--budget.points < 0) throw new TextCapExceeded()
-    const value = cacheFormat === undefined ? raw : shown(raw, pointFormat ?? cacheFormat)
+    const value = held(cacheFormat === undefined ? raw : shown(raw, pointFormat ?? cacheFormat))
     if (target === 'values') series.values.set(pointIndex, value)
     else (levels.at(-1) ?? series.categories).set(pointIndex, value)
   }
@@ -192,27 +215,38 @@ export function readChart(xml: string, budget: { points: number }): Chart {
         if (group >= 0) label.parts.unshift(outer[group]![1])
       }
     }
-    for (const { index, parts } of labels) series.categories.set(index, parts.join(' / '))
+    for (const { index, parts } of labels) series.categories.set(index, held(parts.join(' / ')))
+  }
+
+  function held(kept: string): string {
+    budget.held -= Buffer.byteLength(kept)
+    if (budget.held < 0) throw new TextCapExceeded()
+    return kept
   }
 
   parser.end(xml)
   return chart
 }
 
-/** A cached value as the chart shows it: its number format applied (a General number kept whole). */
+/**
+ * A cached value as the chart shows it: its number format applied as a workbook's cell's is (a
+ * General number kept whole; a negative half rounded away from zero), the raw value for a format
+ * SheetJS would make huge text of or cannot read.
+ */
 function shown(value: string, format: string): string {
   const number = Number(value)
   if (!Number.isFinite(number)) return value
   if (format === 'General') return Number.isSafeInteger(number) ? String(number) : oneLine(XLSX.SSF.format('General', number))
+  if (hugeFormat(format) !== undefined) return value
   try {
-    return oneLine(XLSX.SSF.format(format, number)) || value
+    return oneLine((number < 0 ? negativeShown(format, number) : undefined) ?? XLSX.SSF.format(format, number)) || value
   } catch {
     return value
   }
 }
 
 /** A chart's lines, counted against `budget.bytes` (the text the document may still hold). */
-export function chartLines(chart: Chart, budget: { bytes: number }): string[] {
+export function chartLines(chart: Chart, budget: ChartBudget): string[] {
   const lines = [chart.title === '' ? '[Chart]' : `[Chart: ${chart.title}]`, ...chart.axisTitles.map(({ kind, title }) => `${kind}: ${title}`)]
   const series = chart.series.filter(one => one.values.size > 0 || one.name !== '')
   if (series.length > 0) {
@@ -228,61 +262,6 @@ export function chartLines(chart: Chart, budget: { bytes: number }): string[] {
   for (const line of lines) {
     budget.bytes -= Buffer.byteLength(line) + 1
     if (budget.bytes < 0) throw new TextCapExceeded()
-  }
-  return lines
-}
-
-/**
- * Gives each chart node of a presentation's AST (officeparser's `chart`, named by its part's file
- * name) its chart's lines as text, read from the package's `ppt/charts/` part. A chart whose part is
- * missing or unreadable keeps its empty text, as before; the charts' text together is held to
- * `maxTextBytes`.
- */
-export function fillCharts(nodes: Node[], bytes: Uint8Array, entries: ZipEntry[], maxTextBytes: number): void {
-  const budget = { points: Math.floor(maxTextBytes / 2), bytes: maxTextBytes }
-  const decoder = new TextDecoder()
-  walk(nodes, node => {
-    if (node.type !== 'chart') return !!node.children?.length
-    const name = node.metadata?.attachmentName
-    const entry = typeof name === 'string' ? entries.find(one => one.name === `ppt/charts/${name}`) : undefined
-    const xml = entry && readSmallEntry(bytes, entry, entry.uncompressedSize)
-    if (xml) node.text = chartLines(readChart(decoder.decode(xml), budget), budget).join('\n')
-    return false
-  })
-}
-
-/**
- * A Word document's charts, in the order its main part shows them, as lines to follow the body:
- * officeparser gives a chart in a paragraph no node, so where it stood is not known. Read only
- * when the package holds a chart part.
- */
-export function documentChartLines(bytes: Uint8Array, entries: ZipEntry[], maxTextBytes: number): string[] {
-  if (!entries.some(entry => entry.name.startsWith('word/charts/'))) return []
-  const main = entries.some(entry => entry.name === 'word/document.xml') ? 'word/document.xml' : mainPart(bytes, entries)
-  if (main === undefined) return []
-  const text = (name: string) => {
-    const entry = entries.find(one => one.name === name)
-    const data = entry && readSmallEntry(bytes, entry, entry.uncompressedSize)
-    return data && new TextDecoder().decode(data)
-  }
-  const targets = new Map<string, string>()
-  const folder = main.slice(0, main.lastIndexOf('/') + 1)
-  for (const [tag] of (text(`${folder}_rels/${main.slice(folder.length)}.rels`) ?? '').matchAll(/<(?:[\w.-]+:)?Relationship\s[^>]*>/g)) {
-    const id = attribute(tag, 'Id')
-    const target = attribute(tag, 'Target')
-    if (id === undefined || target === undefined || !attribute(tag, 'Type')?.endsWith('/relationships/chart') || attribute(tag, 'TargetMode') === 'External') continue
-    // Relative to the main part's folder; a leading slash names the package root.
-    targets.set(id, new URL(target, `http://package/${main}`).pathname.slice(1))
-  }
-  const budget = { points: Math.floor(maxTextBytes / 2), bytes: maxTextBytes }
-  const lines: string[] = []
-  const shown = new Set<string>()
-  for (const [tag] of (text(main) ?? '').matchAll(/<(?:[\w.-]+:)?chart\s[^>]*>/g)) {
-    const part = targets.get(attribute(tag, 'r:id') ?? '')
-    if (part === undefined || shown.has(part)) continue
-    shown.add(part)
-    const xml = text(part)
-    if (xml !== undefined) lines.push(...(lines.length > 0 ? [''] : []), ...chartLines(readChart(xml, budget), budget))
   }
   return lines
 }

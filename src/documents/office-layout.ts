@@ -254,7 +254,7 @@ export function pptxLines(ast: OfficeAst, facts: Map<number, SlideFacts> = new M
     out.push(`[Slide ${number(slide)}${fact?.hidden ? ' (hidden)' : ''}]`, ...body)
     if (hasText(notes)) out.push('[Notes]', ...notes)
   }
-  if (footers.size > 0 && out.length > 0) out.push('', '[Footer]', ...footers)
+  if (footers.size > 0) out.push(...(out.length > 0 ? [''] : []), '[Footer]', ...footers)
   return out
 }
 

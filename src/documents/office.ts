@@ -1,8 +1,11 @@
 import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
-import { documentChartLines, fillCharts } from './charts'
+import { documentChartLines, fillCharts } from './chart-parts'
+import { chartBudget } from './charts'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
+import { PackageParts } from './package-parts'
 import { slideFacts } from './slide-parts'
+import { hugeFormat, negativeShown } from './number-format'
 import { TextCapExceeded } from './types'
 import type { ZipEntry } from './zip-guard'
 
@@ -29,11 +32,14 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
     decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: limits.maxEntries, maxXmlElements: MAX_XML_ELEMENTS },
   } as Parameters<typeof parseOffice>[1])
   const layout = ast as unknown as OfficeAst
+  // What officeparser does not give: charts' data, slides' facts (read from the parts themselves).
+  const parts = new PackageParts(bytes, entries)
+  const charts = chartBudget(limits.maxTextBytes, MAX_XML_ELEMENTS)
   if (fileType === 'pptx') {
-    fillCharts(layout.content, bytes, entries, limits.maxTextBytes)
-    return join(pptxLines(layout, slideFacts(bytes, entries)), limits.maxTextBytes)
+    fillCharts(layout.content, parts, charts)
+    return join(pptxLines(layout, slideFacts(parts)), limits.maxTextBytes)
   }
-  return join(docxLines(layout, documentChartLines(bytes, entries, limits.maxTextBytes)), limits.maxTextBytes)
+  return join(docxLines(layout, documentChartLines(bytes, parts, charts)), limits.maxTextBytes)
 }
 
 /**
@@ -96,24 +102,15 @@ export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string
   return join(out, maxTextBytes)
 }
 
-/** The longest number format code a workbook may declare: Excel's own limit. */
-const MAX_FORMAT_CODE = 255
-/** The most text placeholders (@) one format may hold: each repeats the cell's whole text. */
-const MAX_TEXT_PLACEHOLDERS = 4
-
 /** A workbook format SheetJS would make huge text of (formatting every cell as it reads). */
 export class FormatRefused extends Error {}
 
-/**
- * Refuses a workbook whose formats would make every cell's text huge while SheetJS reads it: a
- * literal past Excel's 255 characters (2,000 cells of a 50,000-character one took 2 GB from a
- * 2 KB upload), or the text placeholder @ many times over (255 of them on a long shared string).
- */
+/** Refuses a workbook whose formats would make every cell's text huge while SheetJS reads it (hugeFormat). */
 function refuseHugeFormats(workbook: XLSX.WorkBook): void {
   for (const code of Object.values((workbook as { SSF?: Record<string, unknown> }).SSF ?? {})) {
     if (typeof code !== 'string') continue
-    if (code.length > MAX_FORMAT_CODE) throw new FormatRefused(`the workbook declares a number format longer than Excel's ${MAX_FORMAT_CODE} characters`)
-    if (code.split('@').length - 1 > MAX_TEXT_PLACEHOLDERS) throw new FormatRefused(`the workbook declares a number format that repeats its text placeholder (@) more than ${MAX_TEXT_PLACEHOLDERS} times`)
+    const problem = hugeFormat(code)
+    if (problem !== undefined) throw new FormatRefused(`the workbook declares a number format ${problem}`)
   }
 }
 
@@ -145,51 +142,6 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
   } catch {
     return oneLine(shown)
   }
-}
-
-/**
- * A negative number as Excel shows it in a format with no section of its own for negatives, or
- * undefined for SheetJS's text to stand. Excel rounds half away from zero (-2.5 in `0` is -3); SheetJS
- * formats the signed value and rounds with Math.round, half toward +∞ (-2.5 is -2, -0.125 in `0.00`
- * is -0.12), while a negative section (`0;(0)`, `0;[Red]-0`) it fills with the absolute value, as
- * Excel does. So the format is applied here to the absolute value, as SheetJS does for the positive
- * mirror (binary representation included: -2.675 in `0.00` is -2.68 as 2.675 is 2.68), and the sign
- * put in front, where SheetJS moves it too (`"Qty: "0`: -Qty: 3). A value that rounds to zero keeps
- * its sign, -0.4 in `0` is -0, as Excel shows it (LibreOffice shows 0; SheetJS already shows -0 in
- * `#,##0`). Dates are left out (no date is negative), and so are conditional sections ([<0]).
- */
-function negativeShown(format: string, value: number): string | undefined {
-  if (XLSX.SSF.is_date(format)) return undefined
-  const sections = formatSections(format)
-  // SheetJS's reading (choose_fmt): a last section holding @ is for text, unless there are four;
-  // a lone section holding @ is General for numbers.
-  if (sections.length > 1 && sections.length < 4 && sections[sections.length - 1]!.includes('@')) sections.pop()
-  if (sections.length !== 1 || sections[0]!.includes('@') || /\[[<>=]/.test(sections[0]!)) return undefined
-  try {
-    return '-' + XLSX.SSF.format(format, -value)
-  } catch {
-    return undefined
-  }
-}
-
-/**
- * A format code's sections as SheetJS splits them (SSF_split_fmt): at every `;`, inside quotes too
- * (it is SheetJS's reading that decides which section it applies), the character after \, _ (a
- * space as wide as it) or * (it repeated to fill) taken as theirs.
- */
-function formatSections(format: string): string[] {
-  const sections: string[] = []
-  let start = 0
-  for (let i = 0; i < format.length; i++) {
-    const c = format[i]
-    if (c === '\\' || c === '_' || c === '*') i++
-    else if (c === ';') {
-      sections.push(format.slice(start, i))
-      start = i + 1
-    }
-  }
-  sections.push(format.slice(start))
-  return sections
 }
 
 const SHORT_DATE = /^\d{1,2}\/\d{1,2}\/\d{2}$/

@@ -1,6 +1,5 @@
 import { Parser } from 'htmlparser2'
-import { attribute } from './sniff'
-import { readSmallEntry, type ZipEntry } from './zip-guard'
+import { scanXml, type PackageParts } from './package-parts'
 
 // What a presentation's slide parts say that officeparser's AST does not: whether a slide is
 // hidden (`<p:sld show="0">`, skipped in a slide show), and the text of its footer, date and
@@ -21,42 +20,39 @@ const PLACEHOLDERS = /\stype\s*=\s*["'](?:sldNum|ftr|dt)["']/
 const HIDDEN = /<(?:[\w.-]+:)?sld\s[^>]*?\sshow\s*=\s*["'](?:0|false)["']/
 
 /**
- * Each slide's facts, by its number in the presentation: the slides its slide list names, in
- * that order, or when it names none there are, every slide part in the order of its file number
- * (the order officeparser numbers them in).
+ * Each slide's facts, by its number in the presentation, numbered as officeparser numbers its
+ * slides: the slide parts its slide list names, in that order, or when the list names none there
+ * are (or it or the presentation's relationships cannot be read), every slide part in the order of
+ * its file number.
  */
-export function slideFacts(bytes: Uint8Array, entries: ZipEntry[]): Map<number, SlideFacts> {
-  const byName = new Map(entries.map(entry => [entry.name, entry]))
-  const text = (name: string) => {
-    const entry = byName.get(name)
-    const data = entry && readSmallEntry(bytes, entry, entry.uncompressedSize)
-    return data === undefined ? undefined : new TextDecoder().decode(data)
-  }
-  const parts = entries.filter(entry => SLIDE_PART.test(entry.name)).map(entry => entry.name)
-  let deck = listedSlides(text, new Set(parts))
-  if (deck.length === 0) deck = parts.sort((a, b) => Number(SLIDE_PART.exec(a)![1]) - Number(SLIDE_PART.exec(b)![1]))
+export function slideFacts(parts: PackageParts): Map<number, SlideFacts> {
+  const slideParts = parts.entries.filter(entry => SLIDE_PART.test(entry.name)).map(entry => entry.name)
+  let deck = listedSlides(parts, new Set(slideParts))
+  if (deck.length === 0) deck = slideParts.sort((a, b) => Number(SLIDE_PART.exec(a)![1]) - Number(SLIDE_PART.exec(b)![1]))
   const facts = new Map<number, SlideFacts>()
   deck.forEach((part, index) => {
-    const xml = text(part)
+    const xml = parts.text(part)
     if (xml !== undefined) facts.set(index + 1, readSlide(xml))
   })
   return facts
 }
 
-/** The slide parts the presentation's slide list names, in its order, each once. */
-function listedSlides(text: (name: string) => string | undefined, slideParts: Set<string>): string[] {
-  const targets = new Map<string, string>()
-  for (const [tag] of (text('ppt/_rels/presentation.xml.rels') ?? '').matchAll(/<(?:[\w.-]+:)?Relationship\s[^>]*>/g)) {
-    const id = attribute(tag, 'Id')
-    const target = attribute(tag, 'Target')
-    if (id !== undefined && target !== undefined) targets.set(id, new URL(target, 'http://package/ppt/presentation.xml').pathname.slice(1))
-  }
+/** The slide parts the presentation's slide list (`p:sldIdLst`, its `p:sldId` children) names, in its order, each once. */
+function listedSlides(parts: PackageParts, slideParts: Set<string>): string[] {
+  const relationships = parts.relationships('ppt/presentation.xml')
+  const xml = parts.text('ppt/presentation.xml')
+  if (relationships === undefined || xml === undefined) return []
   const listed = new Set<string>()
-  for (const [tag] of (text('ppt/presentation.xml') ?? '').matchAll(/<(?:[\w.-]+:)?sldId\s[^>]*>/g)) {
-    const part = targets.get(attribute(tag, 'r:id') ?? '')
-    if (part !== undefined && slideParts.has(part)) listed.add(part)
-  }
-  return [...listed]
+  let listDepth = -1 // the first slide list's depth, once met; -2 after it
+  const wellFormed = scanXml(xml, (name, attributes, depth) => {
+    if (listDepth === -1 && name === 'p:sldIdLst') listDepth = depth
+    else if (listDepth >= 0 && depth <= listDepth) listDepth = -2
+    else if (listDepth >= 0 && depth === listDepth + 1 && name === 'p:sldId') {
+      const path = relationships.get(attributes['r:id'] ?? '')?.path
+      if (path !== undefined && slideParts.has(path)) listed.add(path)
+    }
+  })
+  return wellFormed ? [...listed] : []
 }
 
 /** A slide part's facts; its shapes are read only when it has one of those placeholders. */

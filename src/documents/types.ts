@@ -11,6 +11,9 @@ export interface ExtractionLimits {
 /** Thrown inside an extraction when the document's text would pass the text cap (any format). */
 export class TextCapExceeded extends Error {}
 
+/** Thrown inside an extraction when a document holds more XML elements than the gateway reads (office.ts's MAX_XML_ELEMENTS). */
+export class ElementCapExceeded extends Error {}
+
 /** A finished extraction. */
 export interface Extraction {
   text: string

@@ -2,8 +2,8 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { fixture } from './hostile'
-import { chartFrame, chartPart, docx, docxChart, note, noteReference, para, pptx, textBox } from './ooxml'
+import { buildZip, fixture } from './hostile'
+import { chartFrame, chartPart, docx, docxChart, docxParts, note, noteReference, para, pptx, textBox } from './ooxml'
 
 // Charts as tables (README "Documents"): before, a chart's numbers were lost (officeparser
 // reads chart parts only while extracting every image, and then as one flat list).
@@ -78,5 +78,60 @@ describe('DOCX charts', () => {
     const body = para('Intro') + docxChart(2) + `<w:p><w:r><w:t>Noted</w:t></w:r>${noteReference('footnote', 1)}</w:p>` + docxChart(1) + docxChart(2)
     const bytes = docx(body, { charts: [chart('First part', '1'), chart('Second part', '2')], footnotes: note('footnote', 1, 'A note.') })
     expect(await text(bytes)).toBe('Intro\n\nNoted[^1]\n\n[Chart]\n\tSecond part\nonly\t2\n\n[Chart]\n\tFirst part\nonly\t1\n\n[Footnotes]\n[^1] A note.')
+  })
+})
+
+describe('charts under the document limits (QA: small uploads that pinned a worker or took gigabytes)', () => {
+  const values = (n: number) => numCache(Array.from({ length: n }, (_, i) => String(i)))
+
+  test('a chart part shown by many frames is read once, shown at its first frame', async () => {
+    // Before: re-inflated and re-read per frame (2,000 frames of a 1 MB part: 30 s of CPU, a 503).
+    const bytes = pptx([{ shapes: textBox('Results') + chartFrame(1).repeat(3), charts: [chartPart(`<c:plotArea><c:barChart>${series('A', strCache(['x']), numCache(['1']))}</c:barChart></c:plotArea>`)] }])
+    expect(await text(bytes)).toBe('[Slide 1]\nResults\n[Chart]\n\tA\nx\t1')
+  })
+
+  test('empty multi-level category levels are left out, and the labels stay', async () => {
+    // A guard of the fix, which cannot be timed here: every inner label was walked once per level
+    // (50,000 labels × 400,000 empty levels took 14.5 s, a 503); empty levels are now dropped, and
+    // the element cap bounds the rest.
+    const level = (values: string[]) => `<c:lvl>${points(values)}</c:lvl>`
+    const labels = Array.from({ length: 20_000 }, (_, i) => `L${i}`)
+    const multi = `<c:multiLvlStrRef><c:multiLvlStrCache>${level(labels)}${'<c:lvl/>'.repeat(100_000)}${level(['Top'])}</c:multiLvlStrCache></c:multiLvlStrRef>`
+    const lines = (await text(deck(`<c:plotArea><c:barChart>${series('N', multi, values(2))}</c:barChart></c:plotArea>`))).split('\n')
+    expect(lines.slice(3, 6)).toEqual(['\tN', 'Top / L0\t0', 'Top / L1\t1'])
+    expect(lines).toHaveLength(3 + 1 + 20_000)
+  })
+
+  test("a chart of more elements than a document may hold is refused as such (officeparser's cap never sees chart parts)", async () => {
+    // Before: 8 million empty <ser/> took 1.5 GB and answered an empty chart.
+    const refused = await extractDocument(deck(`<c:plotArea><c:barChart>${'<c:ser/>'.repeat(600_000)}</c:barChart></c:plotArea>`), limits).catch(error => error)
+    expect((refused as Error).message).toMatch(/holds more than 500,000 XML elements/)
+  })
+
+  test('a number format longer than Excel allows shows the raw values; a negative half rounds away from zero', async () => {
+    // Before: a 100,000-character format applied to each of 5,000 values (1.66 GB), and -2.5 in `0` shown as -2.
+    const long = `"${'A'.repeat(300)}"0`
+    const chart = `<c:plotArea><c:barChart>${series('Long', strCache(['x', 'y']), numCache(['7', '8'], long))}${series('Neg', strCache(['x', 'y']), numCache(['-2.5', '-0.125'], '0.00'))}</c:barChart></c:plotArea>`
+    expect(await text(deck(chart))).toBe('[Slide 1]\nResults\n[Chart]\n\tLong\tNeg\nx\t7\t-2.50\ny\t8\t-0.13')
+    const rounding = `<c:plotArea><c:barChart>${series('R', strCache(['x']), numCache(['-2.5'], '0'))}</c:barChart></c:plotArea>`
+    expect(await text(deck(rounding))).toBe('[Slide 1]\nResults\n[Chart]\n\tR\nx\t-3')
+  })
+
+  test('the text kept while reading counts against the cap: long joined labels are refused as they are made', async () => {
+    // A guard: before, such labels were refused too, but only once all were made (1,000 labels
+    // joined with a 1,000-character outer label took 2.1 GB first).
+    const multi = `<c:multiLvlStrRef><c:multiLvlStrCache><c:lvl>${points(Array.from({ length: 100 }, (_, i) => `L${i}`))}</c:lvl><c:lvl>${points(['K'.repeat(1000)])}</c:lvl></c:multiLvlStrCache></c:multiLvlStrRef>`
+    const refused = await extractDocument(deck(`<c:plotArea><c:barChart>${series('N', multi, values(1))}</c:barChart></c:plotArea>`), { ...limits, maxTextBytes: 50_000 }).catch(error => error)
+    expect((refused as Error).message).toMatch(/longer than the 50000-byte limit/)
+  })
+
+  test('a DOCX chart part whose name holds a space is found through its percent-encoded target', async () => {
+    const chart = chartPart(`<c:plotArea><c:pieChart>${series('S', strCache(['only']), numCache(['5']))}</c:pieChart></c:plotArea>`)
+    const renamed = docxParts(para('Body') + docxChart(1), { charts: [chart] }).map(entry => {
+      if (entry.name === 'word/charts/chart1.xml') return { ...entry, name: 'word/charts/Umsatz 2026.xml' }
+      if (entry.name === 'word/_rels/document.xml.rels') return { ...entry, data: new TextEncoder().encode(new TextDecoder().decode(entry.data).replace('charts/chart1.xml', 'charts/Umsatz%202026.xml')) }
+      return entry
+    })
+    expect(await text(buildZip(renamed))).toBe('Body\n\n[Chart]\n\tS\nonly\t5')
   })
 })

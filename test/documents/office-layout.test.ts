@@ -156,3 +156,20 @@ describe('PPTX footers, slide numbers and hidden slides', () => {
     expect(await text(deck)).toBe('[Slide 1]\nIntro\n\n[Slide 2 (hidden)]\nBackup numbers\n2\n\n[Slide 4]\nThanks\n\n[Footer]\nAcme — Confidential\n11/28/2026')
   })
 })
+
+describe('PPTX slide facts, read as officeparser reads the deck (QA)', () => {
+  test("a deck whose only text is its footer keeps the footer", async () => {
+    // Before: "" (the footer left every slide, and nothing listed it).
+    const deck = pptx([{ shapes: picture + placeholder('ftr', 'Prepared for ACME') + placeholder('sldNum', '1') }, { shapes: picture + placeholder('ftr', 'Prepared for ACME') }])
+    expect(await text(deck)).toBe('[Footer]\nPrepared for ACME')
+  })
+
+  test('the slide list orders the slides; a list officeparser cannot read (malformed) leaves file order, and the hidden mark follows it', async () => {
+    const slides = [{ shapes: textBox('File one') }, { shapes: textBox('File two'), hidden: true }]
+    expect(await text(pptx(slides, { order: [1, 0] }))).toBe('[Slide 1 (hidden)]\nFile two\n\n[Slide 2]\nFile one')
+    // Before: the list was scanned with a pattern, so the visible slide was marked hidden here.
+    expect(await text(pptx(slides, { order: [1, 0], afterList: '<p:notesSz cx="1" cy="1">' }))).toBe('[Slide 1]\nFile one\n\n[Slide 2 (hidden)]\nFile two')
+    // Entries inside a comment are not the list's.
+    expect(await text(pptx(slides, { order: [0, 1], afterList: '<!-- <p:sldIdLst><p:sldId id="300" r:id="rId2"/></p:sldIdLst> -->' }))).toBe('[Slide 1]\nFile one\n\n[Slide 2 (hidden)]\nFile two')
+  })
+})

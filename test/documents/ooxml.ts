@@ -123,11 +123,18 @@ const C = 'xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" xmln
 /** A chart part: `chart` is what goes inside <c:chart> (title, plotArea…). */
 export const chartPart = (chart: string) => `<c:chartSpace ${C}><c:chart>${chart}</c:chart></c:chartSpace>`
 
+interface PptxOptions {
+  /** The slide list's order, as indexes into `slides` (their parts are numbered in `slides`' order). */
+  order?: number[]
+  /** XML after the slide list in the presentation part (a malformed one, say). */
+  afterList?: string
+}
+
 /**
  * A PPTX of `slides` in order: each its shapes (XML), optionally its notes page's shapes, and the
  * chart parts its chart frames show (chartPart(); chartFrame(n) shows the n-th).
  */
-export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: string[]; hidden?: boolean }>): Uint8Array {
+export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: string[]; hidden?: boolean }>, options: PptxOptions = {}): Uint8Array {
   const tree = (shapes: string) => `<p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld>`
   const parts: ZipSpec[] = []
   const types: Array<[string, string]> = [['ppt/presentation.xml', 'presentationml.presentation.main+xml']]
@@ -154,11 +161,12 @@ export function pptx(slides: Array<{ shapes: string; notes?: string; charts?: st
     }
     if (rels.length > 0) parts.push(part(`ppt/slides/_rels/slide${n}.xml.rels`, relationships(rels)))
   })
-  const list = slides.map((_, index) => `<p:sldId id="${256 + index}" r:id="rId${index + 1}"/>`).join('')
+  const order = options.order ?? slides.map((_, index) => index)
+  const list = order.map(index => `<p:sldId id="${256 + index}" r:id="rId${index + 1}"/>`).join('')
   return buildZip([
     part('[Content_Types].xml', contentTypes(types)),
     part('_rels/.rels', relationships([['rId1', 'officeDocument', 'ppt/presentation.xml']])),
-    part('ppt/presentation.xml', `<p:presentation ${P}><p:sldIdLst>${list}</p:sldIdLst></p:presentation>`),
+    part('ppt/presentation.xml', `<p:presentation ${P}><p:sldIdLst>${list}</p:sldIdLst>${options.afterList ?? ''}</p:presentation>`),
     part('ppt/_rels/presentation.xml.rels', relationships(slides.map((_, index) => [`rId${index + 1}`, 'slide', `slides/slide${index + 1}.xml`]))),
     ...parts,
   ])

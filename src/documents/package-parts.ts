@@ -1,0 +1,95 @@
+import { Parser } from 'htmlparser2'
+import { readSmallEntry, type ZipEntry } from './zip-guard'
+
+// The parts of an OOXML package (its zip entries, already inflated once by the zip guard within
+// the cap) and their relationships, for what the gateway reads beside officeparser: charts and
+// slides' facts. Relationships are resolved as officeparser resolves them, so a part named here is
+// the part officeparser read.
+
+export interface Relationship {
+  type: string
+  /** The target as written. */
+  target: string
+  /** The part it names in the package; undefined for an external (http, https) target. */
+  path: string | undefined
+}
+
+/**
+ * Walks the elements of `xml` (entities decoded; comments and processing instructions are not
+ * elements). False when the XML is not well-formed enough for a DOM parser to read it: an element
+ * left open, or one closed while an element inside it was still open. officeparser skips such a
+ * dispensable part (a presentation's slide list, its relationships), so its readers here must too.
+ */
+export function scanXml(xml: string, onOpen: (name: string, attributes: Record<string, string>, depth: number) => void): boolean {
+  // Where each open element's start tag began: htmlparser2 reports a self-closing tag's end, and
+  // an element it had to close itself, both as an implied close; only the first is in that tag.
+  const starts: number[] = []
+  let wellFormed = true
+  const parser: Parser = new Parser(
+    {
+      onopentag(name, attributes) {
+        onOpen(name, attributes, starts.length)
+        starts.push(parser.startIndex)
+      },
+      onclosetag(_name, isImplied) {
+        if (isImplied && starts.pop() !== parser.startIndex) wellFormed = false
+        else if (!isImplied) starts.pop()
+      },
+    },
+    { xmlMode: true, decodeEntities: true },
+  )
+  parser.end(xml)
+  return wellFormed
+}
+
+/** A target's part, relative to `folder` (the part's own, "" for the root) or, with a leading slash, to the package root: officeparser's resolvePartPath. */
+export function resolvePartPath(folder: string, target: string): string {
+  const segments: string[] = []
+  for (const segment of (target.startsWith('/') ? target.slice(1) : folder + target).split('/')) {
+    if (segment === '..') segments.pop()
+    else if (segment !== '' && segment !== '.') segments.push(segment)
+  }
+  return segments.join('/')
+}
+
+export class PackageParts {
+  private readonly byName: Map<string, ZipEntry>
+  private readonly decoder = new TextDecoder()
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    readonly entries: ZipEntry[],
+  ) {
+    this.byName = new Map(entries.map(entry => [entry.name, entry]))
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name)
+  }
+
+  /** A part's text (UTF-8), or undefined when the package has no such part or it cannot be inflated. */
+  text(name: string): string | undefined {
+    const entry = this.byName.get(name)
+    const data = entry && readSmallEntry(this.bytes, entry, entry.uncompressedSize)
+    return data === undefined ? undefined : this.decoder.decode(data)
+  }
+
+  /**
+   * A part's relationships by id, read as officeparser reads them (`Relationship` elements with
+   * an Id, a Type and a Target; the last of an id wins), or undefined when the part has none or
+   * they are not well-formed XML.
+   */
+  relationships(part: string): Map<string, Relationship> | undefined {
+    const folder = part.slice(0, part.lastIndexOf('/') + 1)
+    const xml = this.text(`${folder}_rels/${part.slice(folder.length)}.rels`)
+    if (xml === undefined) return undefined
+    const found = new Map<string, Relationship>()
+    const wellFormed = scanXml(xml, (name, attributes) => {
+      const { Id: id, Type: type, Target: target } = attributes
+      if (name !== 'Relationship' || !id || !type || !target) return
+      const external = target.startsWith('http://') || target.startsWith('https://')
+      found.set(id, { type, target, path: external ? undefined : resolvePartPath(folder, target) })
+    })
+    return wellFormed ? found : undefined
+  }
+}
