@@ -90,6 +90,11 @@ const held = new Map<string, Libsql.Database>()
  * containers sharing a volume are each pid 1 (QA: the second took the first's live leases and
  * the organization spent them twice), and another namespace's pid means nothing here.
  * Returns the function that releases it.
+ *
+ * Releasing leaves the file in place (one small file per instance id ever used on the database):
+ * the lock belongs to the open file, not its name. A process that opened the file just before
+ * the holder deleted it would lock the deleted file, while the next one created a new file under
+ * the name and locked that: two live holders of one id, each taking the other's leases.
  */
 function claim(lock: string): (() => void) | undefined {
   if (held.has(lock)) return undefined

@@ -77,7 +77,11 @@ export interface LeaseGrantInput {
  */
 export function leaseGrant(input: LeaseGrantInput): Statement[] {
   const { lease } = input
-  const statements: Statement[] = []
+  // The instance's row first, if another instance's sweep forgot it (this one looked stale and
+  // had no lease then): a lease without its instance row would never be swept (forgetStaleInstances).
+  const statements: Statement[] = [
+    statement('INSERT INTO instances (instance_id, boot_id, started_at_ms, heartbeat_at_ms) VALUES (?1, ?2, ?3, ?3) ON CONFLICT(instance_id) DO NOTHING', input.instanceId, input.bootId, input.nowMs),
+  ]
   if (lease.scope === 'prepaid') {
     statements.push(statement('INSERT INTO balances (org_id, prepaid_nanos, prepaid_leased_nanos) VALUES (?, 0, 0) ON CONFLICT(org_id) DO NOTHING', lease.orgId))
   } else if (lease.scope === 'allowance') {
@@ -297,4 +301,19 @@ export function heartbeat(instanceId: string, bootId: string, nowMs: number): St
        started_at_ms = CASE WHEN boot_id = ?2 THEN started_at_ms ELSE ?3 END`,
     instanceId, bootId, nowMs,
   )
+}
+
+// An instance row stays while the instance holds a lease, so that the sweep (which finds leases
+// through their instance's stale heartbeat) keeps finding it; leaseGrant puts back the row of an
+// instance that leases again after another's sweep forgot it.
+const UNLEASED = 'NOT EXISTS (SELECT 1 FROM leases WHERE leases.instance_id = instances.instance_id)'
+
+/** Forgets this boot's own instance row at a clean shutdown, once its leases are back. */
+export function forgetInstance(instanceId: string, bootId: string): Statement {
+  return statement(`DELETE FROM instances WHERE instance_id = ? AND boot_id = ? AND ${UNLEASED}`, instanceId, bootId)
+}
+
+/** Forgets the instances silent since `staleBeforeMs` whose leases the sweep has returned. */
+export function forgetStaleInstances(staleBeforeMs: number): Statement {
+  return statement(`DELETE FROM instances WHERE heartbeat_at_ms < ? AND ${UNLEASED}`, staleBeforeMs)
 }

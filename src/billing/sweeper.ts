@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
 import type { Identity, Ledger } from './ledger'
-import { heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
+import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
 import type { LedgerWriter } from './ledger-writer'
 
 /** How often every instance writes its heartbeat row (and sweeps). */
@@ -20,10 +20,14 @@ export const IDLE_RETURN_MS = 10_000
  * Keeps leases honest (ARCHITECTURE.md §7.5): heartbeats this instance; at boot returns the
  * leases of this instance's earlier boots; periodically returns the leases of instances whose
  * heartbeat went stale and this boot's idle leases. Every return is a guarded op, so racing
- * sweepers book each lease back once.
+ * sweepers book each lease back once. Instance rows are forgotten once their leases are back (a
+ * clean stop its own, the sweep the stale ones): each restart under a fresh id (a second process
+ * on a local file, pod names as SVC_INSTANCE_ID) would otherwise leave a row for good.
  */
 export class Sweeper {
   private timer: ReturnType<typeof setInterval> | undefined
+  /** This boot wrote its instance row (a CLI command never does, so its stop writes nothing). */
+  private beaten = false
   /** Leases returned by this sweeper, for metrics. */
   returned = 0
 
@@ -52,6 +56,7 @@ export class Sweeper {
       `instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at_ms < ?) AND NOT (instance_id = ? AND boot_id = ?)`,
       [staleBefore, this.identity.instanceId, this.identity.bootId],
     )
+    await this.writer.submit({ kind: 'plain', statements: [forgetStaleInstances(staleBefore)], interpret: () => undefined })
     for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) {
       // An idle pool's lease goes back; an idle empty pool is forgotten so the map stays small.
       if (pool.leased > 0n) await this.ledger.returnLease(pool)
@@ -59,12 +64,19 @@ export class Sweeper {
     }
   }
 
-  /** Shutdown: stop the timer and hand every lease of this boot back. */
+  /** Shutdown: stop the timer, hand every lease of this boot back, then forget its instance row. */
   async stop(): Promise<void> {
     clearInterval(this.timer)
     // Settlements still queued commit first: a pool they draw on is not returned until they do.
     await this.writer.drain()
     for (const pool of this.ledger.pools.all()) if (pool.held === 0n) await this.ledger.returnLease(pool)
+    // A lease still held (a call that did not end) keeps the row: the stale sweep returns it. A
+    // failed write leaves the row to that sweep too; the shutdown goes on.
+    if (this.beaten) {
+      await this.writer
+        .submit({ kind: 'plain', statements: [forgetInstance(this.identity.instanceId, this.identity.bootId)], interpret: () => undefined })
+        .catch(error => this.logger.warn('could not forget this instance; the stale sweep will', { error: String(error) }))
+    }
     await this.writer.drain()
   }
 
@@ -80,6 +92,7 @@ export class Sweeper {
       statements: [heartbeat(instanceId, bootId, this.clock.now()), { sql: 'SELECT id FROM leases WHERE boot_id = ?', args: [bootId] }],
       interpret: results => new Set(results[1]!.rows.map(row => String(row.id))),
     })
+    this.beaten = true
     // A lease row that vanished was swept by another instance (this one looked dead): stop
     // spending against it.
     for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)
