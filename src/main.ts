@@ -7,13 +7,25 @@ import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
 import { IDLE_TIMEOUT_S } from './http/idle-timeout'
 import { startAdminServer } from './observability/admin-server'
-import { bootstrapIfEmpty } from './orgs/bootstrap'
+import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap'
+
+/** The steps of a boot, in order (ServeOptions.onBootStep names them). */
+export type BootStep = 'migrate' | 'listen' | 'sweeper' | 'admin' | 'bootstrap'
+
+/** Seams of `serve` for tests. */
+export interface ServeOptions {
+  /** Where the first boot's admin key is printed (standard output, checked). */
+  print?: (line: string) => void
+  /** Called as each boot step begins, inside it (tests deliver a signal mid-boot here). */
+  onBootStep?: (step: BootStep) => Promise<void> | void
+}
 
 /**
  * `svc serve`: migrate, bootstrap an empty database, listen on PORT (and on the admin port when
- * `metrics.port` is set). SIGTERM/SIGINT drain gracefully (see `drainAndExit`).
+ * `metrics.port` is set). SIGTERM/SIGINT drain gracefully (see `drainAndExit`); one that comes
+ * during the boot ends it at its next step, and resolves without listening.
  */
-export async function serve(config: Config, print: (line: string) => void = printChecked): Promise<void> {
+export async function serve(config: Config, options: ServeOptions = {}): Promise<void> {
   const deps = await createDeps(config)
   // Allowed (a throwaway gateway for a demo or a smoke test announces its own admin key), but
   // said: nothing survives a restart, and no operator command can reach this database.
@@ -24,52 +36,97 @@ export async function serve(config: Config, print: (line: string) => void = prin
   // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
   // A second signal during the drain (Ctrl-C twice, an impatient orchestrator) ends the wait:
   // the calls still running are cut at once, settled and closed as at the deadline.
+  const boot = new BootSteps(options.onBootStep)
   let server: Server | undefined
   let admin: Server | undefined
   let hurry: (() => void) | undefined
   const onSignal = (signal: string) => {
     if (hurry) return hurry()
     const now = new Promise<void>(resolve => (hurry = resolve))
-    void drainAndExit(deps, server, admin, signal, now)
+    void drainAndExit(deps, () => ({ server, admin }), signal, now, boot.stop())
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
-  await migrateDatabase(deps.database)
+  if (!(await boot.step('migrate', () => migrateDatabase(deps.database)))) return
   // Expired OAuth codes and tokens: purged at boot, then hourly.
   const purge = () => void deps.oauth.purgeExpired().catch(error => deps.logger.warn('oauth purge failed', { error: String(error) }))
   purge()
   const purgeTimer = setInterval(purge, 3_600_000)
   purgeTimer.unref()
-  const app = createApp(deps).listen({
-    port: config.port,
-    // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
-    maxRequestBodySize: 65 * MiB,
-    // Idle connections are closed after this; a request awaiting a long answer lifts it (http/idle-timeout.ts).
-    idleTimeout: IDLE_TIMEOUT_S,
-    // Elysia turns SO_REUSEPORT on: a second gateway (an old instance still running during an
-    // upgrade) would then share the port silently instead of failing with EADDRINUSE.
-    reusePort: false,
+  const listening = await boot.step('listen', () => {
+    const app = createApp(deps).listen({
+      port: config.port,
+      // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
+      maxRequestBodySize: 65 * MiB,
+      // Idle connections are closed after this; a request awaiting a long answer lifts it (http/idle-timeout.ts).
+      idleTimeout: IDLE_TIMEOUT_S,
+      // Elysia turns SO_REUSEPORT on: a second gateway (an old instance still running during an
+      // upgrade) would then share the port silently instead of failing with EADDRINUSE.
+      reusePort: false,
+    })
+    server = app.server ?? undefined
   })
-  server = app.server ?? undefined
+  if (!listening) return
+  const port = server?.port ?? config.port
   // Only once listening: a second copy that cannot bind (started with the same environment by
   // mistake) exits before its boot returns any lease (QA: it returned the live instance's).
-  await deps.sweeper.start()
-  admin = config.metrics.port === undefined ? undefined : startAdminServer(deps, config.metrics.port, config.metrics.host)
-  const port = app.server?.port ?? config.port
+  if (!(await boot.step('sweeper', () => deps.sweeper.start()))) return
+  const adminStarted = await boot.step('admin', () => {
+    if (config.metrics.port !== undefined) admin = startAdminServer(deps, config.metrics.port, config.metrics.host)
+  })
+  if (!adminStarted) return
   // Only once listening: a first boot that cannot bind must not create the admin key it would
   // then never print (the next boot finds the organization and announces nothing).
-  const boot = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
-  if (boot) {
-    try {
-      announceBootstrap(boot.secret, boot.orgId, port, print)
-    } catch (error) {
-      // Nobody saw the key: revoked, so no live credential is left that no one knows (the next
-      // boot finds the organization and announces nothing).
-      await deps.keys.revoke(boot.orgId, boot.keyId)
-      throw new Error(`could not print the first boot's admin key (${String(error)}); it was revoked. Create one with: svc keys create --org ${boot.orgId} --user ${boot.ownerUserId} --name admin --admin`)
-    }
-  }
+  const bootstrapped = await boot.step('bootstrap', async () => {
+    const created = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
+    if (created) await announceOrRevoke(deps, created, port, options.print ?? printChecked)
+  })
+  if (!bootstrapped) return
   deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
+}
+
+/**
+ * Runs the boot's steps one at a time, and stops it between two: a shutdown signal during the
+ * boot (QA: one during the first migration was followed by `listening` and the admin key, and
+ * the drain closed the database under the boot) lets the step in progress end (a migration or
+ * the bootstrap batch is not cut in the middle), then no further step starts.
+ */
+class BootSteps {
+  private stopping = false
+  private current: Promise<void> = Promise.resolve()
+
+  constructor(private readonly onStep: ServeOptions['onBootStep']) {}
+
+  /** Runs `work` unless the boot was stopped; whether the boot goes on after it. */
+  async step(name: BootStep, work: () => unknown): Promise<boolean> {
+    if (this.stopping) return false
+    const running = (async () => {
+      await this.onStep?.(name)
+      await work()
+    })()
+    // A failed step fails the boot (serve throws); the drain waits only for it to end.
+    this.current = running.catch(() => {})
+    await running
+    return !this.stopping
+  }
+
+  /** No step starts from now on; resolves once the step in progress has ended. */
+  stop(): Promise<void> {
+    this.stopping = true
+    return this.current
+  }
+}
+
+/** Prints the first boot's admin key, or revokes it when it cannot be printed. */
+async function announceOrRevoke(deps: Deps, boot: BootstrapResult, port: number, print: (line: string) => void): Promise<void> {
+  try {
+    announceBootstrap(boot.secret, boot.orgId, port, print)
+  } catch (error) {
+    // Nobody saw the key: revoked, so no live credential is left that no one knows (the next
+    // boot finds the organization and announces nothing).
+    await deps.keys.revoke(boot.orgId, boot.keyId)
+    throw new Error(`could not print the first boot's admin key (${String(error)}); it was revoked. Create one with: svc keys create --org ${boot.orgId} --user ${boot.ownerUserId} --name admin --admin`)
+  }
 }
 
 type Server = ReturnType<typeof Bun.serve>
@@ -82,12 +139,23 @@ type Server = ReturnType<typeof Bun.serve>
  * produced output is settled, a collected answer with 503 and nothing charged. Then the ledger
  * writer is flushed, this boot's leases are returned, the database is closed, and the process
  * exits 0 (1 if closing failed). `hurry` (a second signal) cuts at once instead of at the deadline.
+ * `boot` is the boot step in progress, if the signal came during the boot (`BootSteps.stop`).
  */
-export async function drainAndExit(deps: Deps, server: Server | undefined, admin: Server | undefined, signal: string, hurry?: Promise<void>): Promise<never> {
+export async function drainAndExit(
+  deps: Deps,
+  listeners: () => { server?: Server; admin?: Server },
+  signal: string,
+  hurry?: Promise<void>,
+  boot: Promise<void> = Promise.resolve(),
+): Promise<never> {
   const { logger, lifecycle } = deps
   const deadlineMs = deps.config.shutdown.drainTimeoutMs
   lifecycle.drain()
   logger.info('shutting down', { signal, in_flight: lifecycle.inFlight, deadline_ms: deadlineMs })
+  // A signal during the boot: its step in progress ends before anything closes, and the
+  // listeners are read after it (the listen step may just have opened one).
+  await boot
+  const { server, admin } = listeners()
   // stop(false) closes the listener at once and resolves when every open response has ended.
   const stopped = server ? server.stop(false) : Promise.resolve()
   const drained = await Promise.race([stopped.then(() => true), delay(deadlineMs).then(() => false), ...(hurry ? [hurry.then(() => false)] : [])])

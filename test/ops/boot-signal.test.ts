@@ -1,0 +1,45 @@
+import { afterEach, expect, test } from 'bun:test'
+import { createClient } from '@libsql/client'
+import { join } from 'node:path'
+import { runProcess } from '../support/cli'
+import { gatewayWorkspace, type GatewayWorkspace } from '../support/gateway-process'
+
+// A shutdown signal during the boot (ARCHITECTURE.md §7.5) ends the boot at its next step: the
+// step in progress finishes (the database is not closed under a migration), nothing after it
+// starts (no listener left undrained, no first-boot admin key), and the process exits 0. Before
+// (QA), a SIGTERM during a first boot's migration was followed by `listening` and the printed
+// admin key, then `stopped`, while the drain closed the database under the boot.
+
+const CHILD = join(import.meta.dir, '..', 'support', 'serve-child.ts')
+const MIGRATIONS = 7 // drizzle/meta/_journal.json
+
+let workspace: GatewayWorkspace
+afterEach(() => workspace.remove())
+
+/** A first boot (SVC_BOOTSTRAP=1, new database file) signalled inside `step`; its output and what it left in the database. */
+async function signalledBoot(step: string) {
+  workspace = gatewayWorkspace('svc-boot-signal-', 'plans: { payg: { monthly_allowance: "0", fusion: false } }\n')
+  const run = await runProcess([process.execPath, CHILD], { env: { ...process.env, ...workspace.env, PORT: '0', SVC_BOOTSTRAP: '1', SIGNAL_AT_STEP: step } })
+  const messages = run.stdout.split('\n').filter(line => line.startsWith('{')).map(line => JSON.parse(line).msg as string)
+  const client = createClient({ url: workspace.env.DATABASE_URL! })
+  try {
+    const count = async (sql: string) => Number((await client.execute(sql)).rows[0]![0])
+    return { ...run, messages, migrations: await count('SELECT COUNT(*) FROM __drizzle_migrations'), orgs: await count('SELECT COUNT(*) FROM orgs') }
+  } finally {
+    client.close()
+  }
+}
+
+for (const step of ['migrate', 'listen']) {
+  test(`a SIGTERM during the boot's ${step} step: the step ends, nothing after it runs, exit 0`, async () => {
+    const run = await signalledBoot(step)
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    expect(run.messages).not.toContain('listening')
+    expect(run.messages.indexOf('shutting down')).toBeGreaterThanOrEqual(0)
+    expect(run.messages.at(-1)).toBe('stopped')
+    expect(run.stdout).not.toContain('Created organization')
+    expect(run.migrations).toBe(MIGRATIONS) // the migration ran to its end
+    expect(run.orgs).toBe(0) // no bootstrap
+  }, 30_000)
+}
