@@ -17,6 +17,13 @@ export const epochMs = customType<{ data: number; driverData: bigint | number }>
   toDriver: value => value,
 })
 
+/** A small count: INTEGER ↔ number. */
+export const count = customType<{ data: number; driverData: bigint | number }>({
+  dataType: () => 'integer',
+  fromDriver: value => Number(value),
+  toDriver: value => value,
+})
+
 /** Boolean: INTEGER 0/1 ↔ boolean. */
 export const bool = customType<{ data: boolean; driverData: bigint | number }>({
   dataType: () => 'integer',

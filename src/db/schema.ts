@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { check, index, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import { bool, epochMs, nanos } from './columns'
+import { bool, count, epochMs, nanos } from './columns'
 
 /** An organization: the unit that owns keys and money. A personal account is its own organization. */
 export const orgs = sqliteTable('orgs', {
@@ -246,7 +246,11 @@ export const oauthGrants = sqliteTable(
 
 export type OAuthTokenKind = 'access' | 'refresh'
 
-/** Access and refresh tokens by hash. A refresh token is single-use: `used_at_ms` marks its rotation. */
+/**
+ * Access and refresh tokens by hash. A refresh token is spent by its rotation (`used_at_ms`); its
+ * client may exchange it again for a short while after, a few times (REUSE_WINDOW_MS and
+ * MAX_EXCHANGES in src/oauth/tokens.ts): `exchanges` counts its exchanges, the rotation included.
+ */
 export const oauthTokens = sqliteTable(
   'oauth_tokens',
   {
@@ -256,6 +260,7 @@ export const oauthTokens = sqliteTable(
     createdAtMs: epochMs('created_at_ms').notNull(),
     expiresAtMs: epochMs('expires_at_ms').notNull(),
     usedAtMs: epochMs('used_at_ms'),
+    exchanges: count('exchanges').notNull().default(0),
   },
   table => [index('oauth_tokens_grant').on(table.grantId), check('oauth_tokens_kind_check', sql`${table.kind} in ('access', 'refresh')`)],
 )

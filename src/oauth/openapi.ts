@@ -2,6 +2,7 @@ import type { OpenAPIV3 } from 'openapi-types'
 import { GRANT_TYPES } from './clients'
 import { OAUTH_ERROR_CODES } from './errors'
 import { SCOPES } from './secrets'
+import { MAX_EXCHANGES, REUSE_WINDOW_MS } from './tokens'
 
 // OpenAPI fragments for the OAuth endpoints, whose bodies are read and written by hand
 // (form-encoded requests, RFC-shaped responses), so Elysia has no schema to document them from.
@@ -21,12 +22,17 @@ const OAUTH_ERROR: Schema = always({
   error_description: text('What was wrong, for a developer'),
 })
 
+/** Refresh-token rotation and its one leeway (tokens.ts), as the token endpoint's docs state it. */
+export const ROTATION =
+  `each refresh returns a new refresh token; a spent one presented again revokes the whole authorization, unless by its client within ` +
+  `${REUSE_WINDOW_MS / 1000} s of its rotation, up to ${MAX_EXCHANGES} exchanges in all (each gets a new pair)`
+
 /** RFC 6749 §5.1, as TokenService issues it: every grant type gets a refresh token (rotated on use). */
 const TOKEN: Schema = always({
   access_token: text('Opaque: svc_mcp_… (mcp:inference) or svc_cli_… (cli:inference)'),
   token_type: { type: 'string', enum: ['Bearer'] },
   expires_in: integer('Lifetime of the access token in seconds: oauth.access_token_ttl_s, or less when the API key it was signed in with expires sooner'),
-  refresh_token: text('Single use: each refresh returns a new one; reusing a spent one revokes the authorization'),
+  refresh_token: text(`Rotated: ${ROTATION}`),
   scope: { type: 'string', enum: [...SCOPES], description: 'The one scope granted' },
 })
 

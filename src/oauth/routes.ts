@@ -5,7 +5,7 @@ import { claimedClientId, checkRevokingClient } from './client-auth'
 import { DEVICE_GRANT } from './clients'
 import { jsonResponse, OAuthError, oauthErrorResponse } from './errors'
 import { readForm, readJsonObject } from './form'
-import { formDoc, jsonDoc, oauthResponses, SCHEMAS, THROTTLED } from './openapi'
+import { formDoc, jsonDoc, oauthResponses, ROTATION, SCHEMAS, THROTTLED } from './openapi'
 import { parseResource } from './resource'
 import { parseScope } from './secrets'
 import { OAUTH_PATHS, WELL_KNOWN_PATHS, type OAuthServer } from './server'
@@ -106,8 +106,9 @@ export function oauthRoutes(oauth: OAuthServer) {
         detail: {
           summary: 'Token endpoint',
           description:
-            'Form-encoded. grant_type authorization_code (code, redirect_uri, client_id, code_verifier; PKCE S256), refresh_token (rotation: ' +
-            'a reused refresh token revokes the whole authorization) or urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
+            'Form-encoded. grant_type authorization_code (code, redirect_uri, client_id, code_verifier; PKCE S256), ' +
+            `refresh_token (rotation: ${ROTATION}) or ` +
+            'urn:ietf:params:oauth:grant-type:device_code (RFC 8628 polling). ' +
             'Access tokens are opaque: svc_mcp_ (mcp:inference) or svc_cli_ (cli:inference), bounded by the API key the person signed in with ' +
             '(a grant whose key is revoked or expired refreshes to invalid_grant). Clients are public: client_id in the body; ' +
             'HTTP Basic naming the client with an empty password is accepted as the same, any other Basic credential is 401 invalid_client. ' +

@@ -1,4 +1,4 @@
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, eq, gt, isNull, lt, or, sql } from 'drizzle-orm'
 import type { OAuthConfig } from '../config/config'
 import type { Db } from '../db/client'
 import { apiKeys, memberships, oauthGrants, oauthTokens, type KeyStatus, type OAuthScope } from '../db/schema'
@@ -21,6 +21,19 @@ export interface GrantInput {
   /** The key the person signed in with (a key of userId in orgId): it bounds every token of the grant. */
   keyId: string
 }
+
+/**
+ * How long after its rotation a spent refresh token may still be exchanged by its client, and how
+ * many exchanges it may have in all (the rotation included). Clients do present one twice without
+ * any theft: the MCP SDK refreshes once per request that got 401, so a host's parallel calls after
+ * the access token expired all send the same refresh token at once; and a client retries a
+ * refresh whose answer was lost. Revoking the grant then would sign the person out. Each such
+ * exchange issues a new pair and leaves the others valid (RFC 9700 §4.14.2 allows this leeway;
+ * Okta and Auth0 call it a grace period or reuse interval). Later, or beyond the count, a spent
+ * token is taken as stolen and the grant is revoked.
+ */
+export const REUSE_WINDOW_MS = 30_000
+export const MAX_EXCHANGES = 5
 
 /** The token response of RFC 6749 §5.1. */
 export interface TokenSet {
@@ -88,33 +101,36 @@ export class TokenService {
 
   /**
    * Refresh-token rotation (OAuth 2.1 §4.3.1): the presented token is spent and a new pair is
-   * issued. A refresh token presented a second time means it leaked (or a client raced itself):
-   * the whole grant is revoked, so the thief's tokens die with the victim's.
+   * issued. A spent refresh token presented again means it leaked: the whole grant is revoked, so
+   * the thief's tokens die with the victim's. Except within REUSE_WINDOW_MS of its rotation, up to
+   * MAX_EXCHANGES in all: a client racing itself (or retrying) gets another pair.
    */
   async refresh(refreshToken: string, clientId: string, scope: OAuthScope | undefined, resource: NamedResource | undefined): Promise<TokenSet> {
     const now = this.clock.now()
     const row = await this.lookup(refreshToken, 'refresh')
     if (!row || row.grant.revokedAtMs !== null) throw new OAuthError('invalid_grant', 'the refresh token is invalid or revoked')
     if (row.grant.clientId !== clientId) throw new OAuthError('invalid_grant', 'the refresh token was issued to another client')
-    if (row.token.usedAtMs !== null) {
-      await this.revokeGrant(row.grant.id)
-      throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of this authorization is now revoked')
-    }
+    // The guarded update's rule (below), checked first: a reuse revokes whatever else is wrong.
+    const { usedAtMs, exchanges } = row.token
+    if (usedAtMs !== null && (now - usedAtMs >= REUSE_WINDOW_MS || exchanges >= MAX_EXCHANGES)) await this.refuseReuse(row.grant.id)
     if (row.token.expiresAtMs <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired; sign in again')
     // The tokens live no longer than the key signed in with (revoked, expired, or none: pre-0006).
     const keyStatus = keyStatusOf(row.key, now)
     if (keyStatus !== 'active') throw new OAuthError('invalid_grant', `the API key this authorization was signed in with is ${keyStatus}; sign in again`)
     if (scope !== undefined && scope !== row.grant.scope) throw new OAuthError('invalid_scope', `this authorization is for ${row.grant.scope} only`)
     checkAudience(resource, row.grant.scope)
-    // Spend it with a guarded update, so two concurrent refreshes cannot both win.
+    // Spend it (or count one more exchange in the window) with a guarded update, so concurrent
+    // refreshes cannot exchange it more than MAX_EXCHANGES times; the window runs from the first.
     const spent = await this.db
       .update(oauthTokens)
-      .set({ usedAtMs: now })
-      .where(and(eq(oauthTokens.hash, hashOf(refreshToken)), isNull(oauthTokens.usedAtMs)))
-    if (spent.rowsAffected !== 1) {
-      await this.revokeGrant(row.grant.id)
-      throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of this authorization is now revoked')
-    }
+      .set({ usedAtMs: sql`coalesce(${oauthTokens.usedAtMs}, ${now})`, exchanges: sql`${oauthTokens.exchanges} + 1` })
+      .where(
+        and(
+          eq(oauthTokens.hash, hashOf(refreshToken)),
+          or(isNull(oauthTokens.usedAtMs), and(gt(oauthTokens.usedAtMs, now - REUSE_WINDOW_MS), lt(oauthTokens.exchanges, MAX_EXCHANGES))),
+        ),
+      )
+    if (spent.rowsAffected !== 1) await this.refuseReuse(row.grant.id)
     return this.mint(row.grant.id, row.grant.scope, now, row.key!.expiresAtMs)
   }
 
@@ -195,6 +211,12 @@ export class TokenService {
       scope: row.grant.scope,
     }
     return { ok: true, principal }
+  }
+
+  /** A spent refresh token presented too late or too often: taken as stolen, its grant revoked. */
+  private async refuseReuse(grantId: string): Promise<never> {
+    await this.revokeGrant(grantId)
+    throw new OAuthError('invalid_grant', 'the refresh token was already used; every token of this authorization is now revoked')
   }
 
   private async lookup(token: string, kind: 'access' | 'refresh') {

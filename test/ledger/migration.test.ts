@@ -37,12 +37,19 @@ const LATEST_INDEXES = [
 ]
 const KEY_INDEX_0004 = 'CREATE INDEX `ledger_entries_key` ON `ledger_entries` (`key_id`,`cap_window_start_ms`) WHERE "ledger_entries"."cap_window_start_ms" IS NOT NULL'
 
+/** Puts a migrated test database back where 0006 left it: no refresh-token exchange count, 0007 not recorded. */
+async function backTo0006(client: Client): Promise<void> {
+  await client.execute('ALTER TABLE oauth_tokens DROP COLUMN exchanges')
+  await client.execute({ sql: 'DELETE FROM __drizzle_migrations WHERE created_at = ?', args: [whenOf('0007_oauth_refresh_reuse')] })
+}
+
 /**
  * Puts a migrated test database back where 0005 left it: no OAuth key_id columns, 0006 not
  * recorded. drizzle's migrator runs only migrations newer than the last one recorded, so a later
  * migration has to be undone too before an earlier one can be replayed.
  */
 async function backTo0005(client: Client): Promise<void> {
+  await backTo0006(client)
   for (const table of ['oauth_codes', 'oauth_device_codes', 'oauth_grants']) await client.execute(`ALTER TABLE ${table} DROP COLUMN key_id`)
   await client.execute({ sql: 'DELETE FROM __drizzle_migrations WHERE created_at = ?', args: [whenOf('0006_oauth_grant_key')] })
 }

@@ -280,6 +280,8 @@ describe('tokens: expiry, refresh rotation, revocation', () => {
     const tokens = await codeFlowTokens(t, org.adminKey, 'cli:inference')
     const form = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: tokens.clientId }
     const rotated = await json(await postForm(t, '/oauth/token', form))
+    // Past the 30 s in which its client may present it again (refresh-reuse.test.ts).
+    t.clock.advance(30_000)
     const reuse = await postForm(t, '/oauth/token', form)
     expect((await json(reuse)).error).toBe('invalid_grant')
     expect((await chat(rotated.access_token)).status).toBe(401)
