@@ -48,3 +48,20 @@ export function checkParams<T>(schema: { safeParse(value: unknown): { success: t
   })
   throw new JsonRpcError(ErrorCode.InvalidParams, `Invalid params: ${problems.join('; ')}`)
 }
+
+/**
+ * The message or batch with the `task` member dropped from its requests' params. MCP 2025-11-25
+ * (Tasks, "Task Support and Handling"): a receiver that does not declare the task capability for
+ * a request type MUST process such requests normally, ignoring the task metadata. This server
+ * declares none, but the SDK's Protocol checks the capability before any handler runs and answers
+ * a task-augmented tools/call -32603 ("Server does not support task creation"); without the
+ * member, the call runs as any other and its result is answered directly.
+ */
+export function withoutTaskAugmentation(body: unknown): unknown {
+  if (Array.isArray(body)) return body.map(message => withoutTaskAugmentation(message))
+  const message = body as { method?: unknown; params?: unknown } | null
+  if (typeof message?.method !== 'string' || typeof message.params !== 'object' || message.params === null || !('task' in message.params)) return body
+  const params: Record<string, unknown> = { ...message.params }
+  delete params.task
+  return { ...message, params }
+}

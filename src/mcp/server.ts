@@ -144,7 +144,8 @@ export class McpService {
     }
     // Through Protocol's registration, not Server's: Server wraps a tools/call handler in its own
     // strict check, answering -32602 with zod's JSON dump before this handler can say it in words.
-    // (Its other addition checks task-augmented calls, a capability this server does not offer.)
+    // (Its other addition checks task-augmented calls, a capability this server does not offer:
+    // their `task` member is dropped before the SDK reads them, see withoutTaskAugmentation.)
     sdk.Protocol.prototype.setRequestHandler.call(server, sdk.LooseCallToolRequestSchema, async (loose, extra) => {
       const request: CallToolRequest = checkParams(sdk.CallToolRequestSchema, loose)
       const tool = this.byName.get(request.params.name)
@@ -211,7 +212,7 @@ export class McpService {
     if (followed) record.sink.defer(record)
     let response: Response | undefined
     try {
-      response = await Promise.race([transport.handleRequest(call.httpRequest, { parsedBody: call.body }), droppedReply])
+      response = await Promise.race([transport.handleRequest(call.httpRequest, { parsedBody: sdk.withoutTaskAugmentation(call.body) }), droppedReply])
     } catch (error) {
       if (followed) record.sink.end(record)
       throw error

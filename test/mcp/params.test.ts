@@ -65,3 +65,23 @@ test('well-formed requests are answered as before', async () => {
   })
   expect(((await response.json()) as any).result.tools).toHaveLength(5)
 })
+
+// MCP 2025-11-25 (Tasks): a receiver that does not declare the task capability for a request type
+// MUST process it normally, ignoring the task metadata. This server declares none; the SDK's
+// protocol layer answered such a tools/call -32603 "Server does not support task creation".
+test('a tools/call carrying params.task runs as a normal call, alone or in a batch', async () => {
+  const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'svc.list_models', arguments: {}, task: { ttl: 60000 } } })
+  const post = (body: unknown) =>
+    fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify(body),
+    })
+  const reply = (await (await post(call(1))).json()) as any
+  expect(reply.error).toBeUndefined()
+  // The tool's own result, not a CreateTaskResult.
+  expect(reply.result.task).toBeUndefined()
+  expect(reply.result.content[0].text).toContain('demo-anonymous')
+  const batch = (await (await post([call(2), { ...call(3), params: { name: 'svc.list_models', task: {} } }])).json()) as any[]
+  expect(batch.map(answer => [answer.id, answer.error, answer.result.content[0].text.includes('demo-anonymous')])).toEqual([[2, undefined, true], [3, undefined, true]])
+})
