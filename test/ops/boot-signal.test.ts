@@ -11,7 +11,8 @@ import { gatewayWorkspace, type GatewayWorkspace } from '../support/gateway-proc
 // admin key, then `stopped`, while the drain closed the database under the boot.
 
 const CHILD = join(import.meta.dir, '..', 'support', 'serve-child.ts')
-const MIGRATIONS = 7 // drizzle/meta/_journal.json
+// Every migration of drizzle/meta/_journal.json.
+const MIGRATIONS = (await Bun.file(new URL('../../drizzle/meta/_journal.json', import.meta.url)).json()).entries.length as number
 
 let workspace: GatewayWorkspace
 afterEach(() => workspace.remove())
