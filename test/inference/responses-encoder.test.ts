@@ -136,6 +136,15 @@ describe('ResponsesStreamEncoder', () => {
     expect(failed[0]).toMatchObject({ type: 'response.failed', sequence_number: sent.length, response: { status: 'failed', error: { code: 'server_error', message: 'the ledger could not record this charge' } } })
   })
 
+  test("an in-band failure's code says whose fault it was: invalid_prompt for a request refused as invalid, rate_limit_exceeded, else server_error (QA)", () => {
+    // Before: an upstream's mid-stream invalid_request_error reached the client as server_error,
+    // which clients retry forever; Chat Completions named it invalid_request.
+    const code = (error: ApiError) => parse(encoder().fail(error))[0]!.response.error.code
+    expect(code(new ApiError('invalid_request', 'the upstream provider rejected the request: prompt is too long'))).toBe('invalid_prompt')
+    expect(code(new ApiError('rate_limited', 'slow down'))).toBe('rate_limit_exceeded')
+    expect(code(new ApiError('provider_error', 'the upstream failed'))).toBe('server_error')
+  })
+
   test('empty deltas send nothing; a reasoning block without text has no summary part; blocks left open are closed at finish', async () => {
     const stream = encoder()
     const frames = [

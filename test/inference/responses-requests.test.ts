@@ -109,6 +109,16 @@ describe('Responses → canonical', () => {
   })
 })
 
+describe("a history from OpenAI replays: its function_call items' own fields at their defaults (QA)", () => {
+  test('caller null or direct, async false and namespace null are accepted as the plain call', () => {
+    // Before: 400 unknown field "input.1.caller", though the SDK's ResponseFunctionToolCall has them.
+    for (const extra of [{ caller: null }, { caller: { type: 'direct' } }, { async: false, namespace: null }]) {
+      const request = decode({ input: [{ role: 'user', content: 'q' }, { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}', ...extra }, { type: 'function_call_output', call_id: 'c1', output: 'r' }] })
+      expect(request.messages[1]).toEqual({ role: 'assistant', parts: [{ type: 'tool-call', callId: 'c1', name: 'f', arguments: '{}' }] })
+    }
+  })
+})
+
 describe('POST /v1/responses refuses what it cannot carry', () => {
   test('each is a 400 invalid_request naming the field; nothing is reserved or sent upstream', async () => {
     const { client, charged } = await setup(() => events([...ok]))
@@ -145,6 +155,10 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call(item({ role: 'user', content: [{ type: 'input_text' }] })), 'input.0.content.0.text', /required/],
       [call(item({ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] })), 'input.0.content.0', /must be a valid input_text, input_image/],
       [call({ input: [{ type: 'function_call_output', call_id: 'ghost', output: 'x' }] }), 'input.0.call_id', /no function_call with call_id "ghost"/],
+      // OpenAI's own function_call fields beyond their defaults (the defaults pass: see the next test).
+      [call(item({ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', caller: { type: 'program', caller_id: 'p1' } })), 'input.0.caller', /"program" caller is not supported/],
+      [call(item({ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', namespace: 'ns' })), 'input.0.namespace', /namespace/],
+      [call(item({ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', async: true })), 'input.0.async', /async/],
       [call(item({ role: 'assistant', content: [{ type: 'input_image', image_url: 'https://example.com/a.png', detail: 'auto' }] })), 'input.0.content.0', /only accepted in user messages/],
       [call(item({ role: 'user', content: [{ type: 'input_image', file_id: 'file-1', detail: 'auto' }] })), 'input.0.content.0.file_id', /no file storage/],
       [call(item({ role: 'user', content: [{ type: 'input_file', file_url: 'https://example.com/a.pdf' }] })), 'input.0.content.0.file_url', /inline/],

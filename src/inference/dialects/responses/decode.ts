@@ -2,6 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
+import { cutText } from '../../../lib/characters'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage } from '../chat-completions/decode'
 import { inlineBytes, parseDataUrl } from '../inline-data'
@@ -171,6 +172,9 @@ function decodeInput(input: Body['input']): Message[] {
       }
       case 'function_call': {
         const call = item as Extract<Item, { type: 'function_call' }>
+        if (call.caller != null && call.caller.type !== 'direct') throw unsupported(`${param}.caller`, `a function call made by a "${cutText(call.caller.type, 40)}" caller is not supported; only direct calls`)
+        if (call.namespace != null) throw unsupported(`${param}.namespace`, 'function calls in a namespace are not supported')
+        if (call.async === true) throw unsupported(`${param}.async`, 'async function calls are not supported')
         calls.add(call.call_id)
         turn().push({ type: 'tool-call', callId: call.call_id, name: call.name, arguments: call.arguments })
         break

@@ -66,9 +66,14 @@ export function statusOf(reason: FinishReason): { status: ResponseStatus; incomp
   return { status: 'completed', incomplete: null }
 }
 
-/** The in-band error of a failed response (ResponseError's code is a closed set). */
+/**
+ * The in-band error of a failed response. ResponseError's code is a closed set: a request the
+ * upstream refused as invalid is `invalid_prompt` (a client retrying on `server_error` would retry
+ * it forever), a rate limit `rate_limit_exceeded`, anything else `server_error`.
+ */
 export function errorObject(error: ApiError) {
-  return { code: error.code === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error', message: error.message }
+  const code = error.code === 'rate_limited' ? 'rate_limit_exceeded' : error.code === 'invalid_request' ? 'invalid_prompt' : 'server_error'
+  return { code, message: error.message }
 }
 
 export function responseObject(

@@ -68,6 +68,11 @@ export const FunctionCallItem = t.Object(
     status: Status,
     // The openai SDK's stream helper adds this output-only field to function calls.
     parsed_arguments: t.Optional(t.Unknown()),
+    // Fields of OpenAI's own function_call items, so a history from OpenAI replays: their defaults
+    // (a direct call, not async) pass; a namespace or a programmatic caller is refused by name.
+    caller: t.Optional(t.Union([t.Object({ type: t.String() }, { additionalProperties: true }), t.Null()])),
+    namespace: nullable(t.String()),
+    async: nullable(t.Boolean()),
   },
   { additionalProperties: false },
 )
