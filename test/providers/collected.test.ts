@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { brotliCompressSync, gzipSync } from 'node:zlib'
 import type { ProviderConfig } from '../../src/config/config'
 import { AnthropicProvider } from '../../src/providers/anthropic/provider'
+import { declaresAtMost } from '../../src/providers/declared-length'
 import { AttestedProvider } from '../../src/providers/attested/provider'
 import { OpenAICompatibleProvider } from '../../src/providers/openai-compatible/provider'
 import { UpstreamError, type Provider } from '../../src/providers/types'
@@ -208,6 +210,33 @@ describe('the body of a collected JSON answer (openai-compatible)', () => {
         await upstream.close()
       }
     }
+  })
+
+  test('a compressed answer is held to 16 MiB inflated, whatever its Content-Length says (QA: 100 KB of gzip held 100 MB)', async () => {
+    // Before: the compressed length was taken as the body's and the answer read whole, uncapped.
+    const huge = JSON.stringify({ ...(openAIWire.json(TURN) as object), padding: 'x'.repeat(MAX) })
+    for (const [encoding, compress] of [['gzip', gzipSync], ['br', brotliCompressSync]] as const) {
+      const body = compress(huge)
+      const server = Bun.serve({
+        port: 0,
+        hostname: '127.0.0.1',
+        fetch: () => new Response(body, { headers: { 'content-type': 'application/json', 'content-encoding': encoding, 'content-length': String(body.byteLength) } }),
+      })
+      try {
+        const provider = new OpenAICompatibleProvider(providerConfig({ type: 'openai-compatible', baseUrl: `http://127.0.0.1:${server.port}/v1`, apiKey: KEY }))
+        const error = await provider.stream(call()).then(() => undefined, (thrown: unknown) => thrown)
+        expect(error).toBeInstanceOf(UpstreamError)
+        expect((error as UpstreamError).message).toContain('too large')
+      } finally {
+        server.stop(true)
+      }
+    }
+  })
+
+  test('a compressed body never counts as declared (streams too: read chunk by chunk, where the caps count inflated bytes)', () => {
+    const headers = (encoding?: string) => new Headers({ 'content-length': '100', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) })
+    expect([undefined, 'identity', ' Identity '].map(encoding => declaresAtMost(headers(encoding), 1000))).toEqual([true, true, true])
+    expect(['gzip', 'br', 'deflate', 'zstd', 'gzip, identity'].map(encoding => declaresAtMost(headers(encoding), 1000))).toEqual([false, false, false, false, false])
   })
 
   test('past 16 MiB it is refused as a server error, whether its length is declared or not', async () => {
