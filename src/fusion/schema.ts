@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { JsonInteger } from '../http/openapi-schemas'
+import { JsonInteger, MaxCharacters } from '../http/openapi-schemas'
 import { ChatMessage } from '../inference/dialects/chat-completions/schema'
 
 // Wire schemas of POST /api/v1/chat/fusion (spec §2.3, §4.5). Unknown fields are rejected.
@@ -7,7 +7,7 @@ import { ChatMessage } from '../inference/dialects/chat-completions/schema'
 /** The request body (spec §4.5), plus the optional judge and the opt-in progress stream. */
 export const FusionBody = t.Object(
   {
-    models: t.Array(t.String({ minLength: 1, maxLength: 256 }), {
+    models: t.Array(MaxCharacters(256, { minLength: 1 }), {
       minItems: 2,
       maxItems: 3,
       description: 'Two or three distinct logical model ids from the live catalog (GET /api/v1/models)',
@@ -21,10 +21,10 @@ export const FusionBody = t.Object(
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 2, description: 'Applied to every participant (the judge keeps its default)' })),
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1, description: 'Applied to every participant (the judge keeps its default)' })),
     max_tokens: t.Optional(JsonInteger({ minimum: 1, description: "Output cap of every participant; the judge's is this bounded by its own maximum" })),
-    user: t.Optional(t.String({ maxLength: 256, description: "The caller's end-user id, for the gateway's abuse controls; never forwarded upstream" })),
+    user: t.Optional(MaxCharacters(256, { description: "The caller's end-user id, for the gateway's abuse controls; never forwarded upstream" })),
     web_search: t.Optional(t.Boolean({ description: 'Hosted web search on every participant (the model must support it)' })),
     web_fetch: t.Optional(t.Boolean({ description: 'Hosted web fetch on every participant (the model must support it)' })),
-    judge: t.Optional(t.String({ minLength: 1, maxLength: 256, description: 'The model that writes the synthesis; default: the configured fusion.judge' })),
+    judge: t.Optional(MaxCharacters(256, { minLength: 1, description: 'The model that writes the synthesis; default: the configured fusion.judge' })),
     stream: t.Optional(
       t.Boolean({
         description:

@@ -1,6 +1,8 @@
 import { withHeaders } from '@elysiajs/openapi'
-import { Type, type IntegerOptions, type TSchema } from '@sinclair/typebox'
+import { Type, type IntegerOptions, type StringOptions, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { maxCharactersPattern } from '../lib/characters'
+import { plainPattern } from './validation-message'
 
 /**
  * A JSON integer, for request bodies and replies. Elysia's `t.Integer` also accepts a numeric
@@ -10,6 +12,17 @@ import { t } from 'elysia'
  * reject "64" for max_tokens too).
  */
 export const JsonInteger = (options?: IntegerOptions) => Type.Integer(options)
+
+/**
+ * A string of at most `max` characters, counted as Unicode code points as JSON Schema's maxLength
+ * counts them (an emoji is one). TypeBox's maxLength counts UTF-16 units (an emoji is two), so the
+ * limit is a pattern (maxCharactersPattern), and a longer value is told "must be at most `max`
+ * characters", never the expression. For limits of some thousands at most: JavaScriptCore runs
+ * such a pattern slowly past ~100 000 (and refuses a 4 Mi-unit string that fits 4 Mi), so a size
+ * cap in MiB stays a maxLength, in UTF-16 units.
+ */
+export const MaxCharacters = (max: number, options?: StringOptions) =>
+  Type.String({ ...options, ...plainPattern(maxCharactersPattern(max), `at most ${max} characters`) })
 
 /**
  * A reply schema that documents the route in OpenAPI but is not checked at run time. Elysia

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { MaxCharacters } from '../http/openapi-schemas'
 import { EXPIRES_IN_FORMS } from './expiry'
 import { KEY_NAME_MAX_CHARACTERS } from './request'
 
@@ -20,7 +21,7 @@ export const CreateKeyBody = t.Object(
       examples: ['ci-deploy'],
     }),
     admin: t.Optional(t.Boolean({ default: false, error: 'admin must be a boolean' })),
-    expires_in: t.Optional(t.String({ maxLength: 64, description: `One of: ${EXPIRES_IN_FORMS}. Default never. A timestamp is kept to the millisecond (further fraction digits are truncated); a leap second, 23:59:60 UTC at a month's end, counts as the next second.`, examples: ['30d'] })),
+    expires_in: t.Optional(MaxCharacters(64, { description: `One of: ${EXPIRES_IN_FORMS}. Default never. A timestamp is kept to the millisecond (further fraction digits are truncated); a leap second, 23:59:60 UTC at a month's end, counts as the next second.`, examples: ['30d'] })),
     spend_cap_period: t.Optional(
       t.Union([t.Literal('daily'), t.Literal('monthly'), t.Literal('overall')], { error: 'spend_cap_period must be daily, monthly or overall' }),
     ),

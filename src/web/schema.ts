@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { t } from 'elysia'
+import { MaxCharacters } from '../http/openapi-schemas'
 
 // Wire schemas of the web routes. Bodies are strict: any other field (a model id, messages,
 // privacy options) is a 400 naming it (spec §4.6).
@@ -37,7 +38,7 @@ export const SearchCount = Integer({ minimum: 1, maximum: 20, default: DEFAULT_S
 
 export const WebSearchBody = t.Object(
   {
-    query: t.String({ minLength: 1, maxLength: 400, description: 'What to search for (at most 400 characters)' }),
+    query: MaxCharacters(400, { minLength: 1, description: 'What to search for (at most 400 characters)' }),
     count: t.Optional(SearchCount),
     offset: t.Optional(Integer({ minimum: 0, maximum: 9, default: 0, description: 'Zero-based page of results to return (0–9): pages of `count` results with Brave; with SearXNG the instance\'s own result pages (their size is the instance\'s), each trimmed to `count`' })),
     freshness: t.Optional(t.Union([t.Literal('day'), t.Literal('week'), t.Literal('month'), t.Literal('year')], { description: 'Only pages from the last day, week, month or year' })),

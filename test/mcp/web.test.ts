@@ -103,6 +103,18 @@ describe('svc.web_search and svc.web_fetch', () => {
     expect(text(old)).toContain('max_results')
   })
 
+  test('a query of 400 characters is 400 code points: 400 emoji are searched, 401 are refused in characters', async () => {
+    // Before: the schema's maxLength counted UTF-16 units, so 201 emoji were already too many.
+    const { org, connect } = await setup()
+    const client = await connect((await org('mcp')).key)
+    const emoji = '😀'
+    const at = await client.callTool({ name: 'svc.web_search', arguments: { query: emoji.repeat(400), count: 1 } })
+    expect(at.isError).toBeFalsy()
+    expect((at.structuredContent as { query: string }).query).toBe(emoji.repeat(400))
+    const past = await client.callTool({ name: 'svc.web_search', arguments: { query: emoji.repeat(401) } })
+    expect([past.isError, text(past)]).toEqual([true, 'invalid arguments: query: must be at most 400 characters'])
+  })
+
   test('fetch: page text as the route returns it, one web_fetch unit per page, as POST /api/v1/web/fetch bills', async () => {
     const { org, connect, site, pages } = await setup()
     const mcpOrg = await org('mcp')

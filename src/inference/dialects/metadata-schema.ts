@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { MaxCharacters } from '../../http/openapi-schemas'
 import { maxCharactersPattern } from '../../lib/characters'
 
 // OpenAI's `metadata` (Chat Completions and Responses), within OpenAI's documented limits: at
@@ -7,13 +8,13 @@ import { maxCharactersPattern } from '../../lib/characters'
 // naming the field here too. A key's length is the key pattern's: a longer key matches no pattern
 // (additionalProperties: false), and the map's own `error` says why rather than "unknown field".
 // Characters are Unicode code points, as OpenAI counts them (a 64-emoji key fits): both limits are
-// patterns (maxCharactersPattern), since TypeBox's maxLength counts an emoji as two.
+// patterns (maxCharactersPattern, MaxCharacters), since TypeBox's maxLength counts an emoji as two.
 
 export const METADATA_LIMITS = 'at most 16 pairs, keys of at most 64 characters, string values of at most 512 characters'
 
 export const Metadata = t.Record(
   t.String({ pattern: maxCharactersPattern(64) }),
-  t.String({ pattern: maxCharactersPattern(512), error: 'metadata values must be strings of at most 512 characters' }),
+  MaxCharacters(512, { error: 'metadata values must be strings of at most 512 characters' }),
   {
     maxProperties: 16,
     additionalProperties: false,

@@ -2,10 +2,11 @@ import { Type } from '@sinclair/typebox'
 import type { RouteResolver } from '../../fusion/privacy'
 import { participantHosted, runFusion, type FusionDeps, type FusionProgress } from '../../fusion/service'
 import type { FusionRequest, FusionResultBody } from '../../fusion/schema'
+import { MaxCharacters } from '../../http/openapi-schemas'
 import { plainPattern } from '../../http/validation-message'
 import { tool, type ToolContext } from './types'
 
-const ModelId = Type.String({ minLength: 1, maxLength: 256, description: 'Model id from svc.list_models' })
+const ModelId = MaxCharacters(256, { minLength: 1, description: 'Model id from svc.list_models' })
 
 /** The input of svc.chat_fusion: POST /api/v1/chat/fusion as a tool (spec §4.5). */
 export const CHAT_FUSION_INPUT = Type.Object(
@@ -23,7 +24,7 @@ export const CHAT_FUSION_INPUT = Type.Object(
     web_fetch: Type.Optional(
       Type.Boolean({ default: true, description: 'Fetch the URLs named in the prompt. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
     ),
-    judge: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The model that writes the synthesis (default: the gateway\'s configured judge)' })),
+    judge: Type.Optional(MaxCharacters(256, { minLength: 1, description: 'The model that writes the synthesis (default: the gateway\'s configured judge)' })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
   },

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { ModelRoute } from '../../catalog/types'
 import { ApiError } from '../../http/errors'
+import { MaxCharacters } from '../../http/openapi-schemas'
 import type { ChatRequest, FinishReason, Message, Usage } from '../../inference/canonical'
 import type { ChatResult } from '../../inference/collect'
 import type { DialectEncoder, StreamEncoder } from '../../inference/dialects/types'
@@ -93,7 +94,7 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
       'a `:confidential` suffix selects the Confidential level where offered. Encrypted models are not available through MCP.',
     inputSchema: Type.Object(
       {
-        model: Type.String({ minLength: 1, maxLength: 300, description: 'Model id from svc.list_models, optionally with :confidential' }),
+        model: MaxCharacters(300, { minLength: 1, description: 'Model id from svc.list_models, optionally with :confidential' }),
         prompt: Type.String({ minLength: 1, maxLength: 4 * MiB, description: 'The user message' }),
         system: Type.Optional(Type.String({ maxLength: MiB, description: 'Optional system instructions' })),
         max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Upper bound on output tokens (default: the model maximum)' })),

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../http/errors'
+import { MaxCharacters } from '../../http/openapi-schemas'
 import { DEFAULT_SEARCH_COUNT, SearchCount } from '../../web/schema'
 import type { WebService } from '../../web/service'
 import { tool } from './types'
@@ -7,7 +8,7 @@ import { tool } from './types'
 /** The input of svc.web_search: POST /api/v1/web/search as a tool. */
 export const WEB_SEARCH_INPUT = Type.Object(
   {
-    query: Type.String({ minLength: 1, maxLength: 400, description: 'The search query' }),
+    query: MaxCharacters(400, { minLength: 1, description: 'The search query' }),
     // The route's field, name and default: one way to ask for N results, over HTTP or MCP.
     count: Type.Optional(SearchCount),
   },

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
+import { documentedOnly, JsonInteger, MaxCharacters } from '../../../http/openapi-schemas'
 import { HOSTED_LIMITS } from '../hosted-tool-schema'
 import { IMAGE_URL_RULES } from '../image-url'
 import { Metadata } from '../metadata-schema'
@@ -105,7 +105,7 @@ const ResponseFormat = t.Union([
       type: t.Literal('json_schema'),
       json_schema: t.Object(
         {
-          name: t.String({ minLength: 1, maxLength: 64 }),
+          name: MaxCharacters(64, { minLength: 1 }),
           description: t.Optional(t.String()),
           schema: t.Optional(t.Record(t.String(), t.Unknown())),
           strict: t.Optional(t.Union([t.Boolean(), t.Null()])),
@@ -119,7 +119,7 @@ const ResponseFormat = t.Union([
 
 export const ChatCompletionsBody = t.Object(
   {
-    model: t.String({ minLength: 1, maxLength: 256 }),
+    model: MaxCharacters(256, { minLength: 1 }),
     messages: t.Array(ChatMessage, { minItems: 1 }),
     stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
     stream_options: t.Optional(t.Union([t.Object({ include_usage: t.Optional(t.Boolean()), include_obfuscation: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()])),
@@ -132,11 +132,11 @@ export const ChatCompletionsBody = t.Object(
     max_completion_tokens: t.Optional(t.Union([JsonInteger({ minimum: 1 }), t.Null()])),
     stop: t.Optional(t.Union([t.String(), t.Array(t.String(), { maxItems: 4 }), t.Null()])),
     seed: t.Optional(t.Union([JsonInteger(), t.Null()])),
-    user: t.Optional(t.String({ maxLength: 256 })),
+    user: t.Optional(MaxCharacters(256)),
     // OpenAI's successors of `user`: the end user's id (kept for the gateway, never forwarded,
     // as `user` is) and a cache-routing hint (accepted, not used), as on the Responses route.
-    safety_identifier: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])),
-    prompt_cache_key: t.Optional(t.Union([t.String({ maxLength: 1024 }), t.Null()])),
+    safety_identifier: t.Optional(t.Union([MaxCharacters(256), t.Null()])),
+    prompt_cache_key: t.Optional(t.Union([MaxCharacters(1024), t.Null()])),
     response_format: t.Optional(ResponseFormat),
     reasoning_effort: t.Optional(t.Union([t.Literal('minimal'), t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('xhigh'), t.Literal('max')])),
     n: t.Optional(t.Union([t.Literal(1), t.Null()], { error: 'n must be 1: one choice per request' })),

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
+import { documentedOnly, JsonInteger, MaxCharacters } from '../../../http/openapi-schemas'
 import { plainPattern } from '../../../http/validation-message'
 import { HOSTED_LIMITS, hint, MAX_CONTENT_TOKENS } from '../hosted-tool-schema'
 import { IMAGE_URL_RULES } from '../image-url'
@@ -74,7 +74,7 @@ const Message = t.Object(
 
 const CustomTool = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 128 }),
+    name: MaxCharacters(128, { minLength: 1 }),
     description: t.Optional(t.String()),
     input_schema: t.Record(t.String(), t.Unknown()),
     strict: t.Optional(t.Boolean({ description: 'strict tool use: the tool input follows input_schema exactly (Anthropic strict, OpenAI-compatible function.strict)' })),
@@ -155,7 +155,7 @@ export const MessagesBody = t.Object(
   {
     ...common,
     max_tokens: JsonInteger({ minimum: 1, error: 'max_tokens is required: a positive integer' }),
-    metadata: t.Optional(t.Object({ user_id: t.Optional(t.Union([t.String({ maxLength: 256 }), t.Null()])) }, { additionalProperties: false })),
+    metadata: t.Optional(t.Object({ user_id: t.Optional(t.Union([MaxCharacters(256), t.Null()])) }, { additionalProperties: false })),
     stop_sequences: t.Optional(t.Array(t.String())),
     stream: t.Optional(t.Boolean()),
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 1 })),

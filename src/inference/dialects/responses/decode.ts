@@ -2,6 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
+import { problemOf } from '../../../http/validation-message'
 import { cutText } from '../../../lib/characters'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage } from '../chat-completions/decode'
@@ -202,7 +203,8 @@ function checked<T>(check: TypeCheck<TSchema>, value: unknown, param: string): T
   if (issue === undefined) throw unsupported(param, `${param} is not valid`)
   if (issue.message === 'Unexpected property') throw unsupported(where, `unknown field "${where}"`)
   const custom = (issue.schema as { error?: unknown }).error
-  throw unsupported(where, `${where}: ${typeof custom === 'string' ? custom : issue.message}`)
+  // A pattern's meaning, never its regular expression (a filename's limit in characters).
+  throw unsupported(where, `${where}: ${typeof custom === 'string' ? custom : problemOf(issue)}`)
 }
 
 /**

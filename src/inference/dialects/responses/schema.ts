@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { documentedOnly, JsonInteger } from '../../../http/openapi-schemas'
+import { documentedOnly, JsonInteger, MaxCharacters } from '../../../http/openapi-schemas'
 import { plainPattern } from '../../../http/validation-message'
 import { IMAGE_URL_RULES } from '../image-url'
 import { Metadata } from '../metadata-schema'
@@ -28,7 +28,7 @@ const InputFile = t.Object(
     file_data: t.Optional(t.String()),
     file_id: nullable(t.String()),
     file_url: t.Optional(t.String()),
-    filename: t.Optional(t.String({ maxLength: 1024 })),
+    filename: t.Optional(MaxCharacters(1024)),
     detail: t.Optional(t.Union([t.Literal('auto'), t.Literal('low'), t.Literal('high')])),
   },
   { additionalProperties: false },
@@ -156,7 +156,7 @@ const TypedInputItem = Typed(
 
 export const ResponsesBody = t.Object(
   {
-    model: t.String({ minLength: 1, maxLength: 256 }),
+    model: MaxCharacters(256, { minLength: 1 }),
     input: t.Union([t.String(), t.Array(TypedInputItem)], {
       error: 'input must be a string or an array of input items',
     }),
@@ -189,12 +189,12 @@ export const ResponsesBody = t.Object(
         { additionalProperties: false },
       ),
     ),
-    user: t.Optional(t.String({ maxLength: 256 })),
-    safety_identifier: nullable(t.String({ maxLength: 256 })),
+    user: t.Optional(MaxCharacters(256)),
+    safety_identifier: nullable(MaxCharacters(256)),
     metadata: nullable(Metadata),
     include: nullable(t.Array(t.String()), 'Only reasoning.encrypted_content (returned anyway when the upstream signs its reasoning); any other entry is a 400'),
     // Accepted as the cache-routing hint it is; nothing is stored under it.
-    prompt_cache_key: nullable(t.String({ maxLength: 1024 })),
+    prompt_cache_key: nullable(MaxCharacters(1024)),
     service_tier: nullable(t.String(), 'auto or default (accepted, no effect); any other tier is a 400'),
     truncation: nullable(t.Union([t.Literal('auto'), t.Literal('disabled')]), 'Only disabled (or null): the gateway never drops input items, so auto is a 400'),
     top_logprobs: nullable(JsonInteger({ minimum: 0, maximum: 20 }), 'Only 0 or null: log probabilities are not offered (any other value is a 400)'),
