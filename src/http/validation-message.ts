@@ -34,7 +34,7 @@ export function explainUnion(error: ValueError, depth = 0): Explained {
     return explainUnion(meant[0]!.errors[0]!, depth + 1)
   }
   // Every variant contradicts the value: a discriminator's values, else the kinds of the union.
-  const literals = variants.flatMap(errors => errors.filter(each => isLiteralChoice(each)))
+  const literals = variants.flatMap(errors => errors.filter(each => isLiteralChoice(each) && isOwn(each, error.path)))
   if (literals.length > 0) return { path: literals[0]!.path, choices: [...new Set(literals.flatMap(literalValues))] }
   return { path: error.path, choices: [...new Set(((error.schema.anyOf ?? []) as Array<Record<string, unknown>>).map(kindOf))] }
 }
@@ -52,9 +52,21 @@ function claims(schema: Record<string, unknown> | undefined, value: unknown): bo
   return false
 }
 
-/** An error that says this variant is not the one meant: another kind here, or another discriminator value. */
+/**
+ * An error that says this variant is not the one meant: another kind here, or another value of
+ * its discriminator, the union's own literal or a literal property of the variant (`type`,
+ * `role`). A literal deeper down is a mistake inside the variant meant: an image part's
+ * `image_url.detail` of "ultra" once ruled the image part out, and the message listed every
+ * part type with the details.
+ */
 function mismatches(error: ValueError, unionPath: string): boolean {
-  return (KIND.has(error.type) && error.path === unionPath) || isLiteralChoice(error)
+  if (KIND.has(error.type)) return error.path === unionPath
+  return isLiteralChoice(error) && isOwn(error, unionPath)
+}
+
+/** At the union's path or a property of it: where a variant's discriminator is. */
+function isOwn(error: ValueError, unionPath: string): boolean {
+  return error.path === unionPath || error.path.slice(0, error.path.lastIndexOf('/')) === unionPath
 }
 
 /** A literal mismatch, or a union of literals none of which matched (a role of several values). */

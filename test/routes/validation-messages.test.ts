@@ -34,6 +34,26 @@ test('union failures are explained by the variant the value was meant for', asyn
   for (const name of ['"system"', '"user"', '"assistant"', '"tool"']) expect(role.error.message).toContain(name)
 })
 
+test('a bad literal inside the variant meant is blamed where it is, not taken for another variant', async () => {
+  // Before: an image part's detail "ultra" ruled the image part out, as if `detail` were its
+  // discriminator: "Property 'messages.0.content.0.type' should be one of "text", "auto", "low",
+  // "high", "file", "input_audio"".
+  t = await buildTestApp()
+  const org = await t.createOrg()
+  const image = (type: string) => ({ type, image_url: { url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'ultra' } })
+  const cases: Array<[object, string, string]> = [
+    [image('image_url'), 'messages.0.content.0.image_url.detail', `Property 'messages.0.content.0.image_url.detail' should be one of "auto", "low", "high"`],
+    // A part type that is no type: the types, and only them.
+    [image('picture'), 'messages.0.content.0.type', `Property 'messages.0.content.0.type' should be one of "text", "image_url", "file", "input_audio"`],
+  ]
+  for (const [part, param, expected] of cases) {
+    const body = { model: 'demo-anonymous', messages: [message({ content: [part] })] }
+    const response = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body })
+    const error = (await json(response)).error
+    expect({ status: response.status, param: error.param, message: error.message }).toEqual({ status: 400, param, message: expected })
+  }
+})
+
 test('no regular expression, "[object Object]" or variant list reaches a client: the field and what it takes', async () => {
   // Before: "Property 'tools.0.function.name' is invalid: expected string to match '^[A-Za-z0-9_-]{1,64}$'",
   // "Expected property 'model' to be string but found: [object Object]", "'messages.0' should be one of object".
