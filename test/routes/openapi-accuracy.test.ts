@@ -33,6 +33,40 @@ async function documentOf(t: Awaited<ReturnType<typeof buildTestApp>>): Promise<
   return json(await t.request('GET', '/openapi.json'))
 }
 
+/**
+ * The description of the schema node `body` meets at `where` (a dotted path), with those of the
+ * union it is reached through and of the variant the value takes there (an object by its literal
+ * properties: `type`, `role`; otherwise by its kind).
+ */
+function descriptionAt(schema: Record<string, any>, body: unknown, where: string): string {
+  let node = schema
+  let value: any = body
+  for (const segment of where.split('.')) {
+    node = Array.isArray(value) ? resolved(node, value).node.items : resolved(node, value).node.properties[segment]
+    value = value[segment]
+  }
+  const { node: variant, descriptions } = resolved(node, value)
+  return [...descriptions, variant.description].filter(Boolean).join(' ')
+}
+
+/** `node`, or the variant of its `anyOf` that `value` takes, with the descriptions passed on the way. */
+function resolved(node: Record<string, any>, value: unknown): { node: Record<string, any>; descriptions: string[] } {
+  const descriptions: string[] = []
+  while (node.anyOf) {
+    descriptions.push(node.description)
+    node = node.anyOf.find((variant: Record<string, any>) => takes(variant, value))
+  }
+  return { node, descriptions }
+}
+
+function takes(variant: Record<string, any>, value: any): boolean {
+  if (variant.type === 'array') return Array.isArray(value)
+  if (variant.type !== 'object') return typeof value === variant.type
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+  return Object.entries(variant.properties ?? {}).every(([name, property]: [string, any]) =>
+    'const' in property ? value[name] === property.const : property.enum === undefined || property.enum.includes(value[name]))
+}
+
 describe('/openapi.json says what the routes do', () => {
   test('the raw-slash model retrieval documents what GET /v1/models/{model} does: 400, and the Anthropic shape', async () => {
     const t = await buildTestApp()
@@ -107,20 +141,46 @@ describe('/openapi.json says what the routes do', () => {
     const org = await t.createOrg()
     const spec = await documentOf(t)
     const model = ((await json(await t.request('GET', '/v1/models'))) as { data: Array<{ id: string }> }).data[0]!.id
-    const bases: Record<string, object> = { '/v1/chat/completions': { model, messages: [{ role: 'user', content: 'hi' }] }, '/v1/responses': { model, input: 'hi' } }
-    const refused: Array<[string, string, unknown]> = [
-      ['/v1/chat/completions', 'presence_penalty', 0.5],
-      ['/v1/chat/completions', 'frequency_penalty', -1],
-      ['/v1/responses', 'truncation', 'auto'],
-      ['/v1/responses', 'background', true],
-      ['/v1/responses', 'max_tool_calls', 3],
-      ['/v1/responses', 'top_logprobs', 2],
+    const chat = (extra: object) => ({ model, messages: [{ role: 'user', content: 'hi' }], ...extra })
+    const chatPart = (part: object) => ({ model, messages: [{ role: 'user', content: [part] }] })
+    const responses = (extra: object) => ({ model, input: 'hi', ...extra })
+    const messages = (...content: object[]) => ({ model, max_tokens: 16, messages: [{ role: 'user', content }] })
+    const document = (source: object, extra: object = {}) => messages({ type: 'document', source, ...extra })
+    const toolResult = (content: object[]) => ({
+      model, max_tokens: 16,
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'look', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content }] },
+      ],
+      tools: [{ name: 'look', input_schema: { type: 'object' } }],
+    })
+    const png = { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' }
+    // Route, body, and where in it the refused value is: that node's description (or its union's) says 400.
+    const refused: Array<[string, object, string]> = [
+      ['/v1/chat/completions', chat({ presence_penalty: 0.5 }), 'presence_penalty'],
+      ['/v1/chat/completions', chat({ frequency_penalty: -1 }), 'frequency_penalty'],
+      ['/v1/chat/completions', chatPart({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }), 'messages.0.content.0'],
+      ['/v1/chat/completions', chatPart({ type: 'file', file: { file_id: 'file-abc' } }), 'messages.0.content.0.file.file_id'],
+      ['/v1/responses', responses({ truncation: 'auto' }), 'truncation'],
+      ['/v1/responses', responses({ background: true }), 'background'],
+      ['/v1/responses', responses({ max_tool_calls: 3 }), 'max_tool_calls'],
+      ['/v1/responses', responses({ top_logprobs: 2 }), 'top_logprobs'],
+      ['/v1/responses', responses({ reasoning: { effort: 'none' } }), 'reasoning.effort'],
+      ['/v1/messages', messages({ type: 'image', source: { type: 'file', file_id: 'file_abc' } }), 'messages.0.content.0.source'],
+      ['/v1/messages', document({ type: 'url', url: 'https://example.com/a.pdf' }), 'messages.0.content.0.source'],
+      ['/v1/messages', document({ type: 'content', content: [{ type: 'text', text: 'x' }] }), 'messages.0.content.0.source'],
+      ['/v1/messages', document({ type: 'file', file_id: 'file_abc' }), 'messages.0.content.0.source'],
+      ['/v1/messages', document({ type: 'text', media_type: 'text/plain', data: 'x' }, { citations: { enabled: true } }), 'messages.0.content.0.citations'],
+      ['/v1/messages', toolResult([{ type: 'image', source: png }]), 'messages.2.content.0.content'],
     ]
-    for (const [path, field, value] of refused) {
-      const response = await t.request('POST', path, { key: org.adminKey, body: { ...bases[path], [field]: value } })
-      expect([field, response.status, ((await response.json()) as { error: { param: string } }).error.param]).toEqual([field, 400, field])
-      const description: string = spec.paths[path].post.requestBody.content['application/json'].schema.properties[field].description ?? ''
-      expect([field, description]).toEqual([field, expect.stringContaining('400')])
+    for (const [path, body, where] of refused) {
+      const response = await t.request('POST', path, { key: org.adminKey, body })
+      const error = ((await response.json()) as { error: { param?: string; message: string } }).error
+      // Anthropic's envelope has no param; the OpenAI one names the refused value or the part holding it.
+      expect([where, response.status, error.param === undefined || `${where}.`.startsWith(`${error.param}.`)]).toEqual([where, 400, true])
+      const schema = spec.paths[path].post.requestBody.content['application/json'].schema
+      expect([where, descriptionAt(schema, body, where)]).toEqual([where, expect.stringContaining('400')])
     }
     await t.close()
   })

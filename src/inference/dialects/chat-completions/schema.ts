@@ -18,12 +18,19 @@ const ImagePart = t.Object(
 const FilePart = t.Object(
   {
     type: t.Literal('file'),
-    file: t.Object({ file_data: t.Optional(t.String()), filename: t.Optional(t.String()), file_id: t.Optional(t.String()) }, { additionalProperties: false }),
+    file: t.Object(
+      {
+        file_data: t.Optional(t.String()),
+        filename: t.Optional(t.String()),
+        file_id: t.Optional(t.String({ description: 'Refused (400): there is no file upload API; send the document inline as file_data (a base64 data URL)' })),
+      },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 )
 // Audio is not available on the API (spec §1); the part is recognised so the refusal is clear.
-const AudioPart = t.Object({ type: t.Literal('input_audio'), input_audio: t.Unknown() })
+const AudioPart = t.Object({ type: t.Literal('input_audio'), input_audio: t.Unknown() }, { description: 'Refused (400): audio input is not available on this API' })
 const RefusalPart = t.Object({ type: t.Literal('refusal'), refusal: t.String() }, { additionalProperties: false })
 
 // A system or user message of no parts is refused in decode.ts (a tool result may be empty).

@@ -12,7 +12,11 @@ import { IMAGE_URL_RULES } from '../image-url'
 const CacheControl = t.Optional(t.Union([t.Object({ type: t.Literal('ephemeral'), ttl: t.Optional(t.String()) }), t.Null()]))
 // Citations are requested per document and returned on text blocks; the gateway has no citations
 // channel, so a request that enables them is refused in decode.ts.
-const CitationsConfig = t.Optional(t.Union([t.Object({ enabled: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()]))
+const CitationsConfig = t.Optional(
+  t.Union([t.Object({ enabled: t.Optional(t.Boolean()) }, { additionalProperties: false }), t.Null()], {
+    description: 'enabled: true is refused (400): the gateway has no citations channel',
+  }),
+)
 
 const TextBlock = t.Object(
   { type: t.Literal('text'), text: t.String(), cache_control: CacheControl, citations: t.Optional(t.Union([t.Array(t.Unknown()), t.Null()])) },
@@ -22,15 +26,21 @@ const ImageSource = t.Union([
   t.Object({ type: t.Literal('base64'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
   t.Object({ type: t.Literal('url'), url: t.String({ minLength: 1, description: IMAGE_URL_RULES }) }, { additionalProperties: false }),
   // Provider-hosted files are not available on this API (spec §1): recognised so the refusal is clear.
-  t.Object({ type: t.Literal('file'), file_id: t.String() }, { additionalProperties: false }),
+  t.Object(
+    { type: t.Literal('file'), file_id: t.String() },
+    { additionalProperties: false, description: 'Refused (400): file ids are not available on this API; send the image inline (base64) or by URL' },
+  ),
 ])
 const ImageBlock = t.Object({ type: t.Literal('image'), source: ImageSource, cache_control: CacheControl }, { additionalProperties: false })
+// Documents are request-local (spec §1): no fetching by URL, no hosted file ids. The other
+// sources are recognised so that decode.ts refuses them by name.
+const REFUSED_DOCUMENT = { additionalProperties: false, description: 'Refused (400): send the document inline, as a base64 PDF or a text/plain source' }
 const DocumentSource = t.Union([
   t.Object({ type: t.Literal('base64'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
   t.Object({ type: t.Literal('text'), media_type: t.String(), data: t.String() }, { additionalProperties: false }),
-  t.Object({ type: t.Literal('url'), url: t.String() }, { additionalProperties: false }),
-  t.Object({ type: t.Literal('content'), content: t.Unknown() }, { additionalProperties: false }),
-  t.Object({ type: t.Literal('file'), file_id: t.String() }, { additionalProperties: false }),
+  t.Object({ type: t.Literal('url'), url: t.String() }, REFUSED_DOCUMENT),
+  t.Object({ type: t.Literal('content'), content: t.Unknown() }, REFUSED_DOCUMENT),
+  t.Object({ type: t.Literal('file'), file_id: t.String() }, REFUSED_DOCUMENT),
 ])
 const DocumentBlock = t.Object(
   {
@@ -54,7 +64,12 @@ const ToolResultBlock = t.Object(
   {
     type: t.Literal('tool_result'),
     tool_use_id: t.String({ minLength: 1 }),
-    content: t.Optional(t.Union([t.String(), t.Array(t.Union([TextBlock, ImageBlock, DocumentBlock]))])),
+    // The canonical tool result is text: image and document blocks are refused in decode.ts.
+    content: t.Optional(
+      t.Union([t.String(), t.Array(t.Union([TextBlock, ImageBlock, DocumentBlock]))], {
+        description: 'A string or text blocks: image and document blocks are refused (400), as a tool result is carried as text',
+      }),
+    ),
     is_error: t.Optional(t.Boolean()),
     cache_control: CacheControl,
   },

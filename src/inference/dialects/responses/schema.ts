@@ -179,7 +179,17 @@ export const ResponsesBody = t.Object(
     ),
     tool_choice: t.Optional(ToolChoice),
     parallel_tool_calls: nullable(t.Boolean()),
-    reasoning: nullable(t.Object({ effort: nullable(Effort), summary: Summary, generate_summary: Summary }, { additionalProperties: false })),
+    reasoning: nullable(
+      t.Object(
+        {
+          // `none` (reasoning off) has no carrier: a backend given no effort reasons at its default (decode.ts).
+          effort: nullable(Effort, '"none" is refused (400): reasoning cannot be turned off; omit effort for the model\'s default. minimal is sent as low'),
+          summary: Summary,
+          generate_summary: Summary,
+        },
+        { additionalProperties: false },
+      ),
+    ),
     max_output_tokens: nullable(JsonInteger({ minimum: 1 })),
     temperature: nullable(t.Number({ minimum: 0, maximum: 2 })),
     top_p: nullable(t.Number({ minimum: 0, maximum: 1 })),
