@@ -114,6 +114,21 @@ describe('a Chat Completions backend sends a second whole call at the same index
   })
 })
 
+describe('a backend repeating the call\'s name (and id) in every delta writes one call (QA: a regression gave a phantom second)', () => {
+  const once = (calls: Call[]) => expect(calls.map(([, name, args]) => [name, JSON.parse(args)])).toEqual([['get_weather', { city: 'Oslo' }]])
+  // The id and name on every delta, then an empty one (before the fix: a second get_weather with "").
+  const withId = callStream(['', '{"city":', '"Oslo"}', ''].map(args => ({ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: args } })))
+  // No id, the name on every delta (vLLM's named tool choice), then a newline (before: a second call of "\n").
+  const withoutId = callStream(['{"city":', '"Oslo"}', '\n'].map(args => ({ index: 0, function: { name: 'get_weather', arguments: args } })))
+  for (const [label, body] of [['with its id', withId], ['without an id', withoutId]] as const) {
+    test(`${label}: every client gets one call`, async () => {
+      once(await chatStreamCalls(body))
+      once(await responsesCalls(served.openai, body))
+      once(await messagesCalls(served.openai, body))
+    })
+  }
+})
+
 test('an Anthropic-compatible backend repeating a tool_use id: Messages (deltas passed through) and Responses clients get two ids', async () => {
   const turn = {
     toolCalls: [

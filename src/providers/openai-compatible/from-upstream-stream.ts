@@ -198,12 +198,13 @@ export class ChunkTranslator {
     const fn = isRecord(call.function) ? call.function : {}
     const id = nonEmptyString(call.id)
     const name = nonEmptyString(fn.name)
+    const argumentsDelta = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : ''
     let tool = this.tools.get(index)
     // Ollama streams every parallel call at `index` 0 (older builds omit it: the position, 0), each
     // whole in its own chunk: another call there, not more of the same one, when another id comes,
-    // or, without ids, another name after whole arguments. The one before keeps its block, under a
-    // key no index uses, to be ended at the finish with the rest.
-    if (tool !== undefined && ((id !== undefined && id !== tool.upstreamId && (tool.upstreamId !== undefined || name !== undefined)) || namesAnotherCall(tool, name))) {
+    // or, without ids, a name and new arguments after whole ones (namesAnotherCall). The one before
+    // keeps its block, under a key no index uses, to be ended at the finish with the rest.
+    if (tool !== undefined && ((id !== undefined && id !== tool.upstreamId && (tool.upstreamId !== undefined || name !== undefined)) || namesAnotherCall(tool, { id, name, arguments: argumentsDelta }))) {
       this.tools.set(-++this.retiredTools, tool)
       tool = undefined
     }
@@ -213,7 +214,6 @@ export class ChunkTranslator {
       this.sawToolCalls = true
     }
     if (tool.block === undefined && name !== undefined) tool.name = name
-    const argumentsDelta = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : ''
     tool.text += argumentsDelta
     if (tool.block === undefined) {
       // The block opens once the name is known: a start without a name is useless to every client.
@@ -291,13 +291,14 @@ export class ChunkTranslator {
 }
 
 /**
- * Whether a delta with a `name` (but no other id) at the index of a call already named is
- * another call: so once the call's arguments so far are whole JSON (Ollama sends each call whole,
- * all at index 0 and some builds without ids). Before that, a backend repeating the name with
- * each delta is still writing the same call.
+ * Whether a tool-call delta without an id, at the index of a call already named, is another call:
+ * it names one and starts new arguments after the open call's are whole JSON (Ollama sends each
+ * call whole, all at index 0, some builds without ids). A delta with an id is judged by its id;
+ * one repeating the name with more of the same call's text, or with nothing or whitespace after
+ * whole arguments (vLLM repeats the name in every delta), is the same call.
  */
-export function namesAnotherCall(open: { readonly name: string; readonly text: string }, name: string | undefined): boolean {
-  return name !== undefined && open.name !== '' && isWholeJson(open.text)
+export function namesAnotherCall(open: { readonly name: string; readonly text: string }, delta: { id: string | undefined; name: string | undefined; arguments: string }): boolean {
+  return delta.id === undefined && delta.name !== undefined && delta.arguments.trim() !== '' && open.name !== '' && isWholeJson(open.text)
 }
 
 /** Usage as reported (see fromUpstreamStream): absent counts are 0, absent subsets undefined. */

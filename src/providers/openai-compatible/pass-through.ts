@@ -277,7 +277,7 @@ export class PassThroughTranslator {
       let tool = this.tools.get(key) ?? started.get(key)
       // Another call at a known index (Ollama numbers every call 0): the translator's to sort out.
       if (tool !== undefined && call.id !== undefined && call.id !== null && call.id !== '' && call.id !== tool.callId) return this.unplan(toolCalls, position)
-      if (tool !== undefined && namesAnotherCall(tool, typeof name === 'string' && name !== '' ? name : undefined)) return this.unplan(toolCalls, position)
+      if (tool !== undefined && namesAnotherCall(tool, { id: typeof call.id === 'string' && call.id !== '' ? call.id : undefined, name: typeof name === 'string' && name !== '' ? name : undefined, arguments: args ?? '' })) return this.unplan(toolCalls, position)
       if (tool === undefined) {
         // A new call needs its id and name in its first chunk; otherwise the translator's rules
         // (a generated id, a start delayed until the name) apply.
