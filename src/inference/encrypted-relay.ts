@@ -21,7 +21,7 @@ import { checkEncryptedBody, type CheckedBody } from './encrypted-body'
 import { passthroughStream } from './encrypted-stream'
 import { EnvelopeMeter } from './encrypted-usage'
 import { priceUsage } from './meter'
-import { countUpstreamFailure } from './open-call'
+import { RelayCallCount } from './relay-call-count'
 import { toApiError } from './upstream-errors'
 
 export interface EncryptedDeps {
@@ -178,14 +178,14 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   }
 
   let upstream
-  const openedAt = performance.now()
+  const count = new RelayCallCount(deps.metrics, target.provider.id, target.backend.model, performance.now())
   try {
     upstream = await target.provider.relay({ upstreamModel: target.backend.model, body: JSON.stringify(forward), headers: backendHeaders(h, target, evidence, input.rawBody, input.requestId), signal: upstreamAbort.signal, collect: !stream })
   } catch (error) {
     call.release()
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
     deps.lifecycle?.untrack(drained)
-    if (deps.metrics && error instanceof UpstreamError) countUpstreamFailure(deps.metrics, error, 'before-first-event', openedAt)
+    if (error instanceof UpstreamError) count.failed(error)
     const reason = shutdownReason()
     if (reason) {
       log('aborted', undefined, undefined)
@@ -211,17 +211,13 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     input.httpRequest.signal.removeEventListener('abort', onClientGone)
     deps.lifecycle?.untrack(drained)
     const error = new UpstreamError('server', `the backend answered a streamed call with ${contentType.slice(0, 100)}, not an event stream`, target.provider.id, target.backend.model)
-    if (deps.metrics) countUpstreamFailure(deps.metrics, error, 'before-first-event', openedAt)
+    count.failed(error)
     // Passed over for a while by other calls, as a backend that failed to answer is.
     deps.attestation.failed(target, error)
     log('upstream-error', undefined, undefined)
     throw toApiError(error)
   }
 
-  if (deps.metrics) {
-    deps.metrics.upstreamCalls.inc(1, target.provider.id, 'ok')
-    deps.metrics.upstreamSeconds.observe((performance.now() - openedAt) / 1000, target.provider.id)
-  }
   const passed: Record<string, string> = {}
   for (const name of PASSED_HEADERS) {
     const value = upstream.headers.get(name)
@@ -235,17 +231,25 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     return passthroughStream({
       upstream,
       headers: passed,
-      observe: data => meter.observeEvent(data),
+      observe: data => {
+        meter.observeEvent(data)
+        if (meter.answered) count.answered()
+      },
       failure: shutdownReason,
-      async complete(outcome) {
+      async complete(outcome, error) {
         input.httpRequest.signal.removeEventListener('abort', onClientGone)
         deps.lifecycle?.untrack(drained)
         if (deps.metrics) deps.metrics.openStreams -= 1
-        if (outcome === 'cancelled') upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
+        if (outcome === 'cancelled') {
+          upstreamAbort.abort(new DOMException('client disconnected', 'AbortError'))
+          count.cut()
+        }
+        if (outcome === 'failed') count.failed(error)
         // A stream that finished without a choice or a usage (only `data: [DONE]`) is no answer:
         // nothing is charged, and the client gets the in-band failure instead of the [DONE].
         if (outcome === 'finished' && !meter.answered) {
           call.release()
+          count.failed(noCompletion())
           log('upstream-error', undefined, undefined)
           return noCompletion()
         }
@@ -284,6 +288,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     meter.observeCompletion(parsed as Record<string, unknown>)
     // Any JSON object parses, but one with no choice and no usage (`{}`) is no completion.
     if (!meter.answered) throw noCompletion()
+    count.answered()
     // A client that left receives nothing of a non-streamed answer, so nothing is charged (as a chat's).
     if (clientLeft()) throw clientGone(input.httpRequest)
     const { usage, charged } = await settle()
@@ -292,6 +297,9 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
     const evidenceField = await responseEvidence(target, h, bytes, parsed as Record<string, unknown>)
     return Response.json({ ...parsed, svc_response_evidence: evidenceField }, { headers: passed })
   } catch (error) {
+    // Before a whole completion came, the backend's failure; after it (the ledger's, the response
+    // evidence's, a client that left), the call was answered.
+    if (!meter.answered) count.failed(error)
     if (!call.done) {
       call.release()
       log(shutdownReason() ? 'aborted' : clientLeft() ? 'cancelled' : 'upstream-error', undefined, undefined)

@@ -45,8 +45,11 @@ export function passthroughStream(options: {
   upstream: UpstreamStream
   /** Sees each event's data (not [DONE]) before its bytes are written. */
   observe: (data: string) => void
-  /** Settles; the held [DONE] is written only after it resolves without an error. */
-  complete: (outcome: StreamOutcome) => Promise<ApiError | undefined>
+  /**
+   * Settles; the held [DONE] is written only after it resolves without an error. `error`: why a
+   * `failed` stream failed (a read that threw, an event too long); none when the bytes ended before [DONE].
+   */
+  complete: (outcome: StreamOutcome, error?: unknown) => Promise<ApiError | undefined>
   /** Why the gateway cut the call (the drain's deadline), if it did: the client's error event. */
   failure?: () => ApiError | undefined
   headers: Record<string, string>
@@ -58,11 +61,11 @@ export function passthroughStream(options: {
   let heldLength = 0
   let completed = false
   let watched: KeepAliveStream | undefined
-  const finish = async (outcome: StreamOutcome) => {
+  const finish = async (outcome: StreamOutcome, error?: unknown) => {
     if (completed) return undefined
     completed = true
     if (watched !== undefined) keepAlive.stop(watched)
-    return options.complete(outcome)
+    return options.complete(outcome, error)
   }
 
   const body = new ReadableStream<Uint8Array>({
@@ -84,7 +87,7 @@ export function passthroughStream(options: {
           step = await iterator.next()
         } catch (error) {
           if (heldLength > 0) controller.enqueue(held.slice(0, heldLength))
-          const failure = await finish('failed')
+          const failure = await finish('failed', error)
           controller.enqueue(errorEvent(failure ?? options.failure?.() ?? toApiError(error)))
           controller.close()
           return
@@ -134,8 +137,9 @@ export function passthroughStream(options: {
         if (heldLength > MAX_SSE_EVENT_CHARS) {
           // An event that never ends (the decoder's cap, http/sse.ts): held, it would fill the memory.
           options.upstream.close()
-          const failure = await finish('failed')
-          controller.enqueue(errorEvent(failure ?? new ApiError('provider_error', `the backend sent an event longer than ${MAX_SSE_EVENT_CHARS} bytes; the stream was cut`)))
+          const tooLong = new ApiError('provider_error', `the backend sent an event longer than ${MAX_SSE_EVENT_CHARS} bytes; the stream was cut`)
+          const failure = await finish('failed', tooLong)
+          controller.enqueue(errorEvent(failure ?? tooLong))
           controller.close()
           return
         }

@@ -67,3 +67,57 @@ test('an Encrypted chat counts in the metrics: tokens and nanos by model, the up
     await t.stopAll()
   }
 })
+
+// QA: an Encrypted backend that failed after its headers (a stream cut, an answer of only
+// `data: [DONE]` or `{}`) was counted `ok` in svc_upstream_requests_total and nowhere in
+// svc_upstream_errors_total, where the same faults on :confidential were counted in their phase.
+test('an Encrypted backend that fails after its headers is counted in its phase, as a Confidential one is, never also ok', async () => {
+  const t = await startTeeGateway([{ id: 'near', proofFormat: NEAR_V2 }], { logger: silentLogger })
+  try {
+    const org = await t.createOrg()
+    const text = () => t.deps.metrics.registry.render()
+    const sample = (series: string) => Number(text().split('\n').find(line => line.startsWith(`${series} `))?.split(' ')[1] ?? 0)
+    const provider = 'attested:near'
+    const requests = (outcome: string) => sample(`svc_upstream_requests_total{provider="${provider}",outcome="${outcome}"}`)
+    const errors = (phase: string) => sample(`svc_upstream_errors_total{provider="${provider}",kind="server",phase="${phase}"}`)
+    const chat = async (stream: boolean, faults: Record<string, boolean>) => {
+      const attestation: Attestation = await json(await t.request('GET', '/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=ecdsa', { key: org.adminKey }))
+      const ctx = contextFor(attestation, generateClientKeys('ecdsa'))
+      const { body, headers } = encryptChatRequest({ model: 'sim:encrypted', stream, messages: [{ role: 'user', content: 'hello' }] }, ctx)
+      t.sims.near!.state.faults = faults
+      try {
+        const response = await t.request('POST', '/v1/chat/completions', { key: org.adminKey, body, headers })
+        return { status: response.status, text: await response.text() }
+      } finally {
+        t.sims.near!.state.faults = {}
+      }
+    }
+
+    // Cut after its first chunks: the call answered (`ok`), then failed mid-stream.
+    const cut = await chat(true, { abortStream: true })
+    expect(cut.status).toBe(200)
+    expect(cut.text).not.toContain('[DONE]')
+    expect(requests('ok')).toBe(1)
+    expect(errors('mid-stream')).toBe(1)
+    expect(errors('before-first-event')).toBe(0)
+
+    // No completion, streamed (only `data: [DONE]`) or not (`{}`): failed before its first event.
+    expect((await chat(true, { emptyAnswer: true })).text).toContain('"error"')
+    expect((await chat(false, { emptyAnswer: true })).status).toBe(502)
+    expect(requests('server')).toBe(2)
+    expect(errors('before-first-event')).toBe(2)
+    expect(requests('ok')).toBe(1)
+    expect(errors('mid-stream')).toBe(1)
+    // One latency per call counted, answered or failed.
+    expect(sample(`svc_upstream_response_seconds_count{provider="${provider}"}`)).toBe(3)
+
+    // A call that answers is `ok` once, and nothing else.
+    expect((await chat(true, {})).text).toContain('[DONE]')
+    expect((await chat(false, {})).status).toBe(200)
+    expect(requests('ok')).toBe(3)
+    expect(requests('server')).toBe(2)
+    expect(errors('mid-stream') + errors('before-first-event')).toBe(3)
+  } finally {
+    await t.stopAll()
+  }
+})
