@@ -99,11 +99,14 @@ export function fusionEventStream(
       headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
     })
   }
+  const metrics = deps.pipeline.metrics
   return new Promise<Response>((resolve, reject) => {
     let started = false
     const start = () => {
       if (started) return
       started = true
+      // In svc_open_streams from its start to the run's end (a client's cancel ends the run too).
+      if (metrics) metrics.openStreams += 1
       resolve(reply())
     }
     const onProgress = ({ type, ...data }: FusionProgress) => write(type, data)
@@ -133,6 +136,7 @@ export function fusionEventStream(
           closed = true
           controller.close()
         }
+        if (started && metrics) metrics.openStreams -= 1
         ended?.()
       })
   })

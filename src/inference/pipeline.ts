@@ -152,7 +152,9 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   const open = await openCall(deps, call)
   const record = open.record
   if (record !== undefined) record.sink.defer(record)
-  if (deps.metrics) deps.metrics.openStreams += 1
+  // A reply read in this process is no response: the MCP progress stream it feeds is counted (mcp/server.ts).
+  const metrics = input.readInProcess === true ? undefined : deps.metrics
+  if (metrics) metrics.openStreams += 1
   return streamResponse({
     events: open.events,
     encoder: input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools)),
@@ -192,7 +194,7 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
         }
       } finally {
         open.detach()
-        if (deps.metrics) deps.metrics.openStreams -= 1
+        if (metrics) metrics.openStreams -= 1
         if (record !== undefined) record.sink.end(record)
       }
     },

@@ -253,7 +253,16 @@ export class McpService {
       if (left) record.outcome ??= 'cancelled'
       record.sink.end(record)
     }
-    if (response.headers.get('content-type')?.startsWith('text/event-stream')) return flow.wrap(response, ended)
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      // In svc_open_streams from here to its end, once (the tool's own chat stream, read in
+      // this process, is not counted again: pipeline.ts).
+      const metrics = this.metrics
+      if (metrics) metrics.openStreams += 1
+      return flow.wrap(response, left => {
+        if (metrics) metrics.openStreams -= 1
+        ended(left)
+      })
+    }
     ended(false)
     return response
   }

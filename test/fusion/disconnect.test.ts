@@ -77,8 +77,21 @@ test('with stream: cancelling the event stream aborts every participant', async 
   const first = new TextDecoder().decode((await reader.read()).value)
   expect(first).toContain('event: participant.started')
   await Promise.all([h.a.request(0), h.b.request(0)])
+  // QA: svc_open_streams counted chat streams only, not Fusion's.
+  expect(h.t.deps.metrics.openStreams).toBe(1)
   await reader.cancel()
   await expectEverythingEnded()
+  await poll('the stream to be counted out', 100, 10, () => (h.t.deps.metrics.openStreams === 0 ? true : undefined))
+})
+
+test('with stream: a run that ends leaves no open stream counted', async () => {
+  h.a.enqueue(answer('A.'))
+  h.b.enqueue(answer('B.'))
+  h.judge.enqueue(answer('Both.'))
+  const response = await h.t.app.handle(request({ models: ['a', 'b'], messages: USER_MESSAGES, stream: true }))
+  expect(await response.text()).toContain('event: fusion.completion')
+  await poll('the request line', 200, 10, requestLine)
+  expect(h.t.deps.metrics.openStreams).toBe(0)
 })
 
 test('without stream: a client that leaves after one answer is logged 499 cancelled, its cut parts cancelled', async () => {

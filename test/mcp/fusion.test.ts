@@ -204,4 +204,24 @@ describe('svc.chat_fusion', () => {
     expect(await charges(h.t, h.org.orgId)).toEqual([chargeOf(PARTICIPANT_PRICE, USAGE)])
     expect(h.t.deps.metrics.registry.render()).not.toContain('svc_refusals_total{')
   })
+
+  test('with a progressToken: its event stream is one open stream until the client cancels it', async () => {
+    // QA: svc_open_streams counted chat streams only; an MCP progress stream of Fusion was not counted.
+    h.a.enqueue(answer('9.9 is larger.', USAGE))
+    h.b.enqueue({ kind: 'stall' })
+    const response = await h.t.app.handle(
+      new Request('http://localhost/mcp', {
+        method: 'POST',
+        headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'Which is larger, 9.11 or 9.9?' }, _meta: { progressToken: 'p' } } }),
+      }),
+    )
+    expect(response.headers.get('content-type')).toContain('text/event-stream')
+    const reader = response.body!.getReader()
+    let received = ''
+    while (!received.includes('notifications/progress')) received += new TextDecoder().decode((await reader.read()).value)
+    expect(h.t.deps.metrics.openStreams).toBe(1)
+    await reader.cancel()
+    await poll('the stream to be counted out', 200, 10, () => (h.t.deps.metrics.openStreams === 0 ? true : undefined))
+  })
 })

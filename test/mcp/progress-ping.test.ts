@@ -69,7 +69,7 @@ async function gateway() {
   const org = await t.createOrg('acme', 1_000_000_000n)
   const base = t.listen()
   const token = (await codeFlowTokens(t, org.adminKey)).access_token
-  return { upstream, base, token }
+  return { upstream, base, token, t }
 }
 
 const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'm', prompt: 'hi' }, _meta: { progressToken: 'p' } } }
@@ -95,11 +95,13 @@ async function callWithProgress(base: string, token: string) {
 }
 
 test('a quiet svc.chat with progress is pinged with an SSE comment between its messages, then answers', async () => {
-  const { upstream, base, token } = await gateway()
+  const { upstream, base, token, t } = await gateway()
   const { response, readUntil, received } = await callWithProgress(base, token)
   expect(response.headers.get('content-type')).toContain('text/event-stream')
   await readUntil('notifications/progress')
   expect(received()).not.toContain(': ping')
+  // One open stream: the MCP response, not also the tool's chat read inside it.
+  expect(t.deps.metrics.openStreams).toBe(1)
   // The ticker's quiet ticks: the first clears the mark the notification left, three more ping.
   for (let tick = 0; tick < 4; tick++) keepAlive.tick()
   await readUntil(': ping')
@@ -109,6 +111,7 @@ test('a quiet svc.chat with progress is pinged with an SSE comment between its m
   await readUntil('"result"')
   const answer = received().split('\n').find(line => line.startsWith('data: ') && line.includes('"result"'))!
   expect(JSON.parse(answer.slice(6)).result.content[0].text).toBe('Hi there')
+  await poll('the stream to be counted out', 200, 10, () => (t.deps.metrics.openStreams === 0 ? true : undefined))
 })
 
 test("the official SDK client reads through the ping: its progress and the tool's result are unchanged", async () => {
