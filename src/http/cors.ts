@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { hostlessPath } from './request-context'
 
 // Browser MCP clients (an agent host in a web page) call /mcp and the OAuth endpoints it
 // discovers from another origin, with an Authorization header: the browser asks first (a CORS
@@ -51,8 +52,9 @@ export function browserAccess(origins: BrowserOrigins, paths: readonly string[])
   const served = new Set(paths)
   const app = new Elysia().onRequest(({ request, set }) => {
     const origin = request.headers.get('origin')
-    // Only requests from browsers carry Origin: the hot path never parses its URL here.
-    if (origin === null || request.method === 'OPTIONS' || !served.has(new URL(request.url).pathname) || !origins.allows(origin, request)) return
+    // Only requests from browsers carry Origin: the hot path never parses its URL here. A probe
+    // without a Host (request-context.ts) has a relative URL, and a path not served here.
+    if (origin === null || request.method === 'OPTIONS' || !served.has(hostlessPath(request) ?? new URL(request.url).pathname) || !origins.allows(origin, request)) return
     set.headers['access-control-allow-origin'] = origin
     set.headers['access-control-expose-headers'] = EXPOSE_HEADERS
     set.headers.vary = 'Origin'

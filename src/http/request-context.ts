@@ -50,6 +50,21 @@ export function checkRequestUrl(request: Request): void {
   throw new ApiError('invalid_request', "the request's Host header is not a valid host name and port")
 }
 
+/** Paths that need no host, served to a request without one (see hostlessPath). */
+const PROBE_PATHS = new Set(['/healthz', '/readyz'])
+
+/**
+ * The path of a request without a Host header, which Bun hands over with a relative URL (an
+ * HTTP/1.0 probe: HAProxy's default `option httpchk GET /readyz` sends no Host); undefined for
+ * any other request. Probes need no host, so both ports serve them by this path.
+ */
+export function hostlessPath(request: Request): string | undefined {
+  const url = request.url
+  if (url.charCodeAt(0) !== 47 /* / */ || request.headers.has('host')) return undefined
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
+
 /**
  * Global request plumbing: a request id on every response, every failure, expected or not,
  * rendered in the envelope of the route's surface (nothing reaches the client as a bare 500 or
@@ -62,7 +77,12 @@ export function requestContext(logger: Logger, requestLog: RequestLog = new Requ
       const requestId = requestIdFrom(request.headers.get(REQUEST_ID))
       set.headers[REQUEST_ID] = requestId
       requestLog.begin(request, requestId)
-      checkRequestUrl(request)
+      // A probe without a Host is served on /healthz and /readyz (without metrics.port they are the
+      // load balancer's targets). Elysia finds their routes in the relative URL: it reads the path
+      // from the first '/' at index 7 or later (app.ts), or from the start when there is none, as
+      // in these two. Any other request without a Host is a 400.
+      const probe = hostlessPath(request)
+      if (probe === undefined || !PROBE_PATHS.has(probe)) checkRequestUrl(request)
     })
     .onAfterHandle({ as: 'global' }, ({ request, route, set, responseValue }) => {
       const built = responseValue instanceof Response

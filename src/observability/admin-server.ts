@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import type { Deps } from '../deps'
 import { ApiError, renderError } from '../http/errors'
-import { checkRequestUrl } from '../http/request-context'
+import { checkRequestUrl, hostlessPath } from '../http/request-context'
 import { requestIdFrom } from '../lib/ids'
 import { metricsResponse, readiness } from './routes'
 
@@ -52,16 +52,13 @@ async function answer(deps: Deps, request: Request): Promise<Response> {
 }
 
 /**
- * The request's path. An HTTP/1.0 probe without a Host header (HAProxy's default `option httpchk`)
- * reaches Bun with a relative URL: the admin port serves three fixed paths and needs no host, so
- * its path is read as it is. A Host that makes no URL is refused (400), as on the public port.
+ * The request's path. The admin port serves three fixed paths and needs no host: a request without
+ * one (an HTTP/1.0 probe) is served by its path. A Host that makes no URL is refused (400), as on
+ * the public port.
  */
 function pathOf(request: Request): string {
-  const url = request.url
-  if (url.charCodeAt(0) === 47 /* / */ && !request.headers.has('host')) {
-    const query = url.indexOf('?')
-    return query === -1 ? url : url.slice(0, query)
-  }
+  const hostless = hostlessPath(request)
+  if (hostless !== undefined) return hostless
   checkRequestUrl(request)
-  return new URL(url).pathname
+  return new URL(request.url).pathname
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import net from 'node:net'
+import { createApp } from '../../src/app'
 import { startAdminServer } from '../../src/observability/admin-server'
 import { buildTestApp, type TestApp } from '../support/harness'
 
@@ -47,6 +48,32 @@ test('a request without a Host header is a 400 naming it, in the route\'s envelo
   const balance = await send('GET /api/v1/billing/balance HTTP/1.0\r\n')
   expect(balance.status).toBe(400)
   expect(JSON.parse(balance.body).error).toMatchObject({ code: 'invalid_request', message: 'the request has no Host header' })
+})
+
+test('the public port serves /healthz and /readyz to a probe without a Host, as the admin port does; nothing else', async () => {
+  // QA: without metrics.port these are the load balancer's targets, and HAProxy's `option httpchk
+  // GET /readyz` sends HTTP/1.0 with no Host: the 400 marked every instance down. Both ways of
+  // serving the app: the tests' (Bun.serve with app.fetch) and main.ts's (app.listen, whose static
+  // routes Bun matches itself).
+  const listened = createApp(t.deps).listen({ port: 0, hostname: '127.0.0.1', reusePort: false })
+  try {
+    for (const served of [port, listened.server!.port!]) {
+      const health = await send('GET /healthz HTTP/1.0\r\n', served)
+      expect(health.status).toBe(200)
+      expect(JSON.parse(health.body)).toEqual({ status: 'ok' })
+      for (const head of ['GET /readyz HTTP/1.0\r\n', 'GET /readyz?probe=1 HTTP/1.0\r\n', 'GET /healthz HTTP/1.0\r\nOrigin: http://example.com\r\n']) {
+        expect(`${head} ${(await send(head, served)).status}`).toBe(`${head} 200`)
+      }
+      expect(JSON.parse((await send('GET /readyz HTTP/1.0\r\n', served)).body)).toEqual({ status: 'ready', database: 'ok' })
+      for (const head of ['GET /healthz/x HTTP/1.0\r\n', 'GET /metrics HTTP/1.0\r\n', 'GET /v1/models HTTP/1.0\r\n']) {
+        const refused = await send(head, served)
+        expect(`${head} ${refused.status}`).toBe(`${head} 400`)
+        expect(refused.body).toContain('the request has no Host header')
+      }
+    }
+  } finally {
+    await listened.stop()
+  }
 })
 
 test('a Host that makes no URL is a 400 naming it, on every surface (before: a 500 wherever the route read its URL)', async () => {
