@@ -71,7 +71,13 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
           call.release()
           throw cut
         }
-        await call.settle(price)
+        const charged = await call.settle(price)
+        // The request's line carries what it was charged, as a chat's does (README, Metrics and logs).
+        const record = recordOf(request)
+        if (record) {
+          record.outcome = 'ok'
+          record.chargedNanos = charged
+        }
         set.headers['cache-control'] = 'no-store'
         return { text: result.text, token_count: tokenEstimate(result.text), document_type: result.documentType }
       },

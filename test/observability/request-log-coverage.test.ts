@@ -27,3 +27,22 @@ test('the /docs/ redirect is logged and counted; other paths ending in /docs/ ar
     await t.close()
   }
 })
+
+test("a standalone document parse's line carries its outcome and its charge (QA: billed, but the line had neither)", async () => {
+  const lines: string[] = []
+  const t = await buildTestApp({}, undefined, { logger: createLogger('info', line => lines.push(line)) })
+  try {
+    const org = await t.createOrg()
+    const body = new FormData()
+    body.append('file', new Blob(['some notes']), 'notes.txt')
+    const response = await t.request('POST', '/api/v1/attachments/parse', { key: org.adminKey, body, headers: { 'x-request-id': 'req-parse-line' } })
+    expect(response.status).toBe(200)
+    const booked = (await t.deps.database.client.execute({ sql: "SELECT amount_nanos FROM ledger_entries WHERE request_id = ? AND kind = 'settle'", args: ['req-parse-line'] })).rows
+    expect(booked).toHaveLength(1)
+    const line = lines.map(entry => JSON.parse(entry)).find(entry => entry.msg === 'request' && entry.request_id === 'req-parse-line')
+    expect(line).toMatchObject({ route: '/api/v1/attachments/parse', status: 200, outcome: 'ok' })
+    expect(BigInt(line.charged_nanos)).toBe(BigInt(booked[0]!.amount_nanos as bigint))
+  } finally {
+    await t.close()
+  }
+})
