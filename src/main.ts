@@ -57,6 +57,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     const app = createApp(deps).listen({
       port: config.port,
       // Global ceiling just above the largest route limit (64 MiB chat); routes cap lower in their parse hooks.
+      // Bun answers a body declared past it with a bare 413, before the app (no request id, no log
+      // line: README, Metrics and logs); it stays, as the bound on any body read whole.
       maxRequestBodySize: 65 * MiB,
       // Idle connections are closed after this; a request awaiting a long answer lifts it (http/idle-timeout.ts).
       idleTimeout: IDLE_TIMEOUT_S,
