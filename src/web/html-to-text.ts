@@ -47,12 +47,16 @@ const MAIN_MIN_CHARS = 200
 // Stands for the text of one <pre> in the collected text while the rest is cleaned (NUL is never
 // page text: it is dropped from what the page says).
 const PRE_MARK = /\u0000(\d+)\u0000/
+// HTML's ASCII whitespace (WHATWG Infra). Outside <pre> a run of it renders as one space, wherever
+// the source broke its lines: line breaks come from block elements and <br> only.
+const HTML_WHITESPACE = /[ \t\n\r\f]+/g
 
 /**
  * HTML → readable text, title and modification date. Chrome (navigation, headers, footers,
- * asides, form controls) and code are dropped, block structure becomes line breaks, list items
- * become "- " lines, a <pre> keeps its whitespace and lines (code stays readable), and the text
- * of <main>/<article> is preferred when it has substance.
+ * asides, form controls) and code are dropped, whitespace is collapsed as a browser renders it,
+ * block structure becomes line breaks, list items become "- " lines, a <pre> keeps its whitespace
+ * and lines (code stays readable), and the text of <main>/<article> is preferred when it has
+ * substance.
  * `maxChars` caps the text collected (the walk stops there).
  */
 export function htmlToText(html: string, maxChars: number): ReadablePage {
@@ -109,9 +113,11 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         }
       },
       ontext(text) {
-        if (inTitle) titleText = (titleText ?? '') + text
+        if (inTitle) titleText = (titleText ?? '') + text.replace(HTML_WHITESPACE, ' ')
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
-        if (skipDepth === 0) emit(text.replaceAll('\u0000', ''))
+        if (skipDepth > 0) return
+        const kept = text.replaceAll('\u0000', '')
+        emit(preDepth > 0 ? kept : kept.replace(HTML_WHITESPACE, ' '))
       },
       onclosetag(name, implied) {
         if (!VOID.has(name)) depth = Math.max(0, depth - 1)

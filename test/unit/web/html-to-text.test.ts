@@ -61,6 +61,17 @@ describe('htmlToText', () => {
     expect(htmlToText('<p>x\u00000\u0000y</p><pre> z</pre>', 1000).text).toBe('x0y\n\n z')
   })
 
+  test('line breaks in the source are whitespace: a paragraph is one line, a table row one line, a list one item a line', () => {
+    // Before: source line breaks were kept: "functions for\nconfiguring widgets.", a table's cells one a line
+    // ("Option\nDefault\n\nsize\n10") and a list's items a blank line apart ("- one\n\n- two").
+    expect(htmlToText('<p>The widget module provides functions for\n        configuring widgets.</p>', 1000).text).toBe('The widget module provides functions for configuring widgets.')
+    const table = '<table>\n  <tr>\n    <th>Option</th>\n    <th>Default</th>\n  </tr>\n  <tr>\n    <td>size</td>\r\n\t<td>10</td>\n  </tr>\n</table>'
+    expect(htmlToText(table, 1000).text).toBe('Option Default\n\nsize 10')
+    expect(htmlToText(table.replace(/\s+</g, '<'), 1000).text).toBe('Option Default\n\nsize 10')
+    expect(htmlToText('<ul>\n  <li>one</li>\n  <li>two\n   halves</li>\n</ul>\n<p>a<br>\n  b</p>', 1000).text).toBe('- one\n- two halves\n\na\nb')
+    expect(htmlToText('<title>\n  A\n  title\n</title><p>x</p>', 1000).title).toBe('A title')
+  })
+
   test.each([
     ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
     ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
