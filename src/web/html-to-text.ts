@@ -67,6 +67,9 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let skipDepth = 0 // > 0 while inside a skipped element
   let mainDepth = 0 // > 0 while inside <main>/<article>
   let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
+  // A list item's "- " waits for its text: the blocks a "loose" item wraps it in (<li><p>…) start no
+  // new line until then, or the bullet would stand alone and clean() would drop it.
+  let bulletWaits = false
   const pres: string[] = []
   let titleText: string | null = null
   let inTitle = false
@@ -104,8 +107,10 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           return
         }
         if (MAIN.has(name)) mainDepth += 1
-        if (BLOCKS.has(name)) emit(name === 'li' ? '\n- ' : '\n')
+        if (name === 'li') emit('\n- ')
+        else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) emit('\n')
         else if (name === 'td' || name === 'th') emit(' ')
+        bulletWaits = name === 'li' || (bulletWaits && name !== 'pre')
         if (name === 'pre' && preDepth++ === 0) {
           const mark = `\u0000${pres.push('') - 1}\u0000`
           all.push(mark)
@@ -117,6 +122,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
         if (skipDepth > 0) return
         const kept = text.replaceAll('\u0000', '')
+        if (bulletWaits && kept.trim() !== '') bulletWaits = false
         emit(preDepth > 0 ? kept : kept.replace(HTML_WHITESPACE, ' '))
       },
       onclosetag(name, implied) {
@@ -130,7 +136,8 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (MAIN.has(name)) mainDepth = Math.max(0, mainDepth - 1)
         if (name === 'pre') preDepth = Math.max(0, preDepth - 1)
         // A list item's line ends where the next one (or the list) starts.
-        if (BLOCKS.has(name) && name !== 'li' && !(implied && VOID.has(name))) emit('\n')
+        if (name === 'li') bulletWaits = false
+        else if (BLOCKS.has(name) && !bulletWaits && !(implied && VOID.has(name))) emit('\n')
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },

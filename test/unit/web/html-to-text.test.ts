@@ -72,6 +72,17 @@ describe('htmlToText', () => {
     expect(htmlToText('<title>\n  A\n  title\n</title><p>x</p>', 1000).title).toBe('A title')
   })
 
+  test('a "loose" list item (its text in a <p>) keeps its bullet; an empty item leaves none', () => {
+    // Before: "<li><p>first item</p></li>" gave "first item": the "- " was followed by a line break and cleaned away.
+    expect(htmlToText('<ul><li><p>first item</p></li><li><p>second item</p></li></ul>', 1000).text).toBe('- first item\n\n- second item')
+    expect(htmlToText('<ul>\n  <li>\n    <div><p>one</p></div>\n    <p>more on one</p>\n  </li>\n  <li><p>two</p></li>\n</ul><p>after</p>', 1000).text)
+      .toBe('- one\n\nmore on one\n\n- two\n\nafter')
+    // The bullet does not wait past its item: an empty one is dropped, and never joins the text after the list.
+    expect(htmlToText('<ul><li></li><li>two</li></ul><p>x</p>', 1000).text).toBe('- two\n\nx')
+    expect(htmlToText('<ul><li><p></p></li></ul><p>x</p>', 1000).text).toBe('x')
+    expect(htmlToText('<ul><li><ul><li>inner</li></ul></li></ul>', 1000).text).toBe('- inner')
+  })
+
   test.each([
     ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
     ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
