@@ -30,12 +30,18 @@ const BUDGET_MS = 400
 // is read, as from the body.
 const SKIPPED = new Set([
   'title', 'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed',
-  'nav', 'header', 'footer', 'aside', 'button', 'select', 'datalist', 'textarea', 'dialog',
+  'nav', 'aside', 'button', 'select', 'datalist', 'textarea', 'dialog',
 ])
+// A <header> or <footer> is the page's banner or footer only outside sectioning content and <main>
+// (HTML, "the header element"; HTML-AAM maps it to a landmark only there). Inside an <article> or
+// <section> it is that part's own: an article's headline and byline (WordPress's
+// header.entry-header > h1.entry-title). <nav> and <aside> are skipped whole, so are not counted.
+const PAGE_CHROME = new Set(['header', 'footer'])
+const SECTIONING = new Set(['article', 'main', 'section'])
 // Elements that start a new line of text.
 const BLOCKS = new Set([
-  'address', 'article', 'blockquote', 'br', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure',
-  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'legend', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tr', 'ul',
+  'address', 'article', 'blockquote', 'br', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer',
+  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'legend', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tr', 'ul',
 ])
 // Elements that are void in HTML (never closed, so never on the depth count).
 const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'])
@@ -52,11 +58,11 @@ const PRE_MARK = /\u0000(\d+)\u0000/
 const HTML_WHITESPACE = /[ \t\n\r\f]+/g
 
 /**
- * HTML → readable text, title and modification date. Chrome (navigation, headers, footers,
- * asides, form controls) and code are dropped, whitespace is collapsed as a browser renders it,
- * block structure becomes line breaks, list items become "- " lines, a <pre> keeps its whitespace
- * and lines (code stays readable), and the text of <main>/<article> is preferred when it has
- * substance.
+ * HTML → readable text, title and modification date. Chrome (navigation, the page's header and
+ * footer, asides, form controls) and code are dropped, whitespace is collapsed as a browser
+ * renders it, block structure becomes line breaks, list items become "- " lines, a <pre> keeps its
+ * whitespace and lines (code stays readable), and the text of <main>/<article> is preferred when
+ * it has substance.
  * `maxChars` caps the text collected (the walk stops there).
  */
 export function htmlToText(html: string, maxChars: number): ReadablePage {
@@ -66,6 +72,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let depth = 0
   let skipDepth = 0 // > 0 while inside a skipped element
   let mainDepth = 0 // > 0 while inside <main>/<article>
+  let sectioningDepth = 0 // > 0 while inside <article>/<main>/<section>
   let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
   // A list item's "- " waits for its text: the blocks a "loose" item wraps it in (<li><p>…) start no
   // new line until then, or the bullet would stand alone and clean() would drop it.
@@ -102,11 +109,12 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           if (modified === null && MODIFIED_KEYS.includes(key) && attributes.content) modified = toIsoDate(attributes.content)
         }
         if (name === 'script' && attributes.type === 'application/ld+json') inJsonLd = true
-        if (skipDepth > 0 || SKIPPED.has(name)) {
+        if (skipDepth > 0 || SKIPPED.has(name) || (PAGE_CHROME.has(name) && sectioningDepth === 0)) {
           if (!VOID.has(name)) skipDepth += 1
           return
         }
         if (MAIN.has(name)) mainDepth += 1
+        if (SECTIONING.has(name)) sectioningDepth += 1
         if (name === 'li') emit('\n- ')
         else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) emit('\n')
         else if (name === 'td' || name === 'th') emit(' ')
@@ -134,6 +142,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           return
         }
         if (MAIN.has(name)) mainDepth = Math.max(0, mainDepth - 1)
+        if (SECTIONING.has(name)) sectioningDepth = Math.max(0, sectioningDepth - 1)
         if (name === 'pre') preDepth = Math.max(0, preDepth - 1)
         // A list item's line ends where the next one (or the list) starts.
         if (name === 'li') bulletWaits = false

@@ -83,6 +83,16 @@ describe('htmlToText', () => {
     expect(htmlToText('<ul><li><ul><li>inner</li></ul></li></ul>', 1000).text).toBe('- inner')
   })
 
+  test("an article's own <header> (headline, byline) is kept; the page's header and footer are not", () => {
+    // Before: every <header> and <footer> was skipped, so a WordPress post (header.entry-header > h1.entry-title) lost its headline.
+    const post = '<body><header class="site-header">Site name</header><main><article><header class="entry-header"><h1 class="entry-title">How to configure the widget</h1>' +
+      `<p>By Jane Doe</p></header><p>${'Body text. '.repeat(30)}</p><footer>Filed under widgets</footer></article></main><footer>(c) Site</footer></body>`
+    const text = htmlToText(post, 10_000).text
+    expect(text.startsWith('How to configure the widget\n\nBy Jane Doe\n\nBody text.')).toBe(true)
+    expect(text.endsWith('Body text.\n\nFiled under widgets')).toBe(true)
+    expect(htmlToText('<header>Banner</header><section><header>Part one</header>text</section><footer>Page footer</footer>', 1000).text).toBe('Part one\ntext')
+  })
+
   test.each([
     ['<meta property="article:modified_time" content="2024-05-01T10:00:00Z">', '2024-05-01T10:00:00.000Z'],
     ['<meta property="og:updated_time" content="2023-01-02">', '2023-01-02T00:00:00.000Z'],
