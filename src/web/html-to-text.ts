@@ -109,7 +109,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           if (modified === null && MODIFIED_KEYS.includes(key) && attributes.content) modified = toIsoDate(attributes.content)
         }
         if (name === 'script' && attributes.type === 'application/ld+json') inJsonLd = true
-        if (skipDepth > 0 || SKIPPED.has(name) || (PAGE_CHROME.has(name) && sectioningDepth === 0)) {
+        if (skipDepth > 0 || SKIPPED.has(name) || (PAGE_CHROME.has(name) && sectioningDepth === 0) || isHidden(attributes)) {
           if (!VOID.has(name)) skipDepth += 1
           return
         }
@@ -166,6 +166,34 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   const mainText = withPres(main, pres)
   const text = mainText.length >= MAIN_MIN_CHARS ? mainText : withPres(all, pres)
   return { title: cutText(clean(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
+}
+
+/**
+ * Whether an element's own markup hides it from a reader, so its text (a cheap place for prompt
+ * injection, never shown on the page) is not read: the `hidden` attribute (but `until-found`,
+ * whose text the browser's find-in-page reveals), `aria-hidden="true"` (mostly icons: their text is
+ * no loss), or an inline style of `display: none` or `visibility: hidden`/`collapse`. Classes and
+ * stylesheets are not evaluated; a descendant made visible again by its own style stays skipped.
+ */
+function isHidden(attributes: Record<string, string>): boolean {
+  if (attributes.hidden !== undefined && attributes.hidden.trim().toLowerCase() !== 'until-found') return true
+  if (attributes['aria-hidden']?.trim().toLowerCase() === 'true') return true
+  if (attributes.style === undefined) return false
+  // CSS cascade within one style attribute: the last declaration of a property wins, unless an
+  // earlier one is !important and it is not. Comments and case do not matter.
+  const declared = new Map<string, { value: string; important: boolean }>()
+  for (const declaration of attributes.style.replace(/\/\*[\s\S]*?\*\//g, '').split(';')) {
+    const colon = declaration.indexOf(':')
+    if (colon < 0) continue
+    const property = declaration.slice(0, colon).trim().toLowerCase()
+    if (property !== 'display' && property !== 'visibility') continue
+    let value = declaration.slice(colon + 1).trim().toLowerCase()
+    const important = /!\s*important$/.test(value)
+    if (important) value = value.replace(/\s*!\s*important$/, '')
+    if (important || !declared.get(property)?.important) declared.set(property, { value, important })
+  }
+  const visibility = declared.get('visibility')?.value
+  return declared.get('display')?.value === 'none' || visibility === 'hidden' || visibility === 'collapse'
 }
 
 /**
