@@ -88,7 +88,9 @@ export async function readPage(
     if (!read.ok) return { ...read, message: `${final}: ${read.message}` }
     return { ok: true, page: { title: fallbackTitle, url: requested, content: cutText(clean(read.text), limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null } }
   }
-  const charset = charsetOf(contentType) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
+  // RFC 7303 §3: an XML type without a charset parameter is decoded as its XML declaration says.
+  const isXml = mediaType === 'application/xml' || mediaType === 'text/xml' || mediaType.endsWith('+xml')
+  const charset = charsetOf(contentType) ?? (isXml ? xmlDeclaredCharset(bytes) : undefined) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
   const text = decode(bytes, charset, cut)
   if (looksBinary(text)) {
     return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML and PDF pages are fetched` }
@@ -144,18 +146,32 @@ function charsetOf(contentType: string): string | undefined {
   }
 }
 
-/** `<meta charset>` or its http-equiv form, in the first KiB (the HTML sniffing window). */
+/** The first KiB (the HTML sniffing window), each byte as one character. */
+function sniffingWindow(bytes: Uint8Array): string {
+  return new TextDecoder('latin1' as 'utf-8').decode(bytes.subarray(0, 1024))
+}
+
+/** `<meta charset>` or its http-equiv form, in the sniffing window. */
 function sniffCharset(bytes: Uint8Array): string | undefined {
-  const head = new TextDecoder('latin1' as 'utf-8').decode(bytes.subarray(0, 1024))
-  const label = /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(head)?.[1]
+  const label = /<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})/i.exec(sniffingWindow(bytes))?.[1]
   return label === undefined ? undefined : prescanEncoding(label)
 }
 
 /**
- * The encoding a meta label stands for (WHATWG HTML, "prescan a byte stream", step "get an
- * encoding"): a meta found by reading the bytes as ASCII cannot be in UTF-16, so UTF-16LE/BE
- * labels (`utf-16`, `unicode`, `ucs-2`, …) mean UTF-8; `x-user-defined` means windows-1252.
- * An unknown label is left to decode()'s UTF-8 fallback.
+ * The `encoding` of the XML declaration opening the body, in the sniffing window (XML 1.0 §2.8,
+ * §4.3.3). A byte order mark would come first and wins (decode()). Without a declaration, or one
+ * without `encoding`, the XML default, UTF-8, applies.
+ */
+function xmlDeclaredCharset(bytes: Uint8Array): string | undefined {
+  const label = /^<\?xml\s[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._:-]{1,40})["']/.exec(sniffingWindow(bytes))?.[1]
+  return label === undefined ? undefined : prescanEncoding(label)
+}
+
+/**
+ * The encoding a label found by reading the bytes as ASCII stands for (a <meta>'s, WHATWG HTML,
+ * "prescan a byte stream", step "get an encoding"; an XML declaration's likewise): such a label
+ * cannot be in UTF-16, so UTF-16LE/BE labels (`utf-16`, `unicode`, `ucs-2`, …) mean UTF-8;
+ * `x-user-defined` means windows-1252. An unknown label is left to decode()'s UTF-8 fallback.
  */
 function prescanEncoding(label: string): string {
   let encoding: string

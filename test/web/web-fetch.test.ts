@@ -162,6 +162,33 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
   })
 })
 
+describe('POST /api/v1/web/fetch: encodings', () => {
+  test('an XML page without a charset parameter is decoded as its XML declaration says (RFC 7303)', async () => {
+    // Before: only HTML was sniffed, so an ISO-8859-1 feed came back as "Caf\ufffd".
+    const { key } = await setup()
+    const latin1 = (text: string) => Buffer.from(text, 'latin1')
+    const feed = '<?xml version="1.0" encoding="ISO-8859-1"?>\n<rss version="2.0"><channel><title>Caf\u00e9</title></channel></rss>'
+    const pages: Record<string, Response> = {
+      '/rss': new Response(latin1(feed), { headers: { 'content-type': 'application/rss+xml' } }),
+      // Byte 0x80 is € in windows-1252.
+      '/text-xml': new Response(latin1("<?xml version='1.0' encoding = 'windows-1252' standalone='yes'?><a>\u0080 na\u00efve</a>"), { headers: { 'content-type': 'text/xml' } }),
+      // A charset parameter still wins over the declaration, and a declaration without one means UTF-8.
+      '/param': new Response(Buffer.from(feed.replace('ISO-8859-1', 'windows-1251')), { headers: { 'content-type': 'application/xml; charset=utf-8' } }),
+      '/default': new Response(Buffer.from('<?xml version="1.0"?><a>caf\u00e9</a>'), { headers: { 'content-type': 'application/atom+xml' } }),
+    }
+    const site = serve((_, url) => pages[url.pathname]!)
+    resolver.set('feeds.acme-web.com', ['127.0.0.1'])
+    const response = await fetchUrls(key, { urls: ['/rss', '/text-xml', '/param'].map(path => `http://feeds.acme-web.com:${site.port}${path}`) })
+    expect(response.status).toBe(200)
+    const contents = (await json(response)).results.map((result: { content: string }) => result.content)
+    expect(contents[0]).toContain('<title>Caf\u00e9</title>')
+    expect(contents[1]).toContain('<a>\u20ac na\u00efve</a>')
+    expect(contents[2]).toContain('<title>Caf\u00e9</title>')
+    const fallback = await fetchUrls(key, { urls: [`http://feeds.acme-web.com:${site.port}/default`] })
+    expect((await json(fallback)).results[0].content).toBe('<?xml version="1.0"?><a>caf\u00e9</a>')
+  })
+})
+
 describe('POST /api/v1/web/fetch: the body is exactly {urls}', () => {
   test.each([
     ['a model id', { urls: ['https://example.com/'], model: 'demo-web' }, 'model'],
