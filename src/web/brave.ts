@@ -1,5 +1,5 @@
 import { toIsoDate } from './page-text'
-import { getJson, hostOf, plainSnippet, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
+import { getJson, hostOf, plainSnippet, resultUrl, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
 
 // Brave Search API (`GET /res/v1/web/search`, header X-Subscription-Token). Its answer:
 // { type: "search", query: {...}, web: { type: "search", results: [{ title, url, description,
@@ -29,18 +29,19 @@ export class BraveBackend implements SearchBackend {
     const answer = await getJson(`${this.baseUrl.replace(/\/+$/, '')}/web/search?${params}`, { 'x-subscription-token': this.apiKey }, this.timeoutMs, signal, 'brave')
     if (!answer.ok) return { ok: false, kind: 'failed', message: answer.message }
     const body = answer.body as BraveAnswer
-    if (typeof body !== 'object' || body === null) return { ok: false, kind: 'failed', message: 'the brave search backend answered something that is not an object' }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, kind: 'failed', message: 'the brave search backend answered something that is not an object' }
     // No `web` section means no web results (Brave omits it for an empty answer).
     const items = Array.isArray(body.web?.results) ? body.web.results : []
     const results: SearchResult[] = []
     for (const item of items) {
       if (results.length >= query.count) break
-      if (typeof item?.url !== 'string' || !/^https?:\/\//.test(item.url)) continue
+      const url = resultUrl(item?.url)
+      if (url === null) continue
       const profile = typeof item.profile?.name === 'string' ? item.profile.name : undefined
-      const host = typeof item.meta_url?.hostname === 'string' ? item.meta_url.hostname.replace(/^www\./, '') : hostOf(item.url)
+      const host = typeof item.meta_url?.hostname === 'string' ? item.meta_url.hostname.replace(/^www\./, '') : hostOf(url)
       results.push({
         title: typeof item.title === 'string' ? plainSnippet(item.title) : '',
-        url: item.url,
+        url,
         description: typeof item.description === 'string' ? plainSnippet(item.description) : '',
         published: typeof item.page_age === 'string' ? toIsoDate(item.page_age) : null,
         siteName: profile ?? host,

@@ -52,6 +52,21 @@ export function plainSnippet(text: string): string {
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'", apos: "'", nbsp: ' ' }
 
+/**
+ * A result's URL as the WHATWG URL parser writes it, when it is an http(s) URL; else null (the
+ * result is dropped). The scheme is case-insensitive (RFC 3986 §3.1): `HTTPS://A.com/x` is
+ * `https://a.com/x`.
+ */
+export function resultUrl(value: unknown): string | null {
+  if (typeof value !== 'string') return null
+  try {
+    const parsed = new URL(value)
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.href : null
+  } catch {
+    return null
+  }
+}
+
 /** The host part of a result URL, for `site_name` when the backend names no site. */
 export function hostOf(url: string): string {
   try {

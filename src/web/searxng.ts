@@ -1,11 +1,11 @@
 import { toIsoDate } from './page-text'
-import { getJson, hostOf, plainSnippet, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
+import { getJson, hostOf, plainSnippet, resultUrl, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
 
 // SearXNG's JSON API (`GET /search?format=json`; the instance must list `json` under
 // `search.formats`). Its answer: { query, number_of_results, results: [{ url, title, content,
 // engine, parsed_url, publishedDate?, ... }], answers, suggestions, unresponsive_engines }.
 interface SearxngAnswer {
-  results?: Array<{ url?: unknown; title?: unknown; content?: unknown; publishedDate?: unknown; parsed_url?: unknown }>
+  results?: Array<{ url?: unknown; title?: unknown; content?: unknown; publishedDate?: unknown }>
 }
 
 const TIME_RANGE = { day: 'day', week: 'week', month: 'month', year: 'year' } as const
@@ -35,14 +35,15 @@ export class SearxngBackend implements SearchBackend {
     const results: SearchResult[] = []
     for (const item of body.results) {
       if (results.length >= query.count) break
-      if (typeof item?.url !== 'string' || !/^https?:\/\//.test(item.url)) continue
-      const parsedUrl = Array.isArray(item.parsed_url) && typeof item.parsed_url[1] === 'string' ? item.parsed_url[1].replace(/^www\./, '') : hostOf(item.url)
+      const url = resultUrl(item?.url)
+      if (url === null) continue
       results.push({
         title: typeof item.title === 'string' ? plainSnippet(item.title) : '',
-        url: item.url,
+        url,
         description: typeof item.content === 'string' ? plainSnippet(item.content) : '',
         published: typeof item.publishedDate === 'string' ? toIsoDate(item.publishedDate) : null,
-        siteName: parsedUrl,
+        // The URL's host name, not SearXNG's parsed_url[1]: that is the netloc, with any port or userinfo.
+        siteName: hostOf(url),
       })
     }
     return { ok: true, results }

@@ -148,6 +148,33 @@ describe('POST /api/v1/web/search', () => {
     expect(await spent(orgId)).toBe(PRICE)
   })
 
+  test('SearXNG: site_name is the host name alone, and a result URL\'s scheme is read in any case', async () => {
+    // Before: site_name was parsed_url[1], the netloc ("a.com:8443", "user@b.com"), and "HTTPS://…" results were dropped.
+    const results = [
+      { url: 'https://a.com:8443/x', title: 'A', content: 'a', parsed_url: ['https', 'a.com:8443', '/x', '', '', ''] },
+      { url: 'https://user@www.b.com/y', title: 'B', content: 'b', parsed_url: ['https', 'user@www.b.com', '/y', '', '', ''] },
+      { url: 'HTTPS://C.com/Z', title: 'C', content: 'c', parsed_url: ['https', 'C.com', '/Z', '', '', ''] },
+      { url: 'ftp://d.com/', title: 'D', content: 'd', parsed_url: ['ftp', 'd.com', '/', '', '', ''] },
+    ]
+    const backend = fakeBackend(() => Response.json({ query: 'x', results }))
+    const { key } = await setup(`{ backend: searxng, base_url: "${backend.base}" }`)
+    const response = await search(key, { query: 'x' })
+    expect(response.status).toBe(200)
+    expect((await json(response)).results.map((result: { url: string; site_name: string }) => [result.url, result.site_name])).toEqual([
+      ['https://a.com:8443/x', 'a.com'], ['https://user@www.b.com/y', 'b.com'], ['https://c.com/Z', 'c.com'],
+    ])
+  })
+
+  test('Brave answering a JSON array is a 502 that bills nothing, as any answer that is not an object', async () => {
+    // Before: `[1,2]` was read as an answer without a web section: an empty list, one search billed.
+    const backend = fakeBackend(() => Response.json([1, 2]))
+    const { orgId, key } = await setup(`{ backend: brave, api_key_env: TEST_BRAVE_KEY, base_url: "${backend.base}" }`, { TEST_BRAVE_KEY: 'k' })
+    const response = await search(key, { query: 'x' })
+    expect(response.status).toBe(502)
+    expect((await json(response)).error).toMatchObject({ code: 'provider_error', message: expect.stringContaining('not an object') })
+    expect(await spent(orgId)).toBe(0n)
+  })
+
   test.each([
     ['an HTTP 500', () => new Response('oops', { status: 500 }), 'HTTP 500'],
     ['a 429 from the engine', () => new Response('{}', { status: 429 }), 'HTTP 429'],
