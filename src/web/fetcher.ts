@@ -108,7 +108,7 @@ export class WebFetcher {
         }
         if (!REDIRECTS.has(response.status)) return await readPage(first.url, target.url, response, this.limits, combined, this.pdfReader(signal))
         await response.body?.cancel()
-        const location = response.headers.get('location')
+        const location = locationText(response.headers.get('location'))
         if (location === null) return { ok: false, kind: 'failed', message: `${target.url} answered ${response.status} without a Location` }
         if (hop >= this.limits.maxRedirects) return { ok: false, kind: 'rejected', message: `${first.url} redirects more than ${this.limits.maxRedirects} times` }
         let next: string
@@ -161,6 +161,21 @@ export class WebFetcher {
       headers: { host: parsed.host, 'user-agent': USER_AGENT, accept: ACCEPT },
       ...(tls ? { tls } : {}),
     })
+  }
+}
+
+/**
+ * A Location header's text. Header values are bytes (Fetch); Bun hands them over one character per
+ * byte, as Latin-1, so a raw UTF-8 `/café` reads `/cafÃ©` and would be followed to
+ * `/caf%C3%83%C2%A9`. Browsers parse Location as UTF-8, so its bytes are read so here when they
+ * are valid UTF-8; otherwise the value is left as it came.
+ */
+function locationText(value: string | null): string | null {
+  if (value === null || !/[\u0080-\u00ff]/.test(value) || /[^\u0000-\u00ff]/.test(value)) return value
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(value, character => character.charCodeAt(0)))
+  } catch {
+    return value
   }
 }
 

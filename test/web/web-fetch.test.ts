@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { createServer, type AddressInfo } from 'node:net'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { buildWebApp, type Egress, type FakeResolver, pageServer, stopsAfterEach } from '../support/fake-web'
 
@@ -186,6 +187,42 @@ describe('POST /api/v1/web/fetch: encodings', () => {
     expect(contents[2]).toContain('<title>Caf\u00e9</title>')
     const fallback = await fetchUrls(key, { urls: [`http://feeds.acme-web.com:${site.port}/default`] })
     expect((await json(fallback)).results[0].content).toBe('<?xml version="1.0"?><a>caf\u00e9</a>')
+  })
+})
+
+describe('POST /api/v1/web/fetch: redirects', () => {
+  /** A raw HTTP/1.1 server on 127.0.0.1: `/start` redirects with `location` written as raw bytes; any other path is a page naming it. */
+  async function rawRedirectServer(location: Buffer) {
+    const paths: string[] = []
+    const server = createServer(socket => {
+      socket.once('data', data => {
+        const path = data.toString('latin1').split(' ')[1]!
+        paths.push(path)
+        const body = Buffer.from(`<p>page ${path}</p>`)
+        const head = path === '/start'
+          ? Buffer.concat([Buffer.from('HTTP/1.1 302 Found\r\nLocation: '), location, Buffer.from('\r\nContent-Length: 0\r\n')])
+          : Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: ${body.length}\r\n`)
+        socket.end(Buffer.concat([head, Buffer.from('Connection: close\r\n\r\n'), path === '/start' ? Buffer.alloc(0) : body]))
+      })
+    })
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+    stops.push(() => server.close())
+    return { paths, port: (server.address() as AddressInfo).port }
+  }
+
+  test('a Location sent as raw UTF-8 bytes is read as UTF-8, as browsers do', async () => {
+    // Before: Bun gives header bytes as Latin-1, so `/café` was followed to /caf%C3%83%C2%A9.
+    const { key } = await setup()
+    resolver.set('raw.acme-web.com', ['127.0.0.1'])
+    const utf8 = await rawRedirectServer(Buffer.from('/café?q=ü', 'utf8'))
+    const response = await fetchUrls(key, { urls: [`http://raw.acme-web.com:${utf8.port}/start`] })
+    expect(response.status).toBe(200)
+    expect((await json(response)).results[0].content).toBe('page /caf%C3%A9?q=%C3%BC')
+    expect(utf8.paths).toEqual(['/start', '/caf%C3%A9?q=%C3%BC'])
+    // Bytes that are not UTF-8 (a Latin-1 é) are left as they came: the URL parser encodes that character.
+    const latin1 = await rawRedirectServer(Buffer.from('/caf\u00e9', 'latin1'))
+    await fetchUrls(key, { urls: [`http://raw.acme-web.com:${latin1.port}/start`] })
+    expect(latin1.paths).toEqual(['/start', '/caf%C3%A9'])
   })
 })
 
