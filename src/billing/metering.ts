@@ -139,4 +139,14 @@ export class Metering {
     }
     return new MeteredCall(this.ledger, admitted.reservation, freeSlot, this.metrics, input.model)
   }
+
+  /**
+   * An org inference slot held across several calls of one request, which then begin with
+   * `inference: false`: a chat turn's hosted fetch and search, run side by side, share one
+   * (WebService.underOneSlot). 429 `rate_limited` when the org's slots are full; the function
+   * returned frees it (once).
+   */
+  holdInferenceSlot(principal: Principal): () => void {
+    return this.limits.acquireInferenceSlot(principal.orgId)
+  }
 }

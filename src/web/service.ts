@@ -30,6 +30,8 @@ export interface WebCaller {
   httpRequest?: Request
   /** Hosted tools in chat: the charges wait for the chat's admission (none if it is refused). */
   pending?: PendingCharges
+  /** The call's inference slot is held already, for the whole turn (underOneSlot): it takes none of its own. */
+  slotHeld?: boolean
 }
 
 /** A URL that was named but not fetched, and why (hosted fetch tells the model). */
@@ -42,7 +44,8 @@ export interface SkippedUrl {
  * Web retrieval with billing (spec §4.6, §4.7, §4.13; ARCHITECTURE.md §9). Every URL is checked
  * and resolved before anything is reserved, so a rejection is never billed and never opens a
  * socket; each call is one metered call (allowance before prepaid, spend caps, the inference
- * concurrency slot) charging one `web_fetch` unit per page retrieved or one `web_search` unit.
+ * concurrency slot: in chat, one for the turn's pieces together) charging one `web_fetch` unit
+ * per page retrieved or one `web_search` unit.
  */
 export class WebService {
   constructor(
@@ -182,6 +185,21 @@ export class WebService {
     }
   }
 
+  /**
+   * Runs one chat turn's hosted pieces (its fetch and its search, side by side) under one
+   * inference slot, as a single piece takes one: each begins with none of its own (QA: with one
+   * slot per organization, both tools together were always refused 429). `run` must settle only
+   * once every piece has ended; the slot is freed then, before the chat takes its own.
+   */
+  async underOneSlot<T>(caller: WebCaller, run: (caller: WebCaller) => Promise<T>): Promise<T> {
+    const freeSlot = this.metering.holdInferenceSlot(caller.principal)
+    try {
+      return await run({ ...caller, slotHeld: true })
+    } finally {
+      freeSlot()
+    }
+  }
+
   /** Resolves and checks every host before anything is reserved; any refusal is a 400. */
   private async resolveAll(urls: SafeUrl[], signal: AbortSignal): Promise<FetchTarget[]> {
     const timeout = AbortSignal.any([signal, AbortSignal.timeout(this.config.fetch.timeoutMs)])
@@ -228,7 +246,7 @@ export class WebService {
 
   private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {
     const billingKey = caller.billingKey === undefined ? undefined : `${caller.billingKey}:${purpose}`
-    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: true, requestId: caller.requestId, billingKey })
+    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: caller.slotHeld !== true, requestId: caller.requestId, billingKey })
   }
 
   /**

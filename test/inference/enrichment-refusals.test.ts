@@ -5,7 +5,8 @@ import { buildWebApp, pageServer, searxngServer, storyPage } from '../support/fa
 
 // A chat with request-local work (an attached file read, a page fetched, a search run) that is
 // then refused for funds or a spend cap is charged nothing at all: no refusal is billed, and
-// the client, answered 429, got nothing for the work. Through the official openai SDK.
+// the client, answered 429, got nothing for the work; and a refused piece leaves nothing running.
+// Through the official openai SDK.
 
 let t: TestApp
 const stops: Array<() => void> = []
@@ -15,11 +16,12 @@ afterEach(async () => {
   await t?.close()
 })
 
-async function setup(credit: bigint, limits?: string) {
-  const searxng = searxngServer()
+/** `search: 'held'`: a SearXNG that holds every query until the gateway gives up on it. */
+async function setup(credit: bigint, options: { limits?: string; search?: 'held' } = {}) {
+  const searxng = searxngServer(undefined, { hold: options.search === 'held' })
   stops.push(searxng.stop)
   let resolver
-  ;({ t, resolver } = await buildWebApp({ search: searxng.config, limits }))
+  ;({ t, resolver } = await buildWebApp({ search: searxng.config, limits: options.limits }))
   const pages = pageServer((_, url) => storyPage(url.pathname))
   stops.push(pages.stop)
   resolver.set('news.acme-web.com', ['127.0.0.1'])
@@ -30,7 +32,7 @@ async function setup(credit: bigint, limits?: string) {
     entries: Number((await t.deps.database.client.execute({ sql: "select count(*) as n from ledger_entries where org_id = ? and kind = 'settle'", args: [orgId] })).rows[0]!.n),
     held: t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n),
   })
-  return { client, books, pages, site: `http://news.acme-web.com:${pages.port}` }
+  return { client, books, pages, searxng, site: `http://news.acme-web.com:${pages.port}` }
 }
 
 const refusedFor = async (promise: Promise<unknown>) => {
@@ -49,13 +51,43 @@ test('web_fetch: the page is fetched, the chat is refused for funds, and nothing
 })
 
 test('with one inference slot per organization, the page and the chat still both run and are both charged', async () => {
-  const { client, books, site } = await setup(1_000_000_000n, '{ org_inference_concurrency: 1 }')
+  const { client, books, site } = await setup(1_000_000_000n, { limits: '{ org_inference_concurrency: 1 }' })
   const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: `Summarize ${site}/story` }], web_fetch: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
   expect(completion.choices[0]!.message.content).toContain('The story at /story.')
   const after = await books()
   expect(after).toMatchObject({ entries: 2, held: 0n })
   expect(after.prepaid).toBeLessThan(1_000_000_000n - 2_000_000n)
   expect(t.deps.limits.concurrency.size).toBe(0)
+})
+
+test('with one inference slot, both hosted tools share it: the page, the search and the chat all run and are charged (QA: always 429)', async () => {
+  const { client, books, site, searxng } = await setup(1_000_000_000n, { limits: '{ org_inference_concurrency: 1 }' })
+  const completion = await client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: `Summarize ${site}/story` }], web_fetch: true, web_search: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+  const reply = completion.choices[0]!.message.content!
+  expect(reply).toContain('The story at /story.')
+  expect(reply).toContain('Bun docs')
+  expect(searxng.queries).toHaveLength(1)
+  expect((completion.usage as { server_tool_use?: unknown }).server_tool_use).toEqual({ web_fetch_requests: 1, web_search_requests: 1 })
+  const after = await books()
+  // One settlement each: the page, the search and the chat.
+  expect(after).toMatchObject({ entries: 3, held: 0n })
+  expect(after.prepaid).toBeLessThan(1_000_000_000n - 2_000_000n - 5_000_000n)
+  expect(t.deps.limits.concurrency.size).toBe(0)
+})
+
+test('one hosted piece refused for funds: its sibling search is aborted at the backend, nothing is held or charged, and the slot is free', async () => {
+  // The search (0.005) is admitted first and held by the backend; then the page (0.002) finds
+  // too little left. The search must not run on (querying a paid backend, holding the slot).
+  const credit = 6_000_000n
+  const { client, books, pages, searxng, site } = await setup(credit, { search: 'held' })
+  await refusedFor(client.chat.completions.create({ model: 'demo-web', messages: [{ role: 'user', content: `Summarize ${site}/story` }], web_fetch: true, web_search: true } as OpenAI.ChatCompletionCreateParamsNonStreaming))
+  // Answered only once the search ended: the slot and the holds are free already.
+  expect(t.deps.limits.concurrency.size).toBe(0)
+  expect(await books()).toEqual({ prepaid: credit, entries: 0, held: 0n })
+  expect(pages.seen).toEqual([])
+  expect(searxng.queries).toHaveLength(1)
+  for (let wait = 0; wait < 50 && searxng.state.aborted === 0; wait += 1) await Bun.sleep(20)
+  expect(searxng.state.aborted).toBe(1)
 })
 
 test('web_search, streamed: refused for funds after the search ran, nothing charged', async () => {

@@ -90,20 +90,28 @@ export const BUN_RESULTS: SearxngResult[] = [
 
 /**
  * A fake SearXNG on 127.0.0.1:0 answering every query with `results`; each query is recorded.
- * `config` is the `web.search` value for buildWebApp({ search }).
+ * `config` is the `web.search` value for buildWebApp({ search }). `hold`: it answers no query,
+ * holding each until the gateway gives up on it, and counts those given up (`aborted`).
  */
-export function searxngServer(results: SearxngResult[] = BUN_RESULTS) {
+export function searxngServer(results: SearxngResult[] = BUN_RESULTS, options: { hold?: boolean } = {}) {
   const queries: string[] = []
+  const state = { aborted: 0 }
   const server = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',
     fetch(request) {
       const query = new URL(request.url).searchParams.get('q')
       queries.push(query ?? '')
-      return Response.json({ query, results })
+      if (!options.hold) return Response.json({ query, results })
+      return new Promise<Response>(resolve => {
+        request.signal.addEventListener('abort', () => {
+          state.aborted += 1
+          resolve(new Response(null, { status: 499 }))
+        })
+      })
     },
   })
-  return { queries, config: `{ backend: searxng, base_url: "http://127.0.0.1:${server.port}" }`, stop: () => server.stop(true) }
+  return { queries, state, config: `{ backend: searxng, base_url: "http://127.0.0.1:${server.port}" }`, stop: () => server.stop(true) }
 }
 
 /** An HTML page titled `title` whose body says it is the story at `path`, plus `extra` (text or markup). */

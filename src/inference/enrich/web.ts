@@ -57,7 +57,8 @@ export function wantsWeb(request: ChatRequest): boolean {
  * URLs named in the user's latest message (safe ones only, at most the standalone limit) are
  * fetched and/or one search is run for that message; the text is appended to that message as a
  * clearly delimited, untrusted, request-local block (nothing is stored). Each fetch and search
- * is billed exactly like the standalone routes, through their own metered calls. Dialects only
+ * is billed exactly like the standalone routes, through their own metered calls, which share one
+ * inference slot (WebService.underOneSlot): the turn needs no more than the chat does. Dialects only
  * set `request.hosted`; this serves Chat Completions, Responses and Messages alike.
  *
  * The client's limits on each tool hold (`hosted.fetch`, `hosted.search`): a URL outside its
@@ -76,7 +77,9 @@ export async function enrichWithWeb(
   // did not ask to fetch or to send to a search engine (QA: a document's URLs were fetched, one
   // carrying the document's text in its query, and its text became the search query).
   const text = message ? message.parts.flatMap(part => (part.type === 'text' && part.fromDocument !== true ? [part.text] : [])).join('\n') : ''
-  const caller = { principal: input.principal, requestId: input.requestId, signal: input.signal, billingKey: input.billingKey, pending: input.pending }
+  // The first piece to fail cuts its sibling through this signal (see bothPieces).
+  const turn = new AbortController()
+  const caller = { principal: input.principal, requestId: input.requestId, signal: AbortSignal.any([input.signal, turn.signal]), billingKey: input.billingKey, pending: input.pending }
 
   const fetchLists = listsOf(request.hosted.fetch)
   const chosen = request.hosted.webFetch ? chooseUrls(text, web.config.fetch.maxUrls, request.hosted.fetch) : { urls: [], skipped: [] }
@@ -92,10 +95,16 @@ export async function enrichWithWeb(
   const searchFits = budget - own - searchRoom >= 0
   const noRoom = "the model's context has no room left for web pages"
   if (!pagesFit) for (const url of chosen.urls.splice(0)) chosen.skipped.push({ url, reason: noRoom })
-  const [fetched, searched] = await Promise.all([
-    chosen.urls.length > 0 ? web.fetchForChat(caller, chosen.urls, fetchLists) : Promise.resolve({ pages: [] as FetchedPage[], skipped: [] as SkippedUrl[] }),
-    wantsSearch && searchFits ? searchForChat(web, caller, query, listsOf(request.hosted.search)) : Promise.resolve(wantsSearch ? { failure: "the model's context has no room left for its results (not run)" } : undefined),
-  ])
+  const runsFetch = chosen.urls.length > 0
+  const runsSearch = wantsSearch && searchFits
+  const notFetched = { pages: [] as FetchedPage[], skipped: [] as SkippedUrl[] }
+  const notSearched = wantsSearch ? { failure: "the model's context has no room left for its results (not run)" } : undefined
+  const [fetched, searched] =
+    runsFetch || runsSearch
+      ? await web.underOneSlot(caller, shared =>
+          bothPieces(turn, runsFetch ? web.fetchForChat(shared, chosen.urls, fetchLists) : notFetched, runsSearch ? searchForChat(web, shared, query, listsOf(request.hosted.search)) : notSearched),
+        )
+      : [notFetched, notSearched]
   const skipped = [...chosen.skipped, ...fetched.skipped]
   const used: ServerToolUse = { webFetchRequests: fetched.pages.length, webSearchRequests: searched !== undefined && 'results' in searched && searched.results ? 1 : 0 }
   if (message && (fetched.pages.length > 0 || skipped.length > 0 || searched)) {
@@ -142,6 +151,24 @@ export function chooseUrls(text: string, maxUrls: number, limits: HostedToolLimi
     else skip(url, cap === limits?.maxUses ? `the client's max_uses (${cap}) was reached` : `the gateway fetches at most ${maxUrls} pages per turn`)
   }
   return { urls, skipped }
+}
+
+/**
+ * The turn's fetch and search, run side by side, once both have ended. The first to fail aborts
+ * the other (`turn`: its signal is theirs) and is thrown: nothing keeps running, querying a paid
+ * backend or holding the turn's slot after the request failed (QA: a fetch refused for funds left
+ * its search running).
+ */
+async function bothPieces<F, S>(turn: AbortController, fetching: F | Promise<F>, searching: S | Promise<S>): Promise<[F, S]> {
+  let failure: { error: unknown } | undefined
+  const failed = (error: unknown): never => {
+    failure ??= { error }
+    turn.abort()
+    throw error
+  }
+  const [fetched, searched] = await Promise.allSettled([Promise.resolve(fetching).catch(failed), Promise.resolve(searching).catch(failed)])
+  if (failure !== undefined) throw failure.error
+  return [(fetched as PromiseFulfilledResult<F>).value, (searched as PromiseFulfilledResult<S>).value]
 }
 
 /**
