@@ -7,7 +7,7 @@ import { recordOf, type RequestRecord } from '../observability/request-log'
 import { UpstreamError } from '../providers/types'
 import type { ChatEvent, Usage } from './canonical'
 import { enrichDocuments, hasFileParts } from './enrich/documents'
-import { enrichWithWeb, wantsWeb } from './enrich/web'
+import { enrichWithWeb, hostedWeb, wantsWeb } from './enrich/web'
 import { estimateCharge, highInputTokens, Meter, priceUsage, typicalInputTokens } from './meter'
 import type { CallAttestation, ChatCallInput, ChatRouter, OpenedBackend, PipelineDeps, ServerTools } from './pipeline'
 import { checkPolicy } from './policy'
@@ -57,14 +57,15 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // Request-local enrichment, before the estimate so it counts the added text. Each piece is
   // priced on its own, but charged only with the chat (OpenedCall.pending): a refused chat costs nothing.
   const withFiles = hasFileParts(request)
-  const withWeb = wantsWeb(request)
-  const pending = withFiles || withWeb ? new PendingCharges() : undefined
+  // Hosted tools the gateway cannot run are refused before any file is read.
+  const web = wantsWeb(request) ? hostedWeb(deps.web, request) : undefined
+  const pending = withFiles || web ? new PendingCharges() : undefined
   let serverTools: ServerTools | undefined
   let maxOutputTokens: number
   let call: MeteredCall
   try {
     if (withFiles) await enrichDocuments(deps, { ...input, pending })
-    if (withWeb) serverTools = await enrichWithWeb(deps.web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending })
+    if (web) serverTools = await enrichWithWeb(web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending })
     // A request whose files or pages were admitted is in flight: a drain that began since lets
     // its chat run (and cuts it at the deadline), as it lets Fusion's judge.
     const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)

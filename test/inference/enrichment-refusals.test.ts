@@ -5,8 +5,8 @@ import { buildWebApp, pageServer, searxngServer, storyPage } from '../support/fa
 
 // A chat with request-local work (an attached file read, a page fetched, a search run) that is
 // then refused for funds or a spend cap is charged nothing at all: no refusal is billed, and
-// the client, answered 429, got nothing for the work; and a refused piece leaves nothing running.
-// Through the official openai SDK.
+// the client, answered 429, got nothing for the work; a refused piece leaves nothing running, and
+// hosted tools the gateway cannot run are refused before any work. Through the official openai SDK.
 
 let t: TestApp
 const stops: Array<() => void> = []
@@ -16,12 +16,12 @@ afterEach(async () => {
   await t?.close()
 })
 
-/** `search: 'held'`: a SearXNG that holds every query until the gateway gives up on it. */
-async function setup(credit: bigint, options: { limits?: string; search?: 'held' } = {}) {
+/** `search`: a SearXNG that holds every query until the gateway gives up on it, or none configured. */
+async function setup(credit: bigint, options: { limits?: string; search?: 'held' | 'none' } = {}) {
   const searxng = searxngServer(undefined, { hold: options.search === 'held' })
   stops.push(searxng.stop)
   let resolver
-  ;({ t, resolver } = await buildWebApp({ search: searxng.config, limits: options.limits }))
+  ;({ t, resolver } = await buildWebApp({ search: options.search === 'none' ? undefined : searxng.config, limits: options.limits }))
   const pages = pageServer((_, url) => storyPage(url.pathname))
   stops.push(pages.stop)
   resolver.set('news.acme-web.com', ['127.0.0.1'])
@@ -88,6 +88,20 @@ test('one hosted piece refused for funds: its sibling search is aborted at the b
   expect(searxng.queries).toHaveLength(1)
   for (let wait = 0; wait < 50 && searxng.state.aborted === 0; wait += 1) await Bun.sleep(20)
   expect(searxng.state.aborted).toBe(1)
+})
+
+test('web_search with no search backend configured: 400 naming web_search, before any page is fetched or anything reserved', async () => {
+  const { client, books, pages, site } = await setup(1_000_000_000n, { search: 'none' })
+  const error = await client.chat.completions
+    .create({ model: 'demo-web', messages: [{ role: 'user', content: `Summarize ${site}/story` }], web_fetch: true, web_search: true } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    .then(() => undefined, caught => caught)
+  expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+  expect(error).toMatchObject({ code: 'invalid_request', param: 'tools' })
+  expect((error as Error).message).toContain('web_search')
+  expect((error as Error).message).toContain('no search backend is configured on this gateway')
+  expect(pages.seen).toEqual([])
+  expect(await books()).toEqual({ prepaid: 1_000_000_000n, entries: 0, held: 0n })
+  expect(t.deps.limits.concurrency.size).toBe(0)
 })
 
 test('web_search, streamed: refused for funds after the search ran, nothing charged', async () => {

@@ -53,6 +53,21 @@ export function wantsWeb(request: ChatRequest): boolean {
 }
 
 /**
+ * The web service to run the request's hosted tools with, checked before any of the request's
+ * work (a file read, a page fetched, anything reserved): none on this gateway is a 503; web_search
+ * with no search backend configured is the caller's 400 naming it, as a model without the
+ * capability is (QA: it was a 503, inviting retries that never succeed, after the pages had
+ * been fetched). The standalone search route keeps its documented 503.
+ */
+export function hostedWeb(web: WebService | undefined, request: ChatRequest): WebService {
+  if (web === undefined) throw new ApiError('unavailable', 'hosted web tools are not available on this gateway')
+  if (request.hosted.webSearch && web.searchBackend === null) {
+    throw new ApiError('invalid_request', 'hosted web_search is not available: no search backend is configured on this gateway (its operator sets web.search); nothing was fetched or billed', 'tools')
+  }
+  return web
+}
+
+/**
  * Hosted web_fetch / web_search for one chat turn (spec §4.7; ARCHITECTURE.md §8 step 5). The
  * URLs named in the user's latest message (safe ones only, at most the standalone limit) are
  * fetched and/or one search is run for that message; the text is appended to that message as a
@@ -67,11 +82,10 @@ export function wantsWeb(request: ChatRequest): boolean {
  * every format, and the gateway runs at most one search per turn.
  */
 export async function enrichWithWeb(
-  web: WebService | undefined,
+  web: WebService,
   input: { principal: Principal; request: ChatRequest; requestId: string; signal: AbortSignal; billingKey?: string; pending?: PendingCharges },
 ): Promise<ServerToolUse> {
   const { request } = input
-  if (web === undefined) throw new ApiError('unavailable', 'hosted web tools are not available on this gateway')
   const message = latestUserMessage(request.messages)
   // The user's own words only: an attached document's text names URLs and holds content the user
   // did not ask to fetch or to send to a search engine (QA: a document's URLs were fetched, one
