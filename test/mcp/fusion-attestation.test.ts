@@ -45,7 +45,7 @@ test('Confidential participants: attestation per participant and for the judge, 
   const org = await t.createOrg()
   const verified = await t.deps.keys.verify(org.adminKey)
   if (!verified.ok) throw new Error('key does not verify')
-  const tool = chatFusionTool(catalog, deps)
+  const tool = chatFusionTool(catalog, deps, t.deps.web.searchBackend !== null)
   const result = await tool.run(
     { models: ['tee-a:confidential', 'tee-b:confidential'], request_id: crypto.randomUUID(), prompt: 'Attest this.', web_search: false } as never,
     { principal: verified.principal, requestId: 'req-1', httpRequest: new Request('http://localhost/mcp'), signal: new AbortController().signal },

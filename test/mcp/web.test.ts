@@ -234,4 +234,17 @@ describe('svc.chat_fusion with web-capable models', () => {
     expect(entries[1].error).toContain('does not support hosted web_fetch')
     expect(entries[0].output).toContain('The story at /story.')
   })
+
+  test('without a search backend the web search default does not apply (it would be a 400): the run completes with web fetch', async () => {
+    const { org, connect, site } = await setup({ search: false })
+    const mcpOrg = await org('no-search', 'pro')
+    const client = await connect(mcpOrg.key)
+    const result = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', request_id: crypto.randomUUID(), prompt: `Summarize ${site}/story` } })
+    expect(result.isError).toBeFalsy()
+    const structured = result.structuredContent as any
+    expect(structured.status).toBe('complete')
+    expect(structured.models.map((entry: any) => [entry.model, entry.web_search, entry.web_fetch])).toEqual([['demo-web', false, true], ['demo-web-2', false, true]])
+    for (const entry of structured.models) expect(entry.output).toContain('The story at /story.')
+    expect((await charges(mcpOrg.id)).filter(([purpose]) => purpose === 'web_search')).toEqual([])
+  })
 })

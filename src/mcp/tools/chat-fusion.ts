@@ -99,18 +99,20 @@ function summary(result: FusionResultBody, web: Array<{ webSearch: boolean; webF
  * svc.chat_fusion: runFusion, the function behind POST /api/v1/chat/fusion, so access (a plan
  * with Fusion), validation, privacy mixing, per-part billing, spend caps and the Idempotency-Key
  * (here `request_id`) are exactly the route's. Web search and fetch are on by default, but only
- * for participants whose model supports them (FusionInput.hostedDefaults): a default must not
- * make a model without web tools fail. An explicit `true` is the HTTP flag: every participant
- * must support it, else that participant is refused (all refused: an isError result).
+ * for participants whose model supports them (FusionInput.hostedDefaults), and search only when
+ * the gateway has a search backend (`searchConfigured`; hosted web_search without one is a 400):
+ * a default must not make a participant fail. An explicit `true` is the HTTP flag: every
+ * participant must support it, else that participant is refused (all refused: an isError result).
  */
-export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps) {
+export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps, searchConfigured: boolean) {
   return tool({
     name: 'svc.chat_fusion',
     title: 'Ask two or three models, then synthesize',
     description:
       'Sends one prompt to two or three different models, then a judge model writes a synthesis of their answers. ' +
       'Returns the synthesis plus each participant\'s answer or error. Web search and web fetch are on by default for ' +
-      'every participant whose model supports them (see supports_web_search / supports_web_fetch in svc.list_models); ' +
+      'every participant whose model supports them (see supports_web_search / supports_web_fetch in svc.list_models; ' +
+      'web search only where the gateway has a search backend); ' +
       'turn them off with web_search: false / web_fetch: false. Needs a plan with Fusion access; each participant, ' +
       'the synthesis and each web search or page fetched are billed separately. Reuse request_id to retry without being billed twice.',
     inputSchema: CHAT_FUSION_INPUT,
@@ -130,7 +132,7 @@ export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps) {
         ...(args.web_search === true ? { web_search: true } : {}),
         ...(args.web_fetch === true ? { web_fetch: true } : {}),
       }
-      const hostedDefaults = { webSearch: args.web_search === undefined, webFetch: args.web_fetch === undefined }
+      const hostedDefaults = { webSearch: args.web_search === undefined && searchConfigured, webFetch: args.web_fetch === undefined }
       const result = await runFusion(fusion, {
         principal: context.principal, request, idempotencyKey: args.request_id, requestId: context.requestId, signal: context.signal,
         hostedDefaults, onProgress: context.progress ? progressReporter(context.progress, args.models.length) : undefined,

@@ -21,7 +21,7 @@ export interface ToolDeps {
 export function createTools(deps: ToolDeps): McpTool[] {
   return [
     chatTool(deps.catalog, deps.pipeline),
-    chatFusionTool(deps.catalog, deps.fusion),
+    chatFusionTool(deps.catalog, deps.fusion, deps.web.searchBackend !== null),
     webSearchTool(deps.web),
     webFetchTool(deps.web),
     listModelsTool(deps.catalog),
