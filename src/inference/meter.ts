@@ -167,6 +167,20 @@ export class Meter {
     else if ((event.type === 'error' || event.type === 'usage') && event.usage !== undefined) this.reportedBeforeCut = event.usage
   }
 
+  /**
+   * Takes back the output of events observed but never written to the client: those its stream
+   * encoder still held when the stream failed or the client left (StreamEncoder.unsent), which a
+   * cut drops. The counted fallback is then what was sent; a count the upstream reported is
+   * billed as before. Counted by a meter of their own, so an event counts here as in observe.
+   */
+  withdraw(events: Iterable<ChatEvent>): void {
+    const unsent = new Meter(0, this.bound)
+    for (const event of events) unsent.observe(event)
+    this.outputBytes -= unsent.outputBytes
+    this.reasoningBytes -= unsent.reasoningBytes
+    this.toolBytes -= unsent.toolBytes
+  }
+
   /** Whether any output reached the meter: text, reasoning, or a tool call (its name alone counts, as for fallback). */
   get producedOutput(): boolean {
     return this.outputBytes + this.reasoningBytes + this.toolBytes > 0 || this.startedToolCall

@@ -155,9 +155,10 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
   // A reply read in this process is no response: the MCP progress stream it feeds is counted (mcp/server.ts).
   const metrics = input.readInProcess === true ? undefined : deps.metrics
   if (metrics) metrics.openStreams += 1
+  const encoder = input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools))
   return streamResponse({
     events: open.events,
-    encoder: input.encoder.streamEncoder(metaOf(input, open.started, open.serverTools)),
+    encoder,
     observe: event => open.observe(event),
     failure: () => open.shutdownReason(),
     clientGone: () => signal.aborted,
@@ -174,6 +175,9 @@ export async function runChat(deps: PipelineDeps, input: ChatInput): Promise<Res
         if (outcome === 'cancelled') open.abort()
         // A stream the drain's deadline cut is logged as such, not as the upstream's failure.
         const logged = outcome === 'failed' && open.shutdownReason() !== undefined ? 'aborted' : outcome
+        // What the encoder still held is dropped with the stream: the meter counted it on
+        // arrival, but the client never received it (QA: a call held behind an unfinished one).
+        if (outcome !== 'finished' && encoder.unsent !== undefined) open.meter.withdraw(encoder.unsent())
         // A stream that failed or was left before any output charges nothing; once output was
         // sent, the reported usage or the counted fallback is charged.
         if (outcome !== 'finished' && !open.meter.producedOutput) {

@@ -26,6 +26,12 @@ export interface StreamEncoder {
   push(event: ChatEvent): string[]
   finish(reason: FinishReason, usage: Usage, stopSequence?: string): string[]
   fail(error: ApiError): string[]
+  /**
+   * The output it holds back and has not written (a tool call waiting behind an unfinished one,
+   * arguments kept for their block's end), as events: a stream that fails or is left drops it,
+   * so it is not charged as sent (Meter.withdraw). Read only then; absent: nothing is held.
+   */
+  unsent?(): Iterable<ChatEvent>
   /** The keep-alive frame for long gaps, when the format has one of its own (default: an SSE comment). */
   readonly ping?: Uint8Array
 }

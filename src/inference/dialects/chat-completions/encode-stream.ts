@@ -137,6 +137,11 @@ export class ChatCompletionsStreamEncoder implements StreamEncoder {
     return open.ended || (open.text !== undefined && isWholeJson(open.text))
   }
 
+  /** The events waiting behind the open call: a stream that ends before the finish never writes them. */
+  unsent(): ChatEvent[] {
+    return this.waiting ?? []
+  }
+
   /**
    * A mid-stream failure: OpenAI's in-band error object (the same envelope, type included, as
    * the HTTP error of that code), then the terminator.

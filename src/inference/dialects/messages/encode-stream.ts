@@ -192,6 +192,16 @@ export class MessagesStreamEncoder implements StreamEncoder {
     return out
   }
 
+  /** The events waiting behind a tool block, and the arguments of tool blocks not yet stopped (held for their stop). */
+  unsent(): ChatEvent[] {
+    const unsent: ChatEvent[] = []
+    for (const [canonical, block] of this.blocks) {
+      if (block.held !== undefined && block.held !== '' && !block.stopped) unsent.push({ type: 'tool-call-delta', block: canonical, argumentsDelta: block.held })
+    }
+    if (this.waiting !== undefined) for (const event of this.waiting) unsent.push(event)
+    return unsent
+  }
+
   /** A mid-stream failure: Anthropic's in-band error event; the SDK raises it as an APIError. */
   fail(error: ApiError): string[] {
     return [frame('error', JSON.stringify(anthropicErrorBody(error)))]

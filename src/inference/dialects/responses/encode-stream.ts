@@ -223,6 +223,11 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     return frames
   }
 
+  /** The events waiting behind the open call: a stream that ends before the finish never writes them. */
+  unsent(): ChatEvent[] {
+    return this.waiting ?? []
+  }
+
   /** An in-band failure: response.failed with the output so far (open items incomplete). */
   fail(error: ApiError): string[] {
     if (this.sequenceAtFinish !== undefined) this.sequence = this.sequenceAtFinish
