@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import OpenAI from 'openai'
-import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod'
+import { zodFunction, zodResponseFormat, zodTextFormat } from 'openai/helpers/zod'
 import { z } from 'zod'
 import { anthropicClient, openAIClient } from '../support/gateway'
 import { buildTestApp, type TestApp } from '../support/harness'
@@ -57,4 +57,20 @@ test('json_object wraps the answer as {"reply": …}; a tool call is still a too
     tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } } }],
   })
   expect(called.choices[0]!.message.tool_calls?.map(call => call.type === 'function' && [call.function.name, call.function.arguments])).toEqual([['lookup', '{"q":"demo"}']])
+})
+
+test("the SDK's own assistant message goes back as is: a strict call's parsed_arguments is accepted and not read", async () => {
+  // Before: 400 "messages.1.tool_calls.0.function.parsed_arguments ... unexpected property" on
+  // the second turn of every strict-tool loop that appends the helper's message to the history.
+  const Lookup = z.object({ q: z.string() })
+  const tools = [zodFunction({ name: 'lookup', parameters: Lookup })]
+  const question = { role: 'user' as const, content: 'call it' }
+  const streamed = await openai.chat.completions.stream({ model: 'demo-anonymous', messages: [question], tools }).finalMessage()
+  const parsed = (await openai.chat.completions.parse({ model: 'demo-anonymous', messages: [question], tools })).choices[0]!.message
+  for (const message of [streamed, parsed]) {
+    const call = message.tool_calls![0] as OpenAI.Chat.ParsedFunctionToolCall
+    expect(call.function.parsed_arguments).toEqual({ q: 'demo' })
+    const answer = await openai.chat.completions.create({ model: 'demo-anonymous', messages: [question, message, { role: 'tool', tool_call_id: call.id, content: 'found' }], tools })
+    expect(answer.choices[0]!.message.content).toBe('The lookup tool returned: found')
+  }
 })

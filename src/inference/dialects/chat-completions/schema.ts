@@ -42,7 +42,16 @@ const ToolCall = t.Object(
   {
     id: t.String({ minLength: 1 }),
     type: t.Literal('function'),
-    function: t.Object({ name: t.String({ minLength: 1 }), arguments: t.String() }, { additionalProperties: false }),
+    function: t.Object(
+      {
+        name: t.String({ minLength: 1 }),
+        arguments: t.String(),
+        // The openai SDK's stream and parse helpers add this output-only field to a strict call
+        // (the arguments parsed); a reply appended to the history carries it back. Not read.
+        parsed_arguments: t.Optional(t.Unknown()),
+      },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 )
