@@ -144,6 +144,42 @@ describe('parallel calls whose argument deltas a Chat Completions backend interl
   })
 })
 
+describe('a call whose backend sent no argument text (arguments: "") reaches every OpenAI client as "{}"', () => {
+  // Some vLLM builds send `arguments: ""` for a call without parameters (vllm-project/vllm#21301).
+  // Before: passed on as "", and the SDK's helpers threw "invalid structured output JSON" parsing
+  // a strict call's arguments (an Anthropic backend's empty input was already "{}").
+  const { whole, streamed } = oneCall('', 'tool_calls')
+  const parameters = { type: 'object', properties: {}, required: [], additionalProperties: false }
+  const chatRequest = { model: 'oa', messages: [{ role: 'user' as const, content: 'Weather?' }], tools: [{ type: 'function' as const, function: { name: 'get_weather', parameters, strict: true } }] }
+  const streams = [['passed through', streamed], ['re-encoded', streamed.replaceAll('"system_fingerprint":', '"service_tier":"default","system_fingerprint":')]] as const
+
+  for (const [path, body] of streams) {
+    test(`Chat Completions, streamed (${path})`, async () => {
+      served.openai.enqueue({ kind: 'sse', body })
+      const message = await served.gateway.openai.chat.completions.stream(chatRequest).finalMessage()
+      const call = message.tool_calls![0] as OpenAI.Chat.ParsedFunctionToolCall
+      expect([call.function.arguments, call.function.parsed_arguments]).toEqual(['{}', {}])
+    })
+  }
+
+  test('Chat Completions, collected', async () => {
+    served.openai.enqueue({ kind: 'json', body: whole })
+    const call = (await served.gateway.openai.chat.completions.parse(chatRequest)).choices[0]!.message.tool_calls![0] as OpenAI.Chat.ParsedFunctionToolCall
+    expect([call.function.arguments, call.function.parsed_arguments]).toEqual(['{}', {}])
+  })
+
+  test('Responses, streamed and collected', async () => {
+    served.openai.enqueue({ kind: 'sse', body: streamed }, { kind: 'json', body: whole })
+    const request = { model: 'oa', input: 'Weather?', tools: [{ type: 'function' as const, name: 'get_weather', parameters, strict: true }] }
+    const final = await served.gateway.openai.responses.stream(request).finalResponse()
+    const parsed = await served.gateway.openai.responses.parse(request)
+    for (const response of [final, parsed]) {
+      const call = response.output[0] as OpenAI.Responses.ParsedResponseFunctionToolCall
+      expect([call.type, call.arguments, call.parsed_arguments]).toEqual(['function_call', '{}', {}])
+    }
+  })
+})
+
 test('a Messages history with input {_raw_arguments: text}: a Chat Completions backend gets the text the model wrote, an Anthropic one the same input', async () => {
   const raw = "{'city': 'Oslo'}"
   const history = (id: string): Anthropic.MessageCreateParamsNonStreaming => ({

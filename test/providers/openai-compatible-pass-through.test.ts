@@ -171,6 +171,22 @@ describe('openai-compatible pass-through', () => {
     expect(result.client).toContain('"finish_reason":"tool_calls"')
   })
 
+  test('a call that got no argument text gets "{}" at the finish, passed through or not (a client cannot JSON.parse "")', () => {
+    // Before: the client got `arguments: ""` (some vLLM builds send it for a call without
+    // parameters), and the SDK's helpers threw "invalid structured output JSON" on a strict call.
+    const call = (index: number, id: string, args: string) => chunk({ tool_calls: [{ index, id, type: 'function', function: { name: 'get_w', arguments: args } }] })
+    const argumentsSeen = (client: string) =>
+      client.split('\n\n').filter(line => line.startsWith('data: {')).flatMap(line => JSON.parse(line.slice(6)).choices[0]?.delta.tool_calls ?? []).map((delta: { index: number; function: { arguments: string } }) => [delta.index, delta.function.arguments])
+    const alone = same(chunk({ role: 'assistant', content: null }) + call(0, 'call_a', '') + chunk({}, 'tool_calls') + usageFrame() + DONE)
+    expect(types(alone.events)).toEqual(['response-start', 'passthrough', 'tool-call-delta', 'tool-call-end', 'finish'])
+    expect(argumentsSeen(alone.client)).toEqual([[0, ''], [0, '{}']])
+    // Before a call with arguments: the next call waits for it, which ends with its "{}".
+    const two = same(chunk({ role: 'assistant', content: null }) + call(0, 'call_a', '') + call(1, 'call_b', '{"c":1}') + chunk({}, 'tool_calls') + usageFrame() + DONE)
+    expect(argumentsSeen(two.client)).toEqual([[0, ''], [0, '{}'], [1, ''], [1, '{"c":1}']])
+    // A finish that never came (the stream ended at [DONE]) ends the call the same way.
+    expect(argumentsSeen(same(chunk({ role: 'assistant', content: null }) + call(0, 'call_a', '') + DONE).client)).toEqual([[0, ''], [0, '{}']])
+  })
+
   test('interleaved parallel calls hand over where the next call starts before the last is whole; the client gets each call contiguous', () => {
     const args = '{"city":"Paris","unit":"c"}'
     let sse = chunk({ role: 'assistant', content: null }) + chunk({ content: 'Checking. ' })

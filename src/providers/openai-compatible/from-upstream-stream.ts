@@ -250,14 +250,23 @@ export class ChunkTranslator {
     this.open = undefined
   }
 
-  /** Ends every open block, tool calls in block order; a call whose name never came starts now. */
+  /**
+   * Ends every open block, tool calls in block order; a call whose name never came starts now.
+   * A call that got no argument text (some vLLM builds send `arguments: ""` for a call without
+   * parameters, vllm-project/vllm#21301) gets "{}", as the Anthropic adapter gives an empty
+   * input: never the empty text a Chat Completions or Responses client cannot JSON.parse. A
+   * passed-through stream hands its calls over here (pass-through.ts), so its bytes are the same.
+   */
   private closeAll(out: ChatEvent[]): void {
     this.closeOpen(out)
     // Runs at the finish and again at the end of every answer, most of which have no tool calls.
     if (this.tools.size === 0) return
     for (const tool of this.tools.values()) if (tool.block === undefined) this.startTool(tool, out)
-    const blocks = [...this.tools.values()].map(tool => tool.block!).sort((a, b) => a - b)
-    for (const block of blocks) out.push({ type: 'tool-call-end', block })
+    const tools = [...this.tools.values()].sort((a, b) => a.block! - b.block!)
+    for (const tool of tools) {
+      if (tool.text === '') out.push({ type: 'tool-call-delta', block: tool.block!, argumentsDelta: '{}' })
+      out.push({ type: 'tool-call-end', block: tool.block! })
+    }
     this.tools.clear()
   }
 
