@@ -4,17 +4,18 @@ import OpenAI from 'openai'
 import type { TurnScript } from '../providers/conformance'
 import { claudeModelLine, strictUpstreamsSuite } from '../support/strict-anthropic'
 
-// Requests every client dialect may send that Anthropic itself refuses with its own 400: stop
-// sequences made only of whitespace, and a tool history without `tools`. The first has no
-// Anthropic equivalent and is the gateway's 400 naming the field, before any upstream call and
-// without a charge; the second has a faithful one (the history's tools declared, none callable).
+// Requests every client dialect may send that Anthropic itself refuses with its own 400. Stop
+// sequences made only of whitespace have no Anthropic equivalent: the gateway's 400 naming the
+// field, before any upstream call and without a charge. A prefill ending in whitespace is sent
+// without it (the model continues the same text), and a tool history without `tools` has a
+// faithful equivalent (the history's tools declared, none callable).
 
 const CREDIT = 10_000_000_000n
 
 const turn: TurnScript = { text: 'It was 18 °C in Paris.', finish: 'stop', usage: { inputTokens: 40, outputTokens: 9 } }
 const DECLARED = { tools: [{ name: 'get_weather', input_schema: { type: 'object' } }], tool_choice: { type: 'none' } }
 
-describe('Anthropic backend: whitespace stop sequences and tool history without tools, from every dialect', () => {
+describe('Anthropic backend: whitespace stop sequences, trailing prefill whitespace and tool history without tools, from every dialect', () => {
   const s = strictUpstreamsSuite(turn, [claudeModelLine('m', '[{ provider: claude, model: claude-sonnet-4-5 }]')], { credit: CREDIT })
   const charged = async () => CREDIT - (await s.t.deps.balance(s.orgId)).prepaidNanos
 
@@ -39,6 +40,26 @@ describe('Anthropic backend: whitespace stop sequences and tool history without 
     const completion = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], stop: ['', 'END'] })
     expect(completion.choices[0]!.message.content).toBe(turn.text!)
     expect(s.claude.received[0]!.body.stop_sequences).toEqual(['END'])
+  })
+
+  test('a prefill ending in whitespace is sent without it (Anthropic refuses it there), from Chat Completions and Messages', async () => {
+    // Before: sent as is, and Anthropic answered 400 "final assistant content cannot end with
+    // trailing whitespace" (not a fault another backend is tried for).
+    const completion = await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Sure, here is ' }] })
+    expect(completion.choices[0]!.message.content).toBe(turn.text!)
+    const message = await s.anthropic.messages.create({
+      model: 'm',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [{ type: 'text', text: 'Step 1:' }, { type: 'text', text: 'then\n\n' }] }],
+    })
+    expect(message.content).toMatchObject([{ type: 'text', text: turn.text }])
+    expect(s.claude.received.map(received => received.body.messages.at(-1))).toEqual([
+      { role: 'assistant', content: [{ type: 'text', text: 'Sure, here is' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Step 1:' }, { type: 'text', text: 'then' }] },
+    ])
+    // An assistant turn the conversation does not end with keeps its text as written.
+    await s.openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Sure. ' }, { role: 'user', content: 'y' }] })
+    expect(s.claude.received[2]!.body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Sure. ' }] })
   })
 
   test('Chat Completions: a tool history without tools declares the history\'s tools, none callable', async () => {

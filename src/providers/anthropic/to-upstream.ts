@@ -85,7 +85,8 @@ export class UnsupportedRequestError extends Error {
  *   came after other blocks (a history from another format) has its thinking moved to the front. Reasoning without a signature (from another provider) cannot be verified by
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
  * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
- *   without non-whitespace.
+ *   without non-whitespace. A final (prefill) assistant turn's text loses its trailing
+ *   whitespace, which Anthropic refuses there.
  * - Tool call ids are respelled where Anthropic's pattern refuses them, and made unique where a
  *   history repeats them, with their results (tool-ids.ts).
  * - `user`, `seed` and hosted-tool flags are never sent.
@@ -135,6 +136,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   )
   const thinking = plan?.thinking
   if (thinking === undefined) stripThinkingFromFinalAssistant(messages)
+  trimFinalAssistantText(messages)
 
   const body: AnthropicRequestBody = { model: upstreamModel, max_tokens: maxTokens, messages, stream: true }
   if (system !== undefined) body.system = system
@@ -328,6 +330,18 @@ function stripThinkingFromFinalAssistant(messages: AnthropicMessage[]): void {
   if (last?.role !== 'assistant') return
   last.content = last.content.filter(block => block.type !== 'thinking' && block.type !== 'redacted_thinking')
   if (last.content.length === 0) messages.pop()
+}
+
+/**
+ * Anthropic refuses a final (prefill) assistant turn that ends in whitespace ("final assistant
+ * content cannot end with trailing whitespace"): its last text block loses its trailing
+ * whitespace. It cannot become empty, as blank assistant text is never sent (convertPart).
+ */
+function trimFinalAssistantText(messages: AnthropicMessage[]): void {
+  const last = messages[messages.length - 1]
+  if (last?.role !== 'assistant') return
+  const block = last.content[last.content.length - 1]
+  if (block?.type === 'text') block.text = block.text.trimEnd()
 }
 
 function stablePartition<T>(items: T[], isFirst: (item: T) => boolean): T[] {
