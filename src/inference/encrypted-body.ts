@@ -19,7 +19,7 @@ const TOP_LEVEL = new Set([
   'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
   'max_completion_tokens', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'response_format', 'reasoning_effort', 'n',
   'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'metadata', 'store', 'service_tier',
-  'web_fetch', 'web_search', 'uncensored',
+  'logit_bias', 'prediction', 'audio', 'web_fetch', 'web_search', 'uncensored',
 ])
 const MESSAGE_KEYS: Record<string, Set<string>> = {
   system: new Set(['role', 'content', 'name']),
@@ -37,7 +37,7 @@ const PLAINTEXT = t.Pick(ChatCompletionsBody, [
   'temperature', 'top_p', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'reasoning_effort', 'presence_penalty', 'frequency_penalty',
   'parallel_tool_calls', 'metadata', 'response_format', 'service_tier', 'max_tokens', 'max_completion_tokens',
   // Every TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
-  'store', 'logprobs', 'top_logprobs', 'verbosity', 'modalities',
+  'store', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'logit_bias', 'prediction', 'audio',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
 
@@ -47,7 +47,7 @@ const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
  */
 const GATEWAY_ONLY = [
   'user', 'safety_identifier', 'prompt_cache_key', 'uncensored', 'web_fetch', 'web_search', 'metadata', 'service_tier', 'store',
-  'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'max_tokens', 'max_completion_tokens',
+  'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'logit_bias', 'prediction', 'audio', 'max_tokens', 'max_completion_tokens',
 ] as const
 
 /** A checked body: what to forward (model and output cap not yet written) and the envelope's size for billing. */

@@ -273,6 +273,25 @@ describe('POST /v1/chat/completions', () => {
     expect(text).toBe('Hello, world')
   })
 
+  test('logit_bias, prediction and audio: null (or an empty bias) is accepted; a value asking for them is a 400 saying so', async () => {
+    // Before: each was 400 "unknown field", though the SDK's types declare them `| null`.
+    const { client } = await setup(() => events(textReply))
+    for (const fields of [{ logit_bias: null, prediction: null, audio: null }, { logit_bias: {} }]) {
+      const completion = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], ...fields })
+      expect(completion.choices[0]!.message.content).toBe('Hello, world')
+    }
+    const refused: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ logit_bias: { '50256': -100 } }, 'logit_bias', /^400 logit_bias is not supported/],
+      [{ prediction: { type: 'content', content: 'draft' } }, 'prediction', /^400 prediction is not supported/],
+      [{ audio: { voice: 'alloy', format: 'wav' } }, 'audio', /^400 audio output is not supported/],
+    ]
+    for (const [fields, param, message] of refused) {
+      const error = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], ...fields } as never).catch(error => error)
+      expect([error.status, error.param, error.message]).toEqual([400, param, expect.stringMatching(message)])
+    }
+    expect(seen).toHaveLength(2)
+  })
+
   test('bad requests are clear 400s in the OpenAI envelope, and nothing is charged', async () => {
     const { client, charged } = await setup(() => events(textReply))
     const cases: Array<[Record<string, unknown>, string]> = [

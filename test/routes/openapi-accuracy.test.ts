@@ -160,6 +160,9 @@ describe('/openapi.json says what the routes do', () => {
     const refused: Array<[string, object, string]> = [
       ['/v1/chat/completions', chat({ presence_penalty: 0.5 }), 'presence_penalty'],
       ['/v1/chat/completions', chat({ frequency_penalty: -1 }), 'frequency_penalty'],
+      ['/v1/chat/completions', chat({ logit_bias: { '50256': -100 } }), 'logit_bias'],
+      ['/v1/chat/completions', chat({ prediction: { type: 'content', content: 'draft' } }), 'prediction'],
+      ['/v1/chat/completions', chat({ audio: { voice: 'alloy', format: 'wav' } }), 'audio'],
       ['/v1/chat/completions', chatPart({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }), 'messages.0.content.0'],
       ['/v1/chat/completions', chatPart({ type: 'file', file: { file_id: 'file-abc' } }), 'messages.0.content.0.file.file_id'],
       ['/v1/responses', responses({ truncation: 'auto' }), 'truncation'],

@@ -210,6 +210,8 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.tool_choice = 'required' }, /tool_choice "required" needs at least one function tool/)
     await expect400('near2', r => { r.body.service_tier = 'flex' }, /service_tier "flex" is not supported/)
     await expect400('near2', r => { r.body.max_completion_tokens = 100_000 }, /^max_completion_tokens 100000 exceeds/)
+    await expect400('near2', r => { r.body.logit_bias = { '50256': -100 } }, /logit_bias is not supported/)
+    await expect400('near2', r => { r.body.audio = { voice: 'alloy', format: 'wav' } }, /audio output is not supported/)
     // Values the plain route takes are relayed as it sends them: metadata and service_tier stay
     // with the gateway, an effort the backend may not take goes as the plain route's.
     const { s, body, headers } = await valid('near2', 'ecdsa', { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, metadata: { tier: 'gold', ['🔑'.repeat(64)]: '🔑'.repeat(512) }, service_tier: 'auto', reasoning_effort: 'minimal' })
@@ -219,6 +221,11 @@ describe('Encrypted chat: body', () => {
     const seen = sim.state.seen.at(-1)!
     expect(seen).toMatchObject({ plain: { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, reasoning_effort: 'low' } })
     expect([(seen.plain as Record<string, unknown>).metadata, (seen.plain as Record<string, unknown>).service_tier]).toEqual([undefined, undefined])
+    // Null logit_bias, prediction and audio ask for nothing and stay here, as on the plain route.
+    const nulls = await valid('near2', 'ecdsa', { logit_bias: null, prediction: null, audio: null })
+    expect((await send(nulls.s, nulls.body, nulls.headers)).status).toBe(200)
+    const relayed = sim.state.seen.at(-1)!.plain as Record<string, unknown>
+    expect(['logit_bias', 'prediction', 'audio'].filter(field => field in relayed)).toEqual([])
     // The request id goes upstream, as on every other call.
     expect((seen.headers as Record<string, string>)['x-request-id']).toMatch(/^req_/)
   })

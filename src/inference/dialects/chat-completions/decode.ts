@@ -19,7 +19,9 @@ const unsupported = (param: string, message: string) => new ApiError('invalid_re
  * The values of plaintext fields the gateway cannot honour, refused naming the field: the plain
  * route's rules, which an Encrypted body's plaintext fields follow too (encrypted-body.ts).
  */
-export function refuseUnsupportedValues(body: Partial<Pick<Body, 'store' | 'logprobs' | 'presence_penalty' | 'frequency_penalty' | 'top_logprobs' | 'service_tier' | 'verbosity' | 'modalities'>>): void {
+export function refuseUnsupportedValues(
+  body: Partial<Pick<Body, 'store' | 'logprobs' | 'presence_penalty' | 'frequency_penalty' | 'top_logprobs' | 'service_tier' | 'verbosity' | 'modalities' | 'logit_bias' | 'prediction' | 'audio'>>,
+): void {
   if (body.store) throw unsupported('store', 'store is not supported: the gateway keeps no completions')
   if (body.logprobs) throw unsupported('logprobs', 'logprobs are not supported')
   if (body.presence_penalty) throw unsupported('presence_penalty', 'presence_penalty is not supported (only 0)')
@@ -30,6 +32,9 @@ export function refuseUnsupportedValues(body: Partial<Pick<Body, 'store' | 'logp
   }
   if (body.verbosity != null && body.verbosity !== 'medium') throw unsupported('verbosity', `verbosity "${body.verbosity}" is not supported (only medium)`)
   if (body.modalities?.includes('audio')) throw unsupported('modalities', 'audio output is not supported (modalities: ["text"])')
+  if (body.logit_bias && Object.keys(body.logit_bias).length > 0) throw unsupported('logit_bias', 'logit_bias is not supported (only {} or null)')
+  if (body.prediction) throw unsupported('prediction', 'prediction is not supported: predicted outputs are not available on this API')
+  if (body.audio) throw unsupported('audio', 'audio output is not supported (audio must be null)')
 }
 
 /** tool_choice "required" with no function tool to call. */

@@ -166,6 +166,11 @@ export const ChatCompletionsBody = t.Object(
     modalities: t.Optional(t.Union([t.Array(t.Union([t.Literal('text'), t.Literal('audio')])), t.Null()], { description: 'Text only: audio output is a 400' })),
     metadata: t.Optional(t.Union([Metadata, t.Null()])),
     store: t.Optional(t.Union([t.Boolean(), t.Null()], { description: 'Only false or null: the gateway keeps no completions (true is a 400)' })),
+    // Documented nullable by OpenAI (the SDK's types say `| null`): null, or an empty bias, is no
+    // request at all; anything else asks for what the gateway does not offer and is a 400 naming it.
+    logit_bias: t.Optional(t.Union([t.Record(t.String(), t.Number()), t.Null()], { description: 'Only {} or null: token biases are not applied (any other value is a 400)' })),
+    prediction: t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: 'Only null: predicted outputs are not supported (a prediction is a 400)' })),
+    audio: t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: 'Only null: audio output is not supported (audio parameters are a 400)' })),
     // Hosted tools as body flags (spec §4.7); tool entries of the same types work too.
     web_fetch: t.Optional(t.Boolean()),
     web_search: t.Optional(t.Boolean()),
