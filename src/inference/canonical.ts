@@ -70,7 +70,10 @@ export interface ChatRequest {
   tools: FunctionTool[]
   toolChoice?: ToolChoice
   parallelToolCalls?: boolean
-  /** `topK`: only Anthropic-style clients send it; providers pass it where their wire has a field. */
+  /**
+   * `topK`: only Anthropic-style clients send it; providers pass it where their wire has a field.
+   * `stop` holds no empty sequence: one stops nothing, so the dialects drop it (vLLM refuses it).
+   */
   sampling: { temperature?: number; topP?: number; topK?: number; maxOutputTokens?: number; stop?: string[]; seed?: number }
   /**
    * Reasoning on: at an `effort`, within an explicit `budgetTokens`, or `adaptive` (the model

@@ -180,5 +180,12 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   const stream = raw.stream === true
   // The backend speaks Chat Completions: an effort it may not take goes as the plain route sends it.
   if (typeof body.reasoning_effort === 'string') body.reasoning_effort = chatCompletionsEffort(body.reasoning_effort as RequestEffort)
+  // An empty stop sequence stops nothing and vLLM refuses one: dropped, as the plain route drops it.
+  const stop = plaintext.stop
+  if (stop === '' || (Array.isArray(stop) && stop.includes(''))) {
+    const kept = [stop].flat().filter(sequence => sequence !== '')
+    if (kept.length > 0) body.stop = kept
+    else delete body.stop
+  }
   return { body, stream, plainBytes: cipher.plainBytes, messageCount: raw.messages.length, maxTokens, maxTokensField, reasoning: raw.reasoning_effort !== undefined && raw.reasoning_effort !== null }
 }

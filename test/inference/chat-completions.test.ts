@@ -292,6 +292,13 @@ describe('POST /v1/chat/completions', () => {
     expect(seen).toHaveLength(2)
   })
 
+  test('an empty stop sequence stops nothing: dropped before any backend sees it', async () => {
+    // Before: `stop: ""` reached OpenAI-compatible backends, and vLLM refuses it (400).
+    const { client } = await setup(() => events(textReply))
+    for (const stop of ['', [''], ['', 'END']]) await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], stop })
+    expect(seen.map(request => request.sampling.stop)).toEqual([undefined, undefined, ['END']])
+  })
+
   test('bad requests are clear 400s in the OpenAI envelope, and nothing is charged', async () => {
     const { client, charged } = await setup(() => events(textReply))
     const cases: Array<[Record<string, unknown>, string]> = [

@@ -221,6 +221,11 @@ describe('Encrypted chat: body', () => {
     const seen = sim.state.seen.at(-1)!
     expect(seen).toMatchObject({ plain: { temperature: 0.5, top_p: 1, stop: ['END'], seed: 7, presence_penalty: 0, reasoning_effort: 'low' } })
     expect([(seen.plain as Record<string, unknown>).metadata, (seen.plain as Record<string, unknown>).service_tier]).toEqual([undefined, undefined])
+    // An empty stop sequence stops nothing and is dropped (vLLM refuses one), as on the plain route.
+    const stops = await valid('near2', 'ecdsa', { stop: ['', 'END'] })
+    expect((await send(stops.s, stops.body, stops.headers)).status).toBe(200)
+    expect((sim.state.seen.at(-1)!.plain as Record<string, unknown>).stop).toEqual(['END'])
+
     // Null logit_bias, prediction and audio ask for nothing and stay here, as on the plain route.
     const nulls = await valid('near2', 'ecdsa', { logit_bias: null, prediction: null, audio: null })
     expect((await send(nulls.s, nulls.body, nulls.headers)).status).toBe(200)

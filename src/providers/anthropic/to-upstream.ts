@@ -94,9 +94,9 @@ export class UnsupportedRequestError extends Error {
  *   turn) is refused by Anthropic, which needs every tool_use's tool defined: each tool named in
  *   the history is declared with an open object schema, and tool_choice `none` keeps the model
  *   from calling what the client did not offer.
- * - Empty stop sequences stop nothing and are dropped. Whitespace-only ones (`"\n"`) Anthropic
- *   refuses, and dropping them would let the answer run past where the client wanted it cut:
- *   refused here, naming the field, before any upstream call.
+ * - Whitespace-only stop sequences (`"\n"`) Anthropic refuses, and dropping them would let the
+ *   answer run past where the client wanted it cut: refused here, naming the field, before any
+ *   upstream call. (Empty ones never get here: the dialects drop them.)
  * - A json_schema response format is Anthropic's structured output, `output_config.format`
  *   (always enforced, so a non-strict format is followed strictly; the format's name has no
  *   field, its description becomes the schema's when the schema has none). json_object has no
@@ -116,7 +116,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
       'response_format',
     )
   }
-  const stop = request.sampling.stop?.filter(sequence => sequence !== '')
+  const stop = request.sampling.stop
   const blank = stop?.find(sequence => sequence.trim() === '')
   if (blank !== undefined) {
     throw new UnsupportedRequestError(

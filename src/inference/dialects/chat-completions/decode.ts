@@ -61,7 +61,8 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
 
   const messages = body.messages.map((message, index) => decodeMessage(message, index))
   const maxOutputTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined
-  const stop = body.stop === null || body.stop === undefined ? undefined : typeof body.stop === 'string' ? [body.stop] : body.stop
+  // An empty stop sequence stops nothing: dropped here, for every backend (vLLM refuses one).
+  const stop = (typeof body.stop === 'string' ? [body.stop] : (body.stop ?? [])).filter(sequence => sequence !== '')
   return {
     model: body.model,
     route,
@@ -73,7 +74,7 @@ export function decodeChatCompletions(body: Body, route: ModelRoute): ChatReques
       temperature: body.temperature ?? undefined,
       topP: body.top_p ?? undefined,
       maxOutputTokens,
-      stop: stop && stop.length > 0 ? stop : undefined,
+      stop: stop.length > 0 ? stop : undefined,
       seed: body.seed ?? undefined,
     },
     // `minimal` is OpenAI's smallest effort; the canonical scale starts at low.
