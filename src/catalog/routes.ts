@@ -3,6 +3,7 @@ import { ApiError } from '../http/errors'
 import { ErrorResponse } from '../http/openapi-schemas'
 import { checkQueryNames } from '../http/query'
 import { readsParameters, type ParameterDoc } from '../http/openapi-complete'
+import { requestIdOf } from '../http/request-context'
 import { AnthropicErrorResponse, OpenAIErrorResponse } from '../http/openapi-schemas'
 import { formatNanos } from '../lib/money'
 import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
@@ -107,8 +108,14 @@ export function modelRoutes(catalog: Catalog) {
     anthropic.set(level, all(level).flatMap(model => model.routes.filter(route => level === undefined || route.level === level)).map(anthropicEntry))
   }
   const anthropicById = new Map(anthropic.get(undefined)!.map(entry => [entry.id, entry]))
-  const retrieve = (id: string, request: Request) => {
-    const anthropicClient = isAnthropicClient(request)
+  /** Whether the request is an Anthropic SDK's, whose answers carry `request-id` (message._request_id) as Anthropic's do. */
+  const anthropicFor = (request: Request, set: { headers: Record<string, unknown> }) => {
+    if (!isAnthropicClient(request)) return false
+    set.headers['request-id'] = requestIdOf(set)
+    return true
+  }
+  const retrieve = (id: string, request: Request, set: { headers: Record<string, unknown> }) => {
+    const anthropicClient = anthropicFor(request, set)
     // As on the list: no query parameter but `beta=true`, which older Anthropic SDKs append to beta.models.retrieve().
     if (request.url.includes('?')) checkQueryNames(new URL(request.url).searchParams, anthropicClient ? 'only beta is accepted' : 'this route takes none', name => anthropicClient && name === 'beta')
     const entry = anthropicClient ? anthropicById.get(id) : byId.get(id)
@@ -144,8 +151,8 @@ export function modelRoutes(catalog: Catalog) {
   return new Elysia({ tags: ['Models'] })
     .get(
       '/v1/models',
-      ({ query, request }) =>
-        isAnthropicClient(request) ? anthropicPage(anthropic.get(query.privacy_tier)!, new URL(request.url).searchParams) : openAI.get(query.privacy_tier)!,
+      ({ query, request, set }) =>
+        anthropicFor(request, set) ? anthropicPage(anthropic.get(query.privacy_tier)!, new URL(request.url).searchParams) : openAI.get(query.privacy_tier)!,
       {
         transform: checkModelsQuery,
         query: ModelsQuery,
@@ -165,7 +172,7 @@ export function modelRoutes(catalog: Catalog) {
     )
     .get(
       '/v1/models/:model',
-      ({ params, request }) => retrieve(params.model, request),
+      ({ params, request, set }) => retrieve(params.model, request, set),
       {
         params: t.Object({ model: t.String({ description: 'A callable id as listed by GET /v1/models (URL-encode the `:` of a suffix level if your client needs to)' }) }),
         response: retrieval.response,
@@ -179,7 +186,7 @@ export function modelRoutes(catalog: Catalog) {
     // Ids may hold `/` (meta-llama/llama-3.3-70b): the SDKs send %2F, which the route above
     // decodes, but curl and plain string formatting send it raw: same answer. The document
     // names the wildcard `{rest}` (openapi-complete.ts), a path parameter read by the handler.
-    .get('/v1/models/:model/*', ({ params, request }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request), {
+    .get('/v1/models/:model/*', ({ params, request, set }) => retrieve(`${params.model}/${decodeRest(params['*'])}`, request, set), {
       response: retrieval.response,
       detail: {
         ...readsParameters([{ name: 'rest', in: 'path', required: true, schema: { type: 'string' }, description: 'The rest of the id after its first `/`, itself possibly holding more `/`' }, anthropicVersion, beta]),

@@ -45,7 +45,8 @@ export function jsonBody(limit: number) {
   }
 }
 
-const MAX_DEPTH = 64
+/** The deepest a JSON body may nest (its root object is level 1). */
+export const MAX_DEPTH = 64
 
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i
 
@@ -78,7 +79,7 @@ function utf8Text(bytes: Uint8Array): string {
 }
 
 /** Whether arrays and objects in `value` nest deeper than `limit` (iterative: no recursion to overflow). */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
   if (typeof value !== 'object' || value === null) return false
   const stack: Array<[object, number]> = [[value, 1]]
   while (stack.length > 0) {

@@ -186,6 +186,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
     .post(
       '/messages/count_tokens',
       async ({ body, request, set }) => {
+        set.headers['request-id'] = requestIdOf(set)
         refuseEncryptedOn('POST /v1/messages/count_tokens', request, body.model)
         const chat = decodeCountTokens(body, catalog.resolve(body.model))
         let exact: number | undefined

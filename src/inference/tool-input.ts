@@ -2,20 +2,29 @@
 // provider's requests, the Messages dialect's answers) need a JSON object. One rule for both,
 // and its inverse for the Messages dialect's requests.
 
+import { MAX_DEPTH, nestedDeeperThan } from '../http/body-limit'
+
 /** The key that carries tool arguments that were not a JSON object (see parseToolInput). */
 export const RAW_ARGUMENTS_KEY = '_raw_arguments'
 
 /**
+ * The deepest an input may nest and still come back in a Messages request: its body nests
+ * `messages[i].content[j].input` five levels down, and a body may nest MAX_DEPTH.
+ */
+const MAX_INPUT_DEPTH = MAX_DEPTH - 5
+
+/**
  * `tool_use.input` must be a JSON object. Empty arguments mean `{}`. Arguments that are not a
- * JSON object (truncated JSON from a length stop, or a bare value) are replayed verbatim as
- * `{ "_raw_arguments": "<text>" }`, so the history stays valid and the model still sees what
- * it wrote, instead of the request failing with a 400.
+ * JSON object (truncated JSON from a length stop, or a bare value), or one nested deeper than a
+ * request may carry back (QA: 50,000 levels failed to serialize, a charged 400; 62 made the next
+ * turn a 400), are replayed verbatim as `{ "_raw_arguments": "<text>" }`, so the history stays
+ * valid and the model still sees what it wrote, instead of the request failing with a 400.
  */
 export function parseToolInput(argumentsText: string): Record<string, unknown> {
   if (argumentsText.trim() === '') return {}
   try {
     const parsed: unknown = JSON.parse(argumentsText)
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && !nestedDeeperThan(parsed, MAX_INPUT_DEPTH)) return parsed as Record<string, unknown>
   } catch {
     // fall through to the wrapper
   }

@@ -69,6 +69,31 @@ describe('Messages stream of a Chat Completions backend: tool_use input as the n
   }
 })
 
+describe('a tool input nested deeper than a request may carry back (QA)', () => {
+  const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)
+  test('62 levels: the turn is answered wrapped, and the next request replays it (before: a 400 on the replay)', async () => {
+    const { whole } = oneCall(nested(62), 'tool_calls')
+    served.openai.enqueue({ kind: 'json', body: whole }, { kind: 'json', body: oneCall('{}', 'tool_calls').whole })
+    const first = await served.gateway.anthropic.messages.create(messagesRequest)
+    const use = first.content[0] as Anthropic.ToolUseBlock
+    expect(use.input).toEqual({ _raw_arguments: nested(62) })
+    const next = await served.gateway.anthropic.messages.create({
+      ...messagesRequest,
+      messages: [...messagesRequest.messages, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'done' }] }],
+    })
+    expect(next.stop_reason).toBe('tool_use')
+  })
+
+  test('50,000 levels, streamed and not: the input arrives wrapped (before: a charged 400, and a stream cut)', async () => {
+    const { whole, streamed } = oneCall(nested(50_000), 'tool_calls')
+    served.openai.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
+    const plain = await served.gateway.anthropic.messages.create(messagesRequest)
+    expect((plain.content[0] as Anthropic.ToolUseBlock).input).toEqual({ _raw_arguments: nested(50_000) })
+    const final = await served.gateway.anthropic.messages.stream(messagesRequest).finalMessage()
+    expect(final.content).toEqual(plain.content as never)
+  })
+})
+
 describe('parallel calls whose argument deltas a Chat Completions backend interleaves', () => {
   test('Messages: each block stops with its whole input, and no delta follows a stop', async () => {
     served.openai.enqueue({ kind: 'sse', body: interleaved })

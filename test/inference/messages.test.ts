@@ -106,6 +106,8 @@ describe('the demo backend through the Anthropic SDK', () => {
     spent += charge(message.usage)
     const count = await client.messages.countTokens({ model: 'demo-anonymous', messages: [{ role: 'user', content: 'hello there' }] })
     expect(count.input_tokens).toBe(Math.ceil(11 / 4) + 4)
+    // The SDK reads its request id from `request-id`, as on messages (QA: count_tokens had none).
+    expect(count._request_id).toMatch(/^req_/)
     expect(await charged()).toBe(spent)
   })
 

@@ -63,6 +63,9 @@ describe('the Anthropic SDK', () => {
     t = await fileApp()
     const client = anthropic(t)
     const first = await client.models.list({ limit: 2 })
+    // The SDK's request id comes from `request-id`, on these answers too (QA: it was null).
+    expect((await client.models.list({ limit: 2 }).withResponse()).request_id).toMatch(/^req_/)
+    expect((await client.models.retrieve('a'))._request_id).toMatch(/^req_/)
     expect(first.data.map(model => model.id)).toEqual(['a', 'b'])
     expect([first.has_more, first.first_id, first.last_id]).toEqual([true, 'a', 'b'])
     const second = await first.getNextPage()
