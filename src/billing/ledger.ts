@@ -309,8 +309,10 @@ export class Ledger {
     // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
     // lease's free part before any prepaid. Draws: what this settlement takes out of each lease.
     // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
-    // may dip below zero).
-    const fromAllowance = allowance ? min(actual, allowance.amount + positive(allowance.pool.free)) : 0n
+    // may dip below zero). The allowance pays no more than this boot still holds leased of it: a
+    // lease another instance returned (this one paused past instance_stale_after_s) may have been
+    // spent there, and the month's allowance is never used past its grant (QA: 1.6 of 1.0 used).
+    const fromAllowance = allowance ? min(actual, min(allowance.amount + positive(allowance.pool.free), positive(allowance.pool.leased))) : 0n
     const fromPrepaid = actual - fromAllowance
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
     const prepaidDraw = min(fromPrepaid, (prepaid?.amount ?? 0n) + positive(prepaidPool.free))

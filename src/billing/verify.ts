@@ -115,8 +115,9 @@ export async function verifyLedger(client: Client, options: { nowMs: number; sta
     {
       sql: `SELECT 'negative' AS what, id FROM leases WHERE amount_nanos < 0
             UNION ALL SELECT 'over-leased', org_id FROM balances WHERE prepaid_leased_nanos < 0
-            UNION ALL SELECT 'over-leased', org_id FROM allowances WHERE leased_nanos < 0 OR used_nanos + leased_nanos > granted_nanos`,
-      describe: row => `${row.what} lease total on ${row.id}`,
+            UNION ALL SELECT 'over-leased', org_id FROM allowances WHERE leased_nanos < 0 OR (used_nanos <= granted_nanos AND used_nanos + leased_nanos > granted_nanos)
+            UNION ALL SELECT 'over-used', org_id FROM allowances WHERE used_nanos > granted_nanos`,
+      describe: row => (row.what === 'over-used' ? `a month's allowance on ${row.id} is used beyond its grant` : `${row.what} lease total on ${row.id}`),
     },
     {
       // 5. The append-only triggers and the idempotency index exist, and idempotency keys are unique.

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { utcMonth } from '../../src/lib/clock'
 import { buildTestApp, type TestApp } from '../support/harness'
-import { USD, adminPrincipal, admitOk, configWith, countEntries, prepaidOf, scalar, verifyClean } from './fixtures'
+import { ClientExecutor } from '../../src/billing/executor'
+import { USD, adminPrincipal, admitOk, configWith, countEntries, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
 
 // Funding order (ARCHITECTURE.md §7.3): a call draws on the current period's plan allowance
 // first, then on prepaid. Periods are UTC calendar months that roll over lazily.
@@ -110,5 +111,35 @@ describe('allowance first, then prepaid', () => {
     expect(await allowanceUsed(february, org.orgId)).toBe(800_000_000n)
     expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 10_000_000n)
     await verifyClean(t)
+  })
+})
+
+describe("an instance's allowance lease returned while it was paused", () => {
+  test('its call in flight settles on prepaid (which may dip below zero), never on allowance another instance spent', async () => {
+    // QA: instance B leased the month's allowance and paused; A's sweep returned the lease and A
+    // spent the allowance; B's call then settled 0.6 USD on the allowance (used 1.6 of 1.0
+    // granted), prepaid untouched, and `ledger verify` failed for that month from then on.
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    const org = await t.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(t, org)
+    const period = utcMonth(t.clock.now()).startMs
+    const b = await ledgerOver(t, new ClientExecutor(t.deps.database.client), 'instance-b')
+    try {
+      const admitted = await b.ledger.admit({ principal, purpose: 'chat', estimate: 600_000_000n })
+      if (!admitted.ok) throw new Error(admitted.error.message)
+      // B is taken for dead: A's sweep returns its lease, and A spends the whole allowance.
+      t.clock.advance(t.deps.config.ledger.instanceStaleAfterMs + 1_000)
+      await t.deps.sweeper.tick()
+      await t.deps.ledger.settle(await admitOk(t, principal, USD), USD)
+      expect(await allowanceUsed(period, org.orgId)).toBe(USD)
+      // B wakes: its heartbeat finds the lease gone, and its call settles.
+      await b.sweeper.heartbeat()
+      await b.ledger.settle(admitted.reservation, 600_000_000n)
+      expect(await allowanceUsed(period, org.orgId)).toBe(USD)
+      expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 600_000_000n)
+      await verifyClean(t)
+    } finally {
+      await b.sweeper.stop()
+    }
   })
 })

@@ -103,6 +103,6 @@ describe('each check fires', () => {
     expect(BigInt(row.used_nanos as bigint)).toBe(USD)
     await run('UPDATE allowances SET granted_nanos = ? WHERE org_id = ? AND period_start_ms = ?', [String(USD - 1n), org.orgId, month])
     const problems = await verify()
-    expect(problems.some(line => line.includes(org.orgId) && /over-leased|beyond/.test(line))).toBe(true)
+    expect(problems.some(line => line.includes(org.orgId) && /used beyond its grant/.test(line))).toBe(true)
   })
 })
