@@ -1,17 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { chromium, type Browser } from 'playwright-core'
 import { openAIWire } from '../providers/openai-wire'
 import { FakeUpstream } from '../support/fake-upstream'
 import { upstreamProvider } from '../support/gateway'
 import { buildConfiguredApp, type TestApp, type TestOrg } from '../support/harness'
-import { readConsentPage } from '../support/oauth'
+import { MemoryOAuthHost, readConsentPage } from '../support/oauth'
 
 // What an MCP host does, end to end, with the official SDK client and its OAuth support: the
 // first request is refused with a WWW-Authenticate challenge; the SDK discovers the protected
@@ -24,44 +22,6 @@ import { readConsentPage } from '../support/oauth'
 // form is posted over HTTP instead, so the rest of the flow and the tool calls still run.
 
 const CHROMIUM = '/usr/bin/chromium'
-
-/** The host's side of OAuth: in memory, as Claude Code or Cursor keep it on disk. */
-class HostAuth implements OAuthClientProvider {
-  client: OAuthClientInformationMixed | undefined
-  saved: OAuthTokens | undefined
-  verifier = ''
-  authorizationUrl: URL | undefined
-
-  constructor(private readonly callback: string) {}
-
-  get redirectUrl(): string {
-    return this.callback
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Acme Agent Host', redirect_uris: [this.callback], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
-  }
-  clientInformation() {
-    return this.client
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.client = info
-  }
-  tokens() {
-    return this.saved
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier
-  }
-  codeVerifier() {
-    return this.verifier
-  }
-}
 
 /** Chromium when installed and launchable; otherwise undefined (the consent form is then posted over HTTP). */
 async function launchChromium(): Promise<Browser | undefined> {
@@ -160,7 +120,7 @@ describe('MCP host: OAuth discovery, registration and consent (in Chromium when 
 
   test('discovery → registration → consent → token → tools/list → svc.chat → svc.chat_fusion', async () => {
     const mcpUrl = new URL(`${base}/mcp`)
-    const auth = new HostAuth(`http://127.0.0.1:${callbackServer.port}/callback`)
+    const auth = new MemoryOAuthHost(`http://127.0.0.1:${callbackServer.port}/callback`)
     const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: auth })
     const refused = await new Client({ name: 'acme-host', version: '1.0.0' }).connect(first).catch(error => error)
     expect(refused).toBeInstanceOf(UnauthorizedError)

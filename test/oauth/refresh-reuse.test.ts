@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { buildConfiguredApp, eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
-import { codeFlowTokens, postForm, REDIRECT } from '../support/oauth'
+import { codeFlowTokens, MemoryOAuthHost, postForm, REDIRECT } from '../support/oauth'
 
 // A refresh token presented again just after its rotation, by its own client: two refreshes
 // racing (the MCP SDK refreshes once per request that got 401, so a host's parallel calls after
@@ -81,43 +79,6 @@ describe('a refresh token presented again within 30 s of its rotation', () => {
   })
 })
 
-/** An MCP host's side of OAuth, in memory, already signed in (as after the code flow). */
-class SignedInHost implements OAuthClientProvider {
-  saved: OAuthTokens
-  client: OAuthClientInformationMixed
-
-  constructor(tokens: OAuthTokens, clientId: string, issuer: string) {
-    // Stamped with the authorization server, as the SDK stamps what it saves.
-    this.saved = { ...tokens, issuer }
-    this.client = { client_id: clientId, issuer }
-  }
-  get redirectUrl(): string {
-    return REDIRECT
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Test Host', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
-  }
-  clientInformation() {
-    return this.client
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.client = info
-  }
-  tokens() {
-    return this.saved
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens
-  }
-  redirectToAuthorization(url: URL) {
-    throw new Error(`the host was sent to sign in again: ${url}`)
-  }
-  saveCodeVerifier() {}
-  codeVerifier(): string {
-    throw new Error('no authorization in progress')
-  }
-}
-
 describe('MCP SDK client: parallel calls after the access token expired', () => {
   let t: TestApp
   let base: string
@@ -137,7 +98,7 @@ describe('MCP SDK client: parallel calls after the access token expired', () => 
 
   test('each call refreshes with the same refresh token; all three succeed and the host stays signed in', async () => {
     const tokens = await codeFlowTokens(t, (await t.createOrg()).adminKey)
-    const host = new SignedInHost({ access_token: tokens.access_token, token_type: 'Bearer', refresh_token: tokens.refresh_token }, tokens.clientId, base)
+    const host = new MemoryOAuthHost(REDIRECT, { tokens: { access_token: tokens.access_token, token_type: 'Bearer', refresh_token: tokens.refresh_token }, clientId: tokens.clientId, issuer: base })
     // The three refreshes are held until all three were sent, so all three carry the same refresh
     // token whatever the timing (the SDK reads the stored tokens just before it refreshes).
     let refreshes = 0

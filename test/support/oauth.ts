@@ -1,3 +1,5 @@
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { s256 } from '../../src/oauth/secrets'
 import type { TestApp } from './harness'
 
@@ -98,4 +100,55 @@ export async function deviceFlowTokens(t: TestApp, apiKey: string): Promise<{ ac
   const response = await pollDevice(t, await approveDevice(t, apiKey))
   if (response.status !== 200) throw new Error(`token: ${response.status} ${await response.text()}`)
   return { ...((await response.json()) as { access_token: string; refresh_token: string; scope: string }), clientId: 'svc-cli' }
+}
+
+/**
+ * An MCP host's side of OAuth, in memory, as Claude Code or Cursor keep it on disk: the SDK's
+ * OAuthClientProvider. `signedIn` starts it with tokens (stamped with their issuer, as the SDK
+ * stamps what it saves); such a host is never sent to sign in again (that throws).
+ */
+export class MemoryOAuthHost implements OAuthClientProvider {
+  client: OAuthClientInformationMixed | undefined
+  saved: OAuthTokens | undefined
+  verifier = ''
+  authorizationUrl: URL | undefined
+
+  constructor(
+    private readonly callback: string,
+    private readonly signedIn?: { tokens: OAuthTokens; clientId: string; issuer: string },
+  ) {
+    if (signedIn) {
+      this.saved = { ...signedIn.tokens, issuer: signedIn.issuer }
+      this.client = { client_id: signedIn.clientId, issuer: signedIn.issuer }
+    }
+  }
+
+  get redirectUrl(): string {
+    return this.callback
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Acme Agent Host', redirect_uris: [this.callback], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
+  }
+  clientInformation() {
+    return this.client
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.client = info
+  }
+  tokens() {
+    return this.saved
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens
+  }
+  redirectToAuthorization(url: URL) {
+    if (this.signedIn) throw new Error(`the host was sent to sign in again: ${url}`)
+    this.authorizationUrl = url
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier
+  }
+  codeVerifier() {
+    return this.verifier
+  }
 }
