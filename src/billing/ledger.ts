@@ -75,6 +75,8 @@ export class Ledger {
    * vanished lease is what they had produced by then, not the rest of their output.
    */
   onLeaseLost: (() => void) | undefined
+  /** Set by the sweeper: until when no other instance can have swept this boot's leases, and a heartbeat to await before settling after that. */
+  leaseCheck: { trustedUntilMs: number; recheck: () => Promise<void> } | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -305,6 +307,7 @@ export class Ledger {
 
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
+    if (this.leaseCheck !== undefined && this.clock.now() >= this.leaseCheck.trustedUntilMs) await this.leaseCheck.recheck()
     const now = this.clock.now()
     // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
     // lease's free part before any prepaid. Draws: what this settlement takes out of each lease.

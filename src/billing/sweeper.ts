@@ -30,6 +30,8 @@ export class Sweeper {
   private beaten = false
   /** Leases returned by this sweeper, for metrics. */
   returned = 0
+  /** The heartbeat in flight, which callers needing one join. */
+  private beating: Promise<void> | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -42,7 +44,10 @@ export class Sweeper {
 
   /** Boot: heartbeat, reclaim earlier boots' leases, then sweep on a timer. */
   async start(): Promise<void> {
-    await this.beat()
+    // A process paused past staleAfterMs resumes with settlements ready before its timer's beat
+    // has found its leases swept: they await a heartbeat first (Ledger.leaseCheck).
+    this.ledger.leaseCheck = { trustedUntilMs: 0, recheck: () => this.heartbeat() }
+    await this.heartbeat()
     await this.returnLeases('instance_id = ? AND boot_id <> ?', [this.identity.instanceId, this.identity.bootId])
     this.timer = setInterval(() => void this.tick().catch(error => this.logger.warn('ledger sweep failed', { error: String(error) })), HEARTBEAT_MS)
     this.timer.unref?.()
@@ -50,7 +55,7 @@ export class Sweeper {
 
   /** One periodic pass (exposed for tests, which drive it with a fake clock). */
   async tick(): Promise<void> {
-    await this.beat()
+    await this.heartbeat()
     const staleBefore = this.clock.now() - this.staleAfterMs
     await this.returnLeases(
       `instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at_ms < ?) AND NOT (instance_id = ? AND boot_id = ?)`,
@@ -80,19 +85,23 @@ export class Sweeper {
     await this.writer.drain()
   }
 
-  /** One heartbeat write (also the ledger health probe). */
+  /** One heartbeat write (also the ledger health probe), or the one already in flight. */
   heartbeat(): Promise<void> {
-    return this.beat()
+    return (this.beating ??= this.beat().finally(() => (this.beating = undefined)))
   }
 
   private async beat(): Promise<void> {
     const { instanceId, bootId } = this.identity
+    const at = this.clock.now()
     const ours = await this.writer.submit({
       kind: 'plain',
-      statements: [heartbeat(instanceId, bootId, this.clock.now()), { sql: 'SELECT id FROM leases WHERE boot_id = ?', args: [bootId] }],
+      statements: [heartbeat(instanceId, bootId, at), { sql: 'SELECT id FROM leases WHERE boot_id = ?', args: [bootId] }],
       interpret: results => new Set(results[1]!.rows.map(row => String(row.id))),
     })
     this.beaten = true
+    // Another instance sweeps this boot only once this beat is staleAfterMs old by its clock; a
+    // heartbeat's interval is kept in hand for clock skew and a late timer.
+    if (this.ledger.leaseCheck !== undefined) this.ledger.leaseCheck.trustedUntilMs = at + this.staleAfterMs - HEARTBEAT_MS
     // A lease row that vanished was swept by another instance (this one looked dead): stop
     // spending against it.
     for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)

@@ -171,13 +171,14 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
 /**
  * Whether an element's own markup hides it from a reader, so its text (a cheap place for prompt
  * injection, never shown on the page) is not read: the `hidden` attribute (but `until-found`,
- * whose text the browser's find-in-page reveals), `aria-hidden="true"` (mostly icons: their text is
- * no loss), or an inline style of `display: none` or `visibility: hidden`/`collapse`. Classes and
- * stylesheets are not evaluated; a descendant made visible again by its own style stays skipped.
+ * whose text the browser's find-in-page reveals), or an inline style of `display: none` or
+ * `visibility: hidden`/`collapse`. Not `aria-hidden`: it hides from assistive technology only, and
+ * server-rendered apps set it on their whole wrapper while a dialog is open (QA: such a page came
+ * back empty, and billed). Classes and stylesheets are not evaluated; a descendant made visible
+ * again by its own style stays skipped.
  */
 function isHidden(attributes: Record<string, string>): boolean {
   if (attributes.hidden !== undefined && attributes.hidden.trim().toLowerCase() !== 'until-found') return true
-  if (attributes['aria-hidden']?.trim().toLowerCase() === 'true') return true
   if (attributes.style === undefined) return false
   // CSS cascade within one style attribute: the last declaration of a property wins, unless an
   // earlier one is !important and it is not. Comments and case do not matter.

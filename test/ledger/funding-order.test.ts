@@ -132,8 +132,9 @@ describe("an instance's allowance lease returned while it was paused", () => {
       await t.deps.sweeper.tick()
       await t.deps.ledger.settle(await admitOk(t, principal, USD), USD)
       expect(await allowanceUsed(period, org.orgId)).toBe(USD)
-      // B wakes: its heartbeat finds the lease gone, and its call settles.
-      await b.sweeper.heartbeat()
+      // B wakes and its call settles before its timer's heartbeat has run (QA: the first fix
+      // held only after a heartbeat had found the lease gone): its last beat is too old to trust,
+      // so the settlement beats first.
       await b.ledger.settle(admitted.reservation, 600_000_000n)
       expect(await allowanceUsed(period, org.orgId)).toBe(USD)
       expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 600_000_000n)
@@ -141,5 +142,23 @@ describe("an instance's allowance lease returned while it was paused", () => {
     } finally {
       await b.sweeper.stop()
     }
+  })
+
+  test("a settlement within the heartbeat's trust does not wait for one", async () => {
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    const org = await t.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(t, org)
+    const check = t.deps.ledger.leaseCheck!
+    const recheck = check.recheck
+    let beats = 0
+    check.recheck = () => ((beats += 1), recheck())
+    const [first, second] = [await admitOk(t, principal, 100_000_000n), await admitOk(t, principal, 100_000_000n)]
+    await t.deps.ledger.settle(first, 100_000_000n)
+    expect(beats).toBe(0)
+    // A call that ran past the trust (a pause, or a long stream on an instance whose timer stalled).
+    t.clock.advance(t.deps.config.ledger.instanceStaleAfterMs)
+    await t.deps.ledger.settle(second, 100_000_000n)
+    expect(beats).toBe(1)
+    check.recheck = recheck
   })
 })
