@@ -34,15 +34,22 @@ const HELD_RETRY_AFTER_S = 2
 const LEASED_RETRY_AFTER_S = IDLE_RETURN_MS / 1000
 
 /**
- * What a refusal by held money says, and its headers: retry shortly. x-should-retry: true, since
- * renderError tells the SDKs not to retry any other insufficient_quota.
+ * A refusal by held money: retry shortly. x-should-retry: true, since renderError tells the SDKs
+ * not to retry any other insufficient_quota. `refused` says what could not cover what, `why`
+ * who holds the rest: a caller whose own other calls hold it (a Fusion run's participants) words
+ * it otherwise, since retrying would meet the same holds.
  */
-function heldRefusal(refused: string, why: 'held' | 'leased'): ApiError {
-  const rest = why === 'held'
-    ? 'calls in flight hold the rest and give back what they do not spend when they finish'
-    : `another gateway instance holds the rest leased, and returns what it does not use once idle for ${LEASED_RETRY_AFTER_S} s`
-  const retryAfter = String(why === 'held' ? HELD_RETRY_AFTER_S : LEASED_RETRY_AFTER_S)
-  return new ApiError('insufficient_quota', `${refused} for now: ${rest}; retry shortly`, undefined, { 'retry-after': retryAfter, 'x-should-retry': 'true' })
+export class HeldRefusal extends ApiError {
+  constructor(
+    readonly refused: string,
+    readonly why: 'held' | 'leased',
+  ) {
+    const rest = why === 'held'
+      ? 'calls in flight hold the rest and give back what they do not spend when they finish'
+      : `another gateway instance holds the rest leased, and returns what it does not use once idle for ${LEASED_RETRY_AFTER_S} s`
+    const retryAfter = String(why === 'held' ? HELD_RETRY_AFTER_S : LEASED_RETRY_AFTER_S)
+    super('insufficient_quota', `${refused} for now: ${rest}; retry shortly`, undefined, { 'retry-after': retryAfter, 'x-should-retry': 'true' })
+  }
 }
 
 /**
@@ -55,7 +62,7 @@ function heldRefusal(refused: string, why: 'held' | 'leased'): ApiError {
 export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean, why: Shortfall): ApiError {
   const capText = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos)`
   const costText = `this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
-  if (why !== 'spent') return heldRefusal(`${capText} has less left than ${costText}`, why)
+  if (why !== 'spent') return new HeldRefusal(`${capText} has less left than ${costText}`, why)
   // Said of the whole cap only when the cost exceeds it; otherwise what its spending left is short.
   const refused = estimate > cap ? `${capText} cannot cover ${costText}` : `${capText} has less left than ${costText} (after what it spent)`
   // No reset helps a call whose worst case exceeds the whole cap: a Retry-After would only send
@@ -70,7 +77,7 @@ export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, n
 
 export function fundsRefusal(estimate: Nanos, why: Shortfall): ApiError {
   const cost = `(estimated ${formatUsd(estimate)} USD)`
-  if (why !== 'spent') return heldRefusal(`insufficient funds: what the organization's plan allowance and prepaid balance have free cannot cover this call ${cost}`, why)
+  if (why !== 'spent') return new HeldRefusal(`insufficient funds: what the organization's plan allowance and prepaid balance have free cannot cover this call ${cost}`, why)
   return new ApiError('insufficient_quota', `insufficient funds: the organization's plan allowance and prepaid balance cannot cover this call ${cost}`)
 }
 

@@ -1,3 +1,4 @@
+import { HeldRefusal } from '../billing/ledger-rules'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
@@ -35,7 +36,7 @@ export interface PartOutcome {
   readonly latencyMs: number
   readonly error: ApiError | undefined
   /**
-   * Whether the part got past its own admission (validation, funds, cap, concurrency) and
+   * Whether the part got past its own admission (validation, funds, cap, a drain) and
    * called a provider. A request whose every participant failed before that gets the HTTP error
    * itself instead of a 200 with per-participant errors.
    */
@@ -66,7 +67,8 @@ export interface PartInput {
 /**
  * Runs one part through the chat pipeline (so every backend, format, level and billing rule of
  * chat applies), non-streamed, under its own deadline. Never throws: a failure is an outcome.
- * Each part is its own reservation, settled or released exactly once by the pipeline.
+ * Each part is its own reservation, settled or released exactly once by the pipeline; it takes
+ * no inference slot: the run's caller holds one for every part.
  */
 export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, input: PartInput): Promise<PartOutcome> {
   const deadline = deadlines.start(input.timeoutMs)
@@ -82,6 +84,8 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
       pipeline,
       {
         principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
+        // The run holds the org's inference slot for all its parts (executeFusion).
+        slotHeld: true,
         onAdmitted: () => {
           reachedProvider = true
           input.onAdmitted?.()
@@ -133,4 +137,17 @@ function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome,
 /** A part refused by validation before anything ran. */
 export function refusedPart(error: ApiError): PartOutcome {
   return { text: '', finishReason: 'error', usage: undefined, latencyMs: 0, error, reachedProvider: false, attestation: undefined }
+}
+
+/**
+ * A participant refused for money only held (funds or the key's cap) while other participants
+ * of its run held theirs: the run's own parts hold it, so the ledger's "retry shortly" would send
+ * the client back to be refused again (QA). Each part is reserved and capped on its own (spec
+ * §4.5), so the run goes on without it; its error says what would fit instead.
+ */
+export function heldBySiblings(outcome: PartOutcome): PartOutcome {
+  const error = outcome.error
+  if (!(error instanceof HeldRefusal) || error.why !== 'held') return outcome
+  const message = `${error.refused} while the other participants of this run hold theirs: a run needs room for its participants' worst-case costs at once, so the same run would be refused again; ask for fewer output tokens (max_tokens) or fewer models`
+  return { ...outcome, error: new ApiError('insufficient_quota', message) }
 }

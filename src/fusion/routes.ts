@@ -69,7 +69,8 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
             'alone does not unlock it). Each participant and the synthesis are reserved, settled and capped separately (a failed part is not ' +
             'billed, except a synthesis already streamed: like a cut stream, its input and the output sent); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice. Provider failures give 200 with `status` ' +
             '`partial` or `failed` and per-participant `error` / `error_code`; when every participant is refused before reaching a provider ' +
-            '(validation, funds, spend cap, concurrency) that error is returned instead. Privacy: Anonymous and Private models mix; ' +
+            '(validation, funds, spend cap) that error is returned instead. A run holds one inference concurrency slot for all its parts: ' +
+            'with none free it is refused as a whole (429 rate_limited) before anything is billed. Privacy: Anonymous and Private models mix; ' +
             'Confidential only with Confidential (then the judge is Confidential and `attestation` / `judge_attestation` carry model, nonce, ' +
             'signing_address, signing_algo and proof_format: the fresh nonce each part attested with and the key it bound); Encrypted models and the ' +
             'svc-encrypted headers are refused (400). Function tools are refused. `stream: true` sends ' +

@@ -3,17 +3,18 @@ import type { ModelRoute } from '../catalog/types'
 import type { Config } from '../config/config'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
-import type { ChatRequest, FinishReason, Message } from '../inference/canonical'
+import type { ChatRequest, Message } from '../inference/canonical'
 import { decodeChatCompletions } from '../inference/dialects/chat-completions/decode'
 import { addHostedTool, HOSTED_TOOL_OPTIONS } from '../inference/dialects/hosted-tool-options'
-import type { CallAttestation, PipelineDeps } from '../inference/pipeline'
+import type { PipelineDeps } from '../inference/pipeline'
 import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
 import { checkPolicy } from '../inference/policy'
 import { Lifecycle } from '../observability/lifecycle'
 import { fusionBillingKeys, parseIdempotencyKey } from './billing-keys'
-import { refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
+import { attestationBody, participantEntry } from './participant-entry'
+import { heldBySiblings, refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
 import { resolveFusionRoutes, type RouteResolver } from './privacy'
-import type { FusionAttestationBody, FusionParticipantBody, FusionRequest, FusionResultBody } from './schema'
+import type { FusionParticipantBody, FusionRequest, FusionResultBody } from './schema'
 import { buildSynthesisMessages } from './synthesis-prompt'
 
 /** What the Fusion service needs; built once (app.ts), shared by the HTTP route and MCP. */
@@ -62,7 +63,7 @@ export interface FusionInput {
    */
   synthesisReady?: () => Promise<void> | undefined
   /**
-   * A participant was admitted (funds, cap and concurrency allowed it), just before its provider
+   * A participant was admitted (funds and cap allowed it), just before its provider
    * is called. A run refused as a whole throws before any is: a stream can wait for this to
    * keep such a refusal's HTTP status.
    */
@@ -90,8 +91,9 @@ export interface FusionPlan {
  * Runs one Fusion request (spec §4.5): checks access and the request, runs the participants
  * concurrently through the chat pipeline, then the judge's synthesis, and returns the result
  * object of spec §2.3. Throws ApiError for a request refused as a whole: no Fusion access
- * (403), bad input (400), or every participant failing before any provider was called
- * (validation, funds, spend cap, concurrency: that error's own status), or a caller that left
+ * (403), bad input (400), no free inference slot for the run (429), or every participant
+ * failing before any provider was called (validation, funds, spend cap: that error's own
+ * status), or a caller that left
  * (`signal` aborted: nobody receives the result). Provider failures are per participant, in the
  * result.
  */
@@ -189,7 +191,7 @@ function checkJudge(judged: ChatRequest): void {
  * request is a 400 (QA: it was charged for a document no participant could read).
  * Under an Idempotency-Key the parse units get a billing key too, so a repeat pays for them once.
  * The units are held in `pending` until the participants end (executeFusion), and charged only
- * when one of them was charged for output: a run refused as a whole (funds, cap, concurrency), or
+ * when one of them was charged for output: a run refused as a whole (concurrency, funds, cap), or
  * whose every participant failed without output charged, pays nothing for its documents, as a
  * chat refused or failing before any output does.
  */
@@ -210,8 +212,31 @@ async function extractOnce(
   })
 }
 
-/** Runs a checked request: participants concurrently, then the judge; builds the result object. */
+/**
+ * Runs a checked request under one org inference slot, held from before the first participant
+ * until the judge has ended: the run counts against `org_inference_concurrency` as one request,
+ * as a chat does (QA: each part took its own slot, so with one slot a lone two-model run always
+ * lost a participant to 429 and with two a third model was always refused: a run refused its
+ * own parts). No free slot: the run is refused as a whole (429 rate_limited, Retry-After), with
+ * nothing reserved or called and its documents' units released.
+ */
 export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise<FusionResultBody> {
+  let freeSlot: () => void
+  try {
+    freeSlot = deps.pipeline.metering.holdInferenceSlot(plan.input.principal)
+  } catch (error) {
+    plan.pending?.releaseAll()
+    throw error
+  }
+  try {
+    return await runParts(deps, plan)
+  } finally {
+    freeSlot()
+  }
+}
+
+/** The run itself: participants concurrently, then the judge; builds the result object. */
+async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResultBody> {
   const { input, participants, judge } = plan
   const { pipeline } = deps
   const deadlines = deps.deadlines ?? timerDeadlines
@@ -219,6 +244,9 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
   const started = pipeline.clock.now()
   const created = Math.floor(started / 1000)
 
+  // Whether a participant was admitted: participants are admitted side by side, so a sibling
+  // refused for held money was refused for what the admitted ones held.
+  let admitted = false
   const outcomes = await Promise.all(
     participants.map(async (route, index): Promise<PartOutcome> => {
       const refusal = plan.refused.get(index)
@@ -229,15 +257,19 @@ export async function executeFusion(deps: FusionDeps, plan: FusionPlan): Promise
         outcome = await runPart(pipeline, deadlines, {
           role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
           timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id), continuesRun: plan.extracted,
-          onAdmitted: input.onAdmitted,
+          onAdmitted: () => {
+            admitted = true
+            input.onAdmitted?.()
+          },
         })
+        if (admitted && !outcome.reachedProvider) outcome = heldBySiblings(outcome)
       }
       progress?.({ type: outcome.error ? 'participant.failed' : 'participant.finished', index, model: route.id, participant: participantEntry(route, outcome) })
       return outcome
     }),
   )
   const answered = outcomes.filter(outcome => outcome.error === undefined)
-  // Nothing reached a provider (funds, cap, concurrency, ledger): the caller gets that error, as chat would.
+  // Nothing reached a provider (funds, cap, ledger, a drain): the caller gets that error, as chat would.
   if (answered.length === 0 && outcomes.every(outcome => !outcome.reachedProvider)) {
     plan.pending?.releaseAll()
     throw outcomes.find((_outcome, index) => !plan.refused.has(index))!.error!
@@ -337,25 +369,4 @@ function hostedOf(request: FusionRequest): ChatRequest['hosted'] {
     else throw new ApiError('invalid_request', 'unsupported tool entry: Fusion accepts only web_search and web_fetch', `tools.${index}`)
   })
   return hosted
-}
-
-const FINISH: Record<FinishReason, string> = {
-  stop: 'stop', length: 'length', 'tool-calls': 'tool_calls', 'content-filter': 'content_filter', error: 'error', other: 'stop',
-}
-
-function participantEntry(route: ModelRoute, outcome: PartOutcome): FusionParticipantBody {
-  const entry: FusionParticipantBody = {
-    id: route.id, model: route.id, output: outcome.text, finish_reason: FINISH[outcome.finishReason], latency_ms: outcome.latencyMs,
-    prompt_tokens: outcome.usage?.inputTokens ?? 0, tokens: outcome.usage?.outputTokens ?? 0,
-  }
-  if (outcome.error) {
-    entry.error = outcome.error.message
-    entry.error_code = outcome.error.code
-  }
-  if (outcome.attestation) entry.attestation = attestationBody(route.id, outcome.attestation)
-  return entry
-}
-
-function attestationBody(model: string, attestation: CallAttestation): FusionAttestationBody {
-  return { model, nonce: attestation.nonce, signing_address: attestation.signingAddress, signing_algo: attestation.signingAlgo, proof_format: attestation.proofFormat }
 }

@@ -65,7 +65,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   let call: MeteredCall
   try {
     if (withFiles) await enrichDocuments(deps, { ...input, pending })
-    if (web) serverTools = await enrichWithWeb(web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending })
+    if (web) serverTools = await enrichWithWeb(web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending, slotHeld: input.slotHeld })
     // A request whose files or pages were admitted is in flight: a drain that began since lets
     // its chat run (and cuts it at the deadline), as it lets Fusion's judge.
     const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)
@@ -73,7 +73,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     // reserved for: the model's cap, within the context left.
     maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
     call = await deps.metering.begin({
-      principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: true, requestId, billingKey: input.billingKey,
+      principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: input.slotHeld !== true, requestId, billingKey: input.billingKey,
       continuesRequest: input.continuesRequest === true || enriched, model: request.model,
     })
   } catch (error) {

@@ -91,6 +91,11 @@ export interface ChatCallInput {
    * drain lets it run, as it lets that request's response finish. Only new requests are refused.
    */
   continuesRequest?: boolean
+  /**
+   * The request holds an org inference slot for this call already (a Fusion run holds one for
+   * all its parts): the call, and its hosted web pieces, take none of their own.
+   */
+  slotHeld?: boolean
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
   /** Set by openCall: charges of request-local work that wait for the chat's admission. */

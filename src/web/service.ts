@@ -30,7 +30,7 @@ export interface WebCaller {
   httpRequest?: Request
   /** Hosted tools in chat: the charges wait for the chat's admission (none if it is refused). */
   pending?: PendingCharges
-  /** The call's inference slot is held already, for the whole turn (underOneSlot): it takes none of its own. */
+  /** The call's inference slot is held already, for the whole turn (underOneSlot) or Fusion run: it takes none of its own. */
   slotHeld?: boolean
 }
 
@@ -189,9 +189,11 @@ export class WebService {
    * Runs one chat turn's hosted pieces (its fetch and its search, side by side) under one
    * inference slot, as a single piece takes one: each begins with none of its own (QA: with one
    * slot per organization, both tools together were always refused 429). `run` must settle only
-   * once every piece has ended; the slot is freed then, before the chat takes its own.
+   * once every piece has ended; the slot is freed then, before the chat takes its own. A caller
+   * whose slot is held already (a Fusion participant's: the run holds one) takes none here.
    */
   async underOneSlot<T>(caller: WebCaller, run: (caller: WebCaller) => Promise<T>): Promise<T> {
+    if (caller.slotHeld === true) return run(caller)
     const freeSlot = this.metering.holdInferenceSlot(caller.principal)
     try {
       return await run({ ...caller, slotHeld: true })

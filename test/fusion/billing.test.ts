@@ -86,6 +86,11 @@ describe('per-part reservations and caps', () => {
     expect(codes.filter((code: string) => code === 'insufficient_quota').length).toBe(1)
     const refusedIndex = codes.indexOf('insufficient_quota')
     expect(result.models[refusedIndex].error).toContain('spend cap')
+    // Its siblings hold the rest of the cap: a retry of the same run would be refused again, so
+    // the error says what would fit instead of the ledger's "retry shortly".
+    expect(result.models[refusedIndex].error).toContain('while the other participants of this run hold theirs')
+    expect(result.models[refusedIndex].error).toContain('fewer output tokens (max_tokens) or fewer models')
+    expect(result.models[refusedIndex].error).not.toContain('retry')
     expect([h.a, h.b, h.c][refusedIndex]!.requests.length).toBe(0)
     expect(result).toMatchObject({ synthesis: '', synthesis_error_code: 'insufficient_quota', synthesis_tokens: 0 })
     expect(h.judge.requests.length).toBe(0)

@@ -50,7 +50,9 @@ export function chargeOf(price: { input: bigint; output: bigint }, usage: { inpu
   return ceilDiv(BigInt(usage.inputTokens) * price.input + BigInt(usage.outputTokens) * price.output, 1_000_000n)
 }
 
-export async function buildFusionHarness(options: { plans?: string; credit?: bigint; extraModels?: string[]; logger?: Logger; extractor?: ExtractorPool } = {}): Promise<FusionHarness> {
+export async function buildFusionHarness(
+  options: { plans?: string; credit?: bigint; extraModels?: string[]; logger?: Logger; extractor?: ExtractorPool; limits?: string } = {},
+): Promise<FusionHarness> {
   const [a, b, c, judge, claude] = await Promise.all([FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start(), FakeUpstream.start()])
   // A port nothing listens on: connections are refused.
   const gone = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
@@ -79,6 +81,7 @@ export async function buildFusionHarness(options: { plans?: string; credit?: big
     ...(options.extraModels ?? []),
     options.plans ?? 'plans: { payg: { monthly_allowance: "0", fusion: true }, basic: { monthly_allowance: "0", fusion: false } }',
     'fusion: { judge: judge, participant_timeout_ms: 30000, judge_timeout_ms: 45000 }',
+    ...(options.limits ? [`limits: ${options.limits}`] : []),
   ].join('\n')
   const env = { SVC_CONFIG: '/virtual/fusion.yaml', UPSTREAM_KEY: 'sk-upstream-test' }
   const t = await buildTestApp(env, loadConfig(env, () => yaml), { ...(options.logger ? { logger: options.logger } : {}), extractor: options.extractor })

@@ -23,10 +23,10 @@ const MODELS = ['demo-web-2', 'demo-web-3']
     capabilities: { supports_web_fetch: true, supports_web_search: true }`)
   .join('')
 
-async function setup() {
+async function setup(limits?: string) {
   const searxng = searxngServer(BUN_RESULTS.slice(0, 1).map(({ publishedDate, ...undated }) => undated))
   stops.push(searxng.stop)
-  const built = await buildWebApp({ search: searxng.config, models: MODELS })
+  const built = await buildWebApp({ search: searxng.config, models: MODELS, limits })
   t = built.t
   const pages = pageServer((_, url) => storyPage(url.pathname, { title: 'Story' }))
   stops.push(pages.stop)
@@ -62,6 +62,18 @@ describe('Fusion with hosted web tools', () => {
     expect(await charges('web_fetch')).toEqual([FETCH_PRICE, FETCH_PRICE, FETCH_PRICE])
     expect(await charges('web_search')).toEqual([SEARCH_PRICE, SEARCH_PRICE, SEARCH_PRICE])
     expect((await charges('fusion')).length).toBe(4)
+  })
+
+  test("org_inference_concurrency 1: each participant's fetch and search run under the run's one slot (complete, all billed, the slot freed)", async () => {
+    const { fusion, charges, pages, site } = await setup('{ org_inference_concurrency: 1 }')
+    const response = await fusion({ models: ['demo-web', 'demo-web-2'], judge: 'demo-plain', messages: [{ role: 'user', content: `What does ${site}/story say?` }], web_fetch: true, web_search: true })
+    const result = await json(response)
+    expect(result.status).toBe('complete')
+    expect(pages.seen.length).toBe(2)
+    expect(await charges('web_fetch')).toEqual([FETCH_PRICE, FETCH_PRICE])
+    expect(await charges('web_search')).toEqual([SEARCH_PRICE, SEARCH_PRICE])
+    expect((await charges('fusion')).length).toBe(3)
+    expect(t.deps.limits.concurrency.size).toBe(0)
   })
 
   test('a participant without the capability is refused (that participant only, unbilled); the others fetch and pay for their own pages', async () => {

@@ -115,6 +115,21 @@ describe('svc.chat_fusion', () => {
     await client.close()
   })
 
+  test('org_inference_concurrency 1: the run takes one slot for all its parts, as over HTTP (complete, the slot freed)', async () => {
+    await h.close()
+    h = await buildFusionHarness({ limits: '{ org_inference_concurrency: 1 }' })
+    base = h.t.listen()
+    token = (await codeFlowTokens(h.t, h.org.adminKey)).access_token
+    const client = await connect()
+    script()
+    const result = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'Which is larger, 9.11 or 9.9?' } })
+    expect(result.isError).toBeFalsy()
+    expect((result.structuredContent as any).status).toBe('complete')
+    expect((await charges(h.t, h.org.orgId)).length).toBe(3)
+    expect(h.t.deps.limits.concurrency.size).toBe(0)
+    await client.close()
+  })
+
   test('failures are isError results: bad arguments, unknown models, every participant failing', async () => {
     const client = await connect()
     const call = (args: Record<string, unknown>) => client.callTool({ name: 'svc.chat_fusion', arguments: { request_id: crypto.randomUUID(), prompt: 'x', ...args } })
