@@ -5,6 +5,16 @@ export function newId(): string {
   return Bun.randomUUIDv7()
 }
 
+/**
+ * A random marker (12 hex digits, 48 random bits) for fencing untrusted text in a prompt: text
+ * written before it was drawn cannot contain it but by chance, so cannot forge the fence's end
+ * (the hosted web block, Fusion's candidate answers). Its users scrub it from the text anyway.
+ */
+export function fenceMarker(): string {
+  // Bun: the final 8 bytes of its UUID v7 are cryptographically random (no time, no counter).
+  return Bun.randomUUIDv7('hex').slice(-12)
+}
+
 /** A UUID of any version, in either case. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 

@@ -57,7 +57,7 @@ describe('complete', () => {
     expect(judged.messages[1]).toEqual({ role: 'user', content: USER_MESSAGES[0]!.content })
     const candidates = judged.messages[2].content as string
     for (const text of ['9.9 is larger.', '9.9, because 0.90 > 0.11.', 'The larger one is 9.9.']) expect(candidates).toContain(text)
-    expect(candidates).toContain('<candidate_answer id="2" note="cut short at the output limit">')
+    expect(candidates).toMatch(/<candidate_answer_[0-9a-f]{12} id="2" note="cut short at the output limit">/)
     // Model names never reach the judge.
     expect(JSON.stringify(judged.messages)).not.toMatch(/upstream-a|"a"|upstream-b/)
 

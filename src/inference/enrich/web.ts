@@ -1,6 +1,7 @@
 import type { PendingCharges } from '../../billing/metering'
 import { ApiError } from '../../http/errors'
 import { cutText } from '../../lib/characters'
+import { fenceMarker } from '../../lib/ids'
 import type { Principal } from '../../keys/principal'
 import type { FetchedPage } from '../../web/read-page'
 import type { SearchResult } from '../../web/search'
@@ -247,7 +248,7 @@ function contextBlock(
   /** The client's max_content_tokens, in characters. */
   pageCap: number | undefined,
 ): string {
-  const marker = Bun.randomUUIDv7('hex').slice(-12)
+  const marker = fenceMarker()
   const scrub = (value: string) => value.replaceAll(marker, '')
   // Page bodies share what is left of the budget after the block's own lines, measured exactly
   // (a flat allowance for them let the block pass the context: QA).
