@@ -1,4 +1,5 @@
 import { readBalance, type BalanceView } from './billing/balance'
+import { readBilledOutside } from './billing/billed-keys'
 import { createExecutor, type BatchExecutor } from './billing/executor'
 import { loadIdentity, type ProcessIdentity } from './billing/identity'
 import { Ledger, type Identity } from './billing/ledger'
@@ -184,6 +185,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       const org = await orgs.getOrg(orgId)
       return { planId: org?.planId, fusion: org !== undefined && plans.get(org.planId)?.fusion === true }
     },
+    billedOutside: (orgId, family, own) => readBilledOutside(writer, logger, orgId, family, own),
   }
   return {
     config, clock, logger, database, orgs, keys, plans, identity, writer, ledger, sweeper, limits, metering, extractor, catalog, router, pipeline, fusion,

@@ -207,6 +207,23 @@ export function claimedEntry(idempotencyKey: string): Statement {
   return statement('SELECT org_id, amount_nanos FROM ledger_entries WHERE idempotency_key = ?', idempotencyKey)
 }
 
+/**
+ * One entry of `orgId` claimed under an idempotency key that starts with `family` but not with
+ * `own` (no row: none). Both are prefixes ending in a separator; each becomes a key range
+ * (`family` up to the same text with its last character's successor), so the claims' partial
+ * unique index serves it as a range scan: a range on idempotency_key implies its IS NOT NULL.
+ */
+export function claimInFamilyOutside(orgId: string, family: string, own: string): Statement {
+  return statement(
+    `SELECT idempotency_key FROM ledger_entries
+     WHERE idempotency_key >= ?1 AND idempotency_key < ?2 AND NOT (idempotency_key >= ?3 AND idempotency_key < ?4) AND org_id = ?5 LIMIT 1`,
+    family, prefixEnd(family), own, prefixEnd(own), orgId,
+  )
+}
+
+// The least text above every text starting with `prefix` (keys are ASCII; compared bytewise).
+const prefixEnd = (prefix: string): string => prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
+
 /** An idempotent op's claim: its idempotency key and the op id of this attempt. */
 export interface Claim {
   readonly idempotencyKey: string

@@ -5,6 +5,7 @@ import { newId } from '../lib/ids'
 import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
+import { billingClaim } from './billed-keys'
 import { LeasePools, type LeasePool } from './lease-pool'
 import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
@@ -331,7 +332,7 @@ export class Ledger {
     }
 
     const opId = newId()
-    const claimKey = reservation.billingKey ? `bill:${reservation.billingKey}` : claimForRetries(this.writer)
+    const claimKey = reservation.billingKey ? billingClaim(reservation.billingKey) : claimForRetries(this.writer)
     const entry = (source: 'allowance' | 'top_up', amount: Nanos, first: boolean): EntryRow => ({
       opId, idempotencyKey: first ? claimKey : null, orgId: reservation.orgId,
       keyId: reservation.keyId, kind: 'settle', source, amountNanos: amount,

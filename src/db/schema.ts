@@ -113,8 +113,10 @@ export const ledgerEntries = sqliteTable(
     // a billing key, so a conflict target must state its WHERE (`ON CONFLICT (idempotency_key)
     // WHERE idempotency_key IS NOT NULL`), and a claim is checked by idempotency key and op id
     // together. Everything asked per organization, key or period is kept as running totals
-    // (balances, allowances, key_spend), so no request reads entries; `svc ledger verify` sums them
-    // in one scan per total (bench/README.md, "The balance read without the entries").
+    // (balances, allowances, key_spend), so no request reads entries but through this index (a
+    // Fusion Idempotency-Key's reuse check scans a range of it: billing/billed-keys.ts); `svc
+    // ledger verify` sums them in one scan per total (bench/README.md, "The balance read without
+    // the entries").
     uniqueIndex('ledger_entries_idempotency_key_unique').on(table.idempotencyKey).where(sql`${table.idempotencyKey} IS NOT NULL`),
     check('ledger_entries_kind_check', sql`${table.kind} in ('top_up', 'settle', 'adjust')`),
     check('ledger_entries_source_check', sql`${table.source} in ('allowance', 'top_up')`),

@@ -10,7 +10,7 @@ import type { PipelineDeps } from '../inference/pipeline'
 import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
 import { checkPolicy } from '../inference/policy'
 import { Lifecycle } from '../observability/lifecycle'
-import { fusionBillingKeys, parseIdempotencyKey } from './billing-keys'
+import { fusionBillingKeys, parseIdempotencyKey, refuseReusedKey } from './billing-keys'
 import { attestationBody, participantEntry } from './participant-entry'
 import { heldBySiblings, refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
 import { resolveFusionRoutes, type RouteResolver } from './privacy'
@@ -24,6 +24,8 @@ export interface FusionDeps {
   config: Config['fusion']
   /** Whether the organization's plan includes Fusion, read per request (a plan switch applies at once). */
   planOf(orgId: string): Promise<{ planId: string | undefined; fusion: boolean }>
+  /** Whether the organization was charged under a billing key starting with `family` but not with `own` (billing/billed-keys.ts). */
+  billedOutside(orgId: string, family: string, own: string): Promise<boolean>
   /** Per-part deadlines (tests expire them by hand). */
   deadlines?: Deadlines
 }
@@ -146,6 +148,7 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
   const conversation = judged.messages
   checkJudge(judged)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
+  if (billingKeys) await refuseReusedKey(deps, principal.orgId, billingKeys)
   const extracted = hasFileParts(judged)
   const pending = extracted ? new PendingCharges() : undefined
   if (pending) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents, pending)

@@ -48,6 +48,7 @@ beforeEach(async () => {
     catalog: { resolve: id => ROUTES.get(id) ?? (() => { throw new ApiError('invalid_request', `model "${id}" is not in the catalog`, 'model') })() },
     config: { judge: 'judge', participantTimeoutMs: 1000, judgeTimeoutMs: 1000 },
     planOf: async () => ({ planId: 'pro', fusion: true }),
+    billedOutside: t.deps.fusion.billedOutside,
   }
 })
 afterEach(async () => {

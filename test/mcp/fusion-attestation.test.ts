@@ -37,7 +37,7 @@ let t: TestApp
 let deps: FusionDeps
 beforeEach(async () => {
   t = await buildTestApp()
-  deps = { pipeline: { ...t.deps.pipeline, router }, catalog, config: { judge: 'judge:confidential', participantTimeoutMs: 1000, judgeTimeoutMs: 1000 }, planOf: async () => ({ planId: 'pro', fusion: true }) }
+  deps = { pipeline: { ...t.deps.pipeline, router }, catalog, config: { judge: 'judge:confidential', participantTimeoutMs: 1000, judgeTimeoutMs: 1000 }, planOf: async () => ({ planId: 'pro', fusion: true }), billedOutside: t.deps.fusion.billedOutside }
 })
 afterEach(() => t.close())
 

@@ -97,7 +97,7 @@ describe('svc.chat_fusion', () => {
     await client.close()
   })
 
-  test('request_id is the Idempotency-Key: a retry runs again but bills nothing twice; a new id bills anew', async () => {
+  test('request_id is the Idempotency-Key: a retry runs again but bills nothing twice; reused for another prompt it is refused; a new id bills anew', async () => {
     const client = await connect()
     const requestId = crypto.randomUUID()
     const call = (id: string) => client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: id, prompt: 'Which is larger, 9.11 or 9.9?' } })
@@ -109,6 +109,11 @@ describe('svc.chat_fusion', () => {
     expect(((await call(requestId.toUpperCase())).structuredContent as any).status).toBe('complete')
     expect(h.a.requests.length).toBe(2)
     expect(await charges(h.t, h.org.orgId)).toEqual(once)
+    // The same request_id for another prompt is refused before anything runs or is billed, as over HTTP.
+    const reused = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: requestId, prompt: 'And 9.8?' } })
+    expect(reused.isError).toBe(true)
+    expect(text(reused)).toBe('this request_id was used for a different request; send a new key')
+    expect(h.a.requests.length).toBe(2)
     script()
     await call(crypto.randomUUID())
     expect((await charges(h.t, h.org.orgId)).length).toBe(6)

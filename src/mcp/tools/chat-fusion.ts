@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { RouteResolver } from '../../fusion/privacy'
 import { participantHosted, runFusion, type FusionDeps, type FusionProgress } from '../../fusion/service'
 import type { FusionRequest, FusionResultBody } from '../../fusion/schema'
+import { ApiError } from '../../http/errors'
 import { MaxCharacters } from '../../http/openapi-schemas'
 import { plainPattern } from '../../http/validation-message'
 import { tool, type ToolContext } from './types'
@@ -136,6 +137,10 @@ export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps, searc
       const result = await runFusion(fusion, {
         principal: context.principal, request, idempotencyKey: args.request_id, requestId: context.requestId, signal: context.signal,
         hostedDefaults, onProgress: context.progress ? progressReporter(context.progress, args.models.length) : undefined,
+      }).catch(error => {
+        // The route's Idempotency-Key is this tool's request_id (a reused one is refused alike).
+        if (error instanceof ApiError && error.param === 'Idempotency-Key') throw new ApiError(error.code, error.message.replaceAll('Idempotency-Key', 'request_id'), 'request_id')
+        throw error
       })
       // runFusion resolved every id, so these resolve too; the same rule decides what each participant ran.
       const flags = { webSearch: args.web_search === true, webFetch: args.web_fetch === true }

@@ -1,0 +1,86 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { claimInFamilyOutside } from '../../src/billing/ledger-ops'
+import { openAIWire } from '../providers/openai-wire'
+import { verifyClean } from '../ledger/fixtures'
+import { json } from '../support/harness'
+import { answer, buildFusionHarness, fusionEntries, USER_MESSAGES, type FusionHarness } from './support'
+
+// SECURITY-NOTES L5: same billing key and same body, one charge; same key and a different body,
+// a 4xx. An Idempotency-Key the organization was already charged under for a different request
+// is a 400 naming the header, before anything is reserved, extracted or called; another
+// organization's use of the same UUID is its own.
+
+let h: FusionHarness
+afterEach(async () => {
+  await h.close()
+})
+
+const KEY = '0f8fad5b-d9cb-469f-a165-70867728950e'
+const body = (models: string[], extra: Record<string, unknown> = {}) => ({ models, messages: USER_MESSAGES, ...extra })
+const script = () => {
+  for (const upstream of [h.a, h.b]) upstream.enqueue(answer('9.9.'))
+  h.judge.enqueue(answer('9.9 it is.'))
+}
+const charged = async (orgId = h.org.orgId) => 10_000_000_000n - (await h.t.deps.balance(orgId)).prepaidNanos
+const called = () => h.a.requests.length + h.b.requests.length + h.c.requests.length + h.judge.requests.length
+const held = () => h.t.deps.ledger.pools.get('prepaid', h.org.orgId, null, 0, h.t.clock.now()).held
+
+describe('an Idempotency-Key reused for a different request', () => {
+  test('is 400 invalid_request naming the header, before anything is reserved or called (streamed too); the same request still repeats', async () => {
+    h = await buildFusionHarness()
+    const send = (extra: Record<string, unknown> = {}, models = ['a', 'b']) => h.fusion(body(models, extra), { headers: { 'idempotency-key': KEY } })
+    script()
+    expect((await json(await send())).status).toBe('complete')
+    const once = await charged()
+    expect(called()).toBe(3)
+
+    for (const different of [{ temperature: 0.5 }, { stream: true, max_tokens: 50 }, { messages: [{ role: 'user', content: 'Something else?' }] }]) {
+      const refused = await send(different)
+      expect(refused.status).toBe(400)
+      expect((await json(refused)).error).toMatchObject({
+        code: 'invalid_request', param: 'Idempotency-Key', message: 'this Idempotency-Key was used for a different request; send a new key',
+      })
+    }
+    // Other models under the key, spelled in upper case: the same refusal.
+    const otherModels = await h.fusion(body(['a', 'c']), { headers: { 'Idempotency-Key': KEY.toUpperCase() } })
+    expect(otherModels.status).toBe(400)
+    expect(called()).toBe(3)
+    expect(held()).toBe(0n)
+    expect(await charged()).toBe(once)
+
+    // The same request (stream and user are not part of its identity) repeats as before, billed nothing more.
+    script()
+    expect((await json(await send({ user: 'someone' }))).status).toBe('complete')
+    expect(called()).toBe(6)
+    expect(await charged()).toBe(once)
+    expect((await fusionEntries(h.t)).length).toBe(3)
+    await verifyClean(h.t)
+  })
+
+  test("another organization's use of the same UUID is its own: billed, not refused", async () => {
+    h = await buildFusionHarness()
+    script()
+    expect((await json(await h.fusion(body(['a', 'b']), { headers: { 'idempotency-key': KEY } }))).status).toBe('complete')
+    const other = await h.t.createOrg('other')
+    script()
+    const response = await h.fusion(body(['a', 'b'], { temperature: 0.5 }), { key: other.adminKey, headers: { 'idempotency-key': KEY } })
+    expect((await json(response)).status).toBe('complete')
+    expect(await charged(other.orgId)).toBe(await charged())
+  })
+
+  test('a key none of whose request was charged (every participant failed) can still be used for another request', async () => {
+    h = await buildFusionHarness()
+    for (const upstream of [h.a, h.b]) upstream.enqueue({ kind: 'json', status: 500, body: openAIWire.errorBody(500, 'down') })
+    expect((await json(await h.fusion(body(['a', 'b']), { headers: { 'idempotency-key': KEY } }))).status).toBe('failed')
+    script()
+    expect((await json(await h.fusion(body(['a', 'b'], { temperature: 0.5 }), { headers: { 'idempotency-key': KEY } }))).status).toBe('complete')
+  })
+
+  test("the look-up is a range scan of the claims' partial unique index", async () => {
+    h = await buildFusionHarness()
+    const { sql, args } = claimInFamilyOutside(h.org.orgId, `bill:fusion:${KEY}:`, `bill:fusion:${KEY}:0123:`)
+    const plan = await h.t.deps.database.client.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, args: [...args] })
+    const steps = plan.rows.map(row => String(row.detail))
+    expect(steps).toEqual([expect.stringContaining('USING INDEX ledger_entries_idempotency_key_unique (idempotency_key>? AND idempotency_key<?)')])
+  })
+})
