@@ -14,6 +14,7 @@ import { claimForRetries, submitWithRetries } from './ledger-retries'
 import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
+import type { LeaseTrust } from './lease-trust'
 import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive, shortfall } from './ledger-rules'
 import { readRoom } from './scope-room'
 
@@ -30,8 +31,7 @@ export interface Reservation {
   readonly requestId: string | undefined
   /** @internal holds per funding source */
   readonly holds: Holds
-  /** @internal */
-  state: 'held' | 'settling' | 'settled' | 'released'
+  /** @internal */ state: 'held' | 'settling' | 'settled' | 'released'
   /** @internal the settlement in flight, so a second settle call waits for the first */
   settling?: Promise<Nanos>
 }
@@ -76,8 +76,8 @@ export class Ledger {
    * vanished lease is what they had produced by then, not the rest of their output.
    */
   onLeaseLost: (() => void) | undefined
-  /** Set by the sweeper: until when no other instance can have swept this boot's leases, and a heartbeat to await before settling after that. */
-  leaseCheck: { trustedUntilMs: number; recheck: () => Promise<void> } | undefined
+  /** Set by the sweeper: a settlement past its trust confirms this boot's leases first. */
+  leaseTrust: LeaseTrust | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -123,10 +123,7 @@ export class Ledger {
         if (keyPool && keyPool.free < estimate) {
           const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') {
-            const fixedPrice = input.purpose !== 'chat' && input.purpose !== 'fusion'
-            return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, fixedPrice, shortfall(keyPool.room, estimate)) }
-          }
+          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion', shortfall(keyPool.room, estimate)) }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against
@@ -308,14 +305,13 @@ export class Ledger {
 
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
-    if (this.leaseCheck !== undefined && this.clock.now() >= this.leaseCheck.trustedUntilMs) await this.leaseCheck.recheck()
+    if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
     const now = this.clock.now()
     // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
     // lease's free part before any prepaid. Draws: what this settlement takes out of each lease.
     // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
-    // may dip below zero). The allowance pays no more than this boot still holds leased of it: a
-    // lease another instance returned (this one paused past instance_stale_after_s) may have been
-    // spent there, and the month's allowance is never used past its grant (QA: 1.6 of 1.0 used).
+    // may dip below zero). The allowance pays no more than this boot still holds leased of it (a
+    // returned lease may be spent elsewhere: QA, 1.6 of 1.0 used).
     const fromAllowance = allowance ? min(actual, min(allowance.amount + positive(allowance.pool.free), positive(allowance.pool.leased))) : 0n
     const fromPrepaid = actual - fromAllowance
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
@@ -387,13 +383,18 @@ export class Ledger {
     try {
       result = await submitWithRetries(this.writer, this.logger, guarded ?? op, { op: 'settle', request_id: reservation.requestId })
     } catch {
-      undo()
-      reservation.state = 'released'
-      throw new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
+      throw this.unrecorded(reservation, undo)
     }
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now
     reservation.state = 'settled'
     if (result.keyExpired) this.onKeyExpired(reservation.keyId)
     return result.duplicate
+  }
+
+  /** A settlement that could not be recorded: its holds given back (`undo`), nothing charged, 503. */
+  private unrecorded(reservation: Reservation, undo: () => void): ApiError {
+    undo()
+    reservation.state = 'released'
+    return new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
   }
 }

@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
 import type { Identity, Ledger } from './ledger'
 import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
+import { LeaseTrust } from './lease-trust'
 import type { LedgerWriter } from './ledger-writer'
 
 /** How often every instance writes its heartbeat row (and sweeps). */
@@ -44,9 +45,7 @@ export class Sweeper {
 
   /** Boot: heartbeat, reclaim earlier boots' leases, then sweep on a timer. */
   async start(): Promise<void> {
-    // A process paused past staleAfterMs resumes with settlements ready before its timer's beat
-    // has found its leases swept: they await a heartbeat first (Ledger.leaseCheck).
-    this.ledger.leaseCheck = { trustedUntilMs: 0, recheck: () => this.heartbeat() }
+    this.ledger.leaseTrust = new LeaseTrust(() => this.heartbeat())
     await this.heartbeat()
     await this.returnLeases('instance_id = ? AND boot_id <> ?', [this.identity.instanceId, this.identity.bootId])
     this.timer = setInterval(() => void this.tick().catch(error => this.logger.warn('ledger sweep failed', { error: String(error) })), HEARTBEAT_MS)
@@ -101,7 +100,7 @@ export class Sweeper {
     this.beaten = true
     // Another instance sweeps this boot only once this beat is staleAfterMs old by its clock; a
     // heartbeat's interval is kept in hand for clock skew and a late timer.
-    if (this.ledger.leaseCheck !== undefined) this.ledger.leaseCheck.trustedUntilMs = at + this.staleAfterMs - HEARTBEAT_MS
+    if (this.ledger.leaseTrust !== undefined) this.ledger.leaseTrust.trustedUntilMs = Math.max(this.ledger.leaseTrust.trustedUntilMs, at + this.staleAfterMs - HEARTBEAT_MS)
     // A lease row that vanished was swept by another instance (this one looked dead): stop
     // spending against it.
     for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)
