@@ -1,3 +1,4 @@
+import { ListLabels } from './list-labels'
 import type { SlideFacts } from './slide-parts'
 
 // The text layout of a DOCX or PPTX, rendered from officeparser's AST so that the layout is ours:
@@ -149,7 +150,7 @@ const MAX_COLUMN_GAP = 64
  * Appends the lines of `nodes`: a block's text as one line (empty ones too), a table's rows. With
  * `notes`, the notes met are labelled and registered there; without, they are not read.
  */
-function render(nodes: Node[], out: string[], notes?: NoteList): void {
+function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabels): void {
   walk(nodes, node => {
     if (node.type === 'table') {
       rows(node, out, notes)
@@ -157,7 +158,7 @@ function render(nodes: Node[], out: string[], notes?: NoteList): void {
     }
     const own = blockText(node, notes)
     if (own !== undefined) {
-      out.push(own)
+      out.push(lists !== undefined && node.type === 'list' ? lists.label(node.metadata) + own : own)
       return false
     }
     if (node.children?.length) return true
@@ -204,13 +205,13 @@ function distinctLines(nodes: Node[] | undefined): string[] {
   return [...seen]
 }
 
-/** A DOCX's lines; `charts` (its charts' lines, charts.ts) follow the body. */
-export function docxLines(ast: OfficeAst, charts: string[] = []): string[] {
+/** A DOCX's lines; its list items labelled by `lists` (list-labels.ts), `charts` (its charts' lines, charts.ts) after the body. */
+export function docxLines(ast: OfficeAst, charts: string[] = [], lists: ListLabels = new ListLabels(new Map())): string[] {
   const out: string[] = []
   const headers = distinctLines(ast.auxiliary?.headers)
   if (headers.length > 0) out.push('[Header]', ...headers, '')
   const notes = new NoteList()
-  render(ast.content, out, notes)
+  render(ast.content, out, notes, lists)
   if (charts.length > 0) out.push('', ...charts)
   const sections = noteSections(notes)
   if (sections.length > 0) out.push('', ...sections)

@@ -2,6 +2,7 @@ import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
 import { documentChartLines, fillCharts } from './chart-parts'
 import { chartBudget } from './charts'
+import { ListLabels, readNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { PackageParts } from './package-parts'
 import { slideFacts } from './slide-parts'
@@ -39,7 +40,7 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
     fillCharts(layout.content, parts, charts)
     return join(pptxLines(layout, slideFacts(parts)), limits.maxTextBytes)
   }
-  return join(docxLines(layout, documentChartLines(bytes, parts, charts)), limits.maxTextBytes)
+  return join(docxLines(layout, documentChartLines(bytes, parts, charts), new ListLabels(readNumbering(parts))), limits.maxTextBytes)
 }
 
 /**

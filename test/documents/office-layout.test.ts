@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { buildZip } from './hostile'
+import { buildZip, fixture } from './hostile'
 import { docx, docxParts, note, noteReference, para, picture, placeholder, pptx, slideNumber, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
@@ -171,5 +171,24 @@ describe('PPTX slide facts, read as officeparser reads the deck (QA)', () => {
     expect(await text(pptx(slides, { order: [1, 0], afterList: '<p:notesSz cx="1" cy="1">' }))).toBe('[Slide 1]\nFile one\n\n[Slide 2 (hidden)]\nFile two')
     // Entries inside a comment are not the list's.
     expect(await text(pptx(slides, { order: [0, 1], afterList: '<!-- <p:sldIdLst><p:sldId id="300" r:id="rId2"/></p:sldIdLst> -->' }))).toBe('[Slide 1]\nFile one\n\n[Slide 2 (hidden)]\nFile two')
+  })
+})
+
+describe('DOCX list items keep their labels (QA: clause numbers were lost)', () => {
+  test('a LibreOffice-made numbered list with a nested level, and a bulleted one', async () => {
+    expect(await text(await fixture('list.docx'))).toBe('Terms:\n1. Payment due in 30 days\n  a) Late fee applies\n2. Call support\nAs stated in clause 2 above.\n- apples\n- pears')
+  })
+
+  test("numbering.xml's formats, label texts, starts and overrides; deeper levels restart under each item", async () => {
+    const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    const level = (ilvl: number, format: string, text: string, start = 1) => `<w:lvl w:ilvl="${ilvl}"><w:start w:val="${start}"/><w:numFmt w:val="${format}"/><w:lvlText w:val="${text}"/></w:lvl>`
+    const numbering =
+      `<w:numbering ${W}><w:abstractNum w:abstractNumId="0">${level(0, 'upperRoman', '%1.')}${level(1, 'decimal', '%1.%2')}${level(2, 'bullet', '')}</w:abstractNum>` +
+      `<w:abstractNum w:abstractNumId="1">${level(0, 'lowerLetter', '(%1)', 25)}</w:abstractNum>` +
+      '<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="1"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="26"/></w:lvlOverride></w:num></w:numbering>'
+    const item = (numId: number, ilvl: number, words: string) => `<w:p><w:pPr><w:numPr><w:ilvl w:val="${ilvl}"/><w:numId w:val="${numId}"/></w:numPr></w:pPr><w:r><w:t>${words}</w:t></w:r></w:p>`
+    const body = item(1, 0, 'Scope') + item(1, 1, 'Parties') + item(1, 2, 'a note') + item(1, 1, 'Term') + item(1, 0, 'Fees') + item(1, 1, 'Amount') + item(2, 0, 'z-th') + item(2, 0, 'after z')
+    const parts = docxParts(body).concat([{ name: 'word/numbering.xml', data: new TextEncoder().encode(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>${numbering}`) }])
+    expect(await text(buildZip(parts))).toBe('I. Scope\n  I.1 Parties\n    - a note\n  I.2 Term\nII. Fees\n  II.1 Amount\n(z) z-th\n(aa) after z')
   })
 })
