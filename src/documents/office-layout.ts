@@ -244,8 +244,13 @@ export function pptxLines(ast: OfficeAst, facts: Map<number, SlideFacts> = new M
       removeLast(body, fact.numbers)
       for (const footer of removeLast(body, fact.footers)) footers.add(footer)
     }
-    const notes: string[] = []
+    let notes: string[] = []
     render(slide.notes ?? [], notes)
+    if (fact?.notes) {
+      notes = notes.flatMap(line => line.split('\n'))
+      removeLast(notes, fact.notes.numbers)
+      for (const footer of removeLast(notes, fact.notes.footers)) footers.add(footer)
+    }
     while (notes.length > 0 && notes.at(-1)!.trim() === '') notes.pop()
     // PowerPoint puts a slide-number placeholder on every notes page, after the notes themselves:
     // read as text it is the slide's number on a line of its own, which says nothing.

@@ -11,12 +11,14 @@ export interface SlideFacts {
   hidden: boolean
   /** The lines of the slide-number placeholder: said by the slide's heading already. */
   numbers: string[]
-  /** The lines of the footer and date placeholders, in the order the slide holds them. */
+  /** The lines of the footer and date placeholders (and a notes page's header), in the order the slide holds them. */
   footers: string[]
+  /** The same of the slide's notes page, when it has one: PowerPoint puts them on every notes page. */
+  notes?: SlideFacts
 }
 
 const SLIDE_PART = /^ppt\/slides\/slide(\d+)\.xml$/
-const PLACEHOLDERS = /\stype\s*=\s*["'](?:sldNum|ftr|dt)["']/
+const PLACEHOLDERS = /\stype\s*=\s*["'](?:sldNum|ftr|dt|hdr)["']/
 const HIDDEN = /<(?:[\w.-]+:)?sld\s[^>]*?\sshow\s*=\s*["'](?:0|false)["']/
 
 /**
@@ -32,7 +34,12 @@ export function slideFacts(parts: PackageParts): Map<number, SlideFacts> {
   const facts = new Map<number, SlideFacts>()
   deck.forEach((part, index) => {
     const xml = parts.text(part)
-    if (xml !== undefined) facts.set(index + 1, readSlide(xml))
+    if (xml === undefined) return
+    const slide = readSlide(xml)
+    const notesPart = [...(parts.relationships(part)?.values() ?? [])].find(relationship => relationship.type.endsWith('/notesSlide'))?.path
+    const notes = notesPart === undefined ? undefined : parts.text(notesPart)
+    if (notes !== undefined) slide.notes = readSlide(notes)
+    facts.set(index + 1, slide)
   })
   return facts
 }
@@ -88,7 +95,7 @@ function readSlide(xml: string): SlideFacts {
         } else if (name === 'sp') {
           const kept = lines.map(one => one.trim()).filter(one => one !== '')
           if (kind === 'sldNum') facts.numbers.push(...kept)
-          else if (kind === 'ftr' || kind === 'dt') facts.footers.push(...kept)
+          else if (kind === 'ftr' || kind === 'dt' || kind === 'hdr') facts.footers.push(...kept)
         }
       },
     },

@@ -158,6 +158,13 @@ describe('PPTX footers, slide numbers and hidden slides', () => {
 })
 
 describe('PPTX slide facts, read as officeparser reads the deck (QA)', () => {
+  test("a notes page's number, header and footer placeholders are not its notes: the header and footer are listed once", async () => {
+    // Before: "[Notes]\nSpeaker note 1\n1\nAcme Internal\nConfidential" on every slide (Notes and Handouts, Apply to All).
+    const notesChrome = (n: number) => textBox(`Speaker note ${n}`) + placeholder('sldNum', String(n)) + placeholder('hdr', 'Acme Internal') + placeholder('ftr', 'Confidential')
+    const deck = pptx([{ shapes: textBox('One'), notes: notesChrome(1) }, { shapes: textBox('Two'), notes: notesChrome(2) }])
+    expect(await text(deck)).toBe('[Slide 1]\nOne\n[Notes]\nSpeaker note 1\n\n[Slide 2]\nTwo\n[Notes]\nSpeaker note 2\n\n[Footer]\nAcme Internal\nConfidential')
+  })
+
   test("a deck whose only text is its footer keeps the footer", async () => {
     // Before: "" (the footer left every slide, and nothing listed it).
     const deck = pptx([{ shapes: picture + placeholder('ftr', 'Prepared for ACME') + placeholder('sldNum', '1') }, { shapes: picture + placeholder('ftr', 'Prepared for ACME') }])

@@ -103,9 +103,9 @@ export const textBox = (...lines: string[]) =>
 export const slideNumber = (n: number) =>
   `<p:sp><p:nvSpPr><p:cNvPr id="4" name="Slide Number Placeholder 3"/><p:cNvSpPr/><p:nvPr><p:ph type="sldNum" idx="5"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="slidenum"><a:t>${n}</a:t></a:fld></a:p></p:txBody></p:sp>`
 
-/** A slide's footer (`ftr`), date (`dt`) or slide-number (`sldNum`) placeholder showing `text`, as PowerPoint copies them onto every slide. */
-export const placeholder = (type: 'ftr' | 'dt' | 'sldNum', text: string) =>
-  `<p:sp><p:nvSpPr><p:cNvPr id="9" name="${type} Placeholder"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr><p:nvPr><p:ph type="${type}" sz="quarter" idx="12"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p>${type === 'ftr' ? `<a:r><a:t>${text}</a:t></a:r>` : `<a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="${type === 'dt' ? 'datetime1' : 'slidenum'}"><a:t>${text}</a:t></a:fld>`}</a:p></p:txBody></p:sp>`
+/** A slide's footer (`ftr`), date (`dt`) or slide-number (`sldNum`) placeholder, or a notes page's header (`hdr`), showing `text`, as PowerPoint copies them onto every slide and notes page. */
+export const placeholder = (type: 'ftr' | 'dt' | 'sldNum' | 'hdr', text: string) =>
+  `<p:sp><p:nvSpPr><p:cNvPr id="9" name="${type} Placeholder"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr><p:nvPr><p:ph type="${type}" sz="quarter" idx="12"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p>${type === 'ftr' || type === 'hdr' ? `<a:r><a:t>${text}</a:t></a:r>` : `<a:fld id="{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" type="${type === 'dt' ? 'datetime1' : 'slidenum'}"><a:t>${text}</a:t></a:fld>`}</a:p></p:txBody></p:sp>`
 
 /** A picture shape (its image not in the package: officeparser reads no text from it either way). */
 export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
