@@ -17,7 +17,9 @@ interface Level {
 const MAX_LABEL_TEXT = 64
 /** Word's levels: 0 to 8. */
 const LEVELS = 9
-const number = (value: string | undefined, fallback: number) => (value !== undefined && /^-?\d{1,9}$/.test(value) ? Number(value) : fallback)
+/** Word's largest start value; a larger one (a hostile file's) is taken as 1. */
+const MAX_START = 32767
+const number = (value: string | undefined, fallback: number) => (value !== undefined && /^\d{1,5}$/.test(value) && Number(value) <= MAX_START ? Number(value) : fallback)
 
 /** Levels by numbering instance (w:numId), read from numbering.xml; empty without one. */
 export function readNumbering(parts: PackageParts): Map<string, Level[]> {
@@ -100,9 +102,12 @@ function formatNumber(value: number, format: string): string {
   }
 }
 
-/** Word's letters: A…Z, then AA…ZZ, AAA… (the letter repeated, not a base-26 count). */
+/**
+ * Word's letters: A…Z, then AA…ZZ, AAA… (the letter repeated, not a base-26 count); past eight
+ * letters, the number (QA: a start of 999,999,999 made a label of 38 million letters per item).
+ */
 function letters(value: number): string {
-  if (value < 1) return String(value)
+  if (value < 1 || value > 26 * 8) return String(value)
   return String.fromCharCode(65 + ((value - 1) % 26)).repeat(Math.floor((value - 1) / 26) + 1)
 }
 

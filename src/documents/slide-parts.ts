@@ -32,13 +32,22 @@ export function slideFacts(parts: PackageParts): Map<number, SlideFacts> {
   let deck = listedSlides(parts, new Set(slideParts))
   if (deck.length === 0) deck = slideParts.sort((a, b) => Number(SLIDE_PART.exec(a)![1]) - Number(SLIDE_PART.exec(b)![1]))
   const facts = new Map<number, SlideFacts>()
+  // Each notes page read once: a small upload could name one large page from every slide (QA).
+  const notesPages = new Map<string, SlideFacts | undefined>()
+  const notesOf = (path: string) => {
+    if (!notesPages.has(path)) {
+      const xml = parts.text(path)
+      notesPages.set(path, xml === undefined ? undefined : readSlide(xml))
+    }
+    return notesPages.get(path)
+  }
   deck.forEach((part, index) => {
     const xml = parts.text(part)
     if (xml === undefined) return
     const slide = readSlide(xml)
     const notesPart = [...(parts.relationships(part)?.values() ?? [])].find(relationship => relationship.type.endsWith('/notesSlide'))?.path
-    const notes = notesPart === undefined ? undefined : parts.text(notesPart)
-    if (notes !== undefined) slide.notes = readSlide(notes)
+    const notes = notesPart === undefined ? undefined : notesOf(notesPart)
+    if (notes !== undefined) slide.notes = notes
     facts.set(index + 1, slide)
   })
   return facts
@@ -90,7 +99,7 @@ function readSlide(xml: string): SlideFacts {
         const name = local(raw)
         if (name === 't') inText = false
         else if (name === 'p') {
-          lines.push(...line.split('\n'))
+          for (const each of line.split('\n')) lines.push(each)
           line = ''
         } else if (name === 'sp') {
           const kept = lines.map(one => one.trim()).filter(one => one !== '')

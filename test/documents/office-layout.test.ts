@@ -1,6 +1,9 @@
 import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
+import { PackageParts } from '../../src/documents/package-parts'
+import { slideFacts } from '../../src/documents/slide-parts'
+import { sniff } from '../../src/documents/sniff'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { buildZip, fixture } from './hostile'
 import { docx, docxParts, note, noteReference, para, picture, placeholder, pptx, slideNumber, table, textBox } from './ooxml'
@@ -197,5 +200,40 @@ describe('DOCX list items keep their labels (QA: clause numbers were lost)', () 
     const body = item(1, 0, 'Scope') + item(1, 1, 'Parties') + item(1, 2, 'a note') + item(1, 1, 'Term') + item(1, 0, 'Fees') + item(1, 1, 'Amount') + item(2, 0, 'z-th') + item(2, 0, 'after z')
     const parts = docxParts(body).concat([{ name: 'word/numbering.xml', data: new TextEncoder().encode(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>${numbering}`) }])
     expect(await text(buildZip(parts))).toBe('I. Scope\n  I.1 Parties\n    - a note\n  I.2 Term\nII. Fees\n  II.1 Amount\n(z) z-th\n(aa) after z')
+  })
+})
+
+const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships'
+
+describe('hostile list and notes parts stay cheap (QA review)', () => {
+  test('a start past Word\'s 32767 counts from 1, and a letter number past eight letters is written as digits', async () => {
+    // Before: a start of 999,999,999 made a label of 38 million letters per item (1.7 KB upload, gigabytes).
+    const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    const numbering = (start: string) =>
+      `<w:numbering ${W}><w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:start w:val="${start}"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="%1%1)"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num></w:numbering>`
+    const item = '<w:p><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr><w:r><w:t>x</w:t></w:r></w:p>'
+    const read = (start: string) => text(buildZip(docxParts(item.repeat(2)).concat([{ name: 'word/numbering.xml', data: new TextEncoder().encode(numbering(start)) }])))
+    expect(await read('999999999')).toBe('aa) x\nbb) x')
+    expect(await read('300')).toBe('300300) x\n301301) x')
+  })
+
+  test('a notes page named by every slide is read once', async () => {
+    // Before: re-inflated and re-parsed per slide (200 slides naming one 3 MB page: 7 s, past the pool's deadline).
+    const bytes = pptx([{ shapes: textBox('One'), notes: textBox('Shared note') + placeholder('sldNum', '1') }, { shapes: textBox('Two') }, { shapes: textBox('Three') }])
+    const sniffed = sniff(bytes, limits.zip)
+    if (sniffed.kind !== 'zip') throw new Error('not a zip')
+    let reads = 0
+    class EveryNotesPage extends PackageParts {
+      override text(name: string) {
+        if (name.startsWith('ppt/notesSlides/notesSlide')) reads += 1
+        return super.text(name)
+      }
+      override relationships(part: string) {
+        return part.startsWith('ppt/slides/slide') ? new Map([['rId1', { type: `${REL}/notesSlide`, target: '../notesSlides/notesSlide1.xml', path: 'ppt/notesSlides/notesSlide1.xml' }]]) : super.relationships(part)
+      }
+    }
+    const facts = slideFacts(new EveryNotesPage(bytes, sniffed.entries))
+    expect([...facts.values()].map(fact => fact.notes?.numbers)).toEqual([['1'], ['1'], ['1']])
+    expect(reads).toBe(1)
   })
 })
