@@ -187,6 +187,13 @@ describe('a call whose backend sent no argument text (arguments: "") reaches eve
     })
   }
 
+  test('whitespace alone is no argument text either: " " reaches the client as " {}" (review)', async () => {
+    served.openai.enqueue({ kind: 'sse', body: oneCall(' ', 'tool_calls').streamed })
+    const message = await served.gateway.openai.chat.completions.stream(chatRequest).finalMessage()
+    const call = message.tool_calls![0] as OpenAI.Chat.ParsedFunctionToolCall
+    expect([call.function.arguments, call.function.parsed_arguments]).toEqual([' {}', {}])
+  })
+
   test('Chat Completions, collected', async () => {
     served.openai.enqueue({ kind: 'json', body: whole })
     const call = (await served.gateway.openai.chat.completions.parse(chatRequest)).choices[0]!.message.tool_calls![0] as OpenAI.Chat.ParsedFunctionToolCall

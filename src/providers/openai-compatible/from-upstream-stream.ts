@@ -252,7 +252,7 @@ export class ChunkTranslator {
 
   /**
    * Ends every open block, tool calls in block order; a call whose name never came starts now.
-   * A call that got no argument text (some vLLM builds send `arguments: ""` for a call without
+   * A call that got no argument text, or only whitespace (some vLLM builds send `arguments: ""` for a call without
    * parameters, vllm-project/vllm#21301) gets "{}", as the Anthropic adapter gives an empty
    * input: never the empty text a Chat Completions or Responses client cannot JSON.parse. A
    * passed-through stream hands its calls over here (pass-through.ts), so its bytes are the same.
@@ -264,7 +264,7 @@ export class ChunkTranslator {
     for (const tool of this.tools.values()) if (tool.block === undefined) this.startTool(tool, out)
     const tools = [...this.tools.values()].sort((a, b) => a.block! - b.block!)
     for (const tool of tools) {
-      if (tool.text === '') out.push({ type: 'tool-call-delta', block: tool.block!, argumentsDelta: '{}' })
+      if (tool.text.trim() === '') out.push({ type: 'tool-call-delta', block: tool.block!, argumentsDelta: '{}' })
       out.push({ type: 'tool-call-end', block: tool.block! })
     }
     this.tools.clear()
