@@ -93,10 +93,11 @@ export class Ledger {
 
   /**
    * Admits a billed call: holds `estimate` against the key's cap window and the organization's
-   * allowance, then prepaid balance. A typed refusal (429 insufficient_quota, 401 for a key that
-   * stopped being active, 503 on a ledger outage) leaves the ledger unchanged.
+   * allowance, then prepaid balance. A typed refusal (429 insufficient_quota, 401 for a key no longer
+   * active, 503 on a ledger outage) leaves the ledger unchanged; `ownHeld` (what the request holds
+   * already, its files' units) counts as spent in it: that alone is no reason to retry shortly.
    */
-  async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }): Promise<AdmitResult> {
+  async admit(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string; ownHeld?: Nanos }): Promise<AdmitResult> {
     const { principal, estimate } = input
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
     if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate, 'spent') } // unfundable (in SQL it overflowed: a 503)
@@ -112,10 +113,9 @@ export class Ledger {
     const window = cap ? capWindow(cap.period, now) : null
     let allowanceEmpty = false
     try {
-      // Each round either holds, or grows a short lease (or waits for a growth already in
-      // flight) and looks again; a scope the database reports empty ends it with a refusal.
-      // Every await ends a round and each round looks its pools up afresh: a pool whose lease
-      // was returned meanwhile is forgotten, and leasing into it would strand that money.
+      // Each round either holds, or grows a short lease (or waits for a growth in flight) and looks
+      // again; a scope the database reports empty ends it with a refusal. Every await ends a round,
+      // and pools are looked up afresh: leasing into one forgotten meanwhile would strand money.
       for (let round = 0; round < MAX_ADMIT_ROUNDS; round += 1) {
         const allowance = this.pools.get('allowance', principal.orgId, null, month.startMs, now)
         const prepaid = this.pools.get('prepaid', principal.orgId, null, 0, now)
@@ -123,7 +123,7 @@ export class Ledger {
         if (keyPool && keyPool.free < estimate) {
           const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion', shortfall(keyPool.room, estimate)) }
+          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion', shortfall(keyPool.room, estimate + (input.ownHeld ?? 0n))) }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against
@@ -139,7 +139,7 @@ export class Ledger {
           return { ok: true, reservation: this.reservation(input, holds) }
         }
         const short = estimate - positive(allowance.free) - positive(prepaid.free)
-        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate)) }
+        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + (input.ownHeld ?? 0n))) }
       }
       return { ok: false, error: fundsRefusal(estimate, 'spent') }
     } catch (error) {

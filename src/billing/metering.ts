@@ -71,6 +71,11 @@ export class PendingCharges {
   private readonly pending: Array<{ call: MeteredCall; amount: Nanos }> = []
   private released = false
 
+  /** What the pieces kept here hold, to be charged with the chat. */
+  get total(): Nanos {
+    return this.pending.reduce((sum, piece) => sum + piece.amount, 0n)
+  }
+
   /** Keeps `call` to be charged `amount` later; frees its slot (the work is done) for the chat's. */
   add(call: MeteredCall, amount: Nanos): void {
     // Work that finishes after the chat failed (a fetch racing a failed search) is never charged.
@@ -123,7 +128,7 @@ export class Metering {
    * uncut, until the process stopped under it). `model`: the model a chat call runs (the
    * charge's metric label).
    */
-  async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string; continuesRequest?: boolean; model?: string }): Promise<MeteredCall> {
+  async begin(input: { principal: Principal; purpose: Purpose; estimate: Nanos; inference: boolean; billingKey?: string; requestId?: string; continuesRequest?: boolean; model?: string; ownHeld?: Nanos }): Promise<MeteredCall> {
     if (this.lifecycle.draining && (input.continuesRequest !== true || this.lifecycle.cut === true)) throw Lifecycle.refusal()
     const freeSlot = input.inference ? this.limits.acquireInferenceSlot(input.principal.orgId) : () => {}
     let admitted

@@ -1,6 +1,7 @@
 import { HeldRefusal } from '../billing/ledger-rules'
 import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
+import type { Nanos } from '../lib/money'
 import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
 import { collectChat, DeliveredFailure, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
 import { toApiError } from '../inference/upstream-errors'
@@ -62,6 +63,8 @@ export interface PartInput {
   continuesRun?: boolean
   /** The part was admitted (its reservation held), just before its provider is called. */
   onAdmitted?: () => void
+  /** What the run holds already (its documents' units): a refusal they cause is not "retry shortly". */
+  ownHeld?: Nanos
 }
 
 /**
@@ -83,7 +86,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
     const collected = await collectChat(
       pipeline,
       {
-        principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey,
+        principal: input.principal, request: input.chat, requestId: input.requestId, signal, purpose: 'fusion', billingKey: input.billingKey, ownHeld: input.ownHeld,
         // The run holds the org's inference slot for all its parts (executeFusion).
         slotHeld: true,
         onAdmitted: () => {

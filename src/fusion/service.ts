@@ -259,7 +259,7 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
         progress?.({ type: 'participant.started', index, model: route.id })
         outcome = await runPart(pipeline, deadlines, {
           role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
-          timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id), continuesRun: plan.extracted,
+          timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id), continuesRun: plan.extracted, ownHeld: plan.pending?.total,
           onAdmitted: () => {
             admitted = true
             input.onAdmitted?.()

@@ -74,7 +74,7 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
     maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
     call = await deps.metering.begin({
       principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: input.slotHeld !== true, requestId, billingKey: input.billingKey,
-      continuesRequest: input.continuesRequest === true || enriched, model: request.model,
+      continuesRequest: input.continuesRequest === true || enriched, model: request.model, ownHeld: (pending?.total ?? 0n) + (input.ownHeld ?? 0n),
     })
   } catch (error) {
     pending?.releaseAll()

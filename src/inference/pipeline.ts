@@ -96,6 +96,8 @@ export interface ChatCallInput {
    * all its parts): the call, and its hosted web pieces, take none of their own.
    */
   slotHeld?: boolean
+  /** What the request holds already for work of its own (a Fusion run's documents), besides this call's `pending`. */
+  ownHeld?: Nanos
   /** The HTTP request this call serves, when it has one of its own (its log record is filled in). */
   httpRequest?: Request
   /** Set by openCall: charges of request-local work that wait for the chat's admission. */
