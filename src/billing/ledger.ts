@@ -123,7 +123,7 @@ export class Ledger {
         if (keyPool && keyPool.free < estimate) {
           const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion', shortfall(keyPool.room, estimate + (input.ownHeld ?? 0n))) }
+          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate + (input.ownHeld ?? 0n), input.purpose !== 'chat' && input.purpose !== 'fusion', shortfall(keyPool.room, estimate + (input.ownHeld ?? 0n))) }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against

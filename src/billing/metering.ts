@@ -71,9 +71,9 @@ export class PendingCharges {
   private readonly pending: Array<{ call: MeteredCall; amount: Nanos }> = []
   private released = false
 
-  /** What the pieces kept here hold, to be charged with the chat. */
+  /** What the pieces kept here hold (their reservations, at least what each will be charged). */
   get total(): Nanos {
-    return this.pending.reduce((sum, piece) => sum + piece.amount, 0n)
+    return this.pending.reduce((sum, piece) => sum + piece.call.reservation.amount, 0n)
   }
 
   /** Keeps `call` to be charged `amount` later; frees its slot (the work is done) for the chat's. */

@@ -11,6 +11,16 @@ interface Level {
   start: number
   format: string
   text: string
+  /** "Legal numbering" (w:isLgl): every level's number written in digits. */
+  legal: boolean
+}
+
+/** A numbering instance (w:num): its list definition (w:abstractNum, whose counters it shares) and its own levels. */
+interface Instance {
+  abstractId: string
+  levels: Array<Level | undefined>
+  /** Levels whose start the instance overrides: they count afresh when the instance is first used. */
+  restarts: number[]
 }
 
 /** The longest label text read (Word's are a few characters; a longer one is a hostile file's, and each item would repeat it). */
@@ -20,67 +30,106 @@ const LEVELS = 9
 /** Word's largest start value; a larger one (a hostile file's) is taken as 1. */
 const MAX_START = 32767
 const number = (value: string | undefined, fallback: number) => (value !== undefined && /^\d{1,5}$/.test(value) && Number(value) <= MAX_START ? Number(value) : fallback)
+const levelIndex = (value: string | undefined) => {
+  const at = number(value, -1)
+  return at < LEVELS ? at : -1
+}
 
-/** Levels by numbering instance (w:numId), read from numbering.xml; empty without one. */
-export function readNumbering(parts: PackageParts): Map<string, Level[]> {
+/**
+ * The numbering instances (w:numId) of word/numbering.xml; empty without one. An instance's
+ * levels are its list definition's (followed once through a list style's w:numStyleLink), with
+ * its w:lvlOverride's start or whole level in their place.
+ */
+export function readNumbering(parts: PackageParts): Map<string, Instance> {
   const xml = parts.text('word/numbering.xml')
-  const byInstance = new Map<string, Level[]>()
-  if (xml === undefined) return byInstance
-  const abstract = new Map<string, Level[]>()
-  const instances: Array<{ id: string; abstractId: string; starts: Map<number, number> }> = []
-  let levels: Level[] | undefined
-  let level: Level | undefined
-  let instance: (typeof instances)[number] | undefined
+  const instances = new Map<string, Instance>()
+  if (xml === undefined) return instances
+  const abstract = new Map<string, { levels: Array<Level | undefined>; styleLink?: string; numStyleLink?: string }>()
+  const numbered: Array<{ id: string; abstractId: string; starts: Map<number, number>; levels: Map<number, Level> }> = []
+  let definition: { levels: Array<Level | undefined>; styleLink?: string; numStyleLink?: string } | undefined
+  let num: (typeof numbered)[number] | undefined
   let override = -1
+  let level: Level | undefined
   scanXml(xml, (name, attributes) => {
     const value = attributes['w:val']
-    if (name === 'w:abstractNum') abstract.set(attributes['w:abstractNumId'] ?? '', (levels = []))
-    else if (name === 'w:num') instances.push((instance = { id: attributes['w:numId'] ?? '', abstractId: '', starts: new Map() }))
-    else if (name === 'w:abstractNumId' && instance) instance.abstractId = value ?? ''
-    else if (name === 'w:lvlOverride') override = number(attributes['w:ilvl'], -1)
-    else if (name === 'w:startOverride' && instance && override >= 0 && override < LEVELS) instance.starts.set(override, number(value, 1))
-    else if (name === 'w:lvl' && levels) {
-      const at = number(attributes['w:ilvl'], -1)
-      level = { start: 1, format: 'decimal', text: `%${at + 1}.` }
-      if (at >= 0 && at < LEVELS) levels[at] = level
+    if (name === 'w:abstractNum') {
+      abstract.set(attributes['w:abstractNumId'] ?? '', (definition = { levels: [] }))
+      num = undefined
+    } else if (name === 'w:num') {
+      numbered.push((num = { id: attributes['w:numId'] ?? '', abstractId: '', starts: new Map(), levels: new Map() }))
+      definition = undefined
+    } else if (name === 'w:styleLink' && definition) definition.styleLink = value
+    else if (name === 'w:numStyleLink' && definition) definition.numStyleLink = value
+    else if (name === 'w:abstractNumId' && num) num.abstractId = value ?? ''
+    else if (name === 'w:lvlOverride') override = levelIndex(attributes['w:ilvl'])
+    else if (name === 'w:startOverride' && num && override >= 0) num.starts.set(override, number(value, 1))
+    else if (name === 'w:lvl') {
+      const at = levelIndex(attributes['w:ilvl'])
+      level = { start: 1, format: 'decimal', text: `%${at + 1}.`, legal: false }
+      if (at < 0) level = undefined
+      else if (num && override >= 0) num.levels.set(override, level)
+      else if (definition) definition.levels[at] = level
     } else if (name === 'w:start' && level) level.start = number(value, 1)
     else if (name === 'w:numFmt' && level) level.format = value ?? 'decimal'
     else if (name === 'w:lvlText' && level && (value ?? '').length <= MAX_LABEL_TEXT) level.text = value ?? ''
+    else if (name === 'w:isLgl' && level) level.legal = value === undefined || value === '1' || value === 'true' || value === 'on'
   })
-  for (const { id, abstractId, starts } of instances) {
-    const base = abstract.get(abstractId) ?? []
-    byInstance.set(id, base.map((each, index) => (each && starts.has(index) ? { ...each, start: starts.get(index)! } : each)))
+  const byStyle = new Map([...abstract.entries()].filter(([, each]) => each.styleLink !== undefined).map(([id, each]) => [each.styleLink!, id]))
+  for (const { id, abstractId, starts, levels } of numbered) {
+    // A list made from a list style names the style; the style's definition holds the levels (one hop: no loops).
+    const linked = abstract.get(abstractId)?.numStyleLink
+    const definitionId = linked !== undefined && byStyle.has(linked) ? byStyle.get(linked)! : abstractId
+    const base = abstract.get(definitionId)?.levels ?? []
+    const own = Array.from({ length: LEVELS }, (_, at) => levels.get(at) ?? (base[at] && starts.has(at) ? { ...base[at]!, start: starts.get(at)! } : base[at]))
+    instances.set(id, { abstractId: definitionId, levels: own, restarts: [...new Set([...starts.keys(), ...levels.keys()])] })
   }
-  return byInstance
+  return instances
 }
 
-/** The labels of a document's list items, counted in reading order. */
+/**
+ * The labels of a document's list items, counted in reading order. Counters belong to a list
+ * definition, so instances sharing one continue each other (LibreOffice writes a list restarted
+ * at 7 as an instance overriding the start, then its next items under the plain one); an
+ * instance overriding a level's start restarts that count the first time it is used.
+ */
 export class ListLabels {
   private readonly counters = new Map<string, number[]>()
+  private readonly used = new Set<string>()
 
-  constructor(private readonly numbering: Map<string, Level[]>) {}
+  constructor(private readonly numbering: Map<string, Instance>) {}
 
-  /** The label of a list item (officeparser's `list` node metadata), with a space, indented two spaces a level. */
+  /**
+   * The label of a list item (officeparser's `list` node metadata), with a space, indented two
+   * spaces a level; only the indent for an item whose numbering is none (w:numId 0, or one the
+   * document does not define: Word shows no label).
+   */
   label(metadata: Record<string, unknown> | undefined): string {
-    const depth = Math.min(Math.max(Number(metadata?.indentation ?? 0) | 0, 0), 8)
-    const listId = String(metadata?.listId ?? '')
-    const levels = this.numbering.get(listId)
-    const level = levels?.[depth]
-    const counts = this.counters.get(listId) ?? []
-    this.counters.set(listId, counts)
+    const depth = Math.min(Math.max(Number(metadata?.indentation ?? 0) | 0, 0), LEVELS - 1)
+    const instanceId = String(metadata?.listId ?? '')
+    const instance = this.numbering.get(instanceId)
+    const indent = '  '.repeat(depth)
+    if (instance === undefined) return indent
+    const counts = this.counters.get(instance.abstractId) ?? []
+    this.counters.set(instance.abstractId, counts)
+    if (!this.used.has(instanceId)) {
+      this.used.add(instanceId)
+      for (const at of instance.restarts) if (at < counts.length) counts.length = at
+    }
+    const level = instance.levels[depth]
     counts[depth] = (counts[depth] ?? (level?.start ?? 1) - 1) + 1
     counts.length = depth + 1 // deeper levels restart under this item
-    let label: string
-    if (level === undefined) label = metadata?.listType === 'ordered' ? `${counts[depth]}.` : '-'
-    else if (level.format === 'bullet') label = '-'
-    else if (level.format === 'none') label = ''
-    else {
-      label = level.text.replace(/%([1-9])/g, (_, n: string) => {
-        const at = Number(n) - 1
-        return formatNumber(counts[at] ?? levels?.[at]?.start ?? 1, levels?.[at]?.format ?? 'decimal')
-      })
-    }
-    return '  '.repeat(depth) + (label === '' ? '' : `${label} `)
+    if (level === undefined || level.format === 'none') return indent
+    if (level.format === 'bullet') return `${indent}- `
+    const label = level.text.replace(/%([1-9])/g, (_, n: string) => {
+      const at = Number(n) - 1
+      return formatNumber(counts[at] ?? instance.levels[at]?.start ?? 1, level.legal ? 'decimal' : (instance.levels[at]?.format ?? 'decimal'))
+    })
+    return label === '' ? indent : `${indent}${label} `
+  }
+
+  /** Counts an item without labelling it (a list item inside a table cell, where labels are not written). */
+  count(metadata: Record<string, unknown> | undefined): void {
+    this.label(metadata)
   }
 }
 

@@ -153,6 +153,15 @@ const MAX_COLUMN_GAP = 64
 function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabels): void {
   walk(nodes, node => {
     if (node.type === 'table') {
+      // A cell's list items are not labelled (a cell is one line), but they count: the body's
+      // items after the table continue their numbers.
+      if (lists !== undefined) {
+        walk(node.children ?? [], item => {
+          if (item.type !== 'list') return !!item.children?.length
+          lists.count(item.metadata)
+          return false
+        })
+      }
       rows(node, out, notes)
       return false
     }

@@ -187,6 +187,21 @@ describe('a call whose backend sent no argument text (arguments: "") reaches eve
     })
   }
 
+  test('an Anthropic backend whose tool input was whitespace alone: " {}" too (regression QA)', async () => {
+    const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+    const body =
+      event('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'upstream-an', content: [], stop_reason: null, usage: { input_tokens: 9, output_tokens: 1 } } }) +
+      event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } }) +
+      event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: ' ' } }) +
+      event('content_block_stop', { index: 0 }) +
+      event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 5 } }) +
+      event('message_stop', {})
+    served.anthropic.enqueue({ kind: 'sse', body })
+    const message = await served.gateway.openai.chat.completions.stream({ ...chatRequest, model: 'an' }).finalMessage()
+    const call = message.tool_calls![0] as OpenAI.Chat.ParsedFunctionToolCall
+    expect([call.function.arguments, call.function.parsed_arguments]).toEqual([' {}', {}])
+  })
+
   test('whitespace alone is no argument text either: " " reaches the client as " {}" (review)', async () => {
     served.openai.enqueue({ kind: 'sse', body: oneCall(' ', 'tool_calls').streamed })
     const message = await served.gateway.openai.chat.completions.stream(chatRequest).finalMessage()

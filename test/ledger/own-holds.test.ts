@@ -22,6 +22,9 @@ test('a chat whose own file units leave its cap too little: 429 not to be retrie
   const refused = await t.request('POST', '/v1/chat/completions', { key: key.secret, body })
   expect(refused.status).toBe(429)
   expect(refused.headers.get('x-should-retry')).toBe('false')
+  // With its file the request can never fit the cap: no reset is promised (before: Retry-After to the month's end).
+  expect(refused.headers.get('retry-after')).toBeNull()
+  expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('cannot cover')
   const plain = await t.request('POST', '/v1/chat/completions', { key: key.secret, body: { ...body, messages: [{ role: 'user', content: 'hi' }] } })
   expect(plain.status).toBe(200)
   await verifyClean(t)

@@ -273,7 +273,8 @@ export class AnthropicStreamTranslator {
         return []
       case 'input_json_delta':
         if (open.kind !== 'tool' || typeof delta.partial_json !== 'string' || delta.partial_json === '') return []
-        open.input = true
+        // Whitespace alone is no input yet: the block's end still adds "{}".
+        if (delta.partial_json.trim() !== '') open.input = true
         return [{ type: 'tool-call-delta', block: open.block, argumentsDelta: delta.partial_json }]
       default:
         return [] // citations_delta and future delta types
@@ -288,7 +289,7 @@ export class AnthropicStreamTranslator {
   }
 
   /**
-   * A block's end. A tool call that got no argument text had the input {} (Anthropic's
+   * A block's end. A tool call that got no argument text (or only whitespace) had the input {} (Anthropic's
    * tool_use.input is always an object): its arguments are "{}", never the empty text a Chat
    * Completions or Responses client cannot JSON.parse.
    */
