@@ -4,10 +4,10 @@ import { hugeFormat, negativeShown } from './number-format'
 import { oneLine } from './office-layout'
 import { ElementCapExceeded, TextCapExceeded } from './types'
 
-// A DrawingML chart part (ppt/charts/chartN.xml) as text: the numbers a slide's chart shows,
-// which officeparser leaves out unless it also extracts every image (extractAttachments), and
-// then writes as one flat list (title, labels, then each series' values in turn). Here a chart
-// is a table, laid out as a sheet is:
+// A DrawingML chart part (ppt/charts/, word/charts/) as text: the numbers a chart shows, which
+// officeparser leaves out (for a slide's, unless it also extracts every image, and then as one
+// flat list: title, labels, each series' values in turn; a Word document's, always). Here a
+// chart is a table, laid out as a sheet is:
 //
 //   [Chart: Revenue by quarter]
 //   Category axis: Quarter
