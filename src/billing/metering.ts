@@ -148,8 +148,8 @@ export class Metering {
   /**
    * An org inference slot held across several calls of one request, which then begin with
    * `inference: false`: a chat turn's hosted fetch and search, run side by side, share one
-   * (WebService.underOneSlot), and a Fusion run's participants and judge do (executeFusion). 429 `rate_limited` when the org's slots are full; the function
-   * returned frees it (once).
+   * (WebService.underOneSlot), and a Fusion run's participants and judge do (executeFusion).
+   * 429 `rate_limited` when the org's slots are full; the function returned frees it (once).
    */
   holdInferenceSlot(principal: Principal): () => void {
     return this.limits.acquireInferenceSlot(principal.orgId)

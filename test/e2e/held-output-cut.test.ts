@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { chunk } from '../providers/openai-wire'
-import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
+import type { FakeResponse } from '../support/fake-upstream'
 import { poll } from '../support/poll'
-import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
+import { oneModelGateway, type ServedGateway } from '../support/gateway'
 
 // A stream that ends before its finish charges the output the client was sent (README, "Backend
 // fallback"). The stream encoders hold some output back: a tool call that starts while the one
@@ -71,31 +71,16 @@ const CLIENTS: Record<string, Client> = {
 const received = (client: string) => (client === 'messages' ? '' : A_ARGS)
 
 describe('a stream cut while the encoder holds output back is charged only what was sent', () => {
-  let upstream: FakeUpstream
-  let g: ServedGateway
-  beforeAll(async () => {
-    upstream = await FakeUpstream.start()
-    g = await startServedGateway(
-      paygConfig(
-        [upstreamProvider('up', 'openai-compatible', `${upstream.url}/v1`, 'UP_KEY')],
-        ['  - { id: m, backends: [{ provider: up, model: x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 65536, max_output_tokens: 8000, capabilities: { tools: true } }'],
-      ),
-      { UP_KEY: 'sk-up-0123456789' },
-    )
-  })
-  afterAll(async () => {
-    await g.close()
-    await upstream.close()
-  })
+  const served = oneModelGateway('openai-compatible', 'context_length: 65536, max_output_tokens: 8000, capabilities: { tools: true }')
 
-  const balance = async () => (await g.t.deps.balance(g.orgId)).prepaidNanos
+  const balance = async () => (await served.gateway.t.deps.balance(served.gateway.orgId)).prepaidNanos
 
   /** One call through `client` whose upstream answers `response` and resets; the charge and what the client saw. */
   async function cut(client: string, body: string): Promise<{ charged: bigint; seen: Seen }> {
-    upstream.enqueue({ kind: 'sse', body, then: 'reset' } satisfies FakeResponse)
+    served.upstream.enqueue({ kind: 'sse', body, then: 'reset' } satisfies FakeResponse)
     const before = await balance()
     const seen: Seen = { names: [], args: '' }
-    await CLIENTS[client]!(g, seen, new AbortController().signal).catch(failure => (seen.failure = failure))
+    await CLIENTS[client]!(served.gateway, seen, new AbortController().signal).catch(failure => (seen.failure = failure))
     expect(seen.failure).toBeDefined()
     return { charged: before - (await balance()), seen }
   }
@@ -118,11 +103,11 @@ describe('a stream cut while the encoder holds output back is charged only what 
 
     test(`${client}: the client leaves while call B waits behind call A`, async () => {
       const input = await inputCharge(client)
-      upstream.enqueue({ kind: 'sse', body: startA + argsA + callB, then: 'stall' })
+      served.upstream.enqueue({ kind: 'sse', body: startA + argsA + callB, then: 'stall' })
       const before = await balance()
       const seen: Seen = { names: [], args: '' }
       const leave = new AbortController()
-      const reading = CLIENTS[client]!(g, seen, leave.signal).catch(() => {})
+      const reading = CLIENTS[client]!(served.gateway, seen, leave.signal).catch(() => {})
       // Call B's 16,000 bytes come in the upstream's one write with A's: by the time the client
       // has call A, the gateway has read (and counted) B in the same network read.
       await poll('call A as the client gets it', 200, 10, () => (seen.names.length === 1 && seen.args === received(client) ? true : undefined))
@@ -130,7 +115,7 @@ describe('a stream cut while the encoder holds output back is charged only what 
       await reading
       const charged = await poll('the settlement', 200, 10, async () => {
         const after = await balance()
-        return after !== before && (g.t.deps.lifecycle as { inFlight: number }).inFlight === 0 ? before - after : undefined
+        return after !== before && (served.gateway.t.deps.lifecycle as { inFlight: number }).inFlight === 0 ? before - after : undefined
       })
       expect(seen).toMatchObject({ names: [NAME], args: received(client) })
       expect(charged).toBe(input + nanos(counted(NAME + received(client))))

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { chunk, frame, openAIUsage } from '../providers/openai-wire'
-import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
+import type { FakeResponse } from '../support/fake-upstream'
 import { poll } from '../support/poll'
-import { paygConfig, readUntilFailure, startServedGateway, upstreamProvider, type ServedGateway, type UpstreamType } from '../support/gateway'
+import { oneModelGateway, readUntilFailure, type ServedGateway, type UpstreamType } from '../support/gateway'
 
 // A stream cut after the upstream reported its output count is billed that count, as a finished
 // one is (meter.ts: the upstream's own usage wins when reported). Before, only the input count
@@ -56,22 +56,7 @@ const CLIENTS: Record<string, (g: ServedGateway) => Promise<unknown>> = {
 
 for (const type of ['anthropic', 'openai-compatible'] as const) {
   describe(`${type}: a stream cut before its end`, () => {
-    let upstream: FakeUpstream
-    let g: ServedGateway
-    beforeAll(async () => {
-      upstream = await FakeUpstream.start()
-      g = await startServedGateway(
-        paygConfig(
-          [upstreamProvider('up', type, `${upstream.url}/v1`, 'UP_KEY')],
-          ['  - { id: m, backends: [{ provider: up, model: x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, context_length: 8192, max_output_tokens: 1000 }'],
-        ),
-        { UP_KEY: 'sk-up-0123456789' },
-      )
-    })
-    afterAll(async () => {
-      await g.close()
-      await upstream.close()
-    })
+    const served = oneModelGateway(type, 'context_length: 8192, max_output_tokens: 1000')
 
     /**
      * What one call through `client` was charged, its upstream answering `response`. A Chat
@@ -79,12 +64,12 @@ for (const type of ['anthropic', 'openai-compatible'] as const) {
      * (the cut after them loses nothing): only that one is no failure.
      */
     async function charged(client: string, response: FakeResponse, whole = false): Promise<bigint> {
-      upstream.enqueue(response)
-      const before = (await g.t.deps.balance(g.orgId)).prepaidNanos
-      const failure = await CLIENTS[client]!(g)
+      served.upstream.enqueue(response)
+      const before = (await served.gateway.t.deps.balance(served.gateway.orgId)).prepaidNanos
+      const failure = await CLIENTS[client]!(served.gateway)
       if (whole) expect(failure).toBeUndefined()
       else expect(failure).toBeDefined()
-      return before - (await g.t.deps.balance(g.orgId)).prepaidNanos
+      return before - (await served.gateway.t.deps.balance(served.gateway.orgId)).prepaidNanos
     }
 
     // A clean close before message_stop ends the Anthropic stream in the translator; a reset in the
@@ -121,13 +106,13 @@ for (const type of ['anthropic', 'openai-compatible'] as const) {
       // Before, the meter's estimate was billed (10 counted output tokens, not the 50 reported):
       // the count reached it only on a finish or an error event, and a client that left made neither.
       const held = Promise.withResolvers<void>()
-      upstream.enqueue({ kind: 'sse', body: [body(type, true), held.promise], then: 'stall' })
-      const before = (await g.t.deps.balance(g.orgId)).prepaidNanos
+      served.upstream.enqueue({ kind: 'sse', body: [body(type, true), held.promise], then: 'stall' })
+      const before = (await served.gateway.t.deps.balance(served.gateway.orgId)).prepaidNanos
       const client = new AbortController()
-      const response = await fetch(`${g.baseUrl}/v1/chat/completions`, {
+      const response = await fetch(`${served.gateway.baseUrl}/v1/chat/completions`, {
         method: 'POST',
         signal: client.signal,
-        headers: { authorization: `Bearer ${g.key}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${served.gateway.key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
       })
       const reader = response.body!.getReader()
@@ -137,8 +122,8 @@ for (const type of ['anthropic', 'openai-compatible'] as const) {
       client.abort()
       held.resolve()
       const spent = await poll('the settlement', 200, 10, async () => {
-        const after = (await g.t.deps.balance(g.orgId)).prepaidNanos
-        return after !== before && (g.t.deps.lifecycle as { inFlight: number }).inFlight === 0 ? before - after : undefined
+        const after = (await served.gateway.t.deps.balance(served.gateway.orgId)).prepaidNanos
+        return after !== before && (served.gateway.t.deps.lifecycle as { inFlight: number }).inFlight === 0 ? before - after : undefined
       })
       expect(spent).toBe(nanos(INPUT + REPORTED))
     })

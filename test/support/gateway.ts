@@ -1,6 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk'
+import { afterAll, beforeAll } from 'bun:test'
 import OpenAI from 'openai'
 import type { DepsOverrides } from '../../src/deps'
+import { FakeUpstream } from './fake-upstream'
 import { buildConfiguredApp, type TestApp } from './harness'
 
 // The gateway as the official SDKs see it: clients for an app served on a socket or reached
@@ -81,4 +83,28 @@ export async function startServedGateway(
     anthropic: anthropicClient(baseUrl, org.adminKey),
     close: () => t.close(),
   }
+}
+
+/**
+ * Before the calling file's (or describe's) tests, a served gateway whose one model `m` runs on a
+ * fake `type` upstream (`up`, model `x`) at 1 USD per million tokens in and out, with
+ * `limits` (context_length, max_output_tokens, capabilities…) as YAML pairs; after them, both closed.
+ */
+export function oneModelGateway(type: UpstreamType, limits: string): { readonly upstream: FakeUpstream; readonly gateway: ServedGateway } {
+  const served = {} as { upstream: FakeUpstream; gateway: ServedGateway }
+  beforeAll(async () => {
+    served.upstream = await FakeUpstream.start()
+    served.gateway = await startServedGateway(
+      paygConfig(
+        [upstreamProvider('up', type, `${served.upstream.url}/v1`, 'UP_KEY')],
+        [`  - { id: m, backends: [{ provider: up, model: x }], price: { input_per_mtok: "1", output_per_mtok: "1" }, ${limits} }`],
+      ),
+      { UP_KEY: 'sk-up-0123456789' },
+    )
+  })
+  afterAll(async () => {
+    await served.gateway.close()
+    await served.upstream.close()
+  })
+  return served
 }
