@@ -26,7 +26,7 @@ export interface WebCaller {
    * twice for its searches and pages either. Absent for the standalone routes.
    */
   billingKey?: string
-  /** The HTTP request of a standalone route: its log line gets the call's outcome when it is cut. */
+  /** The HTTP request of a standalone route: its log line gets the call's outcome and charge. */
   httpRequest?: Request
   /** Hosted tools in chat: the charges wait for the chat's admission (none if it is refused). */
   pending?: PendingCharges
@@ -100,8 +100,9 @@ export class WebService {
         throw new ApiError(error.code, `urls[${ours}]: ${message}; nothing was billed`, `urls.${ours}`, error.headers)
       }
       const failed = results.findIndex(result => !result.ok)
-      await this.settle(call, chargeForUnits(retrieved, this.prices.webFetch))
+      const charged = await this.settle(call, chargeForUnits(retrieved, this.prices.webFetch))
       this.log(caller, 'web_fetch', failed < 0 ? 'ok' : 'upstream-error', retrieved)
+      this.noteOnRequest(caller, failed < 0 ? 'ok' : 'upstream-error', charged)
       if (failed >= 0) {
         const billed = retrieved === 0 ? 'nothing was billed' : `${retrieved} of ${results.length} pages were retrieved and billed`
         throw new ApiError('provider_error', `urls[${failed}]: ${(results[failed] as { message: string }).message}; ${billed}; ${NO_RETRY}`, `urls.${failed}`)
@@ -174,6 +175,7 @@ export class WebService {
       if (!outcome.ok) {
         call.release()
         this.log(caller, 'web_search', 'upstream-error', 0)
+        this.noteOnRequest(caller, 'upstream-error', 0n)
         throw new ApiError('provider_error', `${outcome.message}; nothing was billed; do not retry automatically`)
       }
       handedOver = await this.charge(caller, call, this.prices.webSearch)
@@ -241,8 +243,7 @@ export class WebService {
     if (outcome === undefined) return
     call.release()
     this.log(caller, purpose, outcome, 0)
-    const record = caller.httpRequest && recordOf(caller.httpRequest)
-    if (record) record.outcome = outcome
+    this.noteOnRequest(caller, outcome)
     throw cut.shutdownReason() ?? new ApiError('unavailable', `the request was cancelled before its ${purpose === 'web_fetch' ? 'pages were' : 'results were'} delivered; nothing was billed`)
   }
 
@@ -257,22 +258,33 @@ export class WebService {
    */
   private async charge(caller: WebCaller, call: MeteredCall, amount: bigint): Promise<boolean> {
     if (caller.pending === undefined || amount === 0n) {
-      await this.settle(call, amount)
+      this.noteOnRequest(caller, 'ok', await this.settle(call, amount))
       return false
     }
     caller.pending.add(call, amount)
     return true
   }
 
-  /** Settles (nothing retrieved: releases); a ledger failure is a 503, never a 500. */
-  private async settle(call: MeteredCall, amount: bigint): Promise<void> {
-    if (amount === 0n) return call.release()
+  /** Settles (nothing retrieved: releases); what was booked. A ledger failure is a 503, never a 500. */
+  private async settle(call: MeteredCall, amount: bigint): Promise<bigint> {
+    if (amount === 0n) {
+      call.release()
+      return 0n
+    }
     try {
-      await call.settle(amount)
+      return await call.settle(amount)
     } catch (error) {
       if (error instanceof ApiError) throw error
       throw new ApiError('unavailable', 'the ledger could not record this charge')
     }
+  }
+
+  /** A standalone route's request line carries the call's outcome and charge, as a document parse's does (README, Metrics and logs). */
+  private noteOnRequest(caller: WebCaller, outcome: string, charged?: bigint): void {
+    const record = caller.httpRequest && recordOf(caller.httpRequest)
+    if (!record) return
+    record.outcome = outcome
+    if (charged !== undefined) record.chargedNanos = charged
   }
 
   private log(caller: WebCaller, purpose: string, outcome: string, units: number): void {

@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import { createLogger } from '../../src/observability/logger'
-import { buildTestApp } from '../support/harness'
+import { buildWebApp, pageServer, searxngServer, storyPage } from '../support/fake-web'
+import { buildTestApp, createPlanOrg } from '../support/harness'
 
 // README: every request writes one `"msg":"request"` line (and counts in the metrics). The
 // /docs/ redirect is answered before routing: before, it wrote no line and no metric, and any
@@ -43,6 +44,32 @@ test("a standalone document parse's line carries its outcome and its charge (QA:
     expect(line).toMatchObject({ route: '/api/v1/attachments/parse', status: 200, outcome: 'ok' })
     expect(BigInt(line.charged_nanos)).toBe(BigInt(booked[0]!.amount_nanos as bigint))
   } finally {
+    await t.close()
+  }
+})
+
+test("standalone web fetch and search lines carry their outcome and charge (before: units on the service's line only)", async () => {
+  const searx = searxngServer()
+  const site = pageServer(() => storyPage('/'))
+  const lines: string[] = []
+  const { t, resolver } = await buildWebApp({ search: searx.config }, {}, { logger: createLogger('info', line => lines.push(line)) })
+  try {
+    const { key } = await createPlanOrg(t, { name: 'web-log' })
+    resolver.set('docs.acme-web.com', ['127.0.0.1'])
+    const fetched = await t.request('POST', '/api/v1/web/fetch', { key, body: { urls: [`http://docs.acme-web.com:${site.port}/`] }, headers: { 'x-request-id': 'req-web-fetch-line' } })
+    expect(fetched.status).toBe(200)
+    const searched = await t.request('POST', '/api/v1/web/search', { key, body: { query: 'bun' }, headers: { 'x-request-id': 'req-web-search-line' } })
+    expect(searched.status).toBe(200)
+    for (const id of ['req-web-fetch-line', 'req-web-search-line']) {
+      const booked = (await t.deps.database.client.execute({ sql: "SELECT amount_nanos FROM ledger_entries WHERE request_id = ? AND kind = 'settle'", args: [id] })).rows
+      expect(booked).toHaveLength(1)
+      const line = lines.map(entry => JSON.parse(entry)).find(entry => entry.msg === 'request' && entry.request_id === id)
+      expect(line).toMatchObject({ status: 200, outcome: 'ok' })
+      expect(BigInt(line.charged_nanos)).toBe(BigInt(booked[0]!.amount_nanos as bigint))
+    }
+  } finally {
+    site.stop()
+    searx.stop()
     await t.close()
   }
 })
