@@ -67,9 +67,10 @@ export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, n
   const refused = estimate > cap ? `${capText} cannot cover ${costText}` : `${capText} has less left than ${costText} (after what it spent)`
   // No reset helps a call whose worst case exceeds the whole cap: a Retry-After would only send
   // the client back at the window's end to be refused again. A token-priced call may fit with a
-  // smaller output cap; a fixed-price one (a page, a search, a parse) cannot shrink.
+  // smaller output cap or input (its input alone may exceed the cap); a fixed-price one (a page, a
+  // search, a parse) cannot shrink.
   if (period === 'overall' || estimate > cap) {
-    return new ApiError('insufficient_quota', `${refused}; ${fixedPrice ? 'the price of this call is fixed, so it cannot fit in what is left of the cap' : 'a request for fewer output tokens may still fit'}`)
+    return new ApiError('insufficient_quota', `${refused}; ${fixedPrice ? 'the price of this call is fixed, so it cannot fit in what is left of the cap' : 'a smaller request (a lower max_tokens, a shorter input) may still fit'}`)
   }
   const retryAfter = Math.max(1, Math.ceil((window.endMs - nowMs) / 1000))
   return new ApiError('insufficient_quota', `${refused}; the cap resets at ${new Date(window.endMs).toISOString()}`, undefined, { 'retry-after': String(retryAfter) })

@@ -142,7 +142,7 @@ describe('over HTTP (a billed route on the metering API)', () => {
     expect(refused.headers.get('retry-after')).toBeNull()
     const message = (await json(refused)).error.message
     expect(message).toContain(`daily spend cap of ${formatUsd(E)} USD (${E} nanos) cannot cover this request's worst-case cost`)
-    expect(message).toContain('a request for fewer output tokens may still fit')
+    expect(message).toContain('a smaller request (a lower max_tokens, a shorter input) may still fit')
     expect(message).not.toContain('resets at')
     // A call that fits the cap is still admitted.
     expect((await billed.call(key.secret, { estimate: String(E) })).status).toBe(200)
