@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test'
 import { eachTestWithOrg, json, type TestApp, type TestOrg } from '../support/harness'
 
 // Edges of key creation and listing found by exploratory QA (spec §2.1, §4.1), each kept with
-// the test that showed it; the main suite is test/routes/api-keys.test.ts.
+// the test that showed it; the main suites are test/routes/api-keys*.test.ts.
 
 const KEYS = '/api/v1/api-keys'
 
