@@ -3,7 +3,7 @@ import type { ProviderConfig } from '../../src/config/config'
 import { AnthropicProvider } from '../../src/providers/anthropic/provider'
 import { OpenAICompatibleProvider } from '../../src/providers/openai-compatible/provider'
 import type { Provider } from '../../src/providers/types'
-import { rejection } from '../providers/conformance'
+import { rejection } from '../providers/events'
 import { providerCall, providerConfig, testRequest } from '../providers/fixtures'
 import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway, type UpstreamType } from '../support/gateway'
 

@@ -2,8 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { ChatEvent } from '../../src/inference/canonical'
 import { anthropicProviders, call, fixture, lastError } from '../support/anthropic-provider'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
-import { rejection } from './conformance'
-import { collect } from './events'
+import { collect, rejection } from './events'
 
 // The Anthropic provider's failures after the first event (in-band), its deadlines and
 // cancellation, over real HTTP.

@@ -5,8 +5,7 @@ import { ReplayedEvents } from '../../src/providers/replay'
 import { anthropicProviders, call, fixture, lastError } from '../support/anthropic-provider'
 import { FakeUpstream, type FakeResponse } from '../support/fake-upstream'
 import { encodeEvents } from '../support/pass-through'
-import { rejection } from './conformance'
-import { collect } from './events'
+import { collect, rejection } from './events'
 
 // The Anthropic provider on streams whose length the upstream declared.
 

@@ -5,8 +5,7 @@ import type { UpstreamError } from '../../src/providers/types'
 import { anthropicProviders, API_KEY, call, fixture } from '../support/anthropic-provider'
 import { FakeUpstream } from '../support/fake-upstream'
 import { CLAUDE_MODEL as MODEL } from './anthropic-wire'
-import { rejection } from './conformance'
-import { collect } from './events'
+import { collect, rejection } from './events'
 
 // The Anthropic provider over real HTTP: the request on the wire, streams split anywhere, and
 // upstream errors before any event. Failures after the first event, deadlines and declared-length

@@ -2,8 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import type { ChatEvent, ChatRequest } from '../../src/inference/canonical'
 import { DemoProvider } from '../../src/providers/demo/provider'
 import { sampleArguments } from '../../src/providers/demo/sample-arguments'
-import { rejection } from './conformance'
-import { assertEventGrammar, collect, summarize } from './events'
+import { assertEventGrammar, collect, rejection, summarize } from './events'
 import { providerCall, providerConfig, testRequest, testRoute, timeTool, weatherTool } from './fixtures'
 
 // No base URL and no key: the embedded default must work offline for a brand-new user.

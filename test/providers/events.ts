@@ -1,8 +1,9 @@
 // Helpers for provider tests: collect a provider's events, check them against the ChatEvent
-// grammar (canonical.ts), and summarize them into what a client would see.
+// grammar (canonical.ts), summarize them into what a client would see, or take the error a call
+// rejects with.
 
 import type { ChatEvent, FinishReason, Usage } from '../../src/inference/canonical'
-import type { UpstreamError } from '../../src/providers/types'
+import { UpstreamError } from '../../src/providers/types'
 
 /** Every event of a stream, in order. */
 export async function collect(events: AsyncIterable<ChatEvent>): Promise<ChatEvent[]> {
@@ -145,4 +146,15 @@ export function assertEventGrammar(events: readonly ChatEvent[], options: { term
 function replacer(_key: string, value: unknown): unknown {
   if (value instanceof Error) return { name: value.name, message: value.message, ...(value as object) }
   return value
+}
+
+/** The UpstreamError a promise rejects with; fails the test if it resolves or rejects otherwise. */
+export async function rejection(promise: Promise<unknown>): Promise<UpstreamError> {
+  try {
+    await promise
+  } catch (error) {
+    if (error instanceof UpstreamError) return error
+    throw new Error(`expected an UpstreamError, got ${String(error)}`)
+  }
+  throw new Error('expected the call to reject before any event, but it resolved')
 }
