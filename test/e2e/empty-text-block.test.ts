@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import type OpenAI from 'openai'
-import { FakeUpstream } from '../support/fake-upstream'
-import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } from '../support/gateway'
-import { CREDIT, PRICE_YAML, weatherTool } from './upstream-fixtures'
+import { oneModelGateway } from '../support/gateway'
+import { weatherTool } from './upstream-fixtures'
 
 // Claude at times writes an empty text block before a tool_use, and Anthropic's reply keeps it,
 // streamed or not. Each client format (the official SDKs) sees the same content streamed and
@@ -31,36 +30,24 @@ const streamed = [
 ].join('')
 const whole = message([{ type: 'text', text: '' }, { type: 'tool_use', id: 'toolu_e', name: 'get_weather', input: { city: 'Oslo' } }, { type: 'text', text: 'after' }])
 
-let upstream: FakeUpstream
-let gateway: ServedGateway
-
-beforeAll(async () => {
-  upstream = await FakeUpstream.start()
-  const model = `  - { id: an, backends: [{ provider: an, model: upstream-an }], price: ${PRICE_YAML}, context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true } }`
-  gateway = await startServedGateway(paygConfig([upstreamProvider('an', 'anthropic', `${upstream.url}/v1`, 'KEY')], [model]), { KEY: 'sk-upstream' }, { credit: CREDIT })
-})
-
-afterAll(async () => {
-  await gateway.close()
-  await upstream.close()
-})
+const served = oneModelGateway('anthropic', 'context_length: 16384, max_output_tokens: 4096, capabilities: { tools: true }')
 
 test('Messages: the empty text block is kept, streamed and not, as Anthropic answers', async () => {
-  upstream.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
-  const request = { model: 'an', max_tokens: 100, messages: [{ role: 'user' as const, content: 'Weather?' }], tools: [weatherTool] }
-  const plain = await gateway.anthropic.messages.create(request)
-  const final = await gateway.anthropic.messages.stream(request).finalMessage()
+  served.upstream.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
+  const request = { model: 'm', max_tokens: 100, messages: [{ role: 'user' as const, content: 'Weather?' }], tools: [weatherTool] }
+  const plain = await served.gateway.anthropic.messages.create(request)
+  const final = await served.gateway.anthropic.messages.stream(request).finalMessage()
   expect(plain.content).toEqual([{ type: 'text', text: '' }, { type: 'tool_use', id: 'toolu_e', name: 'get_weather', input: { city: 'Oslo' } }, { type: 'text', text: 'after' }] as never)
   expect(final.content).toEqual(plain.content as never)
 })
 
 test('Responses: no empty message item before the function_call, streamed and not', async () => {
-  upstream.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
+  served.upstream.enqueue({ kind: 'json', body: whole }, { kind: 'sse', body: streamed })
   const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: null }]
   // Item ids differ per response; the stream helper adds its parsed fields.
   const comparable = (output: unknown[]) => JSON.parse(JSON.stringify(output, (key, value) => (['id', 'parsed', 'parsed_arguments'].includes(key) ? undefined : value)))
-  const plain = await gateway.openai.responses.create({ model: 'an', input: 'Weather?', tools })
-  const stream = gateway.openai.responses.stream({ model: 'an', input: 'Weather?', tools })
+  const plain = await served.gateway.openai.responses.create({ model: 'm', input: 'Weather?', tools })
+  const stream = served.gateway.openai.responses.stream({ model: 'm', input: 'Weather?', tools })
   const added: string[] = []
   stream.on('response.output_item.added', event => added.push(`${event.output_index}:${event.item.type}`))
   const final = await stream.finalResponse()
