@@ -20,7 +20,10 @@ export const CreateKeyBody = t.Object(
       description: `At most ${KEY_NAME_MAX_CHARACTERS} characters (Unicode code points), counted after surrounding whitespace is trimmed; the name is stored trimmed. maxLength bounds only the raw, untrimmed string`,
       examples: ['ci-deploy'],
     }),
-    admin: t.Optional(t.Boolean({ default: false, error: 'admin must be a boolean' })),
+    // No `default` on these bodies' fields: Elysia applies a schema's defaults to a copy of the body,
+    // and that copy takes a `__proto__` key as its prototype, past additionalProperties (QA: its
+    // nested fields were read as the body's). The handler applies the defaults.
+    admin: t.Optional(t.Boolean({ error: 'admin must be a boolean', description: 'Default false' })),
     expires_in: t.Optional(MaxCharacters(64, { description: `One of: ${EXPIRES_IN_FORMS}. Default never. A timestamp is kept to the millisecond (further fraction digits are truncated); a leap second, 23:59:60 UTC at a month's end, counts as the next second.`, examples: ['30d'] })),
     spend_cap_period: t.Optional(
       t.Union([t.Literal('daily'), t.Literal('monthly'), t.Literal('overall')], { error: 'spend_cap_period must be daily, monthly or overall' }),

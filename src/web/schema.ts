@@ -34,13 +34,17 @@ export const WebFetchResponse = t.Object({
 
 /** Results wanted from one search: `count` on POST /api/v1/web/search and on MCP svc.web_search alike. */
 export const DEFAULT_SEARCH_COUNT = 10
-export const SearchCount = Integer({ minimum: 1, maximum: 20, default: DEFAULT_SEARCH_COUNT, description: `Results wanted, 1–20 (default ${DEFAULT_SEARCH_COUNT})` })
+// No `default` on the route's fields (see keys/schema.ts's `admin`): the route applies them.
+const SEARCH_COUNT = { minimum: 1, maximum: 20, description: `Results wanted, 1–20 (default ${DEFAULT_SEARCH_COUNT})` }
+export const SearchCount = Integer(SEARCH_COUNT)
+/** MCP's svc.web_search publishes the default: its arguments are checked, never copied with defaults applied. */
+export const SearchCountWithDefault = Integer({ ...SEARCH_COUNT, default: DEFAULT_SEARCH_COUNT })
 
 export const WebSearchBody = t.Object(
   {
     query: MaxCharacters(400, { minLength: 1, description: 'What to search for (at most 400 characters)' }),
     count: t.Optional(SearchCount),
-    offset: t.Optional(Integer({ minimum: 0, maximum: 9, default: 0, description: 'Zero-based page of results to return (0–9): pages of `count` results with Brave; with SearXNG the instance\'s own result pages (their size is the instance\'s), each trimmed to `count`' })),
+    offset: t.Optional(Integer({ minimum: 0, maximum: 9, description: 'Zero-based page of results to return (0–9, default 0): pages of `count` results with Brave; with SearXNG the instance\'s own result pages (their size is the instance\'s), each trimmed to `count`' })),
     freshness: t.Optional(t.Union([t.Literal('day'), t.Literal('week'), t.Literal('month'), t.Literal('year')], { description: 'Only pages from the last day, week, month or year' })),
     country: t.Optional(t.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2 country to search from (not every backend supports it)', error: 'country must be a two-letter ISO 3166-1 code' })),
     safe_search: t.Optional(t.Union([t.Literal('off'), t.Literal('moderate'), t.Literal('strict')])),

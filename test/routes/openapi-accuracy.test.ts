@@ -136,6 +136,19 @@ describe('/openapi.json says what the routes do', () => {
     await t.close()
   })
 
+  test("no request body's schema has a default: Elysia would copy the body to apply it, and the copy takes a __proto__ key as its prototype", async () => {
+    // QA: POST /api/v1/api-keys and /api/v1/web/search (whose schemas had defaults) took
+    // {"__proto__": {...}} past additionalProperties, reading the fields under it; a search was billed.
+    const t = await buildTestApp()
+    const spec = await documentOf(t)
+    const bodies = Object.entries(spec.paths).flatMap(([path, item]: [string, any]) => Object.entries(item).map(([method, operation]: [string, any]) => [`${method} ${path}`, operation.requestBody] as const))
+      .filter(([, body]) => body !== undefined)
+    expect(bodies.length).toBeGreaterThan(5)
+    const withDefault = bodies.flatMap(([where, body]) => schemasIn(body, where).filter(([, schema]) => 'default' in schema).map(([path]) => path))
+    expect(withDefault).toEqual([])
+    await t.close()
+  })
+
   test('a documented value the server always refuses is named as such in its description', async () => {
     const t = await buildTestApp()
     const org = await t.createOrg()

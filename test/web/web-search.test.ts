@@ -196,6 +196,8 @@ describe('POST /api/v1/web/search', () => {
 
   test.each([
     ['an unknown field', { query: 'x', model: 'demo-web' }, 'model'],
+    // QA: the schema's defaults made Elysia copy the body, taking this key as the copy's prototype: accepted and billed.
+    ['a __proto__ field', '{"query":"x","__proto__":{}}', '__proto__'],
     ['count above 20', { query: 'x', count: 21 }, 'count'],
     ['count as a string', { query: 'x', count: '5' }, 'count'],
     ['offset above 9', { query: 'x', offset: 10 }, 'offset'],

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { ApiError } from '../../http/errors'
 import { MaxCharacters } from '../../http/openapi-schemas'
-import { DEFAULT_SEARCH_COUNT, SearchCount } from '../../web/schema'
+import { DEFAULT_SEARCH_COUNT, SearchCountWithDefault } from '../../web/schema'
 import type { WebService } from '../../web/service'
 import { tool } from './types'
 
@@ -10,7 +10,7 @@ export const WEB_SEARCH_INPUT = Type.Object(
   {
     query: MaxCharacters(400, { minLength: 1, description: 'The search query' }),
     // The route's field, name and default: one way to ask for N results, over HTTP or MCP.
-    count: Type.Optional(SearchCount),
+    count: Type.Optional(SearchCountWithDefault),
   },
   { additionalProperties: false },
 )
