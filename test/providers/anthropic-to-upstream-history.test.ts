@@ -187,10 +187,12 @@ describe('anthropic toUpstream: exact bodies', () => {
     ])
   })
 
-  test('a conversation of system text alone, or of empty assistant turns, is refused: Anthropic takes no empty messages list', () => {
+  test('a conversation of system text alone, of empty assistant turns, or of a thinking turn sent with thinking off, is refused: Anthropic takes no empty messages list', () => {
     // Before: sent as `messages: []` (with the system text), which Anthropic answers 400.
     const system = { role: 'system' as const, parts: [{ type: 'text' as const, text: 'only system' }] }
-    for (const messages of [[system], [system, { role: 'assistant' as const, parts: [] }], [{ role: 'assistant' as const, parts: [{ type: 'text' as const, text: '' }] }]]) {
+    // QA: a lone assistant turn of thinking, with thinking off, was dropped after the check, and `messages: []` sent.
+    const thinkingOnly = { role: 'assistant' as const, parts: [{ type: 'reasoning' as const, text: 'x', signature: SIGNATURE }] }
+    for (const messages of [[system], [system, { role: 'assistant' as const, parts: [] }], [{ role: 'assistant' as const, parts: [{ type: 'text' as const, text: '' }] }], [thinkingOnly], [system, thinkingOnly]]) {
       let error: unknown
       try {
         toUpstream(chat({ messages }), MODEL)

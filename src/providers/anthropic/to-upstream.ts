@@ -226,9 +226,7 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
   }
   // System text alone, or only empty assistant turns (OpenAI takes either): Anthropic refuses
   // `messages: []`, so it is refused here, before the call, and another backend may carry it.
-  if (messages.length === 0) {
-    throw new UnsupportedRequestError("the conversation has no user or assistant message with content, which this model's Anthropic backend needs: add a user message", 'messages')
-  }
+  if (messages.length === 0) throw emptyConversation()
   assignToolIds(messages)
   const isThinking = (block: AnthropicContentBlock) => block.type === 'thinking' || block.type === 'redacted_thinking'
   for (const message of messages) {
@@ -324,12 +322,20 @@ function toolNamesCalled(messages: readonly AnthropicMessage[]): string[] {
   return [...names]
 }
 
-/** With thinking off, a final (prefill) assistant turn may not contain thinking blocks. */
+const emptyConversation = () =>
+  new UnsupportedRequestError("the conversation has no user or assistant message with content, which this model's Anthropic backend needs: add a user message", 'messages')
+
+/**
+ * With thinking off, a final (prefill) assistant turn may not contain thinking blocks. A turn of
+ * thinking alone goes; if it was the only one, the conversation is empty: refused here as
+ * convertMessages refuses one (QA: `messages: []` reached Anthropic, whose 400 no backend retries).
+ */
 function stripThinkingFromFinalAssistant(messages: AnthropicMessage[]): void {
   const last = messages[messages.length - 1]
   if (last?.role !== 'assistant') return
   last.content = last.content.filter(block => block.type !== 'thinking' && block.type !== 'redacted_thinking')
   if (last.content.length === 0) messages.pop()
+  if (messages.length === 0) throw emptyConversation()
 }
 
 /**
