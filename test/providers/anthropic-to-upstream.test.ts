@@ -100,6 +100,18 @@ describe('anthropic toUpstream: exact bodies', () => {
     expect(() => image('data:image/png,%zz')).toThrow(UnsupportedRequestError)
   })
 
+  test('an image type Anthropic does not take is refused before the call (another backend may carry it); image/jpg is sent as image/jpeg', () => {
+    // QA: image/jpg and image/svg+xml reached Anthropic, whose 400 no other backend of the model retries.
+    const image = (mediaType: string, data: Uint8Array | URL) => toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'image', mediaType, data }] }] }), MODEL).messages[0]!.content[0]
+    expect(image('image/jpg', new Uint8Array([255, 216]))).toEqual({ type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: '/9g=' } })
+    expect(image('image/*', new URL('data:image/JPG;base64,/9g='))).toEqual({ type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: '/9g=' } })
+    for (const [type, data] of [['image/svg+xml', new Uint8Array([60])], ['image/bmp', new Uint8Array([66])], ['image/*', new URL('data:image/heic;base64,AAAA')]] as const) {
+      expect(() => image(type, data)).toThrow(/takes only image\/jpeg, image\/png, image\/gif and image\/webp/)
+    }
+    // A URL source is Anthropic's to fetch and judge.
+    expect(image('image/*', new URL('https://example.com/cat.svg'))).toEqual({ type: 'image', source: { type: 'url', url: 'https://example.com/cat.svg' } })
+  })
+
   test('a subarray image sends only its own bytes', () => {
     const backing = new Uint8Array([1, 2, 137, 80, 78, 71, 3])
     const body = toUpstream(chat({ messages: [{ role: 'user', parts: [{ type: 'image', mediaType: 'image/png', data: backing.subarray(2, 6) }] }] }), MODEL)

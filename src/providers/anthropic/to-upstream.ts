@@ -1,5 +1,6 @@
 import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
+import { ANTHROPIC_IMAGE_TYPES } from '../../inference/dialects/inline-data'
 import { parseToolInput } from '../../inference/tool-input'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 import { assignToolIds } from './tool-ids'
@@ -268,7 +269,7 @@ function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBl
 }
 
 function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageSource {
-  if (!(data instanceof URL)) return { type: 'base64', media_type: mediaType, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') }
+  if (!(data instanceof URL)) return { type: 'base64', media_type: takenImageType(mediaType), data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') }
   if (data.protocol !== 'data:') return { type: 'url', url: data.href }
   // data:[<media type>][;base64],<data>: Anthropic's url source does not accept data URLs.
   const comma = data.href.indexOf(',')
@@ -278,9 +279,19 @@ function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageS
   const headerType = (base64 ? header.slice(0, -';base64'.length) : header).split(';')[0]
   return {
     type: 'base64',
-    media_type: headerType !== undefined && headerType !== '' ? headerType : mediaType,
+    media_type: takenImageType(headerType !== undefined && headerType !== '' ? headerType.toLowerCase() : mediaType),
     data: base64 ? payload : percentDecodeBytes(payload).toString('base64'),
   }
+}
+
+/**
+ * An inline image's type, refused before the call unless Anthropic takes it (QA: image/svg+xml, which
+ * OpenAI-format clients may send, reached Anthropic, whose 400 no other backend of the model retries).
+ */
+function takenImageType(mediaType: string): string {
+  const type = mediaType === 'image/jpg' ? 'image/jpeg' : mediaType
+  if (ANTHROPIC_IMAGE_TYPES.has(type)) return type
+  throw new UnsupportedRequestError(`an image of type ${mediaType.slice(0, 100)}: this model's Anthropic backend takes only image/jpeg, image/png, image/gif and image/webp`, 'messages')
 }
 
 /** A data URL's percent-encoded payload as raw bytes (not UTF-8 text: %FF is the byte 0xFF). */

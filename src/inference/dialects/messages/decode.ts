@@ -5,13 +5,11 @@ import { toolArgumentsText } from '../../tool-input'
 import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
 import { imageUrl } from '../image-url'
-import { inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
+import { ANTHROPIC_IMAGE_TYPES, inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
 
 type Body = MessagesRequest
 type Block = Exclude<Body['messages'][number]['content'], string>[number]
 
-// Inline attachments are capped at 1 MiB decoded (spec §8).
-const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 
 const invalid = (param: string, message: string) => new ApiError('invalid_request', message, param)
 
@@ -240,7 +238,7 @@ function image(source: Extract<Block, { type: 'image' }>['source'], param: strin
   if (source.type === 'file') throw invalid(`${param}.source`, 'file ids are not available on this API: send the image inline (base64) or by URL')
   if (source.type === 'base64') {
     const mediaType = source.media_type.toLowerCase()
-    if (!IMAGE_TYPES.has(mediaType)) throw invalid(`${param}.source.media_type`, `unsupported image type ${source.media_type} (image/jpeg, image/png, image/gif, image/webp)`)
+    if (!ANTHROPIC_IMAGE_TYPES.has(mediaType)) throw invalid(`${param}.source.media_type`, `unsupported image type ${source.media_type} (image/jpeg, image/png, image/gif, image/webp)`)
     return { type: 'image', mediaType, data: base64Bytes(source.data, `${param}.source.data`, 'image') }
   }
   return { type: 'image', mediaType: 'image/*', data: imageUrl(source.url, `${param}.source.url`) }
