@@ -3,6 +3,7 @@
 
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, randomBytes, type SigningAlgo } from '../tee/keys'
+import { HISTORY_TEXT_FIELDS, undecryptedHistoryField } from '../tee/proof-format'
 import { verifyText } from '../tee/signature'
 import { checkBinding, contextFor, decryptField, encryptField, fetchAttestation, GatewayError, generateClientKeys, type Attestation, type BindingReport, type E2eeContext } from './tee'
 
@@ -11,8 +12,10 @@ type Json = Record<string, any>
 /**
  * Encrypts every content field of a Chat Completions body (a fresh ephemeral key per field)
  * and returns it with the svc-encrypted headers. With `encryptAllFields` (NEAR-family formats)
- * function tools, tool_choice names, history tool calls and message names are encrypted too.
- * The body's `model` must be the `:encrypted` id.
+ * function tools, tool_choice names, history tool calls, message names and `refusal` are
+ * encrypted too. The body's `model` must be the `:encrypted` id. Throws, as the gateway refuses
+ * it, on a history `reasoning_content`, `reasoning` or `refusal` the backend would not decrypt
+ * (every one for Phala formats; `refusal` without `encryptAllFields` for NEAR): omit those.
  */
 export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encryptAllFields?: boolean; responseEvidence?: boolean } = {}): { body: Json; headers: Record<string, string> } {
   const all = options.encryptAllFields === true
@@ -20,7 +23,12 @@ export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encr
   out.messages = (out.messages as Json[]).map((message, index) => {
     const next: Json = { ...message }
     if (typeof next.content === 'string') next.content = encryptField(next.content, ctx, { messageIndex: index })
-    for (const field of ['reasoning_content', 'reasoning']) if (typeof next[field] === 'string') next[field] = encryptField(next[field], ctx, { messageIndex: index })
+    for (const field of HISTORY_TEXT_FIELDS) {
+      if (next[field] === undefined || next[field] === null) continue
+      const unread = undecryptedHistoryField(ctx.variant, field, all)
+      if (unread !== undefined) throw new Error(`messages[${index}].${field} cannot be sent: ${unread}, so the model would read its ciphertext as text; omit it`)
+      if (typeof next[field] === 'string') next[field] = encryptField(next[field], ctx, { messageIndex: index })
+    }
     if (all && typeof next.name === 'string') next.name = encryptField(next.name, ctx)
     if (all && Array.isArray(next.tool_calls)) {
       next.tool_calls = next.tool_calls.map((call: Json) => ({ ...call, function: { name: encryptField(call.function.name, ctx), arguments: encryptField(call.function.arguments, ctx) } }))

@@ -7,7 +7,7 @@ import { t, ValidationError } from 'elysia'
 import { ApiError } from '../http/errors'
 import { minBlobBytes } from '../tee/blob-size'
 import { isHex, type SigningAlgo } from '../tee/keys'
-import type { ProofFormat } from '../tee/proof-format'
+import { HISTORY_TEXT_FIELDS, undecryptedHistoryField, type ProofFormat } from '../tee/proof-format'
 import { refuseUnsupportedValues, requiredWithoutTools } from './dialects/chat-completions/decode'
 import { ChatCompletionsBody } from './dialects/chat-completions/schema'
 import { chatCompletionsEffort, type RequestEffort } from '../providers/openai-compatible/to-upstream'
@@ -128,8 +128,11 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
     const toolCalls = message.tool_calls
     const contentOptional = message.role === 'assistant' && Array.isArray(toolCalls) && toolCalls.length > 0
     if (!(contentOptional && (message.content === null || message.content === undefined || message.content === ''))) cipher.check(message.content, `${at}.content`)
-    for (const field of ['reasoning_content', 'reasoning', 'refusal'] as const) {
-      if (message[field] !== undefined && message[field] !== null) cipher.check(message[field], `${at}.${field}`)
+    for (const field of HISTORY_TEXT_FIELDS) {
+      if (message[field] === undefined || message[field] === null) continue
+      const unread = undecryptedHistoryField(format.e2ee!, field, h.allFields)
+      if (unread !== undefined) throw bad(`${at}.${field} cannot be sent: ${unread}, so the model would read its ciphertext as text; omit it`, `${at}.${field}`)
+      cipher.check(message[field], `${at}.${field}`)
     }
     if (message.name !== undefined) {
       if (!h.allFields) throw bad(`${at}.name would travel in plaintext: send it encrypted with svc-encrypted-encrypt-all-fields: 1, or omit it`, `${at}.name`)

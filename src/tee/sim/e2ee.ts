@@ -110,6 +110,7 @@ export function decryptRequest(body: Record<string, any>, e2ee: E2eeContext): vo
     for (const field of ['reasoning_content', 'reasoning']) if (typeof message[field] === 'string') message[field] = strict(message[field], index)
     if (!e2ee.allFields) return
     if (message.name !== undefined) message.name = lenient(message.name)
+    if (message.refusal !== undefined) message.refusal = lenient(message.refusal)
     for (const call of message.tool_calls ?? []) {
       call.function.name = lenient(call.function.name)
       call.function.arguments = lenient(call.function.arguments)
