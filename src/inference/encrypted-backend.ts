@@ -29,22 +29,31 @@ export async function pinKey(
   attestation: AttestationService,
   candidates: Array<{ target: AttestedBackend; checked: CheckedBody }>,
   h: EncryptedHeaders,
-  passedOver: (target: AttestedBackend, error: EvidenceRejected) => void,
+  on: {
+    /** The client's request: its leaving ends the evidence fetch, and asks no other backend. */
+    signal: AbortSignal
+    /** Each backend as its evidence is fetched (the log line names the last one). */
+    attesting: (target: AttestedBackend) => void
+    passedOver: (target: AttestedBackend, error: EvidenceRejected) => void
+  },
 ) {
   let attested = 0
   let unreachable = 0
   let rejected: EvidenceRejected | undefined
   for (const candidate of candidates) {
     let evidence: Evidence
+    on.attesting(candidate.target)
     try {
-      evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo, modelKey: h.modelKey })
+      evidence = await attestation.attestAt(candidate.target, { nonce: bytesToHex(randomBytes(32)), algo: h.algo, modelKey: h.modelKey, signal: on.signal })
     } catch (error) {
+      // Whatever the fetch failed with once the client left, the caller answers it as gone.
+      if (on.signal.aborted) throw error
       if (error instanceof UpstreamError) {
         unreachable += 1
         continue
       }
       if (!(error instanceof EvidenceRejected && error.otherKey)) throw error
-      passedOver(candidate.target, error)
+      on.passedOver(candidate.target, error)
       rejected ??= error
       continue
     }

@@ -64,6 +64,12 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   if (route.level !== 'encrypted') throw new ApiError('invalid_request', `the svc-encrypted headers need an :encrypted model id; ${route.id} is ${route.level}`, 'model')
   if (!hasEncryptedHeaders(headers)) throw new ApiError('invalid_request', `model ${route.id} needs the Encrypted headers (svc-encrypted: 1 and svc-encrypted-*; see GET /api/v1/attestation)`, 'model')
   const stream = (input.body as { stream?: unknown }).stream === true
+  // The request's log line names the model from the start, as a chat's: a refused or cancelled call says which.
+  const record = recordOf(input.httpRequest)
+  if (record !== undefined) {
+    record.model = route.id
+    record.stream = stream
+  }
   const h = parseEncryptedHeaders(headers, stream)
 
   // Backends whose protocol accepts these headers and this body; each check runs before any backend call.
@@ -114,17 +120,27 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const clientLeft = () => input.httpRequest.signal.aborted
   let pinned: Awaited<ReturnType<typeof pinKey>>
   try {
-    pinned = await pinKey(deps.attestation, candidates, h, (target, error) =>
-      deps.logger.warn('attestation evidence rejected; the Encrypted request is for another backend', {
-        request_id: input.requestId, model: route.id, backend: `${target.provider.id}/${target.backend.model}`, reason: error.message,
-      }),
-    )
-    // The client may have left during the evidence fetch: no backend call.
-    if (clientLeft()) throw clientGone(input.httpRequest)
+    pinned = await pinKey(deps.attestation, candidates, h, {
+      // A client that leaves ends the evidence fetch (up to connect + idle timeouts) and frees its reservation and slot now.
+      signal: input.httpRequest.signal,
+      attesting: target => {
+        if (record !== undefined) record.backend = `${target.provider.id}/${target.backend.model}`
+      },
+      passedOver: (target, error) =>
+        deps.logger.warn('attestation evidence rejected; the Encrypted request is for another backend', {
+          request_id: input.requestId, model: route.id, backend: `${target.provider.id}/${target.backend.model}`, reason: error.message,
+        }),
+    })
   } catch (error) {
     // No key pinned (a mismatch, rejected or missing evidence) or no client: nothing is charged.
     call.release()
-    throw error
+    // A client that left (its signal cut the fetch) is logged 499, whatever the fetch failed with.
+    throw clientLeft() ? clientGone(input.httpRequest) : error
+  }
+  // The client may have left as the evidence came: no backend call.
+  if (clientLeft()) {
+    call.release()
+    throw clientGone(input.httpRequest)
   }
   const { target, evidence } = pinned
 
@@ -147,12 +163,7 @@ export async function relayEncryptedChat(deps: EncryptedDeps, input: EncryptedCh
   const started = deps.clock.now()
   const backend = `${target.provider.id}/${target.backend.model}`
   // The request's own log line carries the call as a chat's does (README, Metrics and logs).
-  const record = recordOf(input.httpRequest)
-  if (record !== undefined) {
-    record.model = route.id
-    record.backend = backend
-    record.stream = stream
-  }
+  if (record !== undefined) record.backend = backend
   const log = (outcome: string, usage: Usage | undefined, charged: bigint | undefined) => {
     if (record !== undefined) {
       record.outcome = outcome

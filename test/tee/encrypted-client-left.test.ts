@@ -54,8 +54,8 @@ afterAll(async () => {
 
 const settled = async () => BigInt((await t.deps.database.client.execute("SELECT COALESCE(SUM(amount_nanos), 0) AS s FROM ledger_entries WHERE kind = 'settle'")).rows[0]!.s as bigint)
 
-/** Sends an Encrypted chat, holds `path` at the backend, lets the client leave there, then releases it. */
-async function leaveAt(path: string, stream: boolean, requestId: string) {
+/** Sends an Encrypted chat whose request to `path` the backend holds until `release`; resolves once it is held there. */
+async function sendHeldAt(path: string, stream: boolean, requestId: string) {
   const attestation = (await (await t.request('GET', '/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=ecdsa', { key })).json()) as Attestation
   const { body, headers } = encryptChatRequest({ model: 'sim:encrypted', stream, messages: [{ role: 'user', content: 'relay me' }] }, contextFor(attestation, generateClientKeys('ecdsa')))
   let release!: () => void
@@ -69,11 +69,19 @@ async function leaveAt(path: string, stream: boolean, requestId: string) {
   })
   const answered = t.app.handle(request).catch(() => undefined)
   await reached
-  client.abort()
+  return { leave: () => client.abort(), release, answered }
+}
+
+const requestLine = (requestId: string) => JSON.parse(lines.find(line => line.includes(`"request_id":"${requestId}"`) && line.includes('"msg":"request"'))!)
+
+/** Sends an Encrypted chat, holds `path` at the backend, lets the client leave there, then releases it. */
+async function leaveAt(path: string, stream: boolean, requestId: string) {
+  const { leave, release, answered } = await sendHeldAt(path, stream, requestId)
+  leave()
   release()
   await answered
   await t.deps.keys.idle()
-  return JSON.parse(lines.find(line => line.includes(`"request_id":"${requestId}"`) && line.includes('"msg":"request"'))!)
+  return requestLine(requestId)
 }
 
 describe('an Encrypted chat whose client leaves', () => {
@@ -88,6 +96,32 @@ describe('an Encrypted chat whose client leaves', () => {
       expect(t.deps.limits.concurrency.totalInUse).toBe(0)
     })
   }
+
+  test('during a held evidence fetch: its slot and reservation are free at once, the line names model and backend', async () => {
+    const held = () => t.deps.ledger.pools.all().reduce((sum, pool) => sum + pool.held, 0n)
+    const { leave, release, answered } = await sendHeldAt('/attestation/report', false, 'left-held-evidence')
+    // A watchdog, not a timing: the relay answers on the abort; before, only once the fetch ended.
+    let fetchEndedFirst = false
+    const watchdog = setTimeout(() => {
+      fetchEndedFirst = true
+      release()
+    }, 3000)
+    try {
+      // Held meanwhile: the org's slot and the reservation.
+      expect([t.deps.limits.concurrency.totalInUse, held() > 0n]).toEqual([1, true])
+      leave()
+      await answered
+      expect(fetchEndedFirst).toBe(false)
+      expect([t.deps.limits.concurrency.totalInUse, held()]).toEqual([0, 0n])
+    } finally {
+      clearTimeout(watchdog)
+      release()
+    }
+    await t.deps.keys.idle()
+    const line = requestLine('left-held-evidence')
+    expect([line.status, line.outcome, line.model, line.backend]).toEqual([499, 'cancelled', 'sim:encrypted', 'attested:tee/sim/echo-1'])
+    expect(chats).not.toContain('left-held-evidence')
+  })
 
   test('during the backend call: nothing charged, logged 499 cancelled, not the backend failing', async () => {
     const before = await settled()
