@@ -181,6 +181,8 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   const body: Record<string, unknown> = { ...raw }
   for (const key of GATEWAY_ONLY) delete body[key]
   const stream = raw.stream === true
+  // vLLM (behind NEAR and Phala) refuses stream_options without stream: true; the plain route drops it too.
+  if (!stream) delete body.stream_options
   // The backend speaks Chat Completions: an effort it may not take goes as the plain route sends it.
   if (typeof body.reasoning_effort === 'string') body.reasoning_effort = chatCompletionsEffort(body.reasoning_effort as RequestEffort)
   // An empty stop sequence stops nothing and vLLM refuses one: dropped, as the plain route drops it.

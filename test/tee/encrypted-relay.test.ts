@@ -118,6 +118,14 @@ describe('Encrypted relay', () => {
     expect(sim().state.seen.at(-1)!.plain.stream_options).toEqual({ include_usage: true })
   })
 
+  test('non-streamed: stream_options is dropped (vLLM refuses it without stream: true), as on the plain route', async () => {
+    const { ctx, raw, headers } = await prepared('ecdsa', { stream: false, stream_options: { include_usage: true } })
+    const response = await post(raw, headers)
+    expect(response.status).toBe(200)
+    expect(decryptChatResponse(await json(response), ctx).choices[0].message.content).toBe('echo: relay me')
+    expect(Object.keys(sim().state.seen.at(-1)!.plain)).not.toContain('stream_options')
+  })
+
   test('billing settles from the backend-reported usage', async () => {
     const { raw, headers } = await prepared('ed25519')
     const before = (await t.deps.balance(orgId)).availableNanos

@@ -77,6 +77,11 @@ export async function handleChat(deps: ChatDeps, request: Request): Promise<Resp
     throw error
   }
 
+  // As vLLM behind the proxy: a truthy (Python) stream_options needs stream: true.
+  const streamOptions = body.stream_options
+  if (body.stream !== true && streamOptions !== null && typeof streamOptions === 'object' && Object.keys(streamOptions).length > 0) {
+    return refusal(deps.family, 'BadRequestError', 'Stream options can only be defined when `stream=True`.')
+  }
   const messages: any[] = body.messages ?? []
   const lastUser = [...messages].reverse().find(message => message.role === 'user')
   const userText = textOf(lastUser?.content)
