@@ -1,4 +1,4 @@
-import { inflateRawSync } from 'node:zlib'
+import { crc32, inflateRawSync } from 'node:zlib'
 import { cutText } from '../lib/characters'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
@@ -11,6 +11,7 @@ export interface ZipEntry {
   name: string
   method: number
   flags: number
+  crc: number
   compressedSize: number
   uncompressedSize: number
   localHeaderOffset: number
@@ -110,6 +111,7 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
     const entry: ZipEntry = {
       flags: view.getUint16(at + 8, true),
       method: view.getUint16(at + 10, true),
+      crc: view.getUint32(at + 16, true),
       compressedSize: view.getUint32(at + 20, true),
       uncompressedSize: view.getUint32(at + 24, true),
       localHeaderOffset: view.getUint32(at + 42, true),
@@ -197,4 +199,62 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
     }
   }
   return { ok: true, inflated: total }
+}
+
+/**
+ * The package again with the data of the `replaced` entries stored (uncompressed) in their place:
+ * every other entry's stored bytes are copied as they are, with its CRC and sizes from the central
+ * directory (which inflateWithinCap has checked). One entry per local header, in file order, each
+ * named by its local header's own bytes: officeparser's unzip reads the local headers. Nothing is
+ * inflated here, and no entry grows unless its replacement does.
+ */
+export function replaceEntries(bytes: Uint8Array, entries: ZipEntry[], replaced: Map<ZipEntry, Uint8Array>): Uint8Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const written = new Set<number>()
+  const locals: Uint8Array[] = []
+  const centrals: Uint8Array[] = []
+  let offset = 0
+  for (const entry of [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset)) {
+    if (written.has(entry.localHeaderOffset)) continue
+    written.add(entry.localHeaderOffset)
+    const stored = storedData(bytes, view, entry)
+    if (typeof stored === 'string') throw new Error(stored)
+    const name = bytes.subarray(entry.localHeaderOffset + 30, entry.localHeaderOffset + 30 + view.getUint16(entry.localHeaderOffset + 26, true))
+    const replacement = replaced.get(entry)
+    const data = replacement ?? stored
+    const fields = { method: replacement ? 0 : entry.method, crc: replacement ? crc32(replacement) : entry.crc, compressed: data.byteLength, size: replacement ? replacement.byteLength : entry.uncompressedSize }
+    // Only the UTF-8 name flag is kept: sizes are known, so no data descriptor follows.
+    const flags = view.getUint16(entry.localHeaderOffset + 6, true) & 0x800
+    const local = Buffer.alloc(30)
+    local.writeUInt32LE(LOCAL, 0)
+    local.writeUInt16LE(20, 4)
+    local.writeUInt16LE(flags, 6)
+    local.writeUInt16LE(fields.method, 8)
+    local.writeUInt32LE(fields.crc, 14)
+    local.writeUInt32LE(fields.compressed, 18)
+    local.writeUInt32LE(fields.size, 22)
+    local.writeUInt16LE(name.byteLength, 26)
+    const central = Buffer.alloc(46)
+    central.writeUInt32LE(CENTRAL, 0)
+    central.writeUInt16LE(20, 4)
+    central.writeUInt16LE(20, 6)
+    central.writeUInt16LE(flags, 8)
+    central.writeUInt16LE(fields.method, 10)
+    central.writeUInt32LE(fields.crc, 16)
+    central.writeUInt32LE(fields.compressed, 20)
+    central.writeUInt32LE(fields.size, 24)
+    central.writeUInt16LE(name.byteLength, 28)
+    central.writeUInt32LE(offset, 42)
+    locals.push(local, name, data)
+    centrals.push(central, name)
+    offset += 30 + name.byteLength + data.byteLength
+  }
+  const directory = Buffer.concat(centrals)
+  const end = Buffer.alloc(22)
+  end.writeUInt32LE(EOCD, 0)
+  end.writeUInt16LE(written.size, 8)
+  end.writeUInt16LE(written.size, 10)
+  end.writeUInt32LE(directory.byteLength, 12)
+  end.writeUInt32LE(offset, 16)
+  return new Uint8Array(Buffer.concat([...locals, directory, end]))
 }
