@@ -2,6 +2,7 @@ import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
 import { documentChartLines, fillCharts } from './chart-parts'
 import { chartBudget } from './charts'
+import { rewriteDocx } from './docx-rewrite'
 import { ListLabels, readNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { PackageParts } from './package-parts'
@@ -11,7 +12,8 @@ import { TextCapExceeded } from './types'
 import type { ZipEntry } from './zip-guard'
 
 // Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
-// office-layout.ts renders (the layout is ours; a slide's charts are read by charts.ts).
+// office-layout.ts renders (the layout is ours; a slide's charts are read by charts.ts); a DOCX's
+// parts first rewritten where officeparser would lose or garble their text (docx-rewrite.ts).
 // Workbooks go through SheetJS (extractWorkbook): sheets under "[Sheet: name]" with rows
 // tab-separated.
 
@@ -24,7 +26,8 @@ import type { ZipEntry } from './zip-guard'
 export const MAX_XML_ELEMENTS = 500_000
 
 export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
-  const ast = await parseOffice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
+  const input = fileType === 'docx' ? rewriteDocx(bytes, entries) : bytes
+  const ast = await parseOffice(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
     ocr: false,
