@@ -13,7 +13,8 @@ import { readSmallEntry, replaceEntries, type ZipEntry } from './zip-guard'
 // rest copied as it is, so a part never grows (no replacement is longer than what it replaces, nor
 // holds more elements) and the document stays within the caps it was checked against (the inflated
 // size, MAX_XML_ELEMENTS). A part without any of these elements is not parsed, and a package without
-// any such part is handed on as it came.
+// any such part is handed on as it came; one whose parts hold more elements than officeparser will
+// read is handed on as it came too, for officeparser to refuse (it counts before it builds anything).
 
 /** The parts officeparser reads blocks from that the layout shows: its own patterns (WordParser.js parseWord), unanchored as there. */
 const READ_PARTS = [/word\/document[\d+]?.xml/, /word\/footnotes[\d+]?.xml/, /word\/endnotes[\d+]?.xml/, /word\/header\d*\.xml/, /word\/footer\d*\.xml/]
@@ -50,6 +51,14 @@ export function symbolText(font: string | undefined, char: string | undefined): 
   return allowed ? String.fromCharCode(code) : ''
 }
 
+/** Thrown once the parts read hold more elements than the budget: the rewrite stops there. */
+class TooManyElements extends Error {}
+/** What is left of the elements the rewrite may read. */
+type Budget = { left: number }
+const take = (budget: Budget) => {
+  if (--budget.left < 0) throw new TooManyElements()
+}
+
 /** CT_OnOff: present without a value, or with any value but these, is on. */
 const on = (value: string | undefined) => value === undefined || !['0', 'false', 'off'].includes(value)
 const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;')
@@ -64,13 +73,14 @@ export interface HiddenStyles {
   defaultHidden: boolean
 }
 
-export function readHiddenStyles(xml: string | undefined): HiddenStyles {
+export function readHiddenStyles(xml: string | undefined, budget: Budget = { left: Number.POSITIVE_INFINITY }): HiddenStyles {
   const hidden: HiddenStyles = { character: new Set(), paragraph: new Set(), defaultParagraphHidden: false, defaultHidden: false }
   if (xml === undefined || !xml.includes('<w:vanish')) return hidden
   const styles = new Map<string, { type?: string; basedOn?: string; vanish?: boolean; isDefault: boolean }>()
   let style: { type?: string; basedOn?: string; vanish?: boolean; isDefault: boolean } | undefined
   const names: string[] = []
   scanXml(xml, (name, attributes, depth) => {
+    take(budget)
     names.length = depth
     const [grand, parent] = [names[depth - 2], names[depth - 1]]
     names.push(name)
@@ -136,7 +146,7 @@ interface Run {
  * rewritten, or undefined when there is nothing to rewrite or the part is not well-formed (it is
  * then left to officeparser as it is).
  */
-export function rewritePart(xml: string, styles: HiddenStyles): string | undefined {
+export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = { left: Number.POSITIVE_INFINITY }): string | undefined {
   const edits: Edit[] = []
   // Edits are made as elements end; an element's edit replaces those made inside it.
   const edit = (start: number, end: number, text: string) => {
@@ -167,6 +177,7 @@ export function rewritePart(xml: string, styles: HiddenStyles): string | undefin
   const wellFormed = scanXml(
     xml,
     (name, attributes) => {
+      take(budget)
       const [grand, parent] = [open.at(-2)?.name, open.at(-1)?.name]
       open.push({ name, attributes })
       const paragraph = paragraphs.at(-1)
@@ -253,17 +264,26 @@ export function rewritePart(xml: string, styles: HiddenStyles): string | undefin
 
 /**
  * The package with its document, header, footer and notes parts rewritten (rewritePart), or
- * `bytes` itself when none needs it. `entries` are its zip entries, all inflated within the cap
- * by the zip guard before.
+ * `bytes` itself when none needs it or they hold more than `maxElements` elements. `entries` are
+ * its zip entries, all inflated within the cap by the zip guard before.
  */
-export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[]): Uint8Array {
+export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], maxElements: number): Uint8Array {
+  try {
+    return rewritten(bytes, entries, { left: maxElements })
+  } catch (error) {
+    if (error instanceof TooManyElements) return bytes
+    throw error
+  }
+}
+
+function rewritten(bytes: Uint8Array, entries: ZipEntry[], budget: Budget): Uint8Array {
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
   const read = (entry: ZipEntry) => readSmallEntry(bytes, entry, entry.uncompressedSize)
   const ordered = [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset)
   // The styles part officeparser takes: the first its pattern matches.
   const stylesEntry = ordered.find(entry => STYLES_PART.test(entry.name))
   const stylesData = stylesEntry && read(stylesEntry)
-  const styles = readHiddenStyles(stylesData && decoder.decode(stylesData))
+  const styles = readHiddenStyles(stylesData && decoder.decode(stylesData), budget)
   const everyPart = anyHidden(styles)
   const replaced = new Map<ZipEntry, Uint8Array>()
   for (const entry of ordered) {
@@ -272,8 +292,8 @@ export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[]): Uint8Array 
     if (data === undefined) continue
     const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
     if (!everyPart && !MARKERS.some(marker => buffer.includes(marker))) continue
-    const rewritten = rewritePart(decoder.decode(data), styles)
-    const encoded = rewritten === undefined ? undefined : new TextEncoder().encode(rewritten)
+    const xml = rewritePart(decoder.decode(data), styles, budget)
+    const encoded = xml === undefined ? undefined : new TextEncoder().encode(xml)
     // Never larger (it cannot be, but for text the decoding itself changed, such as invalid UTF-8).
     if (encoded !== undefined && encoded.byteLength <= data.byteLength) replaced.set(entry, encoded)
   }

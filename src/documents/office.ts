@@ -26,7 +26,7 @@ import type { ZipEntry } from './zip-guard'
 export const MAX_XML_ELEMENTS = 500_000
 
 export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
-  const input = fileType === 'docx' ? rewriteDocx(bytes, entries) : bytes
+  const input = fileType === 'docx' ? rewriteDocx(bytes, entries, MAX_XML_ELEMENTS) : bytes
   const ast = await parseOffice(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
