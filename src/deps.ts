@@ -127,7 +127,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const database = overrides.database ?? (await openDatabase(config.databaseUrl, config.databaseAuthToken))
   const orgs = new OrgService(database.db, clock, new Set(config.plans.keys()))
   const executor = overrides.executor ?? createExecutor(database.url, database.client)
-  const writer = new LedgerWriter(executor)
+  const fault = faultAt(config.faultPoint)
+  const writer = new LedgerWriter(executor, fault && (() => fault('in_settle')))
   const keys = new KeyService(database.db, writer, clock, logger, { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries })
   const cache = { ttlMs: config.auth.cacheTtlMs, maxEntries: config.auth.cacheMaxEntries }
   const oauth = new OAuthServer(database.db, clock, config.oauth, keys, cache)
@@ -176,7 +177,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   for (const provider of providers.values()) if (provider instanceof AttestedProvider) provider.metrics = metrics
   registerStateGauges(metrics, writer, sweeper, ledger, limits, lifecycle, extractor)
   const pipeline: PipelineDeps = {
-    metering, router, logger, clock, documents: { extractor, config: documents }, web, metrics, lifecycle, fault: faultAt(config.faultPoint),
+    metering, router, logger, clock, documents: { extractor, config: documents }, web, metrics, lifecycle, fault,
   }
   const fusion: FusionDeps = {
     pipeline, catalog, config: config.fusion,

@@ -18,7 +18,11 @@ export interface StatementResult {
  * nothing. Only the ledger writer uses it, one batch at a time.
  */
 export interface BatchExecutor {
-  write(statements: readonly Statement[]): Promise<StatementResult[]>
+  /**
+   * `beforeCommit`: a crash-test seam (SVC_FAULT_POINT=in_settle) run inside the transaction,
+   * after its statements and before its COMMIT, where an executor can reach that point.
+   */
+  write(statements: readonly Statement[], beforeCommit?: () => void): Promise<StatementResult[]>
   close(): void
   /**
    * A failed write may have committed: against a libSQL server the COMMIT can go through and its
@@ -76,7 +80,7 @@ export class NativeExecutor implements BatchExecutor {
     this.checkpointer = WalCheckpointer.open(path, this.database)
   }
 
-  async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+  async write(statements: readonly Statement[], beforeCommit?: () => void): Promise<StatementResult[]> {
     // Every few commits (see WalCheckpointer): wait, off the event loop, for a checkpoint of the
     // whole WAL, so that this transaction restarts the WAL from its beginning.
     if (this.checkpointer?.restartDue) await this.checkpointer.catchUp()
@@ -86,7 +90,7 @@ export class NativeExecutor implements BatchExecutor {
     const budget = this.locked ? 0 : this.busyWaitMs
     for (let waited = 0, pause = 1; ; waited += pause, pause = Math.min(pause * 2, 50)) {
       try {
-        const results = this.transact(statements)
+        const results = this.transact(statements, beforeCommit)
         this.locked = false
         return results
       } catch (error) {
@@ -108,7 +112,7 @@ export class NativeExecutor implements BatchExecutor {
   }
 
   /** The batch itself, synchronous from BEGIN to COMMIT. */
-  private transact(statements: readonly Statement[]): StatementResult[] {
+  private transact(statements: readonly Statement[], beforeCommit?: () => void): StatementResult[] {
     const results: StatementResult[] = []
     this.begin.run()
     try {
@@ -119,6 +123,7 @@ export class NativeExecutor implements BatchExecutor {
         if (prepared.reader) results.push({ changes: 0, rows: prepared.statement.all(statement.args) as Array<Record<string, unknown>> })
         else results.push({ changes: prepared.statement.run(statement.args).changes, rows: NO_ROWS })
       }
+      beforeCommit?.()
       this.commit.run()
     } catch (error) {
       if (this.database.inTransaction) this.rollback.run()
@@ -319,7 +324,10 @@ export class ClientExecutor implements BatchExecutor {
     readonly ambiguousCommits = false,
   ) {}
 
-  async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+  async write(statements: readonly Statement[], beforeCommit?: () => void): Promise<StatementResult[]> {
+    // The client's batch is one request: its seam runs before it is sent (a process killed inside
+    // a server transaction leaves nothing either, as its connection closes uncommitted).
+    beforeCommit?.()
     const results = await this.client.batch(
       statements.map(statement => ({ sql: statement.sql, args: [...statement.args] })),
       'write',

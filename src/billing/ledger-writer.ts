@@ -63,7 +63,11 @@ export class LedgerWriter {
   /** Called when a batch fails to commit (the database's health follows these two). */
   onFailure: ((error: unknown) => void) | undefined
 
-  constructor(private readonly executor: BatchExecutor) {}
+  constructor(
+    private readonly executor: BatchExecutor,
+    /** A crash-test seam (SVC_FAULT_POINT=in_settle): run inside a batch holding settlements, before its COMMIT. */
+    private readonly inSettle?: () => void,
+  ) {}
 
   /** Whether a failed batch may have committed (BatchExecutor.ambiguousCommits). */
   get ambiguousCommits(): boolean {
@@ -156,7 +160,7 @@ export class LedgerWriter {
     const started = performance.now()
     let results: StatementResult[]
     try {
-      results = await this.executor.write(statements)
+      results = await this.executor.write(statements, settles.length > 0 ? this.inSettle : undefined)
     } catch (error) {
       this.stats.failedBatches += 1
       this.onFailure?.(error)

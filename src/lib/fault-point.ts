@@ -4,7 +4,8 @@
  * check what a crash at exactly that moment leaves behind. Unset (always, in production), the
  * pipeline gets no fault function at all and pays nothing.
  */
-export const FAULT_POINTS = ['after_reserve', 'after_upstream_headers', 'mid_stream', 'before_settle', 'after_settle_before_final_frame'] as const
+// in_settle: inside the settlement's write transaction, after its statements, before its COMMIT.
+export const FAULT_POINTS = ['after_reserve', 'after_upstream_headers', 'mid_stream', 'before_settle', 'in_settle', 'after_settle_before_final_frame'] as const
 
 export type FaultPoint = (typeof FAULT_POINTS)[number]
 

@@ -7,7 +7,7 @@ import { startLoadUpstream, type LoadUpstream } from '../support/load-upstream'
 // Crashes at exact steps (SECURITY-NOTES.md L6): the serve process with SVC_FAULT_POINT kills
 // itself with SIGKILL when its request reaches that step. For each step, streamed and collected:
 // the client never saw a complete answer; only a crash after the settlement committed bills it,
-// exactly once; a crash before the upstream leaves the upstream untouched; the restart returns
+// exactly once (in_settle: killed inside its write transaction, before the COMMIT: nothing); a crash before the upstream leaves the upstream untouched; the restart returns
 // the killed boot's leases and the ledger verifies.
 
 const CREDIT = 100_000_000_000n
