@@ -1,4 +1,3 @@
-import { writeSync } from 'node:fs'
 import { createApp } from './app'
 import { isInMemoryUrl } from './billing/executor'
 import type { Config } from './config/config'
@@ -6,6 +5,8 @@ import { migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
 import { IDLE_TIMEOUT_S } from './http/idle-timeout'
+import { showOnceOrRevoke } from './keys/show-once'
+import { stdOutput, type Output } from './lib/std-output'
 import { startAdminServer } from './observability/admin-server'
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap'
 
@@ -14,8 +15,8 @@ export type BootStep = 'migrate' | 'listen' | 'sweeper' | 'admin' | 'bootstrap'
 
 /** Seams of `serve` for tests. */
 export interface ServeOptions {
-  /** Where the first boot's admin key is printed (standard output, checked). */
-  print?: (line: string) => void
+  /** Where the first boot's admin key is printed (standard output, else error; checked). */
+  output?: Output
   /** Called as each boot step begins, inside it (tests deliver a signal mid-boot here). */
   onBootStep?: (step: BootStep) => Promise<void> | void
 }
@@ -81,7 +82,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   // then never print (the next boot finds the organization and announces nothing).
   const bootstrapped = await boot.step('bootstrap', async () => {
     const created = config.bootstrap.enabled ? await bootstrapIfEmpty(deps) : null
-    if (created) await announceOrRevoke(deps, created, port, options.print ?? printChecked)
+    if (created) await announceBootstrap(deps, created, port, options.output ?? stdOutput)
   })
   if (!bootstrapped) return
   deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
@@ -119,16 +120,22 @@ class BootSteps {
   }
 }
 
-/** Prints the first boot's admin key, or revokes it when it cannot be printed. */
-async function announceOrRevoke(deps: Deps, boot: BootstrapResult, port: number, print: (line: string) => void): Promise<void> {
-  try {
-    announceBootstrap(boot.secret, boot.orgId, port, print)
-  } catch (error) {
-    // Nobody saw the key: revoked, so no live credential is left that no one knows (the next
-    // boot finds the organization and announces nothing).
-    await deps.keys.revoke(boot.orgId, boot.keyId)
-    throw new Error(`could not print the first boot's admin key (${String(error)}); it was revoked. Create one with: svc keys create --org ${boot.orgId} --user ${boot.ownerUserId} --name admin --admin`)
-  }
+/**
+ * Prints the first boot's admin key, inside a command that can be pasted as is; on standard
+ * error if standard output does not take it (the boot goes on), revoked if neither does (the
+ * boot fails: the next boot finds the organization and announces nothing).
+ */
+async function announceBootstrap(deps: Deps, boot: BootstrapResult, port: number, output: Output): Promise<void> {
+  const lines = [
+    `Created organization ${boot.orgId} and its admin API key, shown only this once. Try it:`,
+    `  curl -s http://localhost:${port}/api/v1/billing/balance -H "Authorization: Bearer ${boot.secret}"`,
+  ]
+  await showOnceOrRevoke(output, lines, {
+    what: "the first boot's admin key",
+    keyId: boot.keyId,
+    revoke: () => deps.keys.revoke(boot.orgId, boot.keyId),
+    remedy: `Create one with: svc keys create --org ${boot.orgId} --user ${boot.ownerUserId} --name admin --admin`,
+  })
 }
 
 type Server = ReturnType<typeof Bun.serve>
@@ -192,23 +199,3 @@ export async function drainAndExit(
 const CUT_GRACE_MS = 2000
 
 const delay = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
-
-/**
- * A line to standard output, checked: console.log drops a failed write without a word (a full
- * disk, a closed pipe), which lost the first boot's admin key (QA). Falls back to standard
- * error; throws when neither takes it.
- */
-function printChecked(line: string): void {
-  const text = `${line}\n`
-  try {
-    writeSync(1, text)
-  } catch {
-    writeSync(2, text)
-  }
-}
-
-function announceBootstrap(secret: string, orgId: string, port: number, print: (line: string) => void): void {
-  // The key appears once, inside a command that can be pasted as is.
-  print(`Created organization ${orgId} and its admin API key, shown only this once. Try it:`)
-  print(`  curl -s http://localhost:${port}/api/v1/billing/balance -H "Authorization: Bearer ${secret}"`)
-}
