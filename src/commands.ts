@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from './config/load'
 import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { ApiError } from './http/errors'
+import { stdOutput } from './lib/std-output'
 import { serve } from './main'
 import { createLogger, redactCredentials } from './observability/logger'
 import { LedgerViolation, UsageError, type CliIo } from './operator/io'
@@ -90,8 +91,6 @@ const CLIENT_COMMANDS: Record<string, () => Promise<ClientCommand>> = {
   'encrypted-chat': async () => (await import('./operator/encrypted-chat')).encryptedChatCommand,
 }
 
-const consoleIo: CliIo = { out: line => console.log(line), err: line => console.error(line) }
-
 /** Commands runCli dispatches itself (the rest are COMMANDS). */
 const DIRECT_COMMANDS = new Set([...Object.keys(CLIENT_COMMANDS), 'dev-tee'])
 
@@ -99,21 +98,16 @@ const DIRECT_COMMANDS = new Set([...Object.keys(CLIENT_COMMANDS), 'dev-tee'])
 const NO_ARGUMENTS = new Set(['serve', 'migrate', 'version', '--version'])
 
 /** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
-export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = consoleIo): Promise<number> {
+export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = stdOutput): Promise<number> {
   const [first = 'serve', second] = argv
-  if (first === 'help' || argv.includes('--help') || argv.includes('-h')) {
-    io.out(USAGE)
-    return 0
-  }
+  // A failed write to standard output is a failure too (exit 1, naming it).
+  if (first === 'help' || argv.includes('--help') || argv.includes('-h')) return exitCode(io, async () => io.out(USAGE))
   // These take no arguments: one given is named as such, not read as an unknown command.
   if (NO_ARGUMENTS.has(first) && argv.length > 1) {
-    io.err(`usage error: ${first} takes no arguments, got "${argv[1]}"\n\n${USAGE}`)
+    say(io, `usage error: ${first} takes no arguments, got "${argv[1]}"\n\n${USAGE}`)
     return 2
   }
-  if (first === 'version' || first === '--version') {
-    io.out(packageJson.version)
-    return 0
-  }
+  if (first === 'version' || first === '--version') return exitCode(io, async () => io.out(packageJson.version))
   const pair = `${first} ${second ?? ''}`.trim()
   // One-word commands (credit) take their options from the second word on.
   // Own keys only: `toString` or `constructor` is no command.
@@ -128,7 +122,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     const problem = group.length === 0 ? `unknown command "${argv.join(' ')}"`
       : second === undefined || second.startsWith('-') ? `${first} needs a subcommand: ${group.join(', ')}`
       : `unknown command "${pair}": ${first} takes ${group.join(', ')}`
-    io.err(`usage error: ${problem}\n\n${USAGE}`)
+    say(io, `usage error: ${problem}\n\n${USAGE}`)
     return 2
   }
   const clientCommand = Object.hasOwn(CLIENT_COMMANDS, first) ? CLIENT_COMMANDS[first] : undefined
@@ -162,7 +156,7 @@ function configOrExit<T>(load: () => T, io: CliIo): T | undefined {
     return load()
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error
-    io.err(error.message)
+    say(io, error.message)
     return undefined
   }
 }
@@ -208,11 +202,20 @@ async function exitCode(io: CliIo, fn: () => Promise<void>, config?: Config): Pr
   } catch (error) {
     if (error instanceof LedgerViolation) return 1
     if (error instanceof UsageError) {
-      io.err(`usage error: ${redactCredentials(error.message)}\n\n${USAGE}`)
+      say(io, `usage error: ${redactCredentials(error.message)}\n\n${USAGE}`)
       return 2
     }
-    io.err(`error: ${failureLine(error, config)}`)
+    say(io, `error: ${failureLine(error, config)}`)
     return 1
+  }
+}
+
+/** A message on standard error; when that fails too, the exit code is all that is left to say it. */
+function say(io: CliIo, line: string): void {
+  try {
+    io.err(line)
+  } catch {
+    // Nowhere left to say it.
   }
 }
 

@@ -1,13 +1,12 @@
 import { parseArgs } from 'node:util'
 import { ApiError } from '../http/errors'
+import { showOnceOrRevoke, type UnseenKey } from '../keys/show-once'
 import { idFromInput, UUID } from '../lib/ids'
 import { formatUsd, MAX_NANOS, parseNanos, parseUsd } from '../lib/money'
+import type { Output } from '../lib/std-output'
 
-/** Where a CLI command writes; tests capture it. */
-export interface CliIo {
-  out(line: string): void
-  err(line: string): void
-}
+/** Where a CLI command writes (stdOutput: a write that fails throws); tests capture it. */
+export type CliIo = Output
 
 /** Bad command-line usage: exit code 2 with the message and the usage text. */
 export class UsageError extends Error {}
@@ -130,8 +129,22 @@ export function amountFlag(flag: `--${string}`, value: string, unit: 'usd' | 'na
 
 /** Prints `data` as one JSON object with --json, else the human lines. */
 export function report(io: CliIo, json: boolean | undefined, data: Record<string, unknown>, lines: string[]): void {
-  if (json) io.out(JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)))
-  else for (const line of lines) io.out(line)
+  for (const line of reportLines(json, data, lines)) io.out(line)
+}
+
+function reportLines(json: boolean | undefined, data: Record<string, unknown>, lines: string[]): string[] {
+  return json ? [JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))] : lines
+}
+
+/**
+ * `report` for output that holds a new key's secret, shown only this once (showOnceOrRevoke): on
+ * standard error when standard output does not take it, and the key is revoked when neither
+ * does. Resolves to the error to exit 1 with when it went to standard error (the key stays
+ * active: it was shown), else undefined.
+ */
+export async function reportKey(io: CliIo, json: boolean | undefined, data: Record<string, unknown>, lines: string[], key: UnseenKey): Promise<Error | undefined> {
+  const outFailure = await showOnceOrRevoke(io, reportLines(json, data, lines), key)
+  return outFailure && new Error(`${outFailure.message}; ${key.what} was printed on standard error instead, and is active`, { cause: outFailure })
 }
 
 /**

@@ -3,7 +3,7 @@ import { ApiError } from '../http/errors'
 import { parseKeyOptions } from '../keys/request'
 import { keyView } from '../keys/view'
 import type { SpendCapPeriod } from '../db/schema'
-import { checkFlags, idArgument, parseOptions, report, type CliIo } from './io'
+import { checkFlags, idArgument, parseOptions, report, reportKey, type CliIo } from './io'
 
 /** `svc keys create --org ORG --user USER --name N [--admin] [--expires-in X] [--spend-cap-period P --spend-cap-nanos N] [--json]` */
 export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -38,7 +38,14 @@ export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise
   const orgId = idArgument(values.org!, '--org')
   await deps.orgs.requireOrg(orgId)
   const { key, secret } = await deps.keys.create({ orgId, userId: idArgument(values.user!, '--user'), ...options })
-  report(io, values.json, { key: { ...keyView(key), token: secret } }, [`key ${key.id} (${key.name}${key.admin ? ', admin' : ''}): ${secret}`, 'The key is shown only once; store it now.'])
+  const lines = [`key ${key.id} (${key.name}${key.admin ? ', admin' : ''}): ${secret}`, 'The key is shown only once; store it now.']
+  const failure = await reportKey(io, values.json, { key: { ...keyView(key), token: secret } }, lines, {
+    what: `key ${key.id}`,
+    keyId: key.id,
+    revoke: () => deps.keys.revoke(orgId, key.id),
+    remedy: 'Run the same svc keys create command again.',
+  })
+  if (failure) throw failure
 }
 
 /** `svc keys list --org ORG [--json]` */

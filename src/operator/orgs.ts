@@ -1,6 +1,6 @@
 import type { Deps } from '../deps'
 import { formatNanos, formatUsd } from '../lib/money'
-import { amountFlag, checkFlags, idArgument, parseOptions, report, type CliIo } from './io'
+import { amountFlag, checkFlags, idArgument, parseOptions, report, reportKey, type CliIo } from './io'
 
 /** `svc orgs create --name N [--owner EMAIL] [--plan P] [--credit-usd X] [--json]`: an org, its owner and an admin key. */
 export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
@@ -15,30 +15,46 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
     deps.orgs.createOrg({ name: values.name!, planId: values.plan ?? deps.config.defaultPlanId, ownerEmail: values.owner }),
   )
   const { key, secret } = await deps.keys.create({ orgId: org.id, userId: ownerUserId, name: 'admin', admin: true, expiresAtMs: null, spendCap: null })
-  const created = (credited: bigint) =>
-    report(io, values.json, { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret, credit_nanos: formatNanos(credited) }, [
-      `organization: ${org.id} (${org.name}, plan ${org.planId})`,
-      `owner user:   ${ownerUserId}`,
-      `admin key:    ${secret}`,
-      ...(credited > 0n ? [`credit:       ${formatUsd(credited)} USD`] : []),
-      'The key is shown only once; store it now.',
-    ])
   // The credit goes through the ledger writer, after the organization and key are committed: they
   // cannot be one transaction. When it fails, what exists is printed anyway (the key's secret
   // exists nowhere else), with the command that books the credit; its reference is this one, so
   // it books once even if the failed attempt did reach the ledger. Then the failure, exit 1.
   const reference = `orgs-create:${org.id}`
+  let creditFailed = false
+  let creditError: unknown
   try {
     if (creditNanos > 0n) await deps.ledger.topUp({ orgId: org.id, amount: creditNanos, reference, note: 'initial credit' })
   } catch (error) {
-    created(0n)
+    creditFailed = true
+    creditError = error
+  }
+  const credited = creditFailed ? 0n : creditNanos
+  const outFailure = await reportKey(
+    io,
+    values.json,
+    { org_id: org.id, name: org.name, plan: org.planId, owner_user_id: ownerUserId, key_id: key.id, key: secret, credit_nanos: formatNanos(credited) },
+    [
+      `organization: ${org.id} (${org.name}, plan ${org.planId})`,
+      `owner user:   ${ownerUserId}`,
+      `admin key:    ${secret}`,
+      ...(credited > 0n ? [`credit:       ${formatUsd(credited)} USD`] : []),
+      'The key is shown only once; store it now.',
+    ],
+    {
+      what: `the admin key of organization ${org.id}`,
+      keyId: key.id,
+      revoke: () => deps.keys.revoke(org.id, key.id),
+      remedy: `Create one with: svc keys create --org ${org.id} --user ${ownerUserId} --name admin --admin`,
+    },
+  )
+  if (creditFailed) {
     io.err(
       `organization ${org.id} and its admin key ${key.id} were created, but the initial credit of ${formatUsd(creditNanos)} USD was not booked; ` +
         `book it with: svc credit --org ${org.id} --usd ${formatUsd(creditNanos)} --reference ${reference}`,
     )
-    throw error
+    throw creditError
   }
-  created(creditNanos)
+  if (outFailure) throw outFailure
 }
 
 /** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
