@@ -6,3 +6,7 @@ declare module '*.css' {
   const path: string
   export default path
 }
+declare module 'swagger-ui-dist/oauth2-redirect.js' {
+  const text: string
+  export default text
+}

@@ -1,52 +1,26 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
-import { recordOf } from '../observability/request-log'
 import { completeDocument } from './openapi-complete'
-// `type: 'file'` gives a path that `bun build --compile` embeds, so /docs works offline.
-import swaggerBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
-import swaggerCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
+import { swaggerUi } from './swagger-ui'
 
-const ASSET_CACHE = 'public, max-age=86400'
+const TITLE = 'svc-gateway'
 
 /**
- * OpenAPI 3.1 at /openapi.json and Swagger UI at /docs, with the UI's script and stylesheet
- * served by the gateway itself (the plugin's default is a public CDN). What the generator cannot
- * say is added by completeDocument.
+ * OpenAPI 3.1 at /openapi.json, and Swagger UI at /docs (src/http/swagger-ui.ts). What the
+ * generator cannot say is added by completeDocument.
  */
 export function openapiDocs(version: string) {
   return new Elysia()
-    // Swagger UI loads the spec by the relative URL "openapi.json", which from /docs/ would be
-    // /docs/openapi.json: send the trailing-slash form to /docs.
-    // Answered before routing, so the request's log line and metrics are written here. Only the
-    // path /docs/ itself (not any path or query that ends so).
-    .onRequest(({ request }) => {
-      if (!request.url.endsWith('/docs/')) return
-      if (new URL(request.url).pathname !== '/docs/') return
-      const record = recordOf(request)
-      if (record !== undefined) record.sink.respond(record, '/docs/', 308)
-      // Relative: an absolute URL would be built from the Host header a client chose, and a 308 is cacheable.
-      return new Response(null, { status: 308, headers: { location: '/docs' } })
-    })
     // Local: runs for the plugin's routes below (the document's among them), not the API's.
     .onAfterHandle(({ path, response }) => {
       if (path === '/openapi.json') completeDocument(response as Parameters<typeof completeDocument>[0])
     })
-    .get(
-      '/docs-assets/swagger-ui-bundle.js',
-      () => new Response(Bun.file(swaggerBundle), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': ASSET_CACHE } }),
-      { detail: { hide: true } },
-    )
-    .get(
-      '/docs-assets/swagger-ui.css',
-      () => new Response(Bun.file(swaggerCss), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': ASSET_CACHE } }),
-      { detail: { hide: true } },
-    )
+    .use(swaggerUi(TITLE))
     .use(
       openapi({
-        path: '/docs',
         specPath: '/openapi.json',
-        provider: 'swagger-ui',
-        swagger: { cdn: '/docs-assets/swagger-ui-bundle.js', theme: '/docs-assets/swagger-ui.css', autoDarkMode: false },
+        // The page is swaggerUi's: the plugin's cannot call initOAuth (PKCE).
+        provider: null,
         // The plugin's default (staticFile: true) drops every path with a dot, which hid the
         // /.well-known discovery documents. The UI page, the document and the UI's assets are
         // hidden by their own `detail.hide` instead.
@@ -54,9 +28,8 @@ export function openapiDocs(version: string) {
         documentation: {
           openapi: '3.1.0',
           info: {
-            title: 'svc-gateway',
+            title: TITLE,
             version,
-            // The UI copies this into an HTML attribute unescaped: no double quotes or angle brackets.
             description:
               'Self-hostable HTTP/JSON gateway for LLM inference. /v1 speaks the OpenAI and Anthropic wire formats; ' +
               '/api/v1 holds the platform routes. Money is integer USD nanos as decimal strings (1000000000 = 1 USD). ' +
@@ -84,7 +57,7 @@ export function openapiDocs(version: string) {
               apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same key, for clients that only send an API-key header' },
               oauth2: {
                 type: 'oauth2',
-                description: 'OAuth 2.1 access tokens: svc_mcp_ (mcp:inference, /mcp only) and svc_cli_ (cli:inference). A token never does more than the API key the person signed in with: that key\'s admin flag, spend cap and expiry apply, and the token stops working when the key is revoked or expires. Discovery at /.well-known/oauth-authorization-server.',
+                description: 'OAuth 2.1 access tokens: svc_mcp_ (mcp:inference, /mcp only) and svc_cli_ (cli:inference). A token never does more than the API key the person signed in with: that key\'s admin flag, spend cap and expiry apply, and the token stops working when the key is revoked or expires. Discovery at /.well-known/oauth-authorization-server. To authorize from /docs: register a public client (POST /oauth/register) whose redirect URI is this gateway’s origin followed by /docs/oauth2-redirect.html (https, or http on loopback), then enter its client_id and pick one scope; the flow uses PKCE (S256).',
                 flows: {
                   authorizationCode: { authorizationUrl: '/oauth/authorize', tokenUrl: '/oauth/token', refreshUrl: '/oauth/token', scopes: { 'mcp:inference': 'MCP tools', 'cli:inference': 'CLI access' } },
                 },

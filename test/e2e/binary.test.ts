@@ -141,6 +141,8 @@ describe.skipIf(SKIP)('compiled binary dist/svc', () => {
     for (const [path, type, marker] of [
       ['/docs-assets/swagger-ui-bundle.js', 'text/javascript', 'SwaggerUIBundle'],
       ['/docs-assets/swagger-ui.css', 'text/css', '.swagger-ui'],
+      // Swagger UI's OAuth2 redirect page, its script embedded as text.
+      ['/docs/oauth2-redirect.html', 'text/html', 'swaggerUIRedirectOauth2'],
     ] as const) {
       const response = await fetch(`${base()}${path}`)
       expect(response.status).toBe(200)

@@ -35,7 +35,7 @@ const AUTHENTICATED: AuthedRoute[] = [
 // (404) unless configured. The OAuth endpoints authenticate the client by
 // PKCE/device code and the person by an API key on the consent page (test/oauth/*).
 const PUBLIC = [
-  'GET /metrics', 'GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /v1/models/:model', 'GET /v1/models/:model/*', 'GET /api/v1/models', 'GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css',
+  'GET /metrics', 'GET /healthz', 'GET /readyz', 'GET /v1/models', 'GET /v1/models/:model', 'GET /v1/models/:model/*', 'GET /api/v1/models', 'GET /docs', 'GET /docs/oauth2-redirect.html', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css',
   'GET /.well-known/oauth-authorization-server', 'GET /.well-known/oauth-authorization-server/mcp',
   'GET /.well-known/oauth-protected-resource', 'GET /.well-known/oauth-protected-resource/mcp',
   'POST /oauth/register', 'POST /oauth/token', 'POST /oauth/device_authorization', 'POST /oauth/revoke',

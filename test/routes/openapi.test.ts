@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { buildTestApp, json } from '../support/harness'
+import { approve, pkce, postForm, registerClient } from '../support/oauth'
 
 describe('OpenAPI description and docs', () => {
   test('/openapi.json is OpenAPI 3.1 and every operation has a summary, tags and typed schemas', async () => {
@@ -55,8 +56,8 @@ describe('OpenAPI description and docs', () => {
     // Elysia writes path parameters as :name, OpenAPI as {name}; the raw-slash model route's
     // wildcard is documented as {rest} (src/http/openapi-complete.ts).
     const served = t.app.routes.map(route => `${route.method} ${route.path.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\/\*$/, '/{rest}')}`)
-    // The Swagger UI page, the document and the UI's script and stylesheet describe the API; they are not part of it.
-    const docs = ['GET /docs', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
+    // The Swagger UI page, its OAuth2 redirect page, the document and the UI's script and stylesheet describe the API; they are not part of it.
+    const docs = ['GET /docs', 'GET /docs/oauth2-redirect.html', 'GET /openapi.json', 'GET /docs-assets/swagger-ui-bundle.js', 'GET /docs-assets/swagger-ui.css']
     expect(served).toEqual(expect.arrayContaining(docs))
     // CORS preflights (OPTIONS, src/http/cors.ts) are the browser's protocol, not the API's.
     expect(documented.toSorted()).toEqual(served.filter(name => !docs.includes(name) && !name.startsWith('OPTIONS ')).toSorted())
@@ -267,6 +268,42 @@ describe('OpenAPI description and docs', () => {
     expect(slash.headers.get('location')).toBe('/docs')
     const forged = await t.app.handle(new Request('http://evil.example/docs/'))
     expect(forged.headers.get('location')).toBe('/docs')
+    await t.close()
+  })
+
+  test('"Authorize" in /docs works: PKCE, and a served redirect page a registered client completes the code flow through', async () => {
+    const t = await buildTestApp()
+    const page = await (await t.request('GET', '/docs')).text()
+    // Swagger UI takes PKCE from initOAuth only, and sends oauth2RedirectUrl as redirect_uri: absolute, the served page.
+    expect(page).toContain('initOAuth({ usePkceWithAuthorizationCodeGrant: true })')
+    expect(page).toContain('oauth2RedirectUrl: location.origin + "/docs/oauth2-redirect.html"')
+    const redirect = await t.request('GET', '/docs/oauth2-redirect.html?code=c&state=s')
+    expect(redirect.status).toBe(200)
+    expect(redirect.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(redirect.headers.get('cache-control')).toBe('no-store')
+    const html = await redirect.text()
+    expect(html).not.toMatch(/https?:\/\/|<script src/)
+    // Its one inline script (swagger-ui-dist's) is allowed by its hash; nothing else is.
+    const script = /<script>([\s\S]*)<\/script>/.exec(html)![1]!
+    expect(script).toContain('window.opener.swaggerUIRedirectOauth2')
+    const hash = new Bun.CryptoHasher('sha256').update(script).digest('base64')
+    expect(redirect.headers.get('content-security-policy')).toBe(`default-src 'none'; script-src 'sha256-${hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`)
+    // The scheme's description names the redirect URI to register.
+    const spec = await json(await t.request('GET', '/openapi.json'))
+    expect(spec.components.securitySchemes.oauth2.description).toContain('/docs/oauth2-redirect.html')
+
+    // What Swagger UI sends, for a public client registered with that page (loopback http; the
+    // browser case is test/e2e/docs-oauth.test.ts): an S256 challenge, then the verifier.
+    const org = await t.createOrg()
+    const redirectUri = 'http://localhost/docs/oauth2-redirect.html'
+    const clientId = await registerClient(t, { client_name: 'API docs', redirect_uris: [redirectUri] })
+    const { verifier, challenge } = pkce()
+    const landed = await approve(t, { clientId, challenge, redirectUri, scope: 'cli:inference' }, org.adminKey)
+    expect(landed.origin + landed.pathname).toBe(redirectUri)
+    const code = landed.searchParams.get('code')!
+    const token = await postForm(t, '/oauth/token', { grant_type: 'authorization_code', code, client_id: clientId, redirect_uri: redirectUri, code_verifier: verifier })
+    expect(token.status).toBe(200)
+    expect((await json(token)).access_token).toMatch(/^svc_cli_/)
     await t.close()
   })
 })
