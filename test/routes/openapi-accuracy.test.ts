@@ -183,6 +183,7 @@ describe('/openapi.json says what the routes do', () => {
       ['/v1/responses', responses({ max_tool_calls: 3 }), 'max_tool_calls'],
       ['/v1/responses', responses({ top_logprobs: 2 }), 'top_logprobs'],
       ['/v1/responses', responses({ reasoning: { effort: 'none' } }), 'reasoning.effort'],
+      ['/v1/responses', responses({ tool_choice: { type: 'web_search' } }), 'tool_choice'],
       ['/v1/messages', messages({ type: 'image', source: { type: 'file', file_id: 'file_abc' } }), 'messages.0.content.0.source'],
       ['/v1/messages', document({ type: 'url', url: 'https://example.com/a.pdf' }), 'messages.0.content.0.source'],
       ['/v1/messages', document({ type: 'content', content: [{ type: 'text', text: 'x' }] }), 'messages.0.content.0.source'],

@@ -127,8 +127,14 @@ const ToolChoice = t.Union([
   t.Literal('none'),
   t.Literal('required'),
   t.Object({ type: t.Literal('function'), name: t.String() }, { additionalProperties: false }),
-  // Hosted-tool, allowed_tools, mcp and custom choices: refused by name in decode.ts.
-  t.Object({ type: t.String(plainPattern('^(?!function$)', 'a hosted tool choice type (a function choice is {type: "function", name})')) }, { additionalProperties: true }),
+  // Hosted-tool, allowed_tools, mcp and custom choices: accepted here only to be refused by name in decode.ts.
+  t.Object(
+    { type: t.String(plainPattern('^(?!function$)', 'a hosted tool choice type (a function choice is {type: "function", name})')) },
+    {
+      additionalProperties: true,
+      description: 'Refused (400): a choice of any other type (a hosted tool such as web_search, allowed_tools, mcp, custom) is not supported; use auto, none, required or a function',
+    },
+  ),
 ])
 
 const TextFormat = t.Union([
