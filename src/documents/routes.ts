@@ -13,7 +13,7 @@ import { abortable } from '../lib/abortable'
 import type { Clock } from '../lib/clock'
 import type { Limits } from '../limits/admission'
 import { CallAbort, type Lifecycle } from '../observability/lifecycle'
-import { recordOf } from '../observability/request-log'
+import { noteOutcome, recordOf } from '../observability/request-log'
 import { extractionApiError } from './errors'
 import type { ExtractorPool } from './types'
 
@@ -71,13 +71,7 @@ export function documentRoutes(keys: KeyService, limits: Limits, deps: { meterin
           call.release()
           throw cut
         }
-        const charged = await call.settle(price)
-        // The request's line carries what it was charged, as a chat's does (README, Metrics and logs).
-        const record = recordOf(request)
-        if (record) {
-          record.outcome = 'ok'
-          record.chargedNanos = charged
-        }
+        noteOutcome(request, 'ok', await call.settle(price))
         set.headers['cache-control'] = 'no-store'
         return { text: result.text, token_count: tokenEstimate(result.text), document_type: result.documentType }
       },

@@ -57,6 +57,14 @@ export function recordOf(request: Request): RequestRecord | undefined {
   return records.get(request)
 }
 
+/** A billed call's outcome, and its charge when it settled, on its request's line (README, Metrics and logs). */
+export function noteOutcome(request: Request, outcome: string, charged?: bigint): void {
+  const record = records.get(request)
+  if (record === undefined) return
+  record.outcome = outcome
+  if (charged !== undefined) record.chargedNanos = charged
+}
+
 /**
  * A request's call failed with `error`: the one rule of the HTTP error handler and of an MCP
  * tool's failure. The line's outcome is the one the call set (`upstream-error`, `aborted`, …),

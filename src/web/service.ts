@@ -5,7 +5,7 @@ import type { Principal } from '../keys/principal'
 import { chargeForUnits } from '../billing/pricing'
 import { CallAbort, type Lifecycle } from '../observability/lifecycle'
 import type { Logger } from '../observability/logger'
-import { recordOf } from '../observability/request-log'
+import { noteOutcome } from '../observability/request-log'
 import { domainProblem, type DomainLists } from './domain-list'
 import { pageKey, type FetchTarget, type PageResult, type WebFetcher } from './fetcher'
 import type { FetchedPage } from './read-page'
@@ -26,7 +26,7 @@ export interface WebCaller {
    * twice for its searches and pages either. Absent for the standalone routes.
    */
   billingKey?: string
-  /** The HTTP request of a standalone route: its log line gets the call's outcome and charge. */
+  /** The HTTP request of a standalone call (the route's, or MCP's tools/call): its log line gets the call's outcome and charge. */
   httpRequest?: Request
   /** Hosted tools in chat: the charges wait for the chat's admission (none if it is refused). */
   pending?: PendingCharges
@@ -279,12 +279,9 @@ export class WebService {
     }
   }
 
-  /** A standalone route's request line carries the call's outcome and charge, as a document parse's does (README, Metrics and logs). */
+  /** A standalone call's request line (the route's, MCP's tools/call) carries its outcome and charge, as a document parse's does. */
   private noteOnRequest(caller: WebCaller, outcome: string, charged?: bigint): void {
-    const record = caller.httpRequest && recordOf(caller.httpRequest)
-    if (!record) return
-    record.outcome = outcome
-    if (charged !== undefined) record.chargedNanos = charged
+    if (caller.httpRequest) noteOutcome(caller.httpRequest, outcome, charged)
   }
 
   private log(caller: WebCaller, purpose: string, outcome: string, units: number): void {

@@ -27,10 +27,12 @@ const MODELS = `
     max_output_tokens: 1024
     capabilities: { supports_web_fetch: true, supports_web_search: true }`
 
-async function setup(options: { search?: boolean } = {}) {
+async function setup(options: { search?: boolean; lines?: Array<Record<string, unknown>> } = {}) {
   const searxng = searxngServer()
   stops.push(searxng.stop)
-  const built = await buildWebApp({ search: options.search === false ? undefined : searxng.config, models: MODELS })
+  const lines = options.lines
+  const logger = lines && createLogger('info', line => lines.push(JSON.parse(line)))
+  const built = await buildWebApp({ search: options.search === false ? undefined : searxng.config, models: MODELS }, {}, logger ? { logger } : {})
   t = built.t
   const base = t.listen()
   const pages = pageServer((_, url) =>
@@ -131,6 +133,20 @@ describe('svc.web_search and svc.web_fetch', () => {
     expect((await json(response)).results.map((page: any) => page.content)).toEqual((result.structuredContent as any).results.map((page: any) => page.content))
     expect(await charges(httpOrg.id)).toEqual(await charges(mcpOrg.id))
     expect(pages.seen.length).toBe(4)
+  })
+
+  test("each tools/call's request line carries the web call's outcome and charge, as the routes' lines do (review: they had neither)", async () => {
+    const lines: Array<Record<string, unknown>> = []
+    const { org, connect, site } = await setup({ lines })
+    const mcpOrg = await org('mcp-lines')
+    const client = await connect(mcpOrg.key)
+    expect((await client.callTool({ name: 'svc.web_search', arguments: { query: 'bun' } })).isError).toBeFalsy()
+    expect((await client.callTool({ name: 'svc.web_fetch', arguments: { urls: [`${site}/a`] } })).isError).toBeFalsy()
+    const charged = await poll('both tools/call lines', 200, 10, () => {
+      const found = lines.filter(line => line.msg === 'request' && line.route === '/mcp' && line.charged_nanos !== undefined)
+      return found.length === 2 ? found : undefined
+    })
+    expect(charged.map(line => [line.outcome, BigInt(line.charged_nanos as string)])).toEqual([['ok', SEARCH_PRICE], ['ok', FETCH_PRICE]])
   })
 
   test('refusals and failures are isError results, never billed: an unsafe URL is not even connected to', async () => {

@@ -8,6 +8,12 @@ export const MAX_INLINE_BYTES = 1024 * 1024
 /** The image types Anthropic's API takes: its Messages format's, and so an Anthropic backend's. */
 export const ANTHROPIC_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 
+/** An image's media type, lowercased, with image/jpg (an alias OpenAI takes and Anthropic refuses; Python's mimetypes gives it) as image/jpeg. */
+export const imageType = (mediaType: string): string => {
+  const type = mediaType.toLowerCase()
+  return type === 'image/jpg' ? 'image/jpeg' : type
+}
+
 // RFC 2397: media type parameters (";charset=utf-8", ";name=…") may precede ";base64".
 const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=.+-]+)*;base64,(.*)$/is
 // Base64's alphabet, padding only at the end (whitespace is removed first: line-wrapped base64 is common).

@@ -35,7 +35,7 @@ export function webFetchTool(web: WebService) {
     // Not read-only: each page retrieved is billed (see svc.chat), so hosts should ask before running it.
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true, idempotentHint: false },
     async run(args, context) {
-      const pages = await web.fetchUrls({ principal: context.principal, requestId: context.requestId, signal: context.signal }, args.urls)
+      const pages = await web.fetchUrls({ principal: context.principal, requestId: context.requestId, signal: context.signal, httpRequest: context.httpRequest }, args.urls)
       const results = pages.map(page => ({ title: page.title, url: page.url, content: page.content, last_updated: page.lastUpdated }))
       const text = results
         .map(page => [`URL: ${page.url}`, `Title: ${page.title}`, `Last updated: ${page.last_updated ?? 'unknown'}`, '(untrusted web content follows)', '', page.content].join('\n'))

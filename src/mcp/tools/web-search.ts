@@ -41,7 +41,7 @@ export function webSearchTool(web: WebService) {
       const query = args.query.trim()
       if (query === '') throw new ApiError('invalid_request', 'query must not be blank', 'query')
       const found = await web.search(
-        { principal: context.principal, requestId: context.requestId, signal: context.signal },
+        { principal: context.principal, requestId: context.requestId, signal: context.signal, httpRequest: context.httpRequest },
         { query, count: args.count ?? DEFAULT_SEARCH_COUNT, offset: 0 },
       )
       const results = found.map(result => ({ title: result.title, url: result.url, description: result.description, published: result.published, site_name: result.siteName }))

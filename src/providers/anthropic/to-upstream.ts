@@ -1,6 +1,6 @@
 import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
-import { ANTHROPIC_IMAGE_TYPES } from '../../inference/dialects/inline-data'
+import { ANTHROPIC_IMAGE_TYPES, imageType } from '../../inference/dialects/inline-data'
 import { parseToolInput } from '../../inference/tool-input'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 import { assignToolIds } from './tool-ids'
@@ -279,7 +279,7 @@ function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageS
   const headerType = (base64 ? header.slice(0, -';base64'.length) : header).split(';')[0]
   return {
     type: 'base64',
-    media_type: takenImageType(headerType !== undefined && headerType !== '' ? headerType.toLowerCase() : mediaType),
+    media_type: takenImageType(headerType !== undefined && headerType !== '' ? headerType : mediaType),
     data: base64 ? payload : percentDecodeBytes(payload).toString('base64'),
   }
 }
@@ -289,7 +289,7 @@ function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageS
  * OpenAI-format clients may send, reached Anthropic, whose 400 no other backend of the model retries).
  */
 function takenImageType(mediaType: string): string {
-  const type = mediaType === 'image/jpg' ? 'image/jpeg' : mediaType
+  const type = imageType(mediaType)
   if (ANTHROPIC_IMAGE_TYPES.has(type)) return type
   throw new UnsupportedRequestError(`an image of type ${mediaType.slice(0, 100)}: this model's Anthropic backend takes only image/jpeg, image/png, image/gif and image/webp`, 'messages')
 }

@@ -4,7 +4,7 @@ import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoi
 import { addHostedTool, HOSTED_TOOL_OPTIONS } from '../hosted-tool-options'
 import type { ChatCompletionsRequest } from './schema'
 import { imageUrl } from '../image-url'
-import { inlineBytes, parseDataUrl } from '../inline-data'
+import { imageType, inlineBytes, parseDataUrl } from '../inline-data'
 
 type Body = ChatCompletionsRequest
 type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content']
@@ -171,8 +171,7 @@ export function decodeImage(url: string, param: string): Part {
   if (url.startsWith('data:')) {
     const dataUrl = parseDataUrl(url)
     if (dataUrl === undefined) throw new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>', param)
-    // image/jpg is a common alias (Python's mimetypes gives it) that OpenAI takes and Anthropic refuses.
-    const mediaType = dataUrl.mediaType === 'image/jpg' ? 'image/jpeg' : dataUrl.mediaType
+    const mediaType = imageType(dataUrl.mediaType)
     if (!mediaType.startsWith('image/')) throw new ApiError('invalid_request', `unsupported image type ${mediaType}`, param)
     const data = inlineBytes(dataUrl.base64, problem =>
       problem === 'malformed' ? new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>: its data is not base64', param) : new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param),
