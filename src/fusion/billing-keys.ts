@@ -1,4 +1,5 @@
 import { ApiError } from '../http/errors'
+import type { ChatRequest } from '../inference/canonical'
 import { UUID } from '../lib/ids'
 import type { FusionRequest } from './schema'
 import type { FusionDeps } from './service'
@@ -19,12 +20,14 @@ export function parseIdempotencyKey(value: string | null | undefined): string | 
  * bills a part twice, though inference runs again (it is not a cache). Reusing the key for a
  * different request is refused (refuseReusedKey); another organization's use of the same UUID
  * is its own. `stream` and `user` are left out of the digest: they do not change what is inferred.
+ * What spells the same request differently digests alike (QA: a retry rebuilt from a map, or with
+ * `tools: []`, was refused as another request): object members in any order (RFC 8259 gives their
+ * order no meaning), and the hosted tools as resolved (`hosted`: the flags and their tool entries).
  */
-export function fusionBillingKeys(idempotencyKey: string, orgId: string, request: FusionRequest, judgeId: string, hostedDefaults?: { webSearch: boolean; webFetch: boolean }) {
-  const shape = JSON.stringify([
-    orgId, request.models, request.messages, request.temperature ?? null, request.top_p ?? null, request.max_tokens ?? null,
-    request.web_search === true, request.web_fetch === true, request.tools ?? null, judgeId,
-    // MCP's web defaults shape the inference too (absent for HTTP, so its digests are unchanged).
+export function fusionBillingKeys(idempotencyKey: string, orgId: string, request: FusionRequest, hosted: ChatRequest['hosted'], judgeId: string, hostedDefaults?: { webSearch: boolean; webFetch: boolean }) {
+  const shape = canonicalJson([
+    orgId, request.models, request.messages, request.temperature ?? null, request.top_p ?? null, request.max_tokens ?? null, hosted, judgeId,
+    // MCP's web defaults shape the inference too (absent for HTTP).
     ...(hostedDefaults ? [hostedDefaults.webSearch, hostedDefaults.webFetch] : []),
   ])
   const digest = new Bun.CryptoHasher('sha256').update(shape).digest('hex').slice(0, 32)
@@ -54,4 +57,13 @@ export async function refuseReusedKey(deps: Pick<FusionDeps, 'billedOutside'>, o
   if (await deps.billedOutside(orgId, keys.family, keys.request)) {
     throw new ApiError('invalid_request', 'this Idempotency-Key was used for a different request; send a new key', 'Idempotency-Key')
   }
+}
+
+/** JSON with every object's members in code-unit order of their names; arrays keep theirs. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, member: unknown) => {
+    if (member === null || typeof member !== 'object' || Array.isArray(member)) return member
+    // fromEntries makes own members of them all, a `__proto__` too (an assignment would not).
+    return Object.fromEntries(Object.entries(member).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+  })
 }

@@ -147,7 +147,7 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
   const judged = judgeChat(judge, decode(judge).messages, request)
   const conversation = judged.messages
   checkJudge(judged)
-  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, judge.id, input.hostedDefaults) : undefined
+  const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, hosted, judge.id, input.hostedDefaults) : undefined
   if (billingKeys) await refuseReusedKey(deps, principal.orgId, billingKeys)
   const extracted = hasFileParts(judged)
   const pending = extracted ? new PendingCharges() : undefined

@@ -57,6 +57,23 @@ describe('an Idempotency-Key reused for a different request', () => {
     await verifyClean(h.t)
   })
 
+  test('the same request spelled otherwise is the same request: members in another order, `tools: []` (QA: refused as a different one)', async () => {
+    h = await buildFusionHarness()
+    const send = (payload: Record<string, unknown>) => h.fusion(payload, { headers: { 'idempotency-key': KEY } })
+    script()
+    expect((await json(await send(body(['a', 'b'], { temperature: 0.5 })))).status).toBe('complete')
+    const once = await charged()
+    const reordered = USER_MESSAGES.map(message => Object.fromEntries(Object.entries(message).reverse()))
+    for (const same of [{ temperature: 0.5, messages: reordered, models: ['a', 'b'] }, { ...body(['a', 'b'], { temperature: 0.5 }), tools: [] }]) {
+      script()
+      const response = await send(same)
+      expect(response.status).toBe(200)
+      expect((await json(response)).status).toBe('complete')
+    }
+    expect(await charged()).toBe(once)
+    expect((await fusionEntries(h.t)).length).toBe(3)
+  })
+
   test("another organization's use of the same UUID is its own: billed, not refused", async () => {
     h = await buildFusionHarness()
     script()
