@@ -112,7 +112,7 @@ describe('svc.chat_fusion', () => {
     // The same request_id for another prompt is refused before anything runs or is billed, as over HTTP.
     const reused = await client.callTool({ name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: requestId, prompt: 'And 9.8?' } })
     expect(reused.isError).toBe(true)
-    expect(text(reused)).toBe('this request_id was used for a different request; send a new key')
+    expect(text(reused)).toBe('this request_id was used for a different request; send a new request_id')
     expect(h.a.requests.length).toBe(2)
     script()
     await call(crypto.randomUUID())

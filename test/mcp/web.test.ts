@@ -249,6 +249,9 @@ describe('svc.chat_fusion with web-capable models', () => {
     const entries = (required.structuredContent as any).models
     expect(entries[1].error).toContain('does not support hosted web_fetch')
     expect(entries[0].output).toContain('The story at /story.')
+    // The refused one's tool was not on (QA: reported as on, in its fields and its status line).
+    expect(entries.map((entry: any) => [entry.model, entry.web_fetch])).toEqual([['demo-web', true], ['demo-plain', false]])
+    expect(text(required)).toMatch(/- demo-plain: failed \(invalid_request\): [^\n]*does not support hosted web_fetch[^\n[]*$/m)
   })
 
   test('without a search backend the web search default does not apply (it would be a 400): the run completes with web fetch', async () => {

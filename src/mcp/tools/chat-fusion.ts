@@ -139,12 +139,19 @@ export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps, searc
         hostedDefaults, onProgress: context.progress ? progressReporter(context.progress, args.models.length) : undefined,
       }).catch(error => {
         // The route's Idempotency-Key is this tool's request_id (a reused one is refused alike).
-        if (error instanceof ApiError && error.param === 'Idempotency-Key') throw new ApiError(error.code, error.message.replaceAll('Idempotency-Key', 'request_id'), 'request_id')
+        if (error instanceof ApiError && error.param === 'Idempotency-Key') {
+          throw new ApiError(error.code, error.message.replaceAll('Idempotency-Key', 'request_id').replace('send a new key', 'send a new request_id'), 'request_id')
+        }
         throw error
       })
       // runFusion resolved every id, so these resolve too; the same rule decides what each participant ran.
+      // A tool its model lacks was not on: asked for explicitly, it refused that participant (QA: shown as on).
       const flags = { webSearch: args.web_search === true, webFetch: args.web_fetch === true }
-      const web = args.models.map(id => participantHosted(catalog.resolve(id), flags, hostedDefaults))
+      const web = args.models.map(id => {
+        const route = catalog.resolve(id)
+        const hosted = participantHosted(route, flags, hostedDefaults)
+        return { webSearch: hosted.webSearch && route.capabilities.supportsWebSearch, webFetch: hosted.webFetch && route.capabilities.supportsWebFetch }
+      })
       // The route's object as it is (every field it has, now and later), plus what MCP adds.
       const structured = {
         ...result,
