@@ -47,9 +47,13 @@ const BLOCKS = new Set([
 const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'])
 // Page metadata naming the last modification (property, name, itemprop or http-equiv).
 const MODIFIED_KEYS = ['article:modified_time', 'og:updated_time', 'datemodified', 'last-modified', 'dcterms.modified', 'dc.date.modified']
-// Where a page keeps its main content; preferred over the whole body when it holds enough text.
-const MAIN = new Set(['main', 'article'])
+// Where a page keeps its main content. <main> is the page's dominant content by definition, so
+// its text is preferred over the body's when it has substance. An <article> is any self-contained
+// part (a post, but also a comment or a "related" teaser), so the articles' text is preferred only
+// when it is at least three quarters of the body's: a story in a <div> beside teasers in
+// <article>s, or a recipe with one <article class="comment">, is read from the body, whole.
 const MAIN_MIN_CHARS = 200
+const ARTICLES_MIN_SHARE = 0.75
 // Stands for the text of one <pre> in the collected text while the rest is cleaned (NUL is never
 // page text: it is dropped from what the page says).
 const PRE_MARK = /\u0000(\d+)\u0000/
@@ -61,17 +65,19 @@ const HTML_WHITESPACE = /[ \t\n\r\f]+/g
  * HTML → readable text, title and modification date. Chrome (navigation, the page's header and
  * footer, asides, form controls) and code are dropped, whitespace is collapsed as a browser
  * renders it, block structure becomes line breaks, list items become "- " lines, a <pre> keeps its
- * whitespace and lines (code stays readable), and the text of <main>/<article> is preferred when
- * it has substance.
+ * whitespace and lines (code stays readable), and the text of <main>, or of the <article>s when
+ * they hold most of the page's, is preferred (MAIN_MIN_CHARS).
  * `maxChars` caps the text collected (the walk stops there).
  */
 export function htmlToText(html: string, maxChars: number): ReadablePage {
   const all: string[] = []
   const main: string[] = []
+  const articles: string[] = []
   let allChars = 0
   let depth = 0
   let skipDepth = 0 // > 0 while inside a skipped element
-  let mainDepth = 0 // > 0 while inside <main>/<article>
+  let mainDepth = 0 // > 0 while inside <main>
+  let articleDepth = 0 // > 0 while inside <article>
   let sectioningDepth = 0 // > 0 while inside <article>/<main>/<section>
   let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
   // A list item's "- " waits for its text: the blocks a "loose" item wraps it in (<li><p>…) start no
@@ -86,13 +92,16 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let inJsonLd = false
   let stop = false
 
+  // Text outside <pre> goes to the body's parts and to those of the regions it is in.
+  const collect = (text: string) => {
+    all.push(text)
+    if (mainDepth > 0) main.push(text)
+    if (articleDepth > 0) articles.push(text)
+  }
   const emit = (text: string) => {
     allChars += text.length
     if (preDepth > 0) pres[pres.length - 1] += text
-    else {
-      all.push(text)
-      if (mainDepth > 0) main.push(text)
-    }
+    else collect(text)
     if (allChars > maxChars * 2) stop = true
   }
 
@@ -113,17 +122,14 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           if (!VOID.has(name)) skipDepth += 1
           return
         }
-        if (MAIN.has(name)) mainDepth += 1
+        if (name === 'main') mainDepth += 1
+        if (name === 'article') articleDepth += 1
         if (SECTIONING.has(name)) sectioningDepth += 1
         if (name === 'li') emit('\n- ')
         else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) emit('\n')
         else if (name === 'td' || name === 'th') emit(' ')
         bulletWaits = name === 'li' || (bulletWaits && name !== 'pre')
-        if (name === 'pre' && preDepth++ === 0) {
-          const mark = `\u0000${pres.push('') - 1}\u0000`
-          all.push(mark)
-          if (mainDepth > 0) main.push(mark)
-        }
+        if (name === 'pre' && preDepth++ === 0) collect(`\u0000${pres.push('') - 1}\u0000`)
       },
       ontext(text) {
         if (inTitle) titleText = (titleText ?? '') + text.replace(HTML_WHITESPACE, ' ')
@@ -141,7 +147,8 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
           if (!VOID.has(name)) skipDepth -= 1
           return
         }
-        if (MAIN.has(name)) mainDepth = Math.max(0, mainDepth - 1)
+        if (name === 'main') mainDepth = Math.max(0, mainDepth - 1)
+        if (name === 'article') articleDepth = Math.max(0, articleDepth - 1)
         if (SECTIONING.has(name)) sectioningDepth = Math.max(0, sectioningDepth - 1)
         if (name === 'pre') preDepth = Math.max(0, preDepth - 1)
         // A list item's line ends where the next one (or the list) starts.
@@ -163,9 +170,15 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
     const match = /"dateModified"\s*:\s*"([^"]{4,64})"/.exec(jsonLd)
     if (match) modified = toIsoDate(match[1]!)
   }
-  const mainText = withPres(main, pres)
-  const text = mainText.length >= MAIN_MIN_CHARS ? mainText : withPres(all, pres)
+  const text = preferred(withPres(all, pres), withPres(main, pres), withPres(articles, pres))
   return { title: cutText(clean(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
+}
+
+/** The text read: <main>'s or the articles' when they hold the page's content (MAIN_MIN_CHARS), else the body's. */
+function preferred(body: string, main: string, articles: string): string {
+  if (main.length >= MAIN_MIN_CHARS) return main
+  if (articles.length >= MAIN_MIN_CHARS && articles.length >= body.length * ARTICLES_MIN_SHARE) return articles
+  return body
 }
 
 /**
