@@ -25,7 +25,17 @@ export function toIsoDate(value: string): string | null {
   return new Date(time).toISOString()
 }
 
-/** Collapses runs of spaces within lines and of blank lines between them. */
+/**
+ * A text page (plain text, Markdown, YAML, JSON, CSV, XML…) as written: its indentation and runs
+ * of spaces carry meaning, so only line endings become "\n", control characters other than tab
+ * and newline are dropped (a form feed's page break, a stray escape code), and so are blank lines
+ * at the start and whitespace at the end.
+ */
+export function plainText(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '').replace(/^(?:[ \t]*\n)+/, '').trimEnd()
+}
+
+/** Collapses runs of spaces within lines and of blank lines between them (HTML's text, a PDF's). */
 export function clean(text: string): string {
   return text
     .replace(/[ \t\f\v\r\u00a0]+/g, ' ')

@@ -2,7 +2,7 @@ import { looksBinary } from '../documents/text'
 import type { ApiError } from '../http/errors'
 import { cutText } from '../lib/characters'
 import { lazy } from '../lib/lazy'
-import { clean, toIsoDate } from './page-text'
+import { clean, plainText, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
 
 /** One retrieved page (spec §2.5, before the wire names). */
@@ -105,7 +105,7 @@ export async function readPage(
   }
   return {
     ok: true,
-    page: { title: fallbackTitle, url: requested, content: cutText(clean(text), limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null },
+    page: { title: fallbackTitle, url: requested, content: cutText(plainText(text), limits.maxContentChars), lastUpdated: headerDate ? toIsoDate(headerDate) : null },
   }
 }
 

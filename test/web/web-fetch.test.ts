@@ -73,7 +73,7 @@ describe('POST /api/v1/web/fetch: happy paths', () => {
     const { results } = await json(response)
     expect(results.map((result: { url: string }) => result.url)).toEqual(urls)
     expect(results[0]).toMatchObject({ title: 'Meta', content: 'café', last_updated: '2024-05-01T10:00:00.000Z' })
-    expect(results[1]).toMatchObject({ content: 'plain\n\ntext page', last_updated: null, title: `two.acme-web.com:${site.port}/a` })
+    expect(results[1]).toMatchObject({ content: 'plain\n\n\n\ntext   page', last_updated: null, title: `two.acme-web.com:${site.port}/a` })
     expect(results[2].content).toBe('{"ok":true}')
     expect(await spent(orgId)).toBe(3n * PRICE)
   })

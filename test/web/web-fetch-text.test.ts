@@ -1,0 +1,43 @@
+import { describe, expect, test } from 'bun:test'
+import { createPlanOrg, json, type TestApp } from '../support/harness'
+import { buildWebApp, type FakeResolver } from '../support/fake-web'
+import { CREDIT, PRICE, webFetchTools } from '../support/web-fetch'
+
+// The text a fetched page comes back as, through the HTTP route (the hosted web_fetch reads pages
+// the same way): text pages as written, HTML as a reader sees it.
+
+let t: TestApp
+let resolver: FakeResolver
+const { serve, spent, fetchUrls } = webFetchTools(() => t)
+
+async function setup() {
+  ;({ t, resolver } = await buildWebApp())
+  return createPlanOrg(t, { name: 'text', keyName: 'web', credit: CREDIT })
+}
+
+/** The content of each page `pages` serves, fetched in one call from a site that serves them by path. */
+async function contents(key: string, pages: Record<string, Response>): Promise<string[]> {
+  const site = serve((_, url) => pages[url.pathname]!)
+  resolver.set('text.acme-web.com', ['127.0.0.1'])
+  const response = await fetchUrls(key, Object.keys(pages).map(path => `http://text.acme-web.com:${site.port}${path}`))
+  expect(response.status).toBe(200)
+  return (await json(response)).results.map((result: { content: string }) => result.content)
+}
+
+describe('text pages', () => {
+  test('plain text, YAML and Markdown keep their indentation, runs of spaces and blank lines', async () => {
+    // Before: they went through HTML's whitespace cleaning: "def f(x):\nif x:\nreturn 1".
+    const { orgId, key } = await setup()
+    const code = 'def f(x):\n    if x:\n        return 1'
+    const yaml = 'server:\r\n  port: 80\r\n  hosts:\r\n    - a   # aligned\r\n    - b\r\n'
+    const markdown = '\n\n# Title\n\n\n    indented code\n\n| a  | b  |\n|----|----|\n'
+    const got = await contents(key, {
+      '/f.py': new Response(code, { headers: { 'content-type': 'text/plain; charset=utf-8' } }),
+      '/c.yaml': new Response(yaml, { headers: { 'content-type': 'text/yaml' } }),
+      '/r.md': new Response(markdown, { headers: { 'content-type': 'text/markdown' } }),
+    })
+    // Line endings become "\n"; blank lines at the start and whitespace at the end go.
+    expect(got).toEqual([code, 'server:\n  port: 80\n  hosts:\n    - a   # aligned\n    - b', '# Title\n\n\n    indented code\n\n| a  | b  |\n|----|----|'])
+    expect(await spent(orgId)).toBe(3n * PRICE)
+  })
+})
