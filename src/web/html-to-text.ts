@@ -40,9 +40,16 @@ const PAGE_CHROME = new Set(['header', 'footer'])
 const SECTIONING = new Set(['article', 'main', 'section'])
 // Elements that start a new line of text.
 const BLOCKS = new Set([
-  'address', 'article', 'blockquote', 'br', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer',
-  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'legend', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tr', 'ul',
+  'address', 'article', 'blockquote', 'br', 'caption', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer',
+  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'legend', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'ul',
 ])
+// A table row is one line, its cells separated by tabs, an empty cell keeping its tab so that each
+// value stays under its column (the layout src/documents gives a DOCX table); what a cell holds
+// (paragraphs, a list, a nested table) is joined by spaces on that line.
+const CELLS = new Set(['td', 'th'])
+// Stands for the tab between two cells while the text is cleaned (which makes tabs spaces): a
+// control character, never page text (the walk drops those).
+const CELL_GAP = '\u0001'
 // Elements that are void in HTML (never closed, so never on the depth count).
 const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'])
 // Page metadata naming the last modification (property, name, itemprop or http-equiv).
@@ -54,12 +61,14 @@ const MODIFIED_KEYS = ['article:modified_time', 'og:updated_time', 'datemodified
 // <article>s, or a recipe with one <article class="comment">, is read from the body, whole.
 const MAIN_MIN_CHARS = 200
 const ARTICLES_MIN_SHARE = 0.75
-// Stands for the text of one <pre> in the collected text while the rest is cleaned (NUL is never
-// page text: it is dropped from what the page says).
+// Stands for the text of one <pre> in the collected text while the rest is cleaned (NUL, like every
+// control character, is never page text: it is dropped from what the page says).
 const PRE_MARK = /\u0000(\d+)\u0000/
 // HTML's ASCII whitespace (WHATWG Infra). Outside <pre> a run of it renders as one space, wherever
 // the source broke its lines: line breaks come from block elements and <br> only.
 const HTML_WHITESPACE = /[ \t\n\r\f]+/g
+// Control characters other than HTML's whitespace: never rendered, so never read.
+const CONTROLS = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/g
 
 /**
  * HTML → readable text, title and modification date. Chrome (navigation, the page's header and
@@ -80,6 +89,8 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let articleDepth = 0 // > 0 while inside <article>
   let sectioningDepth = 0 // > 0 while inside <article>/<main>/<section>
   let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
+  let cellDepth = 0 // > 0 while inside a table cell: its text stays on its row's line
+  const rowCells: number[] = [] // for each open <table>, the cells met so far in its current row
   // A list item's "- " waits for its text: the blocks a "loose" item wraps it in (<li><p>…) start no
   // new line until then, or the bullet would stand alone and clean() would drop it.
   let bulletWaits = false
@@ -125,17 +136,24 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (name === 'main') mainDepth += 1
         if (name === 'article') articleDepth += 1
         if (SECTIONING.has(name)) sectioningDepth += 1
-        if (name === 'li') emit('\n- ')
+        if (name === 'table') rowCells.push(0)
+        if (cellDepth > 0 && (BLOCKS.has(name) || CELLS.has(name) || name === 'tr')) emit(' ')
+        else if (name === 'li') emit('\n- ')
+        else if (name === 'tr') {
+          if (rowCells.length > 0) rowCells[rowCells.length - 1] = 0
+          emit('\n')
+        } else if (CELLS.has(name)) emit(rowCells.length > 0 && rowCells[rowCells.length - 1]!++ > 0 ? CELL_GAP : ' ')
         else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) emit('\n')
-        else if (name === 'td' || name === 'th') emit(' ')
+        if (CELLS.has(name)) cellDepth += 1
         bulletWaits = name === 'li' || (bulletWaits && name !== 'pre')
-        if (name === 'pre' && preDepth++ === 0) collect(`\u0000${pres.push('') - 1}\u0000`)
+        // A <pre> in a cell is read as the cell's text, on its row's line.
+        if (name === 'pre' && (preDepth > 0 || cellDepth === 0) && preDepth++ === 0) collect(`\u0000${pres.push('') - 1}\u0000`)
       },
       ontext(text) {
-        if (inTitle) titleText = (titleText ?? '') + text.replace(HTML_WHITESPACE, ' ')
+        if (inTitle) titleText = (titleText ?? '') + text.replace(CONTROLS, '').replace(HTML_WHITESPACE, ' ')
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
         if (skipDepth > 0) return
-        const kept = text.replaceAll('\u0000', '')
+        const kept = text.replace(CONTROLS, '')
         if (bulletWaits && kept.trim() !== '') bulletWaits = false
         emit(preDepth > 0 ? kept : kept.replace(HTML_WHITESPACE, ' '))
       },
@@ -150,9 +168,12 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (name === 'main') mainDepth = Math.max(0, mainDepth - 1)
         if (name === 'article') articleDepth = Math.max(0, articleDepth - 1)
         if (SECTIONING.has(name)) sectioningDepth = Math.max(0, sectioningDepth - 1)
-        if (name === 'pre') preDepth = Math.max(0, preDepth - 1)
+        if (name === 'pre' && preDepth > 0) preDepth -= 1
+        if (name === 'table') rowCells.pop()
+        if (CELLS.has(name)) cellDepth = Math.max(0, cellDepth - 1)
         // A list item's line ends where the next one (or the list) starts.
         if (name === 'li') bulletWaits = false
+        else if (cellDepth > 0 && BLOCKS.has(name)) emit(' ')
         else if (BLOCKS.has(name) && !bulletWaits && !(implied && VOID.has(name))) emit('\n')
       },
     },
@@ -213,10 +234,13 @@ function isHidden(attributes: Record<string, string>): boolean {
 /**
  * The collected text cleaned (./page-text.ts), but for each <pre>'s, which is kept as written: its
  * spaces, tabs and blank lines, less blank lines at its start and whitespace at its end. A <pre>
- * is a block of its own, set apart by a blank line.
+ * is a block of its own, set apart by a blank line. Cells are separated by tabs; those after a
+ * row's last value are dropped, as in the documents' layout.
  */
 function withPres(parts: string[], pres: string[]): string {
-  const pieces = clean(parts.join('')).split(PRE_MARK)
+  const cleaned = clean(parts.join(''))
+  const text = cleaned.includes(CELL_GAP) ? cleaned.replace(/ ?\u0001 ?/g, '\t').replace(/\t+(?=\n|$)/g, '').replace(/\n{3,}/g, '\n\n') : cleaned
+  const pieces = text.split(PRE_MARK)
   if (pieces.length === 1) return pieces[0]!
   const blocks: string[] = []
   for (const [index, piece] of pieces.entries()) {

@@ -16,7 +16,7 @@ describe('htmlToText', () => {
     expect(page.title).toBe('The title')
     expect(page.text.startsWith('Headline\n\nBody text.')).toBe(true)
     expect(page.text).toContain('- first\n- second')
-    expect(page.text).toContain('a b')
+    expect(page.text).toContain('a\tb')
     for (const chrome of ['Site', 'Menu', 'Ads', 'Footer', 'alert', 'p{}']) expect(page.text).not.toContain(chrome)
   })
 
@@ -66,8 +66,8 @@ describe('htmlToText', () => {
     // ("Option\nDefault\n\nsize\n10") and a list's items a blank line apart ("- one\n\n- two").
     expect(htmlToText('<p>The widget module provides functions for\n        configuring widgets.</p>', 1000).text).toBe('The widget module provides functions for configuring widgets.')
     const table = '<table>\n  <tr>\n    <th>Option</th>\n    <th>Default</th>\n  </tr>\n  <tr>\n    <td>size</td>\r\n\t<td>10</td>\n  </tr>\n</table>'
-    expect(htmlToText(table, 1000).text).toBe('Option Default\n\nsize 10')
-    expect(htmlToText(table.replace(/\s+</g, '<'), 1000).text).toBe('Option Default\n\nsize 10')
+    expect(htmlToText(table, 1000).text).toBe('Option\tDefault\nsize\t10')
+    expect(htmlToText(table.replace(/\s+</g, '<'), 1000).text).toBe('Option\tDefault\nsize\t10')
     expect(htmlToText('<ul>\n  <li>one</li>\n  <li>two\n   halves</li>\n</ul>\n<p>a<br>\n  b</p>', 1000).text).toBe('- one\n- two halves\n\na\nb')
     expect(htmlToText('<title>\n  A\n  title\n</title><p>x</p>', 1000).title).toBe('A title')
   })
