@@ -26,10 +26,12 @@ const BUDGET_MS = 400
 // Nor is <head>: htmlparser2 does not close it where body content starts, as browsers do (the
 // "in head" insertion mode ends at any element or non-blank text head cannot hold), so a valid
 // page that omits </head> and <body> would lose its body. What head may hold is skipped anyway
-// (title, script, style, noscript, template) or has no text (meta, link, base): so anything else
-// is read, as from the body.
+// (title, script, style, template) or has no text (meta, link, base, and a <noscript> of those):
+// so anything else is read, as from the body.
+// Nor is <noscript>: the fetcher runs no scripts, so, like a browser with scripting disabled, it
+// renders a <noscript>'s content as part of the page (often all a script-drawn page offers).
 const SKIPPED = new Set([
-  'title', 'script', 'style', 'noscript', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed',
+  'title', 'script', 'style', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed',
   'nav', 'aside', 'button', 'select', 'datalist', 'textarea', 'dialog',
 ])
 // A <header> or <footer> is the page's banner or footer only outside sectioning content and <main>

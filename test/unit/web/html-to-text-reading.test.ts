@@ -47,3 +47,12 @@ describe('htmlToText: tables', () => {
     expect(htmlToText(nested, 1000).text).toBe('one two\ta b\tx y z\tp q r\nnext')
   })
 })
+
+describe('htmlToText: what the page shows', () => {
+  test('<noscript> content is read: the fetcher runs no scripts, so it is what the page shows', () => {
+    // QA: <noscript> was skipped, so a page drawn by scripts with a <noscript> version came back empty.
+    const page = '<head><title>App</title><noscript><style>.js{display:none}</style></noscript></head><body><div id="root"></div>' +
+      '<noscript><h1>Opening hours</h1><p>Mon–Fri 9–17.</p><p hidden>Not shown.</p><iframe src="https://tags.example/ns"></iframe></noscript><script>render()</script></body>'
+    expect(htmlToText(page, 1000)).toEqual({ title: 'App', text: 'Opening hours\n\nMon–Fri 9–17.', modified: null })
+  })
+})

@@ -42,7 +42,7 @@ describe('htmlToText', () => {
     expect(htmlToText('<html><head><title>Unclosed</title><p>Body text without a body tag.</p></html>', 1000))
       .toEqual({ title: 'Unclosed', text: 'Body text without a body tag.', modified: null })
     const head = '<head><meta charset="utf-8"><title>T</title><link rel="stylesheet" href="/a.css"><style>p{}</style><script>x()</script>' +
-      '<noscript>Enable JS</noscript><base href="/"><template><p>tpl</p></template>'
+      '<noscript><link rel="stylesheet" href="/no-js.css"></noscript><base href="/"><template><p>tpl</p></template>'
     expect(htmlToText(`${head}\n  <div>First</div><p>Second</p>`, 1000)).toEqual({ title: 'T', text: 'First\n\nSecond', modified: null })
     expect(htmlToText(`${head}Bare text<p>more</p>`, 1000).text).toBe('Bare text\nmore')
     expect(htmlToText(`${head}<body><p>in body</p></body>`, 1000).text).toBe('in body')
