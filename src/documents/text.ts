@@ -36,14 +36,15 @@ function utf16WithoutBom(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined
 /**
  * Control characters other than tab, newline, carriage return, form feed and escape (terminal
  * logs carry ANSI colour codes) mark binary data (also used by the web fetch, for binary bytes
- * a server labels as text).
+ * a server labels as text). One NUL is enough, but for `strayNul` (an HTML page, whose reader
+ * drops NULs like other control characters): there a NUL counts as one more control character.
  */
-export function looksBinary(text: string): boolean {
+export function looksBinary(text: string, options: { strayNul?: boolean } = {}): boolean {
   let control = 0
   const length = Math.min(text.length, 8192)
   for (let index = 0; index < length; index++) {
     const code = text.charCodeAt(index)
-    if (code === 0) return true
+    if (code === 0 && options.strayNul !== true) return true
     if (code < 32 && code !== 9 && code !== 10 && code !== 12 && code !== 13 && code !== 27) control++
   }
   return control > length * 0.02

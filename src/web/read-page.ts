@@ -92,7 +92,8 @@ export async function readPage(
   const isXml = mediaType === 'application/xml' || mediaType === 'text/xml' || mediaType.endsWith('+xml')
   const charset = charsetOf(contentType) ?? (isXml ? xmlDeclaredCharset(bytes) : undefined) ?? (kind === 'html' ? sniffCharset(bytes) : undefined)
   const text = decode(bytes, charset, cut)
-  if (looksBinary(text)) {
+  // A stray NUL or control character in an HTML page is a slip the HTML walk drops; many are binary.
+  if (looksBinary(text, { strayNul: kind === 'html' })) {
     return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML and PDF pages are fetched` }
   }
   if (kind === 'html') {

@@ -41,3 +41,21 @@ describe('text pages', () => {
     expect(await spent(orgId)).toBe(3n * PRICE)
   })
 })
+
+describe('HTML pages', () => {
+  test('a stray NUL or control character in an HTML page is dropped, not taken for binary data; PNG bytes labelled HTML are still refused', async () => {
+    // Before: one NUL made the page "labelled text/html but holds binary data", a 400.
+    const { orgId, key } = await setup()
+    const article = `<html><head><title>Notes</title></head><body><h1>Release notes</h1><p>${'Fixed a bug in the parser. '.repeat(12)}</p>` +
+      '<p>Version\u00002.1\u0007 ships today.</p></body></html>'
+    const got = await contents(key, { '/notes': new Response(article, { headers: { 'content-type': 'text/html' } }) })
+    expect(got[0]!.endsWith('Fixed a bug in the parser.\n\nVersion2.1 ships today.')).toBe(true)
+    expect(await spent(orgId)).toBe(PRICE)
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
+    const site = serve(() => new Response(png, { headers: { 'content-type': 'text/html' } }))
+    const refused = await fetchUrls(key, [`http://text.acme-web.com:${site.port}/logo.png`])
+    expect(refused.status).toBe(400)
+    expect((await json(refused)).error.message).toContain('holds binary data')
+    expect(await spent(orgId)).toBe(PRICE)
+  })
+})
