@@ -93,8 +93,9 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
   let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
   let cellDepth = 0 // > 0 while inside a table cell: its text stays on its row's line
   const rowCells: number[] = [] // for each open <table>, the cells met so far in its current row
-  // A list item's "- " waits for its text: the blocks a "loose" item wraps it in (<li><p>…) start no
-  // new line until then, or the bullet would stand alone and clean() would drop it.
+  // A list item's "- " waits for its text, and is written with it: an empty item leaves no bullet,
+  // and the blocks a "loose" item wraps its text in (<li><p>…) start no new line until then. Not
+  // in a table cell, whose text stays on its row's line.
   let bulletWaits = false
   const pres: string[] = []
   let titleText: string | null = null
@@ -140,14 +141,14 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (SECTIONING.has(name)) sectioningDepth += 1
         if (name === 'table') rowCells.push(0)
         if (cellDepth > 0 && (BLOCKS.has(name) || CELLS.has(name) || name === 'tr')) emit(' ')
-        else if (name === 'li') emit('\n- ')
+        else if (name === 'li') emit('\n')
         else if (name === 'tr') {
           if (rowCells.length > 0) rowCells[rowCells.length - 1] = 0
           emit('\n')
         } else if (CELLS.has(name)) emit(rowCells.length > 0 && rowCells[rowCells.length - 1]!++ > 0 ? CELL_GAP : ' ')
         else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) emit('\n')
         if (CELLS.has(name)) cellDepth += 1
-        bulletWaits = name === 'li' || (bulletWaits && name !== 'pre')
+        bulletWaits = (name === 'li' && cellDepth === 0) || (bulletWaits && name !== 'pre')
         // A <pre> in a cell is read as the cell's text, on its row's line.
         if (name === 'pre' && (preDepth > 0 || cellDepth === 0) && preDepth++ === 0) collect(`\u0000${pres.push('') - 1}\u0000`)
       },
@@ -156,7 +157,10 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
         if (skipDepth > 0) return
         const kept = text.replace(CONTROLS, '')
-        if (bulletWaits && kept.trim() !== '') bulletWaits = false
+        if (bulletWaits && kept.trim() !== '') {
+          bulletWaits = false
+          emit('- ')
+        }
         emit(preDepth > 0 ? kept : kept.replace(HTML_WHITESPACE, ' '))
       },
       onclosetag(name, implied) {

@@ -40,7 +40,6 @@ export function clean(text: string): string {
   return text
     .replace(/[ \t\f\v\r\u00a0]+/g, ' ')
     .replace(/ *\n */g, '\n')
-    .replace(/\n- *(?=\n)/g, '')
     .replace(/\n{3,}/g, '\n\n')
     .trim()
 }

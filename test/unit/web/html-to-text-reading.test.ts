@@ -48,6 +48,15 @@ describe('htmlToText: tables', () => {
   })
 })
 
+describe('htmlToText: lists', () => {
+  test('a line of the page that is only "-" is kept; an empty list item still leaves no bullet', () => {
+    // QA: every line that was only "-" was deleted (a rule meant for the walk's own empty bullets).
+    expect(htmlToText('<table><tr><td>Draws</td><td>-</td></tr></table><p>Before</p><p>-</p><p>after<br>-<br>end</p>', 1000).text)
+      .toBe('Draws\t-\n\nBefore\n\n-\n\nafter\n-\nend')
+    expect(htmlToText('<p>-</p><ul><li> </li><li><p> </p><br></li><li>-</li></ul>', 1000).text).toBe('-\n\n- -')
+  })
+})
+
 describe('htmlToText: what the page shows', () => {
   test('<noscript> content is read: the fetcher runs no scripts, so it is what the page shows', () => {
     // QA: <noscript> was skipped, so a page drawn by scripts with a <noscript> version came back empty.
