@@ -78,9 +78,11 @@ const CONTROLS = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/g
  * renders it, block structure becomes line breaks, list items become "- " lines, a <pre> keeps its
  * whitespace and lines (code stays readable), and the text of <main>, or of the <article>s when
  * they hold most of the page's, is preferred (MAIN_MIN_CHARS).
- * `maxChars` caps the text collected (the walk stops there).
+ * `maxChars` caps the text collected (the walk stops there). `xhtml`: the page is XHTML
+ * (application/xhtml+xml), where `<iframe/>` or `<script/>` closes itself; in HTML the "/" means
+ * nothing, and the element runs on.
  */
-export function htmlToText(html: string, maxChars: number): ReadablePage {
+export function htmlToText(html: string, maxChars: number, options: { xhtml?: boolean } = {}): ReadablePage {
   const all: string[] = []
   const main: string[] = []
   const articles: string[] = []
@@ -183,7 +185,7 @@ export function htmlToText(html: string, maxChars: number): ReadablePage {
         else if (BLOCKS.has(name) && !bulletWaits && !(implied && VOID.has(name))) emit('\n')
       },
     },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
+    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true, recognizeSelfClosing: options.xhtml === true },
   )
   const started = performance.now()
   for (let offset = 0; offset < html.length && !stop; offset += CHUNK) {

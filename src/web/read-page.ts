@@ -98,7 +98,7 @@ export async function readPage(
   }
   if (kind === 'html') {
     const { htmlToText } = await loadHtmlToText()
-    const page = htmlToText(text, limits.maxContentChars)
+    const page = htmlToText(text, limits.maxContentChars, { xhtml: mediaType === 'application/xhtml+xml' })
     return {
       ok: true,
       page: { title: page.title || fallbackTitle, url: requested, content: page.text, lastUpdated: (headerDate && toIsoDate(headerDate)) || page.modified },

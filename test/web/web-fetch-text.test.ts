@@ -58,4 +58,17 @@ describe('HTML pages', () => {
     expect((await json(refused)).error.message).toContain('holds binary data')
     expect(await spent(orgId)).toBe(PRICE)
   })
+
+  test('an XHTML page reads on after a self-closed <iframe/>, <textarea/> or <script/>; in an HTML page the "/" means nothing', async () => {
+    // Before: XHTML was parsed as HTML, so after <iframe src="…"/> every element was inside the (skipped) iframe: content "Intro".
+    const { key } = await setup()
+    const body = '<p>Intro</p><iframe src="https://video.example/embed"/><p>Watch above.</p><textarea name="q"/><p>Comment below.</p>' +
+      '<script src="/app.js"/><p>The end.</p></body></html>'
+    const xhtml = `<?xml version="1.0" encoding="UTF-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>Clip</title></head><body>${body}`
+    const got = await contents(key, {
+      '/clip.xhtml': new Response(xhtml, { headers: { 'content-type': 'application/xhtml+xml' } }),
+      '/clip.html': new Response(`<!DOCTYPE html><html><head><title>Clip</title></head><body>${body}`, { headers: { 'content-type': 'text/html' } }),
+    })
+    expect(got).toEqual(['Intro\n\nWatch above.\n\nComment below.\n\nThe end.', 'Intro'])
+  })
 })
