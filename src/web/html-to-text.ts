@@ -32,7 +32,7 @@ const BUDGET_MS = 400
 // renders a <noscript>'s content as part of the page (often all a script-drawn page offers).
 const SKIPPED = new Set([
   'title', 'script', 'style', 'template', 'svg', 'math', 'canvas', 'iframe', 'object', 'embed',
-  'nav', 'aside', 'button', 'select', 'datalist', 'textarea', 'dialog',
+  'nav', 'aside', 'button', 'select', 'datalist', 'textarea',
 ])
 // A <header> or <footer> is the page's banner or footer only outside sectioning content and <main>
 // (HTML, "the header element"; HTML-AAM maps it to a landmark only there). Inside an <article> or
@@ -40,10 +40,11 @@ const SKIPPED = new Set([
 // header.entry-header > h1.entry-title). <nav> and <aside> are skipped whole, so are not counted.
 const PAGE_CHROME = new Set(['header', 'footer'])
 const SECTIONING = new Set(['article', 'main', 'section'])
-// Elements that start a new line of text.
+// Elements that start a new line of text (display: block in browsers' default style sheet).
 const BLOCKS = new Set([
-  'address', 'article', 'blockquote', 'br', 'caption', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer',
-  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'legend', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'ul',
+  'address', 'article', 'blockquote', 'br', 'caption', 'center', 'dd', 'details', 'dialog', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer',
+  'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hgroup', 'hr', 'legend', 'li', 'main', 'menu', 'ol', 'p', 'pre', 'search', 'section',
+  'summary', 'table', 'ul',
 ])
 // A table row is one line, its cells separated by tabs, an empty cell keeping its tab so that each
 // value stays under its column (the layout src/documents gives a DOCX table); what a cell holds
@@ -134,7 +135,9 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
           if (modified === null && MODIFIED_KEYS.includes(key) && attributes.content) modified = toIsoDate(attributes.content)
         }
         if (name === 'script' && attributes.type === 'application/ld+json') inJsonLd = true
-        if (skipDepth > 0 || SKIPPED.has(name) || (PAGE_CHROME.has(name) && sectioningDepth === 0) || isHidden(attributes)) {
+        // A <dialog> is shown only while open (a closed one is a modal's or a menu's markup in waiting).
+        const closedDialog = name === 'dialog' && attributes.open === undefined
+        if (skipDepth > 0 || SKIPPED.has(name) || closedDialog || (PAGE_CHROME.has(name) && sectioningDepth === 0) || isHidden(attributes)) {
           if (!VOID.has(name)) skipDepth += 1
           return
         }

@@ -65,3 +65,13 @@ describe('htmlToText: what the page shows', () => {
     expect(htmlToText(page, 1000)).toEqual({ title: 'App', text: 'Opening hours\n\nMon–Fri 9–17.', modified: null })
   })
 })
+
+describe('htmlToText: block elements', () => {
+  test('<form>, <center>, <search>, <hgroup> and <menu> start lines of their own; an open <dialog> is read, a closed one is not', () => {
+    // QA: <form> and <center> were inline ("SearchQueryResults"), and every <dialog> was skipped, an open one too.
+    const page = 'Search<form action="/s"><label>Query</label></form>Results<center>Centered</center>after' +
+      '<search>Find</search><hgroup><h1>Title</h1><p>Subtitle</p></hgroup><menu><li>Copy</li></menu>' +
+      '<dialog open><p>Cookie settings saved.</p></dialog><dialog><p>Are you sure?</p></dialog><p>End</p>'
+    expect(htmlToText(page, 1000).text).toBe('Search\nQuery\nResults\nCentered\nafter\nFind\n\nTitle\n\nSubtitle\n\n- Copy\n\nCookie settings saved.\n\nEnd')
+  })
+})
