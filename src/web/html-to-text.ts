@@ -255,7 +255,7 @@ function withPres(parts: string[], pres: string[]): string {
   if (pieces.length === 1) return pieces[0]!
   const blocks: string[] = []
   for (const [index, piece] of pieces.entries()) {
-    const block = index % 2 === 0 ? piece.replace(/^\n+|\n+$/g, '') : pres[Number(piece)]!.replace(/\r\n?/g, '\n').replace(/^(?:[ \t]*\n)+/, '').trimEnd()
+    const block = index % 2 === 0 ? piece.replace(/^\n+|\n+$/g, '') : pres[Number(piece)]!.replaceAll(CELL_GAP, '\t').replace(/\r\n?/g, '\n').replace(/^(?:[ \t]*\n)+/, '').trimEnd()
     if (block !== '') blocks.push(block)
   }
   return blocks.join('\n\n')

@@ -45,6 +45,8 @@ describe('htmlToText: tables', () => {
     const nested = '<table><tr><td><p>one</p><p>two</p></td><td><ul><li>a</li><li>b</li></ul></td>' +
       '<td><table><tr><td>x</td><td>y</td></tr><tr><td>z</td></tr></table></td><td><pre>  p  </pre>q<br>r</td></tr><tr><td>next</td></tr></table>'
     expect(htmlToText(nested, 1000).text).toBe('one two\ta b\tx y z\tp q r\nnext')
+    // A table in a <pre> keeps its tabs there too.
+    expect(htmlToText('<pre>t:<table><tr><td>a</td><td>b</td></tr></table></pre>', 1000).text).toMatch(/^t:\n+ ?a\tb$/)
   })
 })
 
