@@ -49,21 +49,25 @@ function startsWith(bytes: Uint8Array, magic: number[], at = 0): boolean {
  */
 export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {
   if (bytes.byteLength === 0) return { kind: 'reject', message: 'the file is empty' }
+  // Decoded at most once, and only when a magic made of ASCII letters needs it.
+  let text: boolean | undefined
+  const readsAsText = () => (text ??= decodeText(bytes).ok)
   // PDF readers accept the header anywhere in the first KiB (some files carry a preamble). Past
   // the first byte it only counts when the file is not plain text, or ends like a PDF: notes,
   // scripts and logs that mention "%PDF-1.7" are text, not damaged PDFs.
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1')
   const header = head.search(/%PDF-\d/)
-  if (header === 0 || (header > 0 && (endsLikePdf(bytes) || !decodeText(bytes).ok))) return { kind: 'pdf' }
+  if (header === 0 || (header > 0 && (endsLikePdf(bytes) || !readsAsText()))) return { kind: 'pdf' }
   if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
   if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
-  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }
-  if (startsWith(bytes, [0x66, 0x74, 0x79, 0x70], 4)) return { kind: 'reject', message: `the file is an image or video (ISO media); ${ACCEPTED}` }
+  // "RIFF…WEBP" and "…ftyp" (ISO media) are ASCII too: a real file has binary sizes around them.
+  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8) && !readsAsText()) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }
+  if (startsWith(bytes, [0x66, 0x74, 0x79, 0x70], 4) && !readsAsText()) return { kind: 'reject', message: `the file is an image or video (ISO media); ${ACCEPTED}` }
   for (const [magic, name] of KNOWN_BINARY) {
     if (startsWith(bytes, magic)) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
   }
   for (const [magic, name] of ASCII_MAGIC) {
-    if (startsWith(bytes, magic) && !decodeText(bytes).ok) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
+    if (startsWith(bytes, magic) && !readsAsText()) return { kind: 'reject', message: `the file is ${name}; ${ACCEPTED}` }
   }
   return { kind: 'text' }
 }

@@ -1,0 +1,27 @@
+import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { extractDocument } from '../../src/documents/extract'
+import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
+
+// Content detection at its edges: magics made of ASCII letters inside real text.
+const defaults = loadConfig({}).documents
+const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
+
+async function refusal(bytes: Uint8Array): Promise<string> {
+  const error = await extractDocument(bytes, limits).then(() => undefined, error => error)
+  expect(error).toBeInstanceOf(ExtractionError)
+  return (error as ExtractionError).message
+}
+
+describe('a magic found by ASCII letters at an offset, in a file that reads as text, is text', () => {
+  test('"ftyp" at offset 4 and "RIFF…WEBP" in plain text are text; real ISO media and WebP are still refused by name', async () => {
+    // Before: both were 400 "image or video (ISO media)" / "WebP image".
+    for (const text of ['The ftyp box comes first in an MP4 file.\n', 'RIFF of WEBP images: a chunk header, then VP8 data\n']) {
+      expect(await extractDocument(new TextEncoder().encode(text), limits)).toEqual({ documentType: 'text', text })
+    }
+    const mp4 = new Uint8Array([0, 0, 0, 0x18, ...new TextEncoder().encode('ftypisom'), 0, 0, 2, 0, ...new TextEncoder().encode('isommp41')])
+    expect(await refusal(mp4)).toMatch(/image or video \(ISO media\)/)
+    const webp = new Uint8Array([...new TextEncoder().encode('RIFF'), 0x24, 0x1a, 0, 0, ...new TextEncoder().encode('WEBPVP8 '), 0x18, 0x1a, 0, 0, 0x30, 0x01, 0x9d])
+    expect(await refusal(webp)).toMatch(/WebP image/)
+  })
+})
