@@ -1,7 +1,7 @@
 import { extractOffice, extractWorkbook, FormatRefused, MAX_XML_ELEMENTS } from './office'
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
-import { decodeText } from './text'
+import { decodeText, textDocument, textTooLong } from './text'
 import { ElementCapExceeded, ExtractionError, TextCapExceeded, type Extraction, type ExtractionLimits } from './types'
 import { countXlsCells, workbookStream, XlsRefused } from './xls-guard'
 import { inflateWithinCap, MAX_SHEET_CELLS, tooManyCells } from './zip-guard'
@@ -15,15 +15,14 @@ const invalid = (message: string) => new ExtractionError('invalid', message)
  */
 export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimits): Promise<Extraction> {
   const sniffed = sniff(bytes, limits.zip)
-  const tooMuchText = `the document's text is longer than the ${limits.maxTextBytes}-byte limit`
+  const tooMuchText = textTooLong(limits.maxTextBytes)
   switch (sniffed.kind) {
     case 'reject':
       throw invalid(sniffed.message)
     case 'text': {
       const decoded = decodeText(bytes)
       if (!decoded.ok) throw invalid(decoded.message)
-      if (Buffer.byteLength(decoded.text) > limits.maxTextBytes) throw invalid(tooMuchText)
-      return { text: decoded.text, documentType: 'text' }
+      return textDocument(decoded.text, limits.maxTextBytes)
     }
     case 'pdf': {
       const refused = prescanPdf(bytes, limits.pdf)

@@ -2,6 +2,8 @@
 // bytes) are decoded strictly; every other encoding is refused with a hint, because guessing a
 // legacy 8-bit code page silently turns the text into mojibake.
 
+import { ExtractionError, type Extraction } from './types'
+
 export type TextResult = { ok: true; text: string } | { ok: false; message: string }
 
 const NOT_TEXT =
@@ -65,4 +67,22 @@ export function decodeText(bytes: Uint8Array): TextResult {
   }
   if (text === undefined || looksBinary(text)) return { ok: false, message: NOT_TEXT }
   return { ok: true, text: text.replace(/\r\n?/g, '\n') }
+}
+
+/** Why a document's text is refused for length (every format says it alike). */
+export const textTooLong = (maxTextBytes: number) => `the document's text is longer than the ${maxTextBytes}-byte limit`
+
+/** A text document's extraction, held to the text cap (refused past it, never cut). */
+export function textDocument(text: string, maxTextBytes: number): Extraction {
+  if (Buffer.byteLength(text) > maxTextBytes) throw new ExtractionError('invalid', textTooLong(maxTextBytes))
+  return { text, documentType: 'text' }
+}
+
+/**
+ * Text that is plain text by declaration (a Messages `document` block's `text` source): its UTF-8
+ * bytes are read as they are, never sniffed (a note beginning "%PDF-1.7" or "{\rtf1" is still
+ * the note) nor held to the binary-data check; line endings and the cap as for an uploaded text file.
+ */
+export function declaredText(bytes: Uint8Array, maxTextBytes: number): Extraction {
+  return textDocument(new TextDecoder().decode(bytes).replace(/\r\n?/g, '\n'), maxTextBytes)
 }

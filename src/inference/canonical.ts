@@ -11,7 +11,8 @@ export type Part =
   /** `fromDocument`: a file part's extracted text (enrich), untrusted data rather than the user's own words. */
   | { type: 'text'; text: string; fromDocument?: true }
   | { type: 'image'; mediaType: string; data: Uint8Array | URL }
-  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string }
+  /** `plainText`: the data is UTF-8 text by declaration (Messages' text source), read without format detection. */
+  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string; plainText?: true }
   | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
   | { type: 'tool-call'; callId: string; name: string; arguments: string }
   | { type: 'tool-result'; callId: string; content: string; isError?: boolean }

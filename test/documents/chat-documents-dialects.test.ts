@@ -149,6 +149,23 @@ describe('Messages with document blocks', () => {
     })
   }
 
+  test('a text source is plain text as sent: never sniffed, never held to the binary check; one parse unit each', async () => {
+    // Before: its bytes were sniffed like an upload's, so these were 400s (a damaged PDF, RTF, binary data).
+    anthropic.enqueue({ kind: 'sse', body: anthropicWire.stream(turn) })
+    const texts = ['%PDF-1.7 header notes', '{\\rtf1\\ansi Hello}', 'col\u0000umn\u0001\u0002\u0003\u0004 flags\r\nnext']
+    await messages.messages.create({
+      model: 'reader-anthropic',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: texts.map((data, index) => ({ type: 'document' as const, title: `t${index}`, source: { type: 'text' as const, media_type: 'text/plain' as const, data } })) }],
+    })
+    const body = sent('anthropic')
+    expect(body).toContain(JSON.stringify('[Document "t0" (text), attached by the user; its extracted text follows until the end marker]\n%PDF-1.7 header notes\n').slice(1, -1))
+    expect(body).toContain(JSON.stringify('(text), attached by the user; its extracted text follows until the end marker]\n{\\rtf1\\ansi Hello}\n').slice(1, -1))
+    // Line endings as for an uploaded text file.
+    expect(body).toContain(JSON.stringify('col\u0000umn\u0001\u0002\u0003\u0004 flags\nnext\n[End of document "t2"]').slice(1, -1))
+    expect(await parseCharges()).toEqual([3n * PRICE_PER_PARSE])
+  })
+
   test('streamed: the upstream still receives the text', async () => {
     anthropic.enqueue({ kind: 'sse', body: anthropicWire.stream(turn) })
     const pdf = await fixture('report.pdf')

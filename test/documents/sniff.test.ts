@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
+import { declaredText } from '../../src/documents/text'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 
 // Content detection at its edges: magics made of ASCII letters inside real text.
@@ -23,5 +24,13 @@ describe('a magic found by ASCII letters at an offset, in a file that reads as t
     expect(await refusal(mp4)).toMatch(/image or video \(ISO media\)/)
     const webp = new Uint8Array([...new TextEncoder().encode('RIFF'), 0x24, 0x1a, 0, 0, ...new TextEncoder().encode('WEBPVP8 '), 0x18, 0x1a, 0, 0, 0x30, 0x01, 0x9d])
     expect(await refusal(webp)).toMatch(/WebP image/)
+  })
+})
+
+describe('declared text (a Messages text source)', () => {
+  test('is read as it is, never sniffed, with an uploaded text file\'s line endings and text cap', () => {
+    const encode = (text: string) => new TextEncoder().encode(text)
+    expect(declaredText(encode('%PDF-1.7 header notes\r\n{\\rtf1}\u0000'), 1024)).toEqual({ documentType: 'text', text: '%PDF-1.7 header notes\n{\\rtf1}\u0000' })
+    expect(() => declaredText(encode('x'.repeat(1025)), 1024)).toThrow(/text is longer than the 1024-byte limit/)
   })
 })

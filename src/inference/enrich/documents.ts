@@ -1,6 +1,7 @@
 import { chargeForUnits } from '../../billing/pricing'
 import type { DocumentsConfig } from '../../config/config'
 import { extractionApiError } from '../../documents/errors'
+import { declaredText } from '../../documents/text'
 import type { ExtractorPool } from '../../documents/types'
 import { ApiError } from '../../http/errors'
 import { abortable } from '../../lib/abortable'
@@ -99,8 +100,9 @@ export function withoutMarker(text: string, marker: string): string {
 /**
  * Enrichment step for documents (ARCHITECTURE.md §8 step 5), shared by every dialect: each
  * canonical `file` part (Chat Completions `file`, Responses `input_file`, Messages `document`)
- * is extracted request-locally through the pool and replaced by a delimited text part, whatever
- * the model's `file_input` capability; neither file nor text is kept.
+ * is extracted request-locally through the pool (declared plain text, a Messages text source, is
+ * read here) and replaced by a delimited text part, whatever the model's `file_input` capability;
+ * neither file nor text is kept.
  *
  * Billing (decided here, stated in README): each file part is one document-parse unit, like
  * POST /api/v1/attachments/parse. All units are reserved before any extraction (funding and
@@ -140,7 +142,11 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
   const cancelled = () => new ApiError('unavailable', 'the request was cancelled while its attached files were read')
   try {
     const results = await mapLimited(files, FILES_IN_FLIGHT, ({ part, name }) =>
-      abortable(documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: cut.signal }), cut.signal).catch(error => {
+      // Declared plain text needs no parser: read here, with the same cap, not in the pool.
+      (part.plainText === true
+        ? Promise.resolve().then(() => declaredText(part.data, documents.config.maxTextBytes))
+        : abortable(documents.extractor.extract({ bytes: part.data, filename: part.filename, signal: cut.signal }), cut.signal)
+      ).catch(error => {
         if (cut.signal.aborted) throw cut.shutdownReason() ?? cancelled()
         throw extractionApiError(error, { subject: `attached file "${name}"`, queueSize: documents.config.queueSize, nowMs: deps.clock.now() })
       }),

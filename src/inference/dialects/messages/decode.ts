@@ -258,7 +258,8 @@ function documentPart(block: Extract<Block, { type: 'document' }>, param: string
     if (source.media_type !== 'text/plain') throw invalid(`${param}.source.media_type`, 'text documents must be text/plain')
     const data = new TextEncoder().encode(source.data)
     if (data.byteLength > MAX_INLINE_BYTES) throw invalid(`${param}.source.data`, 'inline documents are limited to 1 MiB')
-    return { type: 'file', mediaType: 'text/plain', ...(filename !== undefined ? { filename } : {}), ...context, data }
+    // Anthropic's text source is plain text: read as such, never sniffed as a file's bytes are.
+    return { type: 'file', mediaType: 'text/plain', ...(filename !== undefined ? { filename } : {}), ...context, data, plainText: true }
   }
   // Documents are request-local (spec §1): no fetching by URL, no hosted file ids.
   throw invalid(`${param}.source.type`, `document sources of type ${source.type} are not supported: send a base64 PDF or a text/plain source`)
