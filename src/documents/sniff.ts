@@ -49,6 +49,10 @@ function startsWith(bytes: Uint8Array, magic: number[], at = 0): boolean {
  */
 export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInflatedBytes: number; maxRatio: number }): Sniffed {
   if (bytes.byteLength === 0) return { kind: 'reject', message: 'the file is empty' }
+  // A container's magic at the first byte wins over a PDF header found further in: an XLSX or XLS
+  // may hold "%PDF-1.7" in its first KiB (a part's name or text, an embedded file).
+  if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
+  if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
   // Decoded at most once, and only when a magic made of ASCII letters needs it.
   let text: boolean | undefined
   const readsAsText = () => (text ??= decodeText(bytes).ok)
@@ -58,8 +62,6 @@ export function sniff(bytes: Uint8Array, zipLimits: { maxEntries: number; maxInf
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1')
   const header = head.search(/%PDF-\d/)
   if (header === 0 || (header > 0 && (endsLikePdf(bytes) || !readsAsText()))) return { kind: 'pdf' }
-  if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) return sniffZip(bytes, zipLimits)
-  if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return { kind: 'ole2' }
   // "RIFF…WEBP" and "…ftyp" (ISO media) are ASCII too: a real file has binary sizes around them.
   if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8) && !readsAsText()) return { kind: 'reject', message: `the file is a WebP image; ${ACCEPTED}` }
   if (startsWith(bytes, [0x66, 0x74, 0x79, 0x70], 4) && !readsAsText()) return { kind: 'reject', message: `the file is an image or video (ISO media); ${ACCEPTED}` }

@@ -26,22 +26,25 @@ export interface ZipSpec {
   data: Uint8Array
   /** Override the declared uncompressed size (a lying header). */
   declaredSize?: number
+  /** Store the data as it is (method 0, as `zip -0` does) rather than deflate it. */
+  stored?: boolean
 }
 
-/** A deflate zip of `entries`, with optional lying size fields in both headers. */
+/** A deflate zip of `entries` (or stored, per entry), with optional lying size fields in both headers. */
 export function buildZip(entries: ZipSpec[]): Uint8Array {
   const locals: Buffer[] = []
   const centrals: Buffer[] = []
   let offset = 0
   for (const entry of entries) {
     const name = Buffer.from(entry.name)
-    const compressed = deflateRawSync(entry.data, { level: 1 })
+    const compressed = entry.stored === true ? Buffer.from(entry.data) : deflateRawSync(entry.data, { level: 1 })
+    const method = entry.stored === true ? 0 : 8
     const size = entry.declaredSize ?? entry.data.byteLength
     const crc = crc32(entry.data)
     const local = Buffer.alloc(30)
     local.writeUInt32LE(0x04034b50, 0)
     local.writeUInt16LE(20, 4)
-    local.writeUInt16LE(8, 8)
+    local.writeUInt16LE(method, 8)
     local.writeUInt32LE(crc, 14)
     local.writeUInt32LE(compressed.byteLength, 18)
     local.writeUInt32LE(size, 22)
@@ -51,7 +54,7 @@ export function buildZip(entries: ZipSpec[]): Uint8Array {
     central.writeUInt32LE(0x02014b50, 0)
     central.writeUInt16LE(20, 4)
     central.writeUInt16LE(20, 6)
-    central.writeUInt16LE(8, 10)
+    central.writeUInt16LE(method, 10)
     central.writeUInt32LE(crc, 16)
     central.writeUInt32LE(compressed.byteLength, 20)
     central.writeUInt32LE(size, 24)
@@ -113,15 +116,17 @@ export function manyCellsXlsx(rows: number, cols: number, sheetPart = 'xl/worksh
 /**
  * A one-sheet XLSX (sheet "S") whose worksheet holds `sheetData` (its rows), after `before` (a
  * <dimension>, say). With `numFmt`, cells with `s="1"` take that number format: a code (as XML
- * attribute text: quotes as &quot;) declared as format 164, or a built-in format's id.
+ * attribute text: quotes as &quot;) declared as format 164, or a built-in format's id. `leading`
+ * entries come first in the zip, before the package's own.
  */
-export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string | number } = {}): Uint8Array {
-  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml', numFmt } = options
+export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string | number; leading?: ZipSpec[] } = {}): Uint8Array {
+  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml', numFmt, leading = [] } = options
   const encoder = new TextEncoder()
   const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${before}<sheetData>${sheetData}</sheetData></worksheet>`
   const rels = (relTarget: string, type: string) =>
     `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}" Target="${relTarget}"/></Relationships>`
   return buildZip([
+    ...leading,
     { name: '[Content_Types].xml', data: encoder.encode(`<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/${sheetPart}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>${numFmt === undefined ? '' : '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'}</Types>`) },
     { name: '_rels/.rels', data: encoder.encode(rels('xl/workbook.xml', 'officeDocument')) },
     { name: 'xl/workbook.xml', data: encoder.encode('<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>') },
