@@ -42,9 +42,16 @@ export function prescanPdf(bytes: Uint8Array, limits: { maxObjects: number; maxN
   return undefined
 }
 
+/**
+ * A token boundary: the file's edge, white space or a delimiter (ISO 32000 §7.2.2). `>` and `]`
+ * count too: iText and OpenPDF write `>>stream` for every stream, whose data must be skipped.
+ */
 function isDelimiter(byte: number | undefined): boolean {
-  return byte === undefined || byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09 || byte === 0x0c || byte === 0x00 || byte === 0x3c || byte === 0x5b || byte === 0x2f
+  return byte === undefined || WHITE_SPACE_OR_DELIMITER.has(byte)
 }
+
+// NUL, tab, LF, FF, CR, space; ( ) < > [ ] { } / %.
+const WHITE_SPACE_OR_DELIMITER = new Set([0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20, 0x28, 0x29, 0x3c, 0x3e, 0x5b, 0x5d, 0x7b, 0x7d, 0x2f, 0x25])
 
 function isStreamKeyword(bytes: Uint8Array, at: number): boolean {
   return bytes[at + 1] === 0x74 && bytes[at + 2] === 0x72 && bytes[at + 3] === 0x65 && bytes[at + 4] === 0x61 && bytes[at + 5] === 0x6d &&

@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { countXlsCells } from '../../src/documents/xls-guard'
-import { deeplyNestedPdf, fixture, manyCellsXls, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx, binaryCellsXlsx } from './hostile'
+import { deeplyNestedPdf, fixture, manyCellsXls, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx, binaryCellsXlsx, tightStreamPdf } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
 const defaults = loadConfig({}).documents
@@ -315,6 +315,10 @@ describe('refusals, each with a reason a person understands', () => {
     expect((await extractDocument(await manyCellsXls(2, 3), limits)).text).toBe('[Sheet: S]\nhead\n1\t2\t3\n2\t3\t4')
   })
   test('a deeply nested PDF is refused by the prescan', () => refused(deeplyNestedPdf(), /nests arrays or dictionaries more than 256 levels/))
+  test('a stream whose dictionary is followed directly by the keyword (">>stream", as iText writes) is skipped by the prescan', async () => {
+    // Before: the image's 1,000 "[" bytes were counted as nesting: refused "more than 256 levels deep".
+    expect(await extractDocument(tightStreamPdf(), limits)).toEqual({ documentType: 'pdf', text: 'Hello' })
+  })
   test('a PDF nesting 200,000 levels inside a content stream is read by pdf.js without blowing its stack', async () => {
     expect(await extractDocument(nestedContentStreamPdf(), limits)).toEqual({ documentType: 'pdf', text: 'Hello' })
   })

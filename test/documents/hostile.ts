@@ -215,6 +215,24 @@ export function nestedContentStreamPdf(depth = 200_000): Uint8Array {
 }
 
 /**
+ * A PDF written as iText 5 / iTextSharp / OpenPDF write every stream, its dictionary followed
+ * directly by the keyword (`>>stream`), with an uncompressed grey image of `size` bytes of 0x5B
+ * ("[") drawn under a line of text: the prescan must skip the image's data, not count brackets in it.
+ */
+export function tightStreamPdf(size = 1000): Uint8Array {
+  const content = `q ${size} 0 0 1 0 700 cm /Im1 Do Q BT /F1 12 Tf 72 712 Td (Hello) Tj ET\n`
+  const objects = [
+    '1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj',
+    '2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj',
+    '3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>/XObject<</Im1 6 0 R>>>>>>endobj',
+    `4 0 obj<</Length ${content.length}>>stream\n${content}endstream\nendobj`,
+    '5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj',
+    `6 0 obj<</Type/XObject/Subtype/Image/Width ${size}/Height 1/ColorSpace/DeviceGray/BitsPerComponent 8/Length ${size}>>stream\n${'['.repeat(size)}\nendstream\nendobj`,
+  ]
+  return new TextEncoder().encode(`%PDF-1.4\n${objects.join('\n')}\ntrailer<</Root 1 0 R>>\n%%EOF\n`)
+}
+
+/**
  * A legacy XLS whose workbook stream carries a FILEPASS record right after its BOF, as Excel
  * writes for a password-protected file (XOR obfuscation here; SheetJS refuses every kind alike).
  */
