@@ -66,6 +66,19 @@ export function buildModels(entries: readonly FileModel[], providers: readonly P
       const list = suffixLevels[suffix]
       if (list !== undefined) checkBindings(list, `${path}.${suffix}`, name, problems)
     }
+    // Ordered routing reads no weight: one set there would be silently ignored (QA).
+    if ((entry.routing ?? 'ordered') === 'ordered') {
+      for (const level of ['backends', 'confidential', 'encrypted'] as const) {
+        entry[level]?.forEach((backend, backendIndex) => {
+          if (backend.weight !== undefined) problems.push(`${path}.${level}.${backendIndex}.weight: ${name}: weight applies to routing: round-robin only (this model's routing is ordered: strict failover)`)
+        })
+      }
+    }
+    // GET /v1/models/{id} takes an id's slashes raw: a path segment that is empty, "." or ".." would
+    // be normalized away before routing (QA: "u/.." answered the whole list).
+    if (entry.id.split('/').some(segment => segment === '' || segment === '.' || segment === '..')) {
+      problems.push(`${path}.id: ${name}: an id may not have an empty, "." or ".." segment between its slashes, or end in a slash`)
+    }
 
     if (entry.max_output_tokens > entry.context_length) {
       problems.push(`${path}.max_output_tokens: ${name}: ${entry.max_output_tokens} exceeds context_length ${entry.context_length}`)

@@ -159,7 +159,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         set.headers['request-id'] = requestIdOf(set)
         refuseEncryptedOn('POST /v1/messages', request, body.model)
         const chat = decodeMessages(body, catalog.resolve(body.model))
-        const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true })
+        const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true, uncensored: body.uncensored })
         return reply as typeof MessageResponse.static
       },
       {

@@ -212,10 +212,13 @@ describe('chat request limits', () => {
     expect(tame.choices[0]!.message.content).toBe('Hello from the demo model. You said: hi')
 
     const reply = { kind: 'sse' as const, body: openAIWire.stream({ text: 'ok', finish: 'stop', usage: { inputTokens: 3, outputTokens: 1 } }) }
-    upstream.enqueue(reply, reply)
+    upstream.enqueue(reply, reply, reply)
     await client.chat.completions.create({ model: 'both', messages: [{ role: 'user', content: 'hi' }], uncensored: true } as never)
     await client.chat.completions.create({ model: 'both', messages: [{ role: 'user', content: 'hi' }] })
-    expect(upstream.requests.map(request => request.body.model)).toEqual(['free-model', 'careful-model'])
+    // Messages takes the extension too (QA: "unknown field"), as README's privacy section says of every route.
+    const messages = await t.request('POST', '/v1/messages', { key, body: { model: 'both', max_tokens: 10, uncensored: true, messages: [{ role: 'user', content: 'hi' }] } })
+    expect(messages.status).toBe(200)
+    expect(upstream.requests.map(request => request.body.model)).toEqual(['free-model', 'careful-model', 'free-model'])
     for (const request of upstream.requests) expect(request.text).not.toContain('uncensored')
   })
 })

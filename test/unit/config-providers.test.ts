@@ -184,6 +184,13 @@ models:
     [', id: "m:confidential"', ['models.0.id: must be 1 to 128 letters, digits, dots, underscores, slashes or dashes, starting with a letter or digit (a level suffix such as :confidential is not part of the id)']],
     [', backends: []', ['models.0.backends: Expected array length to be greater or equal to 1']],
     [', backends: [{ provider: demo, model: d, weight: 0 }]', ['models.0.backends.0.weight: Expected integer to be greater or equal to 1']],
+    // QA: a weight under ordered routing was silently ignored.
+    [', backends: [{ provider: demo, model: d, weight: 5 }, { provider: open, model: o }]', ['models.0.backends.0.weight: model "m": weight applies to routing: round-robin only (this model\'s routing is ordered: strict failover)']],
+    [', routing: ordered, confidential: [{ provider: tee, model: d, weight: 1 }]', ['models.0.confidential.0.weight: model "m": weight applies to routing: round-robin only (this model\'s routing is ordered: strict failover)']],
+    [', routing: round-robin, backends: [{ provider: demo, model: d, weight: 5 }, { provider: open, model: o }]', []],
+    // QA: GET /v1/models/{id} could not retrieve these with the slash raw ("u/.." answered the list).
+    ...['t/', 'u/..', 'v/./z', 'a//b'].map(id => [`, id: "${id}"`, [`models.0.id: model "${id}": an id may not have an empty, "." or ".." segment between its slashes, or end in a slash`]] as [string, string[]]),
+    [', id: "org/model-1.5"', []],
     [', backends: [{ provider: demo, model: "has space" }]', ['models.0.backends.0.model: must be 1 to 256 characters without spaces']],
     [', backends: [{ provider: demo, model: 42 }]', ['models.0.backends.0.model: Expected string']],
     [', backends: [{ provider: demo, model: d, region: eu }]', ['models.0.backends.0.region: Unexpected property']],

@@ -177,6 +177,8 @@ export const MessagesBody = t.Object(
     top_p: t.Optional(t.Number({ minimum: 0, maximum: 1 })),
     top_k: t.Optional(JsonInteger({ minimum: 0 })),
     service_tier: t.Optional(t.Union([t.Literal('auto'), t.Literal('standard_only')])),
+    // The gateway's own extension, as on Chat Completions and Responses (README, Privacy levels).
+    uncensored: t.Optional(t.Boolean({ description: "The gateway's extension: true selects a backend marked uncensored (a 400 where the model has none)" })),
     thread: t.Optional(
       t.Unknown({
         description:
