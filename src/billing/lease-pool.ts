@@ -1,6 +1,9 @@
-import type { LeaseScope } from '../db/schema'
+import type { LeaseScope, SpendCapPeriod } from '../db/schema'
+import type { Window } from '../lib/clock'
+import type { Nanos } from '../lib/money'
 import { PairMap } from '../lib/pair-map'
 import type { LeaseRef } from './ledger-ops'
+import { positive } from './ledger-rules'
 import type { ScopeRoom } from './scope-room'
 
 /**
@@ -39,6 +42,36 @@ export class LeasePool {
 
   get free(): bigint {
     return this.leased - this.held
+  }
+}
+
+/** A reservation's holds, per funding source. */
+export interface Holds {
+  allowance: { pool: LeasePool; amount: Nanos } | null
+  prepaid: { pool: LeasePool; amount: Nanos } | null
+  key: { pool: LeasePool; amount: Nanos; window: Window; period: SpendCapPeriod; cap: Nanos } | null
+}
+
+/**
+ * Holds `estimate` on the pools if their free parts cover it, allowance first (§7.3); the key's
+ * hold is the caller's to add.
+ */
+export function holdOn(estimate: Nanos, allowance: LeasePool, prepaid: LeasePool, keyPool: LeasePool | null, nowMs: number): Holds | null {
+  if (keyPool && keyPool.free < estimate) return null
+  if (allowance.free + prepaid.free < estimate) return null
+  const allowanceFree = positive(allowance.free)
+  const fromAllowance = allowanceFree < estimate ? allowanceFree : estimate
+  const fromPrepaid = estimate - fromAllowance
+  allowance.held += fromAllowance
+  prepaid.held += fromPrepaid
+  if (keyPool) keyPool.held += estimate
+  for (const pool of [allowance, prepaid, keyPool]) if (pool) pool.lastUsedMs = nowMs
+  return {
+    // The admission month's allowance pool is kept even with nothing held on it: allowance that
+    // a concurrent call gives back before this one settles pays first (§7.3), not prepaid.
+    allowance: { pool: allowance, amount: fromAllowance },
+    prepaid: fromPrepaid > 0n ? { pool: prepaid, amount: fromPrepaid } : null,
+    key: null,
   }
 }
 

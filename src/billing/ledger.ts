@@ -1,12 +1,11 @@
-import type { SpendCapPeriod } from '../db/schema'
 import { ApiError } from '../http/errors'
-import { utcMonth, type Clock, type Window } from '../lib/clock'
+import { utcMonth, type Clock } from '../lib/clock'
 import { newId } from '../lib/ids'
 import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
-import { LeasePools, type LeasePool } from './lease-pool'
+import { holdOn, LeasePools, type Holds, type LeasePool } from './lease-pool'
 import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
@@ -34,12 +33,6 @@ export interface Reservation {
   /** @internal */ state: 'held' | 'settling' | 'settled' | 'released'
   /** @internal the settlement in flight, so a second settle call waits for the first */
   settling?: Promise<Nanos>
-}
-
-interface Holds {
-  allowance: { pool: LeasePool; amount: Nanos } | null
-  prepaid: { pool: LeasePool; amount: Nanos } | null
-  key: { pool: LeasePool; amount: Nanos; window: Window; period: SpendCapPeriod; cap: Nanos } | null
 }
 
 export type AdmitResult = { ok: true; reservation: Reservation } | { ok: false; error: ApiError }
@@ -133,7 +126,7 @@ export class Ledger {
           allowanceEmpty = (await this.grow(allowance, 1n, estimate)) === 'empty'
           continue
         }
-        const holds = this.tryHold(estimate, allowance, prepaid, keyPool)
+        const holds = holdOn(estimate, allowance, prepaid, keyPool, this.clock.now())
         if (holds) {
           if (keyPool) holds.key = { pool: keyPool, amount: estimate, window: window!, period: cap!.period, cap: cap!.nanos }
           return { ok: true, reservation: this.reservation(input, holds) }
@@ -193,25 +186,6 @@ export class Ledger {
     } catch (error) {
       pool.leased += amount
       throw error
-    }
-  }
-
-  private tryHold(estimate: Nanos, allowance: LeasePool, prepaid: LeasePool, keyPool: LeasePool | null): Holds | null {
-    if (keyPool && keyPool.free < estimate) return null
-    if (allowance.free + prepaid.free < estimate) return null
-    const fromAllowance = allowance.free >= estimate ? estimate : allowance.free > 0n ? allowance.free : 0n
-    const fromPrepaid = estimate - fromAllowance
-    const now = this.clock.now()
-    allowance.held += fromAllowance
-    prepaid.held += fromPrepaid
-    if (keyPool) keyPool.held += estimate
-    for (const pool of [allowance, prepaid, keyPool]) if (pool) pool.lastUsedMs = now
-    return {
-      // The admission month's allowance pool is kept even with nothing held on it: allowance that
-      // a concurrent call gives back before this one settles pays first (§7.3), not prepaid.
-      allowance: { pool: allowance, amount: fromAllowance },
-      prepaid: fromPrepaid > 0n ? { pool: prepaid, amount: fromPrepaid } : null,
-      key: null,
     }
   }
 
