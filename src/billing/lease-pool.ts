@@ -54,12 +54,14 @@ export interface Holds {
 
 /**
  * Holds `estimate` on the pools if their free parts cover it, allowance first (§7.3); the key's
- * hold is the caller's to add.
+ * hold is the caller's to add. A negative free part (holds on a lease another instance returned)
+ * counts as none: it must not block admission on the other pool (Ledger.admit grows prepaid by
+ * what it lacks, its negative part included).
  */
 export function holdOn(estimate: Nanos, allowance: LeasePool, prepaid: LeasePool, keyPool: LeasePool | null, nowMs: number): Holds | null {
   if (keyPool && keyPool.free < estimate) return null
-  if (allowance.free + prepaid.free < estimate) return null
   const allowanceFree = positive(allowance.free)
+  if (allowanceFree + positive(prepaid.free) < estimate) return null
   const fromAllowance = allowanceFree < estimate ? allowanceFree : estimate
   const fromPrepaid = estimate - fromAllowance
   allowance.held += fromAllowance

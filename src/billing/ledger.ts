@@ -131,7 +131,9 @@ export class Ledger {
           if (keyPool) holds.key = { pool: keyPool, amount: estimate, window: window!, period: cap!.period, cap: cap!.nanos }
           return { ok: true, reservation: this.reservation(input, holds) }
         }
-        const short = estimate - positive(allowance.free) - positive(prepaid.free)
+        // What prepaid lacks, its negative free part too (holds on a lease another instance
+        // returned): a growth of less would leave holdOn short, round after round.
+        const short = estimate - positive(allowance.free) - prepaid.free
         if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + (input.ownHeld ?? 0n))) }
       }
       return { ok: false, error: fundsRefusal(estimate, 'spent') }
@@ -284,12 +286,13 @@ export class Ledger {
     // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
     // lease's free part before any prepaid. Draws: what this settlement takes out of each lease.
     // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
-    // may dip below zero). The allowance pays no more than this boot still holds leased of it (a
-    // returned lease may be spent elsewhere: QA, 1.6 of 1.0 used).
+    // may dip below zero). No draw exceeds what this boot still holds leased (a returned lease may
+    // be spent elsewhere: QA, 1.6 of 1.0 allowance used, leased totals driven negative); the
+    // allowance's rest goes to prepaid, prepaid's is charged without a lease.
     const fromAllowance = allowance ? min(actual, min(allowance.amount + positive(allowance.pool.free), positive(allowance.pool.leased))) : 0n
     const fromPrepaid = actual - fromAllowance
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
-    const prepaidDraw = min(fromPrepaid, (prepaid?.amount ?? 0n) + positive(prepaidPool.free))
+    const prepaidDraw = min(fromPrepaid, min((prepaid?.amount ?? 0n) + positive(prepaidPool.free), positive(prepaidPool.leased)))
     const keyDraw = key ? min(actual, key.amount + positive(key.pool.free)) : 0n
     this.unhold(reservation)
     if (allowance) allowance.pool.leased -= fromAllowance
