@@ -14,7 +14,7 @@ import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
 import type { LeaseTrust } from './lease-trust'
-import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive, shortfall } from './ledger-rules'
+import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive, shortfall, type Shortfall } from './ledger-rules'
 import { readRoom } from './scope-room'
 
 /** What a billed call is for (one entry `purpose`). */
@@ -104,7 +104,10 @@ export class Ledger {
     const month = utcMonth(now)
     const cap = principal.spendCap
     const window = cap ? capWindow(cap.period, now) : null
+    const ownHeld = input.ownHeld ?? 0n
+    const refuseCap = (why: Shortfall) => capRefusal(cap!.period, cap!.nanos, window!, now, estimate + ownHeld, input.purpose !== 'chat' && input.purpose !== 'fusion', why)
     let allowanceEmpty = false
+    let keyShort = false
     try {
       // Each round either holds, or grows a short lease (or waits for a growth in flight) and looks
       // again; a scope the database reports empty ends it with a refusal. Every await ends a round,
@@ -113,10 +116,11 @@ export class Ledger {
         const allowance = this.pools.get('allowance', principal.orgId, null, month.startMs, now)
         const prepaid = this.pools.get('prepaid', principal.orgId, null, 0, now)
         const keyPool = cap ? this.pools.get('key_cap', principal.orgId, principal.keyId, window!.startMs, now) : null
-        if (keyPool && keyPool.free < estimate) {
-          const outcome = await this.grow(keyPool, estimate - keyPool.free, estimate, cap!.nanos)
+        keyShort = keyPool !== null && keyPool.free < estimate
+        if (keyShort) {
+          const outcome = await this.grow(keyPool!, estimate - keyPool!.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: capRefusal(cap!.period, cap!.nanos, window!, now, estimate + (input.ownHeld ?? 0n), input.purpose !== 'chat' && input.purpose !== 'fusion', shortfall(keyPool.room, estimate + (input.ownHeld ?? 0n))) }
+          if (outcome === 'empty') return { ok: false, error: refuseCap(shortfall(keyPool!.room, estimate + ownHeld)) }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against
@@ -134,9 +138,11 @@ export class Ledger {
         // What prepaid lacks, its negative free part too (holds on a lease another instance
         // returned): a growth of less would leave holdOn short, round after round.
         const short = estimate - positive(allowance.free) - prepaid.free
-        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + (input.ownHeld ?? 0n))) }
+        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + ownHeld)) }
       }
-      return { ok: false, error: fundsRefusal(estimate, 'spent') }
+      // Every round was granted or waited on a growth, yet calls admitted meanwhile took what it
+      // left: held money, not spent (nor a ledger outage, a 503's meaning), so retry shortly.
+      return { ok: false, error: keyShort ? refuseCap('held') : fundsRefusal(estimate, 'held') }
     } catch (error) {
       if (error instanceof ApiError) return { ok: false, error }
       this.logger.error('ledger admit failed', { org_id: principal.orgId, error: String(error) })

@@ -2,9 +2,10 @@ import { afterEach, expect, test } from 'bun:test'
 import { ClientExecutor } from '../../src/billing/executor'
 import type { Ledger, Reservation } from '../../src/billing/ledger'
 import type { Sweeper } from '../../src/billing/sweeper'
+import { utcDay } from '../../src/lib/clock'
 import type { Principal } from '../../src/keys/principal'
 import { buildTestApp, type TestApp } from '../support/harness'
-import { USD, adminPrincipal, admitOk, buildPaygApp, configWith, ledgerOver, verifyClean } from './fixtures'
+import { USD, adminPrincipal, admitOk, buildPaygApp, configWith, createCappedKey, expectInsufficientQuota, ledgerOver, verifyClean } from './fixtures'
 
 // An instance paused past instance_stale_after_s (SIGSTOP, a frozen VM) resumes to find its leases
 // returned by another instance's sweep: its cut calls still settle, then it goes on serving. QA
@@ -101,5 +102,27 @@ test('a call after large holds on a lost prepaid lease grows prepaid past them a
   for (const reservation of [cut, next]) await b.ledger.settle(reservation, reservation.amount)
   for (const leased of leasedTotals(b.ledger)) expect(leased).toBeGreaterThanOrEqual(0n)
   await b.sweeper.stop()
+  await verifyClean(t)
+})
+
+test('an admission whose rounds run out is refused as retryable (held money), not as spent', async () => {
+  t = await buildPaygApp()
+  const org = await t.createOrg('acme', 10n * USD)
+  const principal = await adminPrincipal(t, org)
+  const key = await createCappedKey(t, org, 'daily', USD)
+  const now = t.clock.now()
+  // A growth forever in flight that never leaves room (calls admitted meanwhile taking each one's
+  // grant, at its worst): every round waits on it and looks again.
+  const prepaid = t.deps.ledger.pools.get('prepaid', org.orgId, null, 0, now)
+  const keyPool = t.deps.ledger.pools.get('key_cap', org.orgId, key.keyId, utcDay(now).startMs, now)
+  prepaid.growing = keyPool.growing = Promise.resolve()
+  for (const [who, says] of [[principal, 'organization'], [key.principal, 'spend cap']] as const) {
+    const error = expectInsufficientQuota(await t.deps.ledger.admit({ principal: who, purpose: 'chat', estimate: 100_000_000n }))
+    expect(error.headers?.['x-should-retry']).toBe('true')
+    expect(error.headers?.['retry-after']).toBe('2')
+    expect(error.message).toContain(says)
+  }
+  prepaid.growing = keyPool.growing = null
+  await t.deps.ledger.settle(await admitOk(t, key.principal, 100_000_000n), 0n)
   await verifyClean(t)
 })
