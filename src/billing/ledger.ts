@@ -294,12 +294,12 @@ export class Ledger {
     // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
     // may dip below zero). No draw exceeds what this boot still holds leased (a returned lease may
     // be spent elsewhere: QA, 1.6 of 1.0 allowance used, leased totals driven negative); the
-    // allowance's rest goes to prepaid, prepaid's is charged without a lease.
+    // allowance's rest goes to prepaid, prepaid's and the key's are charged without a lease.
     const fromAllowance = allowance ? min(actual, min(allowance.amount + positive(allowance.pool.free), positive(allowance.pool.leased))) : 0n
     const fromPrepaid = actual - fromAllowance
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
     const prepaidDraw = min(fromPrepaid, min((prepaid?.amount ?? 0n) + positive(prepaidPool.free), positive(prepaidPool.leased)))
-    const keyDraw = key ? min(actual, key.amount + positive(key.pool.free)) : 0n
+    const keyDraw = key ? min(actual, min(key.amount + positive(key.pool.free), positive(key.pool.leased))) : 0n
     this.unhold(reservation)
     if (allowance) allowance.pool.leased -= fromAllowance
     prepaidPool.leased -= prepaidDraw

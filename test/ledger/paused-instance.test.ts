@@ -5,13 +5,13 @@ import type { Sweeper } from '../../src/billing/sweeper'
 import { utcDay } from '../../src/lib/clock'
 import type { Principal } from '../../src/keys/principal'
 import { buildTestApp, type TestApp } from '../support/harness'
-import { USD, adminPrincipal, admitOk, buildPaygApp, configWith, createCappedKey, expectInsufficientQuota, ledgerOver, verifyClean } from './fixtures'
+import { USD, adminPrincipal, admitOk, buildPaygApp, configWith, createCappedKey, expectInsufficientQuota, keySpentOf, ledgerOver, verifyClean } from './fixtures'
 
 // An instance paused past instance_stale_after_s (SIGSTOP, a frozen VM) resumes to find its leases
 // returned by another instance's sweep: its cut calls still settle, then it goes on serving. QA
 // (SIGSTOP of one of two instances, then SIGCONT) found its pools' leased totals driven negative
 // by those settlements, and 19 of 20 calls after it refused as "spent" though the organization
-// had plenty.
+// had plenty; and a key's daily cap overshot by what the paused calls had reserved on it.
 
 let t: TestApp
 const others: Array<{ sweeper: Sweeper }> = []
@@ -124,5 +124,32 @@ test('an admission whose rounds run out is refused as retryable (held money), no
   }
   prepaid.growing = keyPool.growing = null
   await t.deps.ledger.settle(await admitOk(t, key.principal, 100_000_000n), 0n)
+  await verifyClean(t)
+})
+
+test("a paused instance's cut calls take its key past the cap by at most what they held on the key; the cap then refuses at once", async () => {
+  t = await buildPaygApp()
+  const org = await t.createOrg('acme', 10n * USD)
+  const cap = 600_000_000n
+  const key = await createCappedKey(t, org, 'daily', cap)
+  const b = await instanceB()
+  // B leases the whole cap and holds 0.3 USD of it on three calls.
+  const cut = [await hold(b.ledger, key.principal, 100_000_000n), await hold(b.ledger, key.principal, 100_000_000n), await hold(b.ledger, key.principal, 100_000_000n)]
+  const heldOnKey = cut.reduce((sum, reservation) => sum + (reservation.holds.key?.amount ?? 0n), 0n)
+  await pauseAndSweep()
+  // Meanwhile A spends the whole cap.
+  await t.deps.ledger.settle(await admitOk(t, key.principal, cap), cap)
+  // B resumes; its cut calls produced their whole reservations, and are charged for them.
+  for (const reservation of cut) await b.ledger.settle(reservation, 100_000_000n)
+  for (const leased of leasedTotals(b.ledger)) expect(leased).toBeGreaterThanOrEqual(0n)
+  const spent = await keySpentOf(t, key.keyId, utcDay(t.clock.now()).startMs)
+  expect(spent).toBe(cap + heldOnKey) // the documented bound, reached
+  // Neither instance admits another call on the key: its cap is spent, not merely held.
+  for (const ledger of [t.deps.ledger, b.ledger]) {
+    const error = expectInsufficientQuota(await ledger.admit({ principal: key.principal, purpose: 'chat', estimate: 1_000_000n }))
+    expect(error.headers?.['x-should-retry']).toBeUndefined()
+    expect(error.message).toContain('after what it spent')
+  }
+  await b.sweeper.stop()
   await verifyClean(t)
 })
