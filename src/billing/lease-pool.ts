@@ -32,6 +32,12 @@ export class LeasePool {
    * as held, so at worst a refusal says "held" for that second, and its 2 s retry reads afresh.
    */
   room: ScopeRoom | null = null
+  /**
+   * This boot's lease row for the scope exists: a grant made or topped it up, and it was not
+   * returned since. A lease drawn to 0 keeps its row, which must still go back: one left behind
+   * outlives the boot (`svc ledger verify` flags it, and it keeps the instance row).
+   */
+  leaseRow = false
 
   constructor(
     readonly ref: LeaseRef,

@@ -183,16 +183,22 @@ export class Ledger {
     return { applied }
   }
 
-  /** Returns a pool's whole lease to the database (idle, shutdown). */
+  /**
+   * Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to
+   * 0; a pool without a lease row is only forgotten.
+   */
   async returnLease(pool: LeasePool): Promise<void> {
     if (pool.held !== 0n || pool.growing || this.settlingOn.has(pool)) return
+    if (!pool.leaseRow) return this.pools.drop(pool)
     const amount = pool.leased
     pool.leased = 0n
+    pool.leaseRow = false // before the await: a grant meanwhile makes it again
     try {
       await this.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
       this.pools.drop(pool)
     } catch (error) {
       pool.leased += amount
+      pool.leaseRow = true
       throw error
     }
   }
@@ -250,6 +256,7 @@ export class Ledger {
           // (took this one for dead) and may spend it; only this grant is leased now. A heartbeat
           // would not see it gone any more (the row is back), so it is said here.
           if (created && leasedBefore > 0n) this.leaseLost(pool)
+          if (granted !== null) pool.leaseRow = true
           if (granted !== null && granted > 0n) pool.leased += granted
           else {
             pool.emptyUntilMs = now + EMPTY_RECHECK_MS

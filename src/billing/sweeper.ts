@@ -61,11 +61,9 @@ export class Sweeper {
       [staleBefore, this.identity.instanceId, this.identity.bootId],
     )
     await this.writer.submit({ kind: 'plain', statements: [forgetStaleInstances(staleBefore)], interpret: () => undefined })
-    for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) {
-      // An idle pool's lease goes back; an idle empty pool is forgotten so the map stays small.
-      if (pool.leased > 0n) await this.ledger.returnLease(pool)
-      else this.ledger.pools.drop(pool)
-    }
+    // An idle pool's lease goes back, even drawn to 0 (its row would outlive the boot); a pool
+    // that never leased is just forgotten, so the map stays small.
+    for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) await this.ledger.returnLease(pool)
   }
 
   /** Shutdown: stop the timer, hand every lease of this boot back, then forget its instance row. */

@@ -1,8 +1,9 @@
 import { afterEach, expect, test } from 'bun:test'
 import { ClientExecutor } from '../../src/billing/executor'
 import type { Ledger } from '../../src/billing/ledger'
-import type { Sweeper } from '../../src/billing/sweeper'
+import { IDLE_RETURN_MS, type Sweeper } from '../../src/billing/sweeper'
 import { forgetStaleInstances } from '../../src/billing/ledger-ops'
+import { verifyLedger } from '../../src/billing/verify'
 import type { Principal } from '../../src/keys/principal'
 import type { TestApp } from '../support/harness'
 import { USD, adminPrincipal, buildPaygApp, ledgerOver, scalar, verifyClean } from './fixtures'
@@ -52,6 +53,30 @@ test('a clean stop returns its leases, then forgets its own row', async () => {
   expect([await leaseRows('ephemeral-b'), await instanceRows('ephemeral-b')]).toEqual([1n, 1n])
   await other.sweeper.stop()
   expect([await leaseRows('ephemeral-b'), await instanceRows('ephemeral-b')]).toEqual([0n, 0n])
+  await verifyClean(t)
+})
+
+test('a lease drawn to zero is returned when idle, so a clean stop forgets its row (before: a 0-nano lease row and the instance row stayed)', async () => {
+  const other = await otherInstance('drained-b')
+  // One call takes the whole balance: the lease is drawn to 0 nanos, its row stays (with 0).
+  await other.ledger.settle(await hold(other.ledger, 10n * USD), 10n * USD)
+  expect(await leaseRows('drained-b')).toBe(1n)
+  t.clock.advance(IDLE_RETURN_MS + 1)
+  await other.sweeper.tick()
+  expect(await leaseRows('drained-b')).toBe(0n)
+  await other.sweeper.stop()
+  expect([await leaseRows('drained-b'), await instanceRows('drained-b')]).toEqual([0n, 0n])
+  // `svc ledger verify` once the stopped instance would be stale, with no sweep run since.
+  const staleAfterMs = t.deps.config.ledger.instanceStaleAfterMs
+  expect(await verifyLedger(t.deps.database.client, { nowMs: t.clock.now() + staleAfterMs + 1, staleAfterMs })).toEqual([])
+  await verifyClean(t)
+})
+
+test('a clean stop returns a lease drawn to zero that is still in memory', async () => {
+  const other = await otherInstance('drained-b')
+  await other.ledger.settle(await hold(other.ledger, 10n * USD), 10n * USD)
+  await other.sweeper.stop()
+  expect([await leaseRows('drained-b'), await instanceRows('drained-b')]).toEqual([0n, 0n])
   await verifyClean(t)
 })
 
