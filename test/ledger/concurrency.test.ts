@@ -96,6 +96,16 @@ describe('org balance under 500 concurrent admissions (no plan allowance)', () =
     await verifyClean(t)
   })
 
+  test('plenty of money: a cold burst of 300 is admitted whole (QA: each growth was sized for one call, so 174 ran out of rounds)', async () => {
+    t = await buildTestApp({}, configWith({ plans: { pro: { monthly_allowance: '20', fusion: false } } }))
+    const org = await t.createOrg('acme', 100n * USD)
+    const principal = await adminPrincipal(t, org)
+    const { admitted, refusedCount } = partition(await burst(principal, USD / 10n, 300))
+    expect([admitted.length, refusedCount]).toEqual([300, 0])
+    for (const reservation of admitted) t.deps.ledger.release(reservation)
+    await verifyClean(t)
+  })
+
   test('releases return their holds: after releasing a burst, the same burst fits again', async () => {
     t = await buildPaygApp()
     const org = await t.createOrg('acme', USD)
