@@ -2,7 +2,7 @@ import { extractOffice, extractWorkbook, FormatRefused, MAX_XML_ELEMENTS } from 
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
 import { sniff } from './sniff'
 import { decodeText, textDocument, textTooLong } from './text'
-import { ElementCapExceeded, ExtractionError, TextCapExceeded, type Extraction, type ExtractionLimits } from './types'
+import { DocumentRefused, ElementCapExceeded, ExtractionError, TextCapExceeded, type Extraction, type ExtractionLimits } from './types'
 import { countXlsCells, workbookStream, XlsRefused } from './xls-guard'
 import { inflateWithinCap, MAX_SHEET_CELLS, tooManyCells } from './zip-guard'
 
@@ -49,7 +49,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         return { text, documentType: sniffed.type }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)
-        if (error instanceof FormatRefused) throw invalid(error.message)
+        if (error instanceof FormatRefused || error instanceof DocumentRefused) throw invalid(error.message)
         const issue = (error as { officeIssue?: { code?: string } }).officeIssue?.code
         if (issue === 'XML_ELEMENT_LIMIT_EXCEEDED' || error instanceof ElementCapExceeded) {
           throw invalid(`the ${sniffed.type.toUpperCase()} document holds more than ${MAX_XML_ELEMENTS.toLocaleString('en')} XML elements; split it into smaller documents`)

@@ -14,6 +14,9 @@ export class TextCapExceeded extends Error {}
 /** Thrown inside an extraction when a document holds more XML elements than the gateway reads (office.ts's MAX_XML_ELEMENTS). */
 export class ElementCapExceeded extends Error {}
 
+/** Thrown inside an extraction when the document is refused for what its message says (→ 400). */
+export class DocumentRefused extends Error {}
+
 /** A finished extraction. */
 export interface Extraction {
   text: string

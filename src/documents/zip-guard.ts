@@ -1,4 +1,4 @@
-import { crc32, inflateRawSync } from 'node:zlib'
+import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { cutText } from '../lib/characters'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
@@ -201,14 +201,27 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
   return { ok: true, inflated: total }
 }
 
+/** The name bytes of `entry`'s local header (what a streaming unzip, officeparser's, names it by). */
+function localNameBytes(bytes: Uint8Array, view: DataView, entry: ZipEntry): Uint8Array {
+  const at = entry.localHeaderOffset
+  return bytes.subarray(at + 30, at + 30 + view.getUint16(at + 26, true))
+}
+
+/** The name `entry`'s local header gives it, or undefined when there is no local header there. */
+export function localHeaderName(bytes: Uint8Array, entry: ZipEntry): string | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (entry.localHeaderOffset + 30 > bytes.byteLength || view.getUint32(entry.localHeaderOffset, true) !== LOCAL) return undefined
+  return Buffer.from(localNameBytes(bytes, view, entry)).toString('utf8')
+}
+
 /**
- * The package again with the data of the `replaced` entries stored (uncompressed) in their place:
+ * The package again with the data of the `replaced` entries stored (uncompressed, or deflated with `deflate`) in their place:
  * every other entry's stored bytes are copied as they are, with its CRC and sizes from the central
  * directory (which inflateWithinCap has checked). One entry per local header, in file order, each
  * named by its local header's own bytes: officeparser's unzip reads the local headers. Nothing is
  * inflated here, and no entry grows unless its replacement does.
  */
-export function replaceEntries(bytes: Uint8Array, entries: ZipEntry[], replaced: Map<ZipEntry, Uint8Array>): Uint8Array {
+export function replaceEntries(bytes: Uint8Array, entries: ZipEntry[], replaced: Map<ZipEntry, Uint8Array>, options: { deflate?: boolean } = {}): Uint8Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const written = new Set<number>()
   const locals: Uint8Array[] = []
@@ -219,10 +232,12 @@ export function replaceEntries(bytes: Uint8Array, entries: ZipEntry[], replaced:
     written.add(entry.localHeaderOffset)
     const stored = storedData(bytes, view, entry)
     if (typeof stored === 'string') throw new Error(stored)
-    const name = bytes.subarray(entry.localHeaderOffset + 30, entry.localHeaderOffset + 30 + view.getUint16(entry.localHeaderOffset + 26, true))
+    const name = localNameBytes(bytes, view, entry)
     const replacement = replaced.get(entry)
-    const data = replacement ?? stored
-    const fields = { method: replacement ? 0 : entry.method, crc: replacement ? crc32(replacement) : entry.crc, compressed: data.byteLength, size: replacement ? replacement.byteLength : entry.uncompressedSize }
+    const deflated = replacement && options.deflate ? deflateRawSync(replacement) : undefined
+    const data = deflated ?? replacement ?? stored
+    const method = deflated ? 8 : replacement ? 0 : entry.method
+    const fields = { method, crc: replacement ? crc32(replacement) : entry.crc, compressed: data.byteLength, size: replacement ? replacement.byteLength : entry.uncompressedSize }
     // Only the UTF-8 name flag is kept: sizes are known, so no data descriptor follows.
     const flags = view.getUint16(entry.localHeaderOffset + 6, true) & 0x800
     const local = Buffer.alloc(30)
@@ -256,5 +271,6 @@ export function replaceEntries(bytes: Uint8Array, entries: ZipEntry[], replaced:
   end.writeUInt16LE(written.size, 10)
   end.writeUInt32LE(directory.byteLength, 12)
   end.writeUInt32LE(offset, 16)
-  return new Uint8Array(Buffer.concat([...locals, directory, end]))
+  // The Buffer itself: a Uint8Array, and copying it again doubled the package in memory.
+  return Buffer.concat([...locals, directory, end])
 }
