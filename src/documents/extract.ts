@@ -45,7 +45,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
         const text =
           sniffed.type === 'xlsx'
             ? extractWorkbook(bytes, limits.maxTextBytes)
-            : await extractOffice(bytes, sniffed.entries, sniffed.type, { maxTextBytes: limits.maxTextBytes, maxInflatedBytes: limits.zip.maxInflatedBytes, maxEntries: limits.zip.maxEntries })
+            : await extractOffice(bytes, sniffed.entries, sniffed.type, { maxTextBytes: limits.maxTextBytes, zip: limits.zip })
         return { text, documentType: sniffed.type }
       } catch (error) {
         if (error instanceof TextCapExceeded) throw invalid(tooMuchText)

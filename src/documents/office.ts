@@ -2,18 +2,18 @@ import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
 import { documentChartLines, fillCharts } from './chart-parts'
 import { chartBudget } from './charts'
-import { rewriteDocx } from './docx-rewrite'
+import { rewriteDocx } from './docx-package'
 import { ListLabels, readNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { PackageParts } from './package-parts'
 import { slideFacts } from './slide-parts'
 import { hugeFormat, negativeShown } from './number-format'
 import { TextCapExceeded } from './types'
-import type { ZipEntry } from './zip-guard'
+import type { ZipEntry, ZipLimits } from './zip-guard'
 
 // Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
 // office-layout.ts renders (the layout is ours; a slide's charts are read by charts.ts); a DOCX's
-// parts first rewritten where officeparser would lose or garble their text (docx-rewrite.ts).
+// parts first rewritten where officeparser would lose or garble their text (docx-package.ts).
 // Workbooks go through SheetJS (extractWorkbook): sheets under "[Sheet: name]" with rows
 // tab-separated.
 
@@ -25,15 +25,15 @@ import type { ZipEntry } from './zip-guard'
  */
 export const MAX_XML_ELEMENTS = 500_000
 
-export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; maxInflatedBytes: number; maxEntries: number }): Promise<string> {
-  const input = fileType === 'docx' ? rewriteDocx(bytes, entries, MAX_XML_ELEMENTS) : bytes
+export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; zip: ZipLimits }): Promise<string> {
+  const input = fileType === 'docx' ? rewriteDocx(bytes, entries, { maxElements: MAX_XML_ELEMENTS, zip: limits.zip }) : bytes
   const ast = await parseOffice(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
     ocr: false,
     extractAttachments: false,
     // The zip guard already checked these; officeparser's own limits are a second fence.
-    decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: limits.maxEntries, maxXmlElements: MAX_XML_ELEMENTS },
+    decompressionLimits: { maxUncompressedBytes: limits.zip.maxInflatedBytes, maxZipEntries: limits.zip.maxEntries, maxXmlElements: MAX_XML_ELEMENTS },
   } as Parameters<typeof parseOffice>[1])
   const layout = ast as unknown as OfficeAst
   // What officeparser does not give: charts' data, slides' facts (read from the parts themselves).

@@ -1,0 +1,155 @@
+import { cutText } from '../lib/characters'
+import { rewritePart } from './docx-rewrite'
+import { anyHidden, bindsWordElsewhere, readHiddenStyles, type Budget } from './docx-styles'
+import { PackageParts, resolvePartPath, scanXml } from './package-parts'
+import { DocumentRefused } from './types'
+import { inflateWithinCap, localHeaderName, readCentralDirectory, readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from './zip-guard'
+
+// Which parts of a DOCX the rewrite (docx-rewrite.ts) reaches, and the package again with them
+// rewritten: exactly the parts officeparser 8.1.1 reads text from (WordParser.js parseWord), named
+// as it names them, by their local headers, in file order; the styles as Word finds them. What the
+// rewrite cannot read safely is refused, never handed on as it came: hidden text would reach the
+// model. A package with nothing to rewrite is handed on as it came, at no cost but a byte search.
+
+/** officeparser's patterns, unanchored as there: it reads every document, header and footer part… */
+const EVERY_MATCH = [/word\/document[\d+]?.xml/, /word\/header\d*\.xml/, /word\/footer\d*\.xml/]
+/** …and the first footnotes and first endnotes part. */
+const FIRST_MATCH = [/word\/footnotes[\d+]?.xml/, /word\/endnotes[\d+]?.xml/]
+const STYLES_PART = /word\/styles[\d+]?.xml/
+/** The relationship parts officeparser gathers alternative-format chunks from, and the DOCX chunks it reads (one level deep). */
+const PART_RELS = /^word\/_rels\/([^/]+)\.rels$/
+const DOCX_CHUNK = /\.docx$/i
+/** What a part must hold for the rewrite to have anything to do (hidden styles and other prefixes aside). */
+const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox'].map(marker => Buffer.from(marker))
+const BREAK = Buffer.from('<w:br')
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
+
+function mayNeedRewrite(part: Buffer): boolean {
+  if (MARKERS.some(marker => part.includes(marker))) return true
+  // A page or column break has attributes: `<w:br` then any whitespace.
+  for (let at = part.indexOf(BREAK); at >= 0; at = part.indexOf(BREAK, at + BREAK.length)) if (WHITESPACE.has(part[at + BREAK.length]!)) return true
+  return bindsWordElsewhere(part)
+}
+
+/** An entry as officeparser's unzip reads it: named by its local header. */
+type Local = { entry: ZipEntry; name: string }
+
+/** The shared accounting of one document, its embedded DOCX chunks included. */
+interface Account {
+  budget: Budget
+  /** What the inflated size may still grow by (MAX_INFLATED less what the zip guard counted). */
+  room: number
+  zip: ZipLimits
+}
+
+/**
+ * The package with its document, header, footer and notes parts rewritten (rewritePart), and its
+ * embedded DOCX chunks' too, or `bytes` itself when none needs it. `entries` are its zip entries,
+ * all inflated within the cap by the zip guard before. Throws ElementCapExceeded past `maxElements`
+ * (officeparser, which counts every part these are among, would refuse the document too), and
+ * DocumentRefused for a part that is not well-formed or a rewrite past the inflated-size cap.
+ */
+export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], limits: { maxElements: number; zip: ZipLimits }): Uint8Array {
+  const inflated = entries.reduce((sum, entry) => sum + entry.uncompressedSize, 0)
+  const account: Account = { budget: { left: limits.maxElements }, room: limits.zip.maxInflatedBytes - inflated, zip: limits.zip }
+  const rewritten = rewritePackage(bytes, entries, account, false)
+  if (account.room < 0) throw new DocumentRefused(`the DOCX document inflates to more than ${limits.zip.maxInflatedBytes} bytes once read (a zip bomb or far too large a document)`)
+  return rewritten
+}
+
+function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account, nested: boolean): Uint8Array {
+  const read = (entry: ZipEntry) => {
+    const data = readSmallEntry(bytes, entry, entry.uncompressedSize)
+    return data && Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+  }
+  // One entry per local header, in file order, named by it: what officeparser's unzip reads.
+  const seen = new Set<number>()
+  const ordered: Local[] = []
+  for (const entry of [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset)) {
+    const name = seen.has(entry.localHeaderOffset) ? undefined : localHeaderName(bytes, entry)
+    seen.add(entry.localHeaderOffset)
+    if (name !== undefined) ordered.push({ entry, name })
+  }
+  const stylesEntry = wordStyles(bytes, entries) ?? ordered.find(({ name }) => STYLES_PART.test(name))?.entry
+  const stylesData = stylesEntry && read(stylesEntry)
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
+  const styles = readHiddenStyles(stylesData && (stylesData.includes('<w:vanish') || bindsWordElsewhere(stylesData)) ? decoder.decode(stylesData) : undefined, account.budget)
+  const everyPart = anyHidden(styles)
+
+  const parts = ordered.filter(({ name }) => EVERY_MATCH.some(pattern => pattern.test(name)))
+  for (const pattern of FIRST_MATCH) {
+    const first = ordered.find(({ name }) => pattern.test(name))
+    if (first) parts.push(first)
+  }
+  const replaced = new Map<ZipEntry, Uint8Array>()
+  for (const { entry, name } of parts) {
+    const data = read(entry)
+    if (data === undefined || (!everyPart && !mayNeedRewrite(data))) continue
+    // Invalid UTF-8 is read as officeparser reads it (Buffer#toString): each bad sequence a U+FFFD.
+    const result = rewritePart(decoder.decode(data), styles, account.budget)
+    if (result === 'malformed') throw new DocumentRefused(`the DOCX file is damaged: its part "${cutText(name, 100)}" is not well-formed XML`)
+    if (result === undefined) continue
+    const encoded = encode(result.pieces)
+    account.room -= encoded.byteLength - data.byteLength
+    replaced.set(entry, encoded)
+  }
+  if (!nested) {
+    for (const { entry } of docxChunks(ordered, read)) {
+      const data = read(entry)
+      if (data === undefined) continue
+      const chunk = rewriteChunk(data, account)
+      if (chunk === data) continue
+      account.room -= chunk.byteLength - data.byteLength
+      replaced.set(entry, chunk)
+    }
+  }
+  // A chunk's parts are deflated: the chunk's own bytes count against the inflated size as well as its parts.
+  return replaced.size === 0 ? bytes : replaceEntries(bytes, entries, replaced, { deflate: nested })
+}
+
+/** The styles part Word reads: the one the main document's relationship names. */
+function wordStyles(bytes: Uint8Array, entries: ZipEntry[]): ZipEntry | undefined {
+  const parts = new PackageParts(bytes, entries)
+  const main = [...(parts.relationships('')?.values() ?? [])].find(({ type }) => type.endsWith('/officeDocument'))?.path
+  const styles = main === undefined ? undefined : [...(parts.relationships(main)?.values() ?? [])].find(({ type }) => type.endsWith('/styles'))?.path
+  return styles === undefined ? undefined : entries.find(entry => entry.name === styles)
+}
+
+/** The DOCX parts officeparser may read as alternative-format chunks: those an aFChunk relationship of a word/ part names. */
+function docxChunks(ordered: Local[], read: (entry: ZipEntry) => Buffer | undefined): Local[] {
+  const targets = new Set<string>()
+  for (const { name, entry } of ordered) {
+    if (!PART_RELS.test(name)) continue
+    const data = read(entry)
+    if (data === undefined) continue
+    // Not well-formed or not, every relationship it names is looked at: more rewritten is no harm.
+    scanXml(data.toString(), (element, { Id: id, Type: type, Target: target, TargetMode: mode }) => {
+      if (element === 'Relationship' && id && target && type?.endsWith('/aFChunk') && mode !== 'External') targets.add(resolvePartPath('word/', target))
+    })
+  }
+  return targets.size === 0 ? [] : ordered.filter(({ name }) => targets.has(name) && DOCX_CHUNK.test(name))
+}
+
+const LEFT_OUT = new Uint8Array(0)
+
+/**
+ * An embedded DOCX rewritten as the document is (its own chunks officeparser does not read), or
+ * left out (empty: officeparser then skips the chunk) when the zip guard refuses it.
+ */
+function rewriteChunk(data: Buffer, account: Account): Uint8Array {
+  const directory = readCentralDirectory(data, account.zip)
+  if (!directory.ok) return LEFT_OUT
+  const inflated = inflateWithinCap(data, directory.entries, account.zip, false)
+  if (!inflated.ok) return LEFT_OUT
+  return rewritePackage(data, directory.entries, account, true)
+}
+
+/** The UTF-8 of `pieces` in one buffer, without joining them first. */
+function encode(pieces: string[]): Uint8Array {
+  let size = 0
+  for (const piece of pieces) size += Buffer.byteLength(piece)
+  const out = Buffer.allocUnsafe(size)
+  let at = 0
+  for (const piece of pieces) at += out.write(piece, at)
+  return out
+}
