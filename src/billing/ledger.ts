@@ -5,7 +5,7 @@ import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
-import { holdOn, LeasePools, type Holds, type LeasePool } from './lease-pool'
+import { demand, holdOn, LeasePools, type Holds, type LeasePool } from './lease-pool'
 import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
@@ -108,8 +108,8 @@ export class Ledger {
     const refuseCap = (why: Shortfall) => capRefusal(cap!.period, cap!.nanos, window!, now, estimate + ownHeld, input.purpose !== 'chat' && input.purpose !== 'fusion', why)
     let allowanceEmpty = false
     let keyShort = false
-    // The pools this admission waits to grow: its estimate counts in their demand until it ends.
-    const waiting = new Set<LeasePool>()
+    // The pools this admission waits to grow (made on the first: most admissions grow none).
+    let waiting: LeasePool[] | undefined
     try {
       // Each round either holds, or grows a short lease (or waits for a growth in flight) and looks
       // again; a scope the database reports empty ends it with a refusal. Every await ends a round,
@@ -120,7 +120,8 @@ export class Ledger {
         const keyPool = cap ? this.pools.get('key_cap', principal.orgId, principal.keyId, window!.startMs, now) : null
         keyShort = keyPool !== null && keyPool.free < estimate
         if (keyShort) {
-          const outcome = await this.grow(keyPool!, estimate - keyPool!.free, estimate, waiting, cap!.nanos)
+          waiting = demand(waiting, keyPool!, estimate)
+          const outcome = await this.grow(keyPool!, estimate - keyPool!.free, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
           if (outcome === 'empty') return { ok: false, error: refuseCap(shortfall(keyPool!.room, estimate + ownHeld)) }
           continue
@@ -129,7 +130,8 @@ export class Ledger {
         // prepaid lease already in memory (leased in an earlier month, say), or prepaid would pay
         // while allowance is left. A period recently found empty is skipped without a wait.
         if (!allowanceEmpty && allowance.free < estimate && allowance.emptyUntilMs <= this.clock.now()) {
-          allowanceEmpty = (await this.grow(allowance, 1n, estimate, waiting)) === 'empty'
+          waiting = demand(waiting, allowance, estimate)
+          allowanceEmpty = (await this.grow(allowance, 1n)) === 'empty'
           continue
         }
         const holds = holdOn(estimate, allowance, prepaid, keyPool, this.clock.now())
@@ -140,7 +142,8 @@ export class Ledger {
         // What prepaid lacks, its negative free part too (holds on a lease another instance
         // returned): a growth of less would leave holdOn short, round after round.
         const short = estimate - positive(allowance.free) - prepaid.free
-        if (short > 0n && (await this.grow(prepaid, short, estimate, waiting)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + ownHeld)) }
+        if (short > 0n) waiting = demand(waiting, prepaid, estimate)
+        if (short > 0n && (await this.grow(prepaid, short)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + ownHeld)) }
       }
       // Every round was granted or waited on a growth, yet calls admitted meanwhile took what it
       // left: held money, not spent (nor a ledger outage, a 503's meaning), so retry shortly.
@@ -150,7 +153,7 @@ export class Ledger {
       this.logger.error('ledger admit failed', { org_id: principal.orgId, error: String(error) })
       return { ok: false, error: new ApiError('unavailable', 'the ledger is unavailable; nothing was charged') }
     } finally {
-      for (const pool of waiting) pool.wanted -= estimate
+      if (waiting) for (const pool of waiting) pool.wanted -= estimate
     }
   }
 
@@ -227,14 +230,7 @@ export class Ledger {
    * ('waited') and look again. 'empty': nothing was free (the pool's `room` says why);
    * 'inactive': a key-cap growth found the key no longer active.
    */
-  private async grow(pool: LeasePool, need: Nanos, estimate: Nanos, waiting: Set<LeasePool>, capNanos?: Nanos): Promise<'granted' | 'waited' | 'empty' | 'inactive'> {
-    // The admission's demand stays on the pool until it ends (admit's finally), not just while it
-    // waits here: the waiters a growth wakes leave grow() before any looks again, and a demand
-    // counted only inside it sized every next growth for one call (QA: 174 of 300 refused).
-    if (!waiting.has(pool)) {
-      waiting.add(pool)
-      pool.wanted += estimate
-    }
+  private async grow(pool: LeasePool, need: Nanos, capNanos?: Nanos): Promise<'granted' | 'waited' | 'empty' | 'inactive'> {
     if (pool.growing) {
       await pool.growing
       return 'waited'
@@ -394,3 +390,4 @@ export class Ledger {
     return new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
   }
 }
+
