@@ -93,3 +93,21 @@ test("a caller leaving while the evidence's body arrives is 'aborted', not the b
   expect(error).toBeInstanceOf(UpstreamError)
   expect(error).toMatchObject({ kind: 'aborted', retryable: false })
 }, 10_000)
+
+test("the deadline passing while the evidence's body arrives is a timeout, not 'not JSON' (review)", async () => {
+  server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: () => new Response(new ReadableStream<Uint8Array>({ start: controller => controller.enqueue(new TextEncoder().encode('{"signing_address":')) }), { headers: { 'content-type': 'application/json' } }),
+  })
+  // A 400 ms deadline (connect + idle): it passes while the body stalls, its headers long arrived.
+  const provider = new AttestedProvider(
+    providerConfig({
+      type: 'attested', id: 'tee', baseUrl: `http://127.0.0.1:${server.port}/v1`, connectTimeoutMs: 200, idleTimeoutMs: 200,
+      attested: { proofFormat: parseProofFormat('dstack-tdx-nvgpu.addr-nonce.e2ee-nearai.v2')!, signingAlgos: ['ecdsa'] },
+    }),
+  )
+  const error = await provider.attest({ upstreamModel: 'tee-model', nonce: 'ab'.repeat(32), algo: 'ecdsa' }).catch(thrown => thrown)
+  expect(error).toBeInstanceOf(UpstreamError)
+  expect(error).toMatchObject({ kind: 'timeout', retryable: true })
+}, 10_000)

@@ -163,8 +163,9 @@ export class AttestedProvider implements Provider {
     }
     // Read under the cap: read whole first, an answer that never ends filled the memory until the deadline.
     const text = await textUpTo(response, MAX_JSON_BYTES).catch(() => '')
-    // A caller that left while the body came (its read cut short) is not the backend's failure.
+    // A read cut short by the caller leaving is not the backend's failure; by the deadline, a timeout (not "not JSON").
     if (signal?.aborted) throw mark(new UpstreamError('aborted', 'the caller left', origin.provider, origin.model))
+    if (deadline.aborted) throw mark(new UpstreamError('timeout', 'attestation timed out', origin.provider, origin.model))
     if (text === undefined) cut.abort()
     if (response.status < 200 || response.status >= 300) throw mark(classifyStatus(origin, response.status, response.headers, (text ?? '').slice(0, 4096)))
     if (text === undefined) throw mark(new UpstreamError('server', 'attestation answer too large', origin.provider, origin.model))
