@@ -1,10 +1,12 @@
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { cutText } from '../lib/characters'
+import { checkLayout, hasZip64Field, ZIP64 } from './zip-layout'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
 // (entry count, declared sizes, compression ratio), then inflate every entry under a running
 // byte cap that ignores the declared sizes, because headers can lie. Parsers bundle their own
-// unzip code, so this runs on the buffer before they ever see it.
+// unzip code, so this runs on the buffer before they ever see it; and as they do not all read the
+// directory, its entries must be exactly the local ones (zip-layout.ts).
 
 /** One central-directory record. */
 export interface ZipEntry {
@@ -98,16 +100,19 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
   const count = view.getUint16(eocd + 10, true)
   const size = view.getUint32(eocd + 12, true)
   const offset = view.getUint32(eocd + 16, true)
-  if (count === 0xffff || offset === 0xffffffff) return { ok: false, message: 'ZIP64 containers are not supported (an office document under 4 MiB never needs one)' }
+  if (count === 0xffff || offset === 0xffffffff) return { ok: false, message: ZIP64 }
   if (count > limits.maxEntries) return { ok: false, message: `the zip container holds ${count} entries, more than the ${limits.maxEntries} allowed` }
   if (offset + size > eocd) return { ok: false, message: 'the file is a damaged or truncated zip container (central directory out of bounds)' }
 
   const entries: ZipEntry[] = []
+  const records: number[] = []
   let declaredTotal = 0
   let at = offset
   for (let index = 0; index < count; index++) {
     if (at + 46 > eocd || view.getUint32(at, true) !== CENTRAL) return { ok: false, message: 'the file is a damaged zip container (bad central directory record)' }
     const nameLength = view.getUint16(at + 28, true)
+    if (hasZip64Field(view, at + 46 + nameLength, view.getUint16(at + 30, true))) return { ok: false, message: ZIP64 }
+    records.push(at)
     const entry: ZipEntry = {
       flags: view.getUint16(at + 8, true),
       method: view.getUint16(at + 10, true),
@@ -129,6 +134,8 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
     }
     entries.push(entry)
   }
+  const layout = checkLayout(bytes, entries, records, offset)
+  if (layout !== undefined) return { ok: false, message: layout }
   return { ok: true, entries }
 }
 

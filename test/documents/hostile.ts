@@ -28,6 +28,16 @@ export interface ZipSpec {
   declaredSize?: number
   /** Store the data as it is (method 0, as `zip -0` does) rather than deflate it. */
   stored?: boolean
+  /** The deflate level (1 unless given; 0 writes stored blocks, the data as it is inside the stream). */
+  level?: number
+  /** The sizes and CRC in a data descriptor after the data (with its signature, as LibreOffice and Info-ZIP write it, or without), none in the local header. */
+  descriptor?: 'signed' | 'unsigned'
+  /** A local entry the central directory does not list. */
+  unlisted?: boolean
+  /** The name in the local header, when it is not the directory's. */
+  localName?: string
+  /** The local header's extra field. */
+  extra?: Uint8Array
 }
 
 /** A deflate zip of `entries` (or stored, per entry), with optional lying size fields in both headers. */
@@ -37,37 +47,51 @@ export function buildZip(entries: ZipSpec[]): Uint8Array {
   let offset = 0
   for (const entry of entries) {
     const name = Buffer.from(entry.name)
-    const compressed = entry.stored === true ? Buffer.from(entry.data) : deflateRawSync(entry.data, { level: 1 })
+    const localName = Buffer.from(entry.localName ?? entry.name)
+    const compressed = entry.stored === true ? Buffer.from(entry.data) : deflateRawSync(entry.data, { level: entry.level ?? 1 })
     const method = entry.stored === true ? 0 : 8
     const size = entry.declaredSize ?? entry.data.byteLength
     const crc = crc32(entry.data)
     const local = Buffer.alloc(30)
     local.writeUInt32LE(0x04034b50, 0)
     local.writeUInt16LE(20, 4)
+    local.writeUInt16LE(entry.descriptor ? 8 : 0, 6)
     local.writeUInt16LE(method, 8)
-    local.writeUInt32LE(crc, 14)
-    local.writeUInt32LE(compressed.byteLength, 18)
-    local.writeUInt32LE(size, 22)
-    local.writeUInt16LE(name.byteLength, 26)
-    locals.push(local, name, compressed)
+    if (!entry.descriptor) {
+      local.writeUInt32LE(crc, 14)
+      local.writeUInt32LE(compressed.byteLength, 18)
+      local.writeUInt32LE(size, 22)
+    }
+    local.writeUInt16LE(localName.byteLength, 26)
+    local.writeUInt16LE(entry.extra?.byteLength ?? 0, 28)
+    const descriptor = Buffer.alloc(entry.descriptor === 'signed' ? 16 : entry.descriptor === 'unsigned' ? 12 : 0)
+    if (entry.descriptor === 'signed') descriptor.writeUInt32LE(0x08074b50, 0)
+    if (entry.descriptor) {
+      descriptor.writeUInt32LE(crc, descriptor.byteLength - 12)
+      descriptor.writeUInt32LE(compressed.byteLength, descriptor.byteLength - 8)
+      descriptor.writeUInt32LE(size, descriptor.byteLength - 4)
+    }
+    locals.push(local, localName, Buffer.from(entry.extra ?? []), compressed, descriptor)
     const central = Buffer.alloc(46)
     central.writeUInt32LE(0x02014b50, 0)
     central.writeUInt16LE(20, 4)
     central.writeUInt16LE(20, 6)
+    central.writeUInt16LE(entry.descriptor ? 8 : 0, 8)
     central.writeUInt16LE(method, 10)
     central.writeUInt32LE(crc, 16)
     central.writeUInt32LE(compressed.byteLength, 20)
     central.writeUInt32LE(size, 24)
     central.writeUInt16LE(name.byteLength, 28)
     central.writeUInt32LE(offset, 42)
-    centrals.push(central, name)
-    offset += 30 + name.byteLength + compressed.byteLength
+    if (!entry.unlisted) centrals.push(central, name)
+    offset += 30 + localName.byteLength + (entry.extra?.byteLength ?? 0) + compressed.byteLength + descriptor.byteLength
   }
+  const listed = entries.filter(entry => !entry.unlisted).length
   const directory = Buffer.concat(centrals)
   const end = Buffer.alloc(22)
   end.writeUInt32LE(0x06054b50, 0)
-  end.writeUInt16LE(entries.length, 8)
-  end.writeUInt16LE(entries.length, 10)
+  end.writeUInt16LE(listed, 8)
+  end.writeUInt16LE(listed, 10)
   end.writeUInt32LE(directory.byteLength, 12)
   end.writeUInt32LE(offset, 16)
   return new Uint8Array(Buffer.concat([...locals, directory, end]))
