@@ -30,6 +30,8 @@ type Result<T> = { ok: true } & T | { ok: false; message: string }
 const EOCD = 0x06054b50
 const CENTRAL = 0x02014b50
 const LOCAL = 0x04034b50
+const EOCD_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06])
+const DIRECTORY_MISMATCH = "the file is a damaged zip container (its end record's entry counts and size do not match its central directory)"
 // Small entries compress absurdly well (an empty styles part) and cost nothing: the ratio
 // check starts at this declared size.
 const RATIO_FLOOR = 1024 * 1024
@@ -103,6 +105,11 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
   if (count === 0xffff || offset === 0xffffffff) return { ok: false, message: ZIP64 }
   if (count > limits.maxEntries) return { ok: false, message: `the zip container holds ${count} entries, more than the ${limits.maxEntries} allowed` }
   if (offset + size > eocd) return { ok: false, message: 'the file is a damaged or truncated zip container (central directory out of bounds)' }
+  // SheetJS finds the end record searching back from the file's last 4 bytes, and reads as many
+  // directory records as its count of entries on this disk (offset 8) says: records past the
+  // total (offset 10), or another end record in the comment, would list entries never checked here.
+  if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).lastIndexOf(EOCD_SIGNATURE) !== eocd) return { ok: false, message: 'the zip container holds a second end record in its comment (a malformed or hostile file)' }
+  if (view.getUint16(eocd + 8, true) !== count || offset + size !== eocd) return { ok: false, message: DIRECTORY_MISMATCH }
 
   const entries: ZipEntry[] = []
   const records: number[] = []
@@ -134,6 +141,7 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
     }
     entries.push(entry)
   }
+  if (at !== eocd) return { ok: false, message: DIRECTORY_MISMATCH }
   const layout = checkLayout(bytes, entries, records, offset)
   if (layout !== undefined) return { ok: false, message: layout }
   return { ok: true, entries }

@@ -3,12 +3,13 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
 import { readCentralDirectory } from '../../src/documents/zip-guard'
-import { buildZip, fixture, type ZipSpec } from './hostile'
+import { buildZip, fixture, sheetXlsx, type ZipSpec } from './hostile'
 import { docxParts } from './ooxml'
 
 // officeparser's unzip (fflate's streaming Unzip) walks the local headers from offset 0 and never
-// reads the central directory the zip guard checks: an archive whose local entries are not exactly
-// the directory's is refused by the guard, before any parser runs (zip-layout.ts).
+// reads the central directory the zip guard checks; SheetJS reads the directory its own way: an
+// archive whose local entries, or whose end record, are not exactly the directory's is refused by
+// the guard, before any parser runs (zip-layout.ts, readCentralDirectory).
 const defaults = loadConfig({}).documents
 const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
 const encoder = new TextEncoder()
@@ -118,5 +119,38 @@ describe('local entries the directory does not list, or lists as others, are ref
     const commented = new Uint8Array(Buffer.concat([bytes, comment]))
     new DataView(commented.buffer).setUint16(bytes.byteLength - 2, comment.byteLength, true)
     expect(guard(commented)).toMatch(UNLISTED)
+  })
+})
+
+describe('the end record is read as SheetJS reads it', () => {
+  /** One entry's local bytes and its directory record, as buildZip writes them. */
+  function pieces(spec: ZipSpec): { local: Buffer; record: Buffer } {
+    const single = Buffer.from(buildZip([spec]))
+    const directory = single.readUInt32LE(single.byteLength - 6)
+    return { local: single.subarray(0, directory), record: single.subarray(directory, single.byteLength - 22) }
+  }
+
+  test("a directory record past the end record's total, which SheetJS reads by its count for this disk (before: its sheet was read, never inflated or counted here)", async () => {
+    // The workbook's sheet is named only by the hidden record, pointing at a local entry kept inside a stored part.
+    const sheet = '<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1"><v>999</v></c></row></sheetData></worksheet>'
+    const hidden = pieces({ name: 'xl/worksheets/sheet2.xml', data: encoder.encode(sheet) })
+    const carrier = 'customXml/item1.xml'
+    const bytes = Buffer.from(sheetXlsx('<row r="1"><c r="A1"><v>1</v></c></row>', { sheetPart: 'xl/worksheets/decoy.xml', target: 'worksheets/sheet2.xml', leading: [{ name: carrier, data: hidden.local, stored: true }] }))
+    hidden.record.writeUInt32LE(30 + carrier.length, 42)
+    const eocd = bytes.byteLength - 22
+    const forged = Buffer.concat([bytes.subarray(0, eocd), hidden.record, bytes.subarray(eocd)])
+    const end = forged.byteLength - 22
+    forged.writeUInt16LE(forged.readUInt16LE(end + 10) + 1, end + 8)
+    forged.writeUInt32LE(forged.readUInt32LE(end + 12) + hidden.record.byteLength, end + 12)
+    expect(guard(new Uint8Array(forged))).toMatch(/end record's entry counts and size do not match its central directory/)
+    expect(await outcome(new Uint8Array(forged))).not.toContain('999')
+  })
+
+  test("another end record in the comment's last bytes, where SheetJS's search from the end finds it first", () => {
+    const bytes = Buffer.from(buildZip(docxParts(paragraph('Listed'))))
+    const comment = Buffer.alloc(20)
+    comment.writeUInt32LE(0x06054b50, 0)
+    bytes.writeUInt16LE(comment.byteLength, bytes.byteLength - 2)
+    expect(guard(new Uint8Array(Buffer.concat([bytes, comment])))).toMatch(/a second end record in its comment/)
   })
 })
