@@ -1,6 +1,6 @@
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { cutText } from '../lib/characters'
-import { checkLayout, hasZip64Field, ZIP64 } from './zip-layout'
+import { checkLayout, zip64Differs, ZIP64 } from './zip-layout'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
 // (entry count, declared sizes, compression ratio), then inflate every entry under a running
@@ -118,7 +118,6 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
   for (let index = 0; index < count; index++) {
     if (at + 46 > eocd || view.getUint32(at, true) !== CENTRAL) return { ok: false, message: 'the file is a damaged zip container (bad central directory record)' }
     const nameLength = view.getUint16(at + 28, true)
-    if (hasZip64Field(view, at + 46 + nameLength, view.getUint16(at + 30, true))) return { ok: false, message: ZIP64 }
     records.push(at)
     const entry: ZipEntry = {
       flags: view.getUint16(at + 8, true),
@@ -129,6 +128,7 @@ export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Resu
       localHeaderOffset: view.getUint32(at + 42, true),
       name: Buffer.from(bytes.buffer, bytes.byteOffset + at + 46, Math.min(nameLength, Math.max(0, eocd - at - 46))).toString('utf8'),
     }
+    if (zip64Differs(view, at + 46 + nameLength, view.getUint16(at + 30, true), entry)) return { ok: false, message: ZIP64 }
     at += 46 + nameLength + view.getUint16(at + 30, true) + view.getUint16(at + 32, true)
     if (entry.flags & 1) return { ok: false, message: 'the zip container is encrypted (password protected)' }
     if (entry.method !== 0 && entry.method !== 8) return { ok: false, message: `the zip container uses compression method ${entry.method}; only stored and deflate are read` }

@@ -27,10 +27,25 @@ const ANY_SIGNATURE = [LOCAL_SIGNATURE, signature(DESCRIPTOR), signature(CENTRAL
 export const UNLISTED = 'the zip container holds entries or data its central directory does not list (a malformed or hostile file)'
 export const ZIP64 = 'ZIP64 containers are not supported (an office document under 4 MiB never needs one)'
 
-/** Whether the extra field at `start` holds a ZIP64 record. */
-export function hasZip64Field(view: DataView, start: number, length: number): boolean {
+/**
+ * Whether the extra field at `start` holds a ZIP64 record saying other sizes than `entry`'s: a
+ * reader taking sizes from it (SheetJS does, whatever the header says) would read another entry.
+ * One that repeats the sizes (some writers add it to every entry), or holds zeros in a local
+ * header whose data descriptor follows (sizes unknown when it was written), says nothing else.
+ */
+export function zip64Differs(view: DataView, start: number, length: number, entry: ZipEntry, descriptor = false): boolean {
   const end = Math.min(start + length, view.byteLength)
-  for (let at = start; at + 4 <= end; at += 4 + view.getUint16(at + 2, true)) if (view.getUint16(at, true) === ZIP64_FIELD) return true
+  for (let at = start; at + 4 <= end; at += 4 + view.getUint16(at + 2, true)) {
+    if (view.getUint16(at, true) !== ZIP64_FIELD) continue
+    const size = view.getUint16(at + 2, true)
+    // Original size, then compressed size, as far as the record holds them.
+    const sizes = [entry.uncompressedSize, entry.compressedSize].slice(0, Math.floor(Math.min(size, 16) / 8))
+    if (at + 4 + sizes.length * 8 > end) return true
+    const said = sizes.map((_, index) => view.getBigUint64(at + 4 + index * 8, true))
+    if (said.every((value, index) => value === BigInt(sizes[index]!))) continue
+    if (descriptor && said.every(value => value === 0n)) continue
+    return true
+  }
   return false
 }
 
@@ -57,7 +72,7 @@ export function checkLayout(bytes: Uint8Array, entries: ZipEntry[], records: num
     const name = buffer.subarray(at + 30, at + 30 + nameLength)
     if (view.getUint16(record + 28, true) !== nameLength || !name.equals(buffer.subarray(record + 46, record + 46 + nameLength))) return mismatch
     if (view.getUint16(at + 8, true) !== entry.method) return mismatch
-    if (hasZip64Field(view, at + 30 + nameLength, extraLength)) return ZIP64
+    if (zip64Differs(view, at + 30 + nameLength, extraLength, entry, (view.getUint16(at + 6, true) & DESCRIPTOR_FLAG) !== 0)) return ZIP64
     if (!(view.getUint16(at + 6, true) & DESCRIPTOR_FLAG)) {
       // The sizes a streaming reader takes from the local header.
       if (view.getUint32(at + 18, true) !== entry.compressedSize || view.getUint32(at + 22, true) !== entry.uncompressedSize) return mismatch

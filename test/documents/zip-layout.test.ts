@@ -113,6 +113,26 @@ describe('local entries the directory does not list, or lists as others, are ref
     expect(guard(buildZip([{ ...specs[0]!, extra: field }, ...specs.slice(1)]))).toMatch(/ZIP64/)
   })
 
+  test('a ZIP64 field that repeats the entry\'s sizes, or holds zeros before a data descriptor, says nothing else: read', async () => {
+    // Some writers add one to every entry (sizes unknown when streaming): refusing them refused real files.
+    const zip64 = (original: number, compressed: number) => {
+      const field = Buffer.alloc(20)
+      field.writeUInt16LE(0x0001, 0)
+      field.writeUInt16LE(16, 2)
+      field.writeBigUInt64LE(BigInt(original), 4)
+      field.writeBigUInt64LE(BigInt(compressed), 12)
+      return field
+    }
+    const plain = buildZip(specs)
+    const first = (readCentralDirectory(plain, defaults.zip) as { ok: true; entries: Array<{ uncompressedSize: number; compressedSize: number }> }).entries[0]!
+    const repeated = buildZip([{ ...specs[0]!, extra: zip64(first.uncompressedSize, first.compressedSize) }, ...specs.slice(1)])
+    expect(guard(repeated)).toBe('ok')
+    const zeros = buildZip([{ ...specs[0]!, extra: zip64(0, 0), descriptor: 'signed' }, ...specs.slice(1)])
+    expect(guard(zeros)).toBe('ok')
+    expect(await outcome(zeros)).toBe(await outcome(plain))
+    expect(guard(buildZip([{ ...specs[0]!, extra: zip64(first.uncompressedSize + 1, first.compressedSize) }, ...specs.slice(1)]))).toMatch(/ZIP64/)
+  })
+
   test('a local header signature in the directory or the end record\'s comment', () => {
     const bytes = buildZip(specs)
     const comment = Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(40)])
