@@ -90,12 +90,15 @@ const MIN_LEASE = 100_000_000n // 0.10 USD
 const LEASE_MULTIPLE = 8n
 
 /**
- * How much lease to ask for: a few requests' worth (LEASE_MULTIPLE × `need`, or twice the demand
- * `wanted` on the pool), at least MIN_LEASE, at most MAX_NANOS (past int64 it cannot be bound as
- * an SQL argument, and no scope holds more).
+ * How much lease to ask for: what is `needed` at least, a few requests' worth (LEASE_MULTIPLE ×
+ * the asking call's `estimate`), or the demand of the admissions waiting on the pool that its free
+ * part does not cover (`unmet`), whichever is most; at least MIN_LEASE, at most MAX_NANOS (past
+ * int64 it cannot be bound as an SQL argument, and no scope holds more). A burst leases about its
+ * own demand: twice it kept the rest of an organization's money from its other instances (QA).
  */
-export function leaseTarget(need: Nanos, wanted: Nanos): Nanos {
-  let target = need * LEASE_MULTIPLE
-  if (wanted * 2n > target) target = wanted * 2n
+export function leaseTarget(needed: Nanos, estimate: Nanos, unmet: Nanos): Nanos {
+  let target = estimate * LEASE_MULTIPLE
+  if (needed > target) target = needed
+  if (unmet > target) target = unmet
   return target < MIN_LEASE ? MIN_LEASE : target > MAX_NANOS ? MAX_NANOS : target
 }

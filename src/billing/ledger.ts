@@ -121,7 +121,7 @@ export class Ledger {
         keyShort = keyPool !== null && keyPool.free < estimate
         if (keyShort) {
           waiting = demand(waiting, keyPool!, estimate)
-          const outcome = await this.grow(keyPool!, estimate - keyPool!.free, cap!.nanos)
+          const outcome = await this.grow(keyPool!, estimate - keyPool!.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
           if (outcome === 'empty') return { ok: false, error: refuseCap(shortfall(keyPool!.room, estimate + ownHeld)) }
           continue
@@ -131,7 +131,7 @@ export class Ledger {
         // while allowance is left. A period recently found empty is skipped without a wait.
         if (!allowanceEmpty && allowance.free < estimate && allowance.emptyUntilMs <= this.clock.now()) {
           waiting = demand(waiting, allowance, estimate)
-          allowanceEmpty = (await this.grow(allowance, 1n)) === 'empty'
+          allowanceEmpty = (await this.grow(allowance, 1n, estimate)) === 'empty'
           continue
         }
         const holds = holdOn(estimate, allowance, prepaid, keyPool, this.clock.now())
@@ -143,7 +143,7 @@ export class Ledger {
         // returned): a growth of less would leave holdOn short, round after round.
         const short = estimate - positive(allowance.free) - prepaid.free
         if (short > 0n) waiting = demand(waiting, prepaid, estimate)
-        if (short > 0n && (await this.grow(prepaid, short)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + ownHeld)) }
+        if (short > 0n && (await this.grow(prepaid, short, estimate)) === 'empty') return { ok: false, error: fundsRefusal(estimate, shortfall(prepaid.room, estimate + ownHeld)) }
       }
       // Every round was granted or waited on a growth, yet calls admitted meanwhile took what it
       // left: held money, not spent (nor a ledger outage, a 503's meaning), so retry shortly.
@@ -225,19 +225,19 @@ export class Ledger {
   }
 
   /**
-   * Asks the database for more lease: at least `need`, up to a few requests' worth of the
-   * demand waiting on this pool. Concurrent callers wait for the growth already in flight
+   * Asks the database for more lease: at least `need`, up to a few of `estimate`'s requests or the
+   * demand waiting on this pool (leaseTarget). Concurrent callers wait for the growth already in flight
    * ('waited') and look again. 'empty': nothing was free (the pool's `room` says why);
    * 'inactive': a key-cap growth found the key no longer active.
    */
-  private async grow(pool: LeasePool, need: Nanos, capNanos?: Nanos): Promise<'granted' | 'waited' | 'empty' | 'inactive'> {
+  private async grow(pool: LeasePool, need: Nanos, estimate: Nanos, capNanos?: Nanos): Promise<'granted' | 'waited' | 'empty' | 'inactive'> {
     if (pool.growing) {
       await pool.growing
       return 'waited'
     }
     const now = this.clock.now()
     if (pool.emptyUntilMs > now && need >= pool.emptyNeed) return 'empty'
-    const target = leaseTarget(need, pool.wanted)
+    const target = leaseTarget(need, estimate, pool.wanted - positive(pool.free))
     let grant: Nanos | null = null
     let inactive = false
     const leasedBefore = pool.leased

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { ClientExecutor } from '../../src/billing/executor'
 import type { AdmitResult, Reservation } from '../../src/billing/ledger'
 import type { SpendCapPeriod } from '../../src/db/schema'
 import { utcDay, utcMonth } from '../../src/lib/clock'
@@ -6,7 +7,7 @@ import type { Principal } from '../../src/keys/principal'
 import { buildTestApp, type TestApp } from '../support/harness'
 import {
   PAYG_ONLY, USD, adminPrincipal, admit, admitOk, buildPaygApp, configWith, createCappedKey, expectInsufficientQuota, keySpentOf,
-  prepaidOf, scalar, verifyClean,
+  ledgerOver, prepaidOf, scalar, verifyClean,
 } from './fixtures'
 
 // L3 (SECURITY-NOTES.md §3): admitted reservations never exceed the remaining balance or cap,
@@ -103,6 +104,26 @@ describe('org balance under 500 concurrent admissions (no plan allowance)', () =
     const { admitted, refusedCount } = partition(await burst(principal, USD / 10n, 300))
     expect([admitted.length, refusedCount]).toEqual([300, 0])
     for (const reservation of admitted) t.deps.ledger.release(reservation)
+    await verifyClean(t)
+  })
+
+  test("a burst leases about its own demand: a second instance's burst finds the rest (QA: twice the demand left it 492 of 500 refused)", async () => {
+    t = await buildPaygApp()
+    const org = await t.createOrg('acme', 100n * USD)
+    const principal = await adminPrincipal(t, org)
+    const b = await ledgerOver(t, new ClientExecutor(t.deps.database.client), 'instance-b')
+    try {
+      const first = partition(await burst(principal, USD / 10n, 500))
+      expect(first.admitted.length).toBe(500)
+      const leased = await scalar(t.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [org.orgId])
+      expect(leased).toBeLessThanOrEqual(55n * USD)
+      const second = partition(await Promise.all(Array.from({ length: 500 }, () => b.ledger.admit({ principal, purpose: 'chat', estimate: USD / 10n }))))
+      expect(second.admitted.length).toBe(500)
+      for (const reservation of first.admitted) t.deps.ledger.release(reservation)
+      for (const reservation of second.admitted) b.ledger.release(reservation)
+    } finally {
+      await b.sweeper.stop()
+    }
     await verifyClean(t)
   })
 
