@@ -1,5 +1,6 @@
 import { Parser } from 'htmlparser2'
 import { cutText } from '../lib/characters'
+import { CELL_GAP, TableLayout } from './html-tables'
 import { clean, toIsoDate } from './page-text'
 
 /** What a page says about itself. */
@@ -46,13 +47,9 @@ const BLOCKS = new Set([
   'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hgroup', 'hr', 'legend', 'li', 'main', 'menu', 'ol', 'p', 'pre', 'search', 'section',
   'summary', 'table', 'ul',
 ])
-// A table row is one line, its cells separated by tabs, an empty cell keeping its tab so that each
-// value stays under its column (the layout src/documents gives a DOCX table); what a cell holds
-// (paragraphs, a list, a nested table) is joined by spaces on that line.
+// Table structure (laid out by ./html-tables.ts): cells, rows, and the row groups that end a row.
 const CELLS = new Set(['td', 'th'])
-// Stands for the tab between two cells while the text is cleaned (which makes tabs spaces): a
-// control character, never page text (the walk drops those).
-const CELL_GAP = '\u0001'
+const ROW_GROUPS = new Set(['thead', 'tbody', 'tfoot'])
 // Elements that are void in HTML (never closed, so never on the depth count).
 const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr'])
 // Page metadata naming the last modification (property, name, itemprop or http-equiv).
@@ -64,6 +61,9 @@ const MODIFIED_KEYS = ['article:modified_time', 'og:updated_time', 'datemodified
 // <article>s, or a recipe with one <article class="comment">, is read from the body, whole.
 const MAIN_MIN_CHARS = 200
 const ARTICLES_MIN_SHARE = 0.75
+// The regions a token of text is in.
+const IN_MAIN = 1
+const IN_ARTICLE = 2
 // Stands for the text of one <pre> in the collected text while the rest is cleaned (NUL, like every
 // control character, is never page text: it is dropped from what the page says).
 const PRE_MARK = /\u0000(\d+)\u0000/
@@ -76,7 +76,8 @@ const CONTROLS = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/g
 /**
  * HTML → readable text, title and modification date. Chrome (navigation, the page's header and
  * footer, asides, form controls) and code are dropped, whitespace is collapsed as a browser
- * renders it, block structure becomes line breaks, list items become "- " lines, a <pre> keeps its
+ * renders it, block structure becomes line breaks, list items become "- " lines, tables are laid
+ * out by ./html-tables.ts (a data row a tab-separated line), a <pre> keeps its
  * whitespace and lines (code stays readable), and the text of <main>, or of the <article>s when
  * they hold most of the page's, is preferred (MAIN_MIN_CHARS).
  * `maxChars` caps the text collected (the walk stops there). `xhtml`: the page is XHTML
@@ -84,23 +85,22 @@ const CONTROLS = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/g
  * nothing, and the element runs on.
  */
 export function htmlToText(html: string, maxChars: number, options: { xhtml?: boolean } = {}): ReadablePage {
-  const all: string[] = []
-  const main: string[] = []
-  const articles: string[] = []
+  // The text as written, token by token, with where each token stands: its regions (IN_MAIN,
+  // IN_ARTICLE) and the <pre> it belongs to (-1 for none). Tables rewrite their placeholder tokens.
+  const tokens: string[] = []
+  const regionsOf: number[] = []
+  const preOf: number[] = []
   let allChars = 0
   let depth = 0
   let skipDepth = 0 // > 0 while inside a skipped element
   let mainDepth = 0 // > 0 while inside <main>
   let articleDepth = 0 // > 0 while inside <article>
   let sectioningDepth = 0 // > 0 while inside <article>/<main>/<section>
-  let preDepth = 0 // > 0 while inside <pre>: its text goes to the last of `pres`, verbatim
-  let cellDepth = 0 // > 0 while inside a table cell: its text stays on its row's line
-  const rowCells: number[] = [] // for each open <table>, the cells met so far in its current row
+  let preDepth = 0 // > 0 while inside <pre>: its text is the last <pre>'s, verbatim
+  let preCount = 0
   // A list item's "- " waits for its text, and is written with it: an empty item leaves no bullet,
-  // and the blocks a "loose" item wraps its text in (<li><p>…) start no new line until then. Not
-  // in a table cell, whose text stays on its row's line.
+  // and the blocks a "loose" item wraps its text in (<li><p>…) start no new line until then.
   let bulletWaits = false
-  const pres: string[] = []
   let titleText: string | null = null
   let inTitle = false
   let ogTitle: string | undefined
@@ -109,18 +109,15 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
   let inJsonLd = false
   let stop = false
 
-  // Text outside <pre> goes to the body's parts and to those of the regions it is in.
-  const collect = (text: string) => {
-    all.push(text)
-    if (mainDepth > 0) main.push(text)
-    if (articleDepth > 0) articles.push(text)
-  }
-  const emit = (text: string) => {
+  const emit = (text: string): number => {
     allChars += text.length
-    if (preDepth > 0) pres[pres.length - 1] += text
-    else collect(text)
     if (allChars > maxChars * 2) stop = true
+    regionsOf.push((mainDepth > 0 ? IN_MAIN : 0) | (articleDepth > 0 ? IN_ARTICLE : 0))
+    preOf.push(preDepth > 0 ? preCount - 1 : -1)
+    return tokens.push(text) - 1
   }
+  const tables = new TableLayout(tokens, emit)
+  const lineBreak = () => tables.lineBreak(emit('\n'))
 
   const parser = new Parser(
     {
@@ -144,27 +141,33 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
         if (name === 'main') mainDepth += 1
         if (name === 'article') articleDepth += 1
         if (SECTIONING.has(name)) sectioningDepth += 1
-        if (name === 'table') rowCells.push(0)
-        if (cellDepth > 0 && (BLOCKS.has(name) || CELLS.has(name) || name === 'tr')) emit(' ')
-        else if (name === 'li') emit('\n')
-        else if (name === 'tr') {
-          if (rowCells.length > 0) rowCells[rowCells.length - 1] = 0
-          emit('\n')
-        } else if (CELLS.has(name)) emit(rowCells.length > 0 && rowCells[rowCells.length - 1]!++ > 0 ? CELL_GAP : ' ')
-        else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) emit('\n')
-        if (CELLS.has(name)) cellDepth += 1
-        bulletWaits = (name === 'li' && cellDepth === 0) || (bulletWaits && name !== 'pre')
-        // A <pre> in a cell is read as the cell's text, on its row's line.
-        if (name === 'pre' && (preDepth > 0 || cellDepth === 0) && preDepth++ === 0) collect(`\u0000${pres.push('') - 1}\u0000`)
+        if (name === 'tr') tables.startRow()
+        else if (CELLS.has(name)) tables.startCell()
+        else if (ROW_GROUPS.has(name)) tables.endRow()
+        else if (name === 'li') lineBreak()
+        else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) lineBreak()
+        if (name === 'table') tables.startTable()
+        if (name === 'caption') tables.startCaption()
+        bulletWaits = name === 'li' || (bulletWaits && name !== 'pre')
+        if (name === 'pre') {
+          tables.pre()
+          if (preDepth === 0) emit(`\u0000${preCount++}\u0000`)
+          preDepth += 1
+        }
       },
       ontext(text) {
         if (inTitle) titleText = (titleText ?? '') + text.replace(CONTROLS, '').replace(HTML_WHITESPACE, ' ')
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
         if (skipDepth > 0) return
         const kept = text.replace(CONTROLS, '')
-        if (bulletWaits && kept.trim() !== '') {
-          bulletWaits = false
-          emit('- ')
+        if (kept.trim() === '') {
+          if (tables.dropsBlank()) return
+        } else {
+          tables.text()
+          if (bulletWaits) {
+            bulletWaits = false
+            emit('- ')
+          }
         }
         emit(preDepth > 0 ? kept : kept.replace(HTML_WHITESPACE, ' '))
       },
@@ -180,12 +183,13 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
         if (name === 'article') articleDepth = Math.max(0, articleDepth - 1)
         if (SECTIONING.has(name)) sectioningDepth = Math.max(0, sectioningDepth - 1)
         if (name === 'pre' && preDepth > 0) preDepth -= 1
-        if (name === 'table') rowCells.pop()
-        if (CELLS.has(name)) cellDepth = Math.max(0, cellDepth - 1)
+        if (name === 'table') tables.endTable()
+        else if (name === 'tr') tables.endRow()
+        else if (CELLS.has(name)) tables.endCell()
+        else if (name === 'caption') tables.endCaption()
         // A list item's line ends where the next one (or the list) starts.
         if (name === 'li') bulletWaits = false
-        else if (cellDepth > 0 && BLOCKS.has(name)) emit(' ')
-        else if (BLOCKS.has(name) && !bulletWaits && !(implied && VOID.has(name))) emit('\n')
+        else if (BLOCKS.has(name) && !bulletWaits && !(implied && VOID.has(name))) lineBreak()
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true, recognizeSelfClosing: options.xhtml === true },
@@ -197,10 +201,25 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
   }
   // end() closes every open element one by one: skip it for markup cut off for depth or time.
   if (!stop) parser.end()
+  // Tables left open by a cut-off walk are laid out as far as they were read.
+  tables.endAll()
 
   if (modified === null && jsonLd !== '') {
     const match = /"dateModified"\s*:\s*"([^"]{4,64})"/.exec(jsonLd)
     if (match) modified = toIsoDate(match[1]!)
+  }
+  const pres: string[] = Array.from({ length: preCount }, () => '')
+  const all: string[] = []
+  const main: string[] = []
+  const articles: string[] = []
+  for (const [index, token] of tokens.entries()) {
+    const pre = preOf[index]!
+    if (pre >= 0) pres[pre] += token
+    else {
+      all.push(token)
+      if (regionsOf[index]! & IN_MAIN) main.push(token)
+      if (regionsOf[index]! & IN_ARTICLE) articles.push(token)
+    }
   }
   const text = preferred(withPres(all, pres), withPres(main, pres), withPres(articles, pres))
   return { title: cutText(clean(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
@@ -245,12 +264,12 @@ function isHidden(attributes: Record<string, string>): boolean {
 /**
  * The collected text cleaned (./page-text.ts), but for each <pre>'s, which is kept as written: its
  * spaces, tabs and blank lines, less blank lines at its start and whitespace at its end. A <pre>
- * is a block of its own, set apart by a blank line. Cells are separated by tabs; those after a
- * row's last value are dropped, as in the documents' layout.
+ * is a block of its own, set apart by a blank line. Cell gaps become tabs (./html-tables.ts wrote
+ * none after a row's last value). Every pass is linear: a page of 200,000 empty cells is text too.
  */
 function withPres(parts: string[], pres: string[]): string {
   const cleaned = clean(parts.join(''))
-  const text = cleaned.includes(CELL_GAP) ? cleaned.replace(/ ?\u0001 ?/g, '\t').replace(/\t+(?=\n|$)/g, '').replace(/\n{3,}/g, '\n\n') : cleaned
+  const text = cleaned.includes(CELL_GAP) ? cleaned.replace(/ ?\u0001 ?/g, '\t') : cleaned
   const pieces = text.split(PRE_MARK)
   if (pieces.length === 1) return pieces[0]!
   const blocks: string[] = []

@@ -31,25 +31,6 @@ describe('htmlToText: the region read', () => {
   })
 })
 
-describe('htmlToText: tables', () => {
-  test('a row is one line, its cells separated by tabs; an empty cell keeps its place, as in a DOCX table', () => {
-    // QA: cells were joined by single spaces and empty ones vanished: "Arsenal 3" read as Won = 3.
-    const table = '<p>Standings</p><table><caption>Premier League</caption><thead><tr><th>Team</th><th>Won</th><th>Drawn</th><th>Lost</th></tr></thead>' +
-      '<tbody><tr><td>Arsenal</td><td></td><td>3</td><td> </td></tr><tr><td></td><td>1</td><td>2</td><td>0</td></tr></tbody></table><p>After.</p>'
-    expect(htmlToText(table, 1000).text).toBe('Standings\n\nPremier League\n\nTeam\tWon\tDrawn\tLost\nArsenal\t\t3\n\t1\t2\t0\n\nAfter.')
-    // A control character in the page is no cell gap: it is dropped.
-    expect(htmlToText('<table><tr><td>a\u0001b</td><td>c</td></tr></table>', 1000).text).toBe('ab\tc')
-  })
-
-  test("a cell's paragraphs, list and nested table stay on its row's line, joined by spaces", () => {
-    const nested = '<table><tr><td><p>one</p><p>two</p></td><td><ul><li>a</li><li>b</li></ul></td>' +
-      '<td><table><tr><td>x</td><td>y</td></tr><tr><td>z</td></tr></table></td><td><pre>  p  </pre>q<br>r</td></tr><tr><td>next</td></tr></table>'
-    expect(htmlToText(nested, 1000).text).toBe('one two\ta b\tx y z\tp q r\nnext')
-    // A table in a <pre> keeps its tabs there too.
-    expect(htmlToText('<pre>t:<table><tr><td>a</td><td>b</td></tr></table></pre>', 1000).text).toMatch(/^t:\n+ ?a\tb$/)
-  })
-})
-
 describe('htmlToText: lists', () => {
   test('a line of the page that is only "-" is kept; an empty list item still leaves no bullet', () => {
     // QA: every line that was only "-" was deleted (a rule meant for the walk's own empty bullets).

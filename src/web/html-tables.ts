@@ -1,0 +1,182 @@
+/**
+ * How ./html-to-text.ts lays out HTML tables. The walk writes a page's text as a stream of tokens;
+ * a row's layout is only known when it ends, so what stands between its cells (and the line
+ * breaks inside them) is written as placeholder tokens that the row's end sets:
+ * - a data row (every cell one line of text) is one line, its cells separated by tabs, an empty
+ *   cell keeping its tab so that each value stays under its column (as src/documents lays out a
+ *   DOCX table); tabs after the row's last value are not written, and a row of empty cells is no
+ *   line at all;
+ * - a row any of whose cells runs over several lines (paragraphs, a list, a <pre>, a nested
+ *   table of several rows: a layout table's, a forum's comments) is read as blocks: each non-empty
+ *   cell on its own line(s), its inside laid out as outside tables.
+ * Each <table> is a frame of its own (the innermost owns the cells being written), so a data table
+ * in a layout cell keeps its columns. Cells and rows are ended by the tags that start the next
+ * (tr, td, th, thead, tbody, tfoot), whatever htmlparser2 nested them in: it closes an element
+ * implicitly only when it is the innermost open one, so a <td> after an unclosed <p> or <font>
+ * would open inside the previous cell. Cell tags outside any table are ignored, as browsers do.
+ */
+
+// Stands for the tab between two cells while the text is cleaned (which makes tabs spaces): a
+// control character, never page text (the walk drops those).
+export const CELL_GAP = '\u0001'
+
+interface Cell {
+  /** The token before the cell's text: the gap from the previous cell, or a line break. */
+  start: number
+  /** The line breaks written inside the cell (a space in a data row). */
+  breaks: number[]
+  /** Whether the cell has text (nested tables' included). */
+  text: boolean
+  /** A line break follows its text: more text makes the cell several lines. */
+  broken: boolean
+  /** The cell runs over several lines (or holds a <pre>): its row is read as blocks. */
+  lines: boolean
+}
+
+interface Row {
+  /** The line break that starts the row (nothing when it has no text). */
+  start: number
+  cells: Cell[]
+  /** Line breaks written in the row but outside its cells (what an unclosed element closes late). */
+  loose: number[]
+}
+
+interface Frame {
+  row: Row | null
+  cell: Cell | null
+  captions: number
+}
+
+export class TableLayout {
+  private readonly frames: Frame[] = []
+
+  /** `write` appends a token to `tokens` and returns its index. */
+  constructor(private readonly tokens: string[], private readonly write: (text: string) => number) {}
+
+  startTable(): void {
+    this.frames.push({ row: null, cell: null, captions: 0 })
+  }
+
+  endTable(): void {
+    if (this.frames.length === 0) return
+    this.endRow()
+    this.frames.pop()
+  }
+
+  /** Every table still open (the walk was cut off), innermost first. */
+  endAll(): void {
+    while (this.frames.length > 0) this.endTable()
+  }
+
+  startCaption(): void {
+    const frame = this.frames.at(-1)
+    if (frame) frame.captions += 1
+  }
+
+  endCaption(): void {
+    const frame = this.frames.at(-1)
+    if (frame) frame.captions = Math.max(0, frame.captions - 1)
+  }
+
+  startRow(): void {
+    const frame = this.frames.at(-1)
+    if (!frame) return
+    this.endRow()
+    frame.row = { start: this.write('\n'), cells: [], loose: [] }
+  }
+
+  startCell(): void {
+    const frame = this.frames.at(-1)
+    if (!frame) return
+    // A cell directly in a table or row group is in a row of its own, as browsers make it.
+    if (frame.row === null) this.startRow()
+    frame.cell = { start: this.write(''), breaks: [], text: false, broken: false, lines: false }
+    frame.row!.cells.push(frame.cell)
+  }
+
+  endCell(): void {
+    const frame = this.frames.at(-1)
+    if (frame) frame.cell = null
+  }
+
+  /** Text was written: the open cell has content. */
+  text(): void {
+    const cell = this.openCell()
+    if (cell === null) return
+    if (cell.broken) cell.lines = true
+    cell.text = true
+  }
+
+  /** A line break (a block's start or end, a <br>) was written as the token `token`. */
+  lineBreak(token: number): void {
+    const frame = this.frames.at(-1)
+    if (frame !== undefined && frame.cell === null && frame.row !== null) {
+      frame.row.loose.push(token)
+      return
+    }
+    const cell = this.openCell()
+    if (cell === null) return
+    cell.breaks.push(token)
+    if (cell.text) cell.broken = true
+  }
+
+  /** A <pre> starts: kept verbatim, so its cell's row is read as blocks. */
+  pre(): void {
+    const cell = this.openCell()
+    if (cell !== null) cell.lines = true
+  }
+
+  /** Whether blank text here is dropped: in a table but outside its cells and caption, where it is not rendered. */
+  dropsBlank(): boolean {
+    const frame = this.frames.at(-1)
+    return frame !== undefined && frame.cell === null && frame.captions === 0
+  }
+
+  /** Ends the innermost table's open row (and cell), setting its placeholders. */
+  endRow(): void {
+    const frame = this.frames.at(-1)
+    const row = frame?.row
+    if (!frame || !row) return
+    frame.row = null
+    frame.cell = null
+    const { tokens } = this
+    let last = -1
+    let blocks = false
+    let lines = 0 // the lines of text a row read as blocks gives (counting 2 for "several")
+    for (const [index, cell] of row.cells.entries()) {
+      if (cell.text) {
+        last = index
+        lines += cell.lines ? 2 : 1
+      }
+      blocks ||= cell.lines
+    }
+    tokens[row.start] = last < 0 ? '' : '\n'
+    let first = true
+    for (const [index, cell] of row.cells.entries()) {
+      if (blocks) {
+        tokens[cell.start] = cell.text && !first ? '\n' : ''
+        if (!cell.text) for (const token of cell.breaks) tokens[token] = ''
+      } else {
+        tokens[cell.start] = index === 0 || index > last ? '' : CELL_GAP
+        for (const token of cell.breaks) tokens[token] = ' '
+      }
+      if (cell.text) first = false
+    }
+    if (!blocks) for (const token of row.loose) tokens[token] = ' '
+    // The row is a line (or lines) of the cell that holds its table.
+    const outer = this.openCell()
+    if (last < 0 || outer === null) return
+    outer.breaks.push(row.start)
+    if (outer.text || (blocks && lines > 1)) outer.lines = true
+    outer.text = true
+  }
+
+  /** The cell being written: the innermost open one (text outside a nested table's cells is its outer cell's). */
+  private openCell(): Cell | null {
+    for (let index = this.frames.length - 1; index >= 0; index -= 1) {
+      const cell = this.frames[index]!.cell
+      if (cell !== null) return cell
+    }
+    return null
+  }
+}
