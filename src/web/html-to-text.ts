@@ -57,10 +57,14 @@ const MODIFIED_KEYS = ['article:modified_time', 'og:updated_time', 'datemodified
 // Where a page keeps its main content. <main> is the page's dominant content by definition, so
 // its text is preferred over the body's when it has substance. An <article> is any self-contained
 // part (a post, but also a comment or a "related" teaser), so the articles' text is preferred only
-// when it is at least three quarters of the body's: a story in a <div> beside teasers in
-// <article>s, or a recipe with one <article class="comment">, is read from the body, whole.
+// when together they hold three quarters of the body's, or the largest alone 40% (one story beside
+// a cookie banner, a "most read" list and a footer in <div>s): a story in a <div> beside a few
+// teasers in <article>s, or a recipe with one <article class="comment">, is read from the body,
+// whole. Known and accepted: a short story in a <div> beside many teasers that together pass
+// three quarters still gives the teasers.
 const MAIN_MIN_CHARS = 200
 const ARTICLES_MIN_SHARE = 0.75
+const ARTICLE_MIN_SHARE = 0.4
 // The regions a token of text is in.
 const IN_MAIN = 1
 const IN_ARTICLE = 2
@@ -79,7 +83,7 @@ const CONTROLS = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/g
  * renders it, block structure becomes line breaks, list items become "- " lines, tables are laid
  * out by ./html-tables.ts (a data row a tab-separated line), a <pre> keeps its
  * whitespace and lines (code stays readable), and the text of <main>, or of the <article>s when
- * they hold most of the page's, is preferred (MAIN_MIN_CHARS).
+ * they (or the largest) hold most of the page's, is preferred (MAIN_MIN_CHARS).
  * `maxChars` caps the text collected (the walk stops there). `xhtml`: the page is XHTML
  * (application/xhtml+xml), where `<iframe/>` or `<script/>` closes itself; in HTML the "/" means
  * nothing, and the element runs on.
@@ -90,6 +94,8 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
   const tokens: string[] = []
   const regionsOf: number[] = []
   const preOf: number[] = []
+  const articleSpans: [number, number][] = [] // each outermost <article>'s tokens
+  let articleStart = 0
   let allChars = 0
   let depth = 0
   let skipDepth = 0 // > 0 while inside a skipped element
@@ -139,7 +145,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
           return
         }
         if (name === 'main') mainDepth += 1
-        if (name === 'article') articleDepth += 1
+        if (name === 'article' && articleDepth++ === 0) articleStart = tokens.length
         if (SECTIONING.has(name)) sectioningDepth += 1
         if (name === 'tr') tables.startRow()
         else if (CELLS.has(name)) tables.startCell()
@@ -180,7 +186,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
           return
         }
         if (name === 'main') mainDepth = Math.max(0, mainDepth - 1)
-        if (name === 'article') articleDepth = Math.max(0, articleDepth - 1)
+        if (name === 'article' && articleDepth > 0 && --articleDepth === 0) articleSpans.push([articleStart, tokens.length])
         if (SECTIONING.has(name)) sectioningDepth = Math.max(0, sectioningDepth - 1)
         if (name === 'pre' && preDepth > 0) preDepth -= 1
         if (name === 'table') tables.endTable()
@@ -203,6 +209,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
   if (!stop) parser.end()
   // Tables left open by a cut-off walk are laid out as far as they were read.
   tables.endAll()
+  if (articleDepth > 0) articleSpans.push([articleStart, tokens.length])
 
   if (modified === null && jsonLd !== '') {
     const match = /"dateModified"\s*:\s*"([^"]{4,64})"/.exec(jsonLd)
@@ -221,15 +228,22 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
       if (regionsOf[index]! & IN_ARTICLE) articles.push(token)
     }
   }
-  const text = preferred(withPres(all, pres), withPres(main, pres), withPres(articles, pres))
+  // The largest <article>'s text, measured only when the articles' together do not settle it.
+  const largestArticle = () => articleSpans.reduce((largest, [from, to]) => {
+    const parts = tokens.slice(from, to).filter((_, index) => preOf[from + index]! < 0)
+    return Math.max(largest, withPres(parts, pres).length)
+  }, 0)
+  const text = preferred(withPres(all, pres), withPres(main, pres), withPres(articles, pres), largestArticle)
   return { title: cutText(clean(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
 }
 
 /** The text read: <main>'s or the articles' when they hold the page's content (MAIN_MIN_CHARS), else the body's. */
-function preferred(body: string, main: string, articles: string): string {
+function preferred(body: string, main: string, articles: string, largestArticle: () => number): string {
   if (main.length >= MAIN_MIN_CHARS) return main
-  if (articles.length >= MAIN_MIN_CHARS && articles.length >= body.length * ARTICLES_MIN_SHARE) return articles
-  return body
+  if (articles.length < MAIN_MIN_CHARS) return body
+  if (articles.length >= body.length * ARTICLES_MIN_SHARE) return articles
+  const largest = largestArticle()
+  return largest >= MAIN_MIN_CHARS && largest >= body.length * ARTICLE_MIN_SHARE ? articles : body
 }
 
 /**

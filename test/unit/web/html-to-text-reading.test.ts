@@ -23,9 +23,14 @@ describe('htmlToText: the region read', () => {
     expect(read.endsWith('Lovely sentence.')).toBe(true)
   })
 
-  test('<article>s holding most of the page are read alone; <main> is read alone whatever is around it', () => {
+  test('<article>s holding most of the page, or one holding a large part of it, are read alone; <main> is read alone whatever is around it', () => {
     const article = `<div>Share this story</div><article><h1>Headline</h1><p>${sentences('Body', 60)}</p></article><div>${sentences('Related', 5)}</div>`
     expect(htmlToText(article, 100_000).text).toBe(`Headline\n\n${sentences('Body', 60)}`)
+    // QA: one story in an <article> beside a cookie banner, a "most read" list and a footer in
+    // <div>s held half the page's text, under three quarters, so the whole page came back.
+    const story = `<div class="cookie-banner"><p>${sentences('Cookie', 14)}</p></div><article><h1>Storm closes the harbour</h1><p>${sentences('Story', 30)}</p></article>` +
+      `<div class="most-read"><h2>Most read</h2><ol>${['One', 'Two', 'Three'].map(word => `<li>${sentences(word, 3)}</li>`).join('')}</ol></div><div class="site-footer">${sentences('Footer', 6)}</div>`
+    expect(htmlToText(story, 100_000).text).toBe(`Storm closes the harbour\n\n${sentences('Story', 30)}`)
     const main = `<div>${sentences('Outside', 40)}</div><main><p>${sentences('Main', 20)}</p><article>Comment</article></main>`
     expect(htmlToText(main, 100_000).text).toBe(`${sentences('Main', 20)}\n\nComment`)
   })
