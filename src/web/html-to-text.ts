@@ -104,8 +104,8 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
   let sectioningDepth = 0 // > 0 while inside <article>/<main>/<section>
   let preDepth = 0 // > 0 while inside <pre>: its text is the last <pre>'s, verbatim
   let preCount = 0
-  // A list item's "- " waits for its text, and is written with it: an empty item leaves no bullet,
-  // and the blocks a "loose" item wraps its text in (<li><p>…) start no new line until then.
+  // A list item's line and "- " wait for its text, and are written with it: an empty item leaves
+  // no line, and the blocks a "loose" item wraps its text in (<li><p>…) start no new line until then.
   let bulletWaits = false
   let titleText: string | null = null
   let inTitle = false
@@ -150,8 +150,8 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
         if (name === 'tr') tables.startRow()
         else if (CELLS.has(name)) tables.startCell()
         else if (ROW_GROUPS.has(name)) tables.endRow()
-        else if (name === 'li') lineBreak()
-        else if (BLOCKS.has(name) && (!bulletWaits || name === 'pre')) lineBreak()
+        // A list item's line starts with its text (bulletWaits).
+        else if (BLOCKS.has(name) && name !== 'li' && (!bulletWaits || name === 'pre')) lineBreak()
         if (name === 'table') tables.startTable()
         if (name === 'caption') tables.startCaption()
         bulletWaits = name === 'li' || (bulletWaits && name !== 'pre')
@@ -172,6 +172,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
           tables.text()
           if (bulletWaits) {
             bulletWaits = false
+            lineBreak()
             emit('- ')
           }
         }

@@ -37,11 +37,13 @@ describe('htmlToText: the region read', () => {
 })
 
 describe('htmlToText: lists', () => {
-  test('a line of the page that is only "-" is kept; an empty list item still leaves no bullet', () => {
+  test('a line of the page that is only "-" is kept; an empty list item leaves no bullet and no line', () => {
     // QA: every line that was only "-" was deleted (a rule meant for the walk's own empty bullets).
     expect(htmlToText('<table><tr><td>Draws</td><td>-</td></tr></table><p>Before</p><p>-</p><p>after<br>-<br>end</p>', 1000).text)
       .toBe('Draws\t-\n\nBefore\n\n-\n\nafter\n-\nend')
     expect(htmlToText('<p>-</p><ul><li> </li><li><p> </p><br></li><li>-</li></ul>', 1000).text).toBe('-\n\n- -')
+    // Review: an empty item left a blank line inside its list.
+    expect(htmlToText('<ul><li>a</li><li></li><li> </li><li><p></p></li><li>b</li></ul><ol><li>c</li><li><br></li><li>d</li></ol>', 1000).text).toBe('- a\n- b\n\n- c\n- d')
   })
 })
 
