@@ -268,8 +268,10 @@ function isHidden(attributes: Record<string, string>): boolean {
     const property = declaration.slice(0, colon).trim().toLowerCase()
     if (property !== 'display' && property !== 'visibility') continue
     let value = declaration.slice(colon + 1).trim().toLowerCase()
-    const important = /!\s*important$/.test(value)
-    if (important) value = value.replace(/\s*!\s*important$/, '')
+    // Cut at the "!" rather than matching the spaces before it: /\s*!…$/ backtracks quadratically over a long run of them.
+    const flag = /!\s*important$/.exec(value)
+    const important = flag !== null
+    if (flag !== null) value = value.slice(0, flag.index).trimEnd()
     if (important || !declared.get(property)?.important) declared.set(property, { value, important })
   }
   const visibility = declared.get('visibility')?.value
