@@ -117,6 +117,34 @@ export function teeGatewayForFile(specs: TeeBackendSpec[], options: Parameters<t
   afterAll(() => gateway?.stopAll())
 }
 
+/** One of gatewaysPerFormat's gateways: its organization's admin key and id. */
+export interface FormatGateway {
+  t: TeeGateway
+  key: string
+  orgId: string
+}
+
+/**
+ * One TEE gateway per named proof format (a backend `name` of that format, the clock at real
+ * time for the Encrypted timestamps), each with an organization, started before the calling
+ * file's tests and stopped after them. The record fills in as they start.
+ */
+export function gatewaysPerFormat(formats: ReadonlyArray<readonly [string, string]>): Record<string, FormatGateway> {
+  const gateways: Record<string, FormatGateway> = {}
+  beforeAll(async () => {
+    for (const [name, format] of formats) {
+      const t = await startTeeGateway([{ id: name, proofFormat: format }])
+      t.clock.set(Date.now())
+      const org = await t.createOrg()
+      gateways[name] = { t, key: org.adminKey, orgId: org.orgId }
+    }
+  })
+  afterAll(async () => {
+    for (const { t } of Object.values(gateways)) await t.stopAll()
+  })
+  return gateways
+}
+
 /**
  * A test gateway whose model `sim` answers from the demo backend and, at the `:encrypted` level
  * only, from the attested provider `providerId` at `baseUrl`: a proxy in front of `sim` that

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, encryptField, generateClientKeys, type Attestation, type E2eeContext } from '../../src/client/tee'
 import { json } from '../support/harness'
-import { NEAR_V2, PHALA_V1, PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V2, PHALA_V1, PHALA_V2, gatewaysPerFormat, type FormatGateway } from '../support/tee'
 
 // History fields besides content (reasoning_content, reasoning, refusal) go only where the
 // backend decrypts them (TEE-PROTOCOL.md A2): Phala decrypts only content, NEAR `refusal` only
@@ -10,20 +10,8 @@ import { NEAR_V2, PHALA_V1, PHALA_V2, startTeeGateway, type TeeGateway } from '.
 // decrypted a NEAR all-fields `refusal`.
 
 type Json = Record<string, any>
-interface Setup { t: TeeGateway; key: string; orgId: string }
-const setups: Record<string, Setup> = {}
-
-beforeAll(async () => {
-  for (const [name, format] of [['near2', NEAR_V2], ['phala2', PHALA_V2], ['phala1', PHALA_V1]] as const) {
-    const t = await startTeeGateway([{ id: name, proofFormat: format }])
-    t.clock.set(Date.now())
-    const org = await t.createOrg()
-    setups[name] = { t, key: org.adminKey, orgId: org.orgId }
-  }
-})
-afterAll(async () => {
-  for (const { t } of Object.values(setups)) await t.stopAll()
-})
+type Setup = FormatGateway
+const setups = gatewaysPerFormat([['near2', NEAR_V2], ['phala2', PHALA_V2], ['phala1', PHALA_V1]] as const)
 
 async function context(name: string): Promise<E2eeContext> {
   const s = setups[name]!

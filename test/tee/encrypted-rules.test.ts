@@ -1,28 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { contextFor, encryptChatRequest, generateClientKeys, type Attestation } from '../../src/client/tee'
 import { refuseEncrypted } from '../../src/inference/encrypted'
 import { bytesToHex, generateKeyPair } from '../../src/tee/keys'
 import { json } from '../support/harness'
-import { NEAR_V1, NEAR_V2, PHALA_V2, startTeeGateway, type TeeGateway } from '../support/tee'
+import { NEAR_V1, NEAR_V2, PHALA_V2, gatewaysPerFormat, startTeeGateway, type FormatGateway } from '../support/tee'
 
 // Every Encrypted chat rule of spec §4.10 / TEE-PROTOCOL.md B3 as a route test. None of the
 // refused requests reaches the backend's chat or charges anything.
 
 type Json = Record<string, any>
-interface Setup { t: TeeGateway; key: string; orgId: string }
-const setups: Record<string, Setup> = {}
-
-beforeAll(async () => {
-  for (const [name, format] of [['near2', NEAR_V2], ['near1', NEAR_V1], ['phala2', PHALA_V2]] as const) {
-    const t = await startTeeGateway([{ id: name, proofFormat: format }])
-    t.clock.set(Date.now())
-    const org = await t.createOrg()
-    setups[name] = { t, key: org.adminKey, orgId: org.orgId }
-  }
-})
-afterAll(async () => {
-  for (const { t } of Object.values(setups)) await t.stopAll()
-})
+type Setup = FormatGateway
+const setups = gatewaysPerFormat([['near2', NEAR_V2], ['near1', NEAR_V1], ['phala2', PHALA_V2]] as const)
 
 async function attest(s: Setup, algo: 'ed25519' | 'ecdsa'): Promise<Attestation> {
   const response = await s.t.request('GET', `/api/v1/attestation?model=sim:encrypted&trust_tier=encrypted&signing_algo=${algo}`, { key: s.key })
