@@ -1,6 +1,7 @@
 import { cutText } from '../lib/characters'
 import { rewritePart } from './docx-rewrite'
-import { anyHidden, bindsWordElsewhere, readHiddenStyles, type Budget } from './docx-styles'
+import { namesReadOtherwise } from './docx-names'
+import { anyHidden, readHiddenStyles, type Budget } from './docx-styles'
 import { PackageParts, resolvePartPath, scanXml } from './package-parts'
 import { DocumentRefused } from './types'
 import { inflateWithinCap, localHeaderName, readCentralDirectory, readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from './zip-guard'
@@ -20,7 +21,7 @@ const STYLES_PART = /word\/styles[\d+]?.xml/
 const PART_RELS = /^word\/_rels\/([^/]+)\.rels$/
 const DOCX_CHUNK = /\.docx$/i
 /** What a part must hold for the rewrite to have anything to do (hidden styles and other prefixes aside). */
-const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox'].map(marker => Buffer.from(marker))
+const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent'].map(marker => Buffer.from(marker))
 const BREAK = Buffer.from('<w:br')
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
 
@@ -28,7 +29,7 @@ function mayNeedRewrite(part: Buffer): boolean {
   if (MARKERS.some(marker => part.includes(marker))) return true
   // A page or column break has attributes: `<w:br` then any whitespace.
   for (let at = part.indexOf(BREAK); at >= 0; at = part.indexOf(BREAK, at + BREAK.length)) if (WHITESPACE.has(part[at + BREAK.length]!)) return true
-  return bindsWordElsewhere(part)
+  return namesReadOtherwise(part)
 }
 
 /** An entry as officeparser's unzip reads it: named by its local header. */
@@ -73,7 +74,7 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
   const stylesEntry = wordStyles(bytes, entries) ?? ordered.find(({ name }) => STYLES_PART.test(name))?.entry
   const stylesData = stylesEntry && read(stylesEntry)
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
-  const styles = readHiddenStyles(stylesData && (stylesData.includes('<w:vanish') || bindsWordElsewhere(stylesData)) ? decoder.decode(stylesData) : undefined, account.budget)
+  const styles = readHiddenStyles(stylesData && (stylesData.includes('<w:vanish') || namesReadOtherwise(stylesData)) ? decoder.decode(stylesData) : undefined, account.budget)
   const everyPart = anyHidden(styles)
 
   const parts = ordered.filter(({ name }) => EVERY_MATCH.some(pattern => pattern.test(name)))

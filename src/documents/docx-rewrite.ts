@@ -1,4 +1,6 @@
-import { hiddenByStyles, on, scanWord, take, type Budget, type HiddenStyles } from './docx-styles'
+import { isWordNamespace, scanWord, WML, WORD_UNDERSTANDS, type NamespaceOf } from './docx-names'
+import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
+import { symbolText } from './docx-symbols'
 
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
@@ -6,56 +8,46 @@ import { hiddenByStyles, on, scanWord, take, type Budget, type HiddenStyles } fr
 // position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐; and left
 // out, what Word does not show: hidden text (w:vanish, set on the run or by its styles) and a content
 // control's placeholder ("Click or tap here to enter text."). Hidden text is a prompt-injection
-// vector, as hidden HTML is (web pages' hidden elements are left out too).
+// vector, as hidden HTML is (web pages' hidden elements are left out too). And what officeparser
+// would read otherwise than Word: an element it takes for WordprocessingML by its name (`w:t`, `t`)
+// in another namespace or none is left out (Word ignores it), and mc:AlternateContent is left with
+// the one branch Word shows (docx-names.ts WORD_UNDERSTANDS), as a Fallback officeparser takes.
 //
 // Only the elements concerned are touched: each is replaced where it stands in the part's text, the
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
 // stays within MAX_XML_ELEMENTS; nor, save for text the decoding itself changed (invalid UTF-8 read
-// as U+FFFD, as officeparser reads it) or an odd mix of prefixes, more bytes: docx-package.ts checks
-// the inflated size again.
-// Names are WordprocessingML's by namespace, whatever the prefix (docx-styles.ts scanWord), and what
-// is written in an element's place takes its prefix.
+// as U+FFFD, as officeparser reads it), a ruby's base text escaped, or an odd mix of prefixes, more
+// bytes: docx-package.ts checks the inflated size again.
+// Names are read by namespace, whatever the prefix (docx-names.ts scanWord). What is written in an
+// element's place is written w:, as officeparser reads it, and declares w: where it is not bound to
+// WordprocessingML: the replaced element's own declarations go with it.
+
+const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /**
- * Adobe's Symbol font encoding (unicode.org, VENDORS/ADOBE/symbol.txt), 0x20–0x7E then 0xA0–0xFE;
- * "\uFFFD" where it has no character a reader needs: the radical extender (0x60) and the pieces of
- * large brackets, braces, integrals and arrows it maps to the private use area. Greek capitals and
- * mu as Greek letters (Δ, Ω, μ; the table also gives ∆, Ω, µ), the serif and sans-serif ®, © and ™
- * as the signs themselves.
+ * How to write a WordprocessingML element where an element ends: as w:, the one prefix officeparser
+ * reads it by, bound there (the replaced element may have declared the prefix it was written with).
  */
-const SYMBOL_LOW = ' !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_\uFFFDαβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼'
-const SYMBOL_HIGH = '€ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…\uFFFD\uFFFD↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD〉∫⌠\uFFFD⌡\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD'
-
-/**
- * The text of `<w:sym w:font w:char>`: a Symbol-font character (F020–F0FF, as Word writes it, or
- * 0020–00FF) through Adobe's table; another font's character as it is, unless it is in the range
- * F000–F0FF, where Word puts a symbol font's own codes (Wingdings' and the like: no Unicode meaning).
- */
-export function symbolText(font: string | undefined, char: string | undefined): string {
-  if (char === undefined || !/^[0-9A-Fa-f]{1,4}$/.test(char)) return ''
-  const code = Number.parseInt(char, 16)
-  const byte = code & 0xff
-  if (font?.trim().toLowerCase() === 'symbol' && (code >> 8 === 0xf0 || code >> 8 === 0) && byte >= 0x20) {
-    const shown = byte < 0x7f ? SYMBOL_LOW[byte - 0x20] : byte >= 0xa0 && byte < 0xff ? SYMBOL_HIGH[byte - 0xa0] : undefined
-    return shown === undefined || shown === '\uFFFD' ? '' : shown
-  }
-  if (code >> 8 === 0xf0) return ''
-  // Only characters XML allows in text.
-  const allowed = code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code < 0xd800) || (code >= 0xe000 && code < 0xfffe)
-  return allowed ? String.fromCharCode(code) : ''
+function wordWriter(namespaceOf: NamespaceOf) {
+  const declaration = isWordNamespace(namespaceOf('w')) ? '' : ` xmlns:w="${WML}"`
+  return (local: string, content?: string, more = '') =>
+    content === undefined ? `<w:${local}${declaration}${more}/>` : `<w:${local}${declaration}${more}>${content}</w:${local}>`
 }
 
-const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;')
-/** The prefix `qname` is written with ("w:", ""): what the rewrite writes in its place takes it too. */
-const prefixOf = (qname: string) => qname.slice(0, qname.indexOf(':') + 1)
+/** Whether Word understands every namespace a Choice requires (by prefix, bound where the Choice stands). */
+const understood = (requires: string | undefined, namespaceOf: NamespaceOf) =>
+  (requires ?? '').split(/\s+/).every(prefix => prefix === '' || WORD_UNDERSTANDS.has(namespaceOf(prefix) ?? ''))
 
 /**
  * What a hidden run keeps: its properties, and what is not its text but marks where something
- * stands (fields' structure, whose begin and end must stay paired; note and comment references).
+ * stands (fields' structure, whose begin and end must stay paired; comment references). Not a note
+ * reference: officeparser attaches a note where its reference is read, and Word shows neither.
  */
-const KEPT_IN_HIDDEN_RUN = new Set(['w:rPr', 'w:fldChar', 'w:instrText', 'w:delInstrText', 'w:footnoteReference', 'w:endnoteReference', 'w:commentReference', 'w:lastRenderedPageBreak'])
+const KEPT_IN_HIDDEN_RUN = new Set(['w:rPr', 'w:fldChar', 'w:instrText', 'w:delInstrText', 'w:commentReference', 'w:lastRenderedPageBreak'])
 /** The elements that put text in a paragraph (a page break between two of them separates them). */
 const TEXT = new Set(['w:t', 'w:tab', 'w:ptab', 'w:sym', 'w:noBreakHyphen', 'w:cr'])
+/** What a ruby base's run shows of its elements other than w:t, as officeparser reads the rewritten ones. */
+const BASE_TEXT: Record<string, string> = { 'w:tab': '\t', 'w:ptab': '\t', 'w:noBreakHyphen': '-', 'w:cr': '\n', 'w:br': '\n' }
 
 interface Edit {
   start: number
@@ -65,6 +57,8 @@ interface Edit {
 }
 interface Paragraph {
   style?: string
+  /** The innermost table's style ('' for none named), when the paragraph is in one. */
+  table?: string
   textSeen: boolean
   /** Page and column breaks after the paragraph's text, not yet followed by more of it. */
   breaks: Edit[]
@@ -76,8 +70,18 @@ interface Run {
   style?: string
   vanish?: boolean
   children: Array<{ name: string; start: number; end: number }>
+  /** What it shows, for a run in a ruby's base. */
+  text?: string
 }
-
+interface Open {
+  name: string
+  qname: string
+  attributes: Record<string, string>
+  /** An alternate-content branch Word does not show. */
+  dropped?: boolean
+  /** The name its tags are written with instead, for officeparser to read it as Word does. */
+  renamed?: string
+}
 
 /**
  * `xml` (a document, header, footer or notes part) with the elements officeparser mishandles
@@ -86,48 +90,42 @@ interface Run {
  */
 export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = { left: Number.POSITIVE_INFINITY }): { pieces: string[] } | 'malformed' | undefined {
   const edits: Edit[] = []
-  // Edits are made as elements end; an element's edit replaces those made inside it.
+  // Edits are made in order of their start: an element's own as it ends, replacing those made inside
+  // it; a start tag's rename as it opens.
   const edit = (start: number, end: number, text: string) => {
     while (edits.length > 0 && edits.at(-1)!.start >= start) edits.pop()
     const made = { start, end, text }
     edits.push(made)
     return made
   }
-  const open: Array<{ name: string; qname: string; attributes: Record<string, string> }> = []
+  const open: Open[] = []
   const paragraphs: Paragraph[] = []
   const runs: Run[] = []
+  const tables: string[] = []
   const placeholders: boolean[] = []
   let showingPlaceholder = 0
   const rubies: Array<{ editsBefore: number; inBase: boolean; content: string }> = []
+  /** Whether each open mc:AlternateContent has had its branch chosen. */
+  const alternates: boolean[] = []
   let checkBox: { checked?: boolean; byDefault?: boolean } | undefined
   /** A checkbox's form data, ended in its field's w:fldChar, which is open at depth `depth`. */
   let formData: { start: number; depth: number; checked: boolean } | undefined
   // The nearest setting decides: the run's own w:vanish, then its styles (hiddenByStyles).
-  const runHidden = (run: Run) => showingPlaceholder > 0 || (run.vanish ?? hiddenByStyles(styles, run.style, run.paragraph?.style))
-  /** What a run shows, its edits applied, without its properties: a ruby's base is read so. */
-  const shown = (run: Run) => {
-    let text = ''
-    let next = run.editsBefore
-    for (const child of run.children) {
-      if (child.name === 'w:rPr') continue
-      let at = child.start
-      for (; next < edits.length && edits[next]!.start < child.end; next++) {
-        const made = edits[next]!
-        if (made.start < at || made.dead) continue
-        text += xml.slice(at, made.start) + made.text
-        at = made.end
-      }
-      text += xml.slice(at, child.end)
-    }
-    return text
+  const runHidden = (run: Run) => showingPlaceholder > 0 || (run.vanish ?? hiddenByStyles(styles, run.style, run.paragraph?.style, run.paragraph?.table))
+  let namespaceOf: NamespaceOf = () => undefined
+  const rename = (entry: Open, start: number, to: string) => {
+    entry.renamed = to
+    edit(start, start + 1 + entry.qname.length, `<${to}`)
   }
 
   const wellFormed = scanWord(
     xml,
-    (name, attributes, _depth, _start, qname) => {
+    (name, attributes, _depth, start, qname, namespaces) => {
       take(budget)
+      namespaceOf = namespaces
       const [grand, parent] = [open.at(-2)?.name, open.at(-1)?.name]
-      open.push({ name, qname, attributes })
+      const entry: Open = { name, qname, attributes }
+      open.push(entry)
       const paragraph = paragraphs.at(-1)
       // Only text that shows puts a page break between words (the run's properties come first in it).
       if (TEXT.has(name) || (name === 'w:br' && !['page', 'column'].includes(attributes['w:type'] ?? ''))) {
@@ -137,9 +135,11 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           paragraph.breaks.length = 0
         }
       }
-      if (name === 'w:p') paragraphs.push({ textSeen: false, breaks: [] })
+      if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: false, breaks: [] })
       else if (name === 'w:pStyle' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.style = attributes['w:val']
-      else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [] })
+      else if (name === 'w:tbl') tables.push('')
+      else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl' && tables.length > 0) tables[tables.length - 1] = attributes['w:val'] ?? ''
+      else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [], text: rubies.at(-1)?.inBase ? '' : undefined })
       else if (name === 'w:rStyle' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.style = attributes['w:val']
       else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.vanish = on(attributes['w:val'])
       else if (name === 'w:sdt') placeholders.push(false)
@@ -151,46 +151,78 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
       else if (name === 'w:checkBox' && parent === 'w:ffData') checkBox = {}
       else if (name === 'w:checked' && parent === 'w:checkBox' && checkBox) checkBox.checked = on(attributes['w:val'])
       else if (name === 'w:default' && parent === 'w:checkBox' && checkBox) checkBox.byDefault = on(attributes['w:val'])
+      else if (name === 'mc:AlternateContent') {
+        alternates.push(false)
+        if (qname !== 'mc:AlternateContent' && qname !== 'AlternateContent') rename(entry, start, 'AlternateContent')
+      } else if ((name === 'mc:Choice' || name === 'mc:Fallback') && parent === 'mc:AlternateContent' && alternates.length > 0) {
+        // Word shows the first Choice it understands, else the Fallback; the others go, and the one
+        // it shows is written as a Fallback, which officeparser takes whatever it requires.
+        if (!alternates.at(-1) && (name === 'mc:Fallback' || understood(attributes.Requires, namespaceOf))) {
+          alternates[alternates.length - 1] = true
+          if (qname !== 'mc:Fallback' && qname !== 'Fallback') rename(entry, start, 'Fallback')
+        } else entry.dropped = true
+      }
     },
     {
+      onText(text) {
+        const run = runs.at(-1)
+        if (run?.text !== undefined && open.at(-1)?.name === 'w:t' && open.at(-2)?.name === 'w:r') run.text += text
+      },
+      // At an element's end, scanWord's scope is its parent's: where what replaces it stands.
       onClose(name, start, end) {
-        const { attributes, qname } = open.pop()!
-        const prefix = prefixOf(qname)
+        const entry = open.pop()!
+        const { attributes, qname } = entry
+        const written = wordWriter(namespaceOf)
         const parent = open.at(-1)?.name
-        if (parent === 'w:r' && runs.length > 0) runs.at(-1)!.children.push({ name, start, end })
-        if (name === 'w:noBreakHyphen') edit(start, end, `<${prefix}t>-</${prefix}t>`)
+        const run = parent === 'w:r' ? runs.at(-1) : undefined
+        if (run) {
+          run.children.push({ name, start, end })
+          if (run.text !== undefined) run.text += name === 'w:sym' ? symbolText(attributes['w:font'], attributes['w:char']) : (BASE_TEXT[name] ?? '')
+        }
+        if (name.startsWith('{') || !name.includes(':') || entry.dropped) {
+          // Not Word's (a w: prefix bound elsewhere, an unprefixed name in another namespace or none), or
+          // a branch Word does not show: it goes; a root goes empty, for the part to stay a document.
+          edit(start, end, open.length === 0 ? '<empty/>' : '')
+        } else if (entry.renamed !== undefined) {
+          if (name === 'mc:AlternateContent') alternates.pop()
+          // Its start tag was renamed as it opened; its end tag, unless it closed itself.
+          if (xml[end - 2] !== '/') edit(xml.lastIndexOf('<', end - 1), end, `</${entry.renamed}>`)
+        } else if (name === 'mc:AlternateContent') alternates.pop()
+        else if (name === 'w:noBreakHyphen') edit(start, end, written('t', '-'))
         else if (name === 'w:sym') {
           const text = symbolText(attributes['w:font'], attributes['w:char'])
-          edit(start, end, text === '' ? '' : `<${prefix}t>${escapeText(text)}</${prefix}t>`)
-        }
-        else if (name === 'w:ptab') edit(start, end, `<${prefix}tab/>`)
+          edit(start, end, text === '' ? '' : written('t', escapeText(text)))
+        } else if (name === 'w:ptab') edit(start, end, written('tab'))
         else if (name === 'w:br' && ['page', 'column'].includes(attributes['w:type'] ?? '')) {
           // Between the paragraph's words only: one before them or after them separates nothing.
           const paragraph = paragraphs.at(-1)
-          if (paragraph?.textSeen) paragraph.breaks.push(edit(start, end, `<${prefix}br/>`))
+          if (paragraph?.textSeen) paragraph.breaks.push(edit(start, end, written('br')))
         } else if (name === 'w:p') {
           for (const last of paragraphs.pop()?.breaks ?? []) last.dead = true
-        } else if (name === 'w:r') {
+        } else if (name === 'w:tbl') tables.pop()
+        else if (name === 'w:r') {
           const run = runs.pop()!
           if (runHidden(run)) {
             edits.length = Math.min(edits.length, run.editsBefore)
             for (const child of run.children) if (!KEPT_IN_HIDDEN_RUN.has(child.name)) edit(child.start, child.end, '')
-          } else if (rubies.at(-1)?.inBase) rubies.at(-1)!.content += shown(run)
+          } else if (run.text !== undefined && rubies.at(-1)?.inBase) rubies.at(-1)!.content += run.text
         } else if (name === 'w:sdt') {
           if (placeholders.pop()) showingPlaceholder--
         } else if (name === 'w:rubyBase') {
           if (rubies.length > 0) rubies.at(-1)!.inBase = false
         } else if (name === 'w:ruby') {
-          // What its base's runs show, in the run holding it: the annotation (w:rt, a reading) is not the text.
+          // What its base's runs show, as one text in the run holding it: the annotation (w:rt, a
+          // reading) is not the text. Written anew, not moved: what it held may rely on declarations
+          // of the ruby's own.
           const ruby = rubies.pop()!
           edits.length = Math.min(edits.length, ruby.editsBefore)
-          edit(start, end, ruby.content)
+          edit(start, end, ruby.content === '' ? '' : written('t', escapeText(ruby.content), ' xml:space="preserve"'))
         } else if (name === 'w:ffData') {
           if (checkBox && parent === 'w:fldChar') formData = { start, depth: open.length - 1, checked: checkBox.checked ?? checkBox.byDefault ?? false }
           checkBox = undefined
         } else if (name === 'w:fldChar' && formData?.depth === open.length) {
           // The form data goes, and the box, as it shows, follows the field's start in its run.
-          edit(formData.start, end, `</${qname}><${prefix}t>${formData.checked ? '☒' : '☐'}</${prefix}t>`)
+          edit(formData.start, end, `</${qname}>${written('t', formData.checked ? '☒' : '☐')}`)
           formData = undefined
         }
       },

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { rewriteDocx } from '../../src/documents/docx-package'
-import { rewritePart, symbolText } from '../../src/documents/docx-rewrite'
+import { rewritePart } from '../../src/documents/docx-rewrite'
+import { symbolText } from '../../src/documents/docx-symbols'
 import { readHiddenStyles } from '../../src/documents/docx-styles'
 import { ElementCapExceeded } from '../../src/documents/types'
 import { extractDocument } from '../../src/documents/extract'
@@ -131,6 +132,7 @@ describe('DOCX hidden text is left out, as Word does not show it (QA: a prompt-i
     expect(readHiddenStyles(`<w:styles ${W}>${styles}</w:styles>`)).toEqual({
       character: new Map([['Secret', true], ['Quiet', true], ['Loud', false], ['Loop', undefined]]),
       paragraph: new Map([['Ghost', true], ['Normal', undefined]]),
+      table: new Map(),
     })
   })
 
@@ -184,7 +186,7 @@ describe('the rewrite stays within the caps, and costs nothing when there is not
   test('no replacement is longer than what it replaces; a part that is not well-formed is refused', () => {
     const none = readHiddenStyles(undefined)
     for (const element of ['<w:noBreakHyphen/>', '<w:sym w:char="3C"/>', '<w:sym w:font="Symbol" w:char="F0B7"/>', '<w:ptab/>', '<w:br w:type="page"/>']) {
-      const xml = `<w:p>${r(t('a') + element + t('b'))}</w:p>`
+      const xml = `<w:p ${W}>${r(t('a') + element + t('b'))}</w:p>`
       expect(joined(rewritePart(xml, none))!.length).toBeLessThan(xml.length)
     }
     expect(rewritePart(`<w:p>${r(t('a') + '<w:noBreakHyphen/>')}`, none)).toBe('malformed')
@@ -197,7 +199,7 @@ describe('the rewrite stays within the caps, and costs nothing when there is not
     const error = await extractDocument(docx('<w:p/>'.repeat(600_000) + p(r('<w:noBreakHyphen/>'))), limits).then(() => undefined, (error: Error) => error.message)
     expect(error).toMatch(/holds more than 500,000 XML elements/)
     const started = performance.now()
-    const xml = `<w:body>${p(r(t('x') + '<w:noBreakHyphen/>'), r(t('y'), '<w:vanish/>')).repeat(40_000)}</w:body>`
+    const xml = `<w:body ${W}>${p(r(t('x') + '<w:noBreakHyphen/>'), r(t('y'), '<w:vanish/>')).repeat(40_000)}</w:body>`
     expect(joined(rewritePart(xml, readHiddenStyles(undefined)))!.length).toBeLessThan(xml.length)
     expect(performance.now() - started).toBeLessThan(5000)
   })
