@@ -13,7 +13,9 @@ import { inflateWithinCap, localHeaderName, readCentralDirectory, readSmallEntry
 // model. A package with nothing to rewrite is handed on as it came, at no cost but a byte search.
 
 /** officeparser's patterns, unanchored as there: it reads every document, header and footer part… */
-const EVERY_MATCH = [/word\/document[\d+]?.xml/, /word\/header\d*\.xml/, /word\/footer\d*\.xml/]
+const DOCUMENT_PART = /word\/document[\d+]?.xml/
+const PAGE_PART = /word\/(?:header|footer)\d*\.xml/
+const EVERY_MATCH = [DOCUMENT_PART, PAGE_PART]
 /** …and the first footnotes and first endnotes part. */
 const FIRST_MATCH = [/word\/footnotes[\d+]?.xml/, /word\/endnotes[\d+]?.xml/]
 const STYLES_PART = /word\/styles[\d+]?.xml/
@@ -71,7 +73,8 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
     seen.add(entry.localHeaderOffset)
     if (name !== undefined) ordered.push({ entry, name })
   }
-  const stylesEntry = wordStyles(bytes, entries) ?? ordered.find(({ name }) => STYLES_PART.test(name))?.entry
+  const word = wordParts(bytes, entries)
+  const stylesEntry = (word.styles === undefined ? undefined : entries.find(entry => entry.name === word.styles)) ?? ordered.find(({ name }) => STYLES_PART.test(name))?.entry
   const stylesData = stylesEntry && read(stylesEntry)
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
   const styles = readHiddenStyles(stylesData && (stylesData.includes('<w:vanish') || namesReadOtherwise(stylesData)) ? decoder.decode(stylesData) : undefined, account.budget)
@@ -84,6 +87,10 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
   }
   const replaced = new Map<ZipEntry, Uint8Array>()
   for (const { entry, name } of parts) {
+    if (!word.shows(name)) {
+      replaced.set(entry, NOTHING_SHOWN)
+      continue
+    }
     const data = read(entry)
     if (data === undefined || (!everyPart && !mayNeedRewrite(data))) continue
     // Invalid UTF-8 is read as officeparser reads it (Buffer#toString): each bad sequence a U+FFFD.
@@ -108,12 +115,25 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
   return replaced.size === 0 ? bytes : replaceEntries(bytes, entries, replaced, { deflate: nested })
 }
 
-/** The styles part Word reads: the one the main document's relationship names. */
-function wordStyles(bytes: Uint8Array, entries: ZipEntry[]): ZipEntry | undefined {
+/** A part officeparser reads that Word does not show: an empty root, which officeparser reads nothing of. */
+const NOTHING_SHOWN = new TextEncoder().encode('<empty/>')
+
+/**
+ * What Word reads, from the package's relationships: the styles part the main document names, and
+ * whether a part officeparser reads by its name is one Word shows: the main document itself, and
+ * the headers and footers it names (not another document part, nor a header or footer nothing
+ * names). Everything shows when the package names no main document (Word would not open it).
+ */
+function wordParts(bytes: Uint8Array, entries: ZipEntry[]): { styles?: string; shows: (name: string) => boolean } {
   const parts = new PackageParts(bytes, entries)
   const main = [...(parts.relationships('')?.values() ?? [])].find(({ type }) => type.endsWith('/officeDocument'))?.path
-  const styles = main === undefined ? undefined : [...(parts.relationships(main)?.values() ?? [])].find(({ type }) => type.endsWith('/styles'))?.path
-  return styles === undefined ? undefined : entries.find(entry => entry.name === styles)
+  if (main === undefined) return { shows: () => true }
+  const named = [...(parts.relationships(main)?.values() ?? [])]
+  const pages = new Set(named.filter(({ type }) => type.endsWith('/header') || type.endsWith('/footer')).map(({ path }) => path))
+  return {
+    styles: named.find(({ type }) => type.endsWith('/styles'))?.path,
+    shows: name => name === main || (!DOCUMENT_PART.test(name) && (!PAGE_PART.test(name) || pages.has(name))),
+  }
 }
 
 /** The DOCX parts officeparser may read as alternative-format chunks: those an aFChunk relationship of a word/ part names. */

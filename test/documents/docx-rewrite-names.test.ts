@@ -130,3 +130,16 @@ describe('alternate content reads as Word shows it (QA: officeparser read the Fa
     expect(await text(docx(body))).toBe('A Innocent Z\nB Fallback Y\nC  X\nD Renamed W\nBlock')
   })
 })
+
+describe('parts Word never shows (QA: officeparser reads them by their names)', () => {
+  test('a header or footer nothing names, and a document part other than the main one, are read as empty', async () => {
+    const page = (root: string, line: string) => ({ name: '', data: encoder.encode(`<w:${root} ${W}>${p(r(t(line)))}</w:${root}>`) })
+    const parts = [
+      ...docxParts(p(r(t('Body'))), { headers: [p(r(t('Head')))], footers: [p(r(t('Foot')))] }),
+      { ...page('hdr', 'SECRET-HEADER'), name: 'word/header5.xml' },
+      { ...page('ftr', 'SECRET-FOOTER'), name: 'word/footer9.xml' },
+      { name: 'word/document2.xml', data: encoder.encode(`<w:document ${W}><w:body>${p(r(t('SECRET-DOCUMENT')))}</w:body></w:document>`) },
+    ]
+    expect(await text(buildZip(parts))).toBe('[Header]\nHead\n\nBody\n\n[Footer]\nFoot')
+  })
+})
