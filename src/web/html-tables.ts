@@ -4,7 +4,8 @@
  * breaks inside them) is written as placeholder tokens that the row's end sets:
  * - a data row (every cell one line of text) is one line, its cells separated by tabs, an empty
  *   cell keeping its tab so that each value stays under its column (as src/documents lays out a
- *   DOCX table); tabs after the row's last value are not written, and a row of empty cells is no
+ *   DOCX table) — save past a colspan or rowspan, which are not expanded (nor are a DOCX table's
+ *   merged cells); tabs after the row's last value are not written, and a row of empty cells is no
  *   line at all;
  * - a row any of whose cells runs over several lines (paragraphs, a list, a <pre>, a nested
  *   table of several rows: a layout table's, a forum's comments) is read as blocks: each non-empty
