@@ -6,7 +6,7 @@ import { extractDocument } from '../../src/documents/extract'
 import { ElementCapExceeded, type ExtractionLimits } from '../../src/documents/types'
 import { readCentralDirectory } from '../../src/documents/zip-guard'
 import { buildZip, type ZipSpec } from './hostile'
-import { docx, docxParts, note, noteReference } from './ooxml'
+import { docx, docxParts, note, noteReference, p, r, t } from './ooxml'
 
 // The DOCX rewrite (docx-package.ts, docx-rewrite.ts, docx-styles.ts) against what a second QA pass
 // and a review found: hidden text that reached the model, and styles that took seconds.
@@ -16,9 +16,6 @@ const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: def
 const text = async (bytes: Uint8Array) => (await extractDocument(bytes, limits)).text
 const refusal = (bytes: Uint8Array) => extractDocument(bytes, limits).then(() => 'read', (error: Error) => error.message)
 
-const p = (...runs: string[]) => `<w:p>${runs.join('')}</w:p>`
-const r = (content: string, properties = '') => `<w:r>${properties ? `<w:rPr>${properties}</w:rPr>` : ''}${content}</w:r>`
-const t = (value: string) => `<w:t xml:space="preserve">${value}</w:t>`
 const WML = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
 const W = `xmlns:w="${WML}"`
 const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships'

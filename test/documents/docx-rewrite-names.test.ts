@@ -5,7 +5,7 @@ import { readHiddenStyles } from '../../src/documents/docx-styles'
 import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
 import { buildZip } from './hostile'
-import { docx, docxParts, note } from './ooxml'
+import { docx, docxParts, note, p, r, t } from './ooxml'
 
 // The DOCX rewrite against a third QA round: prefixes declared on replaced elements, namespace
 // declarations by the ten thousand, table styles, hidden note references, names officeparser reads
@@ -15,9 +15,6 @@ const defaults = loadConfig({}).documents
 const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
 const text = async (bytes: Uint8Array) => (await extractDocument(bytes, limits)).text
 
-const p = (...runs: string[]) => `<w:p>${runs.join('')}</w:p>`
-const r = (content: string, properties = '') => `<w:r>${properties ? `<w:rPr>${properties}</w:rPr>` : ''}${content}</w:r>`
-const t = (value: string) => `<w:t xml:space="preserve">${value}</w:t>`
 const WML = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
 const W = `xmlns:w="${WML}"`
 const Q = `xmlns:q="${WML}"`

@@ -9,7 +9,7 @@ import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
 import { readCentralDirectory, readSmallEntry, replaceEntries } from '../../src/documents/zip-guard'
 import { buildZip, fixture } from './hostile'
-import { docx, docxParts, note, noteReference, para } from './ooxml'
+import { docx, docxParts, note, noteReference, para, p, r, t } from './ooxml'
 
 // The DOCX rewrite before officeparser (docx-rewrite.ts), and the zip it writes (replaceEntries).
 const encoder = new TextEncoder()
@@ -17,11 +17,6 @@ const defaults = loadConfig({}).documents
 const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
 const text = async (bytes: Uint8Array) => (await extractDocument(bytes, limits)).text
 
-/** A paragraph of `runs` (run XML). */
-const p = (...runs: string[]) => `<w:p>${runs.join('')}</w:p>`
-/** A run of `content` (run content XML), with run properties `properties`. */
-const r = (content: string, properties = '') => `<w:r>${properties ? `<w:rPr>${properties}</w:rPr>` : ''}${content}</w:r>`
-const t = (value: string) => `<w:t xml:space="preserve">${value}</w:t>`
 const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 /** A DOCX of `body` with a styles part holding `styles` (w:style and w:docDefaults XML). */
 const styled = (body: string, styles: string) => buildZip([...docxParts(body), { name: 'word/styles.xml', data: encoder.encode(`<w:styles ${W}>${styles}</w:styles>`) }])

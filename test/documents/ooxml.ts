@@ -25,6 +25,12 @@ const PAGE_KINDS = ['default', 'first', 'even']
 
 /** A Word paragraph of one run. */
 export const para = (text: string) => `<w:p><w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`
+/** A paragraph of `runs` (run XML). */
+export const p = (...runs: string[]) => `<w:p>${runs.join('')}</w:p>`
+/** A run of `content` (run content XML), with run properties `properties`. */
+export const r = (content: string, properties = '') => `<w:r>${properties ? `<w:rPr>${properties}</w:rPr>` : ''}${content}</w:r>`
+/** A text element, its spaces kept. */
+export const t = (value: string) => `<w:t xml:space="preserve">${value}</w:t>`
 /** A Word table: rows of cells, each cell its block XML (paragraphs, tables). */
 export const table = (rows: string[][]) => `<w:tbl>${rows.map(row => `<w:tr>${row.map(cell => `<w:tc>${cell}</w:tc>`).join('')}</w:tr>`).join('')}</w:tbl>`
 
