@@ -105,7 +105,6 @@ export class Ledger {
     const cap = principal.spendCap
     const window = cap ? capWindow(cap.period, now) : null
     const ownHeld = input.ownHeld ?? 0n
-    const refuseCap = (why: Shortfall) => capRefusal(cap!.period, cap!.nanos, window!, now, estimate + ownHeld, input.purpose !== 'chat' && input.purpose !== 'fusion', why)
     let allowanceEmpty = false
     let keyShort = false
     // The pools this admission waits to grow (made on the first: most admissions grow none).
@@ -123,7 +122,7 @@ export class Ledger {
           waiting = demand(waiting, keyPool!, estimate)
           const outcome = await this.grow(keyPool!, estimate - keyPool!.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: refuseCap(shortfall(keyPool!.room, estimate + ownHeld)) }
+          if (outcome === 'empty') return { ok: false, error: keyRefusal(input, now, shortfall(keyPool!.room, estimate + ownHeld)) }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against
@@ -147,7 +146,7 @@ export class Ledger {
       }
       // Every round was granted or waited on a growth, yet calls admitted meanwhile took what it
       // left: held money, not spent (nor a ledger outage, a 503's meaning), so retry shortly.
-      return { ok: false, error: keyShort ? refuseCap('held') : fundsRefusal(estimate, 'held') }
+      return { ok: false, error: keyShort ? keyRefusal(input, now, 'held') : fundsRefusal(estimate, 'held') }
     } catch (error) {
       if (error instanceof ApiError) return { ok: false, error }
       this.logger.error('ledger admit failed', { org_id: principal.orgId, error: String(error) })
@@ -391,3 +390,9 @@ export class Ledger {
   }
 }
 
+/** The key's cap refusing an admission (no closure per admission: this runs on every request's path). */
+function keyRefusal(input: Parameters<Ledger['admit']>[0], nowMs: number, why: Shortfall): ApiError {
+  const cap = input.principal.spendCap!
+  const estimate = input.estimate + (input.ownHeld ?? 0n)
+  return capRefusal(cap.period, cap.nanos, capWindow(cap.period, nowMs), nowMs, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion', why)
+}
