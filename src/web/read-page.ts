@@ -39,13 +39,17 @@ export interface GatewayFailure {
 
 /**
  * Text-like media types, and PDF when a PdfReader is wired; everything else (images, archives,
- * binaries, unlabelled bytes) is refused rather than guessed at.
+ * binaries, unlabelled bytes) is refused rather than guessed at. YAML, TOML and JSON Lines have
+ * registered application/ types (RFC 9512 for YAML) that servers send for config and data files.
  */
+const TEXT_APPLICATION_TYPES = new Set(['application/yaml', 'application/x-yaml', 'application/toml', 'application/jsonl', 'application/x-ndjson'])
+
 function kindOf(mediaType: string): Kind | null {
   if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') return 'html'
   if (mediaType === 'application/pdf') return 'pdf'
   if (mediaType === 'application/json' || mediaType.endsWith('+json')) return 'text'
   if (mediaType === 'application/xml' || mediaType.endsWith('+xml')) return 'text'
+  if (TEXT_APPLICATION_TYPES.has(mediaType) || mediaType.endsWith('+yaml')) return 'text'
   if (mediaType.startsWith('text/') && mediaType !== 'text/javascript' && mediaType !== 'text/css') return 'text'
   return null
 }
@@ -72,7 +76,7 @@ export async function readPage(
     await response.body?.cancel()
     const why = kind === 'pdf' ? 'PDF documents are not read by this gateway (no document extraction pool)'
       : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
-    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, XML and PDF pages are fetched` }
+    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, XML, YAML, TOML and PDF pages are fetched` }
   }
   // One byte past the cap tells a page cut there from one that ends there.
   const body = await readCapped(response, limits.maxBytes + 1, signal)
@@ -94,7 +98,7 @@ export async function readPage(
   const text = decode(bytes, charset, cut)
   // A stray NUL or control character in an HTML page is a slip the HTML walk drops; many are binary.
   if (looksBinary(text, { strayNul: kind === 'html' })) {
-    return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML and PDF pages are fetched` }
+    return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML, YAML, TOML and PDF pages are fetched` }
   }
   if (kind === 'html') {
     const { htmlToText } = await loadHtmlToText()

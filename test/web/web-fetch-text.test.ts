@@ -40,6 +40,23 @@ describe('text pages', () => {
     expect(got).toEqual([code, 'server:\n  port: 80\n  hosts:\n    - a   # aligned\n    - b', '# Title\n\n\n    indented code\n\n| a  | b  |\n|----|----|'])
     expect(await spent(orgId)).toBe(3n * PRICE)
   })
+
+  test('YAML, TOML and JSON Lines under their application/ types are read as text', async () => {
+    // Before: application/yaml (RFC 9512) and the others were refused as "not text-like".
+    const { orgId, key } = await setup()
+    // Three URLs per call at most: two calls.
+    const yaml = await contents(key, {
+      '/a.yaml': new Response('a:\n  b: 1\n', { headers: { 'content-type': 'application/yaml' } }),
+      '/b.yml': new Response('- x\n', { headers: { 'content-type': 'application/x-yaml; charset=utf-8' } }),
+      '/c.yaml': new Response('kind: Pod\n', { headers: { 'content-type': 'application/openapi+yaml' } }),
+    })
+    const others = await contents(key, {
+      '/d.toml': new Response('[server]\nport = 80\n', { headers: { 'content-type': 'application/toml' } }),
+      '/e.jsonl': new Response('{"a":1}\n{"a":2}\n', { headers: { 'content-type': 'application/x-ndjson' } }),
+    })
+    expect([...yaml, ...others]).toEqual(['a:\n  b: 1', '- x', 'kind: Pod', '[server]\nport = 80', '{"a":1}\n{"a":2}'])
+    expect(await spent(orgId)).toBe(5n * PRICE)
+  })
 })
 
 describe('HTML pages', () => {
