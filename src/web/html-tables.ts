@@ -4,9 +4,10 @@
  * breaks inside them) is written as placeholder tokens that the row's end sets:
  * - a data row (every cell one line of text) is one line, its cells separated by tabs, an empty
  *   cell keeping its tab so that each value stays under its column (as src/documents lays out a
- *   DOCX table) — save past a colspan or rowspan, which are not expanded (nor are a DOCX table's
- *   merged cells); tabs after the row's last value are not written, and a row of empty cells is no
- *   line at all;
+ *   DOCX table); a cell spanning columns (colspan) is followed by a tab per column it covers, and
+ *   a column a cell above still covers (rowspan) keeps its tab, as a browser lines them up (a
+ *   DOCX table's merged cells are not expanded); tabs after the row's last value are not written,
+ *   and a row of empty cells is no line at all;
  * - a row any of whose cells runs over several lines (paragraphs, a list, a <pre>, a nested
  *   table of several rows: a layout table's, a forum's comments) is read as blocks: each non-empty
  *   cell on its own line(s), its inside laid out as outside tables.
@@ -16,6 +17,31 @@
  * implicitly only when it is the innermost open one, so a <td> after an unclosed <p> or <font>
  * would open inside the previous cell. Cell tags outside any table are ignored, as browsers do.
  */
+
+// Spans are followed within the first columns of a table only (HTML caps a colspan at 1000), and
+// the tabs they add are bounded per page (see TableLayout's padding budget): a page of many wide
+// spans must not grow its text without bound.
+const MAX_COLUMNS = 1000
+const MAX_COLSPAN = 1000
+const MAX_ROWSPAN = 65_534
+// rowspan="0": to the end of the row group (where every row span ends).
+const TO_GROUP_END = MAX_ROWSPAN + 1
+
+/** HTML's rules for parsing non-negative integers: leading digits after optional whitespace and "+", else null. */
+function spanValue(value: string | undefined): number | null {
+  const digits = /^[\t\n\f\r ]*\+?(\d+)/.exec(value ?? '')?.[1]
+  return digits === undefined ? null : Number(digits.slice(0, 9))
+}
+
+/** A cell's colspan and rowspan as browsers read them. */
+export function cellSpans(attributes: Record<string, string>): { colspan: number; rowspan: number } {
+  const colspan = spanValue(attributes.colspan)
+  const rowspan = spanValue(attributes.rowspan)
+  return {
+    colspan: colspan === null || colspan === 0 ? 1 : Math.min(colspan, MAX_COLSPAN),
+    rowspan: rowspan === null ? 1 : rowspan === 0 ? TO_GROUP_END : Math.min(rowspan, MAX_ROWSPAN),
+  }
+}
 
 // Stands for the tab between two cells while the text is cleaned (which makes tabs spaces): a
 // control character, never page text (the walk drops those).
@@ -32,6 +58,8 @@ interface Cell {
   broken: boolean
   /** The cell runs over several lines (or holds a <pre>): its row is read as blocks. */
   lines: boolean
+  colspan: number
+  rowspan: number
 }
 
 interface Row {
@@ -46,16 +74,32 @@ interface Frame {
   row: Row | null
   cell: Cell | null
   captions: number
+  /** Per column (the first MAX_COLUMNS), how many more rows a cell above still covers. */
+  below: number[]
+  /** How many entries of `below` are not 0. */
+  covered: number
 }
 
 export class TableLayout {
   private readonly frames: Frame[] = []
 
-  /** `write` appends a token to `tokens` and returns its index. */
-  constructor(private readonly tokens: string[], private readonly write: (text: string) => number) {}
+  /**
+   * `write` appends a token to `tokens` and returns its index; `padding` is how many tabs spans
+   * may add to the page in all (past it, a spanning cell is followed by one tab, as any other).
+   */
+  constructor(private readonly tokens: string[], private readonly write: (text: string) => number, private padding: number) {}
 
   startTable(): void {
-    this.frames.push({ row: null, cell: null, captions: 0 })
+    this.frames.push({ row: null, cell: null, captions: 0, below: [], covered: 0 })
+  }
+
+  /** A thead, tbody or tfoot starts: the open row ends, and so do the row spans (HTML ends them with their group). */
+  startRowGroup(): void {
+    this.endRow()
+    const frame = this.frames.at(-1)
+    if (!frame) return
+    frame.below = []
+    frame.covered = 0
   }
 
   endTable(): void {
@@ -86,12 +130,12 @@ export class TableLayout {
     frame.row = { start: this.write('\n'), cells: [], loose: [] }
   }
 
-  startCell(): void {
+  startCell(spans: { colspan: number; rowspan: number }): void {
     const frame = this.frames.at(-1)
     if (!frame) return
     // A cell directly in a table or row group is in a row of its own, as browsers make it.
     if (frame.row === null) this.startRow()
-    frame.cell = { start: this.write(''), breaks: [], text: false, broken: false, lines: false }
+    frame.cell = { start: this.write(''), breaks: [], text: false, broken: false, lines: false, ...spans }
     frame.row!.cells.push(frame.cell)
   }
 
@@ -152,13 +196,14 @@ export class TableLayout {
       blocks ||= cell.lines
     }
     tokens[row.start] = last < 0 ? '' : '\n'
+    const columns = this.columns(frame, row.cells)
     let first = true
     for (const [index, cell] of row.cells.entries()) {
       if (blocks) {
         tokens[cell.start] = cell.text && !first ? '\n' : ''
         if (!cell.text) for (const token of cell.breaks) tokens[token] = ''
       } else {
-        tokens[cell.start] = index === 0 || index > last ? '' : CELL_GAP
+        tokens[cell.start] = index > last ? '' : this.gap(index === 0 ? columns[0]! : columns[index]! - columns[index - 1]!, index === 0 ? 0 : 1)
         for (const token of cell.breaks) tokens[token] = ' '
       }
       if (cell.text) first = false
@@ -170,6 +215,41 @@ export class TableLayout {
     outer.breaks.push(row.start)
     if (outer.text || (blocks && lines > 1)) outer.lines = true
     outer.text = true
+  }
+
+  /**
+   * The column each of a row's cells starts at, past the columns cells above still cover, and
+   * the row's own rowspans recorded for the rows below.
+   */
+  private columns(frame: Frame, cells: Cell[]): number[] {
+    const { below } = frame
+    const starts: number[] = []
+    let column = 0
+    for (const cell of cells) {
+      while (frame.covered > 0 && column < below.length && below[column]! > 0) column += 1
+      starts.push(column)
+      column += cell.colspan
+    }
+    if (frame.covered > 0) {
+      for (let index = 0; index < below.length; index += 1) if (below[index]! > 0 && --below[index]! === 0) frame.covered -= 1
+    }
+    for (const [index, cell] of cells.entries()) {
+      if (cell.rowspan === 1) continue
+      for (let column = starts[index]!; column < Math.min(starts[index]! + cell.colspan, MAX_COLUMNS); column += 1) {
+        while (below.length <= column) below.push(0)
+        if (below[column] === 0) frame.covered += 1
+        below[column] = Math.max(below[column]!, cell.rowspan - 1)
+      }
+    }
+    return starts
+  }
+
+  /** The tabs before a cell `width` columns past the previous one (`least` when the padding is spent). */
+  private gap(width: number, least: number): string {
+    if (width <= least) return CELL_GAP.repeat(Math.max(width, 0))
+    if (width - least > this.padding) return CELL_GAP.repeat(least)
+    this.padding -= width - least
+    return CELL_GAP.repeat(width)
   }
 
   /** The cell being written: the innermost open one (text outside a nested table's cells is its outer cell's). */

@@ -1,6 +1,6 @@
 import { Parser } from 'htmlparser2'
 import { cutText } from '../lib/characters'
-import { CELL_GAP, TableLayout } from './html-tables'
+import { CELL_GAP, cellSpans, TableLayout } from './html-tables'
 import { clean, toIsoDate } from './page-text'
 
 /** What a page says about itself. */
@@ -122,7 +122,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
     preOf.push(preDepth > 0 ? preCount - 1 : -1)
     return tokens.push(text) - 1
   }
-  const tables = new TableLayout(tokens, emit)
+  const tables = new TableLayout(tokens, emit, maxChars)
   const lineBreak = () => tables.lineBreak(emit('\n'))
 
   const parser = new Parser(
@@ -148,8 +148,8 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
         if (name === 'article' && articleDepth++ === 0) articleStart = tokens.length
         if (SECTIONING.has(name)) sectioningDepth += 1
         if (name === 'tr') tables.startRow()
-        else if (CELLS.has(name)) tables.startCell()
-        else if (ROW_GROUPS.has(name)) tables.endRow()
+        else if (CELLS.has(name)) tables.startCell(cellSpans(attributes))
+        else if (ROW_GROUPS.has(name)) tables.startRowGroup()
         // A list item's line starts with its text (bulletWaits).
         else if (BLOCKS.has(name) && name !== 'li' && (!bulletWaits || name === 'pre')) lineBreak()
         if (name === 'table') tables.startTable()

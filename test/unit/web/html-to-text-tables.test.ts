@@ -16,6 +16,31 @@ describe('htmlToText: data tables', () => {
     expect(read('<table><tr><td><p>Name</p></td><td><p><b>Qty</b></p></td></tr><tr><td>&nbsp;</td><td>3</td></tr></table>')).toBe('Name\tQty\n\t3')
   })
 
+  test('a spanning cell keeps the values after it under their headers, as a browser lines them up', () => {
+    // Before: spans were not expanded, so past a colspan or rowspan a value stood under the wrong header.
+    expect(read('<table><tr><th colspan=2>Name</th><th>Age</th></tr><tr><td>Ada</td><td>Lovelace</td><td>36</td></tr></table>')).toBe('Name\t\tAge\nAda\tLovelace\t36')
+    expect(read('<table><tr><td rowspan=2>Fruit</td><td>apple</td><td>3</td></tr><tr><td>pear</td><td>2</td></tr><tr><td>Nuts</td><td>pecan</td><td>1</td></tr></table>'))
+      .toBe('Fruit\tapple\t3\n\tpear\t2\nNuts\tpecan\t1')
+    expect(read('<table><tr><td>a</td><td rowspan=3 colspan=2>mid</td><td>c</td></tr><tr><td>d</td><td>f</td></tr><tr><td>g</td><td>i</td></tr></table>'))
+      .toBe('a\tmid\t\tc\nd\t\t\tf\ng\t\t\ti')
+    // Row spans end with their row group; rowspan="0" runs to its end. Spans are read as browsers
+    // parse them: leading digits, a colspan of 0 or junk is 1.
+    expect(read('<table><thead><tr><td rowspan=5>h</td><td>1</td></tr></thead><tbody><tr><td>a</td><td>b</td></tr></tbody></table>')).toBe('h\t1\na\tb')
+    expect(read('<table><tr><td rowspan=0>h</td><td>1</td></tr><tr><td>2</td></tr></table>')).toBe('h\t1\n\t2')
+    expect(read('<table><tr><td colspan=" +3px">a</td><td>b</td></tr><tr><td colspan=0>c</td><td>d</td></tr><tr><td colspan=x>e</td><td>f</td></tr></table>')).toBe('a\t\t\tb\nc\td\ne\tf')
+  })
+
+  test('the tabs spans add are bounded by the text cap: wide spans on every row do not grow a page', () => {
+    const wide = (rows: number) => `<table>${'<tr><td colspan=1000>x<td>y'.repeat(rows)}</table>`
+    // The page's <main> is its text (the wide table outside it still spends the budget).
+    const story = 'A story long enough to be the page. '.repeat(8)
+    const main = `<main><p>${story}</p><table><tr><td colspan=1000>a</td><td>b</td></tr></table></main>`
+    expect(read(`${wide(2)}${main}`, 5_000)).toBe(`${story.trim()}\n\na${'\t'.repeat(1000)}b`)
+    // Past the budget (5,000 tabs here), a spanning cell is followed by one tab, as any other.
+    expect(read(`${wide(5)}${main}`, 5_000)).toBe(`${story.trim()}\n\na\tb`)
+    expect(read(wide(6), 5_000).length).toBe(5_000)
+  })
+
   test('200,000 empty cells are read in linear time', () => {
     // Review: a regex dropping a row's trailing tabs backtracked quadratically over a run of them:
     // 100,000 cells held the event loop for 16 s, past the walk's time budget.
