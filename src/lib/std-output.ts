@@ -7,12 +7,15 @@ export interface Output {
   /** Throws when the line could not be written. */
   out(line: string): void
   err(line: string): void
+  /** Text to standard output as it comes, without a line end (a streamed answer); throws as `out`. */
+  write(text: string): void
 }
 
 /** Each line to fd 1 or 2, whole, or an error naming which failed. */
 export const stdOutput: Output = {
   out: line => writeAll(1, `${line}\n`),
   err: line => writeAll(2, `${line}\n`),
+  write: text => writeAll(1, text),
 }
 
 const NAMES = { 1: 'standard output', 2: 'standard error' }

@@ -21,7 +21,7 @@ export async function gatewayCredential(client: ClientConfig, values: { key?: st
  * URL to SVC_URL (else this instance's port on localhost); without either key, the token of
  * `svc login` and its gateway. It talks HTTP only: no database.
  */
-export async function chat(client: ClientConfig, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+export async function chat(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 'PROMPT')
   const prompt = promptArgument(positionals)
   const { key, url } = await gatewayCredential(client, values)
@@ -54,7 +54,7 @@ export async function chat(client: ClientConfig, args: string[], io: CliIo, writ
     const delta = chunk.choices?.[0]?.delta
     if (delta?.content) {
       if (values.json) content += delta.content
-      else write(delta.content)
+      else io.write(delta.content)
     }
     if (chunk.usage) usage = chunk.usage
   }
@@ -62,6 +62,6 @@ export async function chat(client: ClientConfig, args: string[], io: CliIo, writ
     io.out(JSON.stringify({ model: values.model, content, usage }))
     return
   }
-  write('\n')
+  io.write('\n')
   if (usage) io.err(`[${usage.prompt_tokens} input tokens, ${usage.completion_tokens} output tokens]`)
 }

@@ -8,7 +8,7 @@ import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from
  * attest with a fresh nonce, refuse unless the evidence binds it and the model key, encrypt,
  * send, decrypt. The hardware quote chain is not verified (said on stderr).
  */
-export async function encryptedChatCommand(client: ClientConfig, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+export async function encryptedChatCommand(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(
     args,
     { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, algo: { type: 'string' }, 'no-stream': { type: 'boolean' }, system: { type: 'string' } },
@@ -25,7 +25,7 @@ export async function encryptedChatCommand(client: ClientConfig, args: string[],
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]
   const result = await encryptedChat({
     baseUrl: gatewayUrl(values.url, client.url), apiKey: key, model: values.model!, algo, stream, messages,
-    onDelta: values.json ? undefined : text => write(text),
+    onDelta: values.json ? undefined : text => io.write(text),
   }).catch(error => {
     throw new Error(`encrypted chat failed: ${(error as Error).message}`)
   })
@@ -34,8 +34,8 @@ export async function encryptedChatCommand(client: ClientConfig, args: string[],
     io.out(JSON.stringify({ content: result.content, reasoning: result.reasoning || undefined, usage: result.usage, binding: { bound: result.binding.bound, simulated: result.binding.simulated, hardware_verified: false }, proof_format: result.attestation.proof_format, signing_address: result.attestation.signing_address }))
     return
   }
-  if (!stream) write(result.content)
-  write('\n')
+  if (!stream) io.write(result.content)
+  io.write('\n')
   io.err(`[${binding}]`)
   if (result.usage) io.err(`[${result.usage.prompt_tokens} input tokens, ${result.usage.completion_tokens} output tokens]`)
 }

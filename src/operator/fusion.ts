@@ -20,7 +20,7 @@ function participantLine(entry: FusionParticipantBody): string {
  * on the HTTP route. Exit 1 when there is no synthesis (every participant or the judge failed),
  * after printing what there is.
  */
-export async function fusion(client: ClientConfig, args: string[], io: CliIo, write: (text: string) => void = text => process.stdout.write(text)): Promise<void> {
+export async function fusion(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(
     args,
     {
@@ -70,7 +70,7 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo, wr
     if (event.event === 'participant.finished' || event.event === 'participant.failed') {
       if (!values.json) io.err(participantLine(data.participant))
     } else if (event.event === 'synthesis.delta') {
-      if (!values.json) write(data.delta)
+      if (!values.json) io.write(data.delta)
       streamed = true
     } else if (event.event === 'error') {
       throw new Error(`the Fusion run failed: ${data.error?.message ?? 'unknown error'}`)
@@ -83,10 +83,10 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo, wr
     io.out(JSON.stringify({ request_id: requestId, ...result }))
   } else {
     // A streamed synthesis ends its line, also one the judge's failure cut short.
-    if (streamed) write('\n')
+    if (streamed) io.write('\n')
     if (result.synthesis === '') {
       // No synthesis: the answers that did arrive are still worth showing.
-      for (const entry of result.models) if (!entry.error) write(`[${entry.model}]\n${entry.output}\n\n`)
+      for (const entry of result.models) if (!entry.error) io.write(`[${entry.model}]\n${entry.output}\n\n`)
     }
     const judged = result.synthesis_error ? `judge ${result.judge} failed (${result.synthesis_error_code}): ${result.synthesis_error}` : `judge ${result.judge}: ${result.synthesis_prompt_tokens} input tokens, ${result.synthesis_tokens} output tokens`
     io.err(`[fusion ${result.status}; ${judged}; request id ${requestId}]`)

@@ -137,7 +137,7 @@ describe('svc login / chat / logout, end to end', () => {
     const config = loadClientConfig({ SVC_CONFIG_DIR: join(dir, 'svc') })
     const out: string[] = []
     const err: string[] = []
-    const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }
+    const io = { out: (line: string) => out.push(line), err: (line: string) => err.push(line), write: () => {} }
     let sleeps = 0
     // The person approves while the CLI waits for its second poll.
     const env = {
@@ -166,7 +166,7 @@ describe('svc login / chat / logout, end to end', () => {
 
     // svc chat with no key: the stored token and its gateway.
     const written: string[] = []
-    await chat(config, ['--model', 'demo-anonymous', 'hello'], io, text => written.push(text))
+    await chat(config, ['--model', 'demo-anonymous', 'hello'], { ...io, write: text => written.push(text) })
     expect(written.join('')).toBe('Hello from the demo model. You said: hello\n')
 
     // Near expiry the token is refreshed (and the rotated pair saved).
@@ -188,7 +188,7 @@ describe('svc login / chat / logout, end to end', () => {
   test('a denied sign-in ends login with an error', async () => {
     const config = loadClientConfig({ SVC_CONFIG_DIR: join(dir, 'svc') })
     const err: string[] = []
-    const io = { out: () => {}, err: (line: string) => err.push(line) }
+    const io = { out: () => {}, err: (line: string) => err.push(line), write: () => {} }
     const env = {
       now: () => Date.now(),
       async sleep(ms: number) {

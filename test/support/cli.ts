@@ -7,7 +7,9 @@ import { join } from 'node:path'
 export function captureIo() {
   const out: string[] = []
   const err: string[] = []
-  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) }, out, err }
+  /** What was written as it came (a streamed answer). */
+  const written: string[] = []
+  return { io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line), write: (text: string) => written.push(text) }, out, err, written }
 }
 
 /** Runs a command to completion; returns its exit code and output. */
@@ -17,23 +19,13 @@ export async function runProcess(cmd: string[], options: { env: Record<string, s
   return { code, stdout, stderr }
 }
 
-/** runCli with its io captured and process.stdout too (commands that stream an answer write it there). */
+/** runCli with its io captured; `stdout` is what it wrote as it came (a streamed answer). */
 export async function runCliCaptured(argv: string[], env: Record<string, string>) {
   // Imported here, not at the top: runProcess users (the ops tests) need not load the CLI.
   const { runCli } = await import('../../src/commands')
-  const { io, out, err } = captureIo()
-  const stdout: string[] = []
-  const write = process.stdout.write
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    stdout.push(typeof chunk === 'string' ? chunk : new TextDecoder().decode(chunk))
-    return true
-  }) as typeof process.stdout.write
-  try {
-    const code = await runCli(argv, env, io)
-    return { code, stdout: stdout.join(''), err, out }
-  } finally {
-    process.stdout.write = write
-  }
+  const { io, out, err, written } = captureIo()
+  const code = await runCli(argv, env, io)
+  return { code, stdout: written.join(''), err, out }
 }
 
 /**

@@ -27,9 +27,8 @@ afterAll(() => t.close())
 
 describe('svc chat', () => {
   test('streams the demo answer piece by piece, then prints the usage on stderr', async () => {
-    const { io, out, err } = capture()
-    const written: string[] = []
-    await chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', `${url}/`, '--system', 'Be terse.', 'hello'], io, text => written.push(text))
+    const { io, out, err, written } = capture()
+    await chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', `${url}/`, '--system', 'Be terse.', 'hello'], io)
     expect(written.join('')).toBe('Hello from the demo model. You said: hello\n')
     // Token by token (8 words), then the newline.
     expect(written).toHaveLength(9)
@@ -39,9 +38,8 @@ describe('svc chat', () => {
   })
 
   test('--json prints one JSON object with the answer and its usage, and nothing else', async () => {
-    const { io, out, err } = capture()
-    const written: string[] = []
-    await chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, '--json', 'hello'], io, text => written.push(text))
+    const { io, out, err, written } = capture()
+    await chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, '--json', 'hello'], io)
     expect(written).toEqual([])
     expect(err).toEqual([])
     expect(out).toHaveLength(1)
@@ -136,9 +134,12 @@ describe('svc chat', () => {
       upstream.enqueue({ kind: 'sse', body: [openAIWire.partial('Half an answer'), sent], then: 'reset' })
       const { io, err } = capture()
       const written: string[] = []
-      const run = chat(loadClientConfig(env), ['--model', 'flaky', '--key', otherKey, '--url', `http://127.0.0.1:${otherServer.port}`, 'go'], io, text => {
-        written.push(text)
-        if (written.join('') === 'Half an answer') open()
+      const run = chat(loadClientConfig(env), ['--model', 'flaky', '--key', otherKey, '--url', `http://127.0.0.1:${otherServer.port}`, 'go'], {
+        ...io,
+        write: text => {
+          written.push(text)
+          if (written.join('') === 'Half an answer') open()
+        },
       })
       await expect(run).rejects.toThrow(/^the stream failed: the upstream provider failed/)
       expect(written.join('')).toBe('Half an answer')
@@ -148,6 +149,29 @@ describe('svc chat', () => {
       await upstream.close()
       await other.close()
     }
+  })
+
+  test('an answer standard output does not take fails the command, naming it (a closed stdout exits 1)', async () => {
+    // Before: the streamed answer went through process.stdout.write, which drops a failed write:
+    // `svc chat … >&-` exited 0 having shown nothing.
+    const { io } = capture()
+    let writes = 0
+    const run = chat(loadClientConfig(env), ['--model', 'demo-anonymous', '--key', key, '--url', url, 'hello'], {
+      ...io,
+      write: () => {
+        writes += 1
+        throw new Error('cannot write to standard output: EPIPE: broken pipe, write')
+      },
+    })
+    await expect(run).rejects.toThrow('cannot write to standard output: EPIPE')
+    expect(writes).toBe(1)
+
+    const cli = join(import.meta.dir, '../../src/cli.ts')
+    const closed = await runProcess(['sh', '-c', `exec bun ${cli} chat --model demo-private 'hi there' >&-`], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC_URL: url, SVC_API_KEY: key, SVC_LOG_LEVEL: 'error' },
+    })
+    expect(closed.stderr).toBe('error: cannot write to standard output: it is closed\n')
+    expect(closed.code).toBe(1)
   })
 
   test('the real command prints the streamed answer on stdout (SVC_URL and SVC_API_KEY from the environment)', async () => {

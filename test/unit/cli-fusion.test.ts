@@ -41,10 +41,9 @@ const runCaptured = (argv: string[], runEnv: Record<string, string> = env) => ru
 
 describe('svc fusion', () => {
   test('streams the synthesis to stdout, each participant status and a summary to stderr; a repeated --request-id bills nothing twice', async () => {
-    const { io, out, err } = capture()
-    const written: string[] = []
+    const { io, out, err, written } = capture()
     const requestId = crypto.randomUUID()
-    await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', `${url}/`, '--request-id', requestId, PROMPT], io, text => written.push(text))
+    await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', `${url}/`, '--request-id', requestId, PROMPT], io)
     const synthesis = written.join('')
     // The demo judge echoes the candidates block of the synthesis prompt, delta by delta.
     expect(synthesis).toStartWith('Hello from the demo model. You said: 3 models answered the last message above.')
@@ -61,7 +60,7 @@ describe('svc fusion', () => {
     expect(Number(entries.rows[0]!.n)).toBeGreaterThanOrEqual(4)
 
     // The same run again under the same id: it runs, but no part is billed twice.
-    await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', url, '--request-id', requestId, PROMPT], capture().io, () => {})
+    await fusion(loadClientConfig(env), ['--models', MODELS, '--key', key, '--url', url, '--request-id', requestId, PROMPT], capture().io)
     expect(await fusionCharges()).toBe(4)
   })
 

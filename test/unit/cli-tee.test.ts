@@ -24,9 +24,8 @@ describe('svc encrypted-chat', () => {
   const config = loadClientConfig({})
   for (const algo of ['ecdsa', 'ed25519']) {
     test(`${algo}: streams the decrypted answer and says what was and was not verified`, async () => {
-      const { io, err } = capture()
-      const written: string[] = []
-      await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--algo', algo, 'hello cli'], io, text => written.push(text))
+      const { io, err, written } = capture()
+      await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--algo', algo, 'hello cli'], io)
       expect(written.join('')).toBe('echo: hello cli\n')
       expect(written.length).toBeGreaterThan(2)
       expect(err[0]).toContain('hardware quote chain NOT verified; SIMULATED evidence')
@@ -36,7 +35,7 @@ describe('svc encrypted-chat', () => {
 
   test('--json and --no-stream', async () => {
     const { io, out } = capture()
-    await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--no-stream', '--json', 'hi'], io, () => {})
+    await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--no-stream', '--json', 'hi'], io)
     expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', binding: { bound: true, simulated: true, hardware_verified: false } })
   })
 

@@ -23,6 +23,9 @@ function failingIo(errFailures = 0) {
     out(): void {
       throw new Error(ENOSPC)
     },
+    write(): void {
+      throw new Error(ENOSPC)
+    },
     err(line: string): void {
       if (failures-- > 0) throw new Error('EBADF: bad file descriptor, write')
       err.push(line)

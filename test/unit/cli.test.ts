@@ -8,6 +8,7 @@ import { failureLine, runCli } from '../../src/commands'
 import { loadConfig } from '../../src/config/load'
 import { createDeps } from '../../src/deps'
 import { silentLogger } from '../../src/observability/logger'
+import { captureIo } from '../support/cli'
 
 let dir: string
 let env: Record<string, string>
@@ -23,9 +24,8 @@ beforeEach(async () => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
 async function cli(...argv: string[]) {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await runCli(argv, env, { out: line => out.push(line), err: line => err.push(line) })
+  const { io, out, err } = captureIo()
+  const code = await runCli(argv, env, io)
   return { code, out: out.join('\n'), err: err.join('\n') }
 }
 
@@ -150,7 +150,7 @@ describe('svc CLI', () => {
       expect(result.err).toContain(message)
     }
     // A mistyped command is a usage error even when the configuration would not load.
-    const broken = await runCli(['frobnicate'], { ...env, SVC_CONFIG: '/nonexistent/svc.yaml' }, { out: () => {}, err: () => {} })
+    const broken = await runCli(['frobnicate'], { ...env, SVC_CONFIG: '/nonexistent/svc.yaml' }, captureIo().io)
     expect(broken).toBe(2)
   })
 
