@@ -36,7 +36,7 @@ export function explainUnion(error: ValueError, depth = 0): Explained {
   // Every variant contradicts the value: a discriminator's values, else the kinds of the union.
   const literals = variants.flatMap(errors => errors.filter(each => isLiteralChoice(each) && isOwn(each, error.path)))
   if (literals.length > 0) return { path: literals[0]!.path, choices: [...new Set(literals.flatMap(literalValues))] }
-  return { path: error.path, choices: [...new Set(((error.schema.anyOf ?? []) as Array<Record<string, unknown>>).map(kindOf))] }
+  return { path: error.path, choices: [...new Set(((error.schema.anyOf ?? []) as Array<Record<string, unknown>>).flatMap(kindsOf))] }
 }
 
 /** Whether an object variant has a literal property (a `type: "custom"`) that the value sets to one of its values. */
@@ -80,9 +80,11 @@ function literalValues(error: ValueError): string[] {
   return schemas.map(schema => JSON.stringify(schema.const))
 }
 
-function kindOf(schema: Record<string, unknown>): string {
-  if ('const' in schema) return JSON.stringify(schema.const)
-  return typeof schema.type === 'string' ? schema.type : 'another shape'
+/** A variant's literal or kind; a nested union's, each (a nullable choice of literals lists them and null). */
+function kindsOf(schema: Record<string, unknown>): string[] {
+  if ('const' in schema) return [JSON.stringify(schema.const)]
+  if (Array.isArray(schema.anyOf)) return (schema.anyOf as Array<Record<string, unknown>>).flatMap(kindsOf)
+  return [typeof schema.type === 'string' ? schema.type : 'another shape']
 }
 
 /** The schema keyword holding a pattern's meaning (see plainPattern). */

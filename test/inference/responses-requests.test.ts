@@ -152,8 +152,9 @@ describe('POST /v1/responses refuses what it cannot carry', () => {
       [call(item({ type: 'toString', role: 'user', content: 'hi' })), 'input.0.type', /"toString" is not supported/],
       [call(item({ type: 'function_call', call_id: 'c', arguments: '{}' })), 'input.0.name', /input\.0\.name/],
       [call(item({ role: 'user', content: 'x', extra: true })), 'input.0.extra', /unknown field "input.0.extra"/],
-      // Before: "input.0.role: Expected union value", naming no role a message may have.
-      [call(item({ role: 'tool', content: 'x' })), 'input.0.role', /^400 input\.0\.role: role must be user, system, developer or assistant$/],
+      // Before: "input.0.role: Expected union value" (and the same for status and phase), naming no value the field may have.
+      [call(item({ role: 'tool', content: 'x' })), 'input.0.role', /^400 input\.0\.role: should be one of "user", "system", "developer", "assistant"$/],
+      [call(item({ role: 'user', content: 'x', status: 'done' })), 'input.0.status', /^400 input\.0\.status: should be one of "in_progress", "completed", "incomplete", null$/],
       [call(item({ role: 'user', content: [{ type: 'input_text' }] })), 'input.0.content.0.text', /required/],
       [call(item({ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] })), 'input.0.content.0', /must be a valid input_text, input_image/],
       [call({ input: [{ type: 'function_call_output', call_id: 'ghost', output: 'x' }] }), 'input.0.call_id', /no function_call with call_id "ghost"/],

@@ -1,8 +1,9 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
+import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
-import { problemOf } from '../../../http/validation-message'
+import { choiceText, explainUnion, problemOf } from '../../../http/validation-message'
 import { cutText } from '../../../lib/characters'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage } from '../chat-completions/decode'
@@ -203,6 +204,14 @@ function checked<T>(check: TypeCheck<TSchema>, value: unknown, param: string): T
   if (issue === undefined) throw unsupported(param, `${param} is not valid`)
   if (issue.message === 'Unexpected property') throw unsupported(where, `unknown field "${where}"`)
   const custom = (issue.schema as { error?: unknown }).error
+  if (typeof custom !== 'string' && issue.type === ValueErrorType.Union) {
+    // A value none of a union's literals (a role, a status): the choices, not "Expected union value".
+    const explained = explainUnion(issue)
+    if ('choices' in explained) {
+      const at = `${param}${explained.path.replaceAll('/', '.')}`
+      throw unsupported(at, `${at}: should be ${choiceText(explained.choices)}`)
+    }
+  }
   // A pattern's meaning, never its regular expression (a filename's limit in characters).
   throw unsupported(where, `${where}: ${typeof custom === 'string' ? custom : problemOf(issue)}`)
 }

@@ -50,7 +50,7 @@ const Status = nullable(t.Union([t.Literal('in_progress'), t.Literal('completed'
 export const MessageItem = t.Object(
   {
     type: t.Optional(t.Literal('message')),
-    role: t.Union([t.Literal('user'), t.Literal('system'), t.Literal('developer'), t.Literal('assistant')], { error: 'role must be user, system, developer or assistant' }),
+    role: t.Union([t.Literal('user'), t.Literal('system'), t.Literal('developer'), t.Literal('assistant')]),
     content: t.Union([t.String(), t.Array(MessageContent)], { error: 'content must be a string or an array of content parts' }),
     id: nullable(t.String()),
     status: Status,
