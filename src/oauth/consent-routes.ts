@@ -101,9 +101,14 @@ async function validateOrRespond(oauth: OAuthServer, raw: Record<string, string>
   try {
     return await validate(oauth, raw, issuer)
   } catch (error) {
-    if (error instanceof OAuthError) return messagePage('Invalid request', `The application's sign-in request is invalid (${error.code}): ${error.message}`, 400)
+    if (error instanceof OAuthError) return invalidRequestPage(error)
     throw error
   }
+}
+
+/** The error page of an authorization request that cannot be trusted with a redirect. */
+function invalidRequestPage(error: OAuthError): Response {
+  return messagePage('Invalid request', `The application's sign-in request is invalid (${error.code}): ${error.message}`, 400)
 }
 
 type PageExtras = { detail?: string; error?: string; status?: number }
@@ -152,8 +157,7 @@ export function consentRoutes(oauth: OAuthServer) {
       page(async ({ request }) => {
         const issuer = oauth.issuerOf(request)
         const query = readQuery(new URL(request.url))
-        if (query === 'repeated') return messagePage('Invalid request', 'A parameter is repeated.', 400)
-        const valid = await validateOrRespond(oauth, query, issuer)
+        const valid = query instanceof OAuthError ? invalidRequestPage(query) : await validateOrRespond(oauth, query, issuer)
         if (valid instanceof Response) return valid
         // The parsed href, not the string as sent: its host in punycode, so a lookalike
         // (https://аpple.com with a Cyrillic а) shows as the xn-- name the browser will go to.
@@ -202,7 +206,7 @@ export function consentRoutes(oauth: OAuthServer) {
       page(async ({ request }) => {
         const issuer = oauth.issuerOf(request)
         const query = readQuery(new URL(request.url))
-        if (query === 'repeated' || !query.user_code) return deviceCodePage(OAUTH_PATHS.device)
+        if (query instanceof OAuthError || !query.user_code) return deviceCodePage(OAUTH_PATHS.device)
         const pending = await oauth.device.pending(query.user_code)
         if (!pending) return deviceCodePage(OAUTH_PATHS.device, 'That code is unknown, used or expired. Check the code in your terminal.', 400)
         return deviceConsent(oauth, pending, issuer, { detail: 'Only approve if you started this sign-in yourself and the code matches your terminal.' })

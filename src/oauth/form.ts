@@ -23,18 +23,31 @@ async function readText(request: Request, limit: number, code: 'invalid_request'
 
 /**
  * An `application/x-www-form-urlencoded` body (RFC 6749 §3.2, RFC 7009 §2.1, RFC 8628 §3.1),
- * capped. A parameter sent twice is an error (RFC 6749 §3.1); empty values count as absent.
+ * capped. A parameter sent twice is an error (RFC 6749 §3.1), save `resource` (RFC 8707 §2 lets
+ * it repeat: copies naming one resource are one; several resources are `invalid_target`, a token
+ * here being for one); empty values count as absent.
  */
 export async function readForm(request: Request): Promise<Record<string, string>> {
   const type = request.headers.get('content-type') ?? ''
   if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
     throw new OAuthError('invalid_request', 'Content-Type must be application/x-www-form-urlencoded')
   }
-  const params = new URLSearchParams(await readText(request, FORM_LIMIT, 'invalid_request'))
+  const parameters = readParameters(new URLSearchParams(await readText(request, FORM_LIMIT, 'invalid_request')))
+  if (parameters instanceof OAuthError) throw parameters
+  return parameters
+}
+
+/** Parameters by name under readForm's rules, or the OAuthError they break. */
+function readParameters(params: URLSearchParams): Record<string, string> | OAuthError {
   const out = ownParameters()
   for (const [name, value] of params) {
-    if (name in out) throw new OAuthError('invalid_request', `parameter "${name.slice(0, 50)}" is repeated`)
-    if (value !== '') out[name] = value
+    if (!(name in out)) {
+      if (value !== '') out[name] = value
+    } else if (name !== 'resource') {
+      return new OAuthError('invalid_request', `parameter "${name.slice(0, 50)}" is repeated`)
+    } else if (value !== '' && value !== out.resource) {
+      return new OAuthError('invalid_target', 'resource names more than one resource; a token is issued for one')
+    }
   }
   return out
 }
@@ -65,14 +78,9 @@ function ownParameters(): Record<string, string> {
   return Object.create(null) as Record<string, string>
 }
 
-/** Query parameters, with the same no-repeats rule. */
-export function readQuery(url: URL): Record<string, string> | 'repeated' {
-  const out = ownParameters()
-  for (const [name, value] of url.searchParams) {
-    if (name in out) return 'repeated'
-    if (value !== '') out[name] = value
-  }
-  return out
+/** Query parameters, with the same rules. */
+export function readQuery(url: URL): Record<string, string> | OAuthError {
+  return readParameters(url.searchParams)
 }
 
 const CSRF_COOKIE_PREFIX = 'svc_oauth_csrf_'

@@ -32,6 +32,21 @@ describe('the authorization request', () => {
     expect((await authorize(clientId, { resource: MCP })).status).toBe(200)
   })
 
+  test('a resource may repeat (RFC 8707 §2): copies of one are that one, two different ones are invalid_target', async () => {
+    // Before: any repeated parameter was refused, a resource named twice too ("A parameter is repeated.").
+    const clientId = await registerClient(t)
+    const query = authorizeQuery({ clientId, challenge: pkce().challenge, resource: MCP })
+    expect((await t.request('GET', `${query}&resource=${encodeURIComponent(MCP)}`)).status).toBe(200)
+    const two = await t.request('GET', `${query}&resource=${encodeURIComponent(API)}`)
+    expect(two.status).toBe(400)
+    expect(await two.text()).toContain('(invalid_target): resource names more than one resource')
+    const body = (...resources: string[]) => `grant_type=refresh_token&client_id=${clientId}&refresh_token=x${resources.map(each => `&resource=${encodeURIComponent(each)}`).join('')}`
+    const token = (text: string) => t.app.handle(new Request('http://localhost/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: text }))
+    // Copies of one resource pass the form: the unknown refresh token is what fails.
+    expect((await json(await token(body(MCP, MCP)))).error).toBe('invalid_grant')
+    expect(await json(await token(body(MCP, API)))).toMatchObject({ error: 'invalid_target' })
+  })
+
   test('each advertised resource goes with the scope its metadata names, and only with it', async () => {
     const clientId = await registerClient(t)
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
