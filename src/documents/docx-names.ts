@@ -126,6 +126,32 @@ export function namesReadOtherwise(part: Buffer): boolean {
 }
 
 /**
+ * Word's choice among the branches of each open mc:AlternateContent: the first Choice whose
+ * required namespaces (prefixes, bound where the Choice stands) it understands, else the Fallback.
+ */
+export class AlternateContent {
+  /** Whether each open one has had its branch chosen. */
+  private readonly chosen: boolean[] = []
+
+  open(): void {
+    this.chosen.push(false)
+  }
+
+  close(): void {
+    this.chosen.pop()
+  }
+
+  /** Whether Word shows this branch (an mc:Choice or mc:Fallback child of the innermost open one). */
+  shows(name: string, requires: string | undefined, namespaceOf: NamespaceOf): boolean {
+    if (this.chosen.length === 0 || this.chosen.at(-1)) return false
+    const understood = (requires ?? '').split(/\s+/).every(prefix => prefix === '' || WORD_UNDERSTANDS.has(namespaceOf(prefix) ?? ''))
+    if (name !== 'mc:Fallback' && !understood) return false
+    this.chosen[this.chosen.length - 1] = true
+    return true
+  }
+}
+
+/**
  * The namespaces Word understands, for mc:AlternateContent: a Choice requiring only these is what
  * it shows. An explicit list (not a family of URIs): a Choice requiring a made-up namespace is one
  * Word skips for the Fallback.

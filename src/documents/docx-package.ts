@@ -1,16 +1,20 @@
 import { cutText } from '../lib/characters'
 import { rewritePart } from './docx-rewrite'
 import { namesReadOtherwise } from './docx-names'
+import { shownPages } from './docx-sections'
 import { anyHidden, readHiddenStyles, type Budget } from './docx-styles'
-import { PackageParts, resolvePartPath, scanXml } from './package-parts'
+import { PackageParts, resolvePartPath, scanXml, type Relationship } from './package-parts'
 import { DocumentRefused } from './types'
 import { inflateWithinCap, localHeaderName, readCentralDirectory, readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from './zip-guard'
 
 // Which parts of a DOCX the rewrite (docx-rewrite.ts) reaches, and the package again with them
 // rewritten: exactly the parts officeparser 8.1.1 reads text from (WordParser.js parseWord), named
-// as it names them, by their local headers, in file order; the styles as Word finds them. What the
-// rewrite cannot read safely is refused, never handed on as it came: hidden text would reach the
-// model. A package with nothing to rewrite is handed on as it came, at no cost but a byte search.
+// as it names them, by their local headers, in file order; the styles as Word finds them. Of those
+// parts, one Word never shows (a document part other than the main one, a header or footer no
+// section shows: docx-sections.ts) is left empty. What the rewrite cannot read safely is refused,
+// never handed on as it came: hidden text would reach the model. A package with nothing to rewrite
+// is handed on as it came, at no cost but a byte search (and a read of the main document's sections
+// when it names headers or footers).
 
 /** officeparser's patterns, unanchored as there: it reads every document, header and footer part… */
 const DOCUMENT_PART = /word\/document[\d+]?.xml/
@@ -73,7 +77,7 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
     seen.add(entry.localHeaderOffset)
     if (name !== undefined) ordered.push({ entry, name })
   }
-  const word = wordParts(bytes, entries)
+  const word = wordParts(bytes, entries, account.budget)
   const stylesEntry = (word.styles === undefined ? undefined : entries.find(entry => entry.name === word.styles)) ?? ordered.find(({ name }) => STYLES_PART.test(name))?.entry
   const stylesData = stylesEntry && read(stylesEntry)
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true })
@@ -121,19 +125,39 @@ const NOTHING_SHOWN = new TextEncoder().encode('<empty/>')
 /**
  * What Word reads, from the package's relationships: the styles part the main document names, and
  * whether a part officeparser reads by its name is one Word shows: the main document itself, and
- * the headers and footers it names (not another document part, nor a header or footer nothing
- * names). Everything shows when the package names no main document (Word would not open it).
+ * the headers and footers its sections show (docx-sections.ts): not another document part, nor a
+ * header or footer nothing names, nor one named only where Word does not show it (a first-page
+ * header without w:titlePg, an even-page one without w:evenAndOddHeaders, one a relationship names
+ * but no section). Everything shows when the package names no main document (Word would not open it).
  */
-function wordParts(bytes: Uint8Array, entries: ZipEntry[]): { styles?: string; shows: (name: string) => boolean } {
+function wordParts(bytes: Uint8Array, entries: ZipEntry[], budget: Budget): { styles?: string; shows: (name: string) => boolean } {
   const parts = new PackageParts(bytes, entries)
   const main = [...(parts.relationships('')?.values() ?? [])].find(({ type }) => type.endsWith('/officeDocument'))?.path
   if (main === undefined) return { shows: () => true }
-  const named = [...(parts.relationships(main)?.values() ?? [])]
-  const pages = new Set(named.filter(({ type }) => type.endsWith('/header') || type.endsWith('/footer')).map(({ path }) => path))
+  const byId = parts.relationships(main)
+  const named = [...(byId?.values() ?? [])]
+  const pages = named.some(({ type }) => type.endsWith('/header') || type.endsWith('/footer')) ? readPages(parts, main, byId!, budget) : new Set<string>()
   return {
     styles: named.find(({ type }) => type.endsWith('/styles'))?.path,
     shows: name => name === main || (!DOCUMENT_PART.test(name) && (!PAGE_PART.test(name) || pages.has(name))),
   }
+}
+
+/**
+ * The header and footer parts the main document's sections show: none when it cannot be read or is
+ * not well-formed (it is refused then, by the rewrite or by officeparser). Its elements are read
+ * again by the rewrite and by officeparser, which count them: here they count against a copy of
+ * what is left of the budget, so a main document past the cap is refused before it is read twice.
+ */
+function readPages(parts: PackageParts, main: string, byId: Map<string, Relationship>, budget: Budget): Set<string> {
+  const xml = parts.text(main)
+  if (xml === undefined) return new Set()
+  const settings = [...byId.values()].find(({ type }) => type.endsWith('/settings'))?.path
+  const pageOf = (kind: string, id: string) => {
+    const named = byId.get(id)
+    return named?.type.endsWith(`/${kind}`) ? named.path : undefined
+  }
+  return shownPages(xml, settings === undefined ? undefined : parts.text(settings), pageOf, { left: budget.left }) ?? new Set()
 }
 
 /** The DOCX parts officeparser may read as alternative-format chunks: those an aFChunk relationship of a word/ part names. */

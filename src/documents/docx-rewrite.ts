@@ -1,4 +1,4 @@
-import { isWordNamespace, scanWord, WML, WORD_UNDERSTANDS, type NamespaceOf } from './docx-names'
+import { AlternateContent, isWordNamespace, scanWord, WML, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
 import { symbolText } from './docx-symbols'
 
@@ -11,7 +11,7 @@ import { symbolText } from './docx-symbols'
 // vector, as hidden HTML is (web pages' hidden elements are left out too). And what officeparser
 // would read otherwise than Word: an element it takes for WordprocessingML by its name (`w:t`, `t`)
 // in another namespace or none is left out (Word ignores it), and mc:AlternateContent is left with
-// the one branch Word shows (docx-names.ts WORD_UNDERSTANDS), as a Fallback officeparser takes.
+// the one branch Word shows (docx-names.ts AlternateContent), as a Fallback officeparser takes.
 //
 // Only the elements concerned are touched: each is replaced where it stands in the part's text, the
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
@@ -33,10 +33,6 @@ function wordWriter(namespaceOf: NamespaceOf) {
   return (local: string, content?: string, more = '') =>
     content === undefined ? `<w:${local}${declaration}${more}/>` : `<w:${local}${declaration}${more}>${content}</w:${local}>`
 }
-
-/** Whether Word understands every namespace a Choice requires (by prefix, bound where the Choice stands). */
-const understood = (requires: string | undefined, namespaceOf: NamespaceOf) =>
-  (requires ?? '').split(/\s+/).every(prefix => prefix === '' || WORD_UNDERSTANDS.has(namespaceOf(prefix) ?? ''))
 
 /**
  * What a hidden run keeps: its properties, and what is not its text but marks where something
@@ -105,8 +101,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
   const placeholders: boolean[] = []
   let showingPlaceholder = 0
   const rubies: Array<{ editsBefore: number; inBase: boolean; content: string }> = []
-  /** Whether each open mc:AlternateContent has had its branch chosen. */
-  const alternates: boolean[] = []
+  const alternates = new AlternateContent()
   let checkBox: { checked?: boolean; byDefault?: boolean } | undefined
   /** A checkbox's form data, ended in its field's w:fldChar, which is open at depth `depth`. */
   let formData: { start: number; depth: number; checked: boolean } | undefined
@@ -152,13 +147,11 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
       else if (name === 'w:checked' && parent === 'w:checkBox' && checkBox) checkBox.checked = on(attributes['w:val'])
       else if (name === 'w:default' && parent === 'w:checkBox' && checkBox) checkBox.byDefault = on(attributes['w:val'])
       else if (name === 'mc:AlternateContent') {
-        alternates.push(false)
+        alternates.open()
         if (qname !== 'mc:AlternateContent' && qname !== 'AlternateContent') rename(entry, start, 'AlternateContent')
-      } else if ((name === 'mc:Choice' || name === 'mc:Fallback') && parent === 'mc:AlternateContent' && alternates.length > 0) {
-        // Word shows the first Choice it understands, else the Fallback; the others go, and the one
-        // it shows is written as a Fallback, which officeparser takes whatever it requires.
-        if (!alternates.at(-1) && (name === 'mc:Fallback' || understood(attributes.Requires, namespaceOf))) {
-          alternates[alternates.length - 1] = true
+      } else if ((name === 'mc:Choice' || name === 'mc:Fallback') && parent === 'mc:AlternateContent') {
+        // The branch Word shows is written as a Fallback, which officeparser takes whatever it requires; the others go.
+        if (alternates.shows(name, attributes.Requires, namespaceOf)) {
           if (qname !== 'mc:Fallback' && qname !== 'Fallback') rename(entry, start, 'Fallback')
         } else entry.dropped = true
       }
@@ -184,10 +177,10 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           // a branch Word does not show: it goes; a root goes empty, for the part to stay a document.
           edit(start, end, open.length === 0 ? '<empty/>' : '')
         } else if (entry.renamed !== undefined) {
-          if (name === 'mc:AlternateContent') alternates.pop()
+          if (name === 'mc:AlternateContent') alternates.close()
           // Its start tag was renamed as it opened; its end tag, unless it closed itself.
           if (xml[end - 2] !== '/') edit(xml.lastIndexOf('<', end - 1), end, `</${entry.renamed}>`)
-        } else if (name === 'mc:AlternateContent') alternates.pop()
+        } else if (name === 'mc:AlternateContent') alternates.close()
         else if (name === 'w:noBreakHyphen') edit(start, end, written('t', '-'))
         else if (name === 'w:sym') {
           const text = symbolText(attributes['w:font'], attributes['w:char'])

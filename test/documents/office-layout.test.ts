@@ -6,7 +6,7 @@ import { slideFacts } from '../../src/documents/slide-parts'
 import { sniff } from '../../src/documents/sniff'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { buildZip, fixture } from './hostile'
-import { docx, docxParts, note, noteReference, para, picture, placeholder, pptx, slideNumber, table, textBox } from './ooxml'
+import { docx, docxParts, note, noteReference, pageReferences, para, picture, placeholder, pptx, slideNumber, table, textBox } from './ooxml'
 
 // The DOCX and PPTX text layout (README "Documents"), on documents built in code, through the real extractor.
 const defaults = loadConfig({}).documents
@@ -69,10 +69,12 @@ describe('speaker notes, headers and footers', () => {
   })
 
   test('DOCX headers come before the body under [Header], footers after it under [Footer], each distinct line once', async () => {
-    // Before: headers and footers never reached the text. Word keeps a part per kind of page (first, even, default).
+    // Before: headers and footers never reached the text. Word keeps a part per kind of page (default, first, even), shown here.
     const document = docx(para('Body text') + table([[para('a'), para('b')]]), {
       headers: [para('ACME Corp') + para('Confidential'), para('ACME Corp'), '<w:p/>'],
       footers: [table([[para('Page'), para('1')]]), table([[para('Page'), para('1')]])],
+      sectPr: pageReferences(3, 2) + '<w:titlePg/>',
+      settings: '<w:evenAndOddHeaders/>',
     })
     expect(await text(document)).toBe('[Header]\nACME Corp\nConfidential\n\nBody text\na\tb\n\n[Footer]\nPage\t1')
     // Without headers and footers the text is the body alone, as before.

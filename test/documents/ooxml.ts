@@ -55,12 +55,25 @@ interface DocxOptions {
   comments?: string
   /** Chart parts (chartPart()), shown by docxChart(n) paragraphs. */
   charts?: string[]
+  /** What the body's w:sectPr holds; by default pageReferences() of the headers and footers. */
+  sectPr?: string
+  /** A settings part's content (`<w:evenAndOddHeaders/>`), named by the main document. */
+  settings?: string
+}
+
+/**
+ * A reference to each of `headers` header parts, then `footers` footer parts (relationship ids
+ * rId1, rId2… in that order, as docx() names them), by kind of page (default, first, even) in turn.
+ */
+export function pageReferences(headers: number, footers: number): string {
+  const kinds = [...Array.from({ length: headers }, (_, index) => ['header', index] as const), ...Array.from({ length: footers }, (_, index) => ['footer', index] as const)]
+  return kinds.map(([kind, index], id) => `<w:${kind}Reference w:type="${PAGE_KINDS[index % 3]}" r:id="rId${id + 1}"/>`).join('')
 }
 
 /**
  * A DOCX whose body is `body` (block XML), with a header and a footer part per entry of `headers`
- * and `footers` (block XML each, one section naming them all), its main part at `main`, and
- * footnotes, endnotes and comments parts when given.
+ * and `footers` (block XML each, one section naming them all unless `sectPr` says otherwise), its
+ * main part at `main`, and footnotes, endnotes, comments and settings parts when given.
  */
 export function docx(body: string, options: DocxOptions = {}): Uint8Array {
   return buildZip(docxParts(body, options))
@@ -71,12 +84,11 @@ export function docxParts(body: string, options: DocxOptions = {}): ZipSpec[] {
   const { headers = [], footers = [], main = 'word/document.xml' } = options
   const file = main.slice('word/'.length)
   const kinds = [...headers.map((xml, index) => ['header', index + 1, xml] as const), ...footers.map((xml, index) => ['footer', index + 1, xml] as const)]
-  // One section, naming a part per kind of page (default, first, even) in turn.
-  const references = kinds.map(([kind, n], index) => `<w:${kind}Reference w:type="${PAGE_KINDS[(n - 1) % 3]}" r:id="rId${index + 1}"/>`).join('')
-  const extras = (['footnotes', 'endnotes', 'comments'] as const).flatMap(name => {
+  const sectPr = options.sectPr ?? pageReferences(headers.length, footers.length)
+  const extras = (['footnotes', 'endnotes', 'comments', 'settings'] as const).flatMap(name => {
     const xml = options[name]
     if (xml === undefined) return []
-    const content = name === 'comments' ? xml : separators(name === 'footnotes' ? 'footnote' : 'endnote') + xml
+    const content = name === 'comments' || name === 'settings' ? xml : separators(name === 'footnotes' ? 'footnote' : 'endnote') + xml
     return [{ name, xml: `<w:${name} ${W}>${content}</w:${name}>` }]
   })
   const charts = options.charts ?? []
@@ -93,7 +105,7 @@ export function docxParts(body: string, options: DocxOptions = {}): ZipSpec[] {
       ...charts.map((_, index) => [`word/charts/chart${index + 1}.xml`, 'drawingml.chart+xml'] as [string, string]),
     ])),
     part('_rels/.rels', relationships([['rId1', 'officeDocument', main]])),
-    part(main, `<w:document ${W}><w:body>${body}<w:sectPr>${references}</w:sectPr></w:body></w:document>`),
+    part(main, `<w:document ${W}><w:body>${body}<w:sectPr>${sectPr}</w:sectPr></w:body></w:document>`),
     part(`word/_rels/${file}.rels`, relationships(partRels)),
     ...kinds.map(([kind, n, xml]) => part(`word/${kind}${n}.xml`, `<w:${kind === 'header' ? 'hdr' : 'ftr'} ${W}>${xml}</w:${kind === 'header' ? 'hdr' : 'ftr'}>`)),
     ...extras.map(({ name, xml }) => part(`word/${name}.xml`, xml)),
