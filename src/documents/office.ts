@@ -3,6 +3,7 @@ import { parseOffice } from 'officeparser'
 import { documentChartLines, fillCharts } from './chart-parts'
 import { chartBudget } from './charts'
 import { rewriteDocx } from './docx-package'
+import { withoutHiddenShapes } from './hidden-shapes'
 import { ListLabels, readNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { PackageParts } from './package-parts'
@@ -13,7 +14,8 @@ import type { ZipEntry, ZipLimits } from './zip-guard'
 
 // Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
 // office-layout.ts renders (the layout is ours; a slide's charts are read by charts.ts); a DOCX's
-// parts first rewritten where officeparser would lose or garble their text (docx-package.ts).
+// parts first rewritten where officeparser would lose or garble their text (docx-package.ts), a
+// PPTX's slides without the shapes PowerPoint hides (hidden-shapes.ts).
 // Workbooks go through SheetJS (extractWorkbook): sheets under "[Sheet: name]" with rows
 // tab-separated.
 
@@ -26,7 +28,11 @@ import type { ZipEntry, ZipLimits } from './zip-guard'
 export const MAX_XML_ELEMENTS = 500_000
 
 export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; zip: ZipLimits }): Promise<string> {
-  const input = fileType === 'docx' ? rewriteDocx(bytes, entries, { maxElements: MAX_XML_ELEMENTS, zip: limits.zip }) : bytes
+  const rewriteLimits = { maxElements: MAX_XML_ELEMENTS, zip: limits.zip }
+  // A presentation's parts are read beside officeparser as it reads them, hidden shapes left out:
+  // a hidden footer placeholder is no slide's footer (its charts are those of officeparser's frames).
+  const deck = fileType === 'pptx' ? withoutHiddenShapes(bytes, entries, rewriteLimits) : undefined
+  const input = deck?.bytes ?? rewriteDocx(bytes, entries, rewriteLimits)
   const ast = await parseOffice(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
@@ -37,7 +43,7 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
   } as Parameters<typeof parseOffice>[1])
   const layout = ast as unknown as OfficeAst
   // What officeparser does not give: charts' data, slides' facts (read from the parts themselves).
-  const parts = new PackageParts(bytes, entries)
+  const parts = deck?.parts ?? new PackageParts(bytes, entries)
   const charts = chartBudget(limits.maxTextBytes, MAX_XML_ELEMENTS)
   if (fileType === 'pptx') {
     fillCharts(layout.content, parts, charts)
