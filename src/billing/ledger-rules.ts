@@ -53,6 +53,14 @@ export class HeldRefusal extends ApiError {
 }
 
 /**
+ * The key's cap refusing an admission of `estimate` (what the request holds already included);
+ * a module function, not a closure per admission: this runs on every request's path.
+ */
+export function keyRefusal(cap: { period: SpendCapPeriod; nanos: Nanos }, purpose: string, estimate: Nanos, nowMs: number, why: Shortfall): ApiError {
+  return capRefusal(cap.period, cap.nanos, capWindow(cap.period, nowMs), nowMs, estimate, purpose !== 'chat' && purpose !== 'fusion', why)
+}
+
+/**
  * A call refused by its key's cap: what is left in the window cannot cover the call's
  * worst-case cost (its estimate). That need not mean the cap is used up: a smaller call (a lower
  * max_tokens) may still fit, calls in flight may hold what is left, and an overall cap's key

@@ -14,7 +14,7 @@ import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
 import { LedgerHealth } from './ledger-health'
 import type { LeaseTrust } from './lease-trust'
-import { capRefusal, capWindow, fundsRefusal, leaseTarget, min, positive, shortfall, type Shortfall } from './ledger-rules'
+import { capWindow, fundsRefusal, keyRefusal, leaseTarget, min, positive, shortfall } from './ledger-rules'
 import { readRoom } from './scope-room'
 
 /** What a billed call is for (one entry `purpose`). */
@@ -122,7 +122,7 @@ export class Ledger {
           waiting = demand(waiting, keyPool!, estimate)
           const outcome = await this.grow(keyPool!, estimate - keyPool!.free, estimate, cap!.nanos)
           if (outcome === 'inactive') return { ok: false, error: new ApiError('unauthorized', 'this API key is no longer active') }
-          if (outcome === 'empty') return { ok: false, error: keyRefusal(input, now, shortfall(keyPool!.room, estimate + ownHeld)) }
+          if (outcome === 'empty') return { ok: false, error: keyRefusal(cap!, input.purpose, estimate + ownHeld, now, shortfall(keyPool!.room, estimate + ownHeld)) }
           continue
         }
         // Allowance first (§7.3): top the period's allowance lease up before holding against
@@ -146,7 +146,7 @@ export class Ledger {
       }
       // Every round was granted or waited on a growth, yet calls admitted meanwhile took what it
       // left: held money, not spent (nor a ledger outage, a 503's meaning), so retry shortly.
-      return { ok: false, error: keyShort ? keyRefusal(input, now, 'held') : fundsRefusal(estimate, 'held') }
+      return { ok: false, error: keyShort ? keyRefusal(cap!, input.purpose, estimate + ownHeld, now, 'held') : fundsRefusal(estimate, 'held') }
     } catch (error) {
       if (error instanceof ApiError) return { ok: false, error }
       this.logger.error('ledger admit failed', { org_id: principal.orgId, error: String(error) })
@@ -209,11 +209,8 @@ export class Ledger {
     }
   }
 
-  private reservation(input: { principal: Principal; purpose: Purpose; estimate: Nanos; billingKey?: string; requestId?: string }, holds: Holds): Reservation {
-    return {
-      orgId: input.principal.orgId, keyId: input.principal.keyId, amount: input.estimate, purpose: input.purpose,
-      billingKey: input.billingKey, requestId: input.requestId, holds, state: 'held',
-    }
+  private reservation({ principal, estimate: amount, purpose, billingKey, requestId }: Parameters<Ledger['admit']>[0], holds: Holds): Reservation {
+    return { orgId: principal.orgId, keyId: principal.keyId, amount, purpose, billingKey, requestId, holds, state: 'held' }
   }
 
   private unhold(reservation: Reservation): void {
@@ -296,9 +293,12 @@ export class Ledger {
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
     if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
+    // Awaited only when it grows: a settlement is queued in the call's own turn (a shutdown drains the queue, then returns leases).
+    if (allowance && actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) await this.leaseOvershoot(allowance, actual)
     const now = this.clock.now()
     // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
-    // lease's free part before any prepaid. Draws: what this settlement takes out of each lease.
+    // lease's free part, grown by the excess if need be (QA: 0.116 of a 0.42 USD call went to
+    // prepaid, 19.6 USD of allowance unleased), before any prepaid. Draws: what this settlement takes out of each lease.
     // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
     // may dip below zero). No draw exceeds what this boot still holds leased (a returned lease may
     // be spent elsewhere: QA, 1.6 of 1.0 allowance used, leased totals driven negative); the
@@ -365,6 +365,15 @@ export class Ledger {
     }
   }
 
+  /** A charge above its allowance hold and the lease's free part grows the lease by the excess: allowance pays before prepaid (§7.3). */
+  private async leaseOvershoot(hold: NonNullable<Holds['allowance']>, actual: Nanos): Promise<void> {
+    for (let round = 0; round < 3; round += 1) {
+      const excess = actual - hold.amount - positive(hold.pool.free)
+      if (excess <= 0n || hold.pool.emptyUntilMs > this.clock.now()) return
+      if ((await this.grow(hold.pool, 1n, excess).catch(() => 'empty' as const)) === 'empty') return // 1n: what is left, if less
+    }
+  }
+
   /** Commits the settlement; true when its billing key had been charged before (nothing charged now). */
   private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void): Promise<boolean> {
     // One guarded op for every try: it claims under a fresh op id per attempt and knows its own
@@ -388,11 +397,4 @@ export class Ledger {
     reservation.state = 'released'
     return new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
   }
-}
-
-/** The key's cap refusing an admission (no closure per admission: this runs on every request's path). */
-function keyRefusal(input: Parameters<Ledger['admit']>[0], nowMs: number, why: Shortfall): ApiError {
-  const cap = input.principal.spendCap!
-  const estimate = input.estimate + (input.ownHeld ?? 0n)
-  return capRefusal(cap.period, cap.nanos, capWindow(cap.period, nowMs), nowMs, estimate, input.purpose !== 'chat' && input.purpose !== 'fusion', why)
 }

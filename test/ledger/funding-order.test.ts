@@ -53,6 +53,26 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
+  test('a charge far above its estimate grows the allowance lease: the allowance left pays before prepaid', async () => {
+    // QA: a call reserved ~38M nanos and charged 420M; the lease held 8 calls' worth (304M), and
+    // the 116M beyond it went to prepaid (below zero for an org never topped up) with 19.6 USD of
+    // allowance unleased in the database.
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    for (const credit of [10n * USD, 0n]) {
+      const org = await t.createOrg(`far-${credit}`, credit)
+      const principal = await adminPrincipal(t, org)
+      const period = utcMonth(t.clock.now()).startMs
+      await t.deps.ledger.settle(await admitOk(t, principal, 1_000n), 300_000_000n)
+      expect(await allowanceUsed(period, org.orgId)).toBe(300_000_000n)
+      expect(await prepaidOf(t, org.orgId)).toBe(credit)
+      // What the allowance cannot cover still goes to prepaid: 0.7 USD left, a 0.9 USD charge.
+      await t.deps.ledger.settle(await admitOk(t, principal, 1_000n), 900_000_000n)
+      expect(await allowanceUsed(period, org.orgId)).toBe(USD)
+      expect(await prepaidOf(t, org.orgId)).toBe(credit - 200_000_000n)
+    }
+    await verifyClean(t)
+  })
+
   test('allowance a concurrent call gave back pays before prepaid, also for a call held wholly on prepaid', async () => {
     // Found by the billed-routes model (seed 13): three calls in flight; the first held the last of
     // the allowance and settled below its estimate, and the next settlement went wholly to prepaid
