@@ -1,4 +1,5 @@
 import { getDocumentProxy } from 'unpdf'
+import { documentLayers, shownText } from './pdf-layers'
 import { TextCapExceeded } from './types'
 
 /** Why a PDF is refused before pdf.js sees it, or undefined. */
@@ -60,17 +61,19 @@ function isStreamKeyword(bytes: Uint8Array, at: number): boolean {
 
 /** Page texts joined by a blank line; a page without a text layer (a scan) contributes nothing. */
 export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; maxTextBytes: number }): Promise<string> {
-  const document = await getDocumentProxy(bytes, { verbosity: 0, stopAtErrors: false, disableFontFace: true, useSystemFonts: false })
+  // maxImageSize 0: no image is decoded, nor wrapped in its layer, when a page's operator list is
+  // read for its layers (pdf-layers.ts); text extraction never looks at images.
+  const document = await getDocumentProxy(bytes, { verbosity: 0, stopAtErrors: false, disableFontFace: true, useSystemFonts: false, maxImageSize: 0 })
   try {
     if (document.numPages > limits.maxPages) throw new PdfRefused(`the PDF has ${document.numPages} pages, more than the ${limits.maxPages} allowed`)
+    const layers = await documentLayers(document)
     const pages: string[] = []
     let bytesSoFar = 0
     for (let number = 1; number <= document.numPages; number++) {
       const page = await document.getPage(number)
-      const content = await page.getTextContent()
+      const content = await page.getTextContent({ includeMarkedContent: true })
       let text = ''
-      for (const item of content.items) {
-        if (!('str' in item)) continue
+      for (const item of await shownText(page, content.items, layers)) {
         text += item.str
         if (item.hasEOL) text += '\n'
       }

@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
 import { fixture } from './hostile'
+import { pdfFile, stream } from './pdf-file'
 
 // What a PDF page shows outside its text layer. filled-form.pdf (hand-built by a QA pass, 1.7 KB,
 // readable as text) has one page: the text "Application form" and "Name:", a text field filled
@@ -24,24 +25,14 @@ test("a filled form's values and text typed onto the page follow the page's text
 function formPdf(annotations: string[]): Uint8Array {
   const content = 'BT /F1 12 Tf 72 720 Td (Body text) Tj ET'
   const first = 5
-  const objects = [
+  return pdfFile([
     `<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [${annotations.map((a, i) => (a.includes('/T (') ? `${first + i} 0 R ` : '')).join('')}] >> >>`,
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
     `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents ${first + annotations.length} 0 R /Annots [${annotations.map((_, i) => `${first + i} 0 R`).join(' ')}] >>`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
     ...annotations,
-    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
-  ]
-  let body = '%PDF-1.4\n'
-  const offsets: number[] = []
-  objects.forEach((object, index) => {
-    offsets.push(body.length)
-    body += `${index + 1} 0 obj\n${object}\nendobj\n`
-  })
-  const xref = body.length
-  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map(offset => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`
-  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
-  return new TextEncoder().encode(body)
+    stream(content),
+  ])
 }
 
 const widget = (fields: string) => `<< /Type /Annot /Subtype /Widget /Rect [72 600 300 620] ${fields} >>`

@@ -1,0 +1,159 @@
+import { getResolvedPDFJS } from 'unpdf'
+import type { PDFDocumentProxy, PDFPageProxy } from 'unpdf/pdfjs'
+
+type ContentItem = Awaited<ReturnType<PDFPageProxy['getTextContent']>>['items'][number]
+type TextItem = Extract<ContentItem, { str: string }>
+type Mark = Exclude<ContentItem, TextItem>
+type TextMark = { item: Mark; textBefore: number }
+type OperatorList = Awaited<ReturnType<PDFPageProxy['getOperatorList']>>
+type Operators = Awaited<ReturnType<typeof getResolvedPDFJS>>['OPS']
+type Layers = Awaited<ReturnType<PDFDocumentProxy['getOptionalContentConfig']>>
+
+/** A piece of page text, as getTextContent gives it. */
+export interface TextPiece {
+  str: string
+  hasEOL: boolean
+}
+
+/** The document's layers (optional content groups) in their default states, or undefined when it has none. */
+export async function documentLayers(document: PDFDocumentProxy): Promise<Layers | undefined> {
+  const layers = await document.getOptionalContentConfig()
+  return [...layers].length > 0 ? layers : undefined
+}
+
+/**
+ * The text pieces of a page that a viewer shows: text marked as belonging to a layer that is
+ * switched off (`/OC /name BDC … EMC`, the layer an optional content group, or a membership
+ * dictionary combining several) is left out, as pdftotext and viewers leave it out. `items` is
+ * getTextContent's answer with includeMarkedContent. Left in: the text of a form XObject that
+ * names its layer in its own dictionary (/OC), which getTextContent reads inline, unmarked.
+ */
+export async function shownText(page: PDFPageProxy, items: ContentItem[], layers: Layers | undefined): Promise<TextPiece[]> {
+  if (layers === undefined || !items.some(isLayerStart)) return items.filter(isText)
+  const visible = await layerVisibility(page, items, layers)
+  const shown: TextPiece[] = []
+  // Per open marked-content sequence: whether it lies in a switched-off layer (its own or an enclosing one).
+  const hidden: boolean[] = []
+  let layer = 0
+  // pdf.js marks a new line on the first piece of that line; when that piece is hidden the break
+  // is kept, and the space pdf.js put between the hidden text and the next is dropped.
+  let lineBreak = false
+  for (const item of items) {
+    if (isText(item)) {
+      if (hidden.at(-1) === true) {
+        lineBreak ||= item.hasEOL
+        continue
+      }
+      if (lineBreak && !item.hasEOL) {
+        if (item.str.trim() === '') continue
+        if (shown.length > 0 && !shown.at(-1)!.hasEOL) shown.push({ str: '', hasEOL: true })
+      }
+      lineBreak = false
+      shown.push(item)
+    } else if (item.type === 'endMarkedContent') {
+      hidden.pop()
+    } else {
+      const off = isLayerStart(item) && !visible[layer++]
+      hidden.push(hidden.at(-1) === true || off)
+    }
+  }
+  return shown
+}
+
+function isText(item: ContentItem): item is TextItem {
+  return 'str' in item
+}
+
+function isLayerStart(item: ContentItem): boolean {
+  return !isText(item) && item.type === 'beginMarkedContentProps' && (item as { tag?: unknown }).tag === 'OC'
+}
+
+/**
+ * Whether each layer start among `items` (in order) is visible. getTextContent names a marked
+ * sequence's tag but not its layer (pdf.js keeps an id only for /MCID), so the layers come from the
+ * page's operator list, whose marked-content operators are the same ones in the same order, plus
+ * a pair around each form XObject naming a layer in its own dictionary, which the text content
+ * lacks. Images (whose /OC adds pairs too) are kept out of the list by the document's maxImageSize
+ * of 0. When the two do not line up (a damaged stream read differently), every layer on a page
+ * that hides any is left out.
+ */
+async function layerVisibility(page: PDFPageProxy, items: ContentItem[], layers: Layers): Promise<boolean[]> {
+  const { OPS, AnnotationMode } = await getResolvedPDFJS()
+  const list = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE })
+  const marks = marksWithText(items)
+  const aligned = lineUp(list, marks, layers, OPS, false) ?? lineUp(list, marks, layers, OPS, true)
+  if (aligned) return aligned
+  const anyHidden = list.fnArray.some((op, index) => op === OPS.beginMarkedContentProps && list.argsArray[index]?.[0] === 'OC' && !shows(layers, list.argsArray[index]))
+  return marks.filter(mark => isLayerStart(mark.item)).map(() => !anyHidden)
+}
+
+/**
+ * The visibility of each layer start of the text content, read off the operator list, or
+ * undefined when the two do not line up. A pair around a form with its own /OC starts right
+ * before the form; so does a BDC written right before the form's Do: the text content tells them
+ * apart, a BDC having its start there, after as much text as the list has shown since the last
+ * operator the two share. When both could be (the form's text starts with a layer of its own and
+ * nothing came before it), `tieIsForm` says which is tried.
+ */
+function lineUp(list: OperatorList, marks: TextMark[], layers: Layers, OPS: Operators, tieIsForm: boolean): boolean[] | undefined {
+  const { fnArray, argsArray } = list
+  const visible: boolean[] = []
+  const open: Array<'shared' | 'form'> = []
+  let at = 0
+  let text = 0
+  for (let index = 0; index < fnArray.length; index++) {
+    const op = fnArray[index]
+    if (op === OPS.showText) {
+      text += (argsArray[index][0] as unknown[]).reduce<number>((sum, glyph) => sum + textAmount((glyph as { unicode?: unknown } | null)?.unicode), 0)
+    } else if (op === OPS.beginMarkedContent || op === OPS.beginMarkedContentProps) {
+      const layerStart = op === OPS.beginMarkedContentProps && argsArray[index]?.[0] === 'OC'
+      const mark = marks[at]
+      const beforeForm = fnArray[index + 1] === OPS.paintFormXObjectBegin || fnArray[index + 1] === OPS.beginGroup
+      if (layerStart && beforeForm && (tieIsForm || !(mark !== undefined && isLayerStart(mark.item) && mark.textBefore === text))) {
+        open.push('form')
+        continue
+      }
+      if (mark === undefined || mark.item.type === 'endMarkedContent' || isLayerStart(mark.item) !== layerStart) return undefined
+      if (layerStart) visible.push(shows(layers, argsArray[index]))
+      open.push('shared')
+      at++
+      text = 0
+    } else if (op === OPS.endMarkedContent) {
+      // An EMC closing nothing: getTextContent drops it as well.
+      if (open.pop() !== 'shared') continue
+      if (marks[at]?.item.type !== 'endMarkedContent') return undefined
+      at++
+      text = 0
+    }
+  }
+  return at === marks.length ? visible : undefined
+}
+
+/** A BDC's operands as the operator list gives them: ['OC', the parsed group or membership dictionary]. */
+function shows(layers: Layers, operands: [string, unknown]): boolean {
+  return layers.isVisible(operands[1]) !== false
+}
+
+/** The marked-content items, each with the amount of text since the one before it. */
+function marksWithText(items: ContentItem[]): TextMark[] {
+  const marks: TextMark[] = []
+  let text = 0
+  for (const item of items) {
+    if (isText(item)) {
+      text += textAmount(item.str)
+    } else {
+      marks.push({ item, textBefore: text })
+      text = 0
+    }
+  }
+  return marks
+}
+
+/**
+ * How much text a string holds, counted alike on both sides: its characters but white space
+ * (getTextContent adds spaces of its own) once compatibility forms are unfolded (it unfolds a
+ * ligature, "ﬁ" to "fi").
+ */
+function textAmount(text: unknown): number {
+  return typeof text === 'string' ? text.normalize('NFKC').replace(/\s/g, '').length : 0
+}

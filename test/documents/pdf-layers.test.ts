@@ -1,0 +1,129 @@
+import { expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config/load'
+import { extractDocument } from '../../src/documents/extract'
+import type { ExtractionLimits } from '../../src/documents/types'
+import { pdfFile, stream } from './pdf-file'
+
+// Text in a PDF layer (optional content) that is switched off: viewers and pdftotext do not show
+// it, and pdf.js's getTextContent gave it all the same (QA: a hidden layer's text reached the model).
+const defaults = loadConfig({}).documents
+const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
+
+/**
+ * A one-page PDF whose content stream is `content` (Helvetica as /F1), with `layers` as its
+ * catalog's /OCProperties and `objects` numbered from 6 on. The page names resources
+ * `properties` (/oc name → object) and `xobjects` (/name → object).
+ */
+function layeredPdf(spec: { layers: string; properties: Record<string, number>; xobjects?: Record<string, number>; content: string; objects: string[] }): Uint8Array {
+  const names = (entries: Record<string, number> = {}) => Object.entries(entries).map(([name, object]) => `/${name} ${object} 0 R`).join(' ')
+  return pdfFile([
+    `<< /Type /Catalog /Pages 2 0 R /OCProperties ${spec.layers} >>`,
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> /Properties << ${names(spec.properties)} >> /XObject << ${names(spec.xobjects)} >> >> /Contents 5 0 R >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    stream(spec.content),
+    ...spec.objects,
+  ])
+}
+
+const line = (y: number, text: string, x = 72) => `BT /F1 14 Tf ${x} ${y} Td (${text}) Tj ET`
+const text = async (pdf: Uint8Array) => (await extractDocument(pdf, limits)).text
+
+test.each([
+  ['listed in /OFF', '/D << /OFF [6 0 R] >>'],
+  ['off by the base state', '/D << /BaseState /OFF >>'],
+])('the text of a layer switched off (%s) is left out', async (_, defaultConfig) => {
+  const pdf = layeredPdf({
+    layers: `<< /OCGs [6 0 R] ${defaultConfig} >>`,
+    properties: { oc1: 6 },
+    content: `${line(700, 'Visible line one')}\n/OC /oc1 BDC ${line(680, 'HIDDENLAYERTEXT')} EMC`,
+    objects: ['<< /Type /OCG /Name (Secret) >>'],
+  })
+  expect(await text(pdf)).toBe('Visible line one')
+})
+
+test('a switched-off layer hides what it encloses, other marked content included; lines around it keep their breaks', async () => {
+  const pdf = layeredPdf({
+    layers: '<< /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >>',
+    properties: { secret: 6, shown: 7 },
+    content: [
+      `/Span << /MCID 0 >> BDC ${line(700, 'Line one')} EMC`,
+      `/OC /shown BDC /P << /MCID 1 >> BDC ${line(680, 'Line two')} EMC EMC`,
+      `/OC /secret BDC ${line(660, 'HIDDEN_A')} /Artifact BMC ${line(640, 'HIDDEN_B')} EMC /OC /shown BDC ${line(620, 'HIDDEN_C')} EMC EMC`,
+      line(600, 'Line three'),
+      `/OC /secret BDC ${line(580, 'HIDDEN_D')} EMC ${line(580, 'Line four', 300)}`,
+      'EMC', // closing nothing: ignored
+      line(560, 'Line five'),
+    ].join('\n'),
+    objects: ['<< /Type /OCG /Name (Secret) >>', '<< /Type /OCG /Name (Shown) >>'],
+  })
+  expect(await text(pdf)).toBe('Line one\nLine two\nLine three\nLine four\nLine five')
+})
+
+test('a membership dictionary (OCMD) shows its text as its policy or visibility expression says', async () => {
+  const pdf = layeredPdf({
+    layers: '<< /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >>',
+    properties: { allOn: 8, anyOn: 9, notOff: 10, one: 11 },
+    content: [
+      `/OC /allOn BDC ${line(700, 'ALL_ON_HIDDEN')} EMC`,
+      `/OC /anyOn BDC ${line(680, 'Any on')} EMC`,
+      `/OC /notOff BDC ${line(660, 'Not off')} EMC`,
+      `/OC /one BDC ${line(640, 'ONE_OFF_HIDDEN')} EMC`,
+    ].join('\n'),
+    objects: [
+      '<< /Type /OCG /Name (Off) >>',
+      '<< /Type /OCG /Name (On) >>',
+      '<< /Type /OCMD /OCGs [6 0 R 7 0 R] /P /AllOn >>',
+      '<< /Type /OCMD /OCGs [6 0 R 7 0 R] /P /AnyOn >>',
+      '<< /Type /OCMD /VE [/Not 6 0 R] >>',
+      '<< /Type /OCMD /OCGs 6 0 R >>',
+    ],
+  })
+  expect(await text(pdf)).toBe('Any on\nNot off')
+})
+
+test('forms and images with a layer of their own do not shift which layer later text is in', async () => {
+  // pdf.js's operator list, where the layers are read, wraps such a form or image in a marked
+  // sequence of its own that the text content lacks.
+  const pdf = layeredPdf({
+    layers: '<< /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >>',
+    properties: { secret: 6, shown: 7 },
+    xobjects: { Own: 8, Plain: 9, Dot: 10 },
+    content: [
+      line(720, 'Intro'),
+      '/Own Do',
+      `q 10 0 0 10 72 500 cm /Dot Do Q`,
+      `/OC /secret BDC ${line(680, 'HIDDEN_A')} EMC`,
+      '/OC /secret BDC /Own Do EMC',
+      '/OC /shown BDC /Plain Do EMC',
+      '/OC /secret BDC /Plain Do EMC',
+      `/OC /shown BDC ${line(600, 'Last line')} EMC`,
+    ].join('\n'),
+    objects: [
+      '<< /Type /OCG /Name (Secret) >>',
+      '<< /Type /OCG /Name (Shown) >>',
+      stream(line(700, 'Own layer form'), '/Type /XObject /Subtype /Form /BBox [0 0 612 792] /OC 7 0 R /Resources << /Font << /F1 4 0 R >> >>'),
+      stream(line(640, 'Plain form'), '/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >>'),
+      stream('\u0080', '/Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray /BitsPerComponent 8 /OC 6 0 R'),
+    ],
+  })
+  // (pdf.js reads each form's text afresh, with no line break before it.)
+  expect(await text(pdf)).toBe('IntroOwn layer form\nPlain form\nLast line')
+})
+
+test("a form with a layer of its own whose text starts in another layer: each layer's text as its layer says", async () => {
+  // Right before the form, the operator list's start of the form's layer could as well be the
+  // start of a layer written before the Do; only the form reading tells this page's layers apart.
+  const pdf = layeredPdf({
+    layers: '<< /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >>',
+    properties: { secret: 6, shown: 7 },
+    xobjects: { Own: 8 },
+    content: [`/OC /shown BDC ${line(700, 'First line')} EMC`, '/Own Do', `/OC /shown BDC ${line(640, 'Last line')} EMC`].join('\n'),
+    objects: [
+      '<< /Type /OCG /Name (Secret) >>',
+      '<< /Type /OCG /Name (Shown) >>',
+      stream(`/OC /secret BDC ${line(680, 'HIDDEN_IN_FORM')} EMC ${line(660, 'Form line')}`, '/Type /XObject /Subtype /Form /BBox [0 0 612 792] /OC 7 0 R /Resources << /Font << /F1 4 0 R >> /Properties << /secret 6 0 R >> >>'),
+    ],
+  })
+  expect(await text(pdf)).toBe('First line\nForm line\nLast line')
+})
