@@ -17,7 +17,7 @@ import type { ZipEntry, ZipLimits } from './zip-guard'
 // parts first rewritten where officeparser would lose or garble their text (docx-package.ts), a
 // PPTX's slides without the shapes PowerPoint hides (hidden-shapes.ts).
 // Workbooks go through SheetJS (extractWorkbook): sheets under "[Sheet: name]" with rows
-// tab-separated.
+// tab-separated, what Excel hides left out or marked.
 
 /**
  * The most XML elements one document's parts may hold. officeparser's reader keeps ~1.6 KiB per
@@ -59,59 +59,112 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
  * do; it also kept ~4× the memory per cell (500,000 cells: ~480 MB against ~125). Rows one per
  * line, cells tab-separated under their columns from the first one holding a value, tabs and newlines
  * inside a cell as spaces, blank rows left out. The text is counted against the cap as it grows:
- * one cell at column XFD is 16,383 tabs.
+ * one cell at column XFD is 16,383 tabs. What Excel does not show is not read as if it did: a
+ * hidden sheet is marked "(hidden)", a very hidden one (which Excel's own menus cannot unhide) is
+ * left out, and so are hidden rows and hidden columns.
  */
 export function extractWorkbook(bytes: Uint8Array, maxTextBytes: number): string {
   // SheetJS formats every cell while it reads, before any cap can apply (its built-in formats
   // known only by id, 5–8 and 27–81, and text sections are applied there alone), so the formats
   // are checked first, in a read that formats nothing (refuseHugeFormats). cellNF keeps each
-  // cell's format string for shownText's exceptions.
-  const options = { type: 'array', dense: true, cellNF: true, cellFormula: false, cellHTML: false, cellStyles: false, bookVBA: false, WTF: false } as const
-  refuseHugeFormats(XLSX.read(bytes, { ...options, cellText: false }))
+  // cell's format string for shownText's exceptions. cellStyles is what makes SheetJS read
+  // an XLSX's hidden rows and any workbook's hidden columns (!rows, !cols); it also keeps empty
+  // cells (sheetStubs) and an object per column a column record spans, which the guards count.
+  const options = { type: 'array', dense: true, cellNF: true, cellFormula: false, cellHTML: false, cellStyles: true, bookVBA: false, WTF: false } as const
+  refuseHugeFormats(XLSX.read(bytes, { ...options, cellStyles: false, cellText: false }))
   const workbook = XLSX.read(bytes, options)
   if (workbook.SheetNames.length === 0) throw new Error('no sheets')
   const date1904 = workbook.Workbook?.WBProps?.date1904 === true
+  // By name: from an XLS, SheetJS lists the states in the order it reads the sheets' streams and
+  // can skip a sheet, so the two lists need not line up. Of two sheets of one name, the later is
+  // the one SheetJS keeps, its state too.
+  const states = new Map((workbook.Workbook?.Sheets ?? []).map(sheet => [sheet.name, sheet.Hidden ?? 0]))
   const out: string[] = []
   let bytesSoFar = 0
-  workbook.SheetNames.forEach((name, index) => {
-    if (index > 0) out.push('')
-    out.push(`[Sheet: ${name}]`)
+  for (const name of workbook.SheetNames) {
+    const state = states.get(name) ?? VISIBLE
+    if (state === VERY_HIDDEN) continue
+    if (out.length > 0) out.push('')
+    out.push(state === VISIBLE ? `[Sheet: ${name}]` : `[Sheet: ${name} (hidden)]`)
     const sheet = workbook.Sheets[name] as (XLSX.WorkSheet & { '!data'?: Array<Array<XLSX.CellObject | undefined> | undefined> }) | undefined
     const rows = sheet?.['!data']
-    if (rows === undefined) return
+    if (rows === undefined) continue
+    const hiddenRows = sheet?.['!rows'] ?? []
+    const columns = new ShownColumns(sheet?.['!cols'] ?? [])
     // From the first column holding a value, whatever the sheet's declared range says: a
     // <dimension> that starts further right (a hand-edited or hostile file) must not hide cells.
+    // Columns are counted as shown: a hidden one takes no tab.
     let first = Number.POSITIVE_INFINITY
-    for (const row of rows) {
-      if (row === undefined) continue
+    for (let index = 0; index < rows.length; index++) {
+      const row = rows[index]
+      if (row === undefined || hiddenRows[index]?.hidden) continue
       for (const column of cellColumns(row)) {
-        if (column >= first) break
-        if (shownText(row[column], date1904) !== '') first = column
+        const position = columns.position(column)
+        if (position === undefined) continue
+        if (position >= first) break
+        if (shownText(row[column], date1904) !== '') first = position
       }
     }
-    if (first === Number.POSITIVE_INFINITY) return
-    for (const row of rows) {
-      if (row === undefined) continue
+    if (first === Number.POSITIVE_INFINITY) continue
+    for (let index = 0; index < rows.length; index++) {
+      const row = rows[index]
+      if (row === undefined || hiddenRows[index]?.hidden) continue
       let line = ''
-      // The column last written (none yet: before the first): a cell at `column` follows it after
-      // one tab per column between, empty cells included.
+      // The column last written (none yet: before the first): a cell at `position` follows it after
+      // one tab per shown column between, empty cells included.
       let written = first - 1
       for (const column of cellColumns(row)) {
-        if (column < first) continue
+        const position = columns.position(column)
+        if (position === undefined || position < first) continue
         const text = shownText(row[column], date1904)
         if (text === '') continue
-        const tabs = written < first ? column - first : column - written
+        const tabs = written < first ? position - first : position - written
         bytesSoFar += tabs + Buffer.byteLength(text)
         if (bytesSoFar > maxTextBytes) throw new TextCapExceeded()
         line += '\t'.repeat(tabs) + text
-        written = column
+        written = position
       }
       if (written < first) continue
       bytesSoFar += 1
       out.push(line)
     }
-  })
+  }
   return join(out, maxTextBytes)
+}
+
+/** A sheet's state (SheetJS's Hidden): very hidden is Excel's hidden-from-the-menus state, set by macros. */
+const VISIBLE = 0
+const VERY_HIDDEN = 2
+
+/**
+ * A sheet's columns as shown, its hidden columns taken out: the position of a column among the
+ * shown ones, found by binary search in the hidden ones (a row walks only its cells, never the
+ * sheet's width).
+ */
+class ShownColumns {
+  private readonly hidden: number[] = []
+
+  constructor(columns: Array<XLSX.ColInfo | undefined>) {
+    // Object.keys: the columns described, not the holes between (the array is as long as the
+    // last one). Sorted, as a crafted record's columns past 2^32 - 2 are keys but not indices.
+    for (const key of Object.keys(columns)) {
+      const column = Number(key)
+      if (Number.isInteger(column) && columns[column]?.hidden) this.hidden.push(column)
+    }
+    this.hidden.sort((a, b) => a - b)
+  }
+
+  /** Where `column` shows, counting shown columns from the first; undefined when it is hidden. */
+  position(column: number): number | undefined {
+    let low = 0
+    let high = this.hidden.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (this.hidden[middle]! < column) low = middle + 1
+      else high = middle
+    }
+    return this.hidden[low] === column ? undefined : column - low
+  }
 }
 
 /**

@@ -23,7 +23,7 @@ export const MAX_UPLOAD_BYTES = 4 * MiB
 const FRAMING_ALLOWANCE = 16 * KiB
 
 export const ParsedDocument = t.Object({
-  text: t.String({ description: 'Extracted text. Sheets appear as "[Sheet: name]" then one tab-separated row per line; slides as "[Slide N]" in order; DOCX table rows one per line with cells tab-separated' }),
+  text: t.String({ description: 'Extracted text. Sheets appear as "[Sheet: name]" ("[Sheet: name (hidden)]" for a hidden one; very hidden sheets, hidden rows and hidden columns left out) then one tab-separated row per line; slides as "[Slide N]" in order; DOCX table rows one per line with cells tab-separated' }),
   token_count: JsonInteger({ minimum: 0, description: 'ceil(UTF-8 bytes of text / 4); independent of any model tokenizer' }),
   document_type: t.String({ description: 'Detected from the content, never from the file name: text, pdf, docx, pptx, xlsx or xls', examples: ['pdf'] }),
 })

@@ -1,4 +1,5 @@
 import * as XLSX from '@e965/xlsx'
+import { columnSpan, MAX_COLUMN_SPANS, tooManyColumns } from './column-spans'
 import { FORMULA_RECORDS, formulaLoops, type SlurpedRecord } from './xls-formulas'
 
 // Legacy Excel (BIFF5 and BIFF8 in an OLE2 container) counted before SheetJS reads it: a 4 MB
@@ -41,8 +42,15 @@ const LOOPING = 'the workbook holds a record SheetJS cannot read (a damaged or c
 export class XlsRefused extends Error {}
 /** MULRK: a row's run of RK numbers, 6 bytes each after the row, first column and last column. */
 const MULRK = 0x00bd
-// Blank cells (BLANK, MULBLANK) are not counted: SheetJS keeps none without `sheetStubs`, and
-// Excel writes them for every formatted empty cell, so whole formatted columns would count.
+/**
+ * BLANK (one formatted empty cell) and MULBLANK (a row's run of them, 2 bytes each after the row,
+ * first column and last column): SheetJS keeps them as cells too, as extractWorkbook reads with
+ * cellStyles, which implies `sheetStubs`.
+ */
+const BLANK = 0x0201
+const MULBLANK = 0x00be
+/** COLINFO: a run of columns, its first and last column 2 bytes each (column-spans.ts). */
+const COLINFO = 0x007d
 
 /**
  * A legacy Office file's (OLE2) workbook stream: the root's `Workbook` (BIFF8) or `Book` (BIFF5),
@@ -71,13 +79,15 @@ export function workbookStream(bytes: Uint8Array): { readable: false } | { reada
 /**
  * The cells a legacy workbook's stream holds, counted up to just past `limit`; undefined when the
  * container or its workbook stream cannot be read (SheetJS then refuses the file in its own words).
- * Throws XlsRefused for records SheetJS cannot be trusted with.
+ * Throws XlsRefused for records SheetJS cannot be trusted with, and for column records spanning
+ * more columns than MAX_COLUMN_SPANS.
  */
 export function countXlsCells(bytes: Uint8Array, limit: number): number | undefined {
   const held = workbookStream(bytes)
   if (!held.readable || held.stream === undefined) return undefined
   const stream = held.stream
   let cells = 0
+  let columns = 0
   const reading = new Reading()
   // SheetJS reads a record while two bytes are left; a header cut short by the stream's end is a
   // record of no bytes to it (its length read past the end is NaN, and slurp() hands the parser
@@ -86,8 +96,13 @@ export function countXlsCells(bytes: Uint8Array, limit: number): number | undefi
   for (let offset = 0; offset + 2 <= stream.length && cells <= limit; ) {
     const type = stream[offset]! | (stream[offset + 1]! << 8)
     const length = offset + 4 <= stream.length ? stream[offset + 2]! | (stream[offset + 3]! << 8) : 0
-    if (ONE_CELL.has(type)) cells += 1
+    if (ONE_CELL.has(type) || type === BLANK) cells += 1
     else if (type === MULRK && length >= 6) cells += Math.floor((length - 6) / 6)
+    else if (type === MULBLANK && length >= 6) cells += Math.floor((length - 6) / 2)
+    else if (type === COLINFO && length >= 4 && offset + 8 <= stream.length) {
+      columns += columnSpan(stream[offset + 4]! | (stream[offset + 5]! << 8), stream[offset + 6]! | (stream[offset + 7]! << 8))
+      if (columns > MAX_COLUMN_SPANS) throw new XlsRefused(tooManyColumns)
+    }
     else if (FOREIGN_FORMULA.has(type)) throw new XlsRefused(LOOPING)
     // Measured as SheetJS parses it, joined to the CONTINUE records after it (a FORMULA of 21
     // bytes and a CONTINUE of 12 reads; refusing it looked at the first piece alone).

@@ -1,5 +1,6 @@
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { cutText } from '../lib/characters'
+import { columnSpan, MAX_COLUMN_SPANS, tooManyColumns, xmlColumnSpans } from './column-spans'
 import { checkLayout, zip64Differs, ZIP64 } from './zip-layout'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
@@ -50,23 +51,31 @@ export const tooManyCells = `the workbook holds more than ${MAX_SHEET_CELLS.toLo
 // takes (its /<(?:\w+:)?c[ \/>]/ allows one that starts with a digit, <1:c>, which XML does not).
 const CELL = /<(?:[\w.-]+:)?c[\s/>]/g
 
-/** Counts cell elements in a workbook's part, stopping once `budget` is passed. */
-function countCells(xml: Uint8Array, budget: number): number {
+/** What SheetJS keeps of a workbook's part: an object per cell, and per column its column records span (column-spans.ts). */
+interface Kept {
+  cells: number
+  columns: number
+}
+
+/** Counts cell elements and the columns <col> elements span in a workbook's part, stopping once a budget is passed. */
+function countCells(xml: Uint8Array, budget: Kept): Kept {
   const text = Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength).toString('latin1')
   CELL.lastIndex = 0
-  let count = 0
-  while (CELL.exec(text) !== null) if (++count > budget) break
-  return count
+  let cells = 0
+  while (CELL.exec(text) !== null) if (++cells > budget.cells) break
+  return { cells, columns: xmlColumnSpans(text, budget.columns) }
 }
 
 /**
- * Counts cell records in a binary (BIFF12, XLSB) part, stopping once `budget` is passed. A record
- * is a type and a size, each a little-endian base-128 varint (the type 1–2 bytes, the size up to
- * 4), then its data; types 1–18 are the cell records (BrtCellBlank … BrtShortIsst). A part that is
- * not BIFF12 (a VBA project, printer settings) reads as a few records of random sizes and ends.
+ * Counts cell records, and the columns BrtColInfo records span, in a binary (BIFF12, XLSB) part,
+ * stopping once a budget is passed. A record is a type and a size, each a little-endian base-128
+ * varint (the type 1–2 bytes, the size up to 4), then its data; types 1–18 are the cell records
+ * (BrtCellBlank … BrtShortIsst). A part that is not BIFF12 (a VBA project, printer settings) reads
+ * as a few records of random sizes and ends.
  */
-function countBinaryCells(bin: Uint8Array, budget: number): number {
-  let count = 0
+function countBinaryCells(bin: Uint8Array, budget: Kept): Kept {
+  const view = new DataView(bin.buffer, bin.byteOffset, bin.byteLength)
+  const count = { cells: 0, columns: 0 }
   let at = 0
   while (at < bin.length) {
     let type = bin[at++]!
@@ -81,11 +90,18 @@ function countBinaryCells(bin: Uint8Array, budget: number): number {
       size += (byte & 0x7f) * 2 ** shift
       if (!(byte & 0x80)) break
     }
-    if (type >= 1 && type <= 18 && ++count > budget) return count
+    if (type >= 1 && type <= 18 && ++count.cells > budget.cells) return count
+    // BrtColInfo: its first and last columns, 4 bytes each (SheetJS reads them unsigned).
+    if (type === BRT_COL_INFO && size >= 8 && at + 8 <= bin.length) {
+      count.columns += columnSpan(view.getUint32(at, true), view.getUint32(at + 4, true))
+      if (count.columns > budget.columns) return count
+    }
     at += size
   }
   return count
 }
+
+const BRT_COL_INFO = 0x3c
 
 /** Reads and checks the central directory. Nothing is inflated here. */
 export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Result<{ entries: ZipEntry[] }> {
@@ -176,13 +192,14 @@ export function readSmallEntry(bytes: Uint8Array, entry: ZipEntry, maxBytes: num
 /**
  * Inflates every entry under one running cap that does not trust the declared sizes, and
  * requires each entry to inflate to exactly the size its header declares (a lying header is
- * refused even when it stays under the cap), and counts a `workbook`'s cells (MAX_SHEET_CELLS).
+ * refused even when it stays under the cap), and counts a `workbook`'s cells (MAX_SHEET_CELLS)
+ * and the columns its column records span (MAX_COLUMN_SPANS).
  * Returns the inflated total.
  */
 export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits: ZipLimits, workbook: boolean): Result<{ inflated: number }> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   let total = 0
-  let cells = 0
+  const kept: Kept = { cells: 0, columns: 0 }
   for (const entry of entries) {
     const data = storedData(bytes, view, entry)
     if (typeof data === 'string') return { ok: false, message: data }
@@ -209,8 +226,12 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
     }
     if (workbook) {
       // SheetJS parses a part named .bin as a binary (XLSB) part, whatever the workbook is.
-      cells += entry.name.toLowerCase().endsWith('.bin') ? countBinaryCells(inflated, MAX_SHEET_CELLS - cells) : countCells(inflated, MAX_SHEET_CELLS - cells)
-      if (cells > MAX_SHEET_CELLS) return { ok: false, message: tooManyCells }
+      const budget = { cells: MAX_SHEET_CELLS - kept.cells, columns: MAX_COLUMN_SPANS - kept.columns }
+      const part = entry.name.toLowerCase().endsWith('.bin') ? countBinaryCells(inflated, budget) : countCells(inflated, budget)
+      kept.cells += part.cells
+      kept.columns += part.columns
+      if (kept.cells > MAX_SHEET_CELLS) return { ok: false, message: tooManyCells }
+      if (kept.columns > MAX_COLUMN_SPANS) return { ok: false, message: tooManyColumns }
     }
   }
   return { ok: true, inflated: total }

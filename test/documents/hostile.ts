@@ -173,8 +173,9 @@ export function sheetXlsx(sheetData: string, options: { before?: string; sheetPa
  * parses a part named .bin as BIFF12). With `padCells`, its sheet part gets that many more cell
  * records (BrtCellRk, 2-byte header and 8 bytes each), built as bytes: a guard that counts them
  * refuses it before any parser (a SheetJS-built grid that size held ~400 MB in the test process).
+ * `records` (BIFF12 records as bytes) go at the end of its sheet part too.
  */
-export function binaryCellsXlsx(padCells = 0): Uint8Array {
+export function binaryCellsXlsx(padCells = 0, records = new Uint8Array(0)): Uint8Array {
   const workbook = XLSX.utils.book_new()
   XLSX.utils.book_append_sheet(workbook, XLSX.utils.aoa_to_sheet([[0, 1], [1, 2]]), 'S')
   const container = XLSX.CFB.read(new Uint8Array(XLSX.write(workbook, { type: 'array', bookType: 'xlsb' })), { type: 'array' })
@@ -184,12 +185,10 @@ export function binaryCellsXlsx(padCells = 0): Uint8Array {
     const name = path.replace(/^Root Entry\//, '')
     if (file.type === 2 && !name.startsWith('\u0001')) entries.push({ name, data: Uint8Array.from(file.content as ArrayLike<number>) })
   })
-  if (padCells > 0) {
-    const sheet = entries.find(entry => entry.name === 'xl/worksheets/sheet1.bin')!
-    const pad = new Uint8Array(padCells * 10)
-    for (let at = 0; at < pad.length; at += 10) pad.set([0x02, 0x08], at)
-    sheet.data = Buffer.concat([sheet.data, pad])
-  }
+  const sheet = entries.find(entry => entry.name === 'xl/worksheets/sheet1.bin')!
+  const pad = new Uint8Array(padCells * 10)
+  for (let at = 0; at < pad.length; at += 10) pad.set([0x02, 0x08], at)
+  sheet.data = Buffer.concat([sheet.data, pad, records])
   return buildZip(entries)
 }
 
