@@ -90,7 +90,9 @@ const ANTHROPIC_TYPE: Record<ErrorCode, string> = {
 
 /** Anthropic's error envelope, for HTTP errors and the in-band `event: error` of a stream. */
 export function anthropicErrorBody(error: ApiError): { type: 'error'; error: { type: string; message: string; details?: Record<string, unknown> } } {
-  const body = { type: ANTHROPIC_TYPE[error.code], message: error.message }
+  // Anthropic's envelope has no param: the message names the field, as Anthropic's own do ("messages.0.content: …").
+  const { param, message } = error
+  const body = { type: ANTHROPIC_TYPE[error.code], message: param === undefined || message.includes(param) ? message : `${param}: ${message}` }
   return { type: 'error', error: error.details === undefined ? body : { ...body, details: error.details } }
 }
 

@@ -10,7 +10,8 @@ export type Role = 'system' | 'user' | 'assistant' | 'tool'
 export type Part =
   /** `fromDocument`: a file part's extracted text (enrich), untrusted data rather than the user's own words. */
   | { type: 'text'; text: string; fromDocument?: true }
-  | { type: 'image'; mediaType: string; data: Uint8Array | URL }
+  // param: where the client sent it, for a refusal that names it (the model takes no images).
+  | { type: 'image'; mediaType: string; data: Uint8Array | URL; param?: string }
   /** `plainText`: the data is UTF-8 text by declaration (Messages' text source), read without format detection. */
   | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string; plainText?: true }
   | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }

@@ -12,8 +12,11 @@ export function checkPolicy(request: ChatRequest): void {
   if (request.reasoning && !capabilities.reasoning) {
     throw new ApiError('invalid_request', `model ${id} does not advertise reasoning controls`, 'reasoning_effort')
   }
-  if (!capabilities.vision && request.messages.some(message => message.parts.some(part => part.type === 'image'))) {
-    throw new ApiError('invalid_request', `model ${id} does not accept images`, 'messages')
+  if (!capabilities.vision) {
+    for (const message of request.messages) {
+      const image = message.parts.find(part => part.type === 'image')
+      if (image) throw new ApiError('invalid_request', `model ${id} does not accept images`, image.param ?? 'messages')
+    }
   }
   // Hosted web tools need the model's catalog capability (spec §4.7); Encrypted chat never
   // takes them (spec §4.10: the gateway cannot add plaintext to a ciphertext conversation).

@@ -307,7 +307,7 @@ describe('POST /v1/chat/completions', () => {
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], n: 2 }, 'n'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], bogus: 1 }, 'bogus'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], store: true }, 'store'],
-      [{ model: 'scripted', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 'messages'],
+      [{ model: 'scripted', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 'messages.0.content.0.image_url.url'],
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], max_tokens: 5000 }, 'max_tokens'],
       // The limit's own field name, whichever of the two the client sent.
       [{ model: 'scripted', messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 5000 }, 'max_completion_tokens'],

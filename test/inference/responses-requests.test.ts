@@ -47,8 +47,8 @@ describe('Responses → canonical', () => {
         role: 'user',
         parts: [
           { type: 'text', text: 'Read these:' },
-          { type: 'image', mediaType: 'image/png', data: Uint8Array.from(PNG) },
-          { type: 'image', mediaType: 'image/*', data: new URL('https://example.com/cat.png') },
+          { type: 'image', mediaType: 'image/png', data: Uint8Array.from(PNG), param: 'input.1.content.1.image_url' },
+          { type: 'image', mediaType: 'image/*', data: new URL('https://example.com/cat.png'), param: 'input.1.content.2.image_url' },
           { type: 'file', mediaType: 'application/pdf', filename: 'notes.pdf', data: Uint8Array.from(Buffer.from('%PDF-1.4')) },
         ],
       },

@@ -176,9 +176,9 @@ export function decodeImage(url: string, param: string): Part {
     const data = inlineBytes(dataUrl.base64, problem =>
       problem === 'malformed' ? new ApiError('invalid_request', 'image data URLs must be data:<type>;base64,<data>: its data is not base64', param) : new ApiError('invalid_request', 'inline images are limited to 1 MiB decoded', param),
     )
-    return { type: 'image', mediaType, data }
+    return { type: 'image', mediaType, data, param }
   }
-  return { type: 'image', mediaType: 'image/*', data: imageUrl(url, param) }
+  return { type: 'image', mediaType: 'image/*', data: imageUrl(url, param), param }
 }
 
 function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): ToolChoice | undefined {

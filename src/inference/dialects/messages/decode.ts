@@ -239,9 +239,9 @@ function image(source: Extract<Block, { type: 'image' }>['source'], param: strin
   if (source.type === 'base64') {
     const mediaType = source.media_type.toLowerCase()
     if (!ANTHROPIC_IMAGE_TYPES.has(mediaType)) throw invalid(`${param}.source.media_type`, `unsupported image type ${source.media_type} (image/jpeg, image/png, image/gif, image/webp)`)
-    return { type: 'image', mediaType, data: base64Bytes(source.data, `${param}.source.data`, 'image') }
+    return { type: 'image', mediaType, data: base64Bytes(source.data, `${param}.source.data`, 'image'), param }
   }
-  return { type: 'image', mediaType: 'image/*', data: imageUrl(source.url, `${param}.source.url`) }
+  return { type: 'image', mediaType: 'image/*', data: imageUrl(source.url, `${param}.source.url`), param }
 }
 
 function documentPart(block: Extract<Block, { type: 'document' }>, param: string): Part {
