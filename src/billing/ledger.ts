@@ -5,7 +5,7 @@ import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
-import { demand, holdOn, LeasePools, type Holds, type LeasePool } from './lease-pool'
+import { demand, holdOn, holdOvershoot, LeasePools, type Holds, type LeasePool } from './lease-pool'
 import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
@@ -294,11 +294,11 @@ export class Ledger {
     const { allowance, prepaid, key } = reservation.holds
     if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
     // Awaited only when it grows: a settlement is queued in the call's own turn (a shutdown drains the queue, then returns leases).
-    if (allowance && actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) await this.leaseOvershoot(allowance, actual)
+    if (allowance && actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) {
+      await holdOvershoot(allowance, actual, this.clock, estimate => this.grow(allowance.pool, 1n, estimate)) // 1n: what is left, if less
+    }
     const now = this.clock.now()
-    // Allowance first (§7.3), overshoot included: a charge above the hold takes the allowance
-    // lease's free part, grown by the excess if need be (QA: 0.116 of a 0.42 USD call went to
-    // prepaid, 19.6 USD of allowance unleased), before any prepaid. Draws: what this settlement takes out of each lease.
+    // Allowance first (§7.3), overshoot included (holdOvershoot), before any prepaid. Draws: what this settlement takes out of each lease.
     // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
     // may dip below zero). No draw exceeds what this boot still holds leased (a returned lease may
     // be spent elsewhere: QA, 1.6 of 1.0 allowance used, leased totals driven negative); the
@@ -362,15 +362,6 @@ export class Ledger {
         if (count === 0) this.settlingOn.delete(pool)
         else this.settlingOn.set(pool, count)
       }
-    }
-  }
-
-  /** A charge above its allowance hold and the lease's free part grows the lease by the excess: allowance pays before prepaid (§7.3). */
-  private async leaseOvershoot(hold: NonNullable<Holds['allowance']>, actual: Nanos): Promise<void> {
-    for (let round = 0; round < 3; round += 1) {
-      const excess = actual - hold.amount - positive(hold.pool.free)
-      if (excess <= 0n || hold.pool.emptyUntilMs > this.clock.now()) return
-      if ((await this.grow(hold.pool, 1n, excess).catch(() => 'empty' as const)) === 'empty') return // 1n: what is left, if less
     }
   }
 

@@ -73,6 +73,41 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
+  test('concurrent overshoots, on one instance and on two, all take the allowance left before prepaid', async () => {
+    // Regression QA: 10 settlements of 0.1 USD on 1,000-nano holds at once took 0.2 USD of
+    // allowance and 0.8 of prepaid: one growth sized for one excess, and every waiter it woke saw
+    // the same free part before any drew on it.
+    t = await buildTestApp({}, configWith({ plans: BASIC }))
+    for (const credit of [0n, 10n * USD]) {
+      const org = await t.createOrg(`burst-${credit}`, credit)
+      const principal = await adminPrincipal(t, org)
+      const period = utcMonth(t.clock.now()).startMs
+      const held = await Promise.all(Array.from({ length: 10 }, () => admitOk(t, principal, 1_000n)))
+      await Promise.all(held.map(reservation => t.deps.ledger.settle(reservation, 100_000_000n)))
+      expect(await allowanceUsed(period, org.orgId)).toBe(USD)
+      expect(await prepaidOf(t, org.orgId)).toBe(credit)
+    }
+    const org = await t.createOrg('two-instances', 0n)
+    const principal = await adminPrincipal(t, org)
+    const period = utcMonth(t.clock.now()).startMs
+    const b = await ledgerOver(t, new ClientExecutor(t.deps.database.client), 'instance-b')
+    try {
+      const admitted = await Promise.all(Array.from({ length: 20 }, async (_, index) => {
+        const ledger = index % 2 === 0 ? t.deps.ledger : b.ledger
+        const result = await ledger.admit({ principal, purpose: 'chat', estimate: 1_000n })
+        if (!result.ok) throw new Error(result.error.message)
+        return { ledger, reservation: result.reservation }
+      }))
+      // 20 × 0.06 USD against a 1 USD allowance: 1 USD from it, 0.2 from prepaid.
+      await Promise.all(admitted.map(({ ledger, reservation }) => ledger.settle(reservation, 60_000_000n)))
+      expect(await allowanceUsed(period, org.orgId)).toBe(USD)
+      expect(await prepaidOf(t, org.orgId)).toBe(-200_000_000n)
+    } finally {
+      await b.sweeper.stop()
+    }
+    await verifyClean(t)
+  })
+
   test('allowance a concurrent call gave back pays before prepaid, also for a call held wholly on prepaid', async () => {
     // Found by the billed-routes model (seed 13): three calls in flight; the first held the last of
     // the allowance and settled below its estimate, and the next settlement went wholly to prepaid
