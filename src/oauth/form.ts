@@ -2,6 +2,7 @@ import { foreignCharset, KiB, readCapped } from '../http/body-limit'
 import { isOwnLoopbackOrigin } from '../http/cors'
 import { ApiError } from '../http/errors'
 import { OAuthError } from './errors'
+import { sameResource } from './resource'
 import { randomSecret, s256, safeEqual } from './secrets'
 
 const FORM_LIMIT = 16 * KiB
@@ -45,7 +46,7 @@ function readParameters(params: URLSearchParams): Record<string, string> | OAuth
       if (value !== '') out[name] = value
     } else if (name !== 'resource') {
       return new OAuthError('invalid_request', `parameter "${name.slice(0, 50)}" is repeated`)
-    } else if (value !== '' && value !== out.resource) {
+    } else if (value !== '' && !sameResource(value, out.resource!)) {
       return new OAuthError('invalid_target', 'resource names more than one resource; a token is issued for one')
     }
   }

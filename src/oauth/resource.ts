@@ -21,6 +21,24 @@ export function resourceOf(scope: OAuthScope, issuer: string): string {
 }
 
 /**
+ * Whether two spellings of a `resource` indicator name one resource, as parseResource reads them:
+ * the URL parser's origin (host case, default port) and the path without a trailing slash.
+ */
+export function sameResource(a: string, b: string): boolean {
+  if (a === b) return true
+  const key = (raw: string) => {
+    try {
+      const url = new URL(raw)
+      return `${url.origin}${url.pathname.replace(/\/$/, '')}${url.search}${url.hash}`
+    } catch {
+      return undefined
+    }
+  }
+  const first = key(a)
+  return first !== undefined && first === key(b)
+}
+
+/**
  * The `resource` indicator, when a client sends one, must name this gateway: /mcp or the API
  * root; undefined when absent, else `invalid_target`. Normalized (`/mcp` and `/mcp/` alike, the
  * host as the parser writes it), because the token request's indicator is compared with the

@@ -37,6 +37,8 @@ describe('the authorization request', () => {
     const clientId = await registerClient(t)
     const query = authorizeQuery({ clientId, challenge: pkce().challenge, resource: MCP })
     expect((await t.request('GET', `${query}&resource=${encodeURIComponent(MCP)}`)).status).toBe(200)
+    // Regression QA: spellings parseResource reads as one resource were refused as two.
+    for (const spelling of [`${MCP}/`, 'HTTP://LOCALHOST/mcp', 'http://localhost:80/mcp']) expect((await t.request('GET', `${query}&resource=${encodeURIComponent(spelling)}`)).status).toBe(200)
     const two = await t.request('GET', `${query}&resource=${encodeURIComponent(API)}`)
     expect(two.status).toBe(400)
     expect(await two.text()).toContain('(invalid_target): resource names more than one resource')
@@ -44,6 +46,7 @@ describe('the authorization request', () => {
     const token = (text: string) => t.app.handle(new Request('http://localhost/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: text }))
     // Copies of one resource pass the form: the unknown refresh token is what fails.
     expect((await json(await token(body(MCP, MCP)))).error).toBe('invalid_grant')
+    expect((await json(await token(body(API, `${API}/`)))).error).toBe('invalid_grant')
     expect(await json(await token(body(MCP, API)))).toMatchObject({ error: 'invalid_target' })
   })
 
