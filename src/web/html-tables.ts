@@ -78,6 +78,15 @@ interface Frame {
   below: number[]
   /** How many entries of `below` are not 0. */
   covered: number
+  /** A row group ended: a row after it is in a new (implied) group, where no row span reaches. */
+  groupEnded: boolean
+}
+
+/** The row spans of a table end with their row group; so does the wait for a row after one. */
+function endSpans(frame: Frame): void {
+  frame.below = []
+  frame.covered = 0
+  frame.groupEnded = false
 }
 
 export class TableLayout {
@@ -90,16 +99,21 @@ export class TableLayout {
   constructor(private readonly tokens: string[], private readonly write: (text: string) => number, private padding: number) {}
 
   startTable(): void {
-    this.frames.push({ row: null, cell: null, captions: 0, below: [], covered: 0 })
+    this.frames.push({ row: null, cell: null, captions: 0, below: [], covered: 0, groupEnded: false })
   }
 
   /** A thead, tbody or tfoot starts: the open row ends, and so do the row spans (HTML ends them with their group). */
   startRowGroup(): void {
     this.endRow()
     const frame = this.frames.at(-1)
-    if (!frame) return
-    frame.below = []
-    frame.covered = 0
+    if (frame) endSpans(frame)
+  }
+
+  /** A thead, tbody or tfoot ends: a row after it starts an implied tbody (endSpans then). */
+  endRowGroup(): void {
+    this.endRow()
+    const frame = this.frames.at(-1)
+    if (frame) frame.groupEnded = true
   }
 
   endTable(): void {
@@ -127,6 +141,7 @@ export class TableLayout {
     const frame = this.frames.at(-1)
     if (!frame) return
     this.endRow()
+    if (frame.groupEnded) endSpans(frame)
     frame.row = { start: this.write('\n'), cells: [], loose: [] }
   }
 

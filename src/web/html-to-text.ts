@@ -193,6 +193,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
         if (name === 'table') tables.endTable()
         else if (name === 'tr') tables.endRow()
         else if (CELLS.has(name)) tables.endCell()
+        else if (ROW_GROUPS.has(name)) tables.endRowGroup()
         else if (name === 'caption') tables.endCaption()
         // A list item's line ends where the next one (or the list) starts.
         if (name === 'li') bulletWaits = false

@@ -27,6 +27,9 @@ describe('htmlToText: data tables', () => {
     // parse them: leading digits, a colspan of 0 or junk is 1.
     expect(read('<table><thead><tr><td rowspan=5>h</td><td>1</td></tr></thead><tbody><tr><td>a</td><td>b</td></tr></tbody></table>')).toBe('h\t1\na\tb')
     expect(read('<table><tr><td rowspan=0>h</td><td>1</td></tr><tr><td>2</td></tr></table>')).toBe('h\t1\n\t2')
+    // Regression QA: a row after </thead> or </tbody> is in an implied tbody, where no span reaches.
+    expect(read('<table><thead><tr><th rowspan=2>Name</th><th>Score</th></tr></thead><tr><td>Ann</td><td>9</td></tr></table>')).toBe('Name\tScore\nAnn\t9')
+    expect(read('<table><tbody><tr><td rowspan=3>a</td><td>b</td></tr></tbody><tr><td>c</td><td>d</td></tr></table>')).toBe('a\tb\nc\td')
     expect(read('<table><tr><td colspan=" +3px">a</td><td>b</td></tr><tr><td colspan=0>c</td><td>d</td></tr><tr><td colspan=x>e</td><td>f</td></tr></table>')).toBe('a\t\t\tb\nc\td\ne\tf')
   })
 
