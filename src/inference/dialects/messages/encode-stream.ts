@@ -43,7 +43,11 @@ interface Block {
  *   stopped only by its tool-call-end, and the events of other blocks wait behind it (`waiting`),
  *   then are written in order. A Chat Completions backend may interleave the arguments of
  *   parallel calls (its deltas carry an index) and ends its calls only at the finish, so a
- *   block stopped when the next one starts could still get arguments after its stop.
+ *   block stopped when the next one starts could still get arguments after its stop. An
+ *   Anthropic backend may open a tool block while a text or thinking block is open (Anthropic
+ *   sends one at a time; a compatible server may not): the tool block's start stops that one,
+ *   and its events that waited go into a new block with the next index (`block`), as a Chat
+ *   Completions backend's text after a call does.
  * - A tool block's input must be a JSON object, and the text its deltas accumulate to must be
  *   the one the non-streamed reply gives (tool-input.ts): a Chat Completions backend's
  *   arguments may be anything (`{'city': 'Oslo'}` from small models, a bare array, JSON cut by
@@ -122,6 +126,9 @@ export class MessagesStreamEncoder implements StreamEncoder {
         break
       }
       case 'reasoning-end': {
+        // A block a tool block's start stopped (see the class comment): an end with nothing to
+        // write opens no new one.
+        if (!event.signature && this.blocks.get(event.block)?.stopped) break
         const block = this.block(event.block, 'reasoning')
         if (event.redacted) {
           // Redacted blocks have no deltas: the whole block is its start.
@@ -229,9 +236,10 @@ export class MessagesStreamEncoder implements StreamEncoder {
     out.push(frame('message_start', JSON.stringify({ type: 'message_start', message })), PING)
   }
 
+  /** The block of a text or reasoning event: a new one after a stop (see the class comment). */
   private block(canonical: number, kind: Block['kind']): Block {
     let block = this.blocks.get(canonical)
-    if (block === undefined || block.kind !== kind) {
+    if (block === undefined || block.kind !== kind || block.stopped) {
       block = { index: -1, kind, started: false, stopped: false }
       this.blocks.set(canonical, block)
     }
