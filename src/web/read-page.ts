@@ -76,7 +76,7 @@ export async function readPage(
     await response.body?.cancel()
     const why = kind === 'pdf' ? 'PDF documents are not read by this gateway (no document extraction pool)'
       : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
-    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, XML, YAML, TOML and PDF pages are fetched` }
+    return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, JSON Lines, XML, YAML, TOML and PDF pages are fetched` }
   }
   // One byte past the cap tells a page cut there from one that ends there.
   const body = await readCapped(response, limits.maxBytes + 1, signal)
@@ -98,7 +98,7 @@ export async function readPage(
   const text = decode(bytes, charset, cut)
   // A stray NUL or control character in an HTML page is a slip the HTML walk drops; many are binary.
   if (looksBinary(text, { strayNul: kind === 'html' })) {
-    return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, XML, YAML, TOML and PDF pages are fetched` }
+    return { ok: false, kind: 'rejected', message: `${final}: the page is labelled ${mediaType.slice(0, 100)} but holds binary data; only HTML, plain text, JSON, JSON Lines, XML, YAML, TOML and PDF pages are fetched` }
   }
   if (kind === 'html') {
     const { htmlToText } = await loadHtmlToText()

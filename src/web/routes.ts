@@ -38,7 +38,7 @@ export function webRoutes(keys: KeyService, limits: Limits, web: WebService) {
             'unreserved character or the hex case of an escape) are a 400. ' +
             'Refused with 400 invalid_request, never billed and never connected to: credentials in the URL, private, loopback, link-local or other ' +
             'non-public addresses in any spelling, names that resolve to one, local-use names, port 0 and ports browsers block, sensitive query keys ' +
-            '(tokens, keys, secrets, passwords, signatures, sessions, auth codes; the query split on `&` and `;`), redirects to any of those, and pages that are not HTML, text, JSON, XML, YAML, TOML or PDF. One web_fetch unit is billed ' +
+            '(tokens, keys, secrets, passwords, signatures, sessions, auth codes; the query split on `&` and `;`), redirects to any of those, and pages that are not HTML, text, JSON, JSON Lines, XML, YAML, TOML or PDF. One web_fetch unit is billed ' +
             'per page retrieved (plan allowance first, then prepaid; spend caps and rate limits apply). 502 provider_error means the outcome is unknown: ' +
             'do not retry automatically. A PDF page is read by the document extraction pool and answered as an upload would be: 429 rate_limited ' +
             'with Retry-After while the pool is full, 503 unavailable on an extraction timeout; nothing is billed for either. A call still running ' +

@@ -115,7 +115,7 @@ describe('caps and content types', () => {
     const site = serve(() => new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47]), { headers: type ? { 'content-type': type } : {} }))
     resolver.set('files.acme-web.com', ['127.0.0.1'])
     const response = await fetchUrls(key, [`http://files.acme-web.com:${site.port}/x`])
-    await expectRefused(response, orgId, 'only HTML, plain text, JSON, XML, YAML, TOML and PDF')
+    await expectRefused(response, orgId, 'only HTML, plain text, JSON, JSON Lines, XML, YAML, TOML and PDF')
   })
 
   test('a PDF page is read through the document extraction pool and billed as one page', async () => {
