@@ -273,10 +273,11 @@ describe('POST /v1/chat/completions', () => {
     expect(text).toBe('Hello, world')
   })
 
-  test('logit_bias, prediction and audio: null (or an empty bias) is accepted; a value asking for them is a 400 saying so', async () => {
-    // Before: each was 400 "unknown field", though the SDK's types declare them `| null`.
+  test('logit_bias, prediction, audio and reasoning_effort: null (or an empty bias) is accepted; a value asking for them is a 400 saying so', async () => {
+    // Before: each was 400 "unknown field", though the SDK's types declare them `| null`
+    // (reasoning_effort: null was a 400 "should be one of", QA).
     const { client } = await setup(() => events(textReply))
-    for (const fields of [{ logit_bias: null, prediction: null, audio: null }, { logit_bias: {} }]) {
+    for (const fields of [{ logit_bias: null, prediction: null, audio: null, reasoning_effort: null }, { logit_bias: {} }]) {
       const completion = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], ...fields })
       expect(completion.choices[0]!.message.content).toBe('Hello, world')
     }
@@ -290,6 +291,7 @@ describe('POST /v1/chat/completions', () => {
       expect([error.status, error.param, error.message]).toEqual([400, param, expect.stringMatching(message)])
     }
     expect(seen).toHaveLength(2)
+    expect(seen[0]!.reasoning).toBeUndefined()
   })
 
   test('an empty stop sequence stops nothing: dropped before any backend sees it', async () => {

@@ -154,7 +154,8 @@ export const ChatCompletionsBody = t.Object(
     safety_identifier: t.Optional(t.Union([MaxCharacters(256), t.Null()])),
     prompt_cache_key: t.Optional(t.Union([MaxCharacters(1024), t.Null()])),
     response_format: t.Optional(ResponseFormat),
-    reasoning_effort: t.Optional(t.Union([t.Literal('minimal'), t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('xhigh'), t.Literal('max')])),
+    // Nullable as OpenAI documents it (the SDK's types say `| null`): null is no effort asked, as on the Responses route.
+    reasoning_effort: t.Optional(t.Union([t.Literal('minimal'), t.Literal('low'), t.Literal('medium'), t.Literal('high'), t.Literal('xhigh'), t.Literal('max'), t.Null()])),
     n: t.Optional(t.Union([t.Literal(1), t.Null()], { error: 'n must be 1: one choice per request' })),
     presence_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()], { description: 'Only 0 or null: penalties are not applied (any other value is a 400)' })),
     frequency_penalty: t.Optional(t.Union([t.Number({ minimum: -2, maximum: 2 }), t.Null()], { description: 'Only 0 or null: penalties are not applied (any other value is a 400)' })),
