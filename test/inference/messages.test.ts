@@ -102,7 +102,7 @@ describe('the demo backend through the Anthropic SDK', () => {
 
   test('stop_sequences cut the answer; countTokens is the documented estimate and free', async () => {
     const message = await client.messages.create({ model: 'demo-anonymous', max_tokens: 256, stop_sequences: ['demo'], messages: [{ role: 'user', content: 'hello' }] })
-    expect((message.content[0] as Anthropic.TextBlock).text).toBe('Hello from the')
+    expect((message.content[0] as Anthropic.TextBlock).text).toBe('Hello from the ')
     spent += charge(message.usage)
     const count = await client.messages.countTokens({ model: 'demo-anonymous', messages: [{ role: 'user', content: 'hello there' }] })
     expect(count.input_tokens).toBe(Math.ceil(11 / 4) + 4)

@@ -181,9 +181,10 @@ describe('demo provider', () => {
     })
 
     test('a stop sequence cuts the text before it and finishes stop', async () => {
+      // Everything before the sequence, the space too (QA: the text's trailing whitespace was never a token).
       const summary = summarize(await run(testRequest({ sampling: { stop: ['zzz', 'said'] } }, 'alpha beta')))
-      expect(summary.text).toBe('Hello from the demo model. You')
-      expect(summary.finish).toMatchObject({ reason: 'stop', stopSequence: 'said', usage: { outputTokens: 6 } })
+      expect(summary.text).toBe('Hello from the demo model. You ')
+      expect(summary.finish).toMatchObject({ reason: 'stop', stopSequence: 'said', usage: { outputTokens: 7 } })
     })
   })
 

@@ -140,7 +140,8 @@ function outputBudget(request: ChatRequest): number {
 
 /** Words as tokens, each with the whitespace before it, so the deltas concatenate to the text. */
 function words(text: string): string[] {
-  return text.match(/\s*\S+/g) ?? []
+  // A trailing run of whitespace is a token too: a stop sequence cuts after it, and an echo keeps it.
+  return text.match(/\s*\S+|\s+$/g) ?? []
 }
 
 /** `text` up to the first occurrence of any stop sequence (empty sequences are ignored), and the sequence that cut it. */
