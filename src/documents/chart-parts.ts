@@ -1,10 +1,9 @@
 import { chartLines, readChart, type ChartBudget } from './charts'
 import { walk, type Node } from './office-layout'
 import { resolvePartPath, type PackageParts } from './package-parts'
-import { mainPart } from './sniff'
 
 // Where a document's charts are (charts.ts reads each): a presentation's, named by officeparser's
-// chart nodes; a Word document's, named by its main part's chart references. Each chart part is
+// chart nodes; a Word document's, named by its main part's chart references (as rewritten). Each chart part is
 // read once, however many frames show it (a small upload could name one large part thousands of
 // times).
 
@@ -29,12 +28,14 @@ export function fillCharts(nodes: Node[], parts: PackageParts, budget: ChartBudg
 
 /**
  * A Word document's charts, in the order its main part shows them, as lines to follow the body:
- * officeparser gives a chart in a paragraph no node, so where it stood is not known. Read only
- * when the package holds a chart part.
+ * officeparser gives a chart in a paragraph no node, so where it stood is not known. `parts` are
+ * the package as rewritten for officeparser (docx-package.ts), so a chart Word does not show (in
+ * hidden text, a deleted run, an alternate-content branch Word skips) is no longer referenced.
+ * Read only when the package holds a chart part.
  */
-export function documentChartLines(bytes: Uint8Array, parts: PackageParts, budget: ChartBudget): string[] {
+export function documentChartLines(parts: PackageParts, budget: ChartBudget): string[] {
   if (!parts.entries.some(entry => entry.name.startsWith('word/charts/'))) return []
-  const main = parts.has('word/document.xml') ? 'word/document.xml' : mainPart(bytes, parts.entries)
+  const main = parts.main()
   const relationships = main === undefined ? undefined : parts.relationships(main)
   if (main === undefined || relationships === undefined) return []
   const lines: string[] = []

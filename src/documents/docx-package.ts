@@ -27,7 +27,7 @@ const STYLES_PART = /word\/styles[\d+]?.xml/
 const PART_RELS = /^word\/_rels\/([^/]+)\.rels$/
 const DOCX_CHUNK = /\.docx$/i
 /** What a part must hold for the rewrite to have anything to do (hidden styles and other prefixes aside). */
-const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent'].map(marker => Buffer.from(marker))
+const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent', '<w:del', '<w:moveFrom'].map(marker => Buffer.from(marker))
 const BREAK = Buffer.from('<w:br')
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
 
@@ -51,17 +51,22 @@ interface Account {
 
 /**
  * The package with its document, header, footer and notes parts rewritten (rewritePart), and its
- * embedded DOCX chunks' too, or `bytes` itself when none needs it. `entries` are its zip entries,
- * all inflated within the cap by the zip guard before. Throws ElementCapExceeded past `maxElements`
- * (officeparser, which counts every part these are among, would refuse the document too), and
- * DocumentRefused for a part that is not well-formed or a rewrite past the inflated-size cap.
+ * embedded DOCX chunks' too, or `bytes` itself when none needs it; and its parts as they are then,
+ * for what is read beside officeparser (the charts the rewritten main document still shows).
+ * `entries` are its zip entries, all inflated within the cap by the zip guard before, each exactly
+ * its local entry (zip-layout.ts). Throws ElementCapExceeded past `maxElements` (officeparser,
+ * which counts every part these are among, would refuse the document too), and DocumentRefused
+ * for a part that is not well-formed or a rewrite past the inflated-size cap.
  */
-export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], limits: { maxElements: number; zip: ZipLimits }): Uint8Array {
+export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], limits: { maxElements: number; zip: ZipLimits }): { bytes: Uint8Array; parts: PackageParts } {
   const inflated = entries.reduce((sum, entry) => sum + entry.uncompressedSize, 0)
   const account: Account = { budget: { left: limits.maxElements }, room: limits.zip.maxInflatedBytes - inflated, zip: limits.zip }
   const rewritten = rewritePackage(bytes, entries, account, false)
   if (account.room < 0) throw new DocumentRefused(`the DOCX document inflates to more than ${limits.zip.maxInflatedBytes} bytes once read (a zip bomb or far too large a document)`)
-  return rewritten
+  if (rewritten === bytes) return { bytes, parts: new PackageParts(bytes, entries) }
+  const directory = readCentralDirectory(rewritten, limits.zip)
+  if (!directory.ok) throw new Error(`the rewritten document cannot be read again: ${directory.message}`)
+  return { bytes: rewritten, parts: new PackageParts(rewritten, directory.entries) }
 }
 
 function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account, nested: boolean): Uint8Array {
@@ -132,7 +137,7 @@ const NOTHING_SHOWN = new TextEncoder().encode('<empty/>')
  */
 function wordParts(bytes: Uint8Array, entries: ZipEntry[], budget: Budget): { styles?: string; shows: (name: string) => boolean } {
   const parts = new PackageParts(bytes, entries)
-  const main = [...(parts.relationships('')?.values() ?? [])].find(({ type }) => type.endsWith('/officeDocument'))?.path
+  const main = parts.main()
   if (main === undefined) return { shows: () => true }
   const byId = parts.relationships(main)
   const named = [...(byId?.values() ?? [])]

@@ -8,10 +8,12 @@ import { symbolText } from './docx-symbols'
 // position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐; and left
 // out, what Word does not show: hidden text (w:vanish, set on the run or by its styles) and a content
 // control's placeholder ("Click or tap here to enter text."). Hidden text is a prompt-injection
-// vector, as hidden HTML is (web pages' hidden elements are left out too). And what officeparser
-// would read otherwise than Word: an element it takes for WordprocessingML by its name (`w:t`, `t`)
-// in another namespace or none is left out (Word ignores it), and mc:AlternateContent is left with
-// the one branch Word shows (docx-names.ts AlternateContent), as a Fallback officeparser takes.
+// vector, as hidden HTML is (web pages' hidden elements are left out too). What a tracked change
+// deleted or moved away is left out too (w:del, w:moveFrom: officeparser skips it, but what is read
+// beside it, a chart, must not find it). And what officeparser would read otherwise than Word: an
+// element it takes for WordprocessingML by its name (`w:t`, `t`) in another namespace or none is
+// left out (Word ignores it), and mc:AlternateContent is left with the one branch Word shows
+// (docx-names.ts AlternateContent), as a Fallback officeparser takes.
 //
 // Only the elements concerned are touched: each is replaced where it stands in the part's text, the
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
@@ -42,6 +44,8 @@ function wordWriter(namespaceOf: NamespaceOf) {
 const KEPT_IN_HIDDEN_RUN = new Set(['w:rPr', 'w:fldChar', 'w:instrText', 'w:delInstrText', 'w:commentReference', 'w:lastRenderedPageBreak'])
 /** The elements that put text in a paragraph (a page break between two of them separates them). */
 const TEXT = new Set(['w:t', 'w:tab', 'w:ptab', 'w:sym', 'w:noBreakHyphen', 'w:cr'])
+/** Content a tracked change deleted or moved away (or, in properties, a paragraph mark or table row it did). */
+const REMOVED = new Set(['w:del', 'w:moveFrom'])
 /** What a ruby base's run shows of its elements other than w:t, as officeparser reads the rewritten ones. */
 const BASE_TEXT: Record<string, string> = { 'w:tab': '\t', 'w:ptab': '\t', 'w:noBreakHyphen': '-', 'w:cr': '\n', 'w:br': '\n' }
 
@@ -73,7 +77,7 @@ interface Open {
   name: string
   qname: string
   attributes: Record<string, string>
-  /** An alternate-content branch Word does not show. */
+  /** An alternate-content branch Word does not show, or what a tracked change deleted or moved away. */
   dropped?: boolean
   /** The name its tags are written with instead, for officeparser to read it as Word does. */
   renamed?: string
@@ -98,6 +102,8 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
   const paragraphs: Paragraph[] = []
   const runs: Run[] = []
   const tables: string[] = []
+  /** The dropped elements open: nothing in them shows. */
+  let dropping = 0
   const placeholders: boolean[] = []
   let showingPlaceholder = 0
   const rubies: Array<{ editsBefore: number; inBase: boolean; content: string }> = []
@@ -122,15 +128,21 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
       const entry: Open = { name, qname, attributes }
       open.push(entry)
       const paragraph = paragraphs.at(-1)
+      const run = runs.at(-1)
+      const shown = dropping === 0 && !(run ? runHidden(run) : showingPlaceholder > 0)
       // Only text that shows puts a page break between words (the run's properties come first in it).
       if (TEXT.has(name) || (name === 'w:br' && !['page', 'column'].includes(attributes['w:type'] ?? ''))) {
-        const run = runs.at(-1)
-        if (paragraph && !(run ? runHidden(run) : showingPlaceholder > 0)) {
+        if (paragraph && shown) {
           paragraph.textSeen = true
           paragraph.breaks.length = 0
         }
       }
       if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: false, breaks: [] })
+      else if (REMOVED.has(name) && !parent?.endsWith('Pr')) {
+        // Content (not a property saying a mark or row is deleted): it goes.
+        entry.dropped = true
+        dropping++
+      }
       else if (name === 'w:pStyle' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.style = attributes['w:val']
       else if (name === 'w:tbl') tables.push('')
       else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl' && tables.length > 0) tables[tables.length - 1] = attributes['w:val'] ?? ''
@@ -153,7 +165,10 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
         // The branch Word shows is written as a Fallback, which officeparser takes whatever it requires; the others go.
         if (alternates.shows(name, attributes.Requires, namespaceOf)) {
           if (qname !== 'mc:Fallback' && qname !== 'Fallback') rename(entry, start, 'Fallback')
-        } else entry.dropped = true
+        } else {
+          entry.dropped = true
+          dropping++
+        }
       }
     },
     {
@@ -165,6 +180,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
       onClose(name, start, end) {
         const entry = open.pop()!
         const { attributes, qname } = entry
+        if (entry.dropped) dropping--
         const written = wordWriter(namespaceOf)
         const parent = open.at(-1)?.name
         const run = parent === 'w:r' ? runs.at(-1) : undefined
@@ -198,7 +214,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           if (runHidden(run)) {
             edits.length = Math.min(edits.length, run.editsBefore)
             for (const child of run.children) if (!KEPT_IN_HIDDEN_RUN.has(child.name)) edit(child.start, child.end, '')
-          } else if (run.text !== undefined && rubies.at(-1)?.inBase) rubies.at(-1)!.content += run.text
+          } else if (run.text !== undefined && rubies.at(-1)?.inBase && dropping === 0) rubies.at(-1)!.content += run.text
         } else if (name === 'w:sdt') {
           if (placeholders.pop()) showingPlaceholder--
         } else if (name === 'w:rubyBase') {

@@ -6,7 +6,6 @@ import { rewriteDocx } from './docx-package'
 import { withoutHiddenShapes } from './hidden-shapes'
 import { ListLabels, readNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
-import { PackageParts } from './package-parts'
 import { slideFacts } from './slide-parts'
 import { hugeFormat, negativeShown } from './number-format'
 import { TextCapExceeded } from './types'
@@ -29,10 +28,11 @@ export const MAX_XML_ELEMENTS = 500_000
 
 export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; zip: ZipLimits }): Promise<string> {
   const rewriteLimits = { maxElements: MAX_XML_ELEMENTS, zip: limits.zip }
-  // A presentation's parts are read beside officeparser as it reads them, hidden shapes left out:
-  // a hidden footer placeholder is no slide's footer (its charts are those of officeparser's frames).
+  // The parts are read beside officeparser as it reads them: a presentation's hidden shapes left out
+  // (a hidden footer placeholder is no slide's footer; its charts are those of officeparser's
+  // frames), a Word document's as rewritten (its charts those the rewritten main part still shows).
   const deck = fileType === 'pptx' ? withoutHiddenShapes(bytes, entries, rewriteLimits) : undefined
-  const input = deck?.bytes ?? rewriteDocx(bytes, entries, rewriteLimits)
+  const { bytes: input, parts } = deck ?? rewriteDocx(bytes, entries, rewriteLimits)
   const ast = await parseOffice(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
@@ -43,13 +43,12 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
   } as Parameters<typeof parseOffice>[1])
   const layout = ast as unknown as OfficeAst
   // What officeparser does not give: charts' data, slides' facts (read from the parts themselves).
-  const parts = deck?.parts ?? new PackageParts(bytes, entries)
   const charts = chartBudget(limits.maxTextBytes, MAX_XML_ELEMENTS)
   if (fileType === 'pptx') {
     fillCharts(layout.content, parts, charts)
     return join(pptxLines(layout, slideFacts(parts)), limits.maxTextBytes)
   }
-  return join(docxLines(layout, documentChartLines(bytes, parts, charts), new ListLabels(readNumbering(parts))), limits.maxTextBytes)
+  return join(docxLines(layout, documentChartLines(parts, charts), new ListLabels(readNumbering(parts))), limits.maxTextBytes)
 }
 
 /**

@@ -88,6 +88,11 @@ export class PackageParts {
     return data === undefined ? undefined : this.decoder.decode(data)
   }
 
+  /** The main part: the one the package's officeDocument relationship names (what Word opens). */
+  main(): string | undefined {
+    return [...(this.relationships('')?.values() ?? [])].find(({ type }) => type.endsWith('/officeDocument'))?.path
+  }
+
   /**
    * A part's relationships by id, read as officeparser reads them (`Relationship` elements with
    * an Id, a Type and a Target; the last of an id wins), or undefined when the part has none or

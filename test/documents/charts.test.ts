@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { buildZip, fixture } from './hostile'
-import { chartFrame, chartPart, docx, docxChart, docxParts, note, noteReference, para, pptx, textBox } from './ooxml'
+import { chartDrawing, chartFrame, chartPart, docx, docxChart, docxParts, note, noteReference, p, para, pptx, r, t, textBox } from './ooxml'
 
 // Charts as tables (README "Documents"): before, a chart's numbers were lost (officeparser
 // reads chart parts only while extracting every image, and then as one flat list).
@@ -78,6 +78,24 @@ describe('DOCX charts', () => {
     const body = para('Intro') + docxChart(2) + `<w:p><w:r><w:t>Noted</w:t></w:r>${noteReference('footnote', 1)}</w:p>` + docxChart(1) + docxChart(2)
     const bytes = docx(body, { charts: [chart('First part', '1'), chart('Second part', '2')], footnotes: note('footnote', 1, 'A note.') })
     expect(await text(bytes)).toBe('Intro\n\nNoted[^1]\n\n[Chart]\n\tSecond part\nonly\t2\n\n[Chart]\n\tFirst part\nonly\t1\n\n[Footnotes]\n[^1] A note.')
+  })
+
+  test('a chart Word does not show is not read: in hidden text, a deleted run, a placeholder, an alternate-content branch Word skips, a part other than the main one', async () => {
+    // Before: chart references were read from the main part as it came, not as officeparser reads it rewritten.
+    const chart = (name: string) => chartPart(`<c:plotArea><c:pieChart>${series(name, strCache(['only']), numCache(['1']))}</c:pieChart></c:plotArea>`)
+    const charts = ['Hidden', 'Deleted', 'Placeholder', 'Skipped', 'Shown'].map(chart)
+    const MC = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" xmlns:x="urn:made-up"'
+    const body =
+      p(r(t('Intro')), r(chartDrawing(1), '<w:vanish/>')) +
+      p(`<w:del w:id="1" w:author="a">${r(chartDrawing(2))}</w:del>`) +
+      p(`<w:sdt><w:sdtPr><w:showingPlcHdr/></w:sdtPr><w:sdtContent>${r(chartDrawing(3))}</w:sdtContent></w:sdt>`) +
+      p(r(`<mc:AlternateContent ${MC}><mc:Choice Requires="x">${chartDrawing(4)}</mc:Choice><mc:Fallback>${t('Fallback')}</mc:Fallback></mc:AlternateContent>`)) +
+      docxChart(5)
+    expect(await text(docx(body, { charts }))).toBe('Intro\n\nFallback\n\n[Chart]\n\tShown\nonly\t1')
+    // A document part the main one is not (Word Online's main part is word/document2.xml) shows no chart either.
+    const main = docxParts(para('Main') + docxChart(1), { charts: [chart('Main')], main: 'word/document2.xml' })
+    const stray = docxParts(para('Stray') + docxChart(2), { charts: [chart('Main'), chart('Stray')] }).filter(({ name }) => ['word/document.xml', 'word/_rels/document.xml.rels', 'word/charts/chart2.xml'].includes(name))
+    expect(await text(buildZip([...main, ...stray]))).toBe('Main\n\n[Chart]\n\tMain\nonly\t1')
   })
 })
 

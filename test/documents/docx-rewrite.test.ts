@@ -21,7 +21,7 @@ const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main
 /** A DOCX of `body` with a styles part holding `styles` (w:style and w:docDefaults XML). */
 const styled = (body: string, styles: string) => buildZip([...docxParts(body), { name: 'word/styles.xml', data: encoder.encode(`<w:styles ${W}>${styles}</w:styles>`) }])
 const zipLimits = { maxEntries: 100, maxInflatedBytes: 1 << 20, maxRatio: 100 }
-const rewrite = (bytes: Uint8Array, maxElements: number, zip = zipLimits) => rewriteDocx(bytes, entriesOf(bytes), { maxElements, zip })
+const rewrite = (bytes: Uint8Array, maxElements: number, zip = zipLimits) => rewriteDocx(bytes, entriesOf(bytes), { maxElements, zip }).bytes
 /** rewritePart's text, joined. */
 const joined = (result: ReturnType<typeof rewritePart>) => (typeof result === 'object' ? result.pieces.join('') : result)
 

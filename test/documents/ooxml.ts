@@ -128,9 +128,12 @@ export const placeholder = (type: 'ftr' | 'dt' | 'sldNum' | 'hdr', text: string)
 /** A picture shape (its image not in the package: officeparser reads no text from it either way). */
 export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="rId9"/></p:blipFill><p:spPr/></p:pic>'
 
-/** A Word paragraph showing the document's chart `n` (1-based, in the order of docx()'s `charts`). */
-export const docxChart = (n: number) =>
-  `<w:p><w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="${n}" name="Chart ${n}"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdK${n}"/></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>`
+/** A drawing (run content) showing the document's chart `n` (1-based, in the order of docx()'s `charts`). */
+export const chartDrawing = (n: number) =>
+  `<w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="${n}" name="Chart ${n}"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdK${n}"/></a:graphicData></a:graphic></wp:inline></w:drawing>`
+
+/** A Word paragraph showing the document's chart `n`. */
+export const docxChart = (n: number) => p(r(chartDrawing(n)))
 
 /** A chart frame showing the slide's chart `n` (1-based, in the order of the slide's `charts`). */
 export const chartFrame = (n: number) =>
