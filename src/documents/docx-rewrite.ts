@@ -8,9 +8,11 @@ import { symbolText } from './docx-symbols'
 // position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐; and left
 // out, what Word does not show: hidden text (w:vanish, set on the run or by its styles) and a content
 // control's placeholder ("Click or tap here to enter text."). Hidden text is a prompt-injection
-// vector, as hidden HTML is (web pages' hidden elements are left out too). What a tracked change
-// deleted or moved away is left out too (w:del, w:moveFrom: officeparser skips it, but what is read
-// beside it, a chart, must not find it). And what officeparser would read otherwise than Word: an
+// vector, as hidden HTML is (web pages' hidden elements are left out too). Tracked changes as Word's
+// final view shows them: what was deleted or moved away left out (w:del, w:moveFrom: officeparser
+// skips it, but what is read beside it, a chart, must not find it), a table row marked so too
+// (`w:trPr/w:del`), and a paragraph whose mark is (`w:pPr/w:rPr/w:del`) joined with the next one,
+// or left out when nothing of it shows. And what officeparser would read otherwise than Word: an
 // element it takes for WordprocessingML by its name (`w:t`, `t`) in another namespace or none is
 // left out (Word ignores it), and mc:AlternateContent is left with the one branch Word shows
 // (docx-names.ts AlternateContent), as a Fallback officeparser takes.
@@ -44,8 +46,13 @@ function wordWriter(namespaceOf: NamespaceOf) {
 const KEPT_IN_HIDDEN_RUN = new Set(['w:rPr', 'w:fldChar', 'w:instrText', 'w:delInstrText', 'w:commentReference', 'w:lastRenderedPageBreak'])
 /** The elements that put text in a paragraph (a page break between two of them separates them). */
 const TEXT = new Set(['w:t', 'w:tab', 'w:ptab', 'w:sym', 'w:noBreakHyphen', 'w:cr'])
+/** What may stand between a paragraph whose mark is deleted and the next one, which it joins: range marks, at home in either. */
+const RANGE_MARKS = new Set(['w:bookmarkStart', 'w:bookmarkEnd', 'w:commentRangeStart', 'w:commentRangeEnd', 'w:moveFromRangeStart', 'w:moveFromRangeEnd', 'w:moveToRangeStart', 'w:moveToRangeEnd', 'w:permStart', 'w:permEnd', 'w:proofErr'])
 /** Content a tracked change deleted or moved away (or, in properties, a paragraph mark or table row it did). */
 const REMOVED = new Set(['w:del', 'w:moveFrom'])
+/** Whether a start tag's attributes declare a namespace. */
+const declares = (attributes: Record<string, string>) => Object.keys(attributes).some(key => key === 'xmlns' || key.startsWith('xmlns:'))
+
 /** What a ruby base's run shows of its elements other than w:t, as officeparser reads the rewritten ones. */
 const BASE_TEXT: Record<string, string> = { 'w:tab': '\t', 'w:ptab': '\t', 'w:noBreakHyphen': '-', 'w:cr': '\n', 'w:br': '\n' }
 
@@ -62,6 +69,24 @@ interface Paragraph {
   textSeen: boolean
   /** Page and column breaks after the paragraph's text, not yet followed by more of it. */
   breaks: Edit[]
+  /** Its start tag declares no namespace: what follows it may join it. */
+  plain: boolean
+  /** Its mark is deleted (a tracked change): it joins the next paragraph. */
+  markDeleted?: boolean
+  /** It holds what Word shows: a run's content, an equation. */
+  shows?: boolean
+  /** Its properties' removal (the paragraph it joins keeps its own), undone if it joins none; unset if not undoable. */
+  properties?: Edit
+  /** The paragraph it was joined to, its start tag removed. */
+  joined?: Joining
+}
+/** A paragraph whose mark is deleted, its end tag removed, waiting for its next sibling to be the paragraph it joins. */
+interface Joining {
+  depth: number
+  qname: string
+  plain: boolean
+  end: Edit
+  properties?: Edit
 }
 interface Run {
   /** The edits made before the run: those after are inside it. */
@@ -83,6 +108,19 @@ interface Open {
   renamed?: string
 }
 
+/** Where the start tag at `start` ends (after its '>', which an attribute's value may hold too). */
+function startTagEnd(xml: string, start: number): number {
+  let quote = ''
+  for (let at = start; at < xml.length; at++) {
+    const char = xml[at]
+    if (quote !== '') {
+      if (char === quote) quote = ''
+    } else if (char === '"' || char === "'") quote = char
+    else if (char === '>') return at + 1
+  }
+  return xml.length
+}
+
 /**
  * `xml` (a document, header, footer or notes part) with the elements officeparser mishandles
  * rewritten, as the pieces of its text in order; undefined when there is nothing to rewrite, or
@@ -102,8 +140,18 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
   const paragraphs: Paragraph[] = []
   const runs: Run[] = []
   const tables: string[] = []
+  /** Whether each open table row is marked deleted. */
+  const rows: boolean[] = []
   /** The dropped elements open: nothing in them shows. */
   let dropping = 0
+  let joining: Joining | undefined
+  /** The paragraph waiting joins none: it ends where it did, its properties kept. */
+  const joinNone = () => {
+    if (joining === undefined) return
+    joining.end.dead = true
+    if (joining.properties) joining.properties.dead = true
+    joining = undefined
+  }
   const placeholders: boolean[] = []
   let showingPlaceholder = 0
   const rubies: Array<{ editsBefore: number; inBase: boolean; content: string }> = []
@@ -121,12 +169,21 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
 
   const wellFormed = scanWord(
     xml,
-    (name, attributes, _depth, start, qname, namespaces) => {
+    (name, attributes, depth, start, qname, namespaces) => {
       take(budget)
       namespaceOf = namespaces
-      const [grand, parent] = [open.at(-2)?.name, open.at(-1)?.name]
+      const [great, grand, parent] = [open.at(-3)?.name, open.at(-2)?.name, open.at(-1)?.name]
       const entry: Open = { name, qname, attributes }
       open.push(entry)
+      let joined: Joining | undefined
+      if (joining?.depth === depth) {
+        if (name === 'w:p' && qname === joining.qname && joining.plain && !declares(attributes)) {
+          // Its start tag goes, the joining paragraph's content now its own; a self-closing one stands for the end tag removed.
+          const tagEnd = startTagEnd(xml, start)
+          edit(start, tagEnd, xml[tagEnd - 2] === '/' ? `</${qname}>` : '')
+          ;[joined, joining] = [joining, undefined]
+        } else if (!RANGE_MARKS.has(name)) joinNone()
+      }
       const paragraph = paragraphs.at(-1)
       const run = runs.at(-1)
       const shown = dropping === 0 && !(run ? runHidden(run) : showingPlaceholder > 0)
@@ -137,12 +194,15 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           paragraph.breaks.length = 0
         }
       }
-      if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: false, breaks: [] })
+      if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
+      if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: false, breaks: [], plain: !declares(attributes), joined })
+      else if (REMOVED.has(name) && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markDeleted = true
+      else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr' && rows.length > 0) rows[rows.length - 1] = true
       else if (REMOVED.has(name) && !parent?.endsWith('Pr')) {
         // Content (not a property saying a mark or row is deleted): it goes.
         entry.dropped = true
         dropping++
-      }
+      } else if (name === 'w:tr') rows.push(false)
       else if (name === 'w:pStyle' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.style = attributes['w:val']
       else if (name === 'w:tbl') tables.push('')
       else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl' && tables.length > 0) tables[tables.length - 1] = attributes['w:val'] ?? ''
@@ -180,6 +240,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
       onClose(name, start, end) {
         const entry = open.pop()!
         const { attributes, qname } = entry
+        if (joining && open.length < joining.depth) joinNone()
         if (entry.dropped) dropping--
         const written = wordWriter(namespaceOf)
         const parent = open.at(-1)?.name
@@ -206,8 +267,24 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           // Between the paragraph's words only: one before them or after them separates nothing.
           const paragraph = paragraphs.at(-1)
           if (paragraph?.textSeen) paragraph.breaks.push(edit(start, end, written('br')))
+        } else if (name === 'w:pPr' && parent === 'w:p' && paragraphs.at(-1)?.markDeleted) {
+          // The joined paragraph takes the next one's properties, as Word's does (that mark is the one
+          // left). Undoable only when nothing in them was rewritten: the edits made go with it.
+          const undoable = (edits.at(-1)?.start ?? -1) < start
+          const removed = edit(start, end, '')
+          if (undoable) paragraphs.at(-1)!.properties = removed
         } else if (name === 'w:p') {
-          for (const last of paragraphs.pop()?.breaks ?? []) last.dead = true
+          const paragraph = paragraphs.pop()!
+          for (const last of paragraph.breaks) last.dead = true
+          if (paragraph.markDeleted && !paragraph.shows) {
+            // Nothing of it shows: it goes, and a paragraph joined to it joins the next one instead.
+            edit(start, end, '')
+            joining = paragraph.joined
+          } else if (paragraph.markDeleted) {
+            joining = { depth: open.length, qname, plain: paragraph.plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties: paragraph.properties }
+          }
+        } else if (name === 'w:tr') {
+          if (rows.pop()) edit(start, end, '')
         } else if (name === 'w:tbl') tables.pop()
         else if (name === 'w:r') {
           const run = runs.pop()!

@@ -152,6 +152,38 @@ describe('DOCX hidden text is left out, as Word does not show it (QA: a prompt-i
   })
 })
 
+describe("DOCX tracked changes as Word's final view shows them (QA)", () => {
+  const deleted = (text: string, kind = 'del') => `<w:${kind} w:id="1" w:author="a">${r(`<w:delText xml:space="preserve">${text}</w:delText>`)}</w:${kind}>`
+  const cell = (content: string) => `<w:tc><w:p>${content}</w:p></w:tc>`
+  const row = (a: string, b: string, trPr = '') => `<w:tr>${trPr}${cell(a)}${cell(b)}</w:tr>`
+  /** A paragraph whose mark a tracked change deleted (or moved away). */
+  const markDeleted = (content: string, kind = 'del', properties = '') => `<w:p><w:pPr>${properties}<w:rPr><w:${kind} w:id="2" w:author="a"/></w:rPr></w:pPr>${content}</w:p>`
+
+  test('a table row marked deleted or moved away is left out, its table with it when no row is left (before: an empty line)', async () => {
+    const gone = (kind: string) => row(deleted('Gone1'), deleted('Gone2'), `<w:trPr><w:${kind} w:id="3" w:author="a"/></w:trPr>`)
+    const kept = `<w:tbl>${row(r(t('Keep1')), r(t('Keep2')))}${gone('del')}${row(r(t('Keep3')), r(t('Keep4')))}${gone('moveFrom')}</w:tbl>`
+    expect(await text(docx(kept + para('After') + `<w:tbl>${gone('del')}</w:tbl>` + para('End')))).toBe('Keep1\tKeep2\nKeep3\tKeep4\nAfter\nEnd')
+  })
+
+  test('a paragraph whose mark is deleted or moved away joins the next one; wholly deleted, it leaves no line (before: "Merged with\\n next line")', async () => {
+    expect(await text(docx(markDeleted(r(t('Merged with'))) + para(' next line')))).toBe('Merged with next line')
+    const body = para('A') + markDeleted(deleted('all gone')) + markDeleted(r(t('one') + deleted(' x'))) + '<w:bookmarkEnd w:id="0"/>' + markDeleted(deleted('moved'), 'moveFrom') + markDeleted(r(t(' two')), 'moveFrom') + '<w:p/>' + para('B')
+    expect(await text(docx(body))).toBe('A\none two\nB')
+  })
+
+  test('the joined paragraph has the properties of the next one; with no paragraph to join, one keeps its own', () => {
+    const none = readHiddenStyles(undefined)
+    const next = '<w:p><w:pPr><w:pStyle w:val="Next"/></w:pPr><w:r><w:t>b</w:t></w:r></w:p>'
+    const merged = joined(rewritePart(`<w:body ${W}>${markDeleted(r(t('a')), 'del', '<w:jc w:val="center"/>')}<w:bookmarkEnd w:id="0"/>${next}</w:body>`, none))
+    expect(merged).toBe(`<w:body ${W}><w:p>${r(t('a'))}<w:bookmarkEnd w:id="0"/><w:pPr><w:pStyle w:val="Next"/></w:pPr><w:r><w:t>b</w:t></w:r></w:p></w:body>`)
+    const beforeTable = `<w:body ${W}>${markDeleted(r(t('a')), 'del', '<w:jc w:val="center"/>')}<w:tbl/></w:body>`
+    // Nothing rewritten: it stands as it was, its properties too.
+    expect(rewritePart(beforeTable, none)).toBeUndefined()
+    // Nor is one joined whose start tag declares a namespace: what it holds may rely on it.
+    expect(rewritePart(`<w:body ${W}>${markDeleted(r(t('a')))}<w:p xmlns:x="urn:x">${r(t('b'))}</w:p></w:body>`, none)).toBeUndefined()
+  })
+})
+
 describe('DOCX ruby and legacy form checkboxes', () => {
   test('a ruby reads as its base text, without its annotation (before: dropped whole)', async () => {
     const ruby = (base: string, annotation: string) => `<w:ruby><w:rubyPr/><w:rt>${r(t(annotation))}</w:rt><w:rubyBase>${r(t(base))}</w:rubyBase></w:ruby>`
