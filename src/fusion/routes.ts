@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { authMacro } from '../http/auth'
 import { MiB } from '../http/body-limit'
-import { eventStream } from '../http/openapi-complete'
+import { eventStream, readsParameters } from '../http/openapi-complete'
 import { liftIdleTimeout } from '../http/idle-timeout'
 import { authErrors, ErrorResponse } from '../http/openapi-schemas'
 import { requestIdOf } from '../http/request-context'
@@ -53,14 +53,11 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
       {
         auth: { mode: 'inference', jsonBody: 4 * MiB },
         body: FusionBody,
-        headers: t.Object(
-          { 'idempotency-key': t.Optional(t.String({ description: 'A UUID: the billing key of each participant and of the synthesis derives from it, so a repeated request never bills a part twice (inference may run again; it is not a cache). A key this organization was already charged under for a different request is 400 invalid_request (param Idempotency-Key) before anything runs: send a new key for a new request' })) },
-          { additionalProperties: true },
-        ),
         response: {
           200: FusionResult, 400: ErrorResponse, ...authErrors(ErrorResponse, { billed: true }), 413: ErrorResponse,
         },
         detail: {
+          ...readsParameters([{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', format: 'uuid' }, description: 'A UUID: the billing key of each participant and of the synthesis derives from it, so a repeated request never bills a part twice (inference may run again; it is not a cache). A key this organization was already charged under for a different request is 400 invalid_request (param Idempotency-Key) before anything runs: send a new key for a new request' }]),
           ...eventStream('With stream: true: named events (`event:` and `data:` lines) participant.started, participant.finished, participant.failed, synthesis.started, synthesis.delta, then fusion.completion with the result object, or `error` with the error envelope. The stream starts once a participant is admitted: a run refused as a whole (funds, spend cap, concurrency) is its HTTP error, as without stream. Keep-alive comment lines (`: ping`) while quiet.'),
           summary: 'Fusion: two or three models answer, then a synthesis',
           description:

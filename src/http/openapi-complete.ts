@@ -97,7 +97,9 @@ export function completeDocument(document: { paths?: Record<string, Record<strin
       // A new object: a route may share one response object between statuses.
       if (stream !== undefined && ok !== undefined) responses['200'] = { ...ok, content: { ...ok.content, 'text/event-stream': { schema: { type: 'string', description: stream } } } }
       const declared = new Set((operation.parameters ?? []).map(parameter => `${parameter.in} ${parameter.name.toLowerCase()}`))
-      const added = [...read, ...((operation.security?.length ?? 0) > 0 ? [ORG_HEADER] : [])].filter(parameter => !declared.has(`${parameter.in} ${parameter.name.toLowerCase()}`))
+      // X-Org-ID where an organization's credential is taken (not the metrics token's route).
+      const org = operation.security?.some(scheme => !Object.hasOwn(scheme as object, 'metricsToken')) === true
+      const added = [...read, ...(org ? [ORG_HEADER] : [])].filter(parameter => !declared.has(`${parameter.in} ${parameter.name.toLowerCase()}`))
       if (added.length > 0) operation.parameters = [...(operation.parameters ?? []), ...added]
     }
   }

@@ -13,7 +13,8 @@ export function openapiDocs(version: string) {
   return new Elysia()
     // Local: runs for the plugin's routes below (the document's among them), not the API's.
     .onAfterHandle(({ path, response }) => {
-      if (path === '/openapi.json') completeDocument(response as Parameters<typeof completeDocument>[0])
+      // Elysia routes /openapi.json/ here too (QA: it served the unfinished document).
+      if (path === '/openapi.json' || path === '/openapi.json/') completeDocument(response as Parameters<typeof completeDocument>[0])
     })
     .use(swaggerUi(TITLE))
     .use(
@@ -55,6 +56,7 @@ export function openapiDocs(version: string) {
             securitySchemes: {
               bearerAuth: { type: 'http', scheme: 'bearer', description: 'An organization API key (z_sk_…)' },
               apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same key, for clients that only send an API-key header' },
+              metricsToken: { type: 'http', scheme: 'bearer', description: 'The metrics token (metrics.token_env): GET /metrics only' },
               oauth2: {
                 type: 'oauth2',
                 description: 'OAuth 2.1 access tokens: svc_mcp_ (mcp:inference, /mcp only) and svc_cli_ (cli:inference). A token never does more than the API key the person signed in with: that key\'s admin flag, spend cap and expiry apply, and the token stops working when the key is revoked or expires. Discovery at /.well-known/oauth-authorization-server. To authorize from /docs: register a public client (POST /oauth/register) whose redirect URI is this gateway’s origin followed by /docs/oauth2-redirect.html (https, or http on loopback), then enter its client_id and pick one scope; the flow uses PKCE (S256).',

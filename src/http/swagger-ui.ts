@@ -60,14 +60,15 @@ export function swaggerUi(title: string) {
     // The page loads the spec by the relative URL "openapi.json", which from /docs/ would be
     // /docs/openapi.json: send the trailing-slash form to /docs.
     // Answered before routing, so the request's log line and metrics are written here. Only the
-    // path /docs/ itself (not any path or query that ends so).
+    // path /docs/ itself, with its query (QA: /docs/?x=1 was the page, which then found no document).
     .onRequest(({ request }) => {
-      if (!request.url.endsWith('/docs/')) return
-      if (new URL(request.url).pathname !== '/docs/') return
+      if (!request.url.includes('/docs/')) return
+      const { pathname, search } = new URL(request.url)
+      if (pathname !== '/docs/') return
       const record = recordOf(request)
       if (record !== undefined) record.sink.respond(record, '/docs/', 308)
       // Relative: an absolute URL would be built from the Host header a client chose, and a 308 is cacheable.
-      return new Response(null, { status: 308, headers: { location: '/docs' } })
+      return new Response(null, { status: 308, headers: { location: `/docs${search}` } })
     })
     .get('/docs', () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
     .get(OAUTH2_REDIRECT_PATH, () => new Response(REDIRECT_PAGE, { headers: REDIRECT_HEADERS }), { detail: { hide: true } })

@@ -107,7 +107,7 @@ export function mcpRoutes(keys: KeyService, oauth: OAuthServer, mcp: McpService,
             'a database outage is HTTP 503 with -32603 (data.code unavailable).',
           ...eventStream('A tools/call with params._meta.progressToken: SSE `message` events, each a JSON-RPC message: notifications/progress, then the call\'s response. Keep-alive comment lines (`: ping`) while the call is quiet.'),
           security: SECURITY,
-          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' as const, description: 'A JSON-RPC 2.0 request or notification' } } } },
+          requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [{ type: 'object' as const }, { type: 'array' as const, items: { type: 'object' as const } }], description: 'A JSON-RPC 2.0 request or notification, or a batch of them (an array)' } } } },
           responses: {
             200: {
               description: 'JSON-RPC 2.0 message; for a batch, an array of the replies (even of one)',

@@ -61,6 +61,7 @@ export function healthRoutes(database: Database, lifecycle: Lifecycle, ledgerHea
       {
         response: { 200: t.String({ description: 'Prometheus text format 0.0.4 (content-type text/plain)' }), 401: unauthorized(ErrorResponse), 404: ErrorResponse },
         detail: {
+          security: [{ metricsToken: [] }],
           summary: 'Prometheus metrics',
           description:
             'Prometheus text format (text/plain; version=0.0.4). Off unless configured: with `metrics.token_env` it needs ' +
