@@ -1,7 +1,9 @@
 // How much RAM JavaScriptCore is told the host has, for `svc serve` (README.md, "Memory").
-// Kept to node:fs and node:os: src/cli.ts decides this before the gateway's modules load.
+// Kept to node:fs and node:os (std-output.ts is too): src/cli.ts decides this before the gateway's
+// modules load.
 import { readFileSync } from 'node:fs'
 import { totalmem } from 'node:os'
+import { closedAtStartEnv } from './std-output'
 
 /** JSC's option, read once when the process starts. */
 export const HEAP_RAM_VARIABLE = 'BUN_JSC_forceRAMSize'
@@ -55,7 +57,8 @@ export function reexecWithHeapRam(): void {
   const compiled = import.meta.url.includes('$bunfs')
   const args = compiled ? [process.execPath, ...process.argv.slice(2)] : [process.execPath, ...process.execArgv, ...process.argv.slice(1)]
   try {
-    process.execve(process.execPath, args, { ...process.env, [HEAP_RAM_VARIABLE]: String(size) })
+    // A closed stdout or stderr is no longer recognisable after exec (std-output.ts): it is told.
+    process.execve(process.execPath, args, { ...process.env, [HEAP_RAM_VARIABLE]: String(size), ...closedAtStartEnv() })
   } catch (error) {
     // Serving with JSC's own sizing beats not serving: say so once, and go on.
     console.error(`svc: could not re-execute with ${HEAP_RAM_VARIABLE}=${size} (${(error as Error).message}); the heap keeps JSC's default sizing`)

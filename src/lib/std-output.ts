@@ -41,6 +41,24 @@ export function writeAll(fd: 1 | 2, text: string): void {
 const O_CLOEXEC = 0o2000000
 const closed = new Map<number, boolean>()
 
+// A process re-executed by heap-ram.ts inherits the /dev/null Bun opened in place of a closed
+// descriptor without its close-on-exec flag, where it looks like an operator's own `> /dev/null`
+// (QA: the first boot's key was "printed" there and stayed active). The parent passes what it
+// found in this variable ("1,2", "1", "2" or ""); it is read here, as the process starts, and
+// removed so that no further child inherits it.
+const CLOSED_AT_START_VARIABLE = 'SVC_CLOSED_AT_START'
+const inherited = process.env[CLOSED_AT_START_VARIABLE]
+if (inherited !== undefined) {
+  delete process.env[CLOSED_AT_START_VARIABLE]
+  const fds = inherited.split(',')
+  for (const fd of [1, 2]) closed.set(fd, fds.includes(String(fd)))
+}
+
+/** The environment entry that tells a re-executed copy of this process which of fds 1 and 2 were closed at start. */
+export function closedAtStartEnv(): Record<string, string> {
+  return { [CLOSED_AT_START_VARIABLE]: [1, 2].filter(closedAtStart).join(',') }
+}
+
 /**
  * Whether fd was closed when the process started (`svc … >&-`). Bun then opens /dev/null in its
  * place, where every write "succeeds"; it opens it close-on-exec, which no inherited descriptor

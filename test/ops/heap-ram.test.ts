@@ -1,8 +1,10 @@
 import { afterEach, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { cgroupLimit, HEAP_RAM_CAP, HEAP_RAM_VARIABLE, heapRamSize } from '../../src/lib/heap-ram'
 import { webConfigYaml } from '../support/fake-web'
-import { gatewayWorkspace, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
+import { gatewayWorkspace, openDeps, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
+import { poll } from '../support/poll'
 
 const GiB = 1024 ** 3
 
@@ -41,9 +43,12 @@ test('cgroup limits: v2 "max" and v1\'s page-rounded "no limit" are no limit; a 
 // The real `svc serve`: it re-executes itself (same pid) with the variable set, then serves.
 let workspace: GatewayWorkspace | undefined
 let gateway: GatewayProcess | undefined
+let closedBoot: ReturnType<typeof Bun.spawn> | undefined
 afterEach(async () => {
   gateway?.process.kill('SIGKILL')
   await gateway?.exited
+  closedBoot?.kill('SIGKILL')
+  await closedBoot?.exited
   workspace?.remove()
 })
 
@@ -64,4 +69,53 @@ test.skipIf(process.platform !== 'linux')("svc serve keeps the operator's value"
   gateway = await startGateway({ ...workspace.env, [HEAP_RAM_VARIABLE]: String(12 * GiB) })
   expect(environOf(gateway.process.pid).get(HEAP_RAM_VARIABLE)).toBe(String(12 * GiB))
   expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200)
+}, 30_000)
+
+// A closed stdout or stderr (`svc serve >&-`) is a /dev/null after the re-execution, as an
+// operator's own would look: before (QA), the first boot's key was "printed" there and stayed active.
+const CLI = join(import.meta.dir, '..', '..', 'src', 'cli.ts')
+const LARGE_HOST = join(import.meta.dir, '..', 'support', 'large-host.ts')
+
+/** A first boot of `svc serve`, re-executed as on a large host, with `redirect` applied by a shell. */
+function reexecutedFirstBoot(redirect: string) {
+  workspace = gatewayWorkspace('svc-heap-ram-closed-', webConfigYaml())
+  const { [HEAP_RAM_VARIABLE]: _, ...env } = process.env
+  const child = (closedBoot = Bun.spawn(['sh', '-c', `exec "$0" "$@" ${redirect}`, process.execPath, '--preload', LARGE_HOST, CLI, 'serve'], {
+    env: { ...env, ...workspace.env, PORT: '0', SVC_BOOTSTRAP: '1' },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  }))
+  let stderr = ''
+  void (async () => {
+    for await (const chunk of child.stderr) stderr += new TextDecoder().decode(chunk)
+  })()
+  return { child, stderr: () => stderr }
+}
+
+const keyStatuses = async () => {
+  const deps = await openDeps(workspace!.env)
+  try {
+    return (await deps.database.client.execute("SELECT status FROM api_keys WHERE name = 'bootstrap admin'")).rows.map(row => row.status)
+  } finally {
+    await deps.close()
+  }
+}
+
+test.skipIf(process.platform !== 'linux')('a re-executed first boot with stdout closed prints its key on stderr', async () => {
+  const { child, stderr } = reexecutedFirstBoot('>&-')
+  try {
+    await poll('the key on stderr', 200, 50, () => (stderr().includes('Authorization: Bearer z_sk_') ? true : undefined))
+    expect(environOf(child.pid).get(HEAP_RAM_VARIABLE)).toBe(String(heapRamSize({}, 64 * GiB)))
+    expect(await keyStatuses()).toEqual(['active'])
+  } finally {
+    child.kill('SIGTERM')
+  }
+  expect(await child.exited).toBe(0)
+}, 30_000)
+
+test.skipIf(process.platform !== 'linux')('a re-executed first boot with stdout and stderr closed revokes its key and exits 1', async () => {
+  const { child } = reexecutedFirstBoot('>&- 2>&-')
+  expect(await child.exited).toBe(1)
+  expect(await keyStatuses()).toEqual(['revoked'])
 }, 30_000)
