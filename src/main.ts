@@ -6,6 +6,7 @@ import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
 import { IDLE_TIMEOUT_S } from './http/idle-timeout'
 import { showOnceOrRevoke } from './keys/show-once'
+import { releaseSignals } from './lib/held-signals'
 import { stdOutput, type Output } from './lib/std-output'
 import { startAdminServer } from './observability/admin-server'
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap'
@@ -24,7 +25,8 @@ export interface ServeOptions {
 /**
  * `svc serve`: migrate, bootstrap an empty database, listen on PORT (and on the admin port when
  * `metrics.port` is set). SIGTERM/SIGINT drain gracefully (see `drainAndExit`); one that comes
- * during the boot ends it at its next step, and resolves without listening.
+ * during the boot (or before it: src/cli.ts holds it) ends it at its next step, and resolves
+ * without listening.
  */
 export async function serve(config: Config, options: ServeOptions = {}): Promise<void> {
   const deps = await createDeps(config)
@@ -48,6 +50,9 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
+  // One that came earlier, while the modules loaded or the config was read (src/cli.ts).
+  const early = releaseSignals()
+  if (early !== undefined) onSignal(early)
   if (!(await boot.step('migrate', () => migrateDatabase(deps.database)))) return
   // Expired OAuth codes and tokens: purged at boot, then hourly.
   const purge = () => void deps.oauth.purgeExpired().catch(error => deps.logger.warn('oauth purge failed', { error: String(error) }))

@@ -1,5 +1,6 @@
 import { afterEach, expect, test } from 'bun:test'
 import { createClient } from '@libsql/client'
+import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { runProcess } from '../support/cli'
 import { gatewayWorkspace, type GatewayWorkspace } from '../support/gateway-process'
@@ -11,6 +12,7 @@ import { gatewayWorkspace, type GatewayWorkspace } from '../support/gateway-proc
 // admin key, then `stopped`, while the drain closed the database under the boot.
 
 const CHILD = join(import.meta.dir, '..', 'support', 'serve-child.ts')
+const CLI = join(import.meta.dir, '..', '..', 'src', 'cli.ts')
 // Every migration of drizzle/meta/_journal.json.
 const MIGRATIONS = (await Bun.file(new URL('../../drizzle/meta/_journal.json', import.meta.url)).json()).entries.length as number
 
@@ -44,3 +46,26 @@ for (const step of ['migrate', 'listen']) {
     expect(run.orgs).toBe(0) // no bootstrap
   }, 30_000)
 }
+
+// Before serve's own handlers, while the modules load and the configuration is read, a signal
+// killed the process (143, QA). SVC_CONFIG names a FIFO here: the child blocks reading it, which
+// the test sees when its own open returns, and is signalled there, with no sleep to aim it.
+test('a SIGTERM while the configuration is read (before serve handles signals): exit 0, nothing started', async () => {
+  workspace = gatewayWorkspace('svc-boot-signal-early-', '')
+  const fifo = join(workspace.directory, 'config.fifo')
+  expect(Bun.spawnSync(['mkfifo', fifo]).exitCode).toBe(0)
+  const child = Bun.spawn([process.execPath, CLI, 'serve'], {
+    env: { ...process.env, ...workspace.env, SVC_CONFIG: fifo, PORT: '0', SVC_BOOTSTRAP: '1' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const writer = await open(fifo, 'w')
+  child.kill('SIGTERM')
+  await writer.writeFile('plans: { payg: { monthly_allowance: "0", fusion: false } }\n')
+  await writer.close()
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  expect(stderr).toBe('')
+  expect(code).toBe(0)
+  const messages = stdout.split('\n').filter(line => line.startsWith('{')).map(line => JSON.parse(line).msg as string)
+  expect(messages).toEqual(['shutting down', 'stopped'])
+}, 30_000)
