@@ -53,6 +53,9 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     // SQLite opens an empty path as a private temporary database, deleted on close: a server would
     // bootstrap a fresh organization at every start (`file:${DB}` with DB unset, say).
     problems.push('DATABASE_URL: file: names no file; give its path, e.g. file:data/svc.db')
+  } else if (!databaseUrl.startsWith('file:') && databaseUrl !== ':memory:' && !namesHost(databaseUrl)) {
+    // Else libSQL's client refuses it when the database is opened, as a bare "ERR_INVALID_URL: Invalid URL" (QA).
+    problems.push(`DATABASE_URL: must be a valid URL naming the server, e.g. libsql://db.example.turso.io, got "${redactQuery(databaseUrl)}"`)
   }
 
   if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {
@@ -227,6 +230,15 @@ function bucket(raw: { burst: number; per_second: number } | undefined, fallback
 
 function readFileText(path: string): string {
   return require('node:fs').readFileSync(path, 'utf8')
+}
+
+/** Whether `url` parses as a URL with a host (`libsql://` alone, or `libsql://[::1`, does not). */
+function namesHost(url: string): boolean {
+  try {
+    return new URL(url).hostname !== ''
+  } catch {
+    return false
+  }
 }
 
 /** PORT, 8080 when unset; a bad value is added to `problems`. */

@@ -25,6 +25,7 @@ test('a URL refused with its credentials in it is named without them', () => {
     [{ DATABASE_URL: 'ws://db.internal?authToken=hunter2' }, undefined, 'got "ws://db.internal?[redacted]"'],
     // Any parameter may be the secret, not only authToken: a refused URL is quoted without its query or fragment.
     [{ DATABASE_URL: 'postgres://db.internal/svc?password=hunter2' }, undefined, 'got "postgres://db.internal/svc?[redacted]"'],
+    [{ DATABASE_URL: 'libsql://admin:hunter2@' }, undefined, 'DATABASE_URL: must be a valid URL naming the server, e.g. libsql://db.example.turso.io, got "libsql://[redacted]@"'],
     [{ OLLAMA_BASE_URL: 'http://gpu-box:11434/?token=hunter2' }, undefined, 'OLLAMA_BASE_URL: must not have a query or fragment, got "http://gpu-box:11434/?[redacted]"'],
     [{}, `${PLANS}providers: [{ id: a, type: openai-compatible, base_url: "http://h/v1?key=hunter2" }]`, 'providers.0.base_url: provider "a": must not have a query or fragment, got "http://h/v1?[redacted]"'],
     [{}, `${PLANS}providers: [{ id: a, type: openai-compatible, base_url: "http://h/v1#hunter2" }]`, 'got "http://h/v1#[redacted]"'],

@@ -105,6 +105,13 @@ describe('DATABASE_URL and DATABASE_AUTH_TOKEN', () => {
     expect(problems[0]).toContain(url)
   })
 
+  // libSQL's client refused these only when opening the database, with a bare ERR_INVALID_URL.
+  test.each(['libsql://', 'https://', 'http://', 'libsql://[::1', 'libsql://db example', 'libsql://?authToken=x'])('%p, a server URL naming no valid host, is refused', url => {
+    expect(problemsOf(() => loadConfig({ DATABASE_URL: url }, noFile))).toEqual([
+      `DATABASE_URL: must be a valid URL naming the server, e.g. libsql://db.example.turso.io, got "${url.replace(/\?.*/, '?[redacted]')}"`,
+    ])
+  })
+
   test('the auth token is passed through; empty means none', () => {
     expect(loadConfig({ DATABASE_AUTH_TOKEN: 'tok' }, noFile).databaseAuthToken).toBe('tok')
     expect(loadConfig({ DATABASE_AUTH_TOKEN: '' }, noFile).databaseAuthToken).toBeUndefined()
