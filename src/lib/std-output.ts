@@ -65,7 +65,7 @@ export function closedAtStartEnv(): Record<string, string> {
  * can be (exec closed those), so a /dev/null chosen by the operator (`> /dev/null`) is not taken
  * for it. Linux only (/proc); elsewhere a closed descriptor goes undetected.
  */
-function closedAtStart(fd: number): boolean {
+export function closedAtStart(fd: number): boolean {
   let known = closed.get(fd)
   if (known === undefined) {
     try {

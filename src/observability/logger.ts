@@ -1,6 +1,7 @@
 import { writeSync } from 'node:fs'
 import type { LogLevel } from '../config/config'
 import { CREDENTIAL, mayHoldCredential } from '../lib/credential-text'
+import { closedAtStart } from '../lib/std-output'
 
 /** Structured JSON-lines logger. Content (prompts, files, ciphertext) is never passed to it. */
 export interface Logger {
@@ -122,6 +123,8 @@ function stdoutBatched(line: string): void {
     // A failed write (a full disk, a log reader that exited) is an `error` event of the stream,
     // which unheard would end the process: logging is best effort, the lines are dropped.
     process.stdout.on('error', stdoutFailed)
+    // Closed at start (`>&-`), Bun writes to a /dev/null of its own without an error: said too.
+    if (closedAtStart(1)) stdoutFailed('it is closed')
   }
   if (pending.length === 0) setTimeout(flushStdout, FLUSH_MS)
   pending.push(line)
