@@ -48,8 +48,9 @@ const PUBLIC = [
   'OPTIONS /oauth/register', 'OPTIONS /oauth/token', 'OPTIONS /oauth/revoke',
 ]
 
-// Routes authenticated by OAuth access tokens only, with their own suite (test/mcp/auth.test.ts).
-const OAUTH_ONLY = ['POST /mcp']
+// Routes with their own credentials and suites: OAuth access tokens only (test/mcp/auth.test.ts),
+// and /metrics by the operator's metrics token (test/observability/metrics.test.ts).
+const OWN_AUTH = ['POST /mcp', 'GET /metrics']
 
 for (const route of AUTHENTICATED) runAuthSuite(route)
 
@@ -60,7 +61,7 @@ test('every route is either in the auth suite or deliberately public', async () 
     const name = `${route.method} ${route.path}`
     // The auth macro documents its security requirement on the route; that marks it authenticated.
     const secured = Boolean((route.hooks as { detail?: { security?: unknown[] } }).detail?.security?.length)
-    if (secured) expect(suite.has(name) || OAUTH_ONLY.includes(name) ? name : `${name} is authenticated but not in the auth suite`).toBe(name)
+    if (secured) expect(suite.has(name) || OWN_AUTH.includes(name) ? name : `${name} is authenticated but not in the auth suite`).toBe(name)
     else expect(PUBLIC.includes(name) ? name : `${name} has no auth and is not listed as public`).toBe(name)
   }
   await t.close()

@@ -144,7 +144,7 @@ describe('OpenAPI', () => {
     const spec = await json(await t.request('GET', '/openapi.json'))
     const operation = spec.paths['/api/v1/chat/fusion'].post
     expect(operation.tags).toEqual(['Fusion'])
-    expect(operation.parameters).toContainEqual(expect.objectContaining({ name: 'idempotency-key', in: 'header', required: false }))
+    expect(operation.parameters).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', format: 'uuid' } }))
     expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '429']))
     const result = operation.responses['200'].content['application/json'].schema
     expect(result.required).toEqual(['object', 'created', 'status', 'judge', 'models', 'synthesis', 'synthesis_prompt_tokens', 'synthesis_tokens'])
