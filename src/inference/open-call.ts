@@ -60,15 +60,16 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   // Hosted tools the gateway cannot run are refused before any file is read.
   const web = wantsWeb(request) ? hostedWeb(deps.web, request) : undefined
   const pending = withFiles || web ? new PendingCharges() : undefined
+  // A request whose enrichment starts before a drain is in flight: a drain that begins while its
+  // files or pages are read lets its chat run (and cuts it at the deadline), as it lets Fusion's
+  // judge, whether or not a page or search came back (QA: a failed search made it a 503).
+  const enriched = pending !== undefined && !deps.lifecycle.draining
   let serverTools: ServerTools | undefined
   let maxOutputTokens: number
   let call: MeteredCall
   try {
     if (withFiles) await enrichDocuments(deps, { ...input, pending })
     if (web) serverTools = await enrichWithWeb(web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending, slotHeld: input.slotHeld })
-    // A request whose files or pages were admitted is in flight: a drain that began since lets
-    // its chat run (and cuts it at the deadline), as it lets Fusion's judge.
-    const enriched = withFiles || (serverTools !== undefined && serverTools.webFetchRequests + serverTools.webSearchRequests > 0)
     // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
     // reserved for: the model's cap, within the context left.
     maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))

@@ -108,3 +108,38 @@ test('a chat whose hosted web fetch was running when the drain began still gets 
   expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 1 })
   expect(await charges(t, org.orgId)).toEqual(['chat', 'web_fetch'])
 })
+
+test('a chat whose hosted web fetch fails after the drain began still gets its answer, its chat alone charged', async () => {
+  // QA: a failed page (or search) counted as no enrichment, so the chat was refused 503 as a new
+  // request though it had arrived before the drain.
+  let release!: () => void
+  const held = new Promise<void>(resolve => (release = resolve))
+  const site = pageServer(async () => {
+    await held
+    return new Response('gone', { status: 500 })
+  })
+  cleanups.push(() => {
+    release()
+    site.stop()
+  })
+  const web = await buildWebApp()
+  cleanups.push(() => web.t.close())
+  const t = web.t
+  web.resolver.set('docs.example-web.com', ['127.0.0.1'])
+  const org = await createPlanOrg(t, { name: 'chat', keyName: 'chat' })
+  const ask = () => t.request('POST', '/v1/chat/completions', {
+    key: org.key,
+    body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
+  })
+  const answer = ask()
+  await poll('the fetch to reach the page', 200, 10, () => (site.seen.length === 1 ? true : undefined))
+  t.deps.lifecycle.drain()
+  release()
+  const response = await answer
+  expect(response.status).toBe(200)
+  expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 0 })
+  expect(await charges(t, org.orgId)).toEqual(['chat'])
+  // One that arrives now is new: refused, its pages (read before the chat's admission) not charged.
+  expect((await ask()).status).toBe(503)
+  expect(await charges(t, org.orgId)).toEqual(['chat'])
+})
