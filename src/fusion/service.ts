@@ -243,7 +243,10 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
   const { input, participants, judge } = plan
   const { pipeline } = deps
   const deadlines = deps.deadlines ?? timerDeadlines
-  const progress = input.onProgress
+  // Once the client has left (a closed connection, an MCP cancel) nothing more is announced: its
+  // parts' aborts are no provider failures, and no judge runs (QA: "judge: writing the synthesis").
+  const announce = input.onProgress
+  const progress = announce && ((event: FusionProgress) => void (input.signal.aborted || announce(event)))
   const started = pipeline.clock.now()
   const created = Math.floor(started / 1000)
 
@@ -254,9 +257,10 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
     participants.map(async (route, index): Promise<PartOutcome> => {
       const refusal = plan.refused.get(index)
       let outcome: PartOutcome
+      // Every participant starts and ends (MCP's progress counts two steps each), a refused one too.
+      progress?.({ type: 'participant.started', index, model: route.id })
       if (refusal) outcome = refusedPart(refusal)
       else {
-        progress?.({ type: 'participant.started', index, model: route.id })
         outcome = await runPart(pipeline, deadlines, {
           role: 'participant', principal: input.principal, chat: plan.chats[index]!, requestId: input.requestId, signal: input.signal,
           timeoutMs: deps.config.participantTimeoutMs, billingKey: plan.billingKeys?.participant(route.id), continuesRun: plan.extracted, ownHeld: plan.pending?.total,
@@ -284,9 +288,10 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
   else plan.pending?.releaseAll()
 
   let synthesis: PartOutcome | undefined
-  // Past the drain's deadline nothing starts (Lifecycle.cut): the run ends partial without a
-  // judge call, and without announcing one.
+  // Past the drain's deadline nothing starts (Lifecycle.cut), nor once the client has left: the
+  // run ends partial without a judge call, and without announcing one.
   if (answered.length > 0 && pipeline.lifecycle.cut) synthesis = refusedPart(Lifecycle.refusal())
+  else if (answered.length > 0 && input.signal.aborted) synthesis = refusedPart(new ApiError('unavailable', 'the run was cancelled: its client left'))
   else if (answered.length > 0) {
     progress?.({ type: 'synthesis.started', judge: judge.id })
     const answers = answered.map(outcome => ({ text: outcome.text, finishReason: outcome.finishReason }))

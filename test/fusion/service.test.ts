@@ -78,6 +78,50 @@ describe('runFusion, the service behind the route and the MCP tool', () => {
     expect(progress).toEqual(['participant.started', 'participant.started', 'participant.finished', 'participant.finished', 'synthesis.started'])
   })
 
+  test('a participant its model refuses is announced started and failed: MCP progress reaches its total', async () => {
+    // QA: a refused participant had no "started" step, so progress stopped one short of 2n + 1.
+    const small = { ...ROUTES.get('open-b')!, id: 'small', modelId: 'small', maxOutputTokens: 10 }
+    deps.catalog = { resolve: id => (id === 'small' ? small : ROUTES.get(id)!) }
+    const progress: string[] = []
+    const result = await runFusion(deps, {
+      principal, request: { models: ['open-a', 'small'], messages, max_tokens: 100 }, requestId: 'req-refused', signal: new AbortController().signal,
+      onProgress: event => progress.push(event.type),
+    })
+    expect(result.status).toBe('partial')
+    expect(progress.sort()).toEqual(['participant.failed', 'participant.finished', 'participant.started', 'participant.started', 'synthesis.started'])
+  })
+
+  test('a client that leaves: nothing more is announced, and no judge starts', async () => {
+    // QA: after an MCP cancel the progress went on ("b: failed (provider_error) … aborted", then
+    // "judge: writing the synthesis"), and a judge that was never called was logged.
+    const opened: string[] = []
+    deps.pipeline = {
+      ...deps.pipeline,
+      router: {
+        async open(target, request, options) {
+          opened.push(target.id)
+          if (target.id !== 'open-b') return router.open(target, request, options)
+          const signal = options.signal
+          async function* events(): AsyncIterable<ChatEvent> {
+            await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
+          }
+          return { events: events(), backend: target.backends[0]!, provider: demo }
+        },
+      },
+    }
+    const controller = new AbortController()
+    const progress: string[] = []
+    await runFusion(deps, {
+      principal, request: { models: ['open-a', 'open-b'], messages }, requestId: 'req-left', signal: controller.signal,
+      onProgress: event => {
+        progress.push(event.type)
+        if (event.type === 'participant.finished') controller.abort()
+      },
+    }).catch(() => undefined)
+    expect(progress).toEqual(['participant.started', 'participant.started', 'participant.finished'])
+    expect(opened.sort()).toEqual(['open-a', 'open-b'])
+  })
+
   test('a Confidential judge that fails after its synthesis streamed is charged, and its attestation is still reported', async () => {
     // The judge's stream: two deltas, then the backend fails mid-stream.
     deps.pipeline = {
