@@ -48,6 +48,16 @@ export function runFailureCases(start: (timeouts?: ConformanceTimeouts) => Promi
       })
     }
 
+    test('the key never reaches the message or snippet, JSON-escaped either (QA: the parse after the scrub decoded it)', async () => {
+      const target = await start()
+      const escaped = [...target.apiKey].map(character => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')
+      const body = JSON.stringify(target.wire.errorBody(400, 'invalid key KEY here')).replace('KEY', escaped)
+      target.upstream.enqueue({ kind: 'text', status: 400, body, headers: { 'content-type': 'application/json' } })
+      const error = await rejection(target.provider.stream(providerCall(testRequest(), target.model)))
+      expect(error.details.upstreamMessage).toContain('invalid key [redacted] here')
+      expect(`${error.message} ${error.details.bodySnippet} ${error.details.upstreamMessage}`).not.toContain(target.apiKey)
+    })
+
     test('a huge error body is cut to a snippet of about 500 bytes', async () => {
       const target = await start()
       target.upstream.enqueue({ kind: 'text', status: 502, body: `<html>${'x'.repeat(200_000)}</html>`, headers: { 'content-type': 'text/html' } })

@@ -1,5 +1,6 @@
 import { SseEventTooLargeError } from '../../http/sse'
 import { UpstreamError, type UpstreamErrorKind } from '../types'
+import { withoutSecret } from '../secret-text'
 
 /** Who failed: stamped on every UpstreamError this adapter makes. */
 export interface ErrorContext {
@@ -75,7 +76,7 @@ export function parseRetryAfter(headers: Headers, nowMs: number): number | undef
 
 /** A non-2xx answer, classified by status first (the body's `error.type` only names it). */
 export function errorFromResponse(status: number, headers: Headers, rawBody: string, context: ErrorContext, nowMs: number): UpstreamError {
-  const body = scrub(rawBody, context.apiKey)
+  const body = withoutSecret(rawBody, context.apiKey)
   const parsed = parseErrorBody(body)
   const kind = kindForStatus(status)
   const label = parsed?.type ?? `HTTP ${status}`
@@ -90,7 +91,7 @@ export function errorFromResponse(status: number, headers: Headers, rawBody: str
 
 /** An SSE `error` event (e.g. `overloaded_error` mid-stream). Its payload is the error body shape. */
 export function errorFromStreamEvent(rawData: string, context: ErrorContext): UpstreamError {
-  const data = scrub(rawData, context.apiKey)
+  const data = withoutSecret(rawData, context.apiKey)
   const parsed = parseErrorBody(data)
   const kind = (parsed?.type !== undefined && Object.hasOwn(KIND_BY_ERROR_TYPE, parsed.type) ? KIND_BY_ERROR_TYPE[parsed.type] : undefined) ?? 'server'
   const label = parsed?.type ?? 'unknown error'
@@ -137,10 +138,6 @@ export function errorFromTransport(cause: AbortCause | undefined, error: unknown
 function optionalRetryAfter(headers: Headers, nowMs: number): { retryAfterMs?: number } {
   const retryAfterMs = parseRetryAfter(headers, nowMs)
   return retryAfterMs === undefined ? {} : { retryAfterMs }
-}
-
-function scrub(text: string, apiKey: string | undefined): string {
-  return apiKey !== undefined && apiKey !== '' ? text.split(apiKey).join('[redacted]') : text
 }
 
 /** At most SNIPPET_BYTES of `text` as UTF-8, cut on a character boundary. */

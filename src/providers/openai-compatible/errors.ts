@@ -3,6 +3,7 @@
 // backend is tried: auth and bad-request never are, 429 and 5xx are.
 
 import { UpstreamError } from '../types'
+import { withoutSecret } from '../secret-text'
 
 /** Longest body excerpt kept on an error (bytes of UTF-8). */
 export const BODY_SNIPPET_BYTES = 500
@@ -23,7 +24,7 @@ export interface ErrorOrigin {
  * 4xx → bad-request, anything else (a redirect: base_url is wrong) → server.
  */
 export function classifyStatus(origin: ErrorOrigin, status: number, headers: Headers, body: string): UpstreamError {
-  const scrubbed = scrub(body, origin.apiKey)
+  const scrubbed = withoutSecret(body, origin.apiKey)
   const bodySnippet = cutUtf8(scrubbed, BODY_SNIPPET_BYTES)
   const parsed = upstreamMessage(scrubbed)
   const detail = parsed === undefined ? undefined : cutUtf8(parsed, 200)
@@ -67,10 +68,6 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
 }
 
 /** `text` with every occurrence of the API key replaced. Done before any cut, so no part of a key straddling a cut survives. */
-export function scrub(text: string, apiKey: string | undefined): string {
-  return apiKey ? text.split(apiKey).join('[redacted]') : text
-}
-
 /** At most `maxBytes` of `text` as UTF-8, cut on a character boundary. */
 export function cutUtf8(text: string, maxBytes: number): string {
   const bytes = new TextEncoder().encode(text)
