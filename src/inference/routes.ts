@@ -14,7 +14,7 @@ import { ChatCompletionsStreamEncoder } from './dialects/chat-completions/encode
 import { ChatCompletionResponse, ChatCompletionsBody } from './dialects/chat-completions/schema'
 import { AnthropicErrorResponse, authErrors, OpenAIErrorResponse } from '../http/openapi-schemas'
 import { ApiError } from '../http/errors'
-import { decodeCountTokens, decodeMessages } from './dialects/messages/decode'
+import { decodeCountTokens, decodeMessages, MESSAGES_PARAMS } from './dialects/messages/decode'
 import { encodeMessage } from './dialects/messages/encode'
 import { MessagesStreamEncoder } from './dialects/messages/encode-stream'
 import { CountTokensBody, MessageResponse, MessagesBody, TokenCountResponse } from './dialects/messages/schema'
@@ -158,9 +158,13 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
         // The Anthropic SDK reads the request id from `request-id` (message._request_id).
         set.headers['request-id'] = requestIdOf(set)
         refuseEncryptedOn('POST /v1/messages', request, body.model)
-        const chat = decodeMessages(body, catalog.resolve(body.model))
-        const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true, uncensored: body.uncensored })
-        return reply as typeof MessageResponse.static
+        try {
+          const chat = decodeMessages(body, catalog.resolve(body.model))
+          const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true, uncensored: body.uncensored })
+          return reply as typeof MessageResponse.static
+        } catch (error) {
+          throw renameParam(error, MESSAGES_PARAMS)
+        }
       },
       {
         // Spec §8: inference routes other than chat take at most 4 MiB.
