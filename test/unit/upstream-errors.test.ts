@@ -19,6 +19,10 @@ describe('what a client is shown of an upstream refusal', () => {
     expect(withoutAddresses('proxy error: inference:8000: i/o timeout; vllm-b.svc:8000:refused')).toBe('proxy error: [host]: i/o timeout; [host]:refused')
     expect(withoutAddresses('upstream=inference:8000, (inference:8000) inference:8000/v1')).toBe('upstream=[host], ([host]) [host]/v1')
     expect(withoutAddresses('gpu-3.cluster.local, api.corp, db.internal and localhost')).toBe('[host], [host], [host] and [host]')
+    // QA: the labels after a local-use one stayed (the organization's domain), and a URL quoted
+    // percent-encoded was shown as it was.
+    expect(withoutAddresses('proxy //gw-proxy.corp.example.com/v1 refused; gw.lan.acme.io: down.')).toBe('proxy //[host]/v1 refused; [host]: down.')
+    expect(withoutAddresses('redirect_uri=http%3A%2F%2F10.0.0.1%3A8000%2Fv1 refused')).toBe('redirect_uri=[url] refused')
   })
 
   test('what is not an address is kept: numbers, model tags, fields, times', () => {
