@@ -87,6 +87,9 @@ interface Joining {
   plain: boolean
   end: Edit
   properties?: Edit
+  /** Its text seen and its breaks after it: the paragraph it joins goes on from them, as one paragraph would. */
+  textSeen: boolean
+  breaks: Edit[]
 }
 interface Run {
   /** The edits made before the run: those after are inside it. */
@@ -150,6 +153,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
     if (joining === undefined) return
     joining.end.dead = true
     if (joining.properties) joining.properties.dead = true
+    for (const last of joining.breaks) last.dead = true
     joining = undefined
   }
   const placeholders: boolean[] = []
@@ -195,7 +199,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
         }
       }
       if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
-      if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: false, breaks: [], plain: !declares(attributes), joined })
+      if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], plain: !declares(attributes), joined })
       else if (REMOVED.has(name) && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markDeleted = true
       else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr' && rows.length > 0) rows[rows.length - 1] = true
       else if (REMOVED.has(name) && !parent?.endsWith('Pr')) {
@@ -275,14 +279,15 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           if (undoable) paragraphs.at(-1)!.properties = removed
         } else if (name === 'w:p') {
           const paragraph = paragraphs.pop()!
-          for (const last of paragraph.breaks) last.dead = true
           if (paragraph.markDeleted && !paragraph.shows) {
             // Nothing of it shows: it goes, and a paragraph joined to it joins the next one instead.
             edit(start, end, '')
             joining = paragraph.joined
           } else if (paragraph.markDeleted) {
-            joining = { depth: open.length, qname, plain: paragraph.plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties: paragraph.properties }
-          }
+            // Its breaks after its text wait for the next paragraph's text, as in one paragraph.
+            const { textSeen, breaks, plain, properties } = paragraph
+            joining = { depth: open.length, qname, plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties, textSeen, breaks }
+          } else for (const last of paragraph.breaks) last.dead = true
         } else if (name === 'w:tr') {
           if (rows.pop()) edit(start, end, '')
         } else if (name === 'w:tbl') tables.pop()

@@ -171,6 +171,16 @@ describe("DOCX tracked changes as Word's final view shows them (QA)", () => {
     expect(await text(docx(body))).toBe('A\none two\nB')
   })
 
+  test('a page or column break where a joined paragraph meets the next one is between words, as in one paragraph (before: "AB")', async () => {
+    const br = (type: string) => r(`<w:br w:type="${type}"/>`)
+    const body = markDeleted(r(t('A')) + br('page')) + p(r(t('B'))) + markDeleted(r(t('C'))) + p(br('column'), r(t('D')))
+    // Through a wholly deleted paragraph too; one with no words before the break adds nothing.
+    const through = markDeleted(r(t('D2')) + br('page')) + markDeleted(deleted('gone')) + p(r(t('D3'))) + markDeleted(br('page')) + p(r(t('E')))
+    // Where no words follow (the paragraph it would join is not one), the break still separates nothing.
+    const trailing = markDeleted(r(t('F')) + br('page')) + '<w:tbl/>' + para('G')
+    expect(await text(docx(body + through + trailing))).toBe('A\nB\nC\nD\nD2\nD3\nE\nF\nG')
+  })
+
   test('the joined paragraph has the properties of the next one; with no paragraph to join, one keeps its own', () => {
     const none = readHiddenStyles(undefined)
     const next = '<w:p><w:pPr><w:pStyle w:val="Next"/></w:pPr><w:r><w:t>b</w:t></w:r></w:p>'
