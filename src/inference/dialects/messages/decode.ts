@@ -287,4 +287,4 @@ function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): { to
  * these (renameParam). Anthropic's envelope shows the field in the message (QA: a Messages client
  * was told of "reasoning_effort").
  */
-export const MESSAGES_PARAMS: Readonly<Record<string, string>> = { reasoning_effort: 'thinking', response_format: 'output_config.format', stop: 'stop_sequences' }
+export const MESSAGES_PARAMS: Readonly<Record<string, string>> = { reasoning_effort: 'thinking', response_format: 'output_config.format' }
