@@ -46,7 +46,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   const onSignal = (signal: string) => {
     if (hurry) return hurry()
     const now = new Promise<void>(resolve => (hurry = resolve))
-    void drainAndExit(deps, () => ({ server, admin }), signal, now, boot.stop())
+    void drainAndExit(deps, () => ({ server, admin }), signal, now, boot)
   }
   process.on('SIGTERM', () => onSignal('SIGTERM'))
   process.on('SIGINT', () => onSignal('SIGINT'))
@@ -102,6 +102,8 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
 class BootSteps {
   private stopping = false
   private current: Promise<void> = Promise.resolve()
+  /** The step under way, if any (named when a drain gives up on it). */
+  inProgress: BootStep | undefined
 
   constructor(private readonly onStep: ServeOptions['onBootStep']) {}
 
@@ -114,7 +116,12 @@ class BootSteps {
     })()
     // A failed step fails the boot (serve throws); the drain waits only for it to end.
     this.current = running.catch(() => {})
-    await running
+    this.inProgress = name
+    try {
+      await running
+    } finally {
+      this.inProgress = undefined
+    }
     return !this.stopping
   }
 
@@ -152,27 +159,39 @@ type Server = ReturnType<typeof Bun.serve>
  * running is cut: a stream ends with the dialect's in-band `unavailable` error after its
  * produced output is settled, a collected answer with 503 and nothing charged. Then the ledger
  * writer is flushed, this boot's leases are returned, the database is closed, and the process
- * exits 0 (1 if closing failed). `hurry` (a second signal) cuts at once instead of at the deadline.
- * `boot` is the boot step in progress, if the signal came during the boot (`BootSteps.stop`).
+ * exits 0 (1 if closing failed, or if a boot step had to be given up on). `hurry` (a second
+ * signal) cuts at once instead of at the deadline. `boot` is stopped here: a signal during the
+ * boot ends it at its next step.
  */
-export async function drainAndExit(
+async function drainAndExit(
   deps: Deps,
   listeners: () => { server?: Server; admin?: Server },
   signal: string,
-  hurry?: Promise<void>,
-  boot: Promise<void> = Promise.resolve(),
+  hurry: Promise<void>,
+  boot: BootSteps,
 ): Promise<never> {
   const { logger, lifecycle } = deps
   const deadlineMs = deps.config.shutdown.drainTimeoutMs
   lifecycle.drain()
   logger.info('shutting down', { signal, in_flight: lifecycle.inFlight, deadline_ms: deadlineMs })
+  // The deadline counts from the signal, over a boot step still under way as over the requests.
+  const cut = Promise.race([delay(deadlineMs), hurry])
+  let code = 0
   // A signal during the boot: its step in progress ends before anything closes, and the
-  // listeners are read after it (the listen step may just have opened one).
-  await boot
+  // listeners are read after it (the listen step may just have opened one). A step that has not
+  // ended by the deadline or a second signal is given up on (QA: a libSQL server that accepts the
+  // connection but never answers held the migration, and the process, until SIGKILL: libSQL's
+  // HTTP client has no timeout). What that step did is unknown, so the exit code says so.
+  const step = boot.inProgress
+  const booted = await Promise.race([boot.stop().then(() => true), cut.then(() => false)])
+  if (!booted) {
+    logger.error('shutdown: a boot step did not end by the drain deadline or a second signal; exiting without it', { step })
+    code = 1
+  }
   const { server, admin } = listeners()
   // stop(false) closes the listener at once and resolves when every open response has ended.
   const stopped = server ? server.stop(false) : Promise.resolve()
-  const drained = await Promise.race([stopped.then(() => true), delay(deadlineMs).then(() => false), ...(hurry ? [hurry.then(() => false)] : [])])
+  const drained = await Promise.race([stopped.then(() => true), cut.then(() => false)])
   if (!drained) {
     logger.warn('drain deadline passed or a second signal came; cutting the requests still running', { in_flight: lifecycle.inFlight })
     lifecycle.abortAll()
@@ -188,9 +207,9 @@ export async function drainAndExit(
   // Every response has ended, but a call whose client left mid-answer ends on the lifecycle's
   // next tick, which releases its hold: wait for it, so its lease goes back and it is logged.
   await Promise.race([lifecycle.idle(), delay(CUT_GRACE_MS)])
-  let code = 0
   try {
-    await deps.close()
+    // A database that never answered the boot's step may not answer the closing writes either.
+    await (booted ? deps.close() : Promise.race([deps.close(), delay(CUT_GRACE_MS)]))
   } catch (error) {
     logger.error('shutdown: closing failed', { error: String(error) })
     code = 1

@@ -1,4 +1,4 @@
-import { afterEach, expect, test } from 'bun:test'
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { createClient } from '@libsql/client'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -69,3 +69,87 @@ test('a SIGTERM while the configuration is read (before serve handles signals): 
   const messages = stdout.split('\n').filter(line => line.startsWith('{')).map(line => JSON.parse(line).msg as string)
   expect(messages).toEqual(['shutting down', 'stopped'])
 }, 30_000)
+
+// A libSQL server that accepts the connection but never answers held the boot's migration, and
+// with it the process: past drain_timeout_s and after a second signal it still ran, until SIGKILL
+// (QA). The step is given up on at the deadline or the second signal, and the exit code is 1:
+// what the step did is unknown.
+describe('a boot step the database never answers', () => {
+  let answered: () => void
+  let asked: Promise<void>
+  let silent: ReturnType<typeof Bun.serve>
+  let child: ReturnType<typeof Bun.spawn> | undefined
+  beforeEach(() => {
+    asked = new Promise(resolve => (answered = resolve))
+    silent = Bun.serve({ port: 0, fetch: () => (answered(), new Promise<Response>(() => {})) })
+  })
+  afterEach(() => {
+    child?.kill('SIGKILL')
+    silent.stop(true)
+  })
+
+  /** `svc serve` on the silent server, signalled once the migration has asked it; its log messages and exit code, within `boundMs`. */
+  async function stuckBoot(drainTimeoutS: number, secondSignal: boolean, boundMs: number) {
+    workspace = gatewayWorkspace('svc-boot-silent-db-', `plans: { payg: { monthly_allowance: "0", fusion: false } }\nshutdown: { drain_timeout_s: ${drainTimeoutS} }\n`)
+    child = Bun.spawn([process.execPath, CLI, 'serve'], {
+      env: { ...process.env, ...workspace.env, DATABASE_URL: `http://127.0.0.1:${silent.port}`, PORT: '0', SVC_BOOTSTRAP: '0' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const lines = logLines(child.stdout as ReadableStream<Uint8Array>)
+    const stderr = new Response(child.stderr as ReadableStream<Uint8Array>).text()
+    await asked
+    child.kill('SIGTERM')
+    const signalledAt = performance.now()
+    if (secondSignal) {
+      // Once the first is handled (one held before serve's handlers would count once).
+      await lines.until('shutting down')
+      child.kill('SIGINT')
+    }
+    const code = await Promise.race([child.exited, Bun.sleep(boundMs).then(() => 'still running')])
+    const elapsedMs = performance.now() - signalledAt
+    child.kill('SIGKILL')
+    return { code, elapsedMs, messages: lines.messages, stderr: await stderr }
+  }
+
+  test('one SIGTERM: given up on at the drain deadline, exit 1', async () => {
+    const run = await stuckBoot(1, false, 10_000)
+    expect(run.code).toBe(1)
+    expect(run.elapsedMs).toBeGreaterThanOrEqual(1000)
+    expect(run.messages.map(line => line.msg)).toEqual(['shutting down', 'shutdown: a boot step did not end by the drain deadline or a second signal; exiting without it', 'stopped'])
+    expect(run.messages[1]!.step).toBe('migrate')
+    expect(run.stderr).toBe('')
+  }, 30_000)
+
+  test('a second signal: given up on at once, exit 1', async () => {
+    const run = await stuckBoot(600, true, 10_000)
+    expect(run.code).toBe(1)
+    expect(run.messages.map(line => line.msg)).toEqual(['shutting down', 'shutdown: a boot step did not end by the drain deadline or a second signal; exiting without it', 'stopped'])
+    expect(run.stderr).toBe('')
+  }, 30_000)
+})
+
+/** The JSON log lines of a child's stdout as they come; `until` resolves once a line has that `msg`. */
+function logLines(stdout: ReadableStream<Uint8Array>) {
+  const messages: Array<Record<string, any>> = []
+  const waiting: Array<{ msg: string; resolve: () => void }> = []
+  void (async () => {
+    const decoder = new TextDecoder()
+    let buffer = ''
+    for await (const chunk of stdout) {
+      buffer += decoder.decode(chunk, { stream: true })
+      let newline: number
+      while ((newline = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, newline)
+        buffer = buffer.slice(newline + 1)
+        if (!line.startsWith('{')) continue
+        const message = JSON.parse(line)
+        messages.push(message)
+        for (const wait of waiting) if (wait.msg === message.msg) wait.resolve()
+      }
+    }
+  })()
+  const until = (msg: string) =>
+    messages.some(message => message.msg === msg) ? Promise.resolve() : new Promise<void>(resolve => waiting.push({ msg, resolve }))
+  return { messages, until }
+}
