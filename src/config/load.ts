@@ -2,9 +2,10 @@ import { Value } from '@sinclair/typebox/value'
 import { nameTextProblem } from '../lib/characters'
 import { isEmail } from '../lib/email'
 import { FAULT_POINTS, type FaultPoint } from '../lib/fault-point'
-import { redactCredentials, redactQuery } from '../observability/logger'
+import { redactCredentials } from '../observability/logger'
 import { parseUsd } from '../lib/money'
 import type { BucketRule, Config, DocumentsConfig, LogLevel, Plan } from './config'
+import { databaseUrlProblem } from './database-url'
 import defaultYaml from './default.yaml' with { type: 'text' }
 import { withEnvProviders } from './env-providers'
 import { buildModels } from './models'
@@ -47,16 +48,8 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const bootstrapFlag = env.SVC_BOOTSTRAP || '1'
   if (bootstrapFlag !== '0' && bootstrapFlag !== '1') problems.push(`SVC_BOOTSTRAP: must be 0 or 1, got "${bootstrapFlag}"`)
   const databaseUrl = env.DATABASE_URL || 'file:data/svc.db'
-  if (!/^(file:|libsql:\/\/|https?:\/\/|:memory:$)/.test(databaseUrl)) {
-    problems.push(`DATABASE_URL: must start with file:, libsql://, http:// or https://, got "${redactQuery(databaseUrl)}"`)
-  } else if (/^file:([?#]|$)/.test(databaseUrl)) {
-    // SQLite opens an empty path as a private temporary database, deleted on close: a server would
-    // bootstrap a fresh organization at every start (`file:${DB}` with DB unset, say).
-    problems.push('DATABASE_URL: file: names no file; give its path, e.g. file:data/svc.db')
-  } else if (!databaseUrl.startsWith('file:') && databaseUrl !== ':memory:' && !namesHost(databaseUrl)) {
-    // Else libSQL's client refuses it when the database is opened, as a bare "ERR_INVALID_URL: Invalid URL" (QA).
-    problems.push(`DATABASE_URL: must be a valid URL naming the server, e.g. libsql://db.example.turso.io, got "${redactQuery(databaseUrl)}"`)
-  }
+  const databaseUrlRefusal = databaseUrlProblem(databaseUrl)
+  if (databaseUrlRefusal !== undefined) problems.push(databaseUrlRefusal)
 
   if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {
     problems.push(`SVC_INSTANCE_ID: must be 1 to 64 letters, digits, dots, dashes or underscores, got "${env.SVC_INSTANCE_ID}"`)
@@ -230,15 +223,6 @@ function bucket(raw: { burst: number; per_second: number } | undefined, fallback
 
 function readFileText(path: string): string {
   return require('node:fs').readFileSync(path, 'utf8')
-}
-
-/** Whether `url` parses as a URL with a host (`libsql://` alone, or `libsql://[::1`, does not). */
-function namesHost(url: string): boolean {
-  try {
-    return new URL(url).hostname !== ''
-  } catch {
-    return false
-  }
 }
 
 /** PORT, 8080 when unset; a bad value is added to `problems`. */

@@ -112,6 +112,40 @@ describe('DATABASE_URL and DATABASE_AUTH_TOKEN', () => {
     ])
   })
 
+  // What libSQL's client takes (@libsql/core's URL parse): authToken and tls query parameters,
+  // percent-encoding, ?tls=0 on libsql: with a port, a file: URL with an empty or localhost host.
+  test.each([
+    'libsql://db.example.turso.io?authToken=abc&tls=1',
+    'libsql://127.0.0.1:8080?tls=0',
+    'http://127.0.0.1:8081?tls=0',
+    'https://db.example.com/?tls=1&authToken=a%20b',
+    'libsql://db.example.turso.io/a%20b',
+    'file:data/a%20b.db?tls=0',
+    'file:///srv/svc.db',
+    'file://localhost/srv/svc.db',
+    'file::memory:?cache=shared',
+  ])('%p, a URL libSQL takes, is accepted', url => {
+    expect(loadConfig({ DATABASE_URL: url }, noFile).databaseUrl).toBe(url)
+  })
+
+  // libSQL's client refused these only when opening the database, with a bare error naming no
+  // field ("URL_INVALID: URL fragments are not supported"); quoted without query or fragment.
+  test.each([
+    ['libsql://h#frag', 'libSQL takes no #fragment'],
+    ['file:data/svc.db#frag', 'libSQL takes no #fragment'],
+    ['libsql://h?foo=1', 'the only query parameters libSQL takes are authToken and tls (cache for :memory:)'],
+    ['libsql://h?secret-token', 'the only query parameters libSQL takes are authToken and tls (cache for :memory:)'],
+    ['libsql://h?tls=maybe', 'Unknown value for the "tls" query argument: "maybe". Supported values are: ["0", "1"]'],
+    ['libsql://h?tls=0', 'A "libsql:" URL with ?tls=0 must specify an explicit port'],
+    ['http://h?tls=1', 'an http: URL cannot opt into TLS with ?tls=1 (use https:)'],
+    ['https://h?tls=0', 'an https: URL cannot opt out of TLS with ?tls=0 (use http:)'],
+    ['libsql://h/%zz', 'malformed percent-encoding (a % must start %XX, bytes of UTF-8)'],
+    ['file:data/%zz.db', 'malformed percent-encoding (a % must start %XX, bytes of UTF-8)'],
+    ['file://db.internal/svc.db', 'a file: URL names no host; an absolute path starts with one slash or three (file:/srv/svc.db, file:///srv/svc.db)'],
+  ])('%p, a URL libSQL refuses, is refused naming DATABASE_URL', (url, why) => {
+    expect(problemsOf(() => loadConfig({ DATABASE_URL: url }, noFile))).toEqual([`DATABASE_URL: ${why}, got "${url.replace(/[?#].*/, s => `${s[0]}[redacted]`)}"`])
+  })
+
   test('the auth token is passed through; empty means none', () => {
     expect(loadConfig({ DATABASE_AUTH_TOKEN: 'tok' }, noFile).databaseAuthToken).toBe('tok')
     expect(loadConfig({ DATABASE_AUTH_TOKEN: '' }, noFile).databaseAuthToken).toBeUndefined()
