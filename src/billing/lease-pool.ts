@@ -17,7 +17,7 @@ export class LeasePool {
   lastUsedMs: number
   /** A top-up op in flight; concurrent reservations wait for it instead of asking again. */
   growing: Promise<void> | null = null
-  /** Sum of the estimates of admissions waiting on this pool: sizes the next top-up. */
+  /** Sum of the estimates of admissions waiting on this pool and of settlements' overshoots not yet held: sizes the next top-up. */
   wanted = 0n
   /**
    * Until this instant (epoch ms) the scope is known not to have `emptyNeed` free: a request
@@ -154,7 +154,7 @@ export function demand(waiting: LeasePool[] | undefined, pool: LeasePool, estima
  * Each take is synchronous: a waiter a growth wakes never counts what another took (QA: 8 of 10
  * concurrent overshoots went to prepaid). What the allowance cannot cover is left to prepaid.
  */
-export async function holdOvershoot(hold: NonNullable<Holds['allowance']>, actual: Nanos, clock: Clock, grow: (need: Nanos) => Promise<string>): Promise<void> {
+export async function holdOvershoot(hold: NonNullable<Holds['allowance']>, actual: Nanos, clock: Clock, grow: (excess: Nanos) => Promise<string>): Promise<void> {
   const { pool } = hold
   pool.wanted += actual - hold.amount
   try {
@@ -165,7 +165,7 @@ export async function holdOvershoot(hold: NonNullable<Holds['allowance']>, actua
       hold.amount += take
       pool.wanted -= take
       if (hold.amount >= actual || pool.emptyUntilMs > clock.now()) return
-      if ((await grow(actual - hold.amount).catch(() => 'empty')) === 'empty') return
+      if ((await grow(actual - hold.amount)) === 'empty') return
     }
   } finally {
     pool.wanted -= actual - hold.amount

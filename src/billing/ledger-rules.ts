@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors'
 import { utcDay, utcMonth, type Window } from '../lib/clock'
 import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
 import type { ScopeRoom } from './scope-room'
+import type { Purpose } from './ledger'
 import { IDLE_RETURN_MS } from './sweeper'
 
 export function capWindow(period: SpendCapPeriod, nowMs: number): Window {
@@ -56,7 +57,7 @@ export class HeldRefusal extends ApiError {
  * The key's cap refusing an admission of `estimate` (what the request holds already included);
  * a module function, not a closure per admission: this runs on every request's path.
  */
-export function keyRefusal(cap: { period: SpendCapPeriod; nanos: Nanos }, purpose: string, estimate: Nanos, nowMs: number, why: Shortfall): ApiError {
+export function keyRefusal(cap: { period: SpendCapPeriod; nanos: Nanos }, purpose: Purpose, estimate: Nanos, nowMs: number, why: Shortfall): ApiError {
   return capRefusal(cap.period, cap.nanos, capWindow(cap.period, nowMs), nowMs, estimate, purpose !== 'chat' && purpose !== 'fusion', why)
 }
 
@@ -67,7 +68,7 @@ export function keyRefusal(cap: { period: SpendCapPeriod; nanos: Nanos }, purpos
  * expires only once its spend reaches the cap (spec §3.1), so the message says which limit
  * refused and why. Only a cap that its spending left too little stops the key until its reset.
  */
-export function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean, why: Shortfall): ApiError {
+function capRefusal(period: SpendCapPeriod, cap: Nanos, window: Window, nowMs: number, estimate: Nanos, fixedPrice: boolean, why: Shortfall): ApiError {
   const capText = `this key's ${period} spend cap of ${formatUsd(cap)} USD (${cap} nanos)`
   const costText = `this request's worst-case cost of ${formatUsd(estimate)} USD (${estimate} nanos)`
   if (why !== 'spent') return new HeldRefusal(`${capText} has less left than ${costText}`, why)

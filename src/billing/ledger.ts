@@ -293,9 +293,17 @@ export class Ledger {
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
     if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
-    // Awaited only when it grows: a settlement is queued in the call's own turn (a shutdown drains the queue, then returns leases).
-    if (allowance && actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) {
-      await holdOvershoot(allowance, actual, this.clock, estimate => this.grow(allowance.pool, 1n, estimate)) // 1n: what is left, if less
+    // Only a charge above the estimate asks for more allowance (admission asked for the estimate),
+    // awaited only then: a settlement is queued in the call's own turn (a shutdown drains the
+    // queue, then returns leases), and the response waits for it (review: every prepaid-funded
+    // settlement had grown the spent allowance first, a write each).
+    if (allowance && actual > reservation.amount && actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) {
+      await holdOvershoot(allowance, actual, this.clock, excess =>
+        this.grow(allowance.pool, 1n, excess).catch(error => {
+          this.logger.warn('could not lease allowance for an overshoot; it goes to prepaid', { org_id: reservation.orgId, error: String(error) })
+          return 'empty' as const
+        }),
+      ) // 1n: what is left, if less than the excess
     }
     const now = this.clock.now()
     // Allowance first (§7.3), overshoot included (holdOvershoot), before any prepaid. Draws: what this settlement takes out of each lease.

@@ -156,7 +156,7 @@ export class AlternateContent {
  * it shows. An explicit list (not a family of URIs): a Choice requiring a made-up namespace is one
  * Word skips for the Fallback.
  */
-export const WORD_UNDERSTANDS = new Set([
+const WORD_UNDERSTANDS = new Set([
   ...W_NAMESPACES,
   MC,
   ...M_NAMESPACES,

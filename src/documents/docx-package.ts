@@ -1,9 +1,9 @@
 import { cutText } from '../lib/characters'
 import { rewritePart } from './docx-rewrite'
 import { namesReadOtherwise } from './docx-names'
-import { shownPages } from './docx-sections'
+import { shownPages, type PageKind } from './docx-sections'
 import { anyHidden, readHiddenStyles, type Budget } from './docx-styles'
-import { PackageParts, resolvePartPath, scanXml, type Relationship } from './package-parts'
+import { PackageParts, resolvePartPath, rewrittenParts, scanXml, type Relationship } from './package-parts'
 import { DocumentRefused } from './types'
 import { inflateWithinCap, localHeaderName, readCentralDirectory, readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from './zip-guard'
 
@@ -64,9 +64,7 @@ export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], limits: { ma
   const rewritten = rewritePackage(bytes, entries, account, false)
   if (account.room < 0) throw new DocumentRefused(`the DOCX document inflates to more than ${limits.zip.maxInflatedBytes} bytes once read (a zip bomb or far too large a document)`)
   if (rewritten === bytes) return { bytes, parts: new PackageParts(bytes, entries) }
-  const directory = readCentralDirectory(rewritten, limits.zip)
-  if (!directory.ok) throw new Error(`the rewritten document cannot be read again: ${directory.message}`)
-  return { bytes: rewritten, parts: new PackageParts(rewritten, directory.entries) }
+  return { bytes: rewritten, parts: rewrittenParts(rewritten, limits.zip) }
 }
 
 function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account, nested: boolean): Uint8Array {
@@ -158,7 +156,7 @@ function readPages(parts: PackageParts, main: string, byId: Map<string, Relation
   const xml = parts.text(main)
   if (xml === undefined) return new Set()
   const settings = [...byId.values()].find(({ type }) => type.endsWith('/settings'))?.path
-  const pageOf = (kind: string, id: string) => {
+  const pageOf = (kind: PageKind, id: string) => {
     const named = byId.get(id)
     return named?.type.endsWith(`/${kind}`) ? named.path : undefined
   }

@@ -1,9 +1,9 @@
 import { cutText } from '../lib/characters'
 import { scanWord, type NamespaceOf } from './docx-names'
 import { take, type Budget } from './docx-styles'
-import { PackageParts } from './package-parts'
+import { PackageParts, rewrittenParts } from './package-parts'
 import { DocumentRefused } from './types'
-import { readCentralDirectory, readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from './zip-guard'
+import { readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from './zip-guard'
 
 // A shape PowerPoint does not show (hidden in its Selection pane: `hidden="1"` on the shape's
 // non-visual properties, p:cNvPr) is not read: officeparser 8.1.1's PowerPointParser reads every
@@ -66,9 +66,7 @@ export function withoutHiddenShapes(bytes: Uint8Array, entries: ZipEntry[], limi
   }
   if (replaced.size === 0) return { bytes, parts: new PackageParts(bytes, entries) }
   const rewritten = replaceEntries(bytes, entries, replaced)
-  const directory = readCentralDirectory(rewritten, limits.zip)
-  if (!directory.ok) throw new Error(`the rewritten presentation cannot be read again: ${directory.message}`)
-  return { bytes: rewritten, parts: new PackageParts(rewritten, directory.entries) }
+  return { bytes: rewritten, parts: rewrittenParts(rewritten, limits.zip) }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Parser } from 'htmlparser2'
-import { readSmallEntry, type ZipEntry } from './zip-guard'
+import { readCentralDirectory, readSmallEntry, type ZipEntry, type ZipLimits } from './zip-guard'
 
 // The parts of an OOXML package (its zip entries, already inflated once by the zip guard within
 // the cap) and their relationships, for what the gateway reads beside officeparser: charts and
@@ -111,4 +111,11 @@ export class PackageParts {
     })
     return wellFormed ? found : undefined
   }
+}
+
+/** The parts of a package a rewrite wrote again (docx-package.ts, hidden-shapes.ts), its directory read anew. */
+export function rewrittenParts(bytes: Uint8Array, zip: ZipLimits): PackageParts {
+  const directory = readCentralDirectory(bytes, zip)
+  if (!directory.ok) throw new Error(`a rewritten package cannot be read again: ${directory.message}`)
+  return new PackageParts(bytes, directory.entries)
 }

@@ -10,7 +10,7 @@ type Operators = Awaited<ReturnType<typeof getResolvedPDFJS>>['OPS']
 type Layers = Awaited<ReturnType<PDFDocumentProxy['getOptionalContentConfig']>>
 
 /** A piece of page text, as getTextContent gives it. */
-export interface TextPiece {
+interface TextPiece {
   str: string
   hasEOL: boolean
 }

@@ -62,8 +62,10 @@ export function swaggerUi(title: string) {
     // Answered before routing, so the request's log line and metrics are written here. Only the
     // path /docs/ itself, with its query (QA: /docs/?x=1 was the page, which then found no document).
     .onRequest(({ request }) => {
-      if (!request.url.includes('/docs/')) return
-      const { pathname, search } = new URL(request.url)
+      // Every request passes here: a scan of the URL's end, and of a query only right after /docs/.
+      const url = request.url
+      if (!url.endsWith('/docs/') && !url.includes('/docs/?')) return
+      const { pathname, search } = new URL(url)
       if (pathname !== '/docs/') return
       const record = recordOf(request)
       if (record !== undefined) record.sink.respond(record, '/docs/', 308)

@@ -15,21 +15,21 @@ const IPV4_PATTERN = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b/g
 // `name:port` whose name has a letter (checked apart: "10:30" is a time), a single label
 // (`inference:8000`) too. It may be followed by a colon, as Go's net errors write it ("dial tcp
 // inference:8000: connect: connection refused"), but not by `:` and a digit: "T10:30:00" is a
-// time. No two quantifiers here can match the same characters, so a long run like "a-a-a-…"
-// costs no backtracking.
+// time. Like the name and URL patterns, it is quadratic on a long run of labels ("a-a-a-…"):
+// what it reads is the upstream's message, cut to 500 bytes by the adapters (review).
 const HOST_PORT_PATTERN = /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:\d)/gi
 // The whole name, labels after the local-use one too (`gw.corp.example.com`: before, only
-// `gw.corp` went, leaving the organization's domain).
-const LOCAL_NAME_PATTERN = /\b(?:[a-z0-9-]+\.)+(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)(?:\.[a-z0-9-]+)*(?![\w-])|\blocalhost\b/gi
-// A URL's `://`, `:` and `/` percent-encoded (a URL quoted in a query string), read as such first.
-const ENCODED_URL_DELIMITERS = /%(?:3a|2f)/gi
+// `gw.corp` went, leaving the organization's domain); labels may hold `_`.
+const LOCAL_NAME_PATTERN = /\b(?:[\w-]+\.)+(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)(?:\.[\w-]+)*(?![\w-])|\blocalhost\b/gi
+// A URL quoted percent-encoded (in a query string), once or more: `http%3A%2F%2F…`, `http%253A%252F%252F…`.
+const ENCODED_URL_PATTERN = /\b[a-z][a-z0-9+.-]*(?:%(?:25)*3a)(?:%(?:25)*2f){2}[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
 
 /** Longest Retry-After passed on from an upstream (one day). */
 const MAX_RETRY_AFTER_S = 86_400
 
 /** `text` without the network addresses it names. */
 export function withoutAddresses(text: string): string {
-  return text.replace(ENCODED_URL_DELIMITERS, encoded => decodeURIComponent(encoded)).replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(BARE_IPV6_PATTERN, bareIpv6).replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
+  return text.replace(ENCODED_URL_PATTERN, '[url]').replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(BARE_IPV6_PATTERN, bareIpv6).replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
 }
 
 function bareIpv6(candidate: string): string {

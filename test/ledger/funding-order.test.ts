@@ -108,6 +108,35 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
+  test('a settlement at or below its estimate asks the database for no more allowance', async () => {
+    // Review: with the allowance spent, every prepaid-funded settlement more than a second after
+    // the last look grew the allowance lease first: a write (and a read) before each charge.
+    t = await buildTestApp({}, configWith({ plans: { basic: { monthly_allowance: '0', fusion: false } } }))
+    const org = await t.createOrg('spent', USD)
+    const principal = await adminPrincipal(t, org)
+    const b = await ledgerOver(t, new ClientExecutor(t.deps.database.client), 'instance-b')
+    try {
+      const kinds: string[] = []
+      const submit = b.writer.submit.bind(b.writer)
+      b.writer.submit = ((op: Parameters<typeof submit>[0]) => {
+        kinds.push(op.kind)
+        return submit(op)
+      }) as typeof b.writer.submit
+      for (const actual of [1_000_000n, 900_000n]) {
+        const admitted = await b.ledger.admit({ principal, purpose: 'chat', estimate: 1_000_000n })
+        if (!admitted.ok) throw new Error(admitted.error.message)
+        t.clock.advance(2_000)
+        kinds.length = 0
+        await b.ledger.settle(admitted.reservation, actual)
+        expect(kinds).toEqual(['settle'])
+      }
+      expect(await prepaidOf(t, org.orgId)).toBe(USD - 1_900_000n)
+    } finally {
+      await b.sweeper.stop()
+    }
+    await verifyClean(t)
+  })
+
   test('allowance a concurrent call gave back pays before prepaid, also for a call held wholly on prepaid', async () => {
     // Found by the billed-routes model (seed 13): three calls in flight; the first held the last of
     // the allowance and settled below its estimate, and the next settlement went wholly to prepaid

@@ -23,6 +23,8 @@ describe('what a client is shown of an upstream refusal', () => {
     // percent-encoded was shown as it was.
     expect(withoutAddresses('proxy //gw-proxy.corp.example.com/v1 refused; gw.lan.acme.io: down.')).toBe('proxy //[host]/v1 refused; [host]: down.')
     expect(withoutAddresses('redirect_uri=http%3A%2F%2F10.0.0.1%3A8000%2Fv1 refused')).toBe('redirect_uri=[url] refused')
+    // Review: encoded twice, a host name, an underscore in a label; other percent signs are kept.
+    expect(withoutAddresses('next=https%253A%252F%252Fgw.example.com%253A8000%252Fv1, dial gw.corp.acme_internal.com; 100%2f200 done')).toBe('next=[url], dial [host]; 100%2f200 done')
   })
 
   test('what is not an address is kept: numbers, model tags, fields, times', () => {

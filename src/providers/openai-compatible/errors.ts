@@ -67,7 +67,6 @@ export function parseRetryAfter(headers: Headers, now: number = Date.now()): num
   return Math.max(0, date - now)
 }
 
-/** `text` with every occurrence of the API key replaced. Done before any cut, so no part of a key straddling a cut survives. */
 /** At most `maxBytes` of `text` as UTF-8, cut on a character boundary. */
 export function cutUtf8(text: string, maxBytes: number): string {
   const bytes = new TextEncoder().encode(text)
