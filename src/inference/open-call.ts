@@ -69,13 +69,15 @@ export async function openCall(deps: PipelineDeps, input: ChatCallInput, options
   let call: MeteredCall
   try {
     if (withFiles) await enrichDocuments(deps, { ...input, pending })
-    if (web) serverTools = await enrichWithWeb(web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending, slotHeld: input.slotHeld })
+    // Its pages and searches are admitted as the chat will be: a drain since lets them run (regression QA).
+    const continuesRequest = input.continuesRequest === true || enriched
+    if (web) serverTools = await enrichWithWeb(web, { principal: input.principal, request, requestId, signal: input.signal, billingKey: input.billingKey, pending, slotHeld: input.slotHeld, continuesRequest })
     // Bound every upstream's output (some, like Ollama, are unbounded by default) by what was
     // reserved for: the model's cap, within the context left.
     maxOutputTokens = request.sampling.maxOutputTokens ??= Math.max(1, Math.min(route.maxOutputTokens, route.contextLength - typicalInputTokens(request)))
     call = await deps.metering.begin({
       principal: input.principal, purpose: input.purpose ?? 'chat', estimate: estimateCharge(request, route), inference: input.slotHeld !== true, requestId, billingKey: input.billingKey,
-      continuesRequest: input.continuesRequest === true || enriched, model: request.model, ownHeld: (pending?.total ?? 0n) + (input.ownHeld ?? 0n),
+      continuesRequest, model: request.model, ownHeld: (pending?.total ?? 0n) + (input.ownHeld ?? 0n),
     })
   } catch (error) {
     pending?.releaseAll()

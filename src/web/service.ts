@@ -32,6 +32,8 @@ export interface WebCaller {
   pending?: PendingCharges
   /** The call's inference slot is held already, for the whole turn (underOneSlot) or Fusion run: it takes none of its own. */
   slotHeld?: boolean
+  /** Hosted tools of a request already in flight when a drain began: admitted as its chat will be (metering.begin). */
+  continuesRequest?: boolean
 }
 
 /** A URL that was named but not fetched, and why (hosted fetch tells the model). */
@@ -249,7 +251,7 @@ export class WebService {
 
   private begin(caller: WebCaller, purpose: 'web_fetch' | 'web_search', estimate: bigint): Promise<MeteredCall> {
     const billingKey = caller.billingKey === undefined ? undefined : `${caller.billingKey}:${purpose}`
-    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: caller.slotHeld !== true, requestId: caller.requestId, billingKey })
+    return this.metering.begin({ principal: caller.principal, purpose, estimate, inference: caller.slotHeld !== true, requestId: caller.requestId, billingKey, continuesRequest: caller.continuesRequest })
   }
 
   /**

@@ -143,3 +143,34 @@ test('a chat whose hosted web fetch fails after the drain began still gets its a
   expect((await ask()).status).toBe(503)
   expect(await charges(t, org.orgId)).toEqual(['chat'])
 })
+
+test('a chat whose page was still being resolved when the drain began gets its page and answer', async () => {
+  // Regression QA: the page's own admission (after DNS) was refused as new, so the chat was 503.
+  const site = pageServer(() => new Response('<html><title>Notes</title><body>meeting notes</body></html>', { headers: { 'content-type': 'text/html' } }))
+  cleanups.push(() => site.stop())
+  const web = await buildWebApp()
+  cleanups.push(() => web.t.close())
+  const t = web.t
+  let resolved!: () => void
+  const held = new Promise<void>(resolve => (resolved = resolve))
+  const resolve = web.resolver.resolve.bind(web.resolver)
+  let asked = 0
+  web.resolver.resolve = async host => {
+    asked += 1
+    await held
+    return resolve(host)
+  }
+  web.resolver.set('docs.example-web.com', ['127.0.0.1'])
+  const org = await createPlanOrg(t, { name: 'chat', keyName: 'chat' })
+  const answer = t.request('POST', '/v1/chat/completions', {
+    key: org.key,
+    body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
+  })
+  await poll('the lookup', 200, 10, () => (asked === 1 ? true : undefined))
+  t.deps.lifecycle.drain()
+  resolved()
+  const response = await answer
+  expect(response.status).toBe(200)
+  expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 1 })
+  expect(await charges(t, org.orgId)).toEqual(['chat', 'web_fetch'])
+})

@@ -84,7 +84,7 @@ export function hostedWeb(web: WebService | undefined, request: ChatRequest): We
  */
 export async function enrichWithWeb(
   web: WebService,
-  input: { principal: Principal; request: ChatRequest; requestId: string; signal: AbortSignal; billingKey?: string; pending?: PendingCharges; slotHeld?: boolean },
+  input: { principal: Principal; request: ChatRequest; requestId: string; signal: AbortSignal; billingKey?: string; pending?: PendingCharges; slotHeld?: boolean; continuesRequest?: boolean },
 ): Promise<ServerToolUse> {
   const { request } = input
   const message = latestUserMessage(request.messages)
@@ -94,7 +94,7 @@ export async function enrichWithWeb(
   const text = message ? message.parts.flatMap(part => (part.type === 'text' && part.fromDocument !== true ? [part.text] : [])).join('\n') : ''
   // The first piece to fail cuts its sibling through this signal (see bothPieces).
   const turn = new AbortController()
-  const caller = { principal: input.principal, requestId: input.requestId, signal: AbortSignal.any([input.signal, turn.signal]), billingKey: input.billingKey, pending: input.pending, slotHeld: input.slotHeld }
+  const caller = { principal: input.principal, requestId: input.requestId, signal: AbortSignal.any([input.signal, turn.signal]), billingKey: input.billingKey, pending: input.pending, slotHeld: input.slotHeld, continuesRequest: input.continuesRequest }
 
   const fetchLists = listsOf(request.hosted.fetch)
   const chosen = request.hosted.webFetch ? chooseUrls(text, web.config.fetch.maxUrls, request.hosted.fetch) : { urls: [], skipped: [] }
