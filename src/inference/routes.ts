@@ -14,7 +14,7 @@ import { ChatCompletionsStreamEncoder } from './dialects/chat-completions/encode
 import { ChatCompletionResponse, ChatCompletionsBody } from './dialects/chat-completions/schema'
 import { AnthropicErrorResponse, authErrors, OpenAIErrorResponse } from '../http/openapi-schemas'
 import { ApiError } from '../http/errors'
-import { decodeCountTokens, decodeMessages, MESSAGES_PARAMS } from './dialects/messages/decode'
+import { decodeCountTokens, decodeMessages, messagesParams } from './dialects/messages/decode'
 import { encodeMessage } from './dialects/messages/encode'
 import { MessagesStreamEncoder } from './dialects/messages/encode-stream'
 import { CountTokensBody, MessageResponse, MessagesBody, TokenCountResponse } from './dialects/messages/schema'
@@ -163,7 +163,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
           const reply = await runChat(pipeline, { ...httpCall({ principal, request, set, server }), request: chat, encoder: messages, includeUsage: true, uncensored: body.uncensored })
           return reply as typeof MessageResponse.static
         } catch (error) {
-          throw renameParam(error, MESSAGES_PARAMS)
+          throw renameParam(error, messagesParams(body))
         }
       },
       {

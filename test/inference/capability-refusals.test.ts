@@ -46,6 +46,9 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
       expect(response.status).toBe(400)
       expect((await json(response)).error.message).toBe('thinking: model plain does not advertise reasoning controls')
     }
+    // An effort alone is named as sent (regression QA: it read "thinking").
+    const effort = await plain.request('POST', '/v1/messages', { key: adminKey, body: { model: 'plain', max_tokens: 50, output_config: { effort: 'high' }, messages: [{ role: 'user', content: 'x' }] } })
+    expect((await json(effort)).error.message).toBe('output_config.effort: model plain does not advertise reasoning controls')
   } finally {
     await plain.close()
   }

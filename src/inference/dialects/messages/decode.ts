@@ -284,7 +284,10 @@ function decodeToolChoice(choice: Body['tool_choice'], names: Set<string>): { to
 
 /**
  * Policy and the backends name Chat Completions fields; on this route the same checks concern
- * these (renameParam). Anthropic's envelope shows the field in the message (QA: a Messages client
- * was told of "reasoning_effort").
+ * these (renameParam), as `body` sent them: reasoning by `thinking` or else `output_config.effort`.
+ * Anthropic's envelope shows the field in the message (QA: a Messages client was told of "reasoning_effort").
  */
-export const MESSAGES_PARAMS: Readonly<Record<string, string>> = { reasoning_effort: 'thinking', response_format: 'output_config.format' }
+export function messagesParams(body: Pick<Body, 'thinking' | 'output_config'>): Readonly<Record<string, string>> {
+  const reasoning = body.thinking === undefined && body.output_config?.effort !== undefined ? 'output_config.effort' : 'thinking'
+  return { reasoning_effort: reasoning, response_format: 'output_config.format' }
+}
