@@ -97,6 +97,22 @@ describe('svc.chat_fusion', () => {
     await client.close()
   })
 
+  test('a run refused as a whole announces nothing: no progress for parts that never ran', async () => {
+    // Regression QA: during a drain, "a: started", "b: started", then both failed, then the refusal.
+    const client = await connect()
+    h.t.deps.lifecycle.drain()
+    const progress: unknown[] = []
+    const result = await client.callTool(
+      { name: 'svc.chat_fusion', arguments: { models: ['a', 'b'], request_id: crypto.randomUUID(), prompt: 'q' } },
+      CallToolResultSchema,
+      { onprogress: update => progress.push(update) },
+    ).catch(error => error)
+    expect(JSON.stringify(result.isError === true ? result.content : result.message)).toContain('shutting down')
+    expect(progress).toEqual([])
+    expect(h.a.requests.length + h.b.requests.length).toBe(0)
+    await client.close()
+  })
+
   test('request_id is the Idempotency-Key: a retry runs again but bills nothing twice; reused for another prompt it is refused; a new id bills anew', async () => {
     const client = await connect()
     const requestId = crypto.randomUUID()

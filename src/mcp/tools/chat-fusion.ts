@@ -66,16 +66,29 @@ const CHAT_FUSION_OUTPUT = Type.Object({
   judge_attestation: Type.Optional(Attestation),
 })
 
-/** One line of progress per Fusion step: each participant starting and ending, then the synthesis. */
-function progressReporter(report: NonNullable<ToolContext['progress']>, participants: number): (event: FusionProgress) => void {
+/**
+ * One line of progress per Fusion step: each participant starting and ending, then the synthesis.
+ * Sent from the first participant's admission on, as the route's event stream starts: a run refused
+ * as a whole (funds, a drain) announces nothing (regression QA: "a: started" for parts never run).
+ */
+function progressReporter(report: NonNullable<ToolContext['progress']>, participants: number): { onProgress: (event: FusionProgress) => void; onAdmitted: () => void } {
   const total = participants * 2 + 1
   let step = 0
-  return event => {
+  let held: FusionProgress[] | undefined = []
+  const send = (event: FusionProgress) => {
     step += 1
     if (event.type === 'participant.started') report(step, `${event.model}: started`, total)
     else if (event.type === 'participant.finished') report(step, `${event.model}: answered (${event.participant.tokens} tokens, ${event.participant.latency_ms} ms)`, total)
     else if (event.type === 'participant.failed') report(step, `${event.model}: failed (${event.participant.error_code}): ${event.participant.error}`, total)
     else if (event.type === 'synthesis.started') report(step, `${event.judge}: writing the synthesis`, total)
+  }
+  return {
+    onProgress: event => (held ? held.push(event) : send(event)),
+    onAdmitted: () => {
+      const waiting = held
+      held = undefined
+      for (const event of waiting ?? []) send(event)
+    },
   }
 }
 
@@ -136,7 +149,7 @@ export function chatFusionTool(catalog: RouteResolver, fusion: FusionDeps, searc
       const hostedDefaults = { webSearch: args.web_search === undefined && searchConfigured, webFetch: args.web_fetch === undefined }
       const result = await runFusion(fusion, {
         principal: context.principal, request, idempotencyKey: args.request_id, requestId: context.requestId, signal: context.signal,
-        hostedDefaults, onProgress: context.progress ? progressReporter(context.progress, args.models.length) : undefined,
+        hostedDefaults, ...(context.progress ? progressReporter(context.progress, args.models.length) : {}),
       }).catch(error => {
         // The route's Idempotency-Key is this tool's request_id (a reused one is refused alike).
         if (error instanceof ApiError && error.param === 'Idempotency-Key') {
