@@ -79,13 +79,23 @@ test('a chat whose file was being read when the drain began still gets its answe
   expect(await charges(t, org.orgId)).toEqual(['chat', 'doc_parse'])
 })
 
-test('a chat whose hosted web fetch was running when the drain began still gets its answer, its page and chat each charged once', async () => {
-  // Before: the page was charged, then the chat was refused 503 as a new request.
+const NOTES = () => new Response('<html><title>Notes</title><body>meeting notes</body></html>', { headers: { 'content-type': 'text/html' } })
+
+/**
+ * A web app whose chat fetches one page of a served site: `hold` says where the request waits
+ * until the test has begun the drain (the page's answer, or its DNS lookup); `ask` sends the chat,
+ * `reached` resolves once it waits there, and `release` lets it go on.
+ */
+async function webChatHeldAt(hold: 'page' | 'lookup', page: () => Response) {
   let release!: () => void
   const held = new Promise<void>(resolve => (release = resolve))
+  let waiting = 0
   const site = pageServer(async () => {
-    await held
-    return new Response('<html><title>Notes</title><body>meeting notes</body></html>', { headers: { 'content-type': 'text/html' } })
+    if (hold === 'page') {
+      waiting += 1
+      await held
+    }
+    return page()
   })
   cleanups.push(() => {
     release()
@@ -93,14 +103,30 @@ test('a chat whose hosted web fetch was running when the drain began still gets 
   })
   const web = await buildWebApp()
   cleanups.push(() => web.t.close())
-  const t = web.t
+  if (hold === 'lookup') {
+    const resolve = web.resolver.resolve.bind(web.resolver)
+    web.resolver.resolve = async host => {
+      waiting += 1
+      await held
+      return resolve(host)
+    }
+  }
   web.resolver.set('docs.example-web.com', ['127.0.0.1'])
+  const t = web.t
   const org = await createPlanOrg(t, { name: 'chat', keyName: 'chat' })
-  const answer = t.request('POST', '/v1/chat/completions', {
+  const ask = () => t.request('POST', '/v1/chat/completions', {
     key: org.key,
     body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
   })
-  await poll('the fetch to reach the page', 200, 10, () => (site.seen.length === 1 ? true : undefined))
+  const reached = () => poll(`the ${hold} to be reached`, 200, 10, () => (waiting === 1 ? true : undefined))
+  return { t, org, ask, reached, release }
+}
+
+test('a chat whose hosted web fetch was running when the drain began still gets its answer, its page and chat each charged once', async () => {
+  // Before: the page was charged, then the chat was refused 503 as a new request.
+  const { t, org, ask, reached, release } = await webChatHeldAt('page', NOTES)
+  const answer = ask()
+  await reached()
   t.deps.lifecycle.drain()
   release()
   const response = await answer
@@ -112,27 +138,9 @@ test('a chat whose hosted web fetch was running when the drain began still gets 
 test('a chat whose hosted web fetch fails after the drain began still gets its answer, its chat alone charged', async () => {
   // QA: a failed page (or search) counted as no enrichment, so the chat was refused 503 as a new
   // request though it had arrived before the drain.
-  let release!: () => void
-  const held = new Promise<void>(resolve => (release = resolve))
-  const site = pageServer(async () => {
-    await held
-    return new Response('gone', { status: 500 })
-  })
-  cleanups.push(() => {
-    release()
-    site.stop()
-  })
-  const web = await buildWebApp()
-  cleanups.push(() => web.t.close())
-  const t = web.t
-  web.resolver.set('docs.example-web.com', ['127.0.0.1'])
-  const org = await createPlanOrg(t, { name: 'chat', keyName: 'chat' })
-  const ask = () => t.request('POST', '/v1/chat/completions', {
-    key: org.key,
-    body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
-  })
+  const { t, org, ask, reached, release } = await webChatHeldAt('page', () => new Response('gone', { status: 500 }))
   const answer = ask()
-  await poll('the fetch to reach the page', 200, 10, () => (site.seen.length === 1 ? true : undefined))
+  await reached()
   t.deps.lifecycle.drain()
   release()
   const response = await answer
@@ -146,29 +154,11 @@ test('a chat whose hosted web fetch fails after the drain began still gets its a
 
 test('a chat whose page was still being resolved when the drain began gets its page and answer', async () => {
   // Regression QA: the page's own admission (after DNS) was refused as new, so the chat was 503.
-  const site = pageServer(() => new Response('<html><title>Notes</title><body>meeting notes</body></html>', { headers: { 'content-type': 'text/html' } }))
-  cleanups.push(() => site.stop())
-  const web = await buildWebApp()
-  cleanups.push(() => web.t.close())
-  const t = web.t
-  let resolved!: () => void
-  const held = new Promise<void>(resolve => (resolved = resolve))
-  const resolve = web.resolver.resolve.bind(web.resolver)
-  let asked = 0
-  web.resolver.resolve = async host => {
-    asked += 1
-    await held
-    return resolve(host)
-  }
-  web.resolver.set('docs.example-web.com', ['127.0.0.1'])
-  const org = await createPlanOrg(t, { name: 'chat', keyName: 'chat' })
-  const answer = t.request('POST', '/v1/chat/completions', {
-    key: org.key,
-    body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
-  })
-  await poll('the lookup', 200, 10, () => (asked === 1 ? true : undefined))
+  const { t, org, ask, reached, release } = await webChatHeldAt('lookup', NOTES)
+  const answer = ask()
+  await reached()
   t.deps.lifecycle.drain()
-  resolved()
+  release()
   const response = await answer
   expect(response.status).toBe(200)
   expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 1 })
