@@ -83,8 +83,7 @@ const NOTES = () => new Response('<html><title>Notes</title><body>meeting notes<
 
 /**
  * A web app whose chat fetches one page of a served site: `hold` says where the request waits
- * until the test has begun the drain (the page's answer, or its DNS lookup); `ask` sends the chat,
- * `reached` resolves once it waits there, and `release` lets it go on.
+ * until the test has begun the drain (the page's answer, or its DNS lookup); `ask` sends the chat.
  */
 async function webChatHeldAt(hold: 'page' | 'lookup', page: () => Response) {
   let release!: () => void
@@ -118,18 +117,22 @@ async function webChatHeldAt(hold: 'page' | 'lookup', page: () => Response) {
     key: org.key,
     body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: `summarize http://docs.example-web.com:${site.port}/notes` }] },
   })
-  const reached = () => poll(`the ${hold} to be reached`, 200, 10, () => (waiting === 1 ? true : undefined))
-  return { t, org, ask, reached, release }
+  /** The chat sent, the drain begun while it waits, then let go: its answer. */
+  const acrossDrain = async () => {
+    const answer = ask()
+    await poll(`the ${hold} to be reached`, 200, 10, () => (waiting === 1 ? true : undefined))
+    t.deps.lifecycle.drain()
+    release()
+    return answer
+  }
+  return { t, org, ask, acrossDrain }
 }
 
-test('a chat whose hosted web fetch was running when the drain began still gets its answer, its page and chat each charged once', async () => {
-  // Before: the page was charged, then the chat was refused 503 as a new request.
-  const { t, org, ask, reached, release } = await webChatHeldAt('page', NOTES)
-  const answer = ask()
-  await reached()
-  t.deps.lifecycle.drain()
-  release()
-  const response = await answer
+test.each(['page', 'lookup'] as const)('a chat whose hosted web fetch waited on its %s when the drain began still gets its answer, its page and chat each charged once', async hold => {
+  // Before: the page was charged, then the chat was refused 503 as a new request; and (regression
+  // QA) a page still being resolved was refused its own admission, as new.
+  const { t, org, acrossDrain } = await webChatHeldAt(hold, NOTES)
+  const response = await acrossDrain()
   expect(response.status).toBe(200)
   expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 1 })
   expect(await charges(t, org.orgId)).toEqual(['chat', 'web_fetch'])
@@ -138,29 +141,12 @@ test('a chat whose hosted web fetch was running when the drain began still gets 
 test('a chat whose hosted web fetch fails after the drain began still gets its answer, its chat alone charged', async () => {
   // QA: a failed page (or search) counted as no enrichment, so the chat was refused 503 as a new
   // request though it had arrived before the drain.
-  const { t, org, ask, reached, release } = await webChatHeldAt('page', () => new Response('gone', { status: 500 }))
-  const answer = ask()
-  await reached()
-  t.deps.lifecycle.drain()
-  release()
-  const response = await answer
+  const { t, org, ask, acrossDrain } = await webChatHeldAt('page', () => new Response('gone', { status: 500 }))
+  const response = await acrossDrain()
   expect(response.status).toBe(200)
   expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 0 })
   expect(await charges(t, org.orgId)).toEqual(['chat'])
   // One that arrives now is new: refused, its pages (read before the chat's admission) not charged.
   expect((await ask()).status).toBe(503)
   expect(await charges(t, org.orgId)).toEqual(['chat'])
-})
-
-test('a chat whose page was still being resolved when the drain began gets its page and answer', async () => {
-  // Regression QA: the page's own admission (after DNS) was refused as new, so the chat was 503.
-  const { t, org, ask, reached, release } = await webChatHeldAt('lookup', NOTES)
-  const answer = ask()
-  await reached()
-  t.deps.lifecycle.drain()
-  release()
-  const response = await answer
-  expect(response.status).toBe(200)
-  expect((await json(response)).usage.server_tool_use).toMatchObject({ web_fetch_requests: 1 })
-  expect(await charges(t, org.orgId)).toEqual(['chat', 'web_fetch'])
 })
