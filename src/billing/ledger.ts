@@ -294,23 +294,24 @@ export class Ledger {
     const { allowance, prepaid, key } = reservation.holds
     if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
     // Only a charge above the estimate asks for more allowance (admission asked for the estimate),
-    // awaited only then: a settlement is queued in the call's own turn (a shutdown drains the
-    // queue, then returns leases), and the response waits for it (review: every prepaid-funded
-    // settlement had grown the spent allowance first, a write each).
-    if (allowance && actual > reservation.amount && actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) {
-      await holdOvershoot(allowance, actual, this.clock, excess =>
-        this.grow(allowance.pool, 1n, excess).catch(error => {
-          this.logger.warn('could not lease allowance for an overshoot; it goes to prepaid', { org_id: reservation.orgId, error: String(error) })
-          return 'empty' as const
-        }),
-      ) // 1n: what is left, if less than the excess
+    // awaited only then: else a settlement is queued in its own turn, which a shutdown relies on.
+    if (allowance && actual > reservation.amount) {
+      // A hold of nothing (a call held wholly on prepaid) may be on a pool dropped as idle since:
+      // the list's own grows, or the lease would be stranded in a forgotten one (QA).
+      if (allowance.amount === 0n) allowance.pool = this.pools.get('allowance', reservation.orgId, null, allowance.pool.ref.periodStartMs, this.clock.now())
+      if (actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) {
+        await holdOvershoot(allowance, actual, this.clock, excess =>
+          this.grow(allowance.pool, 1n, excess).catch(error => {
+            this.logger.warn('could not lease allowance for an overshoot; it goes to prepaid', { org_id: reservation.orgId, error: String(error) })
+            return 'empty' as const
+          }),
+        ) // 1n: what is left, if less than the excess
+      }
     }
     const now = this.clock.now()
-    // Allowance first (§7.3), overshoot included (holdOvershoot), before any prepaid. Draws: what this settlement takes out of each lease.
-    // An overshoot beyond both leases' free parts is charged to prepaid without a lease (prepaid
-    // may dip below zero). No draw exceeds what this boot still holds leased (a returned lease may
-    // be spent elsewhere: QA, 1.6 of 1.0 allowance used, leased totals driven negative); the
-    // allowance's rest goes to prepaid, prepaid's and the key's are charged without a lease.
+    // Allowance first (§7.3), overshoot included, then prepaid (without a lease past its free part:
+    // it may dip below zero). Draws (out of each lease) never exceed what this boot still holds
+    // leased (QA: a returned lease spent elsewhere drove leased totals negative).
     const fromAllowance = allowance ? min(actual, min(allowance.amount + positive(allowance.pool.free), positive(allowance.pool.leased))) : 0n
     const fromPrepaid = actual - fromAllowance
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)

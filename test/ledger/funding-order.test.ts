@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { utcMonth } from '../../src/lib/clock'
+import { switchPlan } from '../../src/billing/plan-switch'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { ClientExecutor } from '../../src/billing/executor'
 import { USD, adminPrincipal, admitOk, configWith, countEntries, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
@@ -134,6 +135,24 @@ describe('allowance first, then prepaid', () => {
     } finally {
       await b.sweeper.stop()
     }
+    await verifyClean(t)
+  })
+
+  test("an overshoot of a call held wholly on prepaid grows the pool the sweep keeps, never one it dropped", async () => {
+    // QA: the call's empty allowance pool was dropped as idle; a plan upgrade made allowance free;
+    // the overshoot leased 0.40 USD into the dropped pool, used 0.05, and 0.35 stayed leased where
+    // no sweep returns it (calls meanwhile paid prepaid with that allowance unspent).
+    t = await buildTestApp({}, configWith({ plans: { payg: { monthly_allowance: '0', fusion: false }, pro: { monthly_allowance: '1', fusion: false } } }))
+    const org = await t.createOrg('upgraded', 10n * USD)
+    const call = await admitOk(t, await adminPrincipal(t, org), 10_000_000n)
+    t.clock.advance(11_000)
+    await t.deps.sweeper.tick()
+    await switchPlan(t.deps.writer, t.deps.plans, t.clock, org.orgId, 'pro')
+    await t.deps.ledger.settle(call, 50_000_000n)
+    expect(await allowanceUsed(utcMonth(t.clock.now()).startMs, org.orgId)).toBe(50_000_000n)
+    t.clock.advance(11_000)
+    await t.deps.sweeper.tick()
+    expect(await scalar(t.deps.database.client, 'SELECT COALESCE(SUM(amount_nanos), 0) FROM leases', [])).toBe(0n)
     await verifyClean(t)
   })
 
