@@ -118,11 +118,11 @@ export class WebFetcher {
           return { ok: false, kind: 'rejected', message: `${target.url} redirects to an unparseable Location` }
         }
         const refused = refuse?.(next)
-        if (refused) return { ok: false, kind: 'rejected', message: `${target.url} redirects to ${next.slice(0, 200)}: ${refused}` }
+        if (refused) return { ok: false, kind: 'rejected', message: `${target.url} redirects to ${quotedTarget(next)}: ${refused}` }
         const resolved = await this.resolveTarget(next as SafeUrl, combined)
         if (!resolved.ok) {
           const kind = resolved.kind === 'failed' ? 'failed' : 'rejected'
-          return { ok: false, kind, message: `${target.url} redirects to ${next.slice(0, 200)}: ${resolved.message}` }
+          return { ok: false, kind, message: `${target.url} redirects to ${quotedTarget(next)}: ${resolved.message}` }
         }
         target = resolved.target
       }
@@ -196,4 +196,14 @@ export function pageKey(parsed: URL): string {
 function normalizeEscape(escape: string): string {
   const character = String.fromCharCode(Number.parseInt(escape.slice(1), 16))
   return /[A-Za-z0-9\-._~]/.test(character) ? character : escape.toUpperCase()
+}
+
+/**
+ * A redirect's target as a refusal quotes it (to the client, or in a chat's "Not fetched" note the
+ * model reads): without its user:password, query or fragment, any of which may be the secret it is
+ * refused for (QA: "…?access_token=…: the query key looks like a credential" quoted the token).
+ */
+function quotedTarget(href: string): string {
+  const url = new URL(href)
+  return `${url.protocol}//${url.host}${url.pathname}${url.search !== '' || url.hash !== '' ? '?[redacted]' : ''}`.slice(0, 200)
 }

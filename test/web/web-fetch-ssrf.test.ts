@@ -113,12 +113,16 @@ describe('redirects are followed by hand, every hop checked again', () => {
     ['a file URL', 'file:///etc/passwd', 'http and https'],
     ['a gopher URL', 'gopher://127.0.0.1:6379/_FLUSHALL', 'http and https'],
     ['credentials in the Location', 'http://admin:admin@docs.acme-web.com/', 'credentials'],
+    ['a token in the Location', 'http://docs.acme-web.com/p?access_token=LEAK_TOKEN', 'looks like a credential'],
     ['a decimal IP (normalised, then judged by its bytes)', 'http://2130706433/', 'loopback'],
   ])('a redirect to %s is refused: 400, nothing billed, no further connection', async (_, location, fragment) => {
     const { orgId, key } = await setup()
     const site = serve(redirectTo(location))
     resolver.set('hop.acme-web.com', ['127.0.0.1'])
-    await expectRefused(await fetchUrls(key, [`http://hop.acme-web.com:${site.port}/start`]), orgId, fragment)
+    const refused = await fetchUrls(key, [`http://hop.acme-web.com:${site.port}/start`])
+    // The refusal names the rule, never the secret it refuses (QA: it quoted the whole Location).
+    expect(await refused.clone().text()).not.toMatch(/admin:admin|LEAK_TOKEN/)
+    await expectRefused(refused, orgId, fragment)
     expect(egress.map(entry => entry.url)).toEqual([`http://127.0.0.1:${site.port}/start`])
   })
 
