@@ -1,7 +1,7 @@
 // The svc command line (src/cli.ts runs it): usage, and each command's dispatch.
 import { existsSync } from 'node:fs'
 import { DrizzleQueryError } from 'drizzle-orm/errors'
-import { isInMemoryUrl, localPathOf } from './billing/executor'
+import { isInMemoryUrl, localPathOf } from './db/file-url'
 import { loadClientConfig, type ClientConfig } from './config/client'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'

@@ -1,5 +1,5 @@
 import { createApp } from './app'
-import { isInMemoryUrl } from './billing/executor'
+import { isInMemoryUrl } from './db/file-url'
 import type { Config } from './config/config'
 import { migrateDatabase, redactUrl } from './db/client'
 import { createDeps, type Deps } from './deps'

@@ -1,5 +1,6 @@
 import type { Client, InValue } from '@libsql/client'
 import Libsql from 'libsql'
+import { localPathOf } from '../db/file-url'
 
 /** One SQL statement with positional arguments. */
 export interface Statement {
@@ -336,27 +337,6 @@ export class ClientExecutor implements BatchExecutor {
   }
 
   close(): void {}
-}
-
-/** The local file path of a `file:` URL, or undefined for in-memory and remote URLs. */
-export function localPathOf(url: string): string | undefined {
-  const path = filePathOf(url)
-  return path === '' || path === ':memory:' ? undefined : path
-}
-
-/**
- * True for a database that lives in this process's memory only (`:memory:`, `file::memory:`,
- * with or without `?cache=…`): gone when the process stops, and no other process sees it.
- * (libSQL refuses `file:…?mode=memory`: it takes no `mode` parameter.)
- */
-export function isInMemoryUrl(url: string): boolean {
-  return url === ':memory:' || filePathOf(url) === ':memory:'
-}
-
-/** The path of a `file:` URL as written ('' when it has none), or undefined for other URLs. */
-function filePathOf(url: string): string | undefined {
-  if (!url.startsWith('file:')) return undefined
-  return url.startsWith('file://') ? decodeURIComponent(new URL(url).pathname) : url.slice('file:'.length).split(/[?#]/)[0]!
 }
 
 /** Picks the executor for a database URL. */

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import Libsql from 'libsql'
 import { dirname, join } from 'node:path'
 import { newId } from '../lib/ids'
-import { localPathOf } from './executor'
+import { localPathOf } from '../db/file-url'
 import type { Identity } from './ledger'
 
 /** This process's ledger identity, and how to give up its claim on a stable id at shutdown. */

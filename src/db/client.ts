@@ -7,6 +7,7 @@ import { createClient as createLocalClient } from '@libsql/client/sqlite3'
 import { drizzle } from 'drizzle-orm/libsql/sqlite3'
 import type { LibSQLDatabase } from 'drizzle-orm/libsql/driver-core'
 import { migrate } from 'drizzle-orm/libsql/migrator'
+import { localPathOf } from './file-url'
 import { schema } from './schema'
 
 export type Db = LibSQLDatabase<typeof schema>
@@ -27,9 +28,8 @@ export interface Database {
  * or a `libsql://` / `http(s)://` server. Integers come back as bigints so nanos stay exact.
  */
 export async function openDatabase(url: string, authToken?: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Promise<Database> {
-  const isFile = url.startsWith('file:')
-  const path = isFile ? url.slice('file:'.length).split('?')[0]! : ''
-  const localFile = path !== '' && path !== ':memory:'
+  const path = localPathOf(url)
+  const localFile = path !== undefined
   if (localFile) prepareFile(path)
   // A local database needs only the sqlite3 client: the full entry point also loads the HTTP and
   // WebSocket clients (hrana, ~60 modules) for a server URL.
@@ -39,7 +39,7 @@ export async function openDatabase(url: string, authToken?: string, busyTimeoutM
   if (localFile) reopenAfterBusy(client)
   // WAL is stored in the file, so setting it once through any connection is enough. The first
   // statement opens the file: a failure here is the file's (not a database, no permission).
-  if (isFile) {
+  if (url.startsWith('file:')) {
     try {
       await client.execute('PRAGMA journal_mode=WAL')
     } catch (error) {
