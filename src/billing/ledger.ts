@@ -293,11 +293,11 @@ export class Ledger {
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
     if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
-    // Only a charge above the estimate asks for more allowance (admission asked for the estimate),
-    // awaited only then: else a settlement is queued in its own turn, which a shutdown relies on.
-    if (allowance && actual > reservation.amount) {
-      // A hold of nothing (a call held wholly on prepaid) may be on a pool dropped as idle since:
-      // the list's own grows, or the lease would be stranded in a forgotten one (QA).
+    // A charge its allowance hold and lease do not cover asks for more (an overshoot, or allowance
+    // come since: a plan upgrade), at most once per recheck interval while it finds none; awaited
+    // only then: else a settlement is queued in its own turn, which a shutdown relies on.
+    if (allowance && actual > allowance.amount + positive(allowance.pool.free)) {
+      // A hold of nothing may be on a pool dropped as idle since: the list's own grows (QA: stranded lease).
       if (allowance.amount === 0n) allowance.pool = this.pools.get('allowance', reservation.orgId, null, allowance.pool.ref.periodStartMs, this.clock.now())
       if (actual > allowance.amount + positive(allowance.pool.free) && allowance.pool.emptyUntilMs <= this.clock.now()) {
         await holdOvershoot(allowance, actual, this.clock, excess =>

@@ -109,29 +109,43 @@ describe('allowance first, then prepaid', () => {
     await verifyClean(t)
   })
 
-  test('a settlement at or below its estimate asks the database for no more allowance', async () => {
-    // Review: with the allowance spent, every prepaid-funded settlement more than a second after
-    // the last look grew the allowance lease first: a write (and a read) before each charge.
-    t = await buildTestApp({}, configWith({ plans: { basic: { monthly_allowance: '0', fusion: false } } }))
+  test('with the allowance spent, settlements ask for more at most once a recheck interval; allowance come since is drawn on', async () => {
+    // Review: with the allowance spent, each settlement more than a second after the last look
+    // asked the database again; then (regression QA) asking only for charges above the estimate
+    // left a plan upgrade's allowance unspent while calls in flight paid prepaid.
+    t = await buildTestApp({}, configWith({ plans: { payg: { monthly_allowance: '0', fusion: false }, pro: { monthly_allowance: '1', fusion: false } } }))
     const org = await t.createOrg('spent', USD)
     const principal = await adminPrincipal(t, org)
     const b = await ledgerOver(t, new ClientExecutor(t.deps.database.client), 'instance-b')
     try {
-      const kinds: string[] = []
+      const asked: number[] = []
       const submit = b.writer.submit.bind(b.writer)
       b.writer.submit = ((op: Parameters<typeof submit>[0]) => {
-        kinds.push(op.kind)
+        if (op.kind !== 'settle') asked[asked.length - 1]! += 1
         return submit(op)
       }) as typeof b.writer.submit
-      for (const actual of [1_000_000n, 900_000n]) {
+      const admit = async () => {
         const admitted = await b.ledger.admit({ principal, purpose: 'chat', estimate: 1_000_000n })
         if (!admitted.ok) throw new Error(admitted.error.message)
-        t.clock.advance(2_000)
-        kinds.length = 0
-        await b.ledger.settle(admitted.reservation, actual)
-        expect(kinds).toEqual(['settle'])
+        return admitted.reservation
       }
-      expect(await prepaidOf(t, org.orgId)).toBe(USD - 1_900_000n)
+      const calls = [await admit(), await admit(), await admit()]
+      t.clock.advance(2_000)
+      for (const call of calls) {
+        asked.push(0)
+        await b.ledger.settle(call, 1_000_000n)
+      }
+      // The first settlement found none (one grant asked, and the room read); the others did not ask.
+      expect(asked[0]).toBeGreaterThan(0)
+      expect(asked.slice(1)).toEqual([0, 0])
+      expect(await prepaidOf(t, org.orgId)).toBe(USD - 3_000_000n)
+      // A plan upgrade gives the month 1 USD: a call in flight, charged its estimate, draws on it.
+      const inFlight = await admit()
+      await switchPlan(t.deps.writer, t.deps.plans, t.clock, org.orgId, 'pro')
+      t.clock.advance(2_000)
+      await b.ledger.settle(inFlight, 1_000_000n)
+      expect(await allowanceUsed(utcMonth(t.clock.now()).startMs, org.orgId)).toBe(1_000_000n)
+      expect(await prepaidOf(t, org.orgId)).toBe(USD - 3_000_000n)
     } finally {
       await b.sweeper.stop()
     }

@@ -168,13 +168,12 @@ async function runScenario(startMs: number, initialCredit: bigint, commands: Com
       // Allowance first, overshoot included: a charge above the call's allowance hold takes the
       // free part of this boot's allowance lease (leased, less the other calls' holds) before any
       // prepaid. A call held on prepaid alone draws it too (allowance a concurrent call gave back).
-      // Beyond that free part, a charge above the estimate grows the lease by what the period has
-      // left unleased (all of it, if less than the excess: then the scope is remembered as empty
-      // for the recheck interval).
+      // Beyond that free part, the lease grows by what the period has left unleased (all of it, if
+      // less than the excess: then the scope is remembered as empty for the recheck interval).
       const allowanceLeased = await leasedFor('SELECT leased_nanos FROM allowances WHERE org_id = ? AND period_start_ms = ?', [org.orgId, call.periodStartMs])
       const allowanceFree = max0(allowanceLeased - model.heldAllowance(call.periodStartMs) - call.fromAllowance)
       const now = t.clock.now()
-      const grows = actual > call.estimate && actual > call.fromAllowance + allowanceFree && now >= model.allowanceEmptyUntilMs
+      const grows = actual > call.fromAllowance + allowanceFree && now >= model.allowanceEmptyUntilMs
       const unleased = grows ? max0(model.allowanceLeft(call.periodStartMs) - allowanceLeased) : 0n
       if (grows && actual > call.fromAllowance + allowanceFree + unleased) model.allowanceEmptyUntilMs = now + 1000
       await t.deps.ledger.settle(call.reservation, actual)
