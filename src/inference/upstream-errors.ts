@@ -21,15 +21,16 @@ const HOST_PORT_PATTERN = /\b[a-z0-9-]+(?:\.[a-z0-9-]+)*:\d{2,5}\b(?!:\d)/gi
 // The whole name, labels after the local-use one too (`gw.corp.example.com`: before, only
 // `gw.corp` went, leaving the organization's domain); labels may hold `_`.
 const LOCAL_NAME_PATTERN = /\b(?:[\w-]+\.)+(?:internal|local|localdomain|lan|intranet|corp|home\.arpa)(?:\.[\w-]+)*(?![\w-])|\blocalhost\b/gi
-// A URL quoted percent-encoded (in a query string), once or more: `http%3A%2F%2F…`, `http%253A%252F%252F…`.
-const ENCODED_URL_PATTERN = /\b[a-z][a-z0-9+.-]*(?:%(?:25)*3a)(?:%(?:25)*2f){2}[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
+// A URL quoted percent-encoded (in a query string), once or more, its `://` whole or in part:
+// `http%3A%2F%2F…`, `http%253A%252F%252F…`, Python's quote() `https%3A//…`. One wholly literal is URL_PATTERN's.
+const ENCODED_URL_PATTERN = /\b[a-z][a-z0-9+.-]*(?::|%(?:25)*3a)(?:\/|%(?:25)*2f){2}[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
 
 /** Longest Retry-After passed on from an upstream (one day). */
 const MAX_RETRY_AFTER_S = 86_400
 
 /** `text` without the network addresses it names. */
 export function withoutAddresses(text: string): string {
-  return text.replace(ENCODED_URL_PATTERN, '[url]').replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(BARE_IPV6_PATTERN, bareIpv6).replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
+  return text.replace(ENCODED_URL_PATTERN, url => (url.includes('%') ? '[url]' : url)).replace(URL_PATTERN, '[url]').replace(IPV6_PATTERN, '[host]').replace(BARE_IPV6_PATTERN, bareIpv6).replace(IPV4_PATTERN, '[host]').replace(HOST_PORT_PATTERN, hostPort => (/[a-z]/i.test(hostPort.slice(0, hostPort.lastIndexOf(':'))) ? '[host]' : hostPort)).replace(LOCAL_NAME_PATTERN, '[host]')
 }
 
 function bareIpv6(candidate: string): string {

@@ -25,6 +25,8 @@ describe('what a client is shown of an upstream refusal', () => {
     expect(withoutAddresses('redirect_uri=http%3A%2F%2F10.0.0.1%3A8000%2Fv1 refused')).toBe('redirect_uri=[url] refused')
     // Review: encoded twice, a host name, an underscore in a label; other percent signs are kept.
     expect(withoutAddresses('next=https%253A%252F%252Fgw.example.com%253A8000%252Fv1, dial gw.corp.acme_internal.com; 100%2f200 done')).toBe('next=[url], dial [host]; 100%2f200 done')
+    // Regression QA: half encoded, as Python's quote() writes it, or the other way round.
+    expect(withoutAddresses('fetch failed: https%3A//gpu7.acme-private.net/v1/blob?id=3 returned 404; https:%2F%2Fevil.example/a, https%3A/%2Fevil.example:8080/a')).toBe('fetch failed: [url] returned 404; [url], [url]')
   })
 
   test('what is not an address is kept: numbers, model tags, fields, times', () => {
