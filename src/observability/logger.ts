@@ -23,11 +23,12 @@ export function redact(text: string): string {
 
 /**
  * For text printed to a terminal or a boot log that echoes a value it refuses (config problems,
- * a CLI's error line): besides keys and tokens, a URL's user:password (up to the authority's
- * last `@`) and an authToken parameter are cut out.
+ * a CLI's error line): besides keys and tokens, a URL's user:password (up to the last `@` of the
+ * URL as written: a password may hold a `/`, the very thing that makes the URL refused) and a
+ * URL's query and fragment (any parameter may be a secret) are cut out.
  */
 export function redactCredentials(text: string): string {
-  return redact(text.replace(/\/\/[^\s"/?#\\]*@/g, '//[redacted]@').replace(/([?&]authToken=)[^&\s":]*/gi, '$1[redacted]'))
+  return redact(text.replace(/\/\/[^\s"']*@/g, '//[redacted]@').replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s"'?#]*)([?#])(?!\[redacted\])[^\s"']*?(?=[:,;.)\]]*(?:[\s"']|$))/gi, '$1$2[redacted]'))
 }
 
 /**

@@ -48,7 +48,12 @@ describe('logger', () => {
   })
 })
 
-test("redactCredentials cuts a URL's authToken and password, and keeps the text after them", () => {
-  expect(redactCredentials('cannot reach the database at libsql://127.0.0.1:1?authToken=eyJ.abc-1_2: ECONNREFUSED')).toBe('cannot reach the database at libsql://127.0.0.1:1?authToken=[redacted]: ECONNREFUSED')
+test("redactCredentials cuts a URL's query and password, and keeps the text after them", () => {
+  expect(redactCredentials('cannot reach the database at libsql://127.0.0.1:1?authToken=eyJ.abc-1_2: ECONNREFUSED')).toBe('cannot reach the database at libsql://127.0.0.1:1?[redacted]: ECONNREFUSED')
   expect(redactCredentials('https://user:pass@host/v1 failed')).toBe('https://[redacted]@host/v1 failed')
+  // QA: a password holding '/' (what makes such a URL refused) was printed whole, and any query
+  // but authToken= too (SVC_URL's ?token=…); a URL already cut is left as it is.
+  expect(redactCredentials('got "libsql://user:db/PW@db.example/x"')).toBe('got "libsql://[redacted]@db.example/x"')
+  expect(redactCredentials('cannot reach the gateway at http://[redacted]@127.0.0.1:44299/x?token=QTOK: ECONNREFUSED')).toBe('cannot reach the gateway at http://[redacted]@127.0.0.1:44299/x?[redacted]: ECONNREFUSED')
+  expect(redactCredentials('got "https://x/v1#[redacted]", see https://docs.example/a#b.')).toBe('got "https://x/v1#[redacted]", see https://docs.example/a#[redacted].')
 })
