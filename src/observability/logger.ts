@@ -23,12 +23,28 @@ export function redact(text: string): string {
 
 /**
  * For text printed to a terminal or a boot log that echoes a value it refuses (config problems,
- * a CLI's error line): besides keys and tokens, a URL's user:password (up to the last `@` of the
- * URL as written: a password may hold a `/`, the very thing that makes the URL refused) and a
- * URL's query and fragment (any parameter may be a secret) are cut out.
+ * a CLI's error line): besides keys and tokens, a URL's user:password and its query and fragment
+ * (any parameter may be a secret) are cut out. The user:password runs to the URL's last `@`: a
+ * password may hold a `/` or a `'`, the very things that make such a URL refused (QA).
  */
 export function redactCredentials(text: string): string {
-  return redact(text.replace(/\/\/[^\s"']*@/g, '//[redacted]@').replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s"'?#]*)([?#])(?!\[redacted\])[^\s"']*?(?=[:,;.)\]]*(?:[\s"']|$))/gi, '$1$2[redacted]'))
+  return redact(
+    text
+      .replace(/\/\/([^\s"]*)@/g, (url, userinfo: string) => (isUserinfo(userinfo) ? '//[redacted]@' : url))
+      .replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s"?#]*)([?#])(?!\[redacted\])[^\s"]*?(?=[:,;.)\]']*(?:[\s"]|$))/gi, '$1$2[redacted]'),
+  )
+}
+
+/**
+ * Whether what stands between `//` and a URL's last `@` is a user:password rather than a host and
+ * a path holding `@` (`//registry.example/@scope/pkg`, `//host:8080/@team`): it has no `/`, or a
+ * `:` before its first `/` followed by something other than a port.
+ */
+function isUserinfo(text: string): boolean {
+  const slash = text.indexOf('/')
+  if (slash === -1) return true
+  const colon = text.indexOf(':')
+  return colon !== -1 && colon < slash && !/^\d*$/.test(text.slice(colon + 1, slash))
 }
 
 /**

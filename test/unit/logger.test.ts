@@ -56,4 +56,9 @@ test("redactCredentials cuts a URL's query and password, and keeps the text afte
   expect(redactCredentials('got "libsql://user:db/PW@db.example/x"')).toBe('got "libsql://[redacted]@db.example/x"')
   expect(redactCredentials('cannot reach the gateway at http://[redacted]@127.0.0.1:44299/x?token=QTOK: ECONNREFUSED')).toBe('cannot reach the gateway at http://[redacted]@127.0.0.1:44299/x?[redacted]: ECONNREFUSED')
   expect(redactCredentials('got "https://x/v1#[redacted]", see https://docs.example/a#b.')).toBe('got "https://x/v1#[redacted]", see https://docs.example/a#[redacted].')
+  // Regression QA: a "'" ended the cut (a password or query holding one was printed), and an '@'
+  // in a path hid the host of a URL without credentials.
+  expect(redactCredentials("at http://ops:s3'cret@127.0.0.1:44398: ECONNREFUSED; at http://h:1/?sig=abc'def: ECONNREFUSED")).toBe('at http://[redacted]@127.0.0.1:44398: ECONNREFUSED; at http://h:1/?[redacted]: ECONNREFUSED')
+  expect(redactCredentials('at http://127.0.0.1:44398/@team/gw, https://registry.npmjs.org/@scope/pkg and ops@example.com')).toBe('at http://127.0.0.1:44398/@team/gw, https://registry.npmjs.org/@scope/pkg and ops@example.com')
+  expect(redactCredentials("said 'see https://h/a?b=c' then")).toBe("said 'see https://h/a?[redacted]' then")
 })
