@@ -11,6 +11,8 @@ type Env = Record<string, string | undefined>
 export interface ClientConfig {
   /** SVC_URL without trailing slashes, else this machine's PORT on localhost. */
   readonly url: string
+  /** Whether SVC_URL set `url` (a stored sign-in is for one gateway: src/operator/chat.ts). */
+  readonly urlFromEnv: boolean
   /** SVC_API_KEY, if set. */
   readonly apiKey: string | undefined
   /**
@@ -30,7 +32,7 @@ export function loadClientConfig(env: Env): ClientConfig {
     if (problems.length > 0) throw new ConfigError(problems)
     url = `http://localhost:${port}`
   }
-  return Object.freeze({ url: url.replace(/\/+$/, ''), apiKey: env.SVC_API_KEY || undefined, configDir: () => configDir(env) })
+  return Object.freeze({ url: url.replace(/\/+$/, ''), urlFromEnv: Boolean(env.SVC_URL), apiKey: env.SVC_API_KEY || undefined, configDir: () => configDir(env) })
 }
 
 function configDir(env: Env): string {

@@ -5,14 +5,20 @@ import { storedToken } from './login'
 
 /**
  * The gateway and credential of `svc chat` and `svc fusion`: --key, else SVC_API_KEY, else the
- * token of `svc login` (against the gateway it signed in to, unless --url says otherwise).
+ * token of `svc login`, sent only to the gateway it signed in to: a --url or SVC_URL naming
+ * another is refused (QA: --url handed the token to any host, and SVC_URL was ignored).
  */
 export async function gatewayCredential(client: ClientConfig, values: { key?: string; url?: string }): Promise<{ key: string; url: string }> {
   const key = values.key ?? client.apiKey
   if (key) return { key, url: gatewayUrl(values.url, client.url) }
+  const asked = values.url !== undefined || client.urlFromEnv ? gatewayUrl(values.url, client.url) : undefined
   const stored = await storedToken(client)
   if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
-  return { key: stored.token, url: gatewayUrl(values.url, stored.url, 'the URL svc login stored') }
+  const url = gatewayUrl(undefined, stored.url, 'the URL svc login stored')
+  if (asked !== undefined && new URL(asked).origin !== new URL(url).origin) {
+    throw new Error(`the svc login token is for ${url}, not ${asked}: sign in there (svc login --url ${asked}) or pass --key`)
+  }
+  return { key: stored.token, url: asked ?? url }
 }
 
 /**

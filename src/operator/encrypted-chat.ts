@@ -31,6 +31,7 @@ export async function encryptedChatCommand(client: ClientConfig, args: string[],
   })
   const binding = `evidence binds the nonce and model key (${result.attestation.proof_format}, ${result.attestation.signing_algo} ${result.attestation.signing_address}); hardware quote chain NOT verified${result.binding.simulated ? '; SIMULATED evidence' : ''}`
   if (values.json) {
+    io.err(`[${binding}]`)
     io.out(JSON.stringify({ content: result.content, reasoning: result.reasoning || undefined, usage: result.usage, binding: { bound: result.binding.bound, simulated: result.binding.simulated, hardware_verified: false }, proof_format: result.attestation.proof_format, signing_address: result.attestation.signing_address }))
     return
   }

@@ -107,7 +107,11 @@ export async function login(client: ClientConfig, args: string[], io: CliIo, env
   }
 }
 
-/** `svc logout`: revokes the stored token at the gateway (best effort) and deletes it here. */
+/**
+ * `svc logout`: revokes the stored token at the gateway, then deletes it here. A revocation the
+ * gateway does not confirm keeps the token (exit 1): deleted, the token would stay valid at the
+ * gateway with no copy left to revoke it (QA).
+ */
 export async function logout(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   parseOptions(args, {})
   const stored = readLogin(client)
@@ -115,13 +119,16 @@ export async function logout(client: ClientConfig, args: string[], io: CliIo): P
     io.out('Not signed in.')
     return
   }
+  let problem: string | undefined
   try {
     const revoked = await postForm(`${stored.url}/oauth/revoke`, { token: stored.refresh_token, token_type_hint: 'refresh_token', client_id: CLIENT_ID })
-    if (revoked.status !== 200) io.err(`warning: the gateway did not confirm the revocation (${revoked.body.error ?? revoked.status})`)
+    if (revoked.status !== 200) problem = `the gateway did not confirm the revocation (${revoked.body.error ?? revoked.status})`
   } catch (error) {
-    io.err(`warning: ${(error as Error).message}; the token was only deleted locally`)
+    problem = (error as Error).message
   }
-  rmSync(credentialsPath(client), { force: true })
+  const path = credentialsPath(client)
+  if (problem !== undefined) throw new Error(`${problem}; the token is kept so that svc logout can revoke it later (delete ${path} to sign out here only)`)
+  rmSync(path, { force: true })
   io.out(`Signed out of ${stored.url}.`)
 }
 

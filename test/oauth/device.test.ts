@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runCli } from '../../src/commands'
@@ -168,6 +168,13 @@ describe('svc login / chat / logout, end to end', () => {
     const written: string[] = []
     await chat(config, ['--model', 'demo-anonymous', 'hello'], { ...io, write: text => written.push(text) })
     expect(written.join('')).toBe('Hello from the demo model. You said: hello\n')
+    // It is sent only to that gateway (QA: --url handed it to any host, and SVC_URL was ignored);
+    // the same gateway spelled with a trailing slash is the same.
+    const elsewhere = 'http://127.0.0.1:9'
+    await expect(chat(config, ['--model', 'demo-anonymous', '--url', elsewhere, 'hello'], io)).rejects.toThrow(`the svc login token is for ${base}, not ${elsewhere}`)
+    const fromEnv = loadClientConfig({ SVC_CONFIG_DIR: join(dir, 'svc'), SVC_URL: elsewhere })
+    await expect(chat(fromEnv, ['--model', 'demo-anonymous', 'hello'], io)).rejects.toThrow(`not ${elsewhere}: sign in there`)
+    await chat(config, ['--model', 'demo-anonymous', '--url', `${base}/`, 'hello'], { ...io, write: text => written.push(text) })
 
     // Near expiry the token is refreshed (and the rotated pair saved).
     const refreshed = await storedToken(config, { now: () => Date.now() + 3600_000 })
@@ -199,5 +206,18 @@ describe('svc login / chat / logout, end to end', () => {
     }
     await expect(login(config, ['--url', base], io, env)).rejects.toThrow('denied')
     expect(readLogin(config)).toBeUndefined()
+  })
+
+  test('a logout the gateway does not confirm keeps the token and exits 1', async () => {
+    // QA: it exited 0 and deleted the only copy, leaving the token valid at the gateway.
+    const config = loadClientConfig({ SVC_CONFIG_DIR: join(dir, 'svc') })
+    mkdirSync(join(dir, 'svc'), { recursive: true, mode: 0o700 })
+    const stored = { url: 'http://127.0.0.1:9', access_token: 'svc_cli_x', refresh_token: 'svc_cli_refresh_x', expires_at_ms: Date.now() + 3600_000, scope: 'cli:inference' }
+    writeFileSync(join(dir, 'svc', 'credentials.json'), JSON.stringify(stored), { mode: 0o600 })
+    const err: string[] = []
+    const code = await runCli(['logout'], { SVC_CONFIG_DIR: join(dir, 'svc'), SVC_LOG_LEVEL: 'error' }, { out: () => {}, err: line => err.push(line), write: () => {} })
+    expect(code).toBe(1)
+    expect(err.join('\n')).toContain('the token is kept so that svc logout can revoke it later')
+    expect(readLogin(config)).toEqual(stored)
   })
 })

@@ -34,8 +34,10 @@ describe('svc encrypted-chat', () => {
   }
 
   test('--json and --no-stream', async () => {
-    const { io, out } = capture()
+    const { io, out, err } = capture()
     await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--no-stream', '--json', 'hi'], io)
+    // What was and was not verified is said on stderr with --json too (QA: only in text mode).
+    expect(err[0]).toContain('hardware quote chain NOT verified')
     expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', binding: { bound: true, simulated: true, hardware_verified: false } })
   })
 
