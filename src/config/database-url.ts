@@ -3,12 +3,12 @@
 // URL_INVALID: URL fragments are not supported"), where README promises a message naming it.
 import { LibsqlError } from '@libsql/core/api'
 import { expandConfig, type ExpandedConfig } from '@libsql/core/config'
-import { redactQuery } from '../observability/logger'
+import { displayUrl } from '../observability/logger'
 
 /** What is wrong with `url` as DATABASE_URL, as a problem naming it; undefined when it is fine. */
 export function databaseUrlProblem(url: string): string | undefined {
   // Quoted without its query or fragment (an authToken), as every problem quotes a URL.
-  const got = `got "${redactQuery(url)}"`
+  const got = `got "${displayUrl(url)}"`
   if (!/^(file:|libsql:\/\/|https?:\/\/|:memory:$)/.test(url)) return `DATABASE_URL: must start with file:, libsql://, http:// or https://, ${got}`
   // SQLite opens an empty path as a private temporary database, deleted on close: a server would
   // bootstrap a fresh organization at every start (`file:${DB}` with DB unset, say).

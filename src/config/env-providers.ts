@@ -1,4 +1,4 @@
-import { redactQuery } from '../observability/logger'
+import { displayUrl } from '../observability/logger'
 import { checkBaseUrl } from './providers'
 import type { FileConfig, FileModel, FileProvider } from './schema'
 
@@ -74,7 +74,7 @@ export function withEnvProviders(file: FileConfig, value: (name: string) => stri
     if (row.variable === 'OLLAMA_BASE_URL') {
       const checked = checkBaseUrl(raw)
       if (typeof checked === 'object') {
-        problems.push(`OLLAMA_BASE_URL: ${checked.problem}, got "${redactQuery(raw)}"`)
+        problems.push(`OLLAMA_BASE_URL: ${checked.problem}, got "${displayUrl(raw)}"`)
         continue
       }
       argument = checked

@@ -1,6 +1,6 @@
 import { SIGNING_ALGOS } from '../tee/keys'
 import { parseProofFormat, PROOF_FORMATS } from '../tee/proof-format'
-import { redactQuery } from '../observability/logger'
+import { displayUrl } from '../observability/logger'
 import type { ProviderConfig } from './config'
 import type { FileProvider } from './schema'
 
@@ -102,7 +102,7 @@ function resolveBaseUrl(entry: FileProvider, path: string, problems: string[]): 
   }
   const checked = checkBaseUrl(raw)
   if (typeof checked === 'object') {
-    problems.push(`${path}: provider "${entry.id}": ${checked.problem}, got "${redactQuery(raw)}"`)
+    problems.push(`${path}: provider "${entry.id}": ${checked.problem}, got "${displayUrl(raw)}"`)
     return undefined
   }
   return checked

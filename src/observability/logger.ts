@@ -48,12 +48,26 @@ function isUserinfo(text: string): boolean {
 }
 
 /**
- * A URL a config problem quotes, with its query and fragment cut out: any parameter may be a
- * secret (`?key=…`, `?password=…`), not only the authToken redactCredentials knows.
+ * A URL an error message quotes (a config problem, a CLI's error), as written but for its query
+ * and fragment (any parameter may be a secret). One holding an `@` (a user:password) is read by
+ * the URL parser and shown without it: read as text, a `"` or a space in a password ended the cut
+ * (QA); one the parser cannot read shows its scheme only.
  */
-export function redactQuery(url: string): string {
-  const start = url.search(/[?#]/)
-  return start === -1 ? url : `${url.slice(0, start + 1)}[redacted]`
+export function displayUrl(raw: string): string {
+  if (!raw.includes('@')) {
+    const start = raw.search(/[?#]/)
+    return start === -1 ? raw : `${raw.slice(0, start + 1)}[redacted]`
+  }
+  const url = URL.parse(raw)
+  if (url === null) {
+    const scheme = /^[a-z][a-z0-9+.-]*:(?:\/\/)?/i.exec(raw)?.[0] ?? ''
+    return `${scheme}[redacted]@`
+  }
+  const userinfo = url.username !== '' || url.password !== '' ? '[redacted]@' : ''
+  const rest = url.search !== '' ? '?[redacted]' : url.hash !== '' ? '#[redacted]' : ''
+  // The parser writes `/` for no path at all: shown as written.
+  const path = url.pathname === '/' && !/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\//i.test(raw) ? '' : url.pathname
+  return `${url.protocol}//${userinfo}${url.host}${path}${rest}`
 }
 
 const bigintAsString = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)

@@ -1,7 +1,8 @@
 import type { ClientConfig } from '../config/client'
 import { decodeSse } from '../http/sse'
 import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from './io'
-import { storedToken } from './login'
+import { readLogin, storedToken } from './login'
+import { displayUrl } from '../observability/logger'
 
 /**
  * The gateway and credential of `svc chat` and `svc fusion`: --key, else SVC_API_KEY, else the
@@ -12,13 +13,15 @@ export async function gatewayCredential(client: ClientConfig, values: { key?: st
   const key = values.key ?? client.apiKey
   if (key) return { key, url: gatewayUrl(values.url, client.url) }
   const asked = values.url !== undefined || client.urlFromEnv ? gatewayUrl(values.url, client.url) : undefined
+  // Checked before the token is used at all (an expired one is refreshed at its gateway first).
+  const signedIn = readLogin(client)?.url
+  if (asked !== undefined && signedIn !== undefined && URL.parse(asked)?.origin !== URL.parse(signedIn)?.origin) {
+    const shown = displayUrl(asked)
+    throw new Error(`the svc login token is for ${displayUrl(signedIn)}, not ${shown}: sign in there (svc login --url ${shown}) or pass --key`)
+  }
   const stored = await storedToken(client)
   if (!stored) throw new UsageError('an API key is needed: --key, SVC_API_KEY, or sign in with svc login')
-  const url = gatewayUrl(undefined, stored.url, 'the URL svc login stored')
-  if (asked !== undefined && new URL(asked).origin !== new URL(url).origin) {
-    throw new Error(`the svc login token is for ${url}, not ${asked}: sign in there (svc login --url ${asked}) or pass --key`)
-  }
-  return { key: stored.token, url: asked ?? url }
+  return { key: stored.token, url: asked ?? gatewayUrl(undefined, stored.url, 'the URL svc login stored') }
 }
 
 /**
@@ -40,7 +43,7 @@ export async function chat(client: ClientConfig, args: string[], io: CliIo): Pro
       body: JSON.stringify({ model: values.model, messages, stream: true, stream_options: { include_usage: true } }),
     })
   } catch (error) {
-    throw new Error(`cannot reach the gateway at ${url}: ${(error as Error).message}`)
+    throw new Error(`cannot reach the gateway at ${displayUrl(url)}: ${(error as Error).message}`)
   }
   if (!response.ok || !response.body) {
     const body = (await response.json().catch(() => ({}))) as { error?: { message?: string } }

@@ -1,4 +1,5 @@
 import type { ClientConfig } from '../config/client'
+import { displayUrl } from '../observability/logger'
 import type { FusionParticipantBody, FusionResultBody } from '../fusion/schema'
 import { decodeSse } from '../http/sse'
 import { UUID } from '../lib/ids'
@@ -56,7 +57,7 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo): P
       body: JSON.stringify(body),
     })
   } catch (error) {
-    throw new Error(`cannot reach the gateway at ${url}: ${(error as Error).message}`)
+    throw new Error(`cannot reach the gateway at ${displayUrl(url)}: ${(error as Error).message}`)
   }
   if (!response.ok || !response.body) {
     const failure = (await response.json().catch(() => ({}))) as { error?: { message?: string } }

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { displayUrl } from '../observability/logger'
 import { ApiError } from '../http/errors'
 import { showOnceOrRevoke, type UnseenKey } from '../keys/show-once'
 import { idFromInput, UUID } from '../lib/ids'
@@ -156,7 +157,7 @@ export function gatewayUrl(flag: string | undefined, fallback: string, fallbackN
   const [value, name] = flag !== undefined ? [flag, '--url'] : [fallback, fallbackName]
   const parsed = URL.parse(value)
   if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    throw new UsageError(`${name} must be an http(s) URL such as http://localhost:8080, got "${value}"`)
+    throw new UsageError(`${name} must be an http(s) URL such as http://localhost:8080, got "${displayUrl(value)}"`)
   }
   return value.replace(/\/+$/, '')
 }

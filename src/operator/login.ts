@@ -122,7 +122,8 @@ export async function logout(client: ClientConfig, args: string[], io: CliIo): P
   let problem: string | undefined
   try {
     const revoked = await postForm(`${stored.url}/oauth/revoke`, { token: stored.refresh_token, token_type_hint: 'refresh_token', client_id: CLIENT_ID })
-    if (revoked.status !== 200) problem = `the gateway did not confirm the revocation (${revoked.body.error ?? revoked.status})`
+    // An OAuth error names itself; a page that is none (a proxy's 502), its status.
+    if (revoked.status !== 200) problem = `the gateway did not confirm the revocation (${revoked.body.error !== 'invalid_response' && revoked.body.error !== undefined ? revoked.body.error : `HTTP ${revoked.status}`})`
   } catch (error) {
     problem = (error as Error).message
   }

@@ -215,9 +215,22 @@ describe('svc login / chat / logout, end to end', () => {
     const stored = { url: 'http://127.0.0.1:9', access_token: 'svc_cli_x', refresh_token: 'svc_cli_refresh_x', expires_at_ms: Date.now() + 3600_000, scope: 'cli:inference' }
     writeFileSync(join(dir, 'svc', 'credentials.json'), JSON.stringify(stored), { mode: 0o600 })
     const err: string[] = []
-    const code = await runCli(['logout'], { SVC_CONFIG_DIR: join(dir, 'svc'), SVC_LOG_LEVEL: 'error' }, { out: () => {}, err: line => err.push(line), write: () => {} })
+    const io = { out: () => {}, err: (line: string) => err.push(line), write: () => {} }
+    const code = await runCli(['logout'], { SVC_CONFIG_DIR: join(dir, 'svc'), SVC_LOG_LEVEL: 'error' }, io)
     expect(code).toBe(1)
     expect(err.join('\n')).toContain('the token is kept so that svc logout can revoke it later')
     expect(readLogin(config)).toEqual(stored)
+    // A proxy's page in place of the gateway's answer is named by its status (regression QA: "invalid_response").
+    const proxy = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('<html>Bad Gateway</html>', { status: 502 }) })
+    try {
+      writeFileSync(join(dir, 'svc', 'credentials.json'), JSON.stringify({ ...stored, url: `http://127.0.0.1:${proxy.port}` }), { mode: 0o600 })
+      expect(await runCli(['logout'], { SVC_CONFIG_DIR: join(dir, 'svc'), SVC_LOG_LEVEL: 'error' }, io)).toBe(1)
+      expect(err.at(-1)).toContain('the gateway did not confirm the revocation (HTTP 502)')
+      // An expired token is refused for another gateway before it is refreshed (the stored one may be down).
+      writeFileSync(join(dir, 'svc', 'credentials.json'), JSON.stringify({ ...stored, expires_at_ms: 1 }), { mode: 0o600 })
+      await expect(chat(config, ['--model', 'demo-anonymous', '--url', `http://127.0.0.1:${proxy.port}`, 'hi'], io)).rejects.toThrow('the svc login token is for http://127.0.0.1:9, not')
+    } finally {
+      proxy.stop(true)
+    }
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { createLogger, redactCredentials } from '../../src/observability/logger'
+import { createLogger, displayUrl, redactCredentials } from '../../src/observability/logger'
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error' = 'info') {
   const lines: string[] = []
@@ -61,4 +61,14 @@ test("redactCredentials cuts a URL's query and password, and keeps the text afte
   expect(redactCredentials("at http://ops:s3'cret@127.0.0.1:44398: ECONNREFUSED; at http://h:1/?sig=abc'def: ECONNREFUSED")).toBe('at http://[redacted]@127.0.0.1:44398: ECONNREFUSED; at http://h:1/?[redacted]: ECONNREFUSED')
   expect(redactCredentials('at http://127.0.0.1:44398/@team/gw, https://registry.npmjs.org/@scope/pkg and ops@example.com')).toBe('at http://127.0.0.1:44398/@team/gw, https://registry.npmjs.org/@scope/pkg and ops@example.com')
   expect(redactCredentials("said 'see https://h/a?b=c' then")).toBe("said 'see https://h/a?[redacted]' then")
+})
+
+test('displayUrl shows a URL an error quotes without its user:password, query or fragment, whatever they hold', () => {
+  // Regression QA: a '"' or a space in a password (the URL parser takes both) ended the text cut.
+  expect(displayUrl('http://ops:Pa"ss@127.0.0.1:44598/')).toBe('http://[redacted]@127.0.0.1:44598/')
+  expect(displayUrl('http://admin:hun ter2@up.example/v1?x="a b"')).toBe('http://[redacted]@up.example/v1?[redacted]')
+  expect(displayUrl('libsql://admin:hunter2@')).toBe('libsql://[redacted]@')
+  expect(displayUrl('http://[::1]:44598/@team/gw')).toBe('http://[::1]:44598/@team/gw')
+  // Without an '@', as written: a refused value stays recognisable.
+  expect([displayUrl('ftp://x'), displayUrl('/var/lib/svc.db'), displayUrl('https://h/v1#frag')]).toEqual(['ftp://x', '/var/lib/svc.db', 'https://h/v1#[redacted]'])
 })
