@@ -19,10 +19,10 @@ function secretPattern(secret: string): RegExp {
   if (pattern === undefined) {
     let source = ''
     for (const character of secret) {
-      const code = character.codePointAt(0)!
       const forms = [character.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&')]
-      // \uXXXX in either case (a character outside the BMP is written as its two surrogates).
-      const units = character.length === 2 ? [character.charCodeAt(0), character.charCodeAt(1)] : [code]
+      // A \u escape of four hex digits in either case, per UTF-16 unit (a character outside the
+      // BMP is written as its two surrogates).
+      const units = Array.from({ length: character.length }, (_, index) => character.charCodeAt(index))
       forms.push(units.map(unit => `\\\\u${unit.toString(16).padStart(4, '0').replace(/[a-f]/g, letter => `[${letter}${letter.toUpperCase()}]`)}`).join(''))
       // JSON's two-character escapes of the characters a key may hold.
       if (character === '/' || character === '"' || character === '\\') forms.push(`\\\\\\${character}`)
