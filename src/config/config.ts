@@ -126,6 +126,8 @@ export interface Config {
   readonly port: number
   readonly databaseUrl: string
   readonly databaseAuthToken: string | undefined
+  /** How long a libSQL server gets to answer one request (DATABASE_TIMEOUT_S); migrations have no limit. */
+  readonly databaseTimeoutMs: number
   readonly logLevel: LogLevel
   /** SVC_INSTANCE_ID: a stable name for this instance's ledger leases (else kept beside a local database). */
   readonly instanceId: string | undefined

@@ -50,6 +50,10 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
   const databaseUrl = env.DATABASE_URL || 'file:data/svc.db'
   const databaseUrlRefusal = databaseUrlProblem(databaseUrl)
   if (databaseUrlRefusal !== undefined) problems.push(databaseUrlRefusal)
+  const databaseTimeoutS = env.DATABASE_TIMEOUT_S ? Number(env.DATABASE_TIMEOUT_S) : 10
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(env.DATABASE_TIMEOUT_S || '10') || !(databaseTimeoutS >= 0.1 && databaseTimeoutS <= 3600)) {
+    problems.push(`DATABASE_TIMEOUT_S: must be a number of seconds from 0.1 to 3600, got "${env.DATABASE_TIMEOUT_S}"`)
+  }
 
   if (env.SVC_INSTANCE_ID !== undefined && env.SVC_INSTANCE_ID !== '' && !/^[A-Za-z0-9._-]{1,64}$/.test(env.SVC_INSTANCE_ID)) {
     problems.push(`SVC_INSTANCE_ID: must be 1 to 64 letters, digits, dots, dashes or underscores, got "${env.SVC_INSTANCE_ID}"`)
@@ -149,6 +153,7 @@ export function loadConfig(env: Env = process.env, readText: (path: string) => s
     port,
     databaseUrl,
     databaseAuthToken: env.DATABASE_AUTH_TOKEN || undefined,
+    databaseTimeoutMs: Math.round(databaseTimeoutS * 1000),
     logLevel,
     instanceId: env.SVC_INSTANCE_ID || undefined,
     faultPoint: faultPoint as FaultPoint | undefined,

@@ -20,14 +20,24 @@ export interface Database {
   readonly client: Client
   readonly db: Db
   readonly url: string
+  /** Runs `work` with no limit on a libSQL server's reply time (migrations: a long index build is not a hang). */
+  unlimited<T>(work: () => Promise<T>): Promise<T>
   close(): void
+}
+
+export interface OpenOptions {
+  /** How long a statement waits for another connection's write lock (SQLite's busy timeout). */
+  busyTimeoutMs?: number
+  /** How long a libSQL server gets to answer one HTTP request. */
+  replyTimeoutMs?: number
 }
 
 /**
  * Opens a libSQL database: a local `file:` path (WAL mode, directory created), `:memory:`,
  * or a `libsql://` / `http(s)://` server. Integers come back as bigints so nanos stay exact.
  */
-export async function openDatabase(url: string, authToken?: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Promise<Database> {
+export async function openDatabase(url: string, authToken?: string, options: OpenOptions = {}): Promise<Database> {
+  const { busyTimeoutMs = BUSY_TIMEOUT_MS, replyTimeoutMs = REPLY_TIMEOUT_MS } = options
   const path = localPathOf(url)
   const localFile = path !== undefined
   if (localFile) prepareFile(path)
@@ -35,7 +45,9 @@ export async function openDatabase(url: string, authToken?: string, busyTimeoutM
   // WebSocket clients (hrana, ~60 modules) for a server URL.
   const createClient = REMOTE.test(url) ? (await import('@libsql/client')).createClient : createLocalClient
   // `timeout` is the busy timeout for every pooled connection (a PRAGMA would reach only one).
-  const client = createClient({ url, authToken, intMode: 'bigint', timeout: busyTimeoutMs })
+  const limit = { unlimited: 0 }
+  const fetch = REMOTE.test(url) ? timedFetch(replyTimeoutMs, limit) : undefined
+  const client = createClient({ url, authToken, intMode: 'bigint', timeout: busyTimeoutMs, fetch })
   if (localFile) reopenAfterBusy(client)
   // WAL is stored in the file, so setting it once through any connection is enough. The first
   // statement opens the file: a failure here is the file's (not a database, no permission).
@@ -48,11 +60,37 @@ export async function openDatabase(url: string, authToken?: string, busyTimeoutM
     }
   }
   const db = drizzle(client, { schema })
-  return { client, db, url, close: () => client.close() }
+  const unlimited = async <T>(work: () => Promise<T>): Promise<T> => {
+    limit.unlimited += 1
+    try {
+      return await work()
+    } finally {
+      limit.unlimited -= 1
+    }
+  }
+  return { client, db, url, unlimited, close: () => client.close() }
 }
 
-/** How long a statement waits for another connection's write lock (SQLite's busy timeout). */
 const BUSY_TIMEOUT_MS = 5000
+export const REPLY_TIMEOUT_MS = 10_000
+
+/**
+ * libSQL's HTTP client has no timeout: a server that accepts a request and never answers (QA)
+ * held every billed call, /readyz and the shutdown with it. A request not answered in time fails
+ * as an outage (503, /readyz `unreachable`); a write whose reply is lost this way may still have
+ * committed, which the ledger's claims already cover (ledger-retries.ts).
+ */
+function timedFetch(timeoutMs: number, limit: { unlimited: number }) {
+  return async (request: Request): Promise<Response> => {
+    if (limit.unlimited > 0) return fetch(request)
+    try {
+      return await fetch(request, { signal: AbortSignal.timeout(timeoutMs) })
+    } catch (error) {
+      if ((error as Error)?.name !== 'TimeoutError') throw error
+      throw new Error(`database unreachable: the libSQL server did not answer within ${timeoutMs / 1000} s`, { cause: error })
+    }
+  }
+}
 
 /** The client methods that run statements on a pooled connection. */
 const RUNS_STATEMENTS = ['execute', 'batch', 'migrate', 'transaction', 'executeMultiple'] as const
@@ -110,7 +148,7 @@ export function migrationsFolder(): string {
 
 /** Applies pending drizzle-kit migrations (idempotent; tracked in __drizzle_migrations). */
 export async function migrateDatabase(database: Database): Promise<void> {
-  await migrate(database.db, { migrationsFolder: migrationsFolder() })
+  await database.unlimited(() => migrate(database.db, { migrationsFolder: migrationsFolder() }))
 }
 
 /** Drops credentials from a database URL before it is logged or printed. */

@@ -27,7 +27,7 @@ async function gatewayOnFile() {
   cleanups.push(() => rmSync(directory, { recursive: true, force: true }))
   const path = join(directory, 'svc.db')
   // A short busy timeout, so the test does not wait SQLite's five seconds.
-  const database = await openDatabase(`file:${path}`, undefined, 20)
+  const database = await openDatabase(`file:${path}`, undefined, { busyTimeoutMs: 20 })
   await migrateDatabase(database)
   const deps = await createDeps(loadConfig({ DATABASE_URL: `file:${path}` }), { clock: new FakeClock(), database, logger: silentLogger })
   await deps.sweeper.start()

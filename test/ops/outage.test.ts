@@ -40,7 +40,7 @@ plans: { payg: { monthly_allowance: "0", fusion: false } }
   const raw = await openDatabase(':memory:')
   await migrateDatabase(raw)
   const wire = switchable(raw.client)
-  const database: Database = { client: wire.client, db: drizzle(wire.client, { schema }), url: raw.url, close: () => raw.close() }
+  const database: Database = { client: wire.client, db: drizzle(wire.client, { schema }), url: raw.url, unlimited: raw.unlimited, close: () => raw.close() }
   const clock = new FakeClock()
   const deps: Deps = await createDeps(loadConfig(env, () => yaml), { clock, database, executor: new ClientExecutor(wire.client), logger: silentLogger })
   await deps.sweeper.start()

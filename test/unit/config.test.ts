@@ -165,6 +165,19 @@ describe('SVC_LOG_LEVEL', () => {
   })
 })
 
+describe('DATABASE_TIMEOUT_S', () => {
+  test('seconds a libSQL server gets per request: 10 unless set', () => {
+    expect(loadConfig({}, noFile).databaseTimeoutMs).toBe(10_000)
+    expect(loadConfig({ DATABASE_TIMEOUT_S: '2.5' }, noFile).databaseTimeoutMs).toBe(2500)
+    expect(loadConfig({ DATABASE_TIMEOUT_S: '3600' }, noFile).databaseTimeoutMs).toBe(3_600_000)
+  })
+
+  test.each(['0', '0.05', '3601', '-1', '1e3', 'ten', ' 5', '5s', 'Infinity'])('%p is refused', raw => {
+    const problems = problemsOf(() => loadConfig({ DATABASE_TIMEOUT_S: raw }, noFile))
+    expect(problems).toEqual([`DATABASE_TIMEOUT_S: must be a number of seconds from 0.1 to 3600, got "${raw}"`])
+  })
+})
+
 describe('SVC_BOOTSTRAP', () => {
   test('0 turns bootstrap off, 1 and unset leave it on', () => {
     expect(loadConfig({ SVC_BOOTSTRAP: '0' }, noFile).bootstrap.enabled).toBe(false)
