@@ -190,7 +190,7 @@ export function authMacro(keys: KeyService, limits: Limits) {
       // A JSON body, or a multipart upload of one file (document parsing), each capped while read.
       const readBody =
         typeof option === 'string' ? undefined
-        : option.jsonBody !== undefined ? jsonBody(option.jsonBody)
+        : option.jsonBody !== undefined ? jsonBody(option.jsonBody, mode === 'admin')
         : option.fileBody !== undefined ? singleFileBody(option.fileBody.limit, option.fileBody.field)
         : undefined
       const bodyType = typeof option !== 'string' && option.fileBody !== undefined ? 'multipart/form-data' : 'application/json'

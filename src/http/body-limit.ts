@@ -1,4 +1,5 @@
 import { ApiError } from './errors'
+import { duplicateMember } from './json-members'
 
 export const KiB = 1024
 export const MiB = 1024 * KiB
@@ -17,8 +18,10 @@ export function rawBodyOf(request: Request): Uint8Array | undefined {
 /**
  * An Elysia `parse` hook that reads a JSON body of at most `limit` bytes (`readCapped`: a
  * declared length is checked, then trusted; a chunked body is counted as it streams).
+ * `uniqueNames` refuses a member name given twice in one object (admin bodies, whose fields
+ * grant authority; the inference routes take JSON as the OpenAI and Anthropic APIs do).
  */
-export function jsonBody(limit: number) {
+export function jsonBody(limit: number, uniqueNames = false) {
   return async ({ request }: { request: Request }): Promise<unknown> => {
     const type = request.headers.get('content-type')
     if (type !== null && !/^application\/([a-z0-9.+-]*\+)?json\b/i.test(type)) {
@@ -38,6 +41,8 @@ export function jsonBody(limit: number) {
     } catch {
       throw new ApiError('invalid_request', 'request body is not valid JSON')
     }
+    const twice = uniqueNames ? duplicateMember(text) : undefined
+    if (twice !== undefined) throw new ApiError('invalid_request', `request body names "${twice.slice(0, 100)}" twice in one object; each member may be given once`, twice.slice(0, 100))
     // Schema validation of a pathologically nested body takes seconds before it overflows the
     // stack; refuse it here, in time linear in the number of containers.
     if (nestedDeeperThan(value, MAX_DEPTH)) throw new ApiError('invalid_request', `request body is nested more than ${MAX_DEPTH} levels deep`)

@@ -28,6 +28,18 @@ describe('hostile input', () => {
     await createRejected(body, param)
   })
 
+  // JSON.parse keeps the last of two members silently: a proxy reading the first `admin` would
+  // disagree with the gateway about the authority asked for (QA).
+  test.each([
+    ['{"name":"dup","admin":false,"admin":true}', 'admin'],
+    ['{"name":"dup","spend_cap_period":"daily","spend_cap_nanos":"100","spend_cap_nanos":"999999999999"}', 'spend_cap_nanos'],
+    ['{"name":"a","\\u006eame":"b"}', 'name'],
+    ['{"name":"a","name":"a"}', 'name'],
+  ])('a member given twice %s → 400 naming it, nothing written', async (body, param) => {
+    const error = await expectCreateRejected(() => create(body), 400, 'invalid_request', param)
+    expect(error.message).toContain(`"${param}" twice`)
+  })
+
   test('names: 200 characters are fine, 201 are not', async () => {
     const key = await createOk({ name: 'n'.repeat(200) })
     expect(key.name).toBe('n'.repeat(200))
