@@ -73,7 +73,7 @@ export function completeDocument(document: { paths?: Record<string, Record<strin
   if (completed.has(document)) return
   completed.add(document)
   if (document.paths !== undefined) document.paths = withNamedWildcards(document.paths)
-  allowNullInNullableEnums(document)
+  tidySchemas(document)
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       const stream = operation[EVENT_STREAM]
@@ -115,11 +115,15 @@ const VALUE_KEYS = new Set(['example', 'examples', 'default', 'const', 'enum'])
 /** Keys of a schema whose values are maps of names to schemas (a property may be named `default`). */
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'dependentSchemas'])
 
-/** Every schema under `node` whose type takes null gets null in its enum, or its const as `enum: [X, null]`. */
-function allowNullInNullableEnums(node: unknown): void {
+/**
+ * Every schema under `node`: one whose type takes null gets null in its enum, or its const as
+ * `enum: [X, null]`; TypeBox's `error` (the validation message the gateway answers with, not a
+ * JSON Schema keyword) is dropped.
+ */
+function tidySchemas(node: unknown): void {
   if (node === null || typeof node !== 'object') return
   if (Array.isArray(node)) {
-    for (const item of node) allowNullInNullableEnums(item)
+    for (const item of node) tidySchemas(item)
     return
   }
   const object = node as Record<string, unknown>
@@ -132,8 +136,9 @@ function allowNullInNullableEnums(node: unknown): void {
   }
   // Anything else (a path item, a response, a map of responses whose `default` is a response) is walked whole.
   const isSchema = 'type' in object || 'anyOf' in object || 'oneOf' in object || 'allOf' in object || 'properties' in object
+  if (isSchema && typeof object.error === 'string') delete object.error
   for (const [key, value] of Object.entries(object)) {
-    if (SCHEMA_MAPS.has(key) && isSchema && value !== null && typeof value === 'object') for (const child of Object.values(value)) allowNullInNullableEnums(child)
-    else if (!(isSchema && VALUE_KEYS.has(key)) && key !== 'example' && key !== 'examples') allowNullInNullableEnums(value)
+    if (SCHEMA_MAPS.has(key) && isSchema && value !== null && typeof value === 'object') for (const child of Object.values(value)) tidySchemas(child)
+    else if (!(isSchema && VALUE_KEYS.has(key)) && key !== 'example' && key !== 'examples') tidySchemas(value)
   }
 }

@@ -6,7 +6,7 @@ import { buildTestApp, createPlanOrg, json } from '../support/harness'
 
 // What /openapi.json says, held against what the routes answer (QA found each of these wrong).
 
-// strict: false, as the document carries TypeBox's `error` messages; formats are not checked.
+// strict: false, as the document carries OpenAPI's `x-` extensions; formats are not checked.
 const ajv = new Ajv2020({ strict: false, validateFormats: false })
 
 /** The places where `value` breaks `schema` (empty: it conforms). */
@@ -85,6 +85,13 @@ describe('/openapi.json says what the routes do', () => {
     const body = (await missing.json()) as { type: string }
     expect(body.type).toBe('error')
     expect(violations(slash.responses['404'].content['application/json'].schema, body)).toEqual([])
+    await t.close()
+  })
+
+  test("TypeBox's `error` messages are not published: they are not a JSON Schema keyword (QA)", async () => {
+    const t = await buildTestApp()
+    const carrying = schemasIn(await documentOf(t)).filter(([, schema]) => 'error' in schema && typeof schema.error !== 'object')
+    expect(carrying.map(([path]) => path)).toEqual([])
     await t.close()
   })
 
