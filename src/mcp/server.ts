@@ -122,7 +122,9 @@ export class McpService {
       return { protocolVersion: negotiated, capabilities, serverInfo }
     })
     server.setRequestHandler(sdk.LooseListToolsRequestSchema, async loose => {
-      checkParams(sdk.ListToolsRequestSchema, loose)
+      const { params } = checkParams(sdk.ListToolsRequestSchema, loose)
+      // One page, so no cursor was ever handed out (MCP, "Pagination": an invalid cursor SHOULD be -32602).
+      if (params?.cursor !== undefined) throw new JsonRpcError(ErrorCode.InvalidParams, 'Invalid params: cursor: tools/list has one page and hands out no cursor')
       return { tools: this.listed }
     })
     // The cancel comes in its own POST, so this Server has nothing in flight: the process's

@@ -50,6 +50,8 @@ test.each([
   ['initialize with capabilities a string', 'initialize', { protocolVersion: '2025-06-18', capabilities: 'all', clientInfo }, 'Invalid params: params.capabilities: expected object, received string'],
   ['initialize without params', 'initialize', undefined, 'Invalid params: params: expected object, received undefined'],
   ['tools/list with a numeric cursor', 'tools/list', { cursor: 5 }, 'Invalid params: params.cursor: expected string, received number'],
+  // The list is one page: no cursor was handed out (MCP, "Pagination": invalid cursors SHOULD be -32602). QA.
+  ['tools/list with a cursor never handed out', 'tools/list', { cursor: 'bogus' }, 'Invalid params: cursor: tools/list has one page and hands out no cursor'],
 ])('%s: -32602 naming the field', async (_name, method, params, message) => {
   const error = await errorOf(method, params)
   expect(error.code).toBe(-32602)
@@ -84,4 +86,31 @@ test('a tools/call carrying params.task runs as a normal call, alone or in a bat
   expect(reply.result.content[0].text).toContain('demo-anonymous')
   const batch = (await (await post([call(2), { ...call(3), params: { name: 'svc.list_models', task: {} } }])).json()) as any[]
   expect(batch.map(answer => [answer.id, answer.error, answer.result.content[0].text.includes('demo-anonymous')])).toEqual([[2, undefined, true], [3, undefined, true]])
+})
+
+// What tools/list advertises is what tools/call takes (QA): svc.chat_fusion's web flags said
+// `default: true`, and a client filling in defaults sent the explicit true that requires the tool
+// of every participant; prompt and system limits were UTF-16 units under JSON Schema's
+// character-counting maxLength, and the prompt's maximum was the whole body's cap.
+test('svc.chat_fusion advertises no default for its web flags, and no tool a prompt or system size in UTF-16 units', async () => {
+  const response = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
+  })
+  const tools = ((await response.json()) as { result: { tools: Array<{ name: string; inputSchema: { properties: Record<string, Record<string, unknown>> } }> } }).result.tools
+  const fusion = tools.find(tool => tool.name === 'svc.chat_fusion')!.inputSchema.properties
+  // Left out: on where a participant supports it; true: required of every participant (README).
+  expect([fusion.web_search!.default, fusion.web_fetch!.default]).toEqual([undefined, undefined])
+  for (const tool of tools) for (const name of ['prompt', 'system']) expect(tool.inputSchema.properties[name]?.maxLength).toBeUndefined()
+})
+
+test('a system prompt of 600,000 emoji (1.2 M UTF-16 units, within the body cap) is taken', async () => {
+  const response = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'svc.chat', arguments: { model: 'demo-anonymous', prompt: 'hi', system: '😀'.repeat(600_000), max_tokens: 1 } } }),
+  })
+  const reply = (await response.json()) as { result: { isError?: boolean; content: Array<{ text: string }> } }
+  expect(reply.result.content[0]!.text).not.toContain('Expected string length')
 })

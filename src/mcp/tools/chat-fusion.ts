@@ -17,13 +17,15 @@ export const CHAT_FUSION_INPUT = Type.Object(
       ...plainPattern('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', 'a UUID, e.g. 0f8fad5b-d9cb-469f-a165-70867728950e'),
       description: 'A UUID you choose; the idempotency key of the billing (reuse it only to retry the same request)',
     }),
-    prompt: Type.String({ minLength: 1, maxLength: 4 * 1024 * 1024, description: 'The question or task' }),
-    system: Type.Optional(Type.String({ maxLength: 1024 * 1024, description: 'Optional system instructions for every participant' })),
+    // Bounded by the request body's 4 MiB (mcp/routes.ts): a maxLength here would count UTF-16
+    // units where JSON Schema counts characters, and a pattern of that size is too slow (MaxCharacters).
+    prompt: Type.String({ minLength: 1, description: 'The question or task (the whole request body is at most 4 MiB)' }),
+    system: Type.Optional(Type.String({ description: 'Optional system instructions for every participant' })),
     web_search: Type.Optional(
-      Type.Boolean({ default: true, description: 'Web search for the participants. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
+      Type.Boolean({ description: 'Web search for the participants. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
     ),
     web_fetch: Type.Optional(
-      Type.Boolean({ default: true, description: 'Fetch the URLs named in the prompt. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
+      Type.Boolean({ description: 'Fetch the URLs named in the prompt. Default: on for every participant whose model supports it; true requires it of every participant; false turns it off' }),
     ),
     judge: Type.Optional(MaxCharacters(256, { minLength: 1, description: 'The model that writes the synthesis (default: the gateway\'s configured judge)' })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),

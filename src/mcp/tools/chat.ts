@@ -9,7 +9,6 @@ import { runChat, type PipelineDeps } from '../../inference/pipeline'
 import { abortable } from '../../lib/abortable'
 import { tool, type ToolContext } from './types'
 
-const MiB = 1024 * 1024
 
 /** What svc.chat returns as structured content. */
 interface ChatAnswer {
@@ -95,8 +94,10 @@ export function chatTool(catalog: { resolve(id: string): ModelRoute }, pipeline:
     inputSchema: Type.Object(
       {
         model: MaxCharacters(300, { minLength: 1, description: 'Model id from svc.list_models, optionally with :confidential' }),
-        prompt: Type.String({ minLength: 1, maxLength: 4 * MiB, description: 'The user message' }),
-        system: Type.Optional(Type.String({ maxLength: MiB, description: 'Optional system instructions' })),
+        // Bounded by the request body's 4 MiB (mcp/routes.ts): a maxLength here would count UTF-16
+        // units where JSON Schema counts characters, and a pattern of that size is too slow (MaxCharacters).
+        prompt: Type.String({ minLength: 1, description: 'The user message (the whole request body is at most 4 MiB)' }),
+        system: Type.Optional(Type.String({ description: 'Optional system instructions' })),
         max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Upper bound on output tokens (default: the model maximum)' })),
         temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
       },
