@@ -23,10 +23,22 @@ export async function encryptedChatCommand(client: ClientConfig, args: string[],
   if (algo !== 'ecdsa' && algo !== 'ed25519') throw new UsageError('--algo must be ecdsa or ed25519')
   const stream = values['no-stream'] !== true
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]
+  // A write the terminal refused is the command's own error, named as every command names it.
+  let unwritten: unknown
   const result = await encryptedChat({
     baseUrl: gatewayUrl(values.url, client.url), apiKey: key, model: values.model!, algo, stream, messages,
-    onDelta: values.json ? undefined : text => io.write(text),
+    onDelta: values.json
+      ? undefined
+      : text => {
+          try {
+            io.write(text)
+          } catch (error) {
+            unwritten = error
+            throw error
+          }
+        },
   }).catch(error => {
+    if (error === unwritten) throw error
     throw new Error(`encrypted chat failed: ${(error as Error).message}`)
   })
   const binding = `evidence binds the nonce and model key (${result.attestation.proof_format}, ${result.attestation.signing_algo} ${result.attestation.signing_address}); hardware quote chain NOT verified${result.binding.simulated ? '; SIMULATED evidence' : ''}`

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
 import { runCli } from '../../src/commands'
 import { loadClientConfig } from '../../src/config/client'
 import { loadConfig } from '../../src/config/load'
@@ -39,6 +40,19 @@ describe('svc encrypted-chat', () => {
     // What was and was not verified is said on stderr with --json too (QA: only in text mode).
     expect(err[0]).toContain('hardware quote chain NOT verified')
     expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', binding: { bound: true, simulated: true, hardware_verified: false } })
+  })
+
+  test('a streamed answer standard output does not take: the write error, as every command prints it (QA: "encrypted chat failed: …")', async () => {
+    const { io, err } = capture()
+    const closed = { ...io, write: () => { throw new Error('cannot write to standard output: it is closed') } }
+    expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', url, '--key', key, 'x'], { SVC_LOG_LEVEL: 'error' }, closed)).toBe(1)
+    expect(err).toEqual(['error: cannot write to standard output: it is closed'])
+    const cli = join(import.meta.dir, '../../src/cli.ts')
+    const real = await runProcess(['sh', '-c', `exec bun ${cli} encrypted-chat --model sim:encrypted 'hi there' >&-`], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC_URL: url, SVC_API_KEY: key, SVC_LOG_LEVEL: 'error' },
+    })
+    expect(real.stderr).toBe('error: cannot write to standard output: it is closed\n')
+    expect(real.code).toBe(1)
   })
 
   test('usage errors exit 2; a refused binding or gateway error exits 1', async () => {
