@@ -1,62 +1,13 @@
-// The chat half of the client library: encrypt a Chat Completions request for an attested
-// model key, decrypt plain and streamed replies, verify response signatures (TEE-PROTOCOL.md B6).
+// The chat half of the client library: decrypt plain and streamed replies, verify response
+// signatures, and the whole call in one (TEE-PROTOCOL.md B6; encrypting is tee-request.ts).
 
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, randomBytes, type SigningAlgo } from '../tee/keys'
-import { HISTORY_TEXT_FIELDS, undecryptedHistoryField } from '../tee/proof-format'
 import { verifyText } from '../tee/signature'
-import { checkBinding, contextFor, decryptField, encryptField, fetchAttestation, GatewayError, generateClientKeys, type Attestation, type BindingReport, type E2eeContext } from './tee'
+import { checkBinding, contextFor, decryptField, fetchAttestation, GatewayError, generateClientKeys, type Attestation, type BindingReport, type E2eeContext } from './tee'
+import { encryptChatRequest, needsAllFields } from './tee-request'
 
 type Json = Record<string, any>
-
-/**
- * Encrypts every content field of a Chat Completions body (a fresh ephemeral key per field)
- * and returns it with the svc-encrypted headers. With `encryptAllFields` (NEAR-family formats)
- * function tools, tool_choice names, history tool calls, message names and `refusal` are
- * encrypted too. The body's `model` must be the `:encrypted` id. Throws, as the gateway refuses
- * it, on a history `reasoning_content`, `reasoning` or `refusal` the backend would not decrypt
- * (every one for Phala formats; `refusal` without `encryptAllFields` for NEAR): omit those.
- */
-export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encryptAllFields?: boolean; responseEvidence?: boolean } = {}): { body: Json; headers: Record<string, string> } {
-  const all = options.encryptAllFields === true
-  const out: Json = structuredClone(body)
-  out.messages = (out.messages as Json[]).map((message, index) => {
-    const next: Json = { ...message }
-    if (typeof next.content === 'string') next.content = encryptField(next.content, ctx, { messageIndex: index })
-    for (const field of HISTORY_TEXT_FIELDS) {
-      if (next[field] === undefined || next[field] === null) continue
-      const unread = undecryptedHistoryField(ctx.variant, field, all)
-      if (unread !== undefined) throw new Error(`messages[${index}].${field} cannot be sent: ${unread}, so the model would read its ciphertext as text; omit it`)
-      if (typeof next[field] === 'string') next[field] = encryptField(next[field], ctx, { messageIndex: index })
-    }
-    if (all && typeof next.name === 'string') next.name = encryptField(next.name, ctx)
-    if (all && Array.isArray(next.tool_calls)) {
-      next.tool_calls = next.tool_calls.map((call: Json) => ({ ...call, function: { name: encryptField(call.function.name, ctx), arguments: encryptField(call.function.arguments, ctx) } }))
-    }
-    return next
-  })
-  if (all && Array.isArray(out.tools)) {
-    out.tools = out.tools.map((tool: Json) => {
-      const fn: Json = { name: encryptField(tool.function.name, ctx) }
-      if (tool.function.description !== undefined) fn.description = encryptField(tool.function.description, ctx)
-      if (tool.function.parameters !== undefined) fn.parameters = encryptField(JSON.stringify(tool.function.parameters), ctx)
-      return { type: 'function', function: fn }
-    })
-  }
-  if (all && typeof out.tool_choice === 'object' && out.tool_choice?.function) out.tool_choice = { type: 'function', function: { name: encryptField(out.tool_choice.function.name, ctx) } }
-  const headers: Record<string, string> = {
-    'svc-encrypted': '1',
-    'svc-encrypted-signing-algo': ctx.algo,
-    'svc-encrypted-client-pub-key': ctx.client.publicKeyHex,
-    'svc-encrypted-model-pub-key': ctx.modelPublicKeyHex,
-  }
-  if (ctx.variant.version === 2) headers['svc-encrypted-encryption-version'] = '2'
-  if (ctx.nonce !== undefined) headers['svc-encrypted-nonce'] = ctx.nonce
-  if (ctx.timestamp !== undefined) headers['svc-encrypted-timestamp'] = String(ctx.timestamp)
-  if (all) headers['svc-encrypted-encrypt-all-fields'] = '1'
-  if (options.responseEvidence) headers['svc-encrypted-response-evidence'] = '1'
-  return { body: out, headers }
-}
 
 type Where = { id: string; model: string; choice: number }
 type Open = (value: unknown, field: string) => unknown
@@ -221,8 +172,9 @@ export async function encryptedChat(options: {
   const binding = await checkBinding(attestation, nonce)
   if (!binding.bound) throw new Error(`the evidence does not bind the nonce and key: ${binding.steps.filter(step => !step.ok).map(step => step.reason).join('; ')}`)
   const ctx = contextFor(attestation, generateClientKeys(algo))
-  const allFields = (options.tools?.length ?? 0) > 0
-  const request = encryptChatRequest({ model: options.model, messages: options.messages, stream: options.stream === true, ...(allFields ? { tools: options.tools } : {}) }, ctx, { encryptAllFields: allFields })
+  const plain: Json = { model: options.model, messages: options.messages, stream: options.stream === true, ...((options.tools?.length ?? 0) > 0 ? { tools: options.tools } : {}) }
+  const allFields = needsAllFields(plain, ctx)
+  const request = encryptChatRequest(plain, ctx, { encryptAllFields: allFields })
   const response = await http(`${options.baseUrl.replace(/\/+$/, '')}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json', ...request.headers },

@@ -183,5 +183,6 @@ export function decryptField(hex: string, ctx: E2eeContext, aad?: { id: string; 
   return decryptBlob(hex, ctx.variant, ctx.algo, ctx.client.secretKey, { aad: bytes })
 }
 
-export { encryptChatRequest, decryptChatResponse, decryptChatStream, verifyResponseSignature, encryptedChat } from './tee-chat'
+export { decryptChatResponse, decryptChatStream, verifyResponseSignature, encryptedChat } from './tee-chat'
+export { encryptChatRequest } from './tee-request'
 export { verifyText }

@@ -7,7 +7,8 @@ import { t, ValidationError } from 'elysia'
 import { ApiError } from '../http/errors'
 import { minBlobBytes } from '../tee/blob-size'
 import { isHex, type SigningAlgo } from '../tee/keys'
-import { HISTORY_TEXT_FIELDS, undecryptedHistoryField, type ProofFormat } from '../tee/proof-format'
+import { ENCRYPTED_MESSAGE_KEYS, ENCRYPTED_TOP_LEVEL, HISTORY_TEXT_FIELDS, undecryptedHistoryField } from '../tee/encrypted-fields'
+import type { ProofFormat } from '../tee/proof-format'
 import { refuseUnsupportedValues, requiredWithoutTools } from './dialects/chat-completions/decode'
 import { ChatCompletionsBody } from './dialects/chat-completions/schema'
 import { chatCompletionsEffort, type RequestEffort } from '../providers/openai-compatible/to-upstream'
@@ -15,19 +16,6 @@ import type { EncryptedHeaders } from './encrypted'
 
 const bad = (message: string, param?: string) => new ApiError('invalid_request', message, param)
 
-const TOP_LEVEL = new Set([
-  'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
-  'max_completion_tokens', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'response_format', 'reasoning_effort', 'n',
-  'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'metadata', 'store', 'service_tier',
-  'logit_bias', 'prediction', 'audio', 'web_fetch', 'web_search', 'uncensored',
-])
-const MESSAGE_KEYS: Record<string, Set<string>> = {
-  system: new Set(['role', 'content', 'name']),
-  developer: new Set(['role', 'content', 'name']),
-  user: new Set(['role', 'content', 'name']),
-  assistant: new Set(['role', 'content', 'name', 'tool_calls', 'reasoning_content', 'reasoning', 'refusal']),
-  tool: new Set(['role', 'content', 'tool_call_id']),
-}
 /**
  * The fields an Encrypted body carries in plaintext, held to the plain chat route's rules (the
  * same schemas): a value the plain route refuses is refused here too, by the gateway, naming the
@@ -36,7 +24,7 @@ const MESSAGE_KEYS: Record<string, Set<string>> = {
 const PLAINTEXT = t.Pick(ChatCompletionsBody, [
   'temperature', 'top_p', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'reasoning_effort', 'presence_penalty', 'frequency_penalty',
   'parallel_tool_calls', 'metadata', 'response_format', 'service_tier', 'max_tokens', 'max_completion_tokens',
-  // Every TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
+  // Every ENCRYPTED_TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
   'store', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'logit_bias', 'prediction', 'audio',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
@@ -94,7 +82,7 @@ class CipherCheck {
 
 export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: ProofFormat): CheckedBody {
   if (!isObject(raw)) throw bad('request body must be a JSON object')
-  for (const key of Object.keys(raw)) if (!TOP_LEVEL.has(key)) throw bad(`unknown field "${key.slice(0, 60)}"`, key.slice(0, 60))
+  for (const key of Object.keys(raw)) if (!ENCRYPTED_TOP_LEVEL.has(key)) throw bad(`unknown field "${key.slice(0, 60)}"`, key.slice(0, 60))
   // Rendered as the plain route's validation failures are (request-context.ts).
   const plaintext = Object.fromEntries(Object.keys(PLAINTEXT.properties).filter(key => key in raw).map(key => [key, raw[key]]))
   if (!plaintextOk.Check(plaintext)) throw new ValidationError('body', PLAINTEXT, plaintext)
@@ -122,8 +110,8 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   if (!Array.isArray(raw.messages) || raw.messages.length === 0) throw bad('messages must be a non-empty array', 'messages')
   raw.messages.forEach((message, index) => {
     const at = `messages.${index}`
-    if (!isObject(message) || typeof message.role !== 'string' || !Object.hasOwn(MESSAGE_KEYS, message.role)) throw bad(`${at}.role must be system, developer, user, assistant or tool`, `${at}.role`)
-    for (const key of Object.keys(message)) if (!MESSAGE_KEYS[message.role]!.has(key)) throw bad(`${at}.${key.slice(0, 60)} is not accepted in an Encrypted ${message.role} message`, `${at}.${key.slice(0, 60)}`)
+    if (!isObject(message) || typeof message.role !== 'string' || !Object.hasOwn(ENCRYPTED_MESSAGE_KEYS, message.role)) throw bad(`${at}.role must be system, developer, user, assistant or tool`, `${at}.role`)
+    for (const key of Object.keys(message)) if (!ENCRYPTED_MESSAGE_KEYS[message.role]!.has(key)) throw bad(`${at}.${key.slice(0, 60)} is not accepted in an Encrypted ${message.role} message`, `${at}.${key.slice(0, 60)}`)
     if (Array.isArray(message.content)) throw bad(`${at}.content: content arrays (and image, file or document parts) are not accepted with an :encrypted model; send one ciphertext string`, `${at}.content`)
     const toolCalls = message.tool_calls
     const contentOptional = message.role === 'assistant' && Array.isArray(toolCalls) && toolCalls.length > 0

@@ -33,20 +33,3 @@ export const PROOF_FORMATS: readonly string[] = ['addr-nonce', 'tlsfp-nonce'].fl
   `dstack-tdx-nvgpu.${binding}.v1`,
   ...['nearai', 'phala'].flatMap(family => [1, 2].map(version => `dstack-tdx-nvgpu.${binding}.e2ee-${family}.v${version}`)),
 ])
-
-/** Fields of a history message, besides `content`, that carry what the model said. */
-export const HISTORY_TEXT_FIELDS = ['reasoning_content', 'reasoning', 'refusal'] as const
-export type HistoryTextField = (typeof HISTORY_TEXT_FIELDS)[number]
-
-/**
- * Why a backend of this family would not decrypt `field` of a history message, or undefined when
- * it does (TEE-PROTOCOL.md A2, Encrypted fields). A field it does not decrypt reaches the model as
- * ciphertext read as text, and in plaintext it would expose content to the gateway: it cannot be
- * sent at all. Phala decrypts only `content`; NEAR decrypts reasoning always, `refusal` only with
- * all-fields (leniently).
- */
-export function undecryptedHistoryField(e2ee: { readonly family: E2eeFamily }, field: HistoryTextField, allFields: boolean): string | undefined {
-  if (e2ee.family === 'phala') return 'Phala-family backends decrypt only message content'
-  if (field === 'refusal' && !allFields) return 'NEAR-family backends decrypt refusal only with svc-encrypted-encrypt-all-fields: 1'
-  return undefined
-}

@@ -1,0 +1,39 @@
+// What an Encrypted Chat Completions body may carry (spec §4.10; TEE-PROTOCOL.md A2, B3 rows
+// 5–7), in one place for the gateway, which refuses anything else, and the client library, which
+// refuses it before sending: a field outside these lists would travel in plaintext.
+
+import type { E2eeFamily } from './proof-format'
+
+/** The top-level fields of an Encrypted body: content goes as ciphertext, the rest is plaintext the gateway checks. */
+export const ENCRYPTED_TOP_LEVEL: ReadonlySet<string> = new Set([
+  'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
+  'max_completion_tokens', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'response_format', 'reasoning_effort', 'n',
+  'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'metadata', 'store', 'service_tier',
+  'logit_bias', 'prediction', 'audio', 'web_fetch', 'web_search', 'uncensored',
+])
+
+/** The keys an Encrypted message of each role may carry. */
+export const ENCRYPTED_MESSAGE_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
+  system: new Set(['role', 'content', 'name']),
+  developer: new Set(['role', 'content', 'name']),
+  user: new Set(['role', 'content', 'name']),
+  assistant: new Set(['role', 'content', 'name', 'tool_calls', 'reasoning_content', 'reasoning', 'refusal']),
+  tool: new Set(['role', 'content', 'tool_call_id']),
+}
+
+/** Fields of a history message, besides `content`, that carry what the model said. */
+export const HISTORY_TEXT_FIELDS = ['reasoning_content', 'reasoning', 'refusal'] as const
+export type HistoryTextField = (typeof HISTORY_TEXT_FIELDS)[number]
+
+/**
+ * Why a backend of this family would not decrypt `field` of a history message, or undefined when
+ * it does (TEE-PROTOCOL.md A2, Encrypted fields). A field it does not decrypt reaches the model as
+ * ciphertext read as text, and in plaintext it would expose content to the gateway: it cannot be
+ * sent at all. Phala decrypts only `content`; NEAR decrypts reasoning always, `refusal` only with
+ * all-fields (leniently).
+ */
+export function undecryptedHistoryField(e2ee: { readonly family: E2eeFamily }, field: HistoryTextField, allFields: boolean): string | undefined {
+  if (e2ee.family === 'phala') return 'Phala-family backends decrypt only message content'
+  if (field === 'refusal' && !allFields) return 'NEAR-family backends decrypt refusal only with svc-encrypted-encrypt-all-fields: 1'
+  return undefined
+}
