@@ -18,7 +18,9 @@ for (const step of binding.steps) console.error(`${step.ok ? 'ok  ' : 'FAIL'} ${
 if (!binding.bound) process.exit(1)
 console.error(binding.simulated ? 'warning: simulated evidence (svc dev-tee)' : 'note: the quote chain itself is not verified here')
 
-// 2. Encrypt to the attested key with a fresh key of our own, send, decrypt as it streams.
+// 2. Encrypt to the attested key with a fresh key of our own, send, decrypt as it streams. A
+//    streamed reply is not authenticated: the gateway offers no signature over a stream, so a
+//    relay could alter it. encryptedChat({ stream: false }) checks the backend's signature.
 const ctx = contextFor(attestation, generateClientKeys('ecdsa'))
 const { body, headers } = encryptChatRequest({ model, stream: true, messages: [{ role: 'user', content: prompt }] }, ctx)
 const response = await fetch(`${baseUrl}/v1/chat/completions`, {
@@ -27,5 +29,6 @@ const response = await fetch(`${baseUrl}/v1/chat/completions`, {
   body: JSON.stringify(body),
 })
 if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}: ${await response.text()}`)
+console.error('note: a streamed reply is not authenticated: the gateway offers no signature over a stream')
 for await (const chunk of decryptChatStream(response.body, ctx)) process.stdout.write(chunk.choices[0]?.delta?.content ?? '')
 process.stdout.write('\n')

@@ -139,9 +139,39 @@ export function verifyResponseSignature(input: { evidence: Json; rawRequestBytes
   }
 }
 
+/**
+ * The reply the backend signed (TEE-PROTOCOL.md A4 step 7), from a non-streamed call made with
+ * `responseEvidence`: its `svc_response_evidence` must carry a signature by the attested signing
+ * address over the hashes of `rawRequestBytes` (your exact body) and of the reply bytes in
+ * `raw_body_b64`, and those bytes are what is returned, parsed, to decrypt. Throws otherwise.
+ * Without it nothing shows the TEE wrote the reply: it is encrypted to your public key, which
+ * every relay sees, so the gateway could write one that decrypts as well. The attestation is
+ * the one made with your fresh nonce before the call, which binds that address to the TEE.
+ */
+export function signedReply(body: Json, rawRequestBytes: Uint8Array, attestation: Attestation): Json {
+  const refuse = (why: string) => new Error(`the reply is not authenticated, so it was refused: ${why}`)
+  const evidence = body?.svc_response_evidence
+  if (evidence === null || typeof evidence !== 'object') throw refuse('it carries no svc_response_evidence (the backend\'s signature)')
+  if (evidence.evidence_available !== true) throw refuse(`the backend's signature is not available (${String(evidence.reason ?? 'no reason given')})`)
+  if (evidence.signing_algo !== attestation.signing_algo) throw refuse(`it is signed with ${String(evidence.signing_algo)}, not the attested ${attestation.signing_algo}`)
+  const report = verifyResponseSignature({ evidence, rawRequestBytes, expectedAddress: attestation.signing_address })
+  if (!report.addressMatches) throw refuse(`it is signed by ${String(evidence.signing_address)}, not the attested signing address ${attestation.signing_address}`)
+  if (!report.signatureValid) throw refuse('the signature does not verify for the attested signing address')
+  if (!report.requestHashMatches) throw refuse('the signed request hash is not that of the request sent: the backend answered another request')
+  // Phala backends may sign a hash of a re-serialized body instead (TEE-PROTOCOL.md A3, unconfirmed).
+  if (!report.responseHashMatches) throw refuse('the signed response hash is not that of the reply bytes (raw_body_b64)')
+  return JSON.parse(Buffer.from(String(evidence.raw_body_b64), 'base64').toString('utf8')) as Json
+}
+
 export interface EncryptedChatResult {
   attestation: Attestation
   binding: BindingReport
+  /**
+   * True for a non-streamed reply: signedReply checked the backend's signature over it. False
+   * for a streamed one: the gateway offers no signature over a stream, so a relay could alter,
+   * drop or reorder its chunks unnoticed.
+   */
+  authenticated: boolean
   content: string
   reasoning: string
   toolCalls: Array<{ id: string; name: string; arguments: string }>
@@ -152,7 +182,9 @@ export interface EncryptedChatResult {
 
 /**
  * End to end: attest with your own nonce, refuse unless the evidence binds it and the key,
- * encrypt, send through the gateway, decrypt. `baseUrl` is the gateway root (no /v1).
+ * encrypt, send through the gateway, decrypt. `baseUrl` is the gateway root (no /v1). A
+ * non-streamed reply comes with the backend's signature and is refused unless it verifies
+ * (signedReply); a streamed one cannot be checked (`authenticated: false`, `onDelta` text too).
  */
 export async function encryptedChat(options: {
   baseUrl: string
@@ -172,18 +204,21 @@ export async function encryptedChat(options: {
   const binding = await checkBinding(attestation, nonce)
   if (!binding.bound) throw new Error(`the evidence does not bind the nonce and key: ${binding.steps.filter(step => !step.ok).map(step => step.reason).join('; ')}`)
   const ctx = contextFor(attestation, generateClientKeys(algo))
-  const plain: Json = { model: options.model, messages: options.messages, stream: options.stream === true, ...((options.tools?.length ?? 0) > 0 ? { tools: options.tools } : {}) }
+  const stream = options.stream === true
+  const plain: Json = { model: options.model, messages: options.messages, stream, ...((options.tools?.length ?? 0) > 0 ? { tools: options.tools } : {}) }
   const allFields = needsAllFields(plain, ctx)
-  const request = encryptChatRequest(plain, ctx, { encryptAllFields: allFields })
+  // The gateway offers the backend's signature only for a non-streamed reply.
+  const request = encryptChatRequest(plain, ctx, { encryptAllFields: allFields, responseEvidence: !stream })
+  const rawRequest = new TextEncoder().encode(JSON.stringify(request.body))
   const response = await http(`${options.baseUrl.replace(/\/+$/, '')}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json', ...request.headers },
-    body: JSON.stringify(request.body),
+    body: rawRequest,
   })
   if (!response.ok || !response.body) throw new GatewayError(response.status, await response.json().catch(() => ({})))
-  const result: EncryptedChatResult = { attestation, binding, content: '', reasoning: '', toolCalls: [], usage: undefined, response: {} }
-  if (!options.stream) {
-    const decrypted = decryptChatResponse((await response.json()) as Json, ctx, { encryptAllFields: allFields })
+  const result: EncryptedChatResult = { attestation, binding, authenticated: !stream, content: '', reasoning: '', toolCalls: [], usage: undefined, response: {} }
+  if (!stream) {
+    const decrypted = decryptChatResponse(signedReply((await response.json()) as Json, rawRequest, attestation), ctx, { encryptAllFields: allFields })
     const message = decrypted.choices?.[0]?.message ?? {}
     result.content = message.content ?? ''
     // Backends name it reasoning_content or reasoning (some send both, the same text).

@@ -183,6 +183,6 @@ export function decryptField(hex: string, ctx: E2eeContext, aad?: { id: string; 
   return decryptBlob(hex, ctx.variant, ctx.algo, ctx.client.secretKey, { aad: bytes })
 }
 
-export { decryptChatResponse, decryptChatStream, verifyResponseSignature, encryptedChat } from './tee-chat'
+export { decryptChatResponse, decryptChatStream, verifyResponseSignature, signedReply, encryptedChat } from './tee-chat'
 export { encryptChatRequest } from './tee-request'
 export { verifyText }

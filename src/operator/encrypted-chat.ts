@@ -6,7 +6,9 @@ import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from
  * `svc encrypted-chat --model M:encrypted [--key K] [--url U] [--algo ecdsa|ed25519] [--no-stream]
  * [--system S] PROMPT`: one Encrypted chat through a running gateway with the client library:
  * attest with a fresh nonce, refuse unless the evidence binds it and the model key, encrypt,
- * send, decrypt. The hardware quote chain is not verified (said on stderr).
+ * send, decrypt; with --no-stream, refuse a reply the backend's signature does not cover. Said on
+ * stderr: whether the reply was authenticated (a stream cannot be), and that the hardware quote
+ * chain is not verified.
  */
 export async function encryptedChatCommand(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(
@@ -41,10 +43,14 @@ export async function encryptedChatCommand(client: ClientConfig, args: string[],
     if (error === unwritten) throw error
     throw new Error(`encrypted chat failed: ${(error as Error).message}`)
   })
-  const binding = `evidence binds the nonce and model key (${result.attestation.proof_format}, ${result.attestation.signing_algo} ${result.attestation.signing_address}); hardware quote chain NOT verified${result.binding.simulated ? '; SIMULATED evidence' : ''}`
+  const { attestation } = result
+  const reply = result.authenticated
+    ? 'reply signed by the attested key over this request and the exact reply bytes'
+    : 'streamed reply NOT authenticated: the gateway offers no signature over a stream, so a relay could have altered, dropped or reordered it (--no-stream checks the backend\'s signature)'
+  const binding = `${reply}; evidence binds the nonce and model key (${attestation.proof_format}, ${attestation.signing_algo} ${attestation.signing_address}); hardware quote chain NOT verified${result.binding.simulated ? '; SIMULATED evidence' : ''}`
   if (values.json) {
     io.err(`[${binding}]`)
-    io.out(JSON.stringify({ content: result.content, reasoning: result.reasoning || undefined, usage: result.usage, binding: { bound: result.binding.bound, simulated: result.binding.simulated, hardware_verified: false }, proof_format: result.attestation.proof_format, signing_address: result.attestation.signing_address }))
+    io.out(JSON.stringify({ content: result.content, reasoning: result.reasoning || undefined, usage: result.usage, authenticated: result.authenticated, binding: { bound: result.binding.bound, simulated: result.binding.simulated, hardware_verified: false }, proof_format: attestation.proof_format, signing_address: attestation.signing_address }))
     return
   }
   if (!stream) io.write(result.content)

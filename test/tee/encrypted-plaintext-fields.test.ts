@@ -95,7 +95,7 @@ describe('encryptedChat', () => {
     const s = setups.near2!
     const messages = [{ role: 'user', content: 'weather?', name: 'alice' }, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'c1', content: 'sunny' }]
     const result = await encryptedChat({ baseUrl: s.t.listen(), apiKey: s.key, model: 'sim:encrypted', messages })
-    expect(result.content).toBe('echo: weather?')
+    expect(result).toMatchObject({ authenticated: true, content: 'echo: weather?' })
     const seen = s.t.sims.near2!.state.seen.at(-1)!
     expect(seen.headers['x-encrypt-all-fields']).toBe('true')
     expect(seen.rawBody).not.toContain(SECRET)

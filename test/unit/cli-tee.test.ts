@@ -8,6 +8,7 @@ import { encryptedChatCommand } from '../../src/operator/encrypted-chat'
 import { bootstrapIfEmpty } from '../../src/orgs/bootstrap'
 import type { SimTeeBackend } from '../../src/tee/sim/server'
 import { captureIo as capture, runProcess } from '../support/cli'
+import { FORGED, startForgingRelay } from '../support/forging-relay'
 import { buildTestApp } from '../support/harness'
 import { NEAR_V2, startTeeGateway, type TeeGateway } from '../support/tee'
 
@@ -29,6 +30,7 @@ describe('svc encrypted-chat', () => {
       await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--algo', algo, 'hello cli'], io)
       expect(written.join('')).toBe('echo: hello cli\n')
       expect(written.length).toBeGreaterThan(2)
+      expect(err[0]).toStartWith('[streamed reply NOT authenticated: the gateway offers no signature over a stream')
       expect(err[0]).toContain('hardware quote chain NOT verified; SIMULATED evidence')
       expect(t.sims.near!.state.seen.at(-1)!.rawBody).not.toContain('hello cli')
     })
@@ -38,8 +40,36 @@ describe('svc encrypted-chat', () => {
     const { io, out, err } = capture()
     await encryptedChatCommand(config, ['--model', 'sim:encrypted', '--url', url, '--key', key, '--no-stream', '--json', 'hi'], io)
     // What was and was not verified is said on stderr with --json too (QA: only in text mode).
+    expect(err[0]).toStartWith('[reply signed by the attested key over this request and the exact reply bytes; ')
     expect(err[0]).toContain('hardware quote chain NOT verified')
-    expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', binding: { bound: true, simulated: true, hardware_verified: false } })
+    expect(JSON.parse(out[0]!)).toMatchObject({ content: 'echo: hi', reasoning: 'thinking about: hi', authenticated: true, binding: { bound: true, simulated: true, hardware_verified: false } })
+  })
+
+  test('--no-stream through a relay that forges the reply: refused, exit 1 (QA: printed the forgery, exit 0)', async () => {
+    const relay = startForgingRelay(url, NEAR_V2, t.sims.near!.modelName)
+    try {
+      relay.state.forgery = 'reply'
+      const { io, err, written } = capture()
+      expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', relay.url, '--key', key, '--no-stream', 'x'], { SVC_LOG_LEVEL: 'error' }, io)).toBe(0)
+      // Forged outside the evidence only: the signed reply is what is read.
+      expect(written.join('')).toBe('echo: x\n')
+      expect(err[0]).toStartWith('[reply signed by the attested key')
+      for (const forgery of ['reply-and-evidence', 'strip-evidence'] as const) {
+        relay.state.forgery = forgery
+        const refused = capture()
+        expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', relay.url, '--key', key, '--no-stream', 'x'], { SVC_LOG_LEVEL: 'error' }, refused.io)).toBe(1)
+        expect(refused.err.join('\n')).toStartWith('error: encrypted chat failed: the reply is not authenticated, so it was refused: ')
+        expect(refused.written.join('')).not.toContain(FORGED)
+      }
+      // A stream cannot be checked: what stderr says of it.
+      relay.state.forgery = 'reply'
+      const streamed = capture()
+      expect(await runCli(['encrypted-chat', '--model', 'sim:encrypted', '--url', relay.url, '--key', key, 'x'], { SVC_LOG_LEVEL: 'error' }, streamed.io)).toBe(0)
+      expect(streamed.written.join('')).toBe(`${FORGED}\n`)
+      expect(streamed.err[0]).toContain('streamed reply NOT authenticated')
+    } finally {
+      relay.stop()
+    }
   })
 
   test('a streamed answer standard output does not take: the write error, as every command prints it (QA: "encrypted chat failed: …")', async () => {
