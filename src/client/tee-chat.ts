@@ -4,6 +4,7 @@
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, randomBytes, type SigningAlgo } from '../tee/keys'
 import { verifyText } from '../tee/signature'
+import { pythonJsonDump } from './python-json'
 import { checkBinding, contextFor, decryptField, fetchAttestation, GatewayError, generateClientKeys, type Attestation, type BindingReport, type E2eeContext } from './tee'
 import { encryptChatRequest, needsAllFields } from './tee-request'
 
@@ -158,9 +159,12 @@ export function signedReply(body: Json, rawRequestBytes: Uint8Array, attestation
   if (!report.addressMatches) throw refuse(`it is signed by ${String(evidence.signing_address)}, not the attested signing address ${attestation.signing_address}`)
   if (!report.signatureValid) throw refuse('the signature does not verify for the attested signing address')
   if (!report.requestHashMatches) throw refuse('the signed request hash is not that of the request sent: the backend answered another request')
-  // Phala backends may sign a hash of a re-serialized body instead (TEE-PROTOCOL.md A3, unconfirmed).
-  if (!report.responseHashMatches) throw refuse('the signed response hash is not that of the reply bytes (raw_body_b64)')
-  return JSON.parse(Buffer.from(String(evidence.raw_body_b64), 'base64').toString('utf8')) as Json
+  const raw = Buffer.from(String(evidence.raw_body_b64), 'base64').toString('utf8')
+  // Phala's proxy hashes Python's json.dumps of the reply while it sends compact JSON
+  // (TEE-PROTOCOL.md A3, read from its code): that form of these same bytes counts too.
+  const pythonForm = () => bytesToHex(sha256(new TextEncoder().encode(pythonJsonDump(raw)))) === String(evidence.text).split(':').at(-1)
+  if (!report.responseHashMatches && !pythonForm()) throw refuse('the signed response hash is not that of the reply bytes (raw_body_b64)')
+  return JSON.parse(raw) as Json
 }
 
 export interface EncryptedChatResult {
