@@ -141,3 +141,24 @@ test('an Anthropic-compatible backend repeating a tool_use id: Messages (deltas 
   expectTwoCalls(await messagesCalls(served.anthropic, anthropicWire.stream(turn), 'an'), 'toolu_0')
   expectTwoCalls(await responsesCalls(served.anthropic, anthropicWire.stream(turn), 'an'), 'toolu_0')
 })
+
+describe('a Chat Completions backend sends the id and name after the call\'s first delta, at the same index', () => {
+  // Before, the late id started another call: c1/get_weather with the rest of the arguments and a
+  // call with an empty name holding their start.
+  const once = (calls: Call[]) => expect(calls).toEqual([['c1', 'get_weather', OSLO]])
+  const emptyFirst = callStream([
+    { index: 0, type: 'function', function: { arguments: '' } },
+    { index: 0, id: 'c1', function: { name: 'get_weather', arguments: OSLO } },
+  ])
+  const argumentsFirst = callStream([
+    { index: 0, function: { arguments: '{"city":' } },
+    { index: 0, id: 'c1', function: { name: 'get_weather', arguments: '"Oslo"}' } },
+  ])
+  for (const [label, body] of [['an empty first delta', emptyFirst], ['the start of the arguments first', argumentsFirst]] as const) {
+    test(`${label}: every client gets one call, with that id and name and the whole arguments`, async () => {
+      once(await chatStreamCalls(body))
+      once(await responsesCalls(served.openai, body))
+      once(await messagesCalls(served.openai, body))
+    })
+  }
+})

@@ -200,6 +200,13 @@ export class ChunkTranslator {
     const name = nonEmptyString(fn.name)
     const argumentsDelta = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : ''
     let tool = this.tools.get(index)
+    // Some backends send a call's id and name only after its first delta (empty, or the start of
+    // its arguments): a call with neither yet has no block, so it takes them, keeping its text.
+    if (tool !== undefined && id !== undefined && tool.upstreamId === undefined && tool.block === undefined) {
+      this.callIds.delete(tool.callId)
+      tool.callId = this.callId(id, index)
+      tool.upstreamId = id
+    }
     // Ollama streams every parallel call at `index` 0 (older builds omit it: the position, 0), each
     // whole in its own chunk: another call there, not more of the same one, when another id comes,
     // or, without ids, a name and new arguments after whole ones (namesAnotherCall). The one before
