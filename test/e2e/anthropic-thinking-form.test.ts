@@ -79,6 +79,32 @@ describe('thinking form per Anthropic binding: effort, budget and adaptive reque
     expect(sent()).toMatchObject({ thinking: undefined, output_config: undefined })
   })
 
+  test('a history ending with reasoning, thinking on: the thinking it ends with is not sent (Anthropic refuses a final thinking block), from Responses and Messages', async () => {
+    // Before, it went as the final block of a final assistant turn, and Anthropic answered 400.
+    const response = await s.openai.responses.create({
+      model: 'old',
+      input: [
+        { role: 'user', content: '2+2?' },
+        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Add them.' }], encrypted_content: 'sig-1' },
+      ],
+      reasoning: { effort: 'low' },
+    })
+    expect(response.output_text).toBe('Four.')
+    const thinking = { type: 'thinking' as const, thinking: 'Add them.', signature: 'sig-1' }
+    const message = await s.anthropic.messages.create({
+      model: 'old',
+      max_tokens: 20000,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      messages: [{ role: 'user', content: '2+2?' }, { role: 'assistant', content: [thinking, { type: 'text', text: 'It is' }, { ...thinking, signature: 'sig-2' }] }],
+    })
+    expect(message.content.at(-1)).toMatchObject({ type: 'text', text: 'Four.' })
+    // A turn of thinking alone is left out, as an empty assistant turn is; a turn with more keeps its other blocks.
+    expect(s.claude.received.map(({ body }) => [body.thinking.type, body.messages.at(-1)])).toEqual([
+      ['enabled', { role: 'user', content: [{ type: 'text', text: '2+2?' }] }],
+      ['enabled', { role: 'assistant', content: [thinking, { type: 'text', text: 'It is' }] }],
+    ])
+  })
+
   test('count_tokens sends the form the binding takes', async () => {
     const counted = await s.anthropic.messages.countTokens({ model: 'new', thinking: { type: 'enabled', budget_tokens: 20000 }, messages: [{ role: 'user', content: '2+2?' }] })
     expect(counted.input_tokens).toBe(42)

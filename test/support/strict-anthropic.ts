@@ -28,7 +28,8 @@ export function strictAnthropicProvider(url: string): string {
  * answering Anthropic's own 400 (messages as the API words them) for:
  * - budget thinking on ADAPTIVE_ONLY_MODEL, adaptive thinking on BUDGET_ONLY_MODEL;
  * - a stop sequence without non-whitespace;
- * - a final (prefill) assistant turn whose last text block ends in whitespace;
+ * - a final (prefill) assistant turn whose last text block ends in whitespace, or whose last
+ *   block is thinking;
  * - tool_use or tool_result blocks in a request without `tools`;
  * - a tool_use id used twice in the request, or a tool_result whose id no tool_use of the turn
  *   before it has.
@@ -59,6 +60,8 @@ export function strictAnthropic(turn: TurnScript) {
       const final = body.messages?.at(-1)
       const finalText = final?.role === 'assistant' ? (typeof final.content === 'string' ? final.content : final.content.at(-1)?.type === 'text' ? final.content.at(-1).text : undefined) : undefined
       if (typeof finalText === 'string' && /\s$/.test(finalText)) return refuse('messages: final assistant content cannot end with trailing whitespace')
+      const finalBlock = final?.role === 'assistant' && Array.isArray(final.content) ? final.content.at(-1)?.type : undefined
+      if (finalBlock === 'thinking' || finalBlock === 'redacted_thinking') return refuse(`messages.${body.messages.length - 1}: The final block in an assistant message cannot be \`${finalBlock}\`.`)
       const toolBlocks = (body.messages ?? []).some((message: any) => message.content.some((block: any) => block.type === 'tool_use' || block.type === 'tool_result'))
       if (toolBlocks && !(body.tools?.length > 0)) return refuse('Requests which include `tool_use` or `tool_result` blocks must define tools.')
       const toolIds = toolIdFault(body.messages ?? [])

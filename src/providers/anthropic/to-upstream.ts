@@ -87,7 +87,7 @@ export class UnsupportedRequestError extends Error {
  *   Anthropic and is not sent. Redacted reasoning carries its opaque `data` in `signature`.
  * - Empty text parts are skipped, and blank ones in assistant turns: Anthropic rejects text blocks
  *   without non-whitespace. A final (prefill) assistant turn's text loses its trailing
- *   whitespace, which Anthropic refuses there.
+ *   whitespace, and the turn the thinking it ends with, both of which Anthropic refuses there.
  * - Tool call ids are respelled where Anthropic's pattern refuses them, and made unique where a
  *   history repeats them, with their results (tool-ids.ts).
  * - `user`, `seed` and hosted-tool flags are never sent.
@@ -127,6 +127,8 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
   }
   const maxTokens = request.sampling.maxOutputTokens ?? request.route.maxOutputTokens
   const { system, messages } = convertMessages(request.messages)
+  // Before the plan reads the last assistant turn: this may leave that turn out.
+  stripFinalThinking(messages, 'trailing')
   const hasTools = request.tools.length > 0
   const toolChoice = hasTools ? convertToolChoice(request.toolChoice, request.parallelToolCalls) : undefined
   const plan = thinkingConfig(
@@ -136,7 +138,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
     form,
   )
   const thinking = plan?.thinking
-  if (thinking === undefined) stripThinkingFromFinalAssistant(messages)
+  if (thinking === undefined) stripFinalThinking(messages, 'all')
   trimFinalAssistantText(messages)
 
   const body: AnthropicRequestBody = { model: upstreamModel, max_tokens: maxTokens, messages, stream: true }
@@ -229,7 +231,6 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
   // `messages: []`, so it is refused here, before the call, and another backend may carry it.
   if (messages.length === 0) throw emptyConversation()
   assignToolIds(messages)
-  const isThinking = (block: AnthropicContentBlock) => block.type === 'thinking' || block.type === 'redacted_thinking'
   for (const message of messages) {
     if (message.role === 'user') message.content = stablePartition(message.content, block => block.type === 'tool_result')
     else if (!isThinking(message.content[0]!)) message.content = stablePartition(message.content, isThinking)
@@ -336,15 +337,21 @@ function toolNamesCalled(messages: readonly AnthropicMessage[]): string[] {
 const emptyConversation = () =>
   new UnsupportedRequestError("the conversation has no user or assistant message with content, which this model's Anthropic backend needs: add a user message", 'messages')
 
+const isThinking = (block: AnthropicContentBlock) => block.type === 'thinking' || block.type === 'redacted_thinking'
+
 /**
- * With thinking off, a final (prefill) assistant turn may not contain thinking blocks. A turn of
- * thinking alone goes; if it was the only one, the conversation is empty: refused here as
- * convertMessages refuses one (QA: `messages: []` reached Anthropic, whose 400 no backend retries).
+ * A final (prefill) assistant turn may not end with a thinking block, whatever the thinking
+ * setting ("The final block in an assistant message cannot be `thinking`": a history ending with
+ * reasoning), and with thinking off may hold none: `trailing` drops the ones it ends with, `all`
+ * every one. A turn left empty goes, as an empty assistant turn does (convertMessages); if it was
+ * the only one, the conversation is empty: refused here as convertMessages refuses one (QA:
+ * `messages: []` reached Anthropic, whose 400 no backend retries).
  */
-function stripThinkingFromFinalAssistant(messages: AnthropicMessage[]): void {
+function stripFinalThinking(messages: AnthropicMessage[], which: 'trailing' | 'all'): void {
   const last = messages[messages.length - 1]
   if (last?.role !== 'assistant') return
-  last.content = last.content.filter(block => block.type !== 'thinking' && block.type !== 'redacted_thinking')
+  if (which === 'all') last.content = last.content.filter(block => !isThinking(block))
+  else while (last.content.length > 0 && isThinking(last.content[last.content.length - 1]!)) last.content.pop()
   if (last.content.length === 0) messages.pop()
   if (messages.length === 0) throw emptyConversation()
 }
