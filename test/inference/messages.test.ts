@@ -100,6 +100,21 @@ describe('the demo backend through the Anthropic SDK', () => {
     expect(await charged()).toBe(spent)
   })
 
+  test('a transcript replayed as Anthropic returns it: tool_use with its caller (direct) is the plain call', async () => {
+    // Before: 400 unexpected property caller, though the SDK's ToolUseBlock always has one.
+    const tools: Anthropic.Tool[] = [{ name: 'get_weather', input_schema: { type: 'object' } }]
+    const call: Anthropic.ToolUseBlock = { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' }, caller: { type: 'direct' } }
+    const message = await client.messages.create({
+      model: 'demo-anonymous',
+      max_tokens: 256,
+      tools,
+      messages: [{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: [call] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '18 °C' }] }],
+    })
+    expect((message.content[0] as Anthropic.TextBlock).text).toContain('18 °C')
+    spent += charge(message.usage)
+    expect(await charged()).toBe(spent)
+  })
+
   test('stop_sequences cut the answer; countTokens is the documented estimate and free', async () => {
     const message = await client.messages.create({ model: 'demo-anonymous', max_tokens: 256, stop_sequences: ['demo'], messages: [{ role: 'user', content: 'hello' }] })
     expect((message.content[0] as Anthropic.TextBlock).text).toBe('Hello from the ')
@@ -145,6 +160,7 @@ describe('refusals in the Anthropic envelope, nothing charged', () => {
     ['an :encrypted model', { ...valid, model: 'demo-anonymous:encrypted' }, {}, 400, 'invalid_request_error', /chat\/completions/],
     ['the svc-encrypted header', valid, { 'svc-encrypted': '1' }, 400, 'invalid_request_error', /chat\/completions/],
     ['an unknown model', { ...valid, model: 'nope' }, {}, 400, 'invalid_request_error', /nope/],
+    ['a tool call made by code execution', { ...valid, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'f', input: {}, caller: { type: 'code_execution_20250825', tool_id: 'srvtoolu_1' } }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'x' }] }] }, {}, 400, 'invalid_request_error', /^messages\.1\.content\.0\.caller: a tool call made by a "code_execution_20250825" caller is not supported; only direct calls$/],
     ['a message thread', { ...valid, thread: { type: 'create' } }, {}, 400, 'invalid_request_error', /threads are not supported/],
     // Anthropic's rule: every message has content but a final assistant one (before: an empty user
     // turn went upstream, and was billed if the upstream answered).

@@ -5,6 +5,7 @@ import { toolArgumentsText } from '../../tool-input'
 import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
 import { imageUrl } from '../image-url'
+import { directCall } from '../tool-call-caller'
 import { ANTHROPIC_IMAGE_TYPES, inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
 
 type Body = MessagesRequest
@@ -195,6 +196,7 @@ function assistantPart(block: Block, param: string): Part {
       return { type: 'reasoning', text: '', signature: block.data, redacted: true }
     case 'tool_use':
       if (typeof block.input !== 'object' || block.input === null || Array.isArray(block.input)) throw invalid(`${param}.input`, 'tool_use.input must be a JSON object')
+      directCall(block.caller, `${param}.caller`)
       return { type: 'tool-call', callId: block.id, name: block.name, arguments: toolArgumentsText(block.input as Record<string, unknown>) }
     default:
       throw invalid(param, `an assistant turn cannot carry a ${block.type} block`)

@@ -3,6 +3,7 @@ import { documentedOnly, JsonInteger, MaxCharacters } from '../../../http/openap
 import { plainPattern } from '../../../http/validation-message'
 import { HOSTED_LIMITS, hint, MAX_CONTENT_TOKENS } from '../hosted-tool-schema'
 import { IMAGE_URL_RULES } from '../image-url'
+import { ToolCallCaller } from '../tool-call-caller'
 
 // Anthropic Messages request body (the fields the gateway understands). Unknown fields are
 // rejected rather than silently dropped. `cache_control` is accepted everywhere Anthropic allows
@@ -57,7 +58,8 @@ const DocumentBlock = t.Object(
 const ThinkingBlock = t.Object({ type: t.Literal('thinking'), thinking: t.String(), signature: t.String() }, { additionalProperties: false })
 const RedactedThinkingBlock = t.Object({ type: t.Literal('redacted_thinking'), data: t.String() }, { additionalProperties: false })
 const ToolUseBlock = t.Object(
-  { type: t.Literal('tool_use'), id: t.String({ minLength: 1 }), name: t.String({ minLength: 1 }), input: t.Unknown(), cache_control: CacheControl },
+  // `caller` as Anthropic returns it, so a transcript replays: a direct call (tool-call-caller.ts).
+  { type: t.Literal('tool_use'), id: t.String({ minLength: 1 }), name: t.String({ minLength: 1 }), input: t.Unknown(), caller: ToolCallCaller, cache_control: CacheControl },
   { additionalProperties: false },
 )
 const ToolResultBlock = t.Object(

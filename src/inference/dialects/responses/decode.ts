@@ -4,11 +4,11 @@ import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { ModelRoute } from '../../../catalog/types'
 import { ApiError } from '../../../http/errors'
 import { choiceText, explainUnion, problemOf } from '../../../http/validation-message'
-import { cutText } from '../../../lib/characters'
 import type { ChatRequest, Effort, FunctionTool, Message, Part, ResponseFormat, ToolChoice } from '../../canonical'
 import { decodeImage } from '../chat-completions/decode'
 import { inlineBytes, parseDataUrl } from '../inline-data'
 import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
+import { directCall } from '../tool-call-caller'
 import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
 type Body = ResponsesRequest
@@ -174,7 +174,7 @@ function decodeInput(input: Body['input']): Message[] {
       }
       case 'function_call': {
         const call = item as Extract<Item, { type: 'function_call' }>
-        if (call.caller != null && call.caller.type !== 'direct') throw unsupported(`${param}.caller`, `a function call made by a "${cutText(call.caller.type, 40)}" caller is not supported; only direct calls`)
+        directCall(call.caller, `${param}.caller`)
         if (call.namespace != null) throw unsupported(`${param}.namespace`, 'function calls in a namespace are not supported')
         if (call.async === true) throw unsupported(`${param}.async`, 'async function calls are not supported')
         calls.add(call.call_id)

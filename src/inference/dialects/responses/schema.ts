@@ -3,6 +3,7 @@ import { documentedOnly, JsonInteger, MaxCharacters } from '../../../http/openap
 import { plainPattern } from '../../../http/validation-message'
 import { IMAGE_URL_RULES } from '../image-url'
 import { Metadata } from '../metadata-schema'
+import { ToolCallCaller } from '../tool-call-caller'
 
 // OpenAI Responses request body (the fields the gateway understands). Unknown fields are rejected,
 // as OpenAI itself does, rather than silently dropped. Item and tool types the gateway cannot
@@ -70,7 +71,7 @@ export const FunctionCallItem = t.Object(
     parsed_arguments: t.Optional(t.Unknown()),
     // Fields of OpenAI's own function_call items, so a history from OpenAI replays: their defaults
     // (a direct call, not async) pass; a namespace or a programmatic caller is refused by name.
-    caller: t.Optional(t.Union([t.Object({ type: t.String() }, { additionalProperties: true }), t.Null()])),
+    caller: ToolCallCaller,
     namespace: nullable(t.String()),
     async: nullable(t.Boolean()),
   },
