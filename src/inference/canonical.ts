@@ -101,6 +101,18 @@ export interface ChatRequest {
 
 export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other'
 
+/** What a finish says beyond its reason, for the client formats that have a field for it. */
+export interface FinishDetail {
+  /** Which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
+  stopSequence?: string
+  /**
+   * A `length` stop where the model's context window ran out, not the output limit (Anthropic's
+   * `model_context_window_exceeded`): a larger max_tokens would not help. A format without a
+   * field for it says `length`, as for any cut.
+   */
+  contextWindowExceeded?: true
+}
+
 /**
  * Token usage as the upstream reported it (or the meter's fallback count). Subsets are counted
  * inside their totals: `inputTokens` includes `cachedInputTokens` and `cacheWriteInputTokens`,
@@ -150,8 +162,7 @@ export type ChatEvent =
   | { type: 'tool-call-start'; block: number; callId: string; name: string; jsonObject?: true }
   | { type: 'tool-call-delta'; block: number; argumentsDelta: string }
   | { type: 'tool-call-end'; block: number }
-  /** `stopSequence`: which of the request's stop sequences ended a `stop`, when the upstream says (Anthropic does). */
-  | { type: 'finish'; reason: FinishReason; usage: Usage; stopSequence?: string }
+  | ({ type: 'finish'; reason: FinishReason; usage: Usage } & FinishDetail)
   /**
    * `usage`: what the upstream had reported when it failed (Anthropic's message_start and
    * message_delta, a Chat Completions usage chunk before the cut), billed as a finish's usage is

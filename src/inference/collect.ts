@@ -1,4 +1,4 @@
-import type { ChatEvent, FinishReason, Part, Usage } from './canonical'
+import type { ChatEvent, FinishDetail, FinishReason, Part, Usage } from './canonical'
 import { ReplayedEvents } from '../providers/replay'
 import { UpstreamError } from '../providers/types'
 
@@ -9,8 +9,8 @@ import { UpstreamError } from '../providers/types'
  */
 export type ResultBlock = Extract<Part, { type: 'text' | 'reasoning' | 'tool-call' }>
 
-/** A whole (non-streamed) response, assembled from events. */
-export interface ChatResult {
+/** A whole (non-streamed) response, assembled from events; the finish's detail with it. */
+export interface ChatResult extends FinishDetail {
   /** Every block in order of first appearance (the source of truth). */
   blocks: ResultBlock[]
   /** Views for formats that flatten: all text blocks joined, all visible (non-redacted) reasoning joined, the tool calls in order. */
@@ -20,8 +20,6 @@ export interface ChatResult {
   /** The part of `text` the upstream marked as a refusal (Chat Completions' `refusal` field). */
   refusal: string
   finishReason: FinishReason
-  /** The stop sequence that ended a `stop`, when the upstream said which. */
-  stopSequence: string | undefined
   usage: Usage | undefined
   /** Set when the upstream failed after it had started answering. */
   error: UpstreamError | undefined
@@ -54,7 +52,7 @@ export async function collect(events: AsyncIterable<ChatEvent>, observe: (event:
 }
 
 class ResultFolder {
-  private readonly result: ChatResult = { blocks: [], text: '', reasoning: '', toolCalls: [], refusal: '', finishReason: 'other', stopSequence: undefined, usage: undefined, error: undefined }
+  private readonly result: ChatResult = { blocks: [], text: '', reasoning: '', toolCalls: [], refusal: '', finishReason: 'other', usage: undefined, error: undefined }
   private readonly open = new Map<number, ResultBlock>()
 
   /** Adds one event; true once the result is complete (a finish or an error). */
@@ -93,6 +91,7 @@ class ResultFolder {
       case 'finish':
         result.finishReason = event.reason
         result.stopSequence = event.stopSequence
+        result.contextWindowExceeded = event.contextWindowExceeded
         result.usage = event.usage
         return true
       case 'error':

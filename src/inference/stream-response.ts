@@ -104,7 +104,7 @@ class Pump {
     const event = step.value
     options.observe(event)
     if (event.type === 'finish') {
-      return { outcome: 'finished', frames: options.encoder.finish(event.reason, options.finishUsage ? options.finishUsage(event.usage) : event.usage, event.stopSequence) }
+      return { outcome: 'finished', frames: options.encoder.finish(event.reason, options.finishUsage ? options.finishUsage(event.usage) : event.usage, event) }
     }
     if (event.type === 'error') return this.failed(event.error)
     return undefined

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import Anthropic from '@anthropic-ai/sdk'
 import { ApiError } from '../../src/http/errors'
-import type { ChatEvent, FinishReason, Usage } from '../../src/inference/canonical'
+import type { ChatEvent, FinishDetail, FinishReason, Usage } from '../../src/inference/canonical'
 import { stopReason } from '../../src/inference/dialects/messages/encode'
 import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/encode-stream'
 
@@ -12,11 +12,11 @@ import { MessagesStreamEncoder } from '../../src/inference/dialects/messages/enc
 const usage: Usage = { inputTokens: 10, outputTokens: 5, webSearchRequests: 0, webFetchRequests: 0 }
 const meta = { id: 'msg_unit', model: 'm', createdAt: 0, includeUsage: true, estimatedInputTokens: 7 }
 
-function frames(events: ChatEvent[], end: { reason: FinishReason; stopSequence?: string } | { error: ApiError }): string {
+function frames(events: ChatEvent[], end: ({ reason: FinishReason } & FinishDetail) | { error: ApiError }): string {
   const encoder = new MessagesStreamEncoder(meta)
   let text = encoder.start().join('')
   for (const event of events) text += encoder.push(event).join('')
-  text += ('error' in end ? encoder.fail(end.error) : encoder.finish(end.reason, usage, end.stopSequence)).join('')
+  text += ('error' in end ? encoder.fail(end.error) : encoder.finish(end.reason, usage, end)).join('')
   return text
 }
 
@@ -151,11 +151,12 @@ describe('MessagesStreamEncoder read by the SDK', () => {
   })
 
   test('finish reasons map to stop reasons', () => {
-    expect(stopReason('stop', undefined)).toBe('end_turn')
-    expect(stopReason('stop', 'END')).toBe('stop_sequence')
-    expect(stopReason('length', undefined)).toBe('max_tokens')
-    expect(stopReason('tool-calls', undefined)).toBe('tool_use')
-    expect(stopReason('content-filter', undefined)).toBe('refusal')
-    expect(stopReason('other', undefined)).toBe('end_turn')
+    expect(stopReason('stop', {})).toBe('end_turn')
+    expect(stopReason('stop', { stopSequence: 'END' })).toBe('stop_sequence')
+    expect(stopReason('length', {})).toBe('max_tokens')
+    expect(stopReason('length', { contextWindowExceeded: true })).toBe('model_context_window_exceeded')
+    expect(stopReason('tool-calls', {})).toBe('tool_use')
+    expect(stopReason('content-filter', {})).toBe('refusal')
+    expect(stopReason('other', {})).toBe('end_turn')
   })
 })

@@ -129,7 +129,7 @@ async function render(entry: Case) {
   let finished = false
   for (const event of events) {
     if (event.type === 'finish') {
-      clientStream += encoder.finish(event.reason, event.usage, event.stopSequence).join('')
+      clientStream += encoder.finish(event.reason, event.usage, event).join('')
       finished = true
     } else if (event.type !== 'error') clientStream += encoder.push(event).join('')
   }

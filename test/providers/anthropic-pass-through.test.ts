@@ -101,7 +101,7 @@ function run(sse: string, passThrough: boolean, pieceBytes = Infinity): Run {
     for (const item of out) {
       events.push(item)
       meter.observe(item)
-      if (item.type === 'finish') client += encoder.finish(item.reason, item.usage, item.stopSequence).join('')
+      if (item.type === 'finish') client += encoder.finish(item.reason, item.usage, item).join('')
       else if (item.type === 'error') client += encoder.fail(toApiError(item.error)).join('')
       else client += encoder.push(item).join('')
     }

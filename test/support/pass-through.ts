@@ -68,7 +68,7 @@ export function expectNothingOpen(t: TestApp): void {
 export function encodeEvents(encoder: StreamEncoder, events: ChatEvent[]): string {
   let text = encoder.start().join('')
   for (const event of events) {
-    if (event.type === 'finish') text += encoder.finish(event.reason, event.usage, event.stopSequence).join('')
+    if (event.type === 'finish') text += encoder.finish(event.reason, event.usage, event).join('')
     else if (event.type === 'error') text += encoder.fail(toApiError(event.error)).join('')
     else text += encoder.push(event).join('')
   }

@@ -1,5 +1,5 @@
 import type { ApiError } from '../../http/errors'
-import type { ChatEvent, FinishReason, PassThroughFormat, Usage } from '../canonical'
+import type { ChatEvent, FinishDetail, FinishReason, PassThroughFormat, Usage } from '../canonical'
 import type { ChatResult } from '../collect'
 
 /** What every response of one request shares. */
@@ -24,7 +24,7 @@ export interface ResponseMeta {
 export interface StreamEncoder {
   start(): string[]
   push(event: ChatEvent): string[]
-  finish(reason: FinishReason, usage: Usage, stopSequence?: string): string[]
+  finish(reason: FinishReason, usage: Usage, detail?: FinishDetail): string[]
   fail(error: ApiError): string[]
   /**
    * The output it holds back and has not written (a tool call waiting behind an unfinished one,

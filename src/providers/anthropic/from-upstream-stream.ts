@@ -320,6 +320,7 @@ export class AnthropicStreamTranslator {
     this.blocks.clear()
     const finish: ChatEvent = { type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.canonicalUsage() }
     if (this.stopReason === 'stop_sequence' && this.stopSequence !== undefined) finish.stopSequence = this.stopSequence
+    if (this.stopReason === 'model_context_window_exceeded') finish.contextWindowExceeded = true
     events.push(finish)
     return events
   }

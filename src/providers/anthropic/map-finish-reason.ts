@@ -5,7 +5,8 @@ import type { FinishReason } from '../../inference/canonical'
  *
  * - `end_turn`, `stop_sequence` → `stop`; `max_tokens` → `length`; `tool_use` → `tool-calls`.
  * - `refusal` (the streaming classifier stopped the answer) → `content-filter`.
- * - `model_context_window_exceeded` is a length stop: the context, not max_tokens, ran out.
+ * - `model_context_window_exceeded` is a length stop: the context, not max_tokens, ran out (the
+ *   finish says so in its detail, contextWindowExceeded, for Messages clients).
  * - `pause_turn` (a server tool paused a long turn; we never send server tools) and anything
  *   new or missing → `other`, so an unknown value never breaks a stream.
  */

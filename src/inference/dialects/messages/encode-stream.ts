@@ -1,5 +1,5 @@
 import { anthropicErrorBody, type ApiError } from '../../../http/errors'
-import type { ChatEvent, FinishReason, Usage } from '../../canonical'
+import type { ChatEvent, FinishDetail, FinishReason, Usage } from '../../canonical'
 import { parseToolInput } from '../../tool-input'
 import type { ResponseMeta, StreamEncoder } from '../types'
 import { stopReason, usageObject } from './encode'
@@ -180,7 +180,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
     for (const event of waiting) this.handle(event, out)
   }
 
-  finish(reason: FinishReason, usage: Usage, stopSequence?: string): string[] {
+  finish(reason: FinishReason, usage: Usage, detail: FinishDetail = {}): string[] {
     const out: string[] = []
     this.messageStart(out, undefined)
     // Blocks a provider left open stop here, a tool block's waiting events written after it.
@@ -188,11 +188,11 @@ export class MessagesStreamEncoder implements StreamEncoder {
       this.stop(out, this.current)
       this.release(out)
     }
-    const sequence = reason === 'stop' && stopSequence !== undefined ? JSON.stringify(stopSequence) : 'null'
+    const sequence = reason === 'stop' && detail.stopSequence !== undefined ? JSON.stringify(detail.stopSequence) : 'null'
     out.push(
       frame(
         'message_delta',
-        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(stopReason(reason, stopSequence))},"stop_sequence":${sequence}},"usage":${JSON.stringify(usageObject(usage, this.meta.serverToolUse))}}`,
+        `{"type":"message_delta","delta":{"stop_reason":${JSON.stringify(stopReason(reason, detail))},"stop_sequence":${sequence}},"usage":${JSON.stringify(usageObject(usage, this.meta.serverToolUse))}}`,
       ),
     )
     out.push(frame('message_stop', '{"type":"message_stop"}'))

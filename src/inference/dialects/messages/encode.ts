@@ -1,4 +1,4 @@
-import type { FinishReason, Usage } from '../../canonical'
+import type { FinishDetail, FinishReason, Usage } from '../../canonical'
 import type { ChatResult, ResultBlock } from '../../collect'
 import { parseToolInput } from '../../tool-input'
 import type { ResponseMeta } from '../types'
@@ -6,15 +6,16 @@ import type { ResponseMeta } from '../types'
 /**
  * Canonical finish → Anthropic stop_reason. `stop` is `stop_sequence` when the upstream said
  * which sequence matched (only Anthropic backends do; a Chat Completions backend reports a
- * stop sequence as a plain stop, which becomes end_turn). A content filter is `refusal`;
- * errors never reach a finished message.
+ * stop sequence as a plain stop, which becomes end_turn), and `length` is
+ * `model_context_window_exceeded` when the context, not max_tokens, ran out. A content filter is
+ * `refusal`; errors never reach a finished message.
  */
-export function stopReason(reason: FinishReason, stopSequence: string | undefined): string {
+export function stopReason(reason: FinishReason, detail: FinishDetail): string {
   switch (reason) {
     case 'stop':
-      return stopSequence !== undefined ? 'stop_sequence' : 'end_turn'
+      return detail.stopSequence !== undefined ? 'stop_sequence' : 'end_turn'
     case 'length':
-      return 'max_tokens'
+      return detail.contextWindowExceeded === true ? 'model_context_window_exceeded' : 'max_tokens'
     case 'tool-calls':
       return 'tool_use'
     case 'content-filter':
@@ -74,7 +75,7 @@ export function encodeMessage(result: ChatResult, usage: Usage, meta: ResponseMe
     role: 'assistant',
     model: meta.model,
     content: result.blocks.map(contentBlock),
-    stop_reason: stopReason(result.finishReason, result.stopSequence),
+    stop_reason: stopReason(result.finishReason, result),
     stop_sequence: result.finishReason === 'stop' ? (result.stopSequence ?? null) : null,
     usage: usageObject(usage, meta.serverToolUse),
   }
