@@ -5,6 +5,7 @@ import { addHostedTool, HOSTED_TOOL_OPTIONS } from '../hosted-tool-options'
 import type { ChatCompletionsRequest } from './schema'
 import { imageUrl } from '../image-url'
 import { imageType, inlineBytes, parseDataUrl } from '../inline-data'
+import { toolResultText } from '../tool-result-text'
 
 type Body = ChatCompletionsRequest
 type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content']
@@ -107,7 +108,7 @@ function decodeRole(message: Body['messages'][number], index: number): Message {
     case 'user':
       return { role: 'user', parts: userParts(message.content, index) }
     case 'tool':
-      return { role: 'tool', parts: [{ type: 'tool-result', callId: message.tool_call_id, content: joinText(message.content) }] }
+      return { role: 'tool', parts: [{ type: 'tool-result', callId: message.tool_call_id, content: typeof message.content === 'string' ? message.content : toolResultText(message.content.map(part => part.text)) }] }
     case 'assistant': {
       const parts: Part[] = []
       if (message.reasoning_content) parts.push({ type: 'reasoning', text: message.reasoning_content })
@@ -127,10 +128,6 @@ function decodeRole(message: Body['messages'][number], index: number): Message {
 
 function textParts(content: string | Array<{ type: 'text'; text: string }>): Part[] {
   return typeof content === 'string' ? [{ type: 'text', text: content }] : content.map(part => ({ type: 'text', text: part.text }))
-}
-
-function joinText(content: string | Array<{ type: 'text'; text: string }>): string {
-  return typeof content === 'string' ? content : content.map(part => part.text).join('')
 }
 
 function userParts(content: UserContent, index: number): Part[] {

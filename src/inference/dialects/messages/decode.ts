@@ -6,6 +6,7 @@ import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted
 import type { CountTokensRequest, MessagesRequest } from './schema'
 import { imageUrl } from '../image-url'
 import { directCall } from '../tool-call-caller'
+import { toolResultText } from '../tool-result-text'
 import { ANTHROPIC_IMAGE_TYPES, inlineBytes, MAX_INLINE_BYTES } from '../inline-data'
 
 type Body = MessagesRequest
@@ -222,12 +223,12 @@ function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: strin
   else if (block.content !== undefined) {
     // The canonical tool result is text: a result's text blocks are joined; images and documents
     // inside a result have no carrier on every backend, so they are refused rather than dropped.
-    content = block.content
-      .map((inner, position) => {
+    content = toolResultText(
+      block.content.map((inner, position) => {
         if (inner.type !== 'text') throw invalid(`${param}.content.${position}`, `a tool_result can carry text blocks on this gateway, not ${inner.type} blocks`)
         return inner.text
-      })
-      .join('\n')
+      }),
+    )
   }
   return { type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true ? { isError: true } : {}) }
 }

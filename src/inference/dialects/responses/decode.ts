@@ -9,6 +9,7 @@ import { decodeImage } from '../chat-completions/decode'
 import { inlineBytes, parseDataUrl } from '../inline-data'
 import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import { directCall } from '../tool-call-caller'
+import { toolResultText } from '../tool-result-text'
 import { HOSTED_WEB_TOOLS, FunctionCallItem, FunctionCallOutputItem, FunctionTool as FunctionToolSchema, MessageItem, ReasoningItem, type InputItem, type ResponsesRequest } from './schema'
 
 type Body = ResponsesRequest
@@ -292,12 +293,12 @@ function filePart(part: { file_data?: string; file_id?: string | null; file_url?
 /** function_call_output: a string, or text parts (the canonical tool result is text). */
 function toolOutput(output: Extract<Item, { type: 'function_call_output' }>['output'], param: string): string {
   if (typeof output === 'string') return output
-  return output
-    .map((part, index) => {
+  return toolResultText(
+    output.map((part, index) => {
       if (part.type === 'input_text') return part.text
       throw unsupported(`${param}.${index}`, `${part.type} in a function_call_output is not supported: tool results carry text`)
-    })
-    .join('')
+    }),
+  )
 }
 
 function decodeToolChoice(choice: Body['tool_choice'], tools: FunctionTool[]): ToolChoice | undefined {
