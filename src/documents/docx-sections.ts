@@ -2,8 +2,10 @@ import { AlternateContent, scanWord, type NamespaceOf } from './docx-names'
 import { on, take, type Budget } from './docx-styles'
 
 // Which header and footer parts Word shows, from the main document's sections (ECMA-376 Part 1,
-// 17.10): each paragraph's w:pPr/w:sectPr ends a section, the body's last w:sectPr is the final
-// one. A section shows its `default` header and footer; its `first` ones only when it has
+// 17.10): each body paragraph's w:pPr/w:sectPr ends a section, the body's last w:sectPr is the final
+// one. A body paragraph stands in the body itself, or in a content control or custom XML there (Word
+// puts a table of contents' section break in its content control); one in a table cell or a text
+// box ends no section (Word puts no section break there), so its w:sectPr is not read. A section shows its `default` header and footer; its `first` ones only when it has
 // w:titlePg; the `even` ones only when the settings have w:evenAndOddHeaders. A section without a
 // reference of some kind and type takes the previous section's (17.10.1, 17.10.5). A part named
 // only where Word does not show it (a `first` header without w:titlePg, say) is text Word never
@@ -17,6 +19,8 @@ const R_NAMESPACES = new Set(['http://schemas.openxmlformats.org/officeDocument/
 /** The prefixes scanWord names WordprocessingML, markup compatibility and math attributes with: never the relationships namespace. */
 const CANONICAL_PREFIXES = new Set(['w', 'mc', 'm'])
 const REFERENCES: Record<string, PageKind> = { 'w:headerReference': 'header', 'w:footerReference': 'footer' }
+/** What holds body paragraphs where it stands in the body (scanAsShown already reads alternate content as its branch). */
+const BODY_BLOCKS = new Set(['w:sdt', 'w:sdtContent', 'w:customXml'])
 
 interface Section {
   /** Where its w:sectPr stands (its depth among the elements scanXml reports). */
@@ -56,12 +60,17 @@ export function shownPages(main: string, settings: string | undefined, pageOf: (
   }
   let section: Section | undefined
   let final: Section | undefined
+  /** By depth, whether the element open there holds body paragraphs: the body, or a block container in it. */
+  const holdsBody: boolean[] = []
   const wellFormed = scanAsShown(
     main,
     budget,
     (name, attributes, parent, grand, depth, namespaceOf) => {
-      if (name === 'w:sectPr' && section === undefined && ((parent === 'w:pPr' && grand === 'w:p') || parent === 'w:body')) {
-        section = { depth, final: parent === 'w:body', titlePg: false, references: new Map() }
+      holdsBody[depth] = (name === 'w:body' && parent === 'w:document') || (BODY_BLOCKS.has(name) && holdsBody[depth - 1] === true)
+      const inBodyParagraph = parent === 'w:pPr' && grand === 'w:p' && holdsBody[depth - 3] === true
+      const inBody = parent === 'w:body' && holdsBody[depth - 1] === true
+      if (name === 'w:sectPr' && section === undefined && (inBodyParagraph || inBody)) {
+        section = { depth, final: inBody, titlePg: false, references: new Map() }
       } else if (parent !== 'w:sectPr' || section?.depth !== depth - 1) return
       else if (name === 'w:titlePg') section.titlePg = on(attributes['w:val'])
       else if (REFERENCES[name] !== undefined) {

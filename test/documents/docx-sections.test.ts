@@ -75,6 +75,20 @@ describe('which headers and footers a section shows', () => {
     expect(await shows(alternate(plain, titled, 'x'))).toBe('[Header]\nHead\nFIRST-SECRET\n\nBody')
   })
 
+  test('a section break counts only in a body paragraph: not in a table cell or a text box (before: their headers were read)', async () => {
+    // Word puts no section break in a table cell or a text box: a w:sectPr there names headers no page shows.
+    const hidden = sectionEnd('In a cell', header('default', 2) + header('first', 3) + '<w:titlePg/>')
+    const box = `<w:drawing><wp:anchor xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData><wps:wsp xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"><wps:txbx><w:txbxContent>${sectionEnd('In a box', header('default', 2))}</w:txbxContent></wps:txbx></wps:wsp></a:graphicData></a:graphic></wp:anchor></w:drawing>`
+    const headers = [line('Head'), line('CELL-SECRET'), line('FIRST-SECRET')]
+    const body = `<w:tbl><w:tr><w:tc>${hidden}</w:tc></w:tr></w:tbl>` + p(r(t('Boxed')), r(box)) + line('Body')
+    expect(await text(docx(body, { headers, sectPr: header('default', 1) }))).toBe('[Header]\nHead\n\nIn a cell\nBoxed\nIn a box\nBody')
+    // In a content control or custom XML standing in the body, a paragraph is the body's: its break counts.
+    for (const wrap of [(xml: string) => `<w:sdt><w:sdtPr/><w:sdtContent>${xml}</w:sdtContent></w:sdt>`, (xml: string) => `<w:customXml w:element="x">${xml}</w:customXml>`]) {
+      const shown = wrap(sectionEnd('Contents', header('default', 2)))
+      expect(await text(docx(shown + line('Body'), { headers: [line('Head'), line('Contents head')], sectPr: header('default', 1) }))).toBe('[Header]\nHead\nContents head\n\nContents\nBody')
+    }
+  })
+
   test('the sections are read in linear time, within the element budget', () => {
     const zip = { maxEntries: 100, maxInflatedBytes: 64 << 20, maxRatio: 1000 }
     const rewrite = (bytes: Uint8Array, maxElements: number) => {
