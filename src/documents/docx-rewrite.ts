@@ -1,6 +1,7 @@
 import { AlternateContent, isWordNamespace, scanWord, WML, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
 import { symbolText } from './docx-symbols'
+import { OpenTables } from './docx-tables'
 
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
@@ -10,9 +11,10 @@ import { symbolText } from './docx-symbols'
 // control's placeholder ("Click or tap here to enter text."). Hidden text is a prompt-injection
 // vector, as hidden HTML is (web pages' hidden elements are left out too). Tracked changes as Word's
 // final view shows them: what was deleted or moved away left out (w:del, w:moveFrom: officeparser
-// skips it, but what is read beside it, a chart, must not find it), a table row marked so too
-// (`w:trPr/w:del`), and a paragraph whose mark is (`w:pPr/w:rPr/w:del`) joined with the next one,
-// or left out when nothing of it shows. And what officeparser would read otherwise than Word: an
+// skips it, but what is read beside it, a chart, must not find it), a table row or cell marked so
+// too (docx-tables.ts: a vertical merge whose first cell goes starts again at the next one shown),
+// and a paragraph whose mark is (`w:pPr/w:rPr/w:del`) joined with the next one, or left out when
+// nothing of it shows. And what officeparser would read otherwise than Word: an
 // element it takes for WordprocessingML by its name (`w:t`, `t`) in another namespace or none is
 // left out (Word ignores it), and mc:AlternateContent is left with the one branch Word shows
 // (docx-names.ts AlternateContent), as a Fallback officeparser takes.
@@ -20,8 +22,8 @@ import { symbolText } from './docx-symbols'
 // Only the elements concerned are touched: each is replaced where it stands in the part's text, the
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
 // stays within MAX_XML_ELEMENTS; nor, save for text the decoding itself changed (invalid UTF-8 read
-// as U+FFFD, as officeparser reads it), a ruby's base text escaped, or an odd mix of prefixes, more
-// bytes: docx-package.ts checks the inflated size again.
+// as U+FFFD, as officeparser reads it), a ruby's base text escaped, a merge's continuation made its
+// start, or an odd mix of prefixes, more bytes: docx-package.ts checks the inflated size again.
 // Names are read by namespace, whatever the prefix (docx-names.ts scanWord). What is written in an
 // element's place is written w:, as officeparser reads it, and declares w: where it is not bound to
 // WordprocessingML: the replaced element's own declarations go with it.
@@ -142,9 +144,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
   const open: Open[] = []
   const paragraphs: Paragraph[] = []
   const runs: Run[] = []
-  const tables: string[] = []
-  /** Whether each open table row is marked deleted. */
-  const rows: boolean[] = []
+  const tables = new OpenTables()
   /** The dropped elements open: nothing in them shows. */
   let dropping = 0
   let joining: Joining | undefined
@@ -199,17 +199,21 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
         }
       }
       if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
-      if (name === 'w:p') paragraphs.push({ table: tables.at(-1), textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], plain: !declares(attributes), joined })
+      if (name === 'w:p') paragraphs.push({ table: tables.style, textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], plain: !declares(attributes), joined })
       else if (REMOVED.has(name) && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markDeleted = true
-      else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr' && rows.length > 0) rows[rows.length - 1] = true
+      else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr') tables.deleteRow()
+      else if (name === 'w:gridBefore' && parent === 'w:trPr' && grand === 'w:tr') tables.gridBefore(attributes['w:val'])
+      else if (name === 'w:cellDel' && parent === 'w:tcPr' && grand === 'w:tc') tables.deleteCell()
+      else if (name === 'w:gridSpan' && parent === 'w:tcPr' && grand === 'w:tc') tables.gridSpan(attributes['w:val'])
       else if (REMOVED.has(name) && !parent?.endsWith('Pr')) {
         // Content (not a property saying a mark or row is deleted): it goes.
         entry.dropped = true
         dropping++
-      } else if (name === 'w:tr') rows.push(false)
+      } else if (name === 'w:tr') tables.openRow()
+      else if (name === 'w:tc') tables.openCell()
       else if (name === 'w:pStyle' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.style = attributes['w:val']
-      else if (name === 'w:tbl') tables.push('')
-      else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl' && tables.length > 0) tables[tables.length - 1] = attributes['w:val'] ?? ''
+      else if (name === 'w:tbl') tables.openTable()
+      else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl') tables.setStyle(attributes['w:val'])
       else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [], text: rubies.at(-1)?.inBase ? '' : undefined })
       else if (name === 'w:rStyle' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.style = attributes['w:val']
       else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.vanish = on(attributes['w:val'])
@@ -288,9 +292,13 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
             const { textSeen, breaks, plain, properties } = paragraph
             joining = { depth: open.length, qname, plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties, textSeen, breaks }
           } else for (const last of paragraph.breaks) last.dead = true
+        } else if (name === 'w:vMerge' && parent === 'w:tcPr' && open.at(-2)?.name === 'w:tc') {
+          if (tables.vMerge(attributes['w:val'])) edit(start, end, written('vMerge', undefined, ' w:val="restart"'))
+        } else if (name === 'w:tc') {
+          if (tables.closeCell()) edit(start, end, '')
         } else if (name === 'w:tr') {
-          if (rows.pop()) edit(start, end, '')
-        } else if (name === 'w:tbl') tables.pop()
+          if (tables.closeRow()) edit(start, end, '')
+        } else if (name === 'w:tbl') tables.closeTable()
         else if (name === 'w:r') {
           const run = runs.pop()!
           if (runHidden(run)) {

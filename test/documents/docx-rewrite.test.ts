@@ -165,6 +165,26 @@ describe("DOCX tracked changes as Word's final view shows them (QA)", () => {
     expect(await text(docx(kept + para('After') + `<w:tbl>${gone('del')}</w:tbl>` + para('End')))).toBe('Keep1\tKeep2\nKeep3\tKeep4\nAfter\nEnd')
   })
 
+  test('a table cell marked deleted is left out, the cells after it moving left; a row of deleted cells leaves no line (before: read)', async () => {
+    const cellDel = '<w:cellDel w:id="4" w:author="a"/>'
+    const gone = (text: string) => `<w:tc><w:tcPr>${cellDel}</w:tcPr>${para(text)}</w:tc>`
+    const body = `<w:tbl><w:tr>${cell(r(t('A')))}${gone('GONE')}${cell(r(t('C')))}</w:tr><w:tr>${gone('ALL')}${gone('GONE')}</w:tr><w:tr>${cell(r(t('End')))}</w:tr></w:tbl>`
+    expect(await text(docx(body))).toBe('A\tC\nEnd')
+  })
+
+  test('a vertical merge whose first cell is deleted starts again at the next cell shown, with its own text (before: it joined the merge above)', async () => {
+    const merged = (text: string, value = '') => `<w:tc><w:tcPr><w:vMerge${value === '' ? '' : ` w:val="${value}"`}/></w:tcPr>${text === '' ? '<w:p/>' : para(text)}</w:tc>`
+    const deletedRow = '<w:trPr><w:del w:id="3" w:author="a"/></w:trPr>'
+    const tr = (cells: string, trPr = '') => `<w:tr>${trPr}${cells}</w:tr>`
+    // Its first row deleted: the merge above it is not the one its continuations join.
+    const restarted = tr(merged('X', 'restart') + cell(r(t('B0')))) + tr(merged('SECRET', 'restart') + cell(r(t('B1'))), deletedRow) + tr(merged('own') + cell(r(t('B2')))) + tr(merged('') + cell(r(t('B3'))))
+    // A deleted row the merge passes through leaves it whole.
+    const through = tr(merged('Tall', 'restart') + cell(r(t('C0')))) + tr(merged('gone', 'continue') + cell(r(t('C1'))), deletedRow) + tr(merged('') + cell(r(t('C2'))))
+    // Its first cell deleted (columns counted on the grid, w:gridBefore too).
+    const cellGone = tr(`<w:tc><w:tcPr><w:vMerge w:val="restart"/><w:cellDel w:id="4" w:author="a"/></w:tcPr>${para('SECRET')}</w:tc>` + cell(r(t('S'))), '<w:trPr><w:gridBefore w:val="1"/></w:trPr>') + tr(cell(r(t('P'))) + merged('own2') + cell(r(t('T'))))
+    expect(await text(docx(`<w:tbl>${restarted}</w:tbl><w:tbl>${through}</w:tbl><w:tbl>${cellGone}</w:tbl>`))).toBe('X\tB0\nown\tB2\n\tB3\nTall\tC0\n\tC2\nS\nP\town2\tT')
+  })
+
   test('a paragraph whose mark is deleted or moved away joins the next one; wholly deleted, it leaves no line (before: "Merged with\\n next line")', async () => {
     expect(await text(docx(markDeleted(r(t('Merged with'))) + para(' next line')))).toBe('Merged with next line')
     const body = para('A') + markDeleted(deleted('all gone')) + markDeleted(r(t('one') + deleted(' x'))) + '<w:bookmarkEnd w:id="0"/>' + markDeleted(deleted('moved'), 'moveFrom') + markDeleted(r(t(' two')), 'moveFrom') + '<w:p/>' + para('B')
