@@ -3,7 +3,8 @@ import { scanXml, type XmlEvents } from './package-parts'
 // Word reads an element by its namespace; officeparser (xmldom's nodeName) by its name as written:
 // `w:t`, `m:t`, `mc:AlternateContent`, and unprefixed names too (`t`, `AlternateContent`: its lookups
 // fall back to the local name). scanWord names elements as Word reads them, so the DOCX rewrite
-// (docx-rewrite.ts) can both find what Word shows and remove what only officeparser would read.
+// (docx-rewrite.ts) can both find what Word shows and remove what only officeparser would read, and
+// write what it puts in an element's place under the name officeparser reads (wordWriter).
 
 /** WordprocessingML, transitional and strict. */
 export const WML = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
@@ -26,6 +27,29 @@ export const isWordNamespace = (uri: string | undefined) => uri !== undefined &&
 
 /** The namespace a prefix ('' the default one) is bound to where an element stands (at its end, where its parent does). */
 export type NamespaceOf = (prefix: string) => string | undefined
+
+/**
+ * How to write a WordprocessingML element where an element ends: as w:, the one prefix officeparser
+ * reads it by, bound there (the replaced element may have declared the prefix it was written with).
+ */
+export function wordWriter(namespaceOf: NamespaceOf) {
+  const declaration = isWordNamespace(namespaceOf('w')) ? '' : ` xmlns:w="${WML}"`
+  return (local: string, content?: string, more = '') =>
+    content === undefined ? `<w:${local}${declaration}${more}/>` : `<w:${local}${declaration}${more}>${content}</w:${local}>`
+}
+
+/** Where the start tag at `start` ends (after its '>', which an attribute's value may hold too). */
+export function startTagEnd(xml: string, start: number): number {
+  let quote = ''
+  for (let at = start; at < xml.length; at++) {
+    const char = xml[at]
+    if (quote !== '') {
+      if (char === quote) quote = ''
+    } else if (char === '"' || char === "'") quote = char
+    else if (char === '>') return at + 1
+  }
+  return xml.length
+}
 
 /**
  * scanXml with elements and attributes in WordprocessingML, markup compatibility and math named

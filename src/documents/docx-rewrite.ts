@@ -1,4 +1,4 @@
-import { AlternateContent, isWordNamespace, scanWord, WML, type NamespaceOf } from './docx-names'
+import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
 import { symbolText } from './docx-symbols'
 import { OpenTables } from './docx-tables'
@@ -29,16 +29,6 @@ import { OpenTables } from './docx-tables'
 // WordprocessingML: the replaced element's own declarations go with it.
 
 const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-
-/**
- * How to write a WordprocessingML element where an element ends: as w:, the one prefix officeparser
- * reads it by, bound there (the replaced element may have declared the prefix it was written with).
- */
-function wordWriter(namespaceOf: NamespaceOf) {
-  const declaration = isWordNamespace(namespaceOf('w')) ? '' : ` xmlns:w="${WML}"`
-  return (local: string, content?: string, more = '') =>
-    content === undefined ? `<w:${local}${declaration}${more}/>` : `<w:${local}${declaration}${more}>${content}</w:${local}>`
-}
 
 /**
  * What a hidden run keeps: its properties, and what is not its text but marks where something
@@ -111,19 +101,6 @@ interface Open {
   dropped?: boolean
   /** The name its tags are written with instead, for officeparser to read it as Word does. */
   renamed?: string
-}
-
-/** Where the start tag at `start` ends (after its '>', which an attribute's value may hold too). */
-function startTagEnd(xml: string, start: number): number {
-  let quote = ''
-  for (let at = start; at < xml.length; at++) {
-    const char = xml[at]
-    if (quote !== '') {
-      if (char === quote) quote = ''
-    } else if (char === '"' || char === "'") quote = char
-    else if (char === '>') return at + 1
-  }
-  return xml.length
 }
 
 /**
