@@ -140,7 +140,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
   let checkBox: { checked?: boolean; byDefault?: boolean } | undefined
   /** A checkbox's form data, ended in its field's w:fldChar, which is open at depth `depth`. */
   let formData: { start: number; depth: number; checked: boolean } | undefined
-  // The nearest setting decides: the run's own w:vanish, then its styles (hiddenByStyles).
+  // The run's own w:vanish is absolute; without one, its styles decide (hiddenByStyles: w:vanish is a toggle there).
   const runHidden = (run: Run) => showingPlaceholder > 0 || (run.vanish ?? hiddenByStyles(styles, run.style, run.paragraph?.style, run.paragraph?.table))
   let namespaceOf: NamespaceOf = () => undefined
   const rename = (entry: Open, start: number, to: string) => {

@@ -2,7 +2,14 @@ import { scanWord } from './docx-names'
 import { ElementCapExceeded } from './types'
 
 // The styles that hide text (w:vanish), read by namespace as Word reads them (docx-names.ts), for the
-// DOCX rewrite (docx-rewrite.ts).
+// DOCX rewrite (docx-rewrite.ts). w:vanish is a toggle property (ECMA-376 Part 1, 17.7.3): a run's
+// own setting is absolute, but a style's turns over what the levels below it gave. The levels are
+// the table style, the paragraph style and the character style, each read through its w:basedOn
+// chain (where the nearest setting decides: a derived style's w:val="0" shows what its base hid),
+// over the document defaults: each level whose setting differs from the defaults' turns the text
+// over once, so a paragraph style and a character style that both hide show, and a level set as
+// the defaults are changes nothing. (The spec's prose allows readings that differ within a chain;
+// this is Word's, as measured by others and as its own style dialog writes a derived style.)
 
 /** What is left of the elements the rewrite may read: past it the document is refused, as officeparser refuses it. */
 export type Budget = { left: number }
@@ -14,26 +21,32 @@ export const take = (budget: Budget) => {
 export const on = (value: string | undefined) => value === undefined || !['0', 'false', 'off'].includes(value)
 
 /**
- * Whether each style shows or hides its text: true hides, false shows (w:vanish in its run
- * properties, its own or the nearest in its w:basedOn chain), undefined sets neither. Every style
- * of its type is listed: a w:pStyle naming none of them is the default paragraph style's, a
- * w:tblStyle naming none the default table style's.
+ * Each style's setting: true hides, false shows (w:vanish in its run properties, its own or the
+ * nearest in its w:basedOn chain), undefined sets neither. Every style of its type is listed: a
+ * w:pStyle naming none of them is the default paragraph style's, a w:tblStyle naming none the
+ * default table style's.
  */
 export interface HiddenStyles {
   character: Map<string, boolean | undefined>
   paragraph: Map<string, boolean | undefined>
-  /**
-   * A table style hides when a conditional format of its chain (w:tblStylePr: first row, banded
-   * columns…) does, whichever that applies to: which does depends on the table's w:tblLook and on
-   * where a cell stands (its last row and column known only at the table's end), and a conditional
-   * w:vanish has no use but hiding. Its text shown the less, never hidden text the more.
-   */
-  table: Map<string, boolean | undefined>
+  table: Map<string, TableSetting>
   /** The default paragraph and table styles' (the last w:default one of the type, as Word takes it). */
   defaultParagraph?: boolean
-  defaultTable?: boolean
+  defaultTable?: TableSetting
   /** The document defaults' (w:docDefaults). */
   defaults?: boolean
+}
+
+/**
+ * A table style's setting, and whether a conditional format of its chain (w:tblStylePr: first
+ * row, banded columns…) hides, whichever cells that applies to: which does depends on the table's
+ * w:tblLook and on where a cell stands (its last row and column known only at the table's end). A
+ * cell is read as hidden when it would be either way: its text shown the less, never hidden text
+ * the more.
+ */
+export interface TableSetting {
+  value: boolean | undefined
+  conditional: boolean
 }
 
 interface Style {
@@ -72,7 +85,7 @@ export function readHiddenStyles(xml: string | undefined, budget: Budget = { lef
   for (const [id, { type }] of styles) {
     if (type === 'character') hidden.character.set(id, resolved.get(id))
     if (type === 'paragraph') hidden.paragraph.set(id, resolved.get(id))
-    if (type === 'table') hidden.table.set(id, conditional.get(id) ?? resolved.get(id))
+    if (type === 'table') hidden.table.set(id, { value: resolved.get(id), conditional: conditional.get(id) === true })
   }
   const paragraph = byDefault.get('paragraph')
   const table = byDefault.get('table')
@@ -114,21 +127,24 @@ function resolveChains(styles: Map<string, Style>, setting: (style: Style) => bo
 export const anyHidden = (styles: HiddenStyles) =>
   styles.defaults === true ||
   styles.defaultParagraph === true ||
-  styles.defaultTable === true ||
-  [...styles.character.values(), ...styles.paragraph.values(), ...styles.table.values()].includes(true)
+  styles.defaultTable?.value === true ||
+  styles.defaultTable?.conditional === true ||
+  [...styles.character.values(), ...styles.paragraph.values()].includes(true) ||
+  [...styles.table.values()].some(({ value, conditional }) => value === true || conditional)
 
 /**
- * Whether a run shows or hides its text by its styles, the nearest setting deciding: its character
- * style's chain, then its paragraph's style's (the default paragraph style's when it names none, or
- * none there is), then, in a table, the table's style's (likewise), then the document defaults
- * (ECMA-376 17.7.2). A run's own w:vanish comes before all of them. `table` is undefined outside a
+ * Whether a run hides its text by its styles: the document defaults' setting, turned over by each
+ * level set otherwise (ECMA-376 17.7.3): in a table, the table's style (the default table style's
+ * when it names none, or none there is), then its paragraph's style (likewise), then its character
+ * style. A run's own w:vanish, absolute, comes before all of them. `table` is undefined outside a
  * table, and '' for a table naming no style.
  */
 export function hiddenByStyles(styles: HiddenStyles, runStyle: string | undefined, paragraphStyle: string | undefined, table?: string): boolean {
-  const character = runStyle === undefined ? undefined : styles.character.get(runStyle)
-  if (character !== undefined) return character
+  const base = styles.defaults ?? false
   const paragraph = paragraphStyle !== undefined && styles.paragraph.has(paragraphStyle) ? styles.paragraph.get(paragraphStyle) : styles.defaultParagraph
-  if (paragraph !== undefined) return paragraph
-  const tabled = table === undefined ? undefined : styles.table.has(table) ? styles.table.get(table) : styles.defaultTable
-  return tabled ?? styles.defaults ?? false
+  const character = runStyle === undefined ? undefined : styles.character.get(runStyle)
+  const hidden = (tabled: boolean | undefined) => [tabled, paragraph, character].reduce<boolean>((state, level) => (level === undefined || level === base ? state : !state), base)
+  if (table === undefined) return hidden(undefined)
+  const setting = styles.table.get(table) ?? styles.defaultTable
+  return hidden(setting?.value) || (setting?.conditional === true && hidden(true))
 }

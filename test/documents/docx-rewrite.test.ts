@@ -131,6 +131,31 @@ describe('DOCX hidden text is left out, as Word does not show it (QA: a prompt-i
     })
   })
 
+  test('w:vanish is a toggle in styles: each level (table, paragraph, character style) set otherwise than the defaults turns the text over; a run\'s own is absolute', async () => {
+    const styles = (defaults: string) =>
+      (defaults ? `<w:docDefaults><w:rPrDefault><w:rPr>${defaults}</w:rPr></w:rPrDefault></w:docDefaults>` : '') +
+      '<w:style w:type="paragraph" w:styleId="Ghost"><w:rPr><w:vanish/></w:rPr></w:style>' +
+      '<w:style w:type="character" w:styleId="Secret"><w:rPr><w:vanish/></w:rPr></w:style>' +
+      '<w:style w:type="character" w:styleId="Off"><w:rPr><w:vanish w:val="0"/></w:rPr></w:style>' +
+      '<w:style w:type="table" w:styleId="Hiding"><w:rPr><w:vanish/></w:rPr></w:style>' +
+      '<w:style w:type="table" w:styleId="FirstRow"><w:tblStylePr w:type="firstRow"><w:rPr><w:vanish/></w:rPr></w:tblStylePr></w:style>'
+    const line = (text: string, paragraphStyle: string, runStyle = '', own = '') =>
+      `<w:p><w:pPr><w:pStyle w:val="${paragraphStyle}"/></w:pPr>${r(t(text), (runStyle ? `<w:rStyle w:val="${runStyle}"/>` : '') + own)}</w:p>`
+    const inTable = (style: string, ...cells: string[]) => `<w:tbl><w:tblPr><w:tblStyle w:val="${style}"/></w:tblPr><w:tr>${cells.map(cell => `<w:tc>${cell}</w:tc>`).join('')}</w:tr></w:tbl>`
+    const body =
+      line('both hide: shown', 'Ghost', 'Secret') +
+      line('SECRET-OWN', 'Ghost', 'Secret', '<w:vanish/>') +
+      line('own off: shown', 'Ghost', 'Secret', '<w:vanish w:val="0"/>') +
+      line('SECRET-OFF-STYLE', 'Ghost', 'Off') +
+      inTable('Hiding', line('table and paragraph: shown', 'Ghost'), line('SECRET-THREE', 'Ghost', 'Secret')) +
+      // Hidden whichever cells the conditional format applies to: shown only where it applies.
+      inTable('FirstRow', line('SECRET-CONDITIONAL', 'Ghost'))
+    expect(await text(styled(body, styles('')))).toBe('both hide: shown\n\nown off: shown\n\ntable and paragraph: shown')
+    // Over defaults that hide, a level that hides too changes nothing; one that shows turns the text over.
+    const overHidden = line('SECRET-DEFAULTS', 'Ghost') + line('off: shown', 'Ghost', 'Off') + line('SECRET-TWICE', 'Plain', 'Off', '<w:vanish/>')
+    expect(await text(styled(overHidden, styles('<w:vanish/>')))).toBe('off: shown')
+  })
+
   test("a hidden run's text box, symbol and checkbox go with it; its field's begin and end stay, so the text after the field is read", async () => {
     const box = '<w:drawing><wp:anchor xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData><wps:wsp xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"><wps:txbx><w:txbxContent>' + p(r(t('boxed secret'))) + '</w:txbxContent></wps:txbx></wps:wsp></a:graphicData></a:graphic></wp:anchor></w:drawing>'
     const checkbox = '<w:fldChar w:fldCharType="begin"><w:ffData><w:checkBox><w:checked/></w:checkBox></w:ffData></w:fldChar>'
