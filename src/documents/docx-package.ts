@@ -18,10 +18,10 @@ import { inflateWithinCap, localHeaderName, readCentralDirectory, readSmallEntry
 
 /** officeparser's patterns, unanchored as there: it reads every document, header and footer part… */
 const DOCUMENT_PART = /word\/document[\d+]?.xml/
-const PAGE_PART = /word\/(?:header|footer)\d*\.xml/
+export const PAGE_PART = /word\/(?:header|footer)\d*\.xml/
 const EVERY_MATCH = [DOCUMENT_PART, PAGE_PART]
-/** …and the first footnotes and first endnotes part. */
-const FIRST_MATCH = [/word\/footnotes[\d+]?.xml/, /word\/endnotes[\d+]?.xml/]
+/** …and the first footnotes and first endnotes part in file order. */
+export const NOTES_PART = { footnote: /word\/footnotes[\d+]?.xml/, endnote: /word\/endnotes[\d+]?.xml/ }
 const STYLES_PART = /word\/styles[\d+]?.xml/
 /** The relationship parts officeparser gathers alternative-format chunks from, and the DOCX chunks it reads (one level deep). */
 const PART_RELS = /^word\/_rels\/([^/]+)\.rels$/
@@ -88,7 +88,7 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
   const everyPart = anyHidden(styles)
 
   const parts = ordered.filter(({ name }) => EVERY_MATCH.some(pattern => pattern.test(name)))
-  for (const pattern of FIRST_MATCH) {
+  for (const pattern of Object.values(NOTES_PART)) {
     const first = ordered.find(({ name }) => pattern.test(name))
     if (first) parts.push(first)
   }

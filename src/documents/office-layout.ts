@@ -41,7 +41,15 @@ export function walk(nodes: Node[], visit: (node: Node) => boolean): void {
 
 const BLOCKS = new Set(['paragraph', 'heading', 'list'])
 
-type NoteKind = 'footnote' | 'endnote'
+export type NoteKind = 'footnote' | 'endnote'
+
+/** A DOCX's charts, each part's read as the layout reaches the part showing it (chart-parts.ts WordCharts): their lines. */
+export interface DocxCharts {
+  pages(kind: 'header' | 'footer'): string[]
+  body(): string[]
+  note(kind: NoteKind, id: string): string[]
+}
+const NO_CHARTS: DocxCharts = { pages: () => [], body: () => [], note: () => [] }
 
 /**
  * The footnotes and endnotes met while rendering, in order. officeparser hangs a note on the run
@@ -179,10 +187,10 @@ function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabe
 
 /**
  * The notes' sections: "[Footnotes]" then "[Endnotes]", each note its label and its text (the
- * space Word leaves after the removed reference mark trimmed). A note's own text may reference
- * further notes (rare, but the format allows it): they are met, and listed, in turn.
+ * space Word leaves after the removed reference mark trimmed), then its charts. A note's own text
+ * may reference further notes (rare, but the format allows it): they are met, and listed, in turn.
  */
-function noteSections(notes: NoteList): string[] {
+function noteSections(notes: NoteList, charts: DocxCharts): string[] {
   const sections: Record<NoteKind, string[]> = { footnote: [], endnote: [] }
   for (let index = 0; index < notes.met.length; index++) {
     const { label, kind, note } = notes.met[index]!
@@ -193,6 +201,8 @@ function noteSections(notes: NoteList): string[] {
     const last = lines.findLastIndex(line => line.trim() !== '')
     const text = first < 0 ? [] : lines.slice(first, last + 1)
     sections[kind].push(`${label} ${(text[0] ?? '').trimStart()}`.trimEnd(), ...text.slice(1))
+    const id = note.metadata?.noteId
+    if (typeof id === 'string') sections[kind].push(...charts.note(kind, id))
   }
   const out: string[] = []
   if (sections.footnote.length > 0) out.push('[Footnotes]', ...sections.footnote)
@@ -214,17 +224,21 @@ function distinctLines(nodes: Node[] | undefined): string[] {
   return [...seen]
 }
 
-/** A DOCX's lines; its list items labelled by `lists` (list-labels.ts), `charts` (its charts' lines, charts.ts) after the body. */
-export function docxLines(ast: OfficeAst, charts: string[] = [], lists: ListLabels = new ListLabels(new Map())): string[] {
+/**
+ * A DOCX's lines; its list items labelled by `lists` (list-labels.ts); its charts (charts.ts) after
+ * the lines of the part showing them: the headers', the body, a note's, the footers'.
+ */
+export function docxLines(ast: OfficeAst, charts: DocxCharts = NO_CHARTS, lists: ListLabels = new ListLabels(new Map())): string[] {
   const out: string[] = []
-  const headers = distinctLines(ast.auxiliary?.headers)
+  const headers = [...distinctLines(ast.auxiliary?.headers), ...charts.pages('header')]
   if (headers.length > 0) out.push('[Header]', ...headers, '')
   const notes = new NoteList()
   render(ast.content, out, notes, lists)
-  if (charts.length > 0) out.push('', ...charts)
-  const sections = noteSections(notes)
+  const bodyCharts = charts.body()
+  if (bodyCharts.length > 0) out.push('', ...bodyCharts)
+  const sections = noteSections(notes, charts)
   if (sections.length > 0) out.push('', ...sections)
-  const footers = distinctLines(ast.auxiliary?.footers)
+  const footers = [...distinctLines(ast.auxiliary?.footers), ...charts.pages('footer')]
   if (footers.length > 0) out.push('', '[Footer]', ...footers)
   return out
 }

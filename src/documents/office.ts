@@ -1,6 +1,6 @@
 import * as XLSX from '@e965/xlsx'
 import { parseOffice } from 'officeparser'
-import { documentChartLines, fillCharts } from './chart-parts'
+import { fillCharts, WordCharts } from './chart-parts'
 import { chartBudget } from './charts'
 import { rewriteDocx } from './docx-package'
 import { withoutHiddenShapes } from './hidden-shapes'
@@ -48,7 +48,7 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
     fillCharts(layout.content, parts, charts)
     return join(pptxLines(layout, slideFacts(parts)), limits.maxTextBytes)
   }
-  return join(docxLines(layout, documentChartLines(parts, charts), new ListLabels(readNumbering(parts))), limits.maxTextBytes)
+  return join(docxLines(layout, new WordCharts(parts, charts), new ListLabels(readNumbering(parts))), limits.maxTextBytes)
 }
 
 /**

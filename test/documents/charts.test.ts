@@ -97,6 +97,30 @@ describe('DOCX charts', () => {
     const stray = docxParts(para('Stray') + docxChart(2), { charts: [chart('Main'), chart('Stray')] }).filter(({ name }) => ['word/document.xml', 'word/_rels/document.xml.rels', 'word/charts/chart2.xml'].includes(name))
     expect(await text(buildZip([...main, ...stray]))).toBe('Main\n\n[Chart]\n\tMain\nonly\t1')
   })
+
+  test("a header's, footer's or note's chart is read after its text, where that part is shown (before: not read)", async () => {
+    const chart = (name: string) => chartPart(`<c:plotArea><c:pieChart>${series(name, strCache(['only']), numCache(['1']))}</c:pieChart></c:plotArea>`)
+    const names = ['Header', 'FIRST-PAGE-SECRET', 'Footer', 'Note', 'UNREFERENCED-SECRET', 'Body', 'HIDDEN-SECRET']
+    const withCharts = (part: string, charts: number[]) => ({
+      name: `word/_rels/${part}.rels`,
+      data: new TextEncoder().encode(`<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${charts.map(n => `<Relationship Id="rIdK${n}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/chart" Target="charts/chart${n}.xml"/>`).join('')}</Relationships>`),
+    })
+    const footnote = (id: number, text: string, chartShown: number) => `<w:footnote w:id="${id}"><w:p><w:r><w:footnoteRef/></w:r>${r(t(text))}</w:p>${docxChart(chartShown)}</w:footnote>`
+    // A reference in an XML comment is no reference (before, the body's were read by pattern).
+    const parts = docxParts(p(r(t('Body')), noteReference('footnote', 1)) + docxChart(6) + `<!-- ${docxChart(7)} -->`, {
+      // The second header is a first-page one, and the section has no w:titlePg: no page shows it.
+      headers: [para('Head') + docxChart(1) + p(r(chartDrawing(7), '<w:vanish/>')), para('First') + docxChart(2)],
+      footers: [para('Foot') + docxChart(3)],
+      footnotes: footnote(1, 'A note.', 4) + footnote(2, 'Never referenced.', 5),
+      charts: names.map(chart),
+    })
+    const bytes = buildZip([...parts, withCharts('header1.xml', [1, 7]), withCharts('header2.xml', [2]), withCharts('footer1.xml', [3]), withCharts('footnotes.xml', [4, 5])])
+    const read = await text(bytes)
+    expect(read).not.toMatch(/SECRET/)
+    expect(read).toBe(
+      '[Header]\nHead\n[Chart]\n\tHeader\nonly\t1\n\nBody[^1]\n\n[Chart]\n\tBody\nonly\t1\n\n[Footnotes]\n[^1] A note.\n[Chart]\n\tNote\nonly\t1\n\n[Footer]\nFoot\n[Chart]\n\tFooter\nonly\t1',
+    )
+  })
 })
 
 describe('charts under the document limits (QA: small uploads that pinned a worker or took gigabytes)', () => {
