@@ -12,6 +12,8 @@ export interface Relationship {
   target: string
   /** The part it names in the package; undefined for an external (http, https) target. */
   path: string | undefined
+  /** Marked `TargetMode="External"`: whatever its target, it names no part of the package (OPC). */
+  external: boolean
 }
 
 /** What scanXml reports beside each element's start. */
@@ -70,9 +72,14 @@ export class PackageParts {
   private readonly byName: Map<string, ZipEntry>
   private readonly decoder = new TextDecoder()
 
+  /**
+   * `maxPartBytes` caps what one part may inflate to when it is read: the sniffer reads the
+   * package's relationships before the zip guard has inflated anything, and reads no more.
+   */
   constructor(
     private readonly bytes: Uint8Array,
     readonly entries: ZipEntry[],
+    private readonly maxPartBytes = Number.POSITIVE_INFINITY,
   ) {
     this.byName = new Map(entries.map(entry => [entry.name, entry]))
   }
@@ -81,16 +88,16 @@ export class PackageParts {
     return this.byName.has(name)
   }
 
-  /** A part's text (UTF-8), or undefined when the package has no such part or it cannot be inflated. */
+  /** A part's text (UTF-8), or undefined when the package has no such part or it cannot be inflated (within maxPartBytes). */
   text(name: string): string | undefined {
     const entry = this.byName.get(name)
-    const data = entry && readSmallEntry(this.bytes, entry, entry.uncompressedSize)
+    const data = entry && readSmallEntry(this.bytes, entry, Math.min(entry.uncompressedSize, this.maxPartBytes))
     return data === undefined ? undefined : this.decoder.decode(data)
   }
 
-  /** The main part: the one the package's officeDocument relationship names (what Word opens). */
+  /** The main part: the one the package's officeDocument relationship (transitional or strict) names, what Word opens. */
   main(): string | undefined {
-    return [...(this.relationships('')?.values() ?? [])].find(({ type }) => type.endsWith('/officeDocument'))?.path
+    return [...(this.relationships('')?.values() ?? [])].find(({ type, external }) => type.endsWith('/relationships/officeDocument') && !external)?.path
   }
 
   /**
@@ -106,8 +113,8 @@ export class PackageParts {
     const wellFormed = scanXml(xml, (name, attributes) => {
       const { Id: id, Type: type, Target: target } = attributes
       if (name !== 'Relationship' || !id || !type || !target) return
-      const external = target.startsWith('http://') || target.startsWith('https://')
-      found.set(id, { type, target, path: external ? undefined : resolvePartPath(folder, target) })
+      const web = target.startsWith('http://') || target.startsWith('https://')
+      found.set(id, { type, target, path: web ? undefined : resolvePartPath(folder, target), external: attributes.TargetMode === 'External' })
     })
     return wellFormed ? found : undefined
   }

@@ -1,5 +1,6 @@
+import { PackageParts } from './package-parts'
 import { decodeText } from './text'
-import { readCentralDirectory, readSmallEntry, type ZipEntry } from './zip-guard'
+import { readCentralDirectory, type ZipEntry } from './zip-guard'
 import { cutText } from '../lib/characters'
 
 /** What the first bytes and the container structure say; `reject` carries the person-readable reason. */
@@ -95,7 +96,7 @@ function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBy
     if (names.has('xl/workbook.bin')) return { kind: 'reject', message: `binary Excel workbooks (XLSB) are not supported; save the workbook as XLSX (${ACCEPTED})` }
     // Not one of the usual names: the main part the package's relationships name. Word Online and
     // Office 365 save a document's as word/document2.xml.
-    const main = mainPart(bytes, directory.entries)
+    const main = new PackageParts(bytes, directory.entries, MAX_RELATIONSHIPS_BYTES).main()
     if (main !== undefined && names.has(main) && main.startsWith('word/')) {
       if (WORD_MAIN_PARTS.test(main)) return { kind: 'zip', type: 'docx', entries: directory.entries }
       return { kind: 'reject', message: `the Word document keeps its text in a part named "${cutText(main, 100)}", which is not read; open it in Word and save it again as DOCX` }
@@ -109,26 +110,3 @@ function sniffZip(bytes: Uint8Array, limits: { maxEntries: number; maxInflatedBy
 const WORD_MAIN_PARTS = /^word\/document\d?\.xml$/
 /** The most bytes of _rels/.rels read: a real one is well under 2 KB. */
 const MAX_RELATIONSHIPS_BYTES = 64 * 1024
-
-/** An attribute's value in one XML start tag (no entity decoding: part names need none). */
-export function attribute(tag: string, name: string): string | undefined {
-  const match = new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`).exec(tag)
-  return match ? (match[1] ?? match[2]) : undefined
-}
-
-/**
- * The package's main part: the target of the officeDocument relationship in _rels/.rels (transitional
- * or strict), as a zip entry name, or undefined when there is none that can be read.
- */
-export function mainPart(bytes: Uint8Array, entries: ZipEntry[]): string | undefined {
-  const relationships = entries.find(entry => entry.name === '_rels/.rels')
-  const data = relationships && readSmallEntry(bytes, relationships, MAX_RELATIONSHIPS_BYTES)
-  if (data === undefined) return undefined
-  const xml = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8')
-  for (const [tag] of xml.matchAll(/<(?:[\w.-]+:)?Relationship\s[^>]*>/g)) {
-    if (!attribute(tag, 'Type')?.endsWith('/relationships/officeDocument') || attribute(tag, 'TargetMode') === 'External') continue
-    // Relative to the package root, which a leading slash also names.
-    return attribute(tag, 'Target')?.replace(/^\.?\//, '')
-  }
-  return undefined
-}

@@ -141,6 +141,17 @@ describe('a DOCX whose main part is not word/document.xml', () => {
     expect(await refusal(docx('<w:p/>'.repeat(600_000) + para('end'), online))).toMatch(/holds more than 500,000 XML elements/)
   })
 
+  test('one reading of the main part for sniffing and extraction: an external officeDocument relationship names no part', async () => {
+    // Before: sniffing skipped it, but the extraction took it for the main part, read word/document2.xml and left the real one out.
+    const external = `<Relationship Id="rId0" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document2.xml" TargetMode="External"/>`
+    const parts = docxParts(para('Main')).map(entry => (entry.name === '_rels/.rels' ? { ...entry, data: new TextEncoder().encode(new TextDecoder().decode(entry.data).replace('<Relationship ', `${external}<Relationship `)) } : entry))
+    const stray = docxParts(para('EXTERNAL-SECRET'), online).find(entry => entry.name === 'word/document2.xml')!
+    expect(await text(buildZip([...parts, stray]))).toBe('Main')
+    // Sniffing still reads at most 64 KiB of the relationships.
+    const padded = docxParts(para('x'), online).map(entry => (entry.name === '_rels/.rels' ? { ...entry, data: new TextEncoder().encode(new TextDecoder().decode(entry.data) + ' '.repeat(70_000)) } : entry))
+    expect(await refusal(buildZip(padded))).toMatch(/an Office Open XML package but not a Word, PowerPoint or Excel document/)
+  })
+
   test('a main part officeparser does not read is refused by name; without relationships the package is refused as before', async () => {
     expect(await refusal(docx(para('x'), { main: 'word/main.xml' }))).toBe('the Word document keeps its text in a part named "word/main.xml", which is not read; open it in Word and save it again as DOCX')
     const bare = docxParts(para('x'), online).filter(entry => entry.name !== '_rels/.rels')
@@ -263,7 +274,7 @@ describe('hostile list and notes parts stay cheap (QA review)', () => {
         return super.text(name)
       }
       override relationships(part: string) {
-        return part.startsWith('ppt/slides/slide') ? new Map([['rId1', { type: `${REL}/notesSlide`, target: '../notesSlides/notesSlide1.xml', path: 'ppt/notesSlides/notesSlide1.xml' }]]) : super.relationships(part)
+        return part.startsWith('ppt/slides/slide') ? new Map([['rId1', { type: `${REL}/notesSlide`, target: '../notesSlides/notesSlide1.xml', path: 'ppt/notesSlides/notesSlide1.xml', external: false }]]) : super.relationships(part)
       }
     }
     const facts = slideFacts(new EveryNotesPage(bytes, sniffed.entries))
