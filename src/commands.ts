@@ -53,7 +53,7 @@ Usage: svc [command] [options]
 
 --json prints one JSON object instead of text, on orgs, users, keys, credit, plans set, ledger verify, chat, fusion,
 encrypted-chat and dev-tee; serve, migrate and version take no arguments. Exit codes: 0 success, 1 failure, 2 usage error.
-Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID;
+Environment: PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, DATABASE_TIMEOUT_S, SVC_CONFIG, SVC_LOG_LEVEL, SVC_BOOTSTRAP, SVC_INSTANCE_ID;
 without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each add that provider to the embedded default.
 chat, fusion, login, logout and encrypted-chat only talk to a running gateway: they read SVC_URL (default
 http://localhost:$PORT), SVC_API_KEY and SVC_CONFIG_DIR, never SVC_CONFIG or the database; dev-tee reads only its flags.`
