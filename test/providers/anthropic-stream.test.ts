@@ -182,6 +182,17 @@ describe('anthropic stream translation: protocol details', () => {
     expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(18, 9, 6) })
   })
 
+  // QA: a relay writing input_tokens 0 in message_delta ("not repeated") made a finished stream
+  // bill the gateway's estimate instead of the input message_start announced.
+  test("message_delta's input-side counts below message_start's are not taken: cumulative counts never fall", () => {
+    const events = run(
+      messageStart({ input_tokens: 427, cache_read_input_tokens: 5, output_tokens: 1 }),
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 9 } },
+      { type: 'message_stop' },
+    )
+    expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(432, 9, 5) })
+  })
+
   test('a stop_sequence stop names its sequence on finish (end_turn does not)', () => {
     const stopped = run(messageStart(), { type: 'message_delta', delta: { stop_reason: 'stop_sequence', stop_sequence: '###' }, usage: { output_tokens: 2 } }, { type: 'message_stop' })
     expect(stopped.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 2), stopSequence: '###' })

@@ -355,14 +355,18 @@ export class AnthropicStreamTranslator {
   }
 
   /**
-   * message_start carries the input side; message_delta's counts are cumulative, so they replace.
-   * `output`: whether this usage's output_tokens is the answer's count (message_delta's, not
-   * message_start's placeholder). A count that is not a valid number is ignored.
+   * message_start carries the input side; message_delta's counts are cumulative, so they replace,
+   * except an input-side count below the one already known: cumulative counts never fall, and
+   * relays write 0 there for "not repeated" (QA: a finished stream was then billed the gateway's
+   * estimate, not the announced input). `output`: whether this usage's output_tokens is the
+   * answer's count (message_delta's, not message_start's placeholder). A count that is not a
+   * valid number is ignored.
    */
   private addUsage(usage: AnthropicUsage | undefined, output: boolean): void {
     if (typeof usage !== 'object' || usage === null) return
     for (const key of output ? USAGE_KEYS : INPUT_KEYS) {
       const value = tokenCount(usage[key])
+      if (output && key !== 'output_tokens' && value !== undefined && value < (this.usage[key] ?? 0)) continue
       if (value !== undefined) {
         this.usage[key] = value
         this.usageReported = true
