@@ -196,9 +196,16 @@ function queryKeys(url: URL): IterableIterator<string> {
   return new URLSearchParams(url.search.replaceAll(';', '&')).keys()
 }
 
-/** Whether a query key names a credential (see SENSITIVE_KEYS). */
+/**
+ * Whether a query key names a credential (see SENSITIVE_KEYS). A bracketed key is read as servers
+ * read it: PHP and Rack take `access_token[0]` or `api_key[x]` as `access_token` / `api_key` (the
+ * name before the first bracket; Rack skips leading brackets), and PHP an unclosed `api[key` as
+ * `api_key`; so both the name before the brackets and the whole key without them are judged.
+ */
 export function isSensitiveKey(key: string): boolean {
-  const normalized = key.toLowerCase().replace(/[-_.\s[\]]/g, '')
-  if (SENSITIVE_KEYS.has(normalized)) return true
-  return SENSITIVE_SUFFIXES.some(suffix => normalized.endsWith(suffix))
+  const name = key.replace(/^[[\]]+/, '')
+  return [name.split(/[[\]]/, 1)[0]!, name].some(part => {
+    const normalized = part.toLowerCase().replace(/[-_.\s[\]]/g, '')
+    return SENSITIVE_KEYS.has(normalized) || SENSITIVE_SUFFIXES.some(suffix => normalized.endsWith(suffix))
+  })
 }

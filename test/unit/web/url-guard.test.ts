@@ -218,6 +218,13 @@ const CASES: Array<[string, string, Expect]> = [
   ['key after a semicolon (servers that split on ;)', 'https://example.com/?a=1;token=x', 'sensitive-query'],
   ['encoded key after a semicolon', 'https://example.com/?a=1;%61pi_key=x', 'sensitive-query'],
   ['public: a semicolon between harmless keys', 'https://example.com/?a=1;b=2', 'ok'],
+  // PHP and Rack read a bracketed key by its name before the brackets (QA: these were fetched).
+  ['bracketed index after the key', 'https://example.com/?access_token[0]=x', 'sensitive-query'],
+  ['bracketed name after the key', 'https://example.com/?api_key[x]=x', 'sensitive-query'],
+  ['empty brackets after the key', 'https://example.com/?password[]=x', 'sensitive-query'],
+  ['encoded brackets after the key', 'https://example.com/?token%5B0%5D=x', 'sensitive-query'],
+  ['leading brackets (Rack skips them)', 'https://example.com/?[token][a]=x', 'sensitive-query'],
+  ['public: a harmless key with brackets', 'https://example.com/?filter[tag]=x&ids[]=1', 'ok'],
 ]
 
 describe('checkUrlTarget: the same rules, without the fetch-only limits', () => {
