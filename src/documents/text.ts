@@ -35,21 +35,32 @@ function utf16WithoutBom(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined
   return undefined
 }
 
+const BINARY_WINDOW = 8192
+const CONTROL = /[\u0000-\u0008\u000b\u000e-\u001a\u001c-\u001f]/g
+
 /**
  * Control characters other than tab, newline, carriage return, form feed and escape (terminal
  * logs carry ANSI colour codes) mark binary data (also used by the web fetch, for binary bytes
  * a server labels as text). One NUL is enough, but for `strayNul` (an HTML page, whose reader
  * drops NULs like other control characters): there a NUL counts as one more control character.
+ * Otherwise binary means more than 2% of control characters in some stretch of BINARY_WINDOW
+ * characters (in the whole text, when shorter), anywhere in the text: binary data after a page of
+ * text is still binary (QA: it passed when only the first stretch was read). The regex finds the
+ * control characters natively, and only those are counted, so a long clean text costs one scan.
  */
 export function looksBinary(text: string, options: { strayNul?: boolean } = {}): boolean {
-  let control = 0
-  const length = Math.min(text.length, 8192)
-  for (let index = 0; index < length; index++) {
-    const code = text.charCodeAt(index)
-    if (code === 0 && options.strayNul !== true) return true
-    if (code < 32 && code !== 9 && code !== 10 && code !== 12 && code !== 13 && code !== 27) control++
+  if (options.strayNul !== true && text.includes('\u0000')) return true
+  const window = Math.min(text.length, BINARY_WINDOW)
+  const tooMany = Math.floor(window * 0.02) + 1
+  // The positions of the last `tooMany` control characters, as a ring.
+  const recent = new Array<number>(tooMany)
+  let seen = 0
+  for (const match of text.matchAll(CONTROL)) {
+    recent[seen % tooMany] = match.index
+    seen++
+    if (seen >= tooMany && match.index - recent[seen % tooMany]! < window) return true
   }
-  return control > length * 0.02
+  return false
 }
 
 /** Decodes `bytes` as text, or refuses with a reason. Line endings become `\n`. */

@@ -194,6 +194,12 @@ describe('refusals, each with a reason a person understands', () => {
     // Before: "not a readable Excel workbook; legacy .doc and .ppt are not supported".
     await refused(await passwordProtectedXls(), /the Excel workbook is encrypted \(password protected\)/)
   })
+  test('binary data after the first 8 KiB of a text file', async () => {
+    // QA: only the first 8192 characters were checked, so a NUL or control bytes after them passed as text.
+    await refused(new TextEncoder().encode(`${'a'.repeat(9000)}\u0000`), /not UTF-8 text/)
+    const controls = Uint8Array.from({ length: 20_000 }, (_, index) => [1, 2, 3, 4, 5, 6, 7, 8, 11, 14, 65, 66][index % 12]!)
+    await refused(new Uint8Array([...new TextEncoder().encode('a'.repeat(8200)), ...controls]), /not UTF-8 text/)
+  })
   test('a terminal log with ANSI colour codes is UTF-8 text, not binary', async () => {
     // Before: the escape bytes counted as binary control characters, and the log was refused as "not UTF-8 text".
     const line = (index: number) => `\x1b[32m✓\x1b[0m test ${index} passed \x1b[2m(3ms)\x1b[0m\n`

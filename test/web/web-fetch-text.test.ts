@@ -8,7 +8,7 @@ import { CREDIT, PRICE, webFetchTools } from '../support/web-fetch'
 
 let t: TestApp
 let resolver: FakeResolver
-const { serve, spent, fetchUrls } = webFetchTools(() => t)
+const { serve, spent, fetchUrls, expectRefused } = webFetchTools(() => t)
 
 async function setup() {
   ;({ t, resolver } = await buildWebApp())
@@ -56,6 +56,29 @@ describe('text pages', () => {
     })
     expect([...yaml, ...others]).toEqual(['a:\n  b: 1', '- x', 'kind: Pod', '[server]\nport = 80', '{"a":1}\n{"a":2}'])
     expect(await spent(orgId)).toBe(5n * PRICE)
+  })
+})
+
+describe('binary data labelled as text', () => {
+  test('is refused wherever it starts, not only in the first 8 KiB; control characters spread through a long text are not binary', async () => {
+    // QA: 9000 letters then a NUL, or 8200 letters then 20 KB of binary bytes, passed as text and were billed.
+    const { orgId, key } = await setup()
+    // Every byte value but NUL, in a scrambled order: what an image or archive holds.
+    const noise = Uint8Array.from({ length: 20_000 }, (_, index) => 1 + ((index * 167 + 13) % 255))
+    const pages: Record<string, Response> = {
+      '/nul.txt': new Response(`${'a'.repeat(9000)}\u0000`, { headers: { 'content-type': 'text/plain' } }),
+      '/noise.txt': new Response(Buffer.concat([Buffer.from('a'.repeat(8200)), noise]), { headers: { 'content-type': 'text/plain' } }),
+      '/noise.json': new Response(Buffer.concat([Buffer.from(`{"a":"${'a'.repeat(8200)}`), noise]), { headers: { 'content-type': 'application/json' } }),
+      '/noise.html': new Response(Buffer.concat([Buffer.from(`<p>${'a'.repeat(9000)}</p>`), noise]), { headers: { 'content-type': 'text/html' } }),
+    }
+    const site = serve((_, url) => pages[url.pathname]!)
+    resolver.set('text.acme-web.com', ['127.0.0.1'])
+    for (const path of Object.keys(pages)) {
+      await expectRefused(await fetchUrls(key, [`http://text.acme-web.com:${site.port}${path}`]), orgId, 'binary')
+    }
+    // One bell a line of 80 characters (1.2%), through 48 KB (the test config reads 64 KiB).
+    const bell = `${'a line of a terminal capture, ringing its bell at the end as it finishes a step\u0007\n'.repeat(600)}`
+    expect(await contents(key, { '/bells.txt': new Response(bell, { headers: { 'content-type': 'text/plain' } }) })).toEqual([bell.replaceAll('\u0007', '').trimEnd()])
   })
 })
 
