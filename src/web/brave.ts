@@ -1,4 +1,4 @@
-import { toIsoDate } from './page-text'
+import { oneLine, toIsoDate } from './page-text'
 import { getJson, hostOf, plainSnippet, resultUrl, type SearchBackend, type SearchOutcome, type SearchQuery, type SearchResult } from './search'
 
 // Brave Search API (`GET /res/v1/web/search`, header X-Subscription-Token). Its answer:
@@ -44,7 +44,7 @@ export class BraveBackend implements SearchBackend {
         url,
         description: typeof item.description === 'string' ? plainSnippet(item.description) : '',
         published: typeof item.page_age === 'string' ? toIsoDate(item.page_age) : null,
-        siteName: profile ?? host,
+        siteName: oneLine(profile ?? host),
       })
     }
     return { ok: true, results }

@@ -1,7 +1,7 @@
 import { Parser } from 'htmlparser2'
 import { cutText } from '../lib/characters'
 import { CELL_GAP, cellSpans, TableLayout } from './html-tables'
-import { clean, toIsoDate } from './page-text'
+import { clean, oneLine, toIsoDate } from './page-text'
 
 /** What a page says about itself. */
 export interface ReadablePage {
@@ -162,7 +162,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
         }
       },
       ontext(text) {
-        if (inTitle) titleText = (titleText ?? '') + text.replace(CONTROLS, '').replace(HTML_WHITESPACE, ' ')
+        if (inTitle) titleText = (titleText ?? '') + text
         if (inJsonLd && jsonLd.length < 65_536) jsonLd += text
         if (skipDepth > 0) return
         const kept = text.replace(CONTROLS, '')
@@ -236,7 +236,7 @@ export function htmlToText(html: string, maxChars: number, options: { xhtml?: bo
     return Math.max(largest, withPres(parts, pres).length)
   }, 0)
   const text = preferred(withPres(all, pres), withPres(main, pres), withPres(articles, pres), largestArticle)
-  return { title: cutText(clean(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
+  return { title: cutText(oneLine(titleText ?? ogTitle ?? ''), 1000), text: cutText(text, maxChars), modified }
 }
 
 /** The text read: <main>'s or the articles' when they hold the page's content (MAIN_MIN_CHARS), else the body's. */

@@ -35,6 +35,17 @@ export function plainText(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '').replace(/^(?:[ \t]*\n)+/, '').trimEnd()
 }
 
+/**
+ * A field shown on one line (a page's title, a search result's title, snippet or site name): what
+ * a page or a search backend puts there (og:title's `&#10;`, a Brave profile name's newline, an
+ * escape code) must not start a line of its own where the field is quoted, as in the hosted web
+ * block. Every run of whitespace (line breaks and tabs too) becomes one space; control characters
+ * (C0, DEL, C1) go.
+ */
+export function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g, '').replace(/[\s\u0085]+/g, ' ').trim()
+}
+
 /** Collapses runs of spaces within lines and of blank lines between them (HTML's text, a PDF's). */
 export function clean(text: string): string {
   return text

@@ -1,3 +1,4 @@
+import { oneLine } from './page-text'
 import { readCapped } from './read-page'
 
 /** One web search as the API takes it (POST /api/v1/web/search), backend-neutral. */
@@ -41,13 +42,12 @@ export interface SearchBackend {
 // Attributes must be name="value" (quoted): `a<b and c>d` is text, not a <b> tag.
 const SNIPPET_TAG = /<\/?(?:a|abbr|b|bdi|bdo|br|cite|code|del|dfn|div|em|font|h[1-6]|i|ins|kbd|li|mark|ol|p|q|s|samp|small|span|strong|sub|sup|time|u|ul|var|wbr)(?:\s+[\w:-]{1,40}\s*=\s*(?:"[^"<>]{0,200}"|'[^'<>]{0,200}'))*\s*\/?>/gi
 
-/** Strips tags and decodes the few entities search snippets carry (Brave marks matches with <strong>). */
+/**
+ * Strips tags and decodes the few entities search snippets carry (Brave marks matches with
+ * <strong>), on one line (oneLine: a result's fields are quoted one a line).
+ */
 export function plainSnippet(text: string): string {
-  return text
-    .replace(SNIPPET_TAG, '')
-    .replace(/&(amp|lt|gt|quot|#39|#x27|apos|nbsp);/g, (_, name: string) => ENTITIES[name] ?? '')
-    .replace(/\s+/g, ' ')
-    .trim()
+  return oneLine(text.replace(SNIPPET_TAG, '').replace(/&(amp|lt|gt|quot|#39|#x27|apos|nbsp);/g, (_, name: string) => ENTITIES[name] ?? ''))
 }
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'", apos: "'", nbsp: ' ' }
