@@ -46,7 +46,14 @@ const MIN_PAGE_CHARS = 500
 // taken too and trimmed afterwards unless the URL opened it (".../wiki/Mercury_(planet)"). An
 // IPv6 literal host is bracketed ("http://[2606:4700::1111]:8080/"): its `]` belongs to the URL,
 // so the host is taken whole first (it read "http://[2606:4700::1111", not an absolute URL).
-const URL_IN_TEXT = /\bhttps?:\/\/(?:\[[0-9a-f:.]+\][^\s<>"'`\]}]*|[^\s<>"'`\]}]+)/gi
+// Quotes and brackets are typographic ones too (“…”, ‘…’, «…», „…“) and CJK and full-width
+// punctuation (「…」, （…）, "，" or "。" right after the URL, as Chinese and Japanese prose has
+// it): none can stand in a URL as the fetch takes it (canonical, so ASCII). Other non-ASCII
+// characters (letters, dashes, symbols) do not end one: "…/wiki/Michelson–Morley_experiment" is
+// one URL (refused as not canonical), not ".../wiki/Michelson", another page. The scheme starts a
+// URL after anything but an ASCII letter or digit, so after Markdown's `_` or `*` emphasis too.
+const URL_ENDS = String.raw`\s<>"'\x60\]}\p{Pi}\p{Pf}\u201a\u201e\u3001-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65`
+const URL_IN_TEXT = new RegExp(String.raw`(?<![a-z0-9])https?:\/\/(?:\[[0-9a-f:.]+\][^${URL_ENDS}]*|[^${URL_ENDS}]+)`, 'giu')
 
 /** Whether the request asked for a hosted web tool (then runChat awaits enrichWithWeb). */
 export function wantsWeb(request: ChatRequest): boolean {
@@ -217,11 +224,14 @@ export function namedUrls(text: string, limit: number): string[] {
   return found
 }
 
-/** Drops trailing sentence punctuation and every trailing `)` the URL itself did not open. */
+/**
+ * Drops trailing sentence punctuation, Markdown's emphasis (`*`, `_`, `~`, as GitHub's autolinks
+ * drop them: "**https://…/bold**"), and every trailing `)` the URL itself did not open.
+ */
 function trimTrailing(url: string): string {
   let trimmed = url
   for (;;) {
-    trimmed = trimmed.replace(/[.,;:!?]+$/, '')
+    trimmed = trimmed.replace(/[.,;:!?*_~]+$/, '')
     const unbalanced = trimmed.endsWith(')') && trimmed.split('(').length < trimmed.split(')').length
     if (!unbalanced) return trimmed
     trimmed = trimmed.slice(0, -1)

@@ -233,6 +233,20 @@ describe('namedUrls (hosted web_fetch)', () => {
     ])
     expect(namedUrls('just http:// and https://] here', 10)).toEqual([])
   })
+
+  test('Markdown emphasis, typographic quotes and brackets, and CJK and full-width punctuation are not part of the URL', () => {
+    // QA: `_https://…/italic_` found no URL, `**https://…/bold**` fetched "/bold**", and the others were refused as not canonical.
+    const text = '_https://a.com/italic_ **https://a.com/bold** ~~https://a.com/gone~~ *https://a.com/em*. “https://a.com/smart” ‘https://a.com/single’ ' +
+      '«https://a.com/fr» „https://a.com/de“ https://a.com/cjk，谢谢 请看https://a.com/zh。「https://a.com/ja」（https://a.com/paren） __https://a.com/(x)__'
+    expect(namedUrls(text, 20)).toEqual([
+      'https://a.com/italic', 'https://a.com/bold', 'https://a.com/gone', 'https://a.com/em', 'https://a.com/smart', 'https://a.com/single',
+      'https://a.com/fr', 'https://a.com/de', 'https://a.com/cjk', 'https://a.com/zh', 'https://a.com/ja', 'https://a.com/paren', 'https://a.com/(x)',
+    ])
+    // A scheme inside a word is no URL; other non-ASCII characters stay in it (and the URL policy judges it whole).
+    expect(namedUrls('xhttps://a.com/ https://en.wikipedia.org/wiki/Michelson–Morley_experiment https://a.com/b_c_', 10)).toEqual([
+      'https://en.wikipedia.org/wiki/Michelson–Morley_experiment', 'https://a.com/b_c',
+    ])
+  })
 })
 
 describe('chooseUrls (hosted web_fetch)', () => {
