@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { chooseUrls, namedUrls } from '../../../src/inference/enrich/web'
+import { chooseUrls } from '../../../src/inference/enrich/web'
+import { namedUrls } from '../../../src/inference/enrich/urls-in-text'
 import { htmlToText } from '../../../src/web/html-to-text'
 import { toIsoDate } from '../../../src/web/page-text'
 import { plainSnippet } from '../../../src/web/search'
