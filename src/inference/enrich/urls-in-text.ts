@@ -1,27 +1,50 @@
 // The URLs a user's message names, for the hosted web tools.
 
-// URLs in prose: scheme, then anything up to whitespace, a closing bracket or a quote. A `)` is
-// taken too and trimmed afterwards unless the URL opened it (".../wiki/Mercury_(planet)"). An
-// IPv6 literal host is bracketed ("http://[2606:4700::1111]:8080/"): its `]` belongs to the URL,
-// so the host is taken whole first (it read "http://[2606:4700::1111", not an absolute URL).
+// URLs in prose: scheme, then anything up to whitespace, a quote, a `}`, or a `]` that closes no
+// `[` the URL opened (withinBrackets: an IPv6 literal host, "http://[2606:4700::1111]:8080/", and
+// a bracketed query key, PHP's and Rack's "?filter[tag]=news", are part of it; "[https://…/x]" and
+// "[https://…/x](…)" end at the `]`). A `)` is taken too and trimmed afterwards unless the URL
+// opened it (".../wiki/Mercury_(planet)"). Both are counted after the match, not in the regex: a
+// regex alternation repeated along a long run of text is slow, and JSC gives up on it unmatched.
 // Quotes and brackets are typographic ones too (“…”, ‘…’, «…», „…“) and CJK and full-width
 // punctuation (「…」, （…）, "，" or "。" right after the URL, as Chinese and Japanese prose has
 // it): none can stand in a URL as the fetch takes it (canonical, so ASCII). Other non-ASCII
 // characters (letters, dashes, symbols) do not end one: "…/wiki/Michelson–Morley_experiment" is
 // one URL (refused as not canonical), not ".../wiki/Michelson", another page. The scheme starts a
 // URL after anything but an ASCII letter or digit, so after Markdown's `_` or `*` emphasis too.
-const URL_ENDS = String.raw`\s<>"'\x60\]}\p{Pi}\p{Pf}\u201a\u201e\u3001-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65`
-const URL_IN_TEXT = new RegExp(String.raw`(?<![a-z0-9])https?:\/\/(?:\[[0-9a-f:.]+\][^${URL_ENDS}]*|[^${URL_ENDS}]+)`, 'giu')
+const URL_ENDS = String.raw`\s<>"'\x60}\p{Pi}\p{Pf}\u201a\u201e\u3001-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65`
+const URL_IN_TEXT = new RegExp(String.raw`(?<![a-z0-9])https?:\/\/[^${URL_ENDS}]+`, 'giu')
 
 /** Distinct URLs in order of mention, trailing sentence punctuation trimmed, at most `limit`. */
 export function namedUrls(text: string, limit: number): string[] {
   const found: string[] = []
-  for (const match of text.matchAll(URL_IN_TEXT)) {
-    const url = trimTrailing(match[0])
+  for (const { url } of urlsIn(text)) {
     if (!found.includes(url)) found.push(url)
     if (found.length === limit) break
   }
   return found
+}
+
+/** Each URL in `text` (see URL_IN_TEXT), trimmed, with where it starts. */
+function* urlsIn(text: string): Generator<{ url: string; at: number }> {
+  const pattern = new RegExp(URL_IN_TEXT)
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    const taken = withinBrackets(match[0])
+    // The text after a `]` that ended the URL is read again: another URL may start in it.
+    pattern.lastIndex = match.index + taken.length
+    const url = trimTrailing(taken)
+    if (/^https?:\/\/./i.test(url)) yield { url, at: match.index }
+  }
+}
+
+/** `text` up to the first `]` that closes no `[` before it. */
+function withinBrackets(text: string): string {
+  let open = 0
+  for (let index = 0; index < text.length; index++) {
+    if (text[index] === '[') open++
+    else if (text[index] === ']' && open-- === 0) return text.slice(0, index)
+  }
+  return text
 }
 
 /**

@@ -235,6 +235,12 @@ describe('namedUrls (hosted web_fetch)', () => {
     expect(namedUrls('just http:// and https://] here', 10)).toEqual([])
   })
 
+  test('a bracketed query key is part of the URL; a bracket the URL did not open ends it', () => {
+    // Before: "?filter[tag]=news" was fetched as "?filter[tag", a different query.
+    const text = 'https://a.com/list?filter[tag]=news&ids[]=1 and [https://b.com/x] and [https://c.com/y](https://d.com/z) and https://e.com/?q=[open'
+    expect(namedUrls(text, 10)).toEqual(['https://a.com/list?filter[tag]=news&ids[]=1', 'https://b.com/x', 'https://c.com/y', 'https://d.com/z', 'https://e.com/?q=[open'])
+  })
+
   test('Markdown emphasis, typographic quotes and brackets, and CJK and full-width punctuation are not part of the URL', () => {
     // QA: `_https://…/italic_` found no URL, `**https://…/bold**` fetched "/bold**", and the others were refused as not canonical.
     const text = '_https://a.com/italic_ **https://a.com/bold** ~~https://a.com/gone~~ *https://a.com/em*. “https://a.com/smart” ‘https://a.com/single’ ' +
