@@ -80,7 +80,7 @@ export function parseSafeUrl(input: string): SafeUrlResult {
   if (Buffer.byteLength(input, 'utf8') > MAX_URL_BYTES) return fail('length', `URLs are limited to ${MAX_URL_BYTES} UTF-8 bytes`)
   const target = checkUrlTarget(input)
   if (!target.ok) return target
-  for (const key of queryKeys(target.parsed)) {
+  for (const key of queryKeys(target.parsed.search)) {
     if (isSensitiveKey(key)) return fail('sensitive-query', `the query key "${cutText(key, 40)}" looks like a credential; URLs carrying secrets are not fetched`)
   }
   return { ...target, url: input as SafeUrl }
@@ -192,8 +192,22 @@ function hostNameProblem(hostname: string, spelling: UrlSpelling): UrlRefusal | 
  * splits on `&` only, but servers that follow the old HTML 4 advice (and many frameworks) also
  * split on `;`, so `?a=1;token=x` carries a `token` key there.
  */
-function queryKeys(url: URL): IterableIterator<string> {
-  return new URLSearchParams(url.search.replaceAll(';', '&')).keys()
+function queryKeys(query: string): IterableIterator<string> {
+  return new URLSearchParams(query.replaceAll(';', '&')).keys()
+}
+
+/**
+ * Whether a URL as written carries credentials: userinfo, or a credential key (isSensitiveKey) in
+ * its query or its fragment (an OAuth implicit grant's `#access_token=`: never sent by a fetch,
+ * but still a secret in the text). Read on the text, so a URL the parser refuses is judged too.
+ */
+export function carriesCredentials(input: string): boolean {
+  if (authorityOf(input).includes('@')) return true
+  const hash = input.indexOf('#')
+  const beforeHash = hash < 0 ? input : input.slice(0, hash)
+  const question = beforeHash.indexOf('?')
+  const parts = [question < 0 ? '' : beforeHash.slice(question + 1), hash < 0 ? '' : input.slice(hash + 1)]
+  return parts.some(part => [...queryKeys(part)].some(isSensitiveKey))
 }
 
 /**

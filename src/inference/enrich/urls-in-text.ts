@@ -1,4 +1,7 @@
-// The URLs a user's message names, for the hosted web tools.
+import { carriesCredentials } from '../../web/url-guard'
+
+// The URLs a user's message names, for the hosted web tools: those to fetch (namedUrls), and
+// those to keep from the search backend (withoutCredentials).
 
 // URLs in prose: scheme, then anything up to whitespace, a quote, a `}`, or a `]` that closes no
 // `[` the URL opened (withinBrackets: an IPv6 literal host, "http://[2606:4700::1111]:8080/", and
@@ -23,6 +26,24 @@ export function namedUrls(text: string, limit: number): string[] {
     if (found.length === limit) break
   }
   return found
+}
+
+/**
+ * The user's text as a search backend (a third party, as Brave is) may read it: each URL in it
+ * that carries credentials (carriesCredentials: userinfo or a credential query key, as every URL
+ * the fetch refuses for credentials has) is cut to its scheme, host and path, or left out when it
+ * does not parse (QA: the fetch refused such URLs, and the search was sent them whole).
+ */
+export function withoutCredentials(text: string): string {
+  let kept = ''
+  let from = 0
+  for (const { url, at } of urlsIn(text)) {
+    if (!carriesCredentials(url)) continue
+    const parsed = URL.parse(url)
+    kept += text.slice(from, at) + (parsed ? `${parsed.origin}${parsed.pathname}` : '')
+    from = at + url.length
+  }
+  return kept + text.slice(from)
 }
 
 /** Each URL in `text` (see URL_IN_TEXT), trimmed, with where it starts. */

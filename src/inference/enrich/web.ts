@@ -11,7 +11,7 @@ import { parseSafeUrl } from '../../web/url-guard'
 import type { SkippedUrl, WebService } from '../../web/service'
 import type { ChatRequest, HostedToolLimits, Message } from '../canonical'
 import { typicalInputTokens } from '../meter'
-import { namedUrls } from './urls-in-text'
+import { namedUrls, withoutCredentials } from './urls-in-text'
 
 /** What the hosted tools ran for one turn (usage.server_tool_use). */
 export interface ServerToolUse {
@@ -94,7 +94,7 @@ export async function enrichWithWeb(
 
   const fetchLists = listsOf(request.hosted.fetch)
   const chosen = request.hosted.webFetch ? chooseUrls(text, web.config.fetch.maxUrls, request.hosted.fetch) : { urls: [], skipped: [] }
-  const query = cutText(text.replace(/\s+/g, ' ').trim(), 400)
+  const query = cutText(withoutCredentials(text).replace(/\s+/g, ' ').trim(), 400)
   // Nothing is fetched or searched (and billed) that the context has no room to show: a page cut
   // to nothing was billed (QA, after a document filled the context). The block's own lines are
   // bounded (fields cut: see renderBlock), so their most is known before anything is fetched.
