@@ -1,4 +1,5 @@
 import { addressProblem, AddressAllowance, dialableAddress } from './address-policy'
+import { ACCEPT_ENCODING } from './content-coding'
 import { readPage, type FetchedPage, type GatewayFailure, type PdfReader } from './read-page'
 import type { Resolver } from './resolver'
 import { parseSafeUrl, type SafeUrl } from './url-guard'
@@ -35,7 +36,7 @@ export type TargetResult = { ok: true; target: FetchTarget } | { ok: false; kind
 export type PageResult = { ok: true; page: FetchedPage } | { ok: false; kind: 'rejected' | 'failed'; message: string } | GatewayFailure
 
 /** The HTTP client seam: Bun's fetch in production; tests wrap it to log every outbound call. */
-export type Transport = (url: string, init: RequestInit & { tls?: { serverName?: string; ca?: string } }) => Promise<Response>
+export type Transport = (url: string, init: RequestInit & { tls?: { serverName?: string; ca?: string }; decompress?: boolean }) => Promise<Response>
 
 const USER_AGENT = 'svc-gateway-fetch/1 (+request-local retrieval; no crawling)'
 const ACCEPT = 'text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.8,application/xml;q=0.8,application/pdf;q=0.7,text/*;q=0.7'
@@ -55,7 +56,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308])
  * system); `node:https.request({ lookup })` does honour it; `fetch` with `tls.serverName` to an
  * IP verifies the certificate against that name (ERR_TLS_CERT_ALTNAME_INVALID otherwise), also
  * on a pooled connection. The fetch pin was chosen: one HTTP client for the whole gateway,
- * streaming bodies with abort and decompression, and the dialled address is visible in the URL,
+ * streaming bodies with abort, and the dialled address is visible in the URL,
  * which is what the egress log records.
  */
 export class WebFetcher {
@@ -158,7 +159,9 @@ export class WebFetcher {
       method: 'GET',
       redirect: 'manual',
       signal,
-      headers: { host: parsed.host, 'user-agent': USER_AGENT, accept: ACCEPT },
+      // The body is decoded under the byte cap by readPage (content-coding.ts), never by fetch.
+      decompress: false,
+      headers: { host: parsed.host, 'user-agent': USER_AGENT, accept: ACCEPT, 'accept-encoding': ACCEPT_ENCODING },
       ...(tls ? { tls } : {}),
     })
   }

@@ -2,6 +2,7 @@ import { looksBinary } from '../documents/text'
 import type { ApiError } from '../http/errors'
 import { cutText } from '../lib/characters'
 import { lazy } from '../lib/lazy'
+import { contentCodings, CorruptBody, decodedBody } from './content-coding'
 import { clean, plainText, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
 
@@ -78,8 +79,19 @@ export async function readPage(
       : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
     return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, JSON Lines, XML, YAML, TOML and PDF pages are fetched` }
   }
-  // One byte past the cap tells a page cut there from one that ends there.
-  const body = await readCapped(response, limits.maxBytes + 1, signal)
+  const coded = contentCodings(response.headers.get('content-encoding'))
+  if (!coded.ok) {
+    await response.body?.cancel()
+    return { ok: false, kind: 'rejected', message: `${final}: ${coded.message}` }
+  }
+  let body: Uint8Array
+  try {
+    // One byte past the cap tells a page cut there from one that ends there.
+    body = await readCapped(response.body && (coded.codings.length === 0 ? response.body : decodedBody(response.body, coded.codings)), limits.maxBytes + 1, signal)
+  } catch (error) {
+    if (error instanceof CorruptBody) return { ok: false, kind: 'failed', message: `${final}: ${error.message}` }
+    throw error
+  }
   const cut = body.byteLength > limits.maxBytes
   const bytes = cut ? body.subarray(0, limits.maxBytes) : body
   const headerDate = response.headers.get('last-modified')
@@ -115,29 +127,23 @@ export async function readPage(
 }
 
 /**
- * The body up to `maxBytes` (after decompression): a longer page is cut there, not refused, so a
- * compression bomb or an endless stream costs at most the cap.
+ * The body up to `maxBytes` (a page's after decoding its content codings): a longer one is cut
+ * there, not refused, so a compression bomb or an endless stream costs at most the cap. Leaving
+ * the loop cancels the body (and stops its decoders).
  */
-export async function readCapped(response: Response, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
-  if (!response.body) return new Uint8Array()
-  const reader = response.body.getReader()
+export async function readCapped(body: AsyncIterable<Uint8Array> | null, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+  if (body === null) return new Uint8Array()
   const parts: Uint8Array[] = []
   let total = 0
-  try {
-    while (total < maxBytes) {
-      if (signal.aborted) throw signal.reason
-      const { done, value } = await reader.read()
-      if (done) return Buffer.concat(parts, total)
-      const room = maxBytes - total
-      const part = value.byteLength > room ? value.subarray(0, room) : value
-      parts.push(part)
-      total += part.byteLength
-    }
-    await reader.cancel()
-    return Buffer.concat(parts, total)
-  } finally {
-    reader.releaseLock()
+  for await (const value of body) {
+    if (signal.aborted) throw signal.reason
+    const room = maxBytes - total
+    const part = value.byteLength > room ? value.subarray(0, room) : value
+    parts.push(part)
+    total += part.byteLength
+    if (total >= maxBytes) break
   }
+  return Buffer.concat(parts, total)
 }
 
 /** The header's charset when it names an encoding; an unknown label counts as none, so an HTML page's <meta> still decides (as in browsers). */

@@ -90,7 +90,7 @@ export async function getJson(url: string, headers: Record<string, string>, time
       return { ok: false, message: `the ${backend} search backend answered HTTP ${response.status}` }
     }
     // Read one byte past the cap, so an answer that reaches it is refused rather than cut.
-    const bytes = await readCapped(response, MAX_ANSWER_BYTES + 1, combined)
+    const bytes = await readCapped(response.body, MAX_ANSWER_BYTES + 1, combined)
     if (bytes.byteLength > MAX_ANSWER_BYTES) return { ok: false, message: `the ${backend} search backend answered more than ${MAX_ANSWER_BYTES} bytes` }
     const text = new TextDecoder().decode(bytes)
     try {
