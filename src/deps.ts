@@ -169,6 +169,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     transport: overrides.webTransport,
     tlsCa: overrides.webTlsCa,
     readPdf: pdfReader(extractor, documents.queueSize, clock),
+    logger,
   })
   if (config.web.fetch.unsafeTestAllowCidrs.length > 0) {
     logger.warn('web.fetch.unsafe_test_allow_cidrs is set: the fetcher treats these ranges as public. Never use this outside tests.', { cidrs: config.web.fetch.unsafeTestAllowCidrs.join(',') })

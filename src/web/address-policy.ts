@@ -57,13 +57,15 @@ const V6_RANGE_REASON: Record<string, string> = {
 }
 
 /**
- * Why `address` may not be connected to, or null when it is global unicast. `address` must be
+ * Why `address` may not be connected to, as the kind of address it is (a noun phrase that never
+ * repeats the address: a refused DNS answer is reported without it), or null when it is global
+ * unicast. `address` must be
  * a plain dotted quad or an IPv6 literal without brackets or zone: ipaddr.js alone would accept
  * the very notations (hex, octal, one integer) this policy exists to refuse.
  */
 export function addressProblem(address: string): string | null {
   if (ipaddr.IPv4.isValidFourPartDecimal(address)) return v4Problem(ipaddr.IPv4.parse(address))
-  if (!address.includes(':') || address.includes('%') || !ipaddr.IPv6.isValid(address)) return `"${address}" is not a plain IP address`
+  if (!address.includes(':') || address.includes('%') || !ipaddr.IPv6.isValid(address)) return 'an address that is not a plain IP address'
   const v6 = ipaddr.IPv6.parse(address)
   // ::ffff:a.b.c.d is IPv4 on the wire: judge the embedded address.
   if (v6.isIPv4MappedAddress()) {
@@ -74,7 +76,7 @@ export function addressProblem(address: string): string | null {
     const range = v6.range()
     if (range === 'unicast' || !(range in V6_RANGE_REASON)) {
       // ::a.b.c.d (IPv4-compatible) and the rest of ::/8 fall here.
-      return v6.parts.slice(0, 6).every(part => part === 0) ? 'an IPv4-compatible IPv6 address' : 'outside global unicast IPv6 (2000::/3)'
+      return v6.parts.slice(0, 6).every(part => part === 0) ? 'an IPv4-compatible IPv6 address' : 'an IPv6 address outside global unicast (2000::/3)'
     }
     return V6_RANGE_REASON[range]!
   }

@@ -1,3 +1,4 @@
+import type { Logger } from '../observability/logger'
 import { addressProblem, AddressAllowance, dialableAddress } from './address-policy'
 import { ACCEPT_ENCODING } from './content-coding'
 import { readPage, type FetchedPage, type GatewayFailure, type PdfReader } from './read-page'
@@ -63,7 +64,7 @@ export class WebFetcher {
   constructor(
     private readonly resolver: Resolver,
     readonly limits: FetchLimits,
-    private readonly options: { allowance?: AddressAllowance; transport?: Transport; tlsCa?: string; readPdf?: PdfReader } = {},
+    private readonly options: { allowance?: AddressAllowance; transport?: Transport; tlsCa?: string; readPdf?: PdfReader; logger?: Logger } = {},
   ) {}
 
   /** Resolves a checked URL's host and checks every address; nothing is connected to. */
@@ -78,7 +79,12 @@ export class WebFetcher {
       if (this.options.allowance?.allows(address)) continue
       const problem = addressProblem(address)
       // One private answer among public ones is enough to refuse: the connector could pick it.
-      if (problem) return { ok: false, kind: 'rejected', message: `${checked.host} resolves to ${address}, ${problem}; only public addresses are fetched` }
+      if (problem) {
+        // The refusal names the kind of address, never the address: it reaches the caller (and a
+        // chat's model), is billed nothing, and would map internal DNS for any key (QA). The log keeps it.
+        this.options.logger?.info('web fetch refused a name resolving to a non-public address', { host: checked.host, address, reason: problem })
+        return { ok: false, kind: 'rejected', message: `${checked.host} resolves to ${problem}; only public addresses are fetched` }
+      }
     }
     return { ok: true, target: { url, parsed: checked.parsed, host: checked.host, isIp: false, address: dialableAddress(answer.addresses[0]!) } }
   }

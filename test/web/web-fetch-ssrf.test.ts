@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { createLogger } from '../../src/observability/logger'
 import { createPlanOrg, json, type TestApp } from '../support/harness'
 import { buildWebApp, type Egress, type FakeResolver } from '../support/fake-web'
 import { CREDIT, PRICE, webFetchTools } from '../support/web-fetch'
@@ -51,23 +52,43 @@ describe('a URL the policy refuses is never billed and never opens a socket', ()
 
 describe('names that resolve to non-public addresses', () => {
   test.each([
-    ['a private answer', ['10.0.0.5'], '10.0.0.5'],
-    ['a public answer mixed with a private one', ['127.0.0.1', '192.168.1.20'], '192.168.1.20'],
+    ['a private answer', ['10.0.0.5'], 'wildcard.acme-web.com resolves to a private (RFC 1918) address'],
+    ['a public answer mixed with a private one', ['127.0.0.1', '192.168.1.20'], 'resolves to a private (RFC 1918) address'],
     ['the metadata address', ['169.254.169.254'], 'link-local'],
     ['IPv6 loopback', ['::1'], 'loopback'],
     ['IPv4-mapped metadata', ['::ffff:a9fe:a9fe'], 'IPv4-mapped'],
     ['a ULA', ['fd00::1'], 'unique-local'],
     ['an unspecified address', ['0.0.0.0'], 'unspecified'],
     ['a loopback the allowance does not cover', ['127.0.0.2'], 'loopback'],
-  ])('%s → 400 after one lookup, no connection, nothing billed', async (_, answers, fragment) => {
+  ])('%s → 400 after one lookup, no connection, nothing billed, the address not named', async (_, answers, fragment) => {
     const { orgId, key } = await setup()
     const site = serve(() => page('internal'))
     resolver.set('wildcard.acme-web.com', answers)
     const response = await fetchUrls(key, [`http://wildcard.acme-web.com:${site.port}/`])
+    // Before: "resolves to 10.0.0.5, a private …": any key could map internal DNS, unbilled (QA).
+    expect(await response.clone().text()).not.toContain(answers.at(-1)!)
     await expectRefused(response, orgId, fragment)
     expect(resolver.lookups).toEqual(['wildcard.acme-web.com'])
     expect(egress).toEqual([])
     expect(site.seen).toEqual([])
+  })
+
+  test("in a chat, the model's Not fetched note names the kind of address, not the address; the log keeps it", async () => {
+    const lines: Array<Record<string, unknown>> = []
+    ;({ t, resolver, egress } = await buildWebApp({}, {}, { logger: createLogger('info', line => lines.push(JSON.parse(line))) }))
+    const { key } = await createPlanOrg(t, { name: 'ssrf', keyName: 'web', credit: CREDIT })
+    resolver.set('intranet.acme-web.com', ['10.1.2.3'])
+    const response = await t.request('POST', '/v1/chat/completions', {
+      key,
+      body: { model: 'demo-web', web_fetch: true, messages: [{ role: 'user', content: 'Summarize http://intranet.acme-web.com/wiki' }] },
+    })
+    expect(response.status).toBe(200)
+    // The demo model echoes the message it was given: the context block the model reads.
+    const reply = (await json(response)).choices[0].message.content as string
+    expect(reply).toContain('Not fetched: http://intranet.acme-web.com/wiki (intranet.acme-web.com resolves to a private (RFC 1918) address; only public addresses are fetched)')
+    expect(reply).not.toContain('10.1.2.3')
+    expect(egress).toEqual([])
+    expect(lines).toContainEqual(expect.objectContaining({ host: 'intranet.acme-web.com', address: '10.1.2.3' }))
   })
 
   test('a wildcard-DNS name embedding the metadata address is refused by its answer', async () => {
@@ -81,7 +102,7 @@ describe('names that resolve to non-public addresses', () => {
     const { orgId, key } = await setup({ allow: '[]' })
     const site = serve(() => page('local service'))
     resolver.set('docs.acme-web.com', ['127.0.0.1'])
-    await expectRefused(await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/`]), orgId, '127.0.0.1, a loopback address')
+    await expectRefused(await fetchUrls(key, [`http://docs.acme-web.com:${site.port}/`]), orgId, 'docs.acme-web.com resolves to a loopback address; only public addresses are fetched')
     expect(egress).toEqual([])
     expect(site.seen).toEqual([])
   })
@@ -131,7 +152,9 @@ describe('redirects are followed by hand, every hop checked again', () => {
     const inner = serve(() => page('internal admin'))
     const site = serve(redirectTo(`http://admin.acme-web.com:${inner.port}/`, 307))
     resolver.set('hop.acme-web.com', ['127.0.0.1']).set('admin.acme-web.com', ['10.20.30.40'])
-    await expectRefused(await fetchUrls(key, [`http://hop.acme-web.com:${site.port}/`]), orgId, '10.20.30.40')
+    const refused = await fetchUrls(key, [`http://hop.acme-web.com:${site.port}/`])
+    expect(await refused.clone().text()).not.toContain('10.20.30.40')
+    await expectRefused(refused, orgId, `redirects to http://admin.acme-web.com:${inner.port}/: admin.acme-web.com resolves to a private (RFC 1918) address`)
     expect(resolver.lookups).toEqual(['hop.acme-web.com', 'admin.acme-web.com'])
     expect(egress).toHaveLength(1)
     expect(inner.seen).toEqual([])
@@ -200,7 +223,9 @@ describe('DNS rebinding: the checked address is the one connected to', () => {
     const { orgId, key } = await setup()
     const site = serve((_, url) => (url.pathname === '/' ? new Response(null, { status: 302, headers: { location: '/again' } }) : page('should not be read')))
     resolver.set('rebind.acme-web.com', ['127.0.0.1'], ['10.0.0.9'])
-    await expectRefused(await fetchUrls(key, [`http://rebind.acme-web.com:${site.port}/`]), orgId, '10.0.0.9')
+    const refused = await fetchUrls(key, [`http://rebind.acme-web.com:${site.port}/`])
+    expect(await refused.clone().text()).not.toContain('10.0.0.9')
+    await expectRefused(refused, orgId, 'rebind.acme-web.com resolves to a private (RFC 1918) address')
     expect(resolver.lookups).toEqual(['rebind.acme-web.com', 'rebind.acme-web.com'])
     expect(site.seen.map(seen => seen.path)).toEqual(['/'])
   })
