@@ -30,6 +30,8 @@ export function duplicateKey(source: string): DuplicateKey | undefined {
 
 class Scan {
   private at = 0
+  /** Only directives, comments and blank lines so far: a `---` here starts the one document. */
+  private prologue = true
   /** The block mappings open at each indentation column, innermost last. */
   private readonly blocks: Array<{ column: number; keys: Set<string> }> = []
 
@@ -49,6 +51,14 @@ class Scan {
     const lineStart = this.at
     while (text[this.at] === ' ') this.at++
     if (text[this.at] === '\t') throw new Unmodelled()
+    // The prologue (%YAML and %TAG lines, then a bare `---`) holds no keys: QA, a `---` first
+    // line turned the whole scan off, and a repeated plan or price went through.
+    const rest = text.slice(this.at, this.lineEnd())
+    if (this.prologue && this.at === lineStart && (/^%/.test(rest) || /^---\s*(#.*)?$/.test(rest))) {
+      if (rest.startsWith('---')) this.prologue = false
+      return this.nextLine()
+    }
+    if (!this.atLineEnd()) this.prologue = false
     if (this.at === lineStart && /^(---|\.\.\.)(\s|$)|^%/.test(text.slice(this.at, this.at + 4))) throw new Unmodelled()
     for (;;) {
       if (this.atLineEnd()) return this.nextLine()

@@ -47,6 +47,15 @@ describe('no finding where keys are unique', () => {
     }
   })
 
+  // QA: a `---` first line (or a %YAML directive) turned the whole scan off, so a second `pro:`
+  // plan with a zero allowance replaced the first.
+  test.each([
+    ['a leading ---', '---\nplans:\n  pro: { monthly_allowance: "20" }\n  pro: { monthly_allowance: "0" }\n', 4],
+    ['%YAML, a comment and ---', '%YAML 1.2\n# prices\n--- # the config\nplans:\n  pro: 1\n  pro: 2\n', 6],
+  ])('the prologue holds no keys: %s', (_name, text, line) => {
+    expect(duplicateKey(text)).toEqual({ key: 'pro', line, column: 3 })
+  })
+
   test('the embedded default config and every YAML block of the README', () => {
     const root = join(import.meta.dir, '../..')
     expect(duplicateKey(readFileSync(join(root, 'src/config/default.yaml'), 'utf8'))).toBeUndefined()
