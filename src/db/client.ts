@@ -148,6 +148,9 @@ export function migrationsFolder(): string {
 
 /** Applies pending drizzle-kit migrations (idempotent; tracked in __drizzle_migrations). */
 export async function migrateDatabase(database: Database): Promise<void> {
+  // One timed statement first: a server that does not answer at all fails here, within
+  // DATABASE_TIMEOUT_S (QA: CLI commands, which migrate first, hung on one), not in the migration.
+  await database.client.execute('SELECT 1')
   await database.unlimited(() => migrate(database.db, { migrationsFolder: migrationsFolder() }))
 }
 

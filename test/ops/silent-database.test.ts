@@ -1,5 +1,6 @@
 import { afterEach, expect, test } from 'bun:test'
 import { join } from 'node:path'
+import { runProcess } from '../support/cli'
 import { gatewayWorkspace, seedOrg, startGateway, type GatewayProcess, type GatewayWorkspace } from '../support/gateway-process'
 import { hranaServer } from '../support/hrana-server'
 
@@ -67,4 +68,16 @@ test('a SIGTERM on a silent server: the closing writes time out, and the process
   gateway.process.kill('SIGTERM')
   expect(await Promise.race([gateway.exited, Bun.sleep(15_000).then(() => 'still running')])).toBe(1)
   expect(messages(gateway).slice(-2)).toEqual(['shutdown: closing failed', 'stopped'])
+}, 30_000)
+
+// An operator command migrates first, with no limit on the migration itself: one timed statement
+// before it fails on a server that answers nothing (QA: `svc ledger verify` hung there).
+test('an operator command on a silent server: a one-line failure within DATABASE_TIMEOUT_S, exit 1', async () => {
+  workspace = gatewayWorkspace('svc-silent-db-cli-', YAML(1))
+  database = hranaServer(join(workspace.directory, 'served.db'))
+  database.silence()
+  const CLI = join(import.meta.dir, '..', '..', 'src', 'cli.ts')
+  const run = await runProcess([process.execPath, CLI, 'ledger', 'verify'], { env: { ...process.env, ...workspace.env, DATABASE_URL: database.url, DATABASE_TIMEOUT_S: '0.5' } })
+  expect(run.code).toBe(1)
+  expect(run.stderr).toContain('did not answer within 0.5 s')
 }, 30_000)
