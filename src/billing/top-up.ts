@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors'
 import { newId } from '../lib/ids'
+import { characterCount } from '../lib/characters'
 import { formatUsd, MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import { addPrepaid, claimEntry, claimedEntry, insertEntries, type EntryRow } from './ledger-ops'
@@ -21,8 +22,8 @@ export const TOP_UP_REFERENCE_MAX = 200
 
 /** The top-up's text fields within their limits; an ApiError naming the field otherwise. */
 export function checkTopUpText(input: Pick<TopUpInput, 'note' | 'reference'>): void {
-  if (input.note !== undefined && input.note.length > TOP_UP_NOTE_MAX) throw new ApiError('invalid_request', `note must be at most ${TOP_UP_NOTE_MAX} characters`, 'note')
-  if (input.reference !== undefined && input.reference.length > TOP_UP_REFERENCE_MAX) {
+  if (input.note !== undefined && characterCount(input.note) > TOP_UP_NOTE_MAX) throw new ApiError('invalid_request', `note must be at most ${TOP_UP_NOTE_MAX} characters`, 'note')
+  if (input.reference !== undefined && characterCount(input.reference) > TOP_UP_REFERENCE_MAX) {
     throw new ApiError('invalid_request', `reference must be at most ${TOP_UP_REFERENCE_MAX} characters`, 'reference')
   }
 }

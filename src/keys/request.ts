@@ -31,13 +31,11 @@ export interface KeyOptions {
  */
 export function parseKeyOptions(input: KeyOptionsInput, nowMs: number): KeyOptions {
   const name = input.name.trim()
-  // Blank includes invisible: a name of only format characters (zero-width space, word joiner,
-  // BOM, soft hyphen, Hangul filler: Default_Ignorable_Code_Point) shows as empty in every listing.
-  if (/^[\s\p{Default_Ignorable_Code_Point}]*$/u.test(name)) throw new ApiError('invalid_request', 'name must not be blank (whitespace or invisible characters only)', 'name')
-  // Characters, not UTF-16 code units: an emoji counts once, as a person reading the name counts it.
-  if (characterCount(name) > KEY_NAME_MAX_CHARACTERS) throw new ApiError('invalid_request', `name must be at most ${KEY_NAME_MAX_CHARACTERS} characters`, 'name')
+  // Blank (or invisible only) first, as nameTextProblem words it: before the length.
   const textProblem = nameTextProblem(name)
   if (textProblem !== undefined) throw new ApiError('invalid_request', `name ${textProblem}`, 'name')
+  // Characters, not UTF-16 code units: an emoji counts once, as a person reading the name counts it.
+  if (characterCount(name) > KEY_NAME_MAX_CHARACTERS) throw new ApiError('invalid_request', `name must be at most ${KEY_NAME_MAX_CHARACTERS} characters`, 'name')
   const expiresAtMs = parseExpiresIn(input.expires_in, nowMs)
   const hasPeriod = input.spend_cap_period !== undefined
   const hasAmount = input.spend_cap_nanos !== undefined

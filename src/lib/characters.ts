@@ -28,6 +28,9 @@ export function cutText(text: string, max: number): string {
  * database would hand back U+FFFD.
  */
 export function nameTextProblem(name: string): string | undefined {
+  // Blank includes invisible: a name of only format characters (zero-width space, word joiner,
+  // BOM, soft hyphen, Hangul filler: Default_Ignorable_Code_Point) shows as empty in every listing.
+  if (/^[\s\p{Default_Ignorable_Code_Point}]*$/u.test(name)) return 'must not be blank (whitespace or invisible characters only)'
   if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return 'must not contain control characters'
   if (!name.isWellFormed()) return 'must be valid Unicode text (no unpaired surrogates)'
   return undefined

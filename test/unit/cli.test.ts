@@ -186,6 +186,8 @@ describe('svc CLI', () => {
       [[...key, '--spend-cap-period', 'daily', '--spend-cap-nanos', '1.5'], '--spend-cap-nanos must be a positive decimal integer', 'spend_cap'],
       [[...key.slice(0, -1), ' '], '--name must not be blank', 'usage error: name'],
       [['orgs', 'create', '--name', ' '], '--name must be 1 to 200 characters', 'usage error: name'],
+      // QA: an invisible-only organization name was taken, as a key's is not.
+      [['orgs', 'create', '--name', '\u200b\u2060'], '--name must not be blank', 'usage error: name'],
       [['orgs', 'create', '--name', 'x', '--plan', 'gold'], '--plan: unknown plan "gold"', 'usage error: unknown'],
       [['orgs', 'create', '--name', 'x', '--owner', 'not-an-email'], '--owner must be an email address', 'usage error: owner'],
       [['users', 'add', '--org', org.org_id, '--email', 'not-an-email', '--role', 'member'], '--email must be an email address', 'usage error: email'],
@@ -363,8 +365,9 @@ describe('svc CLI: billing', () => {
       expect({ code: result.code, err: result.err }).toEqual({ code: 2, err: expect.stringContaining(message) })
     }
     expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ prepaid_nanos: '0' })
-    // At the limits, booked.
+    // At the limits, booked; characters, not UTF-16 units (QA: 300 emoji were refused as over 500).
     expect(await cliJson('credit', '--org', org.org_id, '--usd', '1', '--note', 'n'.repeat(500), '--reference', 'r'.repeat(200))).toMatchObject({ applied: true })
+    expect(await cliJson('credit', '--org', org.org_id, '--usd', '1', '--note', '🔑'.repeat(500), '--reference', '🔑'.repeat(200))).toMatchObject({ applied: true })
   })
 })
 
