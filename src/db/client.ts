@@ -6,6 +6,7 @@ import { createClient as createLocalClient } from '@libsql/client/sqlite3'
 // a client (any of libsql's), it is the same drizzle. The other entry imports the full client.
 import { drizzle } from 'drizzle-orm/libsql/sqlite3'
 import type { LibSQLDatabase } from 'drizzle-orm/libsql/driver-core'
+import { sql } from 'drizzle-orm'
 import { migrate } from 'drizzle-orm/libsql/migrator'
 import { localPathOf } from './file-url'
 import { schema } from './schema'
@@ -150,7 +151,7 @@ export function migrationsFolder(): string {
 export async function migrateDatabase(database: Database): Promise<void> {
   // One timed statement first: a server that does not answer at all fails here, within
   // DATABASE_TIMEOUT_S (QA: CLI commands, which migrate first, hung on one), not in the migration.
-  await database.client.execute('SELECT 1')
+  await database.db.run(sql`SELECT 1`) // through drizzle, so its failure reads as any query's (commands.ts failureLine)
   await database.unlimited(() => migrate(database.db, { migrationsFolder: migrationsFolder() }))
 }
 
