@@ -11,7 +11,9 @@ export function pythonJsonDump(text: string): string {
     const c = text[i]!
     if (c === '"') {
       const start = i
-      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++
+      // Cut inside a string (a relay truncated the reply): not JSON, so no form of it was signed.
+      if (i >= text.length) return text
       out += pythonString(JSON.parse(text.slice(start, i + 1)) as string)
     } else if (c === ',' || c === ':') {
       out += `${c} `

@@ -17,6 +17,11 @@ test("pythonJsonDump writes Python's json.dumps of a compact text", () => {
   expect(pythonJsonDump(COMPACT)).toBe(DUMP)
 })
 
+// QA (regression pass): a reply a relay cut inside a string, or after a backslash, looped forever.
+test.each(['{"a":"unterminated', '{"a":"ends in \\'])('a text cut inside a string ends: %s', text => {
+  expect(pythonJsonDump(text)).toBe(text)
+})
+
 const hex = (text: string | Uint8Array) => bytesToHex(sha256(typeof text === 'string' ? new TextEncoder().encode(text) : text))
 
 for (const algo of ['ed25519', 'ecdsa'] as const) {
