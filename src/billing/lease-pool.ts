@@ -173,8 +173,6 @@ export async function holdOvershoot(hold: NonNullable<Holds['allowance']>, actua
 }
 
 /** A committed charge, taken from the unspent room the refusal cache explains itself by (see `room`). */
-export function noteSpent(amount: Nanos, prepaid: LeasePool, key: LeasePool | undefined): void {
-  // Per settlement: the common case (no refusal remembered) allocates nothing.
-  if (prepaid.room) prepaid.room = { ...prepaid.room, unspent: prepaid.room.unspent - amount }
-  if (key?.room) key.room = { ...key.room, unspent: key.room.unspent - amount }
+export function noteSpent(amount: Nanos, ...pools: Array<LeasePool | undefined>): void {
+  for (const pool of pools) if (pool?.room) pool.room = { ...pool.room, unspent: pool.room.unspent - amount }
 }
