@@ -28,8 +28,8 @@ export class LeasePool {
   /**
    * Read when the scope last refused a grant: whether spending or mere holds left it short. On a
    * prepaid pool it is the organization's funds (allowance and prepaid), which a refusal names.
-   * Refusals from the cache above reuse it, less what this boot's settlements spent since
-   * (noteSpent): a call's hold that it then spent is spent, not held (QA).
+   * Refusals from the cache above reuse it: a settlement since can only have spent what it read
+   * as held, so at worst a refusal says "held" for that second, and its 2 s retry reads afresh.
    */
   room: ScopeRoom | null = null
   /**
@@ -170,9 +170,4 @@ export async function holdOvershoot(hold: NonNullable<Holds['allowance']>, actua
   } finally {
     pool.wanted -= actual - hold.amount
   }
-}
-
-/** A committed charge, taken from the unspent room the refusal cache explains itself by (see `room`). */
-export function noteSpent(amount: Nanos, ...pools: Array<LeasePool | undefined>): void {
-  for (const pool of pools) if (pool?.room) pool.room = { ...pool.room, unspent: pool.room.unspent - amount }
 }

