@@ -1,7 +1,7 @@
 /**
  * `text`, a compact JSON text, as Python's `json.dumps(json.loads(text))` writes it: ", " and ": "
- * between members and items, and every string with non-ASCII escaped (`ensure_ascii`, lowercase
- * `\uXXXX`, a surrogate pair as two). Numbers, key order and literals keep their bytes: the
+ * between members and items, and every string with non-ASCII escaped (`ensure_ascii`:
+ * `\u` and four lowercase hex digits, a surrogate pair as two). Numbers, key order and literals keep their bytes: the
  * backends that need this (Phala's proxy, TEE-PROTOCOL.md A3) write the compact text with
  * Python's own encoder, so only separators and string escapes differ.
  */
