@@ -2,7 +2,7 @@
 // key (TEE-PROTOCOL.md B6), refusing before anything is sent every field that would otherwise
 // travel in plaintext: the gateway refuses those too, but only after it has read them.
 
-import { ENCRYPTED_MESSAGE_KEYS, ENCRYPTED_TOP_LEVEL, HISTORY_TEXT_FIELDS, undecryptedHistoryField } from '../tee/encrypted-fields'
+import { ENCRYPTED_FUNCTION_KEYS, ENCRYPTED_MESSAGE_KEYS, ENCRYPTED_TOP_LEVEL, HISTORY_TEXT_FIELDS, plaintextValueRefusal, undecryptedHistoryField } from '../tee/encrypted-fields'
 import { encryptField, type E2eeContext } from './tee'
 
 type Json = Record<string, any>
@@ -29,6 +29,9 @@ function toolFieldRefusal(ctx: E2eeContext, all: boolean): string | undefined {
 function refusePlaintext(body: Json, ctx: E2eeContext, all: boolean): void {
   if (all && ctx.variant.family !== 'nearai') refuse('encryptAllFields', `${ctx.proofFormat} backends encrypt no tool fields`)
   for (const key of Object.keys(body)) if (!ENCRYPTED_TOP_LEVEL.has(key)) refuse(key, 'the gateway refuses a field it does not know, after reading it in plaintext')
+  // A known field can still carry content (a prediction's text): the gateway's value rules, here.
+  const refused = plaintextValueRefusal(body)
+  if (refused !== undefined) refuse(refused.param, `the gateway refuses it after reading it in plaintext (${refused.message})`)
   if (!Array.isArray(body.messages)) refuse('messages', 'it must be an array')
   body.messages.forEach((message: unknown, index: number) => {
     const at = `messages[${index}]`
@@ -64,9 +67,11 @@ function refusePlaintext(body: Json, ctx: E2eeContext, all: boolean): void {
     if (!Array.isArray(body.tools)) refuse('tools', 'it must be an array')
     body.tools.forEach((tool: unknown, index: number) => {
       if (!isObject(tool) || tool.type !== 'function' || !isObject(tool.function) || typeof tool.function.name !== 'string') {
-        refuse(`tools[${index}]`, 'only function tools {type: "function", function: {name, description?, parameters?}} are encrypted; hosted tools are not available with an :encrypted model')
+        refuse(`tools[${index}]`, 'only function tools {type: "function", function: {name, description?, parameters?, strict?}} are encrypted; hosted tools are not available with an :encrypted model')
       }
+      for (const key of Object.keys(tool.function)) if (!ENCRYPTED_FUNCTION_KEYS.has(key)) refuse(`tools[${index}].function.${key}`, 'the gateway refuses it, and it would travel in plaintext; omit it')
       if (tool.function.description !== undefined && typeof tool.function.description !== 'string') refuse(`tools[${index}].function.description`, 'it must be a string')
+      if (present(tool.function.strict) && typeof tool.function.strict !== 'boolean') refuse(`tools[${index}].function.strict`, 'it must be a boolean')
       const why = toolFieldRefusal(ctx, all)
       if (why !== undefined) refuse('tools', why)
     })
@@ -87,7 +92,9 @@ function refusePlaintext(body: Json, ctx: E2eeContext, all: boolean): void {
  * naming the field, on whatever would travel in plaintext: content arrays (send one string), a
  * field the gateway does not know, tool fields and message names without `encryptAllFields` or
  * on Phala formats, and a history `reasoning_content`, `reasoning` or `refusal` the backend would
- * not decrypt (every one for Phala formats; `refusal` without `encryptAllFields` for NEAR).
+ * not decrypt (every one for Phala formats; `refusal` without `encryptAllFields` for NEAR), and
+ * a plaintext value the gateway refuses (`prediction`, `audio`, `store: true`…). A function's
+ * `strict` goes as its plaintext boolean.
  */
 export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encryptAllFields?: boolean; responseEvidence?: boolean } = {}): { body: Json; headers: Record<string, string> } {
   const all = options.encryptAllFields === true
@@ -108,6 +115,8 @@ export function encryptChatRequest(body: Json, ctx: E2eeContext, options: { encr
       const fn: Json = { name: encryptField(tool.function.name, ctx) }
       if (tool.function.description !== undefined) fn.description = encryptField(tool.function.description, ctx)
       if (tool.function.parameters !== undefined) fn.parameters = encryptField(JSON.stringify(tool.function.parameters), ctx)
+      // No backend decrypts it and it says nothing of the conversation: it goes as the boolean it is.
+      if (tool.function.strict !== undefined) fn.strict = tool.function.strict
       return { type: 'function', function: fn }
     })
   }

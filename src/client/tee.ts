@@ -3,7 +3,8 @@
 // model key, encrypts requests to that key, and decrypts replies. What it does NOT verify: the
 // hardware quote's signature chain (Intel DCAP) and the GPU evidence (NVIDIA NRAS). Pass
 // `verifyQuote` / `verifyGpu` to checkBinding to add them; until then `hardwareVerified` is false.
-// Self-contained: it imports only src/tee (@noble/*), never gateway code.
+// Self-contained: it imports only src/tee (@noble/*) and the chat route's dependency-free value
+// rules (unsupported-values.ts), never gateway code.
 
 import { sha256 } from '@noble/hashes/sha2.js'
 import { expectedBindingHalf } from '../tee/binding'

@@ -7,9 +7,8 @@ import { t, ValidationError } from 'elysia'
 import { ApiError } from '../http/errors'
 import { minBlobBytes } from '../tee/blob-size'
 import { isHex, type SigningAlgo } from '../tee/keys'
-import { ENCRYPTED_MESSAGE_KEYS, ENCRYPTED_TOP_LEVEL, HISTORY_TEXT_FIELDS, undecryptedHistoryField } from '../tee/encrypted-fields'
+import { ENCRYPTED_FUNCTION_KEYS, ENCRYPTED_MESSAGE_KEYS, ENCRYPTED_TOP_LEVEL, HISTORY_TEXT_FIELDS, plaintextValueRefusal, undecryptedHistoryField } from '../tee/encrypted-fields'
 import type { ProofFormat } from '../tee/proof-format'
-import { refuseUnsupportedValues, requiredWithoutTools } from './dialects/chat-completions/decode'
 import { ChatCompletionsBody } from './dialects/chat-completions/schema'
 import { chatCompletionsEffort, type RequestEffort } from '../providers/openai-compatible/to-upstream'
 import type { EncryptedHeaders } from './encrypted'
@@ -24,7 +23,7 @@ const bad = (message: string, param?: string) => new ApiError('invalid_request',
 const PLAINTEXT = t.Pick(ChatCompletionsBody, [
   'temperature', 'top_p', 'stop', 'seed', 'user', 'safety_identifier', 'prompt_cache_key', 'reasoning_effort', 'presence_penalty', 'frequency_penalty',
   'parallel_tool_calls', 'metadata', 'response_format', 'service_tier', 'max_tokens', 'max_completion_tokens',
-  // Every ENCRYPTED_TOP_LEVEL field refuseUnsupportedValues judges must be here, or its value goes unchecked.
+  // Every ENCRYPTED_TOP_LEVEL field unsupportedValue judges is here too, so a value of the wrong type is named as on the plain route.
   'store', 'logprobs', 'top_logprobs', 'verbosity', 'modalities', 'logit_bias', 'prediction', 'audio',
 ])
 const plaintextOk = TypeCompiler.Compile(PLAINTEXT)
@@ -86,22 +85,10 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
   // Rendered as the plain route's validation failures are (request-context.ts).
   const plaintext = Object.fromEntries(Object.keys(PLAINTEXT.properties).filter(key => key in raw).map(key => [key, raw[key]]))
   if (!plaintextOk.Check(plaintext)) throw new ValidationError('body', PLAINTEXT, plaintext)
-  // Values the schema admits but the gateway refuses (penalties, store…), as on the plain route.
-  refuseUnsupportedValues(plaintext)
-  if (raw.uncensored === true) throw bad('uncensored is not available with an :encrypted model', 'uncensored')
-  // The chat route's `web_fetch` / `web_search` switches: named as hosted tools, not as unknown fields.
-  for (const name of ['web_fetch', 'web_search'] as const) {
-    if (raw[name] === true) throw bad(`hosted ${name} is not available with an :encrypted model: the gateway cannot read the messages`, name)
-  }
-  if (raw.n !== undefined && raw.n !== null && raw.n !== 1) throw bad('n must be 1', 'n')
-  if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') throw bad('stream must be a boolean', 'stream')
-  // As on the plain route: the relay merges include_usage into it, so it must be that object.
-  const streamOptions = raw.stream_options
-  if (streamOptions !== undefined && streamOptions !== null) {
-    if (!isObject(streamOptions) || Object.keys(streamOptions).some(key => key !== 'include_usage') || (streamOptions.include_usage !== undefined && typeof streamOptions.include_usage !== 'boolean')) {
-      throw bad('stream_options must be {include_usage?: boolean}', 'stream_options')
-    }
-  }
+  // Values the schema admits but the gateway refuses (penalties, store…, as on the plain route;
+  // uncensored, hosted switches, n…), by the rule the client library applies before sending.
+  const refused = plaintextValueRefusal(raw)
+  if (refused !== undefined) throw bad(refused.message, refused.param)
   // Both caps were held to the schema above; as on the plain route, max_completion_tokens wins.
   const maxTokensField = plaintext.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens'
   const maxTokens = plaintext.max_completion_tokens ?? plaintext.max_tokens ?? undefined
@@ -151,7 +138,8 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
       if (format.e2ee!.family !== 'nearai') throw bad(`${format.name} backends cannot take encrypted function tools`, 'tools')
       if (!h.allFields) throw bad('function tools need svc-encrypted-encrypt-all-fields: 1 (name, description and parameters as ciphertext)', 'tools')
       const fn = tool.function
-      for (const key of Object.keys(fn)) if (!['name', 'description', 'parameters', 'strict'].includes(key)) throw bad(`${at}.function.${key.slice(0, 60)} is not accepted`, `${at}.function`)
+      for (const key of Object.keys(fn)) if (!ENCRYPTED_FUNCTION_KEYS.has(key)) throw bad(`${at}.function.${key.slice(0, 60)} is not accepted`, `${at}.function`)
+      if (fn.strict !== undefined && fn.strict !== null && typeof fn.strict !== 'boolean') throw bad(`${at}.function.strict must be a boolean`, `${at}.function.strict`)
       cipher.check(fn.name, `${at}.function.name`)
       if (fn.description !== undefined) cipher.check(fn.description, `${at}.function.description`)
       // The schema travels as the ciphertext of its JSON, never as an object the gateway could read.
@@ -159,7 +147,6 @@ export function checkEncryptedBody(raw: unknown, h: EncryptedHeaders, format: Pr
     })
   }
   const choice = raw.tool_choice
-  if (choice === 'required' && !(Array.isArray(tools) && tools.length > 0)) throw requiredWithoutTools()
   if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none' && choice !== 'required') {
     if (!isObject(choice) || choice.type !== 'function' || !isObject(choice.function)) throw bad('tool_choice must be auto, none, required or {type: "function", function: {name}}', 'tool_choice')
     if (!h.allFields) throw bad('a named tool_choice needs svc-encrypted-encrypt-all-fields: 1', 'tool_choice')

@@ -60,3 +60,26 @@ test('Messages: text blocks joined by a newline, as before', async () => {
   })
   expect(await sentResult()).toEqual(expected)
 })
+
+test('an empty part adds no line (before: ["a", ""] reached the backend as "a\\n")', async () => {
+  served.openai.enqueue({ kind: 'sse', body: openAIWire.stream(turn) })
+  await served.gateway.openai.chat.completions.create({
+    model: 'oa',
+    messages: [
+      { role: 'user', content: 'Weather in Oslo?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: ARGS } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: ['', PARTS[0]!, '', PARTS[1]!, ''].map(text => ({ type: 'text' as const, text })) },
+    ],
+  })
+  expect(await sentResult()).toEqual(expected)
+  served.openai.enqueue({ kind: 'sse', body: openAIWire.stream(turn) })
+  await served.gateway.openai.responses.create({
+    model: 'oa',
+    input: [
+      { role: 'user', content: 'Weather in Oslo?' },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: ARGS },
+      { type: 'function_call_output', call_id: 'call_1', output: [PARTS[0]!, ''].map(text => ({ type: 'input_text' as const, text })) },
+    ],
+  })
+  expect(await sentResult()).toEqual({ ...expected, content: PARTS[0] })
+})

@@ -34,6 +34,16 @@ const CASES: Array<[string, string, (body: Json) => void, { encryptAllFields?: b
   ['near2', 'a message key the gateway does not know', b => { b.messages[1].function_call = { name: SECRET, arguments: '{}' } }, {}, 'messages[1].function_call cannot be sent: an Encrypted assistant message does not carry it'],
   ['near2', 'a top-level field the gateway does not know', b => { b.functions = [{ name: SECRET }] }, {}, 'functions cannot be sent: the gateway refuses a field it does not know'],
   ['near2', 'a hosted tool', b => { b.tools = [{ type: 'web_search', query: SECRET }] }, { encryptAllFields: true }, 'tools[0] cannot be sent: only function tools'],
+  // QA: a known field can carry content too; the gateway's value rules are applied before sending.
+  ['near2', 'a prediction', b => { b.prediction = { type: 'content', content: `${SECRET} draft` } }, {}, 'prediction cannot be sent: the gateway refuses it after reading it in plaintext (prediction is not supported'],
+  ['near2', 'audio parameters', b => { b.audio = { voice: SECRET, format: 'wav' } }, {}, 'audio cannot be sent: the gateway refuses it after reading it in plaintext (audio output is not supported'],
+  ['near2', 'service_tier the gateway refuses', b => { b.service_tier = SECRET }, {}, 'service_tier cannot be sent: the gateway refuses it after reading it in plaintext (service_tier "SECRET" is not supported'],
+  ['near2', 'store: true', b => { b.store = true }, {}, 'store cannot be sent: the gateway refuses it'],
+  ['near2', 'uncensored', b => { b.uncensored = SECRET }, {}, 'uncensored cannot be sent: the gateway refuses it'],
+  ['near2', 'n above 1', b => { b.n = 2 }, {}, 'n cannot be sent: the gateway refuses it after reading it in plaintext (n must be 1)'],
+  ['near2', 'tool_choice "required" without tools', b => { b.tool_choice = 'required' }, {}, 'tool_choice cannot be sent: the gateway refuses it after reading it in plaintext (tool_choice "required" needs at least one function tool)'],
+  ['near2', 'a function key the gateway does not know', b => { b.tools = [{ type: 'function', function: { ...tool.function, examples: [SECRET] } }] }, { encryptAllFields: true }, 'tools[0].function.examples cannot be sent: the gateway refuses it'],
+  ['near2', 'a strict that is not a boolean', b => { b.tools = [{ type: 'function', function: { ...tool.function, strict: SECRET } }] }, { encryptAllFields: true }, 'tools[0].function.strict cannot be sent: it must be a boolean'],
   ['phala2', 'function tools', b => { b.tools = [tool] }, {}, 'tools cannot be sent: Phala-family backends decrypt only message content'],
   ['phala2', 'a message name', b => { b.messages[0].name = SECRET }, {}, 'messages[0].name cannot be sent: Phala-family backends decrypt only message content'],
   ['phala2', 'history tool calls', b => { b.messages[1].tool_calls = [call] }, {}, 'messages[1].tool_calls cannot be sent: Phala-family backends decrypt only message content'],
@@ -76,6 +86,19 @@ describe('encryptChatRequest refuses what would travel in plaintext, before send
     expect(seen.plain.messages[1].tool_calls[0].function).toEqual(call.function)
     expect(seen.plain.messages[0].name).toBe('alice')
   })
+})
+
+test("near2: a function's strict goes as its plaintext boolean, and the backend reads it (before: dropped)", async () => {
+  const ctx = await context('near2')
+  const plain = base()
+  plain.tools = [{ type: 'function', function: { ...tool.function, strict: true } }, { type: 'function', function: { name: 'other', strict: false } }]
+  const { body, headers } = encryptChatRequest(plain, ctx, { encryptAllFields: true })
+  expect(body.tools.map((entry: Json) => entry.function.strict)).toEqual([true, false])
+  const s = setups.near2!
+  expect((await s.t.request('POST', '/v1/chat/completions', { key: s.key, body, headers })).status).toBe(200)
+  const seen = s.t.sims.near2!.state.seen.at(-1)!
+  expect(seen.rawBody).not.toContain(SECRET)
+  expect(seen.plain.tools.map((entry: Json) => entry.function.strict)).toEqual([true, false])
 })
 
 describe('encryptedChat', () => {

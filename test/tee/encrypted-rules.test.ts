@@ -161,6 +161,9 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.web_fetch = true }, /hosted web_fetch/)
     await expect400('near2', r => { r.body.web_search = true }, /hosted web_search/)
     await expect400('near2', r => { r.body.uncensored = true }, /uncensored/)
+    // Any value but false: before, a string was read, accepted and dropped.
+    await expect400('near2', r => { r.body.uncensored = 'yes' }, /uncensored is not available/)
+    await expect400('near2', r => { r.body.web_search = 'yes' }, /hosted web_search/)
     await expect400('near2', r => { r.body.best_of = 2 }, /unknown field "best_of"/)
   })
   test("the plain route's other fields are accepted with its rules and stay with the gateway (QA: unknown field)", async () => {
@@ -254,6 +257,8 @@ describe('Encrypted chat: body', () => {
     await expect400('near2', r => { r.body.tools = [tool] }, /function tools need svc-encrypted-encrypt-all-fields: 1/)
     await expect400('near2', r => { r.body.tools[0].function.parameters = { type: 'object' } }, /parameters must be a nonblank ciphertext/, { extra: { tools: [tool] }, allFields: true })
     await expect400('near2', r => { r.body.tools[0].function.name = 'lookup' }, /name must be ciphertext hex/, { extra: { tools: [tool] }, allFields: true })
+    // strict travels in plaintext: the boolean the plain route takes, nothing else (before: relayed whatever it was).
+    await expect400('near2', r => { r.body.tools[0].function.strict = 'lookup' }, /tools.0.function.strict must be a boolean/, { extra: { tools: [tool] }, allFields: true })
     await expect400('near2', r => { r.body.tool_choice = { type: 'function', function: { name: 'lookup' } } }, /tool_choice.function.name must be ciphertext/, { extra: { tools: [tool] }, allFields: true })
     await expect400('phala2', r => { r.body.tools = [tool] }, /cannot take encrypted function tools/)
     await expect400('phala2', r => { r.headers['svc-encrypted-encrypt-all-fields'] = '1' }, /cannot encrypt tool fields/)

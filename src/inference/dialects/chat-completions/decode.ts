@@ -6,6 +6,7 @@ import type { ChatCompletionsRequest } from './schema'
 import { imageUrl } from '../image-url'
 import { imageType, inlineBytes, parseDataUrl } from '../inline-data'
 import { toolResultText } from '../tool-result-text'
+import { REQUIRED_WITHOUT_TOOLS, unsupportedValue } from './unsupported-values'
 
 type Body = ChatCompletionsRequest
 type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content']
@@ -17,29 +18,16 @@ type UserContent = Extract<Body['messages'][number], { role: 'user' }>['content'
 const unsupported = (param: string, message: string) => new ApiError('invalid_request', message, param)
 
 /**
- * The values of plaintext fields the gateway cannot honour, refused naming the field: the plain
- * route's rules, which an Encrypted body's plaintext fields follow too (encrypted-body.ts).
+ * The values of fields the gateway cannot honour (unsupported-values.ts), refused naming the
+ * field: the plain route's rules, which an Encrypted body's plaintext fields follow too.
  */
-export function refuseUnsupportedValues(
-  body: Partial<Pick<Body, 'store' | 'logprobs' | 'presence_penalty' | 'frequency_penalty' | 'top_logprobs' | 'service_tier' | 'verbosity' | 'modalities' | 'logit_bias' | 'prediction' | 'audio'>>,
-): void {
-  if (body.store) throw unsupported('store', 'store is not supported: the gateway keeps no completions')
-  if (body.logprobs) throw unsupported('logprobs', 'logprobs are not supported')
-  if (body.presence_penalty) throw unsupported('presence_penalty', 'presence_penalty is not supported (only 0)')
-  if (body.frequency_penalty) throw unsupported('frequency_penalty', 'frequency_penalty is not supported (only 0)')
-  if (body.top_logprobs) throw unsupported('top_logprobs', 'logprobs are not supported')
-  if (body.service_tier != null && body.service_tier !== 'auto' && body.service_tier !== 'default') {
-    throw unsupported('service_tier', `service_tier "${body.service_tier}" is not supported (auto or default)`)
-  }
-  if (body.verbosity != null && body.verbosity !== 'medium') throw unsupported('verbosity', `verbosity "${body.verbosity}" is not supported (only medium)`)
-  if (body.modalities?.includes('audio')) throw unsupported('modalities', 'audio output is not supported (modalities: ["text"])')
-  if (body.logit_bias && Object.keys(body.logit_bias).length > 0) throw unsupported('logit_bias', 'logit_bias is not supported (only {} or null)')
-  if (body.prediction) throw unsupported('prediction', 'prediction is not supported: predicted outputs are not available on this API')
-  if (body.audio) throw unsupported('audio', 'audio output is not supported (audio must be null)')
+export function refuseUnsupportedValues(body: Readonly<Record<string, unknown>>): void {
+  const refused = unsupportedValue(body)
+  if (refused !== undefined) throw unsupported(refused.param, refused.message)
 }
 
 /** tool_choice "required" with no function tool to call. */
-export const requiredWithoutTools = () => unsupported('tool_choice', 'tool_choice "required" needs at least one function tool')
+export const requiredWithoutTools = () => unsupported(REQUIRED_WITHOUT_TOOLS.param, REQUIRED_WITHOUT_TOOLS.message)
 
 export function decodeChatCompletions(body: Body, route: ModelRoute): ChatRequest {
   refuseUnsupportedValues(body)
