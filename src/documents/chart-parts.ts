@@ -2,7 +2,8 @@ import { chartLines, readChart, type ChartBudget } from './charts'
 import { NOTES_PART, PAGE_PART } from './docx-package'
 import type { PageKind } from './docx-sections'
 import { walk, type DocxCharts, type Node, type NoteKind } from './office-layout'
-import { resolvePartPath, scanXml, type PackageParts, type Relationship } from './package-parts'
+import { resolvePartPath, type PackageParts, type Relationship } from './package-parts'
+import { scanXml } from './xml-scan'
 
 // Where a document's charts are (charts.ts reads each): a presentation's, named by officeparser's
 // chart nodes; a Word document's, named by the chart references of its parts (as rewritten). Each

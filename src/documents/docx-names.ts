@@ -1,4 +1,4 @@
-import { scanXml, type XmlEvents } from './package-parts'
+import { scanXml, type XmlEvents } from './xml-scan'
 
 // Word reads an element by its namespace; officeparser (xmldom's nodeName) by its name as written:
 // `w:t`, `m:t`, `mc:AlternateContent`, and unprefixed names too (`t`, `AlternateContent`: its lookups

@@ -1,4 +1,5 @@
-import { scanXml, type PackageParts } from './package-parts'
+import type { PackageParts } from './package-parts'
+import { scanXml } from './xml-scan'
 
 // A Word list item's label, as Word shows it before the item: "1.", "a)", "2.1", or a bullet.
 // officeparser gives each item its list (`listId`, the numbering instance w:numId), its level

@@ -1,10 +1,20 @@
-import { Parser } from 'htmlparser2'
+import { scanWord } from './docx-names'
 import { readCentralDirectory, readSmallEntry, type ZipEntry, type ZipLimits } from './zip-guard'
 
 // The parts of an OOXML package (its zip entries, already inflated once by the zip guard within
 // the cap) and their relationships, for what the gateway reads beside officeparser: charts and
 // slides' facts. Relationships are resolved as officeparser resolves them, so a part named here is
 // the part officeparser read.
+
+const PACKAGE_RELATIONSHIPS = 'http://schemas.openxmlformats.org/package/2006/relationships'
+
+/**
+ * Whose reading of a `.rels` part to follow. Office reads a `Relationship` element by its namespace,
+ * whatever prefix it is written with (`<pr:Relationship>` with pr bound to the package
+ * relationships namespace); officeparser by its name as written, so a prefixed one is none to it.
+ * An unprefixed one counts for both, in whatever namespace, as it always has here.
+ */
+export type RelationshipReader = 'office' | 'officeparser'
 
 export interface Relationship {
   type: string
@@ -14,48 +24,6 @@ export interface Relationship {
   path: string | undefined
   /** Marked `TargetMode="External"`: whatever its target, it names no part of the package (OPC). */
   external: boolean
-}
-
-/** What scanXml reports beside each element's start. */
-export interface XmlEvents {
-  /** An element's end: its start tag began at `start`, and it ends (its end tag, or its self-closing start tag) before `end`. */
-  onClose?(name: string, start: number, end: number): void
-  /** Text (entities decoded), in pieces: one element's text may come as several. */
-  onText?(text: string): void
-}
-
-/**
- * Walks the elements of `xml` (entities decoded; comments and processing instructions are not
- * elements), each opened at `start` (the index of its start tag). False when the XML is not
- * well-formed enough for a DOM parser to read it: an element left open, or one closed while an
- * element inside it was still open. officeparser skips such a dispensable part (a presentation's
- * slide list, its relationships), so its readers here must too.
- */
-export function scanXml(xml: string, onOpen: (name: string, attributes: Record<string, string>, depth: number, start: number) => void, events: XmlEvents = {}): boolean {
-  // Where each open element's start tag began: htmlparser2 reports a self-closing tag's end, and
-  // an element it had to close itself, both as an implied close; only the first is in that tag.
-  const starts: number[] = []
-  let wellFormed = true
-  const parser: Parser = new Parser(
-    {
-      onopentag(name, attributes) {
-        onOpen(name, attributes, starts.length, parser.startIndex)
-        starts.push(parser.startIndex)
-      },
-      onclosetag(name, isImplied) {
-        const start = starts.pop()!
-        if (isImplied && start !== parser.startIndex) wellFormed = false
-        // htmlparser2's endIndex stops short of the '>' of an end tag written "</w:p >".
-        else if (events.onClose) events.onClose(name, start, xml.indexOf('>', parser.endIndex) + 1 || xml.length)
-      },
-      ontext(text) {
-        events.onText?.(text)
-      },
-    },
-    { xmlMode: true, decodeEntities: true },
-  )
-  parser.end(xml)
-  return wellFormed
 }
 
 /** A target's part, relative to `folder` (the part's own, "" for the root) or, with a leading slash, to the package root: officeparser's resolvePartPath. */
@@ -95,26 +63,38 @@ export class PackageParts {
     return data === undefined ? undefined : this.decoder.decode(data)
   }
 
-  /** The main part: the one the package's officeDocument relationship (transitional or strict) names, what Word opens. */
+  /**
+   * The main part: the first officeDocument relationship (transitional or strict) of the package
+   * that names a part, what Word opens. The first whatever its id: OPC wants ids unique, but whether
+   * Word opens a package that repeats one is not known here, so such a package is read leniently,
+   * not refused because a later relationship of the same id hid the main part's.
+   */
   main(): string | undefined {
-    return [...(this.relationships('')?.values() ?? [])].find(({ type, external }) => type.endsWith('/relationships/officeDocument') && !external)?.path
+    return this.read('', 'office')?.find(([, { type, external }]) => type.endsWith('/relationships/officeDocument') && !external)?.[1].path
   }
 
   /**
-   * A part's relationships by id, read as officeparser reads them (`Relationship` elements with
-   * an Id, a Type and a Target; the last of an id wins), or undefined when the part has none or
-   * they are not well-formed XML.
+   * A part's relationships by id (the last of an id wins), as `reader` reads them: `Relationship`
+   * elements with an Id, a Type and a Target. Undefined when the part has none or they are not
+   * well-formed XML.
    */
-  relationships(part: string): Map<string, Relationship> | undefined {
+  relationships(part: string, reader: RelationshipReader = 'office'): Map<string, Relationship> | undefined {
+    const found = this.read(part, reader)
+    return found && new Map(found)
+  }
+
+  private read(part: string, reader: RelationshipReader): Array<[string, Relationship]> | undefined {
     const folder = part.slice(0, part.lastIndexOf('/') + 1)
     const xml = this.text(`${folder}_rels/${part.slice(folder.length)}.rels`)
     if (xml === undefined) return undefined
-    const found = new Map<string, Relationship>()
-    const wellFormed = scanXml(xml, (name, attributes) => {
+    const found: Array<[string, Relationship]> = []
+    const wellFormed = scanWord(xml, (_name, attributes, _depth, _start, qname, namespaceOf) => {
+      const colon = qname.indexOf(':')
+      if (qname.slice(colon + 1) !== 'Relationship' || (colon >= 0 && (reader === 'officeparser' || namespaceOf(qname.slice(0, colon)) !== PACKAGE_RELATIONSHIPS))) return
       const { Id: id, Type: type, Target: target } = attributes
-      if (name !== 'Relationship' || !id || !type || !target) return
+      if (!id || !type || !target) return
       const web = target.startsWith('http://') || target.startsWith('https://')
-      found.set(id, { type, target, path: web ? undefined : resolvePartPath(folder, target), external: attributes.TargetMode === 'External' })
+      found.push([id, { type, target, path: web ? undefined : resolvePartPath(folder, target), external: attributes.TargetMode === 'External' }])
     })
     return wellFormed ? found : undefined
   }

@@ -1,5 +1,6 @@
 import { Parser } from 'htmlparser2'
-import { scanXml, type PackageParts } from './package-parts'
+import type { PackageParts } from './package-parts'
+import { scanXml } from './xml-scan'
 
 // What a presentation's slide parts say that officeparser's AST does not: whether a slide is
 // hidden (`<p:sld show="0">`, skipped in a slide show), and the text of its footer, date and
@@ -45,7 +46,7 @@ export function slideFacts(parts: PackageParts): Map<number, SlideFacts> {
     const xml = parts.text(part)
     if (xml === undefined) return
     const slide = readSlide(xml)
-    const notesPart = [...(parts.relationships(part)?.values() ?? [])].find(relationship => relationship.type.endsWith('/notesSlide'))?.path
+    const notesPart = [...(parts.relationships(part, 'officeparser')?.values() ?? [])].find(relationship => relationship.type.endsWith('/notesSlide'))?.path
     const notes = notesPart === undefined ? undefined : notesOf(notesPart)
     if (notes !== undefined) slide.notes = notes
     facts.set(index + 1, slide)
@@ -55,7 +56,7 @@ export function slideFacts(parts: PackageParts): Map<number, SlideFacts> {
 
 /** The slide parts the presentation's slide list (`p:sldIdLst`, its `p:sldId` children) names, in its order, each once. */
 function listedSlides(parts: PackageParts, slideParts: Set<string>): string[] {
-  const relationships = parts.relationships('ppt/presentation.xml')
+  const relationships = parts.relationships('ppt/presentation.xml', 'officeparser')
   const xml = parts.text('ppt/presentation.xml')
   if (relationships === undefined || xml === undefined) return []
   const listed = new Set<string>()

@@ -4,6 +4,7 @@ import { extractDocument } from '../../src/documents/extract'
 import { PackageParts } from '../../src/documents/package-parts'
 import { slideFacts } from '../../src/documents/slide-parts'
 import { sniff } from '../../src/documents/sniff'
+import { readCentralDirectory } from '../../src/documents/zip-guard'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { buildZip, fixture } from './hostile'
 import { docx, docxParts, note, noteReference, pageReferences, para, picture, placeholder, pptx, slideNumber, table, textBox } from './ooxml'
@@ -150,6 +151,39 @@ describe('a DOCX whose main part is not word/document.xml', () => {
     // Sniffing still reads at most 64 KiB of the relationships.
     const padded = docxParts(para('x'), online).map(entry => (entry.name === '_rels/.rels' ? { ...entry, data: new TextEncoder().encode(new TextDecoder().decode(entry.data) + ' '.repeat(70_000)) } : entry))
     expect(await refusal(buildZip(padded))).toMatch(/an Office Open XML package but not a Word, PowerPoint or Excel document/)
+  })
+
+  /** `parts` with `name`'s XML rewritten by `edit`. */
+  const edited = (parts: ReturnType<typeof docxParts>, name: string, edit: (xml: string) => string) =>
+    parts.map(entry => (entry.name === name ? { ...entry, data: new TextEncoder().encode(edit(new TextDecoder().decode(entry.data))) } : entry))
+  /** Relationships written with a prefix bound to their namespace, as some writers do: legitimate XML. */
+  const prefixed = (xml: string) => xml.replace('<Relationships xmlns=', '<pr:Relationships xmlns:pr=').replaceAll('<Relationship ', '<pr:Relationship ').replace('</Relationships>', '</pr:Relationships>')
+
+  test('relationships written with a namespace prefix are read as Word reads them, by namespace (QA: refused since sniffing used main())', async () => {
+    // Before: "not a Word, PowerPoint or Excel document": only an element written `Relationship` counted.
+    const parts = docxParts(para('Online'), { ...online, headers: [para('H')] })
+    expect(await text(buildZip(edited(edited(parts, '_rels/.rels', prefixed), 'word/_rels/document2.xml.rels', prefixed)))).toBe('[Header]\nH\n\nOnline')
+    // A prefix bound to another namespace names no relationship.
+    const elsewhere = edited(parts, '_rels/.rels', xml => prefixed(xml).replace('xmlns:pr="http://schemas.openxmlformats.org/package/2006/relationships"', 'xmlns:pr="urn:example:other"'))
+    expect(await refusal(buildZip(elsewhere))).toMatch(/an Office Open XML package but not a Word, PowerPoint or Excel document/)
+  })
+
+  test('a repeated relationship id does not hide the main part: the first officeDocument relationship is it, as before', async () => {
+    // Before: the later relationship of the same id replaced it, and the package was refused.
+    const core = '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties" Target="docProps/core.xml"/>'
+    const parts = edited(docxParts(para('Repeated'), online), '_rels/.rels', xml => xml.replace('</Relationships>', `${core}</Relationships>`))
+    expect(await text(buildZip(parts))).toBe('Repeated')
+  })
+
+  test('slide facts still read relationships as officeparser does: a prefixed one is none to it', async () => {
+    // officeparser then reads the slides in the order of their file numbers, and the facts (here,
+    // which slide is hidden) must be numbered so too, not in the order the slide list gives.
+    const deck = pptx([{ shapes: textBox('one'), hidden: true }, { shapes: textBox('two') }], { order: [1, 0] })
+    const directory = readCentralDirectory(deck, limits.zip)
+    if (!directory.ok) throw new Error(directory.message)
+    const read = new PackageParts(deck, directory.entries)
+    const rewritten = buildZip(directory.entries.map(({ name }) => ({ name, data: new TextEncoder().encode(name === 'ppt/_rels/presentation.xml.rels' ? prefixed(read.text(name)!) : read.text(name)!) })))
+    expect(await text(rewritten)).toBe('[Slide 1 (hidden)]\none\n\n[Slide 2]\ntwo')
   })
 
   test('a main part officeparser does not read is refused by name; without relationships the package is refused as before', async () => {
