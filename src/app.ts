@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from './deps'
 import { browserAccess, BrowserOrigins } from './http/cors'
 import { openapiDocs } from './http/openapi'
+import { settleReplySchemas } from './http/openapi-schemas'
 import { requestContext } from './http/request-context'
 import { RouteMethods } from './http/route-methods'
 import { attestationRoutes } from './attestation/routes'
@@ -66,6 +67,7 @@ export function createApp(deps: Deps) {
     .use(attestationRoutes(deps.keys, deps.limits, deps.attestation))
     .use(webRoutes(deps.keys, deps.limits, deps.web))
   methods.learn(app.routes)
+  settleReplySchemas(app.routes)
   return app
 }
 

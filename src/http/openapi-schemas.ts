@@ -1,5 +1,5 @@
 import { withHeaders } from '@elysiajs/openapi'
-import { Type, type IntegerOptions, type StringOptions, type TSchema } from '@sinclair/typebox'
+import { Kind, Type, type IntegerOptions, type StringOptions, type TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 import { maxCharactersPattern } from '../lib/characters'
 import { plainPattern } from './validation-message'
@@ -34,6 +34,25 @@ export function documentedOnly<T extends TSchema>(schema: T): T {
   // What t.NoValidate sets, but not enumerable, so it stays out of the OpenAPI JSON.
   Object.defineProperty(schema, 'noValidate', { value: true, enumerable: false })
   return schema
+}
+
+/**
+ * Writes on every route's reply schemas the `additionalProperties: false` that Elysia's response
+ * validator gives an object schema without one (elysia/dist/schema.mjs, getSchemaValidator), so
+ * it is there from the start. Elysia writes it on the schema object itself, which /openapi.json
+ * describes and several routes share (the error envelopes), when it builds a route's validator at
+ * that route's first request; the document is built once, at its first fetch. Without this, which
+ * routes had run before then decided the document, and two instances could serve different ones.
+ */
+export function settleReplySchemas(routes: ReadonlyArray<{ hooks: { response?: unknown } }>): void {
+  for (const { hooks } of routes) {
+    const response = hooks.response
+    if (typeof response !== 'object' || response === null) continue
+    const schemas: unknown[] = Kind in response ? [response] : Object.values(response)
+    for (const schema of schemas) {
+      if (typeof schema === 'object' && schema !== null && (schema as TSchema).type === 'object' && !('additionalProperties' in schema)) (schema as TSchema).additionalProperties = false
+    }
+  }
 }
 
 /** The `/api/v1` error envelope (ARCHITECTURE.md §10). */
