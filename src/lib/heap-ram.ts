@@ -16,23 +16,54 @@ export const HEAP_RAM_VARIABLE = 'BUN_JSC_forceRAMSize'
  */
 export const HEAP_RAM_CAP = 8 * 1024 ** 3
 
-// cgroup v2, then v1: a container's memory limit, which JSC does not see (it reads the host's RAM).
-const CGROUP_LIMITS = ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']
+// A container's memory limit, or a systemd unit's (MemoryMax=), which JSC does not see (it reads
+// the host's RAM): cgroup v2's unified hierarchy and v1's memory controller, each mounted here.
+const CGROUP_MOUNT = '/sys/fs/cgroup'
+const HIERARCHIES = [
+  { mount: CGROUP_MOUNT, file: 'memory.max', holds: (id: string, controllers: string) => id === '0' && controllers === '' },
+  { mount: `${CGROUP_MOUNT}/memory`, file: 'memory.limit_in_bytes', holds: (_id: string, controllers: string) => controllers.split(',').includes('memory') },
+]
 
-/** The memory limit of this process's cgroup, when it has one below the host's RAM. */
+/**
+ * The memory limit of this process's cgroup, when it has one: the least of those set on its own
+ * cgroup and every ancestor up to the root (a limit binds everything below it), in either
+ * hierarchy. Its own cgroup is the one /proc/self/cgroup names; inside a container (its own
+ * cgroup namespace, or a mount of just its cgroup) the path names nothing and the mount's root is it.
+ */
 export function cgroupLimit(read: (path: string) => string = path => readFileSync(path, 'utf8')): number | undefined {
-  for (const path of CGROUP_LIMITS) {
-    let text: string
-    try {
-      text = read(path).trim()
-    } catch {
-      continue
-    }
-    // "max" (v2) or a huge page-rounded number (v1) mean no limit.
-    const bytes = Number(text)
-    if (Number.isSafeInteger(bytes) && bytes > 0) return bytes
+  let memberships: Array<[id: string, controllers: string, path: string]> = []
+  try {
+    // "id:controllers:path" per hierarchy; the path may hold a colon.
+    memberships = read('/proc/self/cgroup').split('\n').flatMap(line => {
+      const first = line.indexOf(':')
+      const second = line.indexOf(':', first + 1)
+      return first < 0 || second < 0 ? [] : [[line.slice(0, first), line.slice(first + 1, second), line.slice(second + 1)] as [string, string, string]]
+    })
+  } catch {
+    // Not readable: the mounts' roots, as a container sees its own cgroup.
   }
-  return undefined
+  let least: number | undefined
+  for (const { mount, file, holds } of HIERARCHIES) {
+    const own = memberships.find(([id, controllers]) => holds(id, controllers))?.[2] ?? '/'
+    const segments = own.split('/').filter(segment => segment !== '' && segment !== '.' && segment !== '..')
+    for (let depth = segments.length; depth >= 0; depth--) {
+      const limit = limitIn(read, [mount, ...segments.slice(0, depth), file].join('/'))
+      if (limit !== undefined && (least === undefined || limit < least)) least = limit
+    }
+  }
+  return least
+}
+
+/** The limit a cgroup's file sets: none when it is missing, "max" (v2) or a huge page-rounded number (v1). */
+function limitIn(read: (path: string) => string, path: string): number | undefined {
+  let text: string
+  try {
+    text = read(path).trim()
+  } catch {
+    return undefined
+  }
+  const bytes = Number(text)
+  return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : undefined
 }
 
 /**

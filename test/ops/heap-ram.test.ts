@@ -40,6 +40,34 @@ test('cgroup limits: v2 "max" and v1\'s page-rounded "no limit" are no limit; a 
   expect(cgroupLimit(files(undefined, undefined))).toBeUndefined()
 })
 
+/** A fake filesystem of `files` (path → text): reading any other path fails as a missing file does. */
+const filesystem = (files: Record<string, string>) => (path: string) => {
+  if (!Object.hasOwn(files, path)) throw new Error(`ENOENT: ${path}`)
+  return files[path]!
+}
+
+test("the process's own cgroup and its ancestors: a systemd unit's MemoryMax= on a host is seen (QA: only the root was read)", () => {
+  // systemd puts the service in its own cgroup; the host's root cgroup has no memory.max at all.
+  const unit = { '/proc/self/cgroup': '0::/system.slice/svc.service\n', '/sys/fs/cgroup/system.slice/svc.service/memory.max': '2147483648\n', '/sys/fs/cgroup/system.slice/memory.max': 'max\n' }
+  expect(cgroupLimit(filesystem(unit))).toBe(2 * GiB)
+  // A limit binds everything below it: the least along the path, the slice's here.
+  expect(cgroupLimit(filesystem({ ...unit, '/sys/fs/cgroup/system.slice/memory.max': '1073741824\n' }))).toBe(GiB)
+  // A container (its own cgroup namespace) is at the root of what it sees.
+  expect(cgroupLimit(filesystem({ '/proc/self/cgroup': '0::/\n', '/sys/fs/cgroup/memory.max': '536870912\n' }))).toBe(GiB / 2)
+  // A path that names nothing under the mount (a container given only its own cgroup): its root.
+  expect(cgroupLimit(filesystem({ '/proc/self/cgroup': '0::/docker/abc\n', '/sys/fs/cgroup/memory.max': '536870912\n' }))).toBe(GiB / 2)
+  expect(cgroupLimit(filesystem({ '/proc/self/cgroup': '0::/user.slice/user-1000.slice/session-1.scope\n' }))).toBeUndefined()
+})
+
+test("cgroup v1: the memory controller's own cgroup and its ancestors, beside the unified hierarchy's", () => {
+  const v1 = '12:pids:/system.slice/svc.service\n4:cpu,memory:/system.slice/svc.service\n0::/system.slice/svc.service\n'
+  const root = { '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712\n' }
+  expect(cgroupLimit(filesystem({ ...root, '/proc/self/cgroup': v1, '/sys/fs/cgroup/memory/system.slice/svc.service/memory.limit_in_bytes': '1073741824\n' }))).toBe(GiB)
+  expect(cgroupLimit(filesystem({ ...root, '/proc/self/cgroup': v1 }))).toBeUndefined()
+  // /proc/self/cgroup unreadable: the mounts' roots, as before.
+  expect(cgroupLimit(filesystem({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '1073741824\n' }))).toBe(GiB)
+})
+
 // The real `svc serve`: it re-executes itself (same pid) with the variable set, then serves.
 let workspace: GatewayWorkspace | undefined
 let gateway: GatewayProcess | undefined
