@@ -5,12 +5,12 @@ import { isInMemoryUrl, localPathOf } from './db/file-url'
 import { loadClientConfig, type ClientConfig } from './config/client'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
-import { DatabaseFileError, migrateDatabase, redactUrl } from './db/client'
+import { DatabaseFileError, migrateDatabase } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { ApiError } from './http/errors'
 import { stdOutput } from './lib/std-output'
 import { serve } from './main'
-import { createLogger, redactCredentials } from './observability/logger'
+import { createLogger, displayUrl, redactCredentials } from './observability/logger'
 import { LedgerViolation, UsageError, type CliIo } from './operator/io'
 import packageJson from '../package.json'
 
@@ -247,18 +247,18 @@ export function failureLine(error: unknown, config?: Config): string {
   if (error instanceof ApiError) {
     line = error.message
   } else if (error instanceof DatabaseFileError) {
-    line = `cannot open the database${config ? ` at ${redactUrl(config.databaseUrl)} (DATABASE_URL)` : ''}: ${error.message}`
+    line = `cannot open the database${config ? ` at ${displayUrl(config.databaseUrl)} (DATABASE_URL)` : ''}: ${error.message}`
   } else if (chain.some(link => link instanceof DrizzleQueryError)) {
     const detail = causeText(chain.filter(link => !(link instanceof DrizzleQueryError))) || 'a query failed'
-    const where = config ? ` at ${redactUrl(config.databaseUrl)}` : ''
+    const where = config ? ` at ${displayUrl(config.databaseUrl)}` : ''
     line = UNREACHABLE.test(detail) ? `cannot reach the database${where}: ${detail}` : `database error${where}: ${detail}`
   } else {
     line = causeText(chain)
     // A ledger write the database refused (locked by another process, read-only): say which database.
-    if (config && /SQLITE_|database is locked|readonly database/i.test(line)) line = `database error at ${redactUrl(config.databaseUrl)}: ${line}`
+    if (config && /SQLITE_|database is locked|readonly database/i.test(line)) line = `database error at ${displayUrl(config.databaseUrl)}: ${line}`
   }
   line = line.replace(/\s+/g, ' ').trim()
-  if (config?.databaseUrl) line = line.replaceAll(config.databaseUrl, redactUrl(config.databaseUrl))
+  if (config?.databaseUrl) line = line.replaceAll(config.databaseUrl, displayUrl(config.databaseUrl))
   if (config?.databaseAuthToken) line = line.replaceAll(config.databaseAuthToken, '[redacted]')
   // Nor a URL's password (SVC_URL behind a basic-auth proxy) or a key the failure quotes.
   return redactCredentials(line)

@@ -1,7 +1,7 @@
 import { createApp } from './app'
 import { isInMemoryUrl } from './db/file-url'
 import type { Config } from './config/config'
-import { migrateDatabase, redactUrl } from './db/client'
+import { migrateDatabase } from './db/client'
 import { createDeps, type Deps } from './deps'
 import { MiB } from './http/body-limit'
 import { IDLE_TIMEOUT_S } from './http/idle-timeout'
@@ -9,6 +9,7 @@ import { showOnceOrRevoke } from './keys/show-once'
 import { releaseSignals } from './lib/held-signals'
 import { stdOutput, type Output } from './lib/std-output'
 import { startAdminServer } from './observability/admin-server'
+import { displayUrl } from './observability/logger'
 import { bootstrapIfEmpty, type BootstrapResult } from './orgs/bootstrap'
 
 /** The steps of a boot, in order (ServeOptions.onBootStep names them). */
@@ -33,7 +34,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   // Allowed (a throwaway gateway for a demo or a smoke test announces its own admin key), but
   // said: nothing survives a restart, and no operator command can reach this database.
   if (isInMemoryUrl(config.databaseUrl)) {
-    deps.logger.warn('DATABASE_URL names an in-memory database: every organization, key and credit is lost when this process stops, and svc operator commands cannot reach it', { database: redactUrl(config.databaseUrl) })
+    deps.logger.warn('DATABASE_URL names an in-memory database: every organization, key and credit is lost when this process stops, and svc operator commands cannot reach it', { database: displayUrl(config.databaseUrl) })
   }
   if (deps.identity.fallback !== undefined) deps.logger.warn(deps.identity.fallback, { instance_id: deps.identity.instanceId })
   // Signals are handled from the start (a stop during migration or bootstrap is a drain too).
@@ -90,7 +91,7 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
     if (created) await announceBootstrap(deps, created, port, options.output ?? stdOutput)
   })
   if (!bootstrapped) return
-  deps.logger.info('listening', { port, admin_port: admin?.port, database: redactUrl(config.databaseUrl), config: config.source })
+  deps.logger.info('listening', { port, admin_port: admin?.port, database: displayUrl(config.databaseUrl), config: config.source })
 }
 
 /**

@@ -155,11 +155,6 @@ export async function migrateDatabase(database: Database): Promise<void> {
   await database.unlimited(() => migrate(database.db, { migrationsFolder: migrationsFolder() }))
 }
 
-/** Drops credentials from a database URL before it is logged or printed. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//[redacted]@').replace(/([?&]authToken=)[^&]*/i, '$1[redacted]')
-}
-
 /** True when a trivial query succeeds: backs /readyz. */
 export async function pingDatabase(database: Database): Promise<boolean> {
   try {

@@ -38,6 +38,14 @@ describe('an unreachable database', () => {
     expect(result.stderr).toContain('cannot reach the database at http://[redacted]@127.0.0.1:1')
     expect(result.stderr).not.toContain(SECRET)
   })
+
+  test('a URL with credentials and an authToken is shown redacted once, cleanly', async () => {
+    // Before: `…127.0.0.1:1?[redacted]]: …`, the URL's own redaction redacted again as free text.
+    const result = await runSvc(['keys', 'list', '--org', 'x'], { ...UNREACHABLE, DATABASE_URL: `libsql://user:pass@127.0.0.1:1?authToken=${SECRET}` })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toStartWith('error: cannot reach the database at libsql://[redacted]@127.0.0.1:1?[redacted]: ECONNREFUSED')
+    expect(result.stderr).not.toContain(SECRET)
+  })
 })
 
 describe('a DATABASE_URL that names a directory', () => {
