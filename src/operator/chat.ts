@@ -52,14 +52,21 @@ export async function chat(client: ClientConfig, args: string[], io: CliIo): Pro
   let usage: { prompt_tokens: number; completion_tokens: number } | undefined
   // --json: one object at the end (as fusion and encrypted-chat print), no streamed text.
   let content = ''
+  // A stream that closes before a finish_reason or [DONE] was cut (a proxy's timeout, a dropped
+  // connection): what arrived is not the whole answer.
+  let ended = false
   for await (const event of decodeSse(response.body)) {
-    if (event.data === '[DONE]') break
+    if (event.data === '[DONE]') {
+      ended = true
+      break
+    }
     const chunk = JSON.parse(event.data) as {
       error?: { message: string }
-      choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null } }>
+      choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null }; finish_reason?: string | null }>
       usage?: { prompt_tokens: number; completion_tokens: number }
     }
     if (chunk.error) throw new Error(`the stream failed: ${chunk.error.message}`)
+    if (chunk.choices?.[0]?.finish_reason) ended = true
     const delta = chunk.choices?.[0]?.delta
     if (delta?.content) {
       if (values.json) content += delta.content
@@ -67,6 +74,7 @@ export async function chat(client: ClientConfig, args: string[], io: CliIo): Pro
     }
     if (chunk.usage) usage = chunk.usage
   }
+  if (!ended) throw new Error('the answer was cut: the gateway closed the stream before its end (no finish_reason or [DONE])')
   if (values.json) {
     io.out(JSON.stringify({ model: values.model, content, usage }))
     return

@@ -151,6 +151,30 @@ describe('svc chat', () => {
     }
   })
 
+  test('a stream that closes before its end (no finish_reason, no [DONE]) fails the command, with --json too', async () => {
+    // Before: "The answer is", exit 0, and --json printed it with nothing marking it incomplete.
+    const chunk = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`
+    const cut = chunk({ choices: [{ index: 0, delta: { content: 'The answer is' }, finish_reason: null }] })
+    const fusionCut = `event: synthesis.delta\n${chunk({ delta: 'The answer is' })}`
+    const gateway = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: request => new Response(new URL(request.url).pathname === '/api/v1/chat/fusion' ? fusionCut : cut, { headers: { 'content-type': 'text/event-stream' } }),
+    })
+    try {
+      const at = `http://127.0.0.1:${gateway.port}`
+      const text = await runCliCaptured(['chat', '--model', 'm', '--key', key, '--url', at, 'hi'], env)
+      expect(text).toEqual({ code: 1, stdout: 'The answer is', out: [], err: ['error: the answer was cut: the gateway closed the stream before its end (no finish_reason or [DONE])'] })
+      const json = await runCliCaptured(['chat', '--model', 'm', '--key', key, '--url', at, '--json', 'hi'], env)
+      expect(json).toEqual({ code: 1, stdout: '', out: [], err: text.err })
+      // svc fusion already needs its final result event.
+      const fusion = await runCliCaptured(['fusion', '--models', 'a,b', '--key', key, '--url', at, '--json', 'hi'], env)
+      expect(fusion).toEqual({ code: 1, stdout: '', out: [], err: ['error: the gateway closed the stream before the result'] })
+    } finally {
+      gateway.stop(true)
+    }
+  })
+
   test('an answer standard output does not take fails the command, naming it (a closed stdout exits 1)', async () => {
     // Before: the streamed answer went through process.stdout.write, which drops a failed write:
     // `svc chat … >&-` exited 0 having shown nothing.
