@@ -9,7 +9,7 @@ import { amountFlag, checkFlags, idArgument, LedgerViolation, parseOptions, repo
 export async function credit(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(
     args,
-    { org: { type: 'string' }, usd: { type: 'string' }, nanos: { type: 'string' }, note: { type: 'string' }, reference: { type: 'string' } },
+    { org: { type: 'string' }, usd: { type: 'string' }, nanos: { type: 'string' }, note: { type: 'string' }, reference: { type: 'string' }, json: { type: 'boolean' } },
     ['org'],
   )
   if ((values.usd === undefined) === (values.nanos === undefined)) throw new UsageError('give exactly one of --usd and --nanos')
@@ -30,7 +30,7 @@ export async function credit(deps: Deps, args: string[], io: CliIo): Promise<voi
 
 /** `svc plans set --org ORG --plan P [--json]` */
 export async function plansSet(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values } = parseOptions(args, { org: { type: 'string' }, plan: { type: 'string' } }, ['org', 'plan'])
+  const { values } = parseOptions(args, { org: { type: 'string' }, plan: { type: 'string' }, json: { type: 'boolean' } }, ['org', 'plan'])
   if (!deps.config.plans.has(values.plan!)) throw new UsageError(`--plan must be one of ${[...deps.config.plans.keys()].join(', ')}`)
   const orgId = idArgument(values.org!, '--org')
   await switchPlan(deps.writer, deps.plans, deps.clock, orgId, values.plan!)
@@ -39,7 +39,7 @@ export async function plansSet(deps: Deps, args: string[], io: CliIo): Promise<v
 
 /** `svc ledger verify [--json]`: exit 1 with one line per violated invariant. */
 export async function ledgerVerify(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values } = parseOptions(args, {})
+  const { values } = parseOptions(args, { json: { type: 'boolean' } })
   const violations = await verifyLedger(deps.database.client, { nowMs: deps.clock.now(), staleAfterMs: deps.config.ledger.instanceStaleAfterMs })
   report(io, values.json, { ok: violations.length === 0, violations }, violations.length === 0 ? ['ledger ok: every invariant holds'] : violations)
   if (violations.length > 0) throw new LedgerViolation(violations.length)

@@ -31,7 +31,7 @@ export async function gatewayCredential(client: ClientConfig, values: { key?: st
  * `svc login` and its gateway. It talks HTTP only: no database.
  */
 export async function chat(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
-  const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' } }, ['model'], 'PROMPT')
+  const { values, positionals } = parseOptions(args, { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, system: { type: 'string' }, json: { type: 'boolean' } }, ['model'], 'PROMPT')
   const prompt = promptArgument(positionals)
   const { key, url } = await gatewayCredential(client, values)
   const messages = [...(values.system ? [{ role: 'system', content: values.system }] : []), { role: 'user', content: prompt }]

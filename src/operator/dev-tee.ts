@@ -14,7 +14,7 @@ const FAULTS: ReadonlyArray<keyof SimFaults> = [
  * never trust them.
  */
 export async function devTee(args: string[], io: CliIo, stop: AbortSignal, started?: (sim: SimTeeBackend) => void): Promise<void> {
-  const { values } = parseOptions(args, { port: { type: 'string' }, family: { type: 'string' }, version: { type: 'string' }, faults: { type: 'string' }, reasoning: { type: 'boolean' } })
+  const { values } = parseOptions(args, { port: { type: 'string' }, family: { type: 'string' }, version: { type: 'string' }, faults: { type: 'string' }, reasoning: { type: 'boolean' }, json: { type: 'boolean' } })
   const family = values.family ?? 'nearai'
   if (family !== 'nearai' && family !== 'phala') throw new UsageError('--family must be nearai or phala')
   const version = values.version ?? '2'

@@ -13,7 +13,7 @@ import { gatewayUrl, parseOptions, promptArgument, UsageError, type CliIo } from
 export async function encryptedChatCommand(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(
     args,
-    { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, algo: { type: 'string' }, 'no-stream': { type: 'boolean' }, system: { type: 'string' } },
+    { model: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' }, algo: { type: 'string' }, 'no-stream': { type: 'boolean' }, system: { type: 'string' }, json: { type: 'boolean' } },
     ['model'],
     'PROMPT',
   )

@@ -26,7 +26,7 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo): P
     args,
     {
       models: { type: 'string' }, judge: { type: 'string' }, system: { type: 'string' }, key: { type: 'string' }, url: { type: 'string' },
-      'request-id': { type: 'string' }, 'web-search': { type: 'boolean' }, 'web-fetch': { type: 'boolean' },
+      'request-id': { type: 'string' }, 'web-search': { type: 'boolean' }, 'web-fetch': { type: 'boolean' }, json: { type: 'boolean' },
     },
     ['models'],
     'PROMPT',

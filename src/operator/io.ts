@@ -23,7 +23,8 @@ type OptionSpec = Record<string, { type: 'string' | 'boolean' }>
 
 /**
  * Strict option parsing: unknown flags, missing values, a flag given twice and stray positionals
- * are usage errors. `required` names flags that must be present.
+ * are usage errors. `required` names flags that must be present. `--json` is a flag like any
+ * other: a command that prints no JSON (login, logout) does not list it, so it is refused there.
  */
 export function parseOptions<T extends OptionSpec>(
   args: string[],
@@ -31,10 +32,10 @@ export function parseOptions<T extends OptionSpec>(
   required: Array<keyof T & string> = [],
   /** The one positional argument's name (PROMPT, ORG…), when the command takes one. */
   positional?: string,
-): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string } & { json?: boolean }; positionals: string[] } {
+): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string }; positionals: string[] } {
   let parsed
   try {
-    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, json: { type: 'boolean' } }, strict: true, allowPositionals: positional !== undefined, tokens: true })
+    parsed = parseArgs({ args: withNegativeValues(args, options), options, strict: true, allowPositionals: positional !== undefined, tokens: true })
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''))
   }

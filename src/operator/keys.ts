@@ -17,6 +17,7 @@ export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise
       'expires-in': { type: 'string' },
       'spend-cap-period': { type: 'string' },
       'spend-cap-nanos': { type: 'string' },
+      json: { type: 'boolean' },
     },
     ['org', 'user', 'name'],
   )
@@ -50,7 +51,7 @@ export async function keysCreate(deps: Deps, args: string[], io: CliIo): Promise
 
 /** `svc keys list --org ORG [--json]` */
 export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values } = parseOptions(args, { org: { type: 'string' } }, ['org'])
+  const { values } = parseOptions(args, { org: { type: 'string' }, json: { type: 'boolean' } }, ['org'])
   const orgId = idArgument(values.org!, '--org')
   await deps.orgs.requireOrg(orgId)
   const keys = (await deps.keys.list(orgId)).map(keyView)
@@ -64,7 +65,7 @@ export async function keysList(deps: Deps, args: string[], io: CliIo): Promise<v
 
 /** `svc keys revoke KEY_ID [--json]`: the operator may revoke any organization's key. */
 export async function keysRevoke(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values, positionals } = parseOptions(args, {}, [], 'KEY_ID')
+  const { values, positionals } = parseOptions(args, { json: { type: 'boolean' } }, [], 'KEY_ID')
   const keyId = idArgument(positionals[0]!, 'KEY_ID')
   const orgId = await deps.keys.orgOf(keyId)
   if (orgId === undefined || !(await deps.keys.revoke(orgId, keyId))) throw new ApiError('not_found', `no active or expired key ${keyId}`)

@@ -6,7 +6,7 @@ import { amountFlag, checkFlags, idArgument, parseOptions, report, reportKey, ty
 export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise<void> {
   const { values } = parseOptions(
     args,
-    { name: { type: 'string' }, owner: { type: 'string' }, plan: { type: 'string' }, 'credit-usd': { type: 'string' } },
+    { name: { type: 'string' }, owner: { type: 'string' }, plan: { type: 'string' }, 'credit-usd': { type: 'string' }, json: { type: 'boolean' } },
     ['name'],
   )
   const creditNanos = values['credit-usd'] === undefined ? 0n : amountFlag('--credit-usd', values['credit-usd'], 'usd', { positive: false })
@@ -59,7 +59,7 @@ export async function orgsCreate(deps: Deps, args: string[], io: CliIo): Promise
 
 /** `svc orgs show ORG [--json]`: plan, balance and allowance left. */
 export async function orgsShow(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values, positionals } = parseOptions(args, {}, [], 'ORG')
+  const { values, positionals } = parseOptions(args, { json: { type: 'boolean' } }, [], 'ORG')
   const org = await deps.orgs.requireOrg(idArgument(positionals[0]!, 'ORG'))
   const balance = await deps.balance(org.id)
   const plan = deps.plans.get(org.planId)

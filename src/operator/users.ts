@@ -10,7 +10,7 @@ function parseRole(value: string): Role {
 
 /** `svc users add --org ORG --email E --role owner|admin|member [--json]` */
 export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values } = parseOptions(args, { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' } }, ['org', 'email', 'role'])
+  const { values } = parseOptions(args, { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } }, ['org', 'email', 'role'])
   const role = parseRole(values.role!)
   // A malformed address is a usage error; "already a member" (from addUser) stays a failure.
   await checkFlags({ email: '--email' }, () => normalizeEmail(values.email!))
@@ -23,7 +23,7 @@ export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<v
 
 /** `svc users set-role --org ORG --user USER --role owner|admin|member [--json]` */
 export async function usersSetRole(deps: Deps, args: string[], io: CliIo): Promise<void> {
-  const { values } = parseOptions(args, { org: { type: 'string' }, user: { type: 'string' }, role: { type: 'string' } }, ['org', 'user', 'role'])
+  const { values } = parseOptions(args, { org: { type: 'string' }, user: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } }, ['org', 'user', 'role'])
   const role = parseRole(values.role!)
   const orgId = idArgument(values.org!, '--org')
   const userId = idArgument(values.user!, '--user')

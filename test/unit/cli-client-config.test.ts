@@ -69,6 +69,16 @@ describe('client commands ignore the server config', () => {
     expect(out).toEqual(['Not signed in.'])
   })
 
+  test('login and logout print no JSON: --json is an unknown flag there, a usage error', async () => {
+    // Before: both took it and printed their text lines, where a script expected one JSON object.
+    const env = { SVC_URL: url, SVC_CONFIG_DIR: join(dir, 'svc') }
+    for (const argv of [['logout', '--json'], ['login', '--url', 'http://127.0.0.1:1', '--json']]) {
+      const { io, out, err } = captureIo()
+      expect({ argv, code: await runCli(argv, env, io), out }).toEqual({ argv, code: 2, out: [] })
+      expect(err[0]).toStartWith("usage error: Unknown option '--json'")
+    }
+  })
+
   test('database commands still refuse the config, naming the missing secret', async () => {
     const { io, err } = captureIo()
     expect(await runCli(['migrate'], { SVC_CONFIG: serverConfig, DATABASE_URL: `file:${join(dir, 'refused.db')}` }, io)).toBe(1)
