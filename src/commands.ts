@@ -11,14 +11,14 @@ import { ApiError } from './http/errors'
 import { stdOutput } from './lib/std-output'
 import { serve } from './main'
 import { createLogger, displayUrl, redactCredentials } from './observability/logger'
-import { LedgerViolation, UsageError, type CliIo } from './operator/io'
+import { HelpRequested, LedgerViolation, UsageError, type CliIo } from './operator/io'
 import packageJson from '../package.json'
 
 const USAGE = `svc — self-hostable LLM inference gateway
 
 Usage: svc [command] [options]
 
-  help, --help, -h              print this text
+  help, --help, -h              print this text (also after a command: svc credit --help)
   version, --version            print the gateway's version and exit
   serve                         apply migrations, bootstrap an empty database, listen on PORT (default)
   migrate                       apply pending migrations and exit
@@ -58,7 +58,11 @@ without SVC_CONFIG, OPENAI_API_KEY, ANTHROPIC_API_KEY and OLLAMA_BASE_URL each a
 chat, fusion, login, logout and encrypted-chat only talk to a running gateway: they read SVC_URL (default
 http://localhost:$PORT), SVC_API_KEY and SVC_CONFIG_DIR, never SVC_CONFIG or the database; dev-tee reads only its flags.`
 
-type Command = (deps: Deps, args: string[], io: CliIo) => Promise<void>
+/**
+ * A database command reads its arguments first, then runs on the database: a usage error or
+ * --help needs neither the configuration nor the database (nor migrates it).
+ */
+type Command = (args: string[], io: CliIo) => (deps: Deps) => Promise<void>
 
 // Operator commands are imported when run, so `svc serve` does not load them (nor the client,
 // TEE and OAuth-login code they pull in). The specifiers stay string literals: `bun build
@@ -97,13 +101,19 @@ const DIRECT_COMMANDS = new Set([...Object.keys(CLIENT_COMMANDS), 'dev-tee'])
 /** Commands that take no arguments at all (not even --json: they print no data, or only a version). */
 const NO_ARGUMENTS = new Set(['serve', 'migrate', 'version', '--version'])
 
+/** The help flags: alone, or after a command group (`svc keys -h`) or a command that takes no arguments. */
+const HELP = new Set(['--help', '-h'])
+
 /** Runs one CLI invocation; resolves to the process exit code (serve keeps running). */
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env, io: CliIo = stdOutput): Promise<number> {
   const [first = 'serve', second] = argv
-  // A failed write to standard output is a failure too (exit 1, naming it).
-  if (first === 'help' || argv.includes('--help') || argv.includes('-h')) return exitCode(io, async () => io.out(USAGE))
+  // Past the command, help is a flag the command reads (parseOptions): never a flag's value or
+  // what follows `--` (`credit --note -h` must not end as a success that booked nothing).
+  if (first === 'help' || HELP.has(first)) return printUsage(io)
+  const onlyHelp = argv.length === 2 && HELP.has(second!)
   // These take no arguments: one given is named as such, not read as an unknown command.
   if (NO_ARGUMENTS.has(first) && argv.length > 1) {
+    if (onlyHelp) return printUsage(io)
     say(io, `usage error: ${first} takes no arguments, got "${argv[1]}"\n\n${USAGE}`)
     return 2
   }
@@ -119,6 +129,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   if (!command && !direct) {
     // A command group (`svc ledger`, `svc keys list-all`) names its subcommands, not "unknown".
     const group = Object.keys(COMMANDS).filter(name => name.startsWith(`${first} `))
+    if (group.length > 0 && onlyHelp) return printUsage(io)
     const problem = group.length === 0 ? `unknown command "${argv.join(' ')}"`
       : second === undefined || second.startsWith('-') ? `${first} needs a subcommand: ${group.join(', ')}`
       : `unknown command "${pair}": ${first} takes ${group.join(', ')}`
@@ -142,12 +153,21 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, onSignal)
     }
   }
+  // A database command reads its arguments before the configuration and the database (Command).
+  let run = async (_deps: Deps) => {}
+  if (command) {
+    let parsed: ((deps: Deps) => Promise<void>) | undefined
+    const code = await exitCode(io, async () => {
+      parsed = (await command())(rest, io)
+    })
+    if (parsed === undefined) return code
+    run = parsed
+  }
   const config = configOrExit(() => loadConfig(env), io)
   if (config === undefined) return 1
   // serve resolves once listening; a failure before that (an unreachable database) exits 1.
   if (first === 'serve') return exitCode(io, () => serve(config), config)
-  if (first === 'migrate') return withDeps(config, io, async () => {}, { create: true })
-  return withDeps(config, io, async deps => (await command!())(deps, rest, io))
+  return withDeps(config, io, run, { create: first === 'migrate' })
 }
 
 /** The loaded settings, or undefined after printing every problem of a ConfigError. */
@@ -201,6 +221,7 @@ async function exitCode(io: CliIo, fn: () => Promise<void>, config?: Config): Pr
     return 0
   } catch (error) {
     if (error instanceof LedgerViolation) return 1
+    if (error instanceof HelpRequested) return printUsage(io)
     if (error instanceof UsageError) {
       say(io, `usage error: ${redactCredentials(error.message)}\n\n${USAGE}`)
       return 2
@@ -208,6 +229,11 @@ async function exitCode(io: CliIo, fn: () => Promise<void>, config?: Config): Pr
     say(io, `error: ${failureLine(error, config)}`)
     return 1
   }
+}
+
+/** The usage text on standard output: exit 0, or 1 when standard output does not take it. */
+function printUsage(io: CliIo): Promise<number> {
+  return exitCode(io, async () => io.out(USAGE))
 }
 
 /** A message on standard error; when that fails too, the exit code is all that is left to say it. */

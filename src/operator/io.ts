@@ -12,6 +12,13 @@ export type CliIo = Output
 /** Bad command-line usage: exit code 2 with the message and the usage text. */
 export class UsageError extends Error {}
 
+/**
+ * `--help` or `-h` given as a flag: the usage text, exit 0, and the command does nothing. As a
+ * flag's value (`--note -h`, refused as ambiguous like any dash-led value) or after `--` it is
+ * no help request.
+ */
+export class HelpRequested extends Error {}
+
 /** `ledger verify` found violations: exit code 1 after they were already printed. */
 export class LedgerViolation extends Error {
   constructor(count: number) {
@@ -25,6 +32,7 @@ type OptionSpec = Record<string, { type: 'string' | 'boolean' }>
  * Strict option parsing: unknown flags, missing values, a flag given twice and stray positionals
  * are usage errors. `required` names flags that must be present. `--json` is a flag like any
  * other: a command that prints no JSON (login, logout) does not list it, so it is refused there.
+ * `--help`/`-h` is every command's flag (HelpRequested), checked before what the others need.
  */
 export function parseOptions<T extends OptionSpec>(
   args: string[],
@@ -35,10 +43,11 @@ export function parseOptions<T extends OptionSpec>(
 ): { values: { [K in keyof T]?: T[K]['type'] extends 'boolean' ? boolean : string }; positionals: string[] } {
   let parsed
   try {
-    parsed = parseArgs({ args: withNegativeValues(args, options), options, strict: true, allowPositionals: positional !== undefined, tokens: true })
+    parsed = parseArgs({ args: withNegativeValues(args, options), options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: positional !== undefined, tokens: true })
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''))
   }
+  if ((parsed.values as { help?: boolean }).help) throw new HelpRequested('help requested')
   // parseArgs keeps a repeated flag's last value: `credit --usd 1 --usd 1000` would book 1000 USD.
   const seen = new Set<string>()
   for (const token of parsed.tokens) {

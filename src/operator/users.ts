@@ -9,24 +9,28 @@ function parseRole(value: string): Role {
 }
 
 /** `svc users add --org ORG --email E --role owner|admin|member [--json]` */
-export async function usersAdd(deps: Deps, args: string[], io: CliIo): Promise<void> {
+export function usersAdd(args: string[], io: CliIo): (deps: Deps) => Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } }, ['org', 'email', 'role'])
-  const role = parseRole(values.role!)
-  // A malformed address is a usage error; "already a member" (from addUser) stays a failure.
-  await checkFlags({ email: '--email' }, () => normalizeEmail(values.email!))
-  const orgId = idArgument(values.org!, '--org')
-  const { userId, created } = await deps.orgs.addUser({ orgId, email: values.email!, role })
-  report(io, values.json, { user_id: userId, org_id: orgId, role, created }, [
-    `user ${userId} ${created ? 'created and ' : ''}added to ${orgId} as ${role}`,
-  ])
+  return async deps => {
+    const role = parseRole(values.role!)
+    // A malformed address is a usage error; "already a member" (from addUser) stays a failure.
+    await checkFlags({ email: '--email' }, () => normalizeEmail(values.email!))
+    const orgId = idArgument(values.org!, '--org')
+    const { userId, created } = await deps.orgs.addUser({ orgId, email: values.email!, role })
+    report(io, values.json, { user_id: userId, org_id: orgId, role, created }, [
+      `user ${userId} ${created ? 'created and ' : ''}added to ${orgId} as ${role}`,
+    ])
+  }
 }
 
 /** `svc users set-role --org ORG --user USER --role owner|admin|member [--json]` */
-export async function usersSetRole(deps: Deps, args: string[], io: CliIo): Promise<void> {
+export function usersSetRole(args: string[], io: CliIo): (deps: Deps) => Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, user: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } }, ['org', 'user', 'role'])
-  const role = parseRole(values.role!)
-  const orgId = idArgument(values.org!, '--org')
-  const userId = idArgument(values.user!, '--user')
-  await deps.orgs.setRole({ orgId, userId, role })
-  report(io, values.json, { user_id: userId, org_id: orgId, role }, [`user ${userId} is now ${role} of ${orgId}`])
+  return async deps => {
+    const role = parseRole(values.role!)
+    const orgId = idArgument(values.org!, '--org')
+    const userId = idArgument(values.user!, '--user')
+    await deps.orgs.setRole({ orgId, userId, role })
+    report(io, values.json, { user_id: userId, org_id: orgId, role }, [`user ${userId} is now ${role} of ${orgId}`])
+  }
 }

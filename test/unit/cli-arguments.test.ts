@@ -88,3 +88,24 @@ test('the help names the commands --json applies to, each of them prints one JSO
     expect(typeof JSON.parse(result.out)).toBe('object')
   }
 })
+
+test('--help and -h are help only as flags: a flag value or an argument after -- is no help request', async () => {
+  // Before, either anywhere in argv printed the usage and exited 0: `credit … --note -h` booked
+  // nothing, and `chat … -- -h` never sent its prompt (test/unit/cli-chat.test.ts).
+  const org = await cliJson('orgs', 'create', '--name', 'A', '--plan', 'payg')
+  const valued = await cli('credit', '--org', org.org_id, '--usd', '1', '--note', '-h')
+  expect({ code: valued.code, out: valued.out, err: valued.err.split('\n')[0] }).toEqual({ code: 2, out: '', err: "usage error: Option '--note' argument is ambiguous." })
+  expect(await cliJson('orgs', 'show', org.org_id)).toMatchObject({ prepaid_nanos: '0' })
+  expect(await cliJson('credit', '--org', org.org_id, '--usd', '1', '--note=-h')).toMatchObject({ applied: true })
+
+  // As a flag: the usage, exit 0, and nothing done; before the database is opened or the
+  // configuration read, so a database that does not exist is not even looked for.
+  const usage = (await cli('--help')).out
+  expect(usage).toStartWith('svc — self-hostable LLM inference gateway')
+  db.env.DATABASE_URL = `file:${join(db.dir, 'absent.db')}`
+  db.env.SVC_CONFIG = join(db.dir, 'absent.yaml')
+  for (const argv of [['credit', '-h'], ['ledger', 'verify', '--help'], ['orgs', 'show', '-h'], ['keys', 'create', '--org', org.org_id, '--admin', '-h'], ['keys', '--help'], ['migrate', '-h']]) {
+    expect({ argv, ...(await cli(...argv)) }).toEqual({ argv, code: 0, out: usage, err: '' })
+  }
+  expect(await Bun.file(join(db.dir, 'absent.db')).exists()).toBe(false)
+})

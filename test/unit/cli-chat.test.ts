@@ -73,6 +73,12 @@ describe('svc chat', () => {
     const usage = capture()
     expect(await runCli(['chat', '--key', key, '--url', url, 'hello'], env, usage.io)).toBe(2)
     expect(usage.err[0]).toStartWith('usage error: --model is required')
+
+    // After `--` a prompt is a prompt, `-h` as `--json` (before, `-h` printed the usage and exited 0).
+    for (const prompt of ['-h', '--help', '--json']) {
+      const sent = await runCliCaptured(['chat', '--model', 'demo-anonymous', '--key', key, '--url', url, '--', prompt], env)
+      expect({ code: sent.code, stdout: sent.stdout }).toEqual({ code: 0, stdout: `Hello from the demo model. You said: ${prompt}\n` })
+    }
   })
 
   test('a --url or SVC_URL that is not an http(s) URL is a usage error naming it, on every command that takes one', async () => {
