@@ -5,8 +5,8 @@ import { isInMemoryUrl, localPathOf } from './db/file-url'
 import { loadClientConfig, type ClientConfig } from './config/client'
 import type { Config } from './config/config'
 import { ConfigError, loadConfig } from './config/load'
-import { DatabaseFileError, migrateDatabase } from './db/client'
-import { createDeps, type Deps } from './deps'
+import { DatabaseFileError, migrateDatabase, type Database } from './db/client'
+import { createDeps, openConfiguredDatabase, type Deps } from './deps'
 import { ApiError } from './http/errors'
 import { stdOutput } from './lib/std-output'
 import { serve } from './main'
@@ -183,13 +183,16 @@ function configOrExit<T>(load: () => T, io: CliIo): T | undefined {
 
 /**
  * Opens the database (applying pending migrations), runs `fn`, closes; maps errors to exit codes.
- * Only `create` (migrate; serve opens its own) may create a local database file. Any other
- * command on a file that does not exist (a mistyped DATABASE_URL, the default relative path run
- * from another directory) is refused before anything is written: it would otherwise report on a
- * new, empty database (`ledger verify`: "every invariant holds"), or write where no server reads.
- * An in-memory DATABASE_URL is refused for every command here, migrate too, for the same reason.
+ * Only `create` (migrate; serve opens its own) may create a local database file or the gateway's
+ * schema. Any other command on a file that does not exist (a mistyped DATABASE_URL, the default
+ * relative path run from another directory), or on a database without the gateway's schema (an
+ * empty file, another application's database), is refused before anything is written: it would
+ * otherwise report on a new, empty database (`ledger verify`: "every invariant holds"), or write
+ * where no server reads. An in-memory DATABASE_URL is refused for every command here, migrate
+ * too, for the same reason.
  */
 async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<void>, options: { create?: boolean } = {}): Promise<number> {
+  let database: Database | undefined
   let deps: Deps | undefined
   try {
     return await exitCode(
@@ -203,14 +206,16 @@ async function withDeps(config: Config, io: CliIo, fn: (deps: Deps) => Promise<v
         if (!options.create && path !== undefined && !existsSync(path)) {
           throw new DatabaseFileError(`${path} does not exist (svc migrate or svc serve creates it)`)
         }
-        deps = await createDeps(config, { logger: createLogger('warn', line => process.stderr.write(line)) })
+        database = await openConfiguredDatabase(config, { requireSchema: !options.create })
+        deps = await createDeps(config, { database, logger: createLogger('warn', line => process.stderr.write(line)) })
         await migrateDatabase(deps.database)
         await fn(deps)
       },
       config,
     )
   } finally {
-    await deps?.close()
+    if (deps) await deps.close()
+    else database?.close()
   }
 }
 

@@ -23,7 +23,7 @@ import { createProviders, type ProviderFactories } from './providers/registry'
 import type { Provider } from './providers/types'
 import { Router } from './providers/router'
 import type { Config } from './config/config'
-import { openDatabase, type Database } from './db/client'
+import { openDatabase, type Database, type OpenOptions } from './db/client'
 import { KeyService } from './keys/service'
 import { abortable } from './lib/abortable'
 import { systemClock, type Clock } from './lib/clock'
@@ -121,10 +121,15 @@ const PROVIDER_FACTORIES: ProviderFactories = {
   attested: config => new AttestedProvider(config),
 }
 
+/** The database DATABASE_URL names, with its token and reply timeout. */
+export function openConfiguredDatabase(config: Config, options: Pick<OpenOptions, 'requireSchema'> = {}): Promise<Database> {
+  return openDatabase(config.databaseUrl, config.databaseAuthToken, { replyTimeoutMs: config.databaseTimeoutMs, ...options })
+}
+
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const clock = overrides.clock ?? systemClock
   const logger = overrides.logger ?? createLogger(config.logLevel)
-  const database = overrides.database ?? (await openDatabase(config.databaseUrl, config.databaseAuthToken, { replyTimeoutMs: config.databaseTimeoutMs }))
+  const database = overrides.database ?? (await openConfiguredDatabase(config))
   const orgs = new OrgService(database.db, clock, new Set(config.plans.keys()))
   const executor = overrides.executor ?? createExecutor(database.url, database.client)
   const fault = faultAt(config.faultPoint)

@@ -7,6 +7,7 @@ import { createClient as createLocalClient } from '@libsql/client/sqlite3'
 import { drizzle } from 'drizzle-orm/libsql/sqlite3'
 import type { LibSQLDatabase } from 'drizzle-orm/libsql/driver-core'
 import { sql } from 'drizzle-orm'
+import { DrizzleQueryError } from 'drizzle-orm/errors'
 import { migrate } from 'drizzle-orm/libsql/migrator'
 import { localPathOf } from './file-url'
 import { schema } from './schema'
@@ -31,6 +32,12 @@ export interface OpenOptions {
   busyTimeoutMs?: number
   /** How long a libSQL server gets to answer one HTTP request. */
   replyTimeoutMs?: number
+  /**
+   * Refuse a database that has no gateway schema yet, before anything is written to it (WAL
+   * included): an empty file, or another application's database that a DATABASE_URL names by
+   * mistake. Only migrate and serve make a database the gateway's; one merely behind is migrated.
+   */
+  requireSchema?: boolean
 }
 
 /**
@@ -38,7 +45,7 @@ export interface OpenOptions {
  * or a `libsql://` / `http(s)://` server. Integers come back as bigints so nanos stay exact.
  */
 export async function openDatabase(url: string, authToken?: string, options: OpenOptions = {}): Promise<Database> {
-  const { busyTimeoutMs = BUSY_TIMEOUT_MS, replyTimeoutMs = REPLY_TIMEOUT_MS } = options
+  const { busyTimeoutMs = BUSY_TIMEOUT_MS, replyTimeoutMs = REPLY_TIMEOUT_MS, requireSchema = false } = options
   const path = localPathOf(url)
   const localFile = path !== undefined
   if (localFile) prepareFile(path)
@@ -50,17 +57,18 @@ export async function openDatabase(url: string, authToken?: string, options: Ope
   const fetch = REMOTE.test(url) ? timedFetch(replyTimeoutMs, limit) : undefined
   const client = createClient({ url, authToken, intMode: 'bigint', timeout: busyTimeoutMs, fetch })
   if (localFile) reopenAfterBusy(client)
-  // WAL is stored in the file, so setting it once through any connection is enough. The first
-  // statement opens the file: a failure here is the file's (not a database, no permission).
-  if (url.startsWith('file:')) {
-    try {
-      await client.execute('PRAGMA journal_mode=WAL')
-    } catch (error) {
-      client.close()
-      throw localFile ? new DatabaseFileError(`${path}: ${(error as Error).message}`, { cause: error }) : error
-    }
-  }
   const db = drizzle(client, { schema })
+  try {
+    if (requireSchema) await checkSchema(db, path)
+    // WAL is stored in the file, so setting it once through any connection is enough.
+    if (url.startsWith('file:')) await client.execute('PRAGMA journal_mode=WAL')
+  } catch (error) {
+    client.close()
+    // The first statement opens the file: a failure here is the file's (not a database, no permission).
+    if (!localFile || error instanceof DatabaseFileError) throw error
+    const cause = error instanceof DrizzleQueryError ? error.cause : error
+    throw new DatabaseFileError(`${path}: ${(cause as Error).message}`, { cause })
+  }
   const unlimited = async <T>(work: () => Promise<T>): Promise<T> => {
     limit.unlimited += 1
     try {
@@ -122,10 +130,21 @@ function reopenAfterBusy(client: Client): void {
 }
 
 /**
- * A local database file that cannot be opened; the message names the path and why. The CLI
- * prints it naming DATABASE_URL (src/commands.ts failureLine).
+ * A database that cannot be opened (a local file, or one without the gateway's schema); the
+ * message names the path and why. The CLI prints it naming DATABASE_URL (src/commands.ts failureLine).
  */
 export class DatabaseFileError extends Error {}
+
+/** Where drizzle's migrator records the migrations applied: every gateway database has it. */
+const MIGRATIONS_TABLE = '__drizzle_migrations'
+
+/** Refuses a database without MIGRATIONS_TABLE (requireSchema); it reads only. */
+async function checkSchema(db: Db, path: string | undefined): Promise<void> {
+  // Through drizzle, so an unreachable server reads as any query's failure (commands.ts failureLine).
+  const found = await db.all(sql`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ${MIGRATIONS_TABLE}`)
+  if (found.length > 0) return
+  throw new DatabaseFileError(`${path ?? 'it'} is not a gateway database (no ${MIGRATIONS_TABLE} table); svc migrate or svc serve creates the gateway's tables in it`)
+}
 
 /** Creates a local database's directory; a path that is a directory is refused by name (SQLite says only "unable to open"). */
 function prepareFile(path: string): void {

@@ -1,12 +1,16 @@
 import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { Database as SQLite } from 'bun:sqlite'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { migrate } from 'drizzle-orm/libsql/migrator'
 import { runCli } from '../../src/commands'
+import { migrationsFolder, openDatabase } from '../../src/db/client'
 import { captureIo } from '../support/cli'
 import { startGateway } from '../support/gateway-process'
 
-// A local database file that does not exist: only `svc migrate` and `svc serve` create one (QA cli #5).
+// A local database file that does not exist: only `svc migrate` and `svc serve` create one (QA cli #5),
+// nor the gateway's schema in a database that has none.
 // An in-memory database: no operator command runs on one, and `svc serve` warns (QA dburl #1).
 
 let dir: string
@@ -54,6 +58,51 @@ test('a command other than migrate and serve refuses a database file that does n
   expect(await cli(env, 'migrate')).toEqual({ code: 0, out: '', err: '' })
   expect(existsSync(path)).toBe(true)
   expect(await cli(env, 'ledger', 'verify')).toEqual({ code: 0, out: 'ledger ok: every invariant holds', err: '' })
+})
+
+test('a command other than migrate and serve refuses a database without the gateway schema, writing nothing to it', async () => {
+  // Before, an empty file or another application's database got the gateway's tables and WAL,
+  // and `ledger verify` then reported "every invariant holds" on it.
+  const empty = join(dir, 'empty.db')
+  writeFileSync(empty, '')
+  const other = join(dir, 'customers.db')
+  const customers = new SQLite(other)
+  customers.run('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)')
+  customers.close()
+  for (const path of [empty, other]) {
+    const before = readFileSync(path)
+    for (const argv of commands) {
+      const result = await cli({ DATABASE_URL: `file:${path}` }, ...argv)
+      expect({ argv, code: result.code, out: result.out, err: result.err }).toEqual({
+        argv, code: 1, out: '',
+        err: `error: cannot open the database at file:${path} (DATABASE_URL): ${path} is not a gateway database (no __drizzle_migrations table); svc migrate or svc serve creates the gateway's tables in it`,
+      })
+    }
+    expect(readFileSync(path).equals(before)).toBe(true)
+  }
+  expect(readdirSync(dir).sort()).toEqual(['customers.db', 'empty.db'])
+
+  // migrate makes the empty file a gateway database; then the commands run.
+  expect(await cli({ DATABASE_URL: `file:${empty}` }, 'migrate')).toEqual({ code: 0, out: '', err: '' })
+  expect(await cli({ DATABASE_URL: `file:${empty}` }, 'ledger', 'verify')).toEqual({ code: 0, out: 'ledger ok: every invariant holds', err: '' })
+})
+
+test('a gateway database that is merely behind is migrated by any command', async () => {
+  // Only the first migration applied, as by an older gateway.
+  const folder = join(dir, 'drizzle')
+  cpSync(migrationsFolder(), folder, { recursive: true })
+  const journalPath = join(folder, 'meta', '_journal.json')
+  const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
+  const all = journal.entries.length
+  writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, 1) }))
+  const url = `file:${join(dir, 'old.db')}`
+  const old = await openDatabase(url)
+  await migrate(old.db, { migrationsFolder: folder })
+  old.close()
+  expect(await cli({ DATABASE_URL: url }, 'ledger', 'verify')).toEqual({ code: 0, out: 'ledger ok: every invariant holds', err: '' })
+  const migrated = new SQLite(join(dir, 'old.db'))
+  expect(migrated.query('SELECT count(*) AS n FROM __drizzle_migrations').get()).toEqual({ n: all })
+  migrated.close()
 })
 
 test('no operator command, migrate included, runs on an in-memory database', async () => {
