@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { accessSync, chmodSync, constants, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ClientConfig } from '../config/client'
 import { gatewayUrl, parseOptions, UsageError, type CliIo } from './io'
@@ -39,14 +39,36 @@ export function readLogin(client: ClientConfig): StoredLogin | undefined {
   }
 }
 
+/**
+ * Where `svc login` will keep the token, its directory created (0700) and checked writable before
+ * the person approves anything in the browser: a token minted and then not saved would stay valid
+ * with no copy for svc logout to revoke.
+ */
+function writableCredentialsPath(client: ClientConfig): string {
+  const directory = client.configDir()
+  try {
+    mkdirSync(directory, { recursive: true, mode: 0o700 })
+    accessSync(directory, constants.W_OK)
+  } catch (error) {
+    throw new Error(`cannot keep the svc login token in ${directory}: ${(error as Error).message}; set SVC_CONFIG_DIR to a writable directory`)
+  }
+  return credentialsPath(client)
+}
+
 /** Writes the file readable by the user only: created 0600 under a 0700 directory, then renamed into place. */
 function saveLogin(client: ClientConfig, login: StoredLogin): void {
   mkdirSync(client.configDir(), { recursive: true, mode: 0o700 })
   const path = credentialsPath(client)
   const temporary = `${path}.${process.pid}.tmp`
-  writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600 })
-  chmodSync(temporary, 0o600)
-  renameSync(temporary, path)
+  try {
+    writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600 })
+    chmodSync(temporary, 0o600)
+    renameSync(temporary, path)
+  } catch (error) {
+    // No copy of a token left behind under another name.
+    rmSync(temporary, { force: true })
+    throw error
+  }
 }
 
 async function postForm(url: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, any> }> {
@@ -77,8 +99,7 @@ function toLogin(url: string, tokens: Record<string, any>, now: number): StoredL
 export async function login(client: ClientConfig, args: string[], io: CliIo, env: LoginEnv = realEnv): Promise<void> {
   const { values } = parseOptions(args, { url: { type: 'string' } })
   const url = gatewayUrl(values.url, client.url)
-  // Where the token will go, before the person approves anything in the browser.
-  const path = credentialsPath(client)
+  const path = writableCredentialsPath(client)
   const started = await postForm(`${url}/oauth/device_authorization`, { client_id: CLIENT_ID, scope: 'cli:inference' })
   if (started.status !== 200) throw new Error(`the gateway refused the sign-in: ${started.body.error_description ?? started.body.error ?? started.status}`)
   const { device_code, user_code, verification_uri, verification_uri_complete, expires_in } = started.body
@@ -91,7 +112,15 @@ export async function login(client: ClientConfig, args: string[], io: CliIo, env
     await env.sleep(interval * 1000)
     const polled = await postForm(`${url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code, client_id: CLIENT_ID })
     if (polled.status === 200) {
-      saveLogin(client, toLogin(url, polled.body, env.now()))
+      const signedIn = toLogin(url, polled.body, env.now())
+      try {
+        saveLogin(client, signedIn)
+      } catch (error) {
+        // Checked writable before, yet not saved: revoked, as svc logout would, rather than left valid with no copy.
+        const problem = await revokeAt(url, signedIn.refresh_token)
+        const outcome = problem === undefined ? 'the sign-in was revoked at the gateway' : `and revoking it failed (${problem}): it stays valid at the gateway until it expires or its API key is revoked`
+        throw new Error(`cannot keep the svc login token in ${path}: ${(error as Error).message}; ${outcome}`)
+      }
       io.out(`Signed in to ${url}. The token is kept in ${path}.`)
       return
     }
@@ -119,18 +148,23 @@ export async function logout(client: ClientConfig, args: string[], io: CliIo): P
     io.out('Not signed in.')
     return
   }
-  let problem: string | undefined
-  try {
-    const revoked = await postForm(`${stored.url}/oauth/revoke`, { token: stored.refresh_token, token_type_hint: 'refresh_token', client_id: CLIENT_ID })
-    // An OAuth error names itself; a page that is none (a proxy's 502), its status.
-    if (revoked.status !== 200) problem = `the gateway did not confirm the revocation (${revoked.body.error !== 'invalid_response' && revoked.body.error !== undefined ? revoked.body.error : `HTTP ${revoked.status}`})`
-  } catch (error) {
-    problem = (error as Error).message
-  }
+  const problem = await revokeAt(stored.url, stored.refresh_token)
   const path = credentialsPath(client)
   if (problem !== undefined) throw new Error(`${problem}; the token is kept so that svc logout can revoke it later (delete ${path} to sign out here only)`)
   rmSync(path, { force: true })
   io.out(`Signed out of ${stored.url}.`)
+}
+
+/** Revokes a sign-in at its gateway (RFC 7009: the whole grant); resolves to why not, when it is not confirmed. */
+async function revokeAt(url: string, refreshToken: string): Promise<string | undefined> {
+  try {
+    const revoked = await postForm(`${url}/oauth/revoke`, { token: refreshToken, token_type_hint: 'refresh_token', client_id: CLIENT_ID })
+    // An OAuth error names itself; a page that is none (a proxy's 502), its status.
+    if (revoked.status !== 200) return `the gateway did not confirm the revocation (${revoked.body.error !== 'invalid_response' && revoked.body.error !== undefined ? revoked.body.error : `HTTP ${revoked.status}`})`
+    return undefined
+  } catch (error) {
+    return (error as Error).message
+  }
 }
 
 /**
