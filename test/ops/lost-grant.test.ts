@@ -30,8 +30,8 @@ const BALANCE = 50_000_000n // 0.05 USD: one lease takes all of it
 
 test('a prepaid grant committed with its reply lost: the next call leases it again, and shutdown returns every nano', async () => {
   workspace = gatewayWorkspace('svc-lost-grant-', YAML)
-  database = hranaServer(join(workspace.directory, 'served.db'))
-  const env = { ...workspace.env, DATABASE_URL: database.url, SVC_INSTANCE_ID: 'only', DATABASE_TIMEOUT_S: '1' }
+  database = hranaServer(join(workspace.directory, 'served.db'), 42611)
+  const env = { ...workspace.env, DATABASE_URL: database.url, SVC_INSTANCE_ID: 'only', DATABASE_TIMEOUT_S: '1', PORT: '42612' }
   const { orgId, key } = await seedOrg(env, BALANCE)
   gateway = await startGateway(env)
   const chat = () =>
@@ -46,7 +46,8 @@ test('a prepaid grant committed with its reply lost: the next call leases it aga
     database.delayReply(body => body.includes('INSERT INTO leases') && body.includes('|prepaid|'), 2500)
     const lost = await chat()
     expect(lost.status).toBe(503)
-    expect(await leased()).toBe(BALANCE) // committed; only its reply was late
+    await Bun.sleep(2000) // the late reply is sent (to no one); the grant is in the database
+    expect(await leased()).toBe(BALANCE)
 
     // Once the writer has committed again (a probe each second), the next call is served from
     // that money: nothing else holds it.

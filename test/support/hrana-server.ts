@@ -105,8 +105,8 @@ function toValue(value: unknown): Value {
   return { type: 'blob', base64: Buffer.from(value as Uint8Array).toString('base64') }
 }
 
-/** A Hrana 2 server on `path` (a SQLite file), listening on a free port. */
-export function hranaServer(path: string) {
+/** A Hrana 2 server on `path` (a SQLite file), listening on `port` (0: a free one). */
+export function hranaServer(path: string, port = 0) {
   const streams = new Map<string, HranaStream>()
   let batons = 0
   let silent = false
@@ -118,7 +118,7 @@ export function hranaServer(path: string) {
     return new HranaStream(db)
   }
   const server = Bun.serve({
-    port: 0,
+    port,
     async fetch(request) {
       if (silent) return new Promise<Response>(() => {})
       const url = new URL(request.url)
