@@ -40,8 +40,8 @@ export class LeasePool {
   leaseRow = false
   /**
    * A write on this lease failed where a failed write may have committed (a libSQL server's lost
-   * reply: a grant, the writer's rerun of one, a return), so its row may hold money this process
-   * does not know of, or be gone; `leaseRow` is then true. The row goes back whole (a DELETE: what the database
+   * reply: a grant, the writer's rerun of one), so its row may hold money this process
+   * does not know of; `leaseRow` is then true. The row goes back whole (a DELETE: what the database
    * holds, not what memory says) once nothing holds on the pool: at its next growth (lease-grant.ts),
    * at the next sweep, at shutdown. Until then that money is leased to this boot and spent by none.
    */

@@ -204,9 +204,8 @@ export class Ledger {
       await this.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
       this.pools.drop(pool)
     } catch (error) {
-      // A DELETE whose reply was lost may have gone through: spend nothing of that row, return it later.
-      if (!this.writer.ambiguousCommits) pool.leased += amount
-      pool.grantUnknown = unknown || this.writer.ambiguousCommits
+      pool.leased += amount
+      pool.grantUnknown = unknown
       pool.leaseRow = true
       throw error
     }

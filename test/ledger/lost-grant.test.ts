@@ -30,7 +30,6 @@ eachTestPaygOrg(async setup => {
 
 const prepaidGrant = (statements: readonly Statement[]) =>
   statements.some(statement => statement.sql.includes('INSERT INTO leases') && statement.args.some(arg => String(arg).includes('|prepaid|')))
-const leaseReturnOf = (statements: readonly Statement[]) => statements.some(statement => statement.sql.startsWith('DELETE FROM leases'))
 
 const leasedRow = (orgId: string) => scalar(t.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [orgId])
 const leasedTotal = (orgId: string) => scalar(t.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [orgId])
@@ -138,23 +137,5 @@ test("the writer's rerun of a lost batch with a grant while calls hold on the le
   // And it is all admissible again.
   await ledger.settle(await admitted(10n * USD - 20_000_000n), 10n * USD - 20_000_000n)
   expect(await prepaidOf(t, org.orgId)).toBe(0n)
-  await verifyClean(t)
-})
-
-test('a lease return whose reply was lost: the process spends nothing of that lease, and returns the row again', async () => {
-  await leasedAlready()
-  t.clock.advance(11_000)
-  executor.lose = leaseReturnOf
-  expect(await sweeper.tick().then(() => 'returned', () => 'failed')).toBe('failed')
-  expect(await leasedRow(org.orgId)).toBe(0n) // the DELETE went through
-  expect(prepaidPool(org.orgId)!.leased).toBe(0n)
-
-  await sweeper.tick()
-  expect(prepaidPool(org.orgId)).toBeUndefined()
-  await ledger.settle(await admitted(10_000_000n), 10_000_000n)
-  expect(await leasedRow(org.orgId)).toBe(prepaidPool(org.orgId)!.leased)
-  await sweeper.stop()
-  expect(await leasedTotal(org.orgId)).toBe(0n)
-  expect(await prepaidOf(t, org.orgId)).toBe(10n * USD - 20_000_000n)
   await verifyClean(t)
 })
