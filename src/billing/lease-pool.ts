@@ -38,14 +38,6 @@ export class LeasePool {
    * outlives the boot (`svc ledger verify` flags it, and it keeps the instance row).
    */
   leaseRow = false
-  /**
-   * A write on this lease failed where a failed write may have committed (a libSQL server's lost
-   * reply: a grant, the writer's rerun of one), so its row may hold money this process
-   * does not know of; `leaseRow` is then true. The row goes back whole (a DELETE: what the database
-   * holds, not what memory says) once nothing holds on the pool: at its next growth (lease-grant.ts),
-   * at the next sweep, at shutdown. Until then that money is leased to this boot and spent by none.
-   */
-  grantUnknown = false
 
   constructor(
     readonly ref: LeaseRef,
@@ -113,12 +105,9 @@ export class LeasePools {
     return pool
   }
 
-  /**
-   * Pools with no open holds whose lease, if any, can go back: idle since before `idleBeforeMs`, or
-   * whose row may hold money this process does not know of (grantUnknown).
-   */
+  /** Pools with no open holds, idle since before `idleBeforeMs` (their lease, if any, can go back). */
   idle(idleBeforeMs: number): LeasePool[] {
-    return this.all().filter(pool => pool.held === 0n && pool.growing === null && (pool.lastUsedMs < idleBeforeMs || pool.grantUnknown))
+    return this.all().filter(pool => pool.held === 0n && pool.growing === null && pool.lastUsedMs < idleBeforeMs)
   }
 
   all(): LeasePool[] {

@@ -6,8 +6,7 @@ import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
 import { demand, holdOn, holdOvershoot, LeasePools, type Holds, type LeasePool } from './lease-pool'
-import { leaseReturn, type EntryRow } from './ledger-ops'
-import { grantOp } from './lease-grant'
+import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
@@ -192,20 +191,19 @@ export class Ledger {
 
   /**
    * Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to
-   * 0, and whatever it holds beyond what the pool knows; a pool without a lease row is only forgotten.
+   * 0; a pool without a lease row is only forgotten.
    */
   async returnLease(pool: LeasePool): Promise<void> {
     if (pool.held !== 0n || pool.growing || this.settlingOn.has(pool)) return
     if (!pool.leaseRow) return this.pools.drop(pool)
-    const { leased: amount, grantUnknown: unknown } = pool
+    const amount = pool.leased
     pool.leased = 0n
-    pool.leaseRow = pool.grantUnknown = false // before the await: a grant meanwhile makes it again
+    pool.leaseRow = false // before the await: a grant meanwhile makes it again
     try {
       await this.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
       this.pools.drop(pool)
     } catch (error) {
       pool.leased += amount
-      pool.grantUnknown = unknown
       pool.leaseRow = true
       throw error
     }
@@ -239,19 +237,26 @@ export class Ledger {
     let grant: Nanos | null = null
     let inactive = false
     const leasedBefore = pool.leased
-    const op = grantOp(pool, {
-      instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need, targetNanos: target, nowMs: now, capNanos,
-      planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
-    }, this.writer.ambiguousCommits, () => !this.settlingOn.has(pool))
     pool.growing = this.writer
-      .submit(op)
-      .then(async ({ granted, created, reset }) => {
+      .submit({
+        kind: 'plain',
+        statements: leaseGrant({
+          lease: pool.ref, instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need, targetNanos: target,
+          nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
+        }),
+        // The lease UPDATE … RETURNING is second to last; no row means nothing was granted. The
+        // INSERT before it creates the row only when there was none.
+        interpret: results => {
+          const row = results[results.length - 2]?.rows[0]
+          return { granted: row ? BigInt(row.last_grant_nanos as bigint) : null, created: (results[results.length - 3]?.changes ?? 0) > 0 }
+        },
+      })
+      .then(async ({ granted, created }) => {
         grant = granted
-        // A row created for a lease this process held, not by a reset: another instance returned it
-        // meanwhile (took this one for dead) and may spend it; only this grant is leased now. A
-        // heartbeat would not see it gone any more (the row is back), so it is said here.
-        if (created && leasedBefore > 0n && !reset) this.leaseLost(pool)
-        if (reset) pool.grantUnknown = pool.leaseRow = false
+        // A row created for a lease this process held: another instance returned it meanwhile
+        // (took this one for dead) and may spend it; only this grant is leased now. A heartbeat
+        // would not see it gone any more (the row is back), so it is said here.
+        if (created && leasedBefore > 0n) this.leaseLost(pool)
         if (granted !== null) pool.leaseRow = true
         if (granted !== null && granted > 0n) pool.leased += granted
         else {
@@ -266,10 +271,6 @@ export class Ledger {
             this.onKeyExpired(pool.ref.keyId!)
           }
         }
-      }, error => {
-        // It may have committed all the same: its row goes back whole (LeasePool.grantUnknown).
-        if (this.writer.ambiguousCommits) pool.grantUnknown = pool.leaseRow = true
-        throw error
       })
       .finally(() => {
         pool.growing = null

@@ -61,9 +61,8 @@ export class Sweeper {
       [staleBefore, this.identity.instanceId, this.identity.bootId],
     )
     await this.writer.submit({ kind: 'plain', statements: [forgetStaleInstances(staleBefore)], interpret: () => undefined })
-    // An idle pool's lease goes back, even drawn to 0 (its row would outlive the boot), and so does
-    // one whose row may hold a grant whose reply was lost; a pool that never leased is just
-    // forgotten, so the map stays small.
+    // An idle pool's lease goes back, even drawn to 0 (its row would outlive the boot); a pool
+    // that never leased is just forgotten, so the map stays small.
     for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) await this.ledger.returnLease(pool)
   }
 

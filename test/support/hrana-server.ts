@@ -3,8 +3,7 @@ import { Database, type Statement } from 'bun:sqlite'
 // A libSQL server for tests: Hrana 2 over HTTP (JSON pipelines, `POST /v2/pipeline`), the protocol
 // @libsql/client speaks to an `http://` URL, backed by bun:sqlite on a local file. Each stream (a
 // baton) has its own connection, so transactions across requests behave as on sqld. `silence()`
-// makes it accept requests and never answer them, as a server that hangs does; `delayReply()` runs
-// a request (committing it) and answers it late, past a client's timeout: a COMMIT whose reply is lost.
+// makes it accept requests and never answer them, as a server that hangs does.
 //
 // The version probe (`GET /v3-protobuf`) gets 404, so the client falls back to Hrana 2.
 
@@ -105,28 +104,24 @@ function toValue(value: unknown): Value {
   return { type: 'blob', base64: Buffer.from(value as Uint8Array).toString('base64') }
 }
 
-/** A Hrana 2 server on `path` (a SQLite file), listening on `port` (0: a free one). */
-export function hranaServer(path: string, port = 0) {
+/** A Hrana 2 server on `path` (a SQLite file), listening on a free port. */
+export function hranaServer(path: string) {
   const streams = new Map<string, HranaStream>()
   let batons = 0
   let silent = false
   let answered = 0
-  let delayed: { matches: (body: string) => boolean; ms: number } | undefined
   const open = () => {
     const db = new Database(path, { safeIntegers: true })
     db.run('PRAGMA busy_timeout = 5000')
     return new HranaStream(db)
   }
   const server = Bun.serve({
-    port,
+    port: 0,
     async fetch(request) {
       if (silent) return new Promise<Response>(() => {})
       const url = new URL(request.url)
       if (request.method !== 'POST' || url.pathname !== '/v2/pipeline') return new Response('not found', { status: 404 })
-      const text = await request.text()
-      const body = JSON.parse(text) as { baton?: string | null; requests: Request[] }
-      const delay = delayed?.matches(text) ? delayed.ms : 0
-      if (delay > 0) delayed = undefined // once
+      const body = (await request.json()) as { baton?: string | null; requests: Request[] }
       const baton = body.baton ?? undefined
       const stream = baton === undefined ? open() : streams.get(baton)
       if (stream === undefined) return Response.json({ message: 'unknown baton' }, { status: 400 })
@@ -144,7 +139,6 @@ export function hranaServer(path: string, port = 0) {
       if (closed) stream.db.close()
       else streams.set((next = `b${++batons}`), stream)
       answered++
-      if (delay > 0) await Bun.sleep(delay)
       return Response.json({ baton: next, base_url: null, results })
     },
   })
@@ -157,10 +151,6 @@ export function hranaServer(path: string, port = 0) {
     /** From now on, requests are accepted and never answered. */
     silence() {
       silent = true
-    },
-    /** The next request whose JSON body `matches` runs at once (its COMMIT included) and is answered `ms` later. */
-    delayReply(matches: (body: string) => boolean, ms: number) {
-      delayed = { matches, ms }
     },
     stop() {
       server.stop(true)
