@@ -3,6 +3,7 @@ import { ApiError } from '../http/errors'
 import type { Principal } from '../keys/principal'
 import type { Nanos } from '../lib/money'
 import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
+import type { ChatResult } from '../inference/collect'
 import { collectChat, DeliveredFailure, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
 import { toApiError } from '../inference/upstream-errors'
 
@@ -30,11 +31,13 @@ export interface PartOutcome {
   readonly text: string
   readonly finishReason: FinishReason
   /**
-   * The usage charged; absent when nothing was: a failed part is charged only when its output
-   * had already been streamed to the client (the synthesis of `stream: true`).
+   * The usage charged; absent when nothing was. A failed part is charged only when its output
+   * had already been streamed to the client (the synthesis of `stream: true`), or when its call
+   * ended with no answer text (noAnswer): the provider did the work.
    */
   readonly usage: Usage | undefined
   readonly latencyMs: number
+  /** Set when the part failed: its call failed, or ended without an answer (noAnswer). */
   readonly error: ApiError | undefined
   /**
    * Whether the part got past its own admission (validation, funds, cap, a drain) and
@@ -103,7 +106,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
     charged = collected.charged
     outcome = {
       text: collected.result.text, finishReason: collected.result.finishReason, usage: collected.usage, latencyMs: pipeline.clock.now() - started,
-      error: undefined, reachedProvider, attestation: collected.attestation,
+      error: noAnswer(input.chat.model, collected.result), reachedProvider, attestation: collected.attestation,
     }
   } catch (thrown) {
     cancelled = input.signal.aborted
@@ -135,6 +138,21 @@ function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome,
     outcome: cancelled ? 'cancelled' : failure ? 'failed' : 'ok', ...(failure ? { error_code: failure.code } : {}),
     input_tokens: outcome.usage?.inputTokens ?? 0, output_tokens: outcome.usage?.outputTokens ?? 0, charged_nanos: String(charged), latency_ms: outcome.latencyMs,
   })
+}
+
+/**
+ * Why a call that ended normally gave no answer, if it did not: no text (a refusal such as
+ * Anthropic's `refusal` stop, which sends none, an empty reply, an output limit spent before any
+ * text) or only a refusal's text (Chat Completions' `refusal`). Such a participant is no answer
+ * for the judge nor toward `complete`, and such a judge wrote no synthesis (QA: both counted as
+ * successes). The call stays charged, as the same chat's would be: the provider did the work.
+ */
+function noAnswer(model: string, result: ChatResult): ApiError | undefined {
+  const text = result.text.trim()
+  if (text !== '' && text !== result.refusal.trim()) return undefined
+  if (text !== '' || result.finishReason === 'content-filter') return new ApiError('provider_error', `${model} refused to answer`)
+  if (result.finishReason === 'length') return new ApiError('provider_error', `${model} reached its output limit before writing any answer text`)
+  return new ApiError('provider_error', `${model} returned an empty answer`)
 }
 
 /** A part refused by validation before anything ran. */

@@ -11,10 +11,15 @@ const FINISH: Record<FinishReason, string> = {
   stop: 'stop', length: 'length', 'tool-calls': 'tool_calls', 'content-filter': 'content_filter', error: 'error', other: 'stop',
 }
 
-/** A participant's entry in `models`: its answer, usage and latency, or its error. */
+/** A part's finish reason as the result spells it (Chat Completions' words). */
+export function finishReasonOf(reason: FinishReason): string {
+  return FINISH[reason]
+}
+
+/** A participant's entry in `models`: its answer, usage and latency, and its error when it failed. */
 export function participantEntry(route: ModelRoute, outcome: PartOutcome): FusionParticipantBody {
   const entry: FusionParticipantBody = {
-    id: route.id, model: route.id, output: outcome.text, finish_reason: FINISH[outcome.finishReason], latency_ms: outcome.latencyMs,
+    id: route.id, model: route.id, output: outcome.text, finish_reason: finishReasonOf(outcome.finishReason), latency_ms: outcome.latencyMs,
     prompt_tokens: outcome.usage?.inputTokens ?? 0, tokens: outcome.usage?.outputTokens ?? 0,
   }
   if (outcome.error) {

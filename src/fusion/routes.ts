@@ -64,7 +64,8 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
             'Sends the conversation to 2 or 3 distinct models concurrently, each through the chat pipeline with its own deadline, then has the judge ' +
             '(`judge`, default the configured one) synthesize their answers. Needs a plan with Fusion access (403 otherwise; a prepaid balance ' +
             'alone does not unlock it). Each participant and the synthesis are reserved, settled and capped separately (a failed part is not ' +
-            'billed, except a synthesis already streamed: like a cut stream, its input and the output sent); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice, and a key reused for a different request is a 400. Provider failures give 200 with `status` ' +
+            'billed, except a synthesis already streamed: like a cut stream, its input and the output sent; and a part whose call ended without answer ' +
+            'text, an empty reply or a refusal, which failed but is billed for what it used); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice, and a key reused for a different request is a 400. Provider failures give 200 with `status` ' +
             '`partial` or `failed` and per-participant `error` / `error_code`; when every participant is refused before reaching a provider ' +
             '(validation, funds, spend cap) that error is returned instead. A run holds one inference concurrency slot for all its parts: ' +
             'with none free it is refused as a whole (429 rate_limited) before anything is billed. Privacy: Anonymous and Private models mix; ' +

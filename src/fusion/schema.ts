@@ -59,12 +59,16 @@ export const FusionAttestation = t.Object(
 export const FusionParticipant = t.Object({
   id: t.String({ description: 'Participant model id' }),
   model: t.String({ description: 'Participant model id' }),
-  output: t.String({ description: "The participant's answer (empty when it failed)" }),
-  finish_reason: t.String({ description: 'stop, length, content_filter, or error when the participant failed' }),
+  output: t.String({ description: "The participant's answer (empty when its call failed)" }),
+  finish_reason: t.String({ description: 'How its call ended: stop, length, content_filter, or error when the call failed' }),
   latency_ms: JsonInteger({ description: 'From the start of the participant call to its end, in milliseconds' }),
-  prompt_tokens: JsonInteger({ description: 'Input usage (0 when it failed: a failed participant is not billed)' }),
+  prompt_tokens: JsonInteger({ description: 'Input usage (0 when its call failed: such a participant is not billed; one that ended without answer text is billed for what it used)' }),
   tokens: JsonInteger({ description: 'Output usage' }),
-  error: t.Optional(t.String({ description: 'Present when the participant failed: what went wrong' })),
+  error: t.Optional(
+    t.String({
+      description: 'Present when the participant failed: its call failed, or it ended without answer text (empty, or a refusal: error_code provider_error, finish_reason as it ended); a failed participant is not an answer',
+    }),
+  ),
   error_code: t.Optional(
     t.String({ description: 'Present when the participant failed: a code of the error table (provider_error, rate_limited, insufficient_quota, invalid_request, unavailable…)' }),
   ),
@@ -81,11 +85,14 @@ export const FusionResult = t.Object(
     }),
     judge: t.String({ description: 'Model id that produced (or was to produce) the synthesis' }),
     models: t.Array(FusionParticipant, { description: 'One entry per participant, in request order' }),
-    synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run)' }),
+    synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run; a judge that answered no text, or only a refusal, failed)' }),
     synthesis_prompt_tokens: JsonInteger({ description: 'Synthesis input usage, as charged (0 when nothing was)' }),
     synthesis_tokens: JsonInteger({
       description: 'Synthesis output usage, as charged. With stream: true a synthesis that failed after its deltas went out is charged like a cut stream: the input and the output sent',
     }),
+    synthesis_finish_reason: t.Optional(
+      t.String({ description: "How the judge's call ended when it answered: stop, length (the synthesis was cut at its output limit) or content_filter" }),
+    ),
     synthesis_error: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     synthesis_error_code: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     judge_attestation: t.Optional(FusionAttestation),

@@ -11,7 +11,7 @@ import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
 import { checkPolicy } from '../inference/policy'
 import { Lifecycle } from '../observability/lifecycle'
 import { fusionBillingKeys, parseIdempotencyKey, refuseReusedKey } from './billing-keys'
-import { attestationBody, participantEntry } from './participant-entry'
+import { attestationBody, finishReasonOf, participantEntry } from './participant-entry'
 import { heldBySiblings, refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
 import { resolveFusionRoutes, type RouteResolver } from './privacy'
 import type { FusionParticipantBody, FusionRequest, FusionResultBody } from './schema'
@@ -323,6 +323,8 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
     synthesis_prompt_tokens: synthesis?.usage?.inputTokens ?? 0,
     synthesis_tokens: synthesis?.usage?.outputTokens ?? 0,
   }
+  // How the judge's answer ended, when it answered: a synthesis cut at its output limit is still one.
+  if (synthesis !== undefined && synthesis.finishReason !== 'error') result.synthesis_finish_reason = finishReasonOf(synthesis.finishReason)
   if (synthesis?.error) {
     result.synthesis_error = synthesis.error.message
     result.synthesis_error_code = synthesis.error.code

@@ -18,9 +18,10 @@
 //   itself, whatever lookalike it writes (QA: a list of neutralised spellings of a fixed tag
 //   missed `﹤/candidate_answer﹥`, `‹…›`, `⟨…⟩` and tags split by soft hyphens or invisible
 //   characters). The instructions tell the judge never to follow instructions inside candidates.
-// - Truncated or empty answers are labelled, so the judge does not mistake a cut answer for a
+// - Truncated or filtered answers are labelled, so the judge does not mistake a cut answer for a
 //   complete one.
-// - Failed participants are not shown at all: the judge works only from answers that exist.
+// - Failed participants are not shown at all, nor one that answered no text (part.ts noAnswer):
+//   the judge works only from answers that exist.
 
 import type { FinishReason, Message } from '../inference/canonical'
 import { fenceMarker } from '../lib/ids'
@@ -48,7 +49,6 @@ export interface CandidateAnswer {
 
 /** The note shown on a candidate that is not a plain, complete answer. */
 function noteOf(answer: CandidateAnswer): string | undefined {
-  if (answer.text.trim() === '') return 'empty answer'
   if (answer.finishReason === 'length') return 'cut short at the output limit'
   if (answer.finishReason === 'content-filter') return 'stopped by a content filter'
   return undefined

@@ -18,8 +18,8 @@ function participantLine(entry: FusionParticipantBody): string {
  * participant's status goes to stderr as it ends, then a summary line. Credentials as `svc chat`.
  * Every run sends an Idempotency-Key (--request-id, else a fresh UUID, shown in the summary):
  * repeating a run with the same --request-id never bills a part twice. Web tools are opt-in, as
- * on the HTTP route. Exit 1 when there is no synthesis (every participant or the judge failed),
- * after printing what there is.
+ * on the HTTP route. Exit 1 when there is no synthesis (every participant or the judge failed,
+ * a judge that answered no text included), after printing what there is.
  */
 export async function fusion(client: ClientConfig, args: string[], io: CliIo): Promise<void> {
   const { values, positionals } = parseOptions(
@@ -89,7 +89,10 @@ export async function fusion(client: ClientConfig, args: string[], io: CliIo): P
       // No synthesis: the answers that did arrive are still worth showing.
       for (const entry of result.models) if (!entry.error) io.write(`[${entry.model}]\n${entry.output}\n\n`)
     }
-    const judged = result.synthesis_error ? `judge ${result.judge} failed (${result.synthesis_error_code}): ${result.synthesis_error}` : `judge ${result.judge}: ${result.synthesis_prompt_tokens} input tokens, ${result.synthesis_tokens} output tokens`
+    const cut = result.synthesis_finish_reason === 'length' ? ', cut at its output limit' : ''
+    const judged = result.synthesis_error
+      ? `judge ${result.judge} failed (${result.synthesis_error_code}): ${result.synthesis_error}`
+      : `judge ${result.judge}: ${result.synthesis_prompt_tokens} input tokens, ${result.synthesis_tokens} output tokens${cut}`
     io.err(`[fusion ${result.status}; ${judged}; request id ${requestId}]`)
   }
   if (result.status === 'failed') throw new Error('every participant failed; nothing was synthesized')

@@ -42,6 +42,7 @@ describe('complete', () => {
       synthesis: '9.9 is larger than 9.11.',
       synthesis_prompt_tokens: 400,
       synthesis_tokens: 30,
+      synthesis_finish_reason: 'stop',
     })
     expect(JSON.stringify(result)).not.toMatch(/cost|nanos|price/)
 

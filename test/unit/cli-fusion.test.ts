@@ -143,6 +143,24 @@ describe('svc fusion', () => {
       expect(judged.err.at(-2)).toStartWith('[fusion partial; judge judge failed (provider_error)')
       expect(judged.err.at(-1)).toBe('error: the synthesis failed; the answers above were not synthesized')
 
+      // A judge that answers no text failed too (QA: "[fusion complete …]", then this error).
+      h.a.enqueue(answer('A says 9.9.'))
+      h.judge.enqueue(answer(''))
+      const empty = await runCaptured(['fusion', '--models', 'a,refused', '--key', h.org.adminKey, '--url', base, 'x'])
+      expect(empty.code).toBe(1)
+      expect(empty.stdout).toBe('[a]\nA says 9.9.\n\n')
+      expect(empty.err.at(-2)).toStartWith('[fusion partial; judge judge failed (provider_error): judge returned an empty answer;')
+      expect(empty.err.at(-1)).toBe('error: the synthesis failed; the answers above were not synthesized')
+
+      // A synthesis cut at its output limit is one, and the summary says it was cut.
+      h.a.enqueue(answer('A says 9.9.'))
+      h.b.enqueue(answer('B says 9.9.'))
+      h.judge.enqueue(answer('Both say', { inputTokens: 400, outputTokens: 2 }, 'length'))
+      const cutShort = await runCaptured(['fusion', '--models', 'a,b', '--key', h.org.adminKey, '--url', base, 'x'])
+      expect(cutShort.code).toBe(0)
+      expect(cutShort.stdout).toBe('Both say\n')
+      expect(cutShort.err.at(-1)).toStartWith('[fusion complete; judge judge: 400 input tokens, 2 output tokens, cut at its output limit;')
+
       // A synthesis cut mid-stream: what was streamed ends its line before the answers (it ran into them).
       h.a.enqueue(answer('A says 9.9.'))
       h.judge.enqueue({ kind: 'sse', body: openAIWire.partial('Both say'), then: 'reset' })

@@ -63,6 +63,7 @@ const CHAT_FUSION_OUTPUT = Type.Object({
   synthesis: Type.String(),
   synthesis_prompt_tokens: Type.Integer(),
   synthesis_tokens: Type.Integer(),
+  synthesis_finish_reason: Type.Optional(Type.String()),
   synthesis_error: Type.Optional(Type.String()),
   synthesis_error_code: Type.Optional(Type.String()),
   judge_attestation: Type.Optional(Attestation),

@@ -54,18 +54,17 @@ describe('the synthesis prompt', () => {
     expect(text).toContain(`<candidate_answer_${MARKER} id="1">\nParis.\n</candidate_answer_${MARKER}>`)
   })
 
-  test('truncated, filtered and empty answers are labelled', () => {
+  // An empty answer never gets here: it is no answer (part.ts), so the judge is not shown it.
+  test('truncated and filtered answers are labelled', () => {
     const text = candidatesMessage(
       [
         { text: 'Paris is the cap', finishReason: 'length' },
         { text: 'Par', finishReason: 'content-filter' },
-        { text: '  ', finishReason: 'stop' },
       ],
       MARKER,
     )
     expect(text).toContain(`<candidate_answer_${MARKER} id="1" note="cut short at the output limit">`)
     expect(text).toContain(`<candidate_answer_${MARKER} id="2" note="stopped by a content filter">`)
-    expect(text).toContain(`<candidate_answer_${MARKER} id="3" note="empty answer">`)
   })
 
   // The fixed tag, and the lookalikes a blacklist of its spellings missed (QA): full-width,

@@ -1,0 +1,98 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { json } from '../support/harness'
+import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
+
+// A call that ends normally but with no answer text (an Anthropic `refusal` stop, which sends no
+// content; an empty reply) is no answer (spec §3.2: complete = two participants and the
+// synthesis succeeded). QA: such participants counted toward `complete`, and such a judge gave
+// `complete` with an empty synthesis and no synthesis_error. Each is still billed for what it used.
+
+let h: FusionHarness
+beforeEach(async () => {
+  h = await buildFusionHarness()
+})
+afterEach(async () => {
+  await h.close()
+})
+
+/** Anthropic's refusal: stop_reason `refusal`, no content, the input it read billed. */
+const REFUSAL = {
+  kind: 'json' as const,
+  body: { id: 'msg_refused', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: 'refusal', stop_sequence: null, usage: { input_tokens: 50, output_tokens: 0 } },
+}
+const REFUSED_USAGE = { inputTokens: 50, outputTokens: 0 }
+const EMPTY_USAGE = { inputTokens: 100, outputTokens: 1 }
+const body = (models: string[], extra: Record<string, unknown> = {}) => ({ models, messages: USER_MESSAGES, ...extra })
+
+describe('participants without answer text', () => {
+  test('a refusal and an empty answer fail, billed for what they used; the judge sees the one real answer: partial', async () => {
+    h.a.enqueue(answer('A says 9.9.'))
+    h.b.enqueue(answer('  ', EMPTY_USAGE))
+    h.claude.enqueue(REFUSAL)
+    h.judge.enqueue(answer('Checked: 9.9.'))
+    const result = await json(await h.fusion(body(['a', 'b', 'claude'])))
+    expect(result.status).toBe('partial')
+    expect(result.models[0].error).toBeUndefined()
+    expect(result.models[1]).toMatchObject({ finish_reason: 'stop', prompt_tokens: 100, tokens: 1, error_code: 'provider_error', error: 'b returned an empty answer' })
+    expect(result.models[2]).toMatchObject({ output: '', finish_reason: 'content_filter', prompt_tokens: 50, tokens: 0, error_code: 'provider_error', error: 'claude refused to answer' })
+    expect(result.synthesis).toBe('Checked: 9.9.')
+    const candidates = h.judge.onlyRequest().body.messages.at(-1).content as string
+    expect(candidates).toContain('Only one model answered')
+    expect(candidates).not.toContain('empty answer')
+    expect((await fusionEntries(h.t)).map(entry => entry.amount).sort()).toEqual(
+      [
+        chargeOf(PARTICIPANT_PRICE, { inputTokens: 100, outputTokens: 20 }),
+        chargeOf(PARTICIPANT_PRICE, EMPTY_USAGE),
+        chargeOf(JUDGE_PRICE, REFUSED_USAGE),
+        chargeOf(JUDGE_PRICE, { inputTokens: 100, outputTokens: 20 }),
+      ].sort(),
+    )
+  })
+
+  test('every participant without answer text: failed, no judge; the progress stream says participant.failed', async () => {
+    h.a.enqueue(answer('', EMPTY_USAGE))
+    h.claude.enqueue(REFUSAL)
+    const text = await (await h.fusion(body(['a', 'claude'], { stream: true }))).text()
+    expect(text.match(/event: participant\.failed/g)?.length).toBe(2)
+    expect(text).not.toContain('event: participant.finished')
+    const result = JSON.parse(text.split('event: fusion.completion\ndata: ')[1]!.split('\n')[0]!)
+    expect(result).toMatchObject({ status: 'failed', synthesis: '' })
+    expect(h.judge.requests.length).toBe(0)
+    expect((await fusionEntries(h.t)).length).toBe(2)
+  })
+})
+
+describe('a judge without answer text', () => {
+  test('a refusing judge is a failed synthesis: partial, synthesis_error set, billed for its input (streamed too)', async () => {
+    for (const stream of [false, true]) {
+      h.a.enqueue(answer('A.'))
+      h.b.enqueue(answer('B.'))
+      h.claude.enqueue(REFUSAL)
+      const response = await h.fusion(body(['a', 'b'], { judge: 'claude', stream }))
+      const result = stream ? JSON.parse((await response.text()).split('event: fusion.completion\ndata: ')[1]!.split('\n')[0]!) : await json(response)
+      expect(result).toMatchObject({
+        status: 'partial', synthesis: '', synthesis_prompt_tokens: 50, synthesis_tokens: 0, synthesis_finish_reason: 'content_filter',
+        synthesis_error: 'claude refused to answer', synthesis_error_code: 'provider_error',
+      })
+      expect(result.models.map((entry: any) => entry.output)).toEqual(['A.', 'B.'])
+    }
+    expect((await fusionEntries(h.t)).length).toBe(6)
+  })
+
+  test('an empty synthesis is a failed one: partial', async () => {
+    h.a.enqueue(answer('A.'))
+    h.b.enqueue(answer('B.'))
+    h.judge.enqueue(answer('', EMPTY_USAGE))
+    const result = await json(await h.fusion(body(['a', 'b'])))
+    expect(result).toMatchObject({ status: 'partial', synthesis: '', synthesis_prompt_tokens: 100, synthesis_tokens: 1, synthesis_error: 'judge returned an empty answer', synthesis_error_code: 'provider_error' })
+  })
+
+  test('a synthesis cut at its output limit is still one: complete, and synthesis_finish_reason says length', async () => {
+    h.a.enqueue(answer('A.'))
+    h.b.enqueue(answer('B.'))
+    h.judge.enqueue(answer('Both say', { inputTokens: 400, outputTokens: 2 }, 'length'))
+    const result = await json(await h.fusion(body(['a', 'b'], { max_tokens: 2 })))
+    expect(result).toMatchObject({ status: 'complete', synthesis: 'Both say', synthesis_finish_reason: 'length' })
+    expect(result.synthesis_error).toBeUndefined()
+  })
+})
