@@ -5,7 +5,7 @@ import type { Nanos } from '../lib/money'
 import type { ChatEvent, ChatRequest, FinishReason, Usage } from '../inference/canonical'
 import type { ChatResult } from '../inference/collect'
 import { collectChat, DeliveredFailure, type CallAttestation, type PipelineDeps } from '../inference/pipeline'
-import { toApiError } from '../inference/upstream-errors'
+import { AdapterRefusal, toApiError } from '../inference/upstream-errors'
 
 /** A cancellable deadline. */
 export interface Deadline {
@@ -111,6 +111,9 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
   } catch (thrown) {
     cancelled = input.signal.aborted
     let error = toApiError(thrown)
+    // Admitted, then refused by every backend's adapter: no provider was called after all, so a
+    // run whose every participant ends so is refused as a whole (checks.ts finds most beforehand).
+    if (error instanceof AdapterRefusal) reachedProvider = false
     if (deadline.signal.aborted && !input.signal.aborted) {
       error = new ApiError('provider_error', `${input.chat.model} did not finish within ${input.timeoutMs} ms`)
     }

@@ -67,7 +67,7 @@ export function fusionRoutes(keys: KeyService, limits: Limits, fusion: FusionDep
             'billed, except a synthesis already streamed: like a cut stream, its input and the output sent; and a part whose call ended without answer ' +
             'text, an empty reply or a refusal, which failed but is billed for what it used); with `Idempotency-Key` (a UUID) a repeated request never bills a part twice, and a key reused for a different request is a 400. Provider failures give 200 with `status` ' +
             '`partial` or `failed` and per-participant `error` / `error_code`; when every participant is refused before reaching a provider ' +
-            '(validation, funds, spend cap) that error is returned instead. A run holds one inference concurrency slot for all its parts: ' +
+            '(validation, a request no backend\'s adapter can send, funds, spend cap) that error is returned instead. A run holds one inference concurrency slot for all its parts: ' +
             'with none free it is refused as a whole (429 rate_limited) before anything is billed. Privacy: Anonymous and Private models mix; ' +
             'Confidential only with Confidential (then the judge is Confidential and `attestation` / `judge_attestation` carry model, nonce, ' +
             'signing_address, signing_algo and proof_format: the fresh nonce each part attested with and the key it bound); Encrypted models and the ' +

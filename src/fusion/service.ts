@@ -8,9 +8,9 @@ import { decodeChatCompletions } from '../inference/dialects/chat-completions/de
 import { addHostedTool, HOSTED_TOOL_OPTIONS } from '../inference/dialects/hosted-tool-options'
 import type { PipelineDeps } from '../inference/pipeline'
 import { enrichDocuments, hasFileParts } from '../inference/enrich/documents'
-import { checkPolicy } from '../inference/policy'
 import { Lifecycle } from '../observability/lifecycle'
 import { fusionBillingKeys, parseIdempotencyKey, refuseReusedKey } from './billing-keys'
+import { checkJudge, judgeChat, refuseParticipants } from './checks'
 import { attestationBody, finishReasonOf, participantEntry } from './participant-entry'
 import { heldBySiblings, refusedPart, runPart, timerDeadlines, type Deadlines, type PartOutcome } from './part'
 import { resolveFusionRoutes, type RouteResolver } from './privacy'
@@ -94,7 +94,7 @@ export interface FusionPlan {
  * concurrently through the chat pipeline, then the judge's synthesis, and returns the result
  * object of spec §2.3. Throws ApiError for a request refused as a whole: no Fusion access
  * (403), bad input (400), no free inference slot for the run (429), or every participant
- * failing before any provider was called (validation, funds, spend cap: that error's own
+ * failing before any provider was called (validation, adapters, funds, spend cap: that error's own
  * status), or a caller that left
  * (`signal` aborted: nobody receives the result). Provider failures are per participant, in the
  * result.
@@ -140,48 +140,21 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
     chat.hosted = participantHosted(route, hosted, input.hostedDefaults)
     return chat
   })
-  const refused = new Map<number, ApiError>()
-  refuseParticipants(chats, refused)
   // The judge must accept the conversation itself (images, say): found now, not after billing
   // participants. It runs at the caller's output cap bounded by its own (judgeChat).
   const judged = judgeChat(judge, decode(judge).messages, request)
   const conversation = judged.messages
+  // With files attached, the adapters are asked once they are text (extractOnce).
+  const extracted = hasFileParts(judged)
+  const adapters = extracted ? undefined : deps.pipeline.router
+  const refused = new Map<number, ApiError>()
+  refuseParticipants(chats, refused, adapters)
   checkJudge(judged)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, hosted, judge.id, input.hostedDefaults) : undefined
   if (billingKeys) await refuseReusedKey(deps, principal.orgId, billingKeys)
-  const extracted = hasFileParts(judged)
   const pending = extracted ? new PendingCharges() : undefined
   if (pending) await extractOnce(deps.pipeline, input, judged, chats, refused, billingKeys?.documents, pending)
   return { input, participants, judge, chats, refused, conversation, billingKeys, extracted, pending }
-}
-
-/**
- * Refuses each participant its model's policy refuses (capabilities, context), by index; when
- * none is left, the whole request is the caller's error (nothing run, nothing billed).
- */
-function refuseParticipants(chats: readonly ChatRequest[], refused: Map<number, ApiError>): void {
-  chats.forEach((chat, index) => {
-    if (refused.has(index)) return
-    try {
-      checkPolicy(chat)
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error
-      refused.set(index, new ApiError(error.code, `${chat.model}: ${error.message}`, `models.${index}`))
-    }
-  })
-  if (refused.size === chats.length) {
-    const first = refused.get(0)!
-    throw new ApiError(first.code, `no participant can serve this request: ${[...refused.values()].map(error => error.message).join('; ')}`, 'models')
-  }
-}
-
-function checkJudge(judged: ChatRequest): void {
-  try {
-    checkPolicy(judged)
-  } catch (error) {
-    if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judged.model}: ${error.message}`, 'judge')
-    throw error
-  }
 }
 
 /**
@@ -211,7 +184,7 @@ async function extractOnce(
       let next = 0
       for (const message of chat.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts[next++]! : part))
     }
-    refuseParticipants(chats, refused)
+    refuseParticipants(chats, refused, pipeline.router)
   })
 }
 
@@ -341,15 +314,6 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
   // the parts delivered before is charged as it was.
   if (input.signal.aborted) throw new ApiError('unavailable', 'the client closed the request before the Fusion result')
   return result
-}
-
-/** The judge's chat request: its own default sampling, the caller's output cap bounded by its own. */
-function judgeChat(judge: ModelRoute, messages: Message[], request: FusionRequest): ChatRequest {
-  const cap = request.max_tokens === undefined ? undefined : Math.min(request.max_tokens, judge.maxOutputTokens)
-  return {
-    model: judge.id, route: judge, messages, tools: [], sampling: { maxOutputTokens: cap }, hosted: { webSearch: false, webFetch: false },
-    user: request.user, stream: false,
-  }
 }
 
 /**

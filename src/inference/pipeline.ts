@@ -49,6 +49,8 @@ export interface ChatRouter {
   ): Promise<OpenedBackend & { events: AsyncIterable<ChatEvent> }>
   /** The backend a call's opening failed on with `error` (open's rejection, onFallbackFailed's), and the failures before it. */
   failedOpen?(error: unknown): FailedOpen | undefined
+  /** Throws the adapters' refusal of a request none of the route's backends would send, without calling any (Router.checkRequest). */
+  checkRequest?(route: ChatRequest['route'], request: ChatRequest): void
   /** Exact input tokens from a backend that counts (Messages count_tokens); undefined when none does. */
   countTokens?(route: ChatRequest['route'], request: ChatRequest, options: { signal: AbortSignal; requestId: string }): Promise<number | undefined>
 }

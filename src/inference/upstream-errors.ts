@@ -25,6 +25,12 @@ const LOCAL_NAME_PATTERN = /\b(?:[\w-]+\.)+(?:internal|local|localdomain|lan|int
 // `http%3A%2F%2F…`, `http%253A%252F%252F…`, Python's quote() `https%3A//…`. One wholly literal is URL_PATTERN's.
 const ENCODED_URL_PATTERN = /\b[a-z][a-z0-9+.-]*(?::|%(?:25)*3a)(?:\/|%(?:25)*2f){2}[^\s"'<>`]*[^\s"'<>`.,;:)\]]/gi
 
+/**
+ * A request no backend's adapter would send (UpstreamError phase `adapter`), as the client gets
+ * it: no provider was called (Router.open ends on such a refusal only when none was).
+ */
+export class AdapterRefusal extends ApiError {}
+
 /** Longest Retry-After passed on from an upstream (one day). */
 const MAX_RETRY_AFTER_S = 86_400
 
@@ -63,7 +69,7 @@ export function toApiError(error: unknown): ApiError {
     // A body that is not an error object (a proxy's page) is not shown: it names servers, not the problem.
     if (bodySnippet !== undefined || status !== undefined) return new ApiError('invalid_request', `the upstream provider rejected the request${status ? ` (HTTP ${status})` : ''}`)
     // Without an upstream answer the refusal is the adapter's own (a request its wire cannot carry): say why.
-    return new ApiError('invalid_request', error.message, error.details.param)
+    return new AdapterRefusal('invalid_request', error.message, error.details.param)
   }
   const status = error.status ? ` (HTTP ${error.status})` : ''
   return new ApiError('provider_error', `the upstream provider failed: ${error.kind}${status}`)

@@ -204,6 +204,27 @@ export class Router implements BackendHealth {
   }
 
   /**
+   * Throws what the route's backends' adapters would refuse `request` with, without calling any
+   * upstream: when none of them would send it, the last one's refusal (as `open` would end). One
+   * that would send it, or whose provider has no such check, is enough: a call may reach it.
+   */
+  checkRequest(route: ModelRoute, request: ChatRequest): void {
+    let refusal: UpstreamError | undefined
+    for (const backend of route.backends) {
+      const provider = this.providers.get(backend.provider)
+      if (provider?.checkRequest === undefined) return
+      try {
+        provider.checkRequest({ request, upstreamModel: backend.model, thinking: backend.thinking })
+        return
+      } catch (error) {
+        if (!(error instanceof UpstreamError) || error.details.phase !== 'adapter') throw error
+        refusal = error
+      }
+    }
+    if (refusal !== undefined) throw refusal
+  }
+
+  /**
    * The exact input token count from the backend that would serve the request, when its provider
    * can count (Anthropic); undefined otherwise (the caller estimates). Backends are taken in the
    * order a call tries them, and a failure a call would fall back on (overloaded, rate-limited,

@@ -49,7 +49,15 @@ export interface Provider {
   streamAttested?(call: ProviderCall): Promise<{ events: AsyncIterable<ChatEvent>; attestation: CallAttestation }>
   /** The exact prompt size of a request, for upstreams that count (Anthropic's count_tokens). Rejects with an UpstreamError. */
   countTokens?(call: ProviderCall): Promise<number>
+  /**
+   * Throws the UpstreamError (phase `adapter`) `stream` would refuse the request with before any
+   * call, without calling anything: what the adapter's wire cannot carry. Absent: it refuses nothing.
+   */
+  checkRequest?(call: AdapterCall): void
 }
+
+/** What an adapter's own checks read of a call (Provider.checkRequest). */
+export type AdapterCall = Pick<ProviderCall, 'request' | 'upstreamModel' | 'thinking'>
 
 /** The attestation fields of one Confidential call: the fresh challenge and the key it bound (spec §2.4 names). */
 export interface CallAttestation {

@@ -153,6 +153,23 @@ describe('runFusion, the service behind the route and the MCP tool', () => {
     })
   })
 
+  test('every participant refused by its adapter only at its call (no check beforehand): the run is refused with that 400, nothing charged', async () => {
+    // An adapter's refusal comes after the part's admission: it still called no provider.
+    deps.pipeline = {
+      ...deps.pipeline,
+      router: {
+        async open(target) {
+          throw new UpstreamError('bad-request', `${target.id} cannot carry this`, 'demo', 'demo', { phase: 'adapter', param: 'temperature' })
+        },
+      },
+    }
+    const before = (await t.deps.balance(principal.orgId)).prepaidNanos
+    await expect(runFusion(deps, { principal, request: { models: ['open-a', 'open-b'], messages }, requestId: 'req-7', signal: new AbortController().signal }))
+      .rejects.toMatchObject({ status: 400, code: 'invalid_request', message: 'open-a cannot carry this' })
+    expect((await t.deps.balance(principal.orgId)).prepaidNanos).toBe(before)
+    expect(t.deps.limits.concurrency.inUse(principal.orgId)).toBe(0)
+  })
+
   test('Anonymous and Private participants: no attestation fields at all', async () => {
     const result = await runFusion(deps, { principal, request: { models: ['open-a', 'open-b'], messages }, requestId: 'req-2', signal: new AbortController().signal })
     expect(result.status).toBe('complete')

@@ -2,12 +2,12 @@ import type { ChatEvent } from '../../inference/canonical'
 import type { ProviderConfig } from '../../config/config'
 import { SseDecoder, type SseEvent } from '../../http/sse'
 import { systemClock, type Clock } from '../../lib/clock'
-import { UpstreamError, type Provider, type ProviderCall } from '../types'
+import { UpstreamError, type AdapterCall, type Provider, type ProviderCall } from '../types'
 import { CallControl } from './call-control'
 import { errorFromResponse, errorFromTransport, protocolError, type ErrorContext } from './errors'
 import { AnthropicStreamTranslator } from './from-upstream-stream'
 import { MessagesPassThrough } from './pass-through'
-import { toUpstream, UnsupportedRequestError } from './to-upstream'
+import { toUpstream, UnsupportedRequestError, type AnthropicRequestBody } from './to-upstream'
 import { openedAtFirstEvent } from '../first-event'
 import { replay } from '../replay'
 
@@ -73,16 +73,9 @@ export class AnthropicProvider implements Provider {
     const collect = call.collect === true
     const timeouts = { connectMs: collect ? this.config.responseTimeoutMs : this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
     if (call.signal.aborted) throw errorFromTransport('client', call.signal.reason, context, timeouts)
-    let body: string
-    try {
-      const upstreamBody = toUpstream(call.request, call.upstreamModel, call.thinking)
-      if (collect) upstreamBody.stream = false
-      body = JSON.stringify(upstreamBody)
-    } catch (error) {
-      // Only the expected refusal is a bad request; anything else is a bug and stays one.
-      if (!(error instanceof UnsupportedRequestError)) throw error
-      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model, { param: error.param, phase: 'adapter' })
-    }
+    const upstreamBody = this.encode(call)
+    if (collect) upstreamBody.stream = false
+    const body = JSON.stringify(upstreamBody)
 
     const control = new CallControl(call.signal, timeouts, call.abortable)
     let response: Response
@@ -129,15 +122,9 @@ export class AnthropicProvider implements Provider {
   async countTokens(call: ProviderCall): Promise<number> {
     const context: ErrorContext = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
     const timeouts = { connectMs: this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
-    let body: string
-    try {
-      // output_config too: a structured output's schema is part of the prompt Anthropic counts.
-      const { model, messages, system, tools, tool_choice, thinking, output_config } = toUpstream(call.request, call.upstreamModel, call.thinking)
-      body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config })
-    } catch (error) {
-      if (!(error instanceof UnsupportedRequestError)) throw error
-      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, context.provider, context.model, { param: error.param, phase: 'adapter' })
-    }
+    // output_config too: a structured output's schema is part of the prompt Anthropic counts.
+    const { model, messages, system, tools, tool_choice, thinking, output_config } = this.encode(call)
+    const body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config })
     const control = new CallControl(call.signal, timeouts)
     try {
       const response = await this.fetch(this.countUrl, { method: 'POST', headers: { ...this.headers(call.requestId), accept: 'application/json' }, body, signal: control.signal, redirect: 'manual' })
@@ -152,6 +139,21 @@ export class AnthropicProvider implements Provider {
       throw errorFromTransport(control.cause, error, context, timeouts)
     } finally {
       control.dispose()
+    }
+  }
+
+  checkRequest(call: AdapterCall): void {
+    this.encode(call)
+  }
+
+  /** The Messages body of a call; a request it cannot carry is refused, before any call (phase `adapter`). */
+  private encode(call: AdapterCall): AnthropicRequestBody {
+    try {
+      return toUpstream(call.request, call.upstreamModel, call.thinking)
+    } catch (error) {
+      // Only the expected refusal is a bad request; anything else is a bug and stays one.
+      if (!(error instanceof UnsupportedRequestError)) throw error
+      throw new UpstreamError('bad-request', `The request cannot be sent to Anthropic: ${error.message}`, this.id, call.upstreamModel, { param: error.param, phase: 'adapter' })
     }
   }
 

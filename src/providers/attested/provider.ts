@@ -11,7 +11,7 @@ import type { ProofFormat } from '../../tee/proof-format'
 import { OpenAICompatibleProvider } from '../openai-compatible/provider'
 import { classifyStatus, connectionError, type ErrorOrigin } from '../openai-compatible/errors'
 import { openUpstreamStream, type UpstreamStream } from '../openai-compatible/open-upstream-stream'
-import { UpstreamError, type CallAttestation, type Provider, type ProviderCall } from '../types'
+import { UpstreamError, type AdapterCall, type CallAttestation, type Provider, type ProviderCall } from '../types'
 import { checkEvidence, type Evidence } from './evidence'
 
 /** One evidence fetch: which backend model, the challenge (64 lowercase hex), the algorithm. */
@@ -97,6 +97,11 @@ export class AttestedProvider implements Provider {
     query.set('model', request.upstreamModel)
     const body = await this.getJson(`/attestation/report?${query}`, request.upstreamModel, request.signal)
     return checkEvidence(body, { nonce: request.nonce, algo: request.algo, signingAddress: request.signingAddress, modelKey: request.modelKey, proofFormat: this.proofFormat })
+  }
+
+  /** Its chats go through the Chat Completions adapter: what it refuses. */
+  checkRequest(call: AdapterCall): void {
+    this.chat.checkRequest(call)
   }
 
   /** Confidential: the call goes ahead only once fresh evidence binds our challenge and the backend key. */

@@ -4,12 +4,12 @@
 import type { ProviderConfig } from '../../config/config'
 import { SseDecoder, type SseEvent } from '../../http/sse'
 import type { ChatEvent } from '../../inference/canonical'
-import { UpstreamError, type Provider, type ProviderCall } from '../types'
+import { UpstreamError, type AdapterCall, type Provider, type ProviderCall } from '../types'
 import { classifyStatus, type ErrorOrigin } from './errors'
 import { ChunkTranslator, type StreamContext } from './from-upstream-stream'
 import { openUpstreamStream, type UpstreamStream } from './open-upstream-stream'
 import { PassThroughTranslator } from './pass-through'
-import { toUpstream, UnsupportedPartError, type ChatCompletionsOptions } from './to-upstream'
+import { toUpstream, UnsupportedPartError, type ChatCompletionsBody, type ChatCompletionsOptions } from './to-upstream'
 import { openedAtFirstEvent } from '../first-event'
 import { replay } from '../replay'
 
@@ -44,16 +44,24 @@ export class OpenAICompatibleProvider implements Provider {
     this.endpoint = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`
   }
 
-  async stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>> {
-    const origin: ErrorOrigin = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
-    let body: string
+  checkRequest(call: AdapterCall): void {
+    this.encode(call)
+  }
+
+  /** The Chat Completions body of a call; a part this wire cannot carry is refused, before any call (phase `adapter`). */
+  private encode(call: AdapterCall): ChatCompletionsBody {
     try {
-      const upstreamBody = toUpstream(call.request, call.upstreamModel, this.options)
-      body = JSON.stringify(call.collect ? asCollected(upstreamBody) : upstreamBody)
+      return toUpstream(call.request, call.upstreamModel, this.options)
     } catch (error) {
-      if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, origin.provider, origin.model, { phase: 'adapter' })
+      if (error instanceof UnsupportedPartError) throw new UpstreamError('bad-request', error.message, this.id, call.upstreamModel, { phase: 'adapter' })
       throw error
     }
+  }
+
+  async stream(call: ProviderCall): Promise<AsyncIterable<ChatEvent>> {
+    const origin: ErrorOrigin = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
+    const upstreamBody = this.encode(call)
+    const body = JSON.stringify(call.collect ? asCollected(upstreamBody) : upstreamBody)
     // Our request id goes along, so one request can be followed into the upstream's logs (vLLM,
     // llama.cpp and most proxies log X-Request-Id).
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: call.collect ? 'application/json' : 'text/event-stream', 'x-request-id': call.requestId }
