@@ -6,6 +6,7 @@ import { checkPolicy } from '../inference/policy'
 import { toApiError } from '../inference/upstream-errors'
 import { UpstreamError } from '../providers/types'
 import type { FusionRequest } from './schema'
+import { buildSynthesisMessages } from './synthesis-prompt'
 
 // What refuses a Fusion run's parts before anything is reserved or called: each model's policy
 // (capabilities, context) and its backends' adapters (what their wire cannot carry), both known
@@ -37,10 +38,19 @@ export function refuseParticipants(chats: readonly ChatRequest[], refused: Map<n
   }
 }
 
-/** Refuses the run when its judge's policy refuses the conversation (images, say). */
-export function checkJudge(judged: ChatRequest): void {
+/** A sample candidate: the judge's adapters are asked about the synthesis request as it will be sent. */
+const SAMPLE_ANSWER = [{ text: 'answer', finishReason: 'stop' as const }]
+
+/**
+ * Refuses the run when its judge would refuse the conversation: its policy (images, say), and its
+ * backends' adapters, asked about the synthesis request itself (instructions, the conversation,
+ * candidates). QA: an Anthropic judge refused an empty user message only after both
+ * participants were billed (200 partial).
+ */
+export function checkJudge(judged: ChatRequest, request: FusionRequest, adapters: ChatRouter | undefined): void {
   try {
     checkPolicy(judged)
+    if (adapters) checkAdapters(adapters, judgeChat(judged.route, buildSynthesisMessages(judged.messages, SAMPLE_ANSWER), request))
   } catch (error) {
     if (error instanceof ApiError) throw new ApiError(error.code, `judge ${judged.model}: ${error.message}`, 'judge')
     throw error

@@ -149,7 +149,7 @@ export async function planFusion(deps: FusionDeps, input: FusionInput): Promise<
   const adapters = extracted ? undefined : deps.pipeline.router
   const refused = new Map<number, ApiError>()
   refuseParticipants(chats, refused, adapters)
-  checkJudge(judged)
+  checkJudge(judged, request, adapters)
   const billingKeys = idempotencyKey ? fusionBillingKeys(idempotencyKey, principal.orgId, request, hosted, judge.id, input.hostedDefaults) : undefined
   if (billingKeys) await refuseReusedKey(deps, principal.orgId, billingKeys)
   const pending = extracted ? new PendingCharges() : undefined
@@ -178,7 +178,7 @@ async function extractOnce(
   const files: Array<{ message: number; part: number }> = []
   judged.messages.forEach((message, index) => message.parts.forEach((part, at) => part.type === 'file' && files.push({ message: index, part: at })))
   await enrichDocuments(pipeline, { principal: input.principal, request: judged, requestId: input.requestId, signal: input.signal, billingKey, pending }, enriched => {
-    checkJudge(enriched)
+    checkJudge(enriched, input.request, pipeline.router)
     const texts = files.map(({ message, part }) => enriched.messages[message]!.parts[part]!)
     for (const chat of chats) {
       let next = 0

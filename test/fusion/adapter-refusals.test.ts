@@ -67,6 +67,32 @@ describe('every participant refused by its adapter', () => {
   })
 })
 
+describe("the judge's adapters", () => {
+  const EMPTY_TURN = [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi.' }, { role: 'user', content: '' }]
+
+  test('a conversation the judge cannot be sent: 400 naming the judge before any participant runs or is billed, with stream: true too', async () => {
+    for (const stream of [false, true]) {
+      const response = await h.fusion({ models: ['a', 'b'], judge: 'claude', messages: EMPTY_TURN, stream })
+      expect(response.status).toBe(400)
+      const { error } = await json(response)
+      expect(error).toMatchObject({ code: 'invalid_request', param: 'judge' })
+      expect(error.message).toStartWith('judge claude: ')
+      expect(error.message).toContain('A user message is empty')
+    }
+    expect(called()).toBe(0)
+    expect(held()).toBe(0n)
+    expect(await spent()).toBe(0n)
+  })
+
+  test('they are asked about the synthesis request itself: a conversation of system text alone gets the candidates as its user turn', async () => {
+    h.a.enqueue(answer('A.'))
+    h.b.enqueue(answer('B.'))
+    h.claude.enqueue({ kind: 'sse', body: anthropicWire.stream({ text: 'Both.', finish: 'stop', usage: { inputTokens: 100, outputTokens: 2 } }) })
+    const result = await json(await h.fusion({ models: ['a', 'b'], judge: 'claude', messages: [{ role: 'system', content: 'Greet the user.' }] }))
+    expect(result).toMatchObject({ status: 'complete', synthesis: 'Both.' })
+  })
+})
+
 describe('with a file attached, the adapters are asked once it is text', () => {
   test('an Anthropic participant takes the extracted file; refused by every adapter, the run is a 400 and its document is not charged', async () => {
     h.claude.enqueue({ kind: 'sse', body: anthropicWire.stream({ text: 'Claude: noted.', finish: 'stop', usage: { inputTokens: 100, outputTokens: 20 } }) })
