@@ -56,14 +56,22 @@ export const FusionAttestation = t.Object(
   { description: 'Present only when the participants are Confidential; fetch the full evidence with GET /api/v1/attestation' },
 )
 
+/** Usage is what a run used, not what it was charged: they differ under a repeated Idempotency-Key. */
+const REPEAT_USAGE =
+  'Usage, not the charge: a request repeated under the same Idempotency-Key runs again and reports its own usage, but a part already charged under its billing key is not charged again'
+
 export const FusionParticipant = t.Object({
   id: t.String({ description: 'Participant model id' }),
   model: t.String({ description: 'Participant model id' }),
   output: t.String({ description: "The participant's answer (empty when its call failed)" }),
   finish_reason: t.String({ description: 'How its call ended: stop, length, content_filter, or error when the call failed' }),
   latency_ms: JsonInteger({ description: 'From the start of the participant call to its end, in milliseconds' }),
-  prompt_tokens: JsonInteger({ description: 'Input usage (0 when its call failed: such a participant is not billed; one that ended without answer text is billed for what it used)' }),
-  tokens: JsonInteger({ description: 'Output usage' }),
+  prompt_tokens: JsonInteger({
+    description:
+      "Input usage of this run's call (0 when the call failed: such a participant is not billed; one that ended without answer text is billed for what it used). " +
+      REPEAT_USAGE,
+  }),
+  tokens: JsonInteger({ description: 'Output usage, as prompt_tokens' }),
   error: t.Optional(
     t.String({
       description: 'Present when the participant failed: its call failed, or it ended without answer text (empty, or a refusal: error_code provider_error, finish_reason as it ended); a failed participant is not an answer',
@@ -86,9 +94,10 @@ export const FusionResult = t.Object(
     judge: t.String({ description: 'Model id that produced (or was to produce) the synthesis' }),
     models: t.Array(FusionParticipant, { description: 'One entry per participant, in request order' }),
     synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run; a judge that answered no text, or only a refusal, failed)' }),
-    synthesis_prompt_tokens: JsonInteger({ description: 'Synthesis input usage, as charged (0 when nothing was)' }),
+    synthesis_prompt_tokens: JsonInteger({ description: `Synthesis input usage of this run's judge call (0 when it did not run, or failed without being billed). ${REPEAT_USAGE}` }),
     synthesis_tokens: JsonInteger({
-      description: 'Synthesis output usage, as charged. With stream: true a synthesis that failed after its deltas went out is charged like a cut stream: the input and the output sent',
+      description:
+        'Synthesis output usage, as synthesis_prompt_tokens. With stream: true a synthesis that failed after its deltas went out is billed like a cut stream, and reports that usage: the input and the output sent',
     }),
     synthesis_finish_reason: t.Optional(
       t.String({ description: "How the judge's call ended when it answered: stop, length (the synthesis was cut at its output limit) or content_filter" }),

@@ -101,3 +101,29 @@ describe('an Idempotency-Key reused for a different request', () => {
     expect(steps).toEqual([expect.stringContaining('USING INDEX ledger_entries_idempotency_key_unique (idempotency_key>? AND idempotency_key<?)')])
   })
 })
+
+describe('the same request repeated under its Idempotency-Key', () => {
+  test('a repeat reports the usage of its own run and is charged nothing; the OpenAPI descriptions say usage is not the charge', async () => {
+    // QA: a client reconciling usage × price against the ledger double-counted repeats, as the
+    // descriptions read "as charged" and "0 when … not billed".
+    h = await buildFusionHarness()
+    const send = () => h.fusion(body(['a', 'b']), { headers: { 'idempotency-key': KEY } })
+    script()
+    expect((await json(await send())).status).toBe('complete')
+    const once = await charged()
+    for (const upstream of [h.a, h.b]) upstream.enqueue(answer('9.9.', { inputTokens: 111, outputTokens: 7 }))
+    h.judge.enqueue(answer('9.9 it is.', { inputTokens: 1000, outputTokens: 9 }))
+    const repeat = await json(await send())
+    expect(repeat.models.map((entry: any) => [entry.prompt_tokens, entry.tokens])).toEqual([[111, 7], [111, 7]])
+    expect(repeat).toMatchObject({ synthesis_prompt_tokens: 1000, synthesis_tokens: 9 })
+    expect(await charged()).toBe(once)
+    expect((await fusionEntries(h.t)).length).toBe(3)
+
+    const spec = await json(await h.t.request('GET', '/openapi.json'))
+    const result = spec.paths['/api/v1/chat/fusion'].post.responses['200'].content['application/json'].schema
+    for (const description of [result.properties.synthesis_prompt_tokens.description, result.properties.models.items.properties.prompt_tokens.description]) {
+      expect(description).not.toContain('as charged')
+      expect(description).toContain('Usage, not the charge: a request repeated under the same Idempotency-Key runs again and reports its own usage')
+    }
+  })
+})
