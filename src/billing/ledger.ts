@@ -189,10 +189,7 @@ export class Ledger {
     return { applied }
   }
 
-  /**
-   * Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to
-   * 0; a pool without a lease row is only forgotten.
-   */
+  /** Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to 0; a pool without a lease row is only forgotten. */
   async returnLease(pool: LeasePool): Promise<void> {
     if (pool.held !== 0n || pool.growing || this.settlingOn.has(pool)) return
     if (!pool.leaseRow) return this.pools.drop(pool)
@@ -383,7 +380,7 @@ export class Ledger {
     try {
       result = await submitWithRetries(this.writer, this.logger, guarded ?? op, { op: 'settle', request_id: reservation.requestId })
     } catch {
-      throw this.unrecorded(reservation, undo)
+      throw this.unrecorded(reservation, undo, this.writer.ambiguousCommits)
     }
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now
     reservation.state = 'settled'
@@ -391,10 +388,11 @@ export class Ledger {
     return result.duplicate
   }
 
-  /** A settlement that could not be recorded: its holds given back (`undo`), nothing charged, 503. */
-  private unrecorded(reservation: Reservation, undo: () => void): ApiError {
-    undo()
+  /** A settlement not recorded, 503: nothing charged, draws given back (`undo`); `maybe` (a libSQL server: a try may have committed, its reply lost), the draws stay out of memory and the 503 says unconfirmed. */
+  private unrecorded(reservation: Reservation, undo: () => void, maybe = false): ApiError {
     reservation.state = 'released'
+    if (maybe) return new ApiError('unavailable', 'the ledger could not confirm this charge: its database stopped answering after the write')
+    undo()
     return new ApiError('unavailable', 'the ledger could not record this charge; nothing was charged')
   }
 }

@@ -19,10 +19,16 @@ class LostReplyExecutor implements BatchExecutor {
   /** Writes whose reply is lost after they committed. */
   lost = 0
   lose: ((statements: readonly Statement[]) => boolean) | undefined
+  /** Writes refused after the lost one, without committing (the server still down). */
+  downFor = 0
   /** What it stands for: a libSQL server, whose failed writes may have committed. */
   readonly ambiguousCommits = true
   constructor(private readonly inner: BatchExecutor) {}
   async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+    if (this.downFor > 0 && this.lost > 0) {
+      this.downFor -= 1
+      throw new Error('injected: the server does not answer')
+    }
     const results = await this.inner.write(statements)
     if (this.lose?.(statements)) {
       this.lose = undefined // once
@@ -108,6 +114,19 @@ describe('a COMMIT that went through but whose reply was lost', () => {
     await expectPoolsMatchLeases()
     await verifyClean(t)
   })
+})
+
+// Regression QA: the first try committed with its reply lost, and both retries met the server
+// still down. The client was told "nothing was charged" while the entry stood, and the draw went
+// back into memory, so this process could spend the same lease money twice.
+test('a settlement whose every try failed after the first committed: unconfirmed, and memory keeps no money the row lost', async () => {
+  const reservation = await admitted(100_000_000n)
+  executor.lose = statements => statements.some(statement => /INSERT INTO .?ledger_entries/i.test(statement.sql))
+  executor.downFor = 2
+  await expect(ledger.settle(reservation, 40_000_000n)).rejects.toThrow('the ledger could not confirm this charge')
+  expect(await countEntries(t, "kind = 'settle'")).toBe(1n)
+  await expectPoolsMatchLeases()
+  await verifyClean(t)
 })
 
 describe('over a server, writes without a billing key or a reference', () => {
