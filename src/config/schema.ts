@@ -274,7 +274,7 @@ export const FileConfigSchema = t.Object(
           timeout_ms: t.Optional(Integer({ minimum: 100, maximum: 600_000 })),
           // The extracted text past this is refused (never silently cut).
           max_text_bytes: t.Optional(Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 })),
-          // Process RSS (the main thread's includes the workers') past which the longest-running job's worker is killed.
+          // Process RSS (the main thread's includes the workers') past which the watchdog kills a job's worker (README: Pool and guards).
           memory_budget_mb: t.Optional(Integer({ minimum: 64, maximum: 1_048_576 })),
           zip_max_entries: t.Optional(Integer({ minimum: 1, maximum: 1_000_000 })),
           zip_max_inflated_bytes: t.Optional(Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 * 1024 })),

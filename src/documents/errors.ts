@@ -8,7 +8,8 @@ const BUSY_RETRY_SECONDS = 1
 /**
  * An extraction failure as the API error every surface renders (ARCHITECTURE.md §6, §10):
  * unreadable or hostile input → 400 invalid_request, a full queue → 429 rate_limited with
- * Retry-After and X-RateLimit-*, a timeout or shutdown → 503 unavailable. `subject` names the
+ * Retry-After and X-RateLimit-*, a timeout or shutdown → 503 unavailable, a job killed for the
+ * memory of jobs running together → 503 unavailable with Retry-After. `subject` names the
  * document in the message ("attached file "a.pdf"") so chat errors say which part failed.
  */
 export function extractionApiError(error: unknown, options: { subject?: string; queueSize: number; nowMs: number; param?: string }): ApiError {
@@ -29,5 +30,7 @@ export function extractionApiError(error: unknown, options: { subject?: string; 
       return new ApiError('unavailable', `${prefix}${error.message}; the document may be too complex to read`, options.param)
     case 'closed':
       return new ApiError('unavailable', `${prefix}${error.message}`, options.param)
+    case 'overloaded':
+      return new ApiError('unavailable', `${prefix}${error.message}`, options.param, { 'Retry-After': String(BUSY_RETRY_SECONDS) })
   }
 }

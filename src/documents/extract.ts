@@ -1,5 +1,6 @@
 import { extractOffice, extractWorkbook, FormatRefused, MAX_XML_ELEMENTS } from './office'
 import { extractPdf, PdfRefused, prescanPdf } from './pdf'
+import { measurePdfStreams } from './pdf-streams'
 import { sniff } from './sniff'
 import { decodeText, textDocument, textTooLong } from './text'
 import { DocumentRefused, ElementCapExceeded, ExtractionError, TextCapExceeded, type Extraction, type ExtractionLimits } from './types'
@@ -25,7 +26,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
       return textDocument(decoded.text, limits.maxTextBytes)
     }
     case 'pdf': {
-      const refused = prescanPdf(bytes, limits.pdf)
+      const refused = prescanPdf(bytes, limits.pdf) ?? (await measurePdfStreams(bytes))
       if (refused) throw invalid(refused)
       try {
         return { text: await extractPdf(bytes, { maxPages: limits.pdf.maxPages, maxTextBytes: limits.maxTextBytes }), documentType: 'pdf' }

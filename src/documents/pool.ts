@@ -22,7 +22,7 @@ export interface WorkerPoolOptions {
   /** Jobs that may wait for a worker; one more is refused with ExtractionError('busy'). */
   queueSize: number
   timeoutMs: number
-  /** Process RSS past which the watchdog kills the longest-running job's worker. */
+  /** Process RSS past which the watchdog kills a job's worker (checkMemory says which). */
   memoryBudgetBytes: number
   limits: ExtractionLimits
   /** The worker script (tests swap in a scripted one). */
@@ -60,8 +60,10 @@ function defaultWorkerUrl(): string {
   if (import.meta.url.includes('$bunfs')) return new URL('./documents/extract.worker.js', import.meta.url).href
   return new URL('./extract.worker.ts', import.meta.url).href
 }
-// After a watchdog kill, RSS takes a while to fall: wait this many ticks before judging again.
+// After a watchdog kill, RSS takes a while to fall: wait this many ticks before judging again,
+// unless it climbs this far past where it stood at the kill (a kill never makes it climb).
 const WATCHDOG_COOLDOWN_TICKS = 40
+const WATCHDOG_CLIMB_BYTES = 32 * 1024 * 1024
 
 /**
  * The extractor pool (ARCHITECTURE.md §6): Bun Workers started on demand up to `size`, fed by
@@ -79,6 +81,7 @@ export class WorkerExtractorPool implements ExtractorPool {
   private sequence = 0
   private watchdog: unknown
   private cooldown = 0
+  private rssAtKill = 0
   private closed = false
 
   constructor(private readonly options: WorkerPoolOptions) {
@@ -89,7 +92,8 @@ export class WorkerExtractorPool implements ExtractorPool {
   extract(input: { bytes: Uint8Array; filename?: string; signal?: AbortSignal }): Promise<Extraction> {
     if (this.closed) return Promise.reject(new ExtractionError('closed', 'the document extractor is shutting down'))
     if (input.signal?.aborted) return Promise.reject(input.signal.reason ?? new DOMException('aborted', 'AbortError'))
-    const idle = this.idleSlot()
+    // No job starts while the watchdog cools down: it judges only the jobs that ran at the kill.
+    const idle = this.cooldown > 0 ? undefined : this.idleSlot()
     if (!idle && this.queue.length >= this.options.queueSize) {
       return Promise.reject(new ExtractionError('busy', 'the document extractor is at capacity; retry shortly'))
     }
@@ -191,9 +195,10 @@ export class WorkerExtractorPool implements ExtractorPool {
   }
 
   private next(slot: Slot): void {
-    const job = this.queue.shift()
+    // During a cooldown the queue waits (the watchdog keeps ticking to end it).
+    const job = this.cooldown > 0 ? undefined : this.queue.shift()
     if (job) this.dispatch(slot, job)
-    else if (!this.slots.some(other => other.job)) this.stopWatchdog()
+    else if (this.cooldown === 0 && !this.slots.some(other => other.job)) this.stopWatchdog()
   }
 
   private finish(job: Job, result: Extraction | undefined, error?: Error): void {
@@ -216,18 +221,45 @@ export class WorkerExtractorPool implements ExtractorPool {
     this.watchdog = undefined
   }
 
-  /** One watchdog tick: past the budget, the longest-running job's worker is killed. */
+  /**
+   * One watchdog tick. Past the budget, RSS (the process's; a worker's own heap is readable only
+   * from inside it, and not while a parser runs without yielding, as a bomb's inflate does) does
+   * not say which job is growing. With one job running, that job is: its worker is killed and its
+   * document refused. With several, the most recently started is killed (it has done the least
+   * work) and told to retry, never blamed: a 503, since its document may well be the victim of
+   * another's. Until the cooldown ends, no job starts, so a growing job left running ends up
+   * alone and is refused at the next judgment; RSS climbing on past where it stood at the kill
+   * means one is still growing, and cuts the cooldown short.
+   */
   checkMemory(): void {
-    if (this.cooldown > 0) {
-      this.cooldown--
+    const rss = (this.options.rss ?? (() => process.memoryUsage.rss()))()
+    const over = rss > this.options.memoryBudgetBytes
+    const cooling = this.cooldown > 0
+    if (cooling && over && --this.cooldown > 0 && rss <= this.rssAtKill + WATCHDOG_CLIMB_BYTES) return
+    const running = this.slots.filter(slot => slot.job)
+    if (over && running.length > 0) {
+      const newest = running.reduce((latest, slot) => (slot.startedSeq > latest.startedSeq ? slot : latest))
+      this.cooldown = WATCHDOG_COOLDOWN_TICKS
+      this.rssAtKill = rss
+      this.replace(
+        newest,
+        running.length === 1
+          ? new ExtractionError('invalid', 'the document needs more memory to read than this gateway allows')
+          : new ExtractionError('overloaded', 'document extraction ran short of memory while reading several documents at once; retry shortly'),
+      )
       return
     }
-    const rss = (this.options.rss ?? (() => process.memoryUsage.rss()))()
-    if (rss <= this.options.memoryBudgetBytes) return
-    let oldest: Slot | undefined
-    for (const slot of this.slots) if (slot.job && (!oldest || slot.startedSeq < oldest.startedSeq)) oldest = slot
-    if (!oldest) return
-    this.cooldown = WATCHDOG_COOLDOWN_TICKS
-    this.replace(oldest, new ExtractionError('invalid', 'the document needs more memory to read than this gateway allows'))
+    if (cooling && (!over || this.cooldown === 0)) this.endCooldown()
+  }
+
+  /** Lets the queue run again after a cooldown. */
+  private endCooldown(): void {
+    this.cooldown = 0
+    while (this.queue.length > 0) {
+      const idle = this.idleSlot()
+      if (!idle) break
+      this.next(idle)
+    }
+    if (!this.slots.some(slot => slot.job)) this.stopWatchdog()
   }
 }

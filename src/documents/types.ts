@@ -26,12 +26,14 @@ export interface Extraction {
 /**
  * Why an extraction failed:
  * - `invalid`: the bytes are not a document we read (unsupported, corrupt, encrypted, a
- *   tripped guard, or a worker that crashed or passed its memory budget on it) → 400;
+ *   tripped guard, or a worker that crashed on it or passed the memory budget reading it alone) → 400;
  * - `timeout`: the job ran past its deadline → 503;
+ * - `overloaded`: its worker was killed when the jobs running together passed the memory budget,
+ *   which says nothing of this document → 503 with Retry-After;
  * - `busy`: the queue is full → 429 with Retry-After;
  * - `closed`: the pool is shutting down → 503.
  */
-export type ExtractionFailure = 'invalid' | 'timeout' | 'busy' | 'closed'
+export type ExtractionFailure = 'invalid' | 'timeout' | 'busy' | 'closed' | 'overloaded'
 
 /** An expected extraction failure, with a message a person understands. */
 export class ExtractionError extends Error {

@@ -304,3 +304,48 @@ export async function manyCellsXls(rows: number, perRow: number): Promise<Uint8A
   workbook.size = workbook.content.length
   return new Uint8Array(XLSX.CFB.write(container, { type: 'array' }) as ArrayBuffer)
 }
+
+/**
+ * `body` (latin1) with `spaces` spaces between its two halves, zlib-compressed without ever holding
+ * the spaces whole: a gigabyte of them is ~1 MB. `brotli` compresses with Brotli instead.
+ */
+export async function compressedSpaces(spaces: number, body: [string, string] = ['', ''], brotli = false): Promise<Buffer> {
+  const { constants, createBrotliCompress, createDeflate } = await import('node:zlib')
+  const compressor = brotli ? createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: 4 } }) : createDeflate({ level: 9 })
+  const parts: Buffer[] = []
+  compressor.on('data', (chunk: Buffer) => parts.push(chunk))
+  const ended = new Promise(resolve => compressor.on('end', resolve))
+  compressor.write(Buffer.from(body[0], 'latin1'))
+  const block = Buffer.alloc(1 << 20, 0x20)
+  for (let left = spaces; left > 0; left -= block.length) {
+    if (!compressor.write(left >= block.length ? block : block.subarray(0, left))) await new Promise(resolve => compressor.once('drain', resolve))
+  }
+  compressor.end(Buffer.from(body[1], 'latin1'))
+  await ended
+  return Buffer.concat(parts)
+}
+
+/**
+ * A one-page PDF whose page shows the content streams `contents` (data written as is, latin1),
+ * each with its own dictionary entries (`/Filter /FlateDecode`, say), in a valid file.
+ */
+export function pdfWithContents(contents: Array<{ data: Buffer; dictionary: string }>): Uint8Array {
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [${contents.map((_, index) => `${index + 5} 0 R`).join(' ')}] /Resources << /Font << /F1 4 0 R >> >> >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    ...contents.map(({ data, dictionary }) => `<< ${dictionary} /Length ${data.length} >>\nstream\n${data.toString('latin1')}\nendstream`),
+  ]
+  // pdfFile's layout, written as latin1: compressed data is bytes, not UTF-8 text.
+  let body = '%PDF-1.5\n'
+  const offsets = objects.map((object, index) => {
+    const offset = body.length
+    body += `${index + 1} 0 obj\n${object}\nendobj\n`
+    return offset
+  })
+  const xref = body.length
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map(offset => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
+  return new Uint8Array(Buffer.from(body, 'latin1'))
+}

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { extractionApiError } from '../../src/documents/errors'
 import { WorkerExtractorPool, type PoolTimers } from '../../src/documents/pool'
 import { ExtractionError } from '../../src/documents/types'
 import { poll } from '../support/poll'
@@ -103,23 +104,86 @@ describe('WorkerExtractorPool', () => {
     expect((await Promise.all(queued)).map(result => result.text)).toEqual(['one', 'two'])
   })
 
-  test('past the memory budget the watchdog kills the longest-running job, not the newer one', async () => {
+  test('past the memory budget with one job running, that job is killed and its document refused', async () => {
+    let rss = 0
+    const { pool, timers } = makePool({ size: 2, rss: () => rss })
+    const alone = failure(pool.extract(job('hang')))
+    await busy(pool, 1)
+    timers.tick()
+    expect(pool.stats().busy).toBe(1) // under budget: nothing happens
+    rss = 5000
+    timers.tick()
+    const killed = await alone
+    expect(killed.reason).toBe('invalid')
+    expect(killed.message).toBe('the document needs more memory to read than this gateway allows')
+  })
+
+  test('with several jobs running, the newest is killed and told to retry (503), never blamed; the older keeps running', async () => {
+    // QA: a legit PDF parsing for 1.5 s and a bomb sent 200 ms later; the watchdog killed the
+    // longest-running job, the legit one, with a 400 blaming its document, and the bomb got a 200.
     let rss = 0
     const { pool, timers } = makePool({ size: 2, rss: () => rss })
     const older = failure(pool.extract(job('hang')))
     await busy(pool, 1)
     const newer = failure(pool.extract(job('hang')))
     await busy(pool, 2)
-    timers.tick()
-    expect(pool.stats().busy).toBe(2) // under budget: nothing happens
     rss = 5000
     timers.tick()
-    const killed = await older
-    expect(killed.reason).toBe('invalid')
-    expect(killed.message).toContain('more memory')
+    const killed = await newer
+    expect(killed.reason).toBe('overloaded')
+    expect(killed.message).not.toContain('the document needs')
+    const answer = extractionApiError(killed, { queueSize: 16, nowMs: 0 })
+    expect(answer.status).toBe(503)
+    expect(answer.headers?.['Retry-After']).toBe('1')
     expect(pool.stats()).toEqual({ workers: 2, busy: 1, queued: 0 })
     timers.expireAll()
-    expect((await newer).reason).toBe('timeout')
+    expect((await older).reason).toBe('timeout')
+  })
+
+  test('after a kill, a job still growing is left alone and refused at once when RSS climbs on', async () => {
+    let rss = 0
+    const { pool, timers } = makePool({ size: 2, rss: () => rss })
+    const grower = failure(pool.extract(job('hang')))
+    await busy(pool, 1)
+    const bystander = failure(pool.extract(job('hang')))
+    await busy(pool, 2)
+    rss = 5000
+    timers.tick()
+    expect((await bystander).reason).toBe('overloaded')
+    // RSS falls slowly after a kill: as long as it does not climb, the cooldown holds.
+    timers.tick()
+    expect(pool.stats().busy).toBe(1)
+    // Before: a fixed 1 s cooldown while the grower went on growing.
+    rss = 5000 + 64 * 1024 * 1024
+    timers.tick()
+    const refused = await grower
+    expect(refused.reason).toBe('invalid')
+    expect(refused.message).toContain('more memory')
+  })
+
+  test('no queued job starts during the cooldown, so each kill is among the jobs that ran at the last one', async () => {
+    let rss = 0
+    const { pool, timers } = makePool({ size: 2, rss: () => rss })
+    const grower = failure(pool.extract(job('hang')))
+    await busy(pool, 1)
+    const bystander = failure(pool.extract(job('hang')))
+    await busy(pool, 2)
+    const queued = pool.extract(job('echo:queued'))
+    rss = 5000
+    timers.tick()
+    expect((await bystander).reason).toBe('overloaded')
+    // Before: the queued job took the freed worker at once, became the newest, and was the next victim.
+    expect(pool.stats()).toEqual({ workers: 2, busy: 1, queued: 1 })
+    const arriving = pool.extract(job('echo:arriving'))
+    expect(pool.stats().queued).toBe(2)
+    // The cooldown runs out with RSS still over: the grower, now alone, is refused.
+    for (let tick = 0; tick < 40; tick++) timers.tick()
+    expect((await grower).reason).toBe('invalid')
+    // Under the budget again, the queue runs.
+    rss = 0
+    timers.tick()
+    expect((await queued).text).toBe('queued')
+    expect((await arriving).text).toBe('arriving')
   })
 
   test('the upload buffer is transferred, not copied; a view into a larger buffer is copied instead', async () => {
