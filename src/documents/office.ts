@@ -8,7 +8,7 @@ import { ListLabels, readNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { slideFacts } from './slide-parts'
 import { hugeFormat, negativeShown } from './number-format'
-import { TextCapExceeded } from './types'
+import { MAX_XML_ELEMENTS, TextCapExceeded } from './types'
 import type { ZipEntry, ZipLimits } from './zip-guard'
 
 // Office formats to predictable text. DOCX and PPTX through officeparser, whose AST
@@ -18,13 +18,8 @@ import type { ZipEntry, ZipLimits } from './zip-guard'
 // Workbooks go through SheetJS (extractWorkbook): sheets under "[Sheet: name]" with rows
 // tab-separated, what Excel hides left out or marked.
 
-/**
- * The most XML elements one document's parts may hold. officeparser's reader keeps ~1.6 KiB per
- * element (measured: 490,000 empty paragraphs, a 29 KB upload, took 831 MB and 3.4 s; its default
- * of 2,000,000 let a 111 KB upload take 3.1 GB and 16 s). A document whose text fits the 4 MiB text
- * cap holds well under this; officeparser counts before it builds anything, so a refusal is cheap.
- */
-export const MAX_XML_ELEMENTS = 500_000
+
+export { MAX_XML_ELEMENTS }
 
 export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], fileType: 'docx' | 'pptx', limits: { maxTextBytes: number; zip: ZipLimits }): Promise<string> {
   const rewriteLimits = { maxElements: MAX_XML_ELEMENTS, zip: limits.zip }

@@ -1,6 +1,7 @@
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib'
 import { cutText } from '../lib/characters'
 import { columnSpan, MAX_COLUMN_SPANS, tooManyColumns, xmlColumnSpans } from './column-spans'
+import { MAX_XML_ELEMENTS } from './types'
 import { checkLayout, zip64Differs, ZIP64 } from './zip-layout'
 
 // The zip bomb defence (SECURITY-NOTES §5): read the central directory before any parser runs
@@ -47,23 +48,39 @@ const RATIO_FLOOR = 1024 * 1024
  */
 export const MAX_SHEET_CELLS = 500_000
 export const tooManyCells = `the workbook holds more than ${MAX_SHEET_CELLS.toLocaleString('en')} cells; split it into smaller workbooks`
-// A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c>. Any prefix SheetJS
-// takes (its /<(?:\w+:)?c[ \/>]/ allows one that starts with a digit, <1:c>, which XML does not).
-const CELL = /<(?:[\w.-]+:)?c[\s/>]/g
+export const tooManyElements = `the workbook holds more than ${MAX_XML_ELEMENTS.toLocaleString('en')} XML elements besides its cells (shared strings, styles and the like); split it into smaller workbooks`
+// An element's start tag and its local name, with or without a namespace prefix: <c r="A1">, <c/>,
+// <x:c>; any prefix SheetJS takes (its /<(?:\w+:)?c[ \/>]/ allows one that starts with a digit,
+// <1:c>, which XML does not). End tags, comments and processing instructions do not match.
+const START_TAG = /<(?:[\w.-]+:)?([\w.-]+)/g
+// A sheet's rows, and a cell's value, formula and inline string: the cell cap bounds them.
+const CELL_PARTS = new Set(['row', 'v', 'f', 'is'])
 
-/** What SheetJS keeps of a workbook's part: an object per cell, and per column its column records span (column-spans.ts). */
+/**
+ * What SheetJS keeps of a workbook's part: an object per cell, per column its column records span
+ * (column-spans.ts), and per other element an object or a string: a shared string took ~480 bytes
+ * (QA: 3 million <si> in a 3.2 MB upload, one cell, took 1.46 GB and 6 s), so the elements besides
+ * the cells' own are held to MAX_XML_ELEMENTS, as a DOCX's and a PPTX's are.
+ */
 interface Kept {
   cells: number
   columns: number
+  elements: number
 }
 
-/** Counts cell elements and the columns <col> elements span in a workbook's part, stopping once a budget is passed. */
+/** Counts cell elements, other elements and the columns <col> elements span in a workbook's part, stopping once a budget is passed. */
 function countCells(xml: Uint8Array, budget: Kept): Kept {
   const text = Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength).toString('latin1')
-  CELL.lastIndex = 0
+  START_TAG.lastIndex = 0
   let cells = 0
-  while (CELL.exec(text) !== null) if (++cells > budget.cells) break
-  return { cells, columns: xmlColumnSpans(text, budget.columns) }
+  let elements = 0
+  for (let tag = START_TAG.exec(text); tag !== null; tag = START_TAG.exec(text)) {
+    const name = tag[1]!
+    if (name === 'c') {
+      if (++cells > budget.cells) break
+    } else if (!CELL_PARTS.has(name) && ++elements > budget.elements) break
+  }
+  return { cells, elements, columns: xmlColumnSpans(text, budget.columns) }
 }
 
 /**
@@ -75,7 +92,7 @@ function countCells(xml: Uint8Array, budget: Kept): Kept {
  */
 function countBinaryCells(bin: Uint8Array, budget: Kept): Kept {
   const view = new DataView(bin.buffer, bin.byteOffset, bin.byteLength)
-  const count = { cells: 0, columns: 0 }
+  const count = { cells: 0, columns: 0, elements: 0 }
   let at = 0
   while (at < bin.length) {
     let type = bin[at++]!
@@ -91,6 +108,7 @@ function countBinaryCells(bin: Uint8Array, budget: Kept): Kept {
       if (!(byte & 0x80)) break
     }
     if (type >= 1 && type <= 18 && ++count.cells > budget.cells) return count
+    if (type === BRT_SST_ITEM && ++count.elements > budget.elements) return count
     // BrtColInfo: its first and last columns, 4 bytes each (SheetJS reads them unsigned).
     if (type === BRT_COL_INFO && size >= 8 && at + 8 <= bin.length) {
       count.columns += columnSpan(view.getUint32(at, true), view.getUint32(at + 4, true))
@@ -102,6 +120,7 @@ function countBinaryCells(bin: Uint8Array, budget: Kept): Kept {
 }
 
 const BRT_COL_INFO = 0x3c
+const BRT_SST_ITEM = 0x13
 
 /** Reads and checks the central directory. Nothing is inflated here. */
 export function readCentralDirectory(bytes: Uint8Array, limits: ZipLimits): Result<{ entries: ZipEntry[] }> {
@@ -192,14 +211,14 @@ export function readSmallEntry(bytes: Uint8Array, entry: ZipEntry, maxBytes: num
 /**
  * Inflates every entry under one running cap that does not trust the declared sizes, and
  * requires each entry to inflate to exactly the size its header declares (a lying header is
- * refused even when it stays under the cap), and counts a `workbook`'s cells (MAX_SHEET_CELLS)
- * and the columns its column records span (MAX_COLUMN_SPANS).
+ * refused even when it stays under the cap), and counts a `workbook`'s cells (MAX_SHEET_CELLS),
+ * its other elements (MAX_XML_ELEMENTS) and the columns its column records span (MAX_COLUMN_SPANS).
  * Returns the inflated total.
  */
 export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits: ZipLimits, workbook: boolean): Result<{ inflated: number }> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   let total = 0
-  const kept: Kept = { cells: 0, columns: 0 }
+  const kept: Kept = { cells: 0, columns: 0, elements: 0 }
   for (const entry of entries) {
     const data = storedData(bytes, view, entry)
     if (typeof data === 'string') return { ok: false, message: data }
@@ -226,11 +245,13 @@ export function inflateWithinCap(bytes: Uint8Array, entries: ZipEntry[], limits:
     }
     if (workbook) {
       // SheetJS parses a part named .bin as a binary (XLSB) part, whatever the workbook is.
-      const budget = { cells: MAX_SHEET_CELLS - kept.cells, columns: MAX_COLUMN_SPANS - kept.columns }
+      const budget = { cells: MAX_SHEET_CELLS - kept.cells, columns: MAX_COLUMN_SPANS - kept.columns, elements: MAX_XML_ELEMENTS - kept.elements }
       const part = entry.name.toLowerCase().endsWith('.bin') ? countBinaryCells(inflated, budget) : countCells(inflated, budget)
       kept.cells += part.cells
       kept.columns += part.columns
+      kept.elements += part.elements
       if (kept.cells > MAX_SHEET_CELLS) return { ok: false, message: tooManyCells }
+      if (kept.elements > MAX_XML_ELEMENTS) return { ok: false, message: tooManyElements }
       if (kept.columns > MAX_COLUMN_SPANS) return { ok: false, message: tooManyColumns }
     }
   }

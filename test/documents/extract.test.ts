@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { countXlsCells } from '../../src/documents/xls-guard'
+import { inflateWithinCap, readCentralDirectory } from '../../src/documents/zip-guard'
 import { deeplyNestedPdf, fixture, manyCellsXls, nestedContentStreamPdf, honestZipBomb, lyingZipBomb, manyCellsXlsx, manyElementsDocx, manyEntriesZip, passwordProtectedXls, plainZip, PNG, sheetXlsx, binaryCellsXlsx, tightStreamPdf } from './hostile'
 
 // The extractors on their own, in this thread (the pool tests cover the worker around them).
@@ -278,6 +279,26 @@ describe('refusals, each with a reason a person understands', () => {
     // Under the cap it is read, every cell.
     const text = (await extractDocument(manyCellsXlsx(3, 4), limits)).text
     expect(text).toBe('[Sheet: S]\n1\t1\t1\t1\n1\t1\t1\t1\n1\t1\t1\t1')
+  })
+  test('a workbook of more XML elements besides its cells than the cap is refused before SheetJS reads it (shared strings, styles)', async () => {
+    // QA: 3 million shared strings and one cell, a 3.2 MB upload, took 1.46 GB and 6 s, then a 200.
+    const cell = '<row r="1"><c r="A1" t="s"><v>0</v></c></row>'
+    const strings = (count: number) => Array.from({ length: count }, (_, index) => `<si><t>${index}</t></si>`).join('')
+    const started = performance.now()
+    await refused(sheetXlsx(cell, { sharedStrings: strings(300_000) }), /holds more than 500,000 XML elements besides its cells/)
+    expect(performance.now() - started).toBeLessThan(2000)
+    // Rich-text runs in one string, and the styles part, count alike; so do XLSB shared strings (BrtSSTItem records).
+    await refused(sheetXlsx(cell, { sharedStrings: `<si>${Array.from({ length: 260_000 }, (_, index) => `<r><t>${index}</t></r>`).join('')}</si>` }), /500,000 XML elements/)
+    const styles = `<styleSheet><cellXfs>${Array.from({ length: 510_000 }, (_, index) => `<xf numFmtId="${index}"/>`).join('')}</cellXfs></styleSheet>`
+    await refused(sheetXlsx(cell, { sharedStrings: strings(1), leading: [{ name: 'xl/styles.xml', data: new TextEncoder().encode(styles) }] }), /500,000 XML elements/)
+    const sstItems = new Uint8Array(510_000 * 2).map((_, index) => (index % 2 === 0 ? 0x13 : 0))
+    await refused(binaryCellsXlsx(0, sstItems), /500,000 XML elements/)
+    // A sheet's rows, cells and values are the cell cap's alone: 499,000 cells pass this guard.
+    const full = manyCellsXlsx(499, 1000)
+    const directory = readCentralDirectory(full, limits.zip)
+    expect(directory.ok && inflateWithinCap(full, directory.entries, limits.zip, true).ok).toBe(true)
+    // Under the cap the strings are read.
+    expect((await extractDocument(sheetXlsx('<row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row>', { sharedStrings: strings(2) }), limits)).text).toBe('[Sheet: S]\n0\t1')
   })
   test('a legacy XLS of more cells than the cap is refused before SheetJS reads it', async () => {
     // Before: nothing counted an XLS's cells (a 4 MB workbook of 665,600 numbers took 395 MB).

@@ -141,20 +141,22 @@ export function manyCellsXlsx(rows: number, cols: number, sheetPart = 'xl/worksh
  * A one-sheet XLSX (sheet "S") whose worksheet holds `sheetData` (its rows), after `before` (a
  * <dimension>, say). With `numFmt`, cells with `s="1"` take that number format: a code (as XML
  * attribute text: quotes as &quot;) declared as format 164, or a built-in format's id. `leading`
- * entries come first in the zip, before the package's own.
+ * entries come first in the zip, before the package's own. `sharedStrings` is the body of the
+ * workbook's shared strings part (its <si> entries), which cells with `t="s"` index.
  */
-export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string | number; leading?: ZipSpec[] } = {}): Uint8Array {
-  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml', numFmt, leading = [] } = options
+export function sheetXlsx(sheetData: string, options: { before?: string; sheetPart?: string; target?: string; numFmt?: string | number; leading?: ZipSpec[]; sharedStrings?: string } = {}): Uint8Array {
+  const { before = '', sheetPart = 'xl/worksheets/sheet1.xml', target = 'worksheets/sheet1.xml', numFmt, leading = [], sharedStrings } = options
   const encoder = new TextEncoder()
   const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${before}<sheetData>${sheetData}</sheetData></worksheet>`
   const rels = (relTarget: string, type: string) =>
     `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}" Target="${relTarget}"/></Relationships>`
   return buildZip([
     ...leading,
-    { name: '[Content_Types].xml', data: encoder.encode(`<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/${sheetPart}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>${numFmt === undefined ? '' : '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'}</Types>`) },
+    { name: '[Content_Types].xml', data: encoder.encode(`<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/${sheetPart}" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>${numFmt === undefined ? '' : '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'}${sharedStrings === undefined ? '' : '<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'}</Types>`) },
     { name: '_rels/.rels', data: encoder.encode(rels('xl/workbook.xml', 'officeDocument')) },
     { name: 'xl/workbook.xml', data: encoder.encode('<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>') },
-    { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(numFmt === undefined ? rels(target, 'worksheet') : rels(target, 'worksheet').replace('</Relationships>', '<Relationship Id="rSt" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>')) },
+    { name: 'xl/_rels/workbook.xml.rels', data: encoder.encode(rels(target, 'worksheet').replace('</Relationships>', `${numFmt === undefined ? '' : '<Relationship Id="rSt" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/>'}${sharedStrings === undefined ? '' : '<Relationship Id="rSs" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>'}</Relationships>`)) },
+    ...(sharedStrings === undefined ? [] : [{ name: 'xl/sharedStrings.xml', data: encoder.encode(`<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${sharedStrings}</sst>`) }]),
     { name: sheetPart, data: encoder.encode(sheet) },
     ...(numFmt === undefined
       ? []
