@@ -7,7 +7,7 @@ type Mark = Exclude<ContentItem, TextItem>
 type TextMark = { item: Mark; textBefore: number }
 type OperatorList = Awaited<ReturnType<PDFPageProxy['getOperatorList']>>
 type Operators = Awaited<ReturnType<typeof getResolvedPDFJS>>['OPS']
-type Layers = Awaited<ReturnType<PDFDocumentProxy['getOptionalContentConfig']>>
+export type Layers = Awaited<ReturnType<PDFDocumentProxy['getOptionalContentConfig']>>
 
 /** A piece of page text, as getTextContent gives it. */
 interface TextPiece {
@@ -132,6 +132,15 @@ function lineUp(list: OperatorList, marks: TextMark[], layers: Layers, OPS: Oper
 /** A BDC's operands as the operator list gives them: ['OC', the parsed group or membership dictionary]. */
 function shows(layers: Layers, operands: [string, unknown]): boolean {
   return layers.isVisible(operands[1]) !== false
+}
+
+/**
+ * Whether an annotation (getAnnotations' data) shows as the layers are when the PDF opens: its /OC,
+ * a group or a membership dictionary, parsed by pdf.js as a BDC's is (`oc`), decides as it does for
+ * text. Viewers and pdftotext leave out a form field or typed text in a layer that is switched off.
+ */
+export function annotationShown(layers: Layers | undefined, annotation: { oc?: unknown }): boolean {
+  return layers === undefined || annotation.oc === undefined || shows(layers, ['OC', annotation.oc])
 }
 
 /** The marked-content items, each with the amount of text since the one before it. */

@@ -1,5 +1,5 @@
 import { getDocumentProxy } from 'unpdf'
-import { documentLayers, shownText } from './pdf-layers'
+import { annotationShown, documentLayers, shownText, type Layers } from './pdf-layers'
 import { TextCapExceeded } from './types'
 
 /** Why a PDF is refused before pdf.js sees it, or undefined. */
@@ -77,7 +77,7 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
         text += item.str
         if (item.hasEOL) text += '\n'
       }
-      const filledIn = annotationLines(await page.getAnnotations())
+      const filledIn = annotationLines(await page.getAnnotations(), layers)
       page.cleanup()
       text = text.trim()
       if (filledIn.length > 0) text = [text, ...filledIn].join('\n').trim()
@@ -97,15 +97,16 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
  * of its filled form fields (text fields, and a choice field's chosen options as shown) and the
  * text typed onto it (FreeText annotations). pdf.js keeps both apart from getTextContent, so a
  * filled form came back as its labels alone (QA). Left out: password fields (every viewer masks
- * them), hidden ones (the Hidden and NoView flags), sticky notes (Text annotations: reviewers'
- * comments, as a DOCX's are), and a field's value shown again by another widget on the page.
+ * them), hidden ones (the Hidden and NoView flags, or a layer switched off when the PDF opens:
+ * pdf-layers.ts), sticky notes (Text annotations: reviewers' comments, as a DOCX's are), and a
+ * field's value shown again by another widget on the page.
  */
-function annotationLines(annotations: Array<Record<string, unknown>>): string[] {
+function annotationLines(annotations: Array<Record<string, unknown>>, layers: Layers | undefined): string[] {
   const lines: string[] = []
   const fields = new Set<string>()
   for (const annotation of annotations) {
     const flags = typeof annotation.annotationFlags === 'number' ? annotation.annotationFlags : 0
-    if (annotation.hidden === true || (flags & (HIDDEN | NO_VIEW)) !== 0 || annotation.password === true) continue
+    if (annotation.hidden === true || (flags & (HIDDEN | NO_VIEW)) !== 0 || annotation.password === true || !annotationShown(layers, annotation)) continue
     let text = ''
     if (annotation.subtype === 'Widget' && (annotation.fieldType === 'Tx' || annotation.fieldType === 'Ch')) {
       const name = typeof annotation.fieldName === 'string' ? annotation.fieldName : ''

@@ -127,3 +127,27 @@ test("a form with a layer of its own whose text starts in another layer: each la
   })
   expect(await text(pdf)).toBe('First line\nForm line\nLast line')
 })
+
+test('form field values and typed text in a switched-off layer are left out, as viewers leave them out (the group, or a membership dictionary over it)', async () => {
+  // QA: each of these reached the text, as pdf.js hands annotations over whatever their /OC says.
+  const annotation = (entries: string) => `<< /Type /Annot /Rect [72 600 300 620] ${entries} >>`
+  const pdf = pdfFile([
+    '<< /Type /Catalog /Pages 2 0 R /OCProperties << /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >> /AcroForm << /Fields [10 0 R 11 0 R] >> >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R /Annots [8 0 R 9 0 R 10 0 R 11 0 R 12 0 R 13 0 R] >>',
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    stream(line(700, 'Body text')),
+    '<< /Type /OCG /Name (Secret) >>',
+    '<< /Type /OCG /Name (Shown) >>',
+    annotation('/Subtype /FreeText /OC 6 0 R /Contents (HIDDEN_TYPED) /DA (/Helv 12 Tf 0 g)'),
+    annotation('/Subtype /FreeText /OC 14 0 R /Contents (HIDDEN_BY_OCMD) /DA (/Helv 12 Tf 0 g)'),
+    annotation('/Subtype /Widget /FT /Tx /T (secret) /OC 6 0 R /V (HIDDEN_FIELD)'),
+    annotation('/Subtype /Widget /FT /Tx /T (shown) /OC 7 0 R /V (Shown field)'),
+    annotation('/Subtype /FreeText /OC 15 0 R /Contents (Typed, shown) /DA (/Helv 12 Tf 0 g)'),
+    annotation('/Subtype /FreeText /Contents (Typed, no layer) /DA (/Helv 12 Tf 0 g)'),
+    '<< /Type /OCMD /OCGs [6 0 R] /P /AnyOn >>',
+    '<< /Type /OCMD /VE [/Not 6 0 R] >>',
+  ])
+  // (pdf.js lists the page's FreeText annotations before its widgets.)
+  expect(await text(pdf)).toBe('Body text\nTyped, shown\nTyped, no layer\nShown field')
+})
