@@ -95,14 +95,14 @@ export function readHiddenStyles(xml: string | undefined, budget: Budget = { lef
 }
 
 /** Each style's nearest `setting` in its w:basedOn chain. */
-function resolveChains(styles: Map<string, Style>, setting: (style: Style) => boolean | undefined): Map<string, boolean | undefined> {
+export function resolveChains<S extends { basedOn?: string }, T>(styles: Map<string, S>, setting: (style: S) => T | undefined): Map<string, T | undefined> {
   // Each style's chain is walked once: a style met again takes what it resolved to (a loop, undefined).
-  const resolved = new Map<string, boolean | undefined>()
+  const resolved = new Map<string, T | undefined>()
   for (const id of styles.keys()) {
     const chain: string[] = []
     const walking = new Set<string>()
     let key: string | undefined = id
-    let value: boolean | undefined
+    let value: T | undefined
     while (key !== undefined && !walking.has(key)) {
       if (resolved.has(key)) {
         value = resolved.get(key)

@@ -1,4 +1,5 @@
 import type { PackageParts } from './package-parts'
+import { resolveChains } from './docx-styles'
 import { scanXml } from './xml-scan'
 
 // A Word list item's label, as Word shows it before the item: "1.", "a)", "2.1", or a bullet.
@@ -6,7 +7,10 @@ import { scanXml } from './xml-scan'
 // (`indentation`, w:ilvl) and whether it is ordered, but not its label: contracts and policies
 // lost their clause numbers ("as stated in clause 2" pointed nowhere). The formats come from
 // word/numbering.xml (each level's start, number format and label text, `%1.%2`); the counting
-// follows the items in reading order, a deeper level restarting under each new item above it.
+// follows the items in reading order, table cells' among them, a deeper level restarting under
+// each new item above it. A paragraph numbered by its style (w:numPr in a paragraph style of
+// styles.xml, as LibreOffice and Word number headings "1.", "1.1") is an item too, though
+// officeparser reads it as a plain paragraph or heading: only its style's name comes with it.
 
 interface Level {
   start: number
@@ -14,6 +18,8 @@ interface Level {
   text: string
   /** "Legal numbering" (w:isLgl): every level's number written in digits. */
   legal: boolean
+  /** The paragraph style this level belongs to (w:pStyle): a paragraph numbered by that style is at this level. */
+  style?: string
 }
 
 /** A numbering instance (w:num): its list definition (w:abstractNum, whose counters it shares) and its own levels. */
@@ -74,6 +80,7 @@ export function readNumbering(parts: PackageParts): Map<string, Instance> {
     else if (name === 'w:numFmt' && level) level.format = value ?? 'decimal'
     else if (name === 'w:lvlText' && level && (value ?? '').length <= MAX_LABEL_TEXT) level.text = value ?? ''
     else if (name === 'w:isLgl' && level) level.legal = value === undefined || value === '1' || value === 'true' || value === 'on'
+    else if (name === 'w:pStyle' && level) level.style = value
   })
   const byStyle = new Map([...abstract.entries()].filter(([, each]) => each.styleLink !== undefined).map(([id, each]) => [each.styleLink!, id]))
   for (const { id, abstractId, starts, levels } of numbered) {
@@ -87,6 +94,50 @@ export function readNumbering(parts: PackageParts): Map<string, Instance> {
   return instances
 }
 
+/** A paragraph style's numbering: its w:numPr's numId (with the style setting it) and level, each the nearest its w:basedOn chain sets. */
+interface StyleNumbering {
+  numId: string
+  definedBy: string
+  level?: number
+}
+
+/**
+ * The numbering of the paragraph styles in the document's styles part (the one its main part
+ * names, as Word finds it), by style id: only those that number, their w:basedOn chains followed.
+ */
+export function readStyleNumbering(parts: PackageParts): Map<string, StyleNumbering> {
+  const main = parts.main()
+  const named = main === undefined ? undefined : [...(parts.relationships(main)?.values() ?? [])].find(({ type }) => type.endsWith('/styles'))?.path
+  const xml = parts.text(named ?? 'word/styles.xml')
+  const numbered = new Map<string, StyleNumbering>()
+  if (xml === undefined) return numbered
+  const styles = new Map<string, { id: string; basedOn?: string; numId?: string; level?: number }>()
+  let style: { id: string; basedOn?: string; numId?: string; level?: number } | undefined
+  const names: string[] = []
+  scanXml(xml, (name, attributes, depth) => {
+    names.length = depth
+    const [great, grand, parent] = [names[depth - 3], names[depth - 2], names[depth - 1]]
+    names.push(name)
+    const value = attributes['w:val']
+    const inNumPr = parent === 'w:numPr' && grand === 'w:pPr' && great === 'w:style'
+    if (name === 'w:style' && parent === 'w:styles') {
+      const id = attributes['w:styleId'] ?? ''
+      // A style without a type is a paragraph style.
+      style = (attributes['w:type'] ?? 'paragraph') === 'paragraph' ? { id } : undefined
+      if (style) styles.set(id, style)
+    } else if (name === 'w:basedOn' && parent === 'w:style' && style) style.basedOn = value
+    else if (name === 'w:numId' && inNumPr && style) style.numId = value ?? ''
+    else if (name === 'w:ilvl' && inNumPr && style && levelIndex(value) >= 0) style.level = levelIndex(value)
+  })
+  const numIds = resolveChains(styles, ({ id, numId }) => (numId === undefined ? undefined : { numId, definedBy: id }))
+  const levels = resolveChains(styles, ({ level }) => level)
+  for (const [id, found] of numIds) if (found !== undefined) numbered.set(id, { ...found, level: levels.get(id) })
+  return numbered
+}
+
+/** A paragraph as officeparser gives it: a `list` node for one with its own w:numPr, its style's id in `metadata.style`. */
+type Block = { type: string; metadata?: Record<string, unknown> }
+
 /**
  * The labels of a document's list items, counted in reading order. Counters belong to a list
  * definition, so instances sharing one continue each other (LibreOffice writes a list restarted
@@ -97,16 +148,35 @@ export class ListLabels {
   private readonly counters = new Map<string, number[]>()
   private readonly used = new Set<string>()
 
-  constructor(private readonly numbering: Map<string, Instance>) {}
+  constructor(
+    private readonly numbering: Map<string, Instance>,
+    private readonly styles: Map<string, StyleNumbering> = new Map(),
+  ) {}
 
   /**
-   * The label of a list item (officeparser's `list` node metadata), with a space, indented two
-   * spaces a level; only the indent for an item whose numbering is none (w:numId 0, or one the
-   * document does not define: Word shows no label).
+   * The label of a paragraph, with a space, indented two spaces a level: a list item's (its own
+   * w:numPr, which officeparser reads), or a paragraph's its named style numbers. Only the indent
+   * for a list item whose numbering is none (w:numId 0, or one the document does not define: Word
+   * shows no label); "" for a paragraph not numbered, a style's numbering turned off by the
+   * paragraph's own numId 0 among them (a list node). The default paragraph style's numbering is
+   * not followed: it would number every paragraph, and officeparser makes paragraphs of its own
+   * (a text chunk's lines, a bookmark's place) that hold no w:p.
    */
-  label(metadata: Record<string, unknown> | undefined): string {
-    const depth = Math.min(Math.max(Number(metadata?.indentation ?? 0) | 0, 0), LEVELS - 1)
-    const instanceId = String(metadata?.listId ?? '')
+  label(block: Block): string {
+    const metadata = block.metadata
+    if (block.type === 'list') return this.itemLabel(String(metadata?.listId ?? ''), Number(metadata?.indentation ?? 0) | 0)
+    const style = typeof metadata?.style === 'string' ? metadata.style : undefined
+    const numbered = style === undefined ? undefined : this.styles.get(style)
+    // numId 0 is Word's "no numbering": a derived style turns its base's off with it.
+    if (style === undefined || numbered === undefined || numbered.numId === '0') return ''
+    const instance = this.numbering.get(numbered.numId)
+    // A level naming the style (w:pStyle) is the style's level, whatever its w:ilvl says (ECMA-376 17.9.23).
+    const linked = instance?.levels.findIndex(level => level?.style === style || level?.style === numbered.definedBy) ?? -1
+    return instance === undefined ? '' : this.itemLabel(numbered.numId, linked >= 0 ? linked : (numbered.level ?? 0))
+  }
+
+  private itemLabel(instanceId: string, ilvl: number): string {
+    const depth = Math.min(Math.max(ilvl, 0), LEVELS - 1)
     const instance = this.numbering.get(instanceId)
     const indent = '  '.repeat(depth)
     if (instance === undefined) return indent
@@ -126,11 +196,6 @@ export class ListLabels {
       return formatNumber(counts[at] ?? instance.levels[at]?.start ?? 1, level.legal ? 'decimal' : (instance.levels[at]?.format ?? 'decimal'))
     })
     return label === '' ? indent : `${indent}${label} `
-  }
-
-  /** Counts an item without labelling it (a list item inside a table cell, where labels are not written). */
-  count(metadata: Record<string, unknown> | undefined): void {
-    this.label(metadata)
   }
 }
 

@@ -108,10 +108,11 @@ function blockText(node: Node, notes: NoteList | undefined): string | undefined 
 
 /**
  * A cell's text: every paragraph in it, nested tables' cells included, joined by spaces, on one
- * line. officeparser's own `cell.text` joins a cell's paragraphs with nothing ("multi" and "para
- * cell" gave "multipara cell") and leaves out nested tables (a cell holding one was empty).
+ * line, a list item with its label. officeparser's own `cell.text` joins a cell's paragraphs with
+ * nothing ("multi" and "para cell" gave "multipara cell") and leaves out nested tables (a cell
+ * holding one was empty).
  */
-function cellText(cell: Node, notes: NoteList | undefined): string {
+function cellText(cell: Node, notes: NoteList | undefined, lists: ListLabels | undefined): string {
   if (!cell.children?.length) return oneLine(leafText(cell, notes))
   const parts: string[] = []
   walk(cell.children, node => {
@@ -122,7 +123,7 @@ function cellText(cell: Node, notes: NoteList | undefined): string {
       if (text) parts.push(oneLine(text))
       return false
     }
-    const line = oneLine(own)
+    const line = oneLine((lists?.label(node) ?? '') + own)
     if (line !== '') parts.push(line)
     return false
   })
@@ -135,7 +136,7 @@ function cellText(cell: Node, notes: NoteList | undefined): string {
  * (`metadata.col`), so the row is laid out by it (a merged cell's columns after its first stay
  * empty, as an empty cell's do). Without column numbers the cells are taken in turn.
  */
-function rows(table: Node, out: string[], notes: NoteList | undefined): void {
+function rows(table: Node, out: string[], notes: NoteList | undefined, lists: ListLabels | undefined): void {
   for (const row of table.children ?? []) {
     if (row.type !== 'row') continue
     const cells = (row.children ?? []).filter(cell => cell.type === 'cell')
@@ -145,7 +146,7 @@ function rows(table: Node, out: string[], notes: NoteList | undefined): void {
       // Each column once, in order: a number that would move a cell back or far ahead is not trusted.
       const at = Number.isInteger(column) && (column as number) >= line.length && (column as number) < line.length + MAX_COLUMN_GAP ? (column as number) : line.length
       while (line.length < at) line.push('')
-      line.push(cellText(cell, notes))
+      line.push(cellText(cell, notes, lists))
     }
     out.push(line.join('\t').replace(/\t+$/, ''))
   }
@@ -161,21 +162,12 @@ const MAX_COLUMN_GAP = 64
 function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabels): void {
   walk(nodes, node => {
     if (node.type === 'table') {
-      // A cell's list items are not labelled (a cell is one line), but they count: the body's
-      // items after the table continue their numbers.
-      if (lists !== undefined) {
-        walk(node.children ?? [], item => {
-          if (item.type !== 'list') return !!item.children?.length
-          lists.count(item.metadata)
-          return false
-        })
-      }
-      rows(node, out, notes)
+      rows(node, out, notes, lists)
       return false
     }
     const own = blockText(node, notes)
     if (own !== undefined) {
-      out.push(lists !== undefined && node.type === 'list' ? lists.label(node.metadata) + own : own)
+      out.push((lists?.label(node) ?? '') + own)
       return false
     }
     if (node.children?.length) return true

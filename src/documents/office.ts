@@ -4,7 +4,7 @@ import { fillCharts, WordCharts } from './chart-parts'
 import { chartBudget } from './charts'
 import { rewriteDocx } from './docx-package'
 import { withoutHiddenShapes } from './hidden-shapes'
-import { ListLabels, readNumbering } from './list-labels'
+import { ListLabels, readNumbering, readStyleNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { slideFacts } from './slide-parts'
 import { hugeFormat, negativeShown } from './number-format'
@@ -43,7 +43,7 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
     fillCharts(layout.content, parts, charts)
     return join(pptxLines(layout, slideFacts(parts)), limits.maxTextBytes)
   }
-  return join(docxLines(layout, new WordCharts(parts, charts), new ListLabels(readNumbering(parts))), limits.maxTextBytes)
+  return join(docxLines(layout, new WordCharts(parts, charts), new ListLabels(readNumbering(parts), readStyleNumbering(parts))), limits.maxTextBytes)
 }
 
 /**
