@@ -2,6 +2,7 @@ import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf }
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
 import { symbolText } from './docx-symbols'
 import { OpenTables } from './docx-tables'
+import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOVED, TEXT, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
 
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
@@ -17,91 +18,20 @@ import { OpenTables } from './docx-tables'
 // nothing of it shows. And what officeparser would read otherwise than Word: an
 // element it takes for WordprocessingML by its name (`w:t`, `t`) in another namespace or none is
 // left out (Word ignores it), and mc:AlternateContent is left with the one branch Word shows
-// (docx-names.ts AlternateContent), as a Fallback officeparser takes.
+// (docx-names.ts AlternateContent), as a Fallback officeparser takes; and the grid columns a table
+// row skips before its first cell (w:gridBefore), which officeparser does not count, as an empty
+// cell spanning them.
 //
 // Only the elements concerned are touched: each is replaced where it stands in the part's text, the
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
-// stays within MAX_XML_ELEMENTS; nor, save for text the decoding itself changed (invalid UTF-8 read
-// as U+FFFD, as officeparser reads it), a ruby's base text escaped, a merge's continuation made its
-// start, or an odd mix of prefixes, more bytes: docx-package.ts checks the inflated size again.
+// stays within MAX_XML_ELEMENTS (the empty cell for skipped columns is the one addition, and it is
+// taken from the element budget as it is written); nor, save for text the decoding itself changed
+// (invalid UTF-8 read as U+FFFD, as officeparser reads it), a ruby's base text escaped, a merge's
+// continuation made its start, that empty cell, or an odd mix of prefixes, more bytes:
+// docx-package.ts checks the inflated size again.
 // Names are read by namespace, whatever the prefix (docx-names.ts scanWord). What is written in an
 // element's place is written w:, as officeparser reads it, and declares w: where it is not bound to
 // WordprocessingML: the replaced element's own declarations go with it.
-
-const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-
-/**
- * What a hidden run keeps: its properties, and what is not its text but marks where something
- * stands (fields' structure, whose begin and end must stay paired; comment references). Not a note
- * reference: officeparser attaches a note where its reference is read, and Word shows neither.
- */
-const KEPT_IN_HIDDEN_RUN = new Set(['w:rPr', 'w:fldChar', 'w:instrText', 'w:delInstrText', 'w:commentReference', 'w:lastRenderedPageBreak'])
-/** The elements that put text in a paragraph (a page break between two of them separates them). */
-const TEXT = new Set(['w:t', 'w:tab', 'w:ptab', 'w:sym', 'w:noBreakHyphen', 'w:cr'])
-/** What may stand between a paragraph whose mark is deleted and the next one, which it joins: range marks, at home in either. */
-const RANGE_MARKS = new Set(['w:bookmarkStart', 'w:bookmarkEnd', 'w:commentRangeStart', 'w:commentRangeEnd', 'w:moveFromRangeStart', 'w:moveFromRangeEnd', 'w:moveToRangeStart', 'w:moveToRangeEnd', 'w:permStart', 'w:permEnd', 'w:proofErr'])
-/** Content a tracked change deleted or moved away (or, in properties, a paragraph mark or table row it did). */
-const REMOVED = new Set(['w:del', 'w:moveFrom'])
-/** Whether a start tag's attributes declare a namespace. */
-const declares = (attributes: Record<string, string>) => Object.keys(attributes).some(key => key === 'xmlns' || key.startsWith('xmlns:'))
-
-/** What a ruby base's run shows of its elements other than w:t, as officeparser reads the rewritten ones. */
-const BASE_TEXT: Record<string, string> = { 'w:tab': '\t', 'w:ptab': '\t', 'w:noBreakHyphen': '-', 'w:cr': '\n', 'w:br': '\n' }
-
-interface Edit {
-  start: number
-  end: number
-  text: string
-  dead?: boolean
-}
-interface Paragraph {
-  style?: string
-  /** The innermost table's style ('' for none named), when the paragraph is in one. */
-  table?: string
-  textSeen: boolean
-  /** Page and column breaks after the paragraph's text, not yet followed by more of it. */
-  breaks: Edit[]
-  /** Its start tag declares no namespace: what follows it may join it. */
-  plain: boolean
-  /** Its mark is deleted (a tracked change): it joins the next paragraph. */
-  markDeleted?: boolean
-  /** It holds what Word shows: a run's content, an equation. */
-  shows?: boolean
-  /** Its properties' removal (the paragraph it joins keeps its own), undone if it joins none; unset if not undoable. */
-  properties?: Edit
-  /** The paragraph it was joined to, its start tag removed. */
-  joined?: Joining
-}
-/** A paragraph whose mark is deleted, its end tag removed, waiting for its next sibling to be the paragraph it joins. */
-interface Joining {
-  depth: number
-  qname: string
-  plain: boolean
-  end: Edit
-  properties?: Edit
-  /** Its text seen and its breaks after it: the paragraph it joins goes on from them, as one paragraph would. */
-  textSeen: boolean
-  breaks: Edit[]
-}
-interface Run {
-  /** The edits made before the run: those after are inside it. */
-  editsBefore: number
-  paragraph?: Paragraph
-  style?: string
-  vanish?: boolean
-  children: Array<{ name: string; start: number; end: number }>
-  /** What it shows, for a run in a ruby's base. */
-  text?: string
-}
-interface Open {
-  name: string
-  qname: string
-  attributes: Record<string, string>
-  /** An alternate-content branch Word does not show, or what a tracked change deleted or moved away. */
-  dropped?: boolean
-  /** The name its tags are written with instead, for officeparser to read it as Word does. */
-  renamed?: string
-}
 
 /**
  * `xml` (a document, header, footer or notes part) with the elements officeparser mishandles
@@ -273,6 +203,11 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
           if (tables.vMerge(attributes['w:val'])) edit(start, end, written('vMerge', undefined, ' w:val="restart"'))
         } else if (name === 'w:tc') {
           if (tables.closeCell()) edit(start, end, '')
+        } else if (name === 'w:trPr' && parent === 'w:tr' && tables.columnsBefore() > 0) {
+          // After the properties' closing '>', ahead of the first cell, whose own edits may replace what starts there.
+          const columns = tables.columnsBefore()
+          for (let added = columns > 1 ? 3 : 1; added > 0; added--) take(budget)
+          edit(end - 1, end, `>${columns > 1 ? written('tc', `<w:tcPr><w:gridSpan w:val="${columns}"/></w:tcPr>`) : written('tc')}`)
         } else if (name === 'w:tr') {
           if (tables.closeRow()) edit(start, end, '')
         } else if (name === 'w:tbl') tables.closeTable()

@@ -9,7 +9,8 @@
 // merge of its own, showing its own text: it does not join a merge above the deleted row, nor is the
 // deleted cell's text shown for it. Columns are the table grid's, as written (`w:gridBefore`, then
 // each cell's `w:gridSpan`). The rewrite only ever turns a continuation into a start, so a
-// deletion never makes cells merge that did not.
+// deletion never makes cells merge that did not; and it writes the columns a row skips before its
+// first cell (`w:gridBefore`) as an empty cell, for officeparser to number the cells after it.
 
 /** What a merge in a column started from: a cell shown, or one not shown. */
 type MergeStart = 'shown' | 'deleted'
@@ -35,6 +36,9 @@ interface Cell {
   merge?: 'restart' | 'continue'
   deleted: boolean
 }
+
+/** Word's widest table grid. */
+const MAX_COLUMNS = 63
 
 /** A grid count as written (ST_DecimalNumber): `fallback` for a value that is not a whole number. */
 function count(value: string | undefined, fallback: number): number {
@@ -76,6 +80,16 @@ export class OpenTables {
   gridBefore(value: string | undefined): void {
     const row = this.open.at(-1)?.row
     if (row && row.cells === 0) row.column = count(value, 0)
+  }
+
+  /**
+   * The grid columns the row leaves empty before its first cell (w:gridBefore), read as its
+   * properties end: officeparser numbers a row's columns from its first cell, so they are written
+   * there as an empty cell spanning them. At most Word's 63 columns.
+   */
+  columnsBefore(): number {
+    const row = this.open.at(-1)?.row
+    return row && row.cells === 0 ? Math.min(row.column, MAX_COLUMNS) : 0
   }
 
   /** Whether the row ends not shown: deleted, or every cell of it deleted. */

@@ -39,6 +39,16 @@ describe('DOCX table cells', () => {
     expect(await text(docx(body))).toBe('H1\tH2\tH3\nMerged AB\t\tC2\nTall\tB4\tC4\n\tB5\tC5')
   })
 
+  test("a row starting past the grid's first column (w:gridBefore) keeps each cell under its own column (before: shifted left)", async () => {
+    const row = (before: number, cells: string[], after = 0) =>
+      `<w:tr><w:trPr>${before ? `<w:gridBefore w:val="${before}"/>` : ''}${after ? `<w:gridAfter w:val="${after}"/>` : ''}</w:trPr>${cells.map(cell => `<w:tc>${cell}</w:tc>`).join('')}</w:tr>`
+    const tall = `<w:tcPr><w:vMerge w:val="restart"/></w:tcPr>${para('Tall b1')}`
+    const continued = '<w:tcPr><w:vMerge/></w:tcPr><w:p/>'
+    const body = `<w:tbl><w:tblGrid><w:gridCol/><w:gridCol/><w:gridCol/></w:tblGrid>${row(0, [para('a1'), tall, para('c1')])}${row(1, [continued, para('c2')])}` +
+      `${row(1, [para('b3'), para('c3')])}${row(2, [para('c4')])}${row(1, [para('b5')], 1)}${row(0, [para('a6'), para('b6'), para('c6')])}</w:tbl>`
+    expect(await text(docx(body))).toBe('a1\tTall b1\tc1\n\t\tc2\n\tb3\tc3\n\t\tc4\n\tb5\na6\tb6\tc6')
+  })
+
   test('a table nested 1,000 deep keeps its text; 20,000 deep is refused as such, not as a damaged file', async () => {
     // Before: "before\n\nafter" (the text was dropped), and "damaged or not a valid DOCX document".
     expect(await text(docx(para('before') + nested(1000, para('deep')) + para('after')))).toBe('before\ndeep\nafter')

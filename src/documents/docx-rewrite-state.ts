@@ -1,0 +1,76 @@
+// What the DOCX rewrite (docx-rewrite.ts) knows of elements, and keeps of a part, as it walks it.
+
+export const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+
+/**
+ * What a hidden run keeps: its properties, and what is not its text but marks where something
+ * stands (fields' structure, whose begin and end must stay paired; comment references). Not a note
+ * reference: officeparser attaches a note where its reference is read, and Word shows neither.
+ */
+export const KEPT_IN_HIDDEN_RUN = new Set(['w:rPr', 'w:fldChar', 'w:instrText', 'w:delInstrText', 'w:commentReference', 'w:lastRenderedPageBreak'])
+/** The elements that put text in a paragraph (a page break between two of them separates them). */
+export const TEXT = new Set(['w:t', 'w:tab', 'w:ptab', 'w:sym', 'w:noBreakHyphen', 'w:cr'])
+/** What may stand between a paragraph whose mark is deleted and the next one, which it joins: range marks, at home in either. */
+export const RANGE_MARKS = new Set(['w:bookmarkStart', 'w:bookmarkEnd', 'w:commentRangeStart', 'w:commentRangeEnd', 'w:moveFromRangeStart', 'w:moveFromRangeEnd', 'w:moveToRangeStart', 'w:moveToRangeEnd', 'w:permStart', 'w:permEnd', 'w:proofErr'])
+/** Content a tracked change deleted or moved away (or, in properties, a paragraph mark or table row it did). */
+export const REMOVED = new Set(['w:del', 'w:moveFrom'])
+/** Whether a start tag's attributes declare a namespace. */
+export const declares = (attributes: Record<string, string>) => Object.keys(attributes).some(key => key === 'xmlns' || key.startsWith('xmlns:'))
+
+/** What a ruby base's run shows of its elements other than w:t, as officeparser reads the rewritten ones. */
+export const BASE_TEXT: Record<string, string> = { 'w:tab': '\t', 'w:ptab': '\t', 'w:noBreakHyphen': '-', 'w:cr': '\n', 'w:br': '\n' }
+
+export interface Edit {
+  start: number
+  end: number
+  text: string
+  dead?: boolean
+}
+export interface Paragraph {
+  style?: string
+  /** The innermost table's style ('' for none named), when the paragraph is in one. */
+  table?: string
+  textSeen: boolean
+  /** Page and column breaks after the paragraph's text, not yet followed by more of it. */
+  breaks: Edit[]
+  /** Its start tag declares no namespace: what follows it may join it. */
+  plain: boolean
+  /** Its mark is deleted (a tracked change): it joins the next paragraph. */
+  markDeleted?: boolean
+  /** It holds what Word shows: a run's content, an equation. */
+  shows?: boolean
+  /** Its properties' removal (the paragraph it joins keeps its own), undone if it joins none; unset if not undoable. */
+  properties?: Edit
+  /** The paragraph it was joined to, its start tag removed. */
+  joined?: Joining
+}
+/** A paragraph whose mark is deleted, its end tag removed, waiting for its next sibling to be the paragraph it joins. */
+export interface Joining {
+  depth: number
+  qname: string
+  plain: boolean
+  end: Edit
+  properties?: Edit
+  /** Its text seen and its breaks after it: the paragraph it joins goes on from them, as one paragraph would. */
+  textSeen: boolean
+  breaks: Edit[]
+}
+export interface Run {
+  /** The edits made before the run: those after are inside it. */
+  editsBefore: number
+  paragraph?: Paragraph
+  style?: string
+  vanish?: boolean
+  children: Array<{ name: string; start: number; end: number }>
+  /** What it shows, for a run in a ruby's base. */
+  text?: string
+}
+export interface Open {
+  name: string
+  qname: string
+  attributes: Record<string, string>
+  /** An alternate-content branch Word does not show, or what a tracked change deleted or moved away. */
+  dropped?: boolean
+  /** The name its tags are written with instead, for officeparser to read it as Word does. */
+  renamed?: string
+}
