@@ -4,7 +4,7 @@ import { measurePdfStreams } from './pdf-streams'
 import { sniff } from './sniff'
 import { decodeText, textDocument, textTooLong } from './text'
 import { DocumentRefused, ElementCapExceeded, ExtractionError, TextCapExceeded, type Extraction, type ExtractionLimits } from './types'
-import { countXlsCells, workbookStream, XlsRefused } from './xls-guard'
+import { countXlsCells, encryptedPackage, workbookStream, XlsRefused } from './xls-guard'
 import { inflateWithinCap, MAX_SHEET_CELLS, tooManyCells } from './zip-guard'
 
 const invalid = (message: string) => new ExtractionError('invalid', message)
@@ -65,7 +65,7 @@ export async function extractDocument(bytes: Uint8Array, limits: ExtractionLimit
     }
     case 'ole2': {
       // Password-protected DOCX/XLSX/PPTX are OLE2 containers holding an EncryptedPackage stream.
-      if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(Buffer.from('EncryptedPackage', 'utf16le'))) {
+      if (encryptedPackage(bytes)) {
         throw invalid('the Office document is encrypted (password protected); remove the password and send it again')
       }
       let cells: number | undefined

@@ -77,6 +77,25 @@ export function workbookStream(bytes: Uint8Array): { readable: false } | { reada
 }
 
 /**
+ * Whether a legacy Office file (OLE2) is an encrypted DOCX, XLSX or PPTX (Office's password
+ * protection): its root holds an `EncryptedPackage` stream. Read from the container's directory:
+ * searched for in the file's bytes, the name matched a workbook cell holding that word, which a
+ * character past Latin-1 makes it store UTF-16 as directory names are. A container that cannot be
+ * read is not one (SheetJS then refuses it as damaged).
+ */
+export function encryptedPackage(bytes: Uint8Array): boolean {
+  try {
+    const entry = XLSX.CFB.find(XLSX.CFB.read(bytes, { type: 'array' }), '/EncryptedPackage')
+    return entry !== null && entry.type === STREAM
+  } catch {
+    return false
+  }
+}
+
+/** A directory entry's type: a stream (MS-CFB 2.6.1). */
+const STREAM = 2
+
+/**
  * The cells a legacy workbook's stream holds, counted up to just past `limit`; undefined when the
  * container or its workbook stream cannot be read (SheetJS then refuses the file in its own words).
  * Throws XlsRefused for records SheetJS cannot be trusted with, and for column records spanning

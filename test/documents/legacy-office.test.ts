@@ -6,7 +6,7 @@ import { ExtractionError, type ExtractionLimits } from '../../src/documents/type
 import { fixture } from './hostile'
 
 // Legacy Office files (OLE2 containers): an XLS is read, a damaged one is named damaged, and a
-// .doc or .ppt is named as such.
+// .doc or .ppt, or an encrypted DOCX, XLSX or PPTX, is named as such.
 const defaults = loadConfig({}).documents
 const limits: ExtractionLimits = { maxTextBytes: defaults.maxTextBytes, zip: defaults.zip, pdf: defaults.pdf }
 
@@ -63,5 +63,19 @@ describe('legacy Office files (OLE2)', () => {
     XLSX.CFB.utils.cfb_add(cfb, '/WordDocument', new Uint8Array(5000).fill(1))
     XLSX.CFB.utils.cfb_add(cfb, '/ObjectPool/_1/Workbook', new Uint8Array(3000).fill(7))
     expect(await refusal(new Uint8Array(XLSX.CFB.write(cfb, { type: 'array' }) as ArrayBuffer))).toMatch(legacy)
+  })
+})
+
+describe('an encrypted Office package (QA: a workbook was refused as one)', () => {
+  test('is named as such by its EncryptedPackage stream; a workbook whose cell holds that word is read (before: refused)', async () => {
+    const cfb = XLSX.CFB.utils.cfb_new()
+    XLSX.CFB.utils.cfb_add(cfb, '/EncryptionInfo', new Uint8Array([4, 0, 4, 0, 0x40, 0, 0, 0]))
+    XLSX.CFB.utils.cfb_add(cfb, '/EncryptedPackage', new Uint8Array(5000).fill(7))
+    expect(await refusal(new Uint8Array(XLSX.CFB.write(cfb, { type: 'array' }) as ArrayBuffer))).toMatch(/the Office document is encrypted \(password protected\)/)
+    // A character past Latin-1 makes the workbook store the cell's text UTF-16, as the stream's name is.
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, XLSX.utils.aoa_to_sheet([['EncryptedPackage → see notes']]), 'S')
+    const xls = new Uint8Array(XLSX.write(workbook, { type: 'array', bookType: 'biff8' }))
+    expect(await extractDocument(xls, limits)).toEqual({ documentType: 'xls', text: '[Sheet: S]\nEncryptedPackage → see notes' })
   })
 })
