@@ -14,6 +14,8 @@ export const TEXT = new Set(['w:t', 'w:tab', 'w:ptab', 'w:sym', 'w:noBreakHyphen
 export const RANGE_MARKS = new Set(['w:bookmarkStart', 'w:bookmarkEnd', 'w:commentRangeStart', 'w:commentRangeEnd', 'w:moveFromRangeStart', 'w:moveFromRangeEnd', 'w:moveToRangeStart', 'w:moveToRangeEnd', 'w:permStart', 'w:permEnd', 'w:proofErr'])
 /** Content a tracked change deleted or moved away (or, in properties, a paragraph mark or table row it did). */
 export const REMOVED = new Set(['w:del', 'w:moveFrom'])
+/** What a table's properties say of the conditional formats of its style that apply (docx-table-styles.ts). */
+export const TABLE_LOOK = new Set(['w:tblLook', 'w:tblStyleRowBandSize', 'w:tblStyleColBandSize'])
 /** Whether a start tag's attributes declare a namespace. */
 export const declares = (attributes: Record<string, string>) => Object.keys(attributes).some(key => key === 'xmlns' || key.startsWith('xmlns:'))
 
@@ -28,8 +30,8 @@ export interface Edit {
 }
 export interface Paragraph {
   style?: string
-  /** The innermost table's style ('' for none named), when the paragraph is in one. */
-  table?: string
+  /** Its table style's setting for its cell (docx-table-styles.ts), when it is in a table. */
+  table?: boolean
   textSeen: boolean
   /** Page and column breaks after the paragraph's text, not yet followed by more of it. */
   breaks: Edit[]

@@ -1,8 +1,9 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
 import { symbolText } from './docx-symbols'
+import { tableHidden } from './docx-table-styles'
 import { OpenTables } from './docx-tables'
-import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOVED, TEXT, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
+import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOVED, TABLE_LOOK, TEXT, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
 
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
@@ -39,6 +40,16 @@ import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOV
  * the part is not well-formed (then nothing can be said of what it shows).
  */
 export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = { left: Number.POSITIVE_INFINITY }): { pieces: string[] } | 'malformed' | undefined {
+  // A table style's conditional formats apply by where a cell stands, its table's last row and its
+  // row's last cell among it, known only at their ends: a first reading finds the tables' shapes
+  // (docx-tables.ts), its elements counted against a copy of the budget.
+  if (![...styles.table.values(), styles.defaultTable].some(setting => (setting?.conditions.size ?? 0) > 0)) return rewriteReading(xml, styles, budget, new OpenTables())
+  const first = new OpenTables()
+  if (rewriteReading(xml, styles, { left: budget.left }, first) === 'malformed') return 'malformed'
+  return rewriteReading(xml, styles, budget, new OpenTables(first.shapes))
+}
+
+function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, tables: OpenTables): { pieces: string[] } | 'malformed' | undefined {
   const edits: Edit[] = []
   // Edits are made in order of their start: an element's own as it ends, replacing those made inside
   // it; a start tag's rename as it opens.
@@ -51,7 +62,6 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
   const open: Open[] = []
   const paragraphs: Paragraph[] = []
   const runs: Run[] = []
-  const tables = new OpenTables()
   /** The dropped elements open: nothing in them shows. */
   let dropping = 0
   let joining: Joining | undefined
@@ -106,7 +116,7 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
         }
       }
       if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
-      if (name === 'w:p') paragraphs.push({ table: tables.style, textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], plain: !declares(attributes), joined })
+      if (name === 'w:p') paragraphs.push({ table: tableHidden(styles, tables.style, tables.look, tables.place()), textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], plain: !declares(attributes), joined })
       else if (REMOVED.has(name) && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markDeleted = true
       else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr') tables.deleteRow()
       else if (name === 'w:gridBefore' && parent === 'w:trPr' && grand === 'w:tr') tables.gridBefore(attributes['w:val'])
@@ -121,6 +131,8 @@ export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = 
       else if (name === 'w:pStyle' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.style = attributes['w:val']
       else if (name === 'w:tbl') tables.openTable()
       else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl') tables.setStyle(attributes['w:val'])
+      else if (TABLE_LOOK.has(name) && parent === 'w:tblPr' && grand === 'w:tbl') tables.setLook(name, attributes)
+      else if (name === 'w:tblHeader' && parent === 'w:trPr' && grand === 'w:tr') tables.headerRow(on(attributes['w:val']))
       else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [], text: rubies.at(-1)?.inBase ? '' : undefined })
       else if (name === 'w:rStyle' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.style = attributes['w:val']
       else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.vanish = on(attributes['w:val'])

@@ -38,24 +38,32 @@ export interface HiddenStyles {
 }
 
 /**
- * A table style's setting, and whether a conditional format of its chain (w:tblStylePr: first
- * row, banded columns…) hides, whichever cells that applies to: which does depends on the table's
- * w:tblLook and on where a cell stands (its last row and column known only at the table's end). A
- * cell is read as hidden when it would be either way: its text shown the less, never hidden text
- * the more.
+ * A table style's setting, and its conditional formats' (w:tblStylePr: first row, banded
+ * columns…, by their w:type), each the nearest its chain sets, with the rows and columns a band
+ * holds; which apply to a cell is docx-table-styles.ts's to say.
  */
 export interface TableSetting {
   value: boolean | undefined
-  conditional: boolean
+  conditions: Map<string, boolean>
+  rowBand?: number
+  columnBand?: number
 }
+
+/** The conditional formats of a table style (ST_TblStyleOverrideType), in the order Office applies them, a later one over an earlier. */
+export const CONDITIONS = ['wholeTable', 'band1Horz', 'band2Horz', 'band1Vert', 'band2Vert', 'firstCol', 'lastCol', 'firstRow', 'lastRow', 'nwCell', 'neCell', 'swCell', 'seCell']
 
 interface Style {
   type?: string
   basedOn?: string
   vanish?: boolean
-  /** Set when a conditional format (w:tblStylePr) hides. */
-  conditional?: true
+  /** What each conditional format (w:tblStylePr) sets. */
+  conditions?: Map<string, boolean>
+  rowBand?: number
+  columnBand?: number
 }
+
+/** A band's size as written (ST_DecimalNumber): a positive whole number, else undefined. */
+export const bandSize = (value: string | undefined) => (value !== undefined && /^\d{1,5}$/.test(value) && Number(value) > 0 ? Number(value) : undefined)
 
 export function readHiddenStyles(xml: string | undefined, budget: Budget = { left: Number.POSITIVE_INFINITY }): HiddenStyles {
   const hidden: HiddenStyles = { character: new Map(), paragraph: new Map(), table: new Map() }
@@ -64,6 +72,7 @@ export function readHiddenStyles(xml: string | undefined, budget: Budget = { lef
   let style: Style | undefined
   const byDefault = new Map<string, string>()
   const names: string[] = []
+  let condition = ''
   scanWord(xml, (name, attributes, depth) => {
     take(budget)
     names.length = depth
@@ -77,15 +86,23 @@ export function readHiddenStyles(xml: string | undefined, budget: Budget = { lef
       if (attributes['w:default'] !== undefined && on(attributes['w:default'])) byDefault.set(style.type!, id)
     } else if (name === 'w:basedOn' && parent === 'w:style' && style) style.basedOn = attributes['w:val']
     else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:style' && style) style.vanish = on(attributes['w:val'])
-    else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:tblStylePr' && great === 'w:style' && style && on(attributes['w:val'])) style.conditional = true
+    else if (name === 'w:tblStylePr' && parent === 'w:style') condition = attributes['w:type'] ?? ''
+    else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:tblStylePr' && great === 'w:style' && style && CONDITIONS.includes(condition)) (style.conditions ??= new Map()).set(condition, on(attributes['w:val']))
+    else if (name === 'w:tblStyleRowBandSize' && parent === 'w:tblPr' && grand === 'w:style' && style) style.rowBand = bandSize(attributes['w:val'])
+    else if (name === 'w:tblStyleColBandSize' && parent === 'w:tblPr' && grand === 'w:style' && style) style.columnBand = bandSize(attributes['w:val'])
     else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:rPrDefault') hidden.defaults = on(attributes['w:val'])
   })
   const resolved = resolveChains(styles, style => style.vanish)
-  const conditional = resolveChains(styles, style => style.conditional)
+  const tables = new Map([...styles].filter(([, { type }]) => type === 'table'))
+  const conditions = CONDITIONS.map(type => [type, resolveChains(tables, style => style.conditions?.get(type))] as const)
+  const [rowBands, columnBands] = [resolveChains(tables, style => style.rowBand), resolveChains(tables, style => style.columnBand)]
   for (const [id, { type }] of styles) {
     if (type === 'character') hidden.character.set(id, resolved.get(id))
     if (type === 'paragraph') hidden.paragraph.set(id, resolved.get(id))
-    if (type === 'table') hidden.table.set(id, { value: resolved.get(id), conditional: conditional.get(id) === true })
+  }
+  for (const id of tables.keys()) {
+    const set = new Map(conditions.flatMap(([type, values]) => (values.get(id) === undefined ? [] : [[type, values.get(id)!] as const])))
+    hidden.table.set(id, { value: resolved.get(id), conditions: set, rowBand: rowBands.get(id), columnBand: columnBands.get(id) })
   }
   const paragraph = byDefault.get('paragraph')
   const table = byDefault.get('table')
@@ -127,24 +144,19 @@ export function resolveChains<S extends { basedOn?: string }, T>(styles: Map<str
 export const anyHidden = (styles: HiddenStyles) =>
   styles.defaults === true ||
   styles.defaultParagraph === true ||
-  styles.defaultTable?.value === true ||
-  styles.defaultTable?.conditional === true ||
   [...styles.character.values(), ...styles.paragraph.values()].includes(true) ||
-  [...styles.table.values()].some(({ value, conditional }) => value === true || conditional)
+  [...styles.table.values(), ...(styles.defaultTable ? [styles.defaultTable] : [])].some(({ value, conditions }) => value === true || [...conditions.values()].includes(true))
 
 /**
  * Whether a run hides its text by its styles: the document defaults' setting, turned over by each
- * level set otherwise (ECMA-376 17.7.3): in a table, the table's style (the default table style's
- * when it names none, or none there is), then its paragraph's style (likewise), then its character
- * style. A run's own w:vanish, absolute, comes before all of them. `table` is undefined outside a
- * table, and '' for a table naming no style.
+ * level set otherwise (ECMA-376 17.7.3): in a table, the table's style, as it stands for the run's
+ * cell (docx-table-styles.ts tableHidden: undefined outside a table), then its paragraph's style
+ * (the default paragraph style's when it names none, or none there is), then its character style.
+ * A run's own w:vanish, absolute, comes before all of them.
  */
-export function hiddenByStyles(styles: HiddenStyles, runStyle: string | undefined, paragraphStyle: string | undefined, table?: string): boolean {
+export function hiddenByStyles(styles: HiddenStyles, runStyle: string | undefined, paragraphStyle: string | undefined, table?: boolean): boolean {
   const base = styles.defaults ?? false
   const paragraph = paragraphStyle !== undefined && styles.paragraph.has(paragraphStyle) ? styles.paragraph.get(paragraphStyle) : styles.defaultParagraph
   const character = runStyle === undefined ? undefined : styles.character.get(runStyle)
-  const hidden = (tabled: boolean | undefined) => [tabled, paragraph, character].reduce<boolean>((state, level) => (level === undefined || level === base ? state : !state), base)
-  if (table === undefined) return hidden(undefined)
-  const setting = styles.table.get(table) ?? styles.defaultTable
-  return hidden(setting?.value) || (setting?.conditional === true && hidden(true))
+  return [table, paragraph, character].reduce<boolean>((state, level) => (level === undefined || level === base ? state : !state), base)
 }

@@ -1,3 +1,5 @@
+import { DEFAULT_LOOK, readLook, withBand, type CellPlace, type TableLook } from './docx-table-styles'
+
 // The tables a Word part holds, as the DOCX rewrite (docx-rewrite.ts) reads them: each one's style,
 // and its rows and cells as Word's final view shows them. A row a tracked change deleted
 // (`w:trPr/w:del`) or moved away, and a cell it deleted (`w:tcPr/w:cellDel`), are not shown: the
@@ -11,6 +13,11 @@
 // each cell's `w:gridSpan`). The rewrite only ever turns a continuation into a start, so a
 // deletion never makes cells merge that did not; and it writes the columns a row skips before its
 // first cell (`w:gridBefore`) as an empty cell, for officeparser to number the cells after it.
+//
+// Where a cell stands among the rows and cells shown (its table style's conditional formats apply
+// by it: docx-table-styles.ts) needs the table's last row and a row's last cell, known only at
+// their ends: each table's shape (per row, the cells shown, or -1 for a row not shown) is recorded
+// as it ends, by order of the tables' starts, for a second reading of the part to know them.
 
 /** What a merge in a column started from: a cell shown, or one not shown. */
 type MergeStart = 'shown' | 'deleted'
@@ -18,12 +25,23 @@ type MergeStart = 'shown' | 'deleted'
 interface Table {
   /** Its w:tblStyle ('' for none named). */
   style: string
+  look: TableLook
   /** By grid column, the merge a continuation there would join. */
   merges: Map<number, MergeStart>
   row?: Row
+  /** Its place among the part's tables, by their starts. */
+  ordinal: number
+  /** Its shape as recorded, and as known from a first reading. */
+  recorded: number[]
+  known?: { shape: number[]; rows: number }
+  rowsSeen: number
+  rowsShown: number
+  /** Rows from the first on that take its first-row format (w:tblHeader: Word repeats them as the table's header). */
+  headerRows: number
 }
 interface Row {
   deleted: boolean
+  header: boolean
   /** The grid column the next cell starts at. */
   column: number
   cells: number
@@ -48,14 +66,43 @@ function count(value: string | undefined, fallback: number): number {
 
 export class OpenTables {
   private readonly open: Table[] = []
+  private opened = 0
+  /** Each table's shape, by its place among the part's tables. */
+  readonly shapes: number[][] = []
+
+  /** `known`: the part's table shapes, from a first reading of it. */
+  constructor(private readonly known?: number[][]) {}
 
   /** The innermost table's style ('' for none named), undefined outside a table. */
   get style(): string | undefined {
     return this.open.at(-1)?.style
   }
 
+  get look(): TableLook {
+    return this.open.at(-1)?.look ?? DEFAULT_LOOK
+  }
+
   openTable(): void {
-    this.open.push({ style: '', merges: new Map() })
+    const ordinal = this.opened++
+    const shape = this.known?.[ordinal]
+    const known = shape && { shape, rows: shape.filter(cells => cells >= 0).length }
+    this.open.push({ style: '', look: DEFAULT_LOOK, merges: new Map(), ordinal, recorded: [], known, rowsSeen: 0, rowsShown: 0, headerRows: 0 })
+  }
+
+  /** The table's w:tblLook, or its own band size. */
+  setLook(name: string, attributes: Record<string, string>): void {
+    const table = this.open.at(-1)
+    if (table) table.look = name === 'w:tblLook' ? readLook(attributes, table.look) : withBand(table.look, name, attributes['w:val'])
+  }
+
+  /** Where the open cell stands among those shown, when the table's shape is known. */
+  place(): CellPlace | undefined {
+    const table = this.open.at(-1)
+    const row = table?.row
+    const columns = row && table.known?.shape[table.rowsSeen - 1]
+    if (row?.cell === undefined || columns === undefined || columns < 0) return undefined
+    const headerRows = row.header && table!.headerRows === table!.rowsShown ? table!.headerRows + 1 : Math.max(table!.headerRows, 1)
+    return { row: table!.rowsShown, rows: table!.known!.rows, headerRows, column: row.cells - row.deletedCells, columns }
   }
 
   setStyle(style: string | undefined): void {
@@ -64,12 +111,21 @@ export class OpenTables {
   }
 
   closeTable(): void {
-    this.open.pop()
+    const table = this.open.pop()
+    if (table) this.shapes[table.ordinal] = table.recorded
   }
 
   openRow(): void {
     const table = this.open.at(-1)
-    if (table) table.row = { deleted: false, column: 0, cells: 0, deletedCells: 0 }
+    if (table === undefined) return
+    table.row = { deleted: false, header: false, column: 0, cells: 0, deletedCells: 0 }
+    table.rowsSeen++
+  }
+
+  /** The row's w:tblHeader. */
+  headerRow(value: boolean): void {
+    const row = this.open.at(-1)?.row
+    if (row) row.header = value
   }
 
   deleteRow(): void {
@@ -98,7 +154,12 @@ export class OpenTables {
     const row = table?.row
     if (row === undefined) return false
     table!.row = undefined
-    return row.deleted || (row.cells > 0 && row.deletedCells === row.cells)
+    const hidden = row.deleted || (row.cells > 0 && row.deletedCells === row.cells)
+    table!.recorded.push(hidden ? -1 : row.cells - row.deletedCells)
+    if (hidden) return true
+    if (table!.headerRows === table!.rowsShown && (row.header || table!.rowsShown === 0)) table!.headerRows++
+    table!.rowsShown++
+    return false
   }
 
   openCell(): void {

@@ -75,7 +75,7 @@ describe('hidden by a table style (QA: read)', () => {
     const styledParagraph = (style: string, text: string) => `<w:p><w:pPr><w:pStyle w:val="${style}"/></w:pPr>${r(t(text))}</w:p>`
     // w:vanish is a toggle in styles (docx-styles.ts): a paragraph style that hides too turns the
     // table style's over; one set as the defaults are (not hidden) changes nothing.
-    const body = p(r(t('Shown'))) + table('T', p(r(t('SECRET-ONE'))), styledParagraph('Loud', 'SECRET-LOUD'), styledParagraph('Ghost', 'toggled')) + table('Child', p(r(t('SECRET-TWO')))) + table('Conditional', p(r(t('SECRET-THREE')))) + table('Plain', p(r(t('plain cell'))), table('T', p(r(t('SECRET-NESTED')))))
+    const body = p(r(t('Shown'))) + table('T', p(r(t('SECRET-ONE'))), styledParagraph('Loud', 'SECRET-LOUD'), styledParagraph('Ghost', 'toggled')) + table('Child', p(r(t('SECRET-TWO')))) + table('Conditional', p(r(t('SECRET-THREE')))).replace('</w:tblPr>', '<w:tblLook w:firstRow="1"/></w:tblPr>') + table('Plain', p(r(t('plain cell'))), table('T', p(r(t('SECRET-NESTED')))))
     const read = await text(styled(body, styles))
     expect(read).not.toMatch(/SECRET/)
     expect(read).toContain('Shown')
@@ -84,6 +84,44 @@ describe('hidden by a table style (QA: read)', () => {
     const byDefault = await text(styled(p(r(t('Shown'))) + table('', p(r(t('SECRET-DEFAULT')))), tableStyle('D', vanish, ' w:default="1"')))
     expect(byDefault).not.toMatch(/SECRET/)
     expect(byDefault).toContain('Shown')
+  })
+})
+
+describe("a table style's conditional formats hide the cells they apply to, as Word applies them (QA: the whole table was left out)", () => {
+  const vanish = (value = '') => `<w:rPr><w:vanish${value}/></w:rPr>`
+  const condition = (type: string, value = '') => `<w:tblStylePr w:type="${type}">${vanish(value)}</w:tblStylePr>`
+  const tableStyle = (id: string, content: string) => `<w:style w:type="table" w:styleId="${id}">${content}</w:style>`
+  const cell = (text: string) => `<w:tc>${p(r(t(text)))}</w:tc>`
+  /** A table of style `style` and look `look` (w:tblLook's attributes), each row its cells' texts, a row's properties after a `|`. */
+  const styledTable = (style: string, look: string, rows: string[][]) =>
+    `<w:tbl><w:tblPr><w:tblStyle w:val="${style}"/><w:tblLook ${look}/></w:tblPr>${rows.map(([first, ...rest]) => {
+      const [properties, ...cells] = first!.startsWith('|') ? [first!.slice(1), ...rest] : ['', first!, ...rest]
+      return `<w:tr>${properties ? `<w:trPr>${properties}</w:trPr>` : ''}${cells.map(cell).join('')}</w:tr>`
+    }).join('')}</w:tbl>`
+  const styles =
+    tableStyle('HeaderHidden', condition('firstRow')) +
+    tableStyle('Banded', condition('band1Horz') + '<w:tblPr><w:tblStyleRowBandSize w:val="1"/></w:tblPr>') +
+    tableStyle('Edges', condition('lastRow') + condition('firstCol')) +
+    tableStyle('AllButHeader', vanish() + condition('firstRow', ' w:val="0"')) +
+    tableStyle('BasedOnHeader', '<w:basedOn w:val="HeaderHidden"/>')
+
+  test('a hidden header row leaves the rows under it shown; a look without it shows the header too', async () => {
+    // Before: "" (every cell read as hidden, whichever row the format applied to).
+    const qa = styledTable('HeaderHidden', 'w:firstRow="1" w:noVBand="1"', [['SECRET-HEADER'], ['Second row']])
+    expect(await text(styled(qa, styles))).toBe('Second row')
+    const noHeader = styledTable('BasedOnHeader', 'w:firstRow="0"', [['Header shown'], ['Body']])
+    const repeated = styledTable('HeaderHidden', 'w:val="0020"', [['SECRET-A'], ['|<w:tblHeader/>', 'SECRET-B'], ['Body']])
+    expect(await text(styled(noHeader + repeated, styles))).toBe('Header shown\nBody\n\nBody')
+  })
+
+  test('bands counted after the header row; the last row and first column by the look; a format that shows over a style that hides', async () => {
+    const banded = styledTable('Banded', 'w:firstRow="1" w:noHBand="0"', [['Head'], ['SECRET-ODD-1'], ['Even 2'], ['SECRET-ODD-3']])
+    const unbanded = styledTable('Banded', 'w:firstRow="1" w:noHBand="1"', [['Head'], ['Band off']])
+    // The last row shown is the last: a row a tracked change deleted after it does not count.
+    const deleted = '|<w:del w:id="1" w:author="a" w:date="2024-01-01T00:00:00Z"/>'
+    const edges = styledTable('Edges', 'w:val="00C0"', [['SECRET-C1', 'b1', 'c1'], ['SECRET-C2', 'b2', 'c2'], ['SECRET-L', 'SECRET-LAST', 'SECRET-ROW'], [deleted, 'gone', 'gone', 'gone']])
+    const inverse = styledTable('AllButHeader', 'w:firstRow="1"', [['Header only'], ['SECRET-BODY']])
+    expect(await text(styled(banded + unbanded + edges + inverse, styles))).toBe('Head\n\nEven 2\n\nHead\nBand off\n\tb1\tc1\n\tb2\tc2\n\nHeader only')
   })
 })
 

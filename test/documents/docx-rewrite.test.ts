@@ -148,7 +148,7 @@ describe('DOCX hidden text is left out, as Word does not show it (QA: a prompt-i
       line('own off: shown', 'Ghost', 'Secret', '<w:vanish w:val="0"/>') +
       line('SECRET-OFF-STYLE', 'Ghost', 'Off') +
       inTable('Hiding', line('table and paragraph: shown', 'Ghost'), line('SECRET-THREE', 'Ghost', 'Secret')) +
-      // Hidden whichever cells the conditional format applies to: shown only where it applies.
+      // A first-row format the table's look does not switch on (it has no w:tblLook): the paragraph style alone hides.
       inTable('FirstRow', line('SECRET-CONDITIONAL', 'Ghost'))
     expect(await text(styled(body, styles('')))).toBe('both hide: shown\n\nown off: shown\n\ntable and paragraph: shown')
     // Over defaults that hide, a level that hides too changes nothing; one that shows turns the text over.
