@@ -1,6 +1,6 @@
 import * as XLSX from '@e965/xlsx'
 import { Parser } from 'htmlparser2'
-import { hugeFormat, negativeShown } from './number-format'
+import { generalShown, hugeFormat, negativeShown } from './number-format'
 import { oneLine } from './office-layout'
 import { ElementCapExceeded, TextCapExceeded } from './types'
 
@@ -236,7 +236,7 @@ export function readChart(xml: string, budget: ChartBudget): Chart {
 function shown(value: string, format: string): string {
   const number = Number(value)
   if (!Number.isFinite(number)) return value
-  if (format === 'General') return Number.isSafeInteger(number) ? String(number) : oneLine(XLSX.SSF.format('General', number))
+  if (format === 'General') return generalShown(number)
   if (hugeFormat(format) !== undefined) return value
   try {
     return oneLine((number < 0 ? negativeShown(format, number) : undefined) ?? XLSX.SSF.format(format, number)) || value

@@ -63,3 +63,47 @@ function formatSections(format: string): string[] {
   sections.push(format.slice(start))
   return sections
 }
+
+/**
+ * A number in General as Excel shows it, with the gateway's one exception: a whole number keeps
+ * every digit (Excel shows 4006381333931 as 4.00638E+12; a barcode or an order id would lose
+ * digits). Otherwise SheetJS's General, but for a number of 11 integer digits: SheetJS cuts its
+ * decimals off where Excel rounds them, half away from zero (12345678901.5 is 12345678902; one
+ * rounding up to 12 digits shows as Excel shows it, 1E+11).
+ */
+export function generalShown(value: number): string {
+  if (Number.isSafeInteger(value)) return String(value)
+  const size = Math.abs(value)
+  if (size >= 1e10 && size < 1e11) {
+    const rounded = Math.sign(value) * Math.round(size)
+    return Math.abs(rounded) < 1e11 ? String(rounded) : XLSX.SSF.format('General', rounded)
+  }
+  return XLSX.SSF.format('General', value)
+}
+
+/**
+ * The ISO form of a date or time format SheetJS cannot apply (`dd.mm.yyyy`, refused for its
+ * dots): the date, the time of day, or both, as the format shows them (a date format shows no
+ * time, whatever the value holds; seconds only when it shows them; hours past a day when it counts
+ * them, `[h]`). Undefined when the format shows neither.
+ */
+export function isoDateFormat(format: string): string | undefined {
+  // What is shown as written (quoted, escaped, padding and fill characters) or is a colour or condition is not a part.
+  const bare = format.replace(/"[^"]*"|\\.|_.|\*./g, '').replace(/\[(?![hms]+\])[^\]]*\]/gi, '').toLowerCase()
+  const tokens = bare.match(/am\/pm|a\/p|\[[hms]+\]|([a-z])\1*/g) ?? []
+  const hours = (token: string | undefined) => token !== undefined && /^\[?h/.test(token)
+  const secondsToken = (token: string | undefined) => token !== undefined && /^\[?s/.test(token)
+  let date = false
+  let time = false
+  tokens.forEach((token, at) => {
+    if (/^[ydegb]/.test(token)) date = true
+    else if (hours(token) || secondsToken(token) || token.includes('/') || token.startsWith('[m')) time = true
+    // An m run is minutes after hours or before seconds, else the month.
+    else if (token[0] === 'm') {
+      if (token.length <= 2 && (hours(tokens[at - 1]) || secondsToken(tokens[at + 1]))) time = true
+      else date = true
+    }
+  })
+  const clock = `${tokens.some(token => token.startsWith('[h')) ? '[h]' : 'hh'}:mm${tokens.some(secondsToken) ? ':ss' : ''}`
+  return date && time ? `yyyy-mm-dd ${clock}` : date ? 'yyyy-mm-dd' : time ? clock : undefined
+}

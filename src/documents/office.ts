@@ -7,7 +7,7 @@ import { withoutHiddenShapes } from './hidden-shapes'
 import { ListLabels, readNumbering, readStyleNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { slideFacts } from './slide-parts'
-import { hugeFormat, negativeShown } from './number-format'
+import { generalShown, hugeFormat, isoDateFormat, negativeShown } from './number-format'
 import { MAX_XML_ELEMENTS, TextCapExceeded } from './types'
 import type { ZipEntry, ZipLimits } from './zip-guard'
 
@@ -194,7 +194,9 @@ function refuseHugeFormats(workbook: XLSX.WorkBook): void {
  * SheetJS, 1/15/24) is written 2024-01-15; a whole number in General keeps every digit (Excel shows
  * 4006381333931 as 4.00638E+12: a barcode or an order id would lose digits); and a date whose
  * format SheetJS cannot read (dd.mm.yyyy, refused for its dots), which it leaves as the serial, is
- * written as an ISO date.
+ * written as an ISO date, with as much of the date and time as the format shows. A time of day
+ * alone (a value under 1) in a date format is Excel's day zero, 1900-01-00, as Excel shows it in
+ * yyyy-mm-dd (00.01.1900 in dd.mm.yyyy): the format shows no time.
  */
 function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string {
   if (cell === undefined || cell.v === undefined || cell.v === null) return ''
@@ -206,10 +208,10 @@ function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string
   if (format === undefined) return oneLine(shown)
   // A date format on a value no date has (negative, past 9999): Excel shows ####, SheetJS nothing.
   if (shown === '' && XLSX.SSF.is_date(format)) return String(cell.v)
-  if (format === 'General') return Number.isSafeInteger(cell.v) ? String(cell.v) : oneLine(shown)
+  if (format === 'General') return generalShown(cell.v)
   const negative = cell.v < 0 ? negativeShown(format, cell.v) : undefined
   if (negative !== undefined) return oneLine(negative)
-  const iso = (Object.hasOwn(LOCALE_DATES, format) ? LOCALE_DATES[format] : undefined) ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoFormat(cell.v) : undefined)
+  const iso = (Object.hasOwn(LOCALE_DATES, format) ? LOCALE_DATES[format] : undefined) ?? (shown === String(cell.v) && XLSX.SSF.is_date(format) ? isoDateFormat(format) : undefined)
   if (iso === undefined) return oneLine(shown)
   try {
     return XLSX.SSF.format(iso, cell.v, { date1904 })
@@ -223,11 +225,6 @@ const SHORT_DATE_TIME = /^\d{1,2}\/\d{1,2}\/\d{2} \d{1,2}:\d{2}$/
 
 /** Excel's locale-dependent built-in date formats (14, 22), as SheetJS spells them in en-US, written unambiguously. */
 const LOCALE_DATES: Readonly<Record<string, string>> = { 'm/d/yy': 'yyyy-mm-dd', 'm/d/yy h:mm': 'yyyy-mm-dd hh:mm' }
-
-/** An ISO format for a date serial: the date, the time of day, or both. */
-function isoFormat(serial: number): string {
-  return serial % 1 === 0 ? 'yyyy-mm-dd' : serial < 1 ? 'hh:mm:ss' : 'yyyy-mm-dd hh:mm:ss'
-}
 
 function join(lines: string[], maxTextBytes: number): string {
   const text = lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()

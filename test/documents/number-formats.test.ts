@@ -61,3 +61,34 @@ describe('negative numbers halfway between two shown values round away from zero
     expect(await extractDocument(await fixture('rounding.xls'), limits)).toEqual({ documentType: 'xls', text })
   })
 })
+
+describe('dates in formats SheetJS cannot read, and General, as Excel shows them (QA)', () => {
+  /** Value, format, the text Excel shows (dates written ISO). */
+  const CELLS: ReadonlyArray<readonly [number, string, string]> = [
+    // Before: "2024-01-15 13:30:00", a time the format does not show.
+    [45306.5625, 'dd.mm.yyyy', '2024-01-15'],
+    [45306.5625, 'dd.mm.yyyy hh:mm', '2024-01-15 13:30'],
+    [0.5625, 'hh.mm', '13:30'],
+    // A time of day alone in a date format: Excel's day zero (00.01.1900), in every date format alike (before: "03:00:00" here).
+    [0.125, 'dd.mm.yyyy', '1900-01-00'],
+    [0.125, 'm/d/yy', '1900-01-00'],
+    // Before: "12345678901" and "-12345678901" (SheetJS cuts the decimals off; Excel rounds them).
+    [12345678901.5, 'General', '12345678902'],
+    [-12345678901.5, 'General', '-12345678902'],
+    [12345678901.4, 'General', '12345678901'],
+    [1234.5678, 'General', '1234.5678'],
+    [4006381333931, 'General', '4006381333931'],
+  ]
+
+  test('in XLSX as in XLS', async () => {
+    const sheet: XLSX.WorkSheet = {}
+    CELLS.forEach(([v, z], row) => (sheet[XLSX.utils.encode_cell({ r: row, c: 0 })] = { t: 'n', v, z }))
+    sheet['!ref'] = `A1:A${CELLS.length}`
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, sheet, 'D')
+    const expected = ['[Sheet: D]', ...CELLS.map(([, , shown]) => shown)].join('\n')
+    for (const bookType of ['xlsx', 'biff8'] as const) {
+      expect((await extractDocument(new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType })), limits)).text).toBe(expected)
+    }
+  })
+})
