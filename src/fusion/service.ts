@@ -254,10 +254,10 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
     plan.pending?.releaseAll()
     throw outcomes.find((_outcome, index) => !plan.refused.has(index))!.error!
   }
-  // The run's documents are charged only when a participant's output was (its usage), as a chat's
-  // files are charged only with its output; committed before the result. When every participant
-  // failed without that, no judge runs: no charge for failed work (QA: a `failed` run charged its file).
-  if (outcomes.some(outcome => outcome.usage !== undefined)) await plan.pending?.settleAll()
+  // The run's documents are charged only when a participant answered, as a chat's files are
+  // charged only with its output; committed before the result. A `failed` run (no answer, even if
+  // a part was billed for a refusal or an empty reply) charges nothing for them (QA, twice).
+  if (answered.length > 0) await plan.pending?.settleAll()
   else plan.pending?.releaseAll()
 
   let synthesis: PartOutcome | undefined
@@ -297,7 +297,7 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
     synthesis_tokens: synthesis?.usage?.outputTokens ?? 0,
   }
   // How the judge's answer ended, when it answered: a synthesis cut at its output limit is still one.
-  if (synthesis !== undefined && synthesis.finishReason !== 'error') result.synthesis_finish_reason = finishReasonOf(synthesis.finishReason)
+  if (synthesis !== undefined && synthesis.error === undefined) result.synthesis_finish_reason = finishReasonOf(synthesis.finishReason)
   if (synthesis?.error) {
     result.synthesis_error = synthesis.error.message
     result.synthesis_error_code = synthesis.error.code

@@ -54,7 +54,8 @@ function isUserinfo(text: string): boolean {
  * (QA); one the parser cannot read shows its scheme only.
  */
 export function displayUrl(raw: string): string {
-  if (!raw.includes('@')) {
+  // A file: path's `@` is never a user (QA: /var/lib/svc@prod was respelled as a URL).
+  if (!raw.includes('@') || /^file:/i.test(raw)) {
     const start = raw.search(/[?#]/)
     return start === -1 ? raw : `${raw.slice(0, start + 1)}[redacted]`
   }

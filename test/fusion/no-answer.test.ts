@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { parseCharges } from '../support/documents'
 import { json } from '../support/harness'
 import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
 
@@ -62,6 +63,19 @@ describe('participants without answer text', () => {
   })
 })
 
+// Regression QA: such parts are billed for what they used, and that made a `failed` run charge its
+// attached file, which README says a failed run never does.
+test('a failed run of parts without answer text charges nothing for its attached file', async () => {
+  h.a.enqueue(answer('', EMPTY_USAGE))
+  h.claude.enqueue(REFUSAL)
+  const file = `data:text/plain;base64,${Buffer.from('Quarterly notes.').toString('base64')}`
+  const messages = [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, { type: 'file', file: { file_data: file, filename: 'notes.txt' } }] }]
+  const result = await json(await h.fusion({ models: ['a', 'claude'], messages }))
+  expect(result.status).toBe('failed')
+  expect(await parseCharges(h.t, h.org.orgId)).toEqual([])
+  expect((await fusionEntries(h.t)).length).toBe(2) // the two parts, for what they used
+})
+
 describe('a judge without answer text', () => {
   test('a refusing judge is a failed synthesis: partial, synthesis_error set, billed for its input (streamed too)', async () => {
     for (const stream of [false, true]) {
@@ -71,9 +85,11 @@ describe('a judge without answer text', () => {
       const response = await h.fusion(body(['a', 'b'], { judge: 'claude', stream }))
       const result = stream ? JSON.parse((await response.text()).split('event: fusion.completion\ndata: ')[1]!.split('\n')[0]!) : await json(response)
       expect(result).toMatchObject({
-        status: 'partial', synthesis: '', synthesis_prompt_tokens: 50, synthesis_tokens: 0, synthesis_finish_reason: 'content_filter',
+        status: 'partial', synthesis: '', synthesis_prompt_tokens: 50, synthesis_tokens: 0,
         synthesis_error: 'claude refused to answer', synthesis_error_code: 'provider_error',
       })
+      // Only when the judge answered (regression QA: it came with a failed synthesis too).
+      expect(result.synthesis_finish_reason).toBeUndefined()
       expect(result.models.map((entry: any) => entry.output)).toEqual(['A.', 'B.'])
     }
     expect((await fusionEntries(h.t)).length).toBe(6)

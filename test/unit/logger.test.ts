@@ -69,6 +69,8 @@ test('displayUrl shows a URL an error quotes without its user:password, query or
   expect(displayUrl('http://admin:hun ter2@up.example/v1?x="a b"')).toBe('http://[redacted]@up.example/v1?[redacted]')
   expect(displayUrl('libsql://admin:hunter2@')).toBe('libsql://[redacted]@')
   expect(displayUrl('http://[::1]:44598/@team/gw')).toBe('http://[::1]:44598/@team/gw')
+  // A file: path's '@' is no user (regression QA: a relative path was shown as an absolute URL).
+  expect([displayUrl('file:rel@dir/x.db'), displayUrl('file:/var/lib/svc@prod/svc.db?mode=ro')]).toEqual(['file:rel@dir/x.db', 'file:/var/lib/svc@prod/svc.db?[redacted]'])
   // Without an '@', as written: a refused value stays recognisable.
   expect([displayUrl('ftp://x'), displayUrl('/var/lib/svc.db'), displayUrl('https://h/v1#frag')]).toEqual(['ftp://x', '/var/lib/svc.db', 'https://h/v1#[redacted]'])
 })
