@@ -74,31 +74,14 @@ function countCells(xml: Uint8Array, budget: Kept): Kept {
   START_TAG.lastIndex = 0
   let cells = 0
   let elements = 0
-  // A pivot cache or table SheetJS does not read: only what its shared-string reader would keep
-  // counts, should the workbook name such a part as its strings (regression QA: a real pivot
-  // cache's records refused a 384k-cell workbook).
-  let counts = (_name: string) => true
-  // Where the inline string being read ends: its runs are the cell's, which the cell cap bounds
-  // (README); cells inside one are still counted, as SheetJS's reader would still find them.
-  let inlineEnd = -1
   for (let tag = START_TAG.exec(text); tag !== null; tag = START_TAG.exec(text)) {
     const name = tag[1]!
-    if (cells === 0 && elements === 0 && PIVOT_ROOTS.has(name)) counts = name => SHARED_STRING_PARTS.has(name)
     if (name === 'c') {
       if (++cells > budget.cells) break
-    } else if (name === 'is') {
-      const close = text.indexOf('>', START_TAG.lastIndex)
-      INLINE_END.lastIndex = START_TAG.lastIndex
-      // An empty <is/> opens nothing: what follows it counts.
-      inlineEnd = close < 0 || text[close - 1] === '/' || INLINE_END.exec(text) === null ? -1 : INLINE_END.lastIndex
-    } else if (tag.index > inlineEnd && !CELL_PARTS.has(name) && counts(name) && ++elements > budget.elements) break
+    } else if (!CELL_PARTS.has(name) && ++elements > budget.elements) break
   }
   return { cells, elements, columns: xmlColumnSpans(text, budget.columns) }
 }
-
-const PIVOT_ROOTS = new Set(['pivotCacheRecords', 'pivotCacheDefinition', 'pivotTableDefinition'])
-const SHARED_STRING_PARTS = new Set(['si', 't', 'r', 'rPh', 'rPr'])
-const INLINE_END = /<\/(?:[\w.-]+:)?is>/g
 
 /**
  * Counts cell records, and the columns BrtColInfo records span, in a binary (BIFF12, XLSB) part,
