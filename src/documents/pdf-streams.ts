@@ -39,21 +39,19 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
     const start = dataStart(file, at + 6)
     if (start >= file.length) continue
     const dictionary = streamDictionary(file, at)
-    // pdf.js here decodes no image (maxImageSize 0), and lossless figures legitimately inflate far
-    // (regression QA: a 6000×4000 PNG chart, and raw pixels that happen to open like a zlib header).
-    // A bomb marked as an image is left to the watchdog, as LZW streams are.
-    if (dictionary !== undefined && /\/Subtype\s*\/Image(?![\w.#-])/.test(dictionary)) continue
     const filters = filtersOf(dictionary)
     if (filters.filter(name => EXPANDING.has(name)).length > 1) return `the PDF compresses a stream twice over (${filters.join(', ')}), as only a decompression bomb does`
     let data: Uint8Array = file.subarray(start)
     let codec = filters[0]
     if ((codec === 'AHx' || codec === 'A85') && EXPANDING.has(filters[1] ?? '')) {
       // An ASCII layer in front: what it decodes to is the compressed data, and counts as output too.
-      // Only up to its end marker: decoding the rest of the file for every such stream made the
-      // prescan quadratic (regression QA: 60,000 empty streams took 11.6 s).
-      const marker = file.indexOf(codec === 'AHx' ? '>' : '~>', start, 'latin1')
-      if (marker >= 0) data = file.subarray(start, marker + 1)
-      data = codec === 'AHx' ? asciiHex(data) : ascii85(data)
+      // Only up to where pdf.js stops: its end character (`>`, or any `~`), else the stream's direct
+      // /Length. Decoding the rest of the file for every such stream made the prescan quadratic
+      // (regression QA: 60,000 empty streams took 11.6 s).
+      const marker = file.indexOf(codec === 'AHx' ? '>' : '~', start, 'latin1')
+      const length = directLength(dictionary)
+      const end = Math.min(marker < 0 ? file.length : marker + 1, length === undefined ? file.length : start + length)
+      data = codec === 'AHx' ? asciiHex(file.subarray(start, end)) : ascii85(file.subarray(start, end))
       total += data.byteLength
       if (total > limits.maxInflatedBytes) return tooMuchInAll(limits)
       codec = filters[1]
@@ -68,7 +66,10 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
     if (out.size > limits.maxStreamBytes) return `a stream in the PDF decompresses to more than ${mb(limits.maxStreamBytes)} (a decompression bomb, or a document too large to read)`
     total += out.size
     if (total > limits.maxInflatedBytes) return tooMuchInAll(limits)
-    if (out.stacked) return 'the PDF compresses a stream twice over (its decompressed data is compressed again), as only a decompression bomb does'
+    // Raw pixels may open like a zlib header (#18191A, regression QA), and pdf.js here decodes no
+    // image: an image's output is counted, not read as compressed again. A stream marked as an
+    // image but read as content gains nothing else: the caps above still hold.
+    if (out.stacked && !isImage(dictionary)) return 'the PDF compresses a stream twice over (its decompressed data is compressed again), as only a decompression bomb does'
   }
   return undefined
 }
@@ -177,31 +178,82 @@ function asciiHex(data: Uint8Array): Uint8Array {
   return Buffer.from(digits.length % 2 ? `${digits}0` : digits, 'hex')
 }
 
-/** ASCII85Decode (ISO 32000 §7.4.3): groups of five characters `!`–`u` to four bytes, `z` for four zeros, up to `~`. */
+/** Whether the dictionary's own /Subtype is /Image: nested dictionaries, arrays, strings and comments are not its own. */
+function isImage(dictionary: string | undefined): boolean {
+  if (dictionary === undefined) return false
+  let own = ''
+  let depth = 0
+  let arrays = 0
+  for (let at = 0; at < dictionary.length; at++) {
+    const char = dictionary[at]!
+    if (char === '(') {
+      for (let open = 1; open > 0 && ++at < dictionary.length; ) {
+        if (dictionary[at] === '\\') at++
+        else if (dictionary[at] === '(') open++
+        else if (dictionary[at] === ')') open--
+      }
+    } else if (char === '%') {
+      while (at < dictionary.length && dictionary[at] !== '\n' && dictionary[at] !== '\r') at++
+    } else if (char === '<' && dictionary[at + 1] === '<') {
+      depth++
+      at++
+    } else if (char === '>' && dictionary[at + 1] === '>') {
+      depth--
+      at++
+    } else if (char === '<') {
+      at = dictionary.indexOf('>', at)
+      if (at < 0) break
+    } else if (char === '[' || char === ']') {
+      arrays += char === '[' ? 1 : -1
+    } else if (depth === 1 && arrays === 0) own += char
+  }
+  return /\/Subtype\s*\/Image(?![\w.#-])/.test(own)
+}
+
+/** A stream dictionary's /Length when written directly (not a reference). */
+function directLength(dictionary: string | undefined): number | undefined {
+  const length = dictionary === undefined ? null : /\/Length\s+(\d{1,12})(?!\s+\d+\s+R)(?![\d.])/.exec(dictionary)
+  return length === null ? undefined : Number(length[1])
+}
+
+/**
+ * ASCII85Decode as pdf.js reads it (Ascii85Stream.readBlock), byte for byte: only its four white
+ * space bytes are skipped, every other byte is a digit (`byte - 33`, unchecked), `z` at a group's
+ * start is four zeros, and `~` or the end stops it, a short group padded with `u`. The
+ * specification's reading (skip anything outside `!`–`u`) let one out-of-range character put the
+ * count out of step with what pdf.js inflates (regression QA).
+ */
 function ascii85(data: Uint8Array): Uint8Array {
-  const out = Buffer.alloc(data.byteLength * 4 + 4)
+  const out = Buffer.alloc(Math.ceil(data.byteLength * 4) + 8)
+  const group = new Array<number>(5)
   let length = 0
-  let group = 0
-  let count = 0
-  for (const byte of data) {
-    if (byte === 0x7e) break
-    if (byte === 0x7a && count === 0) {
-      length += 4
+  let at = 0
+  const next = () => {
+    while (at < data.byteLength && (data[at] === 0x20 || data[at] === 0x09 || data[at] === 0x0d || data[at] === 0x0a)) at++
+    return at < data.byteLength ? data[at++]! : -1
+  }
+  for (;;) {
+    let byte = next()
+    if (byte === -1 || byte === 0x7e) break
+    if (byte === 0x7a) {
+      length += 4 // zeros: the buffer starts filled with them
       continue
     }
-    if (byte < 0x21 || byte > 0x75) continue
-    group = group * 85 + (byte - 0x21)
-    if (++count === 5) {
-      out.writeUInt32BE(group >>> 0, length)
-      length += 4
-      group = 0
-      count = 0
+    group[0] = byte
+    let count = 1
+    for (; count < 5; count++) {
+      byte = next()
+      group[count] = byte
+      if (byte === -1 || byte === 0x7e) break
     }
-  }
-  if (count > 1) {
-    for (let pad = count; pad < 5; pad++) group = group * 85 + 84
-    out.writeUInt32BE(group >>> 0, length)
+    let value = 0
+    for (let index = 0; index < 5; index++) value = value * 85 + ((index < count ? group[index]! : 0x75) - 0x21)
+    for (let index = 3; index >= 0; index--) {
+      out[length + index] = value & 0xff
+      value >>= 8
+    }
     length += count - 1
+    if (count < 5) break
   }
   return out.subarray(0, length)
 }
