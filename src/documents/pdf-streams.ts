@@ -49,8 +49,7 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
       // /Length. Decoding the rest of the file for every such stream made the prescan quadratic
       // (regression QA: 60,000 empty streams took 11.6 s).
       const marker = file.indexOf(codec === 'AHx' ? '>' : '~', start, 'latin1')
-      const length = directLength(dictionary)
-      const end = Math.min(marker < 0 ? file.length : marker + 1, length === undefined ? file.length : start + length)
+      const end = marker >= 0 ? marker + 1 : streamEnd(file, start, dictionary)
       data = codec === 'AHx' ? asciiHex(file.subarray(start, end)) : ascii85(file.subarray(start, end))
       total += data.byteLength
       if (total > limits.maxInflatedBytes) return tooMuchInAll(limits)
@@ -69,7 +68,7 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
     // Raw pixels may open like a zlib header (#18191A, regression QA), and pdf.js here decodes no
     // image: an image's output is counted, not read as compressed again. A stream marked as an
     // image but read as content gains nothing else: the caps above still hold.
-    if (out.stacked && !isImage(dictionary)) return 'the PDF compresses a stream twice over (its decompressed data is compressed again), as only a decompression bomb does'
+    if (out.stacked && !(dictionary !== undefined && isImage(ownEntries(dictionary)))) return 'the PDF compresses a stream twice over (its decompressed data is compressed again), as only a decompression bomb does'
   }
   return undefined
 }
@@ -178,10 +177,15 @@ function asciiHex(data: Uint8Array): Uint8Array {
   return Buffer.from(digits.length % 2 ? `${digits}0` : digits, 'hex')
 }
 
-/** Whether the dictionary's own /Subtype is /Image: nested dictionaries, arrays, strings and comments are not its own. */
-function isImage(dictionary: string | undefined): boolean {
-  if (dictionary === undefined) return false
-  let own = ''
+/**
+ * A dictionary's own entries as pdf.js's lexer sees them: nested dictionaries, strings, hex
+ * strings and comments blanked; `flat` also without arrays' contents. A key written inside one
+ * of those is not the dictionary's (regression QA: a /Subtype /Image or /Length in a nested
+ * /DecodeParms or a string).
+ */
+function ownEntries(dictionary: string): { flat: string; withArrays: string } {
+  let flat = ''
+  let withArrays = ''
   let depth = 0
   let arrays = 0
   for (let at = 0; at < dictionary.length; at++) {
@@ -192,6 +196,7 @@ function isImage(dictionary: string | undefined): boolean {
         else if (dictionary[at] === '(') open++
         else if (dictionary[at] === ')') open--
       }
+      withArrays += ' '
     } else if (char === '%') {
       while (at < dictionary.length && dictionary[at] !== '\n' && dictionary[at] !== '\r') at++
     } else if (char === '<' && dictionary[at + 1] === '<') {
@@ -203,17 +208,39 @@ function isImage(dictionary: string | undefined): boolean {
     } else if (char === '<') {
       at = dictionary.indexOf('>', at)
       if (at < 0) break
-    } else if (char === '[' || char === ']') {
-      arrays += char === '[' ? 1 : -1
-    } else if (depth === 1 && arrays === 0) own += char
+    } else if (depth === 1) {
+      if (char === '[' || char === ']') arrays += char === '[' ? 1 : -1
+      else if (arrays === 0) flat += char
+      withArrays += char
+    }
   }
-  return /\/Subtype\s*\/Image(?![\w.#-])/.test(own)
+  return { flat, withArrays }
 }
 
-/** A stream dictionary's /Length when written directly (not a reference). */
-function directLength(dictionary: string | undefined): number | undefined {
-  const length = dictionary === undefined ? null : /\/Length\s+(\d{1,12})(?!\s+\d+\s+R)(?![\d.])/.exec(dictionary)
-  return length === null ? undefined : Number(length[1])
+/**
+ * An image by its own /Subtype, with its filters written as names: pdf.js resolves a filter given
+ * by reference, which the prescan cannot see, so such a stream may hide a second layer
+ * (regression QA) and is not spared the "compressed twice over" test.
+ */
+function isImage(own: { flat: string; withArrays: string }): boolean {
+  if (!/\/Subtype\s*\/Image(?![\w.#-])/.test(own.flat)) return false
+  const filter = /\/(?:F|Filter)(?![\w.#-])\s*(\[[^\]]*\]|[^/\s][^/]*)?/.exec(own.withArrays)
+  return filter === null || !/\d+\s+[+-]?\d+\s*R/.test(filter[1] ?? '')
+}
+
+/**
+ * Where a stream's data ends for pdf.js when no end character stops it: at its /Length when
+ * `endstream` follows there, else at the first `endstream` (pdf.js's own fallback), so the later
+ * of the two covers both; a /Length given by reference, or none, leaves the end of the file.
+ * The dictionary's own last /Length counts, as pdf.js keeps the last of a repeated key.
+ */
+function streamEnd(file: Buffer, start: number, dictionary: string | undefined): number {
+  const own = dictionary === undefined ? '' : ownEntries(dictionary).flat
+  const last = [...own.matchAll(/\/Length(?![\w.#-])\s*([^/]*)/g)].at(-1)
+  const direct = last === undefined ? null : /^\+?(\d{1,12})\s*$/.exec(last[1]!)
+  if (direct === null) return file.length
+  const keyword = file.indexOf('endstream', start, 'latin1')
+  return Math.min(file.length, Math.max(start + Number(direct[1]), keyword < 0 ? file.length : keyword))
 }
 
 /**

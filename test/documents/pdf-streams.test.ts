@@ -123,3 +123,35 @@ function ascii85Encode(data: Buffer): string {
   }
   return `${out}~>`
 }
+
+// Regression QA on the two fixes above: with no `~` the ASCII85 data was cut at the first /Length
+// the dictionary text held (a wrong one, a repeated key's first, one in a nested dictionary or a
+// string, or `6 0R` read as direct), where pdf.js reads to its own end; and an image whose second
+// Flate layer was named through a reference was spared the "compressed twice over" test.
+describe('no extent or filter pdf.js reads otherwise hides a bomb', () => {
+  const A85_FLATE = '/Filter [/ASCII85Decode /FlateDecode]'
+  const streamObject = (dictionary: string, data: Buffer) =>
+    Buffer.concat([Buffer.from(`%PDF-1.7\n5 0 obj\n<< ${dictionary} >>\nstream\n`, 'latin1'), data, Buffer.from('\nendstream\nendobj\n%%EOF\n', 'latin1')])
+
+  test('an ASCII85 layer without ~ is read to where pdf.js reads it, whatever /Length says', async () => {
+    const { measurePdfStreams } = await import('../../src/documents/pdf-streams')
+    const encoded = Buffer.from(ascii85Encode(await compressedSpaces(80 * MiB)).slice(0, -2).replace(/(.{72})/g, '$1\n'), 'latin1')
+    for (const dictionary of [
+      `${A85_FLATE} /Length 10`,
+      `/Length 10 ${A85_FLATE} /Length ${encoded.byteLength}`,
+      `${A85_FLATE} /DecodeParms [null << /Length 3 >>] /Length ${encoded.byteLength}`,
+      `/Info (/Length 3) ${A85_FLATE} /Length ${encoded.byteLength}`,
+      `${A85_FLATE} /Length 6 0R`,
+    ]) {
+      expect({ dictionary, found: await measurePdfStreams(streamObject(dictionary, encoded)) }).toEqual({ dictionary, found: expect.stringMatching(/more than 64 MiB/) })
+    }
+  })
+
+  test('an image with a filter given by reference is not spared the "compressed twice over" test', async () => {
+    const { deflateSync } = await import('node:zlib')
+    const { measurePdfStreams } = await import('../../src/documents/pdf-streams')
+    const twice = deflateSync(await compressedSpaces(8 * MiB))
+    expect(await measurePdfStreams(streamObject(`/Subtype /Image /Filter [/FlateDecode 6 0 R] /Length ${twice.byteLength}`, twice))).toMatch(/twice over/)
+    expect(await measurePdfStreams(streamObject(`/Subtype /Image /Filter 6 0 R /Length ${twice.byteLength}`, twice))).toMatch(/twice over/)
+  })
+})
