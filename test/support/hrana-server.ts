@@ -109,7 +109,6 @@ export function hranaServer(path: string) {
   const streams = new Map<string, HranaStream>()
   let batons = 0
   let silent = false
-  let answered = 0
   const open = () => {
     const db = new Database(path, { safeIntegers: true })
     db.run('PRAGMA busy_timeout = 5000')
@@ -138,16 +137,11 @@ export function hranaServer(path: string) {
       let next: string | null = null
       if (closed) stream.db.close()
       else streams.set((next = `b${++batons}`), stream)
-      answered++
       return Response.json({ baton: next, base_url: null, results })
     },
   })
   return {
     url: `http://127.0.0.1:${server.port}`,
-    /** Pipelines answered so far. */
-    get answered() {
-      return answered
-    },
     /** From now on, requests are accepted and never answered. */
     silence() {
       silent = true
