@@ -122,14 +122,16 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   // One-word commands (credit) take their options from the second word on.
   // Own keys only: `toString` or `constructor` is no command.
   const single = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined
-  const command = single ?? (Object.hasOwn(COMMANDS, pair) ? COMMANDS[pair] : undefined)
-  const rest = argv.slice(single ? 1 : 2)
+  const named = single ? undefined : subcommandOf(argv)
+  const command = single ?? named?.command
+  const rest = single ? argv.slice(1) : (named?.rest ?? [])
   // A mistyped command is a usage error (2) whatever the configuration's state.
   const direct = first === 'serve' || first === 'migrate' || DIRECT_COMMANDS.has(first)
   if (!command && !direct) {
     // A command group (`svc ledger`, `svc keys list-all`) names its subcommands, not "unknown".
     const group = Object.keys(COMMANDS).filter(name => name.startsWith(`${first} `))
-    if (group.length > 0 && onlyHelp) return printUsage(io)
+    // Right after the group's name a help flag cannot be a flag's value: `svc keys -h`.
+    if (group.length > 0 && HELP.has(second!)) return printUsage(io)
     const problem = group.length === 0 ? `unknown command "${argv.join(' ')}"`
       : second === undefined || second.startsWith('-') ? `${first} needs a subcommand: ${group.join(', ')}`
       : `unknown command "${pair}": ${first} takes ${group.join(', ')}`
@@ -168,6 +170,24 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   // serve resolves once listening; a failure before that (an unreachable database) exits 1.
   if (first === 'serve') return exitCode(io, () => serve(config), config)
   return withDeps(config, io, run, { create: first === 'migrate' })
+}
+
+/**
+ * The two-word command argv names, and the arguments it reads: `orgs create --name N` as usual;
+ * with a help flag before `--`, the subcommand may also come after it (`svc orgs --help create`).
+ * That command's parser reads the help flag with the other arguments, so it is help only as a
+ * flag, not as a flag's value (`svc orgs --name -h create` stays a usage error).
+ */
+function subcommandOf(argv: string[]): { command: () => Promise<Command>; rest: string[] } | undefined {
+  const [first, second] = argv
+  const pair = `${first} ${second ?? ''}`.trim()
+  if (Object.hasOwn(COMMANDS, pair)) return { command: COMMANDS[pair]!, rest: argv.slice(2) }
+  const end = argv.indexOf('--') === -1 ? argv.length : argv.indexOf('--')
+  const options = argv.slice(1, end)
+  if (!options.some(arg => HELP.has(arg))) return undefined
+  const index = options.findIndex(arg => Object.hasOwn(COMMANDS, `${first} ${arg}`))
+  if (index === -1) return undefined
+  return { command: COMMANDS[`${first} ${options[index]}`]!, rest: argv.slice(1).toSpliced(index, 1) }
 }
 
 /** The loaded settings, or undefined after printing every problem of a ConfigError. */

@@ -109,3 +109,30 @@ test('--help and -h are help only as flags: a flag value or an argument after --
   }
   expect(await Bun.file(join(db.dir, 'absent.db')).exists()).toBe(false)
 })
+
+test('a help flag among a command group\'s arguments is the named subcommand\'s help, wherever it stands', async () => {
+  // Before, `svc orgs --help create` was the usage error "orgs needs a subcommand", though
+  // `svc orgs create --help` printed the help.
+  const org = await cliJson('orgs', 'create', '--name', 'A', '--plan', 'payg')
+  const help = await cli('orgs', 'create', '--help')
+  expect({ code: help.code, err: help.err }).toEqual({ code: 0, err: '' })
+  db.env.DATABASE_URL = `file:${join(db.dir, 'absent.db')}`
+  for (const argv of [
+    ['orgs', '--help', 'create'],
+    ['orgs', '-h', 'create', '--name', 'B'],
+    ['keys', '--org', org.org_id, '-h', 'list'],
+    ['keys', '--org', org.org_id, 'create', '--admin', '--help'],
+    ['users', '-h', 'set-role'],
+    ['keys', '-h', 'frob'],
+  ]) {
+    expect({ argv, ...(await cli(...argv)) }).toEqual({ argv, ...help })
+  }
+  expect(await Bun.file(join(db.dir, 'absent.db')).exists()).toBe(false)
+  // A flag's value stays no help request, wherever the subcommand stands; after `--` neither.
+  for (const argv of [['orgs', '--name', '-h', 'create'], ['orgs', 'create', '--name', '-h']]) {
+    const result = await cli(...argv)
+    expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: "usage error: Option '--name' argument is ambiguous." })
+  }
+  const dashed = await cli('orgs', '--', '-h', 'create')
+  expect({ code: dashed.code, err: dashed.err.split('\n')[0] }).toEqual({ code: 2, err: 'usage error: orgs needs a subcommand: orgs create, orgs show' })
+})
