@@ -59,10 +59,12 @@ chat, fusion, login, logout and encrypted-chat only talk to a running gateway: t
 http://localhost:$PORT), SVC_API_KEY and SVC_CONFIG_DIR, never SVC_CONFIG or the database; dev-tee reads only its flags.`
 
 /**
- * A database command reads its arguments first, then runs on the database: a usage error or
- * --help needs neither the configuration nor the database (nor migrates it).
+ * A database command reads and checks its arguments first: a usage error or --help needs neither
+ * the configuration nor the database (nor migrates it). Then what depends on the configuration
+ * (a plan's name), still before the database is opened; then it runs on the database. So a usage
+ * error never depends on the database (one that does not exist, or is not the gateway's).
  */
-type Command = (args: string[], io: CliIo) => (deps: Deps) => Promise<void>
+type Command = (args: string[], io: CliIo) => (config: Config) => (deps: Deps) => Promise<void>
 
 // Operator commands are imported when run, so `svc serve` does not load them (nor the client,
 // TEE and OAuth-login code they pull in). The specifiers stay string literals: `bun build
@@ -156,17 +158,25 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
   }
   // A database command reads its arguments before the configuration and the database (Command).
-  let run = async (_deps: Deps) => {}
+  let parsed: ((config: Config) => (deps: Deps) => Promise<void>) | undefined
   if (command) {
-    let parsed: ((deps: Deps) => Promise<void>) | undefined
     const code = await exitCode(io, async () => {
       parsed = (await command())(rest, io)
     })
     if (parsed === undefined) return code
-    run = parsed
   }
   const config = configOrExit(() => loadConfig(env), io)
   if (config === undefined) return 1
+  let run = async (_deps: Deps) => {}
+  if (parsed) {
+    const checked = parsed
+    let configured: ((deps: Deps) => Promise<void>) | undefined
+    const code = await exitCode(io, async () => {
+      configured = checked(config)
+    }, config)
+    if (configured === undefined) return code
+    run = configured
+  }
   // serve resolves once listening; a failure before that (an unreachable database) exits 1.
   if (first === 'serve') return exitCode(io, () => serve(config), config)
   return withDeps(config, io, run, { create: first === 'migrate' })

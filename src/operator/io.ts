@@ -102,12 +102,13 @@ export function promptArgument(positionals: string[]): string {
 /**
  * Runs checks the CLI shares with the API (key options, org and user fields) on flag values.
  * An `invalid_request` they raise about one of `flags`' fields (API field → CLI flag) is a usage
- * error (exit 2) that names the flag, not the JSON field the API would name. Other errors (a
- * missing org, a state conflict) pass through as failures.
+ * error (exit 2) that names the flag, not the JSON field the API would name. Other errors pass
+ * through as failures. The checks are synchronous: they run before the database is opened, so a
+ * usage error never depends on the database (see Command in src/commands.ts).
  */
-export async function checkFlags<T>(flags: Record<string, `--${string}`>, run: () => T | Promise<T>): Promise<T> {
+export function checkFlags<T>(flags: Record<string, `--${string}`>, run: () => T): T {
   try {
-    return await run()
+    return run()
   } catch (error) {
     const flag = error instanceof ApiError && error.code === 'invalid_request' && error.param !== undefined ? flags[error.param] : undefined
     if (flag === undefined) throw error

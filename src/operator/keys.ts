@@ -3,10 +3,11 @@ import { ApiError } from '../http/errors'
 import { parseKeyOptions } from '../keys/request'
 import { keyView } from '../keys/view'
 import type { SpendCapPeriod } from '../db/schema'
+import { systemClock } from '../lib/clock'
 import { checkFlags, idArgument, parseOptions, report, reportKey, type CliIo } from './io'
 
 /** `svc keys create --org ORG --user USER --name N [--admin] [--expires-in X] [--spend-cap-period P --spend-cap-nanos N] [--json]` */
-export function keysCreate(args: string[], io: CliIo): (deps: Deps) => Promise<void> {
+export function keysCreate(args: string[], io: CliIo): () => (deps: Deps) => Promise<void> {
   const { values } = parseOptions(
     args,
     {
@@ -21,25 +22,29 @@ export function keysCreate(args: string[], io: CliIo): (deps: Deps) => Promise<v
     },
     ['org', 'user', 'name'],
   )
-  return async deps => {
-    // The same rules as POST /api/v1/api-keys; a bad value is a usage error naming its flag.
-    const options = await checkFlags(
-      { name: '--name', expires_in: '--expires-in', spend_cap_period: '--spend-cap-period', spend_cap_nanos: '--spend-cap-nanos' },
-      () =>
-        parseKeyOptions(
-          {
-            name: values.name!,
-            admin: values.admin ?? false,
-            expires_in: values['expires-in'],
-            spend_cap_period: values['spend-cap-period'] as SpendCapPeriod | undefined,
-            spend_cap_nanos: values['spend-cap-nanos'],
-          },
-          deps.clock.now(),
-        ),
+  // The same rules as POST /api/v1/api-keys; a bad value is a usage error naming its flag.
+  const keyOptions = (nowMs: number) =>
+    checkFlags({ name: '--name', expires_in: '--expires-in', spend_cap_period: '--spend-cap-period', spend_cap_nanos: '--spend-cap-nanos' }, () =>
+      parseKeyOptions(
+        {
+          name: values.name!,
+          admin: values.admin ?? false,
+          expires_in: values['expires-in'],
+          spend_cap_period: values['spend-cap-period'] as SpendCapPeriod | undefined,
+          spend_cap_nanos: values['spend-cap-nanos'],
+        },
+        nowMs,
+      ),
     )
-    const orgId = idArgument(values.org!, '--org')
+  // Checked now, before the database is opened, on the wall clock (deps.clock is the same clock
+  // on the command line); read again at creation, so a relative expiry counts from the key's creation.
+  keyOptions(systemClock.now())
+  const orgId = idArgument(values.org!, '--org')
+  const userId = idArgument(values.user!, '--user')
+  return () => async deps => {
+    const options = keyOptions(deps.clock.now())
     await deps.orgs.requireOrg(orgId)
-    const { key, secret } = await deps.keys.create({ orgId, userId: idArgument(values.user!, '--user'), ...options })
+    const { key, secret } = await deps.keys.create({ orgId, userId, ...options })
     const lines = [`key ${key.id} (${key.name}${key.admin ? ', admin' : ''}): ${secret}`, 'The key is shown only once; store it now.']
     const failure = await reportKey(io, values.json, { key: { ...keyView(key), token: secret } }, lines, {
       what: `key ${key.id}`,
@@ -52,10 +57,10 @@ export function keysCreate(args: string[], io: CliIo): (deps: Deps) => Promise<v
 }
 
 /** `svc keys list --org ORG [--json]` */
-export function keysList(args: string[], io: CliIo): (deps: Deps) => Promise<void> {
+export function keysList(args: string[], io: CliIo): () => (deps: Deps) => Promise<void> {
   const { values } = parseOptions(args, { org: { type: 'string' }, json: { type: 'boolean' } }, ['org'])
-  return async deps => {
-    const orgId = idArgument(values.org!, '--org')
+  const orgId = idArgument(values.org!, '--org')
+  return () => async deps => {
     await deps.orgs.requireOrg(orgId)
     const keys = (await deps.keys.list(orgId)).map(keyView)
     report(
@@ -68,10 +73,10 @@ export function keysList(args: string[], io: CliIo): (deps: Deps) => Promise<voi
 }
 
 /** `svc keys revoke KEY_ID [--json]`: the operator may revoke any organization's key. */
-export function keysRevoke(args: string[], io: CliIo): (deps: Deps) => Promise<void> {
+export function keysRevoke(args: string[], io: CliIo): () => (deps: Deps) => Promise<void> {
   const { values, positionals } = parseOptions(args, { json: { type: 'boolean' } }, [], 'KEY_ID')
-  return async deps => {
-    const keyId = idArgument(positionals[0]!, 'KEY_ID')
+  const keyId = idArgument(positionals[0]!, 'KEY_ID')
+  return () => async deps => {
     const orgId = await deps.keys.orgOf(keyId)
     if (orgId === undefined || !(await deps.keys.revoke(orgId, keyId))) throw new ApiError('not_found', `no active or expired key ${keyId}`)
     report(io, values.json, { key_id: keyId, status: 'revoked' }, [`key ${keyId} revoked`])

@@ -14,6 +14,23 @@ export function normalizeEmail(email: string, param = 'email'): string {
   return trimmed
 }
 
+/**
+ * A new organization's fields checked (a nonblank name of at most 200 characters, a configured
+ * plan, an owner email): the name trimmed and the email normalized. Pure, so the CLI checks its
+ * flags with it before it opens the database; createOrg checks with it before it writes.
+ */
+export function checkNewOrg(input: { name: string; planId: string; ownerEmail?: string }, planIds: ReadonlySet<string>): { name: string; ownerEmail?: string } {
+  const name = input.name.trim()
+  if (name.length === 0 || characterCount(name) > 200) throw new ApiError('invalid_request', 'name must be 1 to 200 characters', 'name')
+  // The same text rules as a key's name: it is printed raw (svc orgs show).
+  const textProblem = nameTextProblem(name)
+  if (textProblem !== undefined) throw new ApiError('invalid_request', `name ${textProblem}`, 'name')
+  if (!planIds.has(input.planId)) {
+    throw new ApiError('invalid_request', `unknown plan "${input.planId}" (configured: ${[...planIds].join(', ')})`, 'plan')
+  }
+  return { name, ownerEmail: input.ownerEmail === undefined ? undefined : normalizeEmail(input.ownerEmail, 'owner') }
+}
+
 export interface OrgRecord {
   id: string
   name: string
@@ -41,16 +58,9 @@ export class OrgService {
    * (an operator-created org whose keys are managed from the CLI).
    */
   async createOrg(input: { name: string; planId: string; ownerEmail?: string }): Promise<{ org: OrgRecord; ownerUserId: string }> {
-    const name = input.name.trim()
-    if (name.length === 0 || characterCount(name) > 200) throw new ApiError('invalid_request', 'name must be 1 to 200 characters', 'name')
-    // The same text rules as a key's name: it is printed raw (svc orgs show).
-    const textProblem = nameTextProblem(name)
-    if (textProblem !== undefined) throw new ApiError('invalid_request', `name ${textProblem}`, 'name')
-    if (!this.planIds.has(input.planId)) {
-      throw new ApiError('invalid_request', `unknown plan "${input.planId}" (configured: ${[...this.planIds].join(', ')})`, 'plan')
-    }
+    const { name, ownerEmail } = checkNewOrg(input, this.planIds)
     const org: OrgRecord = { id: newId(), name, planId: input.planId, createdAtMs: this.clock.now() }
-    const email = input.ownerEmail === undefined ? `owner+${org.id}@placeholder.invalid` : normalizeEmail(input.ownerEmail, 'owner')
+    const email = ownerEmail ?? `owner+${org.id}@placeholder.invalid`
     const existing = await this.findUserByEmail(email)
     const ownerUserId = existing ?? newId()
     await this.db.batch([

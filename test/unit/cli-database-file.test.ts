@@ -87,6 +87,38 @@ test('a command other than migrate and serve refuses a database without the gate
   expect(await cli({ DATABASE_URL: `file:${empty}` }, 'ledger', 'verify')).toEqual({ code: 0, out: 'ledger ok: every invariant holds', err: '' })
 })
 
+test('a usage error (conflicting, missing or malformed flags) comes before the database: none is looked for, created or opened', async () => {
+  // Before, these checks ran on the opened database: on a file that does not exist they said
+  // "does not exist" (exit 1), on a file that is no database "not a gateway database", instead of
+  // the usage error every other database state gave.
+  const usage: Array<[string[], string]> = [
+    [['credit', '--org', id, '--usd', '1', '--nanos', '5'], 'give exactly one of --usd and --nanos'],
+    [['credit', '--org', id], 'give exactly one of --usd and --nanos'],
+    [['credit', '--org', id, '--usd', '1', '--reference', ' '], '--reference must not be empty (omit it for a top-up without one)'],
+    [['credit', '--org', 'acme', '--usd', '1'], '--org must be a UUID, got "acme"'],
+    [['keys', 'create', '--org', id, '--user', id, '--name', 'k', '--spend-cap-period', 'daily'], '--spend-cap-period and --spend-cap-nanos must be given together'],
+    [['keys', 'create', '--org', id, '--user', id, '--name', ' '], '--name must not be blank (whitespace or invisible characters only)'],
+    [['keys', 'revoke', 'k1'], 'KEY_ID must be a UUID, got "k1"'],
+    [['orgs', 'create', '--name', 'Acme', '--credit-usd', 'five'], '--credit-usd must be a decimal with at most 9 decimals, e.g. 25 or 0.50'],
+    [['orgs', 'create', '--name', 'Acme', '--owner', 'nobody'], '--owner must be an email address'],
+    [['orgs', 'create', '--name', 'Acme', '--plan', 'gold'], '--plan: unknown plan "gold" (configured: pro, payg)'],
+    [['plans', 'set', '--org', id, '--plan', 'gold'], '--plan must be one of pro, payg'],
+    [['users', 'add', '--org', id, '--email', 'a@example.com', '--role', 'boss'], '--role must be one of owner, admin, member'],
+    [['users', 'set-role', '--org', id, '--user', 'u1', '--role', 'member'], '--user must be a UUID, got "u1"'],
+  ]
+  const absent = join(dir, 'absent', 'svc.db')
+  const text = join(dir, 'notes.txt')
+  writeFileSync(text, 'not a database')
+  for (const path of [absent, text]) {
+    for (const [argv, message] of usage) {
+      const result = await cli({ DATABASE_URL: `file:${path}` }, ...argv)
+      expect({ path, argv, code: result.code, out: result.out, err: result.err.split('\n')[0] }).toEqual({ path, argv, code: 2, out: '', err: `usage error: ${message}` })
+    }
+  }
+  expect(readdirSync(dir)).toEqual(['notes.txt'])
+  expect(readFileSync(text, 'utf8')).toBe('not a database')
+})
+
 test('a gateway database that is merely behind is migrated by any command', async () => {
   // Only the first migration applied, as by an older gateway.
   const folder = join(dir, 'drizzle')
