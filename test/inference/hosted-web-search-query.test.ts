@@ -41,6 +41,12 @@ describe('the hosted search query', () => {
     expect(reply).toContain('Not fetched: https://api.acme-web.com/v1?api_key=sk-LIVE-123 (the query key "api_key" looks like a credential')
   })
 
+  test('credentials in addresses written without http(s):// do not reach the search backend either', async () => {
+    // Before, only URLs with a scheme were cut: these reached the backend as written.
+    const { queries } = await chat('Why does admin:hunter2@intranet.acme-web.com/status fail, and api.acme-web.com/v1?api_key=sk-LIVE-123 too? Mail me@acme-web.com at 10:30.')
+    expect(queries).toEqual(['Why does intranet.acme-web.com/status fail, and api.acme-web.com/v1 too? Mail me@acme-web.com at 10:30.'])
+  })
+
   test('a URL with credentials that does not parse is left out of the query whole', async () => {
     const { queries } = await chat('what is at https://admin:hunter2@[bad/ today')
     expect(queries).toEqual(['what is at today'])

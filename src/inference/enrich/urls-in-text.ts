@@ -32,18 +32,66 @@ export function namedUrls(text: string, limit: number): string[] {
  * The user's text as a search backend (a third party, as Brave is) may read it: each URL in it
  * that carries credentials (carriesCredentials: userinfo or a credential query key, as every URL
  * the fetch refuses for credentials has) is cut to its scheme, host and path, or left out when it
- * does not parse (QA: the fetch refused such URLs, and the search was sent them whole).
+ * does not parse (QA: the fetch refused such URLs, and the search was sent them whole). So is
+ * an address written without http(s):// (withoutBareCredentials), which the fetch never reads.
  */
 export function withoutCredentials(text: string): string {
   let kept = ''
   let from = 0
   for (const { url, at } of urlsIn(text)) {
-    if (!carriesCredentials(url)) continue
-    const parsed = URL.parse(url)
-    kept += text.slice(from, at) + (parsed ? `${parsed.origin}${parsed.pathname}` : '')
+    kept += withoutBareCredentials(text.slice(from, at))
+    const parsed = carriesCredentials(url) ? URL.parse(url) : url
+    kept += parsed === null ? '' : typeof parsed === 'string' ? parsed : `${parsed.origin}${parsed.pathname}`
     from = at + url.length
   }
-  return kept + text.slice(from)
+  return kept + withoutBareCredentials(text.slice(from))
+}
+
+// An address's host as people write it without a scheme: a domain name ending in a label of
+// letters (a TLD; `10:30` or `v1.2` is no host), an IPv4 address or localhost, and a port.
+const BARE_HOST = /^(?:(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+(?:\p{L}{2,63}|xn--[a-z0-9-]{1,59})|[0-9]{1,3}(?:\.[0-9]{1,3}){3}|localhost)(?::[0-9]{1,5})?$/iu
+// Schemes written `scheme:user@host` that name a person or a line, not a password: `mailto:me@example.com`.
+const ADDRESS_SCHEMES = new Set(['mailto', 'sip', 'sips', 'xmpp', 'im', 'pres', 'tel'])
+// A word in the text, as URL_IN_TEXT ends a URL.
+const WORD = new RegExp(String.raw`[^${URL_ENDS}]+`, 'gu')
+
+/**
+ * `text` with the credentials of each address in it written without http(s):// cut, to its host
+ * and path: `user:pass@example.com/path` (a password before a host: an email address has none),
+ * `example.com/x?api_key=…` or `www.host.tld/?token=` (a credential key, as carriesCredentials
+ * judges it), and another scheme's URL (`postgres://user:pw@db.host/app`, `ftp://host/x?token=`).
+ * Anything else is left as written: `me@example.com`, `10:30`, `mailto:me@example.com`.
+ */
+function withoutBareCredentials(text: string): string {
+  return text.replace(WORD, word => {
+    // Opening brackets and Markdown emphasis before it, sentence punctuation and closers after.
+    let end = word.length
+    while (end > 0 && '.,;:!?*_~)]}'.includes(word[end - 1]!)) end--
+    const start = /^[([{*_~]*/.exec(word)![0].length
+    const address = word.slice(start, Math.max(start, end))
+    const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(address)?.[0] ?? ''
+    const rest = address.slice(scheme.length)
+    const authority = before(rest, /[/?#]/)
+    const at = authority.lastIndexOf('@')
+    const userinfo = at < 0 ? undefined : authority.slice(0, at)
+    const host = authority.slice(at + 1)
+    const tail = rest.slice(authority.length)
+    // A DNS name is at most 253 characters: a longer run of labels is not read as one.
+    if (scheme === '' ? host.length > 253 + 6 || !BARE_HOST.test(host) : host === '') return word
+    // With a scheme any userinfo is a credential, as in an http(s) URL; without one only a password.
+    const colon = userinfo?.indexOf(':') ?? -1
+    const secretUser = userinfo !== undefined && (scheme !== '' || (colon >= 0 && !ADDRESS_SCHEMES.has(userinfo.slice(0, colon).toLowerCase())))
+    if (!secretUser && !carriesCredentials(`http://${host}${tail}`)) return word
+    const path = before(tail, /[?#]/)
+    const kept = userinfo !== undefined && !secretUser ? `${userinfo}@` : ''
+    return word.slice(0, start) + scheme + kept + host + path + word.slice(start + address.length)
+  })
+}
+
+/** `text` up to the first match of `pattern`, or all of it. */
+function before(text: string, pattern: RegExp): string {
+  const index = text.search(pattern)
+  return index < 0 ? text : text.slice(0, index)
 }
 
 /** Each URL in `text` (see URL_IN_TEXT), trimmed, with where it starts. */

@@ -1,0 +1,43 @@
+import { describe, expect, test } from 'bun:test'
+import { withoutCredentials } from '../../../src/inference/enrich/urls-in-text'
+
+// What of a user's text the hosted web_search may send its backend (a third party, as Brave is):
+// credentials in an address written without http(s):// are cut as those in a URL are
+// (test/inference/hosted-web-search-query.test.ts runs the whole chat).
+
+describe('withoutCredentials: addresses without http(s)://', () => {
+  test('a password before a host, or a credential key in the query or fragment, is cut to the host and path', () => {
+    // Before, each of these reached the search backend as written.
+    const cases: Array<[string, string]> = [
+      ['log in as user:pass@example.com/path please', 'log in as example.com/path please'],
+      ['the proxy admin:s3cr3t@proxy.corp.example:3128 is down', 'the proxy proxy.corp.example:3128 is down'],
+      ['db at root:hunter2@10.0.0.5:5432/app, why?', 'db at 10.0.0.5:5432/app, why?'],
+      ['redis :pw@localhost:6379', 'redis localhost:6379'],
+      ['see example.com/x?api_key=sk-LIVE-123 for it', 'see example.com/x for it'],
+      ['open www.host.tld/?token=', 'open www.host.tld/'],
+      ['try api.example.com?access_token=abc&x=1.', 'try api.example.com.'],
+      ['callback app.example.com/cb#access_token=FRAG-9', 'callback app.example.com/cb'],
+      ['(bob:pw@example.org/a?b=1)', '(example.org/a)'],
+      ['**user:pass@example.com**', '**example.com**'],
+      ['me@example.com/x?token=abc', 'me@example.com/x'],
+      ['postgres://user:pw@db.internal/app and ftp://files.example.com/x?signature=abc', 'postgres://db.internal/app and ftp://files.example.com/x'],
+      ['compare https://api.example.com/v1?api_key=A and api.example.com/v2?api_key=B', 'compare https://api.example.com/v1 and api.example.com/v2'],
+    ]
+    for (const [text, query] of cases) expect({ text, query: withoutCredentials(text) }).toEqual({ text, query })
+  })
+
+  test('ordinary text is left as written: email addresses, times, ratios, paths and URLs without credentials', () => {
+    for (const text of [
+      'write to me@example.com or mailto:me@example.com at 10:30',
+      'the meeting is 10:30-11:00, ratio 16:9, score 3:1@home',
+      'Vec<T> in std::collections, a::b::c@d',
+      'example.com/docs?page=2&q=token and www.example.org/?lang=en',
+      'git@github.com:org/repo.git and ssh me@host.example.com',
+      'version v1.2/x?token=1 is not a host, nor file:line 12:30',
+      'https://docs.example.com/guide?page=2 and https://blog.example.com/@someone/post',
+      'sip:alice@atlanta.example.com and xmpp:romeo@montague.example.net',
+    ]) {
+      expect(withoutCredentials(text)).toBe(text)
+    }
+  })
+})
