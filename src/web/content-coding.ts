@@ -2,10 +2,10 @@ import { pipeline, Readable, type Transform } from 'node:stream'
 import { constants, createBrotliDecompress, createGunzip, createInflate, createInflateRaw, createZstdDecompress } from 'node:zlib'
 
 /**
- * A page's content codings (RFC 9110 §8.4), decoded here rather than by fetch. Bun's fetch
+ * A page's or a search backend's content codings (RFC 9110 §8.4), decoded here rather than by fetch. Bun's fetch
  * inflates ahead of its reader with no backpressure: a 49 KB zstd body (1.6 GB of spaces) or a
  * 2.4 KB brotli one (1 GB) held gigabytes however early the byte cap stopped reading (QA). So
- * pages are fetched with `decompress: false`, and each layer goes through a node:zlib stream,
+ * pages and search answers are fetched with `decompress: false`, and each layer goes through a node:zlib stream,
  * which in Bun 1.4.5 does wait for its reader: it inflates 16 KiB at a time and stops once its
  * buffer is full (measured: 80 KiB read from a 1 GB brotli, gzip or zstd bomb, and the RSS grew
  * by a few MB). Stopping at `max_bytes` then leaves the rest of the bomb uninflated.
@@ -26,18 +26,33 @@ const MAX_CODINGS = 2
 
 const ZSTD_HTTP_WINDOW_LOG = 23
 
+/**
+ * A response's body as written: its content codings decoded as it is read (decodedBody; the
+ * caller's byte cap stops the decoders), or why they cannot be decoded, the body then cancelled.
+ * `what` names the body in that message ("the page").
+ */
+export async function decodedResponse(response: Response, what: string): Promise<{ ok: true; body: AsyncIterable<Uint8Array> | null } | { ok: false; message: string }> {
+  const coded = contentCodings(response.headers.get('content-encoding'), what)
+  if (!coded.ok) {
+    await response.body?.cancel()
+    return coded
+  }
+  const body = response.body
+  return { ok: true, body: body && (coded.codings.length === 0 ? body : decodedBody(body, coded.codings)) }
+}
+
 /** The codings of a Content-Encoding header in the order they were applied, or why they cannot be decoded. */
-export function contentCodings(header: string | null): { ok: true; codings: Coding[] } | { ok: false; message: string } {
+function contentCodings(header: string | null, what: string): { ok: true; codings: Coding[] } | { ok: false; message: string } {
   const codings: Coding[] = []
   // A list (RFC 9110 §8.4), its empty elements ignored (§5.6.1); identity is no coding.
   for (const element of (header ?? '').split(',')) {
     const name = element.trim().toLowerCase()
     if (name === '' || name === 'identity') continue
     const coding = CODINGS.get(name)
-    if (coding === undefined) return { ok: false, message: `the page is sent in the content coding "${element.trim().slice(0, 50)}", which this gateway does not decode (it asks for ${ACCEPT_ENCODING})` }
+    if (coding === undefined) return { ok: false, message: `${what} is sent in the content coding "${element.trim().slice(0, 50)}", which this gateway does not decode (it asks for ${ACCEPT_ENCODING})` }
     codings.push(coding)
   }
-  if (codings.length > MAX_CODINGS) return { ok: false, message: `the page is sent in ${codings.length} stacked content codings (${codings.join(', ')}); at most ${MAX_CODINGS} are decoded` }
+  if (codings.length > MAX_CODINGS) return { ok: false, message: `${what} is sent in ${codings.length} stacked content codings (${codings.join(', ')}); at most ${MAX_CODINGS} are decoded` }
   return { ok: true, codings }
 }
 
@@ -56,7 +71,7 @@ export class CorruptBody extends Error {}
  * as fast as they are read. Leaving the loop early (the byte cap) stops every decoder and cancels
  * the body. A decoding failure throws CorruptBody; a network failure is thrown as it came.
  */
-export async function* decodedBody(body: ReadableStream<Uint8Array>, codings: readonly Coding[]): AsyncGenerator<Uint8Array> {
+async function* decodedBody(body: ReadableStream<Uint8Array>, codings: readonly Coding[]): AsyncGenerator<Uint8Array> {
   const reader = readerOf(body)
   const order = codings.toReversed()
   // HTTP's deflate is the zlib format, but servers also send raw deflate under that name, which

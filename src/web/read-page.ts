@@ -2,7 +2,7 @@ import { looksBinary } from '../documents/text'
 import type { ApiError } from '../http/errors'
 import { cutText } from '../lib/characters'
 import { lazy } from '../lib/lazy'
-import { contentCodings, CorruptBody, decodedBody } from './content-coding'
+import { CorruptBody, decodedResponse } from './content-coding'
 import { clean, plainText, toIsoDate } from './page-text'
 import type { SafeUrl } from './url-guard'
 
@@ -79,15 +79,12 @@ export async function readPage(
       : mediaType === '' ? 'the page declares no Content-Type' : `${mediaType.slice(0, 100)} is not a text-like content type`
     return { ok: false, kind: 'rejected', message: `${final}: ${why}; only HTML, plain text, JSON, JSON Lines, XML, YAML, TOML and PDF pages are fetched` }
   }
-  const coded = contentCodings(response.headers.get('content-encoding'))
-  if (!coded.ok) {
-    await response.body?.cancel()
-    return { ok: false, kind: 'rejected', message: `${final}: ${coded.message}` }
-  }
+  const decoded = await decodedResponse(response, 'the page')
+  if (!decoded.ok) return { ok: false, kind: 'rejected', message: `${final}: ${decoded.message}` }
   let body: Uint8Array
   try {
     // One byte past the cap tells a page cut there from one that ends there.
-    body = await readCapped(response.body && (coded.codings.length === 0 ? response.body : decodedBody(response.body, coded.codings)), limits.maxBytes + 1, signal)
+    body = await readCapped(decoded.body, limits.maxBytes + 1, signal)
   } catch (error) {
     if (error instanceof CorruptBody) return { ok: false, kind: 'failed', message: `${final}: ${error.message}` }
     throw error

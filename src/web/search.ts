@@ -1,3 +1,4 @@
+import { ACCEPT_ENCODING, CorruptBody, decodedResponse } from './content-coding'
 import { oneLine } from './page-text'
 import { readCapped } from './read-page'
 
@@ -79,18 +80,35 @@ export function hostOf(url: string): string {
 // A page of at most 20 results is tens of KiB; anything near this is not a search answer.
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
-/** GET a backend's JSON within its deadline and size cap: parsed body, or a failure message. */
+/**
+ * GET a backend's JSON within its deadline and size cap: parsed body, or a failure message. The
+ * cap is on the decoded answer: its content codings are decoded as it is read (content-coding.ts),
+ * not by fetch, which would inflate a compression bomb ahead of the reader.
+ */
 export async function getJson(url: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, backend: string): Promise<{ ok: true; body: unknown } | { ok: false; message: string }> {
   const deadline = AbortSignal.timeout(timeoutMs)
   try {
     const combined = AbortSignal.any([signal, deadline])
-    const response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: combined, redirect: 'error' })
+    const response = await fetch(url, {
+      headers: { accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING, ...headers },
+      signal: combined,
+      redirect: 'error',
+      decompress: false,
+    })
     if (!response.ok) {
       await response.body?.cancel()
       return { ok: false, message: `the ${backend} search backend answered HTTP ${response.status}` }
     }
+    const decoded = await decodedResponse(response, `the ${backend} search backend's answer`)
+    if (!decoded.ok) return decoded
     // Read one byte past the cap, so an answer that reaches it is refused rather than cut.
-    const bytes = await readCapped(response.body, MAX_ANSWER_BYTES + 1, combined)
+    let bytes: Uint8Array
+    try {
+      bytes = await readCapped(decoded.body, MAX_ANSWER_BYTES + 1, combined)
+    } catch (error) {
+      if (error instanceof CorruptBody) return { ok: false, message: `the ${backend} search backend's answer: ${error.message}` }
+      throw error
+    }
     if (bytes.byteLength > MAX_ANSWER_BYTES) return { ok: false, message: `the ${backend} search backend answered more than ${MAX_ANSWER_BYTES} bytes` }
     const text = new TextDecoder().decode(bytes)
     try {
