@@ -2,9 +2,11 @@ import { cutText } from '../lib/characters'
 import { fenceMarker } from '../lib/ids'
 import { oneLine } from './page-text'
 import type { FetchedPage } from './read-page'
+import type { SearchResult } from './search'
 
 /**
- * The fence around web text shown to a model (the hosted web block in chat, svc.web_fetch's text):
+ * The fence around web text shown to a model (the hosted web block in chat, svc.web_fetch's and
+ * svc.web_search's text):
  * a random marker (fenceMarker) names the whole and each page's section, so text from the web
  * cannot forge the end of its section, or a section of the gateway's, without knowing the marker.
  * Every piece of web text inside goes through `text` or `field`.
@@ -35,5 +37,26 @@ export class PageFence {
       this.text(content),
       `<<<end page ${number} ${this.marker}>>>`,
     ]
+  }
+
+  /**
+   * A web search's section: the query, `note` when given, then each result on two lines, its
+   * title, URL, date and site (each field cut to `fieldChars`), then its snippet (cut to
+   * `snippetChars`). Titles and snippets are the result pages' own text, as untrusted as a page.
+   */
+  search(query: string, results: SearchResult[], options: { fieldChars?: number; snippetChars?: number; note?: string } = {}): string[] {
+    const { fieldChars, snippetChars = Number.POSITIVE_INFINITY } = options
+    const lines = [`<<<search ${this.marker}>>>`, `Query: ${this.field(query)}`]
+    if (options.note) lines.push(options.note)
+    if (results.length === 0) lines.push('No results.')
+    for (const [index, result] of results.entries()) {
+      const published = result.published ? ` (published ${result.published})` : ''
+      lines.push(
+        `${index + 1}. ${this.field(result.title, fieldChars)} — ${this.field(result.url, fieldChars)}${published} [${this.field(result.siteName, fieldChars)}]`,
+        `   ${cutText(this.text(result.description), snippetChars)}`,
+      )
+    }
+    lines.push(`<<<end search ${this.marker}>>>`)
+    return lines
   }
 }

@@ -252,14 +252,8 @@ function renderBlock(
   for (const skip of skipped) lines.push('', `Not fetched: ${quoted(skip.url)} (${quoted(skip.reason)})`)
   if (searched?.failure) lines.push('', `Web search for "${scrub(query)}" failed: ${scrub(searched.failure)}`)
   if (searched?.results) {
-    lines.push('', `<<<search ${marker}>>>`, `Query: ${scrub(query)}`)
-    if (searched.filtered) lines.push("Results outside the client's domain lists were left out.")
-    if (searched.results.length === 0) lines.push('No results.')
-    for (const [index, result] of searched.results.entries()) {
-      const published = result.published ? ` (published ${result.published})` : ''
-      lines.push(`${index + 1}. ${quoted(result.title)} — ${quoted(result.url)}${published} [${quoted(result.siteName)}]`, `   ${cutText(scrub(result.description), 600)}`)
-    }
-    lines.push(`<<<end search ${marker}>>>`)
+    const note = searched.filtered ? "Results outside the client's domain lists were left out." : undefined
+    lines.push('', ...fence.search(query, searched.results, { fieldChars: QUOTED_CHARS, snippetChars: 600, note }))
   }
   lines.push(`[end web context ${marker}]`)
   return `\n\n${lines.join('\n')}`
