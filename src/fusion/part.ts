@@ -106,7 +106,7 @@ export async function runPart(pipeline: PipelineDeps, deadlines: Deadlines, inpu
     charged = collected.charged
     outcome = {
       text: collected.result.text, finishReason: collected.result.finishReason, usage: collected.usage, latencyMs: pipeline.clock.now() - started,
-      error: noAnswer(input.chat.model, collected.result), reachedProvider, attestation: collected.attestation,
+      error: noAnswer(input.chat.model, collected.result, input.role), reachedProvider, attestation: collected.attestation,
     }
   } catch (thrown) {
     cancelled = input.signal.aborted
@@ -148,11 +148,14 @@ function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome,
  * Anthropic's `refusal` stop, which sends none, an empty reply, an output limit spent before any
  * text) or only a refusal's text (Chat Completions' `refusal`). Such a participant is no answer
  * for the judge nor toward `complete`, and such a judge wrote no synthesis (QA: both counted as
- * successes). The call stays charged, as the same chat's would be: the provider did the work.
+ * successes). A judge that refused at all wrote none either: its refusal's text is never streamed
+ * as synthesis (executeFusion), so the synthesis would not be what the client was sent. The call
+ * stays charged, as the same chat's would be: the provider did the work.
  */
-function noAnswer(model: string, result: ChatResult): ApiError | undefined {
+function noAnswer(model: string, result: ChatResult, role: PartInput['role']): ApiError | undefined {
   const text = result.text.trim()
-  if (text !== '' && text !== result.refusal.trim()) return undefined
+  const refused = role === 'judge' ? result.refusal.trim() !== '' : text === result.refusal.trim()
+  if (text !== '' && !refused) return undefined
   if (text !== '' || result.finishReason === 'content-filter') return new ApiError('provider_error', `${model} refused to answer`)
   if (result.finishReason === 'length') return new ApiError('provider_error', `${model} reached its output limit before writing any answer text`)
   return new ApiError('provider_error', `${model} returned an empty answer`)

@@ -276,7 +276,9 @@ async function runParts(deps: FusionDeps, plan: FusionPlan): Promise<FusionResul
       billingKey: plan.billingKeys?.judge,
       onEvent: forward
         ? event => {
-            if (event.type !== 'text-delta') return undefined
+            // A refusal (Chat Completions' `refusal`) is no synthesis: it fails the judge
+            // (part.ts, noAnswer), so it is never streamed as one.
+            if (event.type !== 'text-delta' || event.refusal) return undefined
             if (forward(event.delta)) sent = true
             return input.synthesisReady?.()
           }

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { parseCharges } from '../support/documents'
 import { json } from '../support/harness'
+import { chunk, DONE, frame } from '../providers/openai-wire'
 import { answer, buildFusionHarness, chargeOf, fusionEntries, JUDGE_PRICE, PARTICIPANT_PRICE, USER_MESSAGES, type FusionHarness } from './support'
 
 // A call that ends normally but with no answer text (an Anthropic `refusal` stop, which sends no
@@ -93,6 +94,31 @@ describe('a judge without answer text', () => {
       expect(result.models.map((entry: any) => entry.output)).toEqual(['A.', 'B.'])
     }
     expect((await fusionEntries(h.t)).length).toBe(6)
+  })
+
+  test('a Chat Completions judge streaming a refusal: no synthesis.delta carries it, and the synthesis failed', async () => {
+    // Before, each `refusal` delta went out as synthesis.delta (the client read the refusal as
+    // the synthesis), then fusion.completion said the synthesis had failed.
+    const words = ["I'm sorry, ", 'I cannot ', 'compare these answers.']
+    const refusal = (lead = '') =>
+      ({
+        kind: 'sse' as const,
+        body: chunk({ role: 'assistant', content: lead, refusal: null }) + words.map(word => chunk({ refusal: word })).join('') + chunk({}, 'stop') +
+          frame({ id: 'chatcmpl-test123', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'upstream-judge', choices: [], usage: { prompt_tokens: 100, completion_tokens: 12, total_tokens: 112 } }) + DONE,
+      })
+    // A refusal alone; and one after a first word of content, which is no synthesis either.
+    for (const lead of ['', 'Both']) {
+      h.a.enqueue(answer('A.'))
+      h.b.enqueue(answer('B.'))
+      h.judge.enqueue(refusal(lead))
+      const text = await (await h.fusion(body(['a', 'b'], { stream: true }))).text()
+      const deltas = [...text.matchAll(/event: synthesis\.delta\ndata: (.*)\n/g)].map(match => JSON.parse(match[1]!).delta as string)
+      expect(deltas.join('')).toBe(lead)
+      expect(text).not.toContain('compare these answers')
+      expect(text).toContain('event: synthesis.started')
+      const result = JSON.parse(text.split('event: fusion.completion\ndata: ')[1]!.split('\n')[0]!)
+      expect(result).toMatchObject({ status: 'partial', synthesis: '', synthesis_tokens: 12, synthesis_error: 'judge refused to answer', synthesis_error_code: 'provider_error' })
+    }
   })
 
   test('an empty synthesis is a failed one: partial', async () => {
