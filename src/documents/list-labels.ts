@@ -1,5 +1,5 @@
 import type { PackageParts } from './package-parts'
-import { resolveChains } from './docx-styles'
+import { on, resolveChains } from './docx-styles'
 import { scanXml } from './xml-scan'
 
 // A Word list item's label, as Word shows it before the item: "1.", "a)", "2.1", or a bullet.
@@ -11,6 +11,8 @@ import { scanXml } from './xml-scan'
 // each new item above it. A paragraph numbered by its style (w:numPr in a paragraph style of
 // styles.xml, as LibreOffice and Word number headings "1.", "1.1") is an item too, though
 // officeparser reads it as a plain paragraph or heading: only its style's name comes with it.
+// So is a paragraph naming no style (or one styles.xml lacks) when the default paragraph style
+// numbers: Word then numbers every such paragraph.
 
 interface Level {
   start: number
@@ -101,16 +103,25 @@ interface StyleNumbering {
   level?: number
 }
 
+/** The paragraph styles' numbering, by style id (only those that number), and which styles there are. */
+export interface StyleNumberings {
+  numbered: Map<string, StyleNumbering>
+  /** Every paragraph style's id: a paragraph naming another is the default style's, as Word reads it. */
+  known: Set<string>
+  /** The default paragraph style (the last w:default one, as Word takes it). */
+  defaultStyle?: string
+}
+
 /**
  * The numbering of the paragraph styles in the document's styles part (the one its main part
  * names, as Word finds it), by style id: only those that number, their w:basedOn chains followed.
  */
-export function readStyleNumbering(parts: PackageParts): Map<string, StyleNumbering> {
+export function readStyleNumbering(parts: PackageParts): StyleNumberings {
   const main = parts.main()
   const named = main === undefined ? undefined : [...(parts.relationships(main)?.values() ?? [])].find(({ type }) => type.endsWith('/styles'))?.path
   const xml = parts.text(named ?? 'word/styles.xml')
-  const numbered = new Map<string, StyleNumbering>()
-  if (xml === undefined) return numbered
+  const found: StyleNumberings = { numbered: new Map(), known: new Set() }
+  if (xml === undefined) return found
   const styles = new Map<string, { id: string; basedOn?: string; numId?: string; level?: number }>()
   let style: { id: string; basedOn?: string; numId?: string; level?: number } | undefined
   const names: string[] = []
@@ -125,18 +136,28 @@ export function readStyleNumbering(parts: PackageParts): Map<string, StyleNumber
       // A style without a type is a paragraph style.
       style = (attributes['w:type'] ?? 'paragraph') === 'paragraph' ? { id } : undefined
       if (style) styles.set(id, style)
+      if (style && attributes['w:default'] !== undefined && on(attributes['w:default'])) found.defaultStyle = id
     } else if (name === 'w:basedOn' && parent === 'w:style' && style) style.basedOn = value
     else if (name === 'w:numId' && inNumPr && style) style.numId = value ?? ''
     else if (name === 'w:ilvl' && inNumPr && style && levelIndex(value) >= 0) style.level = levelIndex(value)
   })
   const numIds = resolveChains(styles, ({ id, numId }) => (numId === undefined ? undefined : { numId, definedBy: id }))
   const levels = resolveChains(styles, ({ level }) => level)
-  for (const [id, found] of numIds) if (found !== undefined) numbered.set(id, { ...found, level: levels.get(id) })
-  return numbered
+  for (const [id, numbering] of numIds) if (numbering !== undefined) found.numbered.set(id, { ...numbering, level: levels.get(id) })
+  found.known = new Set(styles.keys())
+  return found
 }
 
 /** A paragraph as officeparser gives it: a `list` node for one with its own w:numPr, its style's id in `metadata.style`. */
 type Block = { type: string; metadata?: Record<string, unknown> }
+
+/**
+ * Whether officeparser read `block` from a w:p of the document (its paragraph reader sets both
+ * keys, `style` undefined when the paragraph names none), not one it made itself: a plain-text
+ * chunk's line, an HTML or RTF chunk's paragraph, which no paragraph style of the document numbers.
+ */
+const wordParagraph = (block: Block) =>
+  (block.type === 'paragraph' || block.type === 'heading') && block.metadata !== undefined && Object.hasOwn(block.metadata, 'style') && Object.hasOwn(block.metadata, 'paragraphIndentation')
 
 /**
  * The labels of a document's list items, counted in reading order. Counters belong to a list
@@ -150,7 +171,7 @@ export class ListLabels {
 
   constructor(
     private readonly numbering: Map<string, Instance>,
-    private readonly styles: Map<string, StyleNumbering> = new Map(),
+    private readonly styles: StyleNumberings = { numbered: new Map(), known: new Set() },
   ) {}
 
   /**
@@ -158,15 +179,16 @@ export class ListLabels {
    * w:numPr, which officeparser reads), or a paragraph's its named style numbers. Only the indent
    * for a list item whose numbering is none (w:numId 0, or one the document does not define: Word
    * shows no label); "" for a paragraph not numbered, a style's numbering turned off by the
-   * paragraph's own numId 0 among them (a list node). The default paragraph style's numbering is
-   * not followed: it would number every paragraph, and officeparser makes paragraphs of its own
-   * (a text chunk's lines, a bookmark's place) that hold no w:p.
+   * paragraph's own numId 0 among them (a list node). A paragraph of the document naming no
+   * paragraph style, or one the styles part lacks, is the default style's, numbered when it is
+   * (as Word numbers every such paragraph); a paragraph officeparser made itself (wordParagraph) is not.
    */
   label(block: Block): string {
     const metadata = block.metadata
     if (block.type === 'list') return this.itemLabel(String(metadata?.listId ?? ''), Number(metadata?.indentation ?? 0) | 0)
-    const style = typeof metadata?.style === 'string' ? metadata.style : undefined
-    const numbered = style === undefined ? undefined : this.styles.get(style)
+    const named = typeof metadata?.style === 'string' ? metadata.style : undefined
+    const style = named !== undefined && this.styles.known.has(named) ? named : wordParagraph(block) ? this.styles.defaultStyle : undefined
+    const numbered = style === undefined ? undefined : this.styles.numbered.get(style)
     // numId 0 is Word's "no numbering": a derived style turns its base's off with it.
     if (style === undefined || numbered === undefined || numbered.numId === '0') return ''
     const instance = this.numbering.get(numbered.numId)

@@ -81,4 +81,25 @@ describe('DOCX list numbering as Word counts it (regression QA)', () => {
     ])
     expect(await text(buildZip(parts))).toBe('1. Introduction\nBody.\n  1.1 Scope\n2. Terms\nC) first\nD) second\nplain\nnot numbered here\nE) in a cell')
   })
+
+  test("the default paragraph style's numbering numbers the paragraphs naming no style, or an unknown one; numId 0 and chunks' paragraphs stay plain (before: no numbers)", async () => {
+    // Word numbers every paragraph of the default style when that style has w:numPr; a paragraph's
+    // own numId 0 turns it off, and a style of its own that does not number keeps it plain.
+    const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships'
+    const styles = `<w:styles ${W}><w:style w:type="paragraph" w:default="1" w:styleId="Body"><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr></w:style>` +
+      '<w:style w:type="paragraph" w:styleId="Derived"><w:basedOn w:val="Body"/></w:style><w:style w:type="paragraph" w:styleId="Plain"/></w:styles>'
+    const numbering = `<w:abstractNum w:abstractNumId="0">${level(0, 'decimal', '%1.')}</w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>`
+    const styledPara = (styleId: string, words: string) => `<w:p><w:pPr><w:pStyle w:val="${styleId}"/></w:pPr><w:r><w:t>${words}</w:t></w:r></w:p>`
+    const body = para('one') + item(0, 'switched off') + styledPara('Plain', 'plain') + styledPara('Derived', 'derived') + styledPara('Missing', 'unknown style') +
+      '<w:altChunk r:id="rIdA"/><w:altChunk r:id="rIdB"/>' + table([[para('in a cell')]]) + para('last')
+    const parts = docxParts(body).map(spec =>
+      spec.name === 'word/_rels/document.xml.rels' ? { ...spec, data: new TextEncoder().encode(new TextDecoder().decode(spec.data).replace('</Relationships>', `<Relationship Id="rIdA" Type="${REL}/aFChunk" Target="chunk.txt"/><Relationship Id="rIdB" Type="${REL}/aFChunk" Target="chunk.html"/></Relationships>`)) } : spec,
+    ).concat([
+      { name: 'word/numbering.xml', data: new TextEncoder().encode(`<w:numbering ${W}>${numbering}</w:numbering>`) },
+      { name: 'word/styles.xml', data: new TextEncoder().encode(styles) },
+      { name: 'word/chunk.txt', data: new TextEncoder().encode('chunk line') },
+      { name: 'word/chunk.html', data: new TextEncoder().encode('<html><body><p>html line</p><blockquote>quoted</blockquote></body></html>') },
+    ])
+    expect(await text(buildZip(parts))).toBe('1. one\nswitched off\nplain\n2. derived\n3. unknown style\nchunk line\nhtml line\nquoted\n4. in a cell\n5. last')
+  })
 })
