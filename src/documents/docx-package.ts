@@ -28,7 +28,7 @@ const STYLES_PART = /word\/styles[\d+]?.xml/
 const PART_RELS = /^word\/_rels\/([^/]+)\.rels$/
 const DOCX_CHUNK = /\.docx$/i
 /** What a part must hold for the rewrite to have anything to do (hidden styles and other prefixes aside). */
-const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent', '<w:del', '<w:moveFrom', '<w:cellDel', '<w:gridBefore'].map(marker => Buffer.from(marker))
+const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent', '<w:del', '<w:moveFrom', '<w:cellDel', '<w:gridBefore', 'docPr'].map(marker => Buffer.from(marker))
 const BREAK = Buffer.from('<w:br')
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
 

@@ -35,6 +35,10 @@ export interface Paragraph {
   textSeen: boolean
   /** Page and column breaks after the paragraph's text, not yet followed by more of it. */
   breaks: Edit[]
+  /** A picture's alternative text written last, not yet followed by more text (ImageLine). */
+  image?: ImageLine
+  /** What it shows last is a line break (w:br, w:cr): what follows starts a line. */
+  freshLine?: boolean
   /** Its start tag declares no namespace: what follows it may join it. */
   plain: boolean
   /** Its mark is deleted (a tracked change): it joins the next paragraph. */
@@ -56,6 +60,12 @@ export interface Joining {
   /** Its text seen and its breaks after it: the paragraph it joins goes on from them, as one paragraph would. */
   textSeen: boolean
   breaks: Edit[]
+  image?: ImageLine
+}
+/** A picture's alternative text as written (docx-drawings.ts), and the line break it takes when more text follows it in its paragraph. */
+export interface ImageLine {
+  edit: Edit
+  br: string
 }
 export interface Run {
   /** The edits made before the run: those after are inside it. */

@@ -1,5 +1,6 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
+import { OpenDrawings } from './docx-drawings'
 import { symbolText } from './docx-symbols'
 import { tableHidden } from './docx-table-styles'
 import { OpenTables } from './docx-tables'
@@ -8,7 +9,8 @@ import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOV
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
 // and a symbol (w:sym) as text, a page or column break between words as a line break, an absolute
-// position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐; and left
+// position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐, a
+// picture as its alternative text (docx-drawings.ts), "[Image: …]" on a line of its own; and left
 // out, what Word does not show: hidden text (w:vanish, set on the run or by its styles) and a content
 // control's placeholder ("Click or tap here to enter text."). Hidden text is a prompt-injection
 // vector, as hidden HTML is (web pages' hidden elements are left out too). Tracked changes as Word's
@@ -27,8 +29,8 @@ import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOV
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
 // stays within MAX_XML_ELEMENTS (the empty cell for skipped columns is the one addition, and it is
 // taken from the element budget as it is written); nor, save for text the decoding itself changed
-// (invalid UTF-8 read as U+FFFD, as officeparser reads it), a ruby's base text escaped, a merge's
-// continuation made its start, that empty cell, or an odd mix of prefixes, more bytes:
+// (invalid UTF-8 read as U+FFFD, as officeparser reads it), a ruby's base text or a picture's
+// alternative text escaped, a merge's continuation made its start, that empty cell, or an odd mix of prefixes, more bytes:
 // docx-package.ts checks the inflated size again.
 // Names are read by namespace, whatever the prefix (docx-names.ts scanWord). What is written in an
 // element's place is written w:, as officeparser reads it, and declares w: where it is not bound to
@@ -77,6 +79,7 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
   let showingPlaceholder = 0
   const rubies: Array<{ editsBefore: number; inBase: boolean; content: string }> = []
   const alternates = new AlternateContent()
+  const drawings = new OpenDrawings()
   let checkBox: { checked?: boolean; byDefault?: boolean } | undefined
   /** A checkbox's form data, ended in its field's w:fldChar, which is open at depth `depth`. */
   let formData: { start: number; depth: number; checked: boolean } | undefined
@@ -113,10 +116,16 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
         if (paragraph && shown) {
           paragraph.textSeen = true
           paragraph.breaks.length = 0
+          // Text after a picture's alternative text goes on the next line; a line break already puts it there.
+          if (paragraph.image && TEXT.has(name) && name !== 'w:cr') paragraph.image.edit.text += paragraph.image.br
+          paragraph.image = undefined
+          paragraph.freshLine = name === 'w:br' || name === 'w:cr'
         }
       }
       if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
-      if (name === 'w:p') paragraphs.push({ table: tableHidden(styles, tables.style, tables.look, tables.place()), textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], plain: !declares(attributes), joined })
+      if (name === 'w:drawing') drawings.start(depth)
+      else if (drawings.inside) drawings.element(qname, attributes, depth, namespaces)
+      if (name === 'w:p') paragraphs.push({ table: tableHidden(styles, tables.style, tables.look, tables.place()), textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], image: joined?.image, plain: !declares(attributes), joined })
       else if (REMOVED.has(name) && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markDeleted = true
       else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr') tables.deleteRow()
       else if (name === 'w:gridBefore' && parent === 'w:trPr' && grand === 'w:tr') tables.gridBefore(attributes['w:val'])
@@ -171,6 +180,7 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
         if (entry.dropped) dropping--
         const written = wordWriter(namespaceOf)
         const parent = open.at(-1)?.name
+        const imageText = name === 'w:drawing' ? drawings.end() : undefined
         const run = parent === 'w:r' ? runs.at(-1) : undefined
         if (run) {
           run.children.push({ name, start, end })
@@ -193,7 +203,21 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
         else if (name === 'w:br' && ['page', 'column'].includes(attributes['w:type'] ?? '')) {
           // Between the paragraph's words only: one before them or after them separates nothing.
           const paragraph = paragraphs.at(-1)
-          if (paragraph?.textSeen) paragraph.breaks.push(edit(start, end, written('br')))
+          if (paragraph?.textSeen) {
+            paragraph.breaks.push(edit(start, end, written('br')))
+            paragraph.image = undefined
+          }
+        } else if (imageText !== undefined) {
+          // The picture's alternative text in its place, on a line of its own in its paragraph.
+          const paragraph = paragraphs.at(-1)
+          const run = runs.at(-1)
+          if (paragraph && dropping === 0 && !(run ? runHidden(run) : showingPlaceholder > 0)) {
+            const before = paragraph.textSeen && paragraph.breaks.length === 0 && !paragraph.freshLine ? written('br') : ''
+            paragraph.image = { edit: edit(start, end, before + written('t', escapeText(`[Image: ${imageText}]`), ' xml:space="preserve"')), br: written('br') }
+            paragraph.textSeen = true
+            paragraph.breaks.length = 0
+            paragraph.freshLine = false
+          }
         } else if (name === 'w:pPr' && parent === 'w:p' && paragraphs.at(-1)?.markDeleted) {
           // The joined paragraph takes the next one's properties, as Word's does (that mark is the one
           // left). Undoable only when nothing in them was rewritten: the edits made go with it.
@@ -208,8 +232,8 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
             joining = paragraph.joined
           } else if (paragraph.markDeleted) {
             // Its breaks after its text wait for the next paragraph's text, as in one paragraph.
-            const { textSeen, breaks, plain, properties } = paragraph
-            joining = { depth: open.length, qname, plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties, textSeen, breaks }
+            const { textSeen, breaks, image, plain, properties } = paragraph
+            joining = { depth: open.length, qname, plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties, textSeen, breaks, image }
           } else for (const last of paragraph.breaks) last.dead = true
         } else if (name === 'w:vMerge' && parent === 'w:tcPr' && open.at(-2)?.name === 'w:tc') {
           if (tables.vMerge(attributes['w:val'])) edit(start, end, written('vMerge', undefined, ' w:val="restart"'))

@@ -9,7 +9,7 @@ import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
 import { readCentralDirectory, readSmallEntry, replaceEntries } from '../../src/documents/zip-guard'
 import { buildZip, fixture } from './hostile'
-import { docx, docxParts, note, noteReference, para, p, r, t } from './ooxml'
+import { chartDrawing, chartPart, docx, docxParts, note, noteReference, para, p, pictureDrawing, r, t } from './ooxml'
 
 // The DOCX rewrite before officeparser (docx-rewrite.ts), and the zip it writes (replaceEntries).
 const encoder = new TextEncoder()
@@ -249,6 +249,25 @@ describe('DOCX ruby and legacy form checkboxes', () => {
     const box = (state: string) => r(`<w:fldChar w:fldCharType="begin"><w:ffData><w:name w:val="c"/><w:checkBox><w:sizeAuto/>${state}</w:checkBox></w:ffData></w:fldChar>`) + r('<w:instrText> FORMCHECKBOX </w:instrText>') + r('<w:fldChar w:fldCharType="end"/>')
     const body = p(box('<w:checked/>'), box('<w:default w:val="1"/>'), box('<w:default w:val="1"/><w:checked w:val="0"/>'), box(''), r(`<w:fldChar w:fldCharType="begin"><w:ffData><w:textInput><w:default w:val="typed"/></w:textInput></w:ffData></w:fldChar>`), r(t('end')))
     expect(await text(docx(body))).toBe('☒☒☐☐end')
+  })
+})
+
+describe("DOCX pictures' alternative text", () => {
+  const decorative = '<a:extLst xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:ext uri="{C183D7F6-B498-43B3-948B-1728B52AA6E4}"><adec:decorative xmlns:adec="http://schemas.microsoft.com/office/drawing/2017/decorative" val="1"/></a:ext></a:extLst>'
+
+  test('a picture reads as "[Image: description]" on a line of its own where it stands, its title without one (before: nothing)', async () => {
+    const body = para('Intro') + p(r(pictureDrawing('descr="Revenue &quot;by region&quot; &amp; quarter&#10;2024" title="Chart image"'))) +
+      p(r(t('Floating beside')), r(pictureDrawing('title="Logo"', 'anchor')), r(t('this text'))) +
+      p(r(pictureDrawing('descr="First"')), r(pictureDrawing('descr="Second"'))) + p(r(t('Line') + '<w:br/>'), r(pictureDrawing('descr="After a break"')), r('<w:br/>' + t('next')))
+    expect(await text(docx(body))).toBe('Intro\n[Image: Revenue "by region" & quarter 2024]\nFloating beside\n[Image: Logo]\nthis text\n[Image: First]\n[Image: Second]\nLine\n[Image: After a break]\nnext')
+  })
+
+  test('a decorative picture, a hidden or deleted one, and a chart (read from its part) give no image text', async () => {
+    const chart = chartPart('<c:title><c:tx><c:rich><a:bodyPr/><a:p><a:r><a:t>Sales</a:t></a:r></a:p></c:rich></c:tx></c:title><c:plotArea/>')
+    const described = chartDrawing(1).replace('name="Chart 1"', 'name="Chart 1" descr="A chart of sales"')
+    const body = p(r(t('Shown'))) + p(r(pictureDrawing('descr="Ornament"', 'inline', decorative))) + p(r(pictureDrawing('descr="Secret"'), '<w:vanish/>')) +
+      `<w:p><w:del w:id="1" w:author="a">${r(pictureDrawing('descr="Deleted"'))}</w:del></w:p>` + p(r(described))
+    expect(await text(docx(body, { charts: [chart] }))).toBe('Shown\n\n[Chart: Sales]')
   })
 })
 

@@ -132,6 +132,14 @@ export const picture = '<p:pic><p:nvPicPr><p:cNvPr id="3" name="Picture"/><p:cNv
 export const chartDrawing = (n: number) =>
   `<w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="${n}" name="Chart ${n}"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdK${n}"/></a:graphicData></a:graphic></wp:inline></w:drawing>`
 
+/**
+ * A drawing (run content) showing a picture (its image not in the package), its wp:docPr carrying
+ * `attributes` (descr, title) and holding `inside` (an a:extLst marking it decorative, say); inline,
+ * or anchored (floating).
+ */
+export const pictureDrawing = (attributes: string, placed: 'inline' | 'anchor' = 'inline', inside = '') =>
+  `<w:drawing><wp:${placed} xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="1" name="Picture 1" ${attributes}>${inside}</wp:docPr><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip r:embed="rId99"/></pic:blipFill></pic:pic></a:graphicData></a:graphic></wp:${placed}></w:drawing>`
+
 /** A Word paragraph showing the document's chart `n`. */
 export const docxChart = (n: number) => p(r(chartDrawing(n)))
 
