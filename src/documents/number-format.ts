@@ -45,17 +45,48 @@ export function negativeShown(format: string, value: number): string | undefined
 }
 
 /**
+ * Whether Excel shows `value` as nothing because the section of `format` that applies to it is
+ * empty (a colour alone shows nothing either): `;;;` hides every value, `0;;` all but positive
+ * numbers, `General;-General;` zeros. A number takes the first section, or with two the second
+ * when negative, with three or four the second when negative and the third when zero; a text
+ * takes the fourth. SheetJS reads a format that starts with General as General whole, sections and
+ * all (`General;;;` showed every value), though it applies the others' empty sections. Sections
+ * are split as Excel splits them, a quoted `;` kept; a format with conditions (`[>100]`) is left to
+ * SheetJS, which applies them.
+ */
+export function emptySection(format: string, value: number | string): boolean {
+  const sections = formatSections(format, true)
+  if (sections.length < 2 || sections.length > 4 || sections.some(section => CONDITION.test(section))) return false
+  let section: string | undefined
+  if (typeof value === 'string') section = sections[3]
+  else {
+    // SheetJS's reading, as in negativeShown: with fewer than four sections, a last one holding @ is for text.
+    if (sections.length < 4 && sections.at(-1)!.includes('@')) sections.pop()
+    if (sections.length === 1) return false
+    section = value < 0 ? sections[1] : sections.length === 2 || value > 0 ? sections[0] : sections[2]
+  }
+  return section !== undefined && section.replace(COLOUR, '').trim() === ''
+}
+
+const CONDITION = /\[[<>=]/
+const COLOUR = /\[(?:black|blue|cyan|green|magenta|red|white|yellow|colou?r\s*\d{1,2})\]/gi
+
+/**
  * A format code's sections as SheetJS splits them (SSF_split_fmt): at every `;`, inside quotes too
  * (it is SheetJS's reading that decides which section it applies), the character after \, _ (a
- * space as wide as it) or * (it repeated to fill) taken as theirs.
+ * space as wide as it) or * (it repeated to fill) taken as theirs. With `quotesHold`, as Excel
+ * splits them: a `;` inside quotes is the section's text.
  */
-function formatSections(format: string): string[] {
+function formatSections(format: string, quotesHold = false): string[] {
   const sections: string[] = []
   let start = 0
   for (let i = 0; i < format.length; i++) {
     const c = format[i]
     if (c === '\\' || c === '_' || c === '*') i++
-    else if (c === ';') {
+    else if (c === '"' && quotesHold) {
+      const end = format.indexOf('"', i + 1)
+      i = end < 0 ? format.length : end
+    } else if (c === ';') {
       sections.push(format.slice(start, i))
       start = i + 1
     }

@@ -2,6 +2,7 @@ import * as XLSX from '@e965/xlsx'
 import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
+import { emptySection } from '../../src/documents/number-format'
 import type { ExtractionLimits } from '../../src/documents/types'
 import { fixture } from './hostile'
 
@@ -90,5 +91,45 @@ describe('dates in formats SheetJS cannot read, and General, as Excel shows them
     for (const bookType of ['xlsx', 'biff8'] as const) {
       expect((await extractDocument(new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType })), limits)).text).toBe(expected)
     }
+  })
+
+  test("sections are split as Excel splits them (a quoted ';' is text); a format with conditions is left to SheetJS", () => {
+    expect([emptySection('0;"a;";', 0), emptySection('0;"a;";', -1), emptySection('0;"a;";', 1)]).toEqual([true, false, false])
+    expect([emptySection('[>100]0;;', -1), emptySection('0', 0), emptySection('0;0;0;', 'text'), emptySection('0;0;0', 'text')]).toEqual([false, false, true, false])
+  })
+})
+
+describe('a value whose format section is empty shows as nothing, as in Excel (QA: hidden values were read)', () => {
+  /** A format, then what Excel shows for 5, -5, 0 and the text "note" in it ('' for nothing). */
+  const FORMATS: ReadonlyArray<readonly [string, readonly [string, string, string, string]]> = [
+    // Excel's "hide the value" format: every section empty.
+    [';;;', ['', '', '', '']],
+    // Before: SheetJS reads a format starting with General as General whole, so these showed every value.
+    ['General;;;', ['5', '', '', '']],
+    ['General;-General;;@', ['5', '-5', '', 'note']],
+    ['General;[Red];', ['5', '', '', 'note']],
+    // Without a text section a text shows as it is.
+    ['0;;', ['5', '', '', 'note']],
+  ]
+
+  test('in XLSX as in XLS', async () => {
+    const sheet: XLSX.WorkSheet = {}
+    FORMATS.forEach(([z], row) => {
+      ;[5, -5, 0].forEach((v, column) => (sheet[XLSX.utils.encode_cell({ r: row, c: column + 1 })] = { t: 'n', v, z }))
+      sheet[XLSX.utils.encode_cell({ r: row, c: 4 })] = { t: 's', v: 'note', z }
+      sheet[XLSX.utils.encode_cell({ r: row, c: 0 })] = { t: 's', v: `row ${row + 1}` }
+    })
+    sheet['!ref'] = `A1:E${FORMATS.length}`
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, sheet, 'H')
+    const expected = ['[Sheet: H]', ...FORMATS.map(([, shown], row) => [`row ${row + 1}`, ...shown].join('\t').replace(/\t+$/, ''))].join('\n')
+    for (const bookType of ['xlsx', 'biff8'] as const) {
+      expect((await extractDocument(new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType })), limits)).text).toBe(expected)
+    }
+  })
+
+  test("sections are split as Excel splits them (a quoted ';' is text); a format with conditions is left to SheetJS", () => {
+    expect([emptySection('0;"a;";', 0), emptySection('0;"a;";', -1), emptySection('0;"a;";', 1)]).toEqual([true, false, false])
+    expect([emptySection('[>100]0;;', -1), emptySection('0', 0), emptySection('0;0;0;', 'text'), emptySection('0;0;0', 'text')]).toEqual([false, false, true, false])
   })
 })
