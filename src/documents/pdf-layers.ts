@@ -22,15 +22,31 @@ export async function documentLayers(document: PDFDocumentProxy): Promise<Layers
 }
 
 /**
+ * Whether a PDF may hold a form XObject naming a layer in its own dictionary: an /OC key anywhere
+ * in its bytes (a stream's dictionary is never inside a compressed object stream), its letters
+ * #-escaped too, as pdf.js reads names. Without one, a page whose text marks no layer is read
+ * without its operator list.
+ */
+export function mayNameFormLayers(bytes: Uint8Array): boolean {
+  return OC_KEY.test(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'))
+}
+
+const OC_KEY = /\/(?:O|#4[fF])(?:C|#43)(?![A-Za-z0-9_.#+-])/
+
+/**
  * The text pieces of a page that a viewer shows: text marked as belonging to a layer that is
  * switched off (`/OC /name BDC … EMC`, the layer an optional content group, or a membership
- * dictionary combining several) is left out, as pdftotext and viewers leave it out. `items` is
- * getTextContent's answer with includeMarkedContent. Left in: the text of a form XObject that
- * names its layer in its own dictionary (/OC), which getTextContent reads inline, unmarked.
+ * dictionary combining several) is left out, as pdftotext and viewers leave it out, and so is the
+ * text of a form XObject that names such a layer in its own dictionary (/OC), which
+ * getTextContent reads inline, unmarked (hiddenForms). `items` is getTextContent's answer with
+ * includeMarkedContent; `formLayers` whether the document may have such forms (mayNameFormLayers).
  */
-export async function shownText(page: PDFPageProxy, items: ContentItem[], layers: Layers | undefined): Promise<TextPiece[]> {
-  if (layers === undefined || !items.some(isLayerStart)) return items.filter(isText)
-  const visible = await layerVisibility(page, items, layers)
+export async function shownText(page: PDFPageProxy, items: ContentItem[], layers: Layers | undefined, formLayers = false): Promise<TextPiece[]> {
+  if (layers === undefined || !(formLayers || items.some(isLayerStart))) return items.filter(isText)
+  const { OPS, AnnotationMode } = await getResolvedPDFJS()
+  const list = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE })
+  const visible = items.some(isLayerStart) ? layerVisibility(list, items, layers, OPS) : []
+  const inHiddenForm = hiddenForms(list, items, layers, OPS)
   const shown: TextPiece[] = []
   // Per open marked-content sequence: whether it lies in a switched-off layer (its own or an enclosing one).
   const hidden: boolean[] = []
@@ -40,7 +56,7 @@ export async function shownText(page: PDFPageProxy, items: ContentItem[], layers
   let lineBreak = false
   for (const item of items) {
     if (isText(item)) {
-      if (hidden.at(-1) === true) {
+      if (hidden.at(-1) === true || inHiddenForm(item)) {
         lineBreak ||= item.hasEOL
         continue
       }
@@ -77,9 +93,7 @@ function isLayerStart(item: ContentItem): boolean {
  * of 0. When the two do not line up (a damaged stream read differently), every layer on a page
  * that hides any is left out.
  */
-async function layerVisibility(page: PDFPageProxy, items: ContentItem[], layers: Layers): Promise<boolean[]> {
-  const { OPS, AnnotationMode } = await getResolvedPDFJS()
-  const list = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE })
+function layerVisibility(list: OperatorList, items: ContentItem[], layers: Layers, OPS: Operators): boolean[] {
   const marks = marksWithText(items)
   const aligned = lineUp(list, marks, layers, OPS, false) ?? lineUp(list, marks, layers, OPS, true)
   if (aligned) return aligned
@@ -104,7 +118,7 @@ function lineUp(list: OperatorList, marks: TextMark[], layers: Layers, OPS: Oper
   for (let index = 0; index < fnArray.length; index++) {
     const op = fnArray[index]
     if (op === OPS.showText) {
-      text += (argsArray[index][0] as unknown[]).reduce<number>((sum, glyph) => sum + textAmount((glyph as { unicode?: unknown } | null)?.unicode), 0)
+      text += glyphsAmount(argsArray[index][0])
     } else if (op === OPS.beginMarkedContent || op === OPS.beginMarkedContentProps) {
       const layerStart = op === OPS.beginMarkedContentProps && argsArray[index]?.[0] === 'OC'
       const mark = marks[at]
@@ -127,6 +141,63 @@ function lineUp(list: OperatorList, marks: TextMark[], layers: Layers, OPS: Oper
     }
   }
   return at === marks.length ? visible : undefined
+}
+
+/**
+ * Which text pieces lie in a form XObject whose layer is switched off. The operator list wraps such
+ * a form in a marked sequence naming its layer (`/OC`), right before its beginGroup or
+ * paintFormXObjectBegin; the form's text is what the list shows up to the matching
+ * paintFormXObjectEnd (its marked-content operators may be unbalanced; these never are). The text
+ * content has that text inline, unmarked: it is found by the amount of text before it, counted on
+ * both sides as lineUp counts it. Only when the two sides count the same text in all, and each
+ * hidden form starts and ends between two pieces, are the pieces placed; otherwise (a damaged
+ * stream read differently) none is, and the forms' text is read.
+ */
+function hiddenForms(list: OperatorList, items: ContentItem[], layers: Layers, OPS: Operators): (item: TextItem) => boolean {
+  const { fnArray, argsArray } = list
+  const ranges: Array<[number, number]> = []
+  let total = 0
+  let forms = 0
+  /** The form depth of the outermost hidden form open, and where its text starts. */
+  let open: { depth: number; start: number } | undefined
+  let pending = false
+  for (let index = 0; index < fnArray.length; index++) {
+    const op = fnArray[index]
+    if (op === OPS.showText) {
+      total += glyphsAmount(argsArray[index][0])
+    } else if (op === OPS.beginMarkedContentProps && argsArray[index]?.[0] === 'OC') {
+      const next = fnArray[index + 1] === OPS.beginGroup ? fnArray[index + 2] : fnArray[index + 1]
+      pending = open === undefined && next === OPS.paintFormXObjectBegin && !shows(layers, argsArray[index])
+    } else if (op === OPS.paintFormXObjectBegin) {
+      forms++
+      if (pending) open = { depth: forms, start: total }
+      pending = false
+    } else if (op === OPS.paintFormXObjectEnd) {
+      if (open?.depth === forms) {
+        if (total > open.start) ranges.push([open.start, total])
+        open = undefined
+      }
+      forms--
+    }
+  }
+  if (ranges.length === 0) return () => false
+  // The pieces and the ranges in one walk, both in order (the ranges are apart: only the outermost
+  // hidden form counts). A piece of white space alone (no text) at a form's edge is taken as outside it.
+  const hidden = new Set<TextItem>()
+  const edges = new Set<number>([0])
+  let at = 0
+  let range = 0
+  for (const item of items) {
+    if (!isText(item)) continue
+    const end = at + textAmount(item.str)
+    edges.add(end)
+    while (range < ranges.length && ranges[range]![1] <= at) range++
+    const [from, to] = ranges[range] ?? [Infinity, Infinity]
+    if (at === end ? at > from && at < to : at < to && end > from) hidden.add(item)
+    at = end
+  }
+  if (at !== total || ranges.some(([start, end]) => !edges.has(start) || !edges.has(end))) return () => false
+  return item => hidden.has(item)
 }
 
 /** A BDC's operands as the operator list gives them: ['OC', the parsed group or membership dictionary]. */
@@ -156,6 +227,11 @@ function marksWithText(items: ContentItem[]): TextMark[] {
     }
   }
   return marks
+}
+
+/** How much text a showText operator's glyphs hold, counted as textAmount counts a piece's. */
+function glyphsAmount(glyphs: unknown): number {
+  return (glyphs as unknown[]).reduce<number>((sum, glyph) => sum + textAmount((glyph as { unicode?: unknown } | null)?.unicode), 0)
 }
 
 /**

@@ -1,5 +1,5 @@
 import { getDocumentProxy } from 'unpdf'
-import { annotationShown, documentLayers, shownText, type Layers } from './pdf-layers'
+import { annotationShown, documentLayers, mayNameFormLayers, shownText, type Layers } from './pdf-layers'
 import { TextCapExceeded } from './types'
 
 /** Why a PDF is refused before pdf.js sees it, or undefined. */
@@ -63,6 +63,8 @@ function isStreamKeyword(bytes: Uint8Array, at: number): boolean {
 export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; maxTextBytes: number }): Promise<string> {
   // maxImageSize 0: no image is decoded, nor wrapped in its layer, when a page's operator list is
   // read for its layers (pdf-layers.ts); text extraction never looks at images.
+  // Read before pdf.js has the bytes (it may take their buffer over).
+  const formLayers = mayNameFormLayers(bytes)
   const document = await getDocumentProxy(bytes, { verbosity: 0, stopAtErrors: false, disableFontFace: true, useSystemFonts: false, maxImageSize: 0 })
   try {
     if (document.numPages > limits.maxPages) throw new PdfRefused(`the PDF has ${document.numPages} pages, more than the ${limits.maxPages} allowed`)
@@ -73,7 +75,7 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
       const page = await document.getPage(number)
       const content = await page.getTextContent({ includeMarkedContent: true })
       let text = ''
-      for (const item of await shownText(page, content.items, layers)) {
+      for (const item of await shownText(page, content.items, layers, formLayers)) {
         text += item.str
         if (item.hasEOL) text += '\n'
       }

@@ -2,6 +2,7 @@ import { expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
+import { mayNameFormLayers } from '../../src/documents/pdf-layers'
 import { pdfFile, stream } from './pdf-file'
 
 // Text in a PDF layer (optional content) that is switched off: viewers and pdftotext do not show
@@ -150,4 +151,34 @@ test('form field values and typed text in a switched-off layer are left out, as 
   ])
   // (pdf.js lists the page's FreeText annotations before its widgets.)
   expect(await text(pdf)).toBe('Body text\nTyped, shown\nTyped, no layer\nShown field')
+})
+
+test('the text of a form XObject whose own dictionary names a switched-off layer is left out, nested forms and a transparency group too (before: read)', async () => {
+  const form = (content: string, entries: string, fonts = '/F1 4 0 R') => stream(content, `/Type /XObject /Subtype /Form /BBox [0 0 612 792] ${entries} /Resources << /Font << ${fonts} >> /XObject << /Inner 10 0 R /Shown 11 0 R >> >>`)
+  const pdf = layeredPdf({
+    layers: '<< /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >>',
+    properties: {},
+    xobjects: { Hidden: 8, ByMembership: 9, Shown: 11, Group: 12 },
+    content: [line(720, 'Intro'), '/Hidden Do', line(660, 'Middle'), '/ByMembership Do', '/Shown Do', '/Group Do', line(560, 'Last line')].join('\n'),
+    objects: [
+      '<< /Type /OCG /Name (Watermark) >>',
+      '<< /Type /OCG /Name (Shown) >>',
+      // Off, with a form inside it whose own layer is on: what a hidden form holds stays hidden.
+      form(`${line(700, 'HIDDEN_FORM')} /Inner Do /Shown Do`, '/OC 6 0 R'),
+      // The key written with #-escapes, as pdf.js reads names.
+      form(line(640, 'HIDDEN_BY_MEMBERSHIP'), '/O#43 13 0 R'),
+      form(line(680, 'HIDDEN_INNER'), ''),
+      form(line(620, 'Shown form'), '/OC 7 0 R'),
+      // Marked-content operators left unbalanced inside do not end the form early.
+      form(`${line(600, 'HIDDEN_GROUP')} EMC EMC ${line(580, 'HIDDEN_AFTER_EMC')}`, '/OC 6 0 R /Group << /S /Transparency >>'),
+      '<< /Type /OCMD /OCGs [6 0 R] /P /AllOn >>',
+    ],
+  })
+  // pdftotext gives Intro, Middle, Shown form, Last line. (pdf.js reads each form's text afresh, with no line break before it.)
+  expect(await text(pdf)).toBe('Intro\nMiddleShown form\nLast line')
+})
+
+test('only a PDF naming an /OC key (its letters #-escaped too) has its pages without layer marks read for forms in a layer', () => {
+  const named = (text: string) => mayNameFormLayers(new TextEncoder().encode(text))
+  expect(['/OC 6 0 R', '/OC<</Type/OCMD>>', '/O#43 6 0 R', '/#4fC/x', '/OCProperties << /OCGs [6 0 R] >> /OCMD /OCG'].map(named)).toEqual([true, true, true, true, false])
 })
