@@ -254,7 +254,7 @@ function registerStateGauges(metrics: GatewayMetrics, writer: LedgerWriter, swee
   gauge('svc_ledger_batches_total', 'Ledger batches committed.', () => writer.stats.batches, 'counter')
   gauge('svc_ledger_ops_total', 'Ledger ops committed.', () => writer.stats.ops, 'counter')
   gauge('svc_ledger_failed_batches_total', 'Ledger batches that failed to commit.', () => writer.stats.failedBatches, 'counter')
-  gauge('svc_ledger_leases_returned_total', 'Leases returned by this instance\'s sweeper (dead boots, stale instances).', () => sweeper.returned, 'counter')
+  gauge('svc_ledger_leases_returned_total', 'Leases returned by this instance\'s sweeper (dead boots, stale instances, its own rows left by lost grant replies).', () => sweeper.returned, 'counter')
   gauge('svc_ledger_held_nanos', 'USD nanos held in memory by reservations in flight.', () => {
     let held = 0n
     for (const pool of ledger.pools.all()) held += pool.held

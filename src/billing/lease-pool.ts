@@ -38,6 +38,8 @@ export class LeasePool {
    * outlives the boot (`svc ledger verify` flags it, and it keeps the instance row).
    */
   leaseRow = false
+  /** Ledger.returnLease is deleting this lease's row (a failed DELETE puts `leased` and `leaseRow` back). */
+  returning = false
 
   constructor(
     readonly ref: LeaseRef,
@@ -48,6 +50,17 @@ export class LeasePool {
 
   get free(): bigint {
     return this.leased - this.held
+  }
+
+  /**
+   * Memory holds nothing of this scope's lease row and expects none: no row made or topped up by a
+   * grant this process heard back from, nothing leased, no grant in flight, no return in flight.
+   * A row of this boot's for it is then one that a grant whose reply was lost left behind
+   * (Sweeper.returnUnknownLeases). Read when an op is queued: the writer runs ops in that order,
+   * so a grant queued later runs after that op, and one queued earlier is `growing` now.
+   */
+  get rowUnknown(): boolean {
+    return !this.leaseRow && this.leased === 0n && this.growing === null && !this.returning
   }
 }
 
@@ -81,6 +94,13 @@ export function holdOn(estimate: Nanos, allowance: LeasePool, prepaid: LeasePool
     prepaid: fromPrepaid > 0n ? { pool: prepaid, amount: fromPrepaid } : null,
     key: null,
   }
+}
+
+/** Ends a reservation's holds on its pools (it settled or was released). */
+export function releaseHolds({ allowance, prepaid, key }: Holds): void {
+  if (allowance) allowance.pool.held -= allowance.amount
+  if (prepaid) prepaid.pool.held -= prepaid.amount
+  if (key) key.pool.held -= key.amount
 }
 
 /**

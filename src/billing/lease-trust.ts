@@ -8,7 +8,7 @@
 export class LeaseTrust {
   trustedUntilMs = 0
 
-  constructor(private readonly heartbeat: () => Promise<void>) {}
+  constructor(private readonly heartbeat: () => Promise<unknown>) {}
 
   /**
    * Whether this boot's leases are still its own at `asOfMs`: heartbeats, a few tries, until one

@@ -23,7 +23,7 @@ export class LedgerHealth {
   private probing: Promise<boolean> | null = null
   private timer: ReturnType<typeof setInterval> | undefined
   /** The probe write (a heartbeat through the ledger writer); set by deps. */
-  probe: () => Promise<void> = async () => {}
+  probe: () => Promise<unknown> = async () => {}
 
   constructor(
     private readonly clock: Clock,

@@ -119,9 +119,22 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
   return statements
 }
 
-/** Returns a whole lease to its scope (idle, shutdown, sweeper). Safe to race: a gone row adds nothing. */
-export function leaseReturn(lease: LeaseRef): Statement[] {
-  return [statement('DELETE FROM leases WHERE id = ?', lease.id), recomputeLeased(lease)]
+/** A lease row as read: what it held and when it last changed. */
+export interface LeaseSeen {
+  readonly amountNanos: bigint
+  readonly updatedAtMs: number
+}
+
+/**
+ * Returns a whole lease to its scope (idle, shutdown, sweeper). Safe to race: a gone row adds
+ * nothing. With `seen`, only the row as it was read: every grant adds to a row, so a grant that
+ * ran since (one a server executed before this DELETE, although it was sent after it) keeps the row.
+ */
+export function leaseReturn(lease: LeaseRef, seen?: LeaseSeen): Statement[] {
+  const remove = seen
+    ? statement('DELETE FROM leases WHERE id = ? AND amount_nanos = ? AND updated_at_ms = ?', lease.id, seen.amountNanos, seen.updatedAtMs)
+    : statement('DELETE FROM leases WHERE id = ?', lease.id)
+  return [remove, recomputeLeased(lease)]
 }
 
 /** One ledger entry row. */

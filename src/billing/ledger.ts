@@ -5,7 +5,7 @@ import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
-import { demand, holdOn, holdOvershoot, LeasePools, type Holds, type LeasePool } from './lease-pool'
+import { demand, holdOn, holdOvershoot, LeasePools, releaseHolds, type Holds, type LeasePool } from './lease-pool'
 import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
@@ -177,7 +177,7 @@ export class Ledger {
   release(reservation: Reservation): void {
     if (reservation.state !== 'held') return
     reservation.state = 'released'
-    this.unhold(reservation)
+    releaseHolds(reservation.holds)
   }
 
   /** Books a prepaid top-up. With `reference`, a repeated top-up is applied once. */
@@ -196,6 +196,7 @@ export class Ledger {
     const amount = pool.leased
     pool.leased = 0n
     pool.leaseRow = false // before the await: a grant meanwhile makes it again
+    pool.returning = true // meanwhile the row is not one memory knows nothing of (LeasePool.rowUnknown)
     try {
       await this.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
       this.pools.drop(pool)
@@ -203,18 +204,13 @@ export class Ledger {
       pool.leased += amount
       pool.leaseRow = true
       throw error
+    } finally {
+      pool.returning = false
     }
   }
 
   private reservation({ principal, estimate: amount, purpose, billingKey, requestId }: Parameters<Ledger['admit']>[0], holds: Holds): Reservation {
     return { orgId: principal.orgId, keyId: principal.keyId, amount, purpose, billingKey, requestId, holds, state: 'held' }
-  }
-
-  private unhold(reservation: Reservation): void {
-    const { allowance, prepaid, key } = reservation.holds
-    if (allowance) allowance.pool.held -= allowance.amount
-    if (prepaid) prepaid.pool.held -= prepaid.amount
-    if (key) key.pool.held -= key.amount
   }
 
   /**
@@ -269,6 +265,11 @@ export class Ledger {
           }
         }
       })
+      // A failure leaves leaseRow as it was. On a libSQL server the grant may have committed all
+      // the same: a first grant's row is then one this process does not know of, which the
+      // sweeper's next tick returns whole (Sweeper.returnUnknownLeases); a grant onto a row the
+      // pool has leaves that row holding more than memory (spent by no one, and safe: draws are
+      // clamped), until the pool's idle return or the shutdown deletes the whole row.
       .finally(() => {
         pool.growing = null
       })
@@ -289,7 +290,7 @@ export class Ledger {
 
   private async commitSettlement(reservation: Reservation, actual: Nanos): Promise<Nanos> {
     const { allowance, prepaid, key } = reservation.holds
-    if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => this.unhold(reservation))
+    if (this.leaseTrust !== undefined && this.clock.now() >= this.leaseTrust.trustedUntilMs && !(await this.leaseTrust.confirm(this.clock.now()))) throw this.unrecorded(reservation, () => releaseHolds(reservation.holds))
     // A charge its allowance hold and lease do not cover asks for more (an overshoot, or allowance
     // come since: a plan upgrade), at most once per recheck interval while it finds none; awaited
     // only then: else a settlement is queued in its own turn, which a shutdown relies on.
@@ -314,7 +315,7 @@ export class Ledger {
     const prepaidPool = prepaid?.pool ?? this.pools.get('prepaid', reservation.orgId, null, 0, now)
     const prepaidDraw = min(fromPrepaid, min((prepaid?.amount ?? 0n) + positive(prepaidPool.free), positive(prepaidPool.leased)))
     const keyDraw = key ? min(actual, min(key.amount + positive(key.pool.free), positive(key.pool.leased))) : 0n
-    this.unhold(reservation)
+    releaseHolds(reservation.holds)
     if (allowance) allowance.pool.leased -= fromAllowance
     prepaidPool.leased -= prepaidDraw
     if (key) key.pool.leased -= keyDraw

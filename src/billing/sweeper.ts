@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
 import type { Identity, Ledger } from './ledger'
-import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
+import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef, type LeaseSeen } from './ledger-ops'
 import { LeaseTrust } from './lease-trust'
 import type { LedgerWriter } from './ledger-writer'
 
@@ -17,10 +17,32 @@ export const MIN_STALE_AFTER_MS = 3 * HEARTBEAT_MS
 /** How long a lease goes unused before this boot returns it (at the next sweep). */
 export const IDLE_RETURN_MS = 10_000
 
+/** One of this boot's lease rows, as read. */
+interface OwnLease {
+  readonly lease: LeaseRef
+  readonly seen: LeaseSeen
+}
+
+const LEASE_COLUMNS = 'id, scope, org_id, key_id, period_start_ms'
+
+function leaseOf(row: Record<string, unknown>): LeaseRef {
+  return {
+    id: String(row.id), scope: row.scope as LeaseRef['scope'], orgId: String(row.org_id),
+    keyId: row.key_id === null ? null : String(row.key_id), periodStartMs: Number(row.period_start_ms),
+  }
+}
+
+/** The lease rows of boot `bootId` (the statement), and a row of them read back. */
+const ownLeases = (bootId: string) => ({ sql: `SELECT ${LEASE_COLUMNS}, amount_nanos, updated_at_ms FROM leases WHERE boot_id = ?`, args: [bootId] })
+const ownLeaseOf = (row: Record<string, unknown>): OwnLease => ({
+  lease: leaseOf(row), seen: { amountNanos: BigInt(row.amount_nanos as bigint), updatedAtMs: Number(row.updated_at_ms) },
+})
+
 /**
  * Keeps leases honest (ARCHITECTURE.md §7.5): heartbeats this instance; at boot returns the
  * leases of this instance's earlier boots; periodically returns the leases of instances whose
- * heartbeat went stale and this boot's idle leases. Every return is a guarded op, so racing
+ * heartbeat went stale, this boot's idle leases, and this boot's lease rows that it does not know
+ * of (returnUnknownLeases). Every return is a guarded op, so racing
  * sweepers book each lease back once. Instance rows are forgotten once their leases are back (a
  * clean stop its own, the sweep the stale ones): each restart under a fresh id (a second process
  * on a local file, pod names as SVC_INSTANCE_ID) would otherwise leave a row for good.
@@ -32,7 +54,7 @@ export class Sweeper {
   /** Leases returned by this sweeper, for metrics. */
   returned = 0
   /** The heartbeat in flight, which callers needing one join. */
-  private beating: Promise<void> | undefined
+  private beating: Promise<OwnLease[]> | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -54,7 +76,7 @@ export class Sweeper {
 
   /** One periodic pass (exposed for tests, which drive it with a fake clock). */
   async tick(): Promise<void> {
-    await this.heartbeat()
+    await this.returnUnknownLeases(await this.heartbeat())
     const staleBefore = this.clock.now() - this.staleAfterMs
     await this.returnLeases(
       `instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at_ms < ?) AND NOT (instance_id = ? AND boot_id = ?)`,
@@ -73,49 +95,97 @@ export class Sweeper {
     await this.writer.drain()
     for (const pool of this.ledger.pools.all()) if (pool.held === 0n) await this.ledger.returnLease(pool)
     // A lease still held (a call that did not end) keeps the row: the stale sweep returns it. A
-    // failed write leaves the row to that sweep too; the shutdown goes on.
+    // failed write leaves the row to that sweep too (or to the restart).
+    let failed = 0
     if (this.beaten) {
+      // Rows of grants whose reply was lost: pools forgotten by now, or never told of the row.
+      failed = await this.writer
+        .submit({ kind: 'plain', statements: [ownLeases(this.identity.bootId)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
+        .then(
+          own => this.returnUnknownLeases(own),
+          error => {
+            this.logger.warn('could not read the leases of this boot; the stale sweep returns any left', { error: String(error) })
+            return 0
+          },
+        )
       await this.writer
         .submit({ kind: 'plain', statements: [forgetInstance(this.identity.instanceId, this.identity.bootId)], interpret: () => undefined })
         .catch(error => this.logger.warn('could not forget this instance; the stale sweep will', { error: String(error) }))
     }
     await this.writer.drain()
+    if (failed > 0) throw new Error(`${failed} lease return(s) failed: they come back when this instance restarts or another instance's sweep finds it stale`)
   }
 
-  /** One heartbeat write (also the ledger health probe), or the one already in flight. */
-  heartbeat(): Promise<void> {
+  /** One heartbeat write (also the ledger health probe), or the one already in flight; resolves to this boot's lease rows. */
+  heartbeat(): Promise<OwnLease[]> {
     return (this.beating ??= this.beat().finally(() => (this.beating = undefined)))
   }
 
-  private async beat(): Promise<void> {
+  private async beat(): Promise<OwnLease[]> {
     const { instanceId, bootId } = this.identity
     const at = this.clock.now()
-    const ours = await this.writer.submit({
+    const own = await this.writer.submit({
       kind: 'plain',
-      statements: [heartbeat(instanceId, bootId, at), { sql: 'SELECT id FROM leases WHERE boot_id = ?', args: [bootId] }],
-      interpret: results => new Set(results[1]!.rows.map(row => String(row.id))),
+      statements: [heartbeat(instanceId, bootId, at), ownLeases(bootId)],
+      interpret: results => results[1]!.rows.map(ownLeaseOf),
     })
     this.beaten = true
     // Another instance sweeps this boot only once this beat is staleAfterMs old by its clock; a
     // heartbeat's interval is kept in hand for clock skew and a late timer.
     if (this.ledger.leaseTrust !== undefined) this.ledger.leaseTrust.trustedUntilMs = Math.max(this.ledger.leaseTrust.trustedUntilMs, at + this.staleAfterMs - HEARTBEAT_MS)
     // A lease row that vanished was swept by another instance (this one looked dead): stop
-    // spending against it.
+    // spending against it. The converse, a row that memory holds nothing of, is returned by
+    // returnUnknownLeases; a pool with something leased is never rowUnknown, so a row is never
+    // both lost here and returned there.
+    const ours = new Set(own.map(row => row.lease.id))
     for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)
+    return own
+  }
+
+  /**
+   * Returns, whole, the rows of this boot's leases (`own`, as read) that memory holds nothing of:
+   * no pool, or one that is LeasePool.rowUnknown. Such a row is left by a lease grant that
+   * committed on a libSQL server while its reply was lost (a reset connection, DATABASE_TIMEOUT_S);
+   * the admission that asked for it failed and the pool never learnt of it, so the money stayed
+   * leased to this boot, spent by no one, until it stopped (QA: an organization with 0.05 USD was
+   * refused 429 "another gateway instance holds the rest leased" with no other instance). A
+   * grant that the server runs only after the client gave up is found at a later tick.
+   *
+   * Each return is decided as it is queued, all in this one turn: the writer runs ops in the order
+   * they were queued, so a grant queued later runs after the DELETE (and makes the row afresh), and
+   * one queued earlier is still `growing` now (its row is left alone). The DELETE is also guarded
+   * by the row as read (leaseReturn's `seen`): a server may run a DELETE whose reply was lost after
+   * a later grant. Resolves to the number of returns that failed (logged; the next tick retries).
+   */
+  private async returnUnknownLeases(own: readonly OwnLease[]): Promise<number> {
+    const pools = new Map(this.ledger.pools.all().map(pool => [pool.ref.id, pool]))
+    let returned = 0
+    let failed = 0
+    const returns = own
+      .filter(row => pools.get(row.lease.id)?.rowUnknown ?? true)
+      .map(row =>
+        this.writer.submit({ kind: 'plain', statements: leaseReturn(row.lease, row.seen), interpret: results => results[0]!.changes > 0 }).then(
+          deleted => void (returned += deleted ? 1 : 0),
+          error => {
+            failed += 1
+            this.logger.warn('could not return a lease this boot did not know of', { lease: row.lease.id, error: String(error) })
+          },
+        ),
+      )
+    await Promise.all(returns)
+    this.returned += returned
+    if (returned > 0) this.logger.warn('returned leases this boot did not know of (their grants\' replies were lost)', { count: returned })
+    return failed
   }
 
   private async returnLeases(where: string, args: Array<string | number>): Promise<void> {
     const rows = await this.writer.submit({
       kind: 'plain',
-      statements: [{ sql: `SELECT id, scope, org_id, key_id, period_start_ms FROM leases WHERE ${where}`, args }],
+      statements: [{ sql: `SELECT ${LEASE_COLUMNS} FROM leases WHERE ${where}`, args }],
       interpret: results => results[0]!.rows,
     })
     for (const row of rows) {
-      const lease: LeaseRef = {
-        id: String(row.id), scope: row.scope as LeaseRef['scope'], orgId: String(row.org_id),
-        keyId: row.key_id === null ? null : String(row.key_id), periodStartMs: Number(row.period_start_ms),
-      }
-      await this.writer.submit({ kind: 'plain', statements: leaseReturn(lease), interpret: () => undefined })
+      await this.writer.submit({ kind: 'plain', statements: leaseReturn(leaseOf(row)), interpret: () => undefined })
       this.returned += 1
     }
     if (rows.length > 0) this.logger.info('returned leases', { count: rows.length })

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect } from 'bun:test'
 import type { Client } from '@libsql/client'
 import { Elysia, t as ElysiaT } from 'elysia'
-import type { BatchExecutor } from '../../src/billing/executor'
+import type { BatchExecutor, Statement, StatementResult } from '../../src/billing/executor'
 import { Ledger, type Reservation, type AdmitResult, type Purpose } from '../../src/billing/ledger'
 import { LedgerWriter } from '../../src/billing/ledger-writer'
 import { Sweeper } from '../../src/billing/sweeper'
@@ -35,6 +35,41 @@ export function configWith(
 ): Config {
   const text = JSON.stringify(file) // JSON is valid YAML
   return loadConfig({ ...env, SVC_CONFIG: 'inline-test-config.yaml' }, () => text)
+}
+
+/**
+ * An executor standing for a libSQL server over another (`inner`): the next write `lose` picks
+ * commits and its reply is lost (it fails); `downFor` writes after it fail without committing (the
+ * server still down), and so does every write `refuse` picks; `after` sees each write that
+ * committed, before its caller does.
+ */
+export class LostReplyExecutor implements BatchExecutor {
+  /** Writes whose reply is lost after they committed. */
+  lost = 0
+  lose: ((statements: readonly Statement[]) => boolean) | undefined
+  /** Writes refused after the lost one, without committing (the server still down). */
+  downFor = 0
+  refuse: ((statements: readonly Statement[]) => boolean) | undefined
+  after: ((statements: readonly Statement[]) => void) | undefined
+  /** What it stands for: a libSQL server, whose failed writes may have committed. */
+  readonly ambiguousCommits = true
+  constructor(private readonly inner: BatchExecutor) {}
+  async write(statements: readonly Statement[]): Promise<StatementResult[]> {
+    if (this.downFor > 0 && this.lost > 0) {
+      this.downFor -= 1
+      throw new Error('injected: the server does not answer')
+    }
+    if (this.refuse?.(statements)) throw new Error('injected: the write was refused; nothing committed')
+    const results = await this.inner.write(statements)
+    this.after?.(statements)
+    if (this.lose?.(statements)) {
+      this.lose = undefined // once
+      this.lost += 1
+      throw new Error('injected: the connection was reset after COMMIT; the reply is lost')
+    }
+    return results
+  }
+  close(): void {}
 }
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test'
-import { ClientExecutor, createExecutor, type BatchExecutor, type Statement, type StatementResult } from '../../src/billing/executor'
+import { ClientExecutor, createExecutor, type Statement } from '../../src/billing/executor'
 import type { Ledger } from '../../src/billing/ledger'
 import type { Sweeper } from '../../src/billing/sweeper'
 import type { Principal } from '../../src/keys/principal'
 import type { TestApp, TestOrg } from '../support/harness'
-import { USD, ledgerOver, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean, eachTestPaygOrg } from './fixtures'
+import { USD, LostReplyExecutor, ledgerOver, countEntries, createCappedKey, keySettledOf, prepaidOf, scalar, verifyClean, eachTestPaygOrg } from './fixtures'
 
 // L5 (SECURITY-NOTES.md §3) when a COMMIT's outcome is unknown: against a libSQL server the
 // transaction can commit and its reply be lost (a reset connection), so the writer sees a failure
@@ -14,31 +14,6 @@ import { USD, ledgerOver, countEntries, createCappedKey, keySettledOf, prepaidOf
 // own earlier claim (settle-guarded.ts); over a server, every settlement and top-up gets such a
 // claim (ledger.ts, claimForRetries). The ledger runs on its own writer over an executor that
 // commits, then loses the reply.
-
-class LostReplyExecutor implements BatchExecutor {
-  /** Writes whose reply is lost after they committed. */
-  lost = 0
-  lose: ((statements: readonly Statement[]) => boolean) | undefined
-  /** Writes refused after the lost one, without committing (the server still down). */
-  downFor = 0
-  /** What it stands for: a libSQL server, whose failed writes may have committed. */
-  readonly ambiguousCommits = true
-  constructor(private readonly inner: BatchExecutor) {}
-  async write(statements: readonly Statement[]): Promise<StatementResult[]> {
-    if (this.downFor > 0 && this.lost > 0) {
-      this.downFor -= 1
-      throw new Error('injected: the server does not answer')
-    }
-    const results = await this.inner.write(statements)
-    if (this.lose?.(statements)) {
-      this.lose = undefined // once
-      this.lost += 1
-      throw new Error('injected: the connection was reset after COMMIT; the reply is lost')
-    }
-    return results
-  }
-  close(): void {}
-}
 
 let t: TestApp
 let org: TestOrg

@@ -32,10 +32,13 @@ export interface TestOrg {
 
 let emailCounter = 0
 
-/** A fresh app on a fresh in-memory libSQL database with the real migrations and a fake clock. */
+/**
+ * A fresh app on a fresh in-memory libSQL database (or `overrides.database`, migrated here) with
+ * the real migrations and a fake clock.
+ */
 export async function buildTestApp(env: Record<string, string | undefined> = {}, config?: Config, overrides: DepsOverrides = {}): Promise<TestApp> {
   const clock = new FakeClock()
-  const database = await openDatabase(':memory:')
+  const database = overrides.database ?? (await openDatabase(':memory:'))
   await migrateDatabase(database)
   const deps = await createDeps(config ?? loadConfig(env), { logger: silentLogger, ...overrides, clock, database })
   await deps.sweeper.start()

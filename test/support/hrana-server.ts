@@ -3,7 +3,9 @@ import { Database, type Statement } from 'bun:sqlite'
 // A libSQL server for tests: Hrana 2 over HTTP (JSON pipelines, `POST /v2/pipeline`), the protocol
 // @libsql/client speaks to an `http://` URL, backed by bun:sqlite on a local file. Each stream (a
 // baton) has its own connection, so transactions across requests behave as on sqld. `silence()`
-// makes it accept requests and never answer them, as a server that hangs does.
+// makes it accept requests and never answer them, as a server that hangs does. `loseReply()` runs a
+// request (its COMMIT included) and never answers it, and `runLate()` runs one only after the
+// client has given up on it: a write that commits while the client sees it fail.
 //
 // The version probe (`GET /v3-protobuf`) gets 404, so the client falls back to Hrana 2.
 
@@ -109,6 +111,9 @@ export function hranaServer(path: string) {
   const streams = new Map<string, HranaStream>()
   let batons = 0
   let silent = false
+  // The next request whose JSON body matches: run and never answered, or held unrun until released.
+  let lose: ((body: string) => boolean) | undefined
+  let late: { matches: (body: string) => boolean; released: Promise<void>; ran: () => void } | undefined
   const open = () => {
     const db = new Database(path, { safeIntegers: true })
     db.run('PRAGMA busy_timeout = 5000')
@@ -120,7 +125,15 @@ export function hranaServer(path: string) {
       if (silent) return new Promise<Response>(() => {})
       const url = new URL(request.url)
       if (request.method !== 'POST' || url.pathname !== '/v2/pipeline') return new Response('not found', { status: 404 })
-      const body = (await request.json()) as { baton?: string | null; requests: Request[] }
+      const text = await request.text()
+      const body = JSON.parse(text) as { baton?: string | null; requests: Request[] }
+      const lost = lose?.(text) === true
+      if (lost) lose = undefined
+      const held = late?.matches(text) ? late : undefined
+      if (held) {
+        late = undefined
+        await held.released
+      }
       const baton = body.baton ?? undefined
       const stream = baton === undefined ? open() : streams.get(baton)
       if (stream === undefined) return Response.json({ message: 'unknown baton' }, { status: 400 })
@@ -137,6 +150,9 @@ export function hranaServer(path: string) {
       let next: string | null = null
       if (closed) stream.db.close()
       else streams.set((next = `b${++batons}`), stream)
+      held?.ran()
+      // The client's reply timeout ends the request; then the answer goes nowhere.
+      if (lost) await new Promise(resolve => request.signal.addEventListener('abort', resolve, { once: true }))
       return Response.json({ baton: next, base_url: null, results })
     },
   })
@@ -145,6 +161,26 @@ export function hranaServer(path: string) {
     /** From now on, requests are accepted and never answered. */
     silence() {
       silent = true
+    },
+    /** The next request whose JSON body `matches` runs (its COMMIT included) and is never answered. */
+    loseReply(matches: (body: string) => boolean) {
+      lose = matches
+    },
+    /**
+     * The next request whose JSON body `matches` is held, not run and not answered, until `release()`;
+     * then it runs (its COMMIT included). `release()` resolves once it has run.
+     */
+    runLate(matches: (body: string) => boolean) {
+      let release!: () => void
+      let ran!: () => void
+      const done = new Promise<void>(resolve => (ran = resolve))
+      late = { matches, released: new Promise<void>(resolve => (release = resolve)), ran }
+      return {
+        release() {
+          release()
+          return done
+        },
+      }
     },
     stop() {
       server.stop(true)

@@ -1,0 +1,210 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ClientExecutor, type Statement } from '../../src/billing/executor'
+import type { Ledger } from '../../src/billing/ledger'
+import { IDLE_RETURN_MS, type Sweeper } from '../../src/billing/sweeper'
+import { openDatabase } from '../../src/db/client'
+import { newId } from '../../src/lib/ids'
+import type { Principal } from '../../src/keys/principal'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { hranaServer } from '../support/hrana-server'
+import { USD, LostReplyExecutor, PAYG_ONLY, adminPrincipal, admitOk, buildPaygApp, configWith, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
+
+// A lease grant that a libSQL server committed while its reply was lost (a reset connection,
+// DATABASE_TIMEOUT_S), or that the server ran only after the client had given up on it. The
+// admission that asked for it failed (503) and the pool never learnt of the row, so its money
+// stayed leased to the live boot, spent by no one, until the boot stopped. QA: an organization
+// with 0.05 USD was refused 429 "another gateway instance holds the rest leased" with no other
+// instance, 40 s later still, and `svc ledger verify` saw nothing wrong. The sweeper's tick now
+// returns every row of this boot that memory holds nothing of.
+
+let t: TestApp | undefined
+let server: ReturnType<typeof hranaServer> | undefined
+let directory: string | undefined
+const ledgers: Array<{ sweeper: Sweeper }> = []
+afterEach(async () => {
+  for (const other of ledgers.splice(0)) await other.sweeper.stop().catch(() => {})
+  await t?.close()
+  server?.stop()
+  if (directory) rmSync(directory, { recursive: true, force: true })
+  t = server = directory = undefined
+})
+
+const leasedRows = (orgId: string) => scalar(t!.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [orgId])
+const leasedTotal = (orgId: string) => scalar(t!.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [orgId])
+const prepaidGrant = (text: string) => text.includes('INSERT INTO leases') && text.includes('|prepaid|')
+
+describe('over a libSQL server (Hrana over HTTP)', () => {
+  /** The whole app on a Hrana server, whose requests get 300 ms to be answered (DATABASE_TIMEOUT_S). */
+  async function appOnServer(): Promise<{ app: TestApp; database: ReturnType<typeof hranaServer> }> {
+    directory = mkdtempSync(join(tmpdir(), 'svc-lost-grant-'))
+    server = hranaServer(join(directory, 'served.db'))
+    const database = await openDatabase(server.url, undefined, { replyTimeoutMs: 300 })
+    t = await buildTestApp({}, configWith({ plans: PAYG_ONLY }), { database, identity: { instanceId: 'served', bootId: newId() } })
+    return { app: t, database: server }
+  }
+
+  test('a first grant committed with its reply lost: the next tick returns its row, and the organization is served again', async () => {
+    const { app, database } = await appOnServer()
+    const small = await app.createOrg('small', 50_000_000n) // below the least lease: one grant takes it all
+    const principal = await adminPrincipal(app, small)
+    database.loseReply(prepaidGrant)
+    const lost = await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 261_000n })
+    expect(lost.ok ? 'admitted' : lost.error.code).toBe('unavailable')
+    expect(await leasedRows(small.orgId)).toBe(50_000_000n) // committed all the same
+
+    await app.deps.sweeper.tick()
+    expect(await leasedRows(small.orgId)).toBe(0n)
+    expect(await leasedTotal(small.orgId)).toBe(0n)
+    await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
+    expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
+    await verifyClean(app)
+  }, 20_000)
+
+  test('a grant the server runs only after the client gave up on it is returned at the tick after it ran', async () => {
+    const { app, database } = await appOnServer()
+    const small = await app.createOrg('small', 50_000_000n)
+    const principal = await adminPrincipal(app, small)
+    const late = database.runLate(prepaidGrant)
+    const lost = await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 261_000n })
+    expect(lost.ok ? 'admitted' : lost.error.code).toBe('unavailable')
+    await app.deps.sweeper.tick()
+    expect(await leasedRows(small.orgId)).toBe(0n) // not run yet
+
+    await late.release()
+    expect(await leasedRows(small.orgId)).toBe(50_000_000n)
+    await app.deps.sweeper.tick()
+    expect(await leasedRows(small.orgId)).toBe(0n)
+    expect(await leasedTotal(small.orgId)).toBe(0n)
+    await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
+    expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
+    await verifyClean(app)
+  }, 20_000)
+})
+
+describe('on a ledger whose writer loses replies', () => {
+  let executor: LostReplyExecutor
+  let ledger: Ledger
+  let sweeper: Sweeper
+
+  async function lossyLedger(): Promise<TestApp> {
+    const app = (t = await buildPaygApp())
+    executor = new LostReplyExecutor(new ClientExecutor(app.deps.database.client))
+    const own = await ledgerOver(app, executor, 'lost-grant-test')
+    ledgers.push(own)
+    ;({ ledger, sweeper } = own)
+    return app
+  }
+  const grantOf = (orgId: string) => (statements: readonly Statement[]) =>
+    statements.some(statement => statement.sql.includes('INSERT INTO leases') && statement.args.some(arg => String(arg).endsWith(`|prepaid|${orgId}|0`)))
+  const poolOf = (orgId: string) => ledger.pools.all().find(pool => pool.ref.scope === 'prepaid' && pool.ref.orgId === orgId)
+  async function admitted(principal: Principal, estimate: bigint) {
+    const result = await ledger.admit({ principal, purpose: 'chat', estimate })
+    if (!result.ok) throw new Error(result.error.message)
+    return result.reservation
+  }
+
+  test('rows memory knows are left alone, held or not; only the unknown one goes back', async () => {
+    const app = await lossyLedger()
+    const held = await app.createOrg('held', 10n * USD)
+    const idle = await app.createOrg('idle', 10n * USD)
+    const lost = await app.createOrg('lost', 10n * USD)
+    const holding = await admitted(await adminPrincipal(app, held), 10_000_000n)
+    await ledger.settle(await admitted(await adminPrincipal(app, idle), 10_000_000n), 10_000_000n)
+    executor.lose = grantOf(lost.orgId)
+    expect((await ledger.admit({ principal: await adminPrincipal(app, lost), purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
+    expect([await leasedRows(held.orgId), await leasedRows(idle.orgId), await leasedRows(lost.orgId)]).toEqual([100_000_000n, 90_000_000n, 100_000_000n])
+
+    await sweeper.tick()
+    expect([await leasedRows(held.orgId), await leasedRows(idle.orgId), await leasedRows(lost.orgId)]).toEqual([100_000_000n, 90_000_000n, 0n])
+    expect([poolOf(held.orgId)!.leased, poolOf(held.orgId)!.held, poolOf(idle.orgId)!.leased]).toEqual([100_000_000n, 10_000_000n, 90_000_000n])
+    await ledger.settle(holding, 10_000_000n)
+    expect(await leasedRows(held.orgId)).toBe(90_000_000n)
+    await verifyClean(app)
+  })
+
+  test('a grant queued when the tick reads the rows: its row is not deleted from under it', async () => {
+    const app = await lossyLedger()
+    const org = await app.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(app, org)
+    executor.lose = grantOf(org.orgId)
+    expect((await ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
+    expect(await leasedRows(org.orgId)).toBe(100_000_000n) // unknown to the pool
+
+    // The next admission grows the same pool while the tick's heartbeat reads this boot's rows.
+    let racing: ReturnType<Ledger['admit']> | undefined
+    executor.after = statements => {
+      if (racing === undefined && statements.some(statement => statement.sql.includes('FROM leases WHERE boot_id'))) racing = ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })
+    }
+    await sweeper.tick()
+    const result = await racing!
+    if (!result.ok) throw new Error(result.error.message)
+    // The grant added to the row it found; the pool knows its own grant, the row holds both.
+    expect(poolOf(org.orgId)!.leased).toBe(100_000_000n)
+    expect(await leasedRows(org.orgId)).toBe(200_000_000n)
+    await ledger.settle(result.reservation, 10_000_000n)
+    expect(await leasedRows(org.orgId)).toBe(190_000_000n)
+
+    // What memory does not know stays in the row until the pool's idle return deletes it whole.
+    await sweeper.tick()
+    expect(await leasedRows(org.orgId)).toBe(190_000_000n)
+    app.clock.advance(IDLE_RETURN_MS + 1)
+    await sweeper.tick()
+    expect(await leasedRows(org.orgId)).toBe(0n)
+    expect(await leasedTotal(org.orgId)).toBe(0n)
+    expect(await prepaidOf(app, org.orgId)).toBe(10n * USD - 10_000_000n)
+    await verifyClean(app)
+  })
+
+  test('a return in flight when the tick reads the rows, which then fails: the row stays what the restored pool holds', async () => {
+    const app = await lossyLedger()
+    const org = await app.createOrg('acme', 10n * USD)
+    await ledger.settle(await admitted(await adminPrincipal(app, org), 10_000_000n), 10_000_000n)
+    const pool = poolOf(org.orgId)!
+    executor.refuse = statements => statements.some(statement => statement.sql === 'DELETE FROM leases WHERE id = ?')
+    let returning: Promise<unknown> | undefined
+    executor.after = statements => {
+      if (returning === undefined && statements.some(statement => statement.sql.includes('FROM leases WHERE boot_id'))) returning = ledger.returnLease(pool).catch(error => error)
+    }
+    await sweeper.tick()
+    expect(String(await returning)).toContain('nothing committed')
+    executor.refuse = undefined
+    // The failed return put the lease back in memory; the tick left the row to it.
+    expect([pool.leased, pool.leaseRow, await leasedRows(org.orgId)]).toEqual([90_000_000n, true, 90_000_000n])
+    await verifyClean(app)
+  })
+
+  test("a grant onto a row the pool knows, its reply lost: the surplus stays in the row until the pool's idle return", async () => {
+    const app = await lossyLedger()
+    const org = await app.createOrg('acme', 10n * USD)
+    const principal = await adminPrincipal(app, org)
+    await ledger.settle(await admitted(principal, 10_000_000n), 10_000_000n)
+    executor.lose = grantOf(org.orgId)
+    expect((await ledger.admit({ principal, purpose: 'chat', estimate: 500_000_000n })).ok).toBe(false)
+    expect([poolOf(org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([90_000_000n, 4_090_000_000n])
+
+    await sweeper.tick()
+    expect(await leasedRows(org.orgId)).toBe(4_090_000_000n) // a row this boot knows: not returned under it
+    app.clock.advance(IDLE_RETURN_MS + 1)
+    await sweeper.tick()
+    expect(await leasedRows(org.orgId)).toBe(0n)
+    expect(await leasedTotal(org.orgId)).toBe(0n)
+    expect(await prepaidOf(app, org.orgId)).toBe(10n * USD - 10_000_000n)
+    await verifyClean(app)
+  })
+
+  test('a grant whose reply was lost, its pool forgotten as idle since: shutdown returns the row', async () => {
+    const app = await lossyLedger()
+    const org = await app.createOrg('acme', 10n * USD)
+    executor.lose = grantOf(org.orgId)
+    expect((await ledger.admit({ principal: await adminPrincipal(app, org), purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
+    for (const pool of ledger.pools.all()) await ledger.returnLease(pool) // no row known: only forgotten
+    expect(poolOf(org.orgId)).toBeUndefined()
+    await sweeper.stop()
+    expect(await leasedRows(org.orgId)).toBe(0n)
+    expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'lost-grant-test'")).toBe(0n)
+    await verifyClean(app)
+  })
+})
