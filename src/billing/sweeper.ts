@@ -1,3 +1,4 @@
+import { DatabaseUnanswered } from '../db/client'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
 import type { Identity, Ledger } from './ledger'
@@ -88,18 +89,35 @@ export class Sweeper {
     for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) await this.ledger.returnLease(pool)
   }
 
-  /** Shutdown: stop the timer, hand every lease of this boot back, then forget its instance row. */
+  /**
+   * Shutdown: stop the timer, hand every lease of this boot back, then forget its instance row.
+   * Every lease is tried: a return that fails is logged and the others still go back; then stop()
+   * fails (the process exits 1: main.ts), and what was not returned comes back when the instance
+   * restarts or another instance's sweep finds it stale. Only a database that did not answer at
+   * all (DATABASE_TIMEOUT_S) ends the returns early: each further write would wait as long, once
+   * per lease the process holds.
+   */
   async stop(): Promise<void> {
     clearInterval(this.timer)
     // Settlements still queued commit first: a pool they draw on is not returned until they do.
     await this.writer.drain()
-    for (const pool of this.ledger.pools.all()) if (pool.held === 0n) await this.ledger.returnLease(pool)
+    let failed = 0
+    let unanswered = false
+    for (const pool of this.ledger.pools.all()) {
+      if (pool.held !== 0n) continue
+      try {
+        await this.ledger.returnLease(pool)
+      } catch (error) {
+        failed += 1
+        this.logger.warn('shutdown: could not return a lease', { lease: pool.ref.id, error: String(error) })
+        if ((unanswered = error instanceof DatabaseUnanswered)) break
+      }
+    }
     // A lease still held (a call that did not end) keeps the row: the stale sweep returns it. A
     // failed write leaves the row to that sweep too (or to the restart).
-    let failed = 0
-    if (this.beaten) {
+    if (this.beaten && !unanswered) {
       // Rows of grants whose reply was lost: pools forgotten by now, or never told of the row.
-      failed = await this.writer
+      failed += await this.writer
         .submit({ kind: 'plain', statements: [ownLeases(this.identity.bootId)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
         .then(
           own => this.returnUnknownLeases(own),
@@ -113,7 +131,10 @@ export class Sweeper {
         .catch(error => this.logger.warn('could not forget this instance; the stale sweep will', { error: String(error) }))
     }
     await this.writer.drain()
-    if (failed > 0) throw new Error(`${failed} lease return(s) failed: they come back when this instance restarts or another instance's sweep finds it stale`)
+    if (failed > 0) {
+      const untried = unanswered ? ' (the database did not answer; the rest were not tried)' : ''
+      throw new Error(`${failed} lease return(s) failed${untried}: they come back when this instance restarts or another instance's sweep finds it stale`)
+    }
   }
 
   /** One heartbeat write (also the ledger health probe), or the one already in flight; resolves to this boot's lease rows. */

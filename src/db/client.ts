@@ -96,10 +96,17 @@ function timedFetch(timeoutMs: number, limit: { unlimited: number }) {
       return await fetch(request, { signal: AbortSignal.timeout(timeoutMs) })
     } catch (error) {
       if ((error as Error)?.name !== 'TimeoutError') throw error
-      throw new Error(`database unreachable: the libSQL server did not answer within ${timeoutMs / 1000} s`, { cause: error })
+      throw new DatabaseUnanswered(`database unreachable: the libSQL server did not answer within ${timeoutMs / 1000} s`, { cause: error })
     }
   }
 }
+
+/**
+ * A libSQL server did not answer a request within DATABASE_TIMEOUT_S. Unlike a refused or reset
+ * connection, which fails at once, every further request to a server in that state waits as long
+ * (the shutdown's lease returns stop at the first: Sweeper.stop).
+ */
+export class DatabaseUnanswered extends Error {}
 
 /** The client methods that run statements on a pooled connection. */
 const RUNS_STATEMENTS = ['execute', 'batch', 'migrate', 'transaction', 'executeMultiple'] as const

@@ -13,7 +13,7 @@ import type { SpendCapPeriod } from '../../src/db/schema'
 import { authMacro } from '../../src/http/auth'
 import type { ApiError } from '../../src/http/errors'
 import { requestContext } from '../../src/http/request-context'
-import { silentLogger } from '../../src/observability/logger'
+import { silentLogger, type Logger } from '../../src/observability/logger'
 import type { Principal } from '../../src/keys/principal'
 import { buildTestApp, type TestApp, type TestOrg } from '../support/harness'
 
@@ -76,11 +76,11 @@ export class LostReplyExecutor implements BatchExecutor {
  * A ledger on its own writer over `executor` (which usually wraps the app's database to watch or
  * break writes), with its sweeper started; stop the sweeper before closing the app.
  */
-export async function ledgerOver(t: TestApp, executor: BatchExecutor, instanceId: string): Promise<{ writer: LedgerWriter; ledger: Ledger; sweeper: Sweeper }> {
+export async function ledgerOver(t: TestApp, executor: BatchExecutor, instanceId: string, logger: Logger = silentLogger): Promise<{ writer: LedgerWriter; ledger: Ledger; sweeper: Sweeper }> {
   const writer = new LedgerWriter(executor)
   const identity = { instanceId, bootId: newId() }
-  const ledger = new Ledger(writer, t.deps.plans, t.clock, identity, silentLogger, keyId => t.deps.keys.evictKey(keyId))
-  const sweeper = new Sweeper(writer, ledger, identity, t.clock, silentLogger, t.deps.config.ledger.instanceStaleAfterMs)
+  const ledger = new Ledger(writer, t.deps.plans, t.clock, identity, logger, keyId => t.deps.keys.evictKey(keyId))
+  const sweeper = new Sweeper(writer, ledger, identity, t.clock, logger, t.deps.config.ledger.instanceStaleAfterMs)
   await sweeper.start()
   return { writer, ledger, sweeper }
 }

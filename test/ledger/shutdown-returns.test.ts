@@ -1,0 +1,77 @@
+import { afterEach, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ClientExecutor } from '../../src/billing/executor'
+import { openDatabase } from '../../src/db/client'
+import { newId } from '../../src/lib/ids'
+import type { Logger } from '../../src/observability/logger'
+import { buildTestApp, type TestApp } from '../support/harness'
+import { hranaServer } from '../support/hrana-server'
+import { USD, LostReplyExecutor, PAYG_ONLY, adminPrincipal, admitOk, buildPaygApp, configWith, ledgerOver, scalar, verifyClean } from './fixtures'
+
+// Shutdown (Sweeper.stop) returns every lease of this boot. Before, the first return that failed
+// ended it (exit 1) and the leases after it stayed out until a restart or another instance's
+// sweep. Now every lease is tried, each failure is logged, and the stop still fails (the process
+// exits 1) if any did; only a database that does not answer at all ends the returns early.
+
+let t: TestApp | undefined
+let server: ReturnType<typeof hranaServer> | undefined
+let directory: string | undefined
+afterEach(async () => {
+  await t?.close().catch(() => {}) // a stop that failed fails again here
+  server?.stop()
+  if (directory) rmSync(directory, { recursive: true, force: true })
+  t = server = directory = undefined
+})
+
+/** A logger that keeps its warnings. */
+function warningsLogger(): { logger: Logger; warnings: Array<{ msg: string; fields?: Record<string, unknown> }> } {
+  const warnings: Array<{ msg: string; fields?: Record<string, unknown> }> = []
+  return { warnings, logger: { debug() {}, info() {}, error() {}, warn: (msg, fields) => void warnings.push({ msg, fields }) } }
+}
+
+const leasedRows = (app: TestApp, orgId: string) => scalar(app.deps.database.client, 'SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ?', [orgId])
+const failedReturns = (warnings: Array<{ msg: string; fields?: Record<string, unknown> }>) => warnings.filter(line => line.msg === 'shutdown: could not return a lease').map(line => line.fields?.lease)
+
+test('the first lease return fails: the next one is still returned, the failure logged, and the stop fails', async () => {
+  const app = (t = await buildPaygApp())
+  const executor = new LostReplyExecutor(new ClientExecutor(app.deps.database.client))
+  const { logger, warnings } = warningsLogger()
+  const { ledger, sweeper } = await ledgerOver(app, executor, 'stopping', logger)
+  const first = await app.createOrg('first', 10n * USD)
+  const second = await app.createOrg('second', 10n * USD)
+  for (const org of [first, second]) {
+    const result = await ledger.admit({ principal: await adminPrincipal(app, org), purpose: 'chat', estimate: 10_000_000n })
+    if (!result.ok) throw new Error(result.error.message)
+    await ledger.settle(result.reservation, 10_000_000n)
+  }
+  const firstLease = ledger.pools.all().find(pool => pool.ref.orgId === first.orgId && pool.leaseRow)!.ref.id
+  expect(ledger.pools.all().filter(pool => pool.leaseRow)[0]!.ref.id).toBe(firstLease) // returned first
+  executor.refuse = statements => statements.some(statement => statement.sql.startsWith('DELETE FROM leases') && statement.args[0] === firstLease)
+
+  await expect(sweeper.stop()).rejects.toThrow('1 lease return(s) failed')
+  expect([await leasedRows(app, first.orgId), await leasedRows(app, second.orgId)]).toEqual([90_000_000n, 0n])
+  expect(failedReturns(warnings)).toEqual([firstLease])
+  // The lease left out keeps the instance row, so another instance's sweep finds and returns it.
+  expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'stopping'")).toBe(1n)
+  app.clock.advance(app.deps.config.ledger.instanceStaleAfterMs + 1)
+  await app.deps.sweeper.tick()
+  expect(await leasedRows(app, first.orgId)).toBe(0n)
+  await verifyClean(app)
+})
+
+test('a database that does not answer: the returns stop at the first, which waited DATABASE_TIMEOUT_S', async () => {
+  directory = mkdtempSync(join(tmpdir(), 'svc-shutdown-returns-'))
+  server = hranaServer(join(directory, 'served.db'))
+  const database = await openDatabase(server.url, undefined, { replyTimeoutMs: 300 })
+  const { logger, warnings } = warningsLogger()
+  const app = (t = await buildTestApp({}, configWith({ plans: PAYG_ONLY }), { database, logger, identity: { instanceId: 'served', bootId: newId() } }))
+  for (const name of ['first', 'second']) {
+    const org = await app.createOrg(name, 10n * USD)
+    await app.deps.ledger.settle(await admitOk(app, await adminPrincipal(app, org), 10_000_000n), 10_000_000n)
+  }
+  server.silence()
+  await expect(app.deps.sweeper.stop()).rejects.toThrow('the database did not answer; the rest were not tried')
+  expect(failedReturns(warnings)).toHaveLength(1)
+}, 20_000)
