@@ -47,6 +47,12 @@ describe('the hosted search query', () => {
     expect(queries).toEqual(['Why does intranet.acme-web.com/status fail, and api.acme-web.com/v1 too? Mail me@acme-web.com at 10:30.'])
   })
 
+  test('a URL of another scheme keeps its password from the backend when text precedes it in the word', async () => {
+    // QA: `NAME=postgres://…` and `jdbc:postgresql://…` reached the backend with the password.
+    const { queries } = await chat('Why does DATABASE_URL=postgres://app:hunter2@db.acme-web.com/app fail, and jdbc:postgresql://app:hunter2@db.acme-web.com/app?')
+    expect(queries).toEqual(['Why does DATABASE_URL=postgres://db.acme-web.com/app fail, and jdbc:postgresql://db.acme-web.com/app?'])
+  })
+
   test('a URL with credentials that does not parse is left out of the query whole', async () => {
     const { queries } = await chat('what is at https://admin:hunter2@[bad/ today')
     expect(queries).toEqual(['what is at today'])

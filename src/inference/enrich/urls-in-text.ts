@@ -52,6 +52,8 @@ export function withoutCredentials(text: string): string {
 const BARE_HOST = /^(?:(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+(?:\p{L}{2,63}|xn--[a-z0-9-]{1,59})|[0-9]{1,3}(?:\.[0-9]{1,3}){3}|localhost)(?::[0-9]{1,5})?$/iu
 // Schemes written `scheme:user@host` that name a person or a line, not a password: `mailto:me@example.com`.
 const ADDRESS_SCHEMES = new Set(['mailto', 'sip', 'sips', 'xmpp', 'im', 'pres', 'tel'])
+// A URL's scheme, starting after anything but an ASCII letter or digit, as in URL_IN_TEXT.
+const SCHEME = /(?<![a-z0-9])[a-z][a-z0-9+.-]*:\/\//i
 // A word in the text, as URL_IN_TEXT ends a URL.
 const WORD = new RegExp(String.raw`[^${URL_ENDS}]+`, 'gu')
 
@@ -69,8 +71,12 @@ function withoutBareCredentials(text: string): string {
     while (end > 0 && '.,;:!?*_~)]}'.includes(word[end - 1]!)) end--
     const start = /^[([{*_~]*/.exec(word)![0].length
     const address = word.slice(start, Math.max(start, end))
-    const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(address)?.[0] ?? ''
-    const rest = address.slice(scheme.length)
+    // A scheme may follow other text in the same word: `DATABASE_URL=postgres://…`, `--db=mysql://…`,
+    // `jdbc:postgresql://…`. What precedes it is kept as written; the address starts at the scheme.
+    const found = SCHEME.exec(address)
+    const lead = found === null ? 0 : found.index
+    const scheme = found?.[0] ?? ''
+    const rest = address.slice(lead + scheme.length)
     const authority = before(rest, /[/?#]/)
     const at = authority.lastIndexOf('@')
     const userinfo = at < 0 ? undefined : authority.slice(0, at)
@@ -84,7 +90,7 @@ function withoutBareCredentials(text: string): string {
     if (!secretUser && !carriesCredentials(`http://${host}${tail}`)) return word
     const path = before(tail, /[?#]/)
     const kept = userinfo !== undefined && !secretUser ? `${userinfo}@` : ''
-    return word.slice(0, start) + scheme + kept + host + path + word.slice(start + address.length)
+    return word.slice(0, start + lead) + scheme + kept + host + path + word.slice(start + address.length)
   })
 }
 

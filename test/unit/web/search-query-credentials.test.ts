@@ -26,6 +26,19 @@ describe('withoutCredentials: addresses without http(s)://', () => {
     for (const [text, query] of cases) expect({ text, query: withoutCredentials(text) }).toEqual({ text, query })
   })
 
+  test('a URL of another scheme with text before it in the same word is cut from its scheme on', () => {
+    // QA: the scheme was looked for only at the start of a word, so these reached the backend whole.
+    const cases: Array<[string, string]> = [
+      ['Why does DATABASE_URL=postgres://app:hunter2@db.acme-web.com/app fail?', 'Why does DATABASE_URL=postgres://db.acme-web.com/app fail?'],
+      ['run --db=mysql://root:pw@host.example.com/x now', 'run --db=mysql://host.example.com/x now'],
+      ['url=redis://:pw@cache.example.com', 'url=redis://cache.example.com'],
+      ['jdbc:postgresql://u:p@db.example.com/app refuses me', 'jdbc:postgresql://db.example.com/app refuses me'],
+      ['(S3=s3://bucket.example.com/x?X-Amz-Signature=abc)', '(S3=s3://bucket.example.com/x)'],
+    ]
+    for (const [text, query] of cases) expect({ text, query: withoutCredentials(text) }).toEqual({ text, query })
+    expect(withoutCredentials('set DATABASE_URL=postgres://db.example.com/app')).toBe('set DATABASE_URL=postgres://db.example.com/app')
+  })
+
   test('ordinary text is left as written: email addresses, times, ratios, paths and URLs without credentials', () => {
     for (const text of [
       'write to me@example.com or mailto:me@example.com at 10:30',
