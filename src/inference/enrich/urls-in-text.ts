@@ -50,6 +50,10 @@ export function withoutCredentials(text: string): string {
 // An address's host as people write it without a scheme: a domain name ending in a label of
 // letters (a TLD; `10:30` or `v1.2` is no host), an IPv4 address or localhost, and a port.
 const BARE_HOST = /^(?:(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+(?:\p{L}{2,63}|xn--[a-z0-9-]{1,59})|[0-9]{1,3}(?:\.[0-9]{1,3}){3}|localhost)(?::[0-9]{1,5})?$/iu
+// Hosts that follow a password although they are no domain name: a single label with a port (a
+// container or intranet name, `db-prod:5432`) and an IPv6 literal (`[::1]:5432`). Without the
+// password or the port, `3:1@home` or `a::b::c@d`, the word is no address.
+const PASSWORD_HOST = /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?:[0-9]{1,5}|\[[0-9a-f:.]+\](?::[0-9]{1,5})?)$/i
 // Schemes written `scheme:user@host` that name a person or a line, not a password: `mailto:me@example.com`.
 const ADDRESS_SCHEMES = new Set(['mailto', 'sip', 'sips', 'xmpp', 'im', 'pres', 'tel'])
 // A URL's scheme, starting after anything but an ASCII letter or digit, as in URL_IN_TEXT.
@@ -59,17 +63,18 @@ const WORD = new RegExp(String.raw`[^${URL_ENDS}]+`, 'gu')
 
 /**
  * `text` with the credentials of each address in it written without http(s):// cut, to its host
- * and path: `user:pass@example.com/path` (a password before a host: an email address has none),
- * `example.com/x?api_key=…` or `www.host.tld/?token=` (a credential key, as carriesCredentials
- * judges it), and another scheme's URL (`postgres://user:pw@db.host/app`, `ftp://host/x?token=`).
+ * and path: `user:pass@example.com/path` or `root:pw@db-prod:5432` (a password before a host: an
+ * email address has none), `example.com/x?api_key=…` or `www.host.tld/?token=` (a credential key,
+ * as carriesCredentials judges it), and another scheme's URL (`postgres://user:pw@db.host/app`, `ftp://host/x?token=`).
  * Anything else is left as written: `me@example.com`, `10:30`, `mailto:me@example.com`.
  */
 function withoutBareCredentials(text: string): string {
   return text.replace(WORD, word => {
     // Opening brackets and Markdown emphasis before it, sentence punctuation and closers after.
-    let end = word.length
-    while (end > 0 && '.,;:!?*_~)]}'.includes(word[end - 1]!)) end--
     const start = /^[([{*_~]*/.exec(word)![0].length
+    let end = word.length
+    // A `]` that closes an IPv6 literal's `[` stays: `user:pw@[::1]`.
+    while (end > start && '.,;:!?*_~)]}'.includes(word[end - 1]!) && !(word[end - 1] === ']' && opens(word.slice(start, end - 1)))) end--
     const address = word.slice(start, Math.max(start, end))
     // A scheme may follow other text in the same word: `DATABASE_URL=postgres://…`, `--db=mysql://…`,
     // `jdbc:postgresql://…`. What precedes it is kept as written; the address starts at the scheme.
@@ -82,16 +87,24 @@ function withoutBareCredentials(text: string): string {
     const userinfo = at < 0 ? undefined : authority.slice(0, at)
     const host = authority.slice(at + 1)
     const tail = rest.slice(authority.length)
-    // A DNS name is at most 253 characters: a longer run of labels is not read as one.
-    if (scheme === '' ? host.length > 253 + 6 || !BARE_HOST.test(host) : host === '') return word
-    // With a scheme any userinfo is a credential, as in an http(s) URL; without one only a password.
     const colon = userinfo?.indexOf(':') ?? -1
-    const secretUser = userinfo !== undefined && (scheme !== '' || (colon >= 0 && !ADDRESS_SCHEMES.has(userinfo.slice(0, colon).toLowerCase())))
+    const password = colon >= 0 && !ADDRESS_SCHEMES.has(userinfo!.slice(0, colon).toLowerCase())
+    // A DNS name is at most 253 characters: a longer run of labels is not read as one. After a
+    // password the host may also be one PASSWORD_HOST names: `root:pw@db-prod:5432`.
+    const bareHost = host.length <= 253 + 6 && (BARE_HOST.test(host) || (password && PASSWORD_HOST.test(host)))
+    if (scheme === '' ? !bareHost : host === '') return word
+    // With a scheme any userinfo is a credential, as in an http(s) URL; without one only a password.
+    const secretUser = userinfo !== undefined && (scheme !== '' || password)
     if (!secretUser && !carriesCredentials(`http://${host}${tail}`)) return word
     const path = before(tail, /[?#]/)
     const kept = userinfo !== undefined && !secretUser ? `${userinfo}@` : ''
     return word.slice(0, start + lead) + scheme + kept + host + path + word.slice(start + address.length)
   })
+}
+
+/** Whether `text` has a `[` that no `]` after it closes. */
+function opens(text: string): boolean {
+  return text.lastIndexOf('[') > text.lastIndexOf(']')
 }
 
 /** `text` up to the first match of `pattern`, or all of it. */

@@ -39,6 +39,20 @@ describe('withoutCredentials: addresses without http(s)://', () => {
     expect(withoutCredentials('set DATABASE_URL=postgres://db.example.com/app')).toBe('set DATABASE_URL=postgres://db.example.com/app')
   })
 
+  test('after a password, a single-label host with a port or an IPv6 literal is a host too', () => {
+    // QA: a host that was no domain name left the whole word, password and all, as written.
+    const cases: Array<[string, string]> = [
+      ['connect root:hunter2@db-prod:5432 fails', 'connect db-prod:5432 fails'],
+      ['psql user:pw@[::1]:5432/app', 'psql [::1]:5432/app'],
+      ['(user:pw@[2001:db8::1])', '([2001:db8::1])'],
+      ['try app:s3cr3t@redis_cache:6379.', 'try redis_cache:6379.'],
+      ['[root:hunter2@db-prod:5432] and [u:p@[::1]]', '[db-prod:5432] and [[::1]]'],
+    ]
+    for (const [text, query] of cases) expect({ text, query: withoutCredentials(text) }).toEqual({ text, query })
+    // No password, or a single label without a port: no address.
+    for (const text of ['me@db-prod:5432', 'score 3:1@home', 'a::b::c@d', 'see [::1]:5432 and a:b@[x]']) expect(withoutCredentials(text)).toBe(text)
+  })
+
   test('ordinary text is left as written: email addresses, times, ratios, paths and URLs without credentials', () => {
     for (const text of [
       'write to me@example.com or mailto:me@example.com at 10:30',
