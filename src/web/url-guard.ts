@@ -198,16 +198,23 @@ function queryKeys(query: string): IterableIterator<string> {
 
 /**
  * Whether a URL as written carries credentials: userinfo, or a credential key (isSensitiveKey) in
- * its query or its fragment (an OAuth implicit grant's `#access_token=`: never sent by a fetch,
- * but still a secret in the text). Read on the text, so a URL the parser refuses is judged too.
+ * its query or, with a value, in its fragment (an OAuth implicit grant's `#access_token=…`: never
+ * sent by a fetch, but still a secret in the text; `#code` alone is an anchor on the page). Read on
+ * the text, so a URL the parser refuses is judged too. `keys: 'valued'` holds the query to the
+ * fragment's rule, for text that may be no URL at all: `foo.bar?key` is a question, not a secret.
  */
-export function carriesCredentials(input: string): boolean {
+export function carriesCredentials(input: string, keys: 'any' | 'valued' = 'any'): boolean {
   if (authorityOf(input).includes('@')) return true
   const hash = input.indexOf('#')
   const beforeHash = hash < 0 ? input : input.slice(0, hash)
   const question = beforeHash.indexOf('?')
-  const parts = [question < 0 ? '' : beforeHash.slice(question + 1), hash < 0 ? '' : input.slice(hash + 1)]
-  return parts.some(part => [...queryKeys(part)].some(isSensitiveKey))
+  const query = question < 0 ? '' : beforeHash.slice(question + 1)
+  return hasSensitiveKey(query, keys === 'valued') || hasSensitiveKey(hash < 0 ? '' : input.slice(hash + 1), true)
+}
+
+/** Whether a query-like `part` has a credential key, given a value (`key=`) when `valued`. */
+function hasSensitiveKey(part: string, valued: boolean): boolean {
+  return part.split(/[&;]/).some(pair => (!valued || pair.includes('=')) && [...queryKeys(pair)].some(isSensitiveKey))
 }
 
 /**

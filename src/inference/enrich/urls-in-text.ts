@@ -56,6 +56,13 @@ const BARE_HOST = /^(?:(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+(?:\p{L
 const PASSWORD_HOST = /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?:[0-9]{1,5}|\[[0-9a-f:.]+\](?::[0-9]{1,5})?)$/i
 // Schemes written `scheme:user@host` that name a person or a line, not a password: `mailto:me@example.com`.
 const ADDRESS_SCHEMES = new Set(['mailto', 'sip', 'sips', 'xmpp', 'im', 'pres', 'tel'])
+// Labels written before an email address, as mail headers and search operators (Gmail's, GitHub's,
+// Jira's) have them: `from:bob@example.com`, `Email:bob@corp.com`. Only these: another word there,
+// `admin:hunter2@intranet.example.com`, is as likely a user name and its password.
+const EMAIL_LABELS = new Set([
+  'from', 'to', 'cc', 'bcc', 'deliveredto', 'list', 'email', 'e-mail', 'mail', 'contact', 'sender', 'recipient',
+  'reply-to', 'author', 'committer', 'assignee', 'reviewer', 'reporter', 'mentions', 'owner',
+])
 // A URL's scheme, starting after anything but an ASCII letter or digit, as in URL_IN_TEXT.
 const SCHEME = /(?<![a-z0-9])[a-z][a-z0-9+.-]*:\/\//i
 // A word in the text, as URL_IN_TEXT ends a URL.
@@ -88,14 +95,19 @@ function withoutBareCredentials(text: string): string {
     const host = authority.slice(at + 1)
     const tail = rest.slice(authority.length)
     const colon = userinfo?.indexOf(':') ?? -1
-    const password = colon >= 0 && !ADDRESS_SCHEMES.has(userinfo!.slice(0, colon).toLowerCase())
+    const label = colon < 0 ? '' : userinfo!.slice(0, colon).toLowerCase()
+    // `from:bob@example.com` is a search operator before an email address, not user:password@host.
+    const labelledEmail = EMAIL_LABELS.has(label) && scheme === '' && tail === '' && !host.includes(':') &&
+      /^[\p{L}\p{N}._%+-]+$/u.test(userinfo!.slice(colon + 1))
+    const password = colon >= 0 && !ADDRESS_SCHEMES.has(label) && !labelledEmail
     // A DNS name is at most 253 characters: a longer run of labels is not read as one. After a
     // password the host may also be one PASSWORD_HOST names: `root:pw@db-prod:5432`.
     const bareHost = host.length <= 253 + 6 && (BARE_HOST.test(host) || (password && PASSWORD_HOST.test(host)))
     if (scheme === '' ? !bareHost : host === '') return word
     // With a scheme any userinfo is a credential, as in an http(s) URL; without one only a password.
     const secretUser = userinfo !== undefined && (scheme !== '' || password)
-    if (!secretUser && !carriesCredentials(`http://${host}${tail}`)) return word
+    // A query key is a credential only with a value: `foo.bar?key` is no URL's secret.
+    if (!secretUser && !carriesCredentials(`http://${host}${tail}`, 'valued')) return word
     const path = before(tail, /[?#]/)
     const kept = userinfo !== undefined && !secretUser ? `${userinfo}@` : ''
     return word.slice(0, start + lead) + scheme + kept + host + path + word.slice(start + address.length)

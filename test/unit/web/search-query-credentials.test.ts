@@ -53,6 +53,27 @@ describe('withoutCredentials: addresses without http(s)://', () => {
     for (const text of ['me@db-prod:5432', 'score 3:1@home', 'a::b::c@d', 'see [::1]:5432 and a:b@[x]']) expect(withoutCredentials(text)).toBe(text)
   })
 
+  test('a label before an email address, an anchor and a query key without a value are no credentials', () => {
+    // QA: these ordinary queries lost their email's local part or their `#anchor` / `?key`.
+    for (const text of [
+      'from:bob@example.com subject:report',
+      'Email:bob@corp.com, To:alice.smith+news@mail.example.org and cc:x@y.example.com.',
+      'see README.md#code and foo.bar?key, or https://docs.example.com/guide#code',
+      'www.host.tld/?token&page=2 and example.com/#session',
+    ]) {
+      expect(withoutCredentials(text)).toBe(text)
+    }
+    // A password stays a credential: another word before it, a path or port after the host, a value
+    // on the key, a key=value fragment.
+    const cases: Array<[string, string]> = [
+      ['admin:hunter2@intranet.example.com', 'intranet.example.com'],
+      ['from:pw@example.com/x and to:pw@example.com:8080', 'example.com/x and example.com:8080'],
+      ['foo.bar?key=abc and README.md#code=abc', 'foo.bar and README.md'],
+      ['https://app.example.com/cb#code=abc&state=1', 'https://app.example.com/cb'],
+    ]
+    for (const [text, query] of cases) expect({ text, query: withoutCredentials(text) }).toEqual({ text, query })
+  })
+
   test('ordinary text is left as written: email addresses, times, ratios, paths and URLs without credentials', () => {
     for (const text of [
       'write to me@example.com or mailto:me@example.com at 10:30',
