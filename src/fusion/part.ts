@@ -149,12 +149,15 @@ function logPart(pipeline: PipelineDeps, input: PartInput, outcome: PartOutcome,
  * text) or only a refusal's text (Chat Completions' `refusal`). Such a participant is no answer
  * for the judge nor toward `complete`, and such a judge wrote no synthesis (QA: both counted as
  * successes). A judge that refused at all wrote none either: its refusal's text is never streamed
- * as synthesis (executeFusion), so the synthesis would not be what the client was sent. The call
- * stays charged, as the same chat's would be: the provider did the work.
+ * as synthesis (executeFusion), so the synthesis would not be what the client was sent. A
+ * content-filter stop is a judge's refusal too, after text or not (Anthropic's `refusal` stop
+ * cuts an answer it already streamed: "Both answers agree that"); the text streamed before it is
+ * not taken back, as with a Chat Completions refusal after content. The call stays charged, as the
+ * same chat's would be: the provider did the work.
  */
 function noAnswer(model: string, result: ChatResult, role: PartInput['role']): ApiError | undefined {
   const text = result.text.trim()
-  const refused = role === 'judge' ? result.refusal.trim() !== '' : text === result.refusal.trim()
+  const refused = role === 'judge' ? result.refusal.trim() !== '' || result.finishReason === 'content-filter' : text === result.refusal.trim()
   if (text !== '' && !refused) return undefined
   if (text !== '' || result.finishReason === 'content-filter') return new ApiError('provider_error', `${model} refused to answer`)
   if (result.finishReason === 'length') return new ApiError('provider_error', `${model} reached its output limit before writing any answer text`)

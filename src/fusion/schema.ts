@@ -93,14 +93,14 @@ export const FusionResult = t.Object(
     }),
     judge: t.String({ description: 'Model id that produced (or was to produce) the synthesis' }),
     models: t.Array(FusionParticipant, { description: 'One entry per participant, in request order' }),
-    synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run; a judge that answered no text, or only a refusal, failed)' }),
+    synthesis: t.String({ description: 'The synthesized answer (empty when the synthesis failed or did not run; a judge that answered no text, or refused at all, in a refusal field or with a content_filter stop, failed)' }),
     synthesis_prompt_tokens: JsonInteger({ description: `Synthesis input usage of this run's judge call (0 when it did not run, or failed without being billed). ${REPEAT_USAGE}` }),
     synthesis_tokens: JsonInteger({
       description:
         'Synthesis output usage, as synthesis_prompt_tokens. With stream: true a synthesis that failed after its deltas went out is billed like a cut stream, and reports that usage: the input and the output sent',
     }),
     synthesis_finish_reason: t.Optional(
-      t.String({ description: "How the judge's call ended when it answered: stop, length (the synthesis was cut at its output limit) or content_filter" }),
+      t.String({ description: "How the judge's call ended when it answered: stop, or length (the synthesis was cut at its output limit; a content_filter stop fails the synthesis)" }),
     ),
     synthesis_error: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),
     synthesis_error_code: t.Optional(t.String({ description: 'Present when the synthesis ran and failed' })),

@@ -121,6 +121,37 @@ describe('a judge without answer text', () => {
     }
   })
 
+  test('an Anthropic judge stopped by its refusal after some text is a failed synthesis too (streamed or not)', async () => {
+    // QA: "Both answers agree that", then stop_reason `refusal`, ended `complete` with the cut text
+    // as the synthesis and synthesis_finish_reason content_filter.
+    const event = (data: any) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`
+    const cut = {
+      kind: 'sse' as const,
+      body:
+        event({ type: 'message_start', message: { id: 'msg_cut', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 50, output_tokens: 1 } } }) +
+        event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
+        event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Both answers agree that' } }) +
+        event({ type: 'content_block_stop', index: 0 }) +
+        event({ type: 'message_delta', delta: { stop_reason: 'refusal', stop_sequence: null }, usage: { output_tokens: 7 } }) +
+        event({ type: 'message_stop' }),
+    }
+    for (const stream of [false, true]) {
+      h.a.enqueue(answer('A.'))
+      h.b.enqueue(answer('B.'))
+      h.claude.enqueue(cut)
+      const response = await h.fusion(body(['a', 'b'], { judge: 'claude', stream }))
+      const text = stream ? await response.text() : ''
+      const result = stream ? JSON.parse(text.split('event: fusion.completion\ndata: ')[1]!.split('\n')[0]!) : await json(response)
+      expect(result).toMatchObject({
+        status: 'partial', synthesis: '', synthesis_prompt_tokens: 50, synthesis_tokens: 7,
+        synthesis_error: 'claude refused to answer', synthesis_error_code: 'provider_error',
+      })
+      expect(result.synthesis_finish_reason).toBeUndefined()
+      // As with a Chat Completions refusal after content, the text streamed before the stop stays sent.
+      if (stream) expect([...text.matchAll(/event: synthesis\.delta\ndata: (.*)\n/g)].map(match => JSON.parse(match[1]!).delta).join('')).toBe('Both answers agree that')
+    }
+  })
+
   test('an empty synthesis is a failed one: partial', async () => {
     h.a.enqueue(answer('A.'))
     h.b.enqueue(answer('B.'))
