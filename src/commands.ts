@@ -124,7 +124,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   // One-word commands (credit) take their options from the second word on.
   // Own keys only: `toString` or `constructor` is no command.
   const single = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined
-  const named = single ? undefined : subcommandOf(argv)
+  const named = single ? undefined : await subcommandOf(argv, io)
   const command = single ?? named?.command
   const rest = single ? argv.slice(1) : (named?.rest ?? [])
   // A mistyped command is a usage error (2) whatever the configuration's state.
@@ -186,18 +186,30 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
  * The two-word command argv names, and the arguments it reads: `orgs create --name N` as usual;
  * with a help flag before `--`, the subcommand may also come after it (`svc orgs --help create`).
  * That command's parser reads the help flag with the other arguments, so it is help only as a
- * flag, not as a flag's value (`svc orgs --name -h create` stays a usage error).
+ * flag, not as a flag's value (`svc orgs --name -h create` stays a usage error). A subcommand's
+ * name may itself be a flag's value (`svc orgs --name show create --help`): each word naming one
+ * is tried in order, and the first whose parser takes the other arguments is the command (parsing
+ * is free of effects: Command); when none does, the first, whose usage error is then reported.
  */
-function subcommandOf(argv: string[]): { command: () => Promise<Command>; rest: string[] } | undefined {
+async function subcommandOf(argv: string[], io: CliIo): Promise<{ command: () => Promise<Command>; rest: string[] } | undefined> {
   const [first, second] = argv
   const pair = `${first} ${second ?? ''}`.trim()
   if (Object.hasOwn(COMMANDS, pair)) return { command: COMMANDS[pair]!, rest: argv.slice(2) }
   const end = argv.indexOf('--') === -1 ? argv.length : argv.indexOf('--')
   const options = argv.slice(1, end)
   if (!options.some(arg => HELP.has(arg))) return undefined
-  const index = options.findIndex(arg => Object.hasOwn(COMMANDS, `${first} ${arg}`))
-  if (index === -1) return undefined
-  return { command: COMMANDS[`${first} ${options[index]}`]!, rest: argv.slice(1).toSpliced(index, 1) }
+  const candidates = options.flatMap((arg, index) =>
+    Object.hasOwn(COMMANDS, `${first} ${arg}`) ? [{ command: COMMANDS[`${first} ${arg}`]!, rest: argv.slice(1).toSpliced(index, 1) }] : [],
+  )
+  for (const candidate of candidates) {
+    try {
+      ;(await candidate.command())(candidate.rest, io)
+      return candidate
+    } catch (error) {
+      if (!(error instanceof UsageError)) return candidate
+    }
+  }
+  return candidates[0]
 }
 
 /** The loaded settings, or undefined after printing every problem of a ConfigError. */

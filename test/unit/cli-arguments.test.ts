@@ -133,6 +133,14 @@ test('a help flag among a command group\'s arguments is the named subcommand\'s 
     const result = await cli(...argv)
     expect({ argv, code: result.code, err: result.err.split('\n')[0] }).toEqual({ argv, code: 2, err: "usage error: Option '--name' argument is ambiguous." })
   }
+  // A subcommand's name as a flag's value is not the subcommand (QA: `show` was taken, and its
+  // parser refused --name: "Unknown option '--name'", exit 2).
+  for (const argv of [['orgs', '--name', 'show', 'create', '--help'], ['keys', '--org', org.org_id, '--name', 'list', 'create', '-h']]) {
+    expect({ argv, ...(await cli(...argv)) }).toEqual({ argv, ...help })
+  }
+  const unknown = await cli('orgs', '--frob', 'show', 'create', '--help')
+  // No candidate's parser takes the arguments: the first one's usage error.
+  expect({ code: unknown.code, err: unknown.err.split('.')[0] }).toEqual({ code: 2, err: "usage error: Unknown option '--frob'" })
   const dashed = await cli('orgs', '--', '-h', 'create')
   expect({ code: dashed.code, err: dashed.err.split('\n')[0] }).toEqual({ code: 2, err: 'usage error: orgs needs a subcommand: orgs create, orgs show' })
 })
