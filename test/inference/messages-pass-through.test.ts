@@ -112,6 +112,28 @@ describe('Messages pass-through from an Anthropic upstream', () => {
     expect((await settled()).nanos).toBe(charge(20, 9))
   })
 
+  test('a no-argument tool call whose only input delta is whitespace: the SDK gets input {}; bytes and charge as when re-encoded', async () => {
+    const json = (partial_json: string) => ({ type: 'input_json_delta', partial_json })
+    const sse =
+      start(5) +
+      block(0, { type: 'tool_use', id: 'toolu_01N', name: 'now', input: {} }, [json(' ')]) +
+      block(1, { type: 'tool_use', id: 'toolu_01S', name: 'weather', input: {} }, [json('\n'), json('{"city":'), json(' '), json('"Oslo"}')]) +
+      end(3, 'tool_use')
+    for (const response of [{ kind: 'sse' as const, body: sse, chunkBytes: 64 }, { kind: 'text' as const, status: 200, body: sse, headers: { 'content-type': 'text/event-stream' } }]) {
+      upstream.enqueue(response)
+      const before = await t.deps.balance(org.orgId)
+      const tools = [{ name: 'now', input_schema: { type: 'object' as const } }, { name: 'weather', input_schema: { type: 'object' as const } }]
+      const message = await client.messages.stream({ ...params, tools }).finalMessage()
+      expect(message.content).toMatchObject([
+        { type: 'tool_use', id: 'toolu_01N', name: 'now', input: {} },
+        { type: 'tool_use', id: 'toolu_01S', name: 'weather', input: { city: 'Oslo' } },
+      ])
+      expect(recorder.lastReply).toBe(reEncoded(sse, recorder.lastReply))
+      expect((await settled()).nanos).toBe(charge(5, 3))
+      expect(before.prepaidNanos - (await t.deps.balance(org.orgId)).prepaidNanos).toBe(charge(5, 3))
+    }
+  })
+
   test('an error event mid-stream: the in-band error after the forwarded text, produced output charged', async () => {
     const sse =
       start(321) +

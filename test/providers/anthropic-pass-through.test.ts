@@ -244,6 +244,35 @@ describe('Messages pass-through', () => {
     expect(types(cut.events).at(-1)).toBe('error')
   })
 
+  test('a tool call whose argument text is only whitespace still ends in {}; whitespace before the JSON stays before it', () => {
+    // Anthropic starts a tool_use with input {} and may send a no-argument call's "input" as one
+    // whitespace delta; the re-encoding path adds "{}" at the block's end for it. Forwarded as
+    // input, the whitespace left the client (the SDK's finalMessage) with no JSON to parse.
+    const tool = (index: number, ...pieces: string[]) =>
+      blockStart(index, { type: 'tool_use', id: `toolu_${index}`, name: 'now', input: {} }) +
+      pieces.map(piece => event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } })).join('') +
+      blockStop(index)
+    /** The argument text the client assembles per block index, from the frames it received. */
+    const argumentsOf = (client: string) => {
+      const texts: string[] = []
+      for (const [, data] of client.matchAll(/^data: (.*)$/gm)) {
+        const frame = JSON.parse(data!)
+        if (frame.type === 'content_block_delta' && frame.delta.type === 'input_json_delta') texts[frame.index] = (texts[frame.index] ?? '') + frame.delta.partial_json
+      }
+      return texts
+    }
+    for (const blank of [' ', '\n', ' \t\r\n ']) {
+      const result = same(START + tool(0, blank) + END)
+      expect(argumentsOf(result.client)).toEqual([`${blank}{}`])
+      expect(result.bytes.tool).toBe(blank.length + 2)
+    }
+    const spaced = same(START + tool(0, ' ', '{"a":', ' ', '1}') + tool(1, '\n') + tool(2, '{}', ' ') + END)
+    expect(argumentsOf(spaced.client)).toEqual([' {"a": 1}', '\n{}', '{} '])
+    expect(argumentsOf(spaced.client).map(text => JSON.parse(text))).toEqual([{ a: 1 }, {}, {}])
+    // The JSON pieces still pass through.
+    expect(passthroughs(spaced.events).some(item => item.type === 'passthrough' && item.format === 'messages' && item.kind === 'tool')).toBe(true)
+  })
+
   test('nothing after message_stop is read', () => {
     const result = same(START + textBlock(0, 'Done.') + END + text(0, 'late '))
     expect(result.client).not.toContain('late')

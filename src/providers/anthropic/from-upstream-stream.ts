@@ -177,7 +177,10 @@ export class AnthropicStreamTranslator {
     return this.done || this.stopReason !== undefined ? undefined : this.blocks.get(index)
   }
 
-  /** The pass-through forwarded argument text of the tool call open at `index` (the translator did not see it). */
+  /**
+   * The pass-through forwarded argument text of the tool call open at `index` (the translator did
+   * not see it). Never whitespace alone: that comes through blockDelta, which knows it is no input.
+   */
   inputForwarded(index: number): void {
     const open = this.blocks.get(index)
     if (open?.kind === 'tool') open.input = true

@@ -10,6 +10,9 @@
 //   {"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"…"}}
 // (or thinking_delta with "thinking", input_json_delta with "partial_json"), with a non-empty
 // literal written as JSON.stringify writes it, into the block open at N with the matching kind.
+// A tool literal of JSON whitespace alone goes through the translator: whitespace is no input
+// yet, and the translator adds the "{}" of a call that gets none at the block's end (a streamed
+// no-argument call may send only " "; forwarded as input, it left the client nothing to parse).
 // Anything else (other delta types, extra fields, other spacing, escapes JSON.stringify would not
 // write, a delta for no open block) goes through the translator and is re-encoded. The client's
 // bytes are the same either way (test/providers/anthropic-pass-through.test.ts).
@@ -23,6 +26,8 @@ type Frames = Extract<PassThroughEvent, { format: 'messages' }>
 
 const DATA_HEAD = '{"type":"content_block_delta","index":'
 const DATA_TAIL = '"}}'
+/** A literal of JSON whitespace only, as JSON.stringify writes it (a space, or \n, \r, \t escaped). */
+const BLANK = /^(?: |\\[nrt])+$/
 /** A frame as the encoder writes it, up to the index: the only form a stream read whole forwards in place. */
 const FRAME_HEAD = `event: content_block_delta\ndata: ${DATA_HEAD}`
 
@@ -129,7 +134,9 @@ export class MessagesPassThrough {
       if (literalEnd <= literalStart) return undefined
       const open = this.translator.openBlock(index)
       if (open === undefined || open.kind !== shape.kind) return undefined
-      const bytes = canonicalLiteralBytes(text.slice(literalStart, literalEnd))
+      const literal = text.slice(literalStart, literalEnd)
+      if (shape.kind === 'tool' && BLANK.test(literal)) return undefined
+      const bytes = canonicalLiteralBytes(literal)
       return bytes === undefined ? undefined : { index, block: open.block, kind: shape.kind, bytes }
     }
     return undefined
