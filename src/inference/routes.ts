@@ -182,7 +182,7 @@ export function inferenceRoutes(keys: KeyService, limits: Limits, catalog: { res
             'stop_sequences, temperature, top_p, top_k (passed to backends that have it), metadata.user_id (never forwarded). ' +
             'Streaming (stream: true) sends message_start, content_block_start/_delta/_stop, ping, message_delta (stop_reason, usage), ' +
             'message_stop, or an in-band error event. Accepts x-api-key or Authorization: Bearer; anthropic-version and anthropic-beta ' +
-            'headers are accepted, not interpreted and not forwarded (a backend gets no beta). cache_control hints are accepted and ignored. Billed like chat completions, ' +
+            'headers are accepted, not interpreted and not forwarded (a backend gets no beta). cache_control hints (top-level and on blocks) are accepted and ignored: no backend is sent one. Billed like chat completions, ' +
             'settled before the final frame. Errors use the Anthropic envelope. Encrypted (:encrypted models, svc-encrypted) is refused.',
         },
       },

@@ -10,7 +10,9 @@ import { ToolCallCaller } from '../tool-call-caller'
 // it and ignored: it is a caching hint, and the answer is the same without it (Anthropic
 // backends then simply read no cache).
 
-const CacheControl = t.Optional(t.Union([t.Object({ type: t.Literal('ephemeral'), ttl: t.Optional(t.String()) }), t.Null()]))
+const cacheControl = (description?: string) =>
+  t.Optional(t.Union([t.Object({ type: t.Literal('ephemeral'), ttl: t.Optional(t.String()) }), t.Null()], description === undefined ? {} : { description }))
+const CacheControl = cacheControl()
 // Citations are requested per document and returned on text blocks; the gateway has no citations
 // channel, so a request that enables them is refused in decode.ts.
 const CitationsConfig = t.Optional(
@@ -163,6 +165,9 @@ const common = {
   tool_choice: t.Optional(ToolChoice),
   thinking: t.Optional(Thinking),
   output_config: t.Optional(OutputConfig),
+  // Automatic prompt caching (a marker on the last cacheable block), which the SDK sends at the top
+  // level: a hint like the block-level ones, and ignored as they are.
+  cache_control: cacheControl('Automatic prompt caching: accepted and ignored, as the block-level cache_control hints are (no backend is sent one)'),
   // Hosted tools as body flags (spec §4.7, as on the other routes); tool entries work too.
   web_fetch: t.Optional(t.Boolean()),
   web_search: t.Optional(t.Boolean()),
