@@ -80,9 +80,10 @@ export interface ChatRequest {
   /**
    * Reasoning on: at an `effort`, within an explicit `budgetTokens`, or `adaptive` (the model
    * decides whether and how much to think; Anthropic's `thinking: {type: "adaptive"}`, which
-   * `effort` may steer). Without an effort or budget each backend reasons at its own default:
-   * an Anthropic backend gets adaptive thinking itself (or, where its binding takes budgets,
-   * the budget of Anthropic's default effort), an OpenAI-compatible one no reasoning_effort.
+   * `effort` may steer). Without an effort or budget (adaptive, or none of the three: a Responses
+   * reasoning.summary alone) each backend reasons at its own default: an Anthropic backend gets
+   * adaptive thinking itself (or, where its binding takes budgets, the budget of Anthropic's
+   * default effort), an OpenAI-compatible one no reasoning_effort.
    * An Anthropic backend sends every one of the three in the form its binding's model takes
    * (providers/anthropic/thinking-budget.ts). `summarized`: the client asked for the reasoning text explicitly
    * (Anthropic's `display: "summarized"`; newer Claude models omit it by default).

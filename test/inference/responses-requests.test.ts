@@ -101,11 +101,11 @@ describe('Responses → canonical', () => {
       user: 'u-1',
     })
     expect(request.tools).toEqual([{ name: 'f', description: 'does f', parameters: schema, strict: true }])
-    expect([request.toolChoice, request.parallelToolCalls, request.reasoning, request.sampling]).toEqual([{ name: 'f' }, false, { effort: 'low' }, { temperature: 0.5, topP: 0.9, maxOutputTokens: 300 }])
+    expect([request.toolChoice, request.parallelToolCalls, request.reasoning, request.sampling]).toEqual([{ name: 'f' }, false, { effort: 'low', summarized: true }, { temperature: 0.5, topP: 0.9, maxOutputTokens: 300 }])
     expect(request.responseFormat).toEqual({ type: 'json_schema', name: 'answer', schema, strict: true, description: undefined })
     expect([request.hosted, request.stream, request.user]).toEqual([{ webSearch: true, webFetch: true }, true, 'u-1'])
-    // Summary-only reasoning asks for no effort; safety_identifier wins over the deprecated user.
-    expect(decode({ input: 'x', reasoning: { summary: 'auto' }, safety_identifier: 's', user: 'u' })).toMatchObject({ reasoning: undefined, user: 's' })
+    // Summary-only reasoning asks for the default effort (responses-reasoning-summary.test.ts); safety_identifier wins over the deprecated user.
+    expect(decode({ input: 'x', reasoning: { summary: 'auto' }, safety_identifier: 's', user: 'u' })).toMatchObject({ reasoning: { summarized: true }, user: 's' })
   })
 })
 

@@ -46,7 +46,8 @@ export interface ThinkingPlan {
 
 /**
  * The thinking to send, or undefined for none. On when the request asks for reasoning
- * (adaptive, an effort or an explicit budget) and the route advertises it, in the form the
+ * (adaptive, an effort, an explicit budget, or none of them: the backend's default, as a
+ * Responses summary alone asks) and the route advertises it, in the form the
  * backend's upstream model accepts (`form`, from the catalog binding): whichever form the client
  * wrote, because the router may hand one request to bindings of either form, and "this model
  * thinks this much" has a faithful reading in both.
@@ -62,15 +63,15 @@ export interface ThinkingPlan {
  *   an effort the client wrote beside it goes as `output_config.effort`, as it asked (`xhigh`
  *   and `max` as `high`: models before 4.6 take no more).
  * - An effort maps through THINKING_BUDGET_BY_EFFORT (`xhigh` and `max` as `high`, the largest
- *   budget), capped at ⌊max_tokens / 2⌋. Adaptive is
+ *   budget), capped at ⌊max_tokens / 2⌋. Adaptive, and reasoning at the default, are
  *   read the same way, at its effort or else Anthropic's default effort (high); that effort is
  *   spent on the budget and not sent (not every budget model takes `output_config.effort`).
  * - Either is raised to Anthropic's floor of 1024; if `max_tokens` ≤ 1024 there is no valid
  *   budget and thinking stays off.
  *
  * No form set (the binding does not say): the client's own form, so existing catalogs keep their
- * behaviour: adaptive as adaptive (with its effort), a budget as a budget, an effort alone as a
- * budget.
+ * behaviour: adaptive as adaptive (with its effort), a budget as a budget, an effort alone (or
+ * reasoning at the default) as a budget.
  *
  * Either form: forced tool use and a tool turn without replayable thinking keep it off: both
  * would be a 400 from Anthropic, and the client's tool contract matters more than hidden reasoning.
@@ -82,15 +83,11 @@ export function thinkingConfig(request: ChatRequest, maxTokens: number, constrai
   const display = reasoning.summarized === true ? { display: 'summarized' as const } : {}
   const { effort, budgetTokens } = reasoning
   if (form === 'adaptive' || (form === undefined && reasoning.adaptive === true)) {
-    if (reasoning.adaptive !== true && effort === undefined && budgetTokens === undefined) return undefined
     const steer = effort ?? (budgetTokens !== undefined ? effortForBudget(budgetTokens) : undefined)
     return { thinking: { type: 'adaptive', ...display }, ...(steer !== undefined ? { effort: steer } : {}) }
   }
   if (maxTokens <= MIN_THINKING_BUDGET) return undefined
-  let budget: number
-  if (budgetTokens !== undefined) budget = Math.min(budgetTokens, maxTokens - 1)
-  else if (effort !== undefined || reasoning.adaptive === true) budget = Math.min(THINKING_BUDGET_BY_EFFORT[topEffort(effort ?? 'high')], Math.floor(maxTokens / 2))
-  else return undefined
+  const budget = budgetTokens !== undefined ? Math.min(budgetTokens, maxTokens - 1) : Math.min(THINKING_BUDGET_BY_EFFORT[topEffort(effort ?? 'high')], Math.floor(maxTokens / 2))
   if (budget <= 0) return undefined
   const thinking: AnthropicThinking = { type: 'enabled', budget_tokens: Math.max(MIN_THINKING_BUDGET, Math.floor(budget)), ...display }
   if (budgetTokens === undefined || effort === undefined) return { thinking }

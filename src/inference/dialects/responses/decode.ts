@@ -73,6 +73,13 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
   }
   // Checked here, before policy, so that the error names this API's fields.
   if (effort !== undefined && !route.capabilities.reasoning) throw unsupported('reasoning.effort', `model ${route.id} does not advertise reasoning controls`)
+  // A summary (generate_summary is its deprecated name) asks for the reasoning text: Anthropic's
+  // newer models omit it unless asked (display: "summarized"); auto, concise and detailed all ask
+  // for it, as Anthropic has one summarised form. Without an effort OpenAI reasons at the model's
+  // default and summarises, so this asks for reasoning at the backend's default. A model that does
+  // not reason has nothing to summarise: OpenAI accepts a summary alone there, and so does this.
+  const summary = body.reasoning?.summary ?? body.reasoning?.generate_summary ?? undefined
+  const summarized = summary !== undefined && route.capabilities.reasoning ? { summarized: true } : undefined
   const maxOutputTokens = body.max_output_tokens ?? undefined
   if (maxOutputTokens !== undefined && maxOutputTokens > route.maxOutputTokens) {
     throw unsupported('max_output_tokens', `max_output_tokens ${maxOutputTokens} exceeds model ${route.id}'s maximum output of ${route.maxOutputTokens} tokens`)
@@ -92,7 +99,7 @@ export function decodeResponses(body: Body, route: ModelRoute): ChatRequest {
     parallelToolCalls: body.parallel_tool_calls ?? undefined,
     sampling: { temperature: body.temperature ?? undefined, topP: body.top_p ?? undefined, maxOutputTokens },
     // `minimal` is OpenAI's smallest effort; the canonical scale starts at low.
-    reasoning: effort === undefined ? undefined : { effort: effort === 'minimal' ? 'low' : (effort as Effort) },
+    reasoning: effort === undefined ? summarized : { effort: effort === 'minimal' ? 'low' : (effort as Effort), ...summarized },
     responseFormat: decodeFormat(body.text?.format),
     hosted,
     user: body.safety_identifier ?? body.user,

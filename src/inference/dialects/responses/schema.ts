@@ -154,7 +154,9 @@ const TextFormat = t.Union([
 ])
 
 const Effort = t.Union(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'].map(name => t.Literal(name)))
-const Summary = nullable(t.Union([t.Literal('auto'), t.Literal('concise'), t.Literal('detailed')]))
+const SummaryLevel = t.Union([t.Literal('auto'), t.Literal('concise'), t.Literal('detailed')])
+const SUMMARY_NOTE =
+  'Asks for the reasoning text (Anthropic display: summarized; every value alike); without effort, reasoning at the model\'s default. On a model without reasoning: accepted, no effect'
 
 const TypedInputItem = Typed(
   'An input item: message (the default type), function_call, function_call_output or reasoning, each with the fields OpenAI gives it. ' +
@@ -191,8 +193,8 @@ export const ResponsesBody = t.Object(
         {
           // `none` (reasoning off) has no carrier: a backend given no effort reasons at its default (decode.ts).
           effort: nullable(Effort, '"none" is refused (400): reasoning cannot be turned off; omit effort for the model\'s default. minimal is sent as low'),
-          summary: Summary,
-          generate_summary: Summary,
+          summary: nullable(SummaryLevel, SUMMARY_NOTE),
+          generate_summary: nullable(SummaryLevel, `Deprecated name of summary. ${SUMMARY_NOTE}`),
         },
         { additionalProperties: false },
       ),
