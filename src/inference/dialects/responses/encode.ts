@@ -87,6 +87,9 @@ export function responseObject(
     created_at: meta.createdAt,
     status: state.status,
     background: false,
+    // Required by the SDK's Response type; null is the API's value for no Cyber access program
+    // (the Standard fallback), and the gateway takes none (a request's access_programs is a 400).
+    access_programs: null,
     error: state.error ? errorObject(state.error) : null,
     incomplete_details: state.incomplete ?? null,
     model: meta.model,
