@@ -255,7 +255,7 @@ describe('Messages pass-through', () => {
     /** The argument text the client assembles per block index, from the frames it received. */
     const argumentsOf = (client: string) => {
       const texts: string[] = []
-      for (const [, data] of client.matchAll(/^data: (.*)$/gm)) {
+      for (const [, data] of client.matchAll(/^data: ([^\n]*)$/gm)) {
         const frame = JSON.parse(data!)
         if (frame.type === 'content_block_delta' && frame.delta.type === 'input_json_delta') texts[frame.index] = (texts[frame.index] ?? '') + frame.delta.partial_json
       }
@@ -269,6 +269,8 @@ describe('Messages pass-through', () => {
     const spaced = same(START + tool(0, ' ', '{"a":', ' ', '1}') + tool(1, '\n') + tool(2, '{}', ' ') + END)
     expect(argumentsOf(spaced.client)).toEqual([' {"a": 1}', '\n{}', '{} '])
     expect(argumentsOf(spaced.client).map(text => JSON.parse(text))).toEqual([{ a: 1 }, {}, {}])
+    // Other whitespace is input on both paths (no "{}" added), so both send the same bytes.
+    for (const other of ['\f', '\v', '\u00a0', '\u2028', '\ufeff', ' \f']) expect(argumentsOf(same(START + tool(0, other) + END).client)).toEqual([other])
     // The JSON pieces still pass through.
     expect(passthroughs(spaced.events).some(item => item.type === 'passthrough' && item.format === 'messages' && item.kind === 'tool')).toBe(true)
   })

@@ -60,9 +60,12 @@ const ADDRESS_SCHEMES = new Set(['mailto', 'sip', 'sips', 'xmpp', 'im', 'pres', 
 // Jira's) have them: `from:bob@example.com`, `Email:bob@corp.com`. Only these: another word there,
 // `admin:hunter2@intranet.example.com`, is as likely a user name and its password.
 const EMAIL_LABELS = new Set([
-  'from', 'to', 'cc', 'bcc', 'deliveredto', 'list', 'email', 'e-mail', 'mail', 'contact', 'sender', 'recipient',
-  'reply-to', 'author', 'committer', 'assignee', 'reviewer', 'reporter', 'mentions', 'owner',
+  'from', 'to', 'cc', 'bcc', 'deliveredto', 'email', 'e-mail', 'sender', 'recipient',
+  'reply-to', 'author', 'committer', 'assignee', 'reviewer', 'reporter', 'mentions',
 ])
+// An email address's domain: a name ending in a letter TLD (`bob@10.0.0.5` or `bob@[10.0.0.1]` is
+// no mail address, so a label before it is read as a user name and its password).
+const MAIL_DOMAIN = /^(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+(?:\p{L}{2,63}|xn--[a-z0-9-]{1,59})$/iu
 // A URL's scheme, starting after anything but an ASCII letter or digit, as in URL_IN_TEXT.
 const SCHEME = /(?<![a-z0-9])[a-z][a-z0-9+.-]*:\/\//i
 // A word in the text, as URL_IN_TEXT ends a URL.
@@ -97,7 +100,7 @@ function withoutBareCredentials(text: string): string {
     const colon = userinfo?.indexOf(':') ?? -1
     const label = colon < 0 ? '' : userinfo!.slice(0, colon).toLowerCase()
     // `from:bob@example.com` is a search operator before an email address, not user:password@host.
-    const labelledEmail = EMAIL_LABELS.has(label) && scheme === '' && tail === '' && !host.includes(':') &&
+    const labelledEmail = EMAIL_LABELS.has(label) && scheme === '' && tail === '' && MAIL_DOMAIN.test(host) &&
       /^[\p{L}\p{N}._%+-]+$/u.test(userinfo!.slice(colon + 1))
     const password = colon >= 0 && !ADDRESS_SCHEMES.has(label) && !labelledEmail
     // A DNS name is at most 253 characters: a longer run of labels is not read as one. After a

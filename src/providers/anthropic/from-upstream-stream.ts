@@ -276,8 +276,9 @@ export class AnthropicStreamTranslator {
         return []
       case 'input_json_delta':
         if (open.kind !== 'tool' || typeof delta.partial_json !== 'string' || delta.partial_json === '') return []
-        // Whitespace alone is no input yet: the block's end still adds "{}".
-        if (delta.partial_json.trim() !== '') open.input = true
+        // JSON whitespace alone is no input yet: the block's end still adds "{}". Only JSON's four
+        // (as the pass-through's BLANK): a form feed or U+00A0 is input, invalid as it is.
+        if (/[^ \t\n\r]/.test(delta.partial_json)) open.input = true
         return [{ type: 'tool-call-delta', block: open.block, argumentsDelta: delta.partial_json }]
       default:
         return [] // citations_delta and future delta types

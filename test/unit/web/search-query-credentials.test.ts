@@ -70,6 +70,9 @@ describe('withoutCredentials: addresses without http(s)://', () => {
       ['from:pw@example.com/x and to:pw@example.com:8080', 'example.com/x and example.com:8080'],
       ['foo.bar?key=abc and README.md#code=abc', 'foo.bar and README.md'],
       ['https://app.example.com/cb#code=abc&state=1', 'https://app.example.com/cb'],
+      // No mail address has an IP literal for its domain, and account-like words are no labels.
+      ['cc:hunter2@10.0.0.5 and contact:p4ss@[10.0.0.1]', '10.0.0.5 and [10.0.0.1]'],
+      ['owner:hunter2@192.168.1.10 mail:Winter2024@smtp.corp.example.com', '192.168.1.10 smtp.corp.example.com'],
     ]
     for (const [text, query] of cases) expect({ text, query: withoutCredentials(text) }).toEqual({ text, query })
   })
