@@ -176,7 +176,11 @@ function dump(path: string): Record<string, string> {
   db.defaultSafeIntegers(true)
   const tables: Record<string, string> = {}
   for (const table of ['balances', 'allowances', 'key_spend', 'leases', 'api_keys', 'ledger_entries']) {
-    tables[table] = JSON.stringify(db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).all(), (_key, value) => (typeof value === 'bigint' ? value.toString() : value))
+    // A lease row's updated_at_ms is a stamp unique to each write (leaseStamp): one per batch
+    // here, one per draw statement in the reference, so it is left out.
+    const rows = db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).all() as Array<Record<string, unknown>>
+    if (table === 'leases') for (const row of rows) delete row.updated_at_ms
+    tables[table] = JSON.stringify(rows, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))
   }
   db.close()
   return tables

@@ -19,6 +19,22 @@ export interface LeaseRef {
   readonly periodStartMs: number
 }
 
+let lastStamp = 0
+
+/**
+ * The `updated_at_ms` of a write to a lease row of this process: the clock, but above every stamp
+ * before, so no two writes of this process ever stamp a row alike, even in one millisecond or
+ * after the wall clock stepped back. Every grant and draw takes one (leaseGrant, drawLease, the
+ * writer's DRAW_LEASES). A lease row is written only by the boot it belongs to (another instance
+ * only deletes it), so the row as read is known by its stamp: a DELETE guarded by it (leaseReturn)
+ * never takes a later version of the row, which a server may hold when it runs that DELETE late.
+ * Nothing reads the column as a time; a stamp a few ms ahead of the clock under load is harmless.
+ */
+export function leaseStamp(nowMs: number): number {
+  lastStamp = Math.max(nowMs, lastStamp + 1)
+  return lastStamp
+}
+
 /** Recomputes the parent row's leased total from its leases. */
 export function recomputeLeased(lease: LeaseRef): Statement {
   if (lease.scope === 'prepaid') {
@@ -96,11 +112,11 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
     statements.push(statement('INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) VALUES (?, ?, 0, 0) ON CONFLICT DO NOTHING', lease.keyId, lease.periodStartMs))
   }
   const { table, free, where } = freeExpression(lease.scope)
-  // ?1 target, ?2 need, ?3 lease id, ?4 org, ?5 period, ?6 cap, ?7 key, ?8 now. The grant
+  // ?1 target, ?2 need, ?3 lease id, ?4 org, ?5 period, ?6 cap, ?7 key, ?8 stamp. The grant
   // subquery runs twice in one statement on one snapshot, so both uses see the same value.
   const grant = `(SELECT MIN(?1, ${free}) FROM ${table} WHERE ${where} AND ${free} >= ?2)`
   const keyActive = lease.scope === 'key_cap' ? ` AND EXISTS (SELECT 1 FROM api_keys WHERE id = ?7 AND status = 'active')` : ''
-  const args = [input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, input.nowMs]
+  const args = [input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, leaseStamp(input.nowMs)]
   // The lease row appears only when something will be granted: a refusal writes no lease.
   statements.push({
     sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
@@ -119,7 +135,7 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
   return statements
 }
 
-/** A lease row as read: what it held and when it last changed. */
+/** A lease row as read: what it held and its last write's stamp (leaseStamp). */
 export interface LeaseSeen {
   readonly amountNanos: bigint
   readonly updatedAtMs: number
@@ -127,8 +143,10 @@ export interface LeaseSeen {
 
 /**
  * Returns a whole lease to its scope (idle, shutdown, sweeper). Safe to race: a gone row adds
- * nothing. With `seen`, only the row as it was read: every grant adds to a row, so a grant that
- * ran since (one a server executed before this DELETE, although it was sent after it) keeps the row.
+ * nothing. With `seen`, only the row as it was read: each write of the row since (one a server
+ * executed before this DELETE, although it was sent after it), and a row made afresh since, carry
+ * a later stamp (leaseStamp), so they keep the row; a guard by amount and time alone took a row
+ * made again with the same amount in the same millisecond.
  */
 export function leaseReturn(lease: LeaseRef, seen?: LeaseSeen): Statement[] {
   const remove = seen
@@ -307,7 +325,7 @@ export function drawLease(leaseId: string, amount: bigint, nowMs: number, claim?
   const guard = claim === undefined ? '' : ` AND ${claimed(4)}`
   return statement(
     `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - ?2), updated_at_ms = ?3 WHERE id = ?1${guard}`,
-    ...[leaseId, amount, nowMs, ...claimArgs(claim)],
+    ...[leaseId, amount, leaseStamp(nowMs), ...claimArgs(claim)],
   )
 }
 

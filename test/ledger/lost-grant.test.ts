@@ -82,6 +82,33 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
     expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
     await verifyClean(app)
   }, 20_000)
+
+  test('a return of an unknown row that the server runs late leaves the row made again since, same amount, same millisecond', async () => {
+    const { app, database } = await appOnServer()
+    const small = await app.createOrg('small', 50_000_000n) // one grant takes it all: every grant has the same amount
+    const principal = await adminPrincipal(app, small)
+    database.loseReply(prepaidGrant)
+    expect((await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 261_000n })).ok).toBe(false)
+    // The tick's return of the unknown row is held by the server; the next tick's goes through.
+    const late = database.runLate(body => body.includes('DELETE FROM leases WHERE id = ? AND amount_nanos = ?'))
+    await app.deps.sweeper.tick()
+    expect(await leasedRows(small.orgId)).toBe(50_000_000n)
+    await app.deps.sweeper.tick()
+    expect(await leasedRows(small.orgId)).toBe(0n)
+
+    // The organization's next call leases the row again: the same amount, at the same (fake)
+    // millisecond. Then the server runs the first return. Its guard was the row as read then:
+    // a guard by amount and time matched the new row, which went while memory held its lease
+    // (another instance could then lease and spend the same money).
+    const held = await admitOk(app, principal, 261_000n)
+    const pool = app.deps.ledger.pools.all().find(candidate => candidate.ref.orgId === small.orgId && candidate.ref.scope === 'prepaid')!
+    expect([pool.leased, pool.leaseRow, await leasedRows(small.orgId)]).toEqual([50_000_000n, true, 50_000_000n])
+    await late.release()
+    expect(await leasedRows(small.orgId)).toBe(50_000_000n)
+    await app.deps.ledger.settle(held, 261_000n)
+    expect([pool.leased, await leasedRows(small.orgId)]).toEqual([50_000_000n - 261_000n, 50_000_000n - 261_000n])
+    await verifyClean(app)
+  }, 20_000)
 })
 
 describe('on a ledger whose writer loses replies', () => {
