@@ -2,7 +2,8 @@ import type { LeaseScope, SpendCapPeriod } from '../db/schema'
 import type { Clock, Window } from '../lib/clock'
 import type { Nanos } from '../lib/money'
 import { PairMap } from '../lib/pair-map'
-import type { LeaseRef } from './ledger-ops'
+import { leaseReturn, type LeaseRef } from './ledger-ops'
+import type { LedgerWriter } from './ledger-writer'
 import { min, positive } from './ledger-rules'
 import type { ScopeRoom } from './scope-room'
 
@@ -38,7 +39,7 @@ export class LeasePool {
    * outlives the boot (`svc ledger verify` flags it, and it keeps the instance row).
    */
   leaseRow = false
-  /** Ledger.returnLease is deleting this lease's row (a failed DELETE puts `leased` and `leaseRow` back). */
+  /** returnPoolLease is deleting this lease's row (on a local file a failed DELETE puts `leased` and `leaseRow` back). */
   returning = false
 
   constructor(
@@ -144,6 +145,39 @@ export class LeasePools {
     const pools = this.byScope[scope]
     const owner = ownerOf(scope, orgId, keyId)
     if (pools.get(owner, periodStartMs) === pool) pools.delete(owner, periodStartMs)
+  }
+}
+
+/**
+ * Returns a pool's whole lease to the database (idle, shutdown: Ledger.returnLease), its row too
+ * even when drawn to 0; a pool without a lease row is only forgotten. The DELETE takes the row
+ * only as this process's writes so far left it, so that one a server runs late never takes the
+ * row of a grant made since.
+ *
+ * A DELETE that fails on a local file did not commit: the lease is memory's again. On a libSQL
+ * server (`ambiguousCommits`) it may have committed, its reply lost, or may still run late: memory
+ * keeps neither lease nor row then (LeasePool.rowUnknown), and the sweeper's next tick returns
+ * whatever row is left (Sweeper.returnUnknownLeases). Putting the lease back held, for up to a
+ * heartbeat, money whose row was gone and which another instance could lease and spend too.
+ */
+export async function returnPoolLease(writer: LedgerWriter, pools: LeasePools, pool: LeasePool): Promise<void> {
+  if (pool.held !== 0n || pool.growing) return
+  if (!pool.leaseRow) return pools.drop(pool)
+  const amount = pool.leased
+  pool.leased = 0n
+  pool.leaseRow = false // before the await: a grant meanwhile makes it again
+  pool.returning = true // meanwhile the row is not one memory knows nothing of (LeasePool.rowUnknown)
+  try {
+    await writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref, 'written so far'), interpret: () => undefined })
+    pools.drop(pool)
+  } catch (error) {
+    if (!writer.ambiguousCommits) {
+      pool.leased += amount
+      pool.leaseRow = true
+    }
+    throw error
+  } finally {
+    pool.returning = false
   }
 }
 

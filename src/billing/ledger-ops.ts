@@ -142,16 +142,21 @@ export interface LeaseSeen {
 }
 
 /**
- * Returns a whole lease to its scope (idle, shutdown, sweeper). Safe to race: a gone row adds
- * nothing. With `seen`, only the row as it was read: each write of the row since (one a server
- * executed before this DELETE, although it was sent after it), and a row made afresh since, carry
- * a later stamp (leaseStamp), so they keep the row; a guard by amount and time alone took a row
- * made again with the same amount in the same millisecond.
+ * Returns a whole lease to its scope. Safe to race: a gone row adds nothing. A server may run the
+ * DELETE late, after writes the client sent after it, hence the guard:
+ * - `seen` (the sweeper's return of a row of this boot that memory holds nothing of): only the
+ *   row as it was read. Each write of the row since, and a row made afresh since, carry a later
+ *   stamp (leaseStamp) and keep it; a guard by amount and time alone took a row made again with
+ *   the same amount in the same millisecond.
+ * - 'written so far' (a pool's own return: idle, shutdown): only the row as this process's writes
+ *   built so far left it; a grant made after this DELETE keeps its row.
+ * - none (another boot's lease, swept: its stamps are another process's): whatever row there is.
  */
-export function leaseReturn(lease: LeaseRef, seen?: LeaseSeen): Statement[] {
-  const remove = seen
-    ? statement('DELETE FROM leases WHERE id = ? AND amount_nanos = ? AND updated_at_ms = ?', lease.id, seen.amountNanos, seen.updatedAtMs)
-    : statement('DELETE FROM leases WHERE id = ?', lease.id)
+export function leaseReturn(lease: LeaseRef, guard?: LeaseSeen | 'written so far'): Statement[] {
+  const remove =
+    guard === undefined ? statement('DELETE FROM leases WHERE id = ?', lease.id)
+    : guard === 'written so far' ? statement('DELETE FROM leases WHERE id = ? AND updated_at_ms <= ?', lease.id, lastStamp)
+    : statement('DELETE FROM leases WHERE id = ? AND amount_nanos = ? AND updated_at_ms = ?', lease.id, guard.amountNanos, guard.updatedAtMs)
   return [remove, recomputeLeased(lease)]
 }
 

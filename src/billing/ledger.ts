@@ -5,8 +5,8 @@ import { MAX_NANOS, type Nanos } from '../lib/money'
 import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
-import { demand, holdOn, holdOvershoot, LeasePools, releaseHolds, type Holds, type LeasePool } from './lease-pool'
-import { leaseGrant, leaseReturn, type EntryRow } from './ledger-ops'
+import { demand, holdOn, holdOvershoot, LeasePools, releaseHolds, returnPoolLease, type Holds, type LeasePool } from './lease-pool'
+import { leaseGrant, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
@@ -189,24 +189,9 @@ export class Ledger {
     return { applied }
   }
 
-  /** Returns a pool's whole lease to the database (idle, shutdown), its row too even when drawn to 0; a pool without a lease row is only forgotten. */
+  /** Returns a pool's whole lease to the database (idle, shutdown) unless settlements draw on it: returnPoolLease. */
   async returnLease(pool: LeasePool): Promise<void> {
-    if (pool.held !== 0n || pool.growing || this.settlingOn.has(pool)) return
-    if (!pool.leaseRow) return this.pools.drop(pool)
-    const amount = pool.leased
-    pool.leased = 0n
-    pool.leaseRow = false // before the await: a grant meanwhile makes it again
-    pool.returning = true // meanwhile the row is not one memory knows nothing of (LeasePool.rowUnknown)
-    try {
-      await this.writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref), interpret: () => undefined })
-      this.pools.drop(pool)
-    } catch (error) {
-      pool.leased += amount
-      pool.leaseRow = true
-      throw error
-    } finally {
-      pool.returning = false
-    }
+    if (!this.settlingOn.has(pool)) await returnPoolLease(this.writer, this.pools, pool)
   }
 
   private reservation({ principal, estimate: amount, purpose, billingKey, requestId }: Parameters<Ledger['admit']>[0], holds: Holds): Reservation {

@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger'
 import type { Identity, Ledger } from './ledger'
 import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef, type LeaseSeen } from './ledger-ops'
 import { LeaseTrust } from './lease-trust'
+import type { LeasePool } from './lease-pool'
 import type { LedgerWriter } from './ledger-writer'
 
 /** How often every instance writes its heartbeat row (and sweeps). */
@@ -101,29 +102,36 @@ export class Sweeper {
     clearInterval(this.timer)
     // Settlements still queued commit first: a pool they draw on is not returned until they do.
     await this.writer.drain()
-    let failed = 0
+    const unreturned: LeasePool[] = []
     let unanswered = false
     for (const pool of this.ledger.pools.all()) {
       if (pool.held !== 0n) continue
       try {
         await this.ledger.returnLease(pool)
       } catch (error) {
-        failed += 1
+        unreturned.push(pool)
         this.logger.warn('shutdown: could not return a lease', { lease: pool.ref.id, error: String(error) })
         if ((unanswered = error instanceof DatabaseUnanswered)) break
       }
     }
     // A lease still held (a call that did not end) keeps the row: the stale sweep returns it. A
     // failed write leaves the row to that sweep too (or to the restart).
+    let failed = unreturned.length
     if (this.beaten && !unanswered) {
-      // Rows of grants whose reply was lost: pools forgotten by now, or never told of the row.
-      failed += await this.writer
+      // Rows of grants whose reply was lost: pools forgotten by now, or never told of the row. A
+      // return that failed on a libSQL server left its pool rowUnknown (returnPoolLease): its row
+      // is returned here too, or is gone (the DELETE committed). What stays out is counted.
+      failed = await this.writer
         .submit({ kind: 'plain', statements: [ownLeases(this.identity.bootId)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
         .then(
-          own => this.returnUnknownLeases(own),
+          async own => {
+            const rows = new Set(own.map(row => row.lease.id))
+            const kept = unreturned.filter(pool => rows.has(pool.ref.id) && !pool.rowUnknown).length
+            return kept + (await this.returnUnknownLeases(own))
+          },
           error => {
             this.logger.warn('could not read the leases of this boot; the stale sweep returns any left', { error: String(error) })
-            return 0
+            return failed
           },
         )
       await this.writer
@@ -170,7 +178,8 @@ export class Sweeper {
    * the admission that asked for it failed and the pool never learnt of it, so the money stayed
    * leased to this boot, spent by no one, until it stopped (QA: an organization with 0.05 USD was
    * refused 429 "another gateway instance holds the rest leased" with no other instance). A
-   * grant that the server runs only after the client gave up is found at a later tick.
+   * grant that the server runs only after the client gave up is found at a later tick. A pool's
+   * return whose DELETE failed on a server leaves one too, unless it committed (returnPoolLease).
    *
    * Each return is decided as it is queued, all in this one turn: the writer runs ops in the order
    * they were queued, so a grant queued later runs after the DELETE (and makes the row afresh), and
@@ -189,13 +198,13 @@ export class Sweeper {
           deleted => void (returned += deleted ? 1 : 0),
           error => {
             failed += 1
-            this.logger.warn('could not return a lease this boot did not know of', { lease: row.lease.id, error: String(error) })
+            this.logger.warn('could not return a lease this boot had no record of', { lease: row.lease.id, error: String(error) })
           },
         ),
       )
     await Promise.all(returns)
     this.returned += returned
-    if (returned > 0) this.logger.warn('returned leases this boot did not know of (their grants\' replies were lost)', { count: returned })
+    if (returned > 0) this.logger.warn('returned leases this boot had no record of (a grant\'s or a return\'s reply was lost)', { count: returned })
     return failed
   }
 

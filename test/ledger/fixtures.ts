@@ -51,9 +51,11 @@ export class LostReplyExecutor implements BatchExecutor {
   downFor = 0
   refuse: ((statements: readonly Statement[]) => boolean) | undefined
   after: ((statements: readonly Statement[]) => void) | undefined
-  /** What it stands for: a libSQL server, whose failed writes may have committed. */
-  readonly ambiguousCommits = true
-  constructor(private readonly inner: BatchExecutor) {}
+  constructor(
+    private readonly inner: BatchExecutor,
+    /** What it stands for: a libSQL server, whose failed writes may have committed (false: a local file, where `refuse` alone is of use). */
+    readonly ambiguousCommits = true,
+  ) {}
   async write(statements: readonly Statement[]): Promise<StatementResult[]> {
     if (this.downFor > 0 && this.lost > 0) {
       this.downFor -= 1
