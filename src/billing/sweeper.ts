@@ -55,6 +55,8 @@ export class Sweeper {
   private beaten = false
   /** Leases returned by this sweeper, for metrics. */
   returned = 0
+  /** The shutdown (stop), once started. */
+  private stopping: Promise<void> | undefined
   /** The heartbeat in flight, which callers needing one join. */
   private beating: Promise<OwnLease[]> | undefined
 
@@ -94,11 +96,18 @@ export class Sweeper {
    * Shutdown: stop the timer, hand every lease of this boot back, then forget its instance row.
    * Every lease is tried: a return that fails is logged and the others still go back; then stop()
    * fails (the process exits 1: main.ts), and what was not returned comes back when the instance
-   * restarts or another instance's sweep finds it stale. Only a database that did not answer at
-   * all (DATABASE_TIMEOUT_S) ends the returns early: each further write would wait as long, once
-   * per lease the process holds.
+   * restarts or another instance's sweep finds it stale. So does a failed read of this boot's
+   * rows (those that lost replies left): whether any is still out is then not known. Forgetting
+   * the instance row is only bookkeeping (the stale sweep forgets it too): its failure is logged.
+   * A database that did not answer at all (DATABASE_TIMEOUT_S) ends the shutdown's writes there:
+   * each further one would wait as long, once per lease the process holds. A second call (deps
+   * closed twice) gets the first one's outcome: its database is closed by then.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return (this.stopping ??= this.shutdown())
+  }
+
+  private async shutdown(): Promise<void> {
     clearInterval(this.timer)
     // Settlements still queued commit first: a pool they draw on is not returned until they do.
     await this.writer.drain()
@@ -117,32 +126,34 @@ export class Sweeper {
     // A lease still held (a call that did not end) keeps the row: the stale sweep returns it. A
     // failed write leaves the row to that sweep too (or to the restart).
     let failed = unreturned.length
+    let unread = false
     if (this.beaten && !unanswered) {
       // Rows of grants whose reply was lost: pools forgotten by now, or never told of the row. A
       // return that failed on a libSQL server left its pool rowUnknown (returnPoolLease): its row
       // is returned here too, or is gone (the DELETE committed). What stays out is counted.
-      failed = await this.writer
+      const own = await this.writer
         .submit({ kind: 'plain', statements: [ownLeases(this.identity.bootId)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
-        .then(
-          async own => {
-            const rows = new Set(own.map(row => row.lease.id))
-            const kept = unreturned.filter(pool => rows.has(pool.ref.id) && !pool.rowUnknown).length
-            return kept + (await this.returnUnknownLeases(own))
-          },
-          error => {
-            this.logger.warn('could not read the leases of this boot; the stale sweep returns any left', { error: String(error) })
-            return failed
-          },
-        )
-      await this.writer
-        .submit({ kind: 'plain', statements: [forgetInstance(this.identity.instanceId, this.identity.bootId)], interpret: () => undefined })
-        .catch(error => this.logger.warn('could not forget this instance; the stale sweep will', { error: String(error) }))
+        .catch(error => {
+          this.logger.warn('could not read the leases of this boot; the stale sweep returns any left', { error: String(error) })
+          unread = true
+          unanswered = error instanceof DatabaseUnanswered
+          return undefined
+        })
+      if (own !== undefined) {
+        const rows = new Set(own.map(row => row.lease.id))
+        failed = unreturned.filter(pool => rows.has(pool.ref.id) && !pool.rowUnknown).length + (await this.returnUnknownLeases(own))
+      }
+      if (!unanswered) {
+        await this.writer
+          .submit({ kind: 'plain', statements: [forgetInstance(this.identity.instanceId, this.identity.bootId)], interpret: () => undefined })
+          .catch(error => this.logger.warn('could not forget this instance; the stale sweep will', { error: String(error) }))
+      }
     }
     await this.writer.drain()
-    if (failed > 0) {
-      const untried = unanswered ? ' (the database did not answer; the rest were not tried)' : ''
-      throw new Error(`${failed} lease return(s) failed${untried}: they come back when this instance restarts or another instance's sweep finds it stale`)
-    }
+    const problems: string[] = []
+    if (failed > 0) problems.push(`${failed} lease return(s) failed${unanswered && !unread ? ' (the database did not answer; the rest were not tried)' : ''}`)
+    if (unread) problems.push(`the leases of this boot could not be read${unanswered ? ' (the database did not answer)' : ''}`)
+    if (problems.length > 0) throw new Error(`${problems.join(', and ')}: what is still out comes back when this instance restarts or another instance's sweep finds it stale`)
   }
 
   /** One heartbeat write (also the ledger health probe), or the one already in flight; resolves to this boot's lease rows. */

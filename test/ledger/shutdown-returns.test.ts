@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ClientExecutor } from '../../src/billing/executor'
+import { IDLE_RETURN_MS } from '../../src/billing/sweeper'
 import { openDatabase } from '../../src/db/client'
 import { newId } from '../../src/lib/ids'
 import type { Logger } from '../../src/observability/logger'
@@ -95,3 +96,40 @@ test('a database that does not answer: the returns stop at the first, which wait
   await expect(app.deps.sweeper.stop()).rejects.toThrow('the database did not answer; the rest were not tried')
   expect(failedReturns(warnings)).toHaveLength(1)
 }, 20_000)
+
+// Once every pool's lease is back, the shutdown reads this boot's rows for those that lost
+// replies left. A failure there is one of returning the leases (whether any is still out is not
+// known), not of the instance row's bookkeeping, which only warns: the stop fails (exit 1).
+
+test('a database that stops answering once every lease went back: the read of this boot\'s rows fails the stop, and nothing is written after it', async () => {
+  directory = mkdtempSync(join(tmpdir(), 'svc-shutdown-returns-'))
+  server = hranaServer(join(directory, 'served.db'))
+  const database = await openDatabase(server.url, undefined, { replyTimeoutMs: 300 })
+  const { logger, warnings } = warningsLogger()
+  const app = (t = await buildTestApp({}, configWith({ plans: PAYG_ONLY }), { database, logger, identity: { instanceId: 'served', bootId: newId() } }))
+  const org = await app.createOrg('acme', 10n * USD)
+  await app.deps.ledger.settle(await admitOk(app, await adminPrincipal(app, org), 10_000_000n), 10_000_000n)
+  app.clock.advance(IDLE_RETURN_MS + 1)
+  await app.deps.sweeper.tick() // the idle lease goes back: none is left to return
+  expect(app.deps.ledger.pools.all().filter(pool => pool.leaseRow)).toHaveLength(0)
+
+  server.silence()
+  // Was: resolved (exit 0), after waiting DATABASE_TIMEOUT_S a second time for the instance row.
+  await expect(app.deps.sweeper.stop()).rejects.toThrow('the leases of this boot could not be read (the database did not answer)')
+  expect(warnings.map(line => line.msg)).toEqual(['could not read the leases of this boot; the stale sweep returns any left'])
+}, 20_000)
+
+test("a refused read of this boot's rows fails the stop; the instance row is still forgotten", async () => {
+  const app = (t = await buildPaygApp())
+  const executor = new LostReplyExecutor(new ClientExecutor(app.deps.database.client))
+  const { ledger, sweeper } = await ledgerOver(app, executor, 'stopping')
+  const org = await app.createOrg('acme', 10n * USD)
+  const result = await ledger.admit({ principal: await adminPrincipal(app, org), purpose: 'chat', estimate: 10_000_000n })
+  if (!result.ok) throw new Error(result.error.message)
+  await ledger.settle(result.reservation, 10_000_000n)
+  executor.refuse = statements => statements.some(statement => statement.sql.startsWith('SELECT') && statement.sql.includes('FROM leases'))
+
+  await expect(sweeper.stop()).rejects.toThrow(/^the leases of this boot could not be read: /)
+  expect(await leasedRows(app, org.orgId)).toBe(0n)
+  expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'stopping'")).toBe(0n)
+})
