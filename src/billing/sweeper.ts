@@ -34,8 +34,17 @@ function leaseOf(row: Record<string, unknown>): LeaseRef {
   }
 }
 
-/** The lease rows of boot `bootId` (the statement), and a row of them read back. */
-const ownLeases = (bootId: string) => ({ sql: `SELECT ${LEASE_COLUMNS}, amount_nanos, updated_at_ms FROM leases WHERE boot_id = ?`, args: [bootId] })
+/**
+ * The ids of this boot's lease rows (the statement, and its rows read back): every heartbeat reads
+ * them, so only the ids, by the index on (instance_id, boot_id) (boot_id alone scanned the table).
+ */
+const ownLeaseIds = ({ instanceId, bootId }: Identity) => ({ sql: 'SELECT id FROM leases WHERE instance_id = ? AND boot_id = ?', args: [instanceId, bootId] })
+const idsOf = (rows: ReadonlyArray<Record<string, unknown>>): Set<string> => new Set(rows.map(row => String(row.id)))
+/** Lease rows by id (a JSON array), whole, with what a guarded return needs (LeaseSeen). */
+const leasesById = (ids: readonly string[]) => ({
+  sql: `SELECT ${LEASE_COLUMNS}, amount_nanos, updated_at_ms FROM leases WHERE id IN (SELECT value FROM json_each(?))`,
+  args: [JSON.stringify(ids)],
+})
 const ownLeaseOf = (row: Record<string, unknown>): OwnLease => ({
   lease: leaseOf(row), seen: { amountNanos: BigInt(row.amount_nanos as bigint), updatedAtMs: Number(row.updated_at_ms) },
 })
@@ -58,7 +67,7 @@ export class Sweeper {
   /** The shutdown (stop), once started. */
   private stopping: Promise<void> | undefined
   /** The heartbeat in flight, which callers needing one join. */
-  private beating: Promise<OwnLease[]> | undefined
+  private beating: Promise<Set<string>> | undefined
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -131,17 +140,13 @@ export class Sweeper {
       // Rows of grants whose reply was lost: pools forgotten by now, or never told of the row. A
       // return that failed on a libSQL server left its pool rowUnknown (returnPoolLease): its row
       // is returned here too, or is gone (the DELETE committed). What stays out is counted.
-      const own = await this.writer
-        .submit({ kind: 'plain', statements: [ownLeases(this.identity.bootId)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
-        .catch(error => {
-          this.logger.warn('could not read the leases of this boot; the stale sweep returns any left', { error: String(error) })
-          unread = true
-          unanswered = error instanceof DatabaseUnanswered
-          return undefined
-        })
-      if (own !== undefined) {
-        const rows = new Set(own.map(row => row.lease.id))
-        failed = unreturned.filter(pool => rows.has(pool.ref.id) && !pool.rowUnknown).length + (await this.returnUnknownLeases(own))
+      try {
+        const ours = await this.writer.submit({ kind: 'plain', statements: [ownLeaseIds(this.identity)], interpret: results => idsOf(results[0]!.rows) })
+        failed = unreturned.filter(pool => ours.has(pool.ref.id) && !pool.rowUnknown).length + (await this.returnUnknownLeases(ours))
+      } catch (error) {
+        this.logger.warn('could not read the leases of this boot; the stale sweep returns any left', { error: String(error) })
+        unread = true
+        unanswered = error instanceof DatabaseUnanswered
       }
       if (!unanswered) {
         await this.writer
@@ -156,18 +161,17 @@ export class Sweeper {
     if (problems.length > 0) throw new Error(`${problems.join(', and ')}: what is still out comes back when this instance restarts or another instance's sweep finds it stale`)
   }
 
-  /** One heartbeat write (also the ledger health probe), or the one already in flight; resolves to this boot's lease rows. */
-  heartbeat(): Promise<OwnLease[]> {
+  /** One heartbeat write (also the ledger health probe), or the one already in flight; resolves to the ids of this boot's lease rows. */
+  heartbeat(): Promise<Set<string>> {
     return (this.beating ??= this.beat().finally(() => (this.beating = undefined)))
   }
 
-  private async beat(): Promise<OwnLease[]> {
-    const { instanceId, bootId } = this.identity
+  private async beat(): Promise<Set<string>> {
     const at = this.clock.now()
-    const own = await this.writer.submit({
+    const ours = await this.writer.submit({
       kind: 'plain',
-      statements: [heartbeat(instanceId, bootId, at), ownLeases(bootId)],
-      interpret: results => results[1]!.rows.map(ownLeaseOf),
+      statements: [heartbeat(this.identity.instanceId, this.identity.bootId, at), ownLeaseIds(this.identity)],
+      interpret: results => idsOf(results[1]!.rows),
     })
     this.beaten = true
     // Another instance sweeps this boot only once this beat is staleAfterMs old by its clock; a
@@ -177,32 +181,41 @@ export class Sweeper {
     // spending against it. The converse, a row that memory holds nothing of, is returned by
     // returnUnknownLeases; a pool with something leased is never rowUnknown, so a row is never
     // both lost here and returned there.
-    const ours = new Set(own.map(row => row.lease.id))
     for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)
-    return own
+    return ours
   }
 
   /**
-   * Returns, whole, the rows of this boot's leases (`own`, as read) that memory holds nothing of:
-   * no pool, or one that is LeasePool.rowUnknown. Such a row is left by a lease grant that
-   * committed on a libSQL server while its reply was lost (a reset connection, DATABASE_TIMEOUT_S);
-   * the admission that asked for it failed and the pool never learnt of it, so the money stayed
-   * leased to this boot, spent by no one, until it stopped (QA: an organization with 0.05 USD was
-   * refused 429 "another gateway instance holds the rest leased" with no other instance). A
-   * grant that the server runs only after the client gave up is found at a later tick. A pool's
-   * return whose DELETE failed on a server leaves one too, unless it committed (returnPoolLease).
+   * Returns, whole, the rows of this boot's leases (`ours`, their ids as read) that memory holds
+   * nothing of: no pool, or one that is LeasePool.rowUnknown. Such a row is left by a lease grant
+   * that committed on a libSQL server while its reply was lost (a reset connection,
+   * DATABASE_TIMEOUT_S); the admission that asked for it failed and the pool never learnt of it,
+   * so the money stayed leased to this boot, spent by no one, until it stopped (QA: an
+   * organization with 0.05 USD was refused 429 "another gateway instance holds the rest leased"
+   * with no other instance). A grant that the server runs only after the client gave up is found
+   * at a later tick. A pool's return whose DELETE failed on a server leaves one too, unless it
+   * committed (returnPoolLease).
    *
-   * Each return is decided as it is queued, all in this one turn: the writer runs ops in the order
-   * they were queued, so a grant queued later runs after the DELETE (and makes the row afresh), and
-   * one queued earlier is still `growing` now (its row is left alone). The DELETE is also guarded
-   * by the row as read (leaseReturn's `seen`): a server may run a DELETE whose reply was lost after
-   * a later grant. Resolves to the number of returns that failed (logged; the next tick retries).
+   * Such rows are rare: only they are read whole. Each return is decided as it is queued, all in
+   * one turn once they are read: the writer runs ops in the order they were queued, so a grant
+   * queued later runs after the DELETE (and makes the row afresh), and one queued earlier is still
+   * `growing` then (its row is left alone). The DELETE is also guarded by the row as read
+   * (leaseReturn's `seen`): a server may run a DELETE whose reply was lost after a later grant.
+   * Resolves to the number of returns that failed (logged; the next tick retries); rejects if the
+   * rows could not be read.
    */
-  private async returnUnknownLeases(own: readonly OwnLease[]): Promise<number> {
-    const pools = new Map(this.ledger.pools.all().map(pool => [pool.ref.id, pool]))
+  private async returnUnknownLeases(ours: ReadonlySet<string>): Promise<number> {
+    // Most ticks: every row is one memory knows, counted without building anything.
+    let known = 0
+    for (const pool of this.ledger.pools.all()) if (ours.has(pool.ref.id) && !pool.rowUnknown) known += 1
+    if (known === ours.size) return 0
+    const before = this.poolsById()
+    const unknown = [...ours].filter(id => before.get(id)?.rowUnknown ?? true)
+    const rows = await this.writer.submit({ kind: 'plain', statements: [leasesById(unknown)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
+    const pools = this.poolsById() // afresh: the read was awaited
     let returned = 0
     let failed = 0
-    const returns = own
+    const returns = rows
       .filter(row => pools.get(row.lease.id)?.rowUnknown ?? true)
       .map(row =>
         this.writer.submit({ kind: 'plain', statements: leaseReturn(row.lease, row.seen), interpret: results => results[0]!.changes > 0 }).then(
@@ -217,6 +230,10 @@ export class Sweeper {
     this.returned += returned
     if (returned > 0) this.logger.warn('returned leases this boot had no record of (a grant\'s or a return\'s reply was lost)', { count: returned })
     return failed
+  }
+
+  private poolsById(): Map<string, LeasePool> {
+    return new Map(this.ledger.pools.all().map(pool => [pool.ref.id, pool]))
   }
 
   private async returnLeases(where: string, args: Array<string | number>): Promise<void> {

@@ -152,7 +152,14 @@ describe('on a ledger whose writer loses replies', () => {
     await verifyClean(app)
   })
 
-  test('a grant queued when the tick reads the rows: its row is not deleted from under it', async () => {
+  // The tick reads the ids of this boot's rows with its heartbeat, then those memory has no record of whole.
+  const heartbeatRead = (statement: Statement) => statement.sql.startsWith('SELECT id FROM leases WHERE instance_id = ? AND boot_id = ?')
+  const unknownRowsRead = (statement: Statement) => statement.sql.startsWith('SELECT') && statement.sql.includes('json_each')
+
+  test.each([
+    ['its heartbeat reads the ids', heartbeatRead],
+    ['it reads the unknown rows whole', unknownRowsRead],
+  ])('a grant queued when the tick reads the rows (%s): its row is not deleted from under it', async (_when, read) => {
     const app = await lossyLedger()
     const org = await app.createOrg('acme', 10n * USD)
     const principal = await adminPrincipal(app, org)
@@ -160,10 +167,10 @@ describe('on a ledger whose writer loses replies', () => {
     expect((await ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
     expect(await leasedRows(org.orgId)).toBe(100_000_000n) // unknown to the pool
 
-    // The next admission grows the same pool while the tick's heartbeat reads this boot's rows.
+    // The next admission grows the same pool while the tick reads this boot's rows.
     let racing: ReturnType<Ledger['admit']> | undefined
     executor.after = statements => {
-      if (racing === undefined && statements.some(statement => statement.sql.includes('FROM leases WHERE boot_id'))) racing = ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })
+      if (racing === undefined && statements.some(read)) racing = ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })
     }
     await sweeper.tick()
     const result = await racing!
@@ -193,13 +200,39 @@ describe('on a ledger whose writer loses replies', () => {
     executor.refuse = statements => statements.some(statement => statement.sql.startsWith('DELETE FROM leases WHERE id = ? AND updated_at_ms <='))
     let returning: Promise<unknown> | undefined
     executor.after = statements => {
-      if (returning === undefined && statements.some(statement => statement.sql.includes('FROM leases WHERE boot_id'))) returning = ledger.returnLease(pool).catch(error => error)
+      if (returning === undefined && statements.some(heartbeatRead)) returning = ledger.returnLease(pool).catch(error => error)
     }
     await sweeper.tick()
     expect(String(await returning)).toContain('nothing committed')
     executor.refuse = undefined
     // The failed return put the lease back in memory; the tick left the row to it.
     expect([pool.leased, pool.leaseRow, await leasedRows(org.orgId)]).toEqual([90_000_000n, true, 90_000_000n])
+    await verifyClean(app)
+  })
+
+  test('a heartbeat reads only the ids of this boot\'s rows, by index; rows are read whole only when memory has no record of some', async () => {
+    const app = await lossyLedger()
+    const other = await app.createOrg('other', 10n * USD) // a lease of another instance, in the same table
+    await app.deps.ledger.settle(await admitOk(app, await adminPrincipal(app, other), 10_000_000n), 10_000_000n)
+    const known = await app.createOrg('known', 10n * USD)
+    await ledger.settle(await admitted(await adminPrincipal(app, known), 10_000_000n), 10_000_000n)
+    const reads: Statement[] = []
+    // This boot's rows, not the stale sweep's read of other instances' leases.
+    const ownRead = (statement: Statement) => statement.sql.startsWith('SELECT') && statement.sql.includes('FROM leases') && !statement.sql.includes('FROM instances')
+    executor.after = statements => void reads.push(...statements.filter(ownRead))
+    const plans = () => Promise.all(reads.map(async read => (await app.deps.database.client.execute({ sql: `EXPLAIN QUERY PLAN ${read.sql}`, args: [...read.args] })).rows.map(row => String(row.detail)).join('; ')))
+
+    await sweeper.tick()
+    expect(reads.map(read => read.sql)).toEqual(['SELECT id FROM leases WHERE instance_id = ? AND boot_id = ?'])
+    expect(await plans()).toEqual(['SEARCH leases USING INDEX leases_instance (instance_id=? AND boot_id=?)']) // was: SCAN leases, every column
+    reads.length = 0
+    const lost = await app.createOrg('lost', 10n * USD)
+    executor.lose = grantOf(lost.orgId)
+    expect((await ledger.admit({ principal: await adminPrincipal(app, lost), purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
+    await sweeper.tick()
+    expect(reads).toHaveLength(2) // the ids, then the one row memory has no record of, whole
+    for (const plan of await plans()) expect(plan).not.toMatch(/SCAN leases/)
+    expect(await leasedRows(lost.orgId)).toBe(0n)
     await verifyClean(app)
   })
 
