@@ -29,7 +29,7 @@ describe('an unreachable database', () => {
   })
 
   test('an operator command (keys list): the cause, not just "Failed query"', async () => {
-    expectOneClearLine(await runSvc(['keys', 'list', '--org', 'x'], UNREACHABLE))
+    expectOneClearLine(await runSvc(['keys', 'list', '--org', '00000000-0000-4000-8000-000000000000'], UNREACHABLE))
   })
 
   test('credentials in the URL are redacted too', async () => {
@@ -41,7 +41,7 @@ describe('an unreachable database', () => {
 
   test('a URL with credentials and an authToken is shown redacted once, cleanly', async () => {
     // Before: `…127.0.0.1:1?[redacted]]: …`, the URL's own redaction redacted again as free text.
-    const result = await runSvc(['keys', 'list', '--org', 'x'], { ...UNREACHABLE, DATABASE_URL: `libsql://user:pass@127.0.0.1:1?authToken=${SECRET}` })
+    const result = await runSvc(['keys', 'list', '--org', '00000000-0000-4000-8000-000000000000'], { ...UNREACHABLE, DATABASE_URL: `libsql://user:pass@127.0.0.1:1?authToken=${SECRET}` })
     expect(result.code).toBe(1)
     expect(result.stderr).toStartWith('error: cannot reach the database at libsql://[redacted]@127.0.0.1:1?[redacted]: ECONNREFUSED')
     expect(result.stderr).not.toContain(SECRET)
@@ -67,6 +67,6 @@ describe('a DATABASE_URL that names a directory', () => {
 
   test('the commands that open the database say the same', async () => {
     expectNamed(await runSvc(['migrate'], env))
-    expectNamed(await runSvc(['keys', 'list', '--org', 'x'], env))
+    expectNamed(await runSvc(['keys', 'list', '--org', '00000000-0000-4000-8000-000000000000'], env))
   })
 })
