@@ -1,17 +1,16 @@
 import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
-import { ANTHROPIC_IMAGE_TYPES, imageType } from '../../inference/dialects/inline-data'
 import { parseToolInput } from '../../inference/tool-input'
+import { type AnthropicImageSource, imageSource } from './image-source'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 import { assignToolIds } from './tool-ids'
+import { UnsupportedRequestError } from './unsupported-request'
 
 export { RAW_ARGUMENTS_KEY } from '../../inference/tool-input'
+export { UnsupportedRequestError } from './unsupported-request'
 
 // Anthropic Messages API request shapes (https://docs.anthropic.com/en/api/messages), only the
 // parts we send. `anthropic-version: 2023-06-01`.
-
-/** An image by value or by reference. */
-export type AnthropicImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string }
 
 /** One content block of a request message. */
 export type AnthropicContentBlock =
@@ -60,17 +59,6 @@ export interface AnthropicRequestBody {
   stop_sequences?: string[]
   /** `false` only for a collected call (provider.ts). */
   stream: boolean
-}
-
-/** Thrown for a request this adapter cannot express; provider.ts turns it into a `bad-request`. */
-export class UnsupportedRequestError extends Error {
-  constructor(
-    message: string,
-    /** The request field to blame, named as Chat Completions names it (each dialect renames it: renameParam). */
-    readonly param?: string,
-  ) {
-    super(message)
-  }
 }
 
 /**
@@ -267,51 +255,6 @@ function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBl
         ...(part.isError === true ? { is_error: true } : {}),
       }
   }
-}
-
-function imageSource(mediaType: string, data: Uint8Array | URL): AnthropicImageSource {
-  if (!(data instanceof URL)) return { type: 'base64', media_type: takenImageType(mediaType), data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') }
-  if (data.protocol !== 'data:') return { type: 'url', url: data.href }
-  // data:[<media type>][;base64],<data>: Anthropic's url source does not accept data URLs.
-  const comma = data.href.indexOf(',')
-  const header = data.href.slice('data:'.length, comma)
-  const payload = data.href.slice(comma + 1)
-  const base64 = header.endsWith(';base64')
-  const headerType = (base64 ? header.slice(0, -';base64'.length) : header).split(';')[0]
-  return {
-    type: 'base64',
-    media_type: takenImageType(headerType !== undefined && headerType !== '' ? headerType : mediaType),
-    data: base64 ? payload : percentDecodeBytes(payload).toString('base64'),
-  }
-}
-
-/**
- * An inline image's type, refused before the call unless Anthropic takes it (QA: image/svg+xml, which
- * OpenAI-format clients may send, reached Anthropic, whose 400 no other backend of the model retries).
- */
-function takenImageType(mediaType: string): string {
-  const type = imageType(mediaType)
-  if (ANTHROPIC_IMAGE_TYPES.has(type)) return type
-  throw new UnsupportedRequestError(`an image of type ${mediaType.slice(0, 100)}: this model's Anthropic backend takes only image/jpeg, image/png, image/gif and image/webp`, 'messages')
-}
-
-/** A data URL's percent-encoded payload as raw bytes (not UTF-8 text: %FF is the byte 0xFF). */
-function percentDecodeBytes(text: string): Buffer {
-  const bytes: number[] = []
-  for (let index = 0; index < text.length; index += 1) {
-    const code = text.charCodeAt(index)
-    if (code === 37 /* % */) {
-      const hex = text.slice(index + 1, index + 3)
-      if (!/^[0-9a-fA-F]{2}$/.test(hex)) throw new UnsupportedRequestError('An image data URL is not valid percent-encoding')
-      bytes.push(Number.parseInt(hex, 16))
-      index += 2
-    } else if (code < 128) {
-      bytes.push(code)
-    } else {
-      bytes.push(...Buffer.from(text[index]!, 'utf8'))
-    }
-  }
-  return Buffer.from(bytes)
 }
 
 /**
