@@ -6,17 +6,33 @@ import type { ModelRoute } from '../catalog/types'
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool'
 
+/** A prompt-cache lifetime: Anthropic's `ttl` (absent: the upstream's default, 5 minutes). */
+export type CacheTtl = '5m' | '1h'
+
+/**
+ * A prompt-cache breakpoint the client set (Anthropic's `cache_control: {type: "ephemeral"}`):
+ * the prompt up to and including what carries it may be cached. Only Messages clients send them
+ * and only Anthropic backends are sent them, where the client put them; other backends ignore
+ * them (they cache on their own, or not at all).
+ */
+export interface CacheHint {
+  readonly ttl?: CacheTtl
+}
+
 /** One piece of a message. `file` parts are replaced by text (enrich) before a provider sees them. */
 export type Part =
   /** `fromDocument`: a file part's extracted text (enrich), untrusted data rather than the user's own words. */
-  | { type: 'text'; text: string; fromDocument?: true }
+  | { type: 'text'; text: string; fromDocument?: true; cache?: CacheHint }
   // param: where the client sent it, for a refusal that names it (the model takes no images).
-  | { type: 'image'; mediaType: string; data: Uint8Array | URL; param?: string }
-  /** `plainText`: the data is UTF-8 text by declaration (Messages' text source), read without format detection. */
-  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string; plainText?: true }
+  | { type: 'image'; mediaType: string; data: Uint8Array | URL; param?: string; cache?: CacheHint }
+  /**
+   * `plainText`: the data is UTF-8 text by declaration (Messages' text source), read without format
+   * detection. `cache` passes to the text part the documents step makes of it.
+   */
+  | { type: 'file'; mediaType: string; filename?: string; data: Uint8Array; context?: string; plainText?: true; cache?: CacheHint }
   | { type: 'reasoning'; text: string; signature?: string; redacted?: boolean }
-  | { type: 'tool-call'; callId: string; name: string; arguments: string }
-  | { type: 'tool-result'; callId: string; content: string; isError?: boolean }
+  | { type: 'tool-call'; callId: string; name: string; arguments: string; cache?: CacheHint }
+  | { type: 'tool-result'; callId: string; content: string; isError?: boolean; cache?: CacheHint }
 
 /** A message; system and developer instructions are `system`. */
 export interface Message {
@@ -32,6 +48,7 @@ export interface FunctionTool {
   description?: string
   parameters: Record<string, unknown>
   strict?: boolean
+  cache?: CacheHint
 }
 
 /**
@@ -97,6 +114,12 @@ export interface ChatRequest {
   hosted: { webSearch: boolean; webFetch: boolean; fetch?: HostedToolLimits; search?: HostedToolLimits }
   /** The client's end-user id: for the gateway's own abuse controls, never forwarded upstream. */
   user?: string
+  /**
+   * Automatic prompt caching (Messages' top-level `cache_control`): the backend places the
+   * breakpoint on the last cacheable block itself. The breakpoints set on parts and tools are
+   * their own `cache`.
+   */
+  cache?: CacheHint
   stream: boolean
 }
 

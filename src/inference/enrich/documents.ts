@@ -152,7 +152,10 @@ export async function enrichDocuments(deps: PipelineDeps, input: ChatCallInput, 
       }),
     )
     const texts = new Map<FilePart, Part>()
-    files.forEach(({ part, name }, index) => texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text, part.context), fromDocument: true }))
+    // A document's cache hint stays on its text: the breakpoint the client set after it.
+    files.forEach(({ part, name }, index) =>
+      texts.set(part, { type: 'text', text: documentText(name, results[index]!.documentType, results[index]!.text, part.context), fromDocument: true, ...(part.cache !== undefined ? { cache: part.cache } : {}) }),
+    )
     for (const message of request.messages) message.parts = message.parts.map(part => (part.type === 'file' ? texts.get(part)! : part))
     // The documents now count as input: the request must still fit the model's context.
     checkEnriched(request)

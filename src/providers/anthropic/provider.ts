@@ -122,9 +122,10 @@ export class AnthropicProvider implements Provider {
   async countTokens(call: ProviderCall): Promise<number> {
     const context: ErrorContext = { provider: this.id, model: call.upstreamModel, apiKey: this.config.apiKey }
     const timeouts = { connectMs: this.config.connectTimeoutMs, idleMs: this.config.idleTimeoutMs }
-    // output_config too: a structured output's schema is part of the prompt Anthropic counts.
-    const { model, messages, system, tools, tool_choice, thinking, output_config } = this.encode(call)
-    const body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config })
+    // output_config too: a structured output's schema is part of the prompt Anthropic counts. The
+    // cache hints go as they would on the call (count_tokens takes the top-level one as well).
+    const { model, messages, system, tools, tool_choice, thinking, output_config, cache_control } = this.encode(call)
+    const body = JSON.stringify({ model, messages, system, tools, tool_choice, thinking, output_config, cache_control })
     const control = new CallControl(call.signal, timeouts)
     try {
       const response = await this.fetch(this.countUrl, { method: 'POST', headers: { ...this.headers(call.requestId), accept: 'application/json' }, body, signal: control.signal, redirect: 'manual' })

@@ -1,6 +1,7 @@
 import type { ThinkingForm } from '../../catalog/types'
 import type { ChatRequest, Effort, Message, Part, ToolChoice } from '../../inference/canonical'
 import { parseToolInput } from '../../inference/tool-input'
+import { type AnthropicCacheControl, cacheControl } from './cache-control'
 import { type AnthropicImageSource, imageSource } from './image-source'
 import { type AnthropicThinking, type ThinkingPlan, thinkingConfig } from './thinking-budget'
 import { assignToolIds } from './tool-ids'
@@ -12,14 +13,17 @@ export { UnsupportedRequestError } from './unsupported-request'
 // Anthropic Messages API request shapes (https://docs.anthropic.com/en/api/messages), only the
 // parts we send. `anthropic-version: 2023-06-01`.
 
-/** One content block of a request message. */
+/** A text block: of a message, or of `system` when one carries a cache hint. */
+export type AnthropicTextBlock = { type: 'text'; text: string; cache_control?: AnthropicCacheControl }
+
+/** One content block of a request message; `cache_control` only where the client set a hint. */
 export type AnthropicContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'image'; source: AnthropicImageSource }
+  | AnthropicTextBlock
+  | { type: 'image'; source: AnthropicImageSource; cache_control?: AnthropicCacheControl }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: boolean }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; cache_control?: AnthropicCacheControl }
+  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: boolean; cache_control?: AnthropicCacheControl }
 
 /** One turn. Anthropic has no system or tool roles: system is top-level, tool results are user blocks. */
 export interface AnthropicMessage {
@@ -34,6 +38,7 @@ export interface AnthropicTool {
   input_schema: Record<string, unknown>
   /** Strict tool use: the input is guaranteed to follow input_schema. */
   strict?: boolean
+  cache_control?: AnthropicCacheControl
 }
 
 /** `disable_parallel_tool_use` lives on the choice; `none` cannot carry it. */
@@ -47,7 +52,8 @@ export interface AnthropicRequestBody {
   model: string
   max_tokens: number
   messages: AnthropicMessage[]
-  system?: string
+  /** Text blocks only when one of them carries a cache hint (convertMessages). */
+  system?: string | AnthropicTextBlock[]
   tools?: AnthropicTool[]
   tool_choice?: AnthropicToolChoice
   thinking?: AnthropicThinking
@@ -57,6 +63,8 @@ export interface AnthropicRequestBody {
   top_p?: number
   top_k?: number
   stop_sequences?: string[]
+  /** Automatic prompt caching: Anthropic puts the breakpoint on the last cacheable block. */
+  cache_control?: AnthropicCacheControl
   /** `false` only for a collected call (provider.ts). */
   stream: boolean
 }
@@ -79,6 +87,10 @@ export interface AnthropicRequestBody {
  * - Tool call ids are respelled where Anthropic's pattern refuses them, and made unique where a
  *   history repeats them, with their results (tool-ids.ts).
  * - `user`, `seed` and hosted-tool flags are never sent.
+ * - Cache hints become `cache_control` on the block, tool or system block they came with, and at
+ *   the top level (cache-control.ts); a part left out (empty text, which Anthropic refuses
+ *   anyway) leaves its hint out with it. `system` goes as text blocks when one of them carries a
+ *   hint, else as one string, as before.
  * - A history with tool calls but no `tools` (a client that stopped offering them, a summary
  *   turn) is refused by Anthropic, which needs every tool_use's tool defined: each tool named in
  *   the history is declared with an open object schema, and tool_choice `none` keeps the model
@@ -138,6 +150,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
       // input_schema must be an object schema; an empty `parameters` means "no arguments".
       input_schema: { type: 'object', ...tool.parameters },
       ...(tool.strict !== undefined ? { strict: tool.strict } : {}),
+      ...(tool.cache !== undefined ? { cache_control: cacheControl(tool.cache) } : {}),
     }))
     if (toolChoice !== undefined) body.tool_choice = toolChoice
   } else {
@@ -148,6 +161,7 @@ export function toUpstream(request: ChatRequest, upstreamModel: string, form?: T
     }
   }
   if (thinking !== undefined) body.thinking = thinking
+  if (request.cache !== undefined) body.cache_control = cacheControl(request.cache)
   const outputConfig = toOutputConfig(request, plan)
   if (outputConfig !== undefined) body.output_config = outputConfig
   const { temperature, topP, topK } = request.sampling
@@ -187,14 +201,17 @@ function convertToolChoice(choice: ToolChoice | undefined, parallelToolCalls: bo
   return undefined
 }
 
-function convertMessages(input: readonly Message[]): { system?: string; messages: AnthropicMessage[] } {
-  const systemTexts: string[] = []
+function convertMessages(input: readonly Message[]): { system?: AnthropicRequestBody['system']; messages: AnthropicMessage[] } {
+  const systemBlocks: AnthropicTextBlock[] = []
+  let systemHinted = false
   const messages: AnthropicMessage[] = []
   for (const message of input) {
     if (message.role === 'system') {
       for (const part of message.parts) {
-        if (part.type === 'text' && part.text !== '') systemTexts.push(part.text)
-        else if (part.type !== 'text') throw new UnsupportedRequestError(`A system message cannot carry a ${part.type} part`)
+        if (part.type !== 'text') throw new UnsupportedRequestError(`A system message cannot carry a ${part.type} part`)
+        if (part.text === '') continue
+        systemBlocks.push(part.cache === undefined ? { type: 'text', text: part.text } : { type: 'text', text: part.text, cache_control: cacheControl(part.cache) })
+        if (part.cache !== undefined) systemHinted = true
       }
       continue
     }
@@ -202,7 +219,10 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
     const blocks: AnthropicContentBlock[] = []
     for (const part of message.parts) {
       const block = convertPart(part, role)
-      if (block !== undefined) blocks.push(block)
+      if (block === undefined) continue
+      // Reasoning parts carry no hint (Anthropic caches no thinking block by itself).
+      if (part.type !== 'reasoning' && part.cache !== undefined) (block as AnthropicTextBlock).cache_control = cacheControl(part.cache)
+      blocks.push(block)
     }
     if (blocks.length === 0) {
       // Left out, an empty user turn would join the assistant turns around it, or make the one
@@ -223,7 +243,9 @@ function convertMessages(input: readonly Message[]): { system?: string; messages
     if (message.role === 'user') message.content = stablePartition(message.content, block => block.type === 'tool_result')
     else if (!isThinking(message.content[0]!)) message.content = stablePartition(message.content, isThinking)
   }
-  return { ...(systemTexts.length > 0 ? { system: systemTexts.join('\n\n') } : {}), messages }
+  // Blocks when a hint must sit on one of them; otherwise the one string every backend took before.
+  if (systemBlocks.length === 0) return { messages }
+  return { system: systemHinted ? systemBlocks : systemBlocks.map(block => block.text).join('\n\n'), messages }
 }
 
 function convertPart(part: Part, role: 'user' | 'assistant'): AnthropicContentBlock | undefined {

@@ -4,6 +4,7 @@ import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoi
 import { toolArgumentsText } from '../../tool-input'
 import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
+import { cacheHint, hinted } from './cache-hint'
 import { imageUrl } from '../image-url'
 import { directCall } from '../tool-call-caller'
 import { toolResultText } from '../tool-result-text'
@@ -72,12 +73,14 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
   for (const [index, tool] of (body.tools ?? []).entries()) {
     const type = tool.type ?? 'custom'
     if (type === 'custom') {
-      const custom = tool as { name: string; description?: string; input_schema: Record<string, unknown>; strict?: boolean }
+      const custom = tool as Extract<typeof tool, { input_schema: unknown }>
+      const cache = cacheHint(custom.cache_control)
       tools.push({
         name: custom.name,
         ...(custom.description !== undefined ? { description: custom.description } : {}),
         parameters: custom.input_schema,
         ...(custom.strict !== undefined ? { strict: custom.strict } : {}),
+        ...(cache !== undefined ? { cache } : {}),
       })
     } else if (type === 'web_fetch' || type === 'web_search') addHostedTool(hosted, type === 'web_fetch' ? 'fetch' : 'search', tool, `tools.${index}`, GATEWAY_TOOL_OPTIONS)
     else if (type.startsWith('web_search_')) addHostedTool(hosted, 'search', tool, `tools.${index}`, WEB_SEARCH_OPTIONS)
@@ -92,7 +95,7 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
 
   const messages: Message[] = []
   if (body.system !== undefined) {
-    const parts: Part[] = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : body.system.map(block => ({ type: 'text', text: block.text }))
+    const parts: Part[] = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : body.system.map(block => hinted({ type: 'text', text: block.text }, block))
     if (parts.some(part => part.type === 'text' && part.text !== '')) messages.push({ role: 'system', parts })
   }
   body.messages.forEach((message, index) => {
@@ -106,6 +109,7 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
   })
 
   const { toolChoice, parallelToolCalls } = decodeToolChoice(body.tool_choice, names)
+  const cache = cacheHint(body.cache_control)
   return {
     model: body.model,
     route,
@@ -117,6 +121,7 @@ function decodeCommon(body: CountTokensRequest, route: ModelRoute): ChatRequest 
     reasoning: decodeReasoning(body),
     responseFormat: decodeOutputFormat(body.output_config?.format),
     hosted,
+    ...(cache !== undefined ? { cache } : {}),
     stream: false,
   }
 }
@@ -172,14 +177,14 @@ function decodeTurn(message: Body['messages'][number], index: number): Message[]
   if (typeof message.content === 'string') return [{ role: message.role, parts: [{ type: 'text', text: message.content }] }]
   const param = (block: number) => `messages.${index}.content.${block}`
   if (message.role === 'assistant') {
-    const parts = message.content.map((block, position) => assistantPart(block, param(position)))
+    const parts = message.content.map((block, position) => hinted(assistantPart(block, param(position)), block))
     return [{ role: 'assistant', parts }]
   }
   const results: Part[] = []
   const rest: Part[] = []
   message.content.forEach((block, position) => {
     if (block.type === 'tool_result') results.push(toolResult(block, param(position)))
-    else rest.push(userPart(block, param(position)))
+    else rest.push(hinted(userPart(block, param(position)), block))
   })
   const turns: Message[] = []
   if (results.length > 0) turns.push({ role: 'tool', parts: results })
@@ -217,6 +222,11 @@ function userPart(block: Block, param: string): Part {
   }
 }
 
+/**
+ * A tool_result → a tool-result part. Its text blocks become one text (the canonical result is
+ * text), so a cache hint on one of them can only go on the result itself: the result's own hint,
+ * else its last inner one (the breakpoint moves to the result's end, caching a little more).
+ */
 function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: string): Part {
   let content = ''
   if (typeof block.content === 'string') content = block.content
@@ -230,7 +240,8 @@ function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: strin
       }),
     )
   }
-  return { type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true ? { isError: true } : {}) }
+  const hintedBlock = block.cache_control != null || typeof block.content !== 'object' ? block : (block.content.findLast(inner => inner.cache_control != null) ?? block)
+  return hinted({ type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true ? { isError: true } : {}) }, hintedBlock)
 }
 
 function base64Bytes(data: string, param: string, what: string): Uint8Array {

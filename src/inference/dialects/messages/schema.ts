@@ -7,12 +7,25 @@ import { ToolCallCaller } from '../tool-call-caller'
 
 // Anthropic Messages request body (the fields the gateway understands). Unknown fields are
 // rejected rather than silently dropped. `cache_control` is accepted everywhere Anthropic allows
-// it and ignored: it is a caching hint, and the answer is the same without it (Anthropic
-// backends then simply read no cache).
+// it: an Anthropic backend is sent each hint where the client put it (prompt caching); other
+// backends ignore them, the answer being the same without. How many breakpoints a request may
+// set (4) is the upstream's to judge: its 400 reaches the client with its message.
 
-const cacheControl = (description?: string) =>
-  t.Optional(t.Union([t.Object({ type: t.Literal('ephemeral'), ttl: t.Optional(t.String()) }), t.Null()], description === undefined ? {} : { description }))
-const CacheControl = cacheControl()
+const CACHE_TTL_RULE = 'The cache lifetime: "5m" (the default) or "1h"; cache writes are billed at the model\'s write price for that lifetime'
+const cacheControl = (description: string) =>
+  t.Optional(
+    t.Union(
+      [
+        t.Object(
+          { type: t.Literal('ephemeral'), ttl: t.Optional(t.Union([t.Literal('5m'), t.Literal('1h')], { description: CACHE_TTL_RULE })) },
+          { additionalProperties: false },
+        ),
+        t.Null(),
+      ],
+      { description },
+    ),
+  )
+const CacheControl = cacheControl('A prompt-cache breakpoint: sent to Anthropic backends on this block, ignored by other backends')
 // Citations are requested per document and returned on text blocks; the gateway has no citations
 // channel, so a request that enables them is refused in decode.ts.
 const CitationsConfig = t.Optional(
@@ -165,9 +178,9 @@ const common = {
   tool_choice: t.Optional(ToolChoice),
   thinking: t.Optional(Thinking),
   output_config: t.Optional(OutputConfig),
-  // Automatic prompt caching (a marker on the last cacheable block), which the SDK sends at the top
-  // level: a hint like the block-level ones, and ignored as they are.
-  cache_control: cacheControl('Automatic prompt caching: accepted and ignored, as the block-level cache_control hints are (no backend is sent one)'),
+  // Automatic prompt caching (the upstream puts the breakpoint on the last cacheable block), which
+  // the SDK sends at the top level.
+  cache_control: cacheControl('Automatic prompt caching: sent to Anthropic backends as it is, ignored by other backends'),
   // Hosted tools as body flags (spec §4.7, as on the other routes); tool entries work too.
   web_fetch: t.Optional(t.Boolean()),
   web_search: t.Optional(t.Boolean()),
