@@ -1,3 +1,5 @@
+import type { Price } from '../catalog/types'
+import type { CacheTtl } from '../inference/canonical'
 import type { Nanos } from '../lib/money'
 
 const PER_MILLION = 1_000_000n
@@ -29,4 +31,15 @@ export function chargeForTokens(tokens: number | bigint, pricePerMillion: Nanos)
 export function chargeForUnits(units: number, pricePerUnit: Nanos): Nanos {
   if (!Number.isSafeInteger(units) || units < 0) throw new RangeError('units must be a non-negative integer')
   return BigInt(units) * pricePerUnit
+}
+
+/**
+ * A model's price per million prompt-cache writes of `ttl`: the configured one, else what
+ * Anthropic bills over its input price (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing):
+ * 1.25× for 5 minutes, rounded up to a whole nano per million, and 2× for an hour. So an
+ * operator who sets only the input price is never charged more by Anthropic than it charges.
+ */
+export function cacheWritePrice(price: Price, ttl: CacheTtl): Nanos {
+  if (ttl === '1h') return price.cacheWrite1hInputPerMillion ?? price.inputPerMillion * 2n
+  return price.cacheWriteInputPerMillion ?? (price.inputPerMillion * 5n + 3n) / 4n
 }

@@ -5,6 +5,7 @@ import { checkQueryNames } from '../http/query'
 import { readsParameters, type ParameterDoc } from '../http/openapi-complete'
 import { requestIdOf } from '../http/request-context'
 import { AnthropicErrorResponse, OpenAIErrorResponse } from '../http/openapi-schemas'
+import { cacheWritePrice } from '../billing/pricing'
 import { formatNanos } from '../lib/money'
 import { ANTHROPIC_QUERY_PARAMS, LIFECYCLE_PARAMS, AnthropicModel, AnthropicModelList, anthropicEntry, anthropicPage, isAnthropicClient } from './anthropic'
 import { PRIVACY_LEVELS, type Catalog, type CatalogModel } from './catalog'
@@ -47,11 +48,13 @@ export function apiEntry(model: CatalogModel): ApiList['data'][number] {
       supports_web_fetch: capabilities.supportsWebFetch,
       supports_web_search: capabilities.supportsWebSearch,
     },
-    // The effective prices: absent cached/reasoning prices fall back as pricing does (catalog/types.ts Price).
+    // The effective prices: absent cached/reasoning/cache-write prices fall back as pricing does (catalog/types.ts Price).
     pricing: {
       input_per_mtok_nanos: formatNanos(price.inputPerMillion),
       output_per_mtok_nanos: formatNanos(price.outputPerMillion),
       cached_input_per_mtok_nanos: formatNanos(price.cachedInputPerMillion ?? price.inputPerMillion),
+      cache_write_input_per_mtok_nanos: formatNanos(cacheWritePrice(price, '5m')),
+      cache_write_1h_input_per_mtok_nanos: formatNanos(cacheWritePrice(price, '1h')),
       reasoning_per_mtok_nanos: formatNanos(price.reasoningPerMillion ?? price.outputPerMillion),
     },
     context_length: model.contextLength,

@@ -60,6 +60,10 @@ export const CatalogEntry = t.Object(
         input_per_mtok_nanos: PerMillion('Input tokens, USD nanos per million'),
         output_per_mtok_nanos: PerMillion('Output tokens, USD nanos per million'),
         cached_input_per_mtok_nanos: PerMillion('Cached input tokens, USD nanos per million (the input price unless set lower)'),
+        cache_write_input_per_mtok_nanos: PerMillion(
+          'Input tokens written to the prompt cache for 5 minutes (Anthropic backends, on cache_control hints), USD nanos per million (1.25× the input price, rounded up, unless set)',
+        ),
+        cache_write_1h_input_per_mtok_nanos: PerMillion('Input tokens written to the prompt cache for 1 hour, USD nanos per million (2× the input price unless set)'),
         reasoning_per_mtok_nanos: PerMillion('Reasoning tokens, USD nanos per million (the output price unless set)'),
       },
       { description: 'Integer USD nanos per million tokens, as decimal strings (1000000000 = 1 USD). Each charge is rounded up to a whole nano' },

@@ -9,6 +9,13 @@ export interface Price {
   readonly outputPerMillion: Nanos
   /** Defaults to the input price when absent. */
   readonly cachedInputPerMillion?: Nanos
+  /**
+   * Prompt-cache writes with the 5-minute lifetime (Anthropic's cache_creation). Defaults to
+   * 1.25× the input price when absent, and the 1-hour ones to 2×, what Anthropic bills for them
+   * (billing/pricing.ts cacheWritePrices).
+   */
+  readonly cacheWriteInputPerMillion?: Nanos
+  readonly cacheWrite1hInputPerMillion?: Nanos
   /** Defaults to the output price when absent (reasoning tokens are output tokens). */
   readonly reasoningPerMillion?: Nanos
 }

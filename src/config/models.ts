@@ -137,9 +137,14 @@ function toPrice(price: FileModel['price'], path: string, problems: string[]): P
     return nanos ?? 0n
   }
   const result: { -readonly [K in keyof Price]: Price[K] } = { inputPerMillion: amount('input_per_mtok')!, outputPerMillion: amount('output_per_mtok')! }
-  // Optional prices stay absent so "defaults to the input/output price" stays visible to pricing.
+  // Optional prices stay absent so their defaults (the input or output price, or a multiple of the
+  // input's for cache writes) stay visible to pricing.
   const cached = amount('cached_input_per_mtok')
   if (cached !== undefined) result.cachedInputPerMillion = cached
+  const write = amount('cache_write_input_per_mtok')
+  if (write !== undefined) result.cacheWriteInputPerMillion = write
+  const writeHour = amount('cache_write_1h_input_per_mtok')
+  if (writeHour !== undefined) result.cacheWrite1hInputPerMillion = writeHour
   const reasoning = amount('reasoning_per_mtok')
   if (reasoning !== undefined) result.reasoningPerMillion = reasoning
   return Object.freeze(result)

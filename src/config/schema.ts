@@ -98,6 +98,9 @@ const ModelEntry = t.Object(
         input_per_mtok: Usd,
         output_per_mtok: Usd,
         cached_input_per_mtok: t.Optional(Usd),
+        // Prompt-cache writes (Anthropic backends); absent, 1.25× and 2× the input price (pricing.ts).
+        cache_write_input_per_mtok: t.Optional(Usd),
+        cache_write_1h_input_per_mtok: t.Optional(Usd),
         reasoning_per_mtok: t.Optional(Usd),
       },
       { additionalProperties: false },

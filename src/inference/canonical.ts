@@ -148,9 +148,12 @@ export interface Usage {
   cachedInputTokens?: number
   /**
    * The part of inputTokens written to the upstream's prompt cache (Anthropic's
-   * cache_creation_input_tokens): reported back to Messages clients, priced as input.
+   * cache_creation_input_tokens): reported back to Messages clients, priced at the model's
+   * 5-minute cache-write price, except the part written for an hour (`cacheWrite1hInputTokens`).
    */
   cacheWriteInputTokens?: number
+  /** The part of cacheWriteInputTokens written with the 1-hour lifetime, priced at the 1-hour write price. */
+  cacheWrite1hInputTokens?: number
   outputTokens: number
   /** The part of outputTokens spent on reasoning. */
   reasoningTokens?: number
@@ -168,7 +171,7 @@ export type ChatEvent =
    * message_start), in the canonical convention (cached tokens included), and the cached part of
    * it; `finish` still carries the authoritative usage.
    */
-  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number; cachedInputTokens?: number; cacheWriteInputTokens?: number }
+  | { type: 'response-start'; id: string; model: string; /** epoch milliseconds */ createdAt: number; inputTokens?: number; cachedInputTokens?: number; cacheWriteInputTokens?: number; cacheWrite1hInputTokens?: number }
   | { type: 'text-start'; block: number }
   /** `refusal`: the model declined (Chat Completions' `refusal`); other formats show it as text. */
   | { type: 'text-delta'; block: number; delta: string; refusal?: true }

@@ -1,6 +1,7 @@
-import { chargeForTokens, roundUpCharge, tokenCost } from '../billing/pricing'
+import { cacheWritePrice, chargeForTokens, roundUpCharge, tokenCost } from '../billing/pricing'
 import type { ModelRoute, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
+import { longestCacheTtl } from './cache-ttl'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
 
 // Token counts the gateway estimates itself (the upstream's own usage always wins when reported).
@@ -54,25 +55,39 @@ export function outputCap(request: ChatRequest, route: ModelRoute): number {
   return asked === undefined || asked > route.maxOutputTokens ? route.maxOutputTokens : asked
 }
 
-/** The price of a usage (input, cached input, output, reasoning), rounded up once. */
+/**
+ * The price of a usage (input, cache reads, cache writes for 5 minutes and for an hour, output,
+ * reasoning), rounded up once. A usage without cache writes (most) looks up no write price.
+ */
 export function priceUsage(price: Price, usage: Usage): Nanos {
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
+  const written = Math.min(usage.cacheWriteInputTokens ?? 0, usage.inputTokens - cached)
+  const writtenHour = Math.min(usage.cacheWrite1hInputTokens ?? 0, written)
   const reasoning = Math.min(usage.reasoningTokens ?? 0, usage.outputTokens)
   const reasoningPrice = price.reasoningPerMillion ?? price.outputPerMillion
+  const writes = written === 0 ? 0n : tokenCost(written - writtenHour, cacheWritePrice(price, '5m')) + tokenCost(writtenHour, cacheWritePrice(price, '1h'))
   return roundUpCharge(
-    tokenCost(usage.inputTokens - cached, price.inputPerMillion) +
+    tokenCost(usage.inputTokens - cached - written, price.inputPerMillion) +
       tokenCost(cached, price.cachedInputPerMillion ?? price.inputPerMillion) +
+      writes +
       tokenCost(usage.outputTokens - reasoning, price.outputPerMillion) +
       tokenCost(reasoning, reasoningPrice),
   )
 }
 
-/** Upper bound of a request's cost: high input estimate plus the full output cap at the dearer output rate. */
+/**
+ * Upper bound of a request's cost: high input estimate plus the full output cap at the dearer
+ * output rate. A request with cache hints may have its whole prompt written to the cache: its
+ * input is estimated at the dearest write price its hints may incur, when that is above the input's.
+ */
 export function estimateCharge(request: ChatRequest, route: ModelRoute): Nanos {
   const output = outputCap(request, route)
   const price = route.price
   const outputRate = price.reasoningPerMillion !== undefined && price.reasoningPerMillion > price.outputPerMillion ? price.reasoningPerMillion : price.outputPerMillion
-  return chargeForTokens(highInputTokens(request), price.inputPerMillion) + chargeForTokens(output, outputRate)
+  const ttl = longestCacheTtl(request)
+  const writeRate = ttl === undefined ? 0n : cacheWritePrice(price, ttl)
+  const inputRate = writeRate > price.inputPerMillion ? writeRate : price.inputPerMillion
+  return chargeForTokens(highInputTokens(request), inputRate) + chargeForTokens(output, outputRate)
 }
 
 /** The most a call can have used: the model's context, and the output cap the upstream was sent. */
@@ -96,13 +111,15 @@ export function boundedUsage(usage: Usage, bound: UsageBound): Usage {
   const held: Usage = { ...usage, inputTokens, outputTokens }
   if (usage.cachedInputTokens !== undefined) held.cachedInputTokens = Math.min(usage.cachedInputTokens, inputTokens)
   if (usage.cacheWriteInputTokens !== undefined) held.cacheWriteInputTokens = Math.min(usage.cacheWriteInputTokens, inputTokens - (held.cachedInputTokens ?? 0))
+  if (usage.cacheWrite1hInputTokens !== undefined) held.cacheWrite1hInputTokens = Math.min(usage.cacheWrite1hInputTokens, held.cacheWriteInputTokens ?? 0)
   if (usage.reasoningTokens !== undefined) held.reasoningTokens = Math.min(usage.reasoningTokens, outputTokens)
   return held
 }
 
 function subsetsWithin(usage: Usage): boolean {
   const cached = usage.cachedInputTokens ?? 0
-  return cached <= usage.inputTokens && (usage.cacheWriteInputTokens ?? 0) <= usage.inputTokens - cached && (usage.reasoningTokens ?? 0) <= usage.outputTokens
+  const written = usage.cacheWriteInputTokens ?? 0
+  return cached <= usage.inputTokens && written <= usage.inputTokens - cached && (usage.cacheWrite1hInputTokens ?? 0) <= written && (usage.reasoningTokens ?? 0) <= usage.outputTokens
 }
 
 /**
@@ -122,7 +139,7 @@ export class Meter {
   /** The usage the upstream reported before a cut (the error event's), when there was no finish. */
   private reportedBeforeCut: Usage | undefined
   /** The prompt size the upstream announced up front (Anthropic's message_start), for a count a report lacks. */
-  private announced: { inputTokens?: number; cachedInputTokens?: number; cacheWriteInputTokens?: number } | undefined
+  private announced: { inputTokens?: number; cachedInputTokens?: number; cacheWriteInputTokens?: number; cacheWrite1hInputTokens?: number } | undefined
   private outputBytes = 0
   private reasoningBytes = 0
   private toolBytes = 0
@@ -212,6 +229,7 @@ export class Meter {
         inputTokens: input?.inputTokens ?? this.inputTokens,
         cachedInputTokens: (input ?? reported)?.cachedInputTokens,
         cacheWriteInputTokens: (input ?? reported)?.cacheWriteInputTokens,
+        cacheWrite1hInputTokens: (input ?? reported)?.cacheWrite1hInputTokens,
         outputTokens: outputReported ? reported.outputTokens : counted,
         reasoningTokens: outputReported ? reported.reasoningTokens : reasoning || undefined,
         webSearchRequests: this.serverTools?.webSearchRequests ?? reported?.webSearchRequests ?? 0,

@@ -3,7 +3,7 @@ import { paygConfig, startServedGateway, upstreamProvider, type ServedGateway } 
 
 // An Anthropic backend's cache writes reach a Messages client as cache_creation_input_tokens,
 // apart from input_tokens and cache reads, streamed and not (QA: they were told 0 and added to
-// input_tokens). The charge is unchanged: writes are priced as input.
+// input_tokens). Their price: test/inference/messages-cache-billing.test.ts.
 
 const USAGE = { input_tokens: 100, cache_creation_input_tokens: 50, cache_read_input_tokens: 200, output_tokens: 30 }
 const frame = (event: { type: string }) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`

@@ -193,6 +193,22 @@ describe('anthropic stream translation: protocol details', () => {
     expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(432, 9, 5) })
   })
 
+  test("cache writes split by lifetime: the 1-hour part as cache_creation says, kept when message_delta repeats 0; unsplit, read by the request's hints", () => {
+    const start = { type: 'message_start', message: { id: 'msg_x', type: 'message', role: 'assistant', model: 'claude-x', content: [], usage: { input_tokens: 4, cache_creation_input_tokens: 30, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 }, output_tokens: 1 } } }
+    const delta = { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9, cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 } } }
+    const events = run(start, delta, { type: 'message_stop' })
+    expect(events[0]).toMatchObject({ type: 'response-start', inputTokens: 34, cacheWriteInputTokens: 30, cacheWrite1hInputTokens: 20 })
+    expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: { ...usage(34, 9), cacheWriteInputTokens: 30, cacheWrite1hInputTokens: 20 } })
+    // Without cache_creation: 1-hour writes only when the request set a 1-hour hint (the dearer reading).
+    const unsplit = { ...start, message: { ...start.message, usage: { input_tokens: 4, cache_creation_input_tokens: 30, output_tokens: 1 } } }
+    const finish = (oneHourHints: boolean) => {
+      const translator = new AnthropicStreamTranslator(CONTEXT, () => NOW, 'req_1', oneHourHints)
+      return [unsplit, { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }, { type: 'message_stop' }].flatMap(payload => translator.push({ event: payload.type, data: JSON.stringify(payload) })).at(-1)
+    }
+    expect(finish(false)).toEqual({ type: 'finish', reason: 'stop', usage: { ...usage(34, 9), cacheWriteInputTokens: 30 } })
+    expect(finish(true)).toEqual({ type: 'finish', reason: 'stop', usage: { ...usage(34, 9), cacheWriteInputTokens: 30, cacheWrite1hInputTokens: 30 } })
+  })
+
   test('a stop_sequence stop names its sequence on finish (end_turn does not)', () => {
     const stopped = run(messageStart(), { type: 'message_delta', delta: { stop_reason: 'stop_sequence', stop_sequence: '###' }, usage: { output_tokens: 2 } }, { type: 'message_stop' })
     expect(stopped.at(-1)).toEqual({ type: 'finish', reason: 'stop', usage: usage(10, 2), stopSequence: '###' })

@@ -14,14 +14,21 @@ afterEach(async () => {
 })
 
 const DEMO_CAPABILITIES = { tools: true, reasoning: true, vision: false, file_input: false, supports_web_fetch: false, supports_web_search: false }
-const DEMO_PRICING = { input_per_mtok_nanos: '100000000', output_per_mtok_nanos: '400000000', cached_input_per_mtok_nanos: '100000000', reasoning_per_mtok_nanos: '400000000' }
+const DEMO_PRICING = {
+  input_per_mtok_nanos: '100000000',
+  output_per_mtok_nanos: '400000000',
+  cached_input_per_mtok_nanos: '100000000',
+  cache_write_input_per_mtok_nanos: '125000000',
+  cache_write_1h_input_per_mtok_nanos: '200000000',
+  reasoning_per_mtok_nanos: '400000000',
+}
 
 /** A config file with three models on two providers (one private-capable). */
 const FILE = catalogFile(
   `  - id: llama-3.3-70b
     level: private
     backends: [{ provider: local, model: meta-llama/Llama-3.3-70B-Instruct }]
-    price: { input_per_mtok: "0.40", output_per_mtok: "0.80", cached_input_per_mtok: "0.000000001", reasoning_per_mtok: "1.25" }
+    price: { input_per_mtok: "0.40", output_per_mtok: "0.80", cached_input_per_mtok: "0.000000001", reasoning_per_mtok: "1.25", cache_write_input_per_mtok: "0.45", cache_write_1h_input_per_mtok: "0.7" }
     context_length: 131072
     max_output_tokens: 8192
     capabilities: { tools: true, reasoning: false, vision: false, file_input: true, supports_web_fetch: true, supports_web_search: true }
@@ -75,7 +82,7 @@ describe('happy', () => {
     })
   })
 
-  test('a config file: every model in order; prices exact to the nano; absent cached/reasoning prices fall back', async () => {
+  test('a config file: every model in order; prices exact to the nano; absent cached/reasoning/cache-write prices fall back', async () => {
     t = await fileApp()
     const body = await ok(await t.request('GET', '/api/v1/models'))
     expect(body.data.map((entry: any) => [entry.id, entry.privacy_levels])).toEqual([
@@ -85,15 +92,37 @@ describe('happy', () => {
     ])
     expect(body.data[0]).toMatchObject({
       capabilities: { tools: true, reasoning: false, vision: false, file_input: true, supports_web_fetch: true, supports_web_search: true },
-      pricing: { input_per_mtok_nanos: '400000000', output_per_mtok_nanos: '800000000', cached_input_per_mtok_nanos: '1', reasoning_per_mtok_nanos: '1250000000' },
+      pricing: {
+        input_per_mtok_nanos: '400000000',
+        output_per_mtok_nanos: '800000000',
+        cached_input_per_mtok_nanos: '1',
+        cache_write_input_per_mtok_nanos: '450000000',
+        cache_write_1h_input_per_mtok_nanos: '700000000',
+        reasoning_per_mtok_nanos: '1250000000',
+      },
       context_length: 131072,
       max_output_tokens: 8192,
     })
     expect(body.data[1]).toMatchObject({
       capabilities: { tools: false, reasoning: false, vision: true, file_input: false, supports_web_fetch: false, supports_web_search: false },
-      pricing: { input_per_mtok_nanos: '2500000000', output_per_mtok_nanos: '10000000000', cached_input_per_mtok_nanos: '2500000000', reasoning_per_mtok_nanos: '10000000000' },
     })
-    expect(body.data[2].pricing).toEqual({ input_per_mtok_nanos: '0', output_per_mtok_nanos: '0', cached_input_per_mtok_nanos: '0', reasoning_per_mtok_nanos: '0' })
+    // Unset write prices are 1.25× and 2× the input price.
+    expect(body.data[1].pricing).toEqual({
+      input_per_mtok_nanos: '2500000000',
+      output_per_mtok_nanos: '10000000000',
+      cached_input_per_mtok_nanos: '2500000000',
+      cache_write_input_per_mtok_nanos: '3125000000',
+      cache_write_1h_input_per_mtok_nanos: '5000000000',
+      reasoning_per_mtok_nanos: '10000000000',
+    })
+    expect(body.data[2].pricing).toEqual({
+      input_per_mtok_nanos: '0',
+      output_per_mtok_nanos: '0',
+      cached_input_per_mtok_nanos: '0',
+      cache_write_input_per_mtok_nanos: '0',
+      cache_write_1h_input_per_mtok_nanos: '0',
+      reasoning_per_mtok_nanos: '0',
+    })
     // Upstream names, provider ids and keys are the operator's business, never the catalog's.
     const text = JSON.stringify(body) + JSON.stringify(await ok(await t.request('GET', '/v1/models')))
     for (const secret of ['meta-llama/Llama', 'gpt-x-2025', 'cloud.example', '127.0.0.1', 'secret', '"local"']) expect(text).not.toContain(secret)

@@ -17,7 +17,8 @@ models:
       - { provider: vllm-a, model: meta-llama/Llama-3.3-70B-Instruct, weight: 3 }
       - { provider: local, model: "llama3.3:70b", uncensored: true }
     routing: round-robin
-    price: { input_per_mtok: "0.40", output_per_mtok: "0.80", cached_input_per_mtok: "0.1", reasoning_per_mtok: "1.000000001" }
+    price: { input_per_mtok: "0.40", output_per_mtok: "0.80", cached_input_per_mtok: "0.1", reasoning_per_mtok: "1.000000001",
+             cache_write_input_per_mtok: "0.45", cache_write_1h_input_per_mtok: "0.800000001" }
     context_length: 131072
     max_output_tokens: 8192
     capabilities: { tools: true, reasoning: false, vision: false, file_input: true, supports_web_fetch: true, supports_web_search: true }
@@ -51,7 +52,14 @@ models:
           { provider: 'local', model: 'llama3.3:70b', weight: 1, uncensored: true },
         ],
         routing: 'round-robin',
-        price: { inputPerMillion: 400_000_000n, outputPerMillion: 800_000_000n, cachedInputPerMillion: 100_000_000n, reasoningPerMillion: 1_000_000_001n },
+        price: {
+          inputPerMillion: 400_000_000n,
+          outputPerMillion: 800_000_000n,
+          cachedInputPerMillion: 100_000_000n,
+          cacheWriteInputPerMillion: 450_000_000n,
+          cacheWrite1hInputPerMillion: 800_000_001n,
+          reasoningPerMillion: 1_000_000_001n,
+        },
         contextLength: 131072,
         maxOutputTokens: 8192,
         capabilities: { tools: true, reasoning: false, vision: false, fileInput: true, supportsWebFetch: true, supportsWebSearch: true },
@@ -67,8 +75,9 @@ models:
         capabilities: { tools: false, reasoning: false, vision: false, fileInput: false, supportsWebFetch: false, supportsWebSearch: false },
       },
     ])
-    // Absent optional prices stay absent (pricing falls back to the input/output price).
-    expect('cachedInputPerMillion' in config.models[1]!.price).toBe(false)
+    // Absent optional prices stay absent (pricing falls back to the input/output price, or a
+    // multiple of the input's for cache writes: test/unit/pricing.test.ts).
+    for (const absent of ['cachedInputPerMillion', 'cacheWriteInputPerMillion', 'cacheWrite1hInputPerMillion']) expect(absent in config.models[1]!.price).toBe(false)
   })
 
   test('a private model whose backend provider keeps data is refused, naming the model and provider', () => {
@@ -200,6 +209,10 @@ models:
     [', price: { input_per_mtok: 1, output_per_mtok: "2" }', ['models.0.price.input_per_mtok: Expected string (write money as a quoted decimal string)']],
     [', price: { input_per_mtok: "1", output_per_mtok: "9223372037" }', ['models.0.price.output_per_mtok: amount too large']],
     [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_per_mtok: "3" }', ['models.0.price.cache_write_per_mtok: Unexpected property']],
+    [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_input_per_mtok: 1.25 }', ['models.0.price.cache_write_input_per_mtok: Expected string (write money as a quoted decimal string)']],
+    [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_1h_input_per_mtok: "-2" }', ['models.0.price.cache_write_1h_input_per_mtok: must be a decimal USD amount with at most 9 decimals, e.g. "20" or "0.40"']],
+    [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_1h_input_per_mtok: "9223372037" }', ['models.0.price.cache_write_1h_input_per_mtok: amount too large']],
+    [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_input_per_mtok: "1.25", cache_write_1h_input_per_mtok: "2" }', []],
     [', capabilities: { tools: true, streaming: true }', ['models.0.capabilities.streaming: Unexpected property']],
     [', capabilities: { tools: "yes" }', ['models.0.capabilities.tools: Expected boolean']],
     [', context_length: 0', ['models.0.context_length: Expected integer to be greater or equal to 1']],

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import { chargeForTokens, chargeForUnits, tokenCost } from '../../src/billing/pricing'
-import { priceUsage } from '../../src/inference/meter'
+import { cacheWritePrice, chargeForTokens, chargeForUnits, tokenCost } from '../../src/billing/pricing'
+import { estimateCharge, highInputTokens, priceUsage } from '../../src/inference/meter'
 import { parseUsd } from '../../src/lib/money'
+import { chat } from '../support/anthropic-to-upstream'
 
 const usd = (text: string) => parseUsd(text)!
 
@@ -55,6 +56,46 @@ describe('priceUsage: a usage is rounded up once, not per part', () => {
   test('nothing used costs nothing; negative parts are programming errors', () => {
     expect(priceUsage(price, { inputTokens: 0, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 })).toBe(0n)
     expect(() => tokenCost(-1, 1n)).toThrow(RangeError)
+  })
+})
+
+describe('prompt-cache writes', () => {
+  const price = { inputPerMillion: usd('0.123456789'), outputPerMillion: usd('1.000000001'), cachedInputPerMillion: usd('0.000000001') }
+
+  test("unset, a write costs Anthropic's multiple of the input price: 1.25× rounded up to a whole nano per million, 2× for an hour", () => {
+    // 123456789 × 1.25 = 154320986.25 → 154320987.
+    expect([cacheWritePrice(price, '5m'), cacheWritePrice(price, '1h')]).toEqual([154_320_987n, 246_913_578n])
+    expect([cacheWritePrice({ inputPerMillion: usd('3'), outputPerMillion: 0n }, '5m'), cacheWritePrice({ inputPerMillion: usd('3'), outputPerMillion: 0n }, '1h')]).toEqual([usd('3.75'), usd('6')])
+    expect([cacheWritePrice({ inputPerMillion: 1n, outputPerMillion: 0n }, '5m'), cacheWritePrice({ inputPerMillion: 0n, outputPerMillion: 0n }, '5m')]).toEqual([2n, 0n])
+    // Configured, each is as written (below the input price too).
+    const set = { ...price, cacheWriteInputPerMillion: 7n, cacheWrite1hInputPerMillion: 9n }
+    expect([cacheWritePrice(set, '5m'), cacheWritePrice(set, '1h')]).toEqual([7n, 9n])
+  })
+
+  test('writes at their price per lifetime, with the rest of the usage, in one rounding', () => {
+    // 8 × 123.456789 + 2 × 0.001 + 6 × 154.320987 + 4 × 246.913578 + 3 × 1000.000001 = 5901.236549 → 5902.
+    const usage = { inputTokens: 20, cachedInputTokens: 2, cacheWriteInputTokens: 10, cacheWrite1hInputTokens: 4, outputTokens: 3, webSearchRequests: 0, webFetchRequests: 0 }
+    expect(priceUsage(price, usage)).toBe(5902n)
+    // Without the split, every write is a 5-minute one: 8 × 123.456789 + 0.002 + 10 × 154.320987 + 3000.000003 = 5530.863877 → 5531.
+    expect(priceUsage(price, { ...usage, cacheWrite1hInputTokens: undefined })).toBe(5531n)
+    // Counts past their totals are held to them (a broken report): never a negative part.
+    expect(priceUsage(price, { ...usage, cacheWriteInputTokens: 30, cacheWrite1hInputTokens: 40 })).toBe(priceUsage(price, { ...usage, cacheWriteInputTokens: 18, cacheWrite1hInputTokens: 18 }))
+  })
+
+  test("a request with cache hints reserves its input at the dearest write price its hints may incur", () => {
+    const plain = chat()
+    const route = plain.route
+    const input = BigInt(highInputTokens(plain))
+    const output = 8192n * route.price.outputPerMillion
+    const reserve = (rate: bigint) => (input * rate + output + 999_999n) / 1_000_000n
+    expect(estimateCharge(plain, route)).toBe(reserve(route.price.inputPerMillion))
+    const fiveMinutes = chat({ messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hi', cache: {} }] }] })
+    expect(estimateCharge(fiveMinutes, route)).toBe(reserve(cacheWritePrice(route.price, '5m')))
+    // One 1-hour hint anywhere (here a tool's) makes the whole input reservable at the 1-hour price.
+    const hour = chat({ ...fiveMinutes, tools: [{ name: 'f', parameters: {}, cache: { ttl: '1h' } }] })
+    const hourInput = BigInt(highInputTokens(hour))
+    expect(estimateCharge(hour, route)).toBe((hourInput * cacheWritePrice(route.price, '1h') + output + 999_999n) / 1_000_000n)
+    expect(estimateCharge(chat({ cache: { ttl: '1h' } }), route)).toBe(reserve(route.price.inputPerMillion * 2n))
   })
 })
 

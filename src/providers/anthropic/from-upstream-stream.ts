@@ -19,6 +19,8 @@ interface AnthropicUsage {
   output_tokens?: number | null
   cache_read_input_tokens?: number | null
   cache_creation_input_tokens?: number | null
+  /** The writes by lifetime; `cache_creation_input_tokens` is their sum. */
+  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null
 }
 
 /** The `message` of message_start: a Message with empty content. */
@@ -49,10 +51,12 @@ type OpenBlock =
  * Usage: Anthropic's `input_tokens` excludes cache reads and cache writes. Canonical
  * `inputTokens` counts every prompt token, so it is input + cache_read + cache_creation, and
  * `cachedInputTokens` is cache_read (priced at the cached-input rate), `cacheWriteInputTokens`
- * cache_creation (told back to Messages clients). Cache writes are billed by Anthropic at 1.25×
- * (5 min) or 2× (1 h) the input price; we have no price for them, so they are priced as
- * ordinary input tokens (operators who use caching heavily should price input
- * accordingly). Thinking tokens are part of `output_tokens`; Anthropic does not report them
+ * cache_creation (told back to Messages clients), priced at the model's cache-write price for
+ * its lifetime: `cacheWrite1hInputTokens` is cache_creation.ephemeral_1h_input_tokens. An
+ * upstream that reports writes without that split (a compatible server, an older API) has them
+ * read as 1-hour writes when the request set any 1-hour hint (`oneHourHints`), else as 5-minute
+ * ones: the dearer reading where either is possible, so the gateway never charges less than the
+ * upstream may. Thinking tokens are part of `output_tokens`; Anthropic does not report them
  * apart, so `reasoningTokens` stays undefined.
  *
  * Output: only message_delta's `output_tokens` is the answer's count. message_start carries a
@@ -71,13 +75,15 @@ export class AnthropicStreamTranslator {
   private started = false
   private stopReason: string | null | undefined
   private stopSequence: string | undefined
-  private readonly usage: Required<{ [K in keyof AnthropicUsage]: number }> = {
+  private readonly usage: Record<(typeof USAGE_KEYS)[number], number> = {
     input_tokens: 0,
     output_tokens: 0,
     cache_read_input_tokens: 0,
     cache_creation_input_tokens: 0,
   }
   private cacheReadReported = false
+  /** cache_creation.ephemeral_1h_input_tokens, when the upstream split its writes by lifetime. */
+  private cacheWriteHour: number | undefined
   /** Whether the upstream reported any count yet (message_start's input, message_delta's usage). */
   private usageReported = false
   /** The ids of this answer's tool calls: a client pairs results by id, so no two calls share one. */
@@ -88,6 +94,8 @@ export class AnthropicStreamTranslator {
     private readonly now: () => number,
     /** Makes up the ids a compatible upstream omits or repeats. */
     private readonly requestId: string,
+    /** The request set a 1-hour cache hint: writes reported without their lifetime are read as 1-hour ones. */
+    private readonly oneHourHints = false,
   ) {}
 
   /** The events for one SSE event (often none or one). */
@@ -204,6 +212,7 @@ export class AnthropicStreamTranslator {
       start.inputTokens = usage.inputTokens
       if (usage.cachedInputTokens) start.cachedInputTokens = usage.cachedInputTokens
       if (usage.cacheWriteInputTokens) start.cacheWriteInputTokens = usage.cacheWriteInputTokens
+      if (usage.cacheWrite1hInputTokens) start.cacheWrite1hInputTokens = usage.cacheWrite1hInputTokens
     }
     return [start]
   }
@@ -377,14 +386,18 @@ export class AnthropicStreamTranslator {
         if (key === 'cache_read_input_tokens') this.cacheReadReported = true
       }
     }
+    const hour = typeof usage.cache_creation === 'object' && usage.cache_creation !== null ? tokenCount(usage.cache_creation.ephemeral_1h_input_tokens) : undefined
+    if (hour !== undefined && !(output && hour < (this.cacheWriteHour ?? 0))) this.cacheWriteHour = hour
   }
 
   private canonicalUsage(): Usage {
     const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = this.usage
+    const hour = Math.min(this.cacheWriteHour ?? (this.oneHourHints ? cache_creation_input_tokens : 0), cache_creation_input_tokens)
     return {
       inputTokens: input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
       ...(this.cacheReadReported ? { cachedInputTokens: cache_read_input_tokens } : {}),
       ...(cache_creation_input_tokens > 0 ? { cacheWriteInputTokens: cache_creation_input_tokens } : {}),
+      ...(hour > 0 ? { cacheWrite1hInputTokens: hour } : {}),
       outputTokens: output_tokens,
       webSearchRequests: 0,
       webFetchRequests: 0,

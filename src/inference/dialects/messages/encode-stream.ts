@@ -78,7 +78,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
     if (event.type === 'usage') return []
     const out: string[] = []
     if (event.type === 'response-start') {
-      this.messageStart(out, event.inputTokens, event.cachedInputTokens, event.cacheWriteInputTokens)
+      this.messageStart(out, event)
       return out
     }
     this.messageStart(out, undefined)
@@ -218,7 +218,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
    * The prompt's size when the upstream reported it up front, in Anthropic's convention (as
    * message_delta and the non-streamed reply write it: input_tokens excludes cache reads).
    */
-  private messageStart(out: string[], inputTokens: number | undefined, cachedInputTokens?: number, cacheWriteInputTokens?: number): void {
+  private messageStart(out: string[], { inputTokens, cachedInputTokens, cacheWriteInputTokens, cacheWrite1hInputTokens }: Partial<Extract<ChatEvent, { type: 'response-start' }>> = {}): void {
     if (this.started) return
     this.started = true
     const message = {
@@ -231,7 +231,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
       stop_sequence: null,
       usage: inputTokens === undefined
         ? { input_tokens: this.meta.estimatedInputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
-        : usageObject({ inputTokens, cachedInputTokens, cacheWriteInputTokens, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 }),
+        : usageObject({ inputTokens, cachedInputTokens, cacheWriteInputTokens, cacheWrite1hInputTokens, outputTokens: 0, webSearchRequests: 0, webFetchRequests: 0 }),
     }
     out.push(frame('message_start', JSON.stringify({ type: 'message_start', message })), PING)
   }

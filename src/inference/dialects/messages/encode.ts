@@ -27,7 +27,8 @@ export function stopReason(reason: FinishReason, detail: FinishDetail): string {
 
 /**
  * Anthropic's usage object. Its `input_tokens` excludes cache reads and cache writes (canonical
- * input includes both); cache writes are known only from an Anthropic backend (0 otherwise).
+ * input includes both); cache writes are known only from an Anthropic backend (0 otherwise), and
+ * when there are some, `cache_creation` splits them by lifetime as they were billed.
  * `server_tool_use: {web_search_requests, web_fetch_requests}` is Anthropic's own field for hosted tool runs: present whenever the request enabled hosted web
  * tools (`serverToolUse`), zero counts included, as on the other client formats.
  */
@@ -39,6 +40,10 @@ export function usageObject(usage: Usage, serverToolUse = false) {
     cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
     output_tokens: usage.outputTokens,
+  }
+  if (written > 0) {
+    const hour = Math.min(usage.cacheWrite1hInputTokens ?? 0, written)
+    object.cache_creation = { ephemeral_5m_input_tokens: written - hour, ephemeral_1h_input_tokens: hour }
   }
   if (serverToolUse || usage.webSearchRequests || usage.webFetchRequests) {
     object.server_tool_use = { web_search_requests: usage.webSearchRequests, web_fetch_requests: usage.webFetchRequests }
