@@ -1,6 +1,6 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
-import { OpenDrawings } from './docx-drawings'
+import { hiddenVml, OpenDrawings } from './docx-drawings'
 import { symbolText } from './docx-symbols'
 import { tableHidden } from './docx-table-styles'
 import { OpenTables } from './docx-tables'
@@ -11,11 +11,12 @@ import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOV
 // and a symbol (w:sym) as text, a page or column break between words as a line break, an absolute
 // position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐, a
 // picture as its alternative text (docx-drawings.ts), "[Image: …]" on a line of its own; and left
-// out, what Word does not show: hidden text (w:vanish, set on the run or by its styles) and a content
-// control's placeholder ("Click or tap here to enter text."). Hidden text is a prompt-injection
-// vector, as hidden HTML is (web pages' hidden elements are left out too). Tracked changes as Word's
-// final view shows them: what was deleted or moved away left out (w:del, w:moveFrom: officeparser
-// skips it, but what is read beside it, a chart, must not find it), a table row or cell marked so
+// out, what Word does not show: hidden text (w:vanish, set on the run or by its styles), a hidden
+// drawing or VML shape with all it holds (docx-drawings.ts) and a content control's placeholder
+// ("Click or tap here to enter text."). Hidden text is a prompt-injection vector, as hidden HTML is
+// (web pages' hidden elements are left out too). Tracked changes as Word's final view shows them:
+// what was deleted or moved away left out (w:del, w:moveFrom: officeparser skips it, but what is
+// read beside it, a chart, must not find it), a table row or cell marked so
 // too (docx-tables.ts: a vertical merge whose first cell goes starts again at the next one shown),
 // and a paragraph whose mark is (`w:pPr/w:rPr/w:del`) joined with the next one, or left out when
 // nothing of it shows. And what officeparser would read otherwise than Word: an
@@ -123,8 +124,18 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
         }
       }
       if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
+      // A drawing or VML shape Word does not show goes whole, as deleted content does (docx-drawings.ts).
+      let hidden: Open | undefined
       if (name === 'w:drawing') drawings.start(depth)
-      else if (drawings.inside) drawings.element(qname, attributes, depth, namespaces)
+      else if (drawings.inside) {
+        const drawingDepth = drawings.element(qname, attributes, depth, namespaces)
+        if (drawingDepth !== undefined) hidden = open[drawingDepth]
+      }
+      if (hiddenVml(qname, attributes, namespaces)) hidden = entry
+      if (hidden && !hidden.dropped) {
+        hidden.dropped = true
+        dropping++
+      }
       if (name === 'w:p') paragraphs.push({ table: tableHidden(styles, tables.style, tables.look, tables.place()), textSeen: joined?.textSeen ?? false, breaks: joined?.breaks ?? [], image: joined?.image, plain: !declares(attributes), joined })
       else if (REMOVED.has(name) && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markDeleted = true
       else if (REMOVED.has(name) && parent === 'w:trPr' && grand === 'w:tr') tables.deleteRow()
