@@ -86,6 +86,15 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
   let formData: { start: number; depth: number; checked: boolean } | undefined
   // The run's own w:vanish is absolute; without one, its styles decide (hiddenByStyles: w:vanish is a toggle there).
   const runHidden = (run: Run) => showingPlaceholder > 0 || (run.vanish ?? hiddenByStyles(styles, run.style, run.paragraph?.style, run.paragraph?.table))
+  /** `name` (an element of TEXT, or a line break) shows in `paragraph`. */
+  const textShown = (paragraph: Paragraph, name: string) => {
+    paragraph.textSeen = true
+    paragraph.breaks.length = 0
+    // Text after a picture's alternative text goes on the next line; a line break already puts it there.
+    if (paragraph.image && name !== 'w:br' && name !== 'w:cr') paragraph.image.edit.text += paragraph.image.br
+    paragraph.image = undefined
+    paragraph.freshLine = name === 'w:br' || name === 'w:cr'
+  }
   let namespaceOf: NamespaceOf = () => undefined
   const rename = (entry: Open, start: number, to: string) => {
     entry.renamed = to
@@ -114,14 +123,7 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
       const shown = dropping === 0 && !(run ? runHidden(run) : showingPlaceholder > 0)
       // Only text that shows puts a page break between words (the run's properties come first in it).
       if (TEXT.has(name) || (name === 'w:br' && !['page', 'column'].includes(attributes['w:type'] ?? ''))) {
-        if (paragraph && shown) {
-          paragraph.textSeen = true
-          paragraph.breaks.length = 0
-          // Text after a picture's alternative text goes on the next line; a line break already puts it there.
-          if (paragraph.image && TEXT.has(name) && name !== 'w:cr') paragraph.image.edit.text += paragraph.image.br
-          paragraph.image = undefined
-          paragraph.freshLine = name === 'w:br' || name === 'w:cr'
-        }
+        if (paragraph && shown) textShown(paragraph, name)
       }
       if (paragraph && shown && ((parent === 'w:r' && !KEPT_IN_HIDDEN_RUN.has(name)) || name === 'm:oMath')) paragraph.shows = true
       // A drawing or VML shape Word does not show goes whole, as deleted content does (docx-drawings.ts).
@@ -279,9 +281,15 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
           if (checkBox && parent === 'w:fldChar') formData = { start, depth: open.length - 1, checked: checkBox.checked ?? checkBox.byDefault ?? false }
           checkBox = undefined
         } else if (name === 'w:fldChar' && formData?.depth === open.length) {
-          // The form data goes, and the box, as it shows, follows the field's start in its run.
+          // The form data goes, and the box, as it shows, follows the field's start in its run: text
+          // like any other (on a line after a picture's alternative text; what a paragraph shows).
           edit(formData.start, end, `</${qname}>${written('t', formData.checked ? '☒' : '☐')}`)
           formData = undefined
+          const [paragraph, run] = [paragraphs.at(-1), runs.at(-1)]
+          if (paragraph && parent === 'w:r' && run && dropping === 0 && !runHidden(run)) {
+            textShown(paragraph, 'w:t')
+            paragraph.shows = true
+          }
         }
       },
     },

@@ -46,3 +46,15 @@ describe('a drawing hidden in Word (Selection pane) gives nothing', () => {
     expect(await text(docx(p(r(t('host')), r(vmlBox(p(r(t('shown'))), 'visibility:hidden;visibility:visible')))))).toBe('host\nshown')
   })
 })
+
+describe("a picture's alternative text on a line of its own", () => {
+  const checkbox = r('<w:fldChar w:fldCharType="begin"><w:ffData><w:checkBox><w:checked/></w:checkBox></w:ffData></w:fldChar>') + r('<w:instrText> FORMCHECKBOX </w:instrText>') + r('<w:fldChar w:fldCharType="end"/>')
+
+  test('a legacy checkbox is text like any other: after a picture it starts the next line (before: "[Image: one]☒")', async () => {
+    expect(await text(docx(p(r(pictureDrawing('descr="one"')), checkbox) + p(r(t('next')))))).toBe('[Image: one]\n☒\nnext')
+    // Likewise a page break after it separates it from the text that follows, and it is what a paragraph
+    // whose mark is deleted shows (before: the paragraph went, and the box with it).
+    expect(await text(docx(p(checkbox, r('<w:br w:type="page"/>'), r(t('after')))))).toBe('☒\nafter')
+    expect(await text(docx(`<w:p><w:pPr><w:rPr><w:del w:id="1" w:author="a"/></w:rPr></w:pPr>${checkbox}</w:p>${p(r(t('joined')))}`))).toBe('☒joined')
+  })
+})
