@@ -22,6 +22,25 @@ export const declares = (attributes: Record<string, string>) => Object.keys(attr
 /** What a ruby base's run shows of its elements other than w:t, as officeparser reads the rewritten ones. */
 export const BASE_TEXT: Record<string, string> = { 'w:tab': '\t', 'w:ptab': '\t', 'w:noBreakHyphen': '-', 'w:cr': '\n', 'w:br': '\n' }
 
+/** `name` (an element of TEXT, or a line break) shows in `paragraph`. */
+export const textShown = (paragraph: Paragraph, name: string) => {
+  paragraph.textSeen = true
+  paragraph.breaks.length = 0
+  // Text after a picture's alternative text goes on the next line; a line break already puts it there.
+  if (paragraph.image && name !== 'w:br' && name !== 'w:cr') paragraph.image.edit.text += paragraph.image.br
+  paragraph.image = undefined
+  paragraph.freshLine = name === 'w:br' || name === 'w:cr'
+}
+/** Whether what `paragraph` shows next goes on the line its text is on (a picture's alternative text starts a line of its own). */
+export const lineGoesOn = (paragraph: Paragraph) => paragraph.textSeen && paragraph.breaks.length === 0 && !paragraph.freshLine
+/** A picture's alternative text, written by `made`, is what `paragraph` shows last: `br` goes after it if text follows. */
+export const imageShown = (paragraph: Paragraph, made: Edit, br: string) => {
+  paragraph.image = { edit: made, br }
+  paragraph.textSeen = true
+  paragraph.breaks.length = 0
+  paragraph.freshLine = false
+}
+
 export interface Edit {
   start: number
   end: number

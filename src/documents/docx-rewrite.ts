@@ -1,16 +1,17 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
 import { hiddenVml, OpenDrawings } from './docx-drawings'
+import { OpenRubies } from './docx-ruby'
 import { symbolText } from './docx-symbols'
 import { tableHidden } from './docx-table-styles'
 import { OpenTables } from './docx-tables'
-import { BASE_TEXT, declares, escapeText, KEPT_IN_HIDDEN_RUN, RANGE_MARKS, REMOVED, TABLE_LOOK, TEXT, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
+import { BASE_TEXT, declares, escapeText, imageShown, KEPT_IN_HIDDEN_RUN, lineGoesOn, RANGE_MARKS, REMOVED, TABLE_LOOK, TEXT, textShown, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
 
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
 // and a symbol (w:sym) as text, a page or column break between words as a line break, an absolute
-// position tab (w:ptab) as a tab, a ruby as its base text, a legacy form checkbox as ☒ or ☐, a
-// picture as its alternative text (docx-drawings.ts), "[Image: …]" on a line of its own; and left
+// position tab (w:ptab) as a tab, a ruby as its base text (docx-ruby.ts), a legacy form checkbox as
+// ☒ or ☐, a picture as its alternative text (docx-drawings.ts), "[Image: …]" on a line of its own; and left
 // out, what Word does not show: hidden text (w:vanish, set on the run or by its styles), a hidden
 // drawing or VML shape with all it holds (docx-drawings.ts) and a content control's placeholder
 // ("Click or tap here to enter text."). Hidden text is a prompt-injection vector, as hidden HTML is
@@ -78,7 +79,7 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
   }
   const placeholders: boolean[] = []
   let showingPlaceholder = 0
-  const rubies: Array<{ editsBefore: number; inBase: boolean; content: string }> = []
+  const rubies = new OpenRubies()
   const alternates = new AlternateContent()
   const drawings = new OpenDrawings()
   let checkBox: { checked?: boolean; byDefault?: boolean } | undefined
@@ -86,15 +87,6 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
   let formData: { start: number; depth: number; checked: boolean } | undefined
   // The run's own w:vanish is absolute; without one, its styles decide (hiddenByStyles: w:vanish is a toggle there).
   const runHidden = (run: Run) => showingPlaceholder > 0 || (run.vanish ?? hiddenByStyles(styles, run.style, run.paragraph?.style, run.paragraph?.table))
-  /** `name` (an element of TEXT, or a line break) shows in `paragraph`. */
-  const textShown = (paragraph: Paragraph, name: string) => {
-    paragraph.textSeen = true
-    paragraph.breaks.length = 0
-    // Text after a picture's alternative text goes on the next line; a line break already puts it there.
-    if (paragraph.image && name !== 'w:br' && name !== 'w:cr') paragraph.image.edit.text += paragraph.image.br
-    paragraph.image = undefined
-    paragraph.freshLine = name === 'w:br' || name === 'w:cr'
-  }
   let namespaceOf: NamespaceOf = () => undefined
   const rename = (entry: Open, start: number, to: string) => {
     entry.renamed = to
@@ -155,15 +147,15 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
       else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl') tables.setStyle(attributes['w:val'])
       else if (TABLE_LOOK.has(name) && parent === 'w:tblPr' && grand === 'w:tbl') tables.setLook(name, attributes)
       else if (name === 'w:tblHeader' && parent === 'w:trPr' && grand === 'w:tr') tables.headerRow(on(attributes['w:val']))
-      else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [], text: rubies.at(-1)?.inBase ? '' : undefined })
+      else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [], text: rubies.inBase ? '' : undefined })
       else if (name === 'w:rStyle' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.style = attributes['w:val']
       else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.vanish = on(attributes['w:val'])
       else if (name === 'w:sdt') placeholders.push(false)
       else if (name === 'w:showingPlcHdr' && parent === 'w:sdtPr' && grand === 'w:sdt' && on(attributes['w:val']) && placeholders.at(-1) === false) {
         placeholders[placeholders.length - 1] = true
         showingPlaceholder++
-      } else if (name === 'w:ruby') rubies.push({ editsBefore: edits.length, inBase: false, content: '' })
-      else if (name === 'w:rubyBase' && parent === 'w:ruby' && rubies.length > 0) rubies.at(-1)!.inBase = true
+      } else if (name === 'w:ruby') rubies.start(edits.length, paragraph !== undefined && lineGoesOn(paragraph))
+      else if (name === 'w:rubyBase' && parent === 'w:ruby') rubies.base(true)
       else if (name === 'w:checkBox' && parent === 'w:ffData') checkBox = {}
       else if (name === 'w:checked' && parent === 'w:checkBox' && checkBox) checkBox.checked = on(attributes['w:val'])
       else if (name === 'w:default' && parent === 'w:checkBox' && checkBox) checkBox.byDefault = on(attributes['w:val'])
@@ -221,15 +213,19 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
             paragraph.image = undefined
           }
         } else if (imageText !== undefined) {
-          // The picture's alternative text in its place, on a line of its own in its paragraph.
+          // The picture's alternative text in its place, on a line of its own in its paragraph (in a
+          // ruby's base, in the text the ruby is written as).
           const paragraph = paragraphs.at(-1)
           const run = runs.at(-1)
           if (paragraph && dropping === 0 && !(run ? runHidden(run) : showingPlaceholder > 0)) {
-            const before = paragraph.textSeen && paragraph.breaks.length === 0 && !paragraph.freshLine ? written('br') : ''
-            paragraph.image = { edit: edit(start, end, before + written('t', escapeText(`[Image: ${imageText}]`), ' xml:space="preserve"')), br: written('br') }
-            paragraph.textSeen = true
-            paragraph.breaks.length = 0
-            paragraph.freshLine = false
+            if (run?.text !== undefined && rubies.inBase) {
+              rubies.text(run.text)
+              run.text = ''
+              rubies.image(imageText)
+            } else {
+              const before = lineGoesOn(paragraph) ? written('br') : ''
+              imageShown(paragraph, edit(start, end, before + written('t', escapeText(`[Image: ${imageText}]`), ' xml:space="preserve"')), written('br'))
+            }
           }
         } else if (name === 'w:pPr' && parent === 'w:p' && paragraphs.at(-1)?.markDeleted) {
           // The joined paragraph takes the next one's properties, as Word's does (that mark is the one
@@ -265,18 +261,19 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
           if (runHidden(run)) {
             edits.length = Math.min(edits.length, run.editsBefore)
             for (const child of run.children) if (!KEPT_IN_HIDDEN_RUN.has(child.name)) edit(child.start, child.end, '')
-          } else if (run.text !== undefined && rubies.at(-1)?.inBase && dropping === 0) rubies.at(-1)!.content += run.text
+          } else if (run.text !== undefined && rubies.inBase && dropping === 0) rubies.text(run.text)
         } else if (name === 'w:sdt') {
           if (placeholders.pop()) showingPlaceholder--
-        } else if (name === 'w:rubyBase') {
-          if (rubies.length > 0) rubies.at(-1)!.inBase = false
-        } else if (name === 'w:ruby') {
+        } else if (name === 'w:rubyBase') rubies.base(false)
+        else if (name === 'w:ruby') {
           // What its base's runs show, as one text in the run holding it: the annotation (w:rt, a
           // reading) is not the text. Written anew, not moved: what it held may rely on declarations
           // of the ruby's own.
-          const ruby = rubies.pop()!
+          const ruby = rubies.end()!
           edits.length = Math.min(edits.length, ruby.editsBefore)
-          edit(start, end, ruby.content === '' ? '' : written('t', escapeText(ruby.content), ' xml:space="preserve"'))
+          const made = edit(start, end, ruby.text === '' ? '' : written('t', escapeText(ruby.text), ' xml:space="preserve"'))
+          const paragraph = paragraphs.at(-1)
+          if (ruby.imageLast && paragraph) imageShown(paragraph, made, written('br'))
         } else if (name === 'w:ffData') {
           if (checkBox && parent === 'w:fldChar') formData = { start, depth: open.length - 1, checked: checkBox.checked ?? checkBox.byDefault ?? false }
           checkBox = undefined

@@ -58,3 +58,16 @@ describe("a picture's alternative text on a line of its own", () => {
     expect(await text(docx(`<w:p><w:pPr><w:rPr><w:del w:id="1" w:author="a"/></w:rPr></w:pPr>${checkbox}</w:p>${p(r(t('joined')))}`))).toBe('☒joined')
   })
 })
+
+describe("a picture in a ruby's base", () => {
+  const ruby = (base: string) => r(`<w:ruby><w:rubyPr/><w:rt>${r(t('yomi'))}</w:rt><w:rubyBase>${base}</w:rubyBase></w:ruby>`)
+  const picture = (description: string, properties = '') => r(pictureDrawing(`descr="${description}"`), properties)
+
+  test('is read where it stands in the base text, on a line of its own (before: lost with the ruby)', async () => {
+    expect(await text(docx(p(r(t('a')), ruby(r(t('漢字')) + picture('in ruby')), r(t('after')))))).toBe('a漢字\n[Image: in ruby]\nafter')
+    expect(await text(docx(p(r(t('a')), ruby(picture('first') + r(t('漢字'))), r(t('after')))))).toBe('a\n[Image: first]\n漢字after')
+    expect(await text(docx(p(ruby(r(t('A') + pictureDrawing('descr="same run"') + t('B')))) + p(ruby(picture('alone'))) + p(r(t('next')))))).toBe('A\n[Image: same run]\nB\n[Image: alone]\nnext')
+    // A hidden one is not.
+    expect(await text(docx(p(ruby(r(t('A')) + picture('hidden', '<w:vanish/>')), r(t('z')))))).toBe('Az')
+  })
+})
