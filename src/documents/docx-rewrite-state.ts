@@ -41,6 +41,20 @@ export const imageShown = (paragraph: Paragraph, made: Edit, br: string) => {
   paragraph.freshLine = false
 }
 
+/** `xml` with `edits` (in order, none overlapping) made, as the pieces of its text; undefined when none is. */
+export function applyEdits(xml: string, edits: Edit[]): { pieces: string[] } | undefined {
+  const pieces: string[] = []
+  let at = 0
+  for (const made of edits) {
+    if (made.dead) continue
+    pieces.push(xml.slice(at, made.start), made.text)
+    at = made.end
+  }
+  if (at === 0) return undefined
+  pieces.push(xml.slice(at))
+  return { pieces }
+}
+
 export interface Edit {
   start: number
   end: number
@@ -64,6 +78,9 @@ export interface Paragraph {
   markDeleted?: boolean
   /** It holds what Word shows: a run's content, an equation. */
   shows?: boolean
+  /** Its mark's own w:vanish and character style (`w:pPr/w:rPr`): whether Word shows the mark, and the list label it carries. */
+  markVanish?: boolean
+  markStyle?: string
   /** Its properties' removal (the paragraph it joins keeps its own), undone if it joins none; unset if not undoable. */
   properties?: Edit
   /** The paragraph it was joined to, its start tag removed. */

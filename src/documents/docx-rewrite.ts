@@ -1,11 +1,12 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
+import { HIDDEN_PARAGRAPH } from './list-labels'
 import { hiddenVml, OpenDrawings } from './docx-drawings'
 import { OpenRubies } from './docx-ruby'
 import { symbolText } from './docx-symbols'
 import { tableHidden } from './docx-table-styles'
 import { OpenTables } from './docx-tables'
-import { BASE_TEXT, declares, escapeText, imageShown, KEPT_IN_HIDDEN_RUN, lineGoesOn, RANGE_MARKS, REMOVED, TABLE_LOOK, TEXT, textShown, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
+import { applyEdits, BASE_TEXT, declares, escapeText, imageShown, KEPT_IN_HIDDEN_RUN, lineGoesOn, RANGE_MARKS, REMOVED, TABLE_LOOK, TEXT, textShown, type Edit, type Joining, type Open, type Paragraph, type Run } from './docx-rewrite-state'
 
 // What officeparser 8.1.1's run loop (WordParser.js, processChildNode) loses or garbles in a Word
 // document, rewritten before it reads the package into forms it reads right: a non-breaking hyphen
@@ -29,10 +30,11 @@ import { BASE_TEXT, declares, escapeText, imageShown, KEPT_IN_HIDDEN_RUN, lineGo
 //
 // Only the elements concerned are touched: each is replaced where it stands in the part's text, the
 // rest copied as it is. No replacement holds more elements than what it replaces, so the document
-// stays within MAX_XML_ELEMENTS (the empty cell for skipped columns is the one addition, and it is
-// taken from the element budget as it is written); nor, save for text the decoding itself changed
-// (invalid UTF-8 read as U+FFFD, as officeparser reads it), a ruby's base text or a picture's
-// alternative text escaped, a merge's continuation made its start, that empty cell, or an odd mix of prefixes, more bytes:
+// stays within MAX_XML_ELEMENTS (the empty cell for skipped columns, and the bookmark marking a
+// paragraph Word shows nothing of for list-labels.ts, are the additions, each taken from the element
+// budget as it is written); nor, save for text the decoding itself changed (invalid UTF-8 read as
+// U+FFFD, as officeparser reads it), a ruby's base text or a picture's alternative text escaped, a
+// merge's continuation made its start, those additions, or an odd mix of prefixes, more bytes:
 // docx-package.ts checks the inflated size again.
 // Names are read by namespace, whatever the prefix (docx-names.ts scanWord). What is written in an
 // element's place is written w:, as officeparser reads it, and declares w: where it is not bound to
@@ -150,6 +152,8 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
       else if (name === 'w:r') runs.push({ editsBefore: edits.length, paragraph, children: [], text: rubies.inBase ? '' : undefined })
       else if (name === 'w:rStyle' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.style = attributes['w:val']
       else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:r' && runs.length > 0) runs.at(-1)!.vanish = on(attributes['w:val'])
+      else if (name === 'w:vanish' && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markVanish = on(attributes['w:val'])
+      else if (name === 'w:rStyle' && parent === 'w:rPr' && grand === 'w:pPr' && great === 'w:p' && paragraph) paragraph.markStyle = attributes['w:val']
       else if (name === 'w:sdt') placeholders.push(false)
       else if (name === 'w:showingPlcHdr' && parent === 'w:sdtPr' && grand === 'w:sdt' && on(attributes['w:val']) && placeholders.at(-1) === false) {
         placeholders[placeholders.length - 1] = true
@@ -243,7 +247,17 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
             // Its breaks after its text wait for the next paragraph's text, as in one paragraph.
             const { textSeen, breaks, image, plain, properties } = paragraph
             joining = { depth: open.length, qname, plain, end: edit(xml.lastIndexOf('<', end - 1), end, ''), properties, textSeen, breaks, image }
-          } else for (const last of paragraph.breaks) last.dead = true
+          } else {
+            for (const last of paragraph.breaks) last.dead = true
+            if (!paragraph.shows && paragraph.joined === undefined && (paragraph.markVanish ?? hiddenByStyles(styles, paragraph.markStyle, paragraph.style, paragraph.table))) {
+              // Nothing of it shows, its mark neither: Word shows no line, nor its list label, yet
+              // counts it in its list. Marked so for list-labels.ts (officeparser reads a bookmark's name).
+              take(budget)
+              const selfClosing = xml[end - 2] === '/'
+              const marker = written('bookmarkStart', undefined, ` w:name="${HIDDEN_PARAGRAPH}"`)
+              edit(selfClosing ? end - 2 : xml.lastIndexOf('<', end - 1), end, `${selfClosing ? '>' : ''}${marker}</${qname}>`)
+            }
+          }
         } else if (name === 'w:vMerge' && parent === 'w:tcPr' && open.at(-2)?.name === 'w:tc') {
           if (tables.vMerge(attributes['w:val'])) edit(start, end, written('vMerge', undefined, ' w:val="restart"'))
         } else if (name === 'w:tc') {
@@ -292,14 +306,5 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
     },
   )
   if (!wellFormed) return 'malformed'
-  const pieces: string[] = []
-  let at = 0
-  for (const made of edits) {
-    if (made.dead) continue
-    pieces.push(xml.slice(at, made.start), made.text)
-    at = made.end
-  }
-  if (at === 0) return undefined
-  pieces.push(xml.slice(at))
-  return { pieces }
+  return applyEdits(xml, edits)
 }

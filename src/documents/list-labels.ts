@@ -152,6 +152,19 @@ export function readStyleNumbering(parts: PackageParts): StyleNumberings {
 type Block = { type: string; metadata?: Record<string, unknown> }
 
 /**
+ * The bookmark name the DOCX rewrite (docx-rewrite.ts) gives a paragraph Word shows nothing of, its
+ * mark hidden too (officeparser lists it in the paragraph's `metadata.anchorIds`). Word's own names
+ * start with a letter: this one is never a document's bookmark Word made.
+ */
+export const HIDDEN_PARAGRAPH = '-svc-hidden-paragraph'
+
+/** Whether Word shows nothing of `block`: not even a line (its list counts it, though: ListLabels.label). */
+export const hiddenParagraph = (block: Block) => {
+  const anchors = block.metadata?.anchorIds
+  return Array.isArray(anchors) && anchors.includes(HIDDEN_PARAGRAPH)
+}
+
+/**
  * Whether officeparser read `block` from a w:p of the document (its paragraph reader sets both
  * keys, `style` undefined when the paragraph names none), not one it made itself: a plain-text
  * chunk's line, an HTML or RTF chunk's paragraph, which no paragraph style of the document numbers.
@@ -184,6 +197,16 @@ export class ListLabels {
    * (as Word numbers every such paragraph); a paragraph officeparser made itself (wordParagraph) is not.
    */
   label(block: Block): string {
+    const label = this.counted(block)
+    // A paragraph Word shows nothing of, its mark hidden too, shows no label (Word formats a label as
+    // its paragraph's mark), but is counted: Word's own Set Numbering Value continues or advances a
+    // list by writing hidden numbered paragraphs before the item (ONLYOFFICE DocumentServer issue
+    // 3228), which only works if they count.
+    return hiddenParagraph(block) ? '' : label
+  }
+
+  /** The label `block` would show, its list's counters advanced. */
+  private counted(block: Block): string {
     const metadata = block.metadata
     if (block.type === 'list') return this.itemLabel(String(metadata?.listId ?? ''), Number(metadata?.indentation ?? 0) | 0)
     const named = typeof metadata?.style === 'string' ? metadata.style : undefined

@@ -1,4 +1,4 @@
-import { ListLabels } from './list-labels'
+import { hiddenParagraph, ListLabels } from './list-labels'
 import type { SlideFacts } from './slide-parts'
 
 // The text layout of a DOCX or PPTX, rendered from officeparser's AST so that the layout is ours:
@@ -124,7 +124,7 @@ function cellText(cell: Node, notes: NoteList | undefined, lists: ListLabels | u
       return false
     }
     const line = oneLine((lists?.label(node) ?? '') + own)
-    if (line !== '') parts.push(line)
+    if (line !== '' && !hiddenParagraph(node)) parts.push(line)
     return false
   })
   return parts.join(' ')
@@ -167,7 +167,9 @@ function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabe
     }
     const own = blockText(node, notes)
     if (own !== undefined) {
-      out.push((lists?.label(node) ?? '') + own)
+      // A paragraph Word shows nothing of is no line, not even an empty one; its list counts it still.
+      const label = lists?.label(node) ?? ''
+      if (!hiddenParagraph(node)) out.push(label + own)
       return false
     }
     if (node.children?.length) return true

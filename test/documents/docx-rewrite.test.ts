@@ -150,7 +150,8 @@ describe('DOCX hidden text is left out, as Word does not show it (QA: a prompt-i
       inTable('Hiding', line('table and paragraph: shown', 'Ghost'), line('SECRET-THREE', 'Ghost', 'Secret')) +
       // A first-row format the table's look does not switch on (it has no w:tblLook): the paragraph style alone hides.
       inTable('FirstRow', line('SECRET-CONDITIONAL', 'Ghost'))
-    expect(await text(styled(body, styles('')))).toBe('both hide: shown\n\nown off: shown\n\ntable and paragraph: shown')
+    // A paragraph whose style hides its mark as well as its text is no line at all (before: an empty one).
+    expect(await text(styled(body, styles('')))).toBe('both hide: shown\nown off: shown\ntable and paragraph: shown')
     // Over defaults that hide, a level that hides too changes nothing; one that shows turns the text over.
     const overHidden = line('SECRET-DEFAULTS', 'Ghost') + line('off: shown', 'Ghost', 'Off') + line('SECRET-TWICE', 'Plain', 'Off', '<w:vanish/>')
     expect(await text(styled(overHidden, styles('<w:vanish/>')))).toBe('off: shown')

@@ -102,4 +102,26 @@ describe('DOCX list numbering as Word counts it (regression QA)', () => {
     ])
     expect(await text(buildZip(parts))).toBe('1. one\nswitched off\nplain\n2. derived\n3. unknown style\nchunk line\nhtml line\nquoted\n4. in a cell\n5. last')
   })
+
+  describe('a paragraph Word shows nothing of', () => {
+    const numbering = `<w:abstractNum w:abstractNumId="0">${level(0, 'decimal', '%1.')}</w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>`
+    const styles = `<w:styles ${W}><w:style w:type="paragraph" w:default="1" w:styleId="Body"><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr></w:style><w:style w:type="paragraph" w:styleId="Plain"/></w:styles>`
+    const build = (body: string, withStyles = styles) => buildZip(docxParts(body).concat([
+      { name: 'word/numbering.xml', data: new TextEncoder().encode(`<w:numbering ${W}>${numbering}</w:numbering>`) },
+      { name: 'word/styles.xml', data: new TextEncoder().encode(withStyles) },
+    ]))
+    /** A paragraph whose mark and text are hidden (`properties` more of its w:pPr). */
+    const hidden = (properties = '') => `<w:p><w:pPr>${properties}<w:rPr><w:vanish/></w:rPr></w:pPr><w:r><w:rPr><w:vanish/></w:rPr><w:t>hidden</w:t></w:r></w:p>`
+
+    test('has no label and no line, but its list counts it (before: a stray "4. " line)', async () => {
+      // An empty paragraph, and one whose text alone is hidden, show their mark: Word labels them.
+      const body = para('a') + '<w:p/>' + '<w:p><w:r><w:rPr><w:vanish/></w:rPr><w:t>hidden words</w:t></w:r></w:p>' + hidden() + para('z')
+      expect(await text(build(body))).toBe('1. a\n2. \n3. \n5. z')
+      // Numbered by its own w:numPr, and in a table cell.
+      const own = hidden('<w:pStyle w:val="Plain"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr>')
+      expect(await text(build(para('a') + own + para('z') + table([[para('b') + hidden() + para('c')]])))).toBe('1. a\n3. z\n4. b 6. c')
+      // Not numbered: no empty line either.
+      expect(await text(build(para('a') + hidden() + para('z'), `<w:styles ${W}/>`))).toBe('a\nz')
+    })
+  })
 })
