@@ -36,12 +36,27 @@ const DOCX_CHUNK = /\.docx$/i
 const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent', '<w:del', '<w:moveFrom', '<w:cellDel', '<w:gridBefore', 'docPr', '<w:pict'].map(marker => Buffer.from(marker))
 const BREAK = Buffer.from('<w:br')
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
+const NUMBERING = Buffer.from('<w:numPr')
+const NUMBERING_END = Buffer.from('</w:numPr')
+const INSTANCE = Buffer.from('<w:numId')
+
+/** Whether some w:numPr may set no w:numId (it closes itself, or none stands before its end): the rewrite marks a level of its style's list. */
+function numberingWithoutInstance(part: Buffer): boolean {
+  for (let at = part.indexOf(NUMBERING); at >= 0; at = part.indexOf(NUMBERING, at + NUMBERING.length)) {
+    const tagEnd = part.indexOf(0x3e, at)
+    if (tagEnd < 0 || part[tagEnd - 1] === 0x2f) return true
+    const end = part.indexOf(NUMBERING_END, tagEnd)
+    const instance = part.indexOf(INSTANCE, tagEnd)
+    if (end < 0 || instance < 0 || instance > end) return true
+  }
+  return false
+}
 
 function mayNeedRewrite(part: Buffer): boolean {
   if (MARKERS.some(marker => part.includes(marker))) return true
   // A page or column break has attributes: `<w:br` then any whitespace.
   for (let at = part.indexOf(BREAK); at >= 0; at = part.indexOf(BREAK, at + BREAK.length)) if (WHITESPACE.has(part[at + BREAK.length]!)) return true
-  return namesReadOtherwise(part)
+  return numberingWithoutInstance(part) || namesReadOtherwise(part)
 }
 
 /** An entry as officeparser's unzip reads it: named by its local header. */

@@ -78,6 +78,8 @@ export interface Paragraph {
   markDeleted?: boolean
   /** It holds what Word shows: a run's content, an equation. */
   shows?: boolean
+  /** What its own w:numPr sets: a level without an instance (w:numId) is a level of its style's list. */
+  numbering?: { numId: boolean; level: boolean }
   /** Its mark's own w:vanish and character style (`w:pPr/w:rPr`): whether Word shows the mark, and the list label it carries. */
   markVanish?: boolean
   markStyle?: string

@@ -1,6 +1,6 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
-import { HIDDEN_PARAGRAPH } from './list-labels'
+import { HIDDEN_PARAGRAPH, STYLE_NUMBERING } from './list-labels'
 import { hiddenVml, OpenDrawings } from './docx-drawings'
 import { OpenRubies } from './docx-ruby'
 import { symbolText } from './docx-symbols'
@@ -145,6 +145,8 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
       } else if (name === 'w:tr') tables.openRow()
       else if (name === 'w:tc') tables.openCell()
       else if (name === 'w:pStyle' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.style = attributes['w:val']
+      else if (name === 'w:numPr' && parent === 'w:pPr' && grand === 'w:p' && paragraph) paragraph.numbering = { numId: false, level: false }
+      else if ((name === 'w:numId' || name === 'w:ilvl') && parent === 'w:numPr' && grand === 'w:pPr' && paragraph?.numbering) paragraph.numbering[name === 'w:numId' ? 'numId' : 'level'] = true
       else if (name === 'w:tbl') tables.openTable()
       else if (name === 'w:tblStyle' && parent === 'w:tblPr' && grand === 'w:tbl') tables.setStyle(attributes['w:val'])
       else if (TABLE_LOOK.has(name) && parent === 'w:tblPr' && grand === 'w:tbl') tables.setLook(name, attributes)
@@ -231,6 +233,14 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
               imageShown(paragraph, edit(start, end, before + written('t', escapeText(`[Image: ${imageText}]`), ' xml:space="preserve"')), written('br'))
             }
           }
+        } else if (name === 'w:numPr' && parent === 'w:pPr' && open.at(-2)?.name === 'w:p' && paragraphs.at(-1)?.numbering?.numId === false) {
+          // Word takes each of a paragraph's numbering settings its w:numPr leaves out from its style:
+          // a level alone is that level of the style's list (officeparser reads numId 0, no list), so
+          // it is marked for list-labels.ts; with neither, the style's numbering is the paragraph's.
+          if (paragraphs.at(-1)!.numbering!.level) {
+            take(budget)
+            edit(xml.lastIndexOf('<', end - 1), end, `${written('numId', undefined, ` w:val="${STYLE_NUMBERING}"`)}</${qname}>`)
+          } else edit(start, end, '')
         } else if (name === 'w:pPr' && parent === 'w:p' && paragraphs.at(-1)?.markDeleted) {
           // The joined paragraph takes the next one's properties, as Word's does (that mark is the one
           // left). Undoable only when nothing in them was rewritten: the edits made go with it.

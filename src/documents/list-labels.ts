@@ -158,6 +158,13 @@ type Block = { type: string; metadata?: Record<string, unknown> }
  */
 export const HIDDEN_PARAGRAPH = '-svc-hidden-paragraph'
 
+/**
+ * The w:numId the DOCX rewrite gives a paragraph's own w:numPr that sets a level but no instance:
+ * Word numbers it at that level of its paragraph style's list (the default style's when it names
+ * none). Word's own ids are numbers.
+ */
+export const STYLE_NUMBERING = '-svc-style-numbering'
+
 /** Whether Word shows nothing of `block`: not even a line (its list counts it, though: ListLabels.label). */
 export const hiddenParagraph = (block: Block) => {
   const anchors = block.metadata?.anchorIds
@@ -208,12 +215,16 @@ export class ListLabels {
   /** The label `block` would show, its list's counters advanced. */
   private counted(block: Block): string {
     const metadata = block.metadata
-    if (block.type === 'list') return this.itemLabel(String(metadata?.listId ?? ''), Number(metadata?.indentation ?? 0) | 0)
+    const level = Number(metadata?.indentation ?? 0) | 0
+    const listId = String(metadata?.listId ?? '')
+    if (block.type === 'list' && listId !== STYLE_NUMBERING) return this.itemLabel(listId, level)
     const named = typeof metadata?.style === 'string' ? metadata.style : undefined
-    const style = named !== undefined && this.styles.known.has(named) ? named : wordParagraph(block) ? this.styles.defaultStyle : undefined
+    const style = named !== undefined && this.styles.known.has(named) ? named : block.type === 'list' || wordParagraph(block) ? this.styles.defaultStyle : undefined
     const numbered = style === undefined ? undefined : this.styles.numbered.get(style)
     // numId 0 is Word's "no numbering": a derived style turns its base's off with it.
     if (style === undefined || numbered === undefined || numbered.numId === '0') return ''
+    // Its own level in its style's list.
+    if (block.type === 'list') return this.numbering.has(numbered.numId) ? this.itemLabel(numbered.numId, level) : ''
     const instance = this.numbering.get(numbered.numId)
     // A level naming the style (w:pStyle) is the style's level, whatever its w:ilvl says (ECMA-376 17.9.23).
     const linked = instance?.levels.findIndex(level => level?.style === style || level?.style === numbered.definedBy) ?? -1

@@ -103,25 +103,37 @@ describe('DOCX list numbering as Word counts it (regression QA)', () => {
     expect(await text(buildZip(parts))).toBe('1. one\nswitched off\nplain\n2. derived\n3. unknown style\nchunk line\nhtml line\nquoted\n4. in a cell\n5. last')
   })
 
-  describe('a paragraph Word shows nothing of', () => {
-    const numbering = `<w:abstractNum w:abstractNumId="0">${level(0, 'decimal', '%1.')}</w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>`
-    const styles = `<w:styles ${W}><w:style w:type="paragraph" w:default="1" w:styleId="Body"><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr></w:style><w:style w:type="paragraph" w:styleId="Plain"/></w:styles>`
+  describe('a default paragraph style that numbers', () => {
+    const numbering = `<w:abstractNum w:abstractNumId="0">${level(0, 'decimal', '%1.')}${level(1, 'lowerLetter', '%2)')}</w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>` +
+      `<w:abstractNum w:abstractNumId="1">${level(0, 'upperRoman', '%1.')}${level(1, 'upperLetter', '%2.')}</w:abstractNum><w:num w:numId="2"><w:abstractNumId w:val="1"/></w:num>`
+    const styles = `<w:styles ${W}><w:style w:type="paragraph" w:default="1" w:styleId="Body"><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr></w:style>` +
+      '<w:style w:type="paragraph" w:styleId="Plain"/><w:style w:type="paragraph" w:styleId="Roman"><w:pPr><w:numPr><w:numId w:val="2"/></w:numPr></w:pPr></w:style></w:styles>'
     const build = (body: string, withStyles = styles) => buildZip(docxParts(body).concat([
       { name: 'word/numbering.xml', data: new TextEncoder().encode(`<w:numbering ${W}>${numbering}</w:numbering>`) },
       { name: 'word/styles.xml', data: new TextEncoder().encode(withStyles) },
     ]))
     /** A paragraph whose mark and text are hidden (`properties` more of its w:pPr). */
     const hidden = (properties = '') => `<w:p><w:pPr>${properties}<w:rPr><w:vanish/></w:rPr></w:pPr><w:r><w:rPr><w:vanish/></w:rPr><w:t>hidden</w:t></w:r></w:p>`
+    /** A paragraph of `words` with paragraph properties `properties`. */
+    const own = (words: string, properties: string) => `<w:p><w:pPr>${properties}</w:pPr><w:r><w:t>${words}</w:t></w:r></w:p>`
 
-    test('has no label and no line, but its list counts it (before: a stray "4. " line)', async () => {
+    test('a paragraph Word shows nothing of has no label and no line, but its list counts it (before: a stray "4. " line)', async () => {
       // An empty paragraph, and one whose text alone is hidden, show their mark: Word labels them.
       const body = para('a') + '<w:p/>' + '<w:p><w:r><w:rPr><w:vanish/></w:rPr><w:t>hidden words</w:t></w:r></w:p>' + hidden() + para('z')
       expect(await text(build(body))).toBe('1. a\n2. \n3. \n5. z')
       // Numbered by its own w:numPr, and in a table cell.
-      const own = hidden('<w:pStyle w:val="Plain"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr>')
-      expect(await text(build(para('a') + own + para('z') + table([[para('b') + hidden() + para('c')]])))).toBe('1. a\n3. z\n4. b 6. c')
+      const numbered = hidden('<w:pStyle w:val="Plain"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr>')
+      expect(await text(build(para('a') + numbered + para('z') + table([[para('b') + hidden() + para('c')]])))).toBe('1. a\n3. z\n4. b 6. c')
       // Not numbered: no empty line either.
       expect(await text(build(para('a') + hidden() + para('z'), `<w:styles ${W}/>`))).toBe('a\nz')
+    })
+
+    test("a paragraph's own w:numPr setting a level alone numbers it at that level of its style's list (before: unnumbered)", async () => {
+      const levelOne = '<w:numPr><w:ilvl w:val="1"/></w:numPr>'
+      const body = para('a') + own('sub', levelOne) + para('b') + own('I', '<w:pStyle w:val="Roman"/>') + own('A', `<w:pStyle w:val="Roman"/>${levelOne}`) +
+        // An empty w:numPr sets nothing: the style numbers; a style that does not number leaves a level alone unnumbered; numId 0 stays off.
+        own('II', '<w:pStyle w:val="Roman"/><w:numPr/>') + own('plain', `<w:pStyle w:val="Plain"/>${levelOne}`) + own('off', '<w:numPr><w:ilvl w:val="1"/><w:numId w:val="0"/></w:numPr>')
+      expect(await text(build(body))).toBe('1. a\n  a) sub\n2. b\nI. I\n  A. A\nII. II\nplain\n  off')
     })
   })
 })
