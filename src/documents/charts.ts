@@ -1,6 +1,6 @@
 import * as XLSX from '@e965/xlsx'
 import { Parser } from 'htmlparser2'
-import { generalShown, hugeFormat, negativeShown } from './number-format'
+import { generalSectionShown, generalShown, hugeFormat, negativeShown } from './number-format'
 import { oneLine } from './office-layout'
 import { ElementCapExceeded, TextCapExceeded } from './types'
 
@@ -239,7 +239,7 @@ function shown(value: string, format: string): string {
   if (format === 'General') return generalShown(number)
   if (hugeFormat(format) !== undefined) return value
   try {
-    return oneLine((number < 0 ? negativeShown(format, number) : undefined) ?? XLSX.SSF.format(format, number)) || value
+    return oneLine(generalSectionShown(format, number) ?? (number < 0 ? negativeShown(format, number) : undefined) ?? XLSX.SSF.format(format, number)) || value
   } catch {
     return value
   }

@@ -47,25 +47,98 @@ export function negativeShown(format: string, value: number): string | undefined
 /**
  * Whether Excel shows `value` as nothing because the section of `format` that applies to it is
  * empty (a colour alone shows nothing either): `;;;` hides every value, `0;;` all but positive
- * numbers, `General;-General;` zeros. A number takes the first section, or with two the second
- * when negative, with three or four the second when negative and the third when zero; a text
- * takes the fourth. SheetJS reads a format that starts with General as General whole, sections and
- * all (`General;;;` showed every value), though it applies the others' empty sections. Sections
- * are split as Excel splits them, a quoted `;` kept; a format with conditions (`[>100]`) is left to
- * SheetJS, which applies them.
+ * numbers, `General;-General;` zeros. The section is Excel's (excelSection). SheetJS reads a format
+ * that starts with General as General whole, sections and all (`General;;;` showed every value),
+ * though it applies the others' empty sections.
  */
 export function emptySection(format: string, value: number | string): boolean {
-  const sections = formatSections(format, true)
-  if (sections.length < 2 || sections.length > 4 || sections.some(section => CONDITION.test(section))) return false
-  let section: string | undefined
-  if (typeof value === 'string') section = sections[3]
-  else {
-    // SheetJS's reading, as in negativeShown: with fewer than four sections, a last one holding @ is for text.
-    if (sections.length < 4 && sections.at(-1)!.includes('@')) sections.pop()
-    if (sections.length === 1) return false
-    section = value < 0 ? sections[1] : sections.length === 2 || value > 0 ? sections[0] : sections[2]
+  const chosen = excelSection(format, value)
+  return chosen !== undefined && !chosen.lone && chosen.section.replace(COLOUR, '').trim() === ''
+}
+
+/**
+ * A value as Excel shows it in a format SheetJS reads otherwise, or undefined for SheetJS's text to
+ * stand: one starting with General, which SheetJS takes as General whole (`General;(General);"zero";"T:"@`
+ * showed -5, 0 and "note" as they are, where Excel shows (5), zero and T:note), or one whose section
+ * for the value holds General elsewhere, which SheetJS fills with the signed value (`0;(General)`
+ * showed (-5)). The section is Excel's (excelSection); one holding General (or, for a text, @) is
+ * written with its literal text around the value, General as generalShown writes it; any other
+ * section of a format starting with General is applied by SheetJS alone. A negative number shows
+ * its absolute value in a section of its own, a minus sign in front of the one section there is.
+ */
+export function generalSectionShown(format: string, value: number | string): string | undefined {
+  const chosen = excelSection(format, value)
+  // SSF_isgeneral: General at the very start of the code.
+  const readAsGeneral = /^general/i.test(format)
+  if (chosen === undefined) return undefined
+  if (typeof value === 'string') return readAsGeneral ? written(chosen.section, value).text : undefined
+  const sign = value < 0 && chosen.lone ? '-' : ''
+  const size = Math.abs(value)
+  if (chosen.section.includes('@')) return undefined
+  const general = written(chosen.section, generalShown(size))
+  if (general.placed) return sign + general.text
+  if (!readAsGeneral) return undefined
+  try {
+    return sign + XLSX.SSF.format(chosen.section, size)
+  } catch {
+    return undefined
   }
-  return section !== undefined && section.replace(COLOUR, '').trim() === ''
+}
+
+/**
+ * The section of `format` Excel applies to `value`, split as Excel splits them (a quoted `;` kept),
+ * and whether it is the one section numbers have (`lone`): a number takes the first,
+ * with two the second when negative, with three or four the second when negative and the third
+ * when zero (SheetJS's reading: with fewer than four, a last section holding @ is for text); a text
+ * takes the fourth, or that last one, or a lone one holding @. Undefined for a text with no section
+ * of its own (it shows as it is), and for a format with conditions (`[>100]`), left to SheetJS, which
+ * applies them.
+ */
+function excelSection(format: string, value: number | string): { section: string; lone: boolean } | undefined {
+  const sections = formatSections(format, true)
+  const count = sections.length
+  if (count > 4 || sections.some(section => CONDITION.test(section))) return undefined
+  const textLast = count > 1 && count < 4 && sections.at(-1)!.includes('@')
+  if (typeof value === 'string') {
+    const section = count === 4 ? sections[3] : textLast || (count === 1 && sections[0]!.includes('@')) ? sections.at(-1) : undefined
+    return section === undefined ? undefined : { section, lone: false }
+  }
+  if (textLast) sections.pop()
+  if (sections.length === 1) return { section: sections[0]!, lone: true }
+  return { section: value < 0 ? sections[1]! : sections.length === 2 || value > 0 ? sections[0]! : sections[2]!, lone: false }
+}
+
+/**
+ * `section` as Excel writes it with `shown` in place of its General or @ (`placed` whether it holds
+ * one): quoted text and a \-escaped character as they are, a currency (`[$€-407]`) its symbol, a
+ * colour or other bracket nothing, _x (a space as wide as x) a space, *x (x repeated to fill the
+ * column) nothing, any other character as it is.
+ */
+function written(section: string, shown: string): { text: string; placed: boolean } {
+  let text = ''
+  let placed = false
+  for (let i = 0; i < section.length; i++) {
+    const c = section[i]!
+    if (c === '"') {
+      const end = section.indexOf('"', i + 1)
+      const stop = end < 0 ? section.length : end
+      text += section.slice(i + 1, stop)
+      i = stop
+    } else if (c === '\\') text += section[++i] ?? ''
+    else if (c === '_') text += section[++i] === undefined ? '' : ' '
+    else if (c === '*') i++
+    else if (c === '[') {
+      const end = section.indexOf(']', i)
+      const inside = section.slice(i + 1, end < 0 ? section.length : end)
+      if (inside.startsWith('$')) text += inside.slice(1).split('-')[0]
+      i = end < 0 ? section.length : end
+    } else if (c === '@' || section.slice(i, i + 7).toLowerCase() === 'general') {
+      text += shown
+      placed = true
+      if (c !== '@') i += 6
+    } else text += c
+  }
+  return { text, placed }
 }
 
 const CONDITION = /\[[<>=]/

@@ -7,7 +7,7 @@ import { withoutHiddenShapes } from './hidden-shapes'
 import { ListLabels, readNumbering, readStyleNumbering } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { slideFacts } from './slide-parts'
-import { emptySection, generalShown, hugeFormat, isoDateFormat, negativeShown } from './number-format'
+import { emptySection, generalSectionShown, generalShown, hugeFormat, isoDateFormat, negativeShown } from './number-format'
 import { MAX_XML_ELEMENTS, TextCapExceeded } from './types'
 import type { ZipEntry, ZipLimits } from './zip-guard'
 
@@ -201,7 +201,12 @@ function refuseHugeFormats(workbook: XLSX.WorkBook): void {
 function shownText(cell: XLSX.CellObject | undefined, date1904: boolean): string {
   if (cell === undefined || cell.v === undefined || cell.v === null) return ''
   // A value whose format's section for it is empty (`;;;`) is one Excel shows as nothing.
-  if (typeof cell.z === 'string' && (cell.t === 'n' || cell.t === 's') && (typeof cell.v === 'number' || typeof cell.v === 'string') && emptySection(cell.z, cell.v)) return ''
+  if (typeof cell.z === 'string' && (cell.t === 'n' || cell.t === 's') && (typeof cell.v === 'number' || typeof cell.v === 'string')) {
+    if (emptySection(cell.z, cell.v)) return ''
+    // A format SheetJS reads as General whole, or whose section holds General: applied as Excel applies it.
+    const general = generalSectionShown(cell.z, cell.v)
+    if (general !== undefined) return oneLine(general)
+  }
   const shown = cell.w ?? String(cell.v)
   if (cell.t !== 'n' || typeof cell.v !== 'number') return oneLine(shown)
   // No z: a built-in format SheetJS knows by id only (5–8, 27–81: currency, accounting, the East-Asian

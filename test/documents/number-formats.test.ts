@@ -92,11 +92,6 @@ describe('dates in formats SheetJS cannot read, and General, as Excel shows them
       expect((await extractDocument(new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType })), limits)).text).toBe(expected)
     }
   })
-
-  test("sections are split as Excel splits them (a quoted ';' is text); a format with conditions is left to SheetJS", () => {
-    expect([emptySection('0;"a;";', 0), emptySection('0;"a;";', -1), emptySection('0;"a;";', 1)]).toEqual([true, false, false])
-    expect([emptySection('[>100]0;;', -1), emptySection('0', 0), emptySection('0;0;0;', 'text'), emptySection('0;0;0', 'text')]).toEqual([false, false, true, false])
-  })
 })
 
 describe('a value whose format section is empty shows as nothing, as in Excel (QA: hidden values were read)', () => {
@@ -131,5 +126,36 @@ describe('a value whose format section is empty shows as nothing, as in Excel (Q
   test("sections are split as Excel splits them (a quoted ';' is text); a format with conditions is left to SheetJS", () => {
     expect([emptySection('0;"a;";', 0), emptySection('0;"a;";', -1), emptySection('0;"a;";', 1)]).toEqual([true, false, false])
     expect([emptySection('[>100]0;;', -1), emptySection('0', 0), emptySection('0;0;0;', 'text'), emptySection('0;0;0', 'text')]).toEqual([false, false, true, false])
+  })
+})
+
+describe('a format holding General shows each section as Excel does (QA: SheetJS reads one starting with General as General whole)', () => {
+  /** A format, then what Excel shows for 5, -5, 0 and the text "note" in it. */
+  const FORMATS: ReadonlyArray<readonly [string, readonly [string, string, string, string]]> = [
+    // Before: 5, -5, 0, note.
+    ['General;(General);"zero";"T:"@', ['5', '(5)', 'zero', 'T:note']],
+    ['General\\ "kg";\\-General_)', ['5 kg', '-5', '0 kg', 'note']],
+    ['General;0.00', ['5', '5.00', '0', 'note']],
+    // One section: the minus sign in front (before: " kg" left out).
+    ['General" kg"', ['5 kg', '-5 kg', '0 kg', 'note']],
+    // A negative's own section holding General shows the absolute value (before: (-5)).
+    ['0;(General)', ['5', '(5)', '0', 'note']],
+    ['General', ['5', '-5', '0', 'note']],
+  ]
+
+  test('in XLSX as in XLS', async () => {
+    const sheet: XLSX.WorkSheet = {}
+    FORMATS.forEach(([z], row) => {
+      ;[5, -5, 0].forEach((v, column) => (sheet[XLSX.utils.encode_cell({ r: row, c: column + 1 })] = { t: 'n', v, z }))
+      sheet[XLSX.utils.encode_cell({ r: row, c: 4 })] = { t: 's', v: 'note', z }
+      sheet[XLSX.utils.encode_cell({ r: row, c: 0 })] = { t: 's', v: `row ${row + 1}` }
+    })
+    sheet['!ref'] = `A1:E${FORMATS.length}`
+    const workbook = XLSX.utils.book_new()
+    XLSX.utils.book_append_sheet(workbook, sheet, 'G')
+    const expected = ['[Sheet: G]', ...FORMATS.map(([, shown], row) => [`row ${row + 1}`, ...shown].join('\t'))].join('\n')
+    for (const bookType of ['xlsx', 'biff8'] as const) {
+      expect((await extractDocument(new Uint8Array(XLSX.write(workbook, { type: 'buffer', bookType })), limits)).text).toBe(expected)
+    }
   })
 })
