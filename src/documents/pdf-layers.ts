@@ -22,24 +22,14 @@ export async function documentLayers(document: PDFDocumentProxy): Promise<Layers
 }
 
 /**
- * Whether a PDF may hold a form XObject naming a layer in its own dictionary: an /OC key anywhere
- * in its bytes (a stream's dictionary is never inside a compressed object stream), its letters
- * #-escaped too, as pdf.js reads names. Without one, a page whose text marks no layer is read
- * without its operator list.
- */
-export function mayNameFormLayers(bytes: Uint8Array): boolean {
-  return OC_KEY.test(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'))
-}
-
-const OC_KEY = /\/(?:O|#4[fF])(?:C|#43)(?![A-Za-z0-9_.#+-])/
-
-/**
  * The text pieces of a page that a viewer shows: text marked as belonging to a layer that is
  * switched off (`/OC /name BDC … EMC`, the layer an optional content group, or a membership
  * dictionary combining several) is left out, as pdftotext and viewers leave it out, and so is the
  * text of a form XObject that names such a layer in its own dictionary (/OC), which
  * getTextContent reads inline, unmarked (hiddenForms). `items` is getTextContent's answer with
- * includeMarkedContent; `formLayers` whether the document may have such forms (mayNameFormLayers).
+ * includeMarkedContent; `formLayers` whether a form of the document may be so hidden
+ * (pdf-form-layers.ts mayHideForms): without, a page whose text marks no layer is read without
+ * its operator list.
  */
 export async function shownText(page: PDFPageProxy, items: ContentItem[], layers: Layers | undefined, formLayers = false): Promise<TextPiece[]> {
   if (layers === undefined || !(formLayers || items.some(isLayerStart))) return items.filter(isText)

@@ -79,10 +79,10 @@ const NAMES: Record<string, string> = { ASCIIHexDecode: 'AHx', ASCII85Decode: 'A
 
 const WHITE = new Set([0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20])
 const DELIMITER = new Set([0x28, 0x29, 0x3c, 0x3e, 0x5b, 0x5d, 0x7b, 0x7d, 0x2f, 0x25])
-const boundary = (byte: number | undefined) => byte === undefined || WHITE.has(byte) || DELIMITER.has(byte)
+export const boundary = (byte: number | undefined) => byte === undefined || WHITE.has(byte) || DELIMITER.has(byte)
 
 /** Where pdf.js starts a stream's data: after the first end of line at or after the keyword's end (its Lexer.skipToNextLine). */
-function dataStart(file: Buffer, at: number): number {
+export function dataStart(file: Buffer, at: number): number {
   for (; at < file.length; at++) {
     if (file[at] === 0x0d) return file[at + 1] === 0x0a ? at + 2 : at + 1
     if (file[at] === 0x0a) return at + 1
@@ -94,7 +94,7 @@ function dataStart(file: Buffer, at: number): number {
  * The dictionary just before a `stream` keyword, its names' #-escapes decoded; undefined when
  * there is none to read back to.
  */
-function streamDictionary(file: Buffer, keyword: number): string | undefined {
+export function streamDictionary(file: Buffer, keyword: number): string | undefined {
   let end = keyword - 1
   while (end >= 0 && WHITE.has(file[end]!)) end--
   if (end < 1 || file[end] !== 0x3e || file[end - 1] !== 0x3e) return undefined
@@ -120,7 +120,7 @@ function streamDictionary(file: Buffer, keyword: number): string | undefined {
  * abbreviated; [] when there is none or they are given by reference (a Flate one is still found
  * by its header).
  */
-function filtersOf(dictionary: string | undefined): string[] {
+export function filtersOf(dictionary: string | undefined): string[] {
   if (dictionary === undefined) return []
   const value = /\/F(?![\w.#-])\s*(\[[^\]]*\]|\/[^\s/[\]<>()%]+)/.exec(dictionary) ?? /\/Filter(?![\w.#-])\s*(\[[^\]]*\]|\/[^\s/[\]<>()%]+)/.exec(dictionary)
   if (!value) return []
@@ -128,7 +128,7 @@ function filtersOf(dictionary: string | undefined): string[] {
 }
 
 /** A two-byte zlib header pdf.js's FlateStream accepts (it ignores the window size and the checksum). */
-function zlibHeader(data: Uint8Array): boolean {
+export function zlibHeader(data: Uint8Array): boolean {
   const cmf = data[0]
   const flg = data[1]
   return cmf !== undefined && flg !== undefined && (cmf & 0x0f) === 8 && ((cmf << 8) + flg) % 31 === 0 && (flg & 0x20) === 0
@@ -183,7 +183,7 @@ function asciiHex(data: Uint8Array): Uint8Array {
  * of those is not the dictionary's (regression QA: a /Subtype /Image or /Length in a nested
  * /DecodeParms or a string).
  */
-function ownEntries(dictionary: string): { flat: string; withArrays: string } {
+export function ownEntries(dictionary: string): { flat: string; withArrays: string } {
   let flat = ''
   let withArrays = ''
   let depth = 0

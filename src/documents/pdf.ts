@@ -1,5 +1,6 @@
 import { getDocumentProxy } from 'unpdf'
-import { annotationShown, documentLayers, mayNameFormLayers, shownText, type Layers } from './pdf-layers'
+import { formLayerGroups, mayHideForms } from './pdf-form-layers'
+import { annotationShown, documentLayers, shownText, type Layers } from './pdf-layers'
 import { TextCapExceeded } from './types'
 
 /** Why a PDF is refused before pdf.js sees it, or undefined. */
@@ -64,11 +65,12 @@ export async function extractPdf(bytes: Uint8Array, limits: { maxPages: number; 
   // maxImageSize 0: no image is decoded, nor wrapped in its layer, when a page's operator list is
   // read for its layers (pdf-layers.ts); text extraction never looks at images.
   // Read before pdf.js has the bytes (it may take their buffer over).
-  const formLayers = mayNameFormLayers(bytes)
+  const formGroups = formLayerGroups(bytes)
   const document = await getDocumentProxy(bytes, { verbosity: 0, stopAtErrors: false, disableFontFace: true, useSystemFonts: false, maxImageSize: 0 })
   try {
     if (document.numPages > limits.maxPages) throw new PdfRefused(`the PDF has ${document.numPages} pages, more than the ${limits.maxPages} allowed`)
     const layers = await documentLayers(document)
+    const formLayers = layers !== undefined && mayHideForms(formGroups, layers)
     const pages: string[] = []
     let bytesSoFar = 0
     for (let number = 1; number <= document.numPages; number++) {

@@ -2,8 +2,9 @@ import { expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import type { ExtractionLimits } from '../../src/documents/types'
-import { mayNameFormLayers } from '../../src/documents/pdf-layers'
-import { pdfFile, stream } from './pdf-file'
+import { formLayerGroups, mayHideForms } from '../../src/documents/pdf-form-layers'
+import type { Layers } from '../../src/documents/pdf-layers'
+import { pdfFile, pdfFileWithObjectStream, stream } from './pdf-file'
 
 // Text in a PDF layer (optional content) that is switched off: viewers and pdftotext do not show
 // it, and pdf.js's getTextContent gave it all the same (QA: a hidden layer's text reached the model).
@@ -178,7 +179,31 @@ test('the text of a form XObject whose own dictionary names a switched-off layer
   expect(await text(pdf)).toBe('Intro\nMiddleShown form\nLast line')
 })
 
-test('only a PDF naming an /OC key (its letters #-escaped too) has its pages without layer marks read for forms in a layer', () => {
-  const named = (text: string) => mayNameFormLayers(new TextEncoder().encode(text))
-  expect(['/OC 6 0 R', '/OC<</Type/OCMD>>', '/O#43 6 0 R', '/#4fC/x', '/OCProperties << /OCGs [6 0 R] >> /OCMD /OCG'].map(named)).toEqual([true, true, true, true, false])
+test('a form whose layer is switched off is found in an object stream too, where its dictionary is compressed (before: its text was read)', async () => {
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R /OCProperties << /OCGs [6 0 R] /D << /OFF [6 0 R] >> >> >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> /XObject << /A 7 0 R >> >> /Contents 5 0 R >>',
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    stream([line(720, 'Intro'), '/A Do', line(600, 'End')].join('\n')),
+    '<< /Type /OCG /Name (Off) >>',
+    stream(line(700, 'HIDDEN_COMPRESSED_FORM'), '/Type /XObject /Subtype /Form /BBox [0 0 612 792] /OC 6 0 R /Resources << /Font << /F1 4 0 R >> >>'),
+  ]
+  expect(await text(pdfFileWithObjectStream(objects, [6, 7]))).toBe('Intro\nEnd')
+})
+
+test("a page's operator list is read for forms only when a form's own layer may be hidden as the document opens", () => {
+  const groups = (...dictionaries: string[]) => formLayerGroups(new TextEncoder().encode(dictionaries.map((entries, index) => `${index + 1} 0 obj\n${stream('q Q', entries)}\nendobj\n`).join('')))
+  // A form naming a group by reference, its key #-escaped too, a later generation; an image's
+  // layer, an annotation's (no stream) and a layer mark in a content stream name none.
+  expect(groups('/Subtype /Form /OC 6 0 R', '/Subtype /Form /O#43 7 0 R', '/Subtype /Form /OC 8 1 R')).toEqual(['6R', '7R', '8R1'])
+  expect(groups('/Subtype /Image /OC 6 0 R')).toEqual([])
+  expect(formLayerGroups(new TextEncoder().encode('1 0 obj << /Type /Annot /OC 6 0 R >> endobj 2 0 obj << /Length 20 >>\nstream\n/OC /x BDC EMC\nendstream'))).toEqual([])
+  // A membership dictionary, given inline or anywhere beside a form naming a group, may hide it whatever its groups say; so may what cannot be read.
+  expect(groups('/Subtype /Form /OC << /Type /OCMD /OCGs [6 0 R] >>')).toBeUndefined()
+  expect(formLayerGroups(new TextEncoder().encode(`1 0 obj << /Type /OCMD /P /AllOff >> endobj 2 0 obj\n${stream('q Q', '/Subtype /Form /OC 1 0 R')}`))).toBeUndefined()
+  expect(formLayerGroups(new TextEncoder().encode('1 0 obj << /Subtype /Form /OC 6 0 R >> % a comment\nstream\nq Q\nendstream'))).toBeUndefined()
+  // Then, with the document's layers: a group it lists and shows hides nothing.
+  const layers = { getGroup: (id: string) => (['6R', '7R'].includes(id) ? {} : null), isVisible: ({ id }: { id: string }) => id === '6R' } as unknown as Layers
+  expect([mayHideForms([], layers), mayHideForms(['6R'], layers), mayHideForms(['6R', '7R'], layers), mayHideForms(['9R'], layers), mayHideForms(undefined, layers)]).toEqual([false, false, true, true, true])
 })
