@@ -1,31 +1,32 @@
 import { inflateRawSync } from 'node:zlib'
-import { boundary, dataStart, filtersOf, MAX_PDF_STREAM_BYTES, ownEntries, streamDictionary, zlibHeader } from './pdf-streams'
+import { Name, readStreamDictionaries, Ref, type PdfDict } from './pdf-dictionary'
+import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, planOf, zlibHeader } from './pdf-streams'
 import type { Layers } from './pdf-layers'
 
 // Whether a PDF may draw a form XObject whose own layer (/OC) is switched off: only then are its
 // pages' operator lists read for such forms (pdf-layers.ts hiddenForms), ~1.5× the extraction
-// time of a text PDF. Found before pdf.js reads the file, in every stream dictionary pdf.js could
-// build: each one written after a `stream` keyword in the file, and those in object streams
-// (pdf.js reads a stream inside an object stream too, where no byte of its dictionary shows in the
-// file: a hidden form there was read before), decompressed here. Then, the document's layers
-// known: a form whose /OC names a group by reference, one the document lists and shows when it
-// opens, hides nothing; any other /OC (a membership dictionary, a group the document does not
-// list), and anything that cannot be seen, may hide. So may any form naming a layer when a
-// membership dictionary's type (/OCMD) shows anywhere: the object a group's reference names could
-// be one (pdf.js reads the type, not the list), its policy or expression off while its groups are on.
-// The stream scan is the prescan's (pdf-streams.ts), on data that already passed its caps.
+// time of a text PDF. Found before pdf.js reads the file, from every stream dictionary pdf.js
+// could build, read as pdf.js's parser reads it (pdf-dictionary.ts, the prescan's reader: the last
+// of a repeated key, names' #-escapes, nested dictionaries and strings skipped). Then, the
+// document's layers known: a form whose /OC names a group by reference, one the document lists
+// and shows when it opens, hides nothing; any other /OC (a membership dictionary, a group the
+// document does not list), and anything that cannot be seen, may hide. So may any form naming a
+// layer when a membership dictionary's type (/OCMD) shows anywhere: the object a group's
+// reference names could be one (pdf.js reads the type, not the list), its policy or expression
+// off while its groups are on.
+//
+// Object streams: pdf.js reads a stream object stored in one too (no byte of its dictionary shows
+// in the file: a hidden form there was read before), starting each object where the stream's
+// header says, anywhere in its data. No object header marks where, so no reading can follow it:
+// a `stream` keyword a dictionary may end at, in an object stream's data, is unseen (may hide);
+// no writer stores a stream there, the specification forbids it. A Flate object stream is
+// inflated to see whether it holds one (and membership types); one in any other chain, or
+// uncompressed (its objects may then start anywhere in the file), is unseen. The prescan
+// (extract.ts, before pdf.js) has already inflated and counted the same object streams; the
+// inflating here keeps its caps too (64 MiB a stream, 256 MiB in all), beyond which it is unseen.
 
-/** A name ends at white space, a delimiter or the end. */
-const END = String.raw`(?=[\s/<>\[\]()%{}]|$)`
-const OC_KEY = new RegExp(String.raw`/OC${END}`)
-const OC_REFERENCE = new RegExp(String.raw`/OC${END}\s*(\d{1,10})\s+(\d{1,5})\s+R${END}`, 'g')
-const SUBTYPE = new RegExp(String.raw`/Subtype${END}\s*(/[^\s/<>\[\]()%{}]*)?`, 'g')
-const OBJECT_STREAM = new RegExp(String.raw`/First${END}`)
-const DECODE_PARAMETERS = new RegExp(String.raw`/(?:DecodeParms|DP)${END}`)
 /** A membership dictionary's type, its letters #-escaped too: one anywhere may hide a form whose groups all show. */
 const MEMBERSHIP = /\/(?:O|#4[fF])(?:C|#43)(?:M|#4[dD])(?:D|#44)(?![^\s/<>[\]()%{}])/
-/** How deep object streams may nest inside one another before the rest counts as unseen. */
-const MAX_DEPTH = 3
 
 /**
  * The layer groups the file's form XObjects name in their own /OC, as pdf.js ids them ("6R", "6R1"
@@ -33,8 +34,9 @@ const MAX_DEPTH = 3
  * fully seen. Read before pdf.js has the bytes (it may take their buffer over).
  */
 export function formLayerGroups(bytes: Uint8Array): string[] | undefined {
-  const seen: Seen = { groups: new Set(), membership: false }
-  if (!formsIn(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 0, seen)) return undefined
+  const file = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const seen: Seen = { groups: new Set(), membership: MEMBERSHIP.test(file.toString('latin1')) }
+  if (!formsIn(file, seen)) return undefined
   return seen.groups.size > 0 && seen.membership ? undefined : [...seen.groups]
 }
 
@@ -50,46 +52,63 @@ interface Seen {
 }
 
 /** Adds what the forms in `file` name to `seen`; false when a form may be hidden otherwise, or something cannot be seen. */
-function formsIn(file: Buffer, depth: number, seen: Seen): boolean {
-  seen.membership ||= MEMBERSHIP.test(file.toString('latin1'))
+function formsIn(file: Buffer, seen: Seen): boolean {
+  const { byKeyword, tangled } = readStreamDictionaries(file)
+  if (tangled) return false
+  let inflated = 0
   for (let at = file.indexOf('stream', 0, 'latin1'); at >= 0; at = file.indexOf('stream', at + 6, 'latin1')) {
     if (!boundary(file[at - 1]) || !boundary(file[at + 6])) continue
-    const dictionary = streamDictionary(file, at)
-    if (dictionary === undefined) {
-      // pdf.js reads a stream keyword only right after a dictionary, comments between them skipped.
+    const dictionaries = byKeyword.get(at)
+    if (dictionaries === undefined) {
+      // No object header reads to it: pdf.js reaches it only as an uncompressed object stream's
+      // object (unseen below) or in a broken file's repair; a stray word is no stream.
       if (afterDictionary(file, at)) return false
       continue
     }
-    const own = ownEntries(dictionary).flat
-    if (OC_KEY.test(own) && [...own.matchAll(SUBTYPE)].at(-1)?.[1] !== '/Image') {
-      const references = [...own.matchAll(OC_REFERENCE)]
-      // Every /OC key a plain reference (pdf.js keeps the last of a repeated key).
-      if (references.length !== own.split(OC_KEY).length - 1) return false
-      for (const [, number, generation] of references) seen.groups.add(generation === '0' ? `${Number(number)}R` : `${Number(number)}R${Number(generation)}`)
+    let objectStream = false
+    for (const dictionary of dictionaries) {
+      if (!formGroups(dictionary, seen.groups)) return false
+      // An object stream: pdf.js takes any stream with /N and /First for one.
+      if (!dictionary.has('N') || !dictionary.has('First')) continue
+      const layers = planOf(dictionary).layers
+      if (layers?.length !== 1 || layers[0]!.kind !== 'Fl' || dictionary.has('DP') || dictionary.has('DecodeParms')) return false
+      objectStream = true
     }
-    if (!OBJECT_STREAM.test(own)) continue
-    // An object stream (pdf.js takes any stream with /First and /N for one): its objects are seen
-    // through its data, decompressed as pdf.js decompresses it.
+    if (!objectStream) continue
     const data = file.subarray(dataStart(file, at + 6))
-    if (!zlibHeader(data)) {
-      if (filtersOf(dictionary).length > 0) return false
-      continue
-    }
-    if (depth >= MAX_DEPTH || DECODE_PARAMETERS.test(own)) return false
-    let inflated: Buffer
+    if (!zlibHeader(data)) return false
+    let objects: Buffer
     try {
-      inflated = inflateRawSync(data.subarray(2), { maxOutputLength: MAX_PDF_STREAM_BYTES })
+      objects = inflateRawSync(data.subarray(2), { maxOutputLength: Math.min(MAX_PDF_STREAM_BYTES, MAX_PDF_INFLATED_BYTES - inflated) })
     } catch {
-      return false
+      return false // past the caps, or data pdf.js may read otherwise
     }
-    if (!formsIn(inflated, depth + 1, seen)) return false
+    inflated += objects.byteLength
+    seen.membership ||= MEMBERSHIP.test(objects.toString('latin1'))
+    for (let inner = objects.indexOf('stream', 0, 'latin1'); inner >= 0; inner = objects.indexOf('stream', inner + 6, 'latin1')) {
+      if (boundary(objects[inner - 1]) && boundary(objects[inner + 6]) && afterDictionary(objects, inner)) return false
+    }
   }
   return true
 }
 
 /**
- * Whether a `stream` keyword whose dictionary could not be read back may follow one: right after
- * `>>` (a dictionary too long to read back), or after a comment, which pdf.js skips.
+ * Adds the group a stream's own /OC names to `groups` (an image's aside: pdf.js draws no form of
+ * it); false when its /OC is no plain reference.
+ */
+function formGroups(dictionary: PdfDict, groups: Set<string>): boolean {
+  if (!dictionary.has('OC')) return true
+  const subtype = dictionary.get('Subtype')
+  if (subtype instanceof Name && subtype.name === 'Image') return true
+  const group = dictionary.get('OC')
+  if (!(group instanceof Ref)) return false
+  groups.add(group.gen === 0 ? `${group.num}R` : `${group.num}R${group.gen}`)
+  return true
+}
+
+/**
+ * Whether a `stream` keyword may end a dictionary pdf.js reads from somewhere this reading does
+ * not follow: right after `>>`, or after a comment (a `%` on the line before it), which pdf.js skips.
  */
 function afterDictionary(file: Buffer, keyword: number): boolean {
   let end = keyword - 1

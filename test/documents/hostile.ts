@@ -329,15 +329,18 @@ export async function compressedSpaces(spaces: number, body: [string, string] = 
 
 /**
  * A one-page PDF whose page shows the content streams `contents` (data written as is, latin1),
- * each with its own dictionary entries (`/Filter /FlateDecode`, say), in a valid file.
+ * each with its own dictionary entries (`/Filter /FlateDecode`, say, then its /Length unless
+ * `asWritten`, when the entries given are the whole dictionary), in a valid file; `extra` objects
+ * follow them, numbered on.
  */
-export function pdfWithContents(contents: Array<{ data: Buffer; dictionary: string }>): Uint8Array {
+export function pdfWithContents(contents: Array<{ data: Buffer; dictionary: string; asWritten?: boolean }>, extra: string[] = []): Uint8Array {
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
     `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [${contents.map((_, index) => `${index + 5} 0 R`).join(' ')}] /Resources << /Font << /F1 4 0 R >> >> >>`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
-    ...contents.map(({ data, dictionary }) => `<< ${dictionary} /Length ${data.length} >>\nstream\n${data.toString('latin1')}\nendstream`),
+    ...contents.map(({ data, dictionary, asWritten }) => `<< ${dictionary}${asWritten ? '' : ` /Length ${data.length}`} >>\nstream\n${data.toString('latin1')}\nendstream`),
+    ...extra,
   ]
   // pdfFile's layout, written as latin1: compressed data is bytes, not UTF-8 text.
   let body = '%PDF-1.5\n'
@@ -350,4 +353,21 @@ export function pdfWithContents(contents: Array<{ data: Buffer; dictionary: stri
   body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map(offset => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`
   body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
   return new Uint8Array(Buffer.from(body, 'latin1'))
+}
+
+/** ASCII85 of `data`, with its `~>` end (no `z` shortcut). */
+export function ascii85Encode(data: Buffer): string {
+  let out = ''
+  for (let at = 0; at < data.length; at += 4) {
+    const chunk = Buffer.alloc(4)
+    data.copy(chunk, 0, at, Math.min(at + 4, data.length))
+    let value = chunk.readUInt32BE(0)
+    const group: string[] = []
+    for (let index = 0; index < 5; index++) {
+      group.unshift(String.fromCharCode((value % 85) + 33))
+      value = Math.floor(value / 85)
+    }
+    out += group.slice(0, Math.min(5, data.length - at + 1)).join('')
+  }
+  return `${out}~>`
 }

@@ -192,6 +192,32 @@ test('a form whose layer is switched off is found in an object stream too, where
   expect(await text(pdfFileWithObjectStream(objects, [6, 7]))).toBe('Intro\nEnd')
 })
 
+test('a form in a switched-off layer whose dictionary holds `<<` in a string is found, its dictionary read as pdf.js reads it (before: read back as text to the `<<`, its /OC lost and its text read)', async () => {
+  const pdf = layeredPdf({
+    layers: '<< /OCGs [6 0 R] /D << /OFF [6 0 R] >> >>',
+    properties: {},
+    xobjects: { Hidden: 7 },
+    content: [line(720, 'Intro'), '/Hidden Do', line(600, 'End')].join('\n'),
+    objects: [
+      '<< /Type /OCG /Name (Off) >>',
+      stream(line(700, 'HIDDEN_FORM'), '/Type /XObject /Subtype /Form /BBox [0 0 612 792] /OC 6 0 R /T (<<) /Resources << /Font << /F1 4 0 R >> >>'),
+    ],
+  })
+  expect(await text(pdf)).toBe('Intro\nEnd')
+})
+
+test('object streams: those pdf.js inflates are looked into; one that holds a stream or a membership type, or that is not Flate alone, may hide a form', () => {
+  const form = stream('q Q', '/Subtype /Form /OC 6 0 R')
+  const objects = ['<< /Type /Catalog >>', '<< /Type /OCG /Name (A) >>', form, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>']
+  expect(formLayerGroups(pdfFileWithObjectStream(objects, [2, 4]))).toEqual(['6R'])
+  // The form itself stored there: its dictionary shows in no object header's reading.
+  expect(formLayerGroups(pdfFileWithObjectStream(objects, [2, 3]))).toBeUndefined()
+  expect(formLayerGroups(pdfFileWithObjectStream([...objects, '<< /Type /OCMD /OCGs [2 0 R] /P /AllOff >>'], [2, 5]))).toBeUndefined()
+  // Uncompressed, or in a chain not inflated here: unseen.
+  const objectStream = (entries: string) => new TextEncoder().encode(`1 0 obj\n${form}\nendobj\n2 0 obj\n${stream('7 0 << /A 1 >>', `/Type /ObjStm /N 1 /First 4 ${entries}`)}\nendobj\n`)
+  expect([objectStream(''), objectStream('/Filter /LZWDecode'), objectStream('/Filter 9 0 R')].map(formLayerGroups)).toEqual([undefined, undefined, undefined])
+})
+
 test("a page's operator list is read for forms only when a form's own layer may be hidden as the document opens", () => {
   const groups = (...dictionaries: string[]) => formLayerGroups(new TextEncoder().encode(dictionaries.map((entries, index) => `${index + 1} 0 obj\n${stream('q Q', entries)}\nendobj\n`).join('')))
   // A form naming a group by reference, its key #-escaped too, a later generation; an image's
@@ -202,7 +228,15 @@ test("a page's operator list is read for forms only when a form's own layer may 
   // A membership dictionary, given inline or anywhere beside a form naming a group, may hide it whatever its groups say; so may what cannot be read.
   expect(groups('/Subtype /Form /OC << /Type /OCMD /OCGs [6 0 R] >>')).toBeUndefined()
   expect(formLayerGroups(new TextEncoder().encode(`1 0 obj << /Type /OCMD /P /AllOff >> endobj 2 0 obj\n${stream('q Q', '/Subtype /Form /OC 1 0 R')}`))).toBeUndefined()
-  expect(formLayerGroups(new TextEncoder().encode('1 0 obj << /Subtype /Form /OC 6 0 R >> % a comment\nstream\nq Q\nendstream'))).toBeUndefined()
+  // Dictionaries read as pdf.js's parser reads them (pdf-dictionary.ts): the last of a repeated
+  // key, a comment before the keyword skipped, /OC inside a string or a nested dictionary not the
+  // stream's (before, read as text: a repeated or commented dictionary was unseen).
+  expect(groups('/Subtype /Form /OC /x /OC 6 0 R', '/Subtype /Image /Subtype /Form /OC 7 0 R', '/Subtype /Form /T (/OC /x) /Group << /OC /y >>')).toEqual(['6R', '7R'])
+  expect(formLayerGroups(new TextEncoder().encode('1 0 obj << /Subtype /Form /OC 6 0 R >> % a comment\nstream\nq Q\nendstream'))).toEqual(['6R'])
+  // A dictionary no object header reads to (as in an uncompressed object stream, whose objects
+  // pdf.js may start anywhere) cannot be seen; a stray word `stream` in a content stream is none.
+  expect(formLayerGroups(new TextEncoder().encode('<< /Subtype /Form /OC 6 0 R >> % a comment\nstream\nq Q\nendstream'))).toBeUndefined()
+  expect(formLayerGroups(new TextEncoder().encode(`1 0 obj\n${stream('BT (a stream of words) Tj ET')}\nendobj\n2 0 obj\n${stream('q Q', '/Subtype /Form /OC 6 0 R')}`))).toEqual(['6R'])
   // Then, with the document's layers: a group it lists and shows hides nothing.
   const layers = { getGroup: (id: string) => (['6R', '7R'].includes(id) ? {} : null), isVisible: ({ id }: { id: string }) => id === '6R' } as unknown as Layers
   expect([mayHideForms([], layers), mayHideForms(['6R'], layers), mayHideForms(['6R', '7R'], layers), mayHideForms(['9R'], layers), mayHideForms(undefined, layers)]).toEqual([false, false, true, true, true])

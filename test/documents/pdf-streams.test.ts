@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { compressedSpaces, pdfWithContents } from './hostile'
+import { ascii85Encode, compressedSpaces, pdfWithContents } from './hostile'
 
 // PDF stream bombs: what a stream decompresses to is counted before pdf.js builds anything.
 const defaults = loadConfig({}).documents
@@ -106,23 +106,6 @@ test('ASCII85 is read as pdf.js reads it, and a stream without ~ ends at its /Le
   const many = Buffer.concat([...Array.from({ length: 5000 }, () => object(Buffer.from('!!!!!', 'latin1'))), Buffer.from('%%EOF\n')])
   expect(await measurePdfStreams(many)).toBeUndefined()
 })
-
-/** ASCII85 of `data`, with its `~>` end (no `z` shortcut). */
-function ascii85Encode(data: Buffer): string {
-  let out = ''
-  for (let at = 0; at < data.length; at += 4) {
-    const chunk = Buffer.alloc(4)
-    data.copy(chunk, 0, at, Math.min(at + 4, data.length))
-    let value = chunk.readUInt32BE(0)
-    const group: string[] = []
-    for (let index = 0; index < 5; index++) {
-      group.unshift(String.fromCharCode((value % 85) + 33))
-      value = Math.floor(value / 85)
-    }
-    out += group.slice(0, Math.min(5, data.length - at + 1)).join('')
-  }
-  return `${out}~>`
-}
 
 // Regression QA on the two fixes above: with no `~` the ASCII85 data was cut at the first /Length
 // the dictionary text held (a wrong one, a repeated key's first, one in a nested dictionary or a
