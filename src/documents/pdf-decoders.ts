@@ -1,6 +1,6 @@
 // The PDF filters the prescan (pdf-streams.ts) decodes in JavaScript, each as pdf.js decodes it
-// (src/core/ascii_85_stream.js, ascii_hex_stream.js), so the count is what pdf.js would hold.
-// Flate and Brotli are node:zlib's.
+// (src/core/lzw_stream.js, run_length_stream.js, ascii_85_stream.js, ascii_hex_stream.js), so the
+// count is what pdf.js would hold. Flate and Brotli are node:zlib's.
 
 /** What a counting decoder wrote: its size (counted to just past the cap), the bytes it read, and the first bytes written. */
 export interface Decoded {
@@ -8,6 +8,118 @@ export interface Decoded {
   read: number
   /** The first bytes written, `keep` of them at least (all when `size <= keep`). */
   head: Uint8Array
+}
+
+/**
+ * LZWDecode as pdf.js's LZWStream decodes it, output counted and only its first `keep` bytes held.
+ * pdf.js's quirks are its count: blocks of 512 codes, and at the end of the data every code left in
+ * the block reads as 0 (one byte each); after the 4,096th entry the table stops growing but is never
+ * reset unless a clear code (256) says so; `EarlyChange` goes into the code-length arithmetic as
+ * given, so a value no encoder writes (a negative one, a name: NaN here) can bring the code length
+ * to 0 bits, where pdf.js writes zeros without end: counted here until the cap.
+ */
+export function lzw(data: Uint8Array, earlyChange: number, cap: number, keep: number): Decoded {
+  const values = new Uint8Array(4096)
+  const lengths = new Uint16Array(4096)
+  const prevCodes = new Uint16Array(4096)
+  const sequence = new Uint8Array(4096)
+  for (let code = 0; code < 256; code++) {
+    values[code] = code
+    lengths[code] = 1
+  }
+  const head = new Uint8Array(Math.max(0, keep))
+  let held = 0
+  let codeLength = 9
+  let nextCode = 258
+  let prevCode: number | null = 0
+  let length = 0 // of the current sequence
+  let cached = 0
+  let bits = 0
+  let at = 0
+  let size = 0
+  for (let eof = false; !eof && size <= cap; ) {
+    for (let index = 0; index < 512; index++) {
+      // readBits: when the data runs out the partial read is dropped and the code is null.
+      let code: number | null = null
+      let data32 = cached
+      let count = bits
+      while (count < codeLength && at < data.length) {
+        data32 = (data32 << 8) | data[at++]!
+        count += 8
+      }
+      if (count < codeLength) eof = true
+      else {
+        bits = count - codeLength
+        cached = data32
+        code = (data32 >>> bits) & ((1 << codeLength) - 1)
+      }
+      const exact = held < keep // the bytes written matter only while they are held
+      const hasPrev = length > 0
+      if (code === null || code < 256) {
+        sequence[0] = code ?? 0
+        length = 1
+      } else if (code >= 258) {
+        if (code < nextCode) {
+          length = lengths[code]!
+          if (exact) for (let j = length - 1, q = code; j >= 0; j--, q = prevCodes[q]!) sequence[j] = values[q]!
+        } else {
+          if (exact) sequence[length] = sequence[0]!
+          length++
+        }
+      } else if (code === 256) {
+        codeLength = 9
+        nextCode = 258
+        length = 0
+        continue
+      } else return { size, read: at, head: head.subarray(0, held) } // 257: the end of the data
+      if (hasPrev) {
+        // Typed arrays drop writes past the table's end and turn NaN into 0, as pdf.js's do.
+        prevCodes[nextCode] = prevCode ?? 0
+        lengths[nextCode] = prevCode === null ? Number.NaN : lengths[prevCode]! + 1
+        values[nextCode] = sequence[0]!
+        nextCode++
+        const sum = nextCode + earlyChange
+        codeLength = sum & (sum - 1) ? codeLength : Math.min(Math.log(sum) / 0.6931471805599453 + 1, 12) | 0
+        // NaN keeps it at 0 bits: a zero byte for every code read from no data, for ever.
+        if (codeLength === 0 && Number.isNaN(sum)) return { size: cap + 1, read: at, head: head.subarray(0, held) }
+      }
+      prevCode = code
+      for (let j = 0; exact && j < length && held < keep; j++) head[held++] = sequence[j] ?? 0
+      size += length
+    }
+  }
+  return { size, read: at, head: head.subarray(0, held) }
+}
+
+/**
+ * RunLengthDecode (ISO 32000 §7.4.5) as pdf.js's RunLengthStream reads it: a length byte n, then
+ * n + 1 bytes to copy (below 128) or one byte to repeat 257 - n times (above), 128 or a lone last
+ * byte ending it. A copy cut short by the end of the data still counts n + 1, as pdf.js counts it.
+ */
+export function runLength(data: Uint8Array, cap: number, keep: number): Decoded {
+  const head = new Uint8Array(Math.max(0, keep))
+  let held = 0
+  let at = 0
+  let size = 0
+  while (size <= cap && at + 2 <= data.length && data[at] !== 128) {
+    const n = data[at]!
+    const byte = data[at + 1]!
+    at += 2
+    if (n < 128) {
+      if (held < keep) head[held++] = byte
+      const end = Math.min(at + n, data.length)
+      for (let from = at; from < end && held < keep; from++) head[held++] = data[from]!
+      held = Math.min(keep, held + (at + n - end)) // the missing bytes: zeros
+      at = end
+      size += n + 1
+    } else {
+      const run = 257 - n
+      head.fill(byte, held, Math.min(keep, held + run))
+      held = Math.min(keep, held + run)
+      size += run
+    }
+  }
+  return { size, read: at, head: head.subarray(0, held) }
 }
 
 /** ASCIIHexDecode (ISO 32000 §7.4.2): hex digits up to `>`, white space skipped, an odd last digit followed by 0. */

@@ -1,6 +1,6 @@
 import { brotliDecompressSync, constants, createBrotliDecompress, createInflateRaw, inflateRawSync, type BrotliDecompress, type InflateRaw } from 'node:zlib'
-import { ascii85, asciiHex, type Decoded } from './pdf-decoders'
-import { Name, readStreamDictionaries, Ref, type PdfDict } from './pdf-dictionary'
+import { ascii85, asciiHex, lzw, runLength, type Decoded } from './pdf-decoders'
+import { Name, readStreamDictionaries, Ref, type PdfDict, type PdfValue } from './pdf-dictionary'
 
 // The PDF stream bomb defence (SECURITY-NOTES §5): a 1 MB PDF whose one content stream inflates
 // to a gigabyte of spaces took pdf.js past 2 GB, and nothing else bounds what a stream inflates
@@ -46,7 +46,7 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
     const plans = new Map<string, Plan>(dictionaries.map(dictionary => planOf(dictionary)).map(plan => [dictionaries.length > 1 ? JSON.stringify(plan) : '.', plan]))
     // A keyword no object header reads to a dictionary: pdf.js reaches it only in ways the
     // reading does not follow (an uncompressed object stream, a broken file's repair).
-    if (tangled || plans.size === 0) plans.set('', { layers: undefined, length: undefined, image: false })
+    if (tangled || plans.size === 0) plans.set('', { layers: undefined, length: undefined, image: false, earlyChanges: [1, 0] })
     for (const plan of plans.values()) {
       const refused = plan.layers ? await measureChain(file, start, plan, plan.layers, meter) : await measureUnknown(file, start, plan, meter)
       if (refused) return refused
@@ -74,12 +74,15 @@ type Kind = 'Fl' | 'Br' | 'LZW' | 'RL' | 'AHx' | 'A85' | 'opaque'
 interface Layer {
   kind: Kind
   name: string
+  earlyChange: number
 }
 /** How pdf.js decodes a stream: its filters (undefined: not known here), its direct /Length, whether it is an image. */
 interface Plan {
   layers: Layer[] | undefined
   length: number | undefined
   image: boolean
+  /** For unknown filters: the EarlyChange values an LZW layer may have. */
+  earlyChanges: number[]
 }
 
 const KINDS = new Map<string, Kind>([
@@ -100,16 +103,33 @@ export function planOf(dictionary: PdfDict): Plan {
   const length = dictionary.get('Length')
   const direct = typeof length === 'number' && Number.isInteger(length) && length >= 0 ? length : undefined
   const filter = dictionary.has('F') ? dictionary.get('F') : dictionary.get('Filter')
+  const params = dictionary.has('DP') ? dictionary.get('DP') : dictionary.get('DecodeParms')
   const names = filter instanceof Name ? [filter] : Array.isArray(filter) ? filter : []
-  if (filter instanceof Ref || names.some(name => name instanceof Ref)) return { layers: undefined, length: direct, image: false }
+  if (filter instanceof Ref || names.some(name => name instanceof Ref)) {
+    const each: Array<PdfValue | undefined> = Array.isArray(params) ? params : [params]
+    return { layers: undefined, length: direct, image: false, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
+  }
   const layers: Layer[] = []
-  for (const name of names) {
-    if (!(name instanceof Name)) return { layers: [], length: direct, image: false }
+  for (const [index, name] of names.entries()) {
+    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, earlyChanges: [] }
     const kind = KINDS.get(name.name)
-    if (kind) layers.push({ kind, name: name.name })
+    const own = filter instanceof Name ? params : Array.isArray(params) ? params[index] : null
+    if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(own) : 1 })
   }
   const subtype = dictionary.get('Subtype')
-  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image' }
+  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', earlyChanges: [] }
+}
+
+/**
+ * An LZW layer's EarlyChange as pdf.js takes it into its arithmetic (`nextCode + earlyChange`):
+ * a number as is, null 0, a boolean 0 or 1, default 1; a value the prescan cannot see (a
+ * reference) or that is no number (NaN) is the worst case, a code length of 0 bits (lzw()).
+ */
+function earlyChange(params: PdfValue | undefined): number {
+  if (params instanceof Ref) return Number.NaN
+  if (!(params instanceof Map) || !params.has('EarlyChange')) return 1
+  const value = params.get('EarlyChange')
+  return typeof value === 'number' ? value : value === null ? 0 : typeof value === 'boolean' ? Number(value) : Number.NaN
 }
 
 /**
@@ -138,7 +158,7 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
       data = layer.kind === 'AHx' ? asciiHex(read ?? data!) : ascii85(read ?? data!, meter.cap)
       refused = meter.charge(data.byteLength, read?.byteLength)
     } else {
-      const out = await decode(layer.kind, data ?? ownData(file, start, end, layer.kind), meter.cap, 2)
+      const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter.cap, 2)
       if (out === undefined) return undefined
       refused = meter.charge(out.size, data ? 0 : out.read) ?? (zlibHeader(out.head) && !plan.image ? TWICE : undefined)
       expanded = out.size
@@ -154,13 +174,13 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
  * layer or not, and every output counts, as if pdf.js decoded them all: the sum bounds any one
  * chain, and the time spent. An output that opens like zlib data is refused as compressed twice
  * over (no image is spared: its filters are unknown); one held whole (to 1 MiB) is run again
- * through Brotli, which shows no header, so a second Brotli layer counts too. Left to the
- * watchdog: such a second layer under a first whose output passes 1 MiB.
+ * through the decoders that show no header, so a second LZW, RunLength or Brotli layer counts too.
+ * Left to the watchdog: such a second layer under a first whose output passes 1 MiB.
  */
 async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Meter): Promise<string | undefined> {
   const at = streamEnd(file, start, plan.length)
   const end = () => at
-  const decoders: Kind[] = ['Fl', 'Br']
+  const decoders: Array<[Kind, number]> = [['Fl', 1], ['Br', 1], ['RL', 1], ...plan.earlyChanges.map((value): [Kind, number] => ['LZW', value])]
   for (const ascii of [undefined, 'AHx', 'A85'] as const) {
     let data: Uint8Array | undefined
     if (ascii) {
@@ -169,13 +189,13 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
       const refused = meter.charge(data.byteLength, input.byteLength)
       if (refused) return refused
     }
-    for (const kind of decoders) {
-      const out = await decode(kind, data ?? ownData(file, start, end, kind), meter.cap, SYNC_BYTES)
+    for (const [kind, early] of decoders) {
+      const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter.cap, SYNC_BYTES)
       if (out === undefined) continue
       const refused = meter.charge(out.size, data ? 0 : out.read) ?? (zlibHeader(out.head) ? TWICE : undefined)
       if (refused) return refused
-      for (const again of out.size <= SYNC_BYTES ? decoders.slice(1) : []) {
-        const second = await decode(again, out.head, meter.cap, 2)
+      for (const [again, value] of out.size <= SYNC_BYTES ? decoders.slice(1) : []) {
+        const second = await decode(again, value, out.head, meter.cap, 2)
         const refused = second && (meter.charge(second.size) ?? (zlibHeader(second.head) ? TWICE : undefined))
         if (refused) return refused
       }
@@ -184,12 +204,10 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
   return undefined
 }
 
-/**
- * One expanding layer over `data`, counted to just past `cap`; undefined for Flate data without
- * the zlib header pdf.js requires, and for LZW and RunLength, which are not measured (README).
- */
-async function decode(kind: Kind, data: Uint8Array, cap: number, keep: number): Promise<Decoded | undefined> {
-  if (kind === 'LZW' || kind === 'RL') return undefined
+/** One expanding layer over `data`, counted to just past `cap`; undefined for Flate data without the zlib header pdf.js requires. */
+async function decode(kind: Kind, earlyChange: number, data: Uint8Array, cap: number, keep: number): Promise<Decoded | undefined> {
+  if (kind === 'LZW') return lzw(data, earlyChange, cap, keep)
+  if (kind === 'RL') return runLength(data, cap, keep)
   if (kind === 'Br') return decompressedSize(data, true, cap, keep)
   return zlibHeader(data) ? decompressedSize(data.subarray(2), false, cap, keep) : undefined
 }
