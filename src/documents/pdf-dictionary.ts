@@ -41,10 +41,11 @@ function hexValue(byte: number): number {
   return (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66) ? (byte & 0x0f) + 9 : -1
 }
 
-const cmd = (text: string) => new Cmd(text) // no cache: a worker reads many files, each with what commands it likes
-const [OPEN, CLOSE, GREATER] = [cmd('<<'), cmd('>>'), cmd('>')]
-const BRACKETS: Record<number, Cmd> = { 0x5b: cmd('['), 0x5d: cmd(']'), 0x7b: cmd('{'), 0x7d: cmd('}') }
-const isCmd = (token: Token, text: string) => token instanceof Cmd && token.cmd === text
+// The commands the parser acts on, one object each, compared by identity; any other (`obj`,
+// `endobj`, a stray word) is OTHER: pdf.js only ever passes it on as a value.
+const [OPEN, CLOSE, GREATER, LEFT, RIGHT, REF, STREAM, ID, BI, OTHER] = ['<<', '>>', '>', '[', ']', 'R', 'stream', 'ID', 'BI', ''].map(text => new Cmd(text)) as [Cmd, Cmd, Cmd, Cmd, Cmd, Cmd, Cmd, Cmd, Cmd, Cmd]
+const BRACKETS: Record<number, Cmd> = { 0x5b: LEFT, 0x5d: RIGHT, 0x7b: OTHER, 0x7d: OTHER }
+const WORDS: Array<[string, Token]> = [['R', REF], ['stream', STREAM], ['ID', ID], ['BI', BI], ['true', true], ['false', false], ['null', null]]
 
 /** pdf.js's Lexer.getObj, byte for byte where it decides a token's extent. `at` is its currentChar. */
 class Lexer {
@@ -101,14 +102,17 @@ class Lexer {
     const start = this.at
     if ((ch < 0x20 || ch > 0x7f) && this.at + 1 < this.bytes.length && this.bytes[this.at + 1]! >= 0x20 && this.bytes[this.at + 1]! <= 0x7f) {
       this.next()
-      return cmd(String.fromCharCode(ch))
+      return OTHER
     }
-    let text = String.fromCharCode(ch)
-    while ((ch = this.next()) >= 0 && !special(ch)) {
-      if (this.at - start >= 128) throw new Unreadable()
-      text += String.fromCharCode(ch)
-    }
-    return text === 'true' ? true : text === 'false' ? false : text === 'null' ? null : cmd(text)
+    while ((ch = this.next()) >= 0 && !special(ch)) if (this.at - start >= 128) throw new Unreadable()
+    const length = this.at - start
+    for (const [text, value] of WORDS) if (text.length === length && this.spells(start, text)) return value
+    return OTHER
+  }
+
+  private spells(start: number, text: string): boolean {
+    for (let index = 0; index < text.length; index++) if (this.bytes[start + index] !== text.charCodeAt(index)) return false
+    return true
   }
 
   private number(ch: number): number {
@@ -226,7 +230,7 @@ class Parser {
   }
   private shift(): void {
     this.buf1 = this.buf2
-    if (isCmd(this.buf1, 'ID')) {
+    if (this.buf1 === ID) {
       this.buf2 = null
       return
     }
@@ -240,11 +244,11 @@ class Parser {
     this.shift()
     if (buf1 === EOF) return null
     if (buf1 instanceof Cmd) {
-      if (buf1.cmd === 'BI') throw new Tangled()
+      if (buf1 === BI) throw new Tangled()
       const skim = this.lexer.skim
-      if (buf1.cmd === '[') {
+      if (buf1 === LEFT) {
         const array: PdfValue[] = []
-        while (!isCmd(this.buf1, ']') && this.buf1 !== EOF) {
+        while (this.buf1 !== RIGHT && this.buf1 !== EOF) {
           const value = this.value(depth + 1)
           if (!skim) array.push(value)
         }
@@ -252,9 +256,9 @@ class Parser {
         this.shift()
         return array
       }
-      if (buf1.cmd !== '<<') return buf1
+      if (buf1 !== OPEN) return buf1
       const dictionary: PdfDict = skim ? EMPTY : new Map()
-      while (!isCmd(this.buf1, '>>') && this.buf1 !== EOF) {
+      while (this.buf1 !== CLOSE && this.buf1 !== EOF) {
         if (!(this.buf1 instanceof Name)) {
           this.shift() // pdf.js: "Malformed dictionary: key must be a name object", skipped
           continue
@@ -266,7 +270,7 @@ class Parser {
         if (dictionary !== EMPTY) dictionary.set(key, value)
       }
       if (this.buf1 === EOF) throw new Unreadable()
-      if (isCmd(this.buf2, 'stream')) {
+      if (this.buf2 === STREAM) {
         // pdf.js makes a stream here, then reads on past its data: only an object's own stream is followed.
         if (depth > 0) throw new Tangled()
         this.stream = { keyword: this.at2, dictionary }
@@ -275,7 +279,7 @@ class Parser {
       this.shift()
       return dictionary
     }
-    if (typeof buf1 === 'number' && Number.isInteger(buf1) && typeof this.buf1 === 'number' && Number.isInteger(this.buf1) && isCmd(this.buf2, 'R')) {
+    if (typeof buf1 === 'number' && Number.isInteger(buf1) && typeof this.buf1 === 'number' && Number.isInteger(this.buf1) && this.buf2 === REF) {
       const ref = new Ref(buf1, this.buf1)
       this.shift()
       this.shift()

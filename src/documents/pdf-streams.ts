@@ -97,24 +97,24 @@ const EXPANDING = new Set<Kind>(['Fl', 'Br', 'LZW', 'RL'])
  * A stream's dictionary as pdf.js's Parser.filter reads it: /F before /Filter and /DP before
  * /DecodeParms (present with any value), a name or an array of names (any other value: no
  * filter, and a non-name in the array fails the stream), names pdf.js does not know (Crypt in an
- * unencrypted file) passing the data on. A reference anywhere in the filters leaves them unknown.
+ * unencrypted file) passing the data on. A reference among the filters leaves them unknown.
  */
 export function planOf(dictionary: PdfDict): Plan {
   const length = dictionary.get('Length')
   const direct = typeof length === 'number' && Number.isInteger(length) && length >= 0 ? length : undefined
   const filter = dictionary.has('F') ? dictionary.get('F') : dictionary.get('Filter')
   const params = dictionary.has('DP') ? dictionary.get('DP') : dictionary.get('DecodeParms')
-  const names = filter instanceof Name ? [filter] : Array.isArray(filter) ? filter : []
-  if (filter instanceof Ref || names.some(name => name instanceof Ref)) {
-    const each: Array<PdfValue | undefined> = Array.isArray(params) ? params : [params]
-    return { layers: undefined, length: direct, image: false, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
-  }
+  const names = filter instanceof Name || filter instanceof Ref ? [filter] : Array.isArray(filter) ? filter : []
   const layers: Layer[] = []
-  for (const [index, name] of names.entries()) {
-    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, earlyChanges: [] }
+  for (let index = 0; index < names.length; index++) {
+    const name = names[index]
+    if (name instanceof Ref) {
+      const each: Array<PdfValue | undefined> = Array.isArray(params) ? params : [params]
+      return { layers: undefined, length: direct, image: false, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
+    }
+    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, earlyChanges: [] } // pdf.js fails the stream here
     const kind = KINDS.get(name.name)
-    const own = filter instanceof Name ? params : Array.isArray(params) ? params[index] : null
-    if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(own) : 1 })
+    if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(filter instanceof Name ? params : Array.isArray(params) ? params[index] : null) : 1 })
   }
   const subtype = dictionary.get('Subtype')
   return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', earlyChanges: [] }
