@@ -135,10 +135,11 @@ function earlyChange(params: PdfValue | undefined): number {
 /**
  * A known chain, decoded layer by layer as pdf.js decodes it, every layer's output counted (pdf.js
  * holds each). ASCII layers are decoded whole (they shrink the data, but `z` in ASCII85); the
- * expanding one is counted as it decodes, and two of them are refused outright. Its output may
- * open like zlib data again (raw pixels of #18191A do, regression QA): refused as compressed
- * twice over unless the stream is an image whose filters are all names, which pdf.js here never
- * decodes as anything else.
+ * expanding one is counted as it decodes, and two of them are refused outright. A Flate or
+ * Brotli output may open like zlib data again (raw pixels of #18191A do, regression QA): refused
+ * as compressed twice over unless the stream is an image whose filters are all names, which
+ * pdf.js here never decodes as anything else. LZW and RunLength read any bytes (an encrypted
+ * file's, before pdf.js decrypts them): their output opens so by chance, one in a thousand.
  */
 async function measureChain(file: Buffer, start: number, plan: Plan, layers: Layer[], meter: Meter): Promise<string | undefined> {
   if (layers.filter(layer => EXPANDING.has(layer.kind)).length > 1) return `the PDF compresses a stream twice over (${layers.map(layer => layer.name).join(', ')}), as only a decompression bomb does`
@@ -160,7 +161,8 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
     } else {
       const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter.cap, 2)
       if (out === undefined) return undefined
-      refused = meter.charge(out.size, data ? 0 : out.read) ?? (zlibHeader(out.head) && !plan.image ? TWICE : undefined)
+      const twice = zlibHeader(out.head) && !plan.image && (layer.kind === 'Fl' || layer.kind === 'Br')
+      refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice ? TWICE : undefined)
       expanded = out.size
     }
     if (refused) return refused
@@ -172,15 +174,18 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
  * Filters pdf.js finds through a reference, or a keyword no dictionary is known for: the stream
  * may be any chain, so every decoder that could come first is run over its data, behind an ASCII
  * layer or not, and every output counts, as if pdf.js decoded them all: the sum bounds any one
- * chain, and the time spent. An output that opens like zlib data is refused as compressed twice
- * over (no image is spared: its filters are unknown); one held whole (to 1 MiB) is run again
- * through the decoders that show no header, so a second LZW, RunLength or Brotli layer counts too.
- * Left to the watchdog: such a second layer under a first whose output passes 1 MiB.
+ * chain, and the time spent. An output held whole (to 1 MiB) is run again through every decoder,
+ * so a second layer counts too. A Flate or Brotli output that opens like zlib data is refused as
+ * compressed twice over (no image is spared: its filters are unknown), as is any output too large
+ * to hold that does; LZW and RunLength read anything, and a small output of theirs that opens so
+ * by chance (one in a thousand) is inflated and counted instead. Left to the watchdog: a second
+ * layer under a first whose output passes 1 MiB (but Flate), and a third layer.
  */
 async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Meter): Promise<string | undefined> {
   const at = streamEnd(file, start, plan.length)
   const end = () => at
   const decoders: Array<[Kind, number]> = [['Fl', 1], ['Br', 1], ['RL', 1], ...plan.earlyChanges.map((value): [Kind, number] => ['LZW', value])]
+  const twice = (kind: Kind, out: Decoded) => zlibHeader(out.head) && (kind === 'Fl' || kind === 'Br' || out.size > SYNC_BYTES)
   for (const ascii of [undefined, 'AHx', 'A85'] as const) {
     let data: Uint8Array | undefined
     if (ascii) {
@@ -192,11 +197,11 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
     for (const [kind, early] of decoders) {
       const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter.cap, SYNC_BYTES)
       if (out === undefined) continue
-      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (zlibHeader(out.head) ? TWICE : undefined)
+      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice(kind, out) ? TWICE : undefined)
       if (refused) return refused
-      for (const [again, value] of out.size <= SYNC_BYTES ? decoders.slice(1) : []) {
+      for (const [again, value] of out.size <= SYNC_BYTES ? decoders : []) {
         const second = await decode(again, value, out.head, meter.cap, 2)
-        const refused = second && (meter.charge(second.size) ?? (zlibHeader(second.head) ? TWICE : undefined))
+        const refused = second && (meter.charge(second.size) ?? (twice(again, second) ? TWICE : undefined))
         if (refused) return refused
       }
     }

@@ -110,6 +110,14 @@ describe('LZW and RunLength streams are decoded and counted before pdf.js reads 
     await refused(pdfWithContents([{ data: runLengthEncode(CONTENT, 65 * MiB), dictionary: '/Filter /RunLengthDecode' }]), OVER_CAP)
   })
 
+  test('an LZW or RunLength output that opens like zlib data is not refused as compressed twice (they read any bytes)', async () => {
+    const { measurePdfStreams } = await import('../../src/documents/pdf-streams')
+    const codes = lzwCodes(1)
+    for (const code of [0x78, 0x9c, 257]) codes.put(code)
+    expect(await measurePdfStreams(pdfWithContents([{ data: codes.end(), dictionary: '/Filter /LZWDecode' }]))).toBeUndefined()
+    expect(await measurePdfStreams(pdfWithContents([{ data: Buffer.from([1, 0x78, 0x9c, 128]), dictionary: '/Filter /RunLengthDecode' }]))).toBeUndefined()
+  })
+
   test('legitimate LZW and RunLength content streams are read', async () => {
     for (const { data, dictionary } of [
       { data: lzwEncode(CONTENT), dictionary: '/Filter /LZWDecode' },

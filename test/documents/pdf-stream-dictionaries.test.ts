@@ -37,6 +37,13 @@ describe('a stream dictionary is read as pdf.js tokenizes it', () => {
     await refused(hexBomb('/Filter 6 0 R', [`[/ASCIIHexDecode /FlateDecode]`]), OVER_CAP)
   })
 
+  test('a `stream` keyword no dictionary reaches is measured as any chain; an output opening like zlib by chance is inflated, not refused', async () => {
+    const stray = (data: Buffer) => Buffer.concat([Buffer.from('%PDF-1.7\n% a word: stream\n', 'latin1'), data, Buffer.from('\n%%EOF\n', 'latin1')])
+    await expect(measurePdfStreams(stray(hex))).resolves.toMatch(OVER_CAP)
+    // RunLength reads these four bytes as "x\x9c", a zlib header, then its end: nothing to inflate.
+    await expect(measurePdfStreams(stray(Buffer.from([0x01, 0x78, 0x9c, 0x80])))).resolves.toBeUndefined()
+  })
+
   test('a repeated /Filter counts by its last value, as pdf.js keeps it', async () => {
     await refused(hexBomb(`/Filter /FlateDecode ${AHX_FLATE}`), OVER_CAP)
   })
