@@ -1,6 +1,8 @@
-// The PDF filters the prescan (pdf-streams.ts) decodes in JavaScript, each as pdf.js decodes it
-// (src/core/lzw_stream.js, run_length_stream.js, ascii_85_stream.js, ascii_hex_stream.js), so the
-// count is what pdf.js would hold. Flate and Brotli are node:zlib's.
+import { brotliDecompressSync, constants, createBrotliDecompress, createInflateRaw, inflateRawSync, type BrotliDecompress, type InflateRaw } from 'node:zlib'
+
+// The PDF filters the prescan (pdf-streams.ts) decodes, each as pdf.js decodes it: in JavaScript
+// byte for byte (src/core/lzw_stream.js, run_length_stream.js, ascii_85_stream.js,
+// ascii_hex_stream.js), Flate and Brotli with node:zlib, so the count is what pdf.js would hold.
 
 /** What a counting decoder wrote: its size (counted to just past the cap), the bytes it read, and the first bytes written. */
 export interface Decoded {
@@ -8,6 +10,31 @@ export interface Decoded {
   read: number
   /** The first bytes written, `keep` of them at least (all when `size <= keep`). */
   head: Uint8Array
+}
+
+/** Output kept to `keep` bytes (a stream's whole cap, for an object stream), in a buffer grown as it fills. */
+class Held {
+  bytes: Uint8Array
+  length = 0
+  constructor(private readonly keep: number) {
+    this.bytes = new Uint8Array(Math.min(Math.max(0, keep), 4096))
+  }
+  get full(): boolean {
+    return this.length >= this.keep
+  }
+  /** Makes room for up to `count` more bytes (zeros until written) and says how many fit. */
+  room(count: number): number {
+    const want = Math.min(this.keep, this.length + count)
+    if (want > this.bytes.length) {
+      const grown = new Uint8Array(Math.min(this.keep, Math.max(want, this.bytes.length * 2)))
+      grown.set(this.bytes.subarray(0, this.length))
+      this.bytes = grown
+    }
+    return Math.max(0, want - this.length)
+  }
+  view(): Uint8Array {
+    return this.bytes.subarray(0, this.length)
+  }
 }
 
 /**
@@ -27,8 +54,7 @@ export function lzw(data: Uint8Array, earlyChange: number, cap: number, keep: nu
     values[code] = code
     lengths[code] = 1
   }
-  const head = new Uint8Array(Math.max(0, keep))
-  let held = 0
+  const held = new Held(keep)
   let codeLength = 9
   let nextCode = 258
   let prevCode: number | null = 0
@@ -53,7 +79,7 @@ export function lzw(data: Uint8Array, earlyChange: number, cap: number, keep: nu
         cached = data32
         code = (data32 >>> bits) & ((1 << codeLength) - 1)
       }
-      const exact = held < keep // the bytes written matter only while they are held
+      const exact = !held.full // the bytes written matter only while they are held
       const hasPrev = length > 0
       if (code === null || code < 256) {
         sequence[0] = code ?? 0
@@ -71,7 +97,7 @@ export function lzw(data: Uint8Array, earlyChange: number, cap: number, keep: nu
         nextCode = 258
         length = 0
         continue
-      } else return { size, read: at, head: head.subarray(0, held) } // 257: the end of the data
+      } else return { size, read: at, head: held.view() } // 257: the end of the data
       if (hasPrev) {
         // Typed arrays drop writes past the table's end and turn NaN into 0, as pdf.js's do.
         prevCodes[nextCode] = prevCode ?? 0
@@ -81,14 +107,14 @@ export function lzw(data: Uint8Array, earlyChange: number, cap: number, keep: nu
         const sum = nextCode + earlyChange
         codeLength = sum & (sum - 1) ? codeLength : Math.min(Math.log(sum) / 0.6931471805599453 + 1, 12) | 0
         // NaN keeps it at 0 bits: a zero byte for every code read from no data, for ever.
-        if (codeLength === 0 && Number.isNaN(sum)) return { size: cap + 1, read: at, head: head.subarray(0, held) }
+        if (codeLength === 0 && Number.isNaN(sum)) return { size: cap + 1, read: at, head: held.view() }
       }
       prevCode = code
-      for (let j = 0; exact && j < length && held < keep; j++) head[held++] = sequence[j] ?? 0
+      for (let j = 0, room = exact ? held.room(length) : 0; j < room; j++) held.bytes[held.length++] = sequence[j] ?? 0
       size += length
     }
   }
-  return { size, read: at, head: head.subarray(0, held) }
+  return { size, read: at, head: held.view() }
 }
 
 /**
@@ -97,29 +123,25 @@ export function lzw(data: Uint8Array, earlyChange: number, cap: number, keep: nu
  * byte ending it. A copy cut short by the end of the data still counts n + 1, as pdf.js counts it.
  */
 export function runLength(data: Uint8Array, cap: number, keep: number): Decoded {
-  const head = new Uint8Array(Math.max(0, keep))
-  let held = 0
+  const held = new Held(keep)
   let at = 0
   let size = 0
   while (size <= cap && at + 2 <= data.length && data[at] !== 128) {
     const n = data[at]!
     const byte = data[at + 1]!
     at += 2
-    if (n < 128) {
-      if (held < keep) head[held++] = byte
-      const end = Math.min(at + n, data.length)
-      for (let from = at; from < end && held < keep; from++) head[held++] = data[from]!
-      held = Math.min(keep, held + (at + n - end)) // the missing bytes: zeros
-      at = end
-      size += n + 1
-    } else {
-      const run = 257 - n
-      head.fill(byte, held, Math.min(keep, held + run))
-      held = Math.min(keep, held + run)
-      size += run
-    }
+    const end = n < 128 ? Math.min(at + n, data.length) : at
+    const room = held.room(n < 128 ? n + 1 : 257 - n)
+    if (n < 128 && room > 0) {
+      // The byte, then the n that follow (zeros for those past the data's end).
+      held.bytes[held.length] = byte
+      held.bytes.set(data.subarray(at, Math.min(end, at + room - 1)), held.length + 1)
+    } else held.bytes.fill(byte, held.length, held.length + room)
+    held.length += room
+    size += n < 128 ? n + 1 : 257 - n
+    at = end
   }
-  return { size, read: at, head: head.subarray(0, held) }
+  return { size, read: at, head: held.view() }
 }
 
 /** ASCIIHexDecode (ISO 32000 §7.4.2): hex digits up to `>`, white space skipped, an odd last digit followed by 0. */
@@ -171,3 +193,46 @@ export function ascii85(data: Uint8Array, cap: number): Uint8Array {
   }
   return out.subarray(0, Math.min(length, cap + 1))
 }
+
+/** A two-byte zlib header pdf.js's FlateStream accepts (it ignores the window size and the checksum). */
+export function zlibHeader(data: Uint8Array): boolean {
+  const cmf = data[0]
+  const flg = data[1]
+  return cmf !== undefined && flg !== undefined && (cmf & 0x0f) === 8 && ((cmf << 8) + flg) % 31 === 0 && (flg & 0x20) === 0
+}
+
+/**
+ * How many bytes `data` decompresses to, counted up to just past `cap` (the data beyond the
+ * compressed stream's end is ignored), and its first `keep` bytes. Raw inflate: pdf.js checks
+ * neither the window size nor the Adler-32 checksum.
+ */
+export async function decompressedSize(data: Uint8Array, brotli: boolean, cap: number, keep: number): Promise<Decoded> {
+  const held = Math.min(cap, SYNC_BYTES)
+  try {
+    // The usual stream, at once; past `held` zlib stops and throws.
+    const options = { maxOutputLength: Math.max(1, held), finishFlush: brotli ? constants.BROTLI_OPERATION_FLUSH : constants.Z_SYNC_FLUSH }
+    const out = brotli ? brotliDecompressSync(data, options) : inflateRawSync(data, options)
+    return { size: out.byteLength, read: 0, head: out } // `out` is all of it
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' && held === cap) return { size: cap + 1, read: 0, head: new Uint8Array(0) }
+  }
+  // A large stream, or corrupt data (pdf.js keeps what decoded before the fault): counted as a
+  // stream, each chunk dropped once counted (but the first `keep` bytes), so memory stays flat.
+  return new Promise(resolve => {
+    const stream: InflateRaw | BrotliDecompress = brotli ? createBrotliDecompress() : createInflateRaw()
+    let size = 0
+    const head: Buffer[] = []
+    const done = () => resolve({ size, read: 0, head: Buffer.concat(head).subarray(0, keep) })
+    stream.on('data', (chunk: Buffer) => {
+      if (size < keep) head.push(chunk.subarray(0, keep - size))
+      size += chunk.byteLength
+      if (size > cap) stream.destroy()
+    })
+    stream.on('error', done)
+    stream.on('close', done)
+    stream.end(data)
+  })
+}
+
+// Output held in memory at once by the quick path (zlib builds it whole before it is counted).
+export const SYNC_BYTES = 1024 * 1024

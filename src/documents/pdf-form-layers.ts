@@ -1,6 +1,7 @@
 import { inflateRawSync } from 'node:zlib'
+import { zlibHeader } from './pdf-decoders'
 import { Name, readStreamDictionaries, Ref, type PdfDict } from './pdf-dictionary'
-import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, planOf, zlibHeader } from './pdf-streams'
+import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, planOf } from './pdf-streams'
 import type { Layers } from './pdf-layers'
 
 // Whether a PDF may draw a form XObject whose own layer (/OC) is switched off: only then are its
@@ -68,10 +69,10 @@ function formsIn(file: Buffer, seen: Seen): boolean {
     let objectStream = false
     for (const dictionary of dictionaries) {
       if (!formGroups(dictionary, seen.groups)) return false
-      // An object stream: pdf.js takes any stream with /N and /First for one.
-      if (!dictionary.has('N') || !dictionary.has('First')) continue
-      const layers = planOf(dictionary).layers
-      if (layers?.length !== 1 || layers[0]!.kind !== 'Fl' || dictionary.has('DP') || dictionary.has('DecodeParms')) return false
+      // An object stream: pdf.js takes any stream with /N and /First for one (planOf).
+      const plan = planOf(dictionary)
+      if (!plan.objectStream) continue
+      if (plan.layers?.length !== 1 || plan.layers[0]!.kind !== 'Fl' || dictionary.has('DP') || dictionary.has('DecodeParms')) return false
       objectStream = true
     }
     if (!objectStream) continue

@@ -1,5 +1,4 @@
-import { brotliDecompressSync, constants, createBrotliDecompress, createInflateRaw, inflateRawSync, type BrotliDecompress, type InflateRaw } from 'node:zlib'
-import { ascii85, asciiHex, lzw, runLength, type Decoded } from './pdf-decoders'
+import { ascii85, asciiHex, decompressedSize, lzw, runLength, SYNC_BYTES, zlibHeader, type Decoded } from './pdf-decoders'
 import { Name, readStreamDictionaries, Ref, type PdfDict, type PdfValue } from './pdf-dictionary'
 
 // The PDF stream bomb defence (SECURITY-NOTES §5): a 1 MB PDF whose one content stream inflates
@@ -35,9 +34,17 @@ const TWICE = 'the PDF compresses a stream twice over (its decompressed data is 
  * out of the prescan's sight, as anything (measureUnknown).
  */
 export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits = defaults): Promise<string | undefined> {
-  const file = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  return measureStreams(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), new Meter(limits), 0)
+}
+
+/**
+ * The streams of `file`, at `depth` 0 the PDF itself, deeper an object stream's decoded data:
+ * pdf.js reads a stream object stored in one as well (the specification forbids it), so a bomb
+ * compressed into an object stream was invisible to a count of the file's own bytes.
+ */
+async function measureStreams(file: Buffer, meter: Meter, depth: number): Promise<string | undefined> {
+  if (depth > 3) return 'the PDF stores object streams within object streams, as no writer does'
   const { byKeyword, tangled } = readStreamDictionaries(file)
-  const meter = new Meter(limits)
   for (let at = file.indexOf('stream', 0, 'latin1'); at >= 0; at = file.indexOf('stream', at + 6, 'latin1')) {
     if (!boundary(file[at - 1]) || !boundary(file[at + 6])) continue
     const start = dataStart(file, at + 6)
@@ -46,9 +53,9 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
     const plans = new Map<string, Plan>(dictionaries.map(dictionary => planOf(dictionary)).map(plan => [dictionaries.length > 1 ? JSON.stringify(plan) : '.', plan]))
     // A keyword no object header reads to a dictionary: pdf.js reaches it only in ways the
     // reading does not follow (an uncompressed object stream, a broken file's repair).
-    if (tangled || plans.size === 0) plans.set('', { layers: undefined, length: undefined, image: false, earlyChanges: [1, 0] })
+    if (tangled || plans.size === 0) plans.set('', { layers: undefined, length: undefined, image: false, objectStream: false, earlyChanges: [1, 0] })
     for (const plan of plans.values()) {
-      const refused = plan.layers ? await measureChain(file, start, plan, plan.layers, meter) : await measureUnknown(file, start, plan, meter)
+      const refused = plan.layers ? await measureChain(file, start, plan, plan.layers, meter, depth) : await measureUnknown(file, start, plan, meter, depth)
       if (refused) return refused
     }
   }
@@ -81,6 +88,8 @@ interface Plan {
   layers: Layer[] | undefined
   length: number | undefined
   image: boolean
+  /** Whether pdf.js could read it as an object stream (it has /N and /First): its decoded data is measured in turn. */
+  objectStream: boolean
   /** For unknown filters: the EarlyChange values an LZW layer may have. */
   earlyChanges: number[]
 }
@@ -104,20 +113,21 @@ export function planOf(dictionary: PdfDict): Plan {
   const direct = typeof length === 'number' && Number.isInteger(length) && length >= 0 ? length : undefined
   const filter = dictionary.has('F') ? dictionary.get('F') : dictionary.get('Filter')
   const params = dictionary.has('DP') ? dictionary.get('DP') : dictionary.get('DecodeParms')
+  const objectStream = dictionary.has('N') && dictionary.has('First')
   const names = filter instanceof Name || filter instanceof Ref ? [filter] : Array.isArray(filter) ? filter : []
   const layers: Layer[] = []
   for (let index = 0; index < names.length; index++) {
     const name = names[index]
     if (name instanceof Ref) {
       const each: Array<PdfValue | undefined> = Array.isArray(params) ? params : [params]
-      return { layers: undefined, length: direct, image: false, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
+      return { layers: undefined, length: direct, image: false, objectStream, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
     }
-    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, earlyChanges: [] } // pdf.js fails the stream here
+    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, objectStream, earlyChanges: [] } // pdf.js fails the stream here
     const kind = KINDS.get(name.name)
     if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(filter instanceof Name ? params : Array.isArray(params) ? params[index] : null) : 1 })
   }
   const subtype = dictionary.get('Subtype')
-  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', earlyChanges: [] }
+  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', objectStream, earlyChanges: [] }
 }
 
 /**
@@ -141,11 +151,11 @@ function earlyChange(params: PdfValue | undefined): number {
  * pdf.js here never decodes as anything else. LZW and RunLength read any bytes (an encrypted
  * file's, before pdf.js decrypts them): their output opens so by chance, one in a thousand.
  */
-async function measureChain(file: Buffer, start: number, plan: Plan, layers: Layer[], meter: Meter): Promise<string | undefined> {
+async function measureChain(file: Buffer, start: number, plan: Plan, layers: Layer[], meter: Meter, depth: number): Promise<string | undefined> {
   if (layers.filter(layer => EXPANDING.has(layer.kind)).length > 1) return `the PDF compresses a stream twice over (${layers.map(layer => layer.name).join(', ')}), as only a decompression bomb does`
   const end = () => streamEnd(file, start, plan.length)
-  let data: Uint8Array | undefined // the last layer's output; undefined: the stream's own bytes
-  let expanded: number | undefined
+  let data: Uint8Array | undefined // the last layer's output, held; undefined: the stream's own bytes
+  let expanded: number | undefined // the last layer's output size, past an expanding one not held
   for (const layer of layers) {
     if (layer.kind === 'opaque') return undefined
     let refused: string | undefined
@@ -159,16 +169,20 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
       data = layer.kind === 'AHx' ? asciiHex(read ?? data!) : ascii85(read ?? data!, meter.cap)
       refused = meter.charge(data.byteLength, read?.byteLength)
     } else {
-      const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter.cap, 2)
+      // An object stream's output is held whole (to the cap), to be measured in turn.
+      const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter.cap, plan.objectStream ? meter.cap : 2)
       if (out === undefined) return undefined
       const twice = zlibHeader(out.head) && !plan.image && (layer.kind === 'Fl' || layer.kind === 'Br')
       refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice ? TWICE : undefined)
-      expanded = out.size
+      if (plan.objectStream) data = out.head
+      else expanded = out.size
     }
     if (refused) return refused
   }
-  return undefined
+  return plan.objectStream && data ? measureStreams(asBuffer(data), meter, depth + 1) : undefined
 }
+
+const asBuffer = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength)
 
 /**
  * Filters pdf.js finds through a reference, or a keyword no dictionary is known for: the stream
@@ -181,7 +195,7 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
  * by chance (one in a thousand) is inflated and counted instead. Left to the watchdog: a second
  * layer under a first whose output passes 1 MiB (but Flate), and a third layer.
  */
-async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Meter): Promise<string | undefined> {
+async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Meter, depth: number): Promise<string | undefined> {
   const at = streamEnd(file, start, plan.length)
   const end = () => at
   const decoders: Array<[Kind, number]> = [['Fl', 1], ['Br', 1], ['RL', 1], ...plan.earlyChanges.map((value): [Kind, number] => ['LZW', value])]
@@ -195,9 +209,9 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
       if (refused) return refused
     }
     for (const [kind, early] of decoders) {
-      const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter.cap, SYNC_BYTES)
+      const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter.cap, plan.objectStream ? meter.cap : SYNC_BYTES)
       if (out === undefined) continue
-      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice(kind, out) ? TWICE : undefined)
+      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice(kind, out) ? TWICE : undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1) : undefined)
       if (refused) return refused
       for (const [again, value] of out.size <= SYNC_BYTES ? decoders : []) {
         const second = await decode(again, value, out.head, meter.cap, 2)
@@ -252,46 +266,3 @@ function asciiData(file: Buffer, start: number, end: () => number, kind: 'AHx' |
   const marker = data.indexOf(kind === 'AHx' ? 0x3e : 0x7e)
   return marker < 0 ? data : data.subarray(0, marker + 1)
 }
-
-/** A two-byte zlib header pdf.js's FlateStream accepts (it ignores the window size and the checksum). */
-export function zlibHeader(data: Uint8Array): boolean {
-  const cmf = data[0]
-  const flg = data[1]
-  return cmf !== undefined && flg !== undefined && (cmf & 0x0f) === 8 && ((cmf << 8) + flg) % 31 === 0 && (flg & 0x20) === 0
-}
-
-/**
- * How many bytes `data` decompresses to, counted up to just past `cap` (the data beyond the
- * compressed stream's end is ignored), and its first `keep` bytes. Raw inflate: pdf.js checks
- * neither the window size nor the Adler-32 checksum.
- */
-async function decompressedSize(data: Uint8Array, brotli: boolean, cap: number, keep: number): Promise<Decoded> {
-  const held = Math.min(cap, SYNC_BYTES)
-  try {
-    // The usual stream, at once; past `held` zlib stops and throws.
-    const options = { maxOutputLength: Math.max(1, held), finishFlush: brotli ? constants.BROTLI_OPERATION_FLUSH : constants.Z_SYNC_FLUSH }
-    const out = brotli ? brotliDecompressSync(data, options) : inflateRawSync(data, options)
-    return { size: out.byteLength, read: 0, head: out } // `out` is all of it
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' && held === cap) return { size: cap + 1, read: 0, head: new Uint8Array(0) }
-  }
-  // A large stream, or corrupt data (pdf.js keeps what decoded before the fault): counted as a
-  // stream, each chunk dropped once counted (but the first `keep` bytes), so memory stays flat.
-  return new Promise(resolve => {
-    const stream: InflateRaw | BrotliDecompress = brotli ? createBrotliDecompress() : createInflateRaw()
-    let size = 0
-    const head: Buffer[] = []
-    const done = () => resolve({ size, read: 0, head: Buffer.concat(head).subarray(0, keep) })
-    stream.on('data', (chunk: Buffer) => {
-      if (size < keep) head.push(chunk.subarray(0, keep - size))
-      size += chunk.byteLength
-      if (size > cap) stream.destroy()
-    })
-    stream.on('error', done)
-    stream.on('close', done)
-    stream.end(data)
-  })
-}
-
-// Output held in memory at once by the quick path (zlib builds it whole before it is counted).
-const SYNC_BYTES = 1024 * 1024

@@ -1,5 +1,5 @@
 import * as XLSX from '@e965/xlsx'
-import { deflateRawSync } from 'node:zlib'
+import { deflateRawSync, deflateSync } from 'node:zlib'
 import { join } from 'node:path'
 
 // Hostile documents, built in code (small, exact, reviewable) rather than committed as blobs.
@@ -370,4 +370,43 @@ export function ascii85Encode(data: Buffer): string {
     out += group.slice(0, Math.min(5, data.length - at + 1)).join('')
   }
   return `${out}~>`
+}
+
+/**
+ * A PDF 1.5 whose `plain` objects are written as usual and whose `stored` ones sit in one
+ * Flate-compressed object stream, read through a cross-reference stream (latin1 throughout).
+ */
+export function pdfWithObjectStream(plain: Array<[number, string]>, stored: Array<[number, string]>): Uint8Array {
+  const numbers = [...plain, ...stored].map(([number]) => number)
+  const objectStream = Math.max(...numbers) + 1
+  const xrefStream = objectStream + 1
+  let table = ''
+  let objects = ''
+  for (const [number, object] of stored) {
+    table += `${number} ${objects.length} `
+    objects += `${object}\n`
+  }
+  const data = deflateSync(Buffer.from(table + objects, 'latin1'))
+  let body = '%PDF-1.5\n'
+  const offsets = new Map<number, number>()
+  const write = (number: number, object: string) => {
+    offsets.set(number, body.length)
+    body += `${number} 0 obj\n${object}\nendobj\n`
+  }
+  for (const [number, object] of plain) write(number, object)
+  write(objectStream, `<< /Type /ObjStm /N ${stored.length} /First ${table.length} /Filter /FlateDecode /Length ${data.length} >>\nstream\n${data.toString('latin1')}\nendstream`)
+  offsets.set(xrefStream, body.length)
+  const rows = Array.from({ length: xrefStream + 1 }, (_, number) => {
+    const row = Buffer.alloc(7)
+    const index = stored.findIndex(([storedNumber]) => storedNumber === number)
+    if (index >= 0) [row[0], row[5], row[6]] = [2, index >> 8, index & 0xff]
+    if (index >= 0) row.writeUInt32BE(objectStream, 1)
+    else if (offsets.has(number)) [row[0], row[5], row[6]] = [1, 0, 0]
+    if (index < 0 && offsets.has(number)) row.writeUInt32BE(offsets.get(number)!, 1)
+    return row
+  })
+  const xref = Buffer.concat(rows)
+  body += `${xrefStream} 0 obj\n<< /Type /XRef /Size ${xrefStream + 1} /W [1 4 2] /Root 1 0 R /Length ${xref.length} >>\nstream\n${xref.toString('latin1')}\nendstream\nendobj\n`
+  body += `startxref\n${offsets.get(xrefStream)}\n%%EOF\n`
+  return new Uint8Array(Buffer.from(body, 'latin1'))
 }

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
-import { ascii85Encode, compressedSpaces, pdfWithContents } from './hostile'
+import { ascii85Encode, compressedSpaces, pdfWithContents, pdfWithObjectStream } from './hostile'
 
 // PDF stream bombs: what a stream decompresses to is counted before pdf.js builds anything.
 const defaults = loadConfig({}).documents
@@ -136,5 +136,29 @@ describe('no extent or filter pdf.js reads otherwise hides a bomb', () => {
     const twice = deflateSync(await compressedSpaces(8 * MiB))
     expect(await measurePdfStreams(streamObject(`/Subtype /Image /Filter [/FlateDecode 6 0 R] /Length ${twice.byteLength}`, twice))).toMatch(/twice over/)
     expect(await measurePdfStreams(streamObject(`/Subtype /Image /Filter 6 0 R /Length ${twice.byteLength}`, twice))).toMatch(/twice over/)
+  })
+})
+
+// Regression QA: pdf.js reads a stream object stored in an object stream (the specification
+// forbids it), whose data is then in the object stream's decoded data, never in the file: a bomb
+// compressed into one was invisible to the count (300 MB of spaces inflated, RSS past 1.2 GB).
+describe('object streams', () => {
+  const PAGE: Array<[number, string]> = [
+    [1, '<< /Type /Catalog /Pages 2 0 R >>'],
+    [2, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>'],
+    [3, '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R /Resources << /Font << /F1 4 0 R >> >> >>'],
+  ]
+  const FONT: [number, string] = [4, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>']
+  const content = (data: Buffer): [number, string] => [5, `<< /Filter /FlateDecode /Length ${data.length} >>\nstream\n${data.toString('latin1')}\nendstream`]
+
+  test('a stream object stored in an object stream is measured in its decoded data', async () => {
+    await refused(pdfWithObjectStream([...PAGE, FONT], [content(await compressedSpaces(80 * MiB, LINES))]), /decompresses to more than 64 MiB/)
+  })
+
+  test('a document whose objects are stored in object streams is read', async () => {
+    const pdf = pdfWithObjectStream([...PAGE, content(await compressedSpaces(1000, LINES))], [FONT, [6, '<< /Title (a stream of words) >>']])
+    expect((await extractDocument(pdf, limits)).text).toBe('First line\nSecond line')
+    const stored = pdfWithObjectStream([...PAGE, FONT], [content(await compressedSpaces(1000, LINES))])
+    expect((await extractDocument(stored, limits)).text).toBe('First line\nSecond line')
   })
 })
