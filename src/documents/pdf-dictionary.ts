@@ -308,10 +308,11 @@ export function readStreamDictionaries(file: Buffer): StreamDictionaries {
   const byKeyword = new Map<number, PdfDict[]>()
   let budget = file.length + 1024 * 1024
   for (let at = file.indexOf('obj', 0, 'latin1'); at >= 0; at = file.indexOf('obj', at + 3, 'latin1')) {
-    // The `obj` command: a token of its own, after a delimiter, white space or a number's last byte.
+    // The `obj` command: a token of its own, after a delimiter, white space or a number's last
+    // byte (pdf.js reads `0-obj` as 0 then obj: a minus inside a number is skipped).
     const before = at > 0 ? file[at - 1]! : 0x20
     const after = at + 3 < file.length ? file[at + 3]! : 0x20
-    if (!special(after) || (!special(before) && !digit(before) && before !== 0x2e && before >= 0x20 && before <= 0x7f)) continue
+    if (!special(after) || (!special(before) && !digit(before) && before !== 0x2e && before !== 0x2d && before >= 0x20 && before <= 0x7f)) continue
     // Skimmed first (names, arrays and dictionaries not built: most objects are no stream), then
     // read again when it ends at a `stream` keyword.
     let lexer = new Lexer(file, at + 3, at + 3 + budget, true)
