@@ -1,7 +1,7 @@
 import { cacheWritePrice, chargeForTokens, roundUpCharge, tokenCost } from '../billing/pricing'
 import type { ModelRoute, Price } from '../catalog/types'
 import type { Nanos } from '../lib/money'
-import { longestCacheTtl } from './cache-ttl'
+import { dearestCacheWrite } from './cache-ttl'
 import type { ChatEvent, ChatRequest, Usage } from './canonical'
 
 // Token counts the gateway estimates itself (the upstream's own usage always wins when reported).
@@ -84,8 +84,7 @@ export function estimateCharge(request: ChatRequest, route: ModelRoute): Nanos {
   const output = outputCap(request, route)
   const price = route.price
   const outputRate = price.reasoningPerMillion !== undefined && price.reasoningPerMillion > price.outputPerMillion ? price.reasoningPerMillion : price.outputPerMillion
-  const ttl = longestCacheTtl(request)
-  const writeRate = ttl === undefined ? 0n : cacheWritePrice(price, ttl)
+  const writeRate = dearestCacheWrite(request, price)?.price ?? 0n
   const inputRate = writeRate > price.inputPerMillion ? writeRate : price.inputPerMillion
   return chargeForTokens(highInputTokens(request), inputRate) + chargeForTokens(output, outputRate)
 }

@@ -108,6 +108,7 @@ beforeAll(async () => {
       [
         `  - { id: claude, backends: [{ provider: claude, model: claude-up }], ${PRICE}, ${LIMITS} }`,
         `  - { id: claude-nosplit, backends: [{ provider: claude, model: claude-nosplit }], ${PRICE}, ${LIMITS} }`,
+        `  - { id: claude-nosplit-dear5m, backends: [{ provider: claude, model: claude-nosplit }], price: { input_per_mtok: "3", output_per_mtok: "15", cached_input_per_mtok: "0.30", cache_write_input_per_mtok: "9" }, ${LIMITS} }`,
         `  - { id: claude-priced, backends: [{ provider: claude, model: claude-up }], price: { input_per_mtok: "3", output_per_mtok: "15", cached_input_per_mtok: "0.30", cache_write_input_per_mtok: "4", cache_write_1h_input_per_mtok: "7.5" }, ${LIMITS} }`,
       ],
     ),
@@ -180,6 +181,22 @@ test('writes reported without their lifetime are billed at the 1-hour price when
   expect(await lastCharge()).toBe(expected({ input: 0, write1h: 500 }))
   await sdk.messages.create({ ...mixed, system: system(400, 'eta') })
   expect(await lastCharge()).toBe(expected({ input: 0, write5m: 500 }))
+})
+
+test('unsplit writes are billed at the dearer possible price when the 5-minute one is configured above the 1-hour one', async () => {
+  // 5-minute writes at 9 USD/M, 1-hour ones at their 6 USD/M default: a request with a 1-hour and
+  // a 5-minute hint may have either written, so its unsplit writes are read as the dearer 5-minute
+  // ones. (QA: they were read as 1-hour ones, the cheaper reading.)
+  const mixed = {
+    model: 'claude-nosplit-dear5m',
+    max_tokens: 100,
+    system: system(400, 'kappa', '1h'),
+    messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: words(100, 'lambda'), cache_control: { type: 'ephemeral' as const } }] }],
+  }
+  const message = await sdk.messages.create(mixed)
+  const charge = await lastCharge()
+  expect(message.usage).toMatchObject({ cache_creation_input_tokens: 500, cache_creation: { ephemeral_5m_input_tokens: 500, ephemeral_1h_input_tokens: 0 } })
+  expect(charge).toBe(expected({ input: 0, write5m: 500 }, { ...RATES, write5m: 9000n }))
 })
 
 test('configured write prices are used instead of the defaults', async () => {

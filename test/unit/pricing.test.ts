@@ -97,6 +97,23 @@ describe('prompt-cache writes', () => {
     expect(estimateCharge(hour, route)).toBe((hourInput * cacheWritePrice(route.price, '1h') + output + 999_999n) / 1_000_000n)
     expect(estimateCharge(chat({ cache: { ttl: '1h' } }), route)).toBe(reserve(route.price.inputPerMillion * 2n))
   })
+
+  test('a 5-minute write price configured above the 1-hour one is reserved for whenever a 5-minute write is possible', () => {
+    // QA: 5-minute writes at 3 USD/M, the 1-hour ones at their 2 USD/M default. A 1-hour hint on a
+    // one-word system and a 5-minute one on a long user text were reserved at the 1-hour rate
+    // (1,019,000 nanos) and billed ~1,527,000 (the 5-minute part at 3 USD/M).
+    const base = chat()
+    const route = { ...base.route, maxOutputTokens: 1, price: { inputPerMillion: usd('1'), outputPerMillion: usd('1'), cacheWriteInputPerMillion: usd('3') } }
+    const long = { role: 'user' as const, parts: [{ type: 'text' as const, text: 'word '.repeat(300), cache: { ttl: '5m' as const } }] }
+    const request = chat({ route, sampling: { maxOutputTokens: 1 }, messages: [{ role: 'system', parts: [{ type: 'text', text: 'x', cache: { ttl: '1h' } }] }, long] })
+    const high = highInputTokens(request)
+    const settled = priceUsage(route.price, { inputTokens: high, cacheWriteInputTokens: high, cacheWrite1hInputTokens: 1, outputTokens: 1, webSearchRequests: 0, webFetchRequests: 0 })
+    expect(settled).toBeLessThanOrEqual(estimateCharge(request, route))
+    expect(estimateCharge(request, route)).toBe(BigInt(high) * 3000n + 1000n)
+    // Only 1-hour hints still reserve for a 5-minute write (an upstream without the 1-hour lifetime writes for 5 minutes).
+    const hourOnly = chat({ route, sampling: { maxOutputTokens: 1 }, cache: { ttl: '1h' } })
+    expect(estimateCharge(hourOnly, route)).toBe(BigInt(highInputTokens(hourOnly)) * 3000n + 1000n)
+  })
 })
 
 describe('chargeForUnits', () => {

@@ -54,9 +54,9 @@ type OpenBlock =
  * cache_creation (told back to Messages clients), priced at the model's cache-write price for
  * its lifetime: `cacheWrite1hInputTokens` is cache_creation.ephemeral_1h_input_tokens. An
  * upstream that reports writes without that split (a compatible server, an older API) has them
- * read as 1-hour writes when the request set any 1-hour hint (`oneHourHints`), else as 5-minute
- * ones: the dearer reading where either is possible, so the gateway never charges less than the
- * upstream may. Thinking tokens are part of `output_tokens`; Anthropic does not report them
+ * read at the dearer of the lifetimes the request's hints allow (`unsplitWritesHour`): 1-hour
+ * ones only when it set a 1-hour hint and the 1-hour write price is not the cheaper, so the
+ * gateway never charges less than the upstream may. Thinking tokens are part of `output_tokens`; Anthropic does not report them
  * apart, so `reasoningTokens` stays undefined.
  *
  * Output: only message_delta's `output_tokens` is the answer's count. message_start carries a
@@ -94,8 +94,11 @@ export class AnthropicStreamTranslator {
     private readonly now: () => number,
     /** Makes up the ids a compatible upstream omits or repeats. */
     private readonly requestId: string,
-    /** The request set a 1-hour cache hint: writes reported without their lifetime are read as 1-hour ones. */
-    private readonly oneHourHints = false,
+    /**
+     * Writes reported without their lifetime are read as 1-hour ones: the request set a 1-hour
+     * hint and the model's 1-hour write price is not below its 5-minute one (cache-ttl.ts).
+     */
+    private readonly unsplitWritesHour = false,
   ) {}
 
   /** The events for one SSE event (often none or one). */
@@ -392,7 +395,7 @@ export class AnthropicStreamTranslator {
 
   private canonicalUsage(): Usage {
     const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = this.usage
-    const hour = Math.min(this.cacheWriteHour ?? (this.oneHourHints ? cache_creation_input_tokens : 0), cache_creation_input_tokens)
+    const hour = Math.min(this.cacheWriteHour ?? (this.unsplitWritesHour ? cache_creation_input_tokens : 0), cache_creation_input_tokens)
     return {
       inputTokens: input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
       ...(this.cacheReadReported ? { cachedInputTokens: cache_read_input_tokens } : {}),

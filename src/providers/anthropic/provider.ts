@@ -1,4 +1,4 @@
-import { longestCacheTtl } from '../../inference/cache-ttl'
+import { dearestCacheWrite } from '../../inference/cache-ttl'
 import type { ChatEvent } from '../../inference/canonical'
 import type { ProviderConfig } from '../../config/config'
 import { SseDecoder, type SseEvent } from '../../http/sse'
@@ -98,7 +98,7 @@ export class AnthropicProvider implements Provider {
       throw failure
     }
 
-    const translator = new AnthropicStreamTranslator(context, () => this.clock.now(), call.requestId, longestCacheTtl(call.request) === '1h')
+    const translator = new AnthropicStreamTranslator(context, () => this.clock.now(), call.requestId, dearestCacheWrite(call.request, call.request.route.price)?.ttl === '1h')
     if ((response.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
       return replay(await readMessage(response, control, translator, context, timeouts), call.signal)
     }
