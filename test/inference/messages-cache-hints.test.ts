@@ -100,6 +100,33 @@ describe('an Anthropic backend', () => {
     expect(upstream.onlyRequest().text).not.toContain('cache_control')
   })
 
+  test("a tool_result's hints merge onto it as the longest-lived one, the latest on a tie", async () => {
+    // QA: inner [1h, 5m] kept only the last one's 5m, losing the 1-hour breakpoint. The longest is
+    // kept: in a request Anthropic accepts (1h breakpoints before 5m ones), it stays accepted.
+    const text = (value: string, cache_control?: typeof HOUR | typeof FIVE | typeof PLAIN) => ({ type: 'text' as const, text: value, ...(cache_control ? { cache_control } : {}) })
+    const cases: Array<[Record<string, unknown>, unknown]> = [
+      [{ content: [text('a', HOUR), text('b', FIVE)] }, HOUR],
+      [{ content: [text('a', HOUR), text('b', FIVE)], cache_control: FIVE }, HOUR],
+      [{ content: [text('a', PLAIN), text('b', FIVE)] }, FIVE],
+      [{ content: [text('a', FIVE), text('b')], cache_control: PLAIN }, PLAIN],
+      [{ content: [text('a'), text('b')] }, undefined],
+    ]
+    upstream.requests.length = 0
+    for (const [result, expected] of cases) {
+      upstream.enqueue({ kind: 'sse', body: anthropicWire.stream(TURN) })
+      await sdk.messages.create({
+        model: 'm',
+        max_tokens: 50,
+        messages: [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', ...result } as never] },
+        ],
+      })
+      expect(upstream.requests.at(-1)!.body.messages[2].content[0].cache_control).toEqual(expected)
+    }
+  })
+
   test('a ttl other than 5m or 1h is a 400 naming the field, and nothing reaches the upstream', async () => {
     upstream.requests.length = 0
     const bad = { type: 'ephemeral', ttl: '10m' } as never

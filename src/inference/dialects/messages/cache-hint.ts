@@ -21,3 +21,13 @@ export function hinted(part: Part, block: object): Part {
   const hint = 'cache_control' in block ? cacheHint(block.cache_control as CacheControlWire) : undefined
   return hint === undefined || part.type === 'reasoning' ? part : { ...part, cache: hint }
 }
+
+/** Of blocks in prompt order, the one whose hint lives longest (`1h` over `5m` or none given), the latest on a tie; undefined when none has one. */
+export function longestHinted<B extends { cache_control?: CacheControlWire }>(blocks: readonly B[]): B | undefined {
+  let chosen: B | undefined
+  for (const block of blocks) {
+    if (block.cache_control == null) continue
+    if (chosen === undefined || block.cache_control.ttl === '1h' || chosen.cache_control?.ttl !== '1h') chosen = block
+  }
+  return chosen
+}

@@ -4,7 +4,7 @@ import type { ChatRequest, FunctionTool, Message, Part, ResponseFormat, ToolChoi
 import { toolArgumentsText } from '../../tool-input'
 import { addHostedTool, HOSTED_TOOL_OPTIONS, type HostedOption } from '../hosted-tool-options'
 import type { CountTokensRequest, MessagesRequest } from './schema'
-import { cacheHint, hinted } from './cache-hint'
+import { cacheHint, hinted, longestHinted, type CacheControlWire } from './cache-hint'
 import { imageUrl } from '../image-url'
 import { directCall } from '../tool-call-caller'
 import { toolResultText } from '../tool-result-text'
@@ -224,8 +224,16 @@ function userPart(block: Block, param: string): Part {
 
 /**
  * A tool_result → a tool-result part. Its text blocks become one text (the canonical result is
- * text), so a cache hint on one of them can only go on the result itself: the result's own hint,
- * else its last inner one (the breakpoint moves to the result's end, caching a little more).
+ * text), so a cache hint on one of them can only go on the result itself (the breakpoint moves to
+ * the result's end, caching a little more). Of the result's hints (its inner ones, then its own),
+ * the longest-lived is kept, the latest on a tie: a 1-hour breakpoint is not lost to a later
+ * 5-minute one (QA: [1h, 5m] inside one result kept only 5m).
+ *
+ * Anthropic refuses a 1-hour breakpoint after a 5-minute one. Merging to the longest cannot make
+ * a valid request break that rule: in a valid one every breakpoint before the result is at least
+ * as long as its first (longest) hint and every one after it at most as long as its last, so the
+ * merged 1-hour one still follows only 1-hour ones. A request that already broke the rule may
+ * come out valid; one that kept it keeps it.
  */
 function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: string): Part {
   let content = ''
@@ -240,7 +248,7 @@ function toolResult(block: Extract<Block, { type: 'tool_result' }>, param: strin
       }),
     )
   }
-  const hintedBlock = block.cache_control != null || typeof block.content !== 'object' ? block : (block.content.findLast(inner => inner.cache_control != null) ?? block)
+  const hintedBlock = typeof block.content === 'object' ? (longestHinted<{ cache_control?: CacheControlWire }>([...block.content, block]) ?? block) : block
   return hinted({ type: 'tool-result', callId: block.tool_use_id, content, ...(block.is_error === true ? { isError: true } : {}) }, hintedBlock)
 }
 
