@@ -3,6 +3,8 @@ import { describe, expect, test } from 'bun:test'
 // document uses (anyOf, const, minimum, patterns…) are beyond test/support/json-schema.ts.
 import Ajv2020 from 'ajv/dist/2020'
 import { buildTestApp, createPlanOrg, json } from '../support/harness'
+import { anthropicClient } from '../support/gateway'
+import { startPassThroughGateway } from '../support/pass-through'
 
 // What /openapi.json says, held against what the routes answer (QA found each of these wrong).
 
@@ -302,5 +304,26 @@ describe('/openapi.json says what the routes do', () => {
     const documented = spec.paths['/api/v1/billing/balance'].get.responses['200'].headers
     for (const name of names) expect([name, violations(documented[name].schema, Number(balance.headers.get(name)))]).toEqual([name, []])
     await t.close()
+  })
+
+  test("a Messages reply's usage is documented with its prompt-cache counts, and a reply with cache writes conforms", async () => {
+    // QA: the usage schema listed only input_tokens and output_tokens; the cache counts (and
+    // cache_creation's split by lifetime) a reply carries were undocumented.
+    const { t, upstream, org } = await startPassThroughGateway('anthropic', 'backends: [{ provider: up, model: claude-x }], price: { input_per_mtok: "3", output_per_mtok: "7" }, context_length: 100000, max_output_tokens: 4096', 'openapi-usage', 'oau')
+    try {
+      const usage = { input_tokens: 4, cache_read_input_tokens: 10, cache_creation_input_tokens: 30, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 }, output_tokens: 2 }
+      upstream.enqueue({ kind: 'json', body: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage } })
+      const reply = await anthropicClient(t.listen(), org.adminKey).messages.create({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral', ttl: '1h' } }] }] })
+      expect(reply.usage).toMatchObject(usage)
+      const documented = (await documentOf(t)).paths['/v1/messages'].post.responses['200'].content['application/json'].schema.properties.usage
+      expect(Object.keys(documented.properties).toSorted()).toEqual(['cache_creation', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'input_tokens', 'output_tokens'])
+      expect(documented.required.toSorted()).toEqual(['input_tokens', 'output_tokens'])
+      // Every count the reply carries is a documented one, of its documented type.
+      const closed = (schema: Record<string, any>): Record<string, any> => ({ ...schema, additionalProperties: false, properties: Object.fromEntries(Object.entries(schema.properties).map(([name, child]: [string, any]) => [name, child.type === 'object' ? closed(child) : child])) })
+      expect(violations(closed(documented), reply.usage)).toEqual([])
+    } finally {
+      await upstream.close()
+      await t.close()
+    }
   })
 })

@@ -230,7 +230,21 @@ export const MessageResponse = documentedOnly(t.Object(
     content: t.Array(t.Record(t.String(), t.Unknown())),
     stop_reason: t.Union([t.String(), t.Null()]),
     stop_sequence: t.Union([t.String(), t.Null()]),
-    usage: t.Object({ input_tokens: JsonInteger(), output_tokens: JsonInteger() }, { additionalProperties: true }),
+    usage: t.Object(
+      {
+        input_tokens: JsonInteger({ description: 'Prompt tokens neither read from nor written to the prompt cache' }),
+        output_tokens: JsonInteger(),
+        cache_read_input_tokens: t.Optional(JsonInteger({ description: "Prompt tokens read from the backend's prompt cache (an Anthropic backend's; 0 from others)" })),
+        cache_creation_input_tokens: t.Optional(JsonInteger({ description: "Prompt tokens written to the backend's prompt cache on cache_control hints (an Anthropic backend's; 0 from others)" })),
+        cache_creation: t.Optional(
+          t.Object(
+            { ephemeral_5m_input_tokens: JsonInteger(), ephemeral_1h_input_tokens: JsonInteger() },
+            { additionalProperties: true, description: 'cache_creation_input_tokens by lifetime, as billed; present when there are writes' },
+          ),
+        ),
+      },
+      { additionalProperties: true },
+    ),
   },
   {
     additionalProperties: true,
