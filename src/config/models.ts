@@ -1,5 +1,6 @@
+import { cacheWritePrice } from '../billing/pricing'
 import type { Backend, Capabilities, Price } from '../catalog/types'
-import { parseUsd, type Nanos } from '../lib/money'
+import { MAX_NANOS, parseUsd, type Nanos } from '../lib/money'
 import type { ModelConfig, ProviderConfig } from './config'
 import type { FileBackend, FileModel } from './schema'
 
@@ -147,6 +148,14 @@ function toPrice(price: FileModel['price'], path: string, problems: string[]): P
   if (writeHour !== undefined) result.cacheWrite1hInputPerMillion = writeHour
   const reasoning = amount('reasoning_per_mtok')
   if (reasoning !== undefined) result.reasoningPerMillion = reasoning
+  // A default write price is a multiple of the input's, so an input price past half the largest
+  // amount would publish and charge a 1-hour write price past it (QA: /api/v1/models showed one
+  // beyond int64). Such a model states its write prices, each bounded as every amount is.
+  for (const [field, ttl, multiple] of [['cache_write_input_per_mtok', '5m', '1.25×'], ['cache_write_1h_input_per_mtok', '1h', '2×']] as const) {
+    if (price[field] === undefined && cacheWritePrice(result, ttl) > MAX_NANOS) {
+      problems.push(`${path}.input_per_mtok: amount too large for the default ${field} (${multiple} the input price); set ${field}`)
+    }
+  }
   return Object.freeze(result)
 }
 

@@ -213,6 +213,14 @@ models:
     [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_1h_input_per_mtok: "-2" }', ['models.0.price.cache_write_1h_input_per_mtok: must be a decimal USD amount with at most 9 decimals, e.g. "20" or "0.40"']],
     [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_1h_input_per_mtok: "9223372037" }', ['models.0.price.cache_write_1h_input_per_mtok: amount too large']],
     [', price: { input_per_mtok: "1", output_per_mtok: "2", cache_write_input_per_mtok: "1.25", cache_write_1h_input_per_mtok: "2" }', []],
+    // QA: an input price past half the largest amount made the default 1-hour write price (2×) exceed int64 in /api/v1/models.
+    [', price: { input_per_mtok: "4611686018.427387904", output_per_mtok: "2" }', ['models.0.price.input_per_mtok: amount too large for the default cache_write_1h_input_per_mtok (2× the input price); set cache_write_1h_input_per_mtok']],
+    [', price: { input_per_mtok: "4611686018.427387903", output_per_mtok: "2" }', []],
+    [', price: { input_per_mtok: "4611686018.427387904", output_per_mtok: "2", cache_write_1h_input_per_mtok: "1" }', []],
+    [
+      ', price: { input_per_mtok: "9223372036.854775807", output_per_mtok: "2" }',
+      ['models.0.price.input_per_mtok: amount too large for the default cache_write_input_per_mtok (1.25× the input price); set cache_write_input_per_mtok', 'models.0.price.input_per_mtok: amount too large for the default cache_write_1h_input_per_mtok (2× the input price); set cache_write_1h_input_per_mtok'],
+    ],
     [', capabilities: { tools: true, streaming: true }', ['models.0.capabilities.streaming: Unexpected property']],
     [', capabilities: { tools: "yes" }', ['models.0.capabilities.tools: Expected boolean']],
     [', context_length: 0', ['models.0.context_length: Expected integer to be greater or equal to 1']],
