@@ -3,6 +3,7 @@ import { rewritePart } from './docx-rewrite'
 import { namesReadOtherwise } from './docx-names'
 import { shownPages, type PageKind } from './docx-sections'
 import { anyHidden, readHiddenStyles, type Budget } from './docx-styles'
+import { rewriteMarkers, type RewriteMarkers } from './list-labels'
 import { PackageParts, resolvePartPath, rewrittenParts, type Relationship } from './package-parts'
 import { scanXml } from './xml-scan'
 import { DocumentRefused } from './types'
@@ -68,6 +69,8 @@ interface Account {
   /** What the inflated size may still grow by (MAX_INFLATED less what the zip guard counted). */
   room: number
   zip: ZipLimits
+  /** The names the rewrite marks paragraphs with, for the layout and list labels to find (list-labels.ts). */
+  markers: RewriteMarkers
 }
 
 /**
@@ -79,9 +82,9 @@ interface Account {
  * which counts every part these are among, would refuse the document too), and DocumentRefused
  * for a part that is not well-formed or a rewrite past the inflated-size cap.
  */
-export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], limits: { maxElements: number; zip: ZipLimits }): { bytes: Uint8Array; parts: PackageParts } {
+export function rewriteDocx(bytes: Uint8Array, entries: ZipEntry[], limits: { maxElements: number; zip: ZipLimits }, markers: RewriteMarkers = rewriteMarkers()): { bytes: Uint8Array; parts: PackageParts } {
   const inflated = entries.reduce((sum, entry) => sum + entry.uncompressedSize, 0)
-  const account: Account = { budget: { left: limits.maxElements }, room: limits.zip.maxInflatedBytes - inflated, zip: limits.zip }
+  const account: Account = { budget: { left: limits.maxElements }, room: limits.zip.maxInflatedBytes - inflated, zip: limits.zip, markers }
   const rewritten = rewritePackage(bytes, entries, account, false)
   if (account.room < 0) throw new DocumentRefused(`the DOCX document inflates to more than ${limits.zip.maxInflatedBytes} bytes once read (a zip bomb or far too large a document)`)
   if (rewritten === bytes) return { bytes, parts: new PackageParts(bytes, entries) }
@@ -122,7 +125,7 @@ function rewritePackage(bytes: Uint8Array, entries: ZipEntry[], account: Account
     const data = read(entry)
     if (data === undefined || (!everyPart && !mayNeedRewrite(data))) continue
     // Invalid UTF-8 is read as officeparser reads it (Buffer#toString): each bad sequence a U+FFFD.
-    const result = rewritePart(decoder.decode(data), styles, account.budget)
+    const result = rewritePart(decoder.decode(data), styles, account.budget, account.markers)
     if (result === 'malformed') throw new DocumentRefused(`the DOCX file is damaged: its part "${cutText(name, 100)}" is not well-formed XML`)
     if (result === undefined) continue
     const encoded = encode(result.pieces)

@@ -1,6 +1,6 @@
 import { AlternateContent, scanWord, startTagEnd, wordWriter, type NamespaceOf } from './docx-names'
 import { hiddenByStyles, on, take, type Budget, type HiddenStyles } from './docx-styles'
-import { HIDDEN_PARAGRAPH, STYLE_NUMBERING } from './list-labels'
+import { rewriteMarkers, type RewriteMarkers } from './list-labels'
 import { hiddenVml, OpenDrawings } from './docx-drawings'
 import { OpenRubies } from './docx-ruby'
 import { symbolText } from './docx-symbols'
@@ -45,17 +45,17 @@ import { applyEdits, BASE_TEXT, declares, escapeText, imageShown, KEPT_IN_HIDDEN
  * rewritten, as the pieces of its text in order; undefined when there is nothing to rewrite, or
  * the part is not well-formed (then nothing can be said of what it shows).
  */
-export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = { left: Number.POSITIVE_INFINITY }): { pieces: string[] } | 'malformed' | undefined {
+export function rewritePart(xml: string, styles: HiddenStyles, budget: Budget = { left: Number.POSITIVE_INFINITY }, markers: RewriteMarkers = rewriteMarkers()): { pieces: string[] } | 'malformed' | undefined {
   // A table style's conditional formats apply by where a cell stands, its table's last row and its
   // row's last cell among it, known only at their ends: a first reading finds the tables' shapes
   // (docx-tables.ts), its elements counted against a copy of the budget.
-  if (![...styles.table.values(), styles.defaultTable].some(setting => (setting?.conditions.size ?? 0) > 0)) return rewriteReading(xml, styles, budget, new OpenTables())
+  if (![...styles.table.values(), styles.defaultTable].some(setting => (setting?.conditions.size ?? 0) > 0)) return rewriteReading(xml, styles, budget, markers, new OpenTables())
   const first = new OpenTables()
-  if (rewriteReading(xml, styles, { left: budget.left }, first) === 'malformed') return 'malformed'
-  return rewriteReading(xml, styles, budget, new OpenTables(first.shapes))
+  if (rewriteReading(xml, styles, { left: budget.left }, markers, first) === 'malformed') return 'malformed'
+  return rewriteReading(xml, styles, budget, markers, new OpenTables(first.shapes))
 }
 
-function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, tables: OpenTables): { pieces: string[] } | 'malformed' | undefined {
+function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, markers: RewriteMarkers, tables: OpenTables): { pieces: string[] } | 'malformed' | undefined {
   const edits: Edit[] = []
   // Edits are made in order of their start: an element's own as it ends, replacing those made inside
   // it; a start tag's rename as it opens.
@@ -239,7 +239,7 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
           // it is marked for list-labels.ts; with neither, the style's numbering is the paragraph's.
           if (paragraphs.at(-1)!.numbering!.level) {
             take(budget)
-            edit(xml.lastIndexOf('<', end - 1), end, `${written('numId', undefined, ` w:val="${STYLE_NUMBERING}"`)}</${qname}>`)
+            edit(xml.lastIndexOf('<', end - 1), end, `${written('numId', undefined, ` w:val="${markers.styleNumbering}"`)}</${qname}>`)
           } else edit(start, end, '')
         } else if (name === 'w:pPr' && parent === 'w:p' && paragraphs.at(-1)?.markDeleted) {
           // The joined paragraph takes the next one's properties, as Word's does (that mark is the one
@@ -264,7 +264,7 @@ function rewriteReading(xml: string, styles: HiddenStyles, budget: Budget, table
               // counts it in its list. Marked so for list-labels.ts (officeparser reads a bookmark's name).
               take(budget)
               const selfClosing = xml[end - 2] === '/'
-              const marker = written('bookmarkStart', undefined, ` w:name="${HIDDEN_PARAGRAPH}"`)
+              const marker = written('bookmarkStart', undefined, ` w:name="${markers.hiddenParagraph}"`)
               edit(selfClosing ? end - 2 : xml.lastIndexOf('<', end - 1), end, `${selfClosing ? '>' : ''}${marker}</${qname}>`)
             }
           }

@@ -152,23 +152,27 @@ export function readStyleNumbering(parts: PackageParts): StyleNumberings {
 type Block = { type: string; metadata?: Record<string, unknown> }
 
 /**
- * The bookmark name the DOCX rewrite (docx-rewrite.ts) gives a paragraph Word shows nothing of, its
- * mark hidden too (officeparser lists it in the paragraph's `metadata.anchorIds`). Word's own names
- * start with a letter: this one is never a document's bookmark Word made.
+ * The names the DOCX rewrite (docx-rewrite.ts) writes for this reading and the layout: random per
+ * extraction, so a document cannot write one itself. A fixed name was a document's to use: its own
+ * bookmark of that name made a paragraph Word shows vanish from the text (a clause a model
+ * summarising the document never saw), and its own numId of that name numbered a paragraph by its
+ * style. Leaving such names out of the document's bytes would not hold: officeparser reads
+ * attribute values with character references decoded (`&#45;svc-…`).
  */
-export const HIDDEN_PARAGRAPH = '-svc-hidden-paragraph'
+export interface RewriteMarkers {
+  /** The bookmark name given a paragraph Word shows nothing of, its mark hidden too (officeparser lists it in the paragraph's `metadata.anchorIds`). */
+  hiddenParagraph: string
+  /**
+   * The w:numId given a paragraph's own w:numPr that sets a level but no instance: Word numbers it
+   * at that level of its paragraph style's list (the default style's when it names none).
+   */
+  styleNumbering: string
+}
 
-/**
- * The w:numId the DOCX rewrite gives a paragraph's own w:numPr that sets a level but no instance:
- * Word numbers it at that level of its paragraph style's list (the default style's when it names
- * none). Word's own ids are numbers.
- */
-export const STYLE_NUMBERING = '-svc-style-numbering'
-
-/** Whether Word shows nothing of `block`: not even a line (its list counts it, though: ListLabels.label). */
-export const hiddenParagraph = (block: Block) => {
-  const anchors = block.metadata?.anchorIds
-  return Array.isArray(anchors) && anchors.includes(HIDDEN_PARAGRAPH)
+/** Fresh markers, for one extraction. */
+export function rewriteMarkers(): RewriteMarkers {
+  const id = crypto.randomUUID()
+  return { hiddenParagraph: `-svc-hidden-paragraph-${id}`, styleNumbering: `-svc-style-numbering-${id}` }
 }
 
 /**
@@ -192,7 +196,14 @@ export class ListLabels {
   constructor(
     private readonly numbering: Map<string, Instance>,
     private readonly styles: StyleNumberings = { numbered: new Map(), known: new Set() },
+    private readonly markers: RewriteMarkers = rewriteMarkers(),
   ) {}
+
+  /** Whether Word shows nothing of `block`, which the rewrite marked so: not even a line (its list counts it, though: label). */
+  hidden(block: Block): boolean {
+    const anchors = block.metadata?.anchorIds
+    return Array.isArray(anchors) && anchors.includes(this.markers.hiddenParagraph)
+  }
 
   /**
    * The label of a paragraph, with a space, indented two spaces a level: a list item's (its own
@@ -209,7 +220,7 @@ export class ListLabels {
     // its paragraph's mark), but is counted: Word's own Set Numbering Value continues or advances a
     // list by writing hidden numbered paragraphs before the item (ONLYOFFICE DocumentServer issue
     // 3228), which only works if they count.
-    return hiddenParagraph(block) ? '' : label
+    return this.hidden(block) ? '' : label
   }
 
   /** The label `block` would show, its list's counters advanced. */
@@ -217,7 +228,7 @@ export class ListLabels {
     const metadata = block.metadata
     const level = Number(metadata?.indentation ?? 0) | 0
     const listId = String(metadata?.listId ?? '')
-    if (block.type === 'list' && listId !== STYLE_NUMBERING) return this.itemLabel(listId, level)
+    if (block.type === 'list' && listId !== this.markers.styleNumbering) return this.itemLabel(listId, level)
     const named = typeof metadata?.style === 'string' ? metadata.style : undefined
     const style = named !== undefined && this.styles.known.has(named) ? named : block.type === 'list' || wordParagraph(block) ? this.styles.defaultStyle : undefined
     const numbered = style === undefined ? undefined : this.styles.numbered.get(style)

@@ -1,4 +1,4 @@
-import { hiddenParagraph, ListLabels } from './list-labels'
+import { ListLabels } from './list-labels'
 import type { SlideFacts } from './slide-parts'
 
 // The text layout of a DOCX or PPTX, rendered from officeparser's AST so that the layout is ours:
@@ -40,6 +40,10 @@ export function walk(nodes: Node[], visit: (node: Node) => boolean): void {
 }
 
 const BLOCKS = new Set(['paragraph', 'heading', 'list'])
+
+/** Whether Word shows nothing of a block, not even a line (ListLabels.hidden: a DOCX's paragraphs the rewrite marked). */
+type Hidden = (block: Node) => boolean
+const NONE_HIDDEN: Hidden = () => false
 
 export type NoteKind = 'footnote' | 'endnote'
 
@@ -112,7 +116,7 @@ function blockText(node: Node, notes: NoteList | undefined): string | undefined 
  * nothing ("multi" and "para cell" gave "multipara cell") and leaves out nested tables (a cell
  * holding one was empty).
  */
-function cellText(cell: Node, notes: NoteList | undefined, lists: ListLabels | undefined): string {
+function cellText(cell: Node, notes: NoteList | undefined, lists: ListLabels | undefined, hidden: Hidden): string {
   if (!cell.children?.length) return oneLine(leafText(cell, notes))
   const parts: string[] = []
   walk(cell.children, node => {
@@ -124,7 +128,7 @@ function cellText(cell: Node, notes: NoteList | undefined, lists: ListLabels | u
       return false
     }
     const line = oneLine((lists?.label(node) ?? '') + own)
-    if (line !== '' && !hiddenParagraph(node)) parts.push(line)
+    if (line !== '' && !hidden(node)) parts.push(line)
     return false
   })
   return parts.join(' ')
@@ -136,7 +140,7 @@ function cellText(cell: Node, notes: NoteList | undefined, lists: ListLabels | u
  * (`metadata.col`), so the row is laid out by it (a merged cell's columns after its first stay
  * empty, as an empty cell's do). Without column numbers the cells are taken in turn.
  */
-function rows(table: Node, out: string[], notes: NoteList | undefined, lists: ListLabels | undefined): void {
+function rows(table: Node, out: string[], notes: NoteList | undefined, lists: ListLabels | undefined, hidden: Hidden): void {
   for (const row of table.children ?? []) {
     if (row.type !== 'row') continue
     const cells = (row.children ?? []).filter(cell => cell.type === 'cell')
@@ -146,7 +150,7 @@ function rows(table: Node, out: string[], notes: NoteList | undefined, lists: Li
       // Each column once, in order: a number that would move a cell back or far ahead is not trusted.
       const at = Number.isInteger(column) && (column as number) >= line.length && (column as number) < line.length + MAX_COLUMN_GAP ? (column as number) : line.length
       while (line.length < at) line.push('')
-      line.push(cellText(cell, notes, lists))
+      line.push(cellText(cell, notes, lists, hidden))
     }
     out.push(line.join('\t').replace(/\t+$/, ''))
   }
@@ -157,19 +161,20 @@ const MAX_COLUMN_GAP = 64
 
 /**
  * Appends the lines of `nodes`: a block's text as one line (empty ones too), a table's rows. With
- * `notes`, the notes met are labelled and registered there; without, they are not read.
+ * `notes`, the notes met are labelled and registered there; without, they are not read. A block
+ * `hidden` says Word shows nothing of is no line, not even an empty one.
  */
-function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabels): void {
+function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabels, hidden: Hidden = NONE_HIDDEN): void {
   walk(nodes, node => {
     if (node.type === 'table') {
-      rows(node, out, notes, lists)
+      rows(node, out, notes, lists, hidden)
       return false
     }
     const own = blockText(node, notes)
     if (own !== undefined) {
       // A paragraph Word shows nothing of is no line, not even an empty one; its list counts it still.
       const label = lists?.label(node) ?? ''
-      if (!hiddenParagraph(node)) out.push(label + own)
+      if (!hidden(node)) out.push(label + own)
       return false
     }
     if (node.children?.length) return true
@@ -184,12 +189,12 @@ function render(nodes: Node[], out: string[], notes?: NoteList, lists?: ListLabe
  * space Word leaves after the removed reference mark trimmed), then its charts. A note's own text
  * may reference further notes (rare, but the format allows it): they are met, and listed, in turn.
  */
-function noteSections(notes: NoteList, charts: DocxCharts): string[] {
+function noteSections(notes: NoteList, charts: DocxCharts, hidden: Hidden): string[] {
   const sections: Record<NoteKind, string[]> = { footnote: [], endnote: [] }
   for (let index = 0; index < notes.met.length; index++) {
     const { label, kind, note } = notes.met[index]!
     const lines: string[] = []
-    if (note.children?.length) render(note.children, lines, notes)
+    if (note.children?.length) render(note.children, lines, notes, undefined, hidden)
     else lines.push(note.text ?? '')
     const first = lines.findIndex(line => line.trim() !== '')
     const last = lines.findLastIndex(line => line.trim() !== '')
@@ -210,9 +215,9 @@ const hasText = (lines: string[]) => lines.some(line => line.trim() !== '')
  * The lines of headers or footers, each distinct one once: Word keeps one part per kind of page
  * (first, odd, even) per section, which mostly repeat one another, and empty ones are common.
  */
-function distinctLines(nodes: Node[] | undefined): string[] {
+function distinctLines(nodes: Node[] | undefined, hidden: Hidden): string[] {
   const lines: string[] = []
-  render(nodes ?? [], lines)
+  render(nodes ?? [], lines, undefined, undefined, hidden)
   const seen = new Set<string>()
   for (const line of lines.flatMap(line => line.split('\n'))) if (line.trim() !== '') seen.add(line)
   return [...seen]
@@ -224,15 +229,17 @@ function distinctLines(nodes: Node[] | undefined): string[] {
  */
 export function docxLines(ast: OfficeAst, charts: DocxCharts = NO_CHARTS, lists: ListLabels = new ListLabels(new Map())): string[] {
   const out: string[] = []
-  const headers = [...distinctLines(ast.auxiliary?.headers), ...charts.pages('header')]
+  // The rewrite marks a paragraph Word shows nothing of in every part: its headers' and notes' too.
+  const hidden: Hidden = block => lists.hidden(block)
+  const headers = [...distinctLines(ast.auxiliary?.headers, hidden), ...charts.pages('header')]
   if (headers.length > 0) out.push('[Header]', ...headers, '')
   const notes = new NoteList()
-  render(ast.content, out, notes, lists)
+  render(ast.content, out, notes, lists, hidden)
   const bodyCharts = charts.body()
   if (bodyCharts.length > 0) out.push('', ...bodyCharts)
-  const sections = noteSections(notes, charts)
+  const sections = noteSections(notes, charts, hidden)
   if (sections.length > 0) out.push('', ...sections)
-  const footers = [...distinctLines(ast.auxiliary?.footers), ...charts.pages('footer')]
+  const footers = [...distinctLines(ast.auxiliary?.footers, hidden), ...charts.pages('footer')]
   if (footers.length > 0) out.push('', '[Footer]', ...footers)
   return out
 }

@@ -4,7 +4,7 @@ import { fillCharts, WordCharts } from './chart-parts'
 import { chartBudget } from './charts'
 import { rewriteDocx } from './docx-package'
 import { withoutHiddenShapes } from './hidden-shapes'
-import { ListLabels, readNumbering, readStyleNumbering } from './list-labels'
+import { ListLabels, readNumbering, readStyleNumbering, rewriteMarkers } from './list-labels'
 import { docxLines, oneLine, pptxLines, type OfficeAst } from './office-layout'
 import { slideFacts } from './slide-parts'
 import { emptySection, generalSectionShown, generalShown, hugeFormat, isoDateFormat, negativeShown } from './number-format'
@@ -27,7 +27,8 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
   // (a hidden footer placeholder is no slide's footer; its charts are those of officeparser's
   // frames), a Word document's as rewritten (its charts those the rewritten main part still shows).
   const deck = fileType === 'pptx' ? withoutHiddenShapes(bytes, entries, rewriteLimits) : undefined
-  const { bytes: input, parts } = deck ?? rewriteDocx(bytes, entries, rewriteLimits)
+  const markers = rewriteMarkers()
+  const { bytes: input, parts } = deck ?? rewriteDocx(bytes, entries, rewriteLimits, markers)
   const ast = await parseOffice(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
     // Always pass the type (STACK-NOTES §5); never OCR (it downloads data at run time).
     fileType,
@@ -43,7 +44,7 @@ export async function extractOffice(bytes: Uint8Array, entries: ZipEntry[], file
     fillCharts(layout.content, parts, charts)
     return join(pptxLines(layout, slideFacts(parts)), limits.maxTextBytes)
   }
-  return join(docxLines(layout, new WordCharts(parts, charts), new ListLabels(readNumbering(parts), readStyleNumbering(parts))), limits.maxTextBytes)
+  return join(docxLines(layout, new WordCharts(parts, charts), new ListLabels(readNumbering(parts), readStyleNumbering(parts), markers)), limits.maxTextBytes)
 }
 
 /**

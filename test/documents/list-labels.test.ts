@@ -128,6 +128,22 @@ describe('DOCX list numbering as Word counts it (regression QA)', () => {
       expect(await text(build(para('a') + hidden() + para('z'), `<w:styles ${W}/>`))).toBe('a\nz')
     })
 
+    test("a document's own bookmark or numId named like the rewrite's old fixed markers is the document's (QA: a visible clause vanished)", async () => {
+      // A bookmark in a visible paragraph, one standing before a paragraph (officeparser gives it to that
+      // paragraph), one in a table cell, and one written with a character reference: each paragraph shows.
+      const bookmark = (name: string) => `<w:bookmarkStart w:id="7" w:name="${name}"/>`
+      const marked = (words: string, name = '-svc-hidden-paragraph') => `<w:p>${bookmark(name)}<w:r><w:t>${words}</w:t></w:r><w:bookmarkEnd w:id="7"/></w:p>`
+      const body = para('a') + marked('CLAUSE ONE') + bookmark('-svc-hidden-paragraph') + para('CLAUSE TWO') + table([[marked('CLAUSE THREE')]]) + marked('CLAUSE FOUR', '&#45;svc-hidden-paragraph')
+      expect(await text(build(body))).toBe('1. a\n2. CLAUSE ONE\n3. CLAUSE TWO\n4. CLAUSE THREE\n5. CLAUSE FOUR')
+      // A numId the document names but does not define gives no label, as Word shows it, whatever the name.
+      expect(await text(build(para('a') + own('own numId', '<w:numPr><w:ilvl w:val="1"/><w:numId w:val="-svc-style-numbering"/></w:numPr>')))).toBe('1. a\n  own numId')
+      // The rewrite's own marks still work beside them: a hidden paragraph counted, a level alone numbered by its style.
+      expect(await text(build(marked('b') + hidden() + own('sub', '<w:numPr><w:ilvl w:val="1"/></w:numPr>')))).toBe('1. b\n  a) sub')
+      // In a note too: no empty line between the note's others.
+      const footnote = `<w:footnote w:id="1"><w:p><w:r><w:footnoteRef/></w:r><w:r><w:t>note</w:t></w:r></w:p>${hidden()}${para('more')}</w:footnote>`
+      expect(await text(buildZip(docxParts(`<w:p><w:r><w:t>see</w:t></w:r><w:r><w:footnoteReference w:id="1"/></w:r></w:p>`, { footnotes: footnote })))).toBe('see[^1]\n\n[Footnotes]\n[^1] note\nmore')
+    })
+
     test("a paragraph's own w:numPr setting a level alone numbers it at that level of its style's list (before: unnumbered)", async () => {
       const levelOne = '<w:numPr><w:ilvl w:val="1"/></w:numPr>'
       const body = para('a') + own('sub', levelOne) + para('b') + own('I', '<w:pStyle w:val="Roman"/>') + own('A', `<w:pStyle w:val="Roman"/>${levelOne}`) +
