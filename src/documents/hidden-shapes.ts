@@ -15,7 +15,9 @@ import { readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from '.
 //
 // A shape is one by its namespace (PresentationML under any prefix, as PowerPoint reads it) or by
 // the name officeparser matches literally (`p:sp`), so one it would read is never let through
-// (docx-names.ts scanWord tells the namespace a prefix is bound to where an element stands).
+// (docx-names.ts scanWord tells the namespace a prefix is bound to where an element stands). Which
+// cNvPr is a shape's own (shapeOwning) is the rule a Word drawing's shapes are hidden by too
+// (docx-drawings.ts).
 // Nothing is written but what the part held, less the hidden shapes: the part is scanned as
 // latin1, each character one byte, so the byte ranges cut are exactly the shapes', and the UTF-8
 // around them is copied as it was (the package only shrinks).
@@ -24,13 +26,32 @@ import { readSmallEntry, replaceEntries, type ZipEntry, type ZipLimits } from '.
 const SHAPES_PART = /ppt\/(notesSlides|slides)\/(notesSlide|slide)\d+.xml/
 const PRESENTATION_NAMESPACES = new Set(['http://schemas.openxmlformats.org/presentationml/2006/main', 'http://purl.oclc.org/ooxml/presentationml/main'])
 /** Each kind of shape, by the element holding its non-visual properties (its p:cNvPr's parent). */
-const SHAPES = new Map([
+const SHAPES: ShapeKinds = new Map([
   ['sp', 'nvSpPr'],
   ['graphicFrame', 'nvGraphicFramePr'],
   ['grpSp', 'nvGrpSpPr'],
   ['cxnSp', 'nvCxnSpPr'],
   ['pic', 'nvPicPr'],
 ])
+
+/**
+ * DrawingML shapes by local name, each with where its own non-visual properties (its cNvPr, whose
+ * `hidden` the Selection pane sets) stand in it: in the element named (p:sp > p:nvSpPr > p:cNvPr),
+ * or directly in it for '' (a Word group's shape, wpg:wgp > wps:wsp > wps:cNvPr).
+ */
+export type ShapeKinds = ReadonlyMap<string, string>
+
+/**
+ * The depth of the shape whose own non-visual properties a cNvPr at `depth` is, or undefined for
+ * one that is no shape's own (a cNvPr deeper in it says nothing of the shape). `names` are the
+ * local names of the elements open, by depth: '' for one outside the shapes' namespaces.
+ */
+export function shapeOwning(names: readonly string[], depth: number, kinds: ShapeKinds): number | undefined {
+  const [grand, parent] = [names[depth - 2], names[depth - 1]]
+  if (parent !== undefined && kinds.get(parent) === '') return depth - 1
+  if (grand !== undefined && parent && kinds.get(grand) === parent) return depth - 2
+  return undefined
+}
 /** An attribute's name is written as it is: a part without these bytes hides no shape. */
 const MARKER = Buffer.from('hidden')
 
@@ -92,7 +113,7 @@ function shownRanges(xml: string, budget: Budget): Array<[number, number]> | 'ma
       else if (name === 'cNvPr' && isTrue(attributes.hidden)) {
         // The shape's own non-visual properties only: p:nvSpPr/p:cNvPr directly in a p:sp, say.
         const shape = shapes.at(-1)
-        if (shape?.depth === depth - 2 && names[depth - 1] === SHAPES.get(names[depth - 2]!)) shape.hidden = true
+        if (shape !== undefined && shape.depth === shapeOwning(names, depth, SHAPES)) shape.hidden = true
       }
     },
     {

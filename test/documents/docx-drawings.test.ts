@@ -47,6 +47,49 @@ describe('a drawing hidden in Word (Selection pane) gives nothing', () => {
   })
 })
 
+describe('a shape, picture or chart frame hidden inside a drawing gives nothing (QA: a hidden child of a group was read)', () => {
+  const WPG = 'xmlns:wpg="http://schemas.microsoft.com/office/word/2010/wordprocessingGroup"'
+  const PIC = 'xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"'
+  /** A floating drawing whose graphic (`uri`) is `inner`. */
+  const drawing = (uri: string, inner: string) =>
+    `<w:drawing><wp:anchor ${WP}><wp:docPr id="5" name="Drawing 5"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="${uri}">${inner}</a:graphicData></a:graphic></wp:anchor></w:drawing>`
+  /** A group drawing (wpg:wgp) of `shapes`, its own non-visual properties `cNvPr` attributes. */
+  const group = (shapes: string, cNvPr = '') =>
+    drawing('http://schemas.microsoft.com/office/word/2010/wordprocessingGroup', `<wpg:wgp ${WPG} ${WPS}><wpg:cNvPr id="9" name="Group" ${cNvPr}/><wpg:cNvGrpSpPr/><wpg:grpSpPr/>${shapes}</wpg:wgp>`)
+  /** A nested group (wpg:grpSp) of `shapes`. */
+  const subgroup = (shapes: string, cNvPr = '') => `<wpg:grpSp><wpg:cNvPr id="8" name="Inner" ${cNvPr}/><wpg:cNvGrpSpPr/><wpg:grpSpPr/>${shapes}</wpg:grpSp>`
+  /** A text box shape of `words`, its own non-visual properties `cNvPr` attributes (written with `prefix`). */
+  const shape = (words: string, cNvPr = '', prefix = 'wps') =>
+    `<${prefix}:wsp><${prefix}:cNvPr id="3" name="TB" ${cNvPr}/><${prefix}:cNvSpPr txBox="1"/><${prefix}:spPr/><${prefix}:txbx><w:txbxContent>${p(r(t(words)))}</w:txbxContent></${prefix}:txbx><${prefix}:bodyPr/></${prefix}:wsp>`
+  const frame = (cNvPr: string) =>
+    `<wpg:graphicFrame><wpg:cNvPr id="7" name="Chart 7" ${cNvPr}/><wpg:cNvFrPr/><wpg:xfrm/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdK1"/></a:graphicData></a:graphic></wpg:graphicFrame>`
+  const chart = chartPart('<c:title><c:tx><c:rich><a:bodyPr/><a:p><a:r><a:t>GROUPED CHART</a:t></a:r></a:p></c:rich></c:tx></c:title><c:plotArea/>')
+  const host = (...runs: string[]) => p(r(t('host')), ...runs.map(run => r(run)))
+
+  test("a group's hidden shape, hidden nested group and hidden chart frame are not read; shown ones are", async () => {
+    const shapes = shape('shown child') + shape('HIDDEN CHILD', 'hidden="1"') + shape('shown: false', 'hidden="false"') + subgroup(shape('HIDDEN NESTED'), 'hidden="true"') + subgroup(shape('nested shown'))
+    expect(await text(docx(host(group(shapes))))).toBe('host\nshown child\nshown: false\nnested shown')
+    // Any prefix bound to Word's shapes' namespace.
+    const bound = `<s:wsp xmlns:s="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"><s:cNvPr id="3" name="TB" hidden="1"/><s:txbx><w:txbxContent>${p(r(t('HIDDEN PREFIXED')))}</w:txbxContent></s:txbx></s:wsp>`
+    expect(await text(docx(host(group(bound + shape('shown')))))).toBe('host\nshown')
+    // The whole group hidden on its own properties (not its wp:docPr).
+    expect(await text(docx(host(group(shape('HIDDEN IN GROUP'), 'hidden="1"'))))).toBe('host')
+    // A chart frame: hidden gives no chart, shown gives it.
+    expect(await text(docx(host(group(frame('hidden="1"'))), { charts: [chart] }))).toBe('host')
+    expect(await text(docx(host(group(frame(''))), { charts: [chart] }))).toBe('host\n\n[Chart: GROUPED CHART]')
+  })
+
+  test("a canvas's hidden shape, and a drawing's own shape or picture hidden on its own properties, are not read", async () => {
+    const canvas = drawing('http://schemas.microsoft.com/office/word/2010/wordprocessingCanvas', `<wpc:wpc xmlns:wpc="http://schemas.microsoft.com/office/word/2010/wordprocessingCanvas" ${WPS}><wpc:bg/><wpc:whole/>${shape('HIDDEN ON CANVAS', 'hidden="1"')}${shape('on canvas')}</wpc:wpc>`)
+    expect(await text(docx(host(canvas)))).toBe('host\non canvas')
+    const own = drawing('http://schemas.microsoft.com/office/word/2010/wordprocessingShape', shape('HIDDEN TOP SHAPE', 'hidden="1"').replace('<wps:wsp>', `<wps:wsp ${WPS}>`))
+    expect(await text(docx(host(own)))).toBe('host')
+    // A picture's own pic:cNvPr hides its alternative text too.
+    const picture = (hidden: string) => pictureDrawing('descr="Described"').replace(`<pic:pic ${PIC}>`, `<pic:pic ${PIC}><pic:nvPicPr><pic:cNvPr id="0" name="P" ${hidden}/><pic:cNvPicPr/></pic:nvPicPr>`)
+    expect(await text(docx(host(picture('hidden="1"')) + p(r(picture('')))))).toBe('host\n[Image: Described]')
+  })
+})
+
 describe("a picture's alternative text on a line of its own", () => {
   const checkbox = r('<w:fldChar w:fldCharType="begin"><w:ffData><w:checkBox><w:checked/></w:checkBox></w:ffData></w:fldChar>') + r('<w:instrText> FORMCHECKBOX </w:instrText>') + r('<w:fldChar w:fldCharType="end"/>')
 
