@@ -30,11 +30,13 @@ const PART_RELS = /^word\/_rels\/([^/]+)\.rels$/
 const DOCX_CHUNK = /\.docx$/i
 /**
  * What a part must hold for the rewrite to have anything to do (hidden styles and other prefixes
- * aside). A VML shape, which may be hidden (docx-drawings.ts), is found by what holds it, w:pict
- * (or an AlternateContent): the shape's own prefix and style may be written any way, character
+ * aside). A drawing, which may be hidden or hold a hidden shape and may be a picture with
+ * alternative text (docx-drawings.ts), is found by its w:drawing, not its wp:docPr: a hidden
+ * wp:anchor needs none. A VML shape, which may be hidden, is found by what holds it, w:pict (or an
+ * AlternateContent): the shape's own prefix and style may be written any way, character
  * references and all.
  */
-const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent', '<w:del', '<w:moveFrom', '<w:cellDel', '<w:gridBefore', 'docPr', '<w:pict'].map(marker => Buffer.from(marker))
+const MARKERS = ['<w:noBreakHyphen', '<w:sym', '<w:ptab', '<w:vanish', '<w:showingPlcHdr', '<w:ruby', '<w:checkBox', 'AlternateContent', '<w:del', '<w:moveFrom', '<w:cellDel', '<w:gridBefore', '<w:drawing', '<w:pict'].map(marker => Buffer.from(marker))
 const BREAK = Buffer.from('<w:br')
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d])
 const NUMBERING = Buffer.from('<w:numPr')

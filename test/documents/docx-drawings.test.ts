@@ -39,6 +39,16 @@ describe('a drawing hidden in Word (Selection pane) gives nothing', () => {
     expect(await text(docx(p(r(t('report'))) + p(r(chartDrawing(1).replace('name="Chart 1"', 'name="Chart 1" hidden="1"'))), { charts: [chart] }))).toBe('report')
   })
 
+  test('a hidden anchor or inline without a wp:docPr, the only thing in its document to rewrite, is not read (before: read)', async () => {
+    const box = textBox(p(r(t('NO DOCPR SECRET'))), '', 'hidden="1"').replace(/<wp:docPr [^>]*\/>/, '')
+    expect(box).not.toContain('docPr')
+    expect(await text(docx(p(r(t('host')), r(box))))).toBe('host')
+    expect(await text(docx(p(r(t('host')), r(box.replaceAll('wp:anchor', 'wp:inline')))))).toBe('host')
+    // A group drawing without one, its child hidden.
+    const grouped = `<w:drawing><wp:inline ${WP}><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.microsoft.com/office/word/2010/wordprocessingGroup"><wpg:wgp xmlns:wpg="http://schemas.microsoft.com/office/word/2010/wordprocessingGroup" ${WPS}><wpg:cNvGrpSpPr/><wpg:grpSpPr/><wps:wsp><wps:cNvPr id="3" name="TB" hidden="1"/><wps:txbx><w:txbxContent>${p(r(t('GROUPED SECRET')))}</w:txbxContent></wps:txbx></wps:wsp></wpg:wgp></a:graphicData></a:graphic></wp:inline></w:drawing>`
+    expect(await text(docx(p(r(t('host')), r(grouped))))).toBe('host')
+  })
+
   test("a VML text box whose shape is styled visibility:hidden is not read; a visible one is (before: read)", async () => {
     const box = p(r(t('VML SECRET')))
     expect(await text(docx(p(r(t('host')), r(vmlBox(box, 'position:absolute; Visibility : HIDDEN ;width:10pt')))))).toBe('host')
