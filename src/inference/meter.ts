@@ -84,8 +84,13 @@ export function estimateCharge(request: ChatRequest, route: ModelRoute): Nanos {
   const output = outputCap(request, route)
   const price = route.price
   const outputRate = price.reasoningPerMillion !== undefined && price.reasoningPerMillion > price.outputPerMillion ? price.reasoningPerMillion : price.outputPerMillion
+  // Any prompt token may be billed as a cache read or write: the dearest of the rates it may take
+  // (an operator may price reads above plain input; nothing in the config forbids it).
   const writeRate = dearestCacheWrite(request, price)?.price ?? 0n
-  const inputRate = writeRate > price.inputPerMillion ? writeRate : price.inputPerMillion
+  const readRate = price.cachedInputPerMillion ?? 0n
+  let inputRate = price.inputPerMillion
+  if (writeRate > inputRate) inputRate = writeRate
+  if (readRate > inputRate) inputRate = readRate
   return chargeForTokens(highInputTokens(request), inputRate) + chargeForTokens(output, outputRate)
 }
 

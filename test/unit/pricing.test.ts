@@ -116,6 +116,18 @@ describe('prompt-cache writes', () => {
   })
 })
 
+describe('a cache read priced above plain input', () => {
+  test('reserves the input at the read price, so a prompt read whole from the cache stays within it', () => {
+    const base = chat()
+    const route = { ...base.route, maxOutputTokens: 1, price: { inputPerMillion: usd('1'), outputPerMillion: usd('1'), cachedInputPerMillion: usd('2') } }
+    const request = chat({ route, sampling: { maxOutputTokens: 1 } })
+    const high = highInputTokens(request)
+    const settled = priceUsage(route.price, { inputTokens: high, cachedInputTokens: high, outputTokens: 1, webSearchRequests: 0, webFetchRequests: 0 })
+    expect(settled).toBe(BigInt(high) * 2000n + 1000n)
+    expect(estimateCharge(request, route)).toBe(settled)
+  })
+})
+
 describe('chargeForUnits', () => {
   test('multiplies exactly', () => {
     expect(chargeForUnits(3, usd('0.002'))).toBe(6_000_000n)
