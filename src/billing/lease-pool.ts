@@ -7,12 +7,22 @@ import type { LedgerWriter } from './ledger-writer'
 import { min, positive } from './ledger-rules'
 import type { ScopeRoom } from './scope-room'
 
+/** Lease rows this process named so far: each row a pool makes has an id of its own (LeasePools). */
+let incarnations = 0
+
 /**
  * This process's view of one lease: `leased` is what the database has moved to this boot for
  * the scope (less what settlements have drawn), `held` the sum of open reservations against it.
  * JavaScript is single-threaded, so check-and-hold on these numbers cannot race.
  */
 export class LeasePool {
+  /**
+   * The lease row this pool grants into and draws on. Its id names the boot, the scope, the owner,
+   * the period and an incarnation: once a DELETE of the row is sent where it may run late, the
+   * pool moves to a new id (LeasePools.renew), so that no late statement about the old row (that
+   * DELETE, a settlement's draw) ever reaches the row the pool makes next.
+   */
+  ref: LeaseRef
   leased = 0n
   held = 0n
   lastUsedMs: number
@@ -39,13 +49,11 @@ export class LeasePool {
    * outlives the boot (`svc ledger verify` flags it, and it keeps the instance row).
    */
   leaseRow = false
-  /** returnPoolLease is deleting this lease's row (on a local file a failed DELETE puts `leased` and `leaseRow` back). */
+  /** returnPoolLease is deleting this lease's row (on a local file, where the pool keeps its id, a failed DELETE puts `leased` and `leaseRow` back). */
   returning = false
 
-  constructor(
-    readonly ref: LeaseRef,
-    nowMs: number,
-  ) {
+  constructor(ref: LeaseRef, nowMs: number) {
+    this.ref = ref
     this.lastUsedMs = nowMs
   }
 
@@ -119,11 +127,28 @@ export class LeasePools {
     const pools = this.byScope[scope]
     let pool = pools.get(owner, periodStartMs)
     if (pool === undefined) {
-      // The lease row's id: boot, scope, owner and period.
-      pool = new LeasePool({ id: `${this.bootId}|${scope}|${owner}|${periodStartMs}`, scope, orgId, keyId, periodStartMs }, nowMs)
+      pool = new LeasePool(this.refOf(scope, orgId, keyId, periodStartMs), nowMs)
       pools.set(owner, periodStartMs, pool)
     }
     return pool
+  }
+
+  /**
+   * Moves `pool` to a lease row of a new id, for its next grant: its row is being deleted by a
+   * DELETE that a libSQL server may run late, after the pool leased again. Under the old id a
+   * settlement's draw run late took from the row made since, which memory believed whole (QA:
+   * 0.10 USD in memory, 0.09 in the row), and a late DELETE could take it. Only while no grant is
+   * in flight: it was built on the old id, and its outcome is applied to the pool.
+   */
+  renew(pool: LeasePool): void {
+    const { scope, orgId, keyId, periodStartMs } = pool.ref
+    pool.ref = this.refOf(scope, orgId, keyId, periodStartMs)
+  }
+
+  /** A lease row's id: boot, scope, owner, period and incarnation (unique within the boot). */
+  private refOf(scope: LeaseScope, orgId: string, keyId: string | null, periodStartMs: number): LeaseRef {
+    incarnations += 1
+    return { id: `${this.bootId}|${scope}|${ownerOf(scope, orgId, keyId)}|${periodStartMs}|${incarnations}`, scope, orgId, keyId, periodStartMs }
   }
 
   /** Pools with no open holds, idle since before `idleBeforeMs` (their lease, if any, can go back). */
@@ -154,21 +179,26 @@ export class LeasePools {
  * only as this process's writes so far left it, so that one a server runs late never takes the
  * row of a grant made since.
  *
- * A DELETE that fails on a local file did not commit: the lease is memory's again. On a libSQL
- * server (`ambiguousCommits`) it may have committed, its reply lost, or may still run late: memory
- * keeps neither lease nor row then (LeasePool.rowUnknown), and the sweeper's next tick returns
- * whatever row is left (Sweeper.returnUnknownLeases). Putting the lease back held, for up to a
- * heartbeat, money whose row was gone and which another instance could lease and spend too.
+ * On a libSQL server (`ambiguousCommits`) the DELETE, and a settlement's draw that failed before
+ * it, may run late: the pool moves to a new row id first (LeasePools.renew), and a grant meanwhile
+ * or later makes a row of its own. The DELETE may also fail having committed, its reply lost:
+ * memory keeps neither lease nor row then, and the old row, which no pool names any more, is one
+ * the sweeper's next tick returns if it is still there (Sweeper.returnUnknownLeases). Putting the
+ * lease back held, for up to a heartbeat, money whose row was gone and which another instance
+ * could lease and spend too. A DELETE that fails on a local file did not commit, and nothing runs
+ * late there: the pool keeps its id and the lease is memory's again.
  */
 export async function returnPoolLease(writer: LedgerWriter, pools: LeasePools, pool: LeasePool): Promise<void> {
   if (pool.held !== 0n || pool.growing) return
   if (!pool.leaseRow) return pools.drop(pool)
   const amount = pool.leased
+  const ref = pool.ref
   pool.leased = 0n
   pool.leaseRow = false // before the await: a grant meanwhile makes it again
   pool.returning = true // meanwhile the row is not one memory knows nothing of (LeasePool.rowUnknown)
+  if (writer.ambiguousCommits) pools.renew(pool)
   try {
-    await writer.submit({ kind: 'plain', statements: leaseReturn(pool.ref, 'written so far'), interpret: () => undefined })
+    await writer.submit({ kind: 'plain', statements: leaseReturn(ref, 'written so far'), interpret: () => undefined })
     pools.drop(pool)
   } catch (error) {
     if (!writer.ambiguousCommits) {

@@ -124,11 +124,12 @@ export class Sweeper {
     let unanswered = false
     for (const pool of this.ledger.pools.all()) {
       if (pool.held !== 0n) continue
+      const lease = pool.ref.id // the row's (on a server the return moves the pool to a new id)
       try {
         await this.ledger.returnLease(pool)
       } catch (error) {
         unreturned.push(pool)
-        this.logger.warn('shutdown: could not return a lease', { lease: pool.ref.id, error: String(error) })
+        this.logger.warn('shutdown: could not return a lease', { lease, error: String(error) })
         if ((unanswered = error instanceof DatabaseUnanswered)) break
       }
     }
@@ -181,7 +182,16 @@ export class Sweeper {
     // spending against it. The converse, a row that memory holds nothing of, is returned by
     // returnUnknownLeases; a pool with something leased is never rowUnknown, so a row is never
     // both lost here and returned there.
-    for (const pool of this.ledger.pools.all()) if (pool.leased > 0n && !ours.has(pool.ref.id)) this.ledger.leaseLost(pool)
+    for (const pool of this.ledger.pools.all()) {
+      if (pool.leased === 0n || ours.has(pool.ref.id)) continue
+      this.ledger.leaseLost(pool)
+      // On a server a settlement's draw on the swept row may still run late: the pool's next grant
+      // makes a row of its own (LeasePools.renew), which that draw cannot reach.
+      if (this.writer.ambiguousCommits && pool.growing === null) {
+        pool.leaseRow = false
+        this.ledger.pools.renew(pool)
+      }
+    }
     return ours
   }
 
@@ -217,15 +227,18 @@ export class Sweeper {
     let failed = 0
     const returns = rows
       .filter(row => pools.get(row.lease.id)?.rowUnknown ?? true)
-      .map(row =>
-        this.writer.submit({ kind: 'plain', statements: leaseReturn(row.lease, row.seen), interpret: results => results[0]!.changes > 0 }).then(
+      .map(row => {
+        // The pool's next grant makes a row of its own, out of reach of this DELETE run late.
+        const pool = pools.get(row.lease.id)
+        if (pool !== undefined && this.writer.ambiguousCommits) this.ledger.pools.renew(pool)
+        return this.writer.submit({ kind: 'plain', statements: leaseReturn(row.lease, row.seen), interpret: results => results[0]!.changes > 0 }).then(
           deleted => void (returned += deleted ? 1 : 0),
           error => {
             failed += 1
             this.logger.warn('could not return a lease this boot had no record of', { lease: row.lease.id, error: String(error) })
           },
-        ),
-      )
+        )
+      })
     await Promise.all(returns)
     this.returned += returned
     if (returned > 0) this.logger.warn('returned leases this boot had no record of (a grant\'s or a return\'s reply was lost)', { count: returned })

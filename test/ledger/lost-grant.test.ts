@@ -125,7 +125,7 @@ describe('on a ledger whose writer loses replies', () => {
     return app
   }
   const grantOf = (orgId: string) => (statements: readonly Statement[]) =>
-    statements.some(statement => statement.sql.includes('INSERT INTO leases') && statement.args.some(arg => String(arg).endsWith(`|prepaid|${orgId}|0`)))
+    statements.some(statement => statement.sql.includes('INSERT INTO leases') && statement.args.some(arg => String(arg).includes(`|prepaid|${orgId}|0|`)))
   const poolOf = (orgId: string) => ledger.pools.all().find(pool => pool.ref.scope === 'prepaid' && pool.ref.orgId === orgId)
   async function admitted(principal: Principal, estimate: bigint) {
     const result = await ledger.admit({ principal, purpose: 'chat', estimate })

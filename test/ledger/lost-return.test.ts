@@ -84,15 +84,15 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
     const late = database.runLate(poolReturn)
     await expect(app.deps.sweeper.tick()).rejects.toThrow('did not answer')
     await anyCommit(app)
-    // The organization's next call leases afresh; its grant adds to the row the held DELETE was to take.
+    // The organization's next call leases afresh, into a row of its own (a new id): the row the
+    // held DELETE is to take is still there beside it.
     const held = await admitOk(app, principal, 10_000_000n)
     const granted = pool.leased
     expect([pool.leaseRow, await leasedRows(org.orgId)]).toEqual([true, before + granted])
-    // The DELETE runs now: the row written since is not the row it was to take.
+    // The DELETE runs now and takes the row it was sent for, not the one written since.
     await late.release()
-    expect(await leasedRows(org.orgId)).toBe(before + granted)
+    expect(await leasedRows(org.orgId)).toBe(granted)
     await app.deps.ledger.settle(held, 10_000_000n)
-    // What memory does not know of goes back with the pool's next idle return, the whole row.
     app.clock.advance(IDLE_RETURN_MS + 1)
     await app.deps.sweeper.tick()
     expect(await leasedRows(org.orgId)).toBe(0n)

@@ -5,7 +5,9 @@ import { Database, type Statement } from 'bun:sqlite'
 // baton) has its own connection, so transactions across requests behave as on sqld. `silence()`
 // makes it accept requests and never answer them, as a server that hangs does. `loseReply()` runs a
 // request (its COMMIT included) and never answers it, and `runLate()` runs one only after the
-// client has given up on it: a write that commits while the client sees it fail.
+// client has given up on it: a write that commits while the client sees it fail (several may be
+// held at once, each released on its own). `refuse()` answers matching requests 503 without running
+// them, as a server that fails a write before it commits does.
 //
 // The version probe (`GET /v3-protobuf`) gets 404, so the client falls back to Hrana 2.
 
@@ -113,7 +115,8 @@ export function hranaServer(path: string) {
   let silent = false
   // The next request whose JSON body matches: run and never answered, or held unrun until released.
   let lose: ((body: string) => boolean) | undefined
-  let late: { matches: (body: string) => boolean; released: Promise<void>; ran: () => void } | undefined
+  const lates: Array<{ matches: (body: string) => boolean; released: Promise<void>; ran: () => void }> = []
+  let refuse: ((body: string) => boolean) | undefined
   const open = () => {
     const db = new Database(path, { safeIntegers: true })
     db.run('PRAGMA busy_timeout = 5000')
@@ -127,13 +130,12 @@ export function hranaServer(path: string) {
       if (request.method !== 'POST' || url.pathname !== '/v2/pipeline') return new Response('not found', { status: 404 })
       const text = await request.text()
       const body = JSON.parse(text) as { baton?: string | null; requests: Request[] }
+      if (refuse?.(text) === true) return Response.json({ message: 'injected: refused, nothing run' }, { status: 503 })
       const lost = lose?.(text) === true
       if (lost) lose = undefined
-      const held = late?.matches(text) ? late : undefined
-      if (held) {
-        late = undefined
-        await held.released
-      }
+      const at = lates.findIndex(entry => entry.matches(text))
+      const held = at >= 0 ? lates.splice(at, 1)[0] : undefined
+      if (held) await held.released
       const baton = body.baton ?? undefined
       const stream = baton === undefined ? open() : streams.get(baton)
       if (stream === undefined) return Response.json({ message: 'unknown baton' }, { status: 400 })
@@ -168,19 +170,24 @@ export function hranaServer(path: string) {
     },
     /**
      * The next request whose JSON body `matches` is held, not run and not answered, until `release()`;
-     * then it runs (its COMMIT included). `release()` resolves once it has run.
+     * then it runs (its COMMIT included). `release()` resolves once it has run. Each call holds one
+     * more request; a request is held by the earliest call it matches.
      */
     runLate(matches: (body: string) => boolean) {
       let release!: () => void
       let ran!: () => void
       const done = new Promise<void>(resolve => (ran = resolve))
-      late = { matches, released: new Promise<void>(resolve => (release = resolve)), ran }
+      lates.push({ matches, released: new Promise<void>(resolve => (release = resolve)), ran })
       return {
         release() {
           release()
           return done
         },
       }
+    },
+    /** While set, every request whose JSON body `matches` gets a 503 and runs nothing. */
+    refuse(matches: ((body: string) => boolean) | undefined) {
+      refuse = matches
     },
     stop() {
       server.stop(true)
