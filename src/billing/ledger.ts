@@ -16,6 +16,7 @@ import { LedgerHealth } from './ledger-health'
 import type { LeaseTrust } from './lease-trust'
 import { capWindow, fundsRefusal, keyRefusal, leaseTarget, min, positive, shortfall } from './ledger-rules'
 import { readRoom } from './scope-room'
+import { UnconfirmedSettlements } from './unconfirmed'
 
 /** What a billed call is for (one entry `purpose`). */
 export type Purpose = 'chat' | 'fusion' | 'web_fetch' | 'web_search' | 'doc_parse'
@@ -60,6 +61,8 @@ export class Ledger {
    * to the pool, which would leave this process a lease the database no longer records.
    */
   private readonly settlingOn = new Map<LeasePool, number>()
+  /** Settlements that may have committed or may still run late (a libSQL server): their pools keep their lease until confirmed. */
+  readonly unconfirmed: UnconfirmedSettlements
   /** When set (deps), billed calls are admitted only while the database takes writes. */
   health: LedgerHealth | undefined
   /**
@@ -82,6 +85,7 @@ export class Ledger {
     private readonly onKeyExpired: (keyId: string) => void,
   ) {
     this.pools = new LeasePools(identity.bootId)
+    this.unconfirmed = new UnconfirmedSettlements(writer, logger, onKeyExpired)
   }
 
   /**
@@ -189,9 +193,9 @@ export class Ledger {
     return { applied }
   }
 
-  /** Returns a pool's whole lease to the database (idle, shutdown) unless settlements draw on it: returnPoolLease. */
+  /** Returns a pool's whole lease to the database (idle, shutdown) unless settlements, in flight or unconfirmed, draw on it: returnPoolLease. */
   async returnLease(pool: LeasePool): Promise<void> {
-    if (!this.settlingOn.has(pool)) await returnPoolLease(this.writer, this.pools, pool)
+    if (!this.settlingOn.has(pool) && !this.unconfirmed.drewOn(pool)) await returnPoolLease(this.writer, this.pools, pool)
   }
 
   private reservation({ principal, estimate: amount, purpose, billingKey, requestId }: Parameters<Ledger['admit']>[0], holds: Holds): Reservation {
@@ -347,7 +351,7 @@ export class Ledger {
     }
     for (const pool of drawn) this.settlingOn.set(pool, (this.settlingOn.get(pool) ?? 0) + 1)
     try {
-      return (await this.commitWithRetries(reservation, op, undo)) ? 0n : actual
+      return (await this.commitWithRetries(reservation, op, undo, drawn)) ? 0n : actual
     } finally {
       for (const pool of drawn) {
         const count = this.settlingOn.get(pool)! - 1
@@ -358,7 +362,7 @@ export class Ledger {
   }
 
   /** Commits the settlement; true when its billing key had been charged before (nothing charged now). */
-  private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void): Promise<boolean> {
+  private async commitWithRetries(reservation: Reservation, op: SettleOp, undo: () => void, drawn: LeasePool[]): Promise<boolean> {
     // One guarded op for every try: it claims under a fresh op id per attempt and knows its own
     // earlier attempts' claims (a COMMIT whose reply was lost), so a retry charges nothing twice.
     const guarded = op.entries[0]!.idempotencyKey !== null ? settleStatementsGuarded(op) : null
@@ -366,6 +370,8 @@ export class Ledger {
     try {
       result = await submitWithRetries(this.writer, this.logger, guarded ?? op, { op: 'settle', request_id: reservation.requestId })
     } catch {
+      // On a server every settlement has a claim (claimForRetries), so `guarded` is set there.
+      if (this.writer.ambiguousCommits && guarded) this.unconfirmed.add({ op: guarded, pools: drawn, keyId: reservation.keyId, requestId: reservation.requestId })
       throw this.unrecorded(reservation, undo, this.writer.ambiguousCommits)
     }
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now
@@ -374,7 +380,7 @@ export class Ledger {
     return result.duplicate
   }
 
-  /** A settlement not recorded, 503: nothing charged, draws given back (`undo`); `maybe` (a libSQL server: a try may have committed, its reply lost), the draws stay out of memory and the 503 says unconfirmed. */
+  /** A settlement not recorded, 503: nothing charged, draws given back (`undo`); `maybe` (a libSQL server: a try may have committed, its reply lost), the draws stay out of memory, the 503 says unconfirmed, and the tick confirms it (`unconfirmed`). */
   private unrecorded(reservation: Reservation, undo: () => void, maybe = false): ApiError {
     reservation.state = 'released'
     if (maybe) return new ApiError('unavailable', 'the ledger could not confirm this charge: its database stopped answering after the write')

@@ -96,6 +96,9 @@ export class Sweeper {
       [staleBefore, this.identity.instanceId, this.identity.bootId],
     )
     await this.writer.submit({ kind: 'plain', statements: [forgetStaleInstances(staleBefore)], interpret: () => undefined })
+    // Settlements that could not be confirmed are tried again: the pools they drew on keep their
+    // lease until then. A failure leaves them to the next tick; the idle returns still go.
+    await this.ledger.unconfirmed.confirm().catch(error => this.logger.warn('could not confirm a settlement yet; the leases it drew on stay', { error: String(error) }))
     // An idle pool's lease goes back, even drawn to 0 (its row would outlive the boot); a pool
     // that never leased is just forgotten, so the map stays small.
     for (const pool of this.ledger.pools.idle(this.clock.now() - IDLE_RETURN_MS)) await this.ledger.returnLease(pool)
@@ -106,7 +109,8 @@ export class Sweeper {
    * Every lease is tried: a return that fails is logged and the others still go back; then stop()
    * fails (the process exits 1: main.ts), and what was not returned comes back when the instance
    * restarts or another instance's sweep finds it stale. So does a failed read of this boot's
-   * rows (those that lost replies left): whether any is still out is then not known. Forgetting
+   * rows (those that lost replies left): whether any is still out is then not known, and a
+   * settlement still unconfirmed (Ledger.unconfirmed), whose pools keep their lease. Forgetting
    * the instance row is only bookkeeping (the stale sweep forgets it too): its failure is logged.
    * A database that did not answer at all (DATABASE_TIMEOUT_S) ends the shutdown's writes there:
    * each further one would wait as long, once per lease the process holds. A second call (deps
@@ -119,10 +123,19 @@ export class Sweeper {
   private async shutdown(): Promise<void> {
     clearInterval(this.timer)
     // Settlements still queued commit first: a pool they draw on is not returned until they do.
+    // So do those that could not be confirmed (Ledger.unconfirmed): a lease they drew on that
+    // stays out (one still unconfirmed) comes back as below. One unanswered ends the writes here.
     await this.writer.drain()
     const unreturned: LeasePool[] = []
-    let unanswered = false
-    for (const pool of this.ledger.pools.all()) {
+    const confirmUnanswered = await this.ledger.unconfirmed.confirm().then(
+      () => false,
+      error => {
+        this.logger.warn('shutdown: could not confirm a settlement; the leases it drew on stay out', { error: String(error) })
+        return error instanceof DatabaseUnanswered
+      },
+    )
+    let unanswered = confirmUnanswered
+    for (const pool of unanswered ? [] : this.ledger.pools.all()) {
       if (pool.held !== 0n) continue
       const lease = pool.ref.id // the row's (on a server the return moves the pool to a new id)
       try {
@@ -157,6 +170,8 @@ export class Sweeper {
     }
     await this.writer.drain()
     const problems: string[] = []
+    const unconfirmed = this.ledger.unconfirmed.size
+    if (unconfirmed > 0) problems.push(`${unconfirmed} settlement(s) could not be confirmed${confirmUnanswered ? ' (the database did not answer; no lease was returned)' : ''}`)
     if (failed > 0) problems.push(`${failed} lease return(s) failed${unanswered && !unread ? ' (the database did not answer; the rest were not tried)' : ''}`)
     if (unread) problems.push(`the leases of this boot could not be read${unanswered ? ' (the database did not answer)' : ''}`)
     if (problems.length > 0) throw new Error(`${problems.join(', and ')}: what is still out comes back when this instance restarts or another instance's sweep finds it stale`)

@@ -8,14 +8,16 @@ import { openDatabase } from '../../src/db/client'
 import { newId } from '../../src/lib/ids'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { hranaServer } from '../support/hrana-server'
-import { PAYG_ONLY, adminPrincipal, admitOk, configWith, ledgerOver, prepaidOf, scalar } from './fixtures'
+import { PAYG_ONLY, admit, adminPrincipal, admitOk, configWith, countEntries, expectInsufficientQuota, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
 
 // A settlement whose every try failed on a libSQL server ("could not confirm"; memory keeps its
-// draw out), the first of which the server runs only later. Its lease row may meanwhile have gone
-// (the pool's idle return, another instance's sweep) and the pool leased again. Under one id per
-// pool, the late draw took from the row made since, which memory believed whole (QA: 0.10 USD in
-// memory, 0.09 in the row), and a return run late could take that row. Each row a pool makes now
-// has an id of its own.
+// draw out), the first of which the server runs only later. Its lease row went back whole
+// meanwhile (the pool's idle return, another instance's sweep) and the pool leased again. Under one
+// id per pool, the late draw took from the row made since, which memory believed whole (QA: 0.10
+// USD in memory, 0.09 in the row), and a return run late could take that row: each row a pool
+// makes now has an id of its own. And the late charge took from prepaid money the new row leased
+// (the organization ended at -0.01 USD): the pool now keeps its lease until a tick confirms the
+// settlement, after which a try run late changes nothing.
 
 let t: TestApp | undefined
 let server: ReturnType<typeof hranaServer> | undefined
@@ -46,44 +48,60 @@ async function appOnServer(): Promise<{ app: TestApp; database: ReturnType<typeo
 const anyCommit = (app: TestApp) => app.deps.writer.submit({ kind: 'plain', statements: [{ sql: 'SELECT 1', args: [] }], interpret: () => undefined })
 const prepaidPool = (app: TestApp, orgId: string) => app.deps.ledger.pools.all().find(pool => pool.ref.scope === 'prepaid' && pool.ref.orgId === orgId)
 
-/** Settles 0.01 USD of `reservation` with its first try held by the server (the handle) and its retries refused. */
+/**
+ * Settles 0.01 USD of `reservation` with its first try held by the server (the handle) and every
+ * further try refused until the caller calls `database.refuse(undefined)`: the ledger's retries,
+ * and the tick's (the settlement stays unconfirmed).
+ */
 async function unconfirmedSettlement(app: TestApp, database: ReturnType<typeof hranaServer>, reservation: Awaited<ReturnType<typeof admitOk>>) {
   const late = database.runLate(settlement)
   let tries = 0
   database.refuse(body => settlement(body) && ++tries > 1)
   await expect(app.deps.ledger.settle(reservation, 10_000_000n)).rejects.toThrow('could not confirm')
-  database.refuse(undefined)
   await anyCommit(app)
   return late
 }
 
-test("a settlement run late, after its pool's lease went back and the pool leased again, draws nothing from the new row", async () => {
+test("a settlement that could not be confirmed keeps its pool's lease until a tick confirms it; the try run late then charges nothing", async () => {
   const { app, database } = await appOnServer()
   const org = await app.createOrg('small', 100_000_000n) // 0.1 USD: one grant takes it all
   const principal = await adminPrincipal(app, org)
   const late = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
   expect(prepaidPool(app, org.orgId)!.leased).toBe(90_000_000n) // the draw stays out of memory
 
+  // Idle, but the settlement is not confirmed: its lease stays. Returned whole (0.1 USD), the
+  // settlement run late then took 0.01 USD from prepaid with no lease under it, while the next
+  // grant leased all 0.1 again: the organization ended at -0.01 USD.
   app.clock.advance(IDLE_RETURN_MS + 1)
-  await app.deps.sweeper.tick() // the idle pool's row goes back whole: 0.1 USD, the settlement has not run
-  expect(await leasedRows(org.orgId)).toBe(0n)
-  const held = await admitOk(app, principal, 10_000_000n)
-  expect([prepaidPool(app, org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([100_000_000n, 100_000_000n])
+  await app.deps.sweeper.tick()
+  expect([await leasedRows(org.orgId), await prepaidOf(app, org.orgId)]).toEqual([100_000_000n, 100_000_000n]) // was: 0, returned
+  database.refuse(undefined)
+  await app.deps.sweeper.tick() // confirms it (charged, drawn from its row), then returns the rest
+  expect([await leasedRows(org.orgId), await prepaidOf(app, org.orgId)]).toEqual([0n, 90_000_000n])
 
-  await late.release() // the settlement runs now: charged, its draw finds no row of its own
-  expect(await prepaidOf(app, org.orgId)).toBe(90_000_000n)
-  expect([prepaidPool(app, org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([100_000_000n, 100_000_000n]) // was: 0.09 USD in the row
-  await app.deps.ledger.settle(held, 10_000_000n)
+  const held = await admitOk(app, principal, 10_000_000n)
   expect([prepaidPool(app, org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([90_000_000n, 90_000_000n])
+  await late.release() // the first try runs now: its claim is taken, it changes nothing
+  expect(await countEntries(app, "kind = 'settle'")).toBe(1n)
+  expect([await prepaidOf(app, org.orgId), await leasedRows(org.orgId)]).toEqual([90_000_000n, 90_000_000n])
+
+  // All that is left can be spent, and no more.
+  await app.deps.ledger.settle(held, 10_000_000n)
+  await app.deps.ledger.settle(await admitOk(app, principal, 80_000_000n), 80_000_000n)
+  expectInsufficientQuota(await admit(app, principal, 1_000_000n))
+  expect(await prepaidOf(app, org.orgId)).toBe(0n) // was: -0.01 USD
+  await verifyClean(app)
 }, 20_000)
 
-test("a settlement and the pool's return both run late, after the pool leased again: the new row stays whole", async () => {
+test("a settlement's first try and the pool's return both run late, after the pool leased again: the new row stays whole", async () => {
   const { app, database } = await appOnServer()
   const org = await app.createOrg('acme', 10n * 1_000_000_000n)
   const principal = await adminPrincipal(app, org)
   const lateDraw = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
+  database.refuse(undefined)
 
-  // The idle return's DELETE is held too: memory keeps no lease, the row stays.
+  // The tick confirms the settlement; the idle return's DELETE after it is held: memory keeps no
+  // lease, the row stays.
   app.clock.advance(IDLE_RETURN_MS + 1)
   const lateReturn = database.runLate(poolReturn)
   await expect(app.deps.sweeper.tick()).rejects.toThrow('did not answer')
@@ -94,9 +112,10 @@ test("a settlement and the pool's return both run late, after the pool leased ag
   expect([pool.leaseRow, leased > 0n]).toEqual([true, true])
   await lateDraw.release()
   await lateReturn.release()
-  // The DELETE took the row it was sent for; the late draw wrote an older stamp on the new row,
-  // which that DELETE's guard (updated_at_ms <= its stamp) then matched.
+  // The DELETE took the row it was sent for. Before, the late draw wrote an older stamp on the new
+  // row, which that DELETE's guard (updated_at_ms <= its stamp) then matched.
   expect(await leasedRows(org.orgId)).toBe(leased) // was: 0
+  expect(await countEntries(app, "kind = 'settle'")).toBe(1n)
   await app.deps.ledger.settle(held, 10_000_000n)
   expect(await leasedRows(org.orgId)).toBe(leased - 10_000_000n)
 }, 20_000)
@@ -108,7 +127,8 @@ test('a settlement run late, after another instance swept the lease and the pool
   const late = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
   const open = await admitOk(app, principal, 1_000_000n) // a call in flight: the pool is not idle
 
-  // This instance looks stale to another, which returns its lease; its next heartbeat finds it gone.
+  // This instance looks stale to another, which returns its lease; its next heartbeat finds it gone
+  // (the settlement still cannot be confirmed).
   const other = await ledgerOver(app, new ClientExecutor(app.deps.database.client), 'other')
   others.push(other.sweeper)
   app.clock.advance(app.deps.config.ledger.instanceStaleAfterMs + 1)
@@ -116,6 +136,7 @@ test('a settlement run late, after another instance swept the lease and the pool
   expect(await leasedRows(org.orgId)).toBe(0n)
   await app.deps.sweeper.tick()
   expect(prepaidPool(app, org.orgId)!.leased).toBe(0n)
+  await anyCommit(app) // the tick's refused try marked the database down
 
   // The same pool leases again (a call holds on it), into a row of a new id.
   await admitOk(app, principal, 10_000_000n)
@@ -123,5 +144,9 @@ test('a settlement run late, after another instance swept the lease and the pool
   await late.release()
   expect(await prepaidOf(app, org.orgId)).toBe(90_000_000n) // charged: a lost lease's call is (README)
   expect(await leasedRows(org.orgId)).toBe(100_000_000n) // was: 0.09 USD, below what memory holds
+  // The next tick confirms it: that try finds the late one's claim and charges nothing again.
+  database.refuse(undefined)
+  await app.deps.sweeper.tick()
+  expect([await countEntries(app, "kind = 'settle'"), await prepaidOf(app, org.orgId), await leasedRows(org.orgId)]).toEqual([1n, 90_000_000n, 100_000_000n])
   app.deps.ledger.release(open)
 }, 20_000)

@@ -9,7 +9,7 @@ import { newId } from '../../src/lib/ids'
 import type { Logger } from '../../src/observability/logger'
 import { buildTestApp, type TestApp } from '../support/harness'
 import { hranaServer } from '../support/hrana-server'
-import { USD, LostReplyExecutor, PAYG_ONLY, adminPrincipal, admitOk, buildPaygApp, configWith, ledgerOver, scalar, verifyClean } from './fixtures'
+import { USD, LostReplyExecutor, PAYG_ONLY, adminPrincipal, admitOk, buildPaygApp, configWith, countEntries, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
 
 // Shutdown (Sweeper.stop) returns every lease of this boot. Before, the first return that failed
 // ended it (exit 1) and the leases after it stayed out until a restart or another instance's
@@ -132,4 +132,47 @@ test("a refused read of this boot's rows fails the stop; the instance row is sti
   await expect(sweeper.stop()).rejects.toThrow(/^the leases of this boot could not be read: /)
   expect(await leasedRows(app, org.orgId)).toBe(0n)
   expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'stopping'")).toBe(0n)
+})
+
+// A settlement whose every try failed on a libSQL server ("could not confirm") may still run on
+// the server later: the pools it drew on keep their lease until it is confirmed (late-draw.test.ts).
+// The shutdown tries it once more first.
+
+/** A ledger over a lost-reply executor, and a settlement on it whose first try committed, its reply lost, and whose retries failed. */
+async function unconfirmedOn(app: TestApp) {
+  const executor = new LostReplyExecutor(new ClientExecutor(app.deps.database.client))
+  const own = await ledgerOver(app, executor, 'stopping')
+  const org = await app.createOrg('acme', 10n * USD)
+  const result = await own.ledger.admit({ principal: await adminPrincipal(app, org), purpose: 'chat', estimate: 10_000_000n })
+  if (!result.ok) throw new Error(result.error.message)
+  executor.lose = statements => statements.some(statement => statement.sql.includes('INSERT INTO ledger_entries'))
+  executor.downFor = 2
+  await expect(own.ledger.settle(result.reservation, 10_000_000n)).rejects.toThrow('could not confirm')
+  const pool = own.ledger.pools.all().find(candidate => candidate.leaseRow)!
+  await own.ledger.returnLease(pool) // not while unconfirmed: the row stays
+  expect(await leasedRows(app, org.orgId)).toBe(90_000_000n)
+  return { ...own, executor, org }
+}
+
+test('a settlement that could not be confirmed: the stop confirms it, charged once, then returns the lease it drew on', async () => {
+  const app = (t = await buildPaygApp())
+  const { sweeper, org } = await unconfirmedOn(app)
+  await sweeper.stop()
+  expect(await countEntries(app, "kind = 'settle'")).toBe(1n)
+  expect([await leasedRows(app, org.orgId), await prepaidOf(app, org.orgId)]).toEqual([0n, 10n * USD - 10_000_000n])
+  expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'stopping'")).toBe(0n)
+  await verifyClean(app)
+})
+
+test('a settlement still unconfirmed at the stop fails it; the lease it drew on stays out, for the stale sweep', async () => {
+  const app = (t = await buildPaygApp())
+  const { sweeper, executor, org } = await unconfirmedOn(app)
+  executor.refuse = statements => statements.some(statement => statement.sql.includes('INSERT INTO ledger_entries'))
+  await expect(sweeper.stop()).rejects.toThrow(/^1 settlement\(s\) could not be confirmed: /)
+  expect(await leasedRows(app, org.orgId)).toBe(90_000_000n)
+  expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'stopping'")).toBe(1n)
+  app.clock.advance(app.deps.config.ledger.instanceStaleAfterMs + 1)
+  await app.deps.sweeper.tick()
+  expect(await leasedRows(app, org.orgId)).toBe(0n)
+  await verifyClean(app)
 })
