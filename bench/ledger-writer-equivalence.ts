@@ -176,7 +176,7 @@ function dump(path: string): Record<string, string> {
   db.defaultSafeIntegers(true)
   const tables: Record<string, string> = {}
   for (const table of ['balances', 'allowances', 'key_spend', 'leases', 'api_keys', 'ledger_entries']) {
-    // A lease row's updated_at_ms is a stamp unique to each write (leaseStamp): one per batch
+    // A lease row's updated_at_ms moves on by at least 1 with each write of it: one per batch
     // here, one per draw statement in the reference, so it is left out.
     const rows = db.prepare(`SELECT * FROM ${table} ORDER BY 1, 2`).all() as Array<Record<string, unknown>>
     if (table === 'leases') for (const row of rows) delete row.updated_at_ms

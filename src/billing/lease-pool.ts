@@ -175,9 +175,7 @@ export class LeasePools {
 
 /**
  * Returns a pool's whole lease to the database (idle, shutdown: Ledger.returnLease), its row too
- * even when drawn to 0; a pool without a lease row is only forgotten. The DELETE takes the row
- * only as this process's writes so far left it, so that one a server runs late never takes the
- * row of a grant made since.
+ * even when drawn to 0; a pool without a lease row is only forgotten.
  *
  * On a libSQL server (`ambiguousCommits`) the DELETE, and a settlement's draw that failed before
  * it, may run late: the pool moves to a new row id first (LeasePools.renew), and a grant meanwhile
@@ -198,7 +196,7 @@ export async function returnPoolLease(writer: LedgerWriter, pools: LeasePools, p
   pool.returning = true // meanwhile the row is not one memory knows nothing of (LeasePool.rowUnknown)
   if (writer.ambiguousCommits) pools.renew(pool)
   try {
-    await writer.submit({ kind: 'plain', statements: leaseReturn(ref, 'written so far'), interpret: () => undefined })
+    await writer.submit({ kind: 'plain', statements: leaseReturn(ref), interpret: () => undefined })
     pools.drop(pool)
   } catch (error) {
     if (!writer.ambiguousCommits) {

@@ -19,21 +19,15 @@ export interface LeaseRef {
   readonly periodStartMs: number
 }
 
-let lastStamp = 0
-
 /**
- * The `updated_at_ms` of a write to a lease row of this process: the clock, but above every stamp
- * before, so no two writes of this process ever stamp a row alike, even in one millisecond or
- * after the wall clock stepped back. Every grant and draw takes one (leaseGrant, drawLease, the
- * writer's DRAW_LEASES). A lease row is written only by the boot it belongs to (another instance
- * only deletes it), so the row as read is known by its stamp: a DELETE guarded by it (leaseReturn)
- * never takes a later version of the row, which a server may hold when it runs that DELETE late.
- * Nothing reads the column as a time; a stamp a few ms ahead of the clock under load is harmless.
+ * A lease row's `updated_at_ms` after a grant or a draw (`?n` binds the write's time): the time,
+ * but above the row's previous stamp, so a row's stamp never goes backwards, whatever order a
+ * libSQL server runs its writes in (a settlement's first try run late carried an older time) or
+ * the wall clock steps. The column is the row's last activity, for an operator; no guard reads it
+ * (each row a pool makes has an id of its own: LeasePools.renew). A stamp a few ms ahead of the
+ * clock, after several writes in one millisecond, is harmless. The writer's DRAW_LEASES follows.
  */
-export function leaseStamp(nowMs: number): number {
-  lastStamp = Math.max(nowMs, lastStamp + 1)
-  return lastStamp
-}
+const nextStamp = (n: number) => `MAX(updated_at_ms + 1, ?${n})`
 
 /** Recomputes the parent row's leased total from its leases. */
 export function recomputeLeased(lease: LeaseRef): Statement {
@@ -112,20 +106,21 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
     statements.push(statement('INSERT INTO key_spend (key_id, window_start_ms, spent_nanos, leased_nanos) VALUES (?, ?, 0, 0) ON CONFLICT DO NOTHING', lease.keyId, lease.periodStartMs))
   }
   const { table, free, where } = freeExpression(lease.scope)
-  // ?1 target, ?2 need, ?3 lease id, ?4 org, ?5 period, ?6 cap, ?7 key, ?8 stamp. The grant
+  // ?1 target, ?2 need, ?3 lease id, ?4 org, ?5 period, ?6 cap, ?7 key, ?8 time. The grant
   // subquery runs twice in one statement on one snapshot, so both uses see the same value.
   const grant = `(SELECT MIN(?1, ${free}) FROM ${table} WHERE ${where} AND ${free} >= ?2)`
   const keyActive = lease.scope === 'key_cap' ? ` AND EXISTS (SELECT 1 FROM api_keys WHERE id = ?7 AND status = 'active')` : ''
-  const args = [input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, leaseStamp(input.nowMs)]
-  // The lease row appears only when something will be granted: a refusal writes no lease.
+  const args = [input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, input.nowMs]
+  // The lease row appears only when something will be granted: a refusal writes no lease. The
+  // UPDATE after it fills it and stamps it (from 0, so with the write's time).
   statements.push({
     sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
-          SELECT ?3, ?9, ?10, ?11, ?4, ?7, ?5, 0, 0, ?8 WHERE ${grant} IS NOT NULL${keyActive} ON CONFLICT(id) DO NOTHING`,
+          SELECT ?3, ?9, ?10, ?11, ?4, ?7, ?5, 0, 0, 0 WHERE ${grant} IS NOT NULL${keyActive} ON CONFLICT(id) DO NOTHING`,
     args: [...args, input.instanceId, input.bootId, lease.scope],
   })
   statements.push(
     statement(
-      `UPDATE leases SET amount_nanos = amount_nanos + ${grant}, last_grant_nanos = ${grant}, updated_at_ms = ?8
+      `UPDATE leases SET amount_nanos = amount_nanos + ${grant}, last_grant_nanos = ${grant}, updated_at_ms = ${nextStamp(8)}
        WHERE id = ?3 AND ${grant} IS NOT NULL${keyActive}
        RETURNING amount_nanos, last_grant_nanos`,
       ...args,
@@ -135,29 +130,15 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
   return statements
 }
 
-/** A lease row as read: what it held and its last write's stamp (leaseStamp). */
-export interface LeaseSeen {
-  readonly amountNanos: bigint
-  readonly updatedAtMs: number
-}
-
 /**
  * Returns a whole lease to its scope. Safe to race: a gone row adds nothing. A server may run the
- * DELETE late, after writes the client sent after it, hence the guard:
- * - `seen` (the sweeper's return of a row of this boot that memory holds nothing of): only the
- *   row as it was read. Each write of the row since, and a row made afresh since, carry a later
- *   stamp (leaseStamp) and keep it; a guard by amount and time alone took a row made again with
- *   the same amount in the same millisecond.
- * - 'written so far' (a pool's own return: idle, shutdown): only the row as this process's writes
- *   built so far left it; a grant made after this DELETE keeps its row.
- * - none (another boot's lease, swept: its stamps are another process's): whatever row there is.
+ * DELETE late, after writes the client sent after it; this boot's own returns (a pool's, the
+ * sweeper's of a row memory has no record of) take the row whole all the same: the pool that
+ * leased into it has moved to a new id before the DELETE was sent (LeasePools.renew), so no grant
+ * made since is in that row, and a settlement's draw run late on it is one memory kept out.
  */
-export function leaseReturn(lease: LeaseRef, guard?: LeaseSeen | 'written so far'): Statement[] {
-  const remove =
-    guard === undefined ? statement('DELETE FROM leases WHERE id = ?', lease.id)
-    : guard === 'written so far' ? statement('DELETE FROM leases WHERE id = ? AND updated_at_ms <= ?', lease.id, lastStamp)
-    : statement('DELETE FROM leases WHERE id = ? AND amount_nanos = ? AND updated_at_ms = ?', lease.id, guard.amountNanos, guard.updatedAtMs)
-  return [remove, recomputeLeased(lease)]
+export function leaseReturn(lease: LeaseRef): Statement[] {
+  return [statement('DELETE FROM leases WHERE id = ?', lease.id), recomputeLeased(lease)]
 }
 
 /** One ledger entry row. */
@@ -329,8 +310,8 @@ export function addKeySpend(keyId: string, windowStartMs: number, amount: bigint
 export function drawLease(leaseId: string, amount: bigint, nowMs: number, claim?: Claim): Statement {
   const guard = claim === undefined ? '' : ` AND ${claimed(4)}`
   return statement(
-    `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - ?2), updated_at_ms = ?3 WHERE id = ?1${guard}`,
-    ...[leaseId, amount, leaseStamp(nowMs), ...claimArgs(claim)],
+    `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - ?2), updated_at_ms = ${nextStamp(3)} WHERE id = ?1${guard}`,
+    ...[leaseId, amount, nowMs, ...claimArgs(claim)],
   )
 }
 

@@ -1,7 +1,7 @@
 import type { InValue } from '@libsql/client'
 import { PairMap } from '../lib/pair-map'
 import type { Statement } from './executor'
-import { insertSettleEntries, leaseStamp, type EntryRow, type LeaseRef } from './ledger-ops'
+import { insertSettleEntries, type EntryRow, type LeaseRef } from './ledger-ops'
 import type { SettleOp } from './ledger-writer'
 
 // A batch's settlements as a few statements (LedgerWriter): the entries as multi-row INSERTs, and
@@ -72,7 +72,7 @@ export function aggregateSettles(settles: SettleOp[], statements: Statement[]): 
       keySpend.set(lease.keyId!, lease.periodStartMs, [lease.keyId, lease.periodStartMs, null])
     }
   }
-  if (drawRows.length > 0) push(statements, DRAW_LEASES, drawRows, [leaseStamp(nowMs)])
+  if (drawRows.length > 0) push(statements, DRAW_LEASES, drawRows, [nowMs])
   push(statements, ADD_PREPAID, [...prepaidRows.values()])
   push(statements, ADD_ALLOWANCE_USED, allowance.values())
   push(statements, ADD_KEY_SPEND, keySpend.values())
@@ -149,9 +149,10 @@ const ADD_KEY_SPEND = new ValuesStatement(3, values =>
    WHERE v.column1 IS NOT NULL
      AND (v.column3 IS NOT NULL OR EXISTS (SELECT 1 FROM key_spend WHERE key_spend.key_id = v.column1 AND key_spend.window_start_ms = v.column2))
    ON CONFLICT(key_id, window_start_ms) DO UPDATE SET spent_nanos = spent_nanos + excluded.spent_nanos, leased_nanos = excluded.leased_nanos`)
-// The leading argument is the write's stamp (`updated_at_ms = ?` comes first in the text; leaseStamp).
+// The leading argument is the write's time (its `?` comes first in the text); a row's stamp never
+// goes backwards (drawLease's nextStamp).
 const DRAW_LEASES = new ValuesStatement(2, values =>
-  `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - v.column2), updated_at_ms = ? FROM (VALUES ${values}) AS v WHERE leases.id = v.column1`)
+  `UPDATE leases SET amount_nanos = MAX(0, amount_nanos - v.column2), updated_at_ms = MAX(leases.updated_at_ms + 1, ?) FROM (VALUES ${values}) AS v WHERE leases.id = v.column1`)
 const EXPIRE_EXHAUSTED_KEYS = new ValuesStatement(1, values =>
   `UPDATE api_keys SET status = 'expired'
    WHERE id IN (VALUES ${values}) AND status = 'active' AND spend_cap_period = 'overall'

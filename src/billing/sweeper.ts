@@ -2,7 +2,7 @@ import { DatabaseUnanswered } from '../db/client'
 import type { Clock } from '../lib/clock'
 import type { Logger } from '../observability/logger'
 import type { Identity, Ledger } from './ledger'
-import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef, type LeaseSeen } from './ledger-ops'
+import { forgetInstance, forgetStaleInstances, heartbeat, leaseReturn, type LeaseRef } from './ledger-ops'
 import { LeaseTrust } from './lease-trust'
 import type { LeasePool } from './lease-pool'
 import type { LedgerWriter } from './ledger-writer'
@@ -19,12 +19,6 @@ export const MIN_STALE_AFTER_MS = 3 * HEARTBEAT_MS
 /** How long a lease goes unused before this boot returns it (at the next sweep). */
 export const IDLE_RETURN_MS = 10_000
 
-/** One of this boot's lease rows, as read. */
-interface OwnLease {
-  readonly lease: LeaseRef
-  readonly seen: LeaseSeen
-}
-
 const LEASE_COLUMNS = 'id, scope, org_id, key_id, period_start_ms'
 
 function leaseOf(row: Record<string, unknown>): LeaseRef {
@@ -40,13 +34,10 @@ function leaseOf(row: Record<string, unknown>): LeaseRef {
  */
 const ownLeaseIds = ({ instanceId, bootId }: Identity) => ({ sql: 'SELECT id FROM leases WHERE instance_id = ? AND boot_id = ?', args: [instanceId, bootId] })
 const idsOf = (rows: ReadonlyArray<Record<string, unknown>>): Set<string> => new Set(rows.map(row => String(row.id)))
-/** Lease rows by id (a JSON array), whole, with what a guarded return needs (LeaseSeen). */
+/** Lease rows by id (a JSON array), with what a return needs (LeaseRef). */
 const leasesById = (ids: readonly string[]) => ({
-  sql: `SELECT ${LEASE_COLUMNS}, amount_nanos, updated_at_ms FROM leases WHERE id IN (SELECT value FROM json_each(?))`,
+  sql: `SELECT ${LEASE_COLUMNS} FROM leases WHERE id IN (SELECT value FROM json_each(?))`,
   args: [JSON.stringify(ids)],
-})
-const ownLeaseOf = (row: Record<string, unknown>): OwnLease => ({
-  lease: leaseOf(row), seen: { amountNanos: BigInt(row.amount_nanos as bigint), updatedAtMs: Number(row.updated_at_ms) },
 })
 
 /**
@@ -224,9 +215,9 @@ export class Sweeper {
    * Such rows are rare: only they are read whole. Each return is decided as it is queued, all in
    * one turn once they are read: the writer runs ops in the order they were queued, so a grant
    * queued later runs after the DELETE (and makes the row afresh), and one queued earlier is still
-   * `growing` then (its row is left alone). The DELETE is also guarded by the row as read
-   * (leaseReturn's `seen`): a server may run a DELETE whose reply was lost after a later grant.
-   * Resolves to the number of returns that failed (logged; the next tick retries); rejects if the
+   * `growing` then (its row is left alone). A server may also run the DELETE late, after a later
+   * grant: on a server the pool moves to a new row id as the DELETE is queued (LeasePools.renew),
+   * so that grant is in a row of its own. Resolves to the number of returns that failed (logged; the next tick retries); rejects if the
    * rows could not be read.
    */
   private async returnUnknownLeases(ours: ReadonlySet<string>): Promise<number> {
@@ -236,21 +227,21 @@ export class Sweeper {
     if (known === ours.size) return 0
     const before = this.poolsById()
     const unknown = [...ours].filter(id => before.get(id)?.rowUnknown ?? true)
-    const rows = await this.writer.submit({ kind: 'plain', statements: [leasesById(unknown)], interpret: results => results[0]!.rows.map(ownLeaseOf) })
+    const rows = await this.writer.submit({ kind: 'plain', statements: [leasesById(unknown)], interpret: results => results[0]!.rows.map(leaseOf) })
     const pools = this.poolsById() // afresh: the read was awaited
     let returned = 0
     let failed = 0
     const returns = rows
-      .filter(row => pools.get(row.lease.id)?.rowUnknown ?? true)
-      .map(row => {
+      .filter(lease => pools.get(lease.id)?.rowUnknown ?? true)
+      .map(lease => {
         // The pool's next grant makes a row of its own, out of reach of this DELETE run late.
-        const pool = pools.get(row.lease.id)
+        const pool = pools.get(lease.id)
         if (pool !== undefined && this.writer.ambiguousCommits) this.ledger.pools.renew(pool)
-        return this.writer.submit({ kind: 'plain', statements: leaseReturn(row.lease, row.seen), interpret: results => results[0]!.changes > 0 }).then(
+        return this.writer.submit({ kind: 'plain', statements: leaseReturn(lease), interpret: results => results[0]!.changes > 0 }).then(
           deleted => void (returned += deleted ? 1 : 0),
           error => {
             failed += 1
-            this.logger.warn('could not return a lease this boot had no record of', { lease: row.lease.id, error: String(error) })
+            this.logger.warn('could not return a lease this boot had no record of', { lease: lease.id, error: String(error) })
           },
         )
       })

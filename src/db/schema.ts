@@ -185,7 +185,7 @@ export const leases = sqliteTable(
     amountNanos: nanos('amount_nanos').notNull(),
     // What the last top-up granted: read back through RETURNING, since SQLite cannot return old values.
     lastGrantNanos: nanos('last_grant_nanos').notNull(),
-    // The last write's stamp: its time, made unique per write of the process (leaseStamp).
+    // The last write's time, but above the row's previous stamp: it never goes backwards (nextStamp).
     updatedAtMs: epochMs('updated_at_ms').notNull(),
   },
   table => [

@@ -34,7 +34,7 @@ afterEach(async () => {
 const leasedRows = (orgId: string) => scalar(t!.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [orgId])
 // A settlement's statements (its lease draw among them); a pool's own return.
 const settlement = (body: string) => body.includes('MAX(0, amount_nanos - ?2)')
-const poolReturn = (body: string) => body.includes('DELETE FROM leases WHERE id = ?') && !body.includes('amount_nanos = ?')
+const poolReturn = (body: string) => body.includes('DELETE FROM leases WHERE id = ?')
 
 /** The whole app on a Hrana server, whose requests get 300 ms to be answered (DATABASE_TIMEOUT_S). */
 async function appOnServer(): Promise<{ app: TestApp; database: ReturnType<typeof hranaServer> }> {
@@ -149,4 +149,28 @@ test('a settlement run late, after another instance swept the lease and the pool
   await app.deps.sweeper.tick()
   expect([await countEntries(app, "kind = 'settle'"), await prepaidOf(app, org.orgId), await leasedRows(org.orgId)]).toEqual([1n, 90_000_000n, 100_000_000n])
   app.deps.ledger.release(open)
+}, 20_000)
+
+// A lease row's updated_at_ms is its last activity. A try run late carries the time it was built
+// at, older than writes of the row made since: the row's stamp never goes back for it.
+
+const stampOf = (leaseId: string) => scalar(t!.deps.database.client, 'SELECT updated_at_ms FROM leases WHERE id = ?', [leaseId])
+
+test("a settlement's first try run late, after later writes of its row, leaves the row's stamp moving on", async () => {
+  const { app, database } = await appOnServer()
+  const org = await app.createOrg('acme', 10n * 1_000_000_000n)
+  const principal = await adminPrincipal(app, org)
+  const late = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
+  database.refuse(undefined)
+  const pool = prepaidPool(app, org.orgId)!
+
+  app.clock.advance(1_000)
+  await app.deps.ledger.settle(await admitOk(app, principal, 10_000_000n), 10_000_000n)
+  const stamp = await stampOf(pool.ref.id)
+  await late.release() // built a second earlier
+  expect(await stampOf(pool.ref.id)).toBe(stamp + 1n) // was: the older time, a second back
+  expect(await leasedRows(org.orgId)).toBe(pool.leased) // the draw memory kept out, now taken
+  await app.deps.sweeper.tick() // confirms it: charged once
+  expect(await countEntries(app, "kind = 'settle'")).toBe(2n)
+  await verifyClean(app)
 }, 20_000)

@@ -155,3 +155,19 @@ describe('a lease return racing an admission', () => {
     await verifyClean(t)
   })
 })
+
+test("a lease row's stamp never goes back, even when the clock does (the writer's batched draws, a grant)", async () => {
+  t = await buildPaygApp()
+  const org = await t.createOrg('acme', 10n * USD)
+  const principal = await adminPrincipal(t, org)
+  const stamp = () => scalar(t.deps.database.client, 'SELECT updated_at_ms FROM leases WHERE org_id = ?', [org.orgId])
+  await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+  const first = await stamp()
+  t.clock.advance(-60_000) // a wall clock stepped back
+  await t.deps.ledger.settle(await admitOk(t, principal, 10_000_000n), 10_000_000n)
+  const second = await stamp()
+  expect(second).toBeGreaterThan(first)
+  await t.deps.ledger.settle(await admitOk(t, principal, 500_000_000n), 500_000_000n) // a grant tops the lease up, then a draw
+  expect(await stamp()).toBeGreaterThan(second)
+  await verifyClean(t)
+})

@@ -90,16 +90,17 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
     database.loseReply(prepaidGrant)
     expect((await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 261_000n })).ok).toBe(false)
     // The tick's return of the unknown row is held by the server; the next tick's goes through.
-    const late = database.runLate(body => body.includes('DELETE FROM leases WHERE id = ? AND amount_nanos = ?'))
+    const late = database.runLate(body => body.includes('DELETE FROM leases WHERE id = ?'))
     await app.deps.sweeper.tick()
     expect(await leasedRows(small.orgId)).toBe(50_000_000n)
     await app.deps.sweeper.tick()
     expect(await leasedRows(small.orgId)).toBe(0n)
 
-    // The organization's next call leases the row again: the same amount, at the same (fake)
-    // millisecond. Then the server runs the first return. Its guard was the row as read then:
-    // a guard by amount and time matched the new row, which went while memory held its lease
-    // (another instance could then lease and spend the same money).
+    // The organization's next call leases again: the same amount, at the same (fake) millisecond,
+    // into a row of a new id (the pool moved to it when the tick sent its DELETE). Then the server
+    // runs the first return: it takes only the row it was sent for. (Guarded by the row as read, by
+    // amount and time, it once matched the new row, which went while memory held its lease, and
+    // another instance could then lease and spend the same money.)
     const held = await admitOk(app, principal, 261_000n)
     const pool = app.deps.ledger.pools.all().find(candidate => candidate.ref.orgId === small.orgId && candidate.ref.scope === 'prepaid')!
     expect([pool.leased, pool.leaseRow, await leasedRows(small.orgId)]).toEqual([50_000_000n, true, 50_000_000n])
@@ -197,7 +198,7 @@ describe('on a ledger whose writer loses replies', () => {
     const org = await app.createOrg('acme', 10n * USD)
     await ledger.settle(await admitted(await adminPrincipal(app, org), 10_000_000n), 10_000_000n)
     const pool = poolOf(org.orgId)!
-    executor.refuse = statements => statements.some(statement => statement.sql.startsWith('DELETE FROM leases WHERE id = ? AND updated_at_ms <='))
+    executor.refuse = statements => statements.some(statement => statement.sql.startsWith('DELETE FROM leases'))
     let returning: Promise<unknown> | undefined
     executor.after = statements => {
       if (returning === undefined && statements.some(heartbeatRead)) returning = ledger.returnLease(pool).catch(error => error)
