@@ -132,13 +132,28 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
 
 /**
  * Returns a whole lease to its scope. Safe to race: a gone row adds nothing. A server may run the
- * DELETE late, after writes the client sent after it; this boot's own returns (a pool's, the
- * sweeper's of a row memory has no record of) take the row whole all the same: the pool that
- * leased into it has moved to a new id before the DELETE was sent (LeasePools.renew), so no grant
- * made since is in that row, and a settlement's draw run late on it is one memory kept out.
+ * DELETE late, after writes the client sent after it:
+ * - this boot's own returns (a pool's, the sweeper's of a row memory has no record of) take the
+ *   row whole all the same: the pool that leased into it has moved to a new id before the DELETE
+ *   was sent (LeasePools.renew), so no grant made since is in that row, and a settlement's draw
+ *   run late on it is one memory kept out;
+ * - another boot's (the sweep, with `ownerStaleBefore`) only while that boot has not beaten since:
+ *   its row is there when the DELETE runs, so a boot that beat again in between (a paused
+ *   instance, resumed) and renewed its trust in its lease keeps it. Unguarded, a sweep run late
+ *   took a lease a live instance spent from, and another instance leased and spent the same money
+ *   (QA: 0.09 USD spent twice). The instance row names the boot now heartbeating (`svc ledger
+ *   verify` reads leases the same way), so an earlier boot's lease goes whatever the instance does.
  */
-export function leaseReturn(lease: LeaseRef): Statement[] {
-  return [statement('DELETE FROM leases WHERE id = ?', lease.id), recomputeLeased(lease)]
+export function leaseReturn(lease: LeaseRef, ownerStaleBefore?: number): Statement[] {
+  const remove =
+    ownerStaleBefore === undefined
+      ? statement('DELETE FROM leases WHERE id = ?', lease.id)
+      : statement(
+          `DELETE FROM leases WHERE id = ? AND NOT EXISTS (SELECT 1 FROM instances i
+             WHERE i.instance_id = leases.instance_id AND i.boot_id = leases.boot_id AND i.heartbeat_at_ms >= ?)`,
+          lease.id, ownerStaleBefore,
+        )
+  return [remove, recomputeLeased(lease)]
 }
 
 /** One ledger entry row. */

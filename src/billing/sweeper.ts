@@ -73,7 +73,7 @@ export class Sweeper {
   async start(): Promise<void> {
     this.ledger.leaseTrust = new LeaseTrust(() => this.heartbeat())
     await this.heartbeat()
-    await this.returnLeases('instance_id = ? AND boot_id <> ?', [this.identity.instanceId, this.identity.bootId])
+    await this.returnLeases('instance_id = ? AND boot_id <> ?', [this.identity.instanceId, this.identity.bootId], this.clock.now() - this.staleAfterMs)
     this.timer = setInterval(() => void this.tick().catch(error => this.logger.warn('ledger sweep failed', { error: String(error) })), HEARTBEAT_MS)
     this.timer.unref?.()
   }
@@ -85,6 +85,7 @@ export class Sweeper {
     await this.returnLeases(
       `instance_id IN (SELECT instance_id FROM instances WHERE heartbeat_at_ms < ?) AND NOT (instance_id = ? AND boot_id = ?)`,
       [staleBefore, this.identity.instanceId, this.identity.bootId],
+      staleBefore,
     )
     await this.writer.submit({ kind: 'plain', statements: [forgetStaleInstances(staleBefore)], interpret: () => undefined })
     // Settlements that could not be confirmed are tried again: the pools they drew on keep their
@@ -255,16 +256,22 @@ export class Sweeper {
     return new Map(this.ledger.pools.all().map(pool => [pool.ref.id, pool]))
   }
 
-  private async returnLeases(where: string, args: Array<string | number>): Promise<void> {
+  /**
+   * Returns the leases of other boots that `where` selects (a stale instance's, this instance's
+   * earlier boots'), each only while its boot has not beaten since `staleBefore` when the DELETE
+   * runs (leaseReturn): one that beat again keeps its lease, and the next sweep looks again.
+   */
+  private async returnLeases(where: string, args: Array<string | number>, staleBefore: number): Promise<void> {
     const rows = await this.writer.submit({
       kind: 'plain',
       statements: [{ sql: `SELECT ${LEASE_COLUMNS} FROM leases WHERE ${where}`, args }],
       interpret: results => results[0]!.rows,
     })
+    let returned = 0
     for (const row of rows) {
-      await this.writer.submit({ kind: 'plain', statements: leaseReturn(leaseOf(row)), interpret: () => undefined })
-      this.returned += 1
+      if (await this.writer.submit({ kind: 'plain', statements: leaseReturn(leaseOf(row), staleBefore), interpret: results => results[0]!.changes > 0 })) returned += 1
     }
-    if (rows.length > 0) this.logger.info('returned leases', { count: rows.length })
+    this.returned += returned
+    if (returned > 0) this.logger.info('returned leases', { count: returned })
   }
 }
