@@ -139,6 +139,8 @@ test("a refused read of this boot's rows fails the stop; the instance row is sti
 // The shutdown tries it once more first.
 
 /** A ledger over a lost-reply executor, and a settlement on it whose first try committed, its reply lost, and whose retries failed. */
+// An unconfirmed settlement waits the ledger's real retry pauses (100 and 400 ms): these tests
+// set their own timeout, as the other retrying ledger tests do.
 async function unconfirmedOn(app: TestApp) {
   const executor = new LostReplyExecutor(new ClientExecutor(app.deps.database.client))
   const own = await ledgerOver(app, executor, 'stopping')
@@ -162,7 +164,7 @@ test('a settlement that could not be confirmed: the stop confirms it, charged on
   expect([await leasedRows(app, org.orgId), await prepaidOf(app, org.orgId)]).toEqual([0n, 10n * USD - 10_000_000n])
   expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'stopping'")).toBe(0n)
   await verifyClean(app)
-})
+}, 20_000)
 
 test('a settlement still unconfirmed at the stop fails it; the lease it drew on stays out, for the stale sweep', async () => {
   const app = (t = await buildPaygApp())
@@ -175,4 +177,4 @@ test('a settlement still unconfirmed at the stop fails it; the lease it drew on 
   await app.deps.sweeper.tick()
   expect(await leasedRows(app, org.orgId)).toBe(0n)
   await verifyClean(app)
-})
+}, 20_000)
