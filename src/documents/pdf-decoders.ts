@@ -2,7 +2,8 @@ import { brotliDecompressSync, constants, createBrotliDecompress, createInflateR
 
 // The PDF filters the prescan (pdf-streams.ts) decodes, each as pdf.js decodes it: in JavaScript
 // byte for byte (src/core/lzw_stream.js, run_length_stream.js, ascii_85_stream.js,
-// ascii_hex_stream.js), Flate and Brotli with node:zlib, so the count is what pdf.js would hold.
+// ascii_hex_stream.js; Flate in pdf-flate.ts), Brotli with node:zlib, so the count is what pdf.js
+// would hold.
 
 /** What a counting decoder wrote: its size (counted to just past the cap), the bytes it read, and the first bytes written. */
 export interface Decoded {
@@ -10,13 +11,18 @@ export interface Decoded {
   read: number
   /** The first bytes written, `keep` of them at least (all when `size <= keep`). */
   head: Uint8Array
+  /** Where pdf.js may decode the data two ways (Flate, pdf-flate.ts), the other reading's first bytes: `size` counts both. */
+  other?: Uint8Array
 }
 
+/** Whether an output opens like zlib data (either reading, for Flate read two ways). */
+export const opensLikeZlib = (out: Decoded) => zlibHeader(out.head) || (out.other !== undefined && zlibHeader(out.other))
+
 /** Output kept to `keep` bytes (a stream's whole cap, for an object stream), in a buffer grown as it fills. */
-class Held {
+export class Held {
   bytes: Uint8Array
   length = 0
-  constructor(private readonly keep: number) {
+  constructor(readonly keep: number) {
     this.bytes = new Uint8Array(Math.min(Math.max(0, keep), 4096))
   }
   get full(): boolean {
@@ -203,8 +209,8 @@ export function zlibHeader(data: Uint8Array): boolean {
 
 /**
  * How many bytes `data` decompresses to, counted up to just past `cap` (the data beyond the
- * compressed stream's end is ignored), and its first `keep` bytes. Raw inflate: pdf.js checks
- * neither the window size nor the Adler-32 checksum.
+ * compressed stream's end is ignored), and its first `keep` bytes: Brotli, and raw deflate as
+ * zlib reads it (pdf-flate.ts: pdf.js's native reading, counted where its own differs).
  */
 export async function decompressedSize(data: Uint8Array, brotli: boolean, cap: number, keep: number): Promise<Decoded> {
   const held = Math.min(cap, SYNC_BYTES)

@@ -1,6 +1,6 @@
-import { inflateRawSync } from 'node:zlib'
 import { zlibHeader } from './pdf-decoders'
 import { Name, readStreamDictionaries, Ref, type PdfDict } from './pdf-dictionary'
+import { flate } from './pdf-flate'
 import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, planOf } from './pdf-streams'
 import type { Layers } from './pdf-layers'
 
@@ -78,12 +78,11 @@ function formsIn(file: Buffer, seen: Seen): boolean {
     if (!objectStream) continue
     const data = file.subarray(dataStart(file, at + 6))
     if (!zlibHeader(data)) return false
-    let objects: Buffer
-    try {
-      objects = inflateRawSync(data.subarray(2), { maxOutputLength: Math.min(MAX_PDF_STREAM_BYTES, MAX_PDF_INFLATED_BYTES - inflated) })
-    } catch {
-      return false // past the caps, or data pdf.js may read otherwise
-    }
+    // Inflated as pdf.js's own decoder reads an object stream (pdf-flate.ts): a fault, or the caps passed, leaves it unseen.
+    const cap = Math.min(MAX_PDF_STREAM_BYTES, MAX_PDF_INFLATED_BYTES - inflated)
+    const read = flate(data.subarray(2), cap, cap)
+    if (!read.complete) return false
+    const objects = Buffer.from(read.head.buffer, read.head.byteOffset, read.head.byteLength)
     inflated += objects.byteLength
     seen.membership ||= MEMBERSHIP.test(objects.toString('latin1'))
     for (let inner = objects.indexOf('stream', 0, 'latin1'); inner >= 0; inner = objects.indexOf('stream', inner + 6, 'latin1')) {

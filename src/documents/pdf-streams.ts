@@ -1,4 +1,5 @@
-import { ascii85, asciiHex, decompressedSize, lzw, runLength, SYNC_BYTES, zlibHeader, type Decoded } from './pdf-decoders'
+import { ascii85, asciiHex, decompressedSize, lzw, opensLikeZlib, runLength, SYNC_BYTES, zlibHeader, type Decoded } from './pdf-decoders'
+import { inflate } from './pdf-flate'
 import { Name, readStreamDictionaries, Ref, type PdfDict, type PdfValue } from './pdf-dictionary'
 
 // The PDF stream bomb defence (SECURITY-NOTES §5): a 1 MB PDF whose one content stream inflates
@@ -172,7 +173,7 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
       // An object stream's output is held whole (to the cap), to be measured in turn.
       const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter.cap, plan.objectStream ? meter.cap : 2)
       if (out === undefined) return undefined
-      const twice = zlibHeader(out.head) && !plan.image && (layer.kind === 'Fl' || layer.kind === 'Br')
+      const twice = opensLikeZlib(out) && !plan.image && (layer.kind === 'Fl' || layer.kind === 'Br')
       refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice ? TWICE : undefined)
       if (plan.objectStream) data = out.head
       else expanded = out.size
@@ -199,7 +200,7 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
   const at = streamEnd(file, start, plan.length)
   const end = () => at
   const decoders: Array<[Kind, number]> = [['Fl', 1], ['Br', 1], ['RL', 1], ...plan.earlyChanges.map((value): [Kind, number] => ['LZW', value])]
-  const twice = (kind: Kind, out: Decoded) => zlibHeader(out.head) && (kind === 'Fl' || kind === 'Br' || out.size > SYNC_BYTES)
+  const twice = (kind: Kind, out: Decoded) => opensLikeZlib(out) && (kind === 'Fl' || kind === 'Br' || out.size > SYNC_BYTES)
   for (const ascii of [undefined, 'AHx', 'A85'] as const) {
     let data: Uint8Array | undefined
     if (ascii) {
@@ -228,7 +229,7 @@ async function decode(kind: Kind, earlyChange: number, data: Uint8Array, cap: nu
   if (kind === 'LZW') return lzw(data, earlyChange, cap, keep)
   if (kind === 'RL') return runLength(data, cap, keep)
   if (kind === 'Br') return decompressedSize(data, true, cap, keep)
-  return zlibHeader(data) ? decompressedSize(data.subarray(2), false, cap, keep) : undefined
+  return zlibHeader(data) ? inflate(data.subarray(2), cap, keep) : undefined
 }
 
 const WHITE = new Set([0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20])
