@@ -25,17 +25,17 @@ const EMPTY: PdfDict = new Map()
 type Token = PdfValue | typeof EOF
 
 /** Where pdf.js gives up on an object (it throws, and the object is not read). */
-class Unreadable extends Error {}
+export class Unreadable extends Error {}
 /** Where this reading cannot follow pdf.js (an inline image, a stream nested in an object): nothing it says is trusted. */
-class Tangled extends Error {}
+export class Tangled extends Error {}
 
 // pdf.js's specialChars: 1 white space, 2 a delimiter.
 const SPECIAL = new Uint8Array(256)
 for (const byte of [0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20]) SPECIAL[byte] = 1
 for (const byte of [0x25, 0x28, 0x29, 0x2f, 0x3c, 0x3e, 0x5b, 0x5d, 0x7b, 0x7d]) SPECIAL[byte] = 2
-const special = (byte: number) => byte >= 0 && SPECIAL[byte] !== 0
+export const special = (byte: number) => byte >= 0 && SPECIAL[byte] !== 0
 const white4 = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === 0x0a // pdf.js's isWhiteSpace
-const digit = (byte: number) => byte >= 0x30 && byte <= 0x39
+export const digit = (byte: number) => byte >= 0x30 && byte <= 0x39
 function hexValue(byte: number): number {
   if (digit(byte)) return byte & 0x0f
   return (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66) ? (byte & 0x0f) + 9 : -1
@@ -48,7 +48,7 @@ const BRACKETS: Record<number, Cmd> = { 0x5b: LEFT, 0x5d: RIGHT, 0x7b: OTHER, 0x
 const WORDS: Array<[string, Token]> = [['R', REF], ['stream', STREAM], ['ID', ID], ['BI', BI], ['true', true], ['false', false], ['null', null]]
 
 /** pdf.js's Lexer.getObj, byte for byte where it decides a token's extent. `at` is its currentChar. */
-class Lexer {
+export class Lexer {
   at: number
   /** Where the last token began. */
   start = 0
@@ -64,7 +64,7 @@ class Lexer {
   }
 
   token(): Token {
-    if (this.at > this.limit) throw new Tangled() // the reading budget (readStreamDictionaries)
+    if (this.at > this.limit) throw new Tangled() // the reading budget (ObjectReader)
     let ch = this.current
     for (let comment = false; ; ch = this.next()) {
       if (ch < 0) return EOF
@@ -216,7 +216,7 @@ class Lexer {
 }
 
 /** pdf.js's Parser.getObj over a Lexer: two tokens of lookahead, `n g R` a reference, the last of a repeated key kept. */
-class Parser {
+export class Parser {
   private buf1: Token
   private buf2: Token
   private at2 = 0
@@ -287,53 +287,4 @@ class Parser {
     }
     return buf1
   }
-}
-
-export interface StreamDictionaries {
-  /** Each `stream` keyword's position → the dictionaries pdf.js may give it (one per object header that reads to it). */
-  byKeyword: Map<number, PdfDict[]>
-  /** Some object could not be read as pdf.js reads it: no stream's dictionary is certain. */
-  tangled: boolean
-}
-
-/**
- * The dictionary of every stream pdf.js could read, from every object header (`n g obj`) in the
- * file. pdf.js starts an object wherever the cross-reference table (or its repair, which scans the
- * file) says, so a header written inside another object's string or comment is read from too:
- * where two headers read to the same `stream` keyword with different dictionaries, both count.
- * The readings together may go over the file once and a bit more; past that (headers crafted
- * to make each reading long) the file is tangled.
- */
-export function readStreamDictionaries(file: Buffer): StreamDictionaries {
-  const byKeyword = new Map<number, PdfDict[]>()
-  let budget = file.length + 1024 * 1024
-  for (let at = file.indexOf('obj', 0, 'latin1'); at >= 0; at = file.indexOf('obj', at + 3, 'latin1')) {
-    // The `obj` command: a token of its own, after a delimiter, white space or a number's last
-    // byte (pdf.js reads `0-obj` as 0 then obj: a minus inside a number is skipped).
-    const before = at > 0 ? file[at - 1]! : 0x20
-    const after = at + 3 < file.length ? file[at + 3]! : 0x20
-    if (!special(after) || (!special(before) && !digit(before) && before !== 0x2e && before !== 0x2d && before >= 0x20 && before <= 0x7f)) continue
-    // Skimmed first (names, arrays and dictionaries not built: most objects are no stream), then
-    // read again when it ends at a `stream` keyword.
-    let lexer = new Lexer(file, at + 3, at + 3 + budget, true)
-    try {
-      const skimmed = new Parser(lexer)
-      skimmed.value()
-      if (skimmed.stream) {
-        budget -= lexer.at - (at + 3)
-        lexer = new Lexer(file, at + 3, at + 3 + budget, false)
-        const parser = new Parser(lexer)
-        parser.value()
-        const { keyword, dictionary } = parser.stream!
-        const readings = byKeyword.get(keyword)
-        if (readings) readings.push(dictionary)
-        else byKeyword.set(keyword, [dictionary])
-      }
-    } catch (error) {
-      if (error instanceof Tangled) return { byKeyword, tangled: true }
-      if (!(error instanceof Unreadable)) throw error
-    }
-    budget -= lexer.at - (at + 3)
-  }
-  return { byKeyword, tangled: false }
 }

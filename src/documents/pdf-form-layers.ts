@@ -1,6 +1,7 @@
 import { zlibHeader } from './pdf-decoders'
-import { Name, readStreamDictionaries, Ref, type PdfDict } from './pdf-dictionary'
+import { Name, Ref, type PdfDict } from './pdf-dictionary'
 import { flate } from './pdf-flate'
+import { readStreamDictionaries } from './pdf-objects'
 import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, planOf } from './pdf-streams'
 import type { Layers } from './pdf-layers'
 

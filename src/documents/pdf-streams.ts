@@ -1,6 +1,7 @@
 import { ascii85, asciiHex, decompressedSize, lzw, opensLikeZlib, runLength, SYNC_BYTES, zlibHeader, type Decoded } from './pdf-decoders'
 import { inflate } from './pdf-flate'
-import { Name, readStreamDictionaries, Ref, type PdfDict, type PdfValue } from './pdf-dictionary'
+import { Name, Ref, type PdfDict, type PdfValue } from './pdf-dictionary'
+import { addStream, ObjectReader, objectsOf, readObjects, readStreamDictionaries, withStoredObjects, type Objects, type StreamDictionaries, type StreamObject } from './pdf-objects'
 
 // The PDF stream bomb defence (SECURITY-NOTES §5): a 1 MB PDF whose one content stream inflates
 // to a gigabyte of spaces took pdf.js past 2 GB, and nothing else bounds what a stream inflates
@@ -41,26 +42,47 @@ export async function measurePdfStreams(bytes: Uint8Array, limits: StreamLimits 
 /**
  * The streams of `file`, at `depth` 0 the PDF itself, deeper an object stream's decoded data:
  * pdf.js reads a stream object stored in one as well (the specification forbids it), so a bomb
- * compressed into an object stream was invisible to a count of the file's own bytes.
+ * compressed into an object stream was invisible to a count of the file's own bytes. The file's
+ * objects are read from their headers; an object stream's where its header (`objects`) puts them;
+ * and in either, those of an object stream with no filter, whose objects pdf.js reads from the
+ * same bytes, at offsets no header marks (QA: one inside another object's string named a filter
+ * chain the header's reading did not).
  */
-async function measureStreams(file: Buffer, meter: Meter, depth: number): Promise<string | undefined> {
+async function measureStreams(file: Buffer, meter: Meter, depth: number, objects?: Objects): Promise<string | undefined> {
   if (depth > 3) return 'the PDF stores object streams within object streams, as no writer does'
-  const { byKeyword, tangled } = readStreamDictionaries(file)
+  const reader = new ObjectReader(file)
+  const read: StreamDictionaries = depth === 0 ? readStreamDictionaries(file, reader) : readDecoded(file, reader, objects)
+  const { byKeyword, tangled } = withStoredObjects(file, read, reader, storedHere(file))
   for (let at = file.indexOf('stream', 0, 'latin1'); at >= 0; at = file.indexOf('stream', at + 6, 'latin1')) {
     if (!boundary(file[at - 1]) || !boundary(file[at + 6])) continue
     const start = dataStart(file, at + 6)
     if (start >= file.length) continue
     const dictionaries = byKeyword.get(at) ?? []
     const plans = new Map<string, Plan>(dictionaries.map(dictionary => planOf(dictionary)).map(plan => [dictionaries.length > 1 ? JSON.stringify(plan) : '.', plan]))
-    // A keyword no object header reads to a dictionary: pdf.js reaches it only in ways the
-    // reading does not follow (an uncompressed object stream, a broken file's repair).
-    if (tangled || plans.size === 0) plans.set('', { layers: undefined, length: undefined, image: false, objectStream: false, earlyChanges: [1, 0] })
+    // A keyword in the file no object header reads to a dictionary: pdf.js reaches it only in ways
+    // the reading does not follow (a broken file's repair). In an object stream's data, pdf.js
+    // reads only the objects it stores.
+    if (tangled || (plans.size === 0 && depth === 0)) plans.set('', { layers: undefined, length: undefined, image: false, objectStream: false, objects: undefined, earlyChanges: [1, 0] })
     for (const plan of plans.values()) {
       const refused = plan.layers ? await measureChain(file, start, plan, plan.layers, meter, depth) : await measureUnknown(file, start, plan, meter, depth)
       if (refused) return refused
     }
   }
   return undefined
+}
+
+/** An object stream's decoded data: its objects, or, its /N and /First not known here, anything (tangled). */
+function readDecoded(data: Buffer, reader: ObjectReader, objects: Objects | undefined): StreamDictionaries {
+  const byKeyword = new Map<number, PdfDict[]>()
+  if (!objects) return { byKeyword, tangled: true }
+  for (const stream of readObjects(reader, data, 0, objects)) addStream(byKeyword, stream)
+  return { byKeyword, tangled: reader.tangled }
+}
+
+/** Whether a stream is an object stream whose data pdf.js reads from `file` itself (no filter, or unknown ones), and from where. */
+const storedHere = (file: Buffer) => ({ keyword, dictionary }: StreamObject) => {
+  const plan = planOf(dictionary)
+  return plan.objectStream && (plan.layers === undefined || plan.layers.length === 0) ? { start: dataStart(file, keyword + 6), objects: plan.objects } : undefined
 }
 
 /** The running count: each layer's output against the per-stream cap, and all of it (and what the JavaScript decoders read) against the document's. */
@@ -91,6 +113,8 @@ interface Plan {
   image: boolean
   /** Whether pdf.js could read it as an object stream (it has /N and /First): its decoded data is measured in turn. */
   objectStream: boolean
+  /** Where its objects are, when known. */
+  objects: Objects | undefined
   /** For unknown filters: the EarlyChange values an LZW layer may have. */
   earlyChanges: number[]
 }
@@ -115,20 +139,21 @@ export function planOf(dictionary: PdfDict): Plan {
   const filter = dictionary.has('F') ? dictionary.get('F') : dictionary.get('Filter')
   const params = dictionary.has('DP') ? dictionary.get('DP') : dictionary.get('DecodeParms')
   const objectStream = dictionary.has('N') && dictionary.has('First')
+  const objects = objectsOf(dictionary)
   const names = filter instanceof Name || filter instanceof Ref ? [filter] : Array.isArray(filter) ? filter : []
   const layers: Layer[] = []
   for (let index = 0; index < names.length; index++) {
     const name = names[index]
     if (name instanceof Ref) {
       const each: Array<PdfValue | undefined> = Array.isArray(params) ? params : [params]
-      return { layers: undefined, length: direct, image: false, objectStream, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
+      return { layers: undefined, length: direct, image: false, objectStream, objects, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
     }
-    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, objectStream, earlyChanges: [] } // pdf.js fails the stream here
+    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, objectStream, objects, earlyChanges: [] } // pdf.js fails the stream here
     const kind = KINDS.get(name.name)
     if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(filter instanceof Name ? params : Array.isArray(params) ? params[index] : null) : 1 })
   }
   const subtype = dictionary.get('Subtype')
-  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', objectStream, earlyChanges: [] }
+  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', objectStream, objects, earlyChanges: [] }
 }
 
 /**
@@ -180,7 +205,7 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
     }
     if (refused) return refused
   }
-  return plan.objectStream && data ? measureStreams(asBuffer(data), meter, depth + 1) : undefined
+  return plan.objectStream && data ? measureStreams(asBuffer(data), meter, depth + 1, plan.objects) : undefined
 }
 
 const asBuffer = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength)
@@ -206,13 +231,14 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
     if (ascii) {
       const input = asciiData(file, start, end, ascii)
       data = ascii === 'AHx' ? asciiHex(input) : ascii85(input, meter.cap)
-      const refused = meter.charge(data.byteLength, input.byteLength)
+      // An object stream of that layer alone holds its objects in its output.
+      const refused = meter.charge(data.byteLength, input.byteLength) ?? (plan.objectStream ? await measureStreams(asBuffer(data), meter, depth + 1, plan.objects) : undefined)
       if (refused) return refused
     }
     for (const [kind, early] of decoders) {
       const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter.cap, plan.objectStream ? meter.cap : SYNC_BYTES)
       if (out === undefined) continue
-      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice(kind, out) ? TWICE : undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1) : undefined)
+      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice(kind, out) ? TWICE : undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1, plan.objects) : undefined)
       if (refused) return refused
       for (const [again, value] of out.size <= SYNC_BYTES ? decoders : []) {
         const second = await decode(again, value, out.head, meter.cap, 2)

@@ -161,4 +161,46 @@ describe('object streams', () => {
     const stored = pdfWithObjectStream([...PAGE, FONT], [content(await compressedSpaces(1000, LINES))])
     expect((await extractDocument(stored, limits)).text).toBe('First line\nSecond line')
   })
+
+  // QA: pdf.js reads an object stream's objects at the offsets its pairs give, anywhere in its
+  // data, which for a stream with no filter is the file itself: the page's content (object 5),
+  // stored in one, starts inside a decoy object's string, where pdf.js reads [/AHx /Fl] and the
+  // decoy's own header reads no filter.
+  function offsetIntoString(content: Buffer, firstByReference = false): Uint8Array {
+    const hex = `${content.toString('hex')}>`
+    const decoy = `9 0 obj << /A (<< /Filter [/AHx /Fl] /B \\() >>\nstream\n${hex}\nendstream\nendobj\n`
+    const pairs = `5 ${decoy.indexOf('<< /Filter')}\n`
+    const data = pairs + decoy
+    const parts: Buffer[] = []
+    const at: number[] = []
+    let length = 0
+    const write = (number: number, object: string) => {
+      at[number] = length
+      const bytes = Buffer.from(`${number} 0 obj\n${object}\nendobj\n`, 'latin1')
+      parts.push(bytes)
+      length += bytes.length
+    }
+    parts.push(Buffer.from('%PDF-1.5\n'))
+    length = parts[0]!.length
+    for (const [number, object] of [...PAGE, FONT]) write(number, object)
+    write(6, `<< /Type /ObjStm /N 1 /First ${firstByReference ? '8 0 R' : pairs.length} /Length ${data.length} >>\nstream\n${data}\nendstream`)
+    write(8, String(pairs.length))
+    const row = (type: number, field: number, index: number) => Buffer.from([type, field >>> 24, (field >>> 16) & 0xff, (field >>> 8) & 0xff, field & 0xff, index >>> 8, index & 0xff])
+    const rows = [row(0, 0, 65535), ...[1, 2, 3, 4].map(number => row(1, at[number]!, 0)), row(2, 6, 0), row(1, at[6]!, 0), row(1, length, 0), row(1, at[8]!, 0)]
+    const table = Buffer.concat(rows)
+    parts.push(Buffer.from(`7 0 obj\n<< /Type /XRef /Size 9 /W [1 4 2] /Root 1 0 R /Length ${table.length} >>\nstream\n`, 'latin1'), table, Buffer.from(`\nendstream\nendobj\nstartxref\n${length}\n%%EOF\n`, 'latin1'))
+    return new Uint8Array(Buffer.concat(parts))
+  }
+
+  test('an uncompressed object stream\'s objects are read at their offsets: one inside another object\'s string is measured', async () => {
+    const small = offsetIntoString(await compressedSpaces(1000, LINES))
+    expect((await extractDocument(small, limits)).text).toBe('First line\nSecond line')
+    await refused(offsetIntoString(await compressedSpaces(65 * MiB, LINES)), /decompresses to more than 64 MiB/)
+  })
+
+  test('an uncompressed object stream whose /First is a reference may start an object anywhere: every stream is measured as any chain', async () => {
+    const small = offsetIntoString(await compressedSpaces(1000, LINES), true)
+    expect((await extractDocument(small, limits)).text).toBe('First line\nSecond line')
+    await refused(offsetIntoString(await compressedSpaces(65 * MiB, LINES), true), /decompresses to more than 64 MiB/)
+  })
 })
