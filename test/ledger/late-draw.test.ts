@@ -1,14 +1,10 @@
-import { afterEach, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { expect, test } from 'bun:test'
 import { ClientExecutor } from '../../src/billing/executor'
-import { IDLE_RETURN_MS, type Sweeper } from '../../src/billing/sweeper'
-import { openDatabase } from '../../src/db/client'
-import { newId } from '../../src/lib/ids'
-import { buildTestApp, type TestApp } from '../support/harness'
+import { IDLE_RETURN_MS } from '../../src/billing/sweeper'
+import { type TestApp } from '../support/harness'
 import { hranaServer } from '../support/hrana-server'
-import { PAYG_ONLY, admit, adminPrincipal, admitOk, configWith, countEntries, expectInsufficientQuota, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
+import { admit, adminPrincipal, admitOk, countEntries, expectInsufficientQuota, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
+import { Served, anyCommit, prepaidPool, poolReturn } from './served'
 
 // A settlement whose every try failed on a libSQL server ("could not confirm"; memory keeps its
 // draw out), the first of which the server runs only later. Its lease row went back whole
@@ -19,34 +15,10 @@ import { PAYG_ONLY, admit, adminPrincipal, admitOk, configWith, countEntries, ex
 // (the organization ended at -0.01 USD): the pool now keeps its lease until a tick confirms the
 // settlement, after which a try run late changes nothing.
 
-let t: TestApp | undefined
-let server: ReturnType<typeof hranaServer> | undefined
-let directory: string | undefined
-const others: Sweeper[] = []
-afterEach(async () => {
-  for (const sweeper of others.splice(0)) await sweeper.stop().catch(() => {})
-  await t?.close()
-  server?.stop()
-  if (directory) rmSync(directory, { recursive: true, force: true })
-  t = server = directory = undefined
-})
+const served = new Served('svc-late-draw-')
 
-const leasedRows = (orgId: string) => scalar(t!.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [orgId])
 // A settlement's statements (its lease draw among them); a pool's own return.
 const settlement = (body: string) => body.includes('MAX(0, amount_nanos - ?2)')
-const poolReturn = (body: string) => body.includes('DELETE FROM leases WHERE id = ?')
-
-/** The whole app on a Hrana server, whose requests get 300 ms to be answered (DATABASE_TIMEOUT_S). */
-async function appOnServer(): Promise<{ app: TestApp; database: ReturnType<typeof hranaServer> }> {
-  directory = mkdtempSync(join(tmpdir(), 'svc-late-draw-'))
-  server = hranaServer(join(directory, 'served.db'))
-  const database = await openDatabase(server.url, undefined, { replyTimeoutMs: 300 })
-  t = await buildTestApp({}, configWith({ plans: PAYG_ONLY }), { database, identity: { instanceId: 'served', bootId: newId() } })
-  return { app: t, database: server }
-}
-/** Any committed write proves the database again (as the health probe would, a second later). */
-const anyCommit = (app: TestApp) => app.deps.writer.submit({ kind: 'plain', statements: [{ sql: 'SELECT 1', args: [] }], interpret: () => undefined })
-const prepaidPool = (app: TestApp, orgId: string) => app.deps.ledger.pools.all().find(pool => pool.ref.scope === 'prepaid' && pool.ref.orgId === orgId)
 
 /**
  * Settles 0.01 USD of `reservation` with its first try held by the server (the handle) and every
@@ -63,7 +35,7 @@ async function unconfirmedSettlement(app: TestApp, database: ReturnType<typeof h
 }
 
 test("a settlement that could not be confirmed keeps its pool's lease until a tick confirms it; the try run late then charges nothing", async () => {
-  const { app, database } = await appOnServer()
+  const { app, database } = await served.appOnServer()
   const org = await app.createOrg('small', 100_000_000n) // 0.1 USD: one grant takes it all
   const principal = await adminPrincipal(app, org)
   const late = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
@@ -74,16 +46,16 @@ test("a settlement that could not be confirmed keeps its pool's lease until a ti
   // grant leased all 0.1 again: the organization ended at -0.01 USD.
   app.clock.advance(IDLE_RETURN_MS + 1)
   await app.deps.sweeper.tick()
-  expect([await leasedRows(org.orgId), await prepaidOf(app, org.orgId)]).toEqual([100_000_000n, 100_000_000n]) // was: 0, returned
+  expect([await served.leasedRows(org.orgId), await prepaidOf(app, org.orgId)]).toEqual([100_000_000n, 100_000_000n]) // was: 0, returned
   database.refuse(undefined)
   await app.deps.sweeper.tick() // confirms it (charged, drawn from its row), then returns the rest
-  expect([await leasedRows(org.orgId), await prepaidOf(app, org.orgId)]).toEqual([0n, 90_000_000n])
+  expect([await served.leasedRows(org.orgId), await prepaidOf(app, org.orgId)]).toEqual([0n, 90_000_000n])
 
   const held = await admitOk(app, principal, 10_000_000n)
-  expect([prepaidPool(app, org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([90_000_000n, 90_000_000n])
+  expect([prepaidPool(app, org.orgId)!.leased, await served.leasedRows(org.orgId)]).toEqual([90_000_000n, 90_000_000n])
   await late.release() // the first try runs now: its claim is taken, it changes nothing
   expect(await countEntries(app, "kind = 'settle'")).toBe(1n)
-  expect([await prepaidOf(app, org.orgId), await leasedRows(org.orgId)]).toEqual([90_000_000n, 90_000_000n])
+  expect([await prepaidOf(app, org.orgId), await served.leasedRows(org.orgId)]).toEqual([90_000_000n, 90_000_000n])
 
   // All that is left can be spent, and no more.
   await app.deps.ledger.settle(held, 10_000_000n)
@@ -94,7 +66,7 @@ test("a settlement that could not be confirmed keeps its pool's lease until a ti
 }, 20_000)
 
 test("a settlement's first try and the pool's return both run late, after the pool leased again: the new row stays whole", async () => {
-  const { app, database } = await appOnServer()
+  const { app, database } = await served.appOnServer()
   const org = await app.createOrg('acme', 10n * 1_000_000_000n)
   const principal = await adminPrincipal(app, org)
   const lateDraw = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
@@ -114,14 +86,14 @@ test("a settlement's first try and the pool's return both run late, after the po
   await lateReturn.release()
   // The DELETE took the row it was sent for. Before, the late draw wrote an older stamp on the new
   // row, which that DELETE's guard (updated_at_ms <= its stamp) then matched.
-  expect(await leasedRows(org.orgId)).toBe(leased) // was: 0
+  expect(await served.leasedRows(org.orgId)).toBe(leased) // was: 0
   expect(await countEntries(app, "kind = 'settle'")).toBe(1n)
   await app.deps.ledger.settle(held, 10_000_000n)
-  expect(await leasedRows(org.orgId)).toBe(leased - 10_000_000n)
+  expect(await served.leasedRows(org.orgId)).toBe(leased - 10_000_000n)
 }, 20_000)
 
 test('a settlement run late, after another instance swept the lease and the pool leased again, draws nothing from the new row', async () => {
-  const { app, database } = await appOnServer()
+  const { app, database } = await served.appOnServer()
   const org = await app.createOrg('small', 100_000_000n)
   const principal = await adminPrincipal(app, org)
   const late = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
@@ -130,34 +102,34 @@ test('a settlement run late, after another instance swept the lease and the pool
   // This instance looks stale to another, which returns its lease; its next heartbeat finds it gone
   // (the settlement still cannot be confirmed).
   const other = await ledgerOver(app, new ClientExecutor(app.deps.database.client), 'other')
-  others.push(other.sweeper)
+  served.others.push(other.sweeper)
   app.clock.advance(app.deps.config.ledger.instanceStaleAfterMs + 1)
   await other.sweeper.tick()
-  expect(await leasedRows(org.orgId)).toBe(0n)
+  expect(await served.leasedRows(org.orgId)).toBe(0n)
   await app.deps.sweeper.tick()
   expect(prepaidPool(app, org.orgId)!.leased).toBe(0n)
   await anyCommit(app) // the tick's refused try marked the database down
 
   // The same pool leases again (a call holds on it), into a row of a new id.
   await admitOk(app, principal, 10_000_000n)
-  expect([prepaidPool(app, org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([100_000_000n, 100_000_000n])
+  expect([prepaidPool(app, org.orgId)!.leased, await served.leasedRows(org.orgId)]).toEqual([100_000_000n, 100_000_000n])
   await late.release()
   expect(await prepaidOf(app, org.orgId)).toBe(90_000_000n) // charged: a lost lease's call is (README)
-  expect(await leasedRows(org.orgId)).toBe(100_000_000n) // was: 0.09 USD, below what memory holds
+  expect(await served.leasedRows(org.orgId)).toBe(100_000_000n) // was: 0.09 USD, below what memory holds
   // The next tick confirms it: that try finds the late one's claim and charges nothing again.
   database.refuse(undefined)
   await app.deps.sweeper.tick()
-  expect([await countEntries(app, "kind = 'settle'"), await prepaidOf(app, org.orgId), await leasedRows(org.orgId)]).toEqual([1n, 90_000_000n, 100_000_000n])
+  expect([await countEntries(app, "kind = 'settle'"), await prepaidOf(app, org.orgId), await served.leasedRows(org.orgId)]).toEqual([1n, 90_000_000n, 100_000_000n])
   app.deps.ledger.release(open)
 }, 20_000)
 
 // A lease row's updated_at_ms is its last activity. A try run late carries the time it was built
 // at, older than writes of the row made since: the row's stamp never goes back for it.
 
-const stampOf = (leaseId: string) => scalar(t!.deps.database.client, 'SELECT updated_at_ms FROM leases WHERE id = ?', [leaseId])
+const stampOf = (leaseId: string) => scalar(served.app!.deps.database.client, 'SELECT updated_at_ms FROM leases WHERE id = ?', [leaseId])
 
 test("a settlement's first try run late, after later writes of its row, leaves the row's stamp moving on", async () => {
-  const { app, database } = await appOnServer()
+  const { app, database } = await served.appOnServer()
   const org = await app.createOrg('acme', 10n * 1_000_000_000n)
   const principal = await adminPrincipal(app, org)
   const late = await unconfirmedSettlement(app, database, await admitOk(app, principal, 10_000_000n))
@@ -169,7 +141,7 @@ test("a settlement's first try run late, after later writes of its row, leaves t
   const stamp = await stampOf(pool.ref.id)
   await late.release() // built a second earlier
   expect(await stampOf(pool.ref.id)).toBe(stamp + 1n) // was: the older time, a second back
-  expect(await leasedRows(org.orgId)).toBe(pool.leased) // the draw memory kept out, now taken
+  expect(await served.leasedRows(org.orgId)).toBe(pool.leased) // the draw memory kept out, now taken
   await app.deps.sweeper.tick() // confirms it: charged once
   expect(await countEntries(app, "kind = 'settle'")).toBe(2n)
   await verifyClean(app)

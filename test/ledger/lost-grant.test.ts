@@ -1,16 +1,11 @@
-import { afterEach, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { ClientExecutor, type Statement } from '../../src/billing/executor'
 import type { Ledger } from '../../src/billing/ledger'
 import { IDLE_RETURN_MS, type Sweeper } from '../../src/billing/sweeper'
-import { openDatabase } from '../../src/db/client'
-import { newId } from '../../src/lib/ids'
 import type { Principal } from '../../src/keys/principal'
-import { buildTestApp, type TestApp } from '../support/harness'
-import { hranaServer } from '../support/hrana-server'
-import { USD, LostReplyExecutor, PAYG_ONLY, adminPrincipal, admitOk, buildPaygApp, configWith, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
+import { type TestApp } from '../support/harness'
+import { USD, LostReplyExecutor, adminPrincipal, admitOk, buildPaygApp, ledgerOver, prepaidOf, scalar, verifyClean } from './fixtures'
+import { Served } from './served'
 
 // A lease grant that a libSQL server committed while its reply was lost (a reset connection,
 // DATABASE_TIMEOUT_S), or that the server ran only after the client had given up on it. The
@@ -20,43 +15,24 @@ import { USD, LostReplyExecutor, PAYG_ONLY, adminPrincipal, admitOk, buildPaygAp
 // instance, 40 s later still, and `svc ledger verify` saw nothing wrong. The sweeper's tick now
 // returns every row of this boot that memory holds nothing of.
 
-let t: TestApp | undefined
-let server: ReturnType<typeof hranaServer> | undefined
-let directory: string | undefined
-const ledgers: Array<{ sweeper: Sweeper }> = []
-afterEach(async () => {
-  for (const other of ledgers.splice(0)) await other.sweeper.stop().catch(() => {})
-  await t?.close()
-  server?.stop()
-  if (directory) rmSync(directory, { recursive: true, force: true })
-  t = server = directory = undefined
-})
+const served = new Served('svc-lost-grant-')
 
-const leasedRows = (orgId: string) => scalar(t!.deps.database.client, "SELECT COALESCE(SUM(amount_nanos), 0) FROM leases WHERE org_id = ? AND scope = 'prepaid'", [orgId])
-const leasedTotal = (orgId: string) => scalar(t!.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [orgId])
+const leasedTotal = (orgId: string) => scalar(served.app!.deps.database.client, 'SELECT prepaid_leased_nanos FROM balances WHERE org_id = ?', [orgId])
 const prepaidGrant = (text: string) => text.includes('INSERT INTO leases') && text.includes('|prepaid|')
 
 describe('over a libSQL server (Hrana over HTTP)', () => {
-  /** The whole app on a Hrana server, whose requests get 300 ms to be answered (DATABASE_TIMEOUT_S). */
-  async function appOnServer(): Promise<{ app: TestApp; database: ReturnType<typeof hranaServer> }> {
-    directory = mkdtempSync(join(tmpdir(), 'svc-lost-grant-'))
-    server = hranaServer(join(directory, 'served.db'))
-    const database = await openDatabase(server.url, undefined, { replyTimeoutMs: 300 })
-    t = await buildTestApp({}, configWith({ plans: PAYG_ONLY }), { database, identity: { instanceId: 'served', bootId: newId() } })
-    return { app: t, database: server }
-  }
 
   test('a first grant committed with its reply lost: the next tick returns its row, and the organization is served again', async () => {
-    const { app, database } = await appOnServer()
+    const { app, database } = await served.appOnServer()
     const small = await app.createOrg('small', 50_000_000n) // below the least lease: one grant takes it all
     const principal = await adminPrincipal(app, small)
     database.loseReply(prepaidGrant)
     const lost = await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 261_000n })
     expect(lost.ok ? 'admitted' : lost.error.code).toBe('unavailable')
-    expect(await leasedRows(small.orgId)).toBe(50_000_000n) // committed all the same
+    expect(await served.leasedRows(small.orgId)).toBe(50_000_000n) // committed all the same
 
     await app.deps.sweeper.tick()
-    expect(await leasedRows(small.orgId)).toBe(0n)
+    expect(await served.leasedRows(small.orgId)).toBe(0n)
     expect(await leasedTotal(small.orgId)).toBe(0n)
     await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
     expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
@@ -64,19 +40,19 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
   }, 20_000)
 
   test('a grant the server runs only after the client gave up on it is returned at the tick after it ran', async () => {
-    const { app, database } = await appOnServer()
+    const { app, database } = await served.appOnServer()
     const small = await app.createOrg('small', 50_000_000n)
     const principal = await adminPrincipal(app, small)
     const late = database.runLate(prepaidGrant)
     const lost = await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 261_000n })
     expect(lost.ok ? 'admitted' : lost.error.code).toBe('unavailable')
     await app.deps.sweeper.tick()
-    expect(await leasedRows(small.orgId)).toBe(0n) // not run yet
+    expect(await served.leasedRows(small.orgId)).toBe(0n) // not run yet
 
     await late.release()
-    expect(await leasedRows(small.orgId)).toBe(50_000_000n)
+    expect(await served.leasedRows(small.orgId)).toBe(50_000_000n)
     await app.deps.sweeper.tick()
-    expect(await leasedRows(small.orgId)).toBe(0n)
+    expect(await served.leasedRows(small.orgId)).toBe(0n)
     expect(await leasedTotal(small.orgId)).toBe(0n)
     await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
     expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
@@ -84,7 +60,7 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
   }, 20_000)
 
   test('a return of an unknown row that the server runs late leaves the row made again since, same amount, same millisecond', async () => {
-    const { app, database } = await appOnServer()
+    const { app, database } = await served.appOnServer()
     const small = await app.createOrg('small', 50_000_000n) // one grant takes it all: every grant has the same amount
     const principal = await adminPrincipal(app, small)
     database.loseReply(prepaidGrant)
@@ -92,9 +68,9 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
     // The tick's return of the unknown row is held by the server; the next tick's goes through.
     const late = database.runLate(body => body.includes('DELETE FROM leases WHERE id = ?'))
     await app.deps.sweeper.tick()
-    expect(await leasedRows(small.orgId)).toBe(50_000_000n)
+    expect(await served.leasedRows(small.orgId)).toBe(50_000_000n)
     await app.deps.sweeper.tick()
-    expect(await leasedRows(small.orgId)).toBe(0n)
+    expect(await served.leasedRows(small.orgId)).toBe(0n)
 
     // The organization's next call leases again: the same amount, at the same (fake) millisecond,
     // into a row of a new id (the pool moved to it when the tick sent its DELETE). Then the server
@@ -103,11 +79,11 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
     // another instance could then lease and spend the same money.)
     const held = await admitOk(app, principal, 261_000n)
     const pool = app.deps.ledger.pools.all().find(candidate => candidate.ref.orgId === small.orgId && candidate.ref.scope === 'prepaid')!
-    expect([pool.leased, pool.leaseRow, await leasedRows(small.orgId)]).toEqual([50_000_000n, true, 50_000_000n])
+    expect([pool.leased, pool.leaseRow, await served.leasedRows(small.orgId)]).toEqual([50_000_000n, true, 50_000_000n])
     await late.release()
-    expect(await leasedRows(small.orgId)).toBe(50_000_000n)
+    expect(await served.leasedRows(small.orgId)).toBe(50_000_000n)
     await app.deps.ledger.settle(held, 261_000n)
-    expect([pool.leased, await leasedRows(small.orgId)]).toEqual([50_000_000n - 261_000n, 50_000_000n - 261_000n])
+    expect([pool.leased, await served.leasedRows(small.orgId)]).toEqual([50_000_000n - 261_000n, 50_000_000n - 261_000n])
     await verifyClean(app)
   }, 20_000)
 })
@@ -118,10 +94,10 @@ describe('on a ledger whose writer loses replies', () => {
   let sweeper: Sweeper
 
   async function lossyLedger(ambiguousCommits = true): Promise<TestApp> {
-    const app = (t = await buildPaygApp())
+    const app = (served.app = await buildPaygApp())
     executor = new LostReplyExecutor(new ClientExecutor(app.deps.database.client), ambiguousCommits)
     const own = await ledgerOver(app, executor, 'lost-grant-test')
-    ledgers.push(own)
+    served.others.push(own.sweeper)
     ;({ ledger, sweeper } = own)
     return app
   }
@@ -143,13 +119,13 @@ describe('on a ledger whose writer loses replies', () => {
     await ledger.settle(await admitted(await adminPrincipal(app, idle), 10_000_000n), 10_000_000n)
     executor.lose = grantOf(lost.orgId)
     expect((await ledger.admit({ principal: await adminPrincipal(app, lost), purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
-    expect([await leasedRows(held.orgId), await leasedRows(idle.orgId), await leasedRows(lost.orgId)]).toEqual([100_000_000n, 90_000_000n, 100_000_000n])
+    expect([await served.leasedRows(held.orgId), await served.leasedRows(idle.orgId), await served.leasedRows(lost.orgId)]).toEqual([100_000_000n, 90_000_000n, 100_000_000n])
 
     await sweeper.tick()
-    expect([await leasedRows(held.orgId), await leasedRows(idle.orgId), await leasedRows(lost.orgId)]).toEqual([100_000_000n, 90_000_000n, 0n])
+    expect([await served.leasedRows(held.orgId), await served.leasedRows(idle.orgId), await served.leasedRows(lost.orgId)]).toEqual([100_000_000n, 90_000_000n, 0n])
     expect([poolOf(held.orgId)!.leased, poolOf(held.orgId)!.held, poolOf(idle.orgId)!.leased]).toEqual([100_000_000n, 10_000_000n, 90_000_000n])
     await ledger.settle(holding, 10_000_000n)
-    expect(await leasedRows(held.orgId)).toBe(90_000_000n)
+    expect(await served.leasedRows(held.orgId)).toBe(90_000_000n)
     await verifyClean(app)
   })
 
@@ -166,7 +142,7 @@ describe('on a ledger whose writer loses replies', () => {
     const principal = await adminPrincipal(app, org)
     executor.lose = grantOf(org.orgId)
     expect((await ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })).ok).toBe(false)
-    expect(await leasedRows(org.orgId)).toBe(100_000_000n) // unknown to the pool
+    expect(await served.leasedRows(org.orgId)).toBe(100_000_000n) // unknown to the pool
 
     // The next admission grows the same pool while the tick reads this boot's rows.
     let racing: ReturnType<Ledger['admit']> | undefined
@@ -178,16 +154,16 @@ describe('on a ledger whose writer loses replies', () => {
     if (!result.ok) throw new Error(result.error.message)
     // The grant added to the row it found; the pool knows its own grant, the row holds both.
     expect(poolOf(org.orgId)!.leased).toBe(100_000_000n)
-    expect(await leasedRows(org.orgId)).toBe(200_000_000n)
+    expect(await served.leasedRows(org.orgId)).toBe(200_000_000n)
     await ledger.settle(result.reservation, 10_000_000n)
-    expect(await leasedRows(org.orgId)).toBe(190_000_000n)
+    expect(await served.leasedRows(org.orgId)).toBe(190_000_000n)
 
     // What memory does not know stays in the row until the pool's idle return deletes it whole.
     await sweeper.tick()
-    expect(await leasedRows(org.orgId)).toBe(190_000_000n)
+    expect(await served.leasedRows(org.orgId)).toBe(190_000_000n)
     app.clock.advance(IDLE_RETURN_MS + 1)
     await sweeper.tick()
-    expect(await leasedRows(org.orgId)).toBe(0n)
+    expect(await served.leasedRows(org.orgId)).toBe(0n)
     expect(await leasedTotal(org.orgId)).toBe(0n)
     expect(await prepaidOf(app, org.orgId)).toBe(10n * USD - 10_000_000n)
     await verifyClean(app)
@@ -207,7 +183,7 @@ describe('on a ledger whose writer loses replies', () => {
     expect(String(await returning)).toContain('nothing committed')
     executor.refuse = undefined
     // The failed return put the lease back in memory; the tick left the row to it.
-    expect([pool.leased, pool.leaseRow, await leasedRows(org.orgId)]).toEqual([90_000_000n, true, 90_000_000n])
+    expect([pool.leased, pool.leaseRow, await served.leasedRows(org.orgId)]).toEqual([90_000_000n, true, 90_000_000n])
     await verifyClean(app)
   })
 
@@ -233,7 +209,7 @@ describe('on a ledger whose writer loses replies', () => {
     await sweeper.tick()
     expect(reads).toHaveLength(2) // the ids, then the one row memory has no record of, whole
     for (const plan of await plans()) expect(plan).not.toMatch(/SCAN leases/)
-    expect(await leasedRows(lost.orgId)).toBe(0n)
+    expect(await served.leasedRows(lost.orgId)).toBe(0n)
     await verifyClean(app)
   })
 
@@ -244,13 +220,13 @@ describe('on a ledger whose writer loses replies', () => {
     await ledger.settle(await admitted(principal, 10_000_000n), 10_000_000n)
     executor.lose = grantOf(org.orgId)
     expect((await ledger.admit({ principal, purpose: 'chat', estimate: 500_000_000n })).ok).toBe(false)
-    expect([poolOf(org.orgId)!.leased, await leasedRows(org.orgId)]).toEqual([90_000_000n, 4_090_000_000n])
+    expect([poolOf(org.orgId)!.leased, await served.leasedRows(org.orgId)]).toEqual([90_000_000n, 4_090_000_000n])
 
     await sweeper.tick()
-    expect(await leasedRows(org.orgId)).toBe(4_090_000_000n) // a row this boot knows: not returned under it
+    expect(await served.leasedRows(org.orgId)).toBe(4_090_000_000n) // a row this boot knows: not returned under it
     app.clock.advance(IDLE_RETURN_MS + 1)
     await sweeper.tick()
-    expect(await leasedRows(org.orgId)).toBe(0n)
+    expect(await served.leasedRows(org.orgId)).toBe(0n)
     expect(await leasedTotal(org.orgId)).toBe(0n)
     expect(await prepaidOf(app, org.orgId)).toBe(10n * USD - 10_000_000n)
     await verifyClean(app)
@@ -264,7 +240,7 @@ describe('on a ledger whose writer loses replies', () => {
     for (const pool of ledger.pools.all()) await ledger.returnLease(pool) // no row known: only forgotten
     expect(poolOf(org.orgId)).toBeUndefined()
     await sweeper.stop()
-    expect(await leasedRows(org.orgId)).toBe(0n)
+    expect(await served.leasedRows(org.orgId)).toBe(0n)
     expect(await scalar(app.deps.database.client, "SELECT COUNT(*) FROM instances WHERE instance_id = 'lost-grant-test'")).toBe(0n)
     await verifyClean(app)
   })
