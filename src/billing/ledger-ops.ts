@@ -1,7 +1,7 @@
 import type { InValue } from '@libsql/client'
 import type { FundingSource, LeaseScope } from '../db/schema'
 import { MAX_NANOS } from '../lib/money'
-import type { Statement } from './executor'
+import type { Statement, StatementResult } from './executor'
 
 // SQL for every ledger operation. Guards live in SQL so that one write transaction decides
 // them against the current database, whatever other processes did (ARCHITECTURE.md §7.2).
@@ -78,6 +78,13 @@ export interface LeaseGrantInput {
   planGrantSql?: { sql: string; args: InValue[] }
   /** key_cap scope: the key's cap. */
   capNanos?: bigint
+  /**
+   * Memory knows the lease row (LeasePool.leaseRow): the grant only tops it up, and never makes it
+   * again. A row gone meanwhile was swept, and settlements may still draw on its id (one unconfirmed,
+   * one run late): made again under it, their draws would take from money memory believes whole.
+   * The statement that would make the row reads whether it is there instead (`present`).
+   */
+  rowKnown?: boolean
 }
 
 /**
@@ -113,11 +120,15 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
   const args = [input.targetNanos, input.needNanos, lease.id, lease.orgId, lease.periodStartMs, input.capNanos ?? 0n, lease.keyId, input.nowMs]
   // The lease row appears only when something will be granted: a refusal writes no lease. The
   // UPDATE after it fills it and stamps it (from 0, so with the write's time).
-  statements.push({
-    sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
-          SELECT ?3, ?9, ?10, ?11, ?4, ?7, ?5, 0, 0, 0 WHERE ${grant} IS NOT NULL${keyActive} ON CONFLICT(id) DO NOTHING`,
-    args: [...args, input.instanceId, input.bootId, lease.scope],
-  })
+  statements.push(
+    input.rowKnown
+      ? statement('SELECT COUNT(*) AS present FROM leases WHERE id = ?', lease.id)
+      : {
+          sql: `INSERT INTO leases (id, instance_id, boot_id, scope, org_id, key_id, period_start_ms, amount_nanos, last_grant_nanos, updated_at_ms)
+                SELECT ?3, ?9, ?10, ?11, ?4, ?7, ?5, 0, 0, 0 WHERE ${grant} IS NOT NULL${keyActive} ON CONFLICT(id) DO NOTHING`,
+          args: [...args, input.instanceId, input.bootId, lease.scope],
+        },
+  )
   statements.push(
     statement(
       `UPDATE leases SET amount_nanos = amount_nanos + ${grant}, last_grant_nanos = ${grant}, updated_at_ms = ${nextStamp(8)}
@@ -128,6 +139,21 @@ export function leaseGrant(input: LeaseGrantInput): Statement[] {
   )
   statements.push(recomputeLeased(lease))
   return statements
+}
+
+/**
+ * What a leaseGrant batch did: the lease UPDATE … RETURNING is second to last (no row: nothing
+ * granted); the statement before it made the row (`created`) or, for a row memory knows, found it
+ * `gone` (swept by another instance: nothing was granted or made).
+ */
+export function leaseGranted(results: StatementResult[], rowKnown: boolean): { granted: bigint | null; created: boolean; gone: boolean } {
+  const row = results[results.length - 2]?.rows[0]
+  const made = results[results.length - 3]
+  return {
+    granted: row ? BigInt(row.last_grant_nanos as bigint) : null,
+    created: !rowKnown && (made?.changes ?? 0) > 0,
+    gone: rowKnown && Number(made?.rows[0]?.present ?? 1) === 0,
+  }
 }
 
 /**

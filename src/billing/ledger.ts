@@ -6,7 +6,7 @@ import type { Logger } from '../observability/logger'
 import type { Principal } from '../keys/principal'
 import { billingClaim } from './billed-keys'
 import { demand, holdOn, holdOvershoot, LeasePools, releaseHolds, returnPoolLease, type Holds, type LeasePool } from './lease-pool'
-import { leaseGrant, type EntryRow } from './ledger-ops'
+import { leaseGrant, leaseGranted, type EntryRow } from './ledger-ops'
 import { settleStatementsGuarded } from './settle-guarded'
 import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
@@ -218,26 +218,30 @@ export class Ledger {
     const target = leaseTarget(need, estimate, pool.wanted - positive(pool.free))
     let grant: Nanos | null = null
     let inactive = false
+    let swept = false
     const leasedBefore = pool.leased
+    const rowKnown = pool.leaseRow
     pool.growing = this.writer
       .submit({
         kind: 'plain',
         statements: leaseGrant({
           lease: pool.ref, instanceId: this.identity.instanceId, bootId: this.identity.bootId, needNanos: need, targetNanos: target,
-          nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined,
+          nowMs: now, capNanos, planGrantSql: pool.ref.scope === 'allowance' ? this.plans.allowanceSql(pool.ref.orgId) : undefined, rowKnown,
         }),
-        // The lease UPDATE … RETURNING is second to last; no row means nothing was granted. The
-        // INSERT before it creates the row only when there was none.
-        interpret: results => {
-          const row = results[results.length - 2]?.rows[0]
-          return { granted: row ? BigInt(row.last_grant_nanos as bigint) : null, created: (results[results.length - 3]?.changes ?? 0) > 0 }
-        },
+        interpret: results => leaseGranted(results, rowKnown),
       })
-      .then(async ({ granted, created }) => {
+      .then(async ({ granted, created, gone }) => {
+        // The row memory knew was swept by another instance: nothing is leased from it, and the
+        // pool moves to a new id, out of reach of draws still aimed at the old one (unconfirmed
+        // settlements, tries run late); the caller looks again, and that grant makes the new row.
+        if ((swept = gone)) {
+          if (pool.leased > 0n) this.leaseLost(pool)
+          pool.leaseRow = false
+          return this.pools.renew(pool)
+        }
         grant = granted
-        // A row created for a lease this process held: another instance returned it meanwhile
-        // (took this one for dead) and may spend it; only this grant is leased now. A heartbeat
-        // would not see it gone any more (the row is back), so it is said here.
+        // A row created while memory held a lease without one (a duplicate's undo after the
+        // heartbeat found the row swept): only this grant is leased now.
         if (created && leasedBefore > 0n) this.leaseLost(pool)
         if (granted !== null) pool.leaseRow = true
         if (granted !== null && granted > 0n) pool.leased += granted
@@ -263,13 +267,14 @@ export class Ledger {
         pool.growing = null
       })
     await pool.growing
+    if (swept) return 'waited'
     if (grant !== null && grant > 0n) return 'granted'
     return inactive ? 'inactive' : 'empty'
   }
 
   /**
-   * `pool`'s lease row was returned by another instance (the heartbeat found it gone, or a grant
-   * had to create it again): nothing is leased from it any more; its holds' calls are cut.
+   * `pool`'s lease row was returned by another instance (the heartbeat or a grant found it gone):
+   * nothing is leased from it any more; its holds' calls are cut.
    */
   leaseLost(pool: LeasePool): void {
     this.logger.warn('lease was returned by another instance; dropping it', { lease: pool.ref.id, held_nanos: String(pool.held) })

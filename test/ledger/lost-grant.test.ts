@@ -101,8 +101,9 @@ describe('on a ledger whose writer loses replies', () => {
     ;({ ledger, sweeper } = own)
     return app
   }
+  // A grant's UPDATE (a grant onto a row the pool knows has no INSERT).
   const grantOf = (orgId: string) => (statements: readonly Statement[]) =>
-    statements.some(statement => statement.sql.includes('INSERT INTO leases') && statement.args.some(arg => String(arg).includes(`|prepaid|${orgId}|0|`)))
+    statements.some(statement => statement.sql.includes('UPDATE leases SET amount_nanos = amount_nanos +') && statement.args.some(arg => String(arg).includes(`|prepaid|${orgId}|0|`)))
   const poolOf = (orgId: string) => ledger.pools.all().find(pool => pool.ref.scope === 'prepaid' && pool.ref.orgId === orgId)
   async function admitted(principal: Principal, estimate: bigint) {
     const result = await ledger.admit({ principal, purpose: 'chat', estimate })
