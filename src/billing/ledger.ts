@@ -12,7 +12,7 @@ import type { LedgerWriter, SettleOp, SettleResult } from './ledger-writer'
 import { claimForRetries, submitWithRetries } from './ledger-retries'
 import { bookTopUp, type TopUpInput } from './top-up'
 import type { Plans } from './plans'
-import { LedgerHealth } from './ledger-health'
+import { isDataError, LedgerHealth } from './ledger-health'
 import type { LeaseTrust } from './lease-trust'
 import { capWindow, fundsRefusal, keyRefusal, leaseTarget, min, positive, shortfall } from './ledger-rules'
 import { readRoom } from './scope-room'
@@ -374,10 +374,12 @@ export class Ledger {
     let result: SettleResult
     try {
       result = await submitWithRetries(this.writer, this.logger, guarded ?? op, { op: 'settle', request_id: reservation.requestId })
-    } catch {
-      // On a server every settlement has a claim (claimForRetries), so `guarded` is set there.
-      if (this.writer.ambiguousCommits && guarded) this.unconfirmed.add({ op: guarded, pools: drawn, keyId: reservation.keyId, requestId: reservation.requestId })
-      throw this.unrecorded(reservation, undo, this.writer.ambiguousCommits)
+    } catch (error) {
+      // On a server every settlement has a claim (claimForRetries), so `guarded` is set there. A
+      // data error (a value the database cannot take) is the op's own, the same on every try: none committed.
+      const maybe = this.writer.ambiguousCommits && !isDataError(error)
+      if (maybe && guarded) this.unconfirmed.add({ op: guarded, pools: drawn, keyId: reservation.keyId, requestId: reservation.requestId })
+      throw this.unrecorded(reservation, undo, maybe)
     }
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now
     reservation.state = 'settled'

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger'
+import { isDataError } from './ledger-health'
 import type { LeasePool } from './lease-pool'
 import type { LedgerWriter, PlainOp, SettleResult } from './ledger-writer'
 
@@ -24,7 +25,8 @@ interface Unconfirmed {
  * so the pools' leases can go back.
  */
 export class UnconfirmedSettlements {
-  private readonly pending: Unconfirmed[] = []
+  /** In the order they were added (a Set keeps it): a pass goes oldest first. */
+  private readonly pending = new Set<Unconfirmed>()
   private confirming: Promise<void> | undefined
 
   constructor(
@@ -34,36 +36,48 @@ export class UnconfirmedSettlements {
   ) {}
 
   get size(): number {
-    return this.pending.length
+    return this.pending.size
   }
 
   add(settlement: Unconfirmed): void {
-    this.pending.push(settlement)
+    this.pending.add(settlement)
   }
 
   /** Whether a settlement not yet confirmed drew on `pool`: its lease stays out until then. */
   drewOn(pool: LeasePool): boolean {
-    return this.pending.some(settlement => settlement.pools.includes(pool))
+    for (const settlement of this.pending) if (settlement.pools.includes(pool)) return true
+    return false
   }
 
   /**
-   * Submits each again, oldest first, until one fails, which rejects: the database is still
-   * failing, and each further try could wait as long (the next tick tries again). One pass at a
-   * time: a second caller joins the pass in flight.
+   * Submits each again, oldest first. A failure of the database stops the pass, which rejects:
+   * each further try could wait as long (the next tick tries again). A data error is the
+   * settlement's own (a value the database cannot take): it stays, and the others still go, so
+   * one that cannot commit never holds the rest back (their organizations uncharged, their
+   * leases out); the pass then rejects with it. One pass at a time: a second caller joins the
+   * pass in flight.
    */
   confirm(): Promise<void> {
     return (this.confirming ??= this.pass().finally(() => (this.confirming = undefined)))
   }
 
   private async pass(): Promise<void> {
-    while (this.pending.length > 0) {
-      const settlement = this.pending[0]!
-      const result = await this.writer.submit(settlement.op)
-      this.pending.shift()
+    let failed: unknown
+    for (const settlement of this.pending) {
+      let result: SettleResult
+      try {
+        result = await this.writer.submit(settlement.op)
+      } catch (error) {
+        if (!isDataError(error)) throw error
+        failed ??= error
+        continue
+      }
+      this.pending.delete(settlement)
       if (result.keyExpired) this.onKeyExpired(settlement.keyId)
       // Duplicate: another request had charged its billing key; this one charged nothing, and the
       // draw memory kept out stays in the row until the lease goes back (money held, not spent).
       this.logger.info('a settlement that could not be confirmed is recorded', { request_id: settlement.requestId, charged: !result.duplicate })
     }
+    if (failed !== undefined) throw failed
   }
 }
