@@ -98,10 +98,11 @@ export class Ledger {
     const { principal, estimate } = input
     if (estimate < 0n) throw new RangeError('estimate must be non-negative')
     if (estimate > MAX_NANOS) return { ok: false, error: fundsRefusal(estimate, 'spent') } // unfundable (in SQL it overflowed: a 503)
-    // Never start work that could not be billed: refuse while the database takes no writes.
-    // Under traffic this is one timestamp comparison; see LedgerHealth.
+    // Never start work that could not be billed: refuse while the database takes no writes, or
+    // while too many charges wait to be confirmed (UnconfirmedSettlements.full). Under traffic
+    // this is one timestamp comparison; see LedgerHealth.
     const health = this.health
-    if (health !== undefined && !health.fresh && (health.unavailable || !(await health.check()))) {
+    if (this.unconfirmed.full || (health !== undefined && !health.fresh && (health.unavailable || !(await health.check())))) {
       return { ok: false, error: LedgerHealth.refusal() }
     }
     const now = this.clock.now()

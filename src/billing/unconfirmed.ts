@@ -27,7 +27,15 @@ interface Unconfirmed {
 export class UnconfirmedSettlements {
   /** In the order they were added (a Set keeps it): a pass goes oldest first. */
   private readonly pending = new Set<Unconfirmed>()
+  /** How many pending settlements drew on each pool: an idle pool's check each tick is one lookup. */
+  private readonly byPool = new Map<LeasePool, number>()
   private confirming: Promise<void> | undefined
+  /**
+   * From this many on, the ledger admits no billed call (LedgerHealth's 503) until they drain: each
+   * is a charge its caller was told is unconfirmed and keeps leases out, and so many mean a database
+   * failing after the writes. Memory then stays bounded, and so does a tick's pass.
+   */
+  limit = 4096
 
   constructor(
     private readonly writer: LedgerWriter,
@@ -39,14 +47,28 @@ export class UnconfirmedSettlements {
     return this.pending.size
   }
 
+  /** Admissions wait until fewer settlements are pending (Ledger.admit). */
+  get full(): boolean {
+    return this.pending.size >= this.limit
+  }
+
   add(settlement: Unconfirmed): void {
     this.pending.add(settlement)
+    for (const pool of settlement.pools) this.byPool.set(pool, (this.byPool.get(pool) ?? 0) + 1)
   }
 
   /** Whether a settlement not yet confirmed drew on `pool`: its lease stays out until then. */
   drewOn(pool: LeasePool): boolean {
-    for (const settlement of this.pending) if (settlement.pools.includes(pool)) return true
-    return false
+    return this.byPool.has(pool)
+  }
+
+  private remove(settlement: Unconfirmed): void {
+    this.pending.delete(settlement)
+    for (const pool of settlement.pools) {
+      const count = this.byPool.get(pool)! - 1
+      if (count === 0) this.byPool.delete(pool)
+      else this.byPool.set(pool, count)
+    }
   }
 
   /**
@@ -72,7 +94,7 @@ export class UnconfirmedSettlements {
         failed ??= error
         continue
       }
-      this.pending.delete(settlement)
+      this.remove(settlement)
       if (result.keyExpired) this.onKeyExpired(settlement.keyId)
       // Duplicate: another request had charged its billing key; this one charged nothing, and the
       // draw memory kept out stays in the row until the lease goes back (money held, not spent).

@@ -68,3 +68,16 @@ test('a settlement that fails as data when confirmed does not hold back those af
   await app.deps.sweeper.tick()
   expect(app.deps.ledger.unconfirmed.size).toBe(0)
 }, 20_000)
+
+test('while too many settlements wait to be confirmed, billed calls are refused 503 until they drain', async () => {
+  const { app, database } = await served.appOnServer()
+  app.deps.ledger.unconfirmed.limit = 1
+  const refused = await unconfirmedCharge(app, database)
+  const principal = await adminPrincipal(app, refused)
+  const result = await app.deps.ledger.admit({ principal, purpose: 'chat', estimate: 10_000_000n })
+  expect(result.ok ? 'admitted' : [result.error.status, result.error.message]).toEqual([503, 'the ledger database is unavailable; nothing was charged, retry shortly']) // was: admitted
+  await app.deps.sweeper.tick() // confirms it
+  expect(app.deps.ledger.unconfirmed.size).toBe(0)
+  app.deps.ledger.release(await admitOk(app, principal, 10_000_000n))
+  await confirmedAndReturned(app, refused.orgId)
+}, 20_000)
