@@ -13,6 +13,8 @@ export interface Decoded {
   head: Uint8Array
   /** Where pdf.js may decode the data two ways (Flate, pdf-flate.ts), the other reading's first bytes: `size` counts both. */
   other?: Uint8Array
+  /** Flate: Huffman table entries built past what its bytes allow (pdf-flate.ts), against the document's slack. */
+  tables?: number
 }
 
 /** Whether an output opens like zlib data (either reading, for Flate read two ways). */

@@ -24,6 +24,20 @@ import { decompressedSize, Held, type Decoded } from './pdf-decoders'
 // decoder when that fails. Up to zlib's first fault both read the same, and pdf.js's decoder never
 // stops before zlib does, so its count bounds zlib's; but where a stored block's LEN diverges
 // (above) valid data reads two ways, and both are counted (inflate).
+//
+// Table work: pdf.js builds each dynamic block's tables whole, 2^maxLength entries (32,768 for a
+// 15-bit code), and a block of a dozen bytes (an incomplete code set zlib refuses) decodes to
+// nothing: 100,000 of them, read again under 100 overlapping `stream` keywords, took the prescan
+// 40 s on a 1.25 MB file (review). Legitimate data builds few for what it reads and writes: zlib's
+// blocks hold thousands of codes (memLevel 1: 128), and an optimal code reaches 15 bits only over
+// thousands; 4 entries a byte read and written sufficed for zlib at every level, strategy and
+// memLevel tried. So a decoding may build TABLE_ENTRIES_PER_BYTE entries for each byte it reads
+// and writes, and past that only its `slack` (the document's, in pdf-streams.ts): beyond it, it
+// stops (`tables` then exceeds the slack). With the document's 256 MiB that bounds its table work
+// to ~4 billion entries, ~0.6 s of copying.
+
+/** Table entries a Flate decoding may build for each byte it reads and writes (above). */
+export const TABLE_ENTRIES_PER_BYTE = 16
 
 /** A Huffman table as pdf.js builds it: entry `length << 16 | symbol` for every `maxLength`-bit lookahead. */
 interface Table {
@@ -79,6 +93,8 @@ FIXED_DISTANCES.codes[15] = FIXED_DISTANCES.codes[31] = 0
 
 /** pdf.js throws: its reader gets no more of the stream. */
 class Failed extends Error {}
+/** The table work passed the slack: read no further (pdf.js would). */
+class Overworked extends Failed {}
 
 /** pdf.js's getBits and getCode over the data: `buffer` and `bits` are its codeBuf and codeSize. */
 class Reader {
@@ -121,17 +137,21 @@ export interface Flated extends Decoded {
   diverged: boolean
   /** It ended at its final block, where zlib would have too. */
   complete: boolean
+  /** Table entries built past TABLE_ENTRIES_PER_BYTE for each byte read and written: beyond `slack`, it stopped there. */
+  tables: number
 }
 
 /**
  * Raw deflate data (after the two-byte header) decoded as pdf.js's FlateStream decodes it: its
- * size counted to just past `cap`, its first `keep` bytes held. Once those are held no byte is
- * written at all (the decoding never depends on them), so a bomb is counted at a few operations a
- * copy.
+ * size counted to just past `cap`, its first `keep` bytes held, its table work to `slack` entries
+ * past its bytes' share (above). Once those are held no byte is written at all (the decoding never
+ * depends on them), so a bomb is counted at a few operations a copy.
  */
-export function flate(data: Uint8Array, cap: number, keep: number): Flated {
+export function flate(data: Uint8Array, cap: number, keep: number, slack: number): Flated {
   const reader = new Reader(data)
   const held = new Held(keep)
+  const excess = () => entries - TABLE_ENTRIES_PER_BYTE * (reader.at + reader.size)
+  let entries = 0
   let size = 0
   let diverged = false
   let final = false
@@ -157,7 +177,8 @@ export function flate(data: Uint8Array, cap: number, keep: number): Flated {
         const check = data[at + 2]! | (data[at + 3]! << 8)
         if (check !== (~length & 0xffff) && (length !== 0 || check !== 0)) throw new Failed()
         const present = Math.min(length, data.length - at - 4)
-        if (!held.full) {
+        if (length > 0 && !held.full) {
+          // (An empty block holds nothing: a run of them costs only its reading, charged by the caller.)
           // Counted whole when cut short, zeros past the data's end, as pdf.js counts it.
           const room = held.room(length)
           held.bytes.set(data.subarray(at + 4, at + 4 + Math.min(room, present)), held.length)
@@ -172,8 +193,10 @@ export function flate(data: Uint8Array, cap: number, keep: number): Flated {
       }
       let literals = FIXED_LITERALS
       let distances = FIXED_DISTANCES
-      if (header === 2) [literals, distances] = dynamicTables(reader)
-      else if (header !== 1) throw new Failed()
+      if (header === 2) {
+        ;[literals, distances, entries] = dynamicTables(reader, entries)
+        if (excess() > slack) throw new Overworked()
+      } else if (header !== 1) throw new Failed()
       size = huffmanBlock(reader, literals, distances, held, size, cap)
       reader.size = size
     }
@@ -182,17 +205,18 @@ export function flate(data: Uint8Array, cap: number, keep: number): Flated {
     final = false
     size = reader.size
   }
-  return { size, read: 0, head: held.view(), diverged, complete: final && size <= cap }
+  return { size, read: reader.at, head: held.view(), diverged, complete: final && size <= cap, tables: Math.max(0, excess()) }
 }
 
-/** A dynamic block's header: its code lengths, read as pdf.js reads them, and the two tables. */
-function dynamicTables(reader: Reader): [Table, Table] {
+/** A dynamic block's header: its code lengths, read as pdf.js reads them, and the two tables; `entries` counts those built. */
+function dynamicTables(reader: Reader, entries: number): [Table, Table, number] {
   const literalCount = reader.read(5) + 257
   const distanceCount = reader.read(5) + 1
   const lengthCount = reader.read(4) + 4
   const lengthLengths = new Uint8Array(19)
   for (let index = 0; index < lengthCount; index++) lengthLengths[ORDER[index]!] = reader.read(3)
   const lengthTable = huffmanTable(lengthLengths, scratch.lengths)
+  entries += 1 << lengthTable.maxLength
   const total = literalCount + distanceCount
   const lengths = new Uint8Array(total)
   let previous = 0
@@ -213,7 +237,9 @@ function dynamicTables(reader: Reader): [Table, Table] {
     }
     while (repeat-- > 0) lengths[index++] = value // past the last: dropped
   }
-  return [huffmanTable(lengths.subarray(0, literalCount), scratch.literals), huffmanTable(lengths.subarray(literalCount), scratch.distances)]
+  const literals = huffmanTable(lengths.subarray(0, literalCount), scratch.literals)
+  const distances = huffmanTable(lengths.subarray(literalCount), scratch.distances)
+  return [literals, distances, entries + (1 << literals.maxLength) + (1 << distances.maxLength)]
 }
 
 /**
@@ -308,9 +334,9 @@ function copy(held: Held, length: number, distance: number): void {
  * A Flate stream's data after its zlib header, counted as pdf.js may hold it: as its FlateStream
  * reads it, and where zlib (its native path) reads the data otherwise, that too, added.
  */
-export async function inflate(data: Uint8Array, cap: number, keep: number): Promise<Decoded> {
-  const read = flate(data, cap, keep)
-  if (!read.diverged || read.size > cap) return read
+export async function inflate(data: Uint8Array, cap: number, keep: number, slack: number): Promise<Decoded> {
+  const read = flate(data, cap, keep, slack)
+  if (!read.diverged || read.size > cap || read.tables > slack) return read
   const native = await decompressedSize(data, false, cap, keep)
-  return { size: read.size + native.size, read: 0, head: read.head, other: native.head }
+  return { size: read.size + native.size, read: read.read, head: read.head, other: native.head, tables: read.tables }
 }

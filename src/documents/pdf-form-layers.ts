@@ -2,7 +2,7 @@ import { zlibHeader } from './pdf-decoders'
 import { Name, Ref, type PdfDict } from './pdf-dictionary'
 import { flate } from './pdf-flate'
 import { readStreamDictionaries } from './pdf-objects'
-import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, planOf } from './pdf-streams'
+import { boundary, dataStart, MAX_PDF_INFLATED_BYTES, MAX_PDF_STREAM_BYTES, MAX_PDF_TABLE_EXCESS, planOf } from './pdf-streams'
 import type { Layers } from './pdf-layers'
 
 // Whether a PDF may draw a form XObject whose own layer (/OC) is switched off: only then are its
@@ -25,7 +25,8 @@ import type { Layers } from './pdf-layers'
 // inflated to see whether it holds one (and membership types); one in any other chain, or
 // uncompressed (its objects may then start anywhere in the file), is unseen. The prescan
 // (extract.ts, before pdf.js) has already inflated and counted the same object streams; the
-// inflating here keeps its caps too (64 MiB a stream, 256 MiB in all), beyond which it is unseen.
+// inflating here keeps its caps too (64 MiB a stream, 256 MiB in all, the table work's slack a
+// stream), beyond which it is unseen.
 
 /** A membership dictionary's type, its letters #-escaped too: one anywhere may hide a form whose groups all show. */
 const MEMBERSHIP = /\/(?:O|#4[fF])(?:C|#43)(?:M|#4[dD])(?:D|#44)(?![^\s/<>[\]()%{}])/
@@ -81,7 +82,7 @@ function formsIn(file: Buffer, seen: Seen): boolean {
     if (!zlibHeader(data)) return false
     // Inflated as pdf.js's own decoder reads an object stream (pdf-flate.ts): a fault, or the caps passed, leaves it unseen.
     const cap = Math.min(MAX_PDF_STREAM_BYTES, MAX_PDF_INFLATED_BYTES - inflated)
-    const read = flate(data.subarray(2), cap, cap)
+    const read = flate(data.subarray(2), cap, cap, MAX_PDF_TABLE_EXCESS)
     if (!read.complete) return false
     const objects = Buffer.from(read.head.buffer, read.head.byteOffset, read.head.byteLength)
     inflated += objects.byteLength

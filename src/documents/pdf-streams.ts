@@ -16,15 +16,21 @@ import { addStream, ObjectReader, objectsOf, readObjects, readStreamDictionaries
  * a content stream) tens of MB.
  */
 export const MAX_PDF_STREAM_BYTES = 64 * 1024 * 1024
-/** The most bytes all of a PDF's streams may decompress to together (a 1,500-page text PDF: ~10 MB). */
+/** The most bytes all of a PDF's streams may decompress to together (a 1,500-page text PDF: ~10 MB), and the JavaScript decoders read. */
 export const MAX_PDF_INFLATED_BYTES = 256 * 1024 * 1024
+/**
+ * The most Huffman table entries a PDF's Flate data may build past its bytes' share
+ * (pdf-flate.ts TABLE_ENTRIES_PER_BYTE): 512 tables of 15-bit codes, ~3 ms of copying.
+ */
+export const MAX_PDF_TABLE_EXCESS = 16 * 1024 * 1024
 
 export interface StreamLimits {
   maxStreamBytes: number
   maxInflatedBytes: number
+  maxTableExcess: number
 }
 
-const defaults: StreamLimits = { maxStreamBytes: MAX_PDF_STREAM_BYTES, maxInflatedBytes: MAX_PDF_INFLATED_BYTES }
+const defaults: StreamLimits = { maxStreamBytes: MAX_PDF_STREAM_BYTES, maxInflatedBytes: MAX_PDF_INFLATED_BYTES, maxTableExcess: MAX_PDF_TABLE_EXCESS }
 const mb = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MiB`
 const TWICE = 'the PDF compresses a stream twice over (its decompressed data is compressed again), as only a decompression bomb does'
 
@@ -85,17 +91,29 @@ const storedHere = (file: Buffer) => ({ keyword, dictionary }: StreamObject) => 
   return plan.objectStream && (plan.layers === undefined || plan.layers.length === 0) ? { start: dataStart(file, keyword + 6), objects: plan.objects } : undefined
 }
 
-/** The running count: each layer's output against the per-stream cap, and all of it (and what the JavaScript decoders read) against the document's. */
+/**
+ * The running count: each layer's output against the per-stream cap, and all of it (and what the
+ * JavaScript decoders read: data that decodes to nothing costs its reading, and each `stream`
+ * keyword inside another's data reads it again) against the document's; Flate's table work past
+ * its bytes' share against its own slack.
+ */
 class Meter {
   private total = 0
+  private tables = 0
   constructor(private readonly limits: StreamLimits) {}
   get cap(): number {
     return Math.min(this.limits.maxStreamBytes, this.limits.maxInflatedBytes - this.total)
   }
-  charge(output: number, read = 0): string | undefined {
+  /** The table entries a Flate decoding may still build past its bytes' share. */
+  get tableSlack(): number {
+    return this.limits.maxTableExcess - this.tables
+  }
+  charge(output: number, read = 0, tables = 0): string | undefined {
     if (output > this.limits.maxStreamBytes) return `a stream in the PDF decompresses to more than ${mb(this.limits.maxStreamBytes)} (a decompression bomb, or a document too large to read)`
     this.total += output + read
+    this.tables += tables
     if (this.total > this.limits.maxInflatedBytes) return `the PDF's streams decompress to more than ${mb(this.limits.maxInflatedBytes)} in all (a decompression bomb, or a document too large to read)`
+    if (this.tables > this.limits.maxTableExcess) return "the PDF's Flate data builds far more Huffman tables than its size accounts for, as only crafted data does"
     return undefined
   }
 }
@@ -196,10 +214,10 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
       refused = meter.charge(data.byteLength, read?.byteLength)
     } else {
       // An object stream's output is held whole (to the cap), to be measured in turn.
-      const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter.cap, plan.objectStream ? meter.cap : 2)
+      const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter, plan.objectStream ? meter.cap : 2)
       if (out === undefined) return undefined
       const twice = opensLikeZlib(out) && !plan.image && (layer.kind === 'Fl' || layer.kind === 'Br')
-      refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice ? TWICE : undefined)
+      refused = meter.charge(out.size, data ? 0 : out.read, out.tables) ?? (twice ? TWICE : undefined)
       if (plan.objectStream) data = out.head
       else expanded = out.size
     }
@@ -236,13 +254,13 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
       if (refused) return refused
     }
     for (const [kind, early] of decoders) {
-      const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter.cap, plan.objectStream ? meter.cap : SYNC_BYTES)
+      const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter, plan.objectStream ? meter.cap : SYNC_BYTES)
       if (out === undefined) continue
-      const refused = meter.charge(out.size, data ? 0 : out.read) ?? (twice(kind, out) ? TWICE : undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1, plan.objects) : undefined)
+      const refused = meter.charge(out.size, data ? 0 : out.read, out.tables) ?? (twice(kind, out) ? TWICE : undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1, plan.objects) : undefined)
       if (refused) return refused
       for (const [again, value] of out.size <= SYNC_BYTES ? decoders : []) {
-        const second = await decode(again, value, out.head, meter.cap, 2)
-        const refused = second && (meter.charge(second.size) ?? (twice(again, second) ? TWICE : undefined))
+        const second = await decode(again, value, out.head, meter, 2)
+        const refused = second && (meter.charge(second.size, 0, second.tables) ?? (twice(again, second) ? TWICE : undefined))
         if (refused) return refused
       }
     }
@@ -250,12 +268,12 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
   return undefined
 }
 
-/** One expanding layer over `data`, counted to just past `cap`; undefined for Flate data without the zlib header pdf.js requires. */
-async function decode(kind: Kind, earlyChange: number, data: Uint8Array, cap: number, keep: number): Promise<Decoded | undefined> {
-  if (kind === 'LZW') return lzw(data, earlyChange, cap, keep)
-  if (kind === 'RL') return runLength(data, cap, keep)
-  if (kind === 'Br') return decompressedSize(data, true, cap, keep)
-  return zlibHeader(data) ? inflate(data.subarray(2), cap, keep) : undefined
+/** One expanding layer over `data`, counted to just past the meter's cap; undefined for Flate data without the zlib header pdf.js requires. */
+async function decode(kind: Kind, earlyChange: number, data: Uint8Array, meter: Meter, keep: number): Promise<Decoded | undefined> {
+  if (kind === 'LZW') return lzw(data, earlyChange, meter.cap, keep)
+  if (kind === 'RL') return runLength(data, meter.cap, keep)
+  if (kind === 'Br') return decompressedSize(data, true, meter.cap, keep)
+  return zlibHeader(data) ? inflate(data.subarray(2), meter.cap, keep, meter.tableSlack) : undefined
 }
 
 const WHITE = new Set([0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20])

@@ -2,6 +2,8 @@ import { describe, expect, test } from 'bun:test'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { loadConfig } from '../../src/config/load'
 import { extractDocument } from '../../src/documents/extract'
+import { flate as decodeFlate } from '../../src/documents/pdf-flate'
+import { MAX_PDF_TABLE_EXCESS, measurePdfStreams } from '../../src/documents/pdf-streams'
 import { ExtractionError, type ExtractionLimits } from '../../src/documents/types'
 import { pdfWithContents } from './hostile'
 
@@ -125,5 +127,71 @@ describe('Flate streams are counted as pdf.js reads them, past what zlib refuses
     const data = Buffer.concat([Buffer.from([0x78, 0x9c]), head, stored, deflateRawSync(bomb), checksum])
     expect(inflateRawSync(data.subarray(2), { maxOutputLength: 70 * MiB }).byteLength).toBe(65 * MiB + 4)
     await refused(pdfWithContents([{ data, dictionary: '/Filter /FlateDecode' }]))
+  })
+})
+
+// What reading Flate data costs, beyond what it decodes to (review: 40 s of prescan for a 1.25 MB
+// file, 8 ms before pdf.js's decoder was ported): the bytes read are charged to the document's
+// meter, and the Huffman tables built past their bytes' share to a slack of their own.
+describe('Flate data is charged for its reading and its tables, not only its output', () => {
+  const ZLIB = Buffer.from([0x78, 0x01])
+  /** `count` empty stored blocks, not final: five bytes each that decode to nothing. */
+  const emptyBlocks = (count: number) => Buffer.alloc(count * 5).map((_, at) => [0x00, 0x00, 0x00, 0xff, 0xff][at % 5]!)
+  /**
+   * `count` dynamic blocks of 12 bytes each that decode to nothing: a literal code of 1 bit (the
+   * end code) and one of 15 (an incomplete set zlib refuses, pdf.js reads), so pdf.js builds a
+   * table of 32,768 entries for each.
+   */
+  function tableBlocks(count: number): Buffer {
+    const bits = new Bits()
+    const lengthCodes: Record<number, [number, number]> = { 1: [0b00, 2], 15: [0b01, 2], 18: [0b10, 2] }
+    for (let block = 0; block < count; block++) {
+      bits.put(block === count - 1 ? 1 : 0, 1).put(2, 2).put(0, 5).put(0, 5).put(15, 4)
+      for (const symbol of [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]) bits.put(lengthCodes[symbol]?.[1] ?? 0, 3)
+      // Literal 0: 15 bits; 1-255: none (138 + 117 zeros); the end code and the one distance code: 1 bit.
+      bits.code(lengthCodes[15]!).code(lengthCodes[18]!).put(127, 7).code(lengthCodes[18]!).put(106, 7).code(lengthCodes[1]!).code(lengthCodes[1]!)
+      bits.code([0, 1])
+    }
+    return bits.bytes()
+  }
+  /**
+   * A file of `keywords` Flate streams, each inside the one before's data (a stored block of 100
+   * bytes holding the next object's header and keyword, and a zlib header), so each one's data runs
+   * through all after it to `tail`, read again for each (the review's layout, with dictionaries).
+   */
+  function overlapping(keywords: number, tail: Buffer): Uint8Array {
+    const object = (number: number) => `${number} 0 obj\n<< /Filter /FlateDecode >>\nstream\n`
+    const parts = [Buffer.from(`%PDF-1.4\n${object(1)}`), ZLIB]
+    for (let keyword = 2; keyword <= keywords; keyword++) {
+      const data = Buffer.alloc(100, 0x20)
+      Buffer.concat([Buffer.from(object(keyword)), ZLIB]).copy(data, 100 - object(keyword).length - 2)
+      parts.push(Buffer.from([0x00, 100, 0, ~100 & 0xff, 0xff]), data)
+    }
+    return new Uint8Array(Buffer.concat([...parts, tail, Buffer.from('\nendstream\nendobj\n%%EOF\n')]))
+  }
+  const within = (maxInflatedBytes: number) => ({ maxStreamBytes: 64 * MiB, maxInflatedBytes, maxTableExcess: MAX_PDF_TABLE_EXCESS })
+
+  test('data that decodes to nothing costs its reading, once for each keyword that reads it', async () => {
+    const tail = Buffer.concat([emptyBlocks(13_107), Buffer.from([0x01, 0x00, 0x00, 0xff, 0xff])])
+    // Two keywords read 128 KiB, 64 read 4 MiB: past a meter of 2 MiB (before: nothing was charged).
+    expect(await measurePdfStreams(overlapping(2, tail), within(2 * MiB))).toBeUndefined()
+    expect(await measurePdfStreams(overlapping(64, tail), within(2 * MiB))).toMatch(/more than 2 MiB in all/)
+    expect(decodeFlate(tail, MiB, 2, 0)).toMatchObject({ size: 0, read: tail.length, complete: true })
+  })
+
+  test('tables built far past what their data reads and writes are refused (before: read through, nothing measured)', async () => {
+    // 16 keywords over 4,000 blocks of 12 bytes: 2 billion table entries to pdf.js.
+    const tail = tableBlocks(4000)
+    expect(await measurePdfStreams(overlapping(16, tail))).toMatch(/builds far more Huffman tables than its size accounts for/)
+    expect(decodeFlate(tail, MiB, 2, Number.POSITIVE_INFINITY)).toMatchObject({ size: 0, complete: true })
+    expect(decodeFlate(tail, MiB, 2, MAX_PDF_TABLE_EXCESS)).toMatchObject({ size: 0, complete: false })
+  })
+
+  test('legitimate deflate builds its tables within its share: zlib’s smallest blocks (memLevel 1), every level', () => {
+    const text = Buffer.from(Array.from({ length: 20000 }, (_, at) => `${(at * 7919) % 1000} `).join(''))
+    for (const level of [1, 6, 9]) {
+      const read = decodeFlate(deflateRawSync(text, { level, memLevel: 1 }), 64 * MiB, 2, 1 << 16)
+      expect(read).toMatchObject({ size: text.length, complete: true, tables: 0 })
+    }
   })
 })
