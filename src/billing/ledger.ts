@@ -379,7 +379,7 @@ export class Ledger {
       // On a server every settlement has a claim (claimForRetries), so `guarded` is set there. A
       // data error (a value the database cannot take) is the op's own, the same on every try: none committed.
       const maybe = this.writer.ambiguousCommits && !isDataError(error)
-      if (maybe && guarded) this.unconfirmed.add({ op: guarded, pools: drawn, keyId: reservation.keyId, requestId: reservation.requestId })
+      if (maybe && guarded) this.unconfirmed.add({ op: guarded, pools: drawn, keyId: reservation.keyId, requestId: reservation.requestId, undo })
       throw this.unrecorded(reservation, undo, maybe)
     }
     if (result.duplicate) undo() // the billing key was charged before: nothing charged now

@@ -9,6 +9,8 @@ interface Unconfirmed {
   readonly pools: readonly LeasePool[]
   readonly keyId: string
   readonly requestId: string | undefined
+  /** Gives its draws back to memory: for a settlement found never to have committed. */
+  readonly undo: () => void
 }
 
 /**
@@ -74,10 +76,11 @@ export class UnconfirmedSettlements {
   /**
    * Submits each again, oldest first. A failure of the database stops the pass, which rejects:
    * each further try could wait as long (the next tick tries again). A data error is the
-   * settlement's own (a value the database cannot take): it stays, and the others still go, so
-   * one that cannot commit never holds the rest back (their organizations uncharged, their
-   * leases out); the pass then rejects with it. One pass at a time: a second caller joins the
-   * pass in flight.
+   * settlement's own (a value the database cannot take), and says no try of it committed: a
+   * guarded replay of one that had (its claim taken) changes nothing and raises none. It is
+   * dropped, its draws given back to memory, and the others still go, so one that cannot commit
+   * never holds the rest back nor keeps its leases out; the pass then rejects with it. One pass at
+   * a time: a second caller joins the pass in flight.
    */
   confirm(): Promise<void> {
     return (this.confirming ??= this.pass().finally(() => (this.confirming = undefined)))
@@ -91,6 +94,9 @@ export class UnconfirmedSettlements {
         result = await this.writer.submit(settlement.op)
       } catch (error) {
         if (!isDataError(error)) throw error
+        this.remove(settlement)
+        settlement.undo()
+        this.logger.warn('a settlement that could not be confirmed cannot be recorded; nothing was charged', { request_id: settlement.requestId, error: String(error) })
         failed ??= error
         continue
       }

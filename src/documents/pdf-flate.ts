@@ -33,11 +33,12 @@ import { decompressedSize, Held, type Decoded } from './pdf-decoders'
 // thousands; 4 entries a byte read and written sufficed for zlib at every level, strategy and
 // memLevel tried. So a decoding may build TABLE_ENTRIES_PER_BYTE entries for each byte it reads
 // and writes, and past that only its `slack` (the document's, in pdf-streams.ts): beyond it, it
-// stops (`tables` then exceeds the slack). With the document's 256 MiB that bounds its table work
-// to ~4 billion entries, ~0.6 s of copying.
+// stops (`tables` then exceeds the slack). 8 leaves legitimate data twice its need; with the
+// document's 256 MiB it bounds the table work to ~2 billion entries, ~0.75 s of copying on this
+// 2-core VM (a review measured ~2.9 billion entries a second; at 16 a crafted file took ~1.5 s).
 
 /** Table entries a Flate decoding may build for each byte it reads and writes (above). */
-export const TABLE_ENTRIES_PER_BYTE = 16
+export const TABLE_ENTRIES_PER_BYTE = 8
 
 /** A Huffman table as pdf.js builds it: entry `length << 16 | symbol` for every `maxLength`-bit lookahead. */
 interface Table {

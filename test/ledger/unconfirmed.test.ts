@@ -49,24 +49,25 @@ test('a settlement the database can never take is not recorded (nothing charged,
   await app.deps.sweeper.stop() // was: "2 settlement(s) could not be confirmed"
 }, 20_000)
 
-test('a settlement that fails as data when confirmed does not hold back those after it', async () => {
+test('a settlement that fails as data when confirmed is dropped, undone, and holds back none after it', async () => {
   const { app, database } = await served.appOnServer()
-  // First in line: a settlement whose tries are data errors (a value past int64) until `mended`.
-  let mended = false
+  // First in line: a settlement whose tries are data errors (a value past int64). A data error says
+  // no try of it committed: it is dropped, its draws given back (`undone`).
+  let undone = 0
   app.deps.ledger.unconfirmed.add({
-    op: { kind: 'plain', statements: () => [{ sql: 'SELECT ?', args: [mended ? 0n : MAX_NANOS + 1n] }], interpret: () => ({ duplicate: false, keyExpired: false }) },
-    pools: [], keyId: 'poison', requestId: undefined,
+    op: { kind: 'plain', statements: () => [{ sql: 'SELECT ?', args: [MAX_NANOS + 1n] }], interpret: () => ({ duplicate: false, keyExpired: false }) },
+    pools: [], keyId: 'poison', requestId: undefined, undo: () => undone++,
   })
   const refused = await unconfirmedCharge(app, database)
   expect(app.deps.ledger.unconfirmed.size).toBe(2)
   app.clock.advance(IDLE_RETURN_MS + 1)
   await app.deps.sweeper.tick()
-  // The one after it is recorded and its lease returned (was: pending behind the first); the first stays.
-  expect([app.deps.ledger.unconfirmed.size, await countEntries(app, `kind = 'settle' AND org_id = '${refused.orgId}'`), await leasedOf(app, refused.orgId)]).toEqual([1, 1n, 0n])
+  // The one after it is recorded and its lease returned (was: pending behind the first); the first
+  // is gone, undone once (was: pending for good, its leases out, every pass rejecting).
+  expect([app.deps.ledger.unconfirmed.size, undone, await countEntries(app, `kind = 'settle' AND org_id = '${refused.orgId}'`), await leasedOf(app, refused.orgId)]).toEqual([0, 1, 1n, 0n])
   expect(await prepaidOf(app, refused.orgId)).toBe(10n * USD - 10_000_000n)
-  mended = true
   await app.deps.sweeper.tick()
-  expect(app.deps.ledger.unconfirmed.size).toBe(0)
+  expect(undone).toBe(1)
 }, 20_000)
 
 test('while too many settlements wait to be confirmed, billed calls are refused 503 until they drain', async () => {
