@@ -1,9 +1,9 @@
-import type { ChatEvent, Usage } from '../../inference/canonical'
+import type { ChatEvent } from '../../inference/canonical'
 import type { SseEvent } from '../../http/sse'
 import type { UpstreamError } from '../types'
 import { errorFromStreamEvent, protocolError, type ErrorContext } from './errors'
 import { mapFinishReason } from './map-finish-reason'
-import { tokenCount } from '../token-count'
+import { UsageCounts, type AnthropicUsage } from './usage-counts'
 
 /**
  * A `reasoning-end` for an Anthropic `redacted_thinking` block: the opaque, encrypted `data`
@@ -13,25 +13,12 @@ import { tokenCount } from '../token-count'
  */
 export type RedactedReasoningEnd = Extract<ChatEvent, { type: 'reasoning-end' }> & { readonly redacted: true }
 
-/** Anthropic's usage object; every field optional because message_delta repeats only some. */
-interface AnthropicUsage {
-  input_tokens?: number | null
-  output_tokens?: number | null
-  cache_read_input_tokens?: number | null
-  cache_creation_input_tokens?: number | null
-  /** The writes by lifetime; `cache_creation_input_tokens` is their sum. */
-  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null
-}
-
 /** The `message` of message_start: a Message with empty content. */
 interface MessageStart {
   id?: unknown
   model?: unknown
   usage?: AnthropicUsage
 }
-
-const INPUT_KEYS = ['input_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'] as const
-const USAGE_KEYS = [...INPUT_KEYS, 'output_tokens'] as const
 
 type OpenBlock =
   | { readonly kind: 'text'; readonly block: number }
@@ -65,7 +52,7 @@ type OpenBlock =
  * unreported and replaces with its count of the output sent (QA: a long answer whose
  * message_delta had no usage was billed 1 output token). message_delta comes after the last
  * content block, so its count covers the whole answer: a stream cut after it carries it on its
- * error event (reportedUsage), and is billed it.
+ * error event (UsageCounts.reported), and is billed it.
  */
 export class AnthropicStreamTranslator {
   /** True after message_stop or an error event: nothing more will be emitted. */
@@ -75,17 +62,7 @@ export class AnthropicStreamTranslator {
   private started = false
   private stopReason: string | null | undefined
   private stopSequence: string | undefined
-  private readonly usage: Record<(typeof USAGE_KEYS)[number], number> = {
-    input_tokens: 0,
-    output_tokens: 0,
-    cache_read_input_tokens: 0,
-    cache_creation_input_tokens: 0,
-  }
-  private cacheReadReported = false
-  /** cache_creation.ephemeral_1h_input_tokens, when the upstream split its writes by lifetime. */
-  private cacheWriteHour: number | undefined
-  /** Whether the upstream reported any count yet (message_start's input, message_delta's usage). */
-  private usageReported = false
+  private readonly usage: UsageCounts
   /** The ids of this answer's tool calls: a client pairs results by id, so no two calls share one. */
   private readonly callIds = new Set<string>()
 
@@ -98,8 +75,10 @@ export class AnthropicStreamTranslator {
      * Writes reported without their lifetime are read as 1-hour ones: the request set a 1-hour
      * hint and the model's 1-hour write price is not below its 5-minute one (cache-ttl.ts).
      */
-    private readonly unsplitWritesHour = false,
-  ) {}
+    unsplitWritesHour = false,
+  ) {
+    this.usage = new UsageCounts(unsplitWritesHour)
+  }
 
   /** The events for one SSE event (often none or one). */
   push(sse: SseEvent): ChatEvent[] {
@@ -166,10 +145,10 @@ export class AnthropicStreamTranslator {
         const delta = payload.delta as { stop_reason?: string | null; stop_sequence?: string | null } | undefined
         if (delta?.stop_reason !== undefined && delta.stop_reason !== null) this.stopReason = delta.stop_reason
         if (typeof delta?.stop_sequence === 'string') this.stopSequence = delta.stop_sequence
-        this.addUsage(payload.usage as AnthropicUsage | undefined, true)
+        this.usage.add(payload.usage as AnthropicUsage | undefined, true)
         // Its counts cover the whole answer: told to the meter now, so a call that ends before
         // message_stop (the client left) is billed them, as a cut one is (errorEvent).
-        const usage = this.reportedUsage
+        const usage = this.usage.reported
         return usage === undefined ? [] : [{ type: 'usage', usage }]
       }
       case 'message_stop':
@@ -207,11 +186,11 @@ export class AnthropicStreamTranslator {
     if (this.started) return []
     this.started = true
     // Its output_tokens is a placeholder (see the class comment): the input side only.
-    this.addUsage(message?.usage, false)
+    this.usage.add(message?.usage, false)
     const start: ChatEvent = { type: 'response-start', id: String(message?.id ?? ''), model: String(message?.model ?? this.context.model), createdAt: this.now() }
     // message_start reports the prompt size up front; dialects that announce it early use it.
     if (typeof message?.usage?.input_tokens === 'number') {
-      const usage = this.canonicalUsage()
+      const usage = this.usage.canonical()
       start.inputTokens = usage.inputTokens
       if (usage.cachedInputTokens) start.cachedInputTokens = usage.cachedInputTokens
       if (usage.cacheWriteInputTokens) start.cacheWriteInputTokens = usage.cacheWriteInputTokens
@@ -334,7 +313,7 @@ export class AnthropicStreamTranslator {
     // Blocks are always stopped before message_stop; close any left open so consumers see pairs.
     const events: ChatEvent[] = [...this.blocks.values()].sort((a, b) => a.block - b.block).flatMap(open => this.endEvents(open))
     this.blocks.clear()
-    const finish: ChatEvent = { type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.canonicalUsage() }
+    const finish: ChatEvent = { type: 'finish', reason: mapFinishReason(this.stopReason), usage: this.usage.canonical() }
     if (this.stopReason === 'stop_sequence' && this.stopSequence !== undefined) finish.stopSequence = this.stopSequence
     if (this.stopReason === 'model_context_window_exceeded') finish.contextWindowExceeded = true
     events.push(finish)
@@ -346,64 +325,17 @@ export class AnthropicStreamTranslator {
     return [this.errorEvent(error)]
   }
 
-  /** The error event of a stream that failed here, with the usage reported before it (see reportedUsage). */
+  /** The error event of a stream that failed here, with the usage reported before it (see UsageCounts.reported). */
   errorEvent(error: UpstreamError): ChatEvent {
     const failed: ChatEvent = { type: 'error', error }
-    const usage = this.reportedUsage
+    const usage = this.usage.reported
     if (usage !== undefined) failed.usage = usage
     return failed
-  }
-
-  /**
-   * The usage reported so far, for the error event of a stream cut before message_stop (the
-   * provider's too, on a transport failure): message_start's input counts, and, once message_delta
-   * came, its output count (0 before: the meter counts the output sent). Undefined when the
-   * upstream reported none.
-   */
-  private get reportedUsage(): Usage | undefined {
-    return this.usageReported ? this.canonicalUsage() : undefined
   }
 
   private open(index: number, block: OpenBlock): number {
     this.blocks.set(index, block)
     this.nextBlock += 1
     return block.block
-  }
-
-  /**
-   * message_start carries the input side; message_delta's counts are cumulative, so they replace,
-   * except an input-side count below the one already known: cumulative counts never fall, and
-   * relays write 0 there for "not repeated" (QA: a finished stream was then billed the gateway's
-   * estimate, not the announced input). `output`: whether this usage's output_tokens is the
-   * answer's count (message_delta's, not message_start's placeholder). A count that is not a
-   * valid number is ignored.
-   */
-  private addUsage(usage: AnthropicUsage | undefined, output: boolean): void {
-    if (typeof usage !== 'object' || usage === null) return
-    for (const key of output ? USAGE_KEYS : INPUT_KEYS) {
-      const value = tokenCount(usage[key])
-      if (output && key !== 'output_tokens' && value !== undefined && value < (this.usage[key] ?? 0)) continue
-      if (value !== undefined) {
-        this.usage[key] = value
-        this.usageReported = true
-        if (key === 'cache_read_input_tokens') this.cacheReadReported = true
-      }
-    }
-    const hour = typeof usage.cache_creation === 'object' && usage.cache_creation !== null ? tokenCount(usage.cache_creation.ephemeral_1h_input_tokens) : undefined
-    if (hour !== undefined && !(output && hour < (this.cacheWriteHour ?? 0))) this.cacheWriteHour = hour
-  }
-
-  private canonicalUsage(): Usage {
-    const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = this.usage
-    const hour = Math.min(this.cacheWriteHour ?? (this.unsplitWritesHour ? cache_creation_input_tokens : 0), cache_creation_input_tokens)
-    return {
-      inputTokens: input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
-      ...(this.cacheReadReported ? { cachedInputTokens: cache_read_input_tokens } : {}),
-      ...(cache_creation_input_tokens > 0 ? { cacheWriteInputTokens: cache_creation_input_tokens } : {}),
-      ...(hour > 0 ? { cacheWrite1hInputTokens: hour } : {}),
-      outputTokens: output_tokens,
-      webSearchRequests: 0,
-      webFetchRequests: 0,
-    }
   }
 }
