@@ -1,7 +1,6 @@
 import { ascii85, asciiHex, decompressedSize, lzw, opensLikeZlib, runLength, SYNC_BYTES, zlibHeader, type Decoded } from './pdf-decoders'
 import { inflate } from './pdf-flate'
 import { Name, Ref, type PdfDict, type PdfValue } from './pdf-dictionary'
-import { predicted, predictorOf, type Predictor } from './pdf-predictor'
 import { addStream, ObjectReader, objectsOf, readObjects, readStreamDictionaries, withStoredObjects, type Objects, type StreamDictionaries, type StreamObject } from './pdf-objects'
 
 // The PDF stream bomb defence (SECURITY-NOTES §5): a 1 MB PDF whose one content stream inflates
@@ -69,7 +68,7 @@ async function measureStreams(file: Buffer, meter: Meter, depth: number, objects
     // A keyword in the file no object header reads to a dictionary: pdf.js reaches it only in ways
     // the reading does not follow (a broken file's repair). In an object stream's data, pdf.js
     // reads only the objects it stores.
-    if (tangled || (plans.size === 0 && depth === 0)) plans.set('', { layers: undefined, length: undefined, image: false, objectStream: false, objects: undefined, earlyChanges: [1, 0], predictors: [] })
+    if (tangled || (plans.size === 0 && depth === 0)) plans.set('', { layers: undefined, length: undefined, image: false, objectStream: false, objects: undefined, earlyChanges: [1, 0] })
     for (const plan of plans.values()) {
       const refused = plan.layers ? await measureChain(file, start, plan, plan.layers, meter, depth) : await measureUnknown(file, start, plan, meter, depth)
       if (refused) return refused
@@ -124,8 +123,6 @@ interface Layer {
   kind: Kind
   name: string
   earlyChange: number
-  /** Flate and LZW: the predictor stage pdf.js puts after it (pdf-predictor.ts), null for none, undefined unknown. */
-  predictor: Predictor | null | undefined
 }
 /** How pdf.js decodes a stream: its filters (undefined: not known here), its direct /Length, whether it is an image. */
 interface Plan {
@@ -138,8 +135,6 @@ interface Plan {
   objects: Objects | undefined
   /** For unknown filters: the EarlyChange values an LZW layer may have. */
   earlyChanges: number[]
-  /** For unknown filters: the predictors a Flate or LZW layer may have (pdf-predictor.ts), each charged. */
-  predictors: Predictor[]
 }
 
 const KINDS = new Map<string, Kind>([
@@ -169,16 +164,14 @@ export function planOf(dictionary: PdfDict): Plan {
     const name = names[index]
     if (name instanceof Ref) {
       const each: Array<PdfValue | undefined> = Array.isArray(params) ? params : [params]
-      return { layers: undefined, length: direct, image: false, objectStream, objects, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])], predictors: each.map(predictorOf).filter(known => known != null) }
+      return { layers: undefined, length: direct, image: false, objectStream, objects, earlyChanges: [...new Set([1, 0, ...each.map(earlyChange)])] }
     }
-    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, objectStream, objects, earlyChanges: [], predictors: [] } // pdf.js fails the stream here
+    if (!(name instanceof Name)) return { layers: [], length: direct, image: false, objectStream, objects, earlyChanges: [] } // pdf.js fails the stream here
     const kind = KINDS.get(name.name)
-    // pdf.js gives a filter the whole /DecodeParms when /Filter is a name, else its array's entry.
-    const own = filter instanceof Name ? params : Array.isArray(params) ? params[index] : null
-    if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(own) : 1, predictor: kind === 'Fl' || kind === 'LZW' ? predictorOf(own) : null })
+    if (kind) layers.push({ kind, name: name.name, earlyChange: kind === 'LZW' ? earlyChange(filter instanceof Name ? params : Array.isArray(params) ? params[index] : null) : 1 })
   }
   const subtype = dictionary.get('Subtype')
-  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', objectStream, objects, earlyChanges: [], predictors: [] }
+  return { layers, length: direct, image: subtype instanceof Name && subtype.name === 'Image', objectStream, objects, earlyChanges: [] }
 }
 
 /**
@@ -224,25 +217,13 @@ async function measureChain(file: Buffer, start: number, plan: Plan, layers: Lay
       const out = await decode(layer.kind, layer.earlyChange, data ?? ownData(file, start, end, layer.kind), meter, plan.objectStream ? meter.cap : 2)
       if (out === undefined) return undefined
       const twice = opensLikeZlib(out) && !plan.image && (layer.kind === 'Fl' || layer.kind === 'Br')
-      refused = meter.charge(out.size, data ? 0 : out.read, out.tables) ?? (twice ? TWICE : undefined) ?? (layer.predictor ? charge(layer.predictor, out.size, meter) : undefined)
+      refused = meter.charge(out.size, data ? 0 : out.read, out.tables) ?? (twice ? TWICE : undefined)
       if (plan.objectStream) data = out.head
-      else expanded = layer.predictor ? predicted(layer.predictor, out.size).size : out.size
+      else expanded = out.size
     }
     if (refused) return refused
   }
   return plan.objectStream && data ? measureStreams(asBuffer(data), meter, depth + 1, plan.objects) : undefined
-}
-
-/**
- * The predictor stage's output, which pdf.js holds besides the decoder's, and its work past it
- * (pdf-predictor.ts). pdf.js reserves a row before reading one, in its own buffer and in the
- * decoder's (getBytes(rowBytes)), and a PNG predictor a zero row to start from: a row past the
- * per-stream cap is refused whatever the data, and the two reservations charged to the document.
- */
-function charge(predictor: Predictor, size: number, meter: Meter): string | undefined {
-  const stage = predicted(predictor, size)
-  const row = Math.max(0, predictor.rowBytes)
-  return meter.charge(Math.max(stage.size, row), stage.work + 2 * row)
 }
 
 const asBuffer = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength)
@@ -275,8 +256,7 @@ async function measureUnknown(file: Buffer, start: number, plan: Plan, meter: Me
     for (const [kind, early] of decoders) {
       const out = await decode(kind, early, data ?? ownData(file, start, end, kind), meter, plan.objectStream ? meter.cap : SYNC_BYTES)
       if (out === undefined) continue
-      const staged = kind === 'Fl' || kind === 'LZW' ? plan.predictors : []
-      const refused = meter.charge(out.size, data ? 0 : out.read, out.tables) ?? (twice(kind, out) ? TWICE : undefined) ?? staged.reduce<string | undefined>((refused, predictor) => refused ?? charge(predictor, out.size, meter), undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1, plan.objects) : undefined)
+      const refused = meter.charge(out.size, data ? 0 : out.read, out.tables) ?? (twice(kind, out) ? TWICE : undefined) ?? (plan.objectStream ? await measureStreams(asBuffer(out.head), meter, depth + 1, plan.objects) : undefined)
       if (refused) return refused
       for (const [again, value] of out.size <= SYNC_BYTES ? decoders : []) {
         const second = await decode(again, value, out.head, meter, 2)
