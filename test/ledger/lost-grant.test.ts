@@ -21,6 +21,16 @@ const leasedTotal = (orgId: string) => scalar(served.app!.deps.database.client, 
 const prepaidGrant = (text: string) => text.includes('INSERT INTO leases') && text.includes('|prepaid|')
 
 describe('over a libSQL server (Hrana over HTTP)', () => {
+  /** The tick returns the stray row whole, and the organization (0.05 USD) is served again. */
+  async function returnedAndServed(app: TestApp, principal: Principal, orgId: string): Promise<void> {
+    await app.deps.sweeper.tick()
+    expect(await served.leasedRows(orgId)).toBe(0n)
+    expect(await leasedTotal(orgId)).toBe(0n)
+    await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
+    expect(await prepaidOf(app, orgId)).toBe(50_000_000n - 261_000n)
+    await verifyClean(app)
+  }
+
 
   test('a first grant committed with its reply lost: the next tick returns its row, and the organization is served again', async () => {
     const { app, database } = await served.appOnServer()
@@ -31,12 +41,7 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
     expect(lost.ok ? 'admitted' : lost.error.code).toBe('unavailable')
     expect(await served.leasedRows(small.orgId)).toBe(50_000_000n) // committed all the same
 
-    await app.deps.sweeper.tick()
-    expect(await served.leasedRows(small.orgId)).toBe(0n)
-    expect(await leasedTotal(small.orgId)).toBe(0n)
-    await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
-    expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
-    await verifyClean(app)
+    await returnedAndServed(app, principal, small.orgId)
   }, 20_000)
 
   test('a grant the server runs only after the client gave up on it is returned at the tick after it ran', async () => {
@@ -51,12 +56,7 @@ describe('over a libSQL server (Hrana over HTTP)', () => {
 
     await late.release()
     expect(await served.leasedRows(small.orgId)).toBe(50_000_000n)
-    await app.deps.sweeper.tick()
-    expect(await served.leasedRows(small.orgId)).toBe(0n)
-    expect(await leasedTotal(small.orgId)).toBe(0n)
-    await app.deps.ledger.settle(await admitOk(app, principal, 261_000n), 261_000n)
-    expect(await prepaidOf(app, small.orgId)).toBe(50_000_000n - 261_000n)
-    await verifyClean(app)
+    await returnedAndServed(app, principal, small.orgId)
   }, 20_000)
 
   test('a return of an unknown row that the server runs late leaves the row made again since, same amount, same millisecond', async () => {
